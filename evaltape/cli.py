@@ -1,0 +1,77 @@
+"""The ``evaltape`` command line: a thin, lazily-loaded layer over ``grader`` and ``recorder``.
+
+Exit codes (DESIGN.md §6): 0 ok; 1 a quality gate failed; 2 usage error; 3 bad input.
+Subcommands are imported only when invoked, so ``evaltape grade`` never imports the
+recorder, ``anthropic`` or ``vcrpy``.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from grader.errors import BadInputError, EvaltapeError, UsageError
+
+#: Subcommand name → "module:attribute". Add a line here to add a command.
+COMMANDS = {
+    "grade": "evaltape.commands.grade:grade",
+    "record": "evaltape.commands.record:record",
+    "replay": "evaltape.commands.replay:replay",
+}
+
+
+class BadInput(click.ClickException):
+    """Unreadable or invalid input file (exit 3)."""
+
+    exit_code = 3
+
+
+class GateFailed(click.ClickException):
+    """A quality gate failed: threshold or regression (exit 1)."""
+
+    exit_code = 1
+
+
+def to_click(exc: EvaltapeError) -> click.ClickException:
+    """Map a domain error onto the click exception carrying its exit code."""
+    if isinstance(exc, BadInputError):
+        return BadInput(str(exc))
+    if isinstance(exc, UsageError):
+        return click.UsageError(str(exc))
+    return click.ClickException(str(exc))
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (click docs, "LazyGroup")."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except EvaltapeError as e:
+            raise to_click(e) from None
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="evaltape")
+def cli() -> None:
+    """evaltape: record tool-calling agents once, grade them offline forever."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="evaltape")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""``evaltape grade``: offline scoring of a recorded run (DESIGN.md §6)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from grader.datasets import inputs_sha256, load_dataset
+from grader.engine import grade as grade_run
+from grader.engine import report_bytes
+from grader.metrics import DEFAULT_METRICS, resolve
+from grader.report.markdown import render_markdown
+from grader.run import dataset_path_for, locate_run
+from grader.traces import iter_traces
+
+FORMATS = ("json", "md")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _formats(value: str) -> list[str]:
+    fmts = [f.strip() for f in value.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad:
+        raise click.BadParameter(f"unknown format(s) {', '.join(bad)}; choose from "
+                                 f"{', '.join(FORMATS)}")
+    return fmts
+
+
+@click.command()
+@click.argument("run", metavar="RUN_DIR_OR_TRACES.jsonl")
+@click.option("--dataset", "dataset", default=None,
+              help="Dataset to grade against (default: the one named in the run's manifest).")
+@click.option("--out", "out", default=None,
+              help="Report folder (default: reports/<run name>).")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="Fail (exit 1) when pass_rate is below this.")
+@click.option("--metrics", "metric_names", default=",".join(DEFAULT_METRICS),
+              show_default=True, help="Comma-separated metric names or module:Class paths.")
+@click.option("--format", "formats", default="json,md", show_default=True,
+              help=f"Report files to write: {', '.join(FORMATS)}.")
+@click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
+def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
+          metric_names: str, formats: str, quiet: bool) -> None:
+    """Score a recorded run offline and write reports/<run>/report.json."""
+    fmts = _formats(formats)
+    paths = locate_run(run)
+    ds_path = dataset_path_for(paths, dataset)
+    cases = load_dataset(ds_path)
+    metrics = resolve([n.strip() for n in metric_names.split(",") if n.strip()])
+    man = paths.manifest
+    run_info = {"path": paths.root.as_posix(), "name": paths.root.name,
+                "agent": man.get("agent"), "model": man.get("model"),
+                "model_note": man.get("model_note"),
+                "dataset_sha256": inputs_sha256(cases)}
+    report = grade_run(iter_traces(paths.traces), cases, metrics, run_info=run_info,
+                       traces_path=str(paths.traces))
+    out_dir = Path(out) if out else Path("reports") / paths.root.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if "json" in fmts:
+        _atomic_write(out_dir / "report.json", report_bytes(report))
+    if "md" in fmts:
+        _atomic_write(out_dir / "report.md", render_markdown(report).encode())
+    if not quiet:
+        from grader.report.terminal import print_report
+        print_report(report)
+    s = report["summary"]
+    if s["unrecorded_cases"]:
+        click.echo(f"note: {len(s['unrecorded_cases'])} dataset case(s) have no recorded "
+                   f"episode: {', '.join(s['unrecorded_cases'][:10])}", err=True)
+    click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
+    if threshold is not None and s["pass_rate"] < threshold:
+        from evaltape.cli import GateFailed
+        raise GateFailed(f"pass_rate {s['pass_rate']:.3f} is below the threshold "
+                         f"{threshold:.3f} (short by {threshold - s['pass_rate']:.3f})")

@@ -1,0 +1,48 @@
+"""``evaltape record``: run a live agent over a dataset into ``cassettes/<run>/``."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--agent", required=True,
+              help="Built-in agent (helpdesk, scripted) or module:function.")
+@click.option("--out", required=True, help="Run directory, e.g. cassettes/my-run.")
+@click.option("--model", default=None, help="Model id (default claude-sonnet-4-5; "
+              "'scripted' for scripted runs).")
+@click.option("--trials", type=click.IntRange(1), default=1, show_default=True,
+              help="Independent episodes per case.")
+@click.option("--concurrency", type=click.IntRange(1), default=1, show_default=True,
+              help="Episodes run in parallel.")
+@click.option("--base-url", default=None,
+              help="A Messages-API server (default: ANTHROPIC_BASE_URL or api.anthropic.com).")
+@click.option("--stream", is_flag=True, help="Use messages.stream instead of messages.create.")
+@click.option("--standin-script", "standin", default=None,
+              help="JSON {case_id: [turns]}: a scripted stand-in model serves these turns "
+                   "on 127.0.0.1 instead of a real model.")
+def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
+           concurrency: int, base_url: str | None, stream: bool, standin: str | None) -> None:
+    """Run AGENT over DATASET once and store traces and HTTP cassettes (resumable)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from recorder.record import RecordOptions, record as do_record
+
+    opts = RecordOptions(dataset=dataset, agent=agent, out=out, model=model, trials=trials,
+                         concurrency=concurrency, base_url=base_url, stream=stream,
+                         standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]])
+    with Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[info]}"), transient=False,
+                  redirect_stdout=False) as bar:
+        task = bar.add_task("record", total=None, info="")
+
+        def progress(kind: str, info: dict) -> None:
+            bar.update(task, total=info["total"], completed=info["recorded"],
+                       info=f"errors {info['errors']}  tokens {info['tokens']}")
+
+        counts = do_record(opts, progress)
+    click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
+               f"already finished, {counts['errors']} ended in error, "
+               f"{counts['tokens']} tokens → {out}", err=True)

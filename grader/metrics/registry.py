@@ -1,0 +1,46 @@
+"""The explicit metric registry: built-in metrics by name, user metrics as ``module:Class``."""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterable
+
+from ..errors import UsageError
+from .argument_correctness import ArgumentCorrectness
+from .task_completion import TaskCompletion
+from .tool_selection import ToolSelectionAccuracy
+
+#: Built-in metric classes by name. The engine knows no metric by name; only this does.
+BUILTIN: dict[str, type] = {m.name: m for m in (
+    ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
+)}
+
+#: Metrics a plain ``evaltape grade`` runs: seed 000's three.
+DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion")
+
+
+def register(cls: type) -> type:
+    """Add a metric class to :data:`BUILTIN` (explicit call, never an import side effect)."""
+    BUILTIN[cls.name] = cls
+    return cls
+
+
+def resolve(names: Iterable[str]) -> list[Any]:
+    """Instantiate metrics by built-in name or ``module:Class`` path.
+
+    Raises:
+        UsageError: an unknown name (lists the known ones) or an import failure.
+    """
+    metrics = []
+    for name in names:
+        if ":" in name:
+            module, _, attr = name.partition(":")
+            try:
+                cls = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as e:
+                raise UsageError(f"cannot load metric {name!r}: {e}") from None
+        elif name in BUILTIN:
+            cls = BUILTIN[name]
+        else:
+            raise UsageError(f"unknown metric {name!r}; known: {', '.join(sorted(BUILTIN))}")
+        metrics.append(cls())
+    return metrics

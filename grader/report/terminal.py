@@ -1,0 +1,54 @@
+"""The terminal report (rich): aggregate bars and a per-episode table, as seed 000 prints."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .common import bar, episode_label, fmt, status
+
+
+def print_report(report: dict, console: Console | None = None) -> None:
+    """Print seed 000's ``print_report`` layout with rich: totals, bars, per-episode results.
+
+    Failing metrics (score < 0.8, or null) show their details under the episode.
+    """
+    console = console or Console()
+    run, s = report["run"], report["summary"]
+    multi = s["trials"] > 1
+    console.rule("[bold]AI AGENT EVALUATION REPORT")
+    console.print(f"  run: {run.get('path', '')}   agent: {run.get('agent')}   "
+                  f"model: {run.get('model')}")
+    console.print(f"  cases: {s['cases']}   trials: {s['trials']}   episodes: {s['episodes']}"
+                  f"   pass_rate: [bold]{s['pass_rate']:.3f}[/]   tool_accuracy: "
+                  f"{s['tool_accuracy']:.3f}   avg_steps: {s['avg_steps']:.2f}")
+    console.print("\n  [bold]AGGREGATE SCORES")
+    for name, value in s["metrics"].items():
+        skipped = s["metrics_skipped"].get(name, 0)
+        extra = f"  ({skipped} skipped)" if skipped else ""
+        console.print(Text(f"  {name:<25} [{bar(value)}] {fmt(value)}{extra}"))
+    table = Table(title="PER-EPISODE RESULTS", show_lines=False, expand=False)
+    table.add_column("episode")
+    table.add_column("outcome")
+    for name in report["grader"]["metrics"]:
+        table.add_column(name, justify="right")
+    for ep in report["episodes"]:
+        outcome = Text("pass", style="green") if ep["passed"] else Text(ep["failure"],
+                                                                         style="red")
+        cells = []
+        for name in report["grader"]["metrics"]:
+            v = ep["metrics"][name]["score"]
+            st = status(v)
+            cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
+                              ("yellow" if st == "N/A" else "red")))
+        table.add_row(episode_label(ep, multi), outcome, *cells)
+    console.print(table)
+    details = [(ep, n, ep["metrics"][n]) for ep in report["episodes"]
+               for n in report["grader"]["metrics"]
+               if ep["metrics"][n]["score"] is None or ep["metrics"][n]["score"] < 0.8]
+    if details:
+        console.print("  [bold]FAILING DETAILS")
+        for ep, n, m in details:
+            console.print(Text(f"  [{episode_label(ep, multi)}] {n}: -> "
+                               f"{m['details'] or m['reason']}"))
+    console.rule()

@@ -1,0 +1,82 @@
+"""Locate the parts of a recorded run: ``traces.jsonl``, ``manifest.json``, the dataset."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import BadInputError, UsageError
+
+MANIFEST_SCHEMA = "evaltape.manifest/1"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where a run's files are.
+
+    Attributes:
+        root: the run directory (the traces file's folder when given a file).
+        traces: path of ``traces.jsonl``.
+        manifest: the parsed ``manifest.json``, or ``{}`` when there is none.
+    """
+
+    root: Path
+    traces: Path
+    manifest: dict[str, Any]
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Parse ``manifest.json``; ``{}`` when absent.
+
+    Raises:
+        BadInputError: the file exists but is not a JSON object.
+    """
+    if not path.exists():
+        return {}
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise BadInputError(f"not valid JSON ({e})", path=str(path)) from None
+    if not isinstance(doc, dict):
+        raise BadInputError("manifest must be a JSON object", path=str(path))
+    return doc
+
+
+def locate_run(target: str | Path) -> RunPaths:
+    """Resolve ``evaltape grade``'s argument: a run directory or a ``traces.jsonl`` file.
+
+    Raises:
+        UsageError: the path does not exist.
+        BadInputError: a directory without ``traces.jsonl``.
+    """
+    p = Path(target)
+    if not p.exists():
+        raise UsageError(f"no such run directory or traces file: {target}")
+    if p.is_dir():
+        traces = p / "traces.jsonl"
+        if not traces.exists():
+            raise BadInputError("run directory has no traces.jsonl", path=str(p))
+        return RunPaths(p, traces, read_manifest(p / "manifest.json"))
+    return RunPaths(p.parent, p, read_manifest(p.parent / "manifest.json"))
+
+
+def dataset_path_for(run: RunPaths, override: str | None) -> Path:
+    """The dataset to grade against: ``--dataset``, else the manifest's recorded path.
+
+    The manifest path is tried as given (relative to the working directory), then
+    relative to the run directory.
+
+    Raises:
+        UsageError: no ``--dataset`` and the manifest names none or it cannot be found.
+    """
+    if override:
+        return Path(override)
+    recorded = (run.manifest.get("dataset") or {}).get("path")
+    if not recorded:
+        raise UsageError("no dataset: pass --dataset (the run has no manifest naming one)")
+    for cand in (Path(recorded), run.root / recorded, run.root / Path(recorded).name):
+        if cand.exists():
+            return cand
+    raise UsageError(f"the run's dataset {recorded!r} was not found; pass --dataset")

@@ -1,0 +1,35 @@
+"""Built-in agents. An agent is ``(case, client, *, model) -> dict`` of trace fields.
+
+Addressed by name (:data:`BUILTIN`) or as ``module:function`` for user agents.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from grader.errors import UsageError
+
+BUILTIN = {
+    "helpdesk": "recorder.agents.helpdesk:run",
+    "scripted": "recorder.agents.scripted:run",
+}
+
+
+def resolve_agent(name: str) -> Callable[..., dict]:
+    """The agent callable for a built-in name or a ``module:function`` path.
+
+    Raises:
+        UsageError: unknown name (lists the built-ins) or an import failure.
+    """
+    target = BUILTIN.get(name, name)
+    if ":" not in target:
+        raise UsageError(f"unknown agent {name!r}; built-in agents: "
+                         f"{', '.join(sorted(BUILTIN))}, or give module:function")
+    module, _, attr = target.partition(":")
+    try:
+        fn: Any = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise UsageError(f"cannot load agent {name!r}: {e}") from None
+    if not callable(fn):
+        raise UsageError(f"agent {name!r} is not callable")
+    return fn

@@ -1,0 +1,258 @@
+"""Record a dataset with an agent: one cassette and one trace per (case, trial).
+
+Resumable: ``traces.jsonl`` gets one complete, fsynced line per finished episode; a rerun
+skips finished episodes and re-records the rest. A finished episode is never overwritten.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import anthropic
+import orjson
+
+from grader.datasets import case_input_sha256, inputs_sha256, load_dataset
+from grader.errors import UsageError
+from grader.model import TRACE_SCHEMA, Case
+from grader.run import read_manifest
+
+from .agents import resolve_agent
+from .cassette import cassette_name, make_vcr
+from .script_server import CASE_HEADER, ScriptServer
+from .vcr_ext.persister import SecretLeakError, atomic_write_text
+from .vcr_ext.scrub import find_secret
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+SCRIPTED_MODEL = "scripted"
+
+
+@dataclass
+class RecordOptions:
+    """Options of one ``evaltape record`` invocation (see the CLI for meanings)."""
+
+    dataset: str
+    agent: str
+    out: str
+    model: str | None = None
+    trials: int = 1
+    concurrency: int = 1
+    base_url: str | None = None
+    stream: bool = False
+    standin_scripts: str | None = None
+    command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("evaltape", "anthropic", "vcrpy", "httpx", "httpx2", "orjson"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def finished_episodes(traces: Path) -> set[tuple[str, int]]:
+    """(case_id, trial) pairs already in ``traces.jsonl``.
+
+    A torn last line (the recorder was killed mid-write) is cut off so the file again ends
+    with a complete line; every earlier line must be valid JSON.
+    """
+    if not traces.exists():
+        return set()
+    data = traces.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(traces, "r+b") as fh:
+            fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+        data = data[:cut]
+    done = set()
+    for line in data.splitlines():
+        if line.strip():
+            obj = orjson.loads(line)
+            done.add((obj["case_id"], obj["trial"]))
+    return done
+
+
+def append_trace(traces: Path, trace: dict) -> None:
+    """Append one trace as a single line with one write, then fsync.
+
+    Raises:
+        SecretLeakError: the trace holds a key-shaped string (nothing is written).
+    """
+    line = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    leak = find_secret(line.decode())
+    if leak:
+        raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
+                              path=str(traces))
+    fd = os.open(traces, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequence[str]] | None:
+    if opts.standin_scripts:
+        doc = orjson.loads(Path(opts.standin_scripts).read_bytes())
+        if not isinstance(doc, dict):
+            raise UsageError(f"{opts.standin_scripts}: expected {{case_id: [turns]}}")
+        return doc
+    if opts.agent == "scripted":
+        missing = [c.id for c in cases if c.script is None]
+        if missing:
+            raise UsageError(f"--agent scripted needs a 'script' in every case; missing in "
+                             f"{', '.join(missing[:5])}")
+        return {c.id: list(c.script or ()) for c in cases}
+    return None
+
+
+def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, model: str,
+                   base_url: str | None, previous: dict) -> dict:
+    """The run's ``manifest.json`` (DESIGN.md §5); keeps ``created_at`` of an earlier run."""
+    spec = getattr(agent_fn, "spec", None)
+    host = None
+    if base_url:
+        host = base_url.split("://", 1)[-1].split("/", 1)[0]
+    scripted = opts.agent == "scripted" or bool(opts.standin_scripts)
+    return {
+        "schema": "evaltape.manifest/1",
+        "agent": opts.agent,
+        "model": model,
+        "model_note": ("scripted stand-in model: turns written by hand, not a real model"
+                       if scripted else None),
+        "base_url_host": "127.0.0.1 (evaltape script server)" if scripted else
+        (host or "api.anthropic.com"),
+        "dataset": {"path": Path(opts.dataset).as_posix(), "inputs_sha256": inputs_sha256(cases),
+                    "cases": {c.id: case_input_sha256(c) for c in cases}},
+        "standin_scripts": opts.standin_scripts,
+        "system_prompt_sha256": _sha(spec.system) if spec else None,
+        "tools_sha256": _sha(list(spec.tools)) if spec else None,
+        "trials": opts.trials,
+        "stream": opts.stream,
+        "versions": _versions(),
+        "created_at": previous.get("created_at") or
+        _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command_line": list(opts.command_line),
+    }
+
+
+def check_inputs_unchanged(manifest: dict, cases: Sequence[Case], where: str) -> None:
+    """Refuse a run whose recorded case inputs differ from the dataset's, naming the case.
+
+    Raises:
+        grader.errors.BadInputError: a recorded case's input hash differs.
+    """
+    from grader.errors import BadInputError
+    recorded = (manifest.get("dataset") or {}).get("cases") or {}
+    for c in cases:
+        if c.id in recorded and recorded[c.id] != case_input_sha256(c):
+            raise BadInputError(f"case {c.id!r}: its input changed since recording (input, "
+                                "script or max_steps); restore it or record into a new run",
+                                path=where, field="dataset.cases")
+
+
+def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,
+                model: str, stream: bool) -> dict:
+    """Run one episode and complete its trace with the recorder-owned fields."""
+    t0 = time.perf_counter()
+    kwargs = {"model": model}
+    if stream:
+        kwargs["stream"] = True
+    fields = agent_fn(case, client, **kwargs)
+    latency = round(time.perf_counter() - t0, 3)
+    trace = {"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial, "input": case.input,
+             "model": model, "latency_s": latency, "error": None, "usage": {},
+             "messages": []}
+    trace.update(fields)
+    return trace
+
+
+def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: int,
+                max_retries: int = 4) -> anthropic.Anthropic:
+    """A client for one episode; the case id travels in a header for the script server."""
+    return anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
+                               max_retries=max_retries,
+                               default_headers={CASE_HEADER: case_id,
+                                                "x-evaltape-trial": str(trial)})
+
+
+def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
+    """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
+
+    Returns:
+        Counts: ``{"recorded": n, "skipped": n, "errors": n, "tokens": n}``.
+
+    Raises:
+        UsageError: no key and no base URL for a live agent; bad trials/concurrency.
+        BadInputError: the dataset is invalid, or its inputs changed since the run began.
+        SecretLeakError: a cassette or trace would hold a key.
+    """
+    if opts.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    cases = load_dataset(opts.dataset)
+    if not cases:
+        raise UsageError(f"{opts.dataset}: the dataset has no cases")
+    agent_fn = resolve_agent(opts.agent)
+    scripts = _load_scripts(opts, cases)
+    api_key = os.environ.get("ANTHROPIC_API_KEY")
+    base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+    if scripts is None and not api_key and not base_url:
+        raise UsageError("no model to talk to: set ANTHROPIC_API_KEY to record against Claude, "
+                         "or pass --base-url (or set ANTHROPIC_BASE_URL) for a Messages-API "
+                         "server such as llama-server on 127.0.0.1")
+    model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
+    out = Path(opts.out)
+    (out / "http").mkdir(parents=True, exist_ok=True)
+    previous = read_manifest(out / "manifest.json")
+    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
+    manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
+    if previous:
+        # a resumed run keeps the union of recorded case hashes
+        manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
+                                        **manifest["dataset"]["cases"]}
+    atomic_write_text(out / "manifest.json",
+                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
+                                   orjson.OPT_INDENT_2).decode() + "\n")
+    traces = out / "traces.jsonl"
+    done = finished_episodes(traces)
+    todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
+    counts = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo), "errors": 0,
+              "tokens": 0}
+    v = make_vcr("all")
+    with ExitStack() as stack:
+        if scripts is not None:
+            server = stack.enter_context(ScriptServer(scripts))
+            base_url, api_key = server.base_url, "scripted-no-key"
+        for case, trial in todo:
+            path = out / "http" / cassette_name(case.id, trial)
+            if path.exists():
+                path.unlink()  # left by an interrupted episode: its trace was never written
+            client = make_client(base_url, api_key, case.id, trial)
+            with v.use_cassette(str(path)):
+                trace = run_episode(agent_fn, case, trial, client, model, opts.stream)
+            append_trace(traces, trace)
+            counts["recorded"] += 1
+            counts["errors"] += trace.get("stop_reason") == "error"
+            u = trace.get("usage") or {}
+            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+            if progress:
+                progress("episode", {"case_id": case.id, "trial": trial, **counts,
+                                     "total": len(todo)})
+    return counts

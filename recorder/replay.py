@@ -1,0 +1,124 @@
+"""Replay a recorded run offline and check the agent reproduces its stored traces."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+from vcr.errors import CannotOverwriteExistingCassetteException
+
+from grader.datasets import load_dataset
+from grader.errors import BadInputError
+from grader.run import dataset_path_for, locate_run
+
+from .agents import resolve_agent
+from .cassette import cassette_name, make_vcr
+from .record import check_inputs_unchanged, make_client, run_episode
+from .vcr_ext.jsonpath import first_difference
+from .vcr_ext.matchers import _short, parse_body
+from .vcr_ext.scrub import scrub_request
+
+#: Trace keys that legitimately differ between recording and replay.
+VOLATILE_KEYS = ("latency_s",)
+OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where a replayed episode first differs from the recorded one."""
+
+    case_id: str
+    trial: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"case {self.case_id!r} trial {self.trial}: {self.message}"
+
+
+def _miss_message(cassette: Any, seen: list) -> str:
+    """Explain a replay miss: the interaction number and the first differing JSON path."""
+    played = sum(cassette.play_counts.values())
+    number = played + 1
+    if not seen:
+        return f"interaction {number} has no recorded match"
+    request = seen[-1]
+    recorded = [r for r in cassette.requests if r.path == request.path]
+    if not recorded:
+        return f"interaction {number}: no recorded request for {request.method} {request.path}"
+    nearest = recorded[min(played, len(recorded) - 1)]
+    diff = first_difference(parse_body(nearest), parse_body(request))
+    if diff is None:
+        return f"interaction {number}: request equals a recorded one that was already played"
+    path, a, b = diff
+    return (f"interaction {number} has no recorded match; against the nearest recorded "
+            f"request the body first differs at {path}: recorded {_short(a)}, now {_short(b)}")
+
+
+def replay_run(run: str, dataset: str | None = None,
+               progress: Callable[[Divergence | None], None] | None = None) -> tuple[int, list[Divergence]]:
+    """Re-run every recorded episode against its cassette with no network.
+
+    Returns:
+        ``(episodes_checked, divergences)``; an empty list means every trace reproduced
+        (all keys but ``latency_s`` equal).
+
+    Raises:
+        BadInputError: missing cassette, invalid traces, or dataset inputs changed since
+            recording (names the case).
+    """
+    paths = locate_run(run)
+    cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
+    check_inputs_unchanged(paths.manifest, list(cases.values()), str(paths.root / "manifest.json"))
+    agent_fn = resolve_agent(paths.manifest.get("agent") or "helpdesk")
+    model = paths.manifest.get("model") or "unknown"
+    stream = bool(paths.manifest.get("stream"))
+    divergences: list[Divergence] = []
+    checked = 0
+    with open(paths.traces, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            recorded = orjson.loads(raw)
+            cid, trial = recorded["case_id"], recorded["trial"]
+            case = cases.get(cid)
+            if case is None:
+                raise BadInputError(f"case {cid!r} is not in the dataset", path=str(paths.traces),
+                                    line=lineno, field="case_id")
+            cpath = paths.root / "http" / cassette_name(cid, trial)
+            if not cpath.exists():
+                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+            seen: list = []
+
+            def hook(request: Any, seen: list = seen) -> Any:
+                seen.append(request)
+                return scrub_request(request)
+
+            v = make_vcr("none")
+            v.before_record_request = hook
+            client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
+            miss = None
+            with v.use_cassette(str(cpath)) as cassette:
+                try:
+                    now = run_episode(agent_fn, case, trial, client, model, stream)
+                except CannotOverwriteExistingCassetteException:
+                    now = None
+                if now is None or now.get("stop_reason") == "error":
+                    if not cassette.all_played or now is None:
+                        miss = _miss_message(cassette, seen)
+            checked += 1
+            div = None
+            if miss:
+                div = Divergence(cid, trial, miss)
+            else:
+                a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
+                b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
+                d = first_difference(a, b)
+                if d:
+                    div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
+                                     f"{_short(d[1])}, replayed {_short(d[2])}")
+            if div:
+                divergences.append(div)
+            if progress:
+                progress(div)
+    return checked, divergences

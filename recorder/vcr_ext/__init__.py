@@ -1,0 +1,1 @@
+"""vcrpy extensions, one small module each: serializer, persister, matchers, scrubbing."""

@@ -1,0 +1,83 @@
+"""vcrpy serializer writing JSONL: a header line, then one interaction per line (orjson).
+
+JSON bodies are stored parsed (``"body": {"json": ...}``), other bodies as text
+(``"body": {"text": ...}``), so cassettes read and diff as data (DESIGN.md §5).
+Compressed bodies are already decoded by vcrpy's ``decode_compressed_response``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+HEADER = {"format": "evaltape.cassette/1", "version": 1}
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def _pack_body(body: Any) -> dict:
+    if body is None:
+        return {"text": None}
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    if isinstance(body, dict):  # vcrpy response bodies are {"string": ...}
+        body = body.get("string")
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", errors="replace")
+    if isinstance(body, str) and body[:1] in ("{", "["):
+        try:
+            return {"json": orjson.loads(body)}
+        except orjson.JSONDecodeError:
+            pass
+    return {"text": body}
+
+
+def _unpack_body(body: dict) -> str | None:
+    if "json" in body:
+        return orjson.dumps(body["json"]).decode()
+    return body.get("text")
+
+
+def serialize(cassette_dict: dict) -> str:
+    """vcrpy's ``{version, interactions}`` dict → JSONL text."""
+    out = [orjson.dumps(HEADER, option=_OPTS)]
+    for it in cassette_dict.get("interactions", []):
+        req = dict(it["request"])
+        req["body"] = _pack_body(req.get("body"))
+        resp = dict(it["response"])
+        resp["body"] = _pack_body(resp.get("body"))
+        out.append(orjson.dumps({"request": req, "response": resp}, option=_OPTS))
+    return b"".join(out).decode()
+
+
+def deserialize(text: str) -> dict:
+    """JSONL text → vcrpy's ``{version, interactions}`` dict.
+
+    ``content-length`` is recomputed for re-encoded JSON bodies.
+
+    Raises:
+        ValueError: a line is not JSON, or the header names another format (with line number).
+    """
+    interactions = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise ValueError(f"cassette line {lineno}: not valid JSON ({e})") from None
+        if "format" in obj:
+            if obj["format"] != HEADER["format"]:
+                raise ValueError(f"cassette line {lineno}: unknown format {obj['format']!r}")
+            continue
+        req = dict(obj["request"])
+        req["body"] = _unpack_body(req["body"])
+        resp = dict(obj["response"])
+        body = _unpack_body(resp["body"])
+        headers = {k: v for k, v in resp.get("headers", {}).items()
+                   if k.lower() != "content-length"}
+        if body is not None:
+            headers["content-length"] = [str(len(body.encode()))]
+        resp["headers"] = headers
+        resp["body"] = {"string": body}
+        interactions.append({"request": req, "response": resp})
+    return {"version": 1, "interactions": interactions}

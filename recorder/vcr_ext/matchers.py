@@ -1,0 +1,38 @@
+"""vcrpy matchers: requests match on the canonical JSON body (key order, spacing ignored)."""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .jsonpath import first_difference
+
+
+def parse_body(request: Any) -> Any:
+    """A request's body as parsed JSON, or the raw text when it is not JSON."""
+    body = request.body
+    if body is None:
+        return None
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+
+
+def canonical_body(r1: Any, r2: Any) -> None:
+    """vcrpy matcher: equal parsed JSON bodies.
+
+    Raises:
+        AssertionError: naming the JSON path of the first difference.
+    """
+    diff = first_difference(parse_body(r1), parse_body(r2))
+    if diff is not None:
+        path, a, b = diff
+        raise AssertionError(f"body differs at {path}: {_short(a)} != {_short(b)}")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return repr(text if len(text) <= limit else text[:limit] + "…")

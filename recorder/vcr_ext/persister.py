@@ -1,0 +1,55 @@
+"""vcrpy persister: atomic writes (temp file + fsync + rename) and a final secret scan."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vcr.persisters.filesystem import CassetteNotFoundError
+from vcr.serialize import deserialize, serialize
+
+from grader.errors import BadInputError
+
+from .scrub import find_secret
+
+
+class SecretLeakError(BadInputError):
+    """A file about to be written still holds a key-shaped string (exit code 3)."""
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, refusing content that holds a secret.
+
+    Raises:
+        SecretLeakError: ``text`` contains the live API key or a key-shaped string; nothing
+            is written.
+    """
+    leak = find_secret(text)
+    if leak:
+        raise SecretLeakError(f"refusing to write: holds a key-shaped string ({leak})",
+                              path=str(path))
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+
+
+class AtomicPersister:
+    """Loads like vcrpy's filesystem persister; saves atomically after a secret scan."""
+
+    @classmethod
+    def load_cassette(cls, cassette_path, serializer):
+        p = Path(cassette_path)
+        if not p.is_file():
+            raise CassetteNotFoundError()
+        data = p.read_text(encoding="utf-8")
+        if not data.strip():
+            raise CassetteNotFoundError()
+        return deserialize(data, serializer)
+
+    @staticmethod
+    def save_cassette(cassette_path, cassette_dict, serializer):
+        atomic_write_text(cassette_path, serialize(cassette_dict, serializer))
