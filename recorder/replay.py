@@ -16,7 +16,7 @@ from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr
 from .record import check_inputs_unchanged, make_client, run_episode
 from .vcr_ext.jsonpath import first_difference
-from .vcr_ext.matchers import _short, parse_body
+from .vcr_ext.matchers import parse_body, shorten_pair
 from .vcr_ext.scrub import scrub_request
 
 #: Trace keys that legitimately differ between recording and replay.
@@ -51,8 +51,9 @@ def _miss_message(cassette: Any, seen: list) -> str:
     if diff is None:
         return f"interaction {number}: request equals a recorded one that was already played"
     path, a, b = diff
+    sa, sb = shorten_pair(a, b)
     return (f"interaction {number} has no recorded match; against the nearest recorded "
-            f"request the body first differs at {path}: recorded {_short(a)}, now {_short(b)}")
+            f"request the body first differs at {path}: recorded {sa}, now {sb}")
 
 
 def replay_run(run: str, dataset: str | None = None,
@@ -115,8 +116,9 @@ def replay_run(run: str, dataset: str | None = None,
                 b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
                 d = first_difference(a, b)
                 if d:
+                    sa, sb = shorten_pair(d[1], d[2])
                     div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
-                                     f"{_short(d[1])}, replayed {_short(d[2])}")
+                                     f"{sa}, replayed {sb}")
             if div:
                 divergences.append(div)
             if progress:

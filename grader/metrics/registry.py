@@ -6,12 +6,22 @@ from typing import Any, Iterable
 
 from ..errors import UsageError
 from .argument_correctness import ArgumentCorrectness
+from .efficiency import Efficiency
+from .irrelevance import Irrelevance
+from .seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
+                            NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
 from .task_completion import TaskCompletion
+from .tool_call_f1 import ToolCallF1
 from .tool_selection import ToolSelectionAccuracy
+from .trajectory_match import TrajectoryMatch
 
 #: Built-in metric classes by name. The engine knows no metric by name; only this does.
 BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
+    # opt-in (issue 7): trajectory and call matching, seed 004 rules, efficiency
+    TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
+    ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
+    NoExtraToolCalls,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: seed 000's three.

@@ -30,9 +30,21 @@ def canonical_body(r1: Any, r2: Any) -> None:
     diff = first_difference(parse_body(r1), parse_body(r2))
     if diff is not None:
         path, a, b = diff
-        raise AssertionError(f"body differs at {path}: {_short(a)} != {_short(b)}")
+        sa, sb = shorten_pair(a, b)
+        raise AssertionError(f"body differs at {path}: {sa} != {sb}")
 
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
     return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def shorten_pair(a: Any, b: Any, context: int = 30) -> tuple[str, str]:
+    """Two values for display; long strings are cut to a window around their first
+    differing character, so the difference is always visible."""
+    if isinstance(a, str) and isinstance(b, str) and (len(a) > 80 or len(b) > 80):
+        i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        lo = max(0, i - context)
+        cut = lambda t: ("…" if lo else "") + t[lo:i + context] + ("…" if len(t) > i + context else "")
+        return repr(cut(a)), repr(cut(b))
+    return _short(a), _short(b)

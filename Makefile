@@ -1,0 +1,41 @@
+# evaltape — make targets. Everything runs inside .venv (created on first use).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+RUN    ?= cassettes/helpdesk-scripted-standin
+DATASET ?= datasets/helpdesk_eval.json
+AGENT  ?= helpdesk
+OUT    ?= cassettes/$(AGENT)-$(notdir $(basename $(DATASET)))
+TRIALS ?= 1
+ARGS   ?=
+
+.PHONY: install grade record replay test bench audit clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+## grade: offline scoring of the committed run (no key, no network)
+grade: install
+	$(BIN)/evaltape grade $(RUN) $(ARGS)
+
+## record: run the live agent (needs ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL)
+record: install
+	$(BIN)/evaltape record $(DATASET) --agent $(AGENT) --out $(OUT) --trials $(TRIALS) $(ARGS)
+
+## replay: re-run every committed run against its cassettes, offline
+replay: install
+	@set -e; for run in cassettes/*/; do $(BIN)/evaltape replay $$run; done
+
+test: install
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache

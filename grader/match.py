@@ -1,0 +1,405 @@
+"""Tool-call matching: tiny pure comparators, one optimal one-to-one assignment.
+
+Two independent axes (STYLE.md §8, after openevals' ``trajectory/`` and ``types.py``):
+
+* **order** (:data:`OrderMode`) says how the two call lists must correspond:
+  ``strict`` (same calls, same order), ``unordered`` (same multiset of calls),
+  ``subset`` (every actual call is expected: no extra calls), ``superset`` (every expected
+  call was made: extra calls allowed).
+* **arguments** (:data:`ArgsMode`) say when one actual call's arguments match one expected
+  call's: ``exact`` (same keys, equal values), ``ignore`` (names only), ``subset`` (the
+  actual keys are a subset of the expected keys; given values equal), ``superset`` (the
+  actual keys include every expected key; those values equal). Per-tool overrides take a
+  mode, a list of dotted key paths to compare, or a ``(actual_args, expected_args) -> bool``
+  callable.
+
+Expected values may be BFCL-style lists of acceptable values, where ``""`` marks the
+parameter optional (Berkeley Function-Calling Leaderboard, ``ast_checker``).
+
+Values compare recursively (:func:`compare_values`): dict key order never matters; list
+order matters unless asked otherwise; ``12 == 12.0``; ``True`` never equals ``1``; ``"1"``
+vs ``1`` is a type mismatch.
+
+Matching between actual and expected calls is a maximum bipartite matching (Kuhn's
+augmenting paths), so the number of matched pairs is optimal, never depends on the order
+of either list, and duplicates count: two identical expected calls need two actual calls.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
+
+from .model import Case, ToolCall
+
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+OrderMode = Literal["strict", "unordered", "subset", "superset"]
+#: A per-tool override: a mode, dotted key paths to compare, or a predicate.
+ArgsOverride = Union[str, Sequence[str], Callable[[Mapping[str, Any], Mapping[str, Any]], bool]]
+
+
+def check_mode(value: str, mode_type: Any, what: str) -> str:
+    """Return ``value`` if it is one of the ``Literal`` alias's values.
+
+    Raises:
+        ValueError: naming ``what`` and listing the valid values.
+    """
+    valid = get_args(mode_type)
+    if value not in valid:
+        raise ValueError(f"unknown {what} {value!r}; valid: {', '.join(valid)}")
+    return value
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _kind(x: Any) -> str:
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "boolean"
+    if _is_number(x):
+        return "number"
+    if isinstance(x, str):
+        return "string"
+    if isinstance(x, Mapping):
+        return "object"
+    if isinstance(x, (list, tuple)):
+        return "array"
+    return type(x).__name__
+
+
+def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
+                   path: str = "$") -> str | None:
+    """Compare two JSON values recursively; ``None`` when equal, else the first difference.
+
+    Rules: numbers compare by value (``12 == 12.0``); booleans equal only booleans
+    (``True != 1``); different JSON kinds are a type mismatch (``"1"`` vs ``1``); objects
+    need the same keys (any order) with equal values; arrays need equal length and equal
+    items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
+
+    Returns:
+        ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``.
+    """
+    ka, ke = _kind(actual), _kind(expected)
+    if ka != ke:
+        return f"{path}: type mismatch: {ka} {actual!r} vs {ke} {expected!r}"
+    if ka == "object":
+        missing = sorted(set(expected) - set(actual))
+        extra = sorted(set(actual) - set(expected))
+        if missing or extra:
+            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
+        for k in sorted(expected):
+            diff = compare_values(actual[k], expected[k], unordered_lists=unordered_lists,
+                                  path=f"{path}.{k}")
+            if diff:
+                return diff
+        return None
+    if ka == "array":
+        if len(actual) != len(expected):
+            return f"{path}: length {len(actual)} vs {len(expected)}"
+        if unordered_lists:
+            adj = [[compare_values(a, e, unordered_lists=True) is None for a in actual]
+                   for e in expected]
+            pairs = max_matching(adj)
+            if len(pairs) < len(expected):
+                return f"{path}: items differ (as multisets, {len(pairs)}/{len(expected)} paired)"
+            return None
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]")
+            if diff:
+                return diff
+        return None
+    if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
+        return f"{path}: {actual!r} != {expected!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    """One expected tool call.
+
+    Attributes:
+        name: the tool name (compared exactly).
+        acceptable: ``{param: (value, ...)}``: each parameter's acceptable values, or
+            ``None`` to accept any arguments (the case names the tool only).
+        optional: parameters that may be absent (BFCL's ``""`` marker).
+        args_mode: this call's own argument mode (BFCL items use ``exact``), or ``None``
+            for the metric's.
+        unordered_lists: compare list values as multisets.
+    """
+
+    name: str
+    acceptable: Mapping[str, tuple[Any, ...]] | None = None
+    optional: frozenset[str] = frozenset()
+    args_mode: str | None = None
+    unordered_lists: bool = False
+
+    def literal_args(self) -> dict[str, Any]:
+        """The first acceptable value of each parameter (for callables and display)."""
+        return {k: v[0] for k, v in (self.acceptable or {}).items() if v}
+
+
+def parse_expected_call(item: Any) -> ExpectedCall:
+    """Build an :class:`ExpectedCall` from one item of a case's ``expected_tool_calls``.
+
+    Accepted shapes: ``"tool_name"`` (any arguments); ``{"name": ..., "arguments": {...},
+    "args_mode"?: ..., "unordered_lists"?: bool}`` (literal values); BFCL's
+    ``{"tool_name": {"param": [acceptable, ..., ""]}}`` (one key; ``""`` = optional; exact
+    argument mode, so unexpected parameters fail).
+
+    Raises:
+        ValueError: any other shape.
+    """
+    if isinstance(item, str):
+        return ExpectedCall(item)
+    if isinstance(item, Mapping) and "name" in item:
+        args = item.get("arguments", item.get("args"))
+        if args is not None and not isinstance(args, Mapping):
+            raise ValueError(f"expected call {item['name']!r}: arguments must be an object")
+        mode = item.get("args_mode")
+        if mode is not None:
+            check_mode(mode, ArgsMode, "args_mode")
+        return ExpectedCall(str(item["name"]),
+                            None if args is None else {k: (v,) for k, v in args.items()},
+                            args_mode=mode, unordered_lists=bool(item.get("unordered_lists")))
+    if isinstance(item, Mapping) and len(item) == 1:
+        (name, params), = item.items()
+        if not isinstance(params, Mapping) or not all(isinstance(v, list)
+                                                      for v in params.values()):
+            raise ValueError(f"BFCL expected call {name!r}: expected {{param: [values]}}")
+        acceptable = {k: tuple(x for x in v if x != "") for k, v in params.items()}
+        optional = frozenset(k for k, v in params.items() if "" in v)
+        return ExpectedCall(str(name), acceptable, optional, args_mode="exact")
+    raise ValueError(f"cannot read expected call {item!r}: use a name, "
+                     "{'name', 'arguments'} or BFCL {name: {param: [values]}}")
+
+
+def expected_calls(case: Case) -> tuple[ExpectedCall, ...] | None:
+    """The case's expected calls, or ``None`` when it states no expectation.
+
+    Source, first found: ``extra["expected_tool_calls"]`` (seed 004; items as in
+    :func:`parse_expected_call`); else ``expected_tools`` (seed 000/002) with each tool's
+    ``expected_args`` entry as its literal arguments (no entry: any arguments).
+
+    Raises:
+        ValueError: an unreadable ``expected_tool_calls`` item.
+    """
+    raw = case.extra.get("expected_tool_calls")
+    if raw is not None:
+        if not isinstance(raw, list):
+            raise ValueError("expected_tool_calls must be a list")
+        return tuple(parse_expected_call(x) for x in raw)
+    if case.expected_tools is None:
+        return None
+    args = case.expected_args or {}
+    return tuple(ExpectedCall(t, None if t not in args else {k: (v,) for k, v in
+                                                           args[t].items()})
+                 for t in case.expected_tools)
+
+
+def _coerce(value: Any, schema: Mapping[str, Any] | None) -> Any:
+    """Parse a JSON-string value when ``schema`` says object/array (agents do send these)."""
+    if not isinstance(value, str) or not schema:
+        return value
+    kinds = schema.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds or ())
+    if kinds & {"object", "array"} and "string" not in kinds:
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def coerce_arguments(args: Mapping[str, Any],
+                     input_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Arguments with JSON-string values parsed where ``input_schema`` wants object/array."""
+    props = (input_schema or {}).get("properties") or {}
+    return {k: _coerce(v, props.get(k)) for k, v in args.items()}
+
+
+def schema_errors(args: Mapping[str, Any], input_schema: Mapping[str, Any]) -> list[str]:
+    """Messages of every jsonschema violation of ``args`` against ``input_schema`` (sorted)."""
+    import jsonschema  # base dependency; imported lazily to keep ``import grader`` light
+
+    validator = jsonschema.Draft202012Validator(input_schema)
+    return sorted(f"{'/'.join(map(str, e.path)) or '$'}: {e.message}"
+                  for e in validator.iter_errors(dict(args)))
+
+
+def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+    for p in parts:
+        if isinstance(value, Mapping) and p in value:
+            value = value[p]
+        else:
+            return False, None
+    return True, value
+
+
+def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
+                  override: ArgsOverride | None = None) -> str | None:
+    """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
+
+    ``override`` (a per-tool setting) replaces ``mode``: a mode string, a list of dotted key
+    paths (each must exist on both sides and compare equal), or a predicate on
+    ``(actual_args, expected.literal_args())``. ``expected.acceptable is None`` always
+    matches. Key rules per mode: ``exact``: no unexpected key, every required key present;
+    ``superset``: every required key present; ``subset``: no unexpected key. Values of keys
+    present on both sides must equal one acceptable value.
+    """
+    if expected.acceptable is None:
+        return None
+    if callable(override) and not isinstance(override, str):
+        return None if override(actual, expected.literal_args()) else "custom comparator said no"
+    unordered = expected.unordered_lists
+    if override is not None and not isinstance(override, str):
+        for dotted in override:
+            top, *rest = dotted.split(".")
+            ok_a, a = _dig(actual, [top, *rest])
+            if not ok_a:
+                return f"$.{dotted}: missing in actual call"
+            diffs = [compare_values(a, v, unordered_lists=unordered, path=f"$.{dotted}")
+                     for ok, v in (_dig({top: c}, [top, *rest])
+                                   for c in expected.acceptable.get(top, ())) if ok]
+            if not diffs:
+                return f"$.{dotted}: not in expected call"
+            if all(diffs):
+                return diffs[0]
+        return None
+    mode = check_mode(override or mode, ArgsMode, "args mode")
+    if mode == "ignore":
+        return None
+    keys_a, keys_e = set(actual), set(expected.acceptable)
+    required = keys_e - expected.optional
+    if mode in ("exact", "subset") and keys_a - keys_e:
+        return f"unexpected argument(s) {sorted(keys_a - keys_e)}"
+    if mode in ("exact", "superset") and required - keys_a:
+        return f"missing argument(s) {sorted(required - keys_a)}"
+    for k in sorted(keys_a & keys_e):
+        options = expected.acceptable[k]
+        diffs = [compare_values(actual[k], v, unordered_lists=unordered, path=f"$.{k}")
+                 for v in options]
+        if not options or all(diffs):
+            return diffs[0] if diffs else f"$.{k}: no acceptable value"
+    return None
+
+
+def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = "exact",
+                  overrides: Mapping[str, ArgsOverride] | None = None,
+                  schemas: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
+    """Why one actual call does not match one expected call; ``None`` when it matches.
+
+    Names compare exactly; a difference only in letter case is reported as such (and is
+    still a mismatch). Arguments are first coerced with the tool's ``input_schema`` from
+    ``schemas`` (JSON strings → objects), then compared with :func:`args_mismatch` using
+    the per-tool override, else the expected call's own mode, else ``args_mode``.
+    """
+    if actual.name != expected.name:
+        if actual.name.lower() == expected.name.lower():
+            return f"name differs only in case: {actual.name!r} vs {expected.name!r}"
+        return f"name {actual.name!r} != {expected.name!r}"
+    args = coerce_arguments(actual.arguments, (schemas or {}).get(actual.name))
+    override = (overrides or {}).get(expected.name)
+    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override)
+    return None if diff is None else f"{expected.name}: {diff}"
+
+
+def max_matching(adj: Sequence[Sequence[bool]]) -> list[tuple[int, int]]:
+    """Maximum bipartite matching by augmenting paths (Kuhn 1955; O(V·E)).
+
+    Args:
+        adj: ``adj[i][j]`` is true when left item ``i`` may pair with right item ``j``.
+
+    Returns:
+        ``(i, j)`` pairs sorted by ``i``; their number is the maximum possible, whatever
+        the order of either side.
+    """
+    owner: dict[int, int] = {}
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j, ok in enumerate(adj[i]):
+            if ok and j not in seen:
+                seen.add(j)
+                if j not in owner or augment(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    for i in range(len(adj)):
+        augment(i, set())
+    return sorted((i, j) for j, i in owner.items())
+
+
+@dataclass(frozen=True)
+class CallMatch:
+    """Result of pairing actual calls with expected calls one to one.
+
+    Attributes:
+        pairs: ``(expected_index, actual_index)`` pairs of the optimal matching.
+        n_expected, n_actual: list lengths.
+        misses: for each unmatched expected call, why the nearest candidate failed.
+    """
+
+    pairs: tuple[tuple[int, int], ...]
+    n_expected: int
+    n_actual: int
+    misses: tuple[str, ...] = field(default=())
+
+    @property
+    def matched(self) -> int:
+        """Number of matched pairs."""
+        return len(self.pairs)
+
+
+def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
+                args_mode: str = "exact", overrides: Mapping[str, ArgsOverride] | None = None,
+                schemas: Mapping[str, Mapping[str, Any]] | None = None) -> CallMatch:
+    """Optimally pair actual with expected calls (see :func:`max_matching`).
+
+    ``misses`` explains each unmatched expected call: the mismatch against the first
+    unmatched actual call with the same name (ignoring case), or ``"<name>: not called"``.
+    """
+    reasons = [[call_mismatch(a, e, args_mode=args_mode, overrides=overrides, schemas=schemas)
+                for a in actual] for e in expected]
+    pairs = max_matching([[r is None for r in row] for row in reasons])
+    used_e = {i for i, _ in pairs}
+    used_a = {j for _, j in pairs}
+    misses = []
+    for i, e in enumerate(expected):
+        if i in used_e:
+            continue
+        near = [reasons[i][j] for j, a in enumerate(actual)
+                if j not in used_a and a.name.lower() == e.name.lower()]
+        near = near or [reasons[i][j] for j, a in enumerate(actual)
+                        if a.name.lower() == e.name.lower()]
+        misses.append(near[0] if near else f"{e.name}: not called")
+    return CallMatch(tuple(pairs), len(expected), len(actual), tuple(misses))
+
+
+def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
+                 **kw: Any) -> str | None:
+    """``None`` when the lists have equal length and call ``i`` matches call ``i``.
+
+    Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference.
+    """
+    if len(actual) != len(expected):
+        return f"{len(actual)} calls made, {len(expected)} expected"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        diff = call_mismatch(a, e, **kw)
+        if diff:
+            return f"call {i + 1}: {diff}"
+    return None
+
+
+def trace_schemas(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``{tool: input_schema}`` from a trace's optional ``tools`` list (Anthropic format).
+
+    Traces without ``tools`` give ``{}`` (arguments are then compared as recorded).
+    """
+    tools = raw.get("tools") if isinstance(raw, Mapping) else None
+    if not isinstance(tools, list):
+        return {}
+    return {t["name"]: t.get("input_schema") or {} for t in tools
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str)}

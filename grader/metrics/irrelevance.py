@@ -1,0 +1,30 @@
+"""``irrelevance``: when no call is expected, the agent makes none (BFCL's irrelevance)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..match import expected_calls
+from ..model import EpisodeContext, Score
+
+
+@dataclass(frozen=True)
+class Irrelevance:
+    """1.0 if the case expects no call (an explicit empty list) and none was made, else 0.0.
+
+    Cases that expect calls, or state no expectation, are not irrelevance cases: ``None``
+    with a reason (BFCL scores irrelevance only on its irrelevance category).
+    """
+
+    name: ClassVar[str] = "irrelevance"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        expected = expected_calls(ctx.case)
+        if expected is None:
+            return Score(None, reason="case states no expected tool calls")
+        if expected:
+            return Score(None, reason=f"not an irrelevance case ({len(expected)} call(s) "
+                         "expected)")
+        made = ctx.trace.tools_called
+        return Score(0.0 if made else 1.0, f"no call expected; {len(made)} made: {made}")

@@ -1,0 +1,126 @@
+"""Seed 004's six stage-2 rule checks (``TestRuleBasedEval``), each a small metric.
+
+They live together because each is a one-line assertion of the same test class; each is
+still its own frozen dataclass with its own name and version. A rule that passes scores
+1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (seed 004
+``pytest.skip``s the forbidden-content rule in that case).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..match import expected_calls
+from ..model import EpisodeContext, Score
+
+
+def _expected_names(ctx: EpisodeContext) -> list[str] | None:
+    calls = expected_calls(ctx.case)
+    return None if calls is None else [c.name for c in calls]
+
+
+@dataclass(frozen=True)
+class ExpectedToolsCalled:
+    """Every expected tool name appears among the called names (``in``; order ignored)."""
+
+    name: ClassVar[str] = "expected_tools_called"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        expected = _expected_names(ctx)
+        if expected is None:
+            return Score(None, reason="case states no expected tool calls")
+        actual = ctx.trace.tools_called
+        missing = [t for t in expected if t not in actual]
+        if not expected:
+            return Score(1.0, "no tool expected; nothing to be missing")
+        return Score(0.0 if missing else 1.0,
+                     f"expected {expected}, called {actual}"
+                     + (f"; not called: {missing}" if missing else ""))
+
+
+@dataclass(frozen=True)
+class ResponseNotEmpty:
+    """The final response is present and not only whitespace."""
+
+    name: ClassVar[str] = "response_not_empty"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        answer = ctx.trace.final_response
+        if answer is None:
+            return Score(0.0, f"no final response (stop_reason {ctx.trace.stop_reason})")
+        return Score(1.0 if answer.strip() else 0.0, f"{len(answer.strip())} non-blank chars")
+
+
+@dataclass(frozen=True)
+class ResponseMinLength:
+    """The final response has at least ``min_chars`` characters (seed 004: 20)."""
+
+    name: ClassVar[str] = "response_min_length"
+    version: ClassVar[int] = 1
+    min_chars: int = 20
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        n = len(ctx.trace.final_response or "")
+        return Score(1.0 if n >= self.min_chars else 0.0, f"{n} chars (minimum "
+                     f"{self.min_chars})")
+
+
+@dataclass(frozen=True)
+class ExpectedTopicsPresent:
+    """Fraction of ``expected_topics`` found case-insensitively in the answer.
+
+    Seed 004 asserts all of them; the fraction keeps partial credit visible (1.0 = the
+    assertion passes). No ``expected_topics`` → ``None``.
+    """
+
+    name: ClassVar[str] = "expected_topics_present"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        topics = ctx.case.extra.get("expected_topics")
+        if not topics:
+            return Score(None, reason="case has no expected_topics")
+        lower = (ctx.trace.final_response or "").lower()
+        missing = [t for t in topics if t.lower() not in lower]
+        found = len(topics) - len(missing)
+        return Score(found / len(topics), f"found {found}/{len(topics)} topics"
+                     + (f"; missing {missing}" if missing else ""))
+
+
+@dataclass(frozen=True)
+class ForbiddenContentAbsent:
+    """No phrase of ``should_not_contain`` (seed 004) / ``final_response_excludes``
+    (seed 003) occurs case-insensitively in the answer. Neither given → ``None``."""
+
+    name: ClassVar[str] = "forbidden_content_absent"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        phrases = list(ctx.case.extra.get("should_not_contain") or ()) + \
+            list(ctx.case.extra.get("final_response_excludes") or ())
+        if not phrases:
+            return Score(None, reason="no forbidden content defined for this case")
+        lower = (ctx.trace.final_response or "").lower()
+        found = [p for p in phrases if p.lower() in lower]
+        return Score(0.0 if found else 1.0, f"forbidden found: {found}" if found else
+                     f"none of {len(phrases)} forbidden phrase(s) found")
+
+
+@dataclass(frozen=True)
+class NoExtraToolCalls:
+    """At most ``slack`` more calls than expected (seed 004: expected + 1, for retries)."""
+
+    name: ClassVar[str] = "no_extra_tool_calls"
+    version: ClassVar[int] = 1
+    slack: int = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        expected = _expected_names(ctx)
+        if expected is None:
+            return Score(None, reason="case states no expected tool calls")
+        n = len(ctx.trace.tool_calls)
+        limit = len(expected) + self.slack
+        return Score(1.0 if n <= limit else 0.0, f"{n} calls made, at most {limit} allowed "
+                     f"({len(expected)} expected + {self.slack})")

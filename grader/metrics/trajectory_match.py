@@ -1,0 +1,67 @@
+"""``trajectory_match``: do the agent's calls correspond to the expected calls?"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from ..match import (ArgsMode, OrderMode, check_mode, expected_calls, match_calls,
+                     strict_match, trace_schemas)
+from ..model import EpisodeContext, Score
+
+
+@dataclass(frozen=True)
+class TrajectoryMatch:
+    """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes).
+
+    With E the expected calls, A the actual calls and M the optimal one-to-one matching
+    (:func:`grader.match.match_calls`; a pair matches by name and by ``args_mode``):
+
+    * ``strict``: |A| = |E| and call i matches expected call i, for every i;
+    * ``unordered``: M = |A| = |E| (same multiset of calls);
+    * ``subset``: M = |A| (every call made was expected; nothing extra);
+    * ``superset``: M = |E| (every expected call was made; extras allowed).
+
+    Empty lists follow the set definitions and say so in ``details``: E = A = [] matches
+    in every mode; A = [] is a vacuous ``subset``; E = [] is a vacuous ``superset``.
+    A case with no expectation at all (no ``expected_tool_calls``/``expected_tools``)
+    scores ``None`` with a reason.
+
+    ``args_mode`` defaults to ``superset``: every expected argument must be present and
+    equal, extra actual arguments are allowed (seed 000's ``expected_args`` list only the
+    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate.
+    """
+
+    name: ClassVar[str] = "trajectory_match"
+    version: ClassVar[int] = 1
+    mode: str = "strict"
+    args_mode: str = "superset"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode, OrderMode, "trajectory mode")
+        check_mode(self.args_mode, ArgsMode, "args mode")
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        expected = expected_calls(ctx.case)
+        if expected is None:
+            return Score(None, reason="case states no expected tool calls")
+        actual = ctx.trace.tool_calls
+        kw = dict(args_mode=self.args_mode, overrides=self.overrides,
+                  schemas=trace_schemas(ctx.trace.raw))
+        head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
+                f"actual {[a.name for a in actual]}")
+        if self.mode == "strict":
+            diff = strict_match(actual, expected, **kw)
+            return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""))
+        m = match_calls(actual, expected, **kw)
+        need = {"unordered": (m.n_expected, m.n_actual), "subset": (m.n_actual,),
+                "superset": (m.n_expected,)}[self.mode]
+        ok = all(m.matched == n for n in need)
+        note = f"; matched {m.matched} ({m.matched}/{m.n_expected} expected, " \
+               f"{m.matched}/{m.n_actual} actual)"
+        if ok and (m.n_expected == 0 or m.n_actual == 0):
+            note += "; vacuous (an empty list)" if m.n_expected + m.n_actual else \
+                "; no calls expected and none made"
+        if m.misses:
+            note += "; missed: " + "; ".join(m.misses)
+        return Score(1.0 if ok else 0.0, head + note)

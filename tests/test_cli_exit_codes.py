@@ -1,0 +1,135 @@
+"""Exit codes 0/1/2/3 (DESIGN.md §6), each in a real subprocess, with messages on stderr."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT, make_trace, run_cli, write_json, write_jsonl
+
+CASES = [{"id": "a", "user_query": "q", "expected_tools": ["t"], "expected_outcome_keywords": ["ok"]},
+         {"id": "b", "user_query": "q", "expected_tools": ["t"], "expected_outcome_keywords": ["ok"]}]
+
+
+@pytest.fixture
+def run(tmp_path):
+    ds = write_json(tmp_path / "ds.json", CASES)
+    # a passes; b calls nothing → wrong_tools. pass_rate = 1/2 = 0.5
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl",
+                         [make_trace("a", tools=["t"]), make_trace("b")])
+    return ds, traces
+
+
+def test_exit_0_writes_report(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["summary"]["pass_rate"] == 0.5
+    assert (tmp_path / "out" / "report.md").exists()
+    assert "AI AGENT EVALUATION REPORT" in p.stdout
+
+
+def test_exit_1_threshold_names_shortfall(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
+                "--threshold", "0.8", "--quiet")
+    assert p.returncode == 1
+    assert "pass_rate 0.500 is below the threshold 0.800 (short by 0.300)" in p.stderr
+
+
+def test_threshold_met_is_exit_0(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
+                "--threshold", "0.5", "--quiet")
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["grade"],                                   # missing argument
+    ["grade", "does/not/exist"],                 # no such run
+    ["grade", "X", "--format", "pdf"],           # bad option value
+    ["nosuchcommand"],
+])
+def test_exit_2_usage(args):
+    p = run_cli(*args)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+
+
+def test_exit_2_unknown_metric(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--metrics", "nope")
+    assert p.returncode == 2
+    assert "unknown metric 'nope'" in p.stderr and "tool_selection_accuracy" in p.stderr
+
+
+def test_exit_3_corrupt_line_names_file_and_line(tmp_path, run):
+    ds, traces = run
+    lines = traces.read_text().splitlines()
+    lines.insert(1, '{"schema": "evaltape.trace/1", "case_id": "b", ')  # truncated JSON
+    traces.write_text("\n".join(lines) + "\n")
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"))
+    assert p.returncode == 3
+    assert f"{traces}:2: not valid JSON" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_exit_3_missing_key_names_line_and_key(tmp_path, run):
+    ds, traces = run
+    t = make_trace("b")
+    del t["stop_reason"]
+    write_jsonl(traces, [make_trace("a"), t])
+    p = run_cli("grade", str(traces), "--dataset", str(ds))
+    assert p.returncode == 3
+    assert f"{traces}:2: field 'stop_reason': required key is missing" in p.stderr
+
+
+def test_exit_3_newer_schema_refused(tmp_path, run):
+    ds, traces = run
+    t = make_trace("a")
+    t["schema"] = "evaltape.trace/2"
+    write_jsonl(traces, [t])
+    p = run_cli("grade", str(traces), "--dataset", str(ds))
+    assert p.returncode == 3 and "newer than this reader" in p.stderr
+
+
+def test_exit_3_misspelt_dataset_key_suggests(tmp_path, run):
+    _, traces = run
+    ds = write_json(tmp_path / "bad.json", [{"id": "a", "user_query": "q",
+                                             "expected_tool": ["t"]}])
+    p = run_cli("grade", str(traces), "--dataset", str(ds))
+    assert p.returncode == 3
+    assert "field 'expected_tool'" in p.stderr and "did you mean 'expected_tools'" in p.stderr
+
+
+def test_exit_3_changed_input_names_case(tmp_path, run):
+    _, traces = run
+    changed = [dict(CASES[0]), dict(CASES[1], user_query="a different question")]
+    ds = write_json(tmp_path / "changed.json", changed)
+    p = run_cli("grade", str(traces), "--dataset", str(ds))
+    assert p.returncode == 3 and "case 'b'" in p.stderr and "input differs" in p.stderr
+
+
+def test_changed_expectations_are_fine(tmp_path, run):
+    _, traces = run
+    relaxed = [dict(c, expected_outcome_keywords=[]) for c in CASES]
+    ds = write_json(tmp_path / "relaxed.json", relaxed)
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
+                "--quiet")
+    assert p.returncode == 0, p.stderr
+
+
+def test_help_on_every_command():
+    from evaltape.cli import COMMANDS
+    for name in COMMANDS:
+        p = run_cli(name, "--help")
+        assert p.returncode == 0, (name, p.stderr)
+        assert "Usage:" in p.stdout
+
+
+def test_record_without_key_or_base_url_is_exit_2(tmp_path):
+    p = run_cli("record", str(ROOT / "datasets" / "helpdesk_eval.json"), "--agent", "helpdesk",
+                "--out", str(tmp_path / "r"))
+    assert p.returncode == 2
+    assert "ANTHROPIC_API_KEY" in p.stderr and "--base-url" in p.stderr

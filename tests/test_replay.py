@@ -1,0 +1,58 @@
+"""Replay: committed runs reproduce offline; a changed tool result is named by JSON path."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+RUNS = sorted(p.name for p in (ROOT / "cassettes").iterdir() if (p / "traces.jsonl").exists())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_committed_runs_replay(run):
+    p = run_cli("replay", str(ROOT / "cassettes" / run))
+    assert p.returncode == 0, p.stderr
+    assert "replay ok" in p.stderr
+
+
+def test_changed_tool_result_names_case_interaction_and_path(tmp_path, monkeypatch):
+    from recorder.agents import helpdesk
+    from recorder.replay import replay_run
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+    monkeypatch.chdir(ROOT)
+    servers = dict(helpdesk.SIMULATED_DATA["servers"])
+    servers["prod-api-01"] = dict(servers["prod-api-01"], cpu="99%")
+    monkeypatch.setitem(helpdesk.SIMULATED_DATA, "servers", servers)
+    checked, divs = replay_run(str(run))
+    assert checked == 8
+    assert [(d.case_id, d.trial) for d in divs] == [("tc_003", 0)]
+    msg = divs[0].message
+    # request 1 (the user turn) replays; request 2 carries the changed tool result.
+    assert "interaction 2 has no recorded match" in msg
+    assert "$.messages[2].content[0].content" in msg
+    assert "99%" in msg and "23%" in msg
+
+
+def test_replay_cli_exit_1_on_divergence(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    traces = run / "traces.jsonl"
+    traces.write_text(traces.read_text().replace('"Paris: 18C, light rain"', '"Paris: sunny"', 1))
+    p = run_cli("replay", str(run))
+    assert p.returncode == 1
+    assert "case 'weather-paris' trial 0: trace differs at $.final_response" in p.stderr
+
+
+def test_replay_refuses_changed_inputs(tmp_path):
+    import json
+    ds = json.loads((ROOT / "datasets" / "scripted_eval.json").read_text())
+    ds[1]["task"] = "What is 2 + 2?"
+    (tmp_path / "ds.json").write_text(json.dumps(ds))
+    p = run_cli("replay", str(ROOT / "cassettes" / "scripted-seed002"), "--dataset",
+                str(tmp_path / "ds.json"))
+    assert p.returncode == 3
+    assert "case 'sum'" in p.stderr and "changed since recording" in p.stderr

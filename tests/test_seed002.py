@@ -1,0 +1,80 @@
+"""Seed 002's four examples, recorded with ``--agent scripted`` and graded via the real CLI.
+
+Path exercised: evaltape record → anthropic SDK → httpx → vcrpy → the script server on
+127.0.0.1, then evaltape grade offline. Expected outputs are the seed's own.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli, write_json
+
+WEATHER_PARIS = {"name": "weather-paris", "task": "Weather in Paris?",
+                 "script": ['{"tool": "get_weather", "arguments": {"city": "Paris"}}',
+                            "Paris: {last_tool_result}"],
+                 "expected_answer_contains": "light rain", "expected_tools": ["get_weather"]}
+SUM = {"name": "sum", "task": "What is 1 + 2?",
+       "script": ['{"tool": "add", "arguments": {"a": 1, "b": 2}}', "It's {last_tool_result}."],
+       "expected_answer_contains": "3", "expected_tools": ["add"]}
+HALLUCINATED = {"name": "hallucinated", "task": "Weather in Tokyo?",
+                "script": ['{"tool": "get_weather", "arguments": {"city": "Tokyo"}}',
+                           "Tokyo is snowing."],
+                "expected_answer_contains": "clear", "expected_tools": ["get_weather"]}
+NO_LOOKUP = {"name": "no-lookup", "task": "Shipping time?",
+             "script": ["Shipping takes 3-5 business days."],
+             "expected_answer_contains": "3-5", "expected_tools": ["lookup_doc"]}
+STUCK = {"name": "stuck", "task": "Weather in Lima?",
+         "script": ['{"tool": "get_weather", "arguments": {"city": "Lima"}}'] * 3 + ["never"],
+         "expected_answer_contains": "overcast", "expected_tools": ["get_weather"]}
+
+EXAMPLES = [
+    ([WEATHER_PARIS, SUM],
+     {"pass_rate": 1, "tool_accuracy": 1, "avg_steps": 2, "failures": {}}),
+    ([WEATHER_PARIS, HALLUCINATED, NO_LOOKUP],
+     {"pass_rate": 0.333, "tool_accuracy": 0.667, "avg_steps": 1.67,
+      "failures": {"hallucinated": "wrong_answer", "no-lookup": "wrong_tools"}}),
+    ([SUM, STUCK],
+     {"pass_rate": 0.5, "tool_accuracy": 0.5, "avg_steps": 2.5,
+      "failures": {"stuck": "no_answer:loop_detected"}}),
+]
+
+
+@pytest.mark.parametrize("cases, expected", EXAMPLES, ids=["passing", "wrong", "looping"])
+def test_seed002_examples_record_and_grade(tmp_path, cases, expected):
+    ds = write_json(tmp_path / "cases.json", cases)
+    run = tmp_path / "run"
+    rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run))
+    assert rec.returncode == 0, rec.stderr
+    out = tmp_path / "rep"
+    g = run_cli("grade", str(run), "--out", str(out), "--quiet")
+    assert g.returncode == 0, g.stderr
+    summary = json.loads((out / "report.json").read_text())["summary"]
+    for key in ("pass_rate", "tool_accuracy", "avg_steps"):
+        assert summary[key] == pytest.approx(expected[key], abs=1e-5), key  # seed: 1e-5
+    assert summary["failures"] == expected["failures"]
+
+
+def test_seed002_stuck_episode_trace(tmp_path):
+    """The third identical call is not executed; the loop stops at step 3."""
+    ds = write_json(tmp_path / "cases.json", [STUCK])
+    run = tmp_path / "run"
+    assert run_cli("record", str(ds), "--agent", "scripted", "--out", str(run)).returncode == 0
+    trace = json.loads((run / "traces.jsonl").read_text())
+    assert trace["stop_reason"] == "loop_detected"
+    assert trace["steps"] == 3
+    assert [c["name"] for c in trace["tool_calls"]] == ["get_weather", "get_weather"]
+    assert trace["final_response"] is None
+
+
+def test_seed002_empty_suite_is_usage_error(tmp_path):
+    """Example 4: an empty suite raises ValueError in the seed; here exit code 2."""
+    ds = write_json(tmp_path / "cases.json", [WEATHER_PARIS])
+    traces = tmp_path / "run" / "traces.jsonl"
+    traces.parent.mkdir()
+    traces.write_text("")
+    g = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "r"))
+    assert g.returncode == 2
+    assert "no episodes to grade" in g.stderr
+    assert "Traceback" not in g.stderr
