@@ -46,7 +46,7 @@ _IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
                     r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+)(?![\w-]|\.\w)")
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 _QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
-_NAMED = re.compile(r"\b(?:user\s*name|username|user\s*id|login|user|account)\s*(?:is|:|=)?\s+"
+_NAMED = re.compile(r"\b(?:user\s*name|username|user\s*id|user|account)\s*(?:is|:|=)?\s+"
                     r"[`'\"‘“]?(?P<tok>[a-z][a-z0-9._-]{2,31})\b", re.IGNORECASE)
 _NAMED_STOP = frozenset("""
 is was has had have for to the and or with on in at that this which will would can could
@@ -56,6 +56,7 @@ information id ids has not no still already also successfully back so but as by 
 it its you your my our their his her them they we he she who what when where how why
 lockout lockouts security team teams reset type types creation management manager
 page profile portal policy policies login logins credentials directory record records
+account accounts attempt attempts here there then than if please recovery verification
 """.split())
 _SCALE = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
           "billion": 10**9, "bn": 10**9, "b": 10**9}

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from ..errors import UsageError
 from .argument_correctness import ArgumentCorrectness
 from .efficiency import Efficiency
+from .grounding import Grounding
 from .irrelevance import Irrelevance
 from .seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
@@ -22,6 +23,8 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
+    # opt-in (issue 5): hallucination checks
+    Grounding,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: seed 000's three.
