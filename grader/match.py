@@ -374,7 +374,13 @@ def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
                 if j not in used_a and a.name.lower() == e.name.lower()]
         near = near or [reasons[i][j] for j, a in enumerate(actual)
                         if a.name.lower() == e.name.lower()]
-        misses.append(near[0] if near else f"{e.name}: not called")
+        if not near:
+            misses.append(f"{e.name}: not called")
+        elif near[0] is None:
+            misses.append(f"{e.name}: every matching call is already paired with another "
+                          "expected call (duplicates need one call each)")
+        else:
+            misses.append(near[0])
     return CallMatch(tuple(pairs), len(expected), len(actual), tuple(misses))
 
 

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from ..errors import UsageError
 from .argument_correctness import ArgumentCorrectness
 from .efficiency import Efficiency
+from .expected_actions import ExpectedActionsCalled
 from .grounding import Grounding
 from .irrelevance import Irrelevance
 from .seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
@@ -19,6 +20,7 @@ from .trajectory_match import TrajectoryMatch
 #: Built-in metric classes by name. The engine knows no metric by name; only this does.
 BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
+    ExpectedActionsCalled,  # opt-in (issue 3); grade adds it when cases carry expected_actions
     # opt-in (issue 7): trajectory and call matching, seed 004 rules, efficiency
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,

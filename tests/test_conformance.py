@@ -1,0 +1,284 @@
+"""Conformance tables for call matching and the issue-7 metrics.
+
+Every expected value is worked out by hand in the row's comment; none is copied from a run.
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from grader.match import (ExpectedCall, args_mismatch, coerce_arguments, compare_values,
+                          expected_calls, match_calls, max_matching, parse_expected_call,
+                          schema_errors)
+from grader.metrics.efficiency import Efficiency
+from grader.metrics.irrelevance import Irrelevance
+from grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent,
+                                          ForbiddenContentAbsent, NoExtraToolCalls,
+                                          ResponseMinLength, ResponseNotEmpty)
+from grader.metrics.tool_call_f1 import ToolCallF1
+from grader.metrics.trajectory_match import TrajectoryMatch
+from grader.model import Case, EpisodeContext, Trace, ToolCall
+
+
+def call(name, **args):
+    return ToolCall(id=f"t_{name}", name=name, arguments=args)
+
+
+def exp(name, **args):
+    return {"name": name, "arguments": args}
+
+
+def ctx(actual, expected, *, final="A long enough final answer here.", extra=None,
+        usage=None, model="m", steps=2, latency=None):
+    """An episode whose case expects ``expected`` (a list, or None: no expectation)."""
+    ex = dict(extra or {})
+    if expected is not None:
+        ex["expected_tool_calls"] = expected
+    case = Case(id="c", input="q", extra=ex)
+    trace = Trace(case_id="c", trial=0, input="q", tool_calls=tuple(actual),
+                  final_response=final, stop_reason="end_turn", steps=steps,
+                  usage=usage or {}, model=model, latency_s=latency)
+    return EpisodeContext(trace=trace, case=case)
+
+
+# --- compare_values ------------------------------------------------------------------------
+
+VALUES = [
+    # (actual, expected, equal?)
+    (12, 12.0, True),                                   # numbers compare by value
+    ([12, 15], [12.0, 15.0], True),
+    (True, 1, False),                                   # bool never equals number
+    (1, True, False),
+    (False, 0, False),
+    ("1", 1, False),                                    # type mismatch
+    ({"a": 1, "b": {"x": [1, 2], "y": "z"}}, {"b": {"y": "z", "x": [1, 2]}, "a": 1}, True),
+    ([1, 2], [2, 1], False),                            # list order matters by default
+    ({"a": 1}, {"a": 1, "b": 2}, False),                # missing key
+    (None, None, True),
+    (None, "", False),
+    ([], [], True),
+    ("Paris", "paris", False),                          # strings are exact
+]
+
+
+@pytest.mark.parametrize("actual,expected,equal", VALUES)
+def test_compare_values(actual, expected, equal):
+    assert (compare_values(actual, expected) is None) is equal
+
+
+def test_compare_values_messages_name_the_path_and_kinds():
+    assert compare_values({"a": [1, "1"]}, {"a": [1, 1]}) == \
+        "$.a[1]: type mismatch: string '1' vs number 1"
+    assert compare_values(True, 1) == "$: type mismatch: boolean True vs number 1"
+
+
+def test_unordered_lists_are_multisets():
+    assert compare_values([1, 2, 2], [2, 1, 2], unordered_lists=True) is None
+    # [1,1,2] vs [1,2,2]: multiset differs although every item occurs on both sides
+    assert compare_values([1, 1, 2], [1, 2, 2], unordered_lists=True) is not None
+
+
+# --- argument modes, overrides, BFCL lists --------------------------------------------------
+
+ARGS = [
+    # (actual args, expected args, mode, matches?)
+    ({"a": 1}, {"a": 1}, "exact", True),
+    ({"a": 1, "b": 2}, {"a": 1}, "exact", False),       # unexpected b
+    ({"a": 1, "b": 2}, {"a": 1}, "superset", True),     # actual ⊇ expected
+    ({}, {"a": 1}, "superset", False),                  # a missing
+    ({}, {"a": 1}, "subset", True),                     # actual ⊆ expected
+    ({"a": 1, "b": 2}, {"a": 1}, "subset", False),
+    ({"a": 2}, {"a": 1}, "subset", False),              # shared key must be equal
+    ({"z": 9}, {"a": 1}, "ignore", True),
+]
+
+
+@pytest.mark.parametrize("actual,expected,mode,ok", ARGS)
+def test_args_modes(actual, expected, mode, ok):
+    e = parse_expected_call(exp("t", **expected))
+    assert (args_mismatch(actual, e, mode) is None) is ok
+
+
+def test_bfcl_acceptable_values_and_optional():
+    e = parse_expected_call({"area": {"base": [10], "unit": ["cm", "centimeters", ""]}})
+    assert e.optional == frozenset({"unit"}) and e.args_mode == "exact"
+    assert args_mismatch({"base": 10}, e, e.args_mode) is None            # unit optional
+    assert args_mismatch({"base": 10.0, "unit": "centimeters"}, e, "exact") is None
+    assert args_mismatch({"base": 10, "unit": "m"}, e, "exact") is not None
+    assert args_mismatch({"unit": "cm"}, e, "exact") == "missing argument(s) ['base']"
+    assert args_mismatch({"base": 10, "h": 1}, e, "exact") == "unexpected argument(s) ['h']"
+
+
+def test_overrides_key_paths_and_callables():
+    e = parse_expected_call(exp("s", q={"city": "Paris", "n": 3}, lang="en"))
+    assert args_mismatch({"q": {"city": "Paris", "n": 5}, "lang": "fr"}, e, "exact",
+                         ["q.city"]) is None
+    assert args_mismatch({"q": {"city": "Rome"}}, e, "exact", ["q.city"]) is not None
+    assert args_mismatch({"x": 1}, e, "exact", lambda a, b: b["lang"] == "en") is None
+
+
+def test_json_string_argument_is_parsed_when_schema_says_object():
+    schema = {"type": "object", "properties": {"filter": {"type": "object"},
+                                               "note": {"type": "string"}}}
+    args = coerce_arguments({"filter": '{"status": "open"}', "note": '{"x": 1}'}, schema)
+    assert args == {"filter": {"status": "open"}, "note": '{"x": 1}'}
+    assert schema_errors({"filter": 3}, schema) == ["filter: 3 is not of type 'object'"]
+
+
+def test_bad_modes_are_rejected_listing_valid_ones():
+    with pytest.raises(ValueError, match="valid: strict, unordered, subset, superset"):
+        TrajectoryMatch(mode="loose")
+    with pytest.raises(ValueError, match="valid: exact, ignore, subset, superset"):
+        ToolCallF1(args_mode="fuzzy")
+
+
+# --- optimal one-to-one matching ------------------------------------------------------------
+
+def test_max_matching_is_not_greedy():
+    # Greedy would give left 0 → right 0 and leave left 1 (which only fits right 0) alone.
+    assert max_matching([[True, True], [True, False]]) == [(0, 1), (1, 0)]
+
+
+def test_case_only_name_difference_is_reported():
+    m = match_calls([call("Get_Weather", city="Paris")], (ExpectedCall("get_weather"),))
+    assert m.matched == 0
+    assert m.misses == ("name differs only in case: 'Get_Weather' vs 'get_weather'",)
+
+
+# --- tool_call_f1 ---------------------------------------------------------------------------
+
+A = call("lookup", id=1)
+B = call("lookup", id=2)
+C = call("notify", to="x")
+EA, EB, EC = exp("lookup", id=1), exp("lookup", id=2), exp("notify", to="x")
+
+F1_TABLE = [
+    # (actual, expected, f1, detail fragment) — F1 = 2M/(|E|+|A|)
+    ([A, A], [EA, EA], 1.0, "(2/2 expected, 2/2 actual)"),        # duplicates, both twice
+    ([A], [EA, EA], 2 / 3, "recall=0.500 (1/2)"),                   # M=1: 2/(2+1)
+    ([A, A, A], [EA], 0.5, "precision=0.333 (1/3)"),                # M=1: 2/(1+3)
+    ([A, B], [EB, EA], 1.0, "(2/2 expected, 2/2 actual)"),         # permuted expected
+    ([call("lookup", id=1.0)], [EA], 1.0, ""),                     # 1.0 == 1
+    ([call("lookup", id=True)], [EA], 0.0, "type mismatch"),       # True != 1
+    ([call("lookup", id="1")], [EA], 0.0, "type mismatch"),        # "1" vs 1
+    ([], [EA], 0.0, "precision=n/a (0/0), recall=0.000 (0/1)"),    # 2·0/(1+0)
+    ([A], [], 0.0, "precision=0.000 (0/1), recall=n/a (0/0)"),     # 2·0/(0+1)
+    ([A, C], [EA, EB, EC], 0.8, ""),                                # M=2: 4/(3+2)
+]
+
+
+@pytest.mark.parametrize("actual,expected,f1,fragment", F1_TABLE)
+def test_tool_call_f1(actual, expected, f1, fragment):
+    s = ToolCallF1().score(ctx(actual, expected))
+    assert s.value == pytest.approx(f1)
+    assert fragment in s.details
+
+
+def test_tool_call_f1_does_not_depend_on_list_order():
+    actual, expected = [A, B, C, A], [EC, EA, EB]     # M = 3: F1 = 6/7
+    values = {round(ToolCallF1().score(ctx(list(pa), list(pe))).value, 12)
+              for pa in itertools.permutations(actual) for pe in itertools.permutations(expected)}
+    assert values == {round(6 / 7, 12)}
+
+
+def test_tool_call_f1_null_cases():
+    both_empty = ToolCallF1().score(ctx([], []))
+    assert both_empty.value is None and "0/0" in both_empty.reason
+    no_expectation = ToolCallF1().score(ctx([A], None))
+    assert no_expectation.value is None and "no expected" in no_expectation.reason
+
+
+def test_nested_dict_in_another_key_order_matches():
+    actual = call("q", f={"b": [1, {"y": 2, "x": 1}], "a": 1})
+    s = ToolCallF1().score(ctx([actual], [exp("q", f={"a": 1, "b": [1, {"x": 1, "y": 2}]})]))
+    assert s.value == 1.0
+
+
+# --- trajectory_match -----------------------------------------------------------------------
+
+TRAJ = [
+    # (actual, expected, {mode: score})
+    ([A, C], [EA, EC], dict(strict=1, unordered=1, subset=1, superset=1)),
+    ([C, A], [EA, EC], dict(strict=0, unordered=1, subset=1, superset=1)),   # reordered
+    ([A], [EA, EC], dict(strict=0, unordered=0, subset=1, superset=0)),      # C missing
+    ([A, C, B], [EA, EC], dict(strict=0, unordered=0, subset=0, superset=1)),  # B extra
+    ([A], [EA, EA], dict(strict=0, unordered=0, subset=1, superset=0)),      # duplicate short
+    ([A, A, A], [EA], dict(strict=0, unordered=0, subset=0, superset=1)),
+    ([], [], dict(strict=1, unordered=1, subset=1, superset=1)),
+    ([], [EA], dict(strict=0, unordered=0, subset=1, superset=0)),           # vacuous subset
+    ([A], [], dict(strict=0, unordered=0, subset=0, superset=1)),            # vacuous superset
+]
+
+
+@pytest.mark.parametrize("actual,expected,scores", TRAJ)
+@pytest.mark.parametrize("mode", ["strict", "unordered", "subset", "superset"])
+def test_trajectory_match(actual, expected, scores, mode):
+    assert TrajectoryMatch(mode=mode).score(ctx(actual, expected)).value == scores[mode]
+
+
+def test_trajectory_match_args_axis_and_null():
+    wrong = [call("lookup", id=2)]
+    assert TrajectoryMatch(mode="unordered").score(ctx(wrong, [EA])).value == 0.0
+    assert TrajectoryMatch(mode="unordered", args_mode="ignore").score(
+        ctx(wrong, [EA])).value == 1.0
+    assert TrajectoryMatch(mode="unordered", overrides={"lookup": "ignore"}).score(
+        ctx(wrong, [EA])).value == 1.0
+    s = TrajectoryMatch().score(ctx([A], None))
+    assert s.value is None and s.reason
+
+
+def test_seed000_expectations_feed_the_matcher():
+    case = Case(id="c", input="q", expected_tools=("unlock_account", "search_docs"),
+                expected_args={"unlock_account": {"username": "jsmith"}})
+    calls = expected_calls(case)
+    assert [c.name for c in calls] == ["unlock_account", "search_docs"]
+    assert calls[0].acceptable == {"username": ("jsmith",)} and calls[1].acceptable is None
+
+
+# --- irrelevance, seed 004 rules, efficiency ------------------------------------------------
+
+def test_irrelevance():
+    assert Irrelevance().score(ctx([], [])).value == 1.0
+    assert Irrelevance().score(ctx([A], [])).value == 0.0
+    assert Irrelevance().score(ctx([A], [EA])).value is None
+
+
+RULES = [
+    # (metric, actual, expected, final, extra, score)
+    (ExpectedToolsCalled(), [C, A], ["lookup", "notify"], "x", {}, 1.0),
+    (ExpectedToolsCalled(), [A], ["lookup", "notify"], "x", {}, 0.0),
+    (ResponseNotEmpty(), [], [], "  \n", {}, 0.0),
+    (ResponseNotEmpty(), [], [], None, {}, 0.0),
+    (ResponseMinLength(), [], [], "x" * 19, {}, 0.0),                 # 19 < 20
+    (ResponseMinLength(), [], [], "x" * 20, {}, 1.0),
+    (ExpectedTopicsPresent(), [], [], "Task CREATED, high", {"expected_topics":
+                                                           ["task", "created", "deploy"]}, 2 / 3),
+    (ForbiddenContentAbsent(), [], [], "status: TODO", {"should_not_contain": ["todo"]}, 0.0),
+    (ForbiddenContentAbsent(), [], [], "fine", {"final_response_excludes": ["secret"]}, 1.0),
+    (NoExtraToolCalls(), [A, A], ["lookup"], "x", {}, 1.0),           # 2 <= 1 + 1
+    (NoExtraToolCalls(), [A, A, A], ["lookup"], "x", {}, 0.0),        # 3 > 2
+]
+
+
+@pytest.mark.parametrize("metric,actual,expected,final,extra,score", RULES)
+def test_seed004_rules(metric, actual, expected, final, extra, score):
+    s = metric.score(ctx(actual, expected, final=final, extra=extra))
+    assert s.value == pytest.approx(score)
+
+
+def test_seed004_rules_without_data_are_null():
+    assert ForbiddenContentAbsent().score(ctx([], [])).value is None
+    assert ExpectedTopicsPresent().score(ctx([], [])).value is None
+    assert NoExtraToolCalls().score(ctx([], None)).value is None
+
+
+def test_efficiency():
+    usage = {"input_tokens": 1000, "output_tokens": 200}
+    s = Efficiency().score(ctx([A, A, C], [EA, EC], usage=usage,
+                               model="claude-sonnet-4-5-20250929", latency=1.5))
+    # 2 needed / 3 made; cost = (1000·3 + 200·15)/1e6 = 0.006 USD
+    assert s.value == pytest.approx(2 / 3)
+    assert "cost=$0.006000" in s.details and "latency=1.50s" in s.details
+    assert Efficiency().score(ctx([], [EA])).value is None
+    assert "model not in price table" in Efficiency().score(ctx([A], [EA])).details
