@@ -14,6 +14,7 @@ from .errors import BadInputError, UsageError
 from .metrics.base import metric_spec
 from .model import Case, EpisodeContext, Score, Trace
 from .outcome import SummaryAccumulator, classify
+from .trials import trial_summary
 
 REPORT_SCHEMA = "evaltape.report/1"
 MEAN_DIGITS = 4
@@ -123,6 +124,7 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
                           for n in names}
     summary["metrics_skipped"] = skipped
     summary["unrecorded_cases"] = [c.id for c in cases if c.id not in {k[0] for k in seen}]
+    summary.update(trial_summary(episodes))  # pass_rate_ci95; pass@k, pass^k with trials > 1
     return {
         "schema": REPORT_SCHEMA,
         "run": dict(run_info or {}),
