@@ -48,8 +48,10 @@ def _formats(value: str) -> list[str]:
 @click.option("--format", "formats", default="json,md", show_default=True,
               help=f"Report files to write: {', '.join(FORMATS)}.")
 @click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
+@click.option("--require-judge", is_flag=True,
+              help="Fail (exit 1) when a judged metric has no recorded judge answer.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
-          metric_names: str, formats: str, quiet: bool) -> None:
+          metric_names: str, formats: str, quiet: bool, require_judge: bool = False) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
     paths = locate_run(run)
@@ -61,8 +63,13 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
                 "agent": man.get("agent"), "model": man.get("model"),
                 "model_note": man.get("model_note"),
                 "dataset_sha256": inputs_sha256(cases)}
+    from grader.judge import JudgeStore, judge_summary
+    judge = JudgeStore.load(paths.root)
     report = grade_run(iter_traces(paths.traces), cases, metrics, run_info=run_info,
-                       traces_path=str(paths.traces))
+                       traces_path=str(paths.traces), judge=judge)
+    judge_info = judge_summary(report, judge, metrics, run)
+    if judge_info is not None:
+        report["summary"]["judge"] = judge_info
     out_dir = Path(out) if out else Path("reports") / paths.root.name
     out_dir.mkdir(parents=True, exist_ok=True)
     if "json" in fmts:
@@ -77,6 +84,13 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         click.echo(f"note: {len(s['unrecorded_cases'])} dataset case(s) have no recorded "
                    f"episode: {', '.join(s['unrecorded_cases'][:10])}", err=True)
     click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
+    if judge_info is not None and judge_info["not_recorded"]:
+        click.echo(f"note: {judge_info['not_recorded']} judge answer(s) not recorded; record "
+                   f"them with: {judge_info['record_command']}", err=True)
+        if require_judge:
+            from evaltape.cli import GateFailed
+            raise GateFailed(f"--require-judge: {judge_info['not_recorded']} judged score(s) "
+                             "have no recorded judge answer")
     if threshold is not None and s["pass_rate"] < threshold:
         from evaltape.cli import GateFailed
         raise GateFailed(f"pass_rate {s['pass_rate']:.3f} is below the threshold "

@@ -8,7 +8,11 @@ from ..errors import UsageError
 from .argument_correctness import ArgumentCorrectness
 from .efficiency import Efficiency
 from .expected_actions import ExpectedActionsCalled
+from .explanation_judge import ExplanationJudge
+from .factual_claims import FactualClaims
 from .grounding import Grounding
+from .hallucination import Hallucination
+from .rubric_judge import RubricJudge
 from .irrelevance import Irrelevance
 from .seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
@@ -26,7 +30,7 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
     # opt-in (issue 5): hallucination checks
-    Grounding,
+    Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: seed 000's three.

@@ -1,0 +1,419 @@
+"""LLM-as-judge, offline: deterministic requests, lookup of recorded answers, verdict parsing.
+
+The grader never calls a model. A judged metric builds its request deterministically
+(:func:`build_request`), looks the recorded answers up in the run's ``judge/*.jsonl``
+cassettes by canonical request (:class:`JudgeStore`, read here with orjson; the recorder's
+``evaltape judge`` writes them through vcrpy), and parses each answer strictly, repairing
+only when the strict parse fails (:func:`parse_pass_fail`, :func:`parse_json_verdict`).
+
+Null reasons (DESIGN.md §7, issue 5):
+
+- ``judge_not_recorded``: no recorded answer for this exact request (a changed prompt
+  template is a new request, so it shows up here, never as a stale verdict);
+- ``judge_truncated``: every recorded answer stopped at ``max_tokens``;
+- ``judge_parse_failure``: no recorded answer could be parsed, even after repair.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import orjson
+
+from .errors import BadInputError
+from .model import EpisodeContext, Score
+
+JUDGE_DIR = "judge"
+NOT_RECORDED = "judge_not_recorded"
+TRUNCATED = "judge_truncated"
+PARSE_FAILURE = "judge_parse_failure"
+#: Request fields left out of the canonical request: which model answered, and transport.
+IGNORED_FIELDS = ("model", "stream", "metadata")
+#: Model named in requests built by the grader; ``evaltape judge --model`` overrides it.
+DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
+CASSETTE_FORMAT = "evaltape.cassette/1"
+
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+
+
+# --------------------------------------------------------------------------- requests
+def build_request(prompt: str, *, system: str | None = None, max_tokens: int = 512,
+                  model: str | None = None) -> dict[str, Any]:
+    """A Messages-API request body for one judge call (temperature 0, one user turn).
+
+    Deterministic: equal arguments give equal bodies, so the canonical key of a request
+    the grader builds equals the key of the one ``evaltape judge`` recorded.
+    """
+    body: dict[str, Any] = {"model": model or DEFAULT_JUDGE_MODEL, "max_tokens": max_tokens,
+                            "temperature": 0,
+                            "messages": [{"role": "user", "content": prompt}]}
+    if system:
+        body["system"] = system
+    return body
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canon(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    return value
+
+
+def canonical_request(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request without :data:`IGNORED_FIELDS`; integral floats as ints; strings NFC."""
+    return _canon({k: v for k, v in body.items() if k not in IGNORED_FIELDS})
+
+
+def request_key(body: Mapping[str, Any]) -> str:
+    """sha256 (hex) of the canonical request serialised with sorted keys (orjson)."""
+    return hashlib.sha256(orjson.dumps(canonical_request(body),
+                                       option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+# --------------------------------------------------------------------------- store
+class JudgeStore:
+    """Recorded judge answers of a run, by canonical request key, plus grading notes.
+
+    Answers are Messages-API response objects (``{"content": [...], "stop_reason": ...}``)
+    in recording order (files sorted by path, then line), so ``N`` samples of one
+    request come back in the order they were recorded. Only HTTP 200 JSON responses
+    count as answers (a retried 529 is not an answer).
+
+    Metrics report what they saw through :meth:`observe`; :meth:`stability` summarises it.
+    """
+
+    def __init__(self, answers: Mapping[str, Sequence[dict]] | None = None,
+                 root: Path | None = None) -> None:
+        self._answers = {k: list(v) for k, v in (answers or {}).items()}
+        self.root = root
+        self._labels: dict[tuple[str, str, int], tuple[str, ...]] = {}
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> "JudgeStore":
+        """Read every ``<run_dir>/judge/**/*.jsonl`` cassette (empty store when absent).
+
+        Raises:
+            BadInputError: a line is not JSON or the header names another format (file
+                and line named).
+        """
+        root = Path(run_dir) / JUDGE_DIR
+        answers: dict[str, list[dict]] = {}
+        if root.is_dir():
+            for path in sorted(root.rglob("*.jsonl")):
+                for key, answer in read_cassette(path):
+                    answers.setdefault(key, []).append(answer)
+        return cls(answers, root)
+
+    def answers(self, body: Mapping[str, Any]) -> list[dict]:
+        """Recorded answers for ``body`` (any model), oldest first; ``[]`` when none."""
+        return list(self._answers.get(request_key(body), ()))
+
+    def count(self, body: Mapping[str, Any]) -> int:
+        """How many answers are recorded for ``body``."""
+        return len(self._answers.get(request_key(body), ()))
+
+    def observe(self, metric: str, case_id: str, trial: int, labels: Sequence[str]) -> None:
+        """Note the per-sample verdict labels a metric parsed for one episode."""
+        self._labels[(metric, case_id, trial)] = tuple(labels)
+
+    def stability(self) -> dict[str, dict[str, Any]]:
+        """Per metric, across episodes judged with at least two parsed samples.
+
+        ``agreement`` = mean over those episodes of (count of the most common label /
+        samples); ``flip_rate`` = share of those episodes whose labels are not all equal;
+        both ``None`` when no episode has two samples. Rounded to 4 places.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for (metric, _c, _t), labels in sorted(self._labels.items()):
+            s = out.setdefault(metric, {"episodes": 0, "multi_sample": 0, "_agree": 0.0,
+                                        "_flips": 0, "max_samples": 0})
+            s["episodes"] += 1
+            s["max_samples"] = max(s["max_samples"], len(labels))
+            if len(labels) >= 2:
+                s["multi_sample"] += 1
+                top = max(labels.count(x) for x in set(labels))
+                s["_agree"] += top / len(labels)
+                s["_flips"] += len(set(labels)) > 1
+        for s in out.values():
+            n = s["multi_sample"]
+            s["agreement"] = round(s.pop("_agree") / n, 4) if n else None
+            s["flip_rate"] = round(s.pop("_flips") / n, 4) if n else None
+        return out
+
+
+def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
+    """``(request key, answer)`` for each HTTP-200 JSON interaction of one JSONL cassette.
+
+    Raises:
+        BadInputError: invalid JSON or an unknown header format, naming file and line.
+    """
+    for lineno, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise BadInputError(f"not valid JSON ({e})", path=str(path), line=lineno) from None
+        if not isinstance(obj, dict):
+            raise BadInputError("expected a JSON object", path=str(path), line=lineno)
+        if "format" in obj:
+            if obj["format"] != CASSETTE_FORMAT:
+                raise BadInputError(f"unknown cassette format {obj['format']!r}",
+                                    path=str(path), line=lineno, field="format")
+            continue
+        req, resp = obj.get("request") or {}, obj.get("response") or {}
+        body = (req.get("body") or {}).get("json")
+        answer = (resp.get("body") or {}).get("json")
+        status = (resp.get("status") or {}).get("code")
+        if isinstance(body, dict) and isinstance(answer, dict) and status == 200:
+            yield request_key(body), answer
+
+
+# --------------------------------------------------------------------------- parsing
+@dataclass(frozen=True)
+class Verdict:
+    """One parsed judge answer.
+
+    Attributes:
+        value: the parsed verdict (``bool`` for PASS/FAIL, the validated object for JSON),
+            or ``None`` when it could not be parsed.
+        reason: ``None``, :data:`TRUNCATED` or :data:`PARSE_FAILURE`.
+        repaired: the strict parse failed and the repair step produced ``value``.
+        text: the answer's text.
+    """
+
+    value: Any
+    reason: str | None = None
+    repaired: bool = False
+    text: str = ""
+
+
+def answer_text(message: Mapping[str, Any]) -> str:
+    """The answer's text blocks joined with ``\\n`` (non-text blocks skipped)."""
+    blocks = message.get("content") or []
+    if isinstance(blocks, str):
+        return blocks
+    return "\n".join(b.get("text", "") for b in blocks
+                     if isinstance(b, Mapping) and b.get("type") == "text")
+
+
+def _clean(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH).strip()
+
+
+_PF_WORD = re.compile(r"\b(PASS|FAIL)(?:ED|ES|ING)?\b", re.IGNORECASE)
+_PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(?:(?:final\s+)?(?:verdict|answer|result)\s*[:=-]?"
+                      r"\s*[*_`\"']*)?(PASS|FAIL)(?![A-Za-z])", re.IGNORECASE)
+_PF_LABEL = re.compile(r"(?:verdict|answer|result)\s*[:=]\s*[*_`\"']*(PASS|FAIL)(?![A-Za-z])",
+                       re.IGNORECASE)
+
+
+def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
+    """Parse a one-word PASS/FAIL answer (seed 001's judge).
+
+    Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED` (the rest of the answer is
+    unknown, so no verdict is trusted). Strict: the text is exactly ``PASS`` or ``FAIL``.
+    Repair (NFKC, zero-width characters removed, case folded): the verdict that *leads*
+    the answer (optionally after ``Verdict:`` and markdown), else a ``verdict: X`` label,
+    else the only verdict word present. Both words present with none leading →
+    :data:`PARSE_FAILURE` (prose like "PASS. It would FAIL if..." is PASS: it leads).
+    """
+    text = answer_text(message)
+    if message.get("stop_reason") == "max_tokens":
+        return Verdict(None, TRUNCATED, text=text)
+    if text.strip() in ("PASS", "FAIL"):
+        return Verdict(text.strip() == "PASS", text=text)
+    clean = _clean(text)
+    m = _PF_LEAD.match(clean) or _PF_LABEL.search(clean)
+    if m:
+        return Verdict(m.group(1).upper() == "PASS", repaired=True, text=text)
+    words = {w.upper() for w in _PF_WORD.findall(clean)}
+    if len(words) == 1:
+        return Verdict(words.pop() == "PASS", repaired=True, text=text)
+    return Verdict(None, PARSE_FAILURE, text=text)
+
+
+def first_json_object(text: str) -> str | None:
+    """The first balanced ``{...}`` of ``text``, aware of JSON strings and escapes.
+
+    Braces and commas inside strings (a reason such as ``"ok, }"``) do not count.
+    ``None`` when no object closes (a truncated answer).
+    """
+    start = text.find("{")
+    while start != -1:
+        depth, in_str, esc = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start:i + 1]
+        start = text.find("{", start + 1) if depth else -1
+        if depth:
+            return None
+    return None
+
+
+def _drop_trailing_commas(src: str) -> str:
+    """Remove commas directly before ``}`` or ``]``, outside strings only."""
+    out, in_str, esc, i = [], False, False, 0
+    while i < len(src):
+        ch = src[i]
+        if in_str:
+            out.append(ch)
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            out.append(ch)
+        elif ch == ",":
+            j = i + 1
+            while j < len(src) and src[j] in " \t\r\n":
+                j += 1
+            if j < len(src) and src[j] in "}]":
+                i += 1
+                continue
+            out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_json_verdict(message: Mapping[str, Any],
+                       validate: Callable[[dict], Any]) -> Verdict:
+    """Parse a JSON verdict and validate it with ``validate`` (raises ``ValueError``).
+
+    Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED`. Strict: the whole text
+    is one JSON object that validates. Repair: zero-width characters removed, NFKC; the
+    first balanced object (string-aware, so ``", }"`` inside a reason is kept), trailing
+    commas outside strings dropped; it must still validate. Otherwise
+    :data:`PARSE_FAILURE` (an object that never closes is not guessed at).
+    """
+    text = answer_text(message)
+    if message.get("stop_reason") == "max_tokens":
+        return Verdict(None, TRUNCATED, text=text)
+    try:
+        obj = orjson.loads(text.strip())
+        if isinstance(obj, dict):
+            return Verdict(validate(obj), text=text)
+    except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
+        pass
+    candidate = first_json_object(_clean(text))
+    if candidate is None:
+        return Verdict(None, PARSE_FAILURE, text=text)
+    for src in (candidate, _drop_trailing_commas(candidate)):
+        try:
+            obj = orjson.loads(src)
+            if isinstance(obj, dict):
+                return Verdict(validate(obj), repaired=True, text=text)
+        except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
+            continue
+    return Verdict(None, PARSE_FAILURE, text=text)
+
+
+def unit_float(obj: Mapping[str, Any], key: str) -> float:
+    """``obj[key]`` as a float in [0, 1]; bools and out-of-range values raise ``ValueError``."""
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise ValueError(f"{key} must be a number in [0, 1], got {v!r}")
+    return float(v)
+
+
+def str_list(obj: Mapping[str, Any], key: str) -> list[str]:
+    """``obj[key]`` as a list of strings (missing → ``[]``); other shapes raise ``ValueError``."""
+    v = obj.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"{key} must be a list of strings")
+    return v
+
+
+# --------------------------------------------------------------------------- scoring
+def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
+                 parse: Callable[[Mapping[str, Any]], Verdict],
+                 value: Callable[[Any], float], label: Callable[[Any], str],
+                 describe: Callable[[Any], str]) -> Score:
+    """Score one episode from the recorded answers to ``body``.
+
+    The score is the mean of ``value(verdict)`` over the parsed samples (one sample: its
+    value). Unparsed samples are skipped and named in ``details``; with none parsed the
+    score is null with :data:`TRUNCATED` (if any sample was truncated) or
+    :data:`PARSE_FAILURE`. No recorded answer → null :data:`NOT_RECORDED`.
+    ``label(verdict)`` per sample goes to :meth:`JudgeStore.observe` for stability.
+    """
+    store = ctx.judge if isinstance(ctx.judge, JudgeStore) else None
+    answers = store.answers(body) if store is not None else []
+    if not answers:
+        return Score(None, "no recorded judge answer for this request; record it with "
+                     "`evaltape judge RUN`", reason=NOT_RECORDED)
+    verdicts = [parse(a) for a in answers]
+    good = [v for v in verdicts if v.value is not None]
+    bad = [v.reason for v in verdicts if v.value is None]
+    if not good:
+        reason = TRUNCATED if TRUNCATED in bad else PARSE_FAILURE
+        return Score(None, f"{len(bad)} judge sample(s), none parsed ({', '.join(bad)})",
+                     reason=reason)
+    vals = [value(v.value) for v in good]
+    store.observe(metric, ctx.trace.case_id, ctx.trace.trial, [label(v.value) for v in good])
+    mean = sum(vals) / len(vals)
+    details = describe(good[0].value)
+    if len(answers) > 1:
+        details += (f" [{len(good)}/{len(answers)} samples parsed; labels "
+                    f"{', '.join(label(v.value) for v in good)}]")
+    if bad:
+        details += f" [skipped: {', '.join(bad)}]"
+    if any(v.repaired for v in good):
+        details += " [repaired]"
+    return Score(min(1.0, max(0.0, mean)), details)
+
+
+def judge_summary(report: Mapping[str, Any], store: JudgeStore, metrics: Sequence[Any],
+                  run: str) -> dict[str, Any] | None:
+    """The report's ``summary.judge`` block, or ``None`` when no judged metric ran.
+
+    Keys: ``not_recorded`` / ``truncated`` / ``parse_failure`` (counts of null scores
+    with those reasons over judged metrics), ``not_recorded_episodes`` (``case#tN:metric``,
+    report order), ``record_command`` (the command that records the missing answers) and
+    ``stability`` (:meth:`JudgeStore.stability`, per metric).
+    """
+    judged = [m.name for m in metrics if getattr(m, "judged", False)]
+    if not judged:
+        return None
+    counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0}
+    missing: list[str] = []
+    for ep in report.get("episodes", ()):
+        for name in judged:
+            reason = (ep["metrics"].get(name) or {}).get("reason")
+            if reason in counts:
+                counts[reason] += 1
+                if reason == NOT_RECORDED:
+                    missing.append(f"{ep['case_id']}#t{ep['trial']}:{name}")
+    return {"metrics": judged, "not_recorded": counts[NOT_RECORDED],
+            "truncated": counts[TRUNCATED], "parse_failure": counts[PARSE_FAILURE],
+            "not_recorded_episodes": missing,
+            "record_command": f"evaltape judge {run} --metrics {','.join(judged)}",
+            "stability": store.stability()}

@@ -1,0 +1,71 @@
+"""``explanation_judge``: seed 001's PASS/FAIL judge of the triage explanation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..judge import build_request, judged_score, parse_pass_fail
+from ..model import EpisodeContext, Score
+
+#: Seed 001's judge prompt, kept word for word (the explanation is the final answer).
+TEMPLATE = ('Explanation: "{explanation}"\n'
+            "Required topic: {must_mention}\n"
+            "Does the explanation clearly address the required topic, specifically "
+            "(not generically)? Answer with exactly one word: PASS or FAIL.")
+#: Seed 001 asks for 10 tokens; a little more room so a verdict followed by a few words
+#: is not cut (a cut answer is ``judge_truncated``, never a verdict).
+MAX_TOKENS = 32
+TOOL = "classify_ticket"
+
+
+def called_category(ctx: EpisodeContext) -> str | None:
+    """The ``category`` argument of the first ``classify_ticket`` call (seed 001)."""
+    for call in ctx.trace.tool_calls:
+        if call.name == TOOL:
+            return call.arguments.get("category")
+    return None
+
+
+@dataclass(frozen=True)
+class ExplanationJudge:
+    """1.0 when the judge says PASS, 0.0 for FAIL (mean over samples).
+
+    As in seed 001, the explanation is judged only when the deterministic category check
+    passed (first ``classify_ticket`` category == ``expected_category``); otherwise the
+    score is null with reason ``category_mismatch`` (the case fails on its category, and
+    no judge verdict exists). No ``must_mention`` → null ``not_applicable``; no final
+    answer → null ``no_answer``. Parsing: :func:`grader.judge.parse_pass_fail`.
+    """
+
+    name: ClassVar[str] = "explanation_judge"
+    version: ClassVar[int] = 1
+    judged: ClassVar[bool] = True
+
+    def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
+        must = ctx.case.extra.get("must_mention")
+        if not must:
+            return Score(None, "the case has no must_mention", reason="not_applicable")
+        expected = ctx.case.extra.get("expected_category")
+        got = called_category(ctx)
+        if got != expected:
+            return Score(None, f"not judged: category {got!r} != expected {expected!r}",
+                         reason="category_mismatch")
+        if ctx.trace.final_response is None:
+            return Score(None, "the agent gave no final answer", reason="no_answer")
+        return build_request(TEMPLATE.format(explanation=ctx.trace.final_response,
+                                             must_mention=must),
+                             max_tokens=MAX_TOKENS, model=model)
+
+    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
+        """The judge requests this metric needs for ``ctx`` (for ``evaltape judge``)."""
+        req = self._request(ctx, model)
+        return [] if isinstance(req, Score) else [req]
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        req = self._request(ctx)
+        if isinstance(req, Score):
+            return req
+        return judged_score(ctx, self.name, req, parse_pass_fail,
+                            lambda ok: 1.0 if ok else 0.0,
+                            lambda ok: "PASS" if ok else "FAIL",
+                            lambda ok: f"judge: {'PASS' if ok else 'FAIL'}")
