@@ -16,6 +16,7 @@ from grader.errors import BadInputError, EvaltapeError, UsageError
 #: Subcommand name → "module:attribute". Add a line here to add a command.
 COMMANDS = {
     "grade": "evaltape.commands.grade:grade",
+    "judge": "evaltape.commands.judge:judge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
 }

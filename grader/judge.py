@@ -43,13 +43,14 @@ _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), No
 # --------------------------------------------------------------------------- requests
 def build_request(prompt: str, *, system: str | None = None, max_tokens: int = 512,
                   model: str | None = None) -> dict[str, Any]:
-    """A Messages-API request body for one judge call (temperature 0, one user turn).
+    """A Messages-API request body for one judge call (one user turn).
 
     Deterministic: equal arguments give equal bodies, so the canonical key of a request
-    the grader builds equals the key of the one ``evaltape judge`` recorded.
+    the grader builds equals the key of the one ``evaltape judge`` recorded. No sampling
+    parameters are set (the installed SDK's ``messages.create`` takes none; sample
+    variation is what ``--judge-samples`` measures).
     """
     body: dict[str, Any] = {"model": model or DEFAULT_JUDGE_MODEL, "max_tokens": max_tokens,
-                            "temperature": 0,
                             "messages": [{"role": "user", "content": prompt}]}
     if system:
         body["system"] = system

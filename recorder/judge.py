@@ -1,0 +1,113 @@
+"""Record LLM-judge answers into a run's ``judge/`` cassettes (``evaltape judge``).
+
+For every episode of a run and every judged metric, the metric builds its judge requests
+exactly as ``grade`` will (:meth:`requests`); each request with fewer than ``samples``
+recorded answers is sent through the ``anthropic`` SDK inside a vcrpy cassette
+``judge/<case_id>__t<trial>.jsonl`` (same JSONL serializer, scrubbing and atomic
+persister as ``http/``). The cassette is opened in vcrpy's ``new_episodes`` mode: the
+answers already recorded for a request are played back first and only the missing
+samples reach the network, so a rerun is free and resumable.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import anthropic
+
+from grader.datasets import load_dataset
+from grader.errors import UsageError
+from grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
+from grader.metrics import BUILTIN, resolve
+from grader.model import EpisodeContext
+from grader.run import dataset_path_for, locate_run
+from grader.traces import iter_traces
+
+from .cassette import cassette_name, make_vcr
+
+
+def judged_metrics(names: Sequence[str] | None) -> list[Any]:
+    """The judged metrics named (all built-in judged metrics when ``names`` is empty).
+
+    Raises:
+        UsageError: an unknown name, or a named metric that is not judged.
+    """
+    if not names:
+        return [cls() for _n, cls in sorted(BUILTIN.items()) if getattr(cls, "judged", False)]
+    metrics = resolve(names)
+    plain = [m.name for m in metrics if not getattr(m, "judged", False)]
+    if plain:
+        raise UsageError(f"not judged metric(s): {', '.join(plain)}; judged ones: "
+                         + ", ".join(n for n, c in sorted(BUILTIN.items())
+                                     if getattr(c, "judged", False)))
+    return metrics
+
+
+def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
+              model: str | None = None, base_url: str | None = None, samples: int = 1,
+              dataset: str | None = None, max_retries: int = 4,
+              progress: Callable[[dict], None] | None = None) -> dict[str, int]:
+    """Record the missing judge answers of ``run``.
+
+    Args:
+        run: the run directory (or its ``traces.jsonl``).
+        metric_names: judged metrics to record for (default: every judged metric).
+        model: judge model (default :data:`grader.judge.DEFAULT_JUDGE_MODEL`); it is not
+            part of the lookup key, so ``grade`` finds answers from any model.
+        base_url: Messages-API server (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
+        samples: answers wanted per request (``--judge-samples``), for stability.
+        dataset: dataset override (default: the manifest's).
+
+    Returns:
+        Counts: ``{"requests": unique requests, "complete": already had enough answers,
+        "sent": answers requested now, "errors": failed requests}``.
+
+    Raises:
+        UsageError: ``samples`` < 1, no key and no base URL, or bad metric names.
+    """
+    if samples < 1:
+        raise UsageError("--judge-samples must be at least 1")
+    metrics = judged_metrics(metric_names)
+    paths = locate_run(run)
+    cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
+    api_key = os.environ.get("ANTHROPIC_API_KEY")
+    base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL")
+    if not api_key and not base_url:
+        raise UsageError("no judge to talk to: set ANTHROPIC_API_KEY, or pass --base-url "
+                         "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
+    store = JudgeStore.load(paths.root)
+    client = anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
+                                 max_retries=max_retries)
+    vcr = make_vcr("new_episodes")
+    out_dir = Path(paths.root) / JUDGE_DIR
+    counts = {"requests": 0, "complete": 0, "sent": 0, "errors": 0}
+    for trace in iter_traces(paths.traces):
+        case = cases.get(trace.case_id)
+        if case is None:
+            continue
+        ctx = EpisodeContext(trace=trace, case=case)
+        unique: dict[str, dict] = {}
+        for m in metrics:
+            for req in m.requests(ctx, model or DEFAULT_JUDGE_MODEL):
+                unique.setdefault(request_key(req), req)
+        counts["requests"] += len(unique)
+        todo = [r for r in unique.values() if store.count(r) < samples]
+        counts["complete"] += len(unique) - len(todo)
+        if not todo:
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / cassette_name(trace.case_id, trace.trial)
+        with vcr.use_cassette(str(path)):
+            for req in todo:
+                # new_episodes: answers recorded earlier replay first; the rest are sent
+                for _ in range(samples):
+                    try:
+                        client.messages.create(**req)
+                    except anthropic.APIError:
+                        counts["errors"] += 1
+                        break
+                counts["sent"] += samples - store.count(req)
+        if progress:
+            progress({"case_id": trace.case_id, "trial": trace.trial, **counts})
+    return counts

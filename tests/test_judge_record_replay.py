@@ -1,0 +1,144 @@
+"""``evaltape judge`` against a stand-in judge on 127.0.0.1, then offline ``grade``.
+
+The real path: anthropic SDK → httpx → vcrpy → loopback server; then ``grade`` with every
+socket connect refused reads the answers back from ``judge/*.jsonl``.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from evaltape.cli import cli
+from grader.metrics import hallucination as hallucination_module
+from recorder.script_server import ScriptServer
+
+SERVER_A = json.dumps({"success": True, "server": "prod-api-01", "status": "healthy",
+                       "uptime": "45 days", "cpu_usage": "23%"})
+VERDICT = {"supported_claims": ["prod-api-01 is healthy"],
+           "unsupported_claims": ["CPU usage is 67%", "restarted yesterday"],
+           "score": 0.67, "statements": [], "reason": "CPU figure and restart are made up"}
+
+
+class JudgeServer(ScriptServer):
+    """A Messages-API stand-in judge: answers the n-th request with ``answers[n % len]``."""
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__({})
+        self.answers = answers
+        self.bodies: list[dict] = []
+
+    def respond(self, handler, body):
+        self.bodies.append(body)
+        text = self.answers[(len(self.bodies) - 1) % len(self.answers)]
+        handler._send(200, json.dumps({
+            "id": f"msg_judge_{len(self.bodies):02d}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20}}).encode())
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> tuple[Path, Path]:
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps([{"id": "c1", "user_query": "Is prod-api-01 ok?",
+                               "expected_tools": ["check_server_status"]}]))
+    run = tmp_path / "run"
+    run.mkdir()
+    trace = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 0,
+             "input": "Is prod-api-01 ok?",
+             "tool_calls": [{"id": "toolu_A", "name": "check_server_status",
+                             "arguments": {"server_name": "prod-api-01"}, "result": SERVER_A,
+                             "is_error": False, "step": 1}],
+             "final_response": "prod-api-01 is healthy; CPU usage is 67% after it was "
+                               "restarted yesterday.",
+             "stop_reason": "end_turn", "steps": 2}
+    (run / "traces.jsonl").write_text(json.dumps(trace) + "\n")
+    return run, ds
+
+
+def _no_network(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError("network disabled in this test")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def _grade(run: Path, ds: Path, out: Path, *extra: str):
+    return CliRunner().invoke(cli, ["grade", str(run), "--dataset", str(ds), "--out", str(out),
+                                    "--metrics", "grounding,hallucination", "--quiet", *extra])
+
+
+def test_record_once_replay_offline_then_prompt_edit(run_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    run, ds = run_dir
+    with JudgeServer([json.dumps(VERDICT)]) as server:
+        r = CliRunner().invoke(cli, ["judge", str(run), "--dataset", str(ds), "--base-url",
+                                     server.base_url, "--metrics", "hallucination"])
+        assert r.exit_code == 0, r.output
+        assert len(server.bodies) == 1
+        # a rerun sends nothing: the answer is recorded
+        r = CliRunner().invoke(cli, ["judge", str(run), "--dataset", str(ds), "--base-url",
+                                     server.base_url, "--metrics", "hallucination"])
+        assert r.exit_code == 0 and len(server.bodies) == 1
+    cassette = (run / "judge" / "c1__t0.jsonl").read_bytes().splitlines()
+    assert orjson.loads(cassette[0]) == {"format": "evaltape.cassette/1", "version": 1}
+    assert len(cassette) == 2
+    recorded = orjson.loads(cassette[1])
+    assert recorded["request"]["body"]["json"] == server.bodies[0]
+    assert "x-api-key" not in {k.lower() for k in recorded["request"]["headers"]}
+
+    _no_network(monkeypatch)
+    r1 = _grade(run, ds, tmp_path / "r1")
+    r2 = _grade(run, ds, tmp_path / "r2")
+    assert r1.exit_code == 0 and r2.exit_code == 0, r1.output
+    b1 = (tmp_path / "r1" / "report.json").read_bytes()
+    assert b1 == (tmp_path / "r2" / "report.json").read_bytes()
+    rep = orjson.loads(b1)
+    hal = rep["episodes"][0]["metrics"]["hallucination"]
+    # 2 unsupported / (1 supported + 2 unsupported)
+    assert hal["score"] == pytest.approx(2 / 3)
+    assert hal["details"] == ("2/3 claims unsupported (judge score 0.670): CPU usage is 67%; "
+                              "restarted yesterday")
+    assert rep["summary"]["judge"]["not_recorded"] == 0
+    # grounding, deterministic: prod-api-01 ✓, healthy ✓, 67% ✗ → 1/3
+    assert rep["episodes"][0]["metrics"]["grounding"]["score"] == pytest.approx(1 / 3)
+
+    # editing the prompt template: the request changes, the old answer no longer matches
+    monkeypatch.setattr(hallucination_module, "TEMPLATE",
+                        "Edited. " + hallucination_module.TEMPLATE)
+    r3 = _grade(run, ds, tmp_path / "r3")
+    rep3 = orjson.loads((tmp_path / "r3" / "report.json").read_bytes())
+    hal3 = rep3["episodes"][0]["metrics"]["hallucination"]
+    assert (hal3["score"], hal3["reason"]) == (None, "judge_not_recorded")
+    assert rep3["summary"]["judge"]["not_recorded_episodes"] == ["c1#t0:hallucination"]
+    assert "evaltape judge" in r3.output
+    r4 = _grade(run, ds, tmp_path / "r4", "--require-judge")
+    assert r4.exit_code == 1
+
+
+def test_judge_samples_stability(run_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    run, ds = run_dir
+    grounded = dict(VERDICT, unsupported_claims=[], score=0.0)
+    with JudgeServer([json.dumps(VERDICT), json.dumps(grounded),
+                      json.dumps(VERDICT)]) as server:
+        r = CliRunner().invoke(cli, ["judge", str(run), "--dataset", str(ds), "--base-url",
+                                     server.base_url, "--metrics", "hallucination",
+                                     "--judge-samples", "3"])
+        assert r.exit_code == 0, r.output
+        assert len(server.bodies) == 3
+    _no_network(monkeypatch)
+    assert _grade(run, ds, tmp_path / "r").exit_code == 0
+    rep = orjson.loads((tmp_path / "r" / "report.json").read_bytes())
+    # samples: 2/3, 0/1, 2/3 unsupported → mean (2/3 + 0 + 2/3) / 3 = 4/9
+    assert rep["episodes"][0]["metrics"]["hallucination"]["score"] == pytest.approx(4 / 9)
+    # labels hallucinated, grounded, hallucinated → agreement 2/3, the verdict flips
+    assert rep["summary"]["judge"]["stability"]["hallucination"] == {
+        "episodes": 1, "multi_sample": 1, "max_samples": 3, "agreement": 0.6667,
+        "flip_rate": 1.0}
