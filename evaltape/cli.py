@@ -15,7 +15,10 @@ from grader.errors import BadInputError, EvaltapeError, UsageError
 
 #: Subcommand name → "module:attribute". Add a line here to add a command.
 COMMANDS = {
+    "audit": "evaltape.commands.audit:audit",
+    "diff": "evaltape.commands.diff:diff",
     "grade": "evaltape.commands.grade:grade",
+    "import": "evaltape.commands.importer:import_cmd",
     "judge": "evaltape.commands.judge:judge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",

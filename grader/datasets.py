@@ -46,6 +46,20 @@ def _str_list(value: Any, path: str, line: int, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_actions(value: Any, path: str, line: int) -> None:
+    """Validate ``expected_actions``: a list of ``{name, kwargs}`` (grader/actions.py)."""
+    from .actions import action_parts
+    if not isinstance(value, list):
+        raise BadInputError("expected a list of {name, kwargs}", path=path, line=line,
+                            field="expected_actions")
+    for i, action in enumerate(value):
+        try:
+            action_parts(action, f"expected_actions[{i}]")
+        except ValueError as e:
+            field, _, msg = str(e).partition(": ")
+            raise BadInputError(msg, path=path, line=line, field=field) from None
+
+
 def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     """Normalise one case object into a :class:`Case`.
 
@@ -82,6 +96,8 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         raise BadInputError("input must be a string", path=path, line=line,
                             field=next(k for k in INPUT_KEYS if k in obj))
     exp_tools = obj.get("expected_tools")
+    if exp_tools is None and "expected_tool_calls" in obj:
+        exp_tools = obj["expected_tool_calls"]  # seed 004's name for the same expectation
     exp_args = obj.get("expected_args")
     if exp_args is not None and not (isinstance(exp_args, dict) and
                                      all(isinstance(v, dict) for v in exp_args.values())):
@@ -96,8 +112,12 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
                                   or max_steps < 1):
         raise BadInputError("expected a positive integer", path=path, line=line,
                             field="max_steps")
+    if obj.get("expected_actions") is not None:
+        _check_actions(obj["expected_actions"], path, line)
     script = obj.get("script")
     kws = obj.get("expected_outcome_keywords")
+    if kws is None and "expected_topics" in obj:
+        kws = obj["expected_topics"]  # seed 004's name for the same expectation
     return Case(
         id=case_id, input=text,
         expected_tools=None if exp_tools is None else _str_list(exp_tools, path, line,

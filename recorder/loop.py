@@ -14,6 +14,9 @@ import anthropic
 
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
+#: Turns whose stream broke off with a transient error event are re-sent this many times.
+STREAM_RETRIES = 2
+TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 
 #: ``execute(name, arguments) -> result``: a string, or any JSON value (dumped to a string).
 Executor = Callable[[str, dict], Any]
@@ -27,6 +30,29 @@ class AgentSpec:
     tools: Sequence[dict]
     execute: Executor
     max_tokens: int = 1024
+
+
+def _is_transient_stream_error(e: Exception) -> bool:
+    body = getattr(e, "body", None)
+    err = body.get("error") if isinstance(body, dict) else None
+    return isinstance(err, dict) and err.get("type") in TRANSIENT_ERROR_TYPES
+
+
+def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Any:
+    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; a stream
+    that breaks off with a transient ``error`` event (HTTP 200, so the SDK does not retry)
+    is re-sent here, up to :data:`STREAM_RETRIES` times. Replay makes the same requests in
+    the same order, so it reproduces the recorded retries exactly."""
+    if not stream:
+        return client.messages.create(messages=messages, **kwargs)
+    for attempt in range(STREAM_RETRIES + 1):
+        try:
+            with client.messages.stream(messages=messages, **kwargs) as s:
+                return s.get_final_message()
+        except anthropic.APIStatusError as e:
+            if attempt == STREAM_RETRIES or not _is_transient_stream_error(e):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _block_dict(block: Any) -> dict:
@@ -89,11 +115,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             stop_reason = "max_steps"
             break
         try:
-            if stream:
-                with client.messages.stream(messages=messages, **kwargs) as s:
-                    resp = s.get_final_message()
-            else:
-                resp = client.messages.create(messages=messages, **kwargs)
+            resp = _send(client, messages, kwargs, stream)
         except anthropic.APIError as e:
             stop_reason, error = "error", f"{type(e).__name__}: {e}"
             break

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -25,10 +27,10 @@ from grader.model import TRACE_SCHEMA, Case
 from grader.run import read_manifest
 
 from .agents import resolve_agent
-from .cassette import cassette_name, make_vcr
+from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import find_secret
+from .vcr_ext.scrub import find_secret, scrub_text
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SCRIPTED_MODEL = "scripted"
@@ -92,10 +94,15 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
 def append_trace(traces: Path, trace: dict) -> None:
     """Append one trace as a single line with one write, then fsync.
 
+    Live key values and key-shaped strings are redacted first (as in cassettes).
+
     Raises:
         SecretLeakError: the trace holds a key-shaped string (nothing is written).
     """
-    line = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    text = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE).decode()
+    # Redact what the cassette redacts (the model may echo a key), so the trace and its
+    # replay agree; then refuse anything key-shaped that is still there.
+    line = scrub_text(text).encode()
     leak = find_secret(line.decode())
     if leak:
         raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
@@ -235,24 +242,74 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
     counts = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo), "errors": 0,
               "tokens": 0}
-    v = make_vcr("all")
     with ExitStack() as stack:
         if scripts is not None:
             server = stack.enter_context(ScriptServer(scripts))
             base_url, api_key = server.base_url, "scripted-no-key"
-        for case, trial in todo:
-            path = out / "http" / cassette_name(case.id, trial)
-            if path.exists():
-                path.unlink()  # left by an interrupted episode: its trace was never written
-            client = make_client(base_url, api_key, case.id, trial)
-            with v.use_cassette(str(path)):
-                trace = run_episode(agent_fn, case, trial, client, model, opts.stream)
+        jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
+                                                        cassette_name(case.id, trial)),
+                           base_url, api_key, model, opts.stream) for case, trial in todo]
+
+        def finished(trace: dict) -> None:
             append_trace(traces, trace)
             counts["recorded"] += 1
             counts["errors"] += trace.get("stop_reason") == "error"
             u = trace.get("usage") or {}
             counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
             if progress:
-                progress("episode", {"case_id": case.id, "trial": trial, **counts,
-                                     "total": len(todo)})
+                progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
+                                     **counts, "total": len(todo)})
+
+        if opts.concurrency <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                finished(record_episode(job))
+        else:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
+                                     initializer=_die_with_parent) as pool:
+                futures = [pool.submit(record_episode, job) for job in jobs]
+                for fut in as_completed(futures):
+                    finished(fut.result())
     return counts
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """Everything one worker needs to record one episode (picklable)."""
+
+    agent: str
+    case: Case
+    trial: int
+    cassette: str
+    base_url: str | None
+    api_key: str | None
+    model: str
+    stream: bool
+
+
+def record_episode(job: EpisodeJob) -> dict:
+    """Record one episode into its own cassette (atomic write) and return its trace.
+
+    Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
+    so parallel episodes never share a cassette. A cassette left by an interrupted
+    attempt (no trace was written for it) is replaced.
+    """
+    path = Path(job.cassette)
+    if path.exists():
+        path.unlink()
+    agent_fn = resolve_agent(job.agent)
+    client = make_client(job.base_url, job.api_key, job.case.id, job.trial)
+    with make_vcr("all").use_cassette(str(path)) as cassette:
+        trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+        prune_retried(cassette)
+    return trace
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: the kernel kills the worker when the recorder dies (Linux)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

@@ -14,7 +14,7 @@ from grader.report.markdown import render_markdown
 from grader.run import dataset_path_for, locate_run
 from grader.traces import iter_traces
 
-FORMATS = ("json", "md")
+FORMATS = ("json", "md", "junit", "html")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -43,6 +43,8 @@ def _formats(value: str) -> list[str]:
               help="Report folder (default: reports/<run name>).")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="Fail (exit 1) when pass_rate is below this.")
+@click.option("--baseline", default=None, metavar="OLD/report.json",
+              help="Compare with an earlier report; exit 1 on a critical regression.")
 @click.option("--metrics", "metric_names", default=",".join(DEFAULT_METRICS),
               show_default=True, help="Comma-separated metric names or module:Class paths.")
 @click.option("--format", "formats", default="json,md", show_default=True,
@@ -51,9 +53,14 @@ def _formats(value: str) -> list[str]:
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
-          metric_names: str, formats: str, quiet: bool, require_judge: bool = False) -> None:
+          metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
+          baseline: str | None = None) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
+    base = None
+    if baseline:
+        from grader.diff import load_report
+        base = load_report(baseline)
     paths = locate_run(run)
     ds_path = dataset_path_for(paths, dataset)
     cases = load_dataset(ds_path)
@@ -70,12 +77,23 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     judge_info = judge_summary(report, judge, metrics, run)
     if judge_info is not None:
         report["summary"]["judge"] = judge_info
+    if base is not None:
+        from grader.diff import compare_reports
+        report["baseline_comparison"] = compare_reports(base, report)
+        report["baseline_comparison"]["baseline"] = baseline
     out_dir = Path(out) if out else Path("reports") / paths.root.name
     out_dir.mkdir(parents=True, exist_ok=True)
     if "json" in fmts:
         _atomic_write(out_dir / "report.json", report_bytes(report))
     if "md" in fmts:
         _atomic_write(out_dir / "report.md", render_markdown(report).encode())
+    if "junit" in fmts:
+        from grader.report.junit import render_junit
+        _atomic_write(out_dir / "junit.xml", render_junit(report).encode())
+    if "html" in fmts:
+        from grader.report.html import render_html
+        traces = {(t.case_id, t.trial): t for t in iter_traces(paths.traces)}
+        _atomic_write(out_dir / "report.html", render_html(report, traces).encode())
     if not quiet:
         from grader.report.terminal import print_report
         print_report(report)
@@ -91,6 +109,16 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
             from evaltape.cli import GateFailed
             raise GateFailed(f"--require-judge: {judge_info['not_recorded']} judged score(s) "
                              "have no recorded judge answer")
+    cmp = report.get("baseline_comparison")
+    if cmp is not None:
+        from grader.diff import render_diff
+        click.echo(render_diff(cmp), err=True, nl=False)
+        if cmp["level"] == "critical":
+            from evaltape.cli import GateFailed
+            bad = [m["name"] for m in cmp["metrics"] if m["level"] == "critical"]
+            flips = [f"{f['case_id']}#t{f['trial']}" for f in cmp["flips"] if f["before"]]
+            raise GateFailed(f"critical regression against {baseline}: {', '.join(bad)}"
+                             + (f"; pass→fail: {', '.join(flips)}" if flips else ""))
     if threshold is not None and s["pass_rate"] < threshold:
         from evaltape.cli import GateFailed
         raise GateFailed(f"pass_rate {s['pass_rate']:.3f} is below the threshold "

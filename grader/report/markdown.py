@@ -29,6 +29,9 @@ def render_markdown(report: dict) -> str:
         out += ["## Failures", "", "| episode | reason |", "|---|---|"]
         out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in s["failures"].items()]
         out.append("")
+    if report.get("baseline_comparison"):
+        from ..diff import render_diff
+        out.append(render_diff(report["baseline_comparison"]))
     names = report["grader"]["metrics"]
     out += ["## Episodes", "", "| episode | outcome | " + " | ".join(names) + " |",
             "|---|---|" + "---:|" * len(names)]

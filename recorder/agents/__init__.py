@@ -12,6 +12,8 @@ from grader.errors import UsageError
 BUILTIN = {
     "helpdesk": "recorder.agents.helpdesk:run",
     "scripted": "recorder.agents.scripted:run",
+    "triage": "recorder.agents.triage:run",
+    "taskmanager": "recorder.agents.taskmanager:run",
 }
 
 

@@ -1,0 +1,36 @@
+"""``evaltape audit``: scan committed runs for secrets (the recorder's final scan, again)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+def audit(paths: tuple[str, ...]) -> None:
+    """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit."""
+    from recorder.vcr_ext.scrub import find_secret
+
+    hits, scanned = [], 0
+    for root in paths:
+        p = Path(root)
+        if not p.exists():
+            raise click.UsageError(f"no such file or directory: {root}")
+        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+        for f in files:
+            scanned += 1
+            try:
+                text = f.read_text(encoding="utf-8", errors="replace")
+            except OSError as e:
+                raise click.ClickException(f"{f}: cannot read ({e.strerror})")
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                leak = find_secret(line)
+                if leak:
+                    hits.append(f"{f}:{lineno}: key-shaped string ({leak})")
+    for h in hits:
+        click.echo(h, err=True)
+    if hits:
+        from evaltape.cli import BadInput
+        raise BadInput(f"{len(hits)} secret(s) found in {scanned} file(s)")
+    click.echo(f"audit ok: no secrets in {scanned} file(s)", err=True)

@@ -1,0 +1,158 @@
+"""Compare two ``report.json`` objects: flipped verdicts, metric moves, alert levels.
+
+Alert levels follow seed 003 (``MetricsAggregator._detect_regressions``): a mean that got
+worse by more than 0.05 (5 points) is a ``warning``, by more than 0.10 a ``critical``. The
+flips are tested with McNemar's exact (binomial) test, the paired test for two verdicts on
+the same episodes.
+"""
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+from typing import Any, Mapping
+
+import orjson
+
+from .errors import BadInputError
+
+WARNING = 0.05
+CRITICAL = 0.10
+#: Summary numbers compared besides the per-metric means (all "higher is better").
+SUMMARY_KEYS = ("pass_rate", "tool_accuracy")
+#: Metrics whose mean is better when lower (a rising hallucination rate is a regression).
+LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate"})
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """Read a ``report.json``.
+
+    Raises:
+        BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object.
+    """
+    p = str(path)
+    try:
+        doc = orjson.loads(Path(p).read_bytes())
+    except OSError as e:
+        raise BadInputError(f"cannot read report: {e.strerror}", path=p) from None
+    except orjson.JSONDecodeError as e:
+        raise BadInputError(f"not valid JSON ({e})", path=p) from None
+    if not isinstance(doc, dict) or doc.get("schema") != "evaltape.report/1":
+        raise BadInputError("not an evaltape.report/1 report", path=p, field="schema")
+    return doc
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b pass→fail and c fail→pass flips.
+
+    Under H0 each discordant pair flips either way with probability 1/2, so
+    p = min(1, 2 · Σ_{i=0}^{min(b,c)} C(b+c, i) / 2^(b+c)) (McNemar 1947; exact binomial
+    form as in Fagerland et al. 2013). No flips → 1.0.
+    """
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def level(delta: float | None, *, lower_is_better: bool = False, warning: float = WARNING,
+          critical: float = CRITICAL) -> str | None:
+    """``"critical"``, ``"warning"``, ``"improved"`` or ``None`` for one change in a mean.
+
+    ``delta`` is new − old, rounded to 4 places first so 0.85 − 0.80 is not 0.04999….
+    A regression (worse by more than ``critical``/``warning``) gets its level; a change
+    for the better by more than ``warning`` is ``improved``.
+    """
+    if delta is None:
+        return None
+    worse = round(-delta if not lower_is_better else delta, 4)
+    if worse > critical:
+        return "critical"
+    if worse > warning:
+        return "warning"
+    if -worse > warning:
+        return "improved"
+    return None
+
+
+def _metric_means(report: Mapping[str, Any]) -> dict[str, Any]:
+    s = report["summary"]
+    out = {k: s.get(k) for k in SUMMARY_KEYS}
+    out.update(s.get("metrics") or {})
+    return out
+
+
+def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
+                    warning: float = WARNING, critical: float = CRITICAL) -> dict[str, Any]:
+    """The regression comparison of ``new`` against the baseline ``old``.
+
+    Returns:
+        ``{"flips": [{case_id, trial, before, after, failure}], "regressed": b,
+        "fixed": c, "mcnemar_p": p, "metrics": [{name, before, after, delta, level}],
+        "only_in_baseline": [...], "only_in_current": [...], "level": worst level}``
+        where metrics lists every mean that moved (or became/stopped being null) and
+        ``level`` is ``"critical"``, ``"warning"`` or ``"ok"``.
+    """
+    before = {(e["case_id"], e["trial"]): e for e in old["episodes"]}
+    after = {(e["case_id"], e["trial"]): e for e in new["episodes"]}
+    flips = []
+    for key in sorted(before.keys() & after.keys(), key=lambda k: (str(k[0]), k[1])):
+        b, a = before[key], after[key]
+        if bool(b["passed"]) != bool(a["passed"]):
+            flips.append({"case_id": key[0], "trial": key[1], "before": bool(b["passed"]),
+                          "after": bool(a["passed"]), "failure": a.get("failure"),
+                          "failure_before": b.get("failure")})
+    regressed = sum(1 for f in flips if f["before"])
+    fixed = len(flips) - regressed
+    metrics = []
+    mb, ma = _metric_means(old), _metric_means(new)
+    for name in sorted(mb.keys() | ma.keys()):
+        x, y = mb.get(name), ma.get(name)
+        if x == y:
+            continue
+        delta = None if x is None or y is None else round(y - x, 4)
+        metrics.append({"name": name, "before": x, "after": y, "delta": delta,
+                        "level": level(delta, lower_is_better=name in LOWER_IS_BETTER,
+                                       warning=warning, critical=critical)})
+    levels = {m["level"] for m in metrics}
+    worst = "critical" if "critical" in levels else "warning" if "warning" in levels else "ok"
+    label = lambda k: f"{k[0]}#t{k[1]}"  # noqa: E731
+    return {"flips": flips, "regressed": regressed, "fixed": fixed,
+            "mcnemar_p": round(mcnemar_exact(regressed, fixed), 4),
+            "metrics": metrics, "level": worst,
+            "thresholds": {"warning": warning, "critical": critical},
+            "only_in_baseline": sorted(label(k) for k in before.keys() - after.keys()),
+            "only_in_current": sorted(label(k) for k in after.keys() - before.keys())}
+
+
+def _num(v: Any) -> str:
+    return "null" if v is None else f"{v:.3f}"
+
+
+def render_diff(diff: Mapping[str, Any]) -> str:
+    """Plain-text/Markdown rendering of :func:`compare_reports` (ends with a newline)."""
+    out = [f"## Baseline comparison: {diff['level'].upper()}", ""]
+    if diff["flips"]:
+        out += [f"Flipped episodes: {diff['regressed']} pass→fail, {diff['fixed']} fail→pass "
+                f"(McNemar exact p = {diff['mcnemar_p']:.4f})", ""]
+        for f in diff["flips"]:
+            arrow = "pass → FAIL" if f["before"] else "fail → pass"
+            why = f" ({f['failure']})" if f["failure"] else ""
+            out.append(f"- `{f['case_id']}#t{f['trial']}`: {arrow}{why}")
+        out.append("")
+    else:
+        out += ["No episode changed verdict.", ""]
+    if diff["metrics"]:
+        out += ["| metric | before | after | delta | alert |", "|---|---:|---:|---:|---|"]
+        for m in diff["metrics"]:
+            d = "n/a" if m["delta"] is None else f"{m['delta']:+.3f}"
+            out.append(f"| {m['name']} | {_num(m['before'])} | {_num(m['after'])} | {d} | "
+                       f"{m['level'] or ''} |")
+        out.append("")
+    else:
+        out += ["No metric mean moved.", ""]
+    for key, what in (("only_in_baseline", "only in the baseline"),
+                      ("only_in_current", "only in the current run")):
+        if diff[key]:
+            out += [f"Episodes {what}: {', '.join(diff[key])}", ""]
+    return "\n".join(out)

@@ -1,0 +1,117 @@
+"""``report.html``: one self-contained page (inline CSS, no script, no network).
+
+Per-metric bars, the per-episode table with expandable trajectories (``<details>``: each
+call, its arguments and result) and the baseline comparison when there is one.
+"""
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any, Mapping
+
+from .common import episode_label, fmt
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:4px 8px;
+vertical-align:top;text-align:left}th{background:#f6f8fa}.num{text-align:right}
+.bar{background:#eaeef2;width:240px;height:14px;display:inline-block;vertical-align:middle}
+.bar>span{display:block;height:100%;background:#2da44e}.pass{color:#1a7f37}.fail{color:#cf222e}
+.critical{color:#cf222e;font-weight:bold}.warning{color:#9a6700}.improved{color:#1a7f37}
+pre{background:#f6f8fa;padding:6px;white-space:pre-wrap;margin:2px 0}details{margin:2px 0}
+.muted{color:#656d76}
+"""
+
+
+def _bar(value: float | None) -> str:
+    if value is None:
+        return '<span class="muted">n/a</span>'
+    pct = max(0.0, min(1.0, value)) * 100
+    return f'<span class="bar"><span style="width:{pct:.1f}%"></span></span> {value:.3f}'
+
+
+def _trajectory(trace: Any) -> str:
+    if trace is None:
+        return '<span class="muted">trace not available</span>'
+    parts = [f"<p><b>input</b>: {escape(trace.input)}</p>"]
+    for i, c in enumerate(trace.tool_calls, 1):
+        args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
+        err = ' <span class="fail">(error)</span>' if c.is_error else ""
+        parts.append(f"<p>{i}. step {c.step}: <code>{escape(c.name)}</code>{err}</p>"
+                     f"<pre>{escape(args)}</pre><pre>{escape(str(c.result))}</pre>")
+    answer = "(no final answer)" if trace.final_response is None else trace.final_response
+    parts.append(f"<p><b>answer</b> ({escape(trace.stop_reason)}):</p><pre>{escape(answer)}</pre>")
+    return "".join(parts)
+
+
+def _baseline(cmp: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(m['name'])}</td><td class=num>{fmt(m['before'], 3)}</td>"
+        f"<td class=num>{fmt(m['after'], 3)}</td><td class=num>"
+        f"{'n/a' if m['delta'] is None else format(m['delta'], '+.3f')}</td>"
+        f"<td class=\"{m['level'] or ''}\">{m['level'] or ''}</td></tr>" for m in cmp["metrics"])
+    flips = "".join(
+        f"<li><code>{escape(f['case_id'])}#t{f['trial']}</code>: "
+        + ("<span class=fail>pass → fail</span>" if f["before"] else
+           "<span class=pass>fail → pass</span>")
+        + (f" ({escape(str(f['failure']))})" if f["failure"] else "") + "</li>"
+        for f in cmp["flips"])
+    return (f"<h2>Baseline comparison: <span class=\"{cmp['level']}\">{cmp['level']}</span></h2>"
+            f"<p>{cmp['regressed']} pass→fail, {cmp['fixed']} fail→pass "
+            f"(McNemar exact p = {cmp['mcnemar_p']:.4f})</p><ul>{flips}</ul>"
+            "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
+            f"<th>alert</th></tr>{rows}</table>")
+
+
+def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = None) -> str:
+    """Render a ``report.json`` object as one self-contained HTML page.
+
+    Args:
+        report: the report object.
+        traces: optional ``{(case_id, trial): Trace}`` for the expandable trajectories
+            (the report itself does not hold the calls).
+    """
+    run, s = report["run"], report["summary"]
+    multi = s["trials"] > 1
+    title = escape(str(run.get("name") or run.get("path") or "run"))
+    out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>evaltape: {title}"
+           f"</title><style>{CSS}</style></head><body><h1>evaltape report: {title}</h1>",
+           f"<p>agent <code>{escape(str(run.get('agent')))}</code>, model "
+           f"<code>{escape(str(run.get('model')))}</code>; {s['cases']} cases × {s['trials']} "
+           f"trial(s) = {s['episodes']} episodes</p>",
+           "<table><tr><th>pass_rate</th><th>tool_accuracy</th><th>avg_steps</th></tr>"
+           f"<tr><td>{_bar(s['pass_rate'])}</td><td>{_bar(s['tool_accuracy'])}</td>"
+           f"<td class=num>{s['avg_steps']:.2f}</td></tr></table>"]
+    ci = s.get("pass_rate_ci95")
+    if ci:
+        out.append(f"<p class=muted>pass_rate 95% interval [{ci['low']:.3f}, {ci['high']:.3f}]"
+                   f" ({escape(ci['method'])}, {ci['resamples']} resamples)</p>")
+    if s.get("pass_hat_k"):
+        ks = sorted(s["pass_hat_k"], key=int)
+        out.append("<table><tr><th>k</th>" + "".join(f"<th>{k}</th>" for k in ks) + "</tr>"
+                   "<tr><td>pass@k</td>" + "".join(f"<td class=num>{s['pass_at_k'][k]:.3f}</td>"
+                                                   for k in ks) + "</tr><tr><td>pass^k</td>"
+                   + "".join(f"<td class=num>{s['pass_hat_k'][k]:.3f}</td>" for k in ks)
+                   + "</tr></table>")
+    out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>skipped</th></tr>")
+    for name, value in s["metrics"].items():
+        out.append(f"<tr><td>{escape(name)}</td><td>{_bar(value)}</td><td class=num>"
+                   f"{s.get('metrics_skipped', {}).get(name, 0)}</td></tr>")
+    out.append("</table>")
+    if report.get("baseline_comparison"):
+        out.append(_baseline(report["baseline_comparison"]))
+    names = report["grader"]["metrics"]
+    out.append("<h2>Episodes</h2><table><tr><th>episode</th><th>outcome</th>"
+               + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>")
+    for ep in report["episodes"]:
+        outcome = ('<span class=pass>pass</span>' if ep["passed"] else
+                   f'<span class=fail>{escape(str(ep["failure"]))}</span>')
+        cells = "".join(
+            f"<td class=num title=\"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}\">"
+            f"{fmt(ep['metrics'][n]['score'], 3)}</td>" for n in names)
+        trace = (traces or {}).get((ep["case_id"], ep["trial"]))
+        out.append(f"<tr><td><details><summary>{escape(episode_label(ep, multi))}</summary>"
+                   f"{_trajectory(trace)}</details></td><td>{outcome}</td>{cells}</tr>")
+    out.append("</table></body></html>\n")
+    return "\n".join(out)

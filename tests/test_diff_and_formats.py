@@ -1,0 +1,118 @@
+"""Regression gate (``grade --baseline``, ``evaltape diff``), McNemar, junit.xml, report.html."""
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import ROOT, run_cli
+from grader.diff import compare_reports, level, mcnemar_exact
+
+RUN = ROOT / "cassettes" / "scripted-seed002"
+DATASET = ROOT / "datasets" / "scripted_eval.json"
+
+
+@pytest.mark.parametrize("b,c,p", [
+    (0, 0, 1.0),
+    (1, 0, 1.0),            # 2 · C(1,0)/2 = 1
+    (3, 0, 0.25),           # 2 · 1/8
+    (5, 1, 0.21875),        # 2 · (C(6,0)+C(6,1))/64 = 2 · 7/64
+    (10, 0, 2 / 1024),
+])
+def test_mcnemar_exact_by_hand(b, c, p):
+    assert mcnemar_exact(b, c) == pytest.approx(p)
+    assert mcnemar_exact(c, b) == pytest.approx(p)
+
+
+@pytest.mark.parametrize("delta,lower,expected", [
+    (-0.05, False, None),            # exactly 5 points: not beyond
+    (0.85 - 0.80 - 0.1, False, None),  # -0.05 with float noise, rounded first
+    (-0.06, False, "warning"),
+    (-0.10, False, "warning"),
+    (-0.11, False, "critical"),
+    (0.06, False, "improved"),
+    (0.11, True, "critical"),        # hallucination up 11 points
+    (None, False, None),
+])
+def test_alert_levels(delta, lower, expected):
+    assert level(delta, lower_is_better=lower) == expected
+
+
+def _report(verdicts, metric):
+    eps = [{"case_id": c, "trial": 0, "passed": v, "failure": None if v else "wrong_tools",
+            "metrics": {}} for c, v in verdicts.items()]
+    rate = sum(verdicts.values()) / len(verdicts)
+    return {"schema": "evaltape.report/1", "episodes": eps,
+            "summary": {"pass_rate": rate, "tool_accuracy": 1.0, "metrics": {"m": metric}}}
+
+
+def test_compare_reports_lists_flips_and_moves():
+    old = _report({"a": True, "b": True, "c": False, "d": True}, 0.9)
+    new = _report({"a": True, "b": False, "c": True, "d": True}, 0.82)
+    d = compare_reports(old, new)
+    assert [(f["case_id"], f["before"]) for f in d["flips"]] == [("b", True), ("c", False)]
+    assert (d["regressed"], d["fixed"], d["mcnemar_p"]) == (1, 1, 1.0)
+    # pass_rate 0.75 → 0.75 does not move; m: 0.90 → 0.82 = -0.08 → warning
+    assert d["metrics"] == [{"name": "m", "before": 0.9, "after": 0.82, "delta": -0.08,
+                             "level": "warning"}]
+    assert d["level"] == "warning"
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    """The committed seed-002 run and a copy where ``weather-paris`` lost 'light rain'."""
+    changed = tmp_path / "changed"
+    shutil.copytree(RUN, changed)
+    lines = (changed / "traces.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        t = json.loads(line)
+        if t["case_id"] == "weather-paris":
+            t["final_response"] = "Paris: 18C"
+        out.append(json.dumps(t))
+    (changed / "traces.jsonl").write_text("\n".join(out) + "\n")
+    base = tmp_path / "base"
+    p = run_cli("grade", str(RUN), "--dataset", str(DATASET), "--out", str(base), "--quiet")
+    assert p.returncode == 0, p.stderr
+    return base / "report.json", changed, tmp_path
+
+
+def test_grade_baseline_exits_1_and_names_the_episode(two_runs):
+    base, changed, tmp = two_runs
+    p = run_cli("grade", str(changed), "--dataset", str(DATASET), "--out", str(tmp / "new"),
+                "--baseline", str(base), "--quiet", "--format", "json,md,junit,html")
+    # pass_rate 2/5 → 1/5: -20 points > 10 → critical
+    assert p.returncode == 1, p.stderr
+    assert "`weather-paris#t0`: pass → FAIL (wrong_answer)" in p.stderr
+    assert "critical regression" in p.stderr and "pass_rate" in p.stderr
+    report = json.loads((tmp / "new" / "report.json").read_text())
+    assert report["baseline_comparison"]["flips"][0]["case_id"] == "weather-paris"
+    assert "Baseline comparison: CRITICAL" in (tmp / "new" / "report.md").read_text()
+
+    suite = ET.parse(tmp / "new" / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "4")
+    failure = suite.find("testcase[@name='weather-paris']/failure")
+    assert failure.get("type") == "wrong_answer"
+
+    html = (tmp / "new" / "report.html").read_text()
+    assert "<script" not in html and "http://" not in html and "https://" not in html
+    assert "<details><summary>weather-paris</summary>" in html
+    assert "get_weather" in html and "&quot;city&quot;: &quot;Paris&quot;" in html
+    assert "pass → fail" in html
+
+
+def test_diff_command(two_runs):
+    base, changed, tmp = two_runs
+    p = run_cli("grade", str(changed), "--dataset", str(DATASET), "--out", str(tmp / "n2"),
+                "--quiet")
+    assert p.returncode == 0
+    p = run_cli("diff", str(base), str(tmp / "n2" / "report.json"))
+    assert p.returncode == 1
+    assert "weather-paris#t0" in p.stdout and "| pass_rate | 0.400 | 0.200 | -0.200 | critical |" \
+        in p.stdout
+    same = run_cli("diff", str(base), str(base))
+    assert same.returncode == 0 and "No episode changed verdict." in same.stdout
+    bad = run_cli("diff", str(base), str(tmp / "missing.json"))
+    assert bad.returncode == 3 and "cannot read report" in bad.stderr

@@ -1,0 +1,155 @@
+"""The recorder against a faulty Messages-API server on 127.0.0.1, through the real path:
+evaltape record → anthropic SDK → httpx → vcrpy → HTTP on loopback."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from fault_server import FaultServer
+
+SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
+DATASET = str(ROOT / "datasets" / "helpdesk_eval.json")
+FAKE_KEY = "sk-ant-api03-" + "Zq7" * 12 + "-testonlyAA"
+
+
+def record(run: Path, server: FaultServer, *extra: str, key: str = "test-key-123456") -> subprocess.CompletedProcess:
+    return run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(run),
+                   "--base-url", server.base_url, "--model", "stand-in", *extra,
+                   env={"ANTHROPIC_API_KEY": key})
+
+
+def traces_of(run: Path) -> list[dict]:
+    return [json.loads(l) for l in (run / "traces.jsonl").read_text().splitlines() if l.strip()]
+
+
+def interactions(cassette: Path) -> list[dict]:
+    return [json.loads(l) for l in cassette.read_text().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("fault", ["429", "529", "drop"])
+def test_retried_fault_is_recorded_once_and_replays(tmp_path, fault):
+    with FaultServer(SCRIPTS, {1: fault}) as server:
+        p = record(tmp_path / "run", server)
+        assert p.returncode == 0, p.stderr
+        assert server.fault_log == [(1, fault)]
+        # 8 episodes × 2 turns, plus the 1 retried request
+        assert server.requests == 17
+    traces = traces_of(tmp_path / "run")
+    assert len(traces) == 8 and all(t["stop_reason"] == "end_turn" for t in traces)
+    first = interactions(tmp_path / "run" / "http" / "tc_001__t0.jsonl")
+    assert [i["response"]["status"]["code"] for i in first] == [200, 200]
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_midstream_overloaded_event_is_retried_and_replays(tmp_path):
+    with FaultServer(SCRIPTS, {1: "midstream"}) as server:
+        p = record(tmp_path / "run", server, "--stream")
+        assert p.returncode == 0, p.stderr
+        assert server.requests == 17
+    t = traces_of(tmp_path / "run")[0]
+    assert t["case_id"] == "tc_001" and t["stop_reason"] == "end_turn"
+    assert t["final_response"] == SCRIPTS["tc_001"][1]
+    first = interactions(tmp_path / "run" / "http" / "tc_001__t0.jsonl")
+    # the broken stream (HTTP 200) stays recorded; replay re-sends exactly as recording did
+    assert len(first) == 3
+    assert "overloaded_error" in first[0]["response"]["body"]["text"]
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_slow_response_is_recorded(tmp_path):
+    with FaultServer(SCRIPTS, {2: "slow"}, slow_s=1.5) as server:
+        p = record(tmp_path / "run", server)
+        assert p.returncode == 0, p.stderr
+    t = traces_of(tmp_path / "run")[0]
+    assert t["latency_s"] >= 1.5 and t["stop_reason"] == "end_turn"
+
+
+def test_streaming_and_plain_runs_give_equal_traces(tmp_path):
+    with FaultServer(SCRIPTS) as server:
+        assert record(tmp_path / "plain", server).returncode == 0
+        assert record(tmp_path / "stream", server, "--stream").returncode == 0
+    strip = lambda ts: [{k: v for k, v in t.items() if k != "latency_s"} for t in ts]
+    assert strip(traces_of(tmp_path / "plain")) == strip(traces_of(tmp_path / "stream"))
+    body = interactions(tmp_path / "stream" / "http" / "tc_003__t0.jsonl")[0]["response"]["body"]
+    assert body["text"].startswith("event: message_start\n")  # SSE stored verbatim
+    assert run_cli("replay", str(tmp_path / "stream")).returncode == 0
+
+
+def test_echoed_key_is_found_nowhere_on_disk(tmp_path):
+    with FaultServer(SCRIPTS, echo_key=True) as server:
+        p = record(tmp_path / "run", server, key=FAKE_KEY)
+        assert p.returncode == 0, p.stderr
+    hits = [str(f) for f in (tmp_path / "run").rglob("*") if f.is_file()
+            and (FAKE_KEY in f.read_text() or FAKE_KEY[:20] in f.read_text())]
+    assert hits == []
+    c = interactions(tmp_path / "run" / "http" / "tc_001__t0.jsonl")[0]
+    assert not {"x-api-key", "authorization"} & {h.lower() for h in c["request"]["headers"]}
+    assert c["response"]["headers"]["x-echo-key"] == ["[REDACTED]"]
+    assert "[REDACTED]" in traces_of(tmp_path / "run")[0]["final_response"]
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run")).returncode == 0
+
+
+def test_rerunning_a_finished_run_records_nothing(tmp_path):
+    with FaultServer(SCRIPTS) as server:
+        assert record(tmp_path / "run", server).returncode == 0
+        before = (tmp_path / "run" / "traces.jsonl").read_bytes()
+        n = server.requests
+        p = record(tmp_path / "run", server)
+        assert p.returncode == 0
+        assert server.requests == n
+        assert "recorded 0 episode(s), skipped 8" in p.stderr
+    assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("kill_after", [0, 1, 5])
+def test_sigkill_then_rerun_leaves_exactly_one_trace_per_episode(tmp_path, kill_after):
+    run = tmp_path / "run"
+    with FaultServer(SCRIPTS, delay_s=0.15) as server:
+        env = dict(os.environ, ANTHROPIC_API_KEY="test-key-123456",
+                   PYTHONPATH=str(ROOT))
+        args = [sys.executable, "-m", "evaltape.cli", "record", DATASET, "--agent", "helpdesk",
+                "--out", str(run), "--base-url", server.base_url, "--model", "stand-in",
+                "--concurrency", "2"]
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        traces = run / "traces.jsonl"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            n = len(traces.read_bytes().splitlines()) if traces.exists() else 0
+            if n >= kill_after and server.requests >= 2 * kill_after + 1:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_with = len(traces_of(run)) if traces.exists() else 0
+        assert killed_with < 8
+        p = record(run, server, "--concurrency", "2")
+        assert p.returncode == 0, p.stderr
+    got = sorted((t["case_id"], t["trial"]) for t in traces_of(run))
+    assert got == [(f"tc_00{i}", 0) for i in range(1, 9)]
+    assert sorted(f.name for f in (run / "http").iterdir()) == [f"tc_00{i}__t0.jsonl"
+                                                               for i in range(1, 9)]
+    assert run_cli("replay", str(run)).returncode == 0
+
+
+def test_audit_names_file_and_line_of_a_planted_key(tmp_path):
+    (tmp_path / "ok.jsonl").write_text('{"a": 1}\n')
+    (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{"k": "' + FAKE_KEY + '"}\n')
+    p = run_cli("audit", str(tmp_path))
+    assert p.returncode == 3
+    assert f"{tmp_path / 'bad.jsonl'}:2: key-shaped string" in p.stderr
+    assert FAKE_KEY not in p.stderr  # the report masks the key
+
+
+def test_audit_committed_cassettes_are_clean():
+    p = run_cli("audit", str(ROOT / "cassettes"))
+    assert p.returncode == 0, p.stderr
