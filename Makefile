@@ -36,6 +36,7 @@ test: install
 
 bench: install
 	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench_grounding.py
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache
