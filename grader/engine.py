@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from . import __version__
+from .breakdown import breakdowns
 from .errors import BadInputError, UsageError
 from .metrics.base import metric_spec
 from .model import Case, EpisodeContext, Score, Trace
@@ -125,6 +126,7 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
     summary["metrics_skipped"] = skipped
     summary["unrecorded_cases"] = [c.id for c in cases if c.id not in {k[0] for k in seen}]
     summary.update(trial_summary(episodes))  # pass_rate_ci95; pass@k, pass^k with trials > 1
+    summary.update(breakdowns(episodes, cases, metrics))  # seed 003 by_difficulty/by_tag
     return {
         "schema": REPORT_SCHEMA,
         "run": dict(run_info or {}),

@@ -50,11 +50,14 @@ def _formats(value: str) -> list[str]:
 @click.option("--format", "formats", default="json,md", show_default=True,
               help=f"Report files to write: {', '.join(FORMATS)}.")
 @click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
+@click.option("--config", "config_path", default=None, metavar="FILE.toml",
+              help="Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
+                   "with [tool.evaltape]; they enter the report's config_sha256.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
-          baseline: str | None = None) -> None:
+          baseline: str | None = None, config_path: str | None = None) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
     base = None
@@ -65,6 +68,9 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     ds_path = dataset_path_for(paths, dataset)
     cases = load_dataset(ds_path)
     metrics = resolve([n.strip() for n in metric_names.split(",") if n.strip()])
+    if config_path:
+        from grader.config import configure, load_config
+        metrics = configure(metrics, load_config(config_path))
     man = paths.manifest
     run_info = {"path": paths.root.as_posix(), "name": paths.root.name,
                 "agent": man.get("agent"), "model": man.get("model"),

@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 from ..errors import UsageError
 from .argument_correctness import ArgumentCorrectness
+from .composite import Composite
 from .efficiency import Efficiency
 from .expected_actions import ExpectedActionsCalled
 from .explanation_judge import ExplanationJudge
@@ -29,6 +30,7 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
+    Composite,  # seed 003's weighted score; weights/thresholds via [tool.evaltape]
     # opt-in (issue 5): hallucination checks
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
 )}

@@ -1,0 +1,60 @@
+"""Seed 003's report sections: per-difficulty and per-tag breakdowns, the worst episodes."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .model import Case
+
+WORST_N = 20
+DIGITS = 4
+
+
+def _group(rows: list[dict], composite: Any) -> dict[str, Any]:
+    n = len(rows)
+    out: dict[str, Any] = {"episodes": n, "passed": sum(r["passed"] for r in rows)}
+    out["pass_rate"] = round(out["passed"] / n, DIGITS)
+    if composite is not None:
+        vals = [r["composite"] for r in rows if r["composite"] is not None]
+        out["avg_composite"] = round(sum(vals) / len(vals), DIGITS) if vals else None
+        out["composite_passed"] = sum(1 for r in rows if r["composite"] is not None and
+                                      r["composite"] >= composite.threshold(r["difficulty"]))
+    return out
+
+
+def breakdowns(episodes: Sequence[Mapping[str, Any]], cases: Sequence[Case],
+               metrics: Sequence[Any]) -> dict[str, Any]:
+    """Summary keys for seed 003's template, added only when they have content.
+
+    * ``by_difficulty`` (cases carry ``difficulty``) and ``by_tag`` (cases carry tags):
+      ``{group: {episodes, passed, pass_rate[, avg_composite, composite_passed]}}`` where
+      ``passed`` is the seed 002 verdict and ``composite_passed`` counts composite scores at
+      or above the tier's threshold (seed 003: basic 0.8, advanced 0.6, challenge 0.4).
+    * ``worst_episodes`` (only with the ``composite`` metric): the 20 lowest composite
+      scores (nulls excluded), ties by dataset order, with failure and an excerpt of the
+      composite details.
+    """
+    by_id = {c.id: c for c in cases}
+    composite = next((m for m in metrics if getattr(m, "name", "") == "composite"), None)
+    rows = []
+    for i, ep in enumerate(episodes):
+        case = by_id[ep["case_id"]]
+        comp = (ep["metrics"].get("composite") or {}) if composite is not None else {}
+        rows.append({"i": i, "ep": ep, "passed": bool(ep["passed"]),
+                     "difficulty": case.extra.get("difficulty"), "tags": case.tags,
+                     "composite": comp.get("score"), "details": comp.get("details") or ""})
+    out: dict[str, Any] = {}
+    tiers = sorted({r["difficulty"] for r in rows if r["difficulty"]})
+    if tiers:
+        out["by_difficulty"] = {t: _group([r for r in rows if r["difficulty"] == t], composite)
+                                for t in tiers}
+    tags = sorted({t for r in rows for t in r["tags"]})
+    if tags:
+        out["by_tag"] = {t: _group([r for r in rows if t in r["tags"]], composite) for t in tags}
+    if composite is not None:
+        scored = sorted((r for r in rows if r["composite"] is not None),
+                        key=lambda r: (r["composite"], r["i"]))[:WORST_N]
+        out["worst_episodes"] = [{"case_id": r["ep"]["case_id"], "trial": r["ep"]["trial"],
+                                  "composite": r["composite"], "failure": r["ep"]["failure"],
+                                  "difficulty": r["difficulty"], "excerpt": r["details"][:200]}
+                                 for r in scored]
+    return out

@@ -1,0 +1,56 @@
+"""Grader configuration: ``[tool.evaltape]`` in ``pyproject.toml`` or a standalone TOML file.
+
+Shape::
+
+    [tool.evaltape.metrics_args.composite]   # or [metrics_args.composite] in evaltape.toml
+    weights = {tools = 0.3, arguments = 0.25, response = 0.25, hallucination = 0.2}
+    thresholds = {basic = 0.8, advanced = 0.6, challenge = 0.4, default = 0.7}
+
+Metric arguments become dataclass fields, so they appear in the report's metric specs and
+``config_sha256`` changes whenever any of them does.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import BadInputError, UsageError
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The evaltape table of a TOML file (``[tool.evaltape]`` for ``pyproject.toml``,
+    else the whole document); ``{}`` when a pyproject has no such table.
+
+    Raises:
+        BadInputError: unreadable file or invalid TOML (named, with the parser's line).
+    """
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise BadInputError(f"cannot read config: {e.strerror}", path=str(p)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise BadInputError(f"invalid TOML ({e})", path=str(p)) from None
+    if p.name == "pyproject.toml":
+        return dict(doc.get("tool", {}).get("evaltape", {}))
+    return dict(doc.get("tool", {}).get("evaltape", doc))
+
+
+def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:
+    """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
+
+    Metrics without configured arguments are returned unchanged.
+
+    Raises:
+        UsageError: an argument the metric does not take, or a value it refuses.
+    """
+    args = config.get("metrics_args", {})
+    out = []
+    for metric in metrics:
+        kw = args.get(metric.name, {})
+        try:
+            out.append(type(metric)(**kw) if kw else metric)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"bad configuration for metric {metric.name!r}: {e}") from None
+    return out

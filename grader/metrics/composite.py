@@ -1,0 +1,79 @@
+"""``composite``: seed 003's weighted score with per-difficulty pass thresholds."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from ..model import EpisodeContext, Score
+
+#: Seed 003 ``GradingEngine.grade`` weights.
+DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
+                                        "hallucination": 0.20}
+#: Seed 003 pass thresholds by ``difficulty``; other/missing tiers use ``default``.
+DEFAULT_THRESHOLDS: Mapping[str, float] = {"basic": 0.8, "advanced": 0.6, "challenge": 0.4,
+                                           "default": 0.7}
+
+
+def response_content(ctx: EpisodeContext) -> Score:
+    """Seed 003 ``grade_response_content``: fraction of ``final_response_contains`` found,
+    minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
+    ``final_response_contains`` it falls back to seed 000's ``task_completion``."""
+    contains = ctx.case.extra.get("final_response_contains")
+    if not contains:
+        from .task_completion import TaskCompletion
+        return TaskCompletion().score(ctx)
+    lower = (ctx.trace.final_response or "").lower()
+    hits = sum(1 for p in contains if p.lower() in lower)
+    value = hits / len(contains)
+    bad = [p for p in ctx.case.extra.get("final_response_excludes") or () if p.lower() in lower]
+    for _ in bad:
+        value = max(0.0, value - 0.3)
+    return Score(value, f"contains {hits}/{len(contains)}; excluded present: {bad}")
+
+
+@dataclass(frozen=True)
+class Composite:
+    """0.30·tools + 0.25·arguments + 0.25·response − 0.20·hallucination, floored at 0.
+
+    Seed 003's formula; the components are ``tool_selection_accuracy``,
+    ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
+    rate. A null component contributes 0 to the sum and is named in ``details``; a null
+    hallucination (no judge record) means no penalty, also named. If every positive
+    component is null the score is null. ``details`` ends with the case's difficulty, its
+    threshold (``thresholds``; seed 003: basic 0.8, advanced 0.6, challenge 0.4, other
+    0.7) and ``PASS``/``FAIL``. Weights and thresholds are configuration (``[tool.evaltape
+    .metrics.composite]``), recorded in the report's metric specs and config hash.
+    """
+
+    name: ClassVar[str] = "composite"
+    version: ClassVar[int] = 1
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    thresholds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    def threshold(self, difficulty: Any) -> float:
+        """The pass threshold for a difficulty tier (``default`` when unknown)."""
+        return float(self.thresholds.get(str(difficulty), self.thresholds.get("default", 0.7)))
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        from .argument_correctness import ArgumentCorrectness
+        from .hallucination import Hallucination
+        from .tool_selection import ToolSelectionAccuracy
+        parts = {"tools": ToolSelectionAccuracy().score(ctx),
+                 "arguments": ArgumentCorrectness().score(ctx),
+                 "response": response_content(ctx)}
+        if all(p.value is None for p in parts.values()):
+            return Score(None, reason="every component is null: "
+                         + "; ".join(f"{k}: {p.reason}" for k, p in parts.items()))
+        raw = sum(self.weights[k] * (p.value or 0.0) for k, p in parts.items())
+        hall = Hallucination().score(ctx)
+        penalty = self.weights["hallucination"] * (hall.value or 0.0)
+        value = max(0.0, raw - penalty)
+        notes = [f"{k}={'null' if p.value is None else f'{p.value:.3f}'}"
+                 for k, p in parts.items()]
+        notes.append("hallucination=" + ("null (no penalty: " + str(hall.reason) + ")"
+                                         if hall.value is None else f"{hall.value:.3f}"))
+        diff = ctx.case.extra.get("difficulty")
+        thr = self.threshold(diff)
+        verdict = "PASS" if value >= thr else "FAIL"
+        return Score(value, ", ".join(notes) + f"; difficulty={diff or 'n/a'} threshold="
+                     f"{thr:.2f} {verdict}")

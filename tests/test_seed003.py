@@ -1,0 +1,72 @@
+"""Seed 003: composite score, difficulty thresholds, breakdowns, TOML configuration."""
+from __future__ import annotations
+
+import pytest
+
+from grader.breakdown import breakdowns
+from grader.config import configure, load_config
+from grader.engine import config_sha256
+from grader.errors import UsageError
+from grader.metrics.composite import Composite
+from grader.model import Case, EpisodeContext, ToolCall, Trace
+
+
+def ctx(difficulty, final="done ok", contains=None, excludes=None):
+    extra = {"difficulty": difficulty}
+    if contains:
+        extra["final_response_contains"] = contains
+    if excludes:
+        extra["final_response_excludes"] = excludes
+    case = Case(id="c", input="q", expected_tools=("a",), expected_args={"a": {"x": 1}},
+                expected_outcome_keywords=("ok", "missing"), extra=extra)
+    trace = Trace(case_id="c", trial=0, input="q", tool_calls=(ToolCall("1", "a", {"x": 1}),),
+                  final_response=final, stop_reason="end_turn", steps=2)
+    return EpisodeContext(trace=trace, case=case)
+
+
+@pytest.mark.parametrize("difficulty,verdict", [("advanced", "PASS"), ("basic", "FAIL"),
+                                                ("challenge", "PASS"), (None, "FAIL")])
+def test_composite_and_thresholds(difficulty, verdict):
+    # tools 1.0·0.30 + args 1.0·0.25 + response (1/2 keywords) 0.5·0.25 = 0.675;
+    # no judge record → no hallucination penalty. 0.675 ≥ 0.6 advanced, < 0.8 basic,
+    # ≥ 0.4 challenge, < 0.7 default.
+    s = Composite().score(ctx(difficulty))
+    assert s.value == pytest.approx(0.675)
+    assert s.details.endswith(verdict)
+
+
+def test_seed003_response_content_with_excludes():
+    # contains 2/2 = 1.0, one excluded phrase present → 1.0 - 0.3 = 0.7
+    # composite = 0.30 + 0.25 + 0.7·0.25 = 0.725
+    s = Composite().score(ctx("basic", final="alpha beta secret", contains=["alpha", "beta"],
+                              excludes=["secret"]))
+    assert s.value == pytest.approx(0.725)
+
+
+def test_config_toml_changes_weights_and_hash(tmp_path):
+    p = tmp_path / "pyproject.toml"
+    p.write_text("[tool.evaltape.metrics_args.composite]\n"
+                 "weights = {tools = 0.5, arguments = 0.25, response = 0.25, hallucination = 0.2}\n")
+    [m] = configure([Composite()], load_config(p))
+    # 0.5 + 0.25 + 0.5·0.25 = 0.875
+    assert m.score(ctx("basic")).value == pytest.approx(0.875)
+    assert config_sha256([m]) != config_sha256([Composite()])
+    with pytest.raises(UsageError, match="composite"):
+        configure([Composite()], {"metrics_args": {"composite": {"nope": 1}}})
+
+
+def test_breakdowns_by_difficulty_and_tag():
+    cases = [Case(id="a", input="q", tags=("x",), extra={"difficulty": "basic"}),
+             Case(id="b", input="q", tags=("x", "y"), extra={"difficulty": "challenge"})]
+    eps = [{"case_id": "a", "trial": 0, "passed": True, "failure": None,
+            "metrics": {"composite": {"score": 0.75, "details": "d"}}},
+           {"case_id": "b", "trial": 0, "passed": False, "failure": "wrong_tools",
+            "metrics": {"composite": {"score": 0.45, "details": "e"}}}]
+    out = breakdowns(eps, cases, [Composite()])
+    # a: 0.75 < 0.8 basic → composite fails; b: 0.45 ≥ 0.4 challenge → passes
+    assert out["by_difficulty"]["basic"] == {"episodes": 1, "passed": 1, "pass_rate": 1.0,
+                                             "avg_composite": 0.75, "composite_passed": 0}
+    assert out["by_difficulty"]["challenge"]["composite_passed"] == 1
+    assert out["by_tag"]["x"]["avg_composite"] == 0.6
+    assert [w["case_id"] for w in out["worst_episodes"]] == ["b", "a"]
+    assert breakdowns(eps, [Case(id="a", input="q"), Case(id="b", input="q")], []) == {}
