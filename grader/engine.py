@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from . import __version__
+from .agreement import AgreementAccumulator
 from .breakdown import breakdowns
 from .errors import BadInputError, UsageError
 from .metrics.base import metric_spec
@@ -73,6 +74,7 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
     counts = {n: 0 for n in names}
     skipped = {n: 0 for n in names}
     acc = SummaryAccumulator()
+    agreement = AgreementAccumulator(traces_path)
     episodes: list[dict[str, Any]] = []
     seen: set[tuple[str, int]] = set()
     trials: set[int] = set()
@@ -97,6 +99,7 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
         ctx = EpisodeContext(trace=trace, case=case, judge=judge)
         failure = classify(trace, case)
         acc.add(trace, case, failure)
+        agreement.add(trace, case, failure is None)
         scores: dict[str, Any] = {}
         for m in metrics:
             s = score_episode(m, ctx)
@@ -124,9 +127,14 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
     summary["metrics"] = {n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)
                           for n in names}
     summary["metrics_skipped"] = skipped
-    summary["unrecorded_cases"] = [c.id for c in cases if c.id not in {k[0] for k in seen}]
+    graded_ids = {k[0] for k in seen}
+    summary["unrecorded_cases"] = [c.id for c in cases if c.id not in graded_ids]
+    if agreement.n:  # only when some trace carries a reference label
+        summary["reference_agreement"] = agreement.summary()
     summary.update(trial_summary(episodes))  # pass_rate_ci95; pass@k, pass^k with trials > 1
     summary.update(breakdowns(episodes, cases, metrics))  # seed 003 by_difficulty/by_tag
+    if agreement.n:  # only when some trace carries a reference label
+        summary["reference_agreement"] = agreement.summary()
     return {
         "schema": REPORT_SCHEMA,
         "run": dict(run_info or {}),

@@ -80,3 +80,22 @@ def dataset_path_for(run: RunPaths, override: str | None) -> Path:
         if cand.exists():
             return cand
     raise UsageError(f"the run's dataset {recorded!r} was not found; pass --dataset")
+
+
+def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> None:
+    """Refuse a run whose recorded case inputs differ from the dataset's, naming the case.
+
+    Compares the manifest's per-case input hashes (``dataset.cases``; see
+    :func:`grader.datasets.case_input_sha256`: id, input, script, max_steps) with the
+    dataset's. Expectations are not hashed: they may change after recording.
+
+    Raises:
+        BadInputError: a recorded case's input hash differs.
+    """
+    from .datasets import case_input_sha256
+    recorded = (manifest.get("dataset") or {}).get("cases") or {}
+    for c in cases:
+        if c.id in recorded and recorded[c.id] != case_input_sha256(c):
+            raise BadInputError(f"case {c.id!r}: its input changed since recording (input, "
+                                "script or max_steps); restore it or record into a new run",
+                                path=where, field="dataset.cases")

@@ -24,7 +24,7 @@ import orjson
 from grader.datasets import case_input_sha256, inputs_sha256, load_dataset
 from grader.errors import UsageError
 from grader.model import TRACE_SCHEMA, Case
-from grader.run import read_manifest
+from grader.run import check_inputs_unchanged, read_manifest
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
@@ -158,21 +158,6 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(opts.command_line),
     }
-
-
-def check_inputs_unchanged(manifest: dict, cases: Sequence[Case], where: str) -> None:
-    """Refuse a run whose recorded case inputs differ from the dataset's, naming the case.
-
-    Raises:
-        grader.errors.BadInputError: a recorded case's input hash differs.
-    """
-    from grader.errors import BadInputError
-    recorded = (manifest.get("dataset") or {}).get("cases") or {}
-    for c in cases:
-        if c.id in recorded and recorded[c.id] != case_input_sha256(c):
-            raise BadInputError(f"case {c.id!r}: its input changed since recording (input, "
-                                "script or max_steps); restore it or record into a new run",
-                                path=where, field="dataset.cases")
 
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,

@@ -10,11 +10,11 @@ from vcr.errors import CannotOverwriteExistingCassetteException
 
 from grader.datasets import load_dataset
 from grader.errors import BadInputError
-from grader.run import dataset_path_for, locate_run
+from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr
-from .record import check_inputs_unchanged, make_client, run_episode
+from .record import make_client, run_episode
 from .vcr_ext.jsonpath import first_difference
 from .vcr_ext.matchers import parse_body, shorten_pair
 from .vcr_ext.scrub import scrub_request

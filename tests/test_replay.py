@@ -56,3 +56,16 @@ def test_replay_refuses_changed_inputs(tmp_path):
                 str(tmp_path / "ds.json"))
     assert p.returncode == 3
     assert "case 'sum'" in p.stderr and "changed since recording" in p.stderr
+
+
+def test_grade_refuses_changed_script_naming_the_case(tmp_path):
+    """A scripted case's script is an input: grade refuses the run (manifest hash)."""
+    import json
+    ds = json.loads((ROOT / "datasets" / "scripted_eval.json").read_text())
+    ds[0]["script"][1] = "Paris is lovely: {last_tool_result}"
+    ds[0]["expected_answer_contains"] = "lovely"      # expectations may change; this is fine
+    (tmp_path / "ds.json").write_text(json.dumps(ds))
+    p = run_cli("grade", str(ROOT / "cassettes" / "scripted-seed002"), "--dataset",
+                str(tmp_path / "ds.json"), "--out", str(tmp_path / "o"))
+    assert p.returncode == 3
+    assert "case 'weather-paris'" in p.stderr and "changed since recording" in p.stderr

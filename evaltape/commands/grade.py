@@ -11,7 +11,7 @@ from grader.engine import grade as grade_run
 from grader.engine import report_bytes
 from grader.metrics import DEFAULT_METRICS, resolve
 from grader.report.markdown import render_markdown
-from grader.run import dataset_path_for, locate_run
+from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
 from grader.traces import iter_traces
 
 FORMATS = ("json", "md", "junit", "html")
@@ -67,7 +67,12 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     paths = locate_run(run)
     ds_path = dataset_path_for(paths, dataset)
     cases = load_dataset(ds_path)
-    metrics = resolve([n.strip() for n in metric_names.split(",") if n.strip()])
+    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
+    names = [n.strip() for n in metric_names.split(",") if n.strip()]
+    if metric_names == ",".join(DEFAULT_METRICS):  # imported benchmarks: add their outcome
+        from grader.metrics.expected_actions import actions_metric_for
+        names += actions_metric_for(cases)
+    metrics = resolve(names)
     if config_path:
         from grader.config import configure, load_config
         metrics = configure(metrics, load_config(config_path))
@@ -107,6 +112,9 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if s["unrecorded_cases"]:
         click.echo(f"note: {len(s['unrecorded_cases'])} dataset case(s) have no recorded "
                    f"episode: {', '.join(s['unrecorded_cases'][:10])}", err=True)
+    if "reference_agreement" in report["summary"]:
+        from grader.agreement import format_agreement
+        click.echo(format_agreement(report["summary"]["reference_agreement"]), err=True)
     click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
     if judge_info is not None and judge_info["not_recorded"]:
         click.echo(f"note: {judge_info['not_recorded']} judge answer(s) not recorded; record "
