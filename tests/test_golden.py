@@ -1,0 +1,40 @@
+"""scripts/check_golden.py: a moved score fails the check and names the metric and episode."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "check_golden.py"
+
+
+def check(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_golden_roundtrip_and_named_change(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", runs / "scripted-seed002")
+    gold = tmp_path / "gold"
+    assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
+    ok = check("--runs", str(runs), "--golden", str(gold))
+    assert ok.returncode == 0, ok.stderr
+    # Pretend the golden was made by a different tool_call_f1 formula: the 'sum' episode
+    # scored 0.5 there; now it scores 1.0 (add called once, as expected).
+    path = gold / "scripted-seed002" / "report.json"
+    report = json.loads(path.read_text())
+    sum_ep = next(e for e in report["episodes"] if e["case_id"] == "sum")
+    assert sum_ep["metrics"]["tool_call_f1"]["score"] == 1.0
+    sum_ep["metrics"]["tool_call_f1"]["score"] = 0.5
+    path.write_text(json.dumps(report))
+    bad = check("--runs", str(runs), "--golden", str(gold))
+    assert bad.returncode == 1
+    assert "metric tool_call_f1: 1 episode(s) moved: sum#t0 0.5 → 1.0" in bad.stderr
+    # restoring it makes the check pass again
+    assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
+    assert check("--runs", str(runs), "--golden", str(gold)).returncode == 0
