@@ -19,8 +19,8 @@ def print_report(report: dict, console: Console | None = None) -> None:
     console.rule("[bold]AI AGENT EVALUATION REPORT")
     console.print(f"  run: {run.get('path', '')}   agent: {run.get('agent')}   "
                   f"model: {run.get('model')}")
-    console.print(f"  cases: {s['cases']}   trials: {s['trials']}   episodes: {s['episodes']}"
-                  f"   pass_rate: [bold]{s['pass_rate']:.3f}[/]   tool_accuracy: "
+    console.print(f"  cases: {s['cases']}   trials: {s['trials']}   episodes: {s['episodes']}")
+    console.print(f"  pass_rate: [bold]{s['pass_rate']:.3f}[/]   tool_accuracy: "
                   f"{s['tool_accuracy']:.3f}   avg_steps: {s['avg_steps']:.2f}")
     console.print("\n  [bold]AGGREGATE SCORES")
     for name, value in s["metrics"].items():
@@ -28,10 +28,10 @@ def print_report(report: dict, console: Console | None = None) -> None:
         extra = f"  ({skipped} skipped)" if skipped else ""
         console.print(Text(f"  {name:<25} [{bar(value)}] {fmt(value)}{extra}"))
     table = Table(title="PER-EPISODE RESULTS", show_lines=False, expand=False)
-    table.add_column("episode")
-    table.add_column("outcome")
+    table.add_column("episode", overflow="fold")
+    table.add_column("outcome", overflow="fold", min_width=12)
     for name in report["grader"]["metrics"]:
-        table.add_column(name, justify="right")
+        table.add_column(name.replace("_", "\n"), justify="right", no_wrap=True)
     for ep in report["episodes"]:
         outcome = Text("pass", style="green") if ep["passed"] else Text(ep["failure"],
                                                                          style="red")
