@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .actions import all_called, match_actions
 from .model import Case, Trace
 
 NO_ANSWER = "no_answer:"
@@ -14,7 +15,13 @@ def tools_match(trace: Trace, case: Case) -> bool:
     """Seed 002's exact tool check: the called names equal ``expected_tools`` as lists.
 
     A case without ``expected_tools`` expects no call (as seed 000 reads a missing key).
+    A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
+    every expected action called with equal arguments, order-insensitive, each call used
+    once (:func:`grader.actions.match_actions`); its ``expected_tools`` then only feed
+    the tool-selection metric.
     """
+    if case.extra.get("expected_actions") is not None:
+        return all_called(match_actions(trace.tool_calls, case.extra["expected_actions"]))
     return trace.tools_called == list(case.expected_tools or ())
 
 

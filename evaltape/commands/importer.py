@@ -1,0 +1,37 @@
+"""``evaltape import FORMAT SOURCE... --out DIR``: other harnesses' runs → an evaltape run."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grader.importers import FORMATS, import_sources, write_run
+
+
+@click.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
+@click.argument("sources", metavar="SOURCE...", nargs=-1, required=True)
+@click.option("--out", "out", required=True, help="Run folder to write (traces.jsonl, "
+              "dataset.jsonl, manifest.json).")
+@click.option("--model", default=None, help="Model name for traces whose source names none.")
+def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None) -> None:
+    """Convert trajectories or cassettes of FORMAT into a run that `evaltape grade` scores.
+
+    Skipped interactions and per-episode errors are listed on stderr and in manifest.json.
+    Exit 3 when any episode or source could not be imported (the others are still written).
+    """
+    result = import_sources(fmt, list(sources), model=model)
+    for s in result.skipped:
+        click.echo(f"skipped {s.source}: {s.place}: {s.reason}", err=True)
+    for e in result.errors:
+        click.echo(f"error {e}", err=True)
+    manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])
+    labelled = sum(1 for t in result.traces if t.get("reference_label") is not None)
+    click.echo(f"imported {manifest['imported']['episodes']} episode(s) of "
+               f"{manifest['imported']['cases']} case(s) from {len(result.sources)} file(s) "
+               f"into {out}; {len(result.skipped)} interaction(s) skipped, "
+               f"{len(result.errors)} error(s); {labelled} with a reference label", err=True)
+    if result.errors:
+        from evaltape.cli import BadInput
+        raise BadInput(f"{len(result.errors)} episode(s) or file(s) could not be imported "
+                       f"(listed above and in {out}/manifest.json); the rest were written")

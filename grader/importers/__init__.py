@@ -1,0 +1,177 @@
+"""Importers: other harnesses' trajectories and cassettes → an evaltape run directory.
+
+``IMPORTERS`` maps each format name to a function ``(paths, model) -> ImportResult``;
+:func:`import_sources` runs one, :func:`write_run` writes ``traces.jsonl``,
+``dataset.jsonl`` and ``manifest.json`` so ``evaltape grade DIR`` scores the run like any
+recorded one. Formats and their rules: see each module and docs/importers.md.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import orjson
+
+from .. import __version__
+from ..datasets import inputs_sha256, parse_case
+from ..errors import BadInputError, UsageError
+from ..model import Case
+from . import cassette, messages_jsonl, taubench
+from .common import EpisodeError, EpisodeProblem, ImportResult, Skipped
+
+__all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
+           "expand_sources", "import_sources", "write_run"]
+
+MANIFEST_SCHEMA = "evaltape.manifest/1"
+
+
+def _taubench(paths: Sequence[str], model: str | None) -> ImportResult:
+    result = ImportResult(sources=list(paths))
+    for p in paths:
+        prefix = f"{Path(p).stem}." if len(paths) > 1 else ""
+        taubench.import_file(p, result, prefix=prefix, model=model)
+    return result
+
+
+def _cassettes(paths: Sequence[str], model: str | None) -> ImportResult:
+    result = ImportResult(sources=list(paths))
+    for p in paths:
+        cassette.import_file(p, result, model=model)
+    return result
+
+
+def _messages(flavour: str) -> Callable[[Sequence[str], str | None], ImportResult]:
+    def run(paths: Sequence[str], model: str | None) -> ImportResult:
+        result = ImportResult(sources=list(paths))
+        for p in paths:
+            messages_jsonl.import_file(p, result, flavour=flavour, model=model)
+        return result
+    return run
+
+
+#: Format name → importer. An unknown name is a usage error listing these.
+IMPORTERS: dict[str, Callable[[Sequence[str], str | None], ImportResult]] = {
+    "taubench": _taubench,
+    "anthropic-cassette": _cassettes,
+    "openai-messages": _messages("openai"),
+    "anthropic-messages": _messages("anthropic"),
+}
+FORMATS = tuple(IMPORTERS)
+#: File suffixes picked up when a source argument is a directory.
+DIR_SUFFIXES = {"taubench": (".json",), "anthropic-cassette": (".yaml", ".yml", ".json", ".jsonl"),
+                "openai-messages": (".jsonl",), "anthropic-messages": (".jsonl",)}
+
+
+def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
+    """Files to read: each file as given, each directory's matching files (sorted, recursive).
+
+    Raises:
+        UsageError: a source that does not exist, or a directory with no matching file.
+    """
+    out: list[str] = []
+    for s in sources:
+        p = Path(s)
+        if p.is_dir():
+            found = sorted(f.as_posix() for f in p.rglob("*")
+                           if f.is_file() and f.suffix.lower() in DIR_SUFFIXES[fmt])
+            if not found:
+                raise UsageError(f"{s}: no {'/'.join(DIR_SUFFIXES[fmt])} files in this folder")
+            out.extend(found)
+        elif p.exists():
+            out.append(p.as_posix())
+        else:
+            raise UsageError(f"no such file or folder: {s}")
+    return out
+
+
+def import_sources(fmt: str, sources: Sequence[str], model: str | None = None) -> ImportResult:
+    """Run the ``fmt`` importer over ``sources`` (files or folders).
+
+    Raises:
+        UsageError: unknown format (lists the known ones) or a missing source.
+    """
+    if fmt not in IMPORTERS:
+        raise UsageError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    return IMPORTERS[fmt](expand_sources(fmt, sources), model)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def build_cases(result: ImportResult) -> list[Case]:
+    """Validate the imported cases with the dataset reader (so grade will accept them).
+
+    Raises:
+        grader.errors.BadInputError: an importer produced a case the reader refuses (a bug).
+    """
+    return [parse_case(c, path="dataset.jsonl", line=n, position=n - 1)
+            for n, c in enumerate(result.cases.values(), start=1)]
+
+
+def write_run(result: ImportResult, fmt: str, out: str | Path,
+              command_line: Sequence[str] | None = None) -> dict:
+    """Write ``traces.jsonl``, ``dataset.jsonl`` and ``manifest.json`` into ``out``.
+
+    The manifest names the format, every source (path + sha256), the counts, and lists
+    every skipped interaction and every error with its place. Existing files are replaced
+    atomically. Returns the manifest.
+
+    Raises:
+        BadInputError: nothing was imported and there were errors (names the first).
+        UsageError: nothing was imported and nothing failed (e.g. only skipped calls).
+    """
+    if not result.traces and result.errors:
+        first = result.errors[0]
+        more = f" (and {len(result.errors) - 1} more error(s))" if len(result.errors) > 1 else ""
+        raise BadInputError(f"{first.place + ': ' if first.place else ''}{first.message}"
+                            f"{more}; nothing imported", path=first.source, line=first.line)
+    if not result.traces:
+        raise UsageError("no episodes imported" + (
+            f" ({len(result.errors)} error(s), {len(result.skipped)} skipped)"
+            if result.errors or result.skipped else ""))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+    _atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
+                                                 for t in result.traces))
+    _atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
+                                                  for c in result.cases.values()))
+    cases = build_cases(result)
+    models = sorted({t["model"] for t in result.traces if t.get("model")})
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "agent": f"imported:{fmt}",
+        "model": models[0] if len(models) == 1 else (", ".join(models) or None),
+        "model_note": "imported traces: not recorded by evaltape, so not replayable",
+        "dataset": {"path": "dataset.jsonl", "inputs_sha256": inputs_sha256(cases)},
+        "imported": {
+            "format": fmt,
+            "sources": [{"path": p, "sha256": _sha256(p)} for p in result.sources],
+            "episodes": len(result.traces), "cases": len(result.cases),
+            "skipped": [s.as_dict() for s in result.skipped],
+            "errors": [e.as_dict() for e in result.errors],
+        },
+        "trials": max(t["trial"] for t in result.traces) + 1,
+        "versions": {"evaltape": __version__, "python": sys.version.split()[0]},
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command_line": list(command_line or []),
+    }
+    _atomic_write(out / "manifest.json",
+                  orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+                  + b"\n")
+    return manifest

@@ -1,0 +1,234 @@
+"""``anthropic-cassette``: vcrpy cassettes of Anthropic Messages API traffic → traces.
+
+Accepted files: vcrpy YAML (``.yaml``/``.yml``; read with PyYAML, imported only here and
+only when needed), vcrpy JSON (``.json``) and evaltape's own JSONL cassettes (``.jsonl``,
+DESIGN.md §5). Bodies may be the standard ``body: {string: ...}`` (text or ``!!binary``,
+gzip decoded), a plain ``body`` string, ``parsed_body`` (pydantic-ai's serializer) or
+evaltape's ``{json: ...}`` / ``{text: ...}``.
+
+An interaction is a *Messages call* when it is a ``POST`` to a path ending in
+``/v1/messages`` (query ignored) with a status below 400. Every other interaction (token
+counting, other providers, downloads, HTTP errors) is listed in ``skipped`` with the reason.
+Responses are JSON messages or SSE streams (reassembled by :mod:`.sse`).
+
+Calls are grouped into conversations: a call continues the most recent open conversation
+whose last request it extends (same first message, strictly more messages); otherwise it
+starts a new one. One conversation = one episode: its messages are the last request's
+messages plus the last response as an assistant turn. Case id = file stem, with ``#2``,
+``#3``... for further conversations in the same file; input = first user message text.
+Final answer rule ``last_turn`` (None when the last response stopped for ``tool_use``).
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from ..errors import UsageError
+from .common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
+from .common import unique_id
+from .sse import assemble
+
+FORMAT = "anthropic-cassette"
+
+
+def load_interactions(path: str) -> list[Any]:
+    """Read a cassette file and return its ``interactions`` list.
+
+    Raises:
+        EpisodeProblem: unreadable file, a YAML/JSON syntax error (with ``line``), or no
+            ``interactions`` list.
+        UsageError: a YAML cassette but PyYAML is not installed.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise EpisodeProblem(f"cannot read: {e.strerror}") from None
+    suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        try:
+            import yaml  # lazy: only YAML cassettes need it (record extra / pip install pyyaml)
+        except ImportError:
+            raise UsageError("reading YAML cassettes needs PyYAML: pip install pyyaml") from None
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        try:
+            doc = yaml.load(data, Loader=loader)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise EpisodeProblem(f"not valid YAML ({getattr(e, 'problem', e)})",
+                                 line=mark.line + 1 if mark else None) from None
+    elif suffix == ".jsonl":
+        lines = [ln for ln in data.splitlines()]
+        items = []
+        for n, ln in enumerate(lines, start=1):
+            if not ln.strip():
+                continue
+            try:
+                obj = orjson.loads(ln)
+            except orjson.JSONDecodeError as e:
+                raise EpisodeProblem(f"not valid JSON ({e.msg})", line=n) from None
+            if n == 1 and isinstance(obj, dict) and "request" not in obj:
+                continue  # header line
+            items.append(obj)
+        doc = {"interactions": items}
+    else:
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise EpisodeProblem(f"not valid JSON ({e.msg})", line=e.lineno) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise EpisodeProblem("not a vcrpy cassette: no 'interactions' list")
+    return doc["interactions"]
+
+
+def _header(headers: Any, name: str) -> str:
+    if not isinstance(headers, dict):
+        return ""
+    for k, v in headers.items():
+        if str(k).lower() == name:
+            return str(v[0] if isinstance(v, list) and v else v)
+    return ""
+
+
+def _body(part: dict[str, Any], where: str) -> Any:
+    """A request/response body as parsed JSON (dict/list) or text; ``None`` when empty."""
+    if "parsed_body" in part:
+        return part["parsed_body"]
+    body = part.get("body")
+    if isinstance(body, dict):
+        if "json" in body:
+            return body["json"]
+        body = body.get("string", body.get("text"))
+    if isinstance(body, (bytes, bytearray)):
+        raw = bytes(body)
+        if raw[:2] == b"\x1f\x8b":
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError) as e:
+                raise EpisodeProblem(f"gzip body does not decode ({e})", where) from None
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EpisodeProblem("body is binary, not UTF-8 text", where) from None
+    if not isinstance(body, str) or not body.strip():
+        return None if not body else body
+    if body.lstrip()[:1] in ("{", "["):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as e:
+            raise EpisodeProblem(f"JSON body does not parse ({e.msg})", where) from None
+    return body
+
+
+def _messages_call(it: Any, i: int) -> tuple[dict, dict] | str:
+    """``(request body, response message)`` of a Messages call, or the reason to skip it.
+
+    Raises:
+        EpisodeProblem: a Messages call whose request or response cannot be read.
+    """
+    where = f"interactions[{i}]"
+    if not isinstance(it, dict) or not isinstance(it.get("request"), dict) \
+            or not isinstance(it.get("response"), dict):
+        raise EpisodeProblem("expected {request, response}", where)
+    req, resp = it["request"], it["response"]
+    method = str(req.get("method", "")).upper()
+    url = urlsplit(str(req.get("uri", "")))
+    if method != "POST" or not url.path.endswith("/v1/messages"):
+        kind = ("token counting" if url.path.endswith("/count_tokens") else
+                "Amazon Bedrock invoke" if "bedrock" in url.netloc else "other endpoint")
+        return f"not a Messages API call ({kind}): {method} {url.netloc}{url.path}"
+    status = resp.get("status") or {}
+    code = status.get("code") if isinstance(status, dict) else status
+    if isinstance(code, int) and code >= 400:
+        try:
+            body = _body(resp, where + ".response.body")
+        except EpisodeProblem:
+            body = None
+        err = body.get("error") if isinstance(body, dict) else None
+        msg = f": {err.get('type')}: {err.get('message')}" if isinstance(err, dict) else ""
+        return f"HTTP {code} error response{msg}"
+    request = _body(req, where + ".request.body")
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        raise EpisodeProblem("request body has no 'messages' list", where + ".request.body")
+    body = _body(resp, where + ".response.body")
+    if isinstance(body, str) and ("event:" in body[:200] or "text/event-stream" in
+                                  _header(resp.get("headers"), "content-type")):
+        try:
+            message = assemble(body)
+        except EpisodeProblem as p:
+            raise EpisodeProblem(p.message, where + ".response.body") from None
+    elif isinstance(body, dict) and body.get("type") == "message":
+        message = body
+    else:
+        raise EpisodeProblem("response is neither a message object nor an SSE stream",
+                             where + ".response.body")
+    if not isinstance(message.get("content"), list):
+        raise EpisodeProblem("response message has no content list", where + ".response.body")
+    return request, message
+
+
+def _first(messages: list) -> bytes:
+    return orjson.dumps(messages[0], option=orjson.OPT_SORT_KEYS) if messages else b""
+
+
+def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
+    """Import one cassette: each conversation becomes one episode (see module docstring).
+
+    A file that cannot be read is one error; a malformed interaction or episode is one
+    error naming the interaction and JSON place; non-Messages interactions are skipped
+    with a reason. Nothing raises except :class:`UsageError` (PyYAML missing).
+    """
+    try:
+        interactions = load_interactions(path)
+    except EpisodeProblem as p:
+        result.errors.append(EpisodeError(path, p.place, p.message, line=p.line))
+        return
+    convs: list[dict[str, Any]] = []  # {"first", "n", "calls": [(i, request, message)]}
+    for i, it in enumerate(interactions):
+        try:
+            got = _messages_call(it, i)
+        except EpisodeProblem as p:
+            result.errors.append(EpisodeError(path, p.place, p.message))
+            continue
+        if isinstance(got, str):
+            result.skipped.append(Skipped(path, f"interactions[{i}]", got))
+            continue
+        request, message = got
+        msgs = request["messages"]
+        conv = next((c for c in reversed(convs) if c["first"] == _first(msgs)
+                     and len(msgs) > c["n"]), None)
+        if conv is None:
+            conv = {"first": _first(msgs), "calls": []}
+            convs.append(conv)
+        conv["n"] = len(msgs)
+        conv["calls"].append((i, request, message))
+    stem = Path(path).stem
+    for k, conv in enumerate(convs, start=1):
+        last_i, request, message = conv["calls"][-1]
+        n = len(request["messages"])
+        messages = copy.deepcopy(request["messages"]) + [
+            {"role": "assistant", "content": copy.deepcopy(message["content"])}]
+        usage = {key: sum(int((m.get("usage") or {}).get(key) or 0)
+                          for _, _, m in conv["calls"]) for key in ("input_tokens",
+                                                                    "output_tokens")}
+        case_id = unique_id(stem if k == 1 else f"{stem}#{k}", result.cases)
+        indices = [i for i, _, _ in conv["calls"]]
+        try:
+            trace = trace_from_messages(
+                messages, case_id=case_id, stop_reason=message.get("stop_reason") or "unknown",
+                final="last_turn", usage=usage, model=message.get("model") or model,
+                place_of=lambda m, li=last_i, n=n: (f"interactions[{li}].request.messages[{m}]"
+                                                    if m < n else
+                                                    f"interactions[{li}].response"),
+                extra={"source": {"format": FORMAT, "path": path, "interactions": indices}})
+        except EpisodeProblem as p:
+            result.errors.append(EpisodeError(path, p.place, p.message))
+            continue
+        result.add_case({"id": case_id, "input": trace["input"],
+                         "metadata": {"source": path, "interactions": indices}})
+        result.traces.append(trace)

@@ -1,0 +1,221 @@
+"""Shared pieces of the importers: the result container and conversation → trace.
+
+Every importer turns its source into Anthropic-format conversations (DESIGN.md §3 keeps
+``messages`` in that format) and calls :func:`trace_from_messages`, so there is one place
+that decides what a tool call, a result, a step and a final answer are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..model import TRACE_SCHEMA
+
+#: Content block types the model emits that are tool calls. ``server_tool_use`` (web search,
+#: code execution) and ``mcp_tool_use`` run on Anthropic's side; their results come back
+#: in the same assistant message as ``*_tool_result`` blocks.
+CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
+class EpisodeProblem(ValueError):
+    """One episode (or one source) cannot be imported; ``place`` says where inside the file.
+
+    Attributes:
+        place: a JSON-path-like location, e.g. ``"[12].traj[5].tool_calls[0]"`` or
+            ``"interactions[1].request.messages[3].content[0]"``; ``line`` when known.
+    """
+
+    def __init__(self, message: str, place: str = "", line: int | None = None) -> None:
+        self.place, self.line, self.message = place, line, message
+        super().__init__(f"{place}: {message}" if place else message)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An interaction or entry deliberately not imported, with the reason."""
+
+    source: str
+    place: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"source", "place", "reason"}`` for the manifest."""
+        return {"source": self.source, "place": self.place, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class EpisodeError:
+    """An episode or source that could not be imported: file, place (and line) and why."""
+
+    source: str
+    place: str
+    message: str
+    line: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"source", "place", "line", "message"}`` for the manifest."""
+        return {"source": self.source, "place": self.place, "line": self.line,
+                "message": self.message}
+
+    def __str__(self) -> str:
+        where = self.source + (f":{self.line}" if self.line else "")
+        return f"{where}: {self.place + ': ' if self.place else ''}{self.message}"
+
+
+@dataclass
+class ImportResult:
+    """What an importer produced from its sources.
+
+    Attributes:
+        traces: trace objects (DESIGN.md §3 dicts, schema ``evaltape.trace/1``), in source order.
+        cases: dataset cases by id, in first-seen order (``id``, ``input`` and any
+            expectations the source carries).
+        skipped: interactions/entries left out on purpose, each with a reason.
+        errors: episodes or sources that failed, each naming file and place.
+        sources: the source paths read.
+    """
+
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    errors: list[EpisodeError] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def add_case(self, case: dict[str, Any]) -> None:
+        """Add a case; a repeated id keeps the first (same task across trials)."""
+        self.cases.setdefault(case["id"], case)
+
+
+def unique_id(wanted: str, taken: Iterable[str]) -> str:
+    """``wanted``, or ``wanted__2``, ``wanted__3``... when already taken."""
+    taken = set(taken)
+    if wanted not in taken:
+        return wanted
+    k = 2
+    while f"{wanted}__{k}" in taken:
+        k += 1
+    return f"{wanted}__{k}"
+
+
+def block_text(content: Any) -> str:
+    """The text of a message ``content``: the string itself, or its ``text`` blocks joined
+    with ``\\n`` (other blocks, e.g. images, contribute nothing)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict)
+                         and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's content as text: strings as is, text blocks joined, else JSON."""
+    import orjson
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text"
+                                         for b in content):
+        return block_text(content)
+    return orjson.dumps(content, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
+                        input_text: str | None = None, stop_reason: str | None = None,
+                        final: str = "last_text", usage: dict | None = None,
+                        model: str | None = None,
+                        place_of: Callable[[int], str] = lambda k: f"messages[{k}]",
+                        extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Build one trace object from an Anthropic-format conversation (system excluded).
+
+    Rules:
+        * ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` blocks of assistant messages
+          are tool calls, ``step`` = 1-based index of their assistant message; results pair
+          by ``tool_use_id`` (``tool_result`` blocks of user messages, ``*_tool_result``
+          blocks of assistant messages), never by position.
+        * ``steps`` = number of assistant messages (model turns).
+        * ``input``: ``input_text``, else the text of the first user message.
+        * ``final_response``: ``final="last_text"`` (dialogues: tau-bench, message lists)
+          takes the text of the last assistant message that has text; ``final="last_turn"``
+          (cassettes) takes the last message's text unless ``stop_reason`` is ``tool_use``
+          (the agent was still working); ``None`` when there is no such text.
+        * ``stop_reason``: as given, else ``tool_use`` when the last assistant message
+          calls a tool and ``end_turn`` otherwise.
+
+    Raises:
+        EpisodeProblem: a message that is not ``{role, content}``, a call whose ``input`` is
+            not an object, a duplicate call id, or a result whose id matches no call; the
+            place comes from ``place_of(message_index)``.
+    """
+    calls: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    step = 0
+    last_text: str | None = None
+    last_assistant: Any = None
+    first_user: str | None = None
+    for k, msg in enumerate(messages):
+        if isinstance(msg, dict) and msg.get("role") == "system":
+            continue  # mid-conversation system messages: kept verbatim, not a turn
+        if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+            raise EpisodeProblem("expected a {role: user|assistant, content} message",
+                                 place_of(k))
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else []
+        if msg["role"] == "user":
+            if first_user is None:
+                first_user = block_text(content)
+        else:
+            step += 1
+            last_assistant = msg
+            text = block_text(content)
+            if text:
+                last_text = text
+        for j, b in enumerate(blocks):
+            if not isinstance(b, dict):
+                continue
+            btype = b.get("type")
+            if msg["role"] == "assistant" and btype in CALL_BLOCKS:
+                cid, name, args = b.get("id"), b.get("name"), b.get("input", {})
+                if not isinstance(cid, str) or not isinstance(name, str):
+                    raise EpisodeProblem(f"{btype} block without a string id and name",
+                                         f"{place_of(k)}.content[{j}]")
+                if not isinstance(args, dict):
+                    raise EpisodeProblem(f"{btype} input must be an object, got "
+                                         f"{type(args).__name__}", f"{place_of(k)}.content[{j}]")
+                if cid in by_id:
+                    raise EpisodeProblem(f"duplicate tool call id {cid!r}",
+                                         f"{place_of(k)}.content[{j}]")
+                call = {"id": cid, "name": name, "arguments": args, "result": None,
+                        "is_error": False, "step": step}
+                if btype != "tool_use":
+                    call["server"] = True
+                calls.append(call)
+                by_id[cid] = call
+            elif "tool_use_id" in b and (btype == "tool_result" or
+                                         str(btype).endswith("_tool_result")):
+                call = by_id.get(b["tool_use_id"])
+                if call is None:
+                    raise EpisodeProblem(f"{btype} id {b['tool_use_id']!r} matches no "
+                                         "earlier tool call", f"{place_of(k)}.content[{j}]")
+                call["result"] = _result_text(b.get("content"))
+                call["is_error"] = bool(b.get("is_error", False))
+    last_calls = isinstance(last_assistant, dict) and any(
+        isinstance(b, dict) and b.get("type") in CALL_BLOCKS
+        for b in (last_assistant.get("content") or []) if isinstance(
+            last_assistant.get("content"), list))
+    if stop_reason is None:
+        stop_reason = "tool_use" if last_calls else "end_turn"
+    if final == "last_text":
+        final_response = last_text
+    else:
+        last = messages[-1] if messages else None
+        final_response = None
+        if (isinstance(last, dict) and last.get("role") == "assistant"
+                and stop_reason != "tool_use"):
+            final_response = block_text(last.get("content")) or None
+    trace = {"schema": TRACE_SCHEMA, "case_id": case_id, "trial": trial,
+             "input": input_text if input_text is not None else (first_user or ""),
+             "tool_calls": calls, "final_response": final_response,
+             "stop_reason": stop_reason, "steps": step, "messages": messages,
+             "usage": usage or {}, "latency_s": None, "model": model, "error": None}
+    trace.update(extra or {})
+    return trace

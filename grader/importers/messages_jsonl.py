@@ -1,0 +1,97 @@
+"""``openai-messages`` and ``anthropic-messages``: a JSONL of conversations as message lists.
+
+Each non-blank line is one episode, either a bare JSON array of messages or an object::
+
+    {"messages": [...], "id"?: str, "trial"?: int, "reference_label"?: bool,
+     "expected_actions"?: [...], "expected_tools"?: [...], "expected_outputs"?: [...],
+     "model"?: str, "metadata"?: {...}}
+
+``openai-messages`` lines hold OpenAI chat messages (converted by
+:func:`grader.importers.openai_chat.openai_to_anthropic`); ``anthropic-messages`` lines hold
+Anthropic Messages API messages (a top-level ``system`` key is ignored; ``role: "system"``
+messages are dropped). The case id is ``id``, else ``<file stem>:<line>``; the input is the
+first user message's text. Final answer: the last assistant text (dialogue rule of
+:func:`grader.importers.common.trace_from_messages`). A bad line is one error naming
+file and line; the other lines still import.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages, unique_id
+from .openai_chat import openai_to_anthropic
+
+CASE_KEYS = ("expected_actions", "expected_tools", "expected_outputs", "metadata")
+
+
+def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
+             model: str | None) -> tuple[dict, dict]:
+    meta: dict[str, Any] = obj if isinstance(obj, dict) else {"messages": obj}
+    raw = meta.get("messages")
+    if not isinstance(raw, list):
+        raise EpisodeProblem("expected a list of messages (or {\"messages\": [...]})",
+                             "messages")
+    if flavour == "openai":
+        messages = openai_to_anthropic(raw, "messages")
+    else:
+        messages = [m for m in raw if not (isinstance(m, dict) and m.get("role") == "system")]
+    case_id = meta.get("id", meta.get("case_id", default_id))
+    trial = meta.get("trial", 0)
+    if not isinstance(case_id, str) or not case_id or not isinstance(trial, int):
+        raise EpisodeProblem("id must be a non-empty string and trial an integer", "id")
+    label = meta.get("reference_label")
+    if label is not None and not isinstance(label, bool):
+        raise EpisodeProblem(f"expected true/false/null, got {label!r}", "reference_label")
+    extra: dict[str, Any] = {"source": {"format": f"{flavour}-messages", "path": path,
+                                        "place": f"line {lineno}"}}
+    if label is not None:
+        extra["reference_label"] = label
+    trace = trace_from_messages(messages, case_id=case_id, trial=trial, final="last_text",
+                                model=meta.get("model", model), extra=extra)
+    case = {"id": case_id, "input": trace["input"]}
+    case.update({k: meta[k] for k in CASE_KEYS if meta.get(k) is not None})
+    return trace, case
+
+
+def import_file(path: str, result: ImportResult, *, flavour: str,
+                model: str | None = None) -> None:
+    """Import one JSONL file of conversations (``flavour`` = ``"openai"`` or ``"anthropic"``).
+
+    Errors (unreadable file, a line that is not JSON, a malformed conversation) are added
+    to ``result.errors`` with the file, line and place; other lines still import.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+        return
+    stem = Path(path).stem
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            result.errors.append(EpisodeError(path, f"column {e.colno}",
+                                              f"not valid JSON ({e.msg})", line=lineno))
+            continue
+        try:
+            trace, case = _episode(obj, flavour, f"{stem}:{lineno}", path, lineno, model)
+            if (trace["case_id"], trace["trial"]) in {(t["case_id"], t["trial"])
+                                                     for t in result.traces}:
+                if isinstance(obj, dict) and ("id" in obj or "case_id" in obj):
+                    raise EpisodeProblem(f"duplicate episode {trace['case_id']!r} trial "
+                                         f"{trace['trial']}", "id")
+                trace["case_id"] = case["id"] = unique_id(case["id"], result.cases)
+            old = result.cases.get(case["id"])
+            if old is not None and old["input"] != case["input"]:
+                raise EpisodeProblem(f"case {case['id']!r}: first user message differs from "
+                                     "an earlier trial's", "messages")
+        except EpisodeProblem as p:
+            result.errors.append(EpisodeError(path, p.place, p.message, line=lineno))
+            continue
+        result.add_case(case)
+        result.traces.append(trace)

@@ -1,0 +1,112 @@
+"""``taubench``: tau-bench trajectory files → traces + dataset.
+
+Source shape (sierra-research/tau-bench ``historical_trajectories/*.json``): a JSON list of
+``{task_id, trial, reward, info: {task: {user_id, instruction, actions, outputs}, ...},
+traj}`` where ``traj`` is an OpenAI chat conversation (system prompt first, assistant
+``tool_calls`` with ``function.arguments`` as a JSON string, ``role: "tool"`` results).
+
+Each entry becomes one episode: case id ``task_NNN`` (``<file stem>.task_NNN`` when several
+files are imported together), trial = ``trial``, input = the task ``instruction`` (the same
+for every trial, as the grader requires; the simulated user's first message is in
+``messages``). The case carries ``expected_actions`` (``info.task.actions``, in order),
+``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
+seed 000's ``argument_correctness``) and ``expected_outputs`` (``info.task.outputs``). The
+trace keeps tau-bench's verdict: ``reference_label`` = (``reward`` == 1) and
+``reference`` = ``{"source": "tau-bench reward", "reward": reward}``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages
+from .openai_chat import openai_to_anthropic
+
+FORMAT = "taubench"
+
+
+def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
+    if not isinstance(task, dict):
+        raise EpisodeProblem("expected an object", place + ".info.task")
+    instruction = task.get("instruction")
+    if not isinstance(instruction, str):
+        raise EpisodeProblem("expected a string", place + ".info.task.instruction")
+    actions = task.get("actions") or []
+    if not isinstance(actions, list):
+        raise EpisodeProblem("expected a list", place + ".info.task.actions")
+    norm = []
+    for i, a in enumerate(actions):
+        if not (isinstance(a, dict) and isinstance(a.get("name"), str)
+                and isinstance(a.get("kwargs", {}), dict)):
+            raise EpisodeProblem("expected {name, kwargs}", f"{place}.info.task.actions[{i}]")
+        norm.append({"name": a["name"], "kwargs": a.get("kwargs", {})})
+    first_args: dict[str, Any] = {}
+    for a in norm:
+        first_args.setdefault(a["name"], a["kwargs"])
+    outputs = task.get("outputs") or []
+    if not (isinstance(outputs, list) and all(isinstance(o, str) for o in outputs)):
+        raise EpisodeProblem("expected a list of strings", place + ".info.task.outputs")
+    return {"id": case_id, "input": instruction,
+            "expected_tools": [a["name"] for a in norm], "expected_args": first_args,
+            "expected_actions": norm, "expected_outputs": outputs,
+            "metadata": {"source": "tau-bench", "user_id": task.get("user_id")}}
+
+
+def import_file(path: str, result: ImportResult, *, prefix: str = "",
+                model: str | None = None) -> None:
+    """Import one tau-bench trajectory file into ``result``.
+
+    A file that is not JSON or not a list is one error (with the line of a JSON syntax
+    error); an entry that cannot be converted (e.g. a tool call whose arguments string is
+    not JSON) is one error naming the entry and the JSON path, and the other entries
+    still import.
+    """
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except OSError as e:
+        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+        return
+    except orjson.JSONDecodeError as e:
+        result.errors.append(EpisodeError(path, f"column {e.colno}",
+                                          f"not valid JSON ({e.msg})", line=e.lineno))
+        return
+    if not isinstance(doc, list):
+        result.errors.append(EpisodeError(path, "", "expected a JSON list of trajectories"))
+        return
+    seen: set[tuple[str, int]] = set()
+    for idx, entry in enumerate(doc):
+        place = f"[{idx}]"
+        try:
+            if not isinstance(entry, dict):
+                raise EpisodeProblem("expected an object", place)
+            task_id, trial = entry.get("task_id"), entry.get("trial", 0)
+            if not isinstance(task_id, int) or not isinstance(trial, int):
+                raise EpisodeProblem("task_id and trial must be integers", place)
+            place = f"[{idx}] (task {task_id} trial {trial})"
+            reward = entry.get("reward")
+            if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+                raise EpisodeProblem("expected a number", place + ".reward")
+            case_id = f"{prefix}task_{task_id:03d}"
+            case = _case((entry.get("info") or {}).get("task"), case_id, place)
+            if (case_id, trial) in seen:
+                raise EpisodeProblem(f"duplicate episode: task {task_id} trial {trial}", place)
+            old = result.cases.get(case_id)
+            if old is not None and (old["input"], old["expected_actions"]) != (
+                    case["input"], case["expected_actions"]):
+                raise EpisodeProblem("info.task differs from an earlier trial of this task",
+                                     place)
+            messages = openai_to_anthropic(entry.get("traj"), place + ".traj")
+            trace = trace_from_messages(
+                messages, case_id=case_id, trial=trial, input_text=case["input"],
+                final="last_text", model=model,
+                extra={"reference_label": reward == 1,
+                       "reference": {"source": "tau-bench reward", "reward": reward},
+                       "source": {"format": FORMAT, "path": path, "place": f"[{idx}]"}})
+        except EpisodeProblem as p:
+            result.errors.append(EpisodeError(path, p.place, p.message))
+            continue
+        seen.add((case_id, trial))
+        result.add_case(case)
+        result.traces.append(trace)

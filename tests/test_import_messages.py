@@ -1,0 +1,164 @@
+"""Message-list importers, the expected-actions outcome and ``reference_agreement``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evaltape.cli import cli
+from grader.agreement import AgreementAccumulator, cohen_kappa
+from grader.metrics.expected_actions import ExpectedActionsCalled
+from grader.model import Case, EpisodeContext, ToolCall, Trace
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+OPENAI_OK = {"id": "refund_1", "reference_label": True,
+             "expected_actions": [{"name": "refund", "kwargs": {"order": 7}}],
+             "messages": [
+                 {"role": "system", "content": "be nice"},
+                 {"role": "user", "content": "Refund order 7"},
+                 {"role": "assistant", "content": "Sure.", "tool_calls": [
+                     {"id": "c1", "type": "function",
+                      "function": {"name": "refund", "arguments": "{\"order\": 7}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                 {"role": "assistant", "content": "Refunded."}]}
+
+
+def test_openai_messages_with_bad_line(tmp_path):
+    src = tmp_path / "convs.jsonl"
+    src.write_text(json.dumps(OPENAI_OK) + "\n" + '{"messages": [{"role": "user"\n'
+                   + json.dumps([{"role": "user", "content": "hi"},
+                                 {"role": "assistant", "content": "hello"}]) + "\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli, ["import", "openai-messages", str(src), "--out", str(out)])
+    assert res.exit_code == 3
+    assert f"{src.as_posix()}:2: column" in res.output and "not valid JSON" in res.output
+    t1, t2 = _lines(out / "traces.jsonl")
+    assert (t1["case_id"], t1["input"], t1["final_response"], t1["reference_label"]) == (
+        "refund_1", "Refund order 7", "Refunded.", True)
+    assert t1["tool_calls"] == [{"id": "c1", "name": "refund", "arguments": {"order": 7},
+                                 "result": "ok", "is_error": False, "step": 1}]
+    assert t1["messages"][1]["content"] == [
+        {"type": "text", "text": "Sure."},
+        {"type": "tool_use", "id": "c1", "name": "refund", "input": {"order": 7}}]
+    assert (t2["case_id"], t2["final_response"], t2["steps"]) == ("convs:3", "hello", 1)
+    cases = _lines(out / "dataset.jsonl")
+    assert cases[0]["expected_actions"] == OPENAI_OK["expected_actions"]
+
+
+def test_openai_result_without_call_names_the_place(tmp_path):
+    conv = [{"role": "user", "content": "x"},
+            {"role": "tool", "tool_call_id": "nope", "content": "r"}]
+    src = tmp_path / "c.jsonl"
+    src.write_text(json.dumps(OPENAI_OK) + "\n" + json.dumps(conv) + "\n")
+    res = CliRunner().invoke(cli, ["import", "openai-messages", str(src), "--out",
+                                   str(tmp_path / "run")])
+    assert res.exit_code == 3
+    assert (f"{src.as_posix()}:2: messages[1].tool_call_id: tool_call_id 'nope' matches no "
+            "earlier tool call") in res.output
+
+
+def test_anthropic_messages_and_grade(tmp_path):
+    conv = {"id": "weather", "reference_label": False, "expected_tools": ["get_weather"],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "get_weather",
+                     "input": {"city": "Paris"}},
+                    {"type": "tool_use", "id": "t2", "name": "get_time",
+                     "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "10:00"},
+                    {"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                     "content": [{"type": "text", "text": "timeout"}]}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Sorry."}]}]}
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(conv) + "\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli, ["import", "anthropic-messages", str(src), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (t,) = _lines(out / "traces.jsonl")
+    # results pair by id, not position
+    assert [(c["id"], c["result"], c["is_error"], c["step"]) for c in t["tool_calls"]] == [
+        ("t1", "timeout", True, 1), ("t2", "10:00", False, 1)]
+    res = CliRunner().invoke(cli, ["grade", str(out), "--out", str(tmp_path / "r"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    ra = json.loads((tmp_path / "r" / "report.json").read_text())["summary"][
+        "reference_agreement"]
+    # seed 002's tool check: called [get_weather, get_time] != [get_weather] → fail;
+    # label says fail → one agreeing episode; kappa undefined (both constant)
+    assert (ra["n"], ra["agree"], ra["kappa"]) == (1, 1, None)
+    assert ra["kappa_reason"].startswith("undefined")
+
+
+def _trace(calls, label=None) -> Trace:
+    raw = {} if label is None else {"reference_label": label}
+    return Trace(case_id="c", trial=0, input="i", final_response="a", stop_reason="end_turn",
+                 steps=1, raw=raw,
+                 tool_calls=tuple(ToolCall(id=str(i), name=n, arguments=a)
+                                  for i, (n, a) in enumerate(calls)))
+
+
+@pytest.mark.parametrize("calls,value", [
+    ([("cancel", {"id": "A"}), ("cancel", {"id": "B"})], 1.0),   # order-insensitive
+    ([("cancel", {"id": "B"}), ("look", {}), ("cancel", {"id": "A"})], 1.0),  # extras ok
+    ([("cancel", {"id": "A"})], 0.0),                            # B missing
+    ([("cancel", {"id": "A", "why": "x"}), ("cancel", {"id": "B"})], 0.0),  # extra kwarg
+])
+def test_expected_actions_called(calls, value):
+    case = Case(id="c", input="i", extra={"expected_actions": [
+        {"name": "cancel", "kwargs": {"id": "A"}}, {"name": "cancel", "kwargs": {"id": "B"}}]})
+    assert ExpectedActionsCalled().score(EpisodeContext(_trace(calls), case)).value == value
+
+
+def test_each_call_used_once_and_bool_is_not_int():
+    case = Case(id="c", input="i", extra={"expected_actions": [
+        {"name": "f", "kwargs": {"x": 1}}, {"name": "f", "kwargs": {"x": 1}}]})
+    score = ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]), case))
+    assert score.value == 0.0 and score.details.startswith("Matched 1/2")
+    case = Case(id="c", input="i", extra={"expected_actions": [{"name": "f",
+                                                                "kwargs": {"x": True}}]})
+    assert ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]),
+                                                        case)).value == 0.0
+    no = ExpectedActionsCalled().score(EpisodeContext(_trace([]), Case(id="c", input="i")))
+    assert no.value is None and no.reason
+
+
+def test_kappa_by_hand():
+    # Cohen (1960) worked example shape: 20/5/10/15 → p_o = .7, p_e = .5*.6+.5*.4 = .5
+    assert cohen_kappa(20, 5, 10, 15) == pytest.approx(0.4)
+    assert cohen_kappa(3, 0, 0, 0) is None
+    acc = AgreementAccumulator()
+    case = Case(id="c", input="i")
+    acc.add(_trace([], True), case, True)
+    acc.add(_trace([], False), case, True)
+    acc.add(_trace([]), case, False)  # unlabelled
+    s = acc.summary()
+    assert (s["n"], s["agree"], s["unlabelled"], s["agreement"]) == (2, 1, 1, 0.5)
+
+
+def test_bad_label_is_bad_input():
+    from grader.errors import BadInputError
+    with pytest.raises(BadInputError, match="reference_label"):
+        AgreementAccumulator("t.jsonl").add(_trace([], "yes"), Case(id="c", input="i"), True)
+
+
+def test_importers_do_not_import_yaml_or_http_eagerly():
+    code = ("import sys, grader.importers, evaltape.commands.importer; "
+            "bad = {'yaml', 'anthropic', 'vcr', 'httpx'} & set(sys.modules); "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_import_help_and_unknown_format():
+    runner = CliRunner()
+    assert runner.invoke(cli, ["import", "--help"]).exit_code == 0
+    res = runner.invoke(cli, ["import", "nope", "x", "--out", "y"])
+    assert res.exit_code == 2 and "taubench" in res.output
