@@ -69,6 +69,7 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
         result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
         return
     stem = Path(path).stem
+    seen = {(t["case_id"], t["trial"]) for t in result.traces}
     for lineno, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
@@ -80,8 +81,7 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
             continue
         try:
             trace, case = _episode(obj, flavour, f"{stem}:{lineno}", path, lineno, model)
-            if (trace["case_id"], trace["trial"]) in {(t["case_id"], t["trial"])
-                                                     for t in result.traces}:
+            if (trace["case_id"], trace["trial"]) in seen:
                 if isinstance(obj, dict) and ("id" in obj or "case_id" in obj):
                     raise EpisodeProblem(f"duplicate episode {trace['case_id']!r} trial "
                                          f"{trace['trial']}", "id")
@@ -93,5 +93,6 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place, p.message, line=lineno))
             continue
+        seen.add((trace["case_id"], trace["trial"]))
         result.add_case(case)
         result.traces.append(trace)
