@@ -133,8 +133,6 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
         summary["reference_agreement"] = agreement.summary()
     summary.update(trial_summary(episodes))  # pass_rate_ci95; pass@k, pass^k with trials > 1
     summary.update(breakdowns(episodes, cases, metrics))  # seed 003 by_difficulty/by_tag
-    if agreement.n:  # only when some trace carries a reference label
-        summary["reference_agreement"] = agreement.summary()
     return {
         "schema": REPORT_SCHEMA,
         "run": dict(run_info or {}),

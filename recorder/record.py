@@ -212,6 +212,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
     (out / "http").mkdir(parents=True, exist_ok=True)
+    lock = _lock_run(out)
+    for stale in (out / "http").glob(".*.tmp"):
+        stale.unlink()  # a temp file of a write that a killed recorder never finished
     previous = read_manifest(out / "manifest.json")
     check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
     manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
@@ -255,7 +258,24 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 futures = [pool.submit(record_episode, job) for job in jobs]
                 for fut in as_completed(futures):
                     finished(fut.result())
+    lock.close()
     return counts
+
+
+def _lock_run(out: Path) -> Any:
+    """Hold an exclusive lock on ``out/.lock`` for this process's life (one recorder per run).
+
+    Raises:
+        UsageError: another recorder holds the lock.
+    """
+    import fcntl
+    fh = open(out / ".lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise UsageError(f"{out}: another evaltape record is writing this run") from None
+    return fh
 
 
 @dataclass(frozen=True)
