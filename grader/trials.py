@@ -84,14 +84,13 @@ def bootstrap_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95,
     rows = [counts[k] for k in sorted(counts)]
     rng = random.Random(seed)
     m = len(rows)
+    ns = [r[0] for r in rows]
+    cs = [r[1] for r in rows]
+    idx = range(m)
     rates = []
     for _ in range(resamples):
-        n = c = 0
-        for _ in range(m):
-            nn, cc = rows[rng.randrange(m)]
-            n += nn
-            c += cc
-        rates.append(c / n)
+        picks = rng.choices(idx, k=m)  # one C-level call per resample
+        rates.append(sum(cs[i] for i in picks) / sum(ns[i] for i in picks))
     rates.sort()
     lo_i = int((1 - level) / 2 * resamples)
     hi_i = min(resamples - 1, int((1 + level) / 2 * resamples) - 1)
