@@ -9,7 +9,7 @@ OUT    ?= cassettes/$(AGENT)-$(notdir $(basename $(DATASET)))
 TRIALS ?= 1
 ARGS   ?=
 
-.PHONY: install grade record replay test bench audit clean
+.PHONY: install grade record replay test bench audit check-golden update-golden clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +33,17 @@ replay: install
 
 test: install
 	$(BIN)/pytest -q
+
+## check-golden: re-grade every committed run and compare with tests/golden/ (exit 1 on change)
+check-golden: install
+	$(BIN)/python scripts/check_golden.py
+
+## update-golden: rewrite tests/golden/ on purpose; review its diff
+update-golden: install
+	$(BIN)/python scripts/check_golden.py --update
+
+audit: install
+	$(BIN)/evaltape audit cassettes
 
 bench: install
 	$(BIN)/python scripts/bench.py
