@@ -137,7 +137,9 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
         "schema": REPORT_SCHEMA,
         "run": dict(run_info or {}),
         "grader": {"version": __version__, "config_sha256": config_sha256(metrics),
-                   "metrics": names, "metric_specs": [metric_spec(m) for m in metrics]},
+                   "metrics": names, "metric_specs": [metric_spec(m) for m in metrics],
+                   "lower_is_better": [m.name for m in metrics
+                                       if not getattr(m, "higher_is_better", True)]},
         "summary": summary,
         "episodes": episodes,
     }

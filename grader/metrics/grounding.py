@@ -57,6 +57,8 @@ class Grounding:
     ``details`` lists each unsupported claim with the sentence it came from.
     """
 
+    #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
+    higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
     version: ClassVar[int] = 1
 

@@ -113,6 +113,8 @@ class Hallucination:
     ``grounded`` (score 0) or ``hallucinated``.
     """
 
+    #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
+    higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "hallucination"
     version: ClassVar[int] = 1
     judged: ClassVar[bool] = True

@@ -35,8 +35,10 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
 )}
 
-#: Metrics a plain ``evaltape grade`` runs: seed 000's three.
-DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion")
+#: Metrics a plain ``evaltape grade`` runs: seed 000's three, plus the offline ``grounding``
+#: check of its secret mission (deterministic, no judge needed).
+DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion",
+                   "grounding")
 
 
 def register(cls: type) -> type:

@@ -1,7 +1,7 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
-from .common import episode_label, fmt, status
+from .common import episode_label, fmt, is_failing, lower_set, status
 
 
 def _cell(text: str) -> str:
@@ -12,6 +12,7 @@ def render_markdown(report: dict) -> str:
     """Render a ``report.json`` object as Markdown (deterministic text, ends with newline)."""
     run, s = report["run"], report["summary"]
     multi = s["trials"] > 1
+    lower = lower_set(report)
     out = [f"# evaltape report: {run.get('name') or run.get('path', '')}", ""]
     if run.get("agent") or run.get("model"):
         out.append(f"Agent `{run.get('agent')}`, model `{run.get('model')}`"
@@ -23,7 +24,8 @@ def render_markdown(report: dict) -> str:
             f"{s['tool_accuracy']:.3f} | {s['avg_steps']:.2f} |", "",
             "## Metrics", "", "| metric | mean | skipped |", "|---|---:|---:|"]
     for name, value in s["metrics"].items():
-        out.append(f"| {name} | {fmt(value, 3)} | {s['metrics_skipped'].get(name, 0)} |")
+        note = " (lower is better)" if name in lower else ""
+        out.append(f"| {name}{note} | {fmt(value, 3)} | {s['metrics_skipped'].get(name, 0)} |")
     out.append("")
     if s["failures"]:
         out += ["## Failures", "", "| episode | reason |", "|---|---|"]
@@ -36,13 +38,13 @@ def render_markdown(report: dict) -> str:
     out += ["## Episodes", "", "| episode | outcome | " + " | ".join(names) + " |",
             "|---|---|" + "---:|" * len(names)]
     for ep in report["episodes"]:
-        cells = [f"{fmt(ep['metrics'][n]['score'])} {status(ep['metrics'][n]['score'])}"
+        cells = [f"{fmt(ep['metrics'][n]['score'])} {status(ep['metrics'][n]['score'], n in lower)}"
                  for n in names]
         outcome = "pass" if ep["passed"] else f"FAIL `{ep['failure']}`"
         out.append(f"| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                    + " |")
     failing = [(ep, n) for ep in report["episodes"] for n in names
-               if ep["metrics"][n]["score"] is None or ep["metrics"][n]["score"] < 0.8]
+               if is_failing(ep["metrics"][n]["score"], n in lower)]
     if failing:
         out += ["", "## Failing metric details", ""]
         for ep, n in failing:

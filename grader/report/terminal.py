@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .common import bar, episode_label, fmt, status
+from .common import bar, episode_label, fmt, is_failing, lower_set, status
 
 
 def print_report(report: dict, console: Console | None = None) -> None:
@@ -16,6 +16,7 @@ def print_report(report: dict, console: Console | None = None) -> None:
     console = console or Console()
     run, s = report["run"], report["summary"]
     multi = s["trials"] > 1
+    lower = lower_set(report)
     console.rule("[bold]AI AGENT EVALUATION REPORT")
     console.print(f"  run: {run.get('path', '')}   agent: {run.get('agent')}   "
                   f"model: {run.get('model')}")
@@ -26,6 +27,8 @@ def print_report(report: dict, console: Console | None = None) -> None:
     for name, value in s["metrics"].items():
         skipped = s["metrics_skipped"].get(name, 0)
         extra = f"  ({skipped} skipped)" if skipped else ""
+        if name in lower:
+            extra = "  (lower is better)" + extra
         console.print(Text(f"  {name:<25} [{bar(value)}] {fmt(value)}{extra}"))
     table = Table(title="PER-EPISODE RESULTS", show_lines=False, expand=False)
     table.add_column("episode", overflow="fold")
@@ -38,14 +41,14 @@ def print_report(report: dict, console: Console | None = None) -> None:
         cells = []
         for name in report["grader"]["metrics"]:
             v = ep["metrics"][name]["score"]
-            st = status(v)
+            st = status(v, name in lower)
             cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
                               ("yellow" if st == "N/A" else "red")))
         table.add_row(episode_label(ep, multi), outcome, *cells)
     console.print(table)
     details = [(ep, n, ep["metrics"][n]) for ep in report["episodes"]
                for n in report["grader"]["metrics"]
-               if ep["metrics"][n]["score"] is None or ep["metrics"][n]["score"] < 0.8]
+               if is_failing(ep["metrics"][n]["score"], n in lower)]
     if details:
         console.print("  [bold]FAILING DETAILS")
         for ep, n, m in details:
