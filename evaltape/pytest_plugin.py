@@ -1,0 +1,217 @@
+"""pytest plugin: write rule tests over a recorded run as plain pytest functions.
+
+Registered through the ``pytest11`` entry point ``evaltape``, so installing evaltape is
+enough::
+
+    # test_rules.py
+    def test_expected_tools_called(episode):
+        for tool in episode.expected_tools:
+            assert tool in episode.tools_called
+
+    $ pytest test_rules.py --evaltape-run cassettes/helpdesk-scripted-standin
+
+Every test that requests the ``episode`` fixture runs once per recorded episode, with ids
+``<case_id>#t<trial>`` (``test_expected_tools_called[tc_006#t0]``), in dataset order then
+trial. The run comes from ``--evaltape-run DIR`` (or the ini option ``evaltape_run``,
+relative to the ini file); the dataset from ``--evaltape-dataset``/``evaltape_dataset``,
+else the one the run's manifest names, as ``evaltape grade`` does. Without a run, a test
+that requests ``episode`` errors (it is never silently skipped).
+
+The plugin imports nothing of the grader unless a run is configured, so it costs nothing in
+pytest sessions that do not use it. It never talks to a model.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_RUN_HELP = "recorded run (cassettes/RUN directory or traces.jsonl) whose episodes " \
+            "parametrize tests that request the 'episode' fixture"
+_DATASET_HELP = "dataset of the run (default: the path its manifest.json records)"
+_NO_RUN = ("no evaltape run configured: pass --evaltape-run DIR (a recorded run such as "
+           "cassettes/RUN) or set 'evaltape_run' in the pytest ini options")
+
+
+class Episode:
+    """One recorded episode as a test sees it: the trace, its case and small helpers.
+
+    Attributes:
+        trace: the recorded episode (:class:`grader.model.Trace`).
+        case: its dataset case (:class:`grader.model.Case`).
+        judge: the run's recorded judge answers (used by judged metrics), or ``None``.
+    """
+
+    def __init__(self, trace: Any, case: Any, judge: Any = None) -> None:
+        self.trace = trace
+        self.case = case
+        self.judge = judge
+
+    @property
+    def id(self) -> str:
+        """The test id of the episode: ``<case_id>#t<trial>``."""
+        return f"{self.trace.case_id}#t{self.trace.trial}"
+
+    @property
+    def case_id(self) -> str:
+        """The case id of the episode."""
+        return self.trace.case_id
+
+    @property
+    def trial(self) -> int:
+        """The 0-based trial number of the episode."""
+        return self.trace.trial
+
+    @property
+    def tools_called(self) -> list[str]:
+        """Names of the called tools, in call order (duplicates kept)."""
+        return self.trace.tools_called
+
+    @property
+    def tool_calls(self) -> tuple[Any, ...]:
+        """The calls themselves (:class:`grader.model.ToolCall`: name, arguments, result)."""
+        return self.trace.tool_calls
+
+    @property
+    def final_response(self) -> str:
+        """The final answer text; ``""`` when the agent gave none (see ``trace.stop_reason``).
+
+        ``trace.final_response`` keeps the recorded ``None``; this helper returns a string
+        so that rule assertions such as ``episode.final_response.strip()`` fail as
+        assertions instead of raising ``AttributeError``.
+        """
+        return self.trace.final_response or ""
+
+    @property
+    def expected_tools(self) -> list[str] | None:
+        """Expected tool names: seed 004 ``expected_tool_calls``, else ``expected_tools``.
+
+        ``None`` when the case states no tool expectation (not the same as ``[]``: "call
+        no tool").
+        """
+        from grader.match import expected_calls
+        calls = expected_calls(self.case)
+        return None if calls is None else [c.name for c in calls]
+
+    def score(self, metric_name: str, **params: Any) -> Any:
+        """Score this episode with one metric, by built-in name or ``module:Class``.
+
+        ``params`` override the metric's fields, e.g.
+        ``episode.score("response_min_length", min_chars=40)``. A metric that raises
+        makes the test error (unlike ``evaltape grade``, which records a null score).
+
+        Returns:
+            a :class:`grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
+            ``.reason``, and ``.details``.
+        """
+        from grader.metrics import resolve
+        from grader.model import EpisodeContext
+        metric = resolve([metric_name])[0]
+        if params:
+            metric = dataclasses.replace(metric, **params)
+        return metric.score(EpisodeContext(self.trace, self.case, self.judge))
+
+    def __repr__(self) -> str:
+        return f"<Episode {self.id}>"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--evaltape-run``/``--evaltape-dataset`` and their ini options."""
+    group = parser.getgroup("evaltape", "evaltape: tests over a recorded run")
+    group.addoption("--evaltape-run", metavar="DIR", default=None, help=_RUN_HELP)
+    group.addoption("--evaltape-dataset", metavar="FILE", default=None, help=_DATASET_HELP)
+    parser.addini("evaltape_run", _RUN_HELP + " (relative to the ini file)", default="")
+    parser.addini("evaltape_dataset", _DATASET_HELP + " (relative to the ini file)",
+                  default="")
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    """The command-line value of ``name`` (relative to the working directory), else the
+    ini value (relative to the ini file's folder), else ``None``."""
+    value = config.getoption(name)
+    if value:
+        return str(value)
+    ini = config.getini(name)
+    if ini:
+        base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+        return str(base / ini)
+    return None
+
+
+def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
+    """Load a recorded run as episodes, in dataset order then trial.
+
+    Resolves the run and its dataset as ``evaltape grade`` does and refuses a run whose
+    recorded inputs differ from the dataset's.
+
+    Raises:
+        grader.errors.EvaltapeError: the run or dataset cannot be read, a trace names a
+            case the dataset lacks, or the run has no episode.
+    """
+    from grader.datasets import load_dataset
+    from grader.errors import BadInputError, UsageError
+    from grader.judge import JudgeStore
+    from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
+    from grader.traces import iter_traces
+
+    paths = locate_run(run)
+    ds_path = dataset_path_for(paths, dataset)
+    cases = load_dataset(ds_path)
+    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
+    by_id = {c.id: (i, c) for i, c in enumerate(cases)}
+    judge = JudgeStore.load(paths.root)
+    episodes = []
+    for trace in iter_traces(paths.traces):
+        if trace.case_id not in by_id:
+            raise BadInputError(f"case {trace.case_id!r} is not in the dataset {ds_path}",
+                                path=str(paths.traces), line=trace.source_line,
+                                field="case_id")
+        episodes.append(Episode(trace, by_id[trace.case_id][1], judge))
+    if not episodes:
+        raise UsageError(f"the run {run} has no episodes")
+    episodes.sort(key=lambda e: (by_id[e.case_id][0], e.trial))
+    return episodes
+
+
+_CACHE = pytest.StashKey[list]()
+
+
+def _episodes(config: pytest.Config) -> list[Episode] | None:
+    """The configured run's episodes, loaded once per session; ``None`` without a run."""
+    if _CACHE in config.stash:
+        return config.stash[_CACHE]
+    run = _setting(config, "evaltape_run")
+    if run is None:
+        return None
+    from grader.errors import EvaltapeError
+    try:
+        episodes = load_episodes(run, _setting(config, "evaltape_dataset"))
+    except EvaltapeError as e:
+        raise pytest.UsageError(f"evaltape: {e}") from None
+    config.stash[_CACHE] = episodes
+    return episodes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load a configured run up front, so a bad path is one clean ``ERROR:`` line (exit 4)."""
+    _episodes(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every test that requests ``episode`` with the run's episodes."""
+    if "episode" not in metafunc.fixturenames:
+        return
+    episodes = _episodes(metafunc.config)
+    if episodes is None:
+        return  # the fixture errors at setup with the reason
+    metafunc.parametrize("episode", episodes, ids=[e.id for e in episodes], indirect=True)
+
+
+@pytest.fixture
+def episode(request: pytest.FixtureRequest) -> Episode:
+    """One recorded episode of the run given by ``--evaltape-run`` (see module doc)."""
+    if not hasattr(request, "param"):
+        pytest.fail(_NO_RUN, pytrace=False)
+    return request.param
