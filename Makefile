@@ -49,5 +49,22 @@ bench: install
 	$(BIN)/python scripts/bench.py
 	$(BIN)/python scripts/bench_grounding.py
 
+## local model (docs/local-model.md): llama-server + Qwen2.5-Coder on 127.0.0.1, no API key.
+## Builds/fetches once into ~/.cache/evaltape (never into the repo); CI never runs these.
+LOCAL_MODEL ?= qwen1.5b
+LOCAL_OUT   ?= cassettes/$(AGENT)-$(LOCAL_MODEL)
+
+local-model: install
+	$(BIN)/python scripts/local_model.py setup --model $(LOCAL_MODEL)
+
+serve-local: install
+	$(BIN)/python scripts/local_model.py serve --model $(LOCAL_MODEL)
+
+record-local: install
+	$(BIN)/python scripts/local_model.py record $(DATASET) --agent $(AGENT) --out $(LOCAL_OUT) --trials $(TRIALS) --model $(LOCAL_MODEL) $(ARGS)
+
+stop-local:
+	$(PYTHON) scripts/local_model.py stop
+
 clean:
 	rm -rf $(VENV) reports .pytest_cache

@@ -49,6 +49,8 @@ class RecordOptions:
     base_url: str | None = None
     stream: bool = False
     standin_scripts: str | None = None
+    #: ``--manifest-extra KEY=VALUE``: free-form facts about the model/server for the manifest
+    manifest_extra: dict[str, str] = field(default_factory=dict)
     command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
 
 
@@ -138,7 +140,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
     if base_url:
         host = base_url.split("://", 1)[-1].split("/", 1)[0]
     scripted = opts.agent == "scripted" or bool(opts.standin_scripts)
-    return {
+    manifest = {
         "schema": "evaltape.manifest/1",
         "agent": opts.agent,
         "model": model,
@@ -158,6 +160,11 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(opts.command_line),
     }
+    # --manifest-extra; a resumed run keeps the facts given at its start unless given again
+    extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
+    if extra:
+        manifest["extra"] = extra
+    return manifest
 
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,

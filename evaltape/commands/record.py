@@ -23,16 +23,25 @@ import click
 @click.option("--standin-script", "standin", default=None,
               help="JSON {case_id: [turns]}: a scripted stand-in model serves these turns "
                    "on 127.0.0.1 instead of a real model.")
+@click.option("--manifest-extra", "extra", multiple=True, metavar="KEY=VALUE",
+              help="A fact stored under 'extra' in manifest.json (repeatable), e.g. "
+                   "weights_sha256=... for a local model.")
 def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
-           concurrency: int, base_url: str | None, stream: bool, standin: str | None) -> None:
+           concurrency: int, base_url: str | None, stream: bool, standin: str | None,
+           extra: tuple[str, ...]) -> None:
     """Run AGENT over DATASET once and store traces and HTTP cassettes (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from recorder.record import RecordOptions, record as do_record
 
+    pairs = [e.partition("=") for e in extra]
+    bad = [e for e, (k, sep, _v) in zip(extra, pairs) if not sep or not k.strip()]
+    if bad:
+        raise click.UsageError(f"--manifest-extra wants KEY=VALUE, got {bad[0]!r}")
     opts = RecordOptions(dataset=dataset, agent=agent, out=out, model=model, trials=trials,
                          concurrency=concurrency, base_url=base_url, stream=stream,
-                         standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]])
+                         standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
+                         manifest_extra={k.strip(): v for k, _s, v in pairs})
     with Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[info]}"), transient=False,
                   redirect_stdout=False) as bar:

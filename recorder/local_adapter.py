@@ -1,0 +1,315 @@
+"""A small Messages-API adapter on loopback between the recorder and ``llama-server``.
+
+Small open models (Qwen2.5-Coder) often write a tool call as text instead of in the tags
+the server parses::
+
+    ```json
+    {"name": "unlock_account", "arguments": {"username": "jsmith"}}
+    ```
+
+so ``llama-server`` answers a text block with ``stop_reason: end_turn`` and the agent's tool
+loop ends. This adapter forwards ``POST /v1/messages`` to the server and turns such text
+(fenced ```json blocks, ``<tool_call>...</tool_call>`` tags, or a reply that is nothing but
+the JSON) into ``tool_use`` blocks with ``stop_reason: tool_use``. Only a call whose
+``name`` is one of the request's tools is converted; anything else stays text.
+
+Other rules:
+- ``temperature`` is set to 0 when the request has none (greedy decoding: reruns of the
+  same request give the same answer).
+- ``tool_use`` ids (the server's random ones included) and the message id are derived from
+  a hash of the request and the call, so they are deterministic.
+- ``"stream": true`` is served by asking the server for the whole message and sending it
+  back as server-sent events.
+- Every other path (``/health``, ``/props``, ``/v1/models``, ...) is proxied unchanged.
+
+Run: ``python -m recorder.local_adapter --upstream http://127.0.0.1:8081 --port 8080``.
+Stdlib only; the grader never imports it.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import re
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from .script_server import encode_sse, sse_events
+
+ADAPTER_VERSION = "evaltape.local_adapter/1"
+UPSTREAM_TIMEOUT_S = 900.0
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON|tool_call)?[ \t]*\n(.*?)```", re.DOTALL)
+_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_ARG_KEYS = ("arguments", "parameters", "input")
+
+
+def _canon(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _hex(*parts: bytes) -> str:
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+def _json_sequence(text: str) -> list[Any] | None:
+    """The JSON values ``text`` consists of (whitespace between them), else ``None``."""
+    dec = json.JSONDecoder()
+    out, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n:
+            return out or None
+        try:
+            value, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            return None
+        out.append(value)
+
+
+def _as_call(obj: Any, tool_names: set[str]) -> dict | None:
+    """``{"name", "input"}`` when ``obj`` is a call of a known tool, else ``None``."""
+    if not isinstance(obj, dict) or obj.get("name") not in tool_names:
+        return None
+    args: Any = {}
+    for key in _ARG_KEYS:
+        if key in obj:
+            args = obj[key]
+            break
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return None
+    return {"name": obj["name"], "input": args}
+
+
+def _calls_in(snippet: str, tool_names: set[str]) -> list[dict] | None:
+    """The calls ``snippet`` holds: every JSON value in it must be a call (or a list of
+    calls) of a known tool; otherwise ``None`` and the snippet stays text."""
+    values = _json_sequence(snippet.strip())
+    if not values:
+        return None
+    calls = []
+    for v in values:
+        for item in (v if isinstance(v, list) else [v]):
+            call = _as_call(item, tool_names)
+            if call is None:
+                return None
+            calls.append(call)
+    return calls or None
+
+
+def extract_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[dict]]:
+    """Split a text reply into (remaining text, tool calls written as text).
+
+    Recognised, in this order: ``<tool_call>`` tags (a missing closing tag at the end is
+    tolerated), fenced code blocks (```json, ```tool_call or bare ```), and a reply that
+    is only JSON. The remaining text has the converted spans removed and is stripped.
+    """
+    if not tool_names:
+        return text, []
+    found_at: list[tuple[int, dict]] = []
+    spans: list[tuple[int, int]] = []
+    for pattern in (_TAG, _FENCE):
+        for m in pattern.finditer(text):
+            if any(s < m.end() and m.start() < e for s, e in spans):
+                continue
+            found = _calls_in(m.group(1), tool_names)
+            if found:
+                spans.append((m.start(), m.end()))
+                found_at.extend((m.start(), c) for c in found)
+    if not spans:
+        found = _calls_in(text, tool_names)
+        return ("", found) if found else (text, [])
+    found_at.sort(key=lambda pc: pc[0])
+    rest, pos = [], 0
+    for s, e in sorted(spans):
+        rest.append(text[pos:s])
+        pos = e
+    rest.append(text[pos:])
+    remaining = re.sub(r"\n{3,}", "\n\n", "".join(rest)).strip()
+    return remaining, [c for _p, c in found_at]
+
+
+def rewrite_message(message: dict, request: Mapping[str, Any]) -> dict:
+    """Return ``message`` (a Messages-API response) with text tool calls made ``tool_use``.
+
+    Ids: the message id is ``msg_`` + 24 hex digits of sha256(canonical request); the
+    ``k``-th ``tool_use`` block (0-based, over the whole reply) gets ``toolu_`` + 24 hex
+    digits of sha256(request digest, k, name, canonical input), joined by NUL bytes.
+    """
+    tool_names = {t["name"] for t in request.get("tools") or []
+                  if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    req_digest = _hex(_canon(dict(request))).encode()
+    content: list[dict] = []
+    converted = False
+    for block in message.get("content") or []:
+        if block.get("type") == "text":
+            rest, calls = extract_tool_calls(block.get("text", ""), tool_names)
+            if calls:
+                converted = True
+                if rest:
+                    content.append({"type": "text", "text": rest})
+                content.extend({"type": "tool_use", "id": "", **c} for c in calls)
+                continue
+        content.append(dict(block))
+    k = 0
+    for block in content:
+        if block.get("type") == "tool_use":
+            block["id"] = "toolu_" + _hex(req_digest, str(k).encode(),
+                                          str(block.get("name")).encode(),
+                                          _canon(block.get("input") or {}))[:24]
+            k += 1
+    out = dict(message, content=content, id="msg_" + req_digest.decode()[:24])
+    if k and (converted or out.get("stop_reason") in ("end_turn", "stop_sequence")):
+        out["stop_reason"] = "tool_use"
+        out["stop_sequence"] = None
+    return out
+
+
+def prepare_request(body: dict) -> dict:
+    """The body sent upstream: ``temperature`` 0 unless given, never streamed."""
+    up = dict(body)
+    up.setdefault("temperature", 0)
+    up["stream"] = False
+    return up
+
+
+class AdapterHandler(BaseHTTPRequestHandler):
+    """Proxies every request to ``server.upstream``; rewrites ``POST /v1/messages``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        if self.server.verbose:  # type: ignore[attr-defined]
+            sys.stderr.write("adapter: " + (fmt % args) + "\n")
+
+    def _reply(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.send_header("x-evaltape-adapter", ADAPTER_VERSION)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, status: int, kind: str, message: str) -> None:
+        self._reply(status, json.dumps({"type": "error", "error": {
+            "type": kind, "message": message}}).encode(), "application/json")
+
+    def _upstream(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes, str]:
+        u = self.server.upstream  # type: ignore[attr-defined]
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=UPSTREAM_TIMEOUT_S)
+        try:
+            headers = {"content-type": "application/json"} if body is not None else {}
+            conn.request(method, path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read(), resp.getheader("content-type") or "application/json"
+        finally:
+            conn.close()
+
+    def _proxy(self, method: str) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else None
+        path = self.path
+        try:
+            if method == "POST" and path.split("?")[0] == "/v1/messages":
+                self._messages(raw or b"")
+                return
+            status, data, ctype = self._upstream(method, path, raw)
+        except OSError as e:
+            self._error(502, "api_error", f"upstream {self.server.upstream.geturl()}: {e}")  # type: ignore[attr-defined]
+            return
+        self._reply(status, data, ctype)
+
+    def _messages(self, raw: bytes) -> None:
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self._error(400, "invalid_request_error", "body is not a JSON object")
+            return
+        up = prepare_request(body)
+        status, data, ctype = self._upstream("POST", "/v1/messages", json.dumps(up).encode())
+        if status != 200:
+            self._reply(status, data, ctype)
+            return
+        try:
+            message = json.loads(data)
+        except ValueError:
+            self._error(502, "api_error", "upstream answered 200 with a body that is not JSON")
+            return
+        message = rewrite_message(message, body)
+        if body.get("stream"):
+            self._reply(200, encode_sse(sse_events(message)), "text/event-stream")
+        else:
+            self._reply(200, json.dumps(message).encode(), "application/json")
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        self._proxy("POST")
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._proxy("GET")
+
+
+class LocalAdapter(ThreadingHTTPServer):
+    """The adapter server; use as a context manager (serves on a thread) or ``serve_forever``.
+
+    Args:
+        upstream: base URL of the Messages-API server, e.g. ``http://127.0.0.1:8081``.
+        host, port: where to listen (``port`` 0 picks a free one).
+    """
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0,
+                 verbose: bool = False) -> None:
+        super().__init__((host, port), AdapterHandler)
+        self.upstream = urlsplit(upstream.rstrip("/"))
+        if self.upstream.scheme != "http" or not self.upstream.hostname:
+            raise ValueError(f"upstream must be http://HOST:PORT, got {upstream!r}")
+        self.verbose = verbose
+        self.base_url = f"http://{host}:{self.server_address[1]}"
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LocalAdapter":
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m recorder.local_adapter",
+                                description="Messages-API adapter: text tool calls → tool_use.")
+    p.add_argument("--upstream", required=True, help="llama-server base URL")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    a = p.parse_args(argv)
+    server = LocalAdapter(a.upstream, a.host, a.port, a.verbose)
+    print(f"adapter {ADAPTER_VERSION}: {server.base_url} -> {a.upstream}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
