@@ -19,8 +19,9 @@ WARNING = 0.05
 CRITICAL = 0.10
 #: Summary numbers compared besides the per-metric means (all "higher is better").
 SUMMARY_KEYS = ("pass_rate", "tool_accuracy")
-#: Metrics whose mean is better when lower (a rising hallucination rate is a regression).
-LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate"})
+#: Metrics whose mean is better when lower (a rising hallucination rate is a regression),
+#: besides those either report lists under ``grader.lower_is_better``.
+LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate", "grounding"})
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
@@ -106,13 +107,16 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
     fixed = len(flips) - regressed
     metrics = []
     mb, ma = _metric_means(old), _metric_means(new)
+    lower = set(LOWER_IS_BETTER)
+    for rep in (old, new):
+        lower |= set((rep.get("grader") or {}).get("lower_is_better") or ())
     for name in sorted(mb.keys() | ma.keys()):
         x, y = mb.get(name), ma.get(name)
         if x == y:
             continue
         delta = None if x is None or y is None else round(y - x, 4)
         metrics.append({"name": name, "before": x, "after": y, "delta": delta,
-                        "level": level(delta, lower_is_better=name in LOWER_IS_BETTER,
+                        "level": level(delta, lower_is_better=name in lower,
                                        warning=warning, critical=critical)})
     levels = {m["level"] for m in metrics}
     worst = "critical" if "critical" in levels else "warning" if "warning" in levels else "ok"

@@ -116,3 +116,19 @@ def test_diff_command(two_runs):
     assert same.returncode == 0 and "No episode changed verdict." in same.stdout
     bad = run_cli("diff", str(base), str(tmp / "missing.json"))
     assert bad.returncode == 3 and "cannot read report" in bad.stderr
+
+
+def test_lower_is_better_metric_direction_from_the_report():
+    """grounding is a rate of unsupported claims: 0.029 → 0.5 is a critical regression,
+    0.5 → 0.029 an improvement (regression test for a reversed sign in diff)."""
+    from grader.diff import compare_reports
+
+    def rep(g):
+        return {"grader": {"lower_is_better": ["grounding"]}, "episodes": [],
+                "summary": {"metrics": {"grounding": g}, "pass_rate": 1.0,
+                            "tool_accuracy": 1.0}}
+    worse = compare_reports(rep(0.029), rep(0.5))
+    better = compare_reports(rep(0.5), rep(0.029))
+    assert [(m["name"], m["level"]) for m in worse["metrics"]] == [("grounding", "critical")]
+    assert [(m["name"], m["level"]) for m in better["metrics"]] == [("grounding", "improved")]
+    assert (worse["level"], better["level"]) == ("critical", "ok")
