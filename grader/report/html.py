@@ -9,7 +9,7 @@ import json
 from html import escape
 from typing import Any, Mapping
 
-from .common import episode_label, fmt
+from .common import episode_label, fmt, is_failing, lower_set
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}
@@ -17,18 +17,28 @@ h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:4px 8px;
 vertical-align:top;text-align:left}th{background:#f6f8fa}.num{text-align:right}
 .bar{background:#eaeef2;width:240px;height:14px;display:inline-block;vertical-align:middle}
-.bar>span{display:block;height:100%;background:#2da44e}.pass{color:#1a7f37}.fail{color:#cf222e}
+.bar>span{display:block;height:100%;background:#2da44e}.bar.low>span{background:#cf222e}
+.pass{color:#1a7f37}.fail{color:#cf222e}
 .critical{color:#cf222e;font-weight:bold}.warning{color:#9a6700}.improved{color:#1a7f37}
-pre{background:#f6f8fa;padding:6px;white-space:pre-wrap;margin:2px 0}details{margin:2px 0}
-.muted{color:#656d76}
+pre{background:#f6f8fa;padding:6px;white-space:pre-wrap;margin:2px 0}details{margin:0}
+.muted,.lbl{color:#656d76}.lbl{font-family:system-ui,sans-serif;font-size:12px}
 """
 
 
-def _bar(value: float | None) -> str:
+def _bar(value: float | None, lower_is_better: bool = False) -> str:
+    """A horizontal bar; for a lower-is-better metric the (red) fill is the bad share."""
     if value is None:
         return '<span class="muted">n/a</span>'
     pct = max(0.0, min(1.0, value)) * 100
-    return f'<span class="bar"><span style="width:{pct:.1f}%"></span></span> {value:.3f}'
+    cls = "bar low" if lower_is_better else "bar"
+    return f'<span class="{cls}"><span style="width:{pct:.1f}%"></span></span> {value:.3f}'
+
+
+def _cell_class(value: float | None, lower_is_better: bool) -> str:
+    """``num`` plus ``fail`` for a failing score and ``muted`` for a null one."""
+    if value is None:
+        return "num muted"
+    return "num fail" if is_failing(value, lower_is_better) else "num"
 
 
 def _trajectory(trace: Any) -> str:
@@ -39,7 +49,8 @@ def _trajectory(trace: Any) -> str:
         args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
         err = ' <span class="fail">(error)</span>' if c.is_error else ""
         parts.append(f"<p>{i}. step {c.step}: <code>{escape(c.name)}</code>{err}</p>"
-                     f"<pre>{escape(args)}</pre><pre>{escape(str(c.result))}</pre>")
+                     f"<pre><span class=lbl>arguments </span>{escape(args)}</pre>"
+                     f"<pre><span class=lbl>result </span>{escape(str(c.result))}</pre>")
     answer = "(no final answer)" if trace.final_response is None else trace.final_response
     parts.append(f"<p><b>answer</b> ({escape(trace.stop_reason)}):</p><pre>{escape(answer)}</pre>")
     return "".join(parts)
@@ -78,7 +89,9 @@ def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = Non
     out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>evaltape: {title}"
            f"</title><style>{CSS}</style></head><body><h1>evaltape report: {title}</h1>",
            f"<p>agent <code>{escape(str(run.get('agent')))}</code>, model "
-           f"<code>{escape(str(run.get('model')))}</code>; {s['cases']} cases × {s['trials']} "
+           f"<code>{escape(str(run.get('model')))}</code>"
+           + (f" ({escape(str(run['model_note']))})" if run.get("model_note") else "")
+           + f"; {s['cases']} cases × {s['trials']} "
            f"trial(s) = {s['episodes']} episodes</p>",
            "<table><tr><th>pass_rate</th><th>tool_accuracy</th><th>avg_steps</th></tr>"
            f"<tr><td>{_bar(s['pass_rate'])}</td><td>{_bar(s['tool_accuracy'])}</td>"
@@ -94,9 +107,12 @@ def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = Non
                                                    for k in ks) + "</tr><tr><td>pass^k</td>"
                    + "".join(f"<td class=num>{s['pass_hat_k'][k]:.3f}</td>" for k in ks)
                    + "</tr></table>")
+    lower = lower_set(report)
     out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>skipped</th></tr>")
     for name, value in s["metrics"].items():
-        out.append(f"<tr><td>{escape(name)}</td><td>{_bar(value)}</td><td class=num>"
+        note = " <span class=muted>(lower is better)</span>" if name in lower else ""
+        out.append(f"<tr><td>{escape(name)}{note}</td><td>{_bar(value, name in lower)}</td>"
+                   "<td class=num>"
                    f"{s.get('metrics_skipped', {}).get(name, 0)}</td></tr>")
     out.append("</table>")
     if report.get("baseline_comparison"):
@@ -108,10 +124,19 @@ def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = Non
         outcome = ('<span class=pass>pass</span>' if ep["passed"] else
                    f'<span class=fail>{escape(str(ep["failure"]))}</span>')
         cells = "".join(
-            f"<td class=num title=\"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}\">"
+            f"<td class=\"{_cell_class(ep['metrics'][n]['score'], n in lower)}\" title=\"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}\">"
             f"{fmt(ep['metrics'][n]['score'], 3)}</td>" for n in names)
         trace = (traces or {}).get((ep["case_id"], ep["trial"]))
         out.append(f"<tr><td><details><summary>{escape(episode_label(ep, multi))}</summary>"
                    f"{_trajectory(trace)}</details></td><td>{outcome}</td>{cells}</tr>")
-    out.append("</table></body></html>\n")
+    out.append("</table>")
+    failing = [(ep, n) for ep in report["episodes"] for n in names
+               if is_failing(ep["metrics"][n]["score"], n in lower)]
+    if failing:  # the reasons, visible without hovering (and in print)
+        out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
+            f"<li><code>{escape(episode_label(ep, multi))}</code> <b>{escape(n)}</b> "
+            f"{fmt(ep['metrics'][n]['score'], 3)}: "
+            f"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}"
+            "</li>" for ep, n in failing) + "</ul>")
+    out.append("</body></html>\n")
     return "\n".join(out)
