@@ -65,18 +65,26 @@ def locate_run(target: str | Path) -> RunPaths:
 def dataset_path_for(run: RunPaths, override: str | None) -> Path:
     """The dataset to grade against: ``--dataset``, else the manifest's recorded path.
 
-    The manifest path is tried as given (relative to the working directory), then
-    relative to the run directory.
+    The manifest path is tried as given (relative to the working directory), then as
+    recorded relative to the run directory (``path_from_run``), then relative to each folder
+    above the run (older manifests: the project root), so a run grades from any working
+    directory.
 
     Raises:
         UsageError: no ``--dataset`` and the manifest names none or it cannot be found.
     """
     if override:
         return Path(override)
-    recorded = (run.manifest.get("dataset") or {}).get("path")
+    ds = run.manifest.get("dataset") or {}
+    recorded = ds.get("path")
     if not recorded:
         raise UsageError("no dataset: pass --dataset (the run has no manifest naming one)")
-    for cand in (Path(recorded), run.root / recorded, run.root / Path(recorded).name):
+    cands = [Path(recorded), run.root / recorded, run.root / Path(recorded).name]
+    if ds.get("path_from_run"):
+        cands.insert(1, run.root / ds["path_from_run"])
+    # a path recorded relative to the project root, with the run somewhere below it
+    cands += [parent / recorded for parent in run.root.resolve().parents]
+    for cand in cands:
         if cand.exists():
             return cand
     raise UsageError(f"the run's dataset {recorded!r} was not found; pass --dataset")

@@ -49,6 +49,7 @@ class RecordOptions:
     base_url: str | None = None
     stream: bool = False
     standin_scripts: str | None = None
+    keep_errors: bool = False
     #: ``--manifest-extra KEY=VALUE``: free-form facts about the model/server for the manifest
     manifest_extra: dict[str, str] = field(default_factory=dict)
     command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
@@ -117,12 +118,42 @@ def append_trace(traces: Path, trace: dict) -> None:
         os.close(fd)
 
 
+def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str]]:
+    """Read and check a ``--standin-script`` file: ``{case_id: [turn, ...]}``.
+
+    Every case of the dataset needs a script; a script for an unknown case is an error too
+    (a typo would otherwise go unnoticed).
+
+    Raises:
+        BadInputError: unreadable file, invalid JSON, wrong shape, or ids that do not match
+            the dataset's (names the file and the key).
+    """
+    from grader.errors import BadInputError
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except OSError as e:
+        raise BadInputError(f"cannot read stand-in script: {e.strerror}", path=path) from None
+    except orjson.JSONDecodeError as e:
+        raise BadInputError(f"not valid JSON ({e})", path=path) from None
+    if not isinstance(doc, dict):
+        raise BadInputError("expected an object {case_id: [turn, ...]}", path=path)
+    for key, turns in doc.items():
+        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+            raise BadInputError("expected a list of turns (strings)", path=path, field=key)
+    ids = {c.id for c in cases}
+    missing = [c.id for c in cases if c.id not in doc]
+    if missing:
+        raise BadInputError(f"no script for case(s) {', '.join(missing[:10])}", path=path)
+    unknown = sorted(set(doc) - ids)
+    if unknown:
+        raise BadInputError(f"script(s) for case(s) the dataset does not have: "
+                            f"{', '.join(unknown[:10])}", path=path, field=unknown[0])
+    return doc
+
+
 def _load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequence[str]] | None:
     if opts.standin_scripts:
-        doc = orjson.loads(Path(opts.standin_scripts).read_bytes())
-        if not isinstance(doc, dict):
-            raise UsageError(f"{opts.standin_scripts}: expected {{case_id: [turns]}}")
-        return doc
+        return load_standin_scripts(opts.standin_scripts, cases)
     if opts.agent == "scripted":
         missing = [c.id for c in cases if c.script is None]
         if missing:
@@ -148,7 +179,10 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
                        if scripted else None),
         "base_url_host": "127.0.0.1 (evaltape script server)" if scripted else
         (host or "api.anthropic.com"),
-        "dataset": {"path": Path(opts.dataset).as_posix(), "inputs_sha256": inputs_sha256(cases),
+        "dataset": {"path": Path(opts.dataset).as_posix(),
+                    "path_from_run": Path(os.path.relpath(Path(opts.dataset).resolve(),
+                                                          Path(opts.out).resolve())).as_posix(),
+                    "inputs_sha256": inputs_sha256(cases),
                     "cases": {c.id: case_input_sha256(c) for c in cases}},
         "standin_scripts": opts.standin_scripts,
         "system_prompt_sha256": _sha(spec.system) if spec else None,
@@ -196,7 +230,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
     Returns:
-        Counts: ``{"recorded": n, "skipped": n, "errors": n, "tokens": n}``.
+        Counts: ``{"recorded": n, "skipped": n, "errors": n, "tokens": n, "failed": [...]}``.
+        An episode that ended with an API error (after the SDK's retries) is not saved
+        unless ``keep_errors``: it is listed in ``failed`` and a rerun records it again.
 
     Raises:
         UsageError: no key and no base URL for a live agent; bad trials/concurrency.
@@ -224,6 +260,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         stale.unlink()  # a temp file of a write that a killed recorder never finished
     previous = read_manifest(out / "manifest.json")
     check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
+    check_same_setup(previous, opts, model, out)
     manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
     if previous:
         # a resumed run keeps the union of recorded case hashes
@@ -235,8 +272,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     traces = out / "traces.jsonl"
     done = finished_episodes(traces)
     todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
-    counts = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo), "errors": 0,
-              "tokens": 0}
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo),
+                              "errors": 0, "tokens": 0, "failed": []}
+    if progress:
+        progress("start", {**counts, "total": len(todo)})
     with ExitStack() as stack:
         if scripts is not None:
             server = stack.enter_context(ScriptServer(scripts))
@@ -246,9 +285,17 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                            base_url, api_key, model, opts.stream) for case, trial in todo]
 
         def finished(trace: dict) -> None:
-            append_trace(traces, trace)
-            counts["recorded"] += 1
-            counts["errors"] += trace.get("stop_reason") == "error"
+            if trace.get("stop_reason") == "error" and not opts.keep_errors:
+                # an API/transport failure: not a finished episode; a rerun retries it
+                counts["errors"] += 1
+                counts["failed"].append(f"{trace['case_id']}#t{trace['trial']}: "
+                                        f"{trace.get('error')}")
+                Path(out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
+                    missing_ok=True)
+            else:
+                append_trace(traces, trace)
+                counts["recorded"] += 1
+                counts["errors"] += trace.get("stop_reason") == "error"
             u = trace.get("usage") or {}
             counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
             if progress:
@@ -267,6 +314,36 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                     finished(fut.result())
     lock.close()
     return counts
+
+
+#: Manifest fields a resumed run must share with the run it continues.
+SETUP_FIELDS = ("agent", "model", "stream", "standin_scripts")
+
+
+def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path) -> None:
+    """Refuse to continue a run with another agent, model, dataset or stand-in script.
+
+    Mixing them would put traces of two setups into one run under one manifest.
+
+    Raises:
+        UsageError: names the field, the recorded value and the requested one.
+    """
+    if not previous:
+        return
+    asked = {"agent": opts.agent, "model": model, "stream": opts.stream,
+             "standin_scripts": opts.standin_scripts}
+    for name in SETUP_FIELDS:
+        if name in previous and previous[name] != asked[name]:
+            raise UsageError(f"{out} was recorded with {name} {previous[name]!r}; this command "
+                             f"asks for {asked[name]!r}. Record into another --out, or repeat "
+                             "the original options to resume it")
+    old_ds = (previous.get("dataset") or {}).get("path")
+    if old_ds and Path(old_ds).resolve() != Path(opts.dataset).resolve() and \
+            (out / old_ds).resolve() != Path(opts.dataset).resolve():
+        from_run = (previous.get("dataset") or {}).get("path_from_run")
+        if not (from_run and (out / from_run).resolve() == Path(opts.dataset).resolve()):
+            raise UsageError(f"{out} was recorded from dataset {old_ds!r}, not "
+                             f"{opts.dataset!r}; record into another --out")
 
 
 def _lock_run(out: Path) -> Any:

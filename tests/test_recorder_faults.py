@@ -153,3 +153,65 @@ def test_audit_names_file_and_line_of_a_planted_key(tmp_path):
 def test_audit_committed_cassettes_are_clean():
     p = run_cli("audit", str(ROOT / "cassettes"))
     assert p.returncode == 0, p.stderr
+
+
+def test_unreachable_server_saves_nothing_exits_1_and_a_rerun_records(tmp_path):
+    run = tmp_path / "run"
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+    p = run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(run), "--base-url", dead,
+                "--model", "stand-in", env={"ANTHROPIC_API_KEY": "test-key-123456"},
+                timeout=300)
+    s.close()
+    assert p.returncode == 1
+    assert "8 episode(s) ended in an API error and were not saved" in p.stderr
+    assert "not saved: tc_001#t0: APIConnectionError" in p.stderr
+    assert not (run / "traces.jsonl").exists() or (run / "traces.jsonl").read_text() == ""
+    assert list((run / "http").iterdir()) == []
+    with FaultServer(SCRIPTS) as server:
+        p = record(run, server)
+        assert p.returncode == 0, p.stderr
+        assert "recorded 8 episode(s), skipped 0" in p.stderr
+
+
+def test_resuming_with_another_model_is_refused(tmp_path):
+    with FaultServer(SCRIPTS) as server:
+        assert record(tmp_path / "run", server).returncode == 0
+        p = run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(tmp_path / "run"),
+                    "--base-url", server.base_url, "--model", "other-model",
+                    env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 2
+    assert "was recorded with model 'stand-in'; this command asks for 'other-model'" in p.stderr
+
+
+def test_resuming_with_another_dataset_is_refused(tmp_path):
+    with FaultServer(SCRIPTS) as server:
+        assert record(tmp_path / "run", server).returncode == 0
+    p = run_cli("record", str(ROOT / "datasets" / "scripted_eval.json"), "--agent", "helpdesk",
+                "--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9",
+                "--model", "stand-in", env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 2 and "was recorded from dataset" in p.stderr
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read stand-in script"),
+    ("{not json", "not valid JSON"),
+    ('{"tc_001": "not a list"}', "field 'tc_001': expected a list of turns"),
+    ('{"tc_001": ["x"]}', "no script for case(s) tc_002"),
+])
+def test_bad_standin_script_is_exit_3(tmp_path, content, message):
+    path = tmp_path / "s.json"
+    if content is not None:
+        path.write_text(content)
+    p = run_cli("record", DATASET, "--agent", "helpdesk", "--standin-script", str(path),
+                "--out", str(tmp_path / "run"))
+    assert p.returncode == 3, p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_run_grades_from_any_working_directory(tmp_path):
+    p = run_cli("grade", str(ROOT / "cassettes" / "helpdesk-scripted-standin"), "--out",
+                str(tmp_path / "o"), "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr

@@ -9,7 +9,8 @@ import click
 @click.command()
 @click.argument("dataset")
 @click.option("--agent", required=True,
-              help="Built-in agent (helpdesk, scripted) or module:function.")
+              help="Built-in agent (helpdesk, triage, taskmanager, scripted) or "
+                   "module:function (importable from the working directory).")
 @click.option("--out", required=True, help="Run directory, e.g. cassettes/my-run.")
 @click.option("--model", default=None, help="Model id (default claude-sonnet-4-5; "
               "'scripted' for scripted runs).")
@@ -26,9 +27,12 @@ import click
 @click.option("--manifest-extra", "extra", multiple=True, metavar="KEY=VALUE",
               help="A fact stored under 'extra' in manifest.json (repeatable), e.g. "
                    "weights_sha256=... for a local model.")
+@click.option("--keep-errors", is_flag=True,
+              help="Save episodes that ended in an API error as finished (default: leave "
+                   "them for a rerun to retry, and exit 1).")
 def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
            concurrency: int, base_url: str | None, stream: bool, standin: str | None,
-           extra: tuple[str, ...]) -> None:
+           extra: tuple[str, ...], keep_errors: bool) -> None:
     """Run AGENT over DATASET once and store traces and HTTP cassettes (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -41,17 +45,28 @@ def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
     opts = RecordOptions(dataset=dataset, agent=agent, out=out, model=model, trials=trials,
                          concurrency=concurrency, base_url=base_url, stream=stream,
                          standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
-                         manifest_extra={k.strip(): v for k, _s, v in pairs})
-    with Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[info]}"), transient=False,
-                  redirect_stdout=False) as bar:
-        task = bar.add_task("record", total=None, info="")
+                         manifest_extra={k.strip(): v for k, _s, v in pairs},
+                         keep_errors=keep_errors)
+    bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
+    task = bar.add_task("record", total=None, info="")
 
-        def progress(kind: str, info: dict) -> None:
-            bar.update(task, total=info["total"], completed=info["recorded"],
-                       info=f"errors {info['errors']}  tokens {info['tokens']}")
+    def progress(kind: str, info: dict) -> None:
+        if kind == "start":  # validation passed: only now draw the bar
+            bar.start()
+        bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
+                   info=f"failed {len(info['failed'])}  tokens {info['tokens']}")
 
+    try:
         counts = do_record(opts, progress)
+    finally:
+        bar.stop()
     click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
-               f"already finished, {counts['errors']} ended in error, "
-               f"{counts['tokens']} tokens → {out}", err=True)
+               f"already finished, {counts['tokens']} tokens → {out}", err=True)
+    if counts["failed"]:
+        for line in counts["failed"][:20]:
+            click.echo(f"  not saved: {line}", err=True)
+        from evaltape.cli import GateFailed
+        raise GateFailed(f"{len(counts['failed'])} episode(s) ended in an API error and were "
+                         "not saved; rerun the same command to retry them (or pass "
+                         "--keep-errors to save them as they are)")

@@ -28,6 +28,10 @@ def resolve_agent(name: str) -> Callable[..., dict]:
         raise UsageError(f"unknown agent {name!r}; built-in agents: "
                          f"{', '.join(sorted(BUILTIN))}, or give module:function")
     module, _, attr = target.partition(":")
+    import os
+    import sys
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: agents next to the user's files
     try:
         fn: Any = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
