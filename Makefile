@@ -47,7 +47,6 @@ audit: install
 
 bench: install
 	$(BIN)/python scripts/bench.py
-	$(BIN)/python scripts/bench_grounding.py
 
 ## local model (docs/local-model.md): llama-server + Qwen2.5-Coder on 127.0.0.1, no API key.
 ## Builds/fetches once into ~/.cache/evaltape (never into the repo); CI never runs these.

@@ -156,7 +156,8 @@ def load_dataset(path: str | Path) -> list[Case]:
                 try:
                     items.append((lineno, orjson.loads(raw)))
                 except orjson.JSONDecodeError as e:
-                    raise BadInputError(f"not valid JSON ({e})", path=p, line=lineno) from None
+                    raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
+                                    line=lineno) from None
     else:
         try:
             doc = orjson.loads(data)

@@ -34,7 +34,7 @@ PARSE_FAILURE = "judge_parse_failure"
 #: Request fields left out of the canonical request: which model answered, and transport.
 IGNORED_FIELDS = ("model", "stream", "metadata")
 #: Model named in requests built by the grader; ``evaltape judge --model`` overrides it.
-DEFAULT_JUDGE_MODEL = "claude-sonnet-4-5"
+DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 CASSETTE_FORMAT = "evaltape.cassette/1"
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)

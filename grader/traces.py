@@ -122,7 +122,8 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e})", path=p, line=lineno) from None
+                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
+                                    line=lineno) from None
             yield parse_trace(obj, path=p, line=lineno)
 
 

@@ -32,7 +32,7 @@ from .script_server import CASE_HEADER, ScriptServer
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
 from .vcr_ext.scrub import find_secret, scrub_text
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
 
 

@@ -72,7 +72,7 @@ def bench_grading(tmp: Path) -> None:
           f"peak RSS {float(rss):.0f} MiB")
 
 
-def bench_concurrency(tmp: Path) -> None:
+def bench_concurrency(tmp: Path) -> bool:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
     from fault_server import FaultServer  # the tests' server: scripted turns + fixed delay
@@ -97,17 +97,20 @@ def bench_concurrency(tmp: Path) -> None:
     verdict = "ok" if ratio < 1 / 3 else "MISSED (target < 0.333)"
     print(f"recording: 16 episodes × 2 turns at 0.25 s per response: concurrency 1 "
           f"{times[1]:.1f} s, concurrency 8 {times[8]:.1f} s, ratio {ratio:.3f} ({verdict})")
+    return ratio < 1 / 3
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         bench_grading(tmp / "g")
-        bench_concurrency(tmp)
+        ok = bench_concurrency(tmp)
     for other in sorted(Path(__file__).parent.glob("bench_*.py")):
         print(f"--- {other.name}")
         subprocess.run([sys.executable, str(other)], cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if not ok:
+        sys.exit("bench: a target was missed (see above)")
 
 
 if __name__ == "__main__":

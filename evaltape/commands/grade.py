@@ -27,7 +27,9 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _formats(value: str) -> list[str]:
-    fmts = [f.strip() for f in value.split(",") if f.strip()]
+    fmts = list(dict.fromkeys(f.strip().lower() for f in value.split(",") if f.strip()))
+    if not fmts:
+        raise click.BadParameter(f"no format given; choose from {', '.join(FORMATS)}")
     bad = [f for f in fmts if f not in FORMATS]
     if bad:
         raise click.BadParameter(f"unknown format(s) {', '.join(bad)}; choose from "
@@ -53,11 +55,14 @@ def _formats(value: str) -> list[str]:
 @click.option("--config", "config_path", default=None, metavar="FILE.toml",
               help="Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
                    "with [tool.evaltape]; they enter the report's config_sha256.")
+@click.option("--require-complete", is_flag=True,
+              help="Fail (exit 1) when a dataset case has no recorded episode.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
-          baseline: str | None = None, config_path: str | None = None) -> None:
+          baseline: str | None = None, config_path: str | None = None,
+          require_complete: bool = False) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
     base = None
@@ -69,6 +74,11 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     cases = load_dataset(ds_path)
     check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
     names = [n.strip() for n in metric_names.split(",") if n.strip()]
+    if not names:
+        raise click.UsageError("--metrics names no metric")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise click.UsageError(f"--metrics names {', '.join(twice)} more than once")
     if metric_names == ",".join(DEFAULT_METRICS):  # imported benchmarks: add their outcome
         from grader.metrics.expected_actions import actions_metric_for
         names += actions_metric_for(cases)
@@ -93,7 +103,11 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         report["baseline_comparison"] = compare_reports(base, report)
         report["baseline_comparison"]["baseline"] = baseline
     out_dir = Path(out) if out else Path("reports") / paths.root.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
+                               f"({e.strerror})") from None
     if "json" in fmts:
         _atomic_write(out_dir / "report.json", report_bytes(report))
     if "md" in fmts:
@@ -112,6 +126,10 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if s["unrecorded_cases"]:
         click.echo(f"note: {len(s['unrecorded_cases'])} dataset case(s) have no recorded "
                    f"episode: {', '.join(s['unrecorded_cases'][:10])}", err=True)
+    if require_complete and s["unrecorded_cases"]:
+        from evaltape.cli import GateFailed
+        raise GateFailed(f"--require-complete: {len(s['unrecorded_cases'])} dataset case(s) "
+                         "have no recorded episode")
     if "reference_agreement" in report["summary"]:
         from grader.agreement import format_agreement
         click.echo(format_agreement(report["summary"]["reference_agreement"]), err=True)

@@ -6,7 +6,7 @@ import click
 
 @click.command()
 @click.argument("run", metavar="RUN_DIR")
-@click.option("--model", default=None, help="Judge model (default: claude-sonnet-4-5).")
+@click.option("--model", default=None, help="Judge model (default: claude-sonnet-4-6).")
 @click.option("--base-url", default=None,
               help="Messages-API server (default: ANTHROPIC_BASE_URL or api.anthropic.com).")
 @click.option("--judge-samples", "samples", type=click.IntRange(1, 20), default=1,

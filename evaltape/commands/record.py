@@ -12,7 +12,7 @@ import click
               help="Built-in agent (helpdesk, triage, taskmanager, scripted) or "
                    "module:function (importable from the working directory).")
 @click.option("--out", required=True, help="Run directory, e.g. cassettes/my-run.")
-@click.option("--model", default=None, help="Model id (default claude-sonnet-4-5; "
+@click.option("--model", default=None, help="Model id (default claude-sonnet-4-6; "
               "'scripted' for scripted runs).")
 @click.option("--trials", type=click.IntRange(1), default=1, show_default=True,
               help="Independent episodes per case.")
