@@ -64,6 +64,9 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except EvaltapeError as e:
             raise to_click(e) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted: finished episodes are saved; rerun to resume", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=LazyGroup)

@@ -39,7 +39,32 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise BadInputError(f"not valid JSON ({e})", path=p) from None
     if not isinstance(doc, dict) or doc.get("schema") != "evaltape.report/1":
         raise BadInputError("not an evaltape.report/1 report", path=p, field="schema")
+    _check_report_shape(doc, p)
     return doc
+
+
+def _check_report_shape(doc: dict, p: str) -> None:
+    """Check the parts of a report the comparison reads; names the first bad field."""
+    summary = doc.get("summary")
+    if not isinstance(summary, dict):
+        raise BadInputError("expected an object", path=p, field="summary")
+    metrics = summary.get("metrics", {})
+    if not isinstance(metrics, dict) or not all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            for v in metrics.values()):
+        raise BadInputError("expected {metric: number or null}", path=p, field="summary.metrics")
+    for key in ("pass_rate", "tool_accuracy"):
+        v = summary.get(key)
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+            raise BadInputError("expected a number", path=p, field=f"summary.{key}")
+    episodes = doc.get("episodes")
+    if not isinstance(episodes, list):
+        raise BadInputError("expected a list", path=p, field="episodes")
+    for i, e in enumerate(episodes):
+        if not (isinstance(e, dict) and isinstance(e.get("case_id"), str)
+                and isinstance(e.get("trial"), int) and isinstance(e.get("passed"), bool)):
+            raise BadInputError("expected {case_id: str, trial: int, passed: bool, ...}",
+                                path=p, field=f"episodes[{i}]")
 
 
 def mcnemar_exact(b: int, c: int) -> float:

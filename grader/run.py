@@ -41,6 +41,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise BadInputError(f"not valid JSON ({e})", path=str(path)) from None
     if not isinstance(doc, dict):
         raise BadInputError("manifest must be a JSON object", path=str(path))
+    schema = doc.get("schema", MANIFEST_SCHEMA)
+    if schema != MANIFEST_SCHEMA:
+        raise BadInputError(f"expected {MANIFEST_SCHEMA!r}, got {schema!r} (a newer evaltape "
+                            "wrote it? upgrade)", path=str(path), field="schema")
     return doc
 
 

@@ -64,6 +64,10 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     _check_schema(obj["schema"], "evaltape.trace", path, line)
     case_id = _typed(obj, "case_id", (str,), path, line)
     trial = _typed(obj, "trial", (int,), path, line)
+    steps = _typed(obj, "steps", (int,), path, line)
+    for key, value in (("trial", trial), ("steps", steps)):
+        if value < 0:
+            raise BadInputError(f"must be >= 0, got {value}", path=path, line=line, field=key)
     calls_raw = _typed(obj, "tool_calls", (list,), path, line)
     calls = []
     for i, c in enumerate(calls_raw):
@@ -94,7 +98,7 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         tool_calls=tuple(calls),
         final_response=_typed(obj, "final_response", (str,), path, line, nullable=True),
         stop_reason=_typed(obj, "stop_reason", (str,), path, line),
-        steps=_typed(obj, "steps", (int,), path, line),
+        steps=steps,
         messages=tuple(obj.get("messages") or ()),
         usage=usage if isinstance(usage, dict) else {},
         latency_s=float(latency) if isinstance(latency, (int, float)) else None,

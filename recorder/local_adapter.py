@@ -10,7 +10,8 @@ the server parses::
 so ``llama-server`` answers a text block with ``stop_reason: end_turn`` and the agent's tool
 loop ends. This adapter forwards ``POST /v1/messages`` to the server and turns such text
 (fenced ```json blocks, ``<tool_call>...</tool_call>`` tags, or a reply that is nothing but
-the JSON) into ``tool_use`` blocks with ``stop_reason: tool_use``. Only a call whose
+the JSON; also with the doubled braces ``{{...}}`` that Qwen2.5's chat template shows and
+the models copy) into ``tool_use`` blocks with ``stop_reason: tool_use``. Only a call whose
 ``name`` is one of the request's tools is converted; anything else stays text.
 
 Other rules:
@@ -72,6 +73,23 @@ def _json_sequence(text: str) -> list[Any] | None:
         out.append(value)
 
 
+def _brace_repaired(text: str) -> list[Any] | None:
+    """One JSON value written with the doubled/extra braces of Qwen2.5's chat template.
+
+    The template shows the call format as ``{{"name": <function-name>, "arguments":
+    <args-json-object>}}`` (Jinja escaping left in), and models copy it, e.g.
+    ``{{"name": "classify_ticket", "arguments": {"category": "billing"}}}}``. Accepted: an
+    optional extra leading ``{``, one JSON value, then nothing but ``}`` characters.
+    """
+    start = 1 if text.startswith("{{") else 0
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError:
+        return None
+    rest = text[end:].strip()
+    return [value] if set(rest) <= {"}"} else None
+
+
 def _as_call(obj: Any, tool_names: set[str]) -> dict | None:
     """``{"name", "input"}`` when ``obj`` is a call of a known tool, else ``None``."""
     if not isinstance(obj, dict) or obj.get("name") not in tool_names:
@@ -96,7 +114,7 @@ def _as_call(obj: Any, tool_names: set[str]) -> dict | None:
 def _calls_in(snippet: str, tool_names: set[str]) -> list[dict] | None:
     """The calls ``snippet`` holds: every JSON value in it must be a call (or a list of
     calls) of a known tool; otherwise ``None`` and the snippet stays text."""
-    values = _json_sequence(snippet.strip())
+    values = _json_sequence(snippet.strip()) or _brace_repaired(snippet.strip())
     if not values:
         return None
     calls = []
@@ -114,7 +132,8 @@ def extract_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[dict]
 
     Recognised, in this order: ``<tool_call>`` tags (a missing closing tag at the end is
     tolerated), fenced code blocks (```json, ```tool_call or bare ```), and a reply that
-    is only JSON. The remaining text has the converted spans removed and is stripped.
+    is only JSON. In each, one JSON value with template-style doubled or extra closing
+    braces is accepted (:func:`_brace_repaired`). The remaining text has the converted spans removed and is stripped.
     """
     if not tool_names:
         return text, []

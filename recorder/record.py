@@ -86,11 +86,19 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
             fh.flush()
             os.fsync(fh.fileno())
         data = data[:cut]
+    from grader.errors import BadInputError
+    from grader.traces import parse_trace
     done = set()
-    for line in data.splitlines():
+    for lineno, line in enumerate(data.splitlines(), start=1):
         if line.strip():
-            obj = orjson.loads(line)
-            done.add((obj["case_id"], obj["trial"]))
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno}); fix or "
+                                    "remove the line to resume", path=str(traces),
+                                    line=lineno) from None
+            t = parse_trace(obj, path=str(traces), line=lineno)
+            done.add((t.case_id, t.trial))
     return done
 
 
@@ -203,17 +211,40 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,
                 model: str, stream: bool) -> dict:
-    """Run one episode and complete its trace with the recorder-owned fields."""
+    """Run one episode and complete its trace with the recorder-owned fields.
+
+    The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
+    ``latency_s``) always win over what the agent returns. An agent that raises ends the
+    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`).
+
+    Raises:
+        BadInputError: the agent returned something other than a dict, or a trace that the
+            grader's reader would reject (names the agent's field).
+    """
+    from grader.errors import BadInputError
+    from grader.traces import parse_trace
     t0 = time.perf_counter()
     kwargs = {"model": model}
     if stream:
         kwargs["stream"] = True
-    fields = agent_fn(case, client, **kwargs)
+    try:
+        fields = agent_fn(case, client, **kwargs)
+    except Exception as e:  # noqa: BLE001 - a crashing agent must not stop the whole run
+        fields = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
+                  "error": f"agent raised {type(e).__name__}: {e}"}
+    if not isinstance(fields, dict):
+        raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
+                            "trace fields (README: Your own agent)", path=f"case {case.id}")
     latency = round(time.perf_counter() - t0, 3)
-    trace = {"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial, "input": case.input,
-             "model": model, "latency_s": latency, "error": None, "usage": {},
-             "messages": []}
+    trace = {"error": None, "usage": {}, "messages": []}
     trace.update(fields)
+    trace.update({"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial,
+                  "input": case.input, "model": model, "latency_s": latency})
+    try:
+        parse_trace(trace, path=f"trace the agent returned for case {case.id!r}")
+    except BadInputError as e:
+        raise BadInputError(f"{e.message}; the agent must return the trace fields of "
+                            "DESIGN §3", path=e.path, field=e.field) from None
     return trace
 
 
@@ -254,7 +285,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                          "server such as llama-server on 127.0.0.1")
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
-    (out / "http").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "http").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
     lock = _lock_run(out)
     for stale in (out / "http").glob(".*.tmp"):
         stale.unlink()  # a temp file of a write that a killed recorder never finished

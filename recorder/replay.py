@@ -9,7 +9,8 @@ import orjson
 from vcr.errors import CannotOverwriteExistingCassetteException
 
 from grader.datasets import load_dataset
-from grader.errors import BadInputError
+from grader.errors import BadInputError, UsageError
+from grader.traces import parse_trace
 from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
 
 from .agents import resolve_agent
@@ -71,8 +72,13 @@ def replay_run(run: str, dataset: str | None = None,
     paths = locate_run(run)
     cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
     check_inputs_unchanged(paths.manifest, list(cases.values()), str(paths.root / "manifest.json"))
-    agent_fn = resolve_agent(paths.manifest.get("agent") or "helpdesk")
-    model = paths.manifest.get("model") or "unknown"
+    where = str(paths.root / "manifest.json")
+    for key in ("agent", "model"):
+        if not isinstance(paths.manifest.get(key), str):
+            raise BadInputError("replay needs the recorded agent and model: missing or not a "
+                                "string", path=where, field=key)
+    agent_fn = resolve_agent(paths.manifest["agent"])
+    model = paths.manifest["model"]
     stream = bool(paths.manifest.get("stream"))
     divergences: list[Divergence] = []
     checked = 0
@@ -80,8 +86,13 @@ def replay_run(run: str, dataset: str | None = None,
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            recorded = orjson.loads(raw)
-            cid, trial = recorded["case_id"], recorded["trial"]
+            try:
+                recorded = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
+                                    path=str(paths.traces), line=lineno) from None
+            t = parse_trace(recorded, path=str(paths.traces), line=lineno)
+            cid, trial = t.case_id, t.trial
             case = cases.get(cid)
             if case is None:
                 raise BadInputError(f"case {cid!r} is not in the dataset", path=str(paths.traces),
@@ -99,7 +110,12 @@ def replay_run(run: str, dataset: str | None = None,
             v.before_record_request = hook
             client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
             miss = None
-            with v.use_cassette(str(cpath)) as cassette:
+            try:
+                ctx = v.use_cassette(str(cpath))
+                cassette = ctx.__enter__()
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+                raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
+            try:
                 try:
                     now = run_episode(agent_fn, case, trial, client, model, stream)
                 except CannotOverwriteExistingCassetteException:
@@ -107,6 +123,8 @@ def replay_run(run: str, dataset: str | None = None,
                 if now is None or now.get("stop_reason") == "error":
                     if not cassette.all_played or now is None:
                         miss = _miss_message(cassette, seen)
+            finally:
+                ctx.__exit__(None, None, None)
             checked += 1
             div = None
             if miss:
@@ -123,4 +141,6 @@ def replay_run(run: str, dataset: str | None = None,
                 divergences.append(div)
             if progress:
                 progress(div)
+    if checked == 0:
+        raise UsageError(f"{paths.traces}: no episodes to replay")
     return checked, divergences

@@ -19,3 +19,25 @@ def run(case, client, *, model, stream=False):
 
 
 run.spec = SPEC
+
+
+def hijack(case, client, *, model, stream=False):
+    """Returns fields the recorder owns: the recorder's values must win."""
+    out = run(case, client, model=model, stream=stream)
+    out.update(case_id="hijack", trial=99, input="something else", model="x")
+    return out
+
+
+def raises(case, client, *, model, stream=False):
+    """A crashing agent."""
+    raise RuntimeError("boom in agent")
+
+
+def not_a_dict(case, client, *, model, stream=False):
+    """Returns the wrong type."""
+    return "final answer"
+
+
+def bad_fields(case, client, *, model, stream=False):
+    """Returns a dict that is not a trace."""
+    return {"final_response": "hi", "steps": "many"}

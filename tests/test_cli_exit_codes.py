@@ -133,3 +133,25 @@ def test_record_without_key_or_base_url_is_exit_2(tmp_path):
                 "--out", str(tmp_path / "r"))
     assert p.returncode == 2
     assert "ANTHROPIC_API_KEY" in p.stderr and "--base-url" in p.stderr
+
+
+def test_threshold_nan_is_usage_error(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--threshold", "nan")
+    assert p.returncode == 2 and "NaN" in p.stderr
+
+
+@pytest.mark.parametrize("key, value", [("steps", -1), ("trial", -1)])
+def test_negative_counts_are_bad_input(tmp_path, run, key, value):
+    ds, traces = run
+    t = make_trace("a")
+    t[key] = value
+    write_jsonl(traces, [t])
+    p = run_cli("grade", str(traces), "--dataset", str(ds))
+    assert p.returncode == 3 and f"field '{key}': must be >= 0" in p.stderr
+
+
+def test_metric_path_that_is_not_a_metric_is_usage_error(tmp_path, run):
+    ds, traces = run
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--metrics", "os:path")
+    assert p.returncode == 2 and "is not a metric" in p.stderr

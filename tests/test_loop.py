@@ -87,3 +87,37 @@ def test_unknown_agent_is_usage_error(tmp_path):
     p = run_cli("record", str(ROOT / "datasets" / "scripted_eval.json"), "--agent", "nobody",
                 "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "unknown agent 'nobody'" in p.stderr
+
+
+def _record_example(tmp_path, fn):
+    ds = write_json(tmp_path / "cases.json", [{"id": "o1", "user_query": "Where is order 42?"}])
+    scripts = {"o1": [call("lookup_order", order_id="42"), "Order 42: {last_tool_result}"]}
+    with FaultServer(scripts) as server:
+        return run_cli("record", str(ds), "--agent", f"example_agent:{fn}", "--out",
+                       str(tmp_path / "run"), "--base-url", server.base_url, "--model", "m",
+                       env={"ANTHROPIC_API_KEY": "k-123456789",
+                            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})
+
+
+def test_recorder_owned_fields_win_over_the_agents(tmp_path):
+    p = _record_example(tmp_path, "hijack")
+    assert p.returncode == 0, p.stderr
+    t = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
+    assert (t["case_id"], t["trial"], t["input"], t["model"]) == ("o1", 0, "Where is order 42?", "m")
+
+
+def test_raising_agent_is_not_saved_and_the_run_exits_1(tmp_path):
+    p = _record_example(tmp_path, "raises")
+    assert p.returncode == 1
+    assert "not saved: o1#t0: agent raised RuntimeError: boom in agent" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("fn, message", [
+    ("not_a_dict", "agent returned str, expected a dict"),
+    ("bad_fields", "field 'tool_calls': required key is missing"),
+])
+def test_agent_returning_a_non_trace_is_exit_3(tmp_path, fn, message):
+    p = _record_example(tmp_path, fn)
+    assert p.returncode == 3 and message in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "run" / "traces.jsonl").exists()

@@ -69,3 +69,38 @@ def test_grade_refuses_changed_script_naming_the_case(tmp_path):
                 str(tmp_path / "ds.json"), "--out", str(tmp_path / "o"))
     assert p.returncode == 3
     assert "case 'weather-paris'" in p.stderr and "changed since recording" in p.stderr
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda c: c.write_text(c.read_text()[:-40] + "\n"), "not valid JSON"),
+    (lambda c: c.write_text(c.read_text().splitlines()[0] + "\n[1, 2, 3]\n"),
+     "expected the header or an object"),
+    (lambda c: c.write_bytes(b"\xff\xfe\x00garbage"), "cassette cannot be read"),
+])
+def test_damaged_cassette_is_exit_3_naming_it(tmp_path, damage, message):
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    cassette = run / "http" / "sum__t0.jsonl"
+    damage(cassette)
+    p = run_cli("replay", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
+    assert p.returncode == 3, p.stderr
+    assert str(cassette) in p.stderr and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_replay_of_no_episodes_is_usage_error(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    (run / "traces.jsonl").write_text("")
+    p = run_cli("replay", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
+    assert p.returncode == 2 and "no episodes to replay" in p.stderr
+
+
+def test_newer_manifest_schema_is_refused(tmp_path):
+    import json
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    m = json.loads((run / "manifest.json").read_text())
+    m["schema"] = "evaltape.manifest/2"
+    (run / "manifest.json").write_text(json.dumps(m))
+    p = run_cli("grade", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
+    assert p.returncode == 3 and "field 'schema'" in p.stderr

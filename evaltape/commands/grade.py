@@ -19,11 +19,15 @@ FORMATS = ("json", "md", "junit", "html")
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise click.UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 def _formats(value: str) -> list[str]:
@@ -65,6 +69,8 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
           require_complete: bool = False) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
+    if threshold is not None and threshold != threshold:
+        raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
     base = None
     if baseline:
         from grader.diff import load_report

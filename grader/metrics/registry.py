@@ -57,6 +57,10 @@ def resolve(names: Iterable[str]) -> list[Any]:
     for name in names:
         if ":" in name:
             module, _, attr = name.partition(":")
+            import os
+            import sys
+            if os.getcwd() not in sys.path and "" not in sys.path:
+                sys.path.insert(0, os.getcwd())  # user metrics next to the user's files
             try:
                 cls = getattr(importlib.import_module(module), attr)
             except (ImportError, AttributeError) as e:
@@ -65,5 +69,12 @@ def resolve(names: Iterable[str]) -> list[Any]:
             cls = BUILTIN[name]
         else:
             raise UsageError(f"unknown metric {name!r}; known: {', '.join(sorted(BUILTIN))}")
-        metrics.append(cls())
+        if not (isinstance(cls, type) and isinstance(getattr(cls, "name", None), str)
+                and callable(getattr(cls, "score", None))):
+            raise UsageError(f"{name!r} is not a metric: expected a class with a 'name' "
+                             "and a 'score(ctx) -> Score' method")
+        try:
+            metrics.append(cls())
+        except Exception as e:  # noqa: BLE001 - a user class that cannot be built
+            raise UsageError(f"cannot create metric {name!r}: {type(e).__name__}: {e}") from None
     return metrics

@@ -65,6 +65,11 @@ def deserialize(text: str) -> dict:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             raise ValueError(f"cassette line {lineno}: not valid JSON ({e})") from None
+        if not isinstance(obj, dict) or (("format" not in obj) and not (
+                isinstance(obj.get("request"), dict) and isinstance(obj.get("response"), dict)
+                and "body" in obj["request"] and "body" in obj["response"])):
+            raise ValueError(f"cassette line {lineno}: expected the header or an object "
+                             "with 'request' and 'response' (each with a 'body')")
         if "format" in obj:
             if obj["format"] != HEADER["format"]:
                 raise ValueError(f"cassette line {lineno}: unknown format {obj['format']!r}")
