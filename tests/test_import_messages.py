@@ -162,3 +162,18 @@ def test_import_help_and_unknown_format():
     assert runner.invoke(cli, ["import", "--help"]).exit_code == 0
     res = runner.invoke(cli, ["import", "nope", "x", "--out", "y"])
     assert res.exit_code == 2 and "taubench" in res.output
+
+
+def test_import_refuses_a_non_empty_out_folder(tmp_path):
+    """Regression: importing into a recorded run used to replace its traces silently."""
+    import shutil
+    from conftest import ROOT, run_cli
+    run = tmp_path / "rec"
+    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    src = tmp_path / "conv.jsonl"
+    src.write_text('{"messages": [{"role": "user", "content": "hi"}, '
+                   '{"role": "assistant", "content": "hello"}]}\n')
+    before = (run / "traces.jsonl").read_bytes()
+    p = run_cli("import", "anthropic-messages", str(src), "--out", str(run))
+    assert p.returncode == 2 and "is not empty" in p.stderr
+    assert (run / "traces.jsonl").read_bytes() == before

@@ -14,12 +14,22 @@ from grader.importers import FORMATS, import_sources, write_run
 @click.option("--out", "out", required=True, help="Run folder to write (traces.jsonl, "
               "dataset.jsonl, manifest.json).")
 @click.option("--model", default=None, help="Model name for traces whose source names none.")
-def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None) -> None:
+@click.option("--force", is_flag=True,
+              help="Replace the contents of a non-empty --out folder.")
+def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
+               force: bool = False) -> None:
     """Convert trajectories or cassettes of FORMAT into a run that `evaltape grade` scores.
 
     Skipped interactions and per-episode errors are listed on stderr and in manifest.json.
     Exit 3 when any episode or source could not be imported (the others are still written).
     """
+    from pathlib import Path
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise click.UsageError(f"--out {out} is a file, not a folder")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise click.UsageError(f"--out {out} is not empty (it may hold a recorded run); "
+                               "choose a new folder or pass --force to replace it")
     result = import_sources(fmt, list(sources), model=model)
     for s in result.skipped:
         click.echo(f"skipped {s.source}: {s.place}: {s.reason}", err=True)
