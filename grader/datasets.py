@@ -168,11 +168,20 @@ def load_dataset(path: str | Path) -> list[Case]:
         items = [(i + 1, obj) for i, obj in enumerate(doc)]
     cases: list[Case] = []
     seen: dict[str, int] = {}
+    is_array = not p.endswith(".jsonl")
     for position, (lineno, obj) in enumerate(items):
-        case = parse_case(obj, path=p, line=lineno, position=position)
-        if case.id in seen:
-            raise BadInputError(f"duplicate case id {case.id!r} (first at {seen[case.id]})",
-                                path=p, line=lineno, field="id")
+        try:
+            case = parse_case(obj, path=p, line=lineno, position=position)
+            if case.id in seen:
+                raise BadInputError(f"duplicate case id {case.id!r} (first at "
+                                    f"{'case #' if is_array else 'line '}{seen[case.id]})",
+                                    path=p, line=lineno, field="id")
+        except BadInputError as e:
+            if not is_array:
+                raise
+            # in a JSON array the number is the case's position, not a file line
+            raise BadInputError(e.message, path=p, field=f"[{position}]" + (
+                f".{e.field}" if e.field else "")) from None
         seen[case.id] = lineno
         cases.append(case)
     return cases

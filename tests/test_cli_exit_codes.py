@@ -100,7 +100,8 @@ def test_exit_3_misspelt_dataset_key_suggests(tmp_path, run):
                                              "expected_tool": ["t"]}])
     p = run_cli("grade", str(traces), "--dataset", str(ds))
     assert p.returncode == 3
-    assert "field 'expected_tool'" in p.stderr and "did you mean 'expected_tools'" in p.stderr
+    assert "bad.json: field '[0].expected_tool'" in p.stderr
+    assert "did you mean 'expected_tools'" in p.stderr
 
 
 def test_exit_3_changed_input_names_case(tmp_path, run):
