@@ -139,6 +139,28 @@ def test_a_reply_that_is_only_json_is_a_call():
                                                "input": {"username": "x"}}])
 
 
+def test_doubled_template_braces_are_repaired():
+    """Seen from Qwen2.5-Coder-1.5B on the triage agent: it copies the template's {{...}}."""
+    names = {"classify_ticket"}
+    assert extract_tool_calls(
+        '{{"name": "classify_ticket", "arguments": {"category": "billing"}}}}', names) == (
+        "", [{"name": "classify_ticket", "input": {"category": "billing"}}])
+    assert extract_tool_calls(
+        'Routing.\n<tool_call>\n{"name": "classify_ticket", "arguments": '
+        '{"category": "technical"}}}\n</tool_call>', names) == (
+        "Routing.", [{"name": "classify_ticket", "input": {"category": "technical"}}])
+
+
+@pytest.mark.parametrize("text", [
+    # an unknown tool in the doubled-brace form (seen: the model invented refund_ticket)
+    '{{"name": "refund_ticket", "arguments": {"category": "billing", "ticket_id": "12345"}}}',
+    '{{"name": "classify_ticket", "arguments": {"category": "billing"}}} and more words',
+    '{{"name": "classify_ticket", "arguments": {"category": "billing"}}}{',
+])
+def test_brace_repair_stays_narrow(text):
+    assert extract_tool_calls(text, {"classify_ticket"}) == (text, [])
+
+
 @pytest.mark.parametrize("text", [
     '```json\n{"name": "delete_everything", "arguments": {}}\n```',     # unknown tool
     '```json\n{"username": "jsmith"}\n```',                             # not a call
