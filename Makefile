@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-RUN    ?= cassettes/helpdesk-scripted-standin
+RUN    ?= cassettes/helpdesk-qwen1.5b
 DATASET ?= datasets/helpdesk_eval.json
 AGENT  ?= helpdesk
 OUT    ?= cassettes/$(AGENT)-$(notdir $(basename $(DATASET)))
