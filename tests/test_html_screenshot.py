@@ -222,12 +222,13 @@ def test_dom_shows_failure_reasons(rendered):
     assert failing == ["0.200", "0.000", "0.667", "0.500"]   # tc_004, tc_005, tc_006 x2
     reasons = [li.text() for li in dom.find("ul", "reasons")[0].find("li")]
     assert [" ".join(r.split()[:2]) for r in reasons] == [
-        "tc_004 grounding", "tc_005 argument_correctness", "tc_005 grounding",
+        "tc_004 grounding", "tc_005 argument_correctness",
         "tc_006 tool_selection_accuracy", "tc_006 task_completion"]
+    # tc_005's grounding is null with reason no_claims: not applicable, so not listed
     assert "'94%'" in reasons[0]
     assert "expected 'vpn', got 'VPN setup'" in reasons[1]
-    assert "Missing: ['create_ticket']" in reasons[3]
-    assert "Missing: ['ticket']" in reasons[4]
+    assert "Missing: ['create_ticket']" in reasons[2]
+    assert "Missing: ['ticket']" in reasons[3]
 
 
 def test_screenshot_is_the_rendered_report(rendered):

@@ -26,9 +26,18 @@ def passes(value: float, lower_is_better: bool = False) -> bool:
     return value == 0.0 if lower_is_better else value >= PASS_THRESHOLD
 
 
-def is_failing(value: float | None, lower_is_better: bool = False) -> bool:
-    """True for a null score or a score that does not pass (details get shown)."""
-    return value is None or not passes(value, lower_is_better)
+#: Null-score reasons that mean "could not be computed" (shown as failing details), as
+#: opposed to "not applicable" (``no_claims``, ``category_mismatch``...), which are not.
+PROBLEM_REASONS = ("error", "judge_")
+
+
+def is_failing(value: float | None, lower_is_better: bool = False,
+               reason: str | None = None) -> bool:
+    """True for a score that does not pass, or a null score that could not be computed
+    (a metric error or a judge problem); a not-applicable null is not a failure."""
+    if value is None:
+        return reason is None or str(reason).startswith(PROBLEM_REASONS)
+    return not passes(value, lower_is_better)
 
 
 def status(value: float | None, lower_is_better: bool = False) -> str:

@@ -131,7 +131,8 @@ def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = Non
                    f"{_trajectory(trace)}</details></td><td>{outcome}</td>{cells}</tr>")
     out.append("</table>")
     failing = [(ep, n) for ep in report["episodes"] for n in names
-               if is_failing(ep["metrics"][n]["score"], n in lower)]
+               if is_failing(ep["metrics"][n]["score"], n in lower,
+                          ep["metrics"][n].get("reason"))]
     if failing:  # the reasons, visible without hovering (and in print)
         out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
             f"<li><code>{escape(episode_label(ep, multi))}</code> <b>{escape(n)}</b> "

@@ -44,7 +44,8 @@ def render_markdown(report: dict) -> str:
         out.append(f"| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                    + " |")
     failing = [(ep, n) for ep in report["episodes"] for n in names
-               if is_failing(ep["metrics"][n]["score"], n in lower)]
+               if is_failing(ep["metrics"][n]["score"], n in lower,
+                          ep["metrics"][n].get("reason"))]
     if failing:
         out += ["", "## Failing metric details", ""]
         for ep, n in failing:

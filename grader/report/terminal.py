@@ -48,7 +48,8 @@ def print_report(report: dict, console: Console | None = None) -> None:
     console.print(table)
     details = [(ep, n, ep["metrics"][n]) for ep in report["episodes"]
                for n in report["grader"]["metrics"]
-               if is_failing(ep["metrics"][n]["score"], n in lower)]
+               if is_failing(ep["metrics"][n]["score"], n in lower,
+                          ep["metrics"][n].get("reason"))]
     if details:
         console.print("  [bold]FAILING DETAILS")
         for ep, n, m in details:
