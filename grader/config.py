@@ -11,11 +11,18 @@ Metric arguments become dataclass fields, so they appear in the report's metric 
 """
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import BadInputError, UsageError
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: Keys the evaltape table may hold.
+KNOWN_KEYS = ("metrics_args",)
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -27,14 +34,42 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text())
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as e:
         raise BadInputError(f"cannot read config: {e.strerror}", path=str(p)) from None
+    except UnicodeDecodeError:
+        raise BadInputError("not a text (UTF-8) TOML file", path=str(p)) from None
     except tomllib.TOMLDecodeError as e:
         raise BadInputError(f"invalid TOML ({e})", path=str(p)) from None
     if p.name == "pyproject.toml":
-        return dict(doc.get("tool", {}).get("evaltape", {}))
-    return dict(doc.get("tool", {}).get("evaltape", doc))
+        table = dict(doc.get("tool", {}).get("evaltape", {}))
+    else:
+        table = dict(doc.get("tool", {}).get("evaltape", doc))
+    _check(table, str(p))
+    return table
+
+
+def _check(table: dict[str, Any], path: str) -> None:
+    """Refuse unknown keys and wrong shapes, so a typo never silently means "defaults"."""
+    import difflib
+
+    from .metrics.registry import BUILTIN
+    for key in table:
+        if key not in KNOWN_KEYS:
+            near = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else ""
+            raise BadInputError(f"unknown key{hint}", path=path, field=key)
+    args = table.get("metrics_args", {})
+    if not isinstance(args, dict):
+        raise BadInputError("expected a table {metric: {argument: value}}", path=path,
+                            field="metrics_args")
+    for name, kw in args.items():
+        if name not in BUILTIN and ":" not in name:
+            raise BadInputError(f"unknown metric; known: {', '.join(sorted(BUILTIN))}",
+                                path=path, field=f"metrics_args.{name}")
+        if not isinstance(kw, dict):
+            raise BadInputError("expected a table of arguments", path=path,
+                                field=f"metrics_args.{name}")
 
 
 def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:

@@ -70,3 +70,22 @@ def test_breakdowns_by_difficulty_and_tag():
     assert out["by_tag"]["x"]["avg_composite"] == 0.6
     assert [w["case_id"] for w in out["worst_episodes"]] == ["b", "a"]
     assert breakdowns(eps, [Case(id="a", input="q"), Case(id="b", input="q")], []) == {}
+
+
+import pytest as _pytest
+
+
+@_pytest.mark.parametrize("text, field", [
+    ("[metric_args.grounding]\nx = 1\n", "metric_args"),
+    ("[metrics_args.nonexistent]\nx = 1\n", "metrics_args.nonexistent"),
+    ("metrics_args = 5\n", "metrics_args"),
+])
+def test_config_typos_are_bad_input(tmp_path, text, field):
+    """Regression: a mistyped key used to mean "use the defaults" silently."""
+    from grader.config import load_config
+    from grader.errors import BadInputError
+    p = tmp_path / "evaltape.toml"
+    p.write_text(text)
+    with _pytest.raises(BadInputError) as e:
+        load_config(p)
+    assert e.value.field == field
