@@ -105,6 +105,28 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         model=obj.get("model"), error=obj.get("error"), raw=obj, source_line=line or 0)
 
 
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Stream ``(1-based line, decoded value)`` from a JSONL file; blank lines are skipped.
+
+    Raises:
+        BadInputError: the file cannot be opened or a line is not JSON (file and line named).
+    """
+    p = str(path)
+    try:
+        fh = open(p, "rb")
+    except OSError as e:
+        raise BadInputError(f"cannot read: {e.strerror}", path=p) from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
+                                    line=lineno) from None
+
+
 def iter_traces(path: str | Path) -> Iterator[Trace]:
     """Stream the traces of a ``traces.jsonl`` file, one line at a time.
 
@@ -114,21 +136,8 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
         BadInputError: the file cannot be opened, a line is not JSON, or a trace is invalid;
             names the file and the 1-based line.
     """
-    p = str(path)
-    try:
-        fh = open(p, "rb")
-    except OSError as e:
-        raise BadInputError(f"cannot read traces: {e.strerror}", path=p) from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
-                                    line=lineno) from None
-            yield parse_trace(obj, path=p, line=lineno)
+    for lineno, obj in iter_json_lines(path):
+        yield parse_trace(obj, path=str(path), line=lineno)
 
 
 def trace_to_json(trace: Mapping[str, Any]) -> bytes:

@@ -5,12 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import orjson
 from vcr.errors import CannotOverwriteExistingCassetteException
 
 from grader.datasets import load_dataset
 from grader.errors import BadInputError, UsageError
-from grader.traces import parse_trace
+from grader.traces import iter_json_lines, parse_trace
 from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
 
 from .agents import resolve_agent
@@ -82,65 +81,57 @@ def replay_run(run: str, dataset: str | None = None,
     stream = bool(paths.manifest.get("stream"))
     divergences: list[Divergence] = []
     checked = 0
-    with open(paths.traces, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                recorded = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
-                                    path=str(paths.traces), line=lineno) from None
-            t = parse_trace(recorded, path=str(paths.traces), line=lineno)
-            cid, trial = t.case_id, t.trial
-            case = cases.get(cid)
-            if case is None:
-                raise BadInputError(f"case {cid!r} is not in the dataset", path=str(paths.traces),
-                                    line=lineno, field="case_id")
-            cpath = paths.root / "http" / cassette_name(cid, trial)
-            if not cpath.exists():
-                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
-            seen: list = []
+    for lineno, recorded in iter_json_lines(paths.traces):
+        t = parse_trace(recorded, path=str(paths.traces), line=lineno)
+        cid, trial = t.case_id, t.trial
+        case = cases.get(cid)
+        if case is None:
+            raise BadInputError(f"case {cid!r} is not in the dataset", path=str(paths.traces),
+                                line=lineno, field="case_id")
+        cpath = paths.root / "http" / cassette_name(cid, trial)
+        if not cpath.exists():
+            raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+        seen: list = []
 
-            def hook(request: Any, seen: list = seen) -> Any:
-                seen.append(request)
-                return scrub_request(request)
+        def hook(request: Any, seen: list = seen) -> Any:
+            seen.append(request)
+            return scrub_request(request)
 
-            v = make_vcr("none")
-            v.before_record_request = hook
-            client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
-            miss = None
+        v = make_vcr("none")
+        v.before_record_request = hook
+        client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
+        miss = None
+        try:
+            ctx = v.use_cassette(str(cpath))
+            cassette = ctx.__enter__()
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
+        try:
             try:
-                ctx = v.use_cassette(str(cpath))
-                cassette = ctx.__enter__()
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-                raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
-            try:
-                try:
-                    now = run_episode(agent_fn, case, trial, client, model, stream)
-                except CannotOverwriteExistingCassetteException:
-                    now = None
-                if now is None or now.get("stop_reason") == "error":
-                    if not cassette.all_played or now is None:
-                        miss = _miss_message(cassette, seen)
-            finally:
-                ctx.__exit__(None, None, None)
-            checked += 1
-            div = None
-            if miss:
-                div = Divergence(cid, trial, miss)
-            else:
-                a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
-                b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
-                d = first_difference(a, b)
-                if d:
-                    sa, sb = shorten_pair(d[1], d[2])
-                    div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
-                                     f"{sa}, replayed {sb}")
-            if div:
-                divergences.append(div)
-            if progress:
-                progress(div)
+                now = run_episode(agent_fn, case, trial, client, model, stream)
+            except CannotOverwriteExistingCassetteException:
+                now = None
+            if now is None or now.get("stop_reason") == "error":
+                if not cassette.all_played or now is None:
+                    miss = _miss_message(cassette, seen)
+        finally:
+            ctx.__exit__(None, None, None)
+        checked += 1
+        div = None
+        if miss:
+            div = Divergence(cid, trial, miss)
+        else:
+            a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
+            b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
+            d = first_difference(a, b)
+            if d:
+                sa, sb = shorten_pair(d[1], d[2])
+                div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
+                                 f"{sa}, replayed {sb}")
+        if div:
+            divergences.append(div)
+        if progress:
+            progress(div)
     if checked == 0:
         raise UsageError(f"{paths.traces}: no episodes to replay")
     return checked, divergences
