@@ -5,11 +5,12 @@ BIN     = $(VENV)/bin
 RUN    ?= cassettes/helpdesk-qwen1.5b
 DATASET ?= datasets/helpdesk_eval.json
 AGENT  ?= helpdesk
-OUT    ?= cassettes/$(AGENT)-$(notdir $(basename $(DATASET)))
+OUT    ?= runs/$(AGENT)-$(notdir $(basename $(DATASET)))
 TRIALS ?= 1
 ARGS   ?=
 
-.PHONY: install grade record replay test bench audit check-golden update-golden clean
+.PHONY: install grade record replay test bench audit check-golden update-golden clean \
+        local-model serve-local record-local stop-local
 
 install: $(VENV)/.installed
 
@@ -63,7 +64,7 @@ record-local: install
 	$(BIN)/python scripts/local_model.py record $(DATASET) --agent $(AGENT) --out $(LOCAL_OUT) --trials $(TRIALS) --model $(LOCAL_MODEL) $(ARGS)
 
 stop-local:
-	$(PYTHON) scripts/local_model.py stop
+	$(BIN)/python scripts/local_model.py stop
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache

@@ -101,10 +101,24 @@ def level(delta: float | None, *, lower_is_better: bool = False, warning: float 
     return None
 
 
-def _metric_means(report: Mapping[str, Any]) -> dict[str, Any]:
+def _metric_means(report: Mapping[str, Any], keys: set | None = None) -> dict[str, Any]:
+    """The summary numbers compared: the report's own means, or, when ``keys`` is given,
+    means recomputed over just those ``(case_id, trial)`` episodes (nulls skipped), so two
+    reports over different episode sets are compared like for like."""
     s = report["summary"]
-    out = {k: s.get(k) for k in SUMMARY_KEYS}
-    out.update(s.get("metrics") or {})
+    if keys is None:
+        out = {k: s.get(k) for k in SUMMARY_KEYS}
+        out.update(s.get("metrics") or {})
+        return out
+    eps = [e for e in report["episodes"] if (e["case_id"], e["trial"]) in keys]
+    out = {"pass_rate": round(sum(bool(e["passed"]) for e in eps) / len(eps), 3)
+           if eps else None}
+    names = sorted({n for e in eps for n in (e.get("metrics") or {})})
+    for n in names:
+        vals = [e["metrics"][n]["score"] for e in eps
+                if isinstance(e["metrics"].get(n), dict)
+                and isinstance(e["metrics"][n].get("score"), (int, float))]
+        out[n] = round(sum(vals) / len(vals), 4) if vals else None
     return out
 
 
@@ -131,7 +145,9 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
     regressed = sum(1 for f in flips if f["before"])
     fixed = len(flips) - regressed
     metrics = []
-    mb, ma = _metric_means(old), _metric_means(new)
+    same = before.keys() == after.keys()
+    shared = None if same else set(before.keys() & after.keys())
+    mb, ma = _metric_means(old, shared), _metric_means(new, shared)
     lower = set(LOWER_IS_BETTER)
     for rep in (old, new):
         lower |= set((rep.get("grader") or {}).get("lower_is_better") or ())
@@ -151,7 +167,9 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
             "metrics": metrics, "level": worst,
             "thresholds": {"warning": warning, "critical": critical},
             "only_in_baseline": sorted(label(k) for k in before.keys() - after.keys()),
-            "only_in_current": sorted(label(k) for k in after.keys() - before.keys())}
+            "only_in_current": sorted(label(k) for k in after.keys() - before.keys()),
+            "means_over": "all episodes" if shared is None else
+            f"the {len(shared)} episodes both reports have"}
 
 
 def _num(v: Any) -> str:
@@ -171,6 +189,9 @@ def render_diff(diff: Mapping[str, Any]) -> str:
         out.append("")
     else:
         out += ["No episode changed verdict.", ""]
+    if diff.get("means_over", "all episodes") != "all episodes":
+        out += [f"The reports cover different episodes: means are compared over "
+                f"{diff['means_over']}.", ""]
     if diff["metrics"]:
         out += ["| metric | before | after | delta | alert |", "|---|---:|---:|---:|---|"]
         for m in diff["metrics"]:

@@ -74,10 +74,10 @@ class SummaryAccumulator:
     def summary(self, multi_trial: bool, order: Iterable[tuple[str, int]] | None = None) -> dict:
         """``pass_rate`` and ``tool_accuracy`` rounded to 3 places, ``avg_steps`` to 2.
 
-        ``failures`` maps the case id (``<case>__t<trial>`` when the run has several trials)
+        ``failures`` maps the case id (``<case>#t<trial>`` when the run has several trials)
         to its reason. Raises ``ZeroDivisionError`` never: callers refuse zero episodes first.
         """
-        failures = {(f"{c}__t{t}" if multi_trial else c): r for c, t, r in self.failures}
+        failures = {(f"{c}#t{t}" if multi_trial else c): r for c, t, r in self.failures}
         return {
             "pass_rate": round(self.passed / self.n, 3),
             "tool_accuracy": round(self.tool_matches / self.n, 3),

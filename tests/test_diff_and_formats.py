@@ -132,3 +132,22 @@ def test_lower_is_better_metric_direction_from_the_report():
     assert [(m["name"], m["level"]) for m in worse["metrics"]] == [("grounding", "critical")]
     assert [(m["name"], m["level"]) for m in better["metrics"]] == [("grounding", "improved")]
     assert (worse["level"], better["level"]) == ("critical", "ok")
+
+
+def test_reports_over_different_episodes_compare_shared_means():
+    """Regression: a 3-trial baseline against a 1-trial run compared whole-run means
+    (24 vs 8 episodes) and cried "critical" with no episode changed."""
+    from grader.diff import compare_reports
+
+    def ep(trial, g):
+        return {"case_id": "a", "trial": trial, "passed": True, "failure": None,
+                "metrics": {"grounding": {"score": g}}}
+    # baseline: trials 0,1,2 with grounding 0, 0, 0.9 (mean 0.3); current: trial 0 only, 0
+    old = {"grader": {"lower_is_better": ["grounding"]}, "episodes": [ep(0, 0.0), ep(1, 0.0), ep(2, 0.9)],
+           "summary": {"metrics": {"grounding": 0.3}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
+    new = {"grader": {"lower_is_better": ["grounding"]}, "episodes": [ep(0, 0.0)],
+           "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
+    d = compare_reports(old, new)
+    assert d["metrics"] == [] and d["level"] == "ok"      # trial 0: 0.0 vs 0.0
+    assert d["only_in_baseline"] == ["a#t1", "a#t2"]
+    assert d["means_over"] == "the 1 episodes both reports have"

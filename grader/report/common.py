@@ -47,6 +47,20 @@ def status(value: float | None, lower_is_better: bool = False) -> str:
     return "PASS" if passes(value, lower_is_better) else "FAIL"
 
 
+def trial_lines(summary: dict) -> list[str]:
+    """One-line texts for pass@k, pass^k and the bootstrap interval, when the summary has them."""
+    out = []
+    ci = summary.get("pass_rate_ci95")
+    if ci:
+        out.append(f"pass_rate 95% interval: [{ci['low']:.3f}, {ci['high']:.3f}] "
+                   f"({ci['method']})")
+    for key, label in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")):
+        if summary.get(key):
+            out.append(f"{label}: " + "  ".join(f"k={k} {v:.3f}" for k, v in
+                                               sorted(summary[key].items(), key=lambda kv: int(kv[0]))))
+    return out
+
+
 def lower_set(report: dict) -> set[str]:
     """Names of the report's metrics where lower is better."""
     return set(report.get("grader", {}).get("lower_is_better", ()))

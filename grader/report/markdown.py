@@ -1,7 +1,7 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
-from .common import episode_label, fmt, is_failing, lower_set, status
+from .common import episode_label, fmt, is_failing, lower_set, status, trial_lines
 
 
 def _cell(text: str) -> str:
@@ -22,6 +22,7 @@ def render_markdown(report: dict) -> str:
             "|---:|---:|---:|---:|---:|---:|",
             f"| {s['cases']} | {s['trials']} | {s['episodes']} | {s['pass_rate']:.3f} | "
             f"{s['tool_accuracy']:.3f} | {s['avg_steps']:.2f} |", "",
+            *[f"- {line}" for line in trial_lines(s)], "",
             "## Metrics", "", "| metric | mean | skipped |", "|---|---:|---:|"]
     for name, value in s["metrics"].items():
         note = " (lower is better)" if name in lower else ""

@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .common import bar, episode_label, fmt, is_failing, lower_set, status
+from .common import bar, episode_label, fmt, is_failing, lower_set, status, trial_lines
 
 
 def print_report(report: dict, console: Console | None = None) -> None:
@@ -23,6 +23,8 @@ def print_report(report: dict, console: Console | None = None) -> None:
     console.print(f"  cases: {s['cases']}   trials: {s['trials']}   episodes: {s['episodes']}")
     console.print(f"  pass_rate: [bold]{s['pass_rate']:.3f}[/]   tool_accuracy: "
                   f"{s['tool_accuracy']:.3f}   avg_steps: {s['avg_steps']:.2f}")
+    for line in trial_lines(s):
+        console.print(Text(f"  {line}"))
     console.print("\n  [bold]AGGREGATE SCORES")
     for name, value in s["metrics"].items():
         skipped = s["metrics_skipped"].get(name, 0)
