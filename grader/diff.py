@@ -169,7 +169,11 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
             "only_in_baseline": sorted(label(k) for k in before.keys() - after.keys()),
             "only_in_current": sorted(label(k) for k in after.keys() - before.keys()),
             "means_over": "all episodes" if shared is None else
-            f"the {len(shared)} episodes both reports have"}
+            f"the {len(shared)} episodes both reports have",
+            "datasets_differ": bool(
+                (old.get("run") or {}).get("dataset_sha256")
+                and (new.get("run") or {}).get("dataset_sha256")
+                and old["run"]["dataset_sha256"] != new["run"]["dataset_sha256"])}
 
 
 def _num(v: Any) -> str:
@@ -189,6 +193,9 @@ def render_diff(diff: Mapping[str, Any]) -> str:
         out.append("")
     else:
         out += ["No episode changed verdict.", ""]
+    if diff.get("datasets_differ"):
+        out += ["Warning: the two reports were graded on datasets with different inputs; "
+                "they may not be comparable.", ""]
     if diff.get("means_over", "all episodes") != "all episodes":
         out += [f"The reports cover different episodes: means are compared over "
                 f"{diff['means_over']}.", ""]

@@ -109,7 +109,7 @@ class JudgeStore:
         root = Path(run_dir) / JUDGE_DIR
         answers: dict[str, list[dict]] = {}
         if root.is_dir():
-            for path in sorted(root.rglob("*.jsonl")):
+            for path in sorted(p for p in root.rglob("*.jsonl") if p.is_file()):
                 for key, answer in read_cassette(path):
                     answers.setdefault(key, []).append(answer)
         return cls(answers, root)
@@ -157,7 +157,11 @@ def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
     Raises:
         BadInputError: invalid JSON or an unknown header format, naming file and line.
     """
-    for lineno, line in enumerate(path.read_bytes().splitlines(), start=1):
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"cannot read judge cassette: {e.strerror}", path=str(path)) from None
+    for lineno, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -172,9 +176,17 @@ def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
                                     path=str(path), line=lineno, field="format")
             continue
         req, resp = obj.get("request") or {}, obj.get("response") or {}
+        for name, part in (("request", req), ("response", resp)):
+            if not isinstance(part, dict) or not isinstance(part.get("body") or {}, dict):
+                raise BadInputError("expected an object with a 'body' object", path=str(path),
+                                    line=lineno, field=name)
+        status_obj = resp.get("status") or {}
+        if not isinstance(status_obj, dict):
+            raise BadInputError("expected {code, message}", path=str(path), line=lineno,
+                                field="response.status")
         body = (req.get("body") or {}).get("json")
         answer = (resp.get("body") or {}).get("json")
-        status = (resp.get("status") or {}).get("code")
+        status = status_obj.get("code")
         if isinstance(body, dict) and isinstance(answer, dict) and status == 200:
             yield request_key(body), answer
 

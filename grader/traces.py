@@ -91,6 +91,11 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
                               is_error=bool(c.get("is_error", False)),
                               step=int(c.get("step") or 0)))
     usage = obj.get("usage") or {}
+    if not isinstance(usage, dict) or not all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+            or isinstance(v, (dict, str)) for v in usage.values()):
+        raise BadInputError("expected an object of token counts (non-negative integers)",
+                            path=path, line=line, field="usage")
     latency = obj.get("latency_s")
     return Trace(
         case_id=case_id, trial=trial,

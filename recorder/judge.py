@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import anthropic
+import orjson
 
 from grader.datasets import load_dataset
 from grader.errors import UsageError
@@ -42,6 +43,27 @@ def judged_metrics(names: Sequence[str] | None) -> list[Any]:
                          + ", ".join(n for n, c in sorted(BUILTIN.items())
                                      if getattr(c, "judged", False)))
     return metrics
+
+
+def drop_failed(cassette: Any) -> int:
+    """Remove interactions whose response is not an HTTP 200 JSON message, so a rerun sends
+    those requests again instead of replaying a failure. Returns how many were removed."""
+    keep = []
+    for req, resp in cassette.data:
+        ok = (resp.get("status") or {}).get("code") == 200
+        body = (resp.get("body") or {}).get("string")
+        if ok:
+            try:
+                ok = isinstance(orjson.loads(body), dict)
+            except (orjson.JSONDecodeError, TypeError):
+                ok = False
+        if ok:
+            keep.append((req, resp))
+    removed = len(cassette.data) - len(keep)
+    if removed:
+        cassette.data[:] = keep
+        cassette.dirty = True
+    return removed
 
 
 def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
@@ -76,6 +98,8 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
     if not api_key and not base_url:
         raise UsageError("no judge to talk to: set ANTHROPIC_API_KEY, or pass --base-url "
                          "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
+    from .record import check_base_url
+    check_base_url(base_url)
     store = JudgeStore.load(paths.root)
     client = anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
                                  max_retries=max_retries)
@@ -98,16 +122,19 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / cassette_name(trace.case_id, trace.trial)
-        with vcr.use_cassette(str(path)):
+        with vcr.use_cassette(str(path)) as cassette:
+            drop_failed(cassette)  # failed answers of an earlier run are sent again
             for req in todo:
                 # new_episodes: answers recorded earlier replay first; the rest are sent
-                for _ in range(samples):
+                for _ in range(samples - store.count(req)):
                     try:
                         client.messages.create(**req)
-                    except anthropic.APIError:
+                    except (anthropic.APIError, ValueError) as e:  # ValueError: a cut-off body
                         counts["errors"] += 1
+                        counts.setdefault("first_error", f"{type(e).__name__}: {e}"[:200])
                         break
-                counts["sent"] += samples - store.count(req)
+                    counts["sent"] += 1
+            drop_failed(cassette)  # only HTTP-200 JSON answers are kept
         if progress:
             progress({"case_id": trace.case_id, "trial": trace.trial, **counts})
     return counts

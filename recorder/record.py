@@ -248,6 +248,42 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
     return trace
 
 
+def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
+    """A key-shaped string in a case's input would be redacted on disk, so the recorded input
+    would no longer match the dataset; refuse before spending anything.
+
+    Raises:
+        BadInputError: names the case and the field (the key itself is masked).
+    """
+    from grader.errors import BadInputError
+    for c in cases:
+        for field_name, text in [("input", c.input)] + [("script", t) for t in c.script or ()]:
+            leak = find_secret(text)
+            if leak:
+                raise BadInputError(f"case {c.id!r} holds a key-shaped string ({leak}); "
+                                    "secrets must never reach a recording", path=dataset,
+                                    line=c.line or None, field=field_name)
+
+
+def check_base_url(url: str | None) -> None:
+    """Refuse a malformed ``--base-url`` before any request (exit 2 instead of a traceback).
+
+    Raises:
+        UsageError: not ``http(s)://host[:port][/path]``.
+    """
+    if url is None:
+        return
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as e:
+        raise UsageError(f"--base-url {url!r} is not a valid URL ({e})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--base-url {url!r} is not a valid URL: expected "
+                         "http(s)://host[:port]")
+
+
 def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: int,
                 max_retries: int = 4) -> anthropic.Anthropic:
     """A client for one episode; the case id travels in a header for the script server."""
@@ -275,6 +311,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     cases = load_dataset(opts.dataset)
     if not cases:
         raise UsageError(f"{opts.dataset}: the dataset has no cases")
+    _refuse_secrets_in_inputs(cases, opts.dataset)
     agent_fn = resolve_agent(opts.agent)
     scripts = _load_scripts(opts, cases)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
@@ -283,6 +320,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         raise UsageError("no model to talk to: set ANTHROPIC_API_KEY to record against Claude, "
                          "or pass --base-url (or set ANTHROPIC_BASE_URL) for a Messages-API "
                          "server such as llama-server on 127.0.0.1")
+    check_base_url(base_url)
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
     try:

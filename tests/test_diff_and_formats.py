@@ -151,3 +151,16 @@ def test_reports_over_different_episodes_compare_shared_means():
     assert d["metrics"] == [] and d["level"] == "ok"      # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
     assert d["means_over"] == "the 1 episodes both reports have"
+
+
+def test_junit_stays_well_formed_with_control_characters_in_ids():
+    """Regression: a case id with \\x07 made junit.xml unparsable."""
+    import xml.etree.ElementTree as ET
+    from grader.report.junit import render_junit
+    report = {"run": {"name": "r"}, "summary": {"trials": 1, "pass_rate": 0.0,
+                                                "tool_accuracy": 0.0, "avg_steps": 1,
+                                                "metrics": {}},
+              "episodes": [{"case_id": "case<script>]]>\x07", "trial": 0, "passed": False,
+                            "failure": "wrong_tools", "metrics": {}}]}
+    root = ET.fromstring(render_junit(report).split("\n", 1)[1])
+    assert root.find(".//testcase").get("name") == "case<script>]]>\ufffd"

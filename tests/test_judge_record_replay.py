@@ -142,3 +142,68 @@ def test_judge_samples_stability(run_dir, tmp_path, monkeypatch):
     assert rep["summary"]["judge"]["stability"]["hallucination"] == {
         "episodes": 1, "multi_sample": 1, "max_samples": 3, "agreement": 0.6667,
         "flip_rate": 1.0}
+
+
+def test_failed_judge_answers_are_not_saved_and_a_rerun_retries(tmp_path):
+    """Regression: a 529 answer was saved into judge/ and replayed on every rerun."""
+    import json
+    import shutil
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+    from conftest import ROOT, run_cli
+
+    class Down(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = json.dumps({"type": "error", "error": {"type": "overloaded_error",
+                                                          "message": "busy"}}).encode()
+            self.send_response(529)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.send_header("x-should-retry", "false")
+            self.end_headers()
+            self.wfile.write(body)
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        p = run_cli("judge", str(run), "--metrics", "hallucination", "--base-url",
+                    f"http://127.0.0.1:{srv.server_address[1]}",
+                    "--dataset", str(ROOT / "datasets" / "helpdesk_eval.json"),
+                    env={"ANTHROPIC_API_KEY": "k-123456789"}, timeout=300)
+    finally:
+        srv.shutdown()
+    assert p.returncode == 1 and "nothing was saved for them" in p.stderr
+    saved = [json.loads(l) for f in (run / "judge").glob("*.jsonl")
+             for l in f.read_text().splitlines()[1:]]
+    assert saved == []
+
+
+def test_bad_base_url_is_usage_error(tmp_path):
+    from conftest import ROOT, run_cli
+    p = run_cli("record", str(ROOT / "datasets" / "helpdesk_eval.json"), "--agent", "helpdesk",
+                "--out", str(tmp_path / "r"), "--base-url", "http://[::1", "--model", "m",
+                env={"ANTHROPIC_API_KEY": "k-123456789"})
+    assert p.returncode == 2 and "is not a valid URL" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_malformed_judge_line_is_exit_3_only_when_judged_metrics_run(tmp_path):
+    import shutil
+    from conftest import ROOT, run_cli
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-qwen1.5b", run)
+    bad = run / "judge" / "tc_005__t0.jsonl"
+    bad.write_text(bad.read_text() + '{"request": "x", "response": {}}\n')
+    ds = str(ROOT / "datasets" / "helpdesk_eval.json")
+    ok = run_cli("grade", str(run), "--dataset", ds, "--out", str(tmp_path / "a"), "--quiet")
+    assert ok.returncode == 0, ok.stderr          # default metrics never read judge/
+    p = run_cli("grade", str(run), "--dataset", ds, "--out", str(tmp_path / "b"),
+                "--metrics", "hallucination")
+    assert p.returncode == 3 and "Traceback" not in p.stderr
+    n = len(bad.read_text().splitlines())
+    assert f"{bad}:{n}: field 'request'" in p.stderr

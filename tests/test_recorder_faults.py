@@ -215,3 +215,13 @@ def test_a_run_grades_from_any_working_directory(tmp_path):
     p = run_cli("grade", str(ROOT / "cassettes" / "helpdesk-scripted-standin"), "--out",
                 str(tmp_path / "o"), "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+def test_key_shaped_string_in_a_dataset_input_is_refused(tmp_path):
+    """Regression: the input was redacted on disk, so the run could never be graded."""
+    ds = tmp_path / "leak.json"
+    ds.write_text(json.dumps([{"name": "k", "task": f"My key is {FAKE_KEY}", "script": ["ok"]}]))
+    p = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "run"))
+    assert p.returncode == 3 and "case 'k' holds a key-shaped string" in p.stderr
+    assert FAKE_KEY[:14] not in p.stderr
+    assert not (tmp_path / "run").exists()

@@ -98,7 +98,9 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
                 "model_note": man.get("model_note"),
                 "dataset_sha256": inputs_sha256(cases)}
     from grader.judge import JudgeStore, judge_summary
-    judge = JudgeStore.load(paths.root)
+    # judge/ is read only when a judged metric is selected
+    judge = (JudgeStore.load(paths.root) if any(getattr(m, "judged", False) for m in metrics)
+             else None)
     report = grade_run(iter_traces(paths.traces), cases, metrics, run_info=run_info,
                        traces_path=str(paths.traces), judge=judge)
     judge_info = judge_summary(report, judge, metrics, run)

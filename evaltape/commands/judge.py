@@ -26,5 +26,6 @@ def judge(run: str, model: str | None, base_url: str | None, samples: int,
                f"recorded, {counts['sent']} answer(s) recorded now, {counts['errors']} "
                "error(s)", err=True)
     if counts["errors"]:
-        raise click.ClickException(f"{counts['errors']} judge request(s) failed; rerun to "
-                                   "retry them")
+        raise click.ClickException(f"{counts['errors']} judge request(s) failed (first: "
+                                   f"{counts.get('first_error')}); nothing was saved for them: "
+                                   "rerun to retry them")

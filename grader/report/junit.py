@@ -1,7 +1,11 @@
 """``junit.xml``: one ``<testcase>`` per episode, failures with their reasons, for CI systems."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+
+#: Characters XML 1.0 forbids even when escaped (C0 controls but tab/newline/CR, and more).
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 from .common import episode_label
 
@@ -41,4 +45,7 @@ def render_junit(report: dict) -> str:
         elif lines:
             ET.SubElement(tc, "system-out").text = "\n".join(lines)
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    text = ET.tostring(suites, encoding="unicode")
+    # ElementTree escapes <, > and & but writes control characters as they are, which makes
+    # the file unreadable by XML parsers: replace them (ids and details come from traces).
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + _XML_INVALID.sub("\ufffd", text) + "\n"
