@@ -163,11 +163,17 @@ def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
     by_id = {c.id: (i, c) for i, c in enumerate(cases)}
     judge = JudgeStore.load(paths.root)
     episodes = []
+    seen: set[tuple[str, int]] = set()
     for trace in iter_traces(paths.traces):
         if trace.case_id not in by_id:
             raise BadInputError(f"case {trace.case_id!r} is not in the dataset {ds_path}",
                                 path=str(paths.traces), line=trace.source_line,
                                 field="case_id")
+        if (trace.case_id, trace.trial) in seen:  # as `evaltape grade` refuses it
+            raise BadInputError(f"duplicate episode: case {trace.case_id!r} trial "
+                                f"{trace.trial}", path=str(paths.traces),
+                                line=trace.source_line)
+        seen.add((trace.case_id, trace.trial))
         episodes.append(Episode(trace, by_id[trace.case_id][1], judge))
     if not episodes:
         raise UsageError(f"the run {run} has no episodes")
