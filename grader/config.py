@@ -72,6 +72,46 @@ def _check(table: dict[str, Any], path: str) -> None:
                                 field=f"metrics_args.{name}")
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "table"
+    return type(value).__name__
+
+
+def _check_types(metric: Any, kw: dict[str, Any]) -> None:
+    """Each configured value must have the kind of the metric field's default (a number
+    where the default is a number, a table of numbers where it is a table of numbers...).
+
+    Raises:
+        UsageError: names the metric, the argument and both kinds.
+    """
+    import dataclasses
+    if not dataclasses.is_dataclass(metric):
+        return
+    defaults = {f.name: getattr(metric, f.name) for f in dataclasses.fields(metric)}
+    for key, value in kw.items():
+        if key not in defaults or defaults[key] is None:
+            continue
+        want, got = _kind(defaults[key]), _kind(value)
+        if want != got:
+            raise UsageError(f"bad configuration for metric {metric.name!r}: {key} must be a "
+                             f"{want}, got a {got}")
+        if want == "table":
+            for k, v in value.items():
+                d = defaults[key].get(k)
+                if d is not None and _kind(d) != _kind(v):
+                    raise UsageError(f"bad configuration for metric {metric.name!r}: "
+                                     f"{key}.{k} must be a {_kind(d)}, got a {_kind(v)}")
+
+
 def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:
     """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
 
@@ -84,6 +124,7 @@ def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:
     out = []
     for metric in metrics:
         kw = args.get(metric.name, {})
+        _check_types(metric, kw)
         try:
             out.append(type(metric)(**kw) if kw else metric)
         except (TypeError, ValueError) as e:

@@ -89,3 +89,18 @@ def test_config_typos_are_bad_input(tmp_path, text, field):
     with _pytest.raises(BadInputError) as e:
         load_config(p)
     assert e.value.field == field
+
+
+@_pytest.mark.parametrize("text, message", [
+    ("[metrics_args.composite]\nweights = 5\n", "weights must be a table, got a number"),
+    ('[metrics_args.composite]\nweights = {tools = "x"}\n', "weights.tools must be a number"),
+])
+def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, message):
+    """Regression: such values used to turn every composite score into an error null."""
+    from grader.config import configure, load_config
+    from grader.errors import UsageError
+    from grader.metrics import resolve
+    p = tmp_path / "evaltape.toml"
+    p.write_text(text)
+    with _pytest.raises(UsageError, match=message):
+        configure(resolve(["composite"]), load_config(p))

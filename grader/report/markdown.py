@@ -5,7 +5,8 @@ from .common import episode_label, fmt, is_failing, lower_set, status, trial_lin
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
 def render_markdown(report: dict) -> str:
