@@ -11,9 +11,9 @@ from math import comb
 from pathlib import Path
 from typing import Any, Mapping
 
-import orjson
 
 from .errors import BadInputError
+from .jsonio import read_json
 
 WARNING = 0.05
 CRITICAL = 0.10
@@ -31,12 +31,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object.
     """
     p = str(path)
-    try:
-        doc = orjson.loads(Path(p).read_bytes())
-    except OSError as e:
-        raise BadInputError(f"cannot read report: {e.strerror}", path=p) from None
-    except orjson.JSONDecodeError as e:
-        raise BadInputError(f"not valid JSON ({e})", path=p) from None
+    doc = read_json(p, "report")
     if not isinstance(doc, dict) or doc.get("schema") != "evaltape.report/1":
         raise BadInputError("not an evaltape.report/1 report", path=p, field="schema")
     _check_report_shape(doc, p)

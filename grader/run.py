@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 from .errors import BadInputError, UsageError
+from .jsonio import read_json
 
 MANIFEST_SCHEMA = "evaltape.manifest/1"
 
@@ -35,10 +35,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     """
     if not path.exists():
         return {}
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as e:
-        raise BadInputError(f"not valid JSON ({e})", path=str(path)) from None
+    doc = read_json(path, "manifest")
     if not isinstance(doc, dict):
         raise BadInputError("manifest must be a JSON object", path=str(path))
     schema = doc.get("schema", MANIFEST_SCHEMA)

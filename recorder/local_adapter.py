@@ -34,12 +34,11 @@ import http.client
 import json
 import re
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from .script_server import encode_sse, sse_events
+from .script_server import BackgroundServer, encode_sse, sse_events
 
 ADAPTER_VERSION = "evaltape.local_adapter/1"
 UPSTREAM_TIMEOUT_S = 900.0
@@ -281,15 +280,13 @@ class AdapterHandler(BaseHTTPRequestHandler):
         self._proxy("GET")
 
 
-class LocalAdapter(ThreadingHTTPServer):
+class LocalAdapter(BackgroundServer):
     """The adapter server; use as a context manager (serves on a thread) or ``serve_forever``.
 
     Args:
         upstream: base URL of the Messages-API server, e.g. ``http://127.0.0.1:8081``.
         host, port: where to listen (``port`` 0 picks a free one).
     """
-
-    daemon_threads = True
 
     def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0,
                  verbose: bool = False) -> None:
@@ -299,16 +296,6 @@ class LocalAdapter(ThreadingHTTPServer):
             raise ValueError(f"upstream must be http://HOST:PORT, got {upstream!r}")
         self.verbose = verbose
         self.base_url = f"http://{host}:{self.server_address[1]}"
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> "LocalAdapter":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
-        self.server_close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -137,12 +137,8 @@ def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str
             the dataset's (names the file and the key).
     """
     from grader.errors import BadInputError
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except OSError as e:
-        raise BadInputError(f"cannot read stand-in script: {e.strerror}", path=path) from None
-    except orjson.JSONDecodeError as e:
-        raise BadInputError(f"not valid JSON ({e})", path=path) from None
+    from grader.jsonio import read_json
+    doc = read_json(path, "stand-in script")
     if not isinstance(doc, dict):
         raise BadInputError("expected an object {case_id: [turn, ...]}", path=path)
     for key, turns in doc.items():

@@ -142,7 +142,24 @@ class MessagesHandler(BaseHTTPRequestHandler):
         self.server.respond(self, body)  # type: ignore[attr-defined]
 
 
-class ScriptServer(ThreadingHTTPServer):
+class BackgroundServer(ThreadingHTTPServer):
+    """A threading HTTP server used as a context manager: serves on a daemon thread from
+    ``__enter__`` until ``__exit__`` shuts it down and closes the socket."""
+
+    daemon_threads = True
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> "BackgroundServer":
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class ScriptServer(BackgroundServer):
     """Serves scripted turns on ``127.0.0.1``; use as a context manager.
 
     Args:
@@ -153,13 +170,10 @@ class ScriptServer(ThreadingHTTPServer):
         base_url: ``http://127.0.0.1:<port>`` once constructed.
     """
 
-    daemon_threads = True
-
     def __init__(self, scripts: Mapping[str, Sequence[str]], port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), MessagesHandler)
         self.scripts = dict(scripts)
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
-        self._thread: threading.Thread | None = None
 
     def respond(self, handler: MessagesHandler, body: dict) -> None:
         """Answer one request (override to inject faults in tests)."""
@@ -175,12 +189,3 @@ class ScriptServer(ThreadingHTTPServer):
             handler._send(200, encode_sse(sse_events(message)), "text/event-stream")
         else:
             handler._send(200, json.dumps(message).encode())
-
-    def __enter__(self) -> "ScriptServer":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
-        self.server_close()
