@@ -9,14 +9,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from . import __version__
-from .agreement import AgreementAccumulator
-from .breakdown import breakdowns
-from .errors import BadInputError, UsageError
-from .metrics.base import metric_spec
-from .model import Case, EpisodeContext, Score, Trace
-from .outcome import SummaryAccumulator, classify
-from .trials import trial_summary
+from evaltape.grader import __version__
+from evaltape.grader.stats.agreement import AgreementAccumulator
+from evaltape.grader.stats.breakdown import breakdowns
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.metrics.base import metric_spec
+from evaltape.grader.model import Case, EpisodeContext, Score, Trace
+from evaltape.grader.stats.outcome import SummaryAccumulator, classify
+from evaltape.grader.stats.trials import trial_summary
 
 REPORT_SCHEMA = "evaltape.report/1"
 MEAN_DIGITS = 4
@@ -53,7 +53,7 @@ def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any]
         traces: episodes, in any order (the report is sorted by dataset order, then trial,
             so its bytes do not depend on the order episodes finished recording).
         cases: the dataset.
-        metrics: metric objects (see :mod:`grader.metrics.base`).
+        metrics: metric objects (see :mod:`evaltape.grader.metrics.base`).
         run_info: the report's ``run`` block (path, agent, model, dataset_sha256).
         judge: optional judge-answer lookup passed to metrics in the context.
         on_episode: called with each episode entry as it is graded (progress display).

@@ -2,3 +2,8 @@
 
 The only package that imports ``anthropic`` and ``vcrpy`` (DESIGN.md §1).
 """
+
+if __name__ != "evaltape.recorder":  # the folder is on sys.path (e.g. the repo is the cwd)
+    raise ImportError(f"{__name__!r}: this folder installs as 'evaltape.recorder'; "
+                      "import evaltape.recorder instead")
+

@@ -17,13 +17,13 @@ from typing import Any, Callable, Sequence
 import anthropic
 import orjson
 
-from grader.datasets import load_dataset
-from grader.errors import UsageError
-from grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
-from grader.metrics import BUILTIN, resolve
-from grader.model import EpisodeContext
-from grader.run import dataset_path_for, locate_run
-from grader.traces import iter_traces
+from evaltape.grader.io.datasets import load_dataset
+from evaltape.grader.errors import UsageError
+from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
+from evaltape.grader.metrics import BUILTIN, resolve
+from evaltape.grader.model import EpisodeContext
+from evaltape.grader.io.run import dataset_path_for, locate_run
+from evaltape.grader.io.traces import iter_traces
 
 from .cassette import cassette_name, make_vcr
 
@@ -75,7 +75,7 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
     Args:
         run: the run directory (or its ``traces.jsonl``).
         metric_names: judged metrics to record for (default: every judged metric).
-        model: judge model (default :data:`grader.judge.DEFAULT_JUDGE_MODEL`); it is not
+        model: judge model (default :data:`evaltape.grader.judge.DEFAULT_JUDGE_MODEL`); it is not
             part of the lookup key, so ``grade`` finds answers from any model.
         base_url: Messages-API server (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
         samples: answers wanted per request (``--judge-samples``), for stability.

@@ -21,10 +21,10 @@ from typing import Any, Callable, Sequence
 import anthropic
 import orjson
 
-from grader.datasets import case_input_sha256, inputs_sha256, load_dataset
-from grader.errors import UsageError
-from grader.model import TRACE_SCHEMA, Case
-from grader.run import check_inputs_unchanged, read_manifest
+from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256, load_dataset
+from evaltape.grader.errors import UsageError
+from evaltape.grader.model import TRACE_SCHEMA, Case
+from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
@@ -86,8 +86,8 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
             fh.flush()
             os.fsync(fh.fileno())
         data = data[:cut]
-    from grader.errors import BadInputError
-    from grader.traces import parse_trace
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.traces import parse_trace
     done = set()
     for lineno, line in enumerate(data.splitlines(), start=1):
         if line.strip():
@@ -136,8 +136,8 @@ def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str
         BadInputError: unreadable file, invalid JSON, wrong shape, or ids that do not match
             the dataset's (names the file and the key).
     """
-    from grader.errors import BadInputError
-    from grader.jsonio import read_json
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.jsonfiles import read_json
     doc = read_json(path, "stand-in script")
     if not isinstance(doc, dict):
         raise BadInputError("expected an object {case_id: [turn, ...]}", path=path)
@@ -217,8 +217,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         BadInputError: the agent returned something other than a dict, or a trace that the
             grader's reader would reject (names the agent's field).
     """
-    from grader.errors import BadInputError
-    from grader.traces import parse_trace
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.traces import parse_trace
     t0 = time.perf_counter()
     kwargs = {"model": model}
     if stream:
@@ -251,7 +251,7 @@ def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
     Raises:
         BadInputError: names the case and the field (the key itself is masked).
     """
-    from grader.errors import BadInputError
+    from evaltape.grader.errors import BadInputError
     for c in cases:
         for field_name, text in [("input", c.input)] + [("script", t) for t in c.script or ()]:
             leak = find_secret(text)

@@ -7,10 +7,10 @@ from typing import Any, Callable
 
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from grader.datasets import load_dataset
-from grader.errors import BadInputError, UsageError
-from grader.traces import iter_json_lines, parse_trace
-from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
+from evaltape.grader.io.datasets import load_dataset
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.traces import iter_json_lines, parse_trace
+from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr

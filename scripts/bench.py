@@ -27,10 +27,10 @@ N_TRACES = int(os.environ.get("BENCH_TRACES", "20000"))
 
 GRADE_SNIPPET = r"""
 import resource, sys, time
-from grader.datasets import load_dataset
-from grader.engine import grade
-from grader.metrics import DEFAULT_METRICS, resolve
-from grader.traces import iter_traces
+from evaltape.grader.io.datasets import load_dataset
+from evaltape.grader.engine import grade
+from evaltape.grader.metrics import DEFAULT_METRICS, resolve
+from evaltape.grader.io.traces import iter_traces
 cases = load_dataset(sys.argv[2])
 names = DEFAULT_METRICS if sys.argv[3] == "default" else DEFAULT_METRICS[:3]
 t0 = time.perf_counter()
@@ -57,7 +57,7 @@ def bench_grading(tmp: Path) -> None:
     subprocess.run([sys.executable, str(GEN), "--n", str(N_TRACES), "--cases", "1000",
                     "--out-dir", str(tmp)], check=True, capture_output=True)
     traces, ds = tmp / "traces.jsonl", tmp / "dataset.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ)
     floor = subprocess.run([sys.executable, "-c", FLOOR_SNIPPET, str(traces)], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     floor_rate = int(floor[0]) / float(floor[1])
@@ -86,7 +86,7 @@ def bench_concurrency(tmp: Path) -> bool:
     ds.write_text(json.dumps([dict(c, id=f"{c['id']}_{i}") for i in range(2) for c in cases]))
     scripts16 = {f"{k}_{i}": v for k, v in scripts.items() for i in range(2)}
     times = {}
-    env = dict(os.environ, ANTHROPIC_API_KEY="bench-key-000000", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, ANTHROPIC_API_KEY="bench-key-000000")
     with FaultServer(scripts16, delay_s=0.5) as server:
         for conc in (1, 8):
             out = tmp / f"run{conc}"
@@ -111,7 +111,7 @@ def main() -> None:
     for other in sorted(Path(__file__).parent.glob("bench_*.py")):
         print(f"--- {other.name}")
         subprocess.run([sys.executable, str(other)], cwd=ROOT,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                       env=dict(os.environ))
     if not ok:
         sys.exit("bench: a target was missed (see above)")
 

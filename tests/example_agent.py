@@ -1,5 +1,5 @@
 """A user agent addressed as ``example_agent:run`` (the README's protocol), for tests."""
-from recorder.loop import AgentSpec, run_tool_loop
+from evaltape.recorder.loop import AgentSpec, run_tool_loop
 
 TOOLS = [{"name": "lookup_order", "description": "Find an order by id.",
           "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}},

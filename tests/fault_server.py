@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Mapping, Sequence
 
-from recorder.script_server import (CASE_HEADER, ScriptServer, encode_sse, scripted_message,
+from evaltape.recorder.script_server import (CASE_HEADER, ScriptServer, encode_sse, scripted_message,
                                     sse_events)
 
 

@@ -8,17 +8,17 @@ import itertools
 
 import pytest
 
-from grader.match import (ExpectedCall, args_mismatch, coerce_arguments, compare_values,
+from evaltape.grader.matching.calls import (ExpectedCall, args_mismatch, coerce_arguments, compare_values,
                           expected_calls, match_calls, max_matching, parse_expected_call,
                           schema_errors)
-from grader.metrics.efficiency import Efficiency
-from grader.metrics.irrelevance import Irrelevance
-from grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent,
+from evaltape.grader.metrics.efficiency import Efficiency
+from evaltape.grader.metrics.irrelevance import Irrelevance
+from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent,
                                           ForbiddenContentAbsent, NoExtraToolCalls,
                                           ResponseMinLength, ResponseNotEmpty)
-from grader.metrics.tool_call_f1 import ToolCallF1
-from grader.metrics.trajectory_match import TrajectoryMatch
-from grader.model import Case, EpisodeContext, Trace, ToolCall
+from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
+from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
+from evaltape.grader.model import Case, EpisodeContext, Trace, ToolCall
 
 
 def call(name, **args):

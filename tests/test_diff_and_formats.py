@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import ROOT, run_cli
-from grader.diff import compare_reports, level, mcnemar_exact
+from evaltape.grader.report.diff import compare_reports, level, mcnemar_exact
 
 RUN = ROOT / "cassettes" / "scripted-seed002"
 DATASET = ROOT / "datasets" / "scripted_eval.json"
@@ -121,7 +121,7 @@ def test_diff_command(two_runs):
 def test_lower_is_better_metric_direction_from_the_report():
     """grounding is a rate of unsupported claims: 0.029 → 0.5 is a critical regression,
     0.5 → 0.029 an improvement (regression test for a reversed sign in diff)."""
-    from grader.diff import compare_reports
+    from evaltape.grader.report.diff import compare_reports
 
     def rep(g):
         return {"grader": {"lower_is_better": ["grounding"]}, "episodes": [],
@@ -137,7 +137,7 @@ def test_lower_is_better_metric_direction_from_the_report():
 def test_reports_over_different_episodes_compare_shared_means():
     """Regression: a 3-trial baseline against a 1-trial run compared whole-run means
     (24 vs 8 episodes) and cried "critical" with no episode changed."""
-    from grader.diff import compare_reports
+    from evaltape.grader.report.diff import compare_reports
 
     def ep(trial, g):
         return {"case_id": "a", "trial": trial, "passed": True, "failure": None,
@@ -156,7 +156,7 @@ def test_reports_over_different_episodes_compare_shared_means():
 def test_junit_stays_well_formed_with_control_characters_in_ids():
     """Regression: a case id with \\x07 made junit.xml unparsable."""
     import xml.etree.ElementTree as ET
-    from grader.report.junit import render_junit
+    from evaltape.grader.report.junit import render_junit
     report = {"run": {"name": "r"}, "summary": {"trials": 1, "pass_rate": 0.0,
                                                 "tool_accuracy": 0.0, "avg_steps": 1,
                                                 "metrics": {}},

@@ -22,7 +22,8 @@ try:
     main()
 except SystemExit as e:
     code = e.code or 0
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED | {"recorder"})
+    loaded = sorted(m for m in sys.modules
+                    if m.split(".")[0] in BLOCKED or m.startswith("evaltape.recorder"))
     print("LOADED", loaded)
     raise SystemExit(code)
 """
@@ -32,7 +33,7 @@ def test_grade_runs_with_model_and_http_libraries_blocked(tmp_path):
     p = subprocess.run([sys.executable, "-c", BLOCKER,
                         str(ROOT / "cassettes" / "helpdesk-scripted-standin"),
                         str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                       env={"PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stderr
     assert "LOADED []" in p.stdout
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -41,7 +42,7 @@ def test_grade_runs_with_model_and_http_libraries_blocked(tmp_path):
 
 def test_grader_sources_do_not_import_forbidden_modules():
     import re
-    bad = re.compile(r"^\s*(import|from)\s+(anthropic|vcr|httpx|httpx2|requests|recorder)\b", re.M)
+    bad = re.compile(r"^\s*(import|from)\s+(anthropic|vcr|httpx|httpx2|requests|evaltape\.recorder|recorder)\b", re.M)
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "grader").rglob("*.py")
                  if bad.search(p.read_text())]
     assert offenders == []

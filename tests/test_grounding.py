@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from grader.claims import extract_claims
-from grader.metrics.grounding import Grounding
-from grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.matching.claims import extract_claims
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 SERVER_A = json.dumps({"success": True, "server": "prod-api-01", "status": "healthy",
                        "uptime": "45 days", "cpu_usage": "23%"})

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from evaltape.cli import cli
-from grader.agreement import AgreementAccumulator, cohen_kappa
-from grader.metrics.expected_actions import ExpectedActionsCalled
-from grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.stats.agreement import AgreementAccumulator, cohen_kappa
+from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 
 def _lines(path: Path) -> list[dict]:
@@ -145,13 +145,13 @@ def test_kappa_by_hand():
 
 
 def test_bad_label_is_bad_input():
-    from grader.errors import BadInputError
+    from evaltape.grader.errors import BadInputError
     with pytest.raises(BadInputError, match="reference_label"):
         AgreementAccumulator("t.jsonl").add(_trace([], "yes"), Case(id="c", input="i"), True)
 
 
 def test_importers_do_not_import_yaml_or_http_eagerly():
-    code = ("import sys, grader.importers, evaltape.commands.importer; "
+    code = ("import sys, evaltape.grader.importers, evaltape.commands.importer; "
             "bad = {'yaml', 'anthropic', 'vcr', 'httpx'} & set(sys.modules); "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

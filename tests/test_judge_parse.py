@@ -6,13 +6,13 @@ import json
 import orjson
 import pytest
 
-from grader.judge import (NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
+from evaltape.grader.judge import (NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
                           first_json_object, parse_json_verdict, parse_pass_fail, request_key)
-from grader.metrics.explanation_judge import ExplanationJudge
-from grader.metrics.hallucination import Hallucination, hallucination_request
-from grader.metrics.factual_claims import FactualClaims
-from grader.metrics.rubric_judge import RubricJudge, validate
-from grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.metrics.explanation_judge import ExplanationJudge
+from evaltape.grader.metrics.hallucination import Hallucination, hallucination_request
+from evaltape.grader.metrics.factual_claims import FactualClaims
+from evaltape.grader.metrics.rubric_judge import RubricJudge, validate
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 
 def msg(text: str, stop: str = "end_turn") -> dict:

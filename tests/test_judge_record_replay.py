@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from evaltape.cli import cli
-from grader.metrics import hallucination as hallucination_module
-from recorder.script_server import ScriptServer
+from evaltape.grader.metrics import hallucination as hallucination_module
+from evaltape.recorder.script_server import ScriptServer
 
 SERVER_A = json.dumps({"success": True, "server": "prod-api-01", "status": "healthy",
                        "uptime": "45 days", "cpu_usage": "23%"})

@@ -1,4 +1,4 @@
-"""recorder.local_adapter against a fake llama-server on 127.0.0.1 (no model needed).
+"""evaltape.recorder.local_adapter against a fake llama-server on 127.0.0.1 (no model needed).
 
 Every expected value is written out by hand: the converted blocks, the remaining text, the
 stop reason, and the ids from the documented formula (sha256 of the canonical request;
@@ -16,8 +16,8 @@ import anthropic
 import pytest
 
 from conftest import ROOT, run_cli
-from recorder.local_adapter import LocalAdapter, extract_tool_calls, rewrite_message
-from recorder.loop import AgentSpec, run_tool_loop
+from evaltape.recorder.local_adapter import LocalAdapter, extract_tool_calls, rewrite_message
+from evaltape.recorder.loop import AgentSpec, run_tool_loop
 
 TOOLS = [{"name": "unlock_account", "description": "Unlock.",
           "input_schema": {"type": "object", "properties": {"username": {"type": "string"}}}},

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.metrics import ArgumentCorrectness, TaskCompletion, ToolSelectionAccuracy
-from grader.model import Case, EpisodeContext
-from grader.traces import parse_trace
+from evaltape.grader.metrics import ArgumentCorrectness, TaskCompletion, ToolSelectionAccuracy
+from evaltape.grader.model import Case, EpisodeContext
+from evaltape.grader.io.traces import parse_trace
 
 from conftest import make_trace
 

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import ROOT, make_trace
 from evaltape.pytest_plugin import Episode, load_episodes
-from grader.traces import parse_trace
+from evaltape.grader.io.traces import parse_trace
 
 RUN = ROOT / "cassettes" / "helpdesk-scripted-standin"
 DATASET = ROOT / "datasets" / "helpdesk_eval.json"

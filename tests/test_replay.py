@@ -18,8 +18,8 @@ def test_committed_runs_replay(run):
 
 
 def test_changed_tool_result_names_case_interaction_and_path(tmp_path, monkeypatch):
-    from recorder.agents import helpdesk
-    from recorder.replay import replay_run
+    from evaltape.recorder.agents import helpdesk
+    from evaltape.recorder.replay import replay_run
 
     run = tmp_path / "run"
     shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)

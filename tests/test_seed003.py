@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from grader.breakdown import breakdowns
-from grader.config import configure, load_config
-from grader.engine import config_sha256
-from grader.errors import UsageError
-from grader.metrics.composite import Composite
-from grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.stats.breakdown import breakdowns
+from evaltape.grader.io.config import configure, load_config
+from evaltape.grader.engine import config_sha256
+from evaltape.grader.errors import UsageError
+from evaltape.grader.metrics.composite import Composite
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 
 def ctx(difficulty, final="done ok", contains=None, excludes=None):
@@ -82,8 +82,8 @@ import pytest as _pytest
 ])
 def test_config_typos_are_bad_input(tmp_path, text, field):
     """Regression: a mistyped key used to mean "use the defaults" silently."""
-    from grader.config import load_config
-    from grader.errors import BadInputError
+    from evaltape.grader.io.config import load_config
+    from evaltape.grader.errors import BadInputError
     p = tmp_path / "evaltape.toml"
     p.write_text(text)
     with _pytest.raises(BadInputError) as e:
@@ -97,9 +97,9 @@ def test_config_typos_are_bad_input(tmp_path, text, field):
 ])
 def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, message):
     """Regression: such values used to turn every composite score into an error null."""
-    from grader.config import configure, load_config
-    from grader.errors import UsageError
-    from grader.metrics import resolve
+    from evaltape.grader.io.config import configure, load_config
+    from evaltape.grader.errors import UsageError
+    from evaltape.grader.metrics import resolve
     p = tmp_path / "evaltape.toml"
     p.write_text(text)
     with _pytest.raises(UsageError, match=message):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.trials import bootstrap_ci, case_counts, k_curves, pass_at_k, pass_hat_k, \
+from evaltape.grader.stats.trials import bootstrap_ci, case_counts, k_curves, pass_at_k, pass_hat_k, \
     trial_summary
 
 

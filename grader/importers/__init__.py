@@ -16,12 +16,12 @@ from typing import Callable, Sequence
 
 import orjson
 
-from .. import __version__
-from ..datasets import inputs_sha256, parse_case
-from ..errors import BadInputError, UsageError
-from ..model import Case
-from . import cassette, messages_jsonl, taubench
-from .common import EpisodeError, EpisodeProblem, ImportResult, Skipped
+from evaltape.grader import __version__
+from evaltape.grader.io.datasets import inputs_sha256, parse_case
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.model import Case
+from evaltape.grader.importers import cassette, messages_jsonl, taubench
+from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
 
 __all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
            "expand_sources", "import_sources", "write_run"]

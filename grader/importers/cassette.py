@@ -28,10 +28,10 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..errors import UsageError
-from .common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
-from .common import unique_id
-from .sse import assemble
+from evaltape.grader.errors import UsageError
+from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
+from evaltape.grader.importers.common import unique_id
+from evaltape.grader.importers.sse import assemble
 
 FORMAT = "anthropic-cassette"
 

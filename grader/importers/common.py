@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..model import TRACE_SCHEMA
+from evaltape.grader.model import TRACE_SCHEMA
 
 #: Content block types the model emits that are tool calls. ``server_tool_use`` (web search,
 #: code execution) and ``mcp_tool_use`` run on Anthropic's side; their results come back

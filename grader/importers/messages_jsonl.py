@@ -7,11 +7,11 @@ Each non-blank line is one episode, either a bare JSON array of messages or an o
      "model"?: str, "metadata"?: {...}}
 
 ``openai-messages`` lines hold OpenAI chat messages (converted by
-:func:`grader.importers.openai_chat.openai_to_anthropic`); ``anthropic-messages`` lines hold
+:func:`evaltape.grader.importers.openai_chat.openai_to_anthropic`); ``anthropic-messages`` lines hold
 Anthropic Messages API messages (a top-level ``system`` key is ignored; ``role: "system"``
 messages are dropped). The case id is ``id``, else ``<file stem>:<line>``; the input is the
 first user message's text. Final answer: the last assistant text (dialogue rule of
-:func:`grader.importers.common.trace_from_messages`). A bad line is one error naming
+:func:`evaltape.grader.importers.common.trace_from_messages`). A bad line is one error naming
 file and line; the other lines still import.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from .common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages, unique_id
-from .openai_chat import openai_to_anthropic
+from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages, unique_id
+from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 CASE_KEYS = ("expected_actions", "expected_tools", "expected_outputs", "metadata")
 

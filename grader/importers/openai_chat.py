@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .common import EpisodeProblem
+from evaltape.grader.importers.common import EpisodeProblem
 
 
 def _parts(content: Any) -> Any:

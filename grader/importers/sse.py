@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from .common import EpisodeProblem
+from evaltape.grader.importers.common import EpisodeProblem
 
 
 def iter_events(text: str) -> Iterator[tuple[str | None, Any]]:

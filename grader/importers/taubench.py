@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from .common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages
-from .openai_chat import openai_to_anthropic
+from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages
+from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 FORMAT = "taubench"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..model import EpisodeContext, Score
+from evaltape.grader.model import EpisodeContext, Score
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ..model import EpisodeContext, Score
+from evaltape.grader.model import EpisodeContext, Score
 
 #: Per-metric PASS threshold, as seed 000's ``print_report`` prints it (score >= 0.8).
 PASS_THRESHOLD = 0.8

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..model import EpisodeContext, Score
+from evaltape.grader.model import EpisodeContext, Score
 
 #: Seed 003 ``GradingEngine.grade`` weights.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
@@ -20,7 +20,7 @@ def response_content(ctx: EpisodeContext) -> Score:
     ``final_response_contains`` it falls back to seed 000's ``task_completion``."""
     contains = ctx.case.extra.get("final_response_contains")
     if not contains:
-        from .task_completion import TaskCompletion
+        from evaltape.grader.metrics.task_completion import TaskCompletion
         return TaskCompletion().score(ctx)
     lower = (ctx.trace.final_response or "").lower()
     hits = sum(1 for p in contains if p.lower() in lower)
@@ -55,9 +55,9 @@ class Composite:
         return float(self.thresholds.get(str(difficulty), self.thresholds.get("default", 0.7)))
 
     def score(self, ctx: EpisodeContext) -> Score:
-        from .argument_correctness import ArgumentCorrectness
-        from .hallucination import Hallucination
-        from .tool_selection import ToolSelectionAccuracy
+        from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+        from evaltape.grader.metrics.hallucination import Hallucination
+        from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
         parts = {"tools": ToolSelectionAccuracy().score(ctx),
                  "arguments": ArgumentCorrectness().score(ctx),
                  "response": response_content(ctx)}

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..match import expected_calls
-from ..model import EpisodeContext, Score, Trace
+from evaltape.grader.matching.calls import expected_calls
+from evaltape.grader.model import EpisodeContext, Score, Trace
 
 #: USD per million tokens (input, output), by model id prefix (Anthropic list prices).
 #: Configuration, not truth: pass ``prices=`` to override or extend.

@@ -4,15 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..actions import all_called, match_actions
-from ..model import EpisodeContext, Score
+from evaltape.grader.matching.actions import all_called, match_actions
+from evaltape.grader.model import EpisodeContext, Score
 
 
 @dataclass(frozen=True)
 class ExpectedActionsCalled:
     """1.0 when every action in the case's ``expected_actions`` was called, else 0.0.
 
-    Formula: :func:`grader.actions.match_actions` (same tool name, exactly equal JSON
+    Formula: :func:`evaltape.grader.matching.actions.match_actions` (same tool name, exactly equal JSON
     arguments, order-insensitive, each call used once, extra calls allowed). This is the
     tool-call outcome users of tau-bench-style benchmarks check ("all ground-truth actions
     were taken"); tau-bench's own reward compares database state instead (see

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..judge import build_request, judged_score, parse_pass_fail
-from ..model import EpisodeContext, Score
+from evaltape.grader.judge import build_request, judged_score, parse_pass_fail
+from evaltape.grader.model import EpisodeContext, Score
 
 #: Seed 001's judge prompt, kept word for word (the explanation is the final answer).
 TEMPLATE = ('Explanation: "{explanation}"\n'
@@ -34,7 +34,7 @@ class ExplanationJudge:
     passed (first ``classify_ticket`` category == ``expected_category``); otherwise the
     score is null with reason ``category_mismatch`` (the case fails on its category, and
     no judge verdict exists). No ``must_mention`` → null ``not_applicable``; no final
-    answer → null ``no_answer``. Parsing: :func:`grader.judge.parse_pass_fail`.
+    answer → null ``no_answer``. Parsing: :func:`evaltape.grader.judge.parse_pass_fail`.
     """
 
     name: ClassVar[str] = "explanation_judge"

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..judge import judged_score
-from ..model import EpisodeContext, Score
-from .hallucination import factual_claims, hallucination_request, parse
+from evaltape.grader.judge import judged_score
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.hallucination import factual_claims, hallucination_request, parse
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class FactualClaims:
     Uses the same judge request as ``hallucination`` (the statements are part of it), so
     one recorded answer serves both. A statement the judge did not rate counts as wrong.
     No ``factual_claims`` in the case → null ``not_applicable``; no final answer → null
-    ``no_answer``; judge nulls as in :mod:`grader.judge`.
+    ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`.
     """
 
     name: ClassVar[str] = "factual_claims"

@@ -5,8 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Mapping
 
-from ..claims import Claim, SourceFacts, extract_claims, normalise, source_text
-from ..model import EpisodeContext, Score, Trace
+from evaltape.grader.matching.claims import Claim, SourceFacts, extract_claims, normalise, source_text
+from evaltape.grader.model import EpisodeContext, Score, Trace
 
 IDENTIFIER_KINDS = ("identifier", "email")
 
@@ -43,7 +43,7 @@ def _mentions(text: str, key: str) -> bool:
 class Grounding:
     """Unsupported share of the final answer's checkable claims (lower is better).
 
-    Claims (see :mod:`grader.claims`) are numbers with units/scales, identifiers (e-mail,
+    Claims (see :mod:`evaltape.grader.matching.claims`) are numbers with units/scales, identifiers (e-mail,
     host, ticket and user names), dates, times and status words. A claim is *supported*
     when the user input or a tool result of the episode states it (after normalisation,
     on token boundaries). Scope: a number, date or status claim is checked against the

@@ -6,9 +6,9 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ..judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
-from ..model import EpisodeContext, Score
-from .grounding import results_by_id
+from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.grounding import results_by_id
 
 SYSTEM = ("You are a strict fact-checking judge for a tool-calling AI agent. You only "
           "answer with one JSON object.")

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..match import expected_calls
-from ..model import EpisodeContext, Score
+from evaltape.grader.matching.calls import expected_calls
+from evaltape.grader.model import EpisodeContext, Score
 
 
 @dataclass(frozen=True)

@@ -4,23 +4,23 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable
 
-from ..errors import UsageError
-from .argument_correctness import ArgumentCorrectness
-from .composite import Composite
-from .efficiency import Efficiency
-from .expected_actions import ExpectedActionsCalled
-from .explanation_judge import ExplanationJudge
-from .factual_claims import FactualClaims
-from .grounding import Grounding
-from .hallucination import Hallucination
-from .rubric_judge import RubricJudge
-from .irrelevance import Irrelevance
-from .seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
+from evaltape.grader.errors import UsageError
+from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+from evaltape.grader.metrics.composite import Composite
+from evaltape.grader.metrics.efficiency import Efficiency
+from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
+from evaltape.grader.metrics.explanation_judge import ExplanationJudge
+from evaltape.grader.metrics.factual_claims import FactualClaims
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.metrics.hallucination import Hallucination
+from evaltape.grader.metrics.rubric_judge import RubricJudge
+from evaltape.grader.metrics.irrelevance import Irrelevance
+from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
-from .task_completion import TaskCompletion
-from .tool_call_f1 import ToolCallF1
-from .tool_selection import ToolSelectionAccuracy
-from .trajectory_match import TrajectoryMatch
+from evaltape.grader.metrics.task_completion import TaskCompletion
+from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
+from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
+from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
 
 #: Built-in metric classes by name. The engine knows no metric by name; only this does.
 BUILTIN: dict[str, type] = {m.name: m for m in (

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..judge import build_request, judged_score, parse_json_verdict, unit_float
-from ..model import EpisodeContext, Score
-from .hallucination import render_tool_calls
+from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, unit_float
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.hallucination import render_tool_calls
 
 #: Seed 004's criteria and weights (``WEIGHTED_METRICS``), in order.
 CRITERIA = (("task_action_accuracy", 0.5), ("completeness", 0.3), ("conciseness", 0.2))
@@ -63,7 +63,7 @@ class RubricJudge:
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
     ``details`` shows each criterion and PASS/FAIL at :data:`PASS_AT` (0.7, seed 004).
-    No final answer → null ``no_answer``; judge nulls as in :mod:`grader.judge`. Several
+    No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
     samples: the mean; stability label per sample: pass/fail at 0.7.
     """
 

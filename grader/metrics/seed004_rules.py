@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..match import expected_calls
-from ..model import EpisodeContext, Score
+from evaltape.grader.matching.calls import expected_calls
+from evaltape.grader.model import EpisodeContext, Score
 
 
 def _expected_names(ctx: EpisodeContext) -> list[str] | None:

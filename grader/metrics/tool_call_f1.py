@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..match import ArgsMode, check_mode, expected_calls, match_calls, trace_schemas
-from ..model import EpisodeContext, Score
+from evaltape.grader.matching.calls import ArgsMode, check_mode, expected_calls, match_calls, trace_schemas
+from evaltape.grader.model import EpisodeContext, Score
 
 
 def _ratio(num: int, den: int) -> str:
@@ -17,7 +17,7 @@ class ToolCallF1:
     """F1 of calls matched one to one, arguments included; duplicates and misses count.
 
     With E expected calls, A actual calls and M the size of the optimal matching
-    (:func:`grader.match.match_calls`): precision = M/|A|, recall = M/|E|,
+    (:func:`evaltape.grader.matching.calls.match_calls`): precision = M/|A|, recall = M/|E|,
     F1 = 2M / (|E| + |A|) (the harmonic mean, written so it is defined whenever either
     list is non-empty). Hand examples: 2 expected, 2 identical actual → 1.0;
     2 expected, 1 actual → P = 1, R = 0.5, F1 = 2/3; 1 expected, 3 identical actual →

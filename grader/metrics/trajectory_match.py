@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ..match import (ArgsMode, OrderMode, check_mode, expected_calls, match_calls,
+from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, expected_calls, match_calls,
                      strict_match, trace_schemas)
-from ..model import EpisodeContext, Score
+from evaltape.grader.model import EpisodeContext, Score
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class TrajectoryMatch:
     """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes).
 
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
-    (:func:`grader.match.match_calls`; a pair matches by name and by ``args_mode``):
+    (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by ``args_mode``):
 
     * ``strict``: |A| = |E| and call i matches expected call i, for every i;
     * ``unordered``: M = |A| = |E| (same multiset of calls);

@@ -1,7 +1,7 @@
 """Small helpers shared by the report renderers."""
 from __future__ import annotations
 
-from ..metrics.base import PASS_THRESHOLD
+from evaltape.grader.metrics.base import PASS_THRESHOLD
 
 BAR_WIDTH = 30
 

@@ -9,7 +9,7 @@ import json
 from html import escape
 from typing import Any, Mapping
 
-from .common import episode_label, fmt, is_failing, lower_set
+from evaltape.grader.report.common import episode_label, fmt, is_failing, lower_set
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 #: Characters XML 1.0 forbids even when escaped (C0 controls but tab/newline/CR, and more).
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
-from .common import episode_label
+from evaltape.grader.report.common import episode_label
 
 
 def render_junit(report: dict) -> str:

@@ -1,7 +1,7 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
-from .common import episode_label, fmt, is_failing, lower_set, status, trial_lines
+from evaltape.grader.report.common import episode_label, fmt, is_failing, lower_set, status, trial_lines
 
 
 def _cell(text: str) -> str:
@@ -34,7 +34,7 @@ def render_markdown(report: dict) -> str:
         out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in s["failures"].items()]
         out.append("")
     if report.get("baseline_comparison"):
-        from ..diff import render_diff
+        from evaltape.grader.report.diff import render_diff
         out.append(render_diff(report["baseline_comparison"]))
     names = report["grader"]["metrics"]
     out += ["## Episodes", "", "| episode | outcome | " + " | ".join(names) + " |",

@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .common import bar, episode_label, fmt, is_failing, lower_set, status, trial_lines
+from evaltape.grader.report.common import bar, episode_label, fmt, is_failing, lower_set, status, trial_lines
 
 
 def print_report(report: dict, console: Console | None = None) -> None:

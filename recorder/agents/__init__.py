@@ -7,13 +7,13 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from grader.errors import UsageError
+from evaltape.grader.errors import UsageError
 
 BUILTIN = {
-    "helpdesk": "recorder.agents.helpdesk:run",
-    "scripted": "recorder.agents.scripted:run",
-    "triage": "recorder.agents.triage:run",
-    "taskmanager": "recorder.agents.taskmanager:run",
+    "helpdesk": "evaltape.recorder.agents.helpdesk:run",
+    "scripted": "evaltape.recorder.agents.scripted:run",
+    "triage": "evaltape.recorder.agents.triage:run",
+    "taskmanager": "evaltape.recorder.agents.taskmanager:run",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grader.model import Case
+from evaltape.grader.model import Case
 
 from ..loop import DEFAULT_MAX_STEPS, AgentSpec, run_tool_loop
 

@@ -1,13 +1,13 @@
 """The scripted agent of seed 002: four deterministic tools; the case's script is the model.
 
 The recorder serves each case's ``script`` from a local Messages-API server
-(:mod:`recorder.script_server`), so this agent runs the very same loop as the others.
+(:mod:`evaltape.recorder.script_server`), so this agent runs the very same loop as the others.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from grader.model import Case
+from evaltape.grader.model import Case
 
 from ..loop import DEFAULT_MAX_STEPS, AgentSpec, run_tool_loop
 

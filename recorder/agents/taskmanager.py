@@ -9,7 +9,7 @@ import copy
 import json
 from typing import Any
 
-from grader.model import Case
+from evaltape.grader.model import Case
 
 from ..loop import DEFAULT_MAX_STEPS, AgentSpec, run_tool_loop
 

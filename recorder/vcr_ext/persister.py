@@ -7,7 +7,7 @@ from pathlib import Path
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize, serialize
 
-from grader.errors import BadInputError
+from evaltape.grader.errors import BadInputError
 
 from .scrub import find_secret
 

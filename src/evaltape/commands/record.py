@@ -36,7 +36,7 @@ def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
     """Run AGENT over DATASET once and store traces and HTTP cassettes (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from recorder.record import RecordOptions, record as do_record
+    from evaltape.recorder.record import RecordOptions, record as do_record
 
     pairs = [e.partition("=") for e in extra]
     bad = [e for e, (k, sep, _v) in zip(extra, pairs) if not sep or not k.strip()]

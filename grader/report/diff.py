@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from .errors import BadInputError
-from .jsonio import read_json
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import read_json
 
 WARNING = 0.05
 CRITICAL = 0.10
 #: Summary numbers compared besides the per-metric means (all "higher is better").
 SUMMARY_KEYS = ("pass_rate", "tool_accuracy")
 #: Metrics whose mean is better when lower (a rising hallucination rate is a regression),
-#: besides those either report lists under ``grader.lower_is_better``.
+#: besides those either report lists under ``evaltape.grader.lower_is_better``.
 LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate", "grounding"})
 
 

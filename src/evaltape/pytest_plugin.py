@@ -39,8 +39,8 @@ class Episode:
     """One recorded episode as a test sees it: the trace, its case and small helpers.
 
     Attributes:
-        trace: the recorded episode (:class:`grader.model.Trace`).
-        case: its dataset case (:class:`grader.model.Case`).
+        trace: the recorded episode (:class:`evaltape.grader.model.Trace`).
+        case: its dataset case (:class:`evaltape.grader.model.Case`).
         judge: the run's recorded judge answers (used by judged metrics), or ``None``.
     """
 
@@ -71,7 +71,7 @@ class Episode:
 
     @property
     def tool_calls(self) -> tuple[Any, ...]:
-        """The calls themselves (:class:`grader.model.ToolCall`: name, arguments, result)."""
+        """The calls themselves (:class:`evaltape.grader.model.ToolCall`: name, arguments, result)."""
         return self.trace.tool_calls
 
     @property
@@ -91,7 +91,7 @@ class Episode:
         ``None`` when the case states no tool expectation (not the same as ``[]``: "call
         no tool").
         """
-        from grader.match import expected_calls
+        from evaltape.grader.matching.calls import expected_calls
         calls = expected_calls(self.case)
         return None if calls is None else [c.name for c in calls]
 
@@ -103,11 +103,11 @@ class Episode:
         makes the test error (unlike ``evaltape grade``, which records a null score).
 
         Returns:
-            a :class:`grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
+            a :class:`evaltape.grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
             ``.reason``, and ``.details``.
         """
-        from grader.metrics import resolve
-        from grader.model import EpisodeContext
+        from evaltape.grader.metrics import resolve
+        from evaltape.grader.model import EpisodeContext
         metric = resolve([metric_name])[0]
         if params:
             metric = dataclasses.replace(metric, **params)
@@ -150,11 +150,11 @@ def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
         grader.errors.EvaltapeError: the run or dataset cannot be read, a trace names a
             case the dataset lacks, or the run has no episode.
     """
-    from grader.datasets import load_dataset
-    from grader.errors import BadInputError, UsageError
-    from grader.judge import JudgeStore
-    from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
-    from grader.traces import iter_traces
+    from evaltape.grader.io.datasets import load_dataset
+    from evaltape.grader.errors import BadInputError, UsageError
+    from evaltape.grader.judge import JudgeStore
+    from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
+    from evaltape.grader.io.traces import iter_traces
 
     paths = locate_run(run)
     ds_path = dataset_path_for(paths, dataset)
@@ -191,7 +191,7 @@ def _episodes(config: pytest.Config) -> list[Episode] | None:
     run = _setting(config, "evaltape_run")
     if run is None:
         return None
-    from grader.errors import EvaltapeError
+    from evaltape.grader.errors import EvaltapeError
     try:
         episodes = load_episodes(run, _setting(config, "evaltape_dataset"))
     except EvaltapeError as e:

@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
-from .errors import BadInputError
-from .model import EpisodeContext, Score
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.model import EpisodeContext, Score
 
 JUDGE_DIR = "judge"
 NOT_RECORDED = "judge_not_recorded"

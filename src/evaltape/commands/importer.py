@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from grader.importers import FORMATS, import_sources, write_run
+from evaltape.grader.importers import FORMATS, import_sources, write_run
 
 
 @click.command("import")

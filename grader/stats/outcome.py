@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .actions import all_called, match_actions
-from .model import Case, Trace
+from evaltape.grader.matching.actions import all_called, match_actions
+from evaltape.grader.model import Case, Trace
 
 NO_ANSWER = "no_answer:"
 WRONG_TOOLS = "wrong_tools"
@@ -17,7 +17,7 @@ def tools_match(trace: Trace, case: Case) -> bool:
     A case without ``expected_tools`` expects no call (as seed 000 reads a missing key).
     A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
     every expected action called with equal arguments, order-insensitive, each call used
-    once (:func:`grader.actions.match_actions`); its ``expected_tools`` then only feed
+    once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only feed
     the tool-selection metric.
     """
     if case.extra.get("expected_actions") is not None:

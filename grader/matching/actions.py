@@ -5,14 +5,14 @@ shape; ``"arguments"`` is accepted as a synonym of ``"kwargs"``). The check is
 order-insensitive, uses each call at most once (two expected ``cancel_reservation`` actions
 need two calls), allows extra calls, and compares arguments exactly (same keys, equal JSON
 values: ``250 == 250.0``, ``True != 1``, list order matters). The pairing itself is
-:func:`grader.match.match_calls` (optimal one-to-one matching) in ``exact`` argument mode.
+:func:`evaltape.grader.matching.calls.match_calls` (optimal one-to-one matching) in ``exact`` argument mode.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .match import CallMatch, ExpectedCall, match_calls, parse_expected_call
-from .model import ToolCall
+from evaltape.grader.matching.calls import CallMatch, ExpectedCall, match_calls, parse_expected_call
+from evaltape.grader.model import ToolCall
 
 
 def action_parts(action: Any, where: str = "expected_actions[0]") -> tuple[str, Mapping]:
@@ -34,7 +34,7 @@ def action_parts(action: Any, where: str = "expected_actions[0]") -> tuple[str, 
 
 
 def expected_action_calls(actions: Sequence[Any]) -> tuple[ExpectedCall, ...]:
-    """Expected actions as :class:`grader.match.ExpectedCall` items with literal arguments.
+    """Expected actions as :class:`evaltape.grader.matching.calls.ExpectedCall` items with literal arguments.
 
     Raises:
         ValueError: an action of the wrong shape (see :func:`action_parts`).
@@ -51,7 +51,7 @@ def match_actions(calls: Sequence[ToolCall], actions: Sequence[Any]) -> CallMatc
     """Pair expected actions with tool calls one to one (exact arguments, any order).
 
     Returns:
-        The :class:`grader.match.CallMatch`; every action was called iff
+        The :class:`evaltape.grader.matching.calls.CallMatch`; every action was called iff
         :func:`all_called` is true.
 
     Raises:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BadInputError
-from .model import Case, Trace
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.model import Case, Trace
 
 DIGITS = 4
 LABEL_KEY = "reference_label"

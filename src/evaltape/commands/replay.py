@@ -9,7 +9,7 @@ import click
 @click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
 def replay(run: str, dataset: str | None) -> None:
     """Check that RUN_DIR's agent reproduces its stored traces with no network."""
-    from recorder.replay import replay_run
+    from evaltape.recorder.replay import replay_run
 
     checked, divergences = replay_run(run, dataset)
     if divergences:

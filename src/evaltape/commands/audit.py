@@ -10,7 +10,7 @@ import click
 @click.argument("paths", nargs=-1, required=True)
 def audit(paths: tuple[str, ...]) -> None:
     """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit."""
-    from recorder.vcr_ext.scrub import find_secret
+    from evaltape.recorder.vcr_ext.scrub import find_secret
 
     hits, scanned = [], 0
     for root in paths:

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 
-from .errors import BadInputError, UsageError
-from .jsonio import read_json
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.jsonfiles import read_json
 
 MANIFEST_SCHEMA = "evaltape.manifest/1"
 
@@ -95,13 +95,13 @@ def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> 
     """Refuse a run whose recorded case inputs differ from the dataset's, naming the case.
 
     Compares the manifest's per-case input hashes (``dataset.cases``; see
-    :func:`grader.datasets.case_input_sha256`: id, input, script, max_steps) with the
+    :func:`evaltape.grader.io.datasets.case_input_sha256`: id, input, script, max_steps) with the
     dataset's. Expectations are not hashed: they may change after recording.
 
     Raises:
         BadInputError: a recorded case's input hash differs.
     """
-    from .datasets import case_input_sha256
+    from evaltape.grader.io.datasets import case_input_sha256
     recorded = (manifest.get("dataset") or {}).get("cases") or {}
     for c in cases:
         if c.id in recorded and recorded[c.id] != case_input_sha256(c):

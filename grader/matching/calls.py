@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
 
-from .model import Case, ToolCall
+from evaltape.grader.model import Case, ToolCall
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 OrderMode = Literal["strict", "unordered", "subset", "superset"]
@@ -222,7 +222,7 @@ def coerce_arguments(args: Mapping[str, Any],
 
 def schema_errors(args: Mapping[str, Any], input_schema: Mapping[str, Any]) -> list[str]:
     """Messages of every jsonschema violation of ``args`` against ``input_schema`` (sorted)."""
-    import jsonschema  # base dependency; imported lazily to keep ``import grader`` light
+    import jsonschema  # base dependency; imported lazily to keep ``import evaltape.grader`` light
 
     validator = jsonschema.Draft202012Validator(input_schema)
     return sorted(f"{'/'.join(map(str, e.path)) or '$'}: {e.message}"

@@ -17,7 +17,7 @@ import click
 def judge(run: str, model: str | None, base_url: str | None, samples: int,
           metric_names: str, dataset: str | None) -> None:
     """Send every judge request of RUN_DIR that has no recorded answer yet into RUN_DIR/judge/."""
-    from recorder.judge import judge_run
+    from evaltape.recorder.judge import judge_run
 
     names = [n.strip() for n in metric_names.split(",") if n.strip()]
     counts = judge_run(run, metric_names=names, model=model, base_url=base_url,

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from grader.errors import BadInputError, EvaltapeError, UsageError
+from evaltape.grader.errors import BadInputError, EvaltapeError, UsageError
 
 #: Subcommand name → "module:attribute". Add a line here to add a command.
 COMMANDS = {

@@ -6,8 +6,8 @@ from typing import Any, Iterator, Mapping
 
 import orjson
 
-from .errors import BadInputError
-from .model import TRACE_SCHEMA, ToolCall, Trace
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.model import TRACE_SCHEMA, ToolCall, Trace
 
 REQUIRED_KEYS = ("schema", "case_id", "trial", "input", "tool_calls", "final_response",
                  "stop_reason", "steps")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from grader.diff import compare_reports, load_report, render_diff
+from evaltape.grader.report.diff import compare_reports, load_report, render_diff
 
 
 @click.command()

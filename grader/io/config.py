@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import BadInputError, UsageError
+from evaltape.grader.errors import BadInputError, UsageError
 
 try:
     import tomllib
@@ -53,7 +53,7 @@ def _check(table: dict[str, Any], path: str) -> None:
     """Refuse unknown keys and wrong shapes, so a typo never silently means "defaults"."""
     import difflib
 
-    from .metrics.registry import BUILTIN
+    from evaltape.grader.metrics.registry import BUILTIN
     for key in table:
         if key not in KNOWN_KEYS:
             near = difflib.get_close_matches(key, KNOWN_KEYS, n=1)

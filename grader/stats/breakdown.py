@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .model import Case
+from evaltape.grader.model import Case
 
 WORST_N = 20
 DIGITS = 4

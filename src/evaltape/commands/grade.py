@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from grader.datasets import inputs_sha256, load_dataset
-from grader.engine import grade as grade_run
-from grader.engine import report_bytes
-from grader.metrics import DEFAULT_METRICS, resolve
-from grader.report.markdown import render_markdown
-from grader.run import check_inputs_unchanged, dataset_path_for, locate_run
-from grader.traces import iter_traces
+from evaltape.grader.io.datasets import inputs_sha256, load_dataset
+from evaltape.grader.engine import grade as grade_run
+from evaltape.grader.engine import report_bytes
+from evaltape.grader.metrics import DEFAULT_METRICS, resolve
+from evaltape.grader.report.markdown import render_markdown
+from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
+from evaltape.grader.io.traces import iter_traces
 
 FORMATS = ("json", "md", "junit", "html")
 
@@ -73,7 +73,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
     base = None
     if baseline:
-        from grader.diff import load_report
+        from evaltape.grader.report.diff import load_report
         base = load_report(baseline)
     paths = locate_run(run)
     ds_path = dataset_path_for(paths, dataset)
@@ -86,18 +86,18 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if twice:
         raise click.UsageError(f"--metrics names {', '.join(twice)} more than once")
     if metric_names == ",".join(DEFAULT_METRICS):  # imported benchmarks: add their outcome
-        from grader.metrics.expected_actions import actions_metric_for
+        from evaltape.grader.metrics.expected_actions import actions_metric_for
         names += actions_metric_for(cases)
     metrics = resolve(names)
     if config_path:
-        from grader.config import configure, load_config
+        from evaltape.grader.io.config import configure, load_config
         metrics = configure(metrics, load_config(config_path))
     man = paths.manifest
     run_info = {"path": paths.root.as_posix(), "name": paths.root.name,
                 "agent": man.get("agent"), "model": man.get("model"),
                 "model_note": man.get("model_note"),
                 "dataset_sha256": inputs_sha256(cases)}
-    from grader.judge import JudgeStore, judge_summary
+    from evaltape.grader.judge import JudgeStore, judge_summary
     # judge/ is read only when a judged metric is selected
     judge = (JudgeStore.load(paths.root) if any(getattr(m, "judged", False) for m in metrics)
              else None)
@@ -107,7 +107,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if judge_info is not None:
         report["summary"]["judge"] = judge_info
     if base is not None:
-        from grader.diff import compare_reports
+        from evaltape.grader.report.diff import compare_reports
         report["baseline_comparison"] = compare_reports(base, report)
         report["baseline_comparison"]["baseline"] = baseline
     out_dir = Path(out) if out else Path("reports") / paths.root.name
@@ -121,14 +121,14 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if "md" in fmts:
         _atomic_write(out_dir / "report.md", render_markdown(report).encode())
     if "junit" in fmts:
-        from grader.report.junit import render_junit
+        from evaltape.grader.report.junit import render_junit
         _atomic_write(out_dir / "junit.xml", render_junit(report).encode())
     if "html" in fmts:
-        from grader.report.html import render_html
+        from evaltape.grader.report.html import render_html
         traces = {(t.case_id, t.trial): t for t in iter_traces(paths.traces)}
         _atomic_write(out_dir / "report.html", render_html(report, traces).encode())
     if not quiet:
-        from grader.report.terminal import print_report
+        from evaltape.grader.report.terminal import print_report
         print_report(report)
     s = report["summary"]
     if s["unrecorded_cases"]:
@@ -139,7 +139,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         raise GateFailed(f"--require-complete: {len(s['unrecorded_cases'])} dataset case(s) "
                          "have no recorded episode")
     if "reference_agreement" in report["summary"]:
-        from grader.agreement import format_agreement
+        from evaltape.grader.stats.agreement import format_agreement
         click.echo(format_agreement(report["summary"]["reference_agreement"]), err=True)
     click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
     if judge_info is not None and judge_info["not_recorded"]:
@@ -151,7 +151,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
                              "have no recorded judge answer")
     cmp = report.get("baseline_comparison")
     if cmp is not None:
-        from grader.diff import render_diff
+        from evaltape.grader.report.diff import render_diff
         click.echo(render_diff(cmp), err=True, nl=False)
         if cmp["level"] == "critical":
             from evaltape.cli import GateFailed

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from .errors import BadInputError
+from evaltape.grader.errors import BadInputError
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -14,8 +14,8 @@ from typing import Any, Iterable
 
 import orjson
 
-from .errors import BadInputError
-from .model import Case
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.model import Case
 
 ID_KEYS = ("id", "name")
 INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
@@ -48,7 +48,7 @@ def _str_list(value: Any, path: str, line: int, key: str) -> tuple[str, ...]:
 
 def _check_actions(value: Any, path: str, line: int) -> None:
     """Validate ``expected_actions``: a list of ``{name, kwargs}`` (grader/actions.py)."""
-    from .actions import action_parts
+    from evaltape.grader.matching.actions import action_parts
     if not isinstance(value, list):
         raise BadInputError("expected a list of {name, kwargs}", path=path, line=line,
                             field="expected_actions")

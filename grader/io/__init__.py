@@ -1,0 +1,1 @@
+"""Reading the grader's inputs: JSON files, traces, datasets, runs and configuration."""

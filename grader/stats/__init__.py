@@ -1,0 +1,1 @@
+"""Aggregation: seed 002 outcomes, trials (pass@k, pass^k, intervals), breakdowns, agreement."""
