@@ -1,6 +1,9 @@
-"""The grading engine: stream traces, pair each with its case, score, fold into a report.
+"""The grading engine: score checked episodes and fold them into one typed :class:`Report`.
 
-The engine knows no metric by name; it runs whatever metric objects it is given.
+The engine knows no metric by name; it runs whatever metric objects it is given. Episodes
+come checked from :meth:`evaltape.grader.io.run.Run.episodes` (or any iterable of
+``(trace, case)`` pairs); the report is sorted by dataset order, then trial, so its bytes do
+not depend on the order episodes finished recording.
 """
 from __future__ import annotations
 
@@ -10,22 +13,24 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from evaltape.grader import __version__
+from evaltape.grader.errors import UsageError
+from evaltape.grader.metrics.base import metric_spec
+from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
+from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
+                                          RunInfo, Summary)
 from evaltape.grader.stats.agreement import AgreementAccumulator
 from evaltape.grader.stats.breakdown import breakdowns
-from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.metrics.base import metric_spec
-from evaltape.grader.model import Case, EpisodeContext, Score, Trace
 from evaltape.grader.stats.outcome import SummaryAccumulator, classify
 from evaltape.grader.stats.trials import trial_summary
 
-REPORT_SCHEMA = "evaltape.report/1"
 MEAN_DIGITS = 4
 
 
 def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
-    """Run one metric; an exception becomes a null score with reason ``error: Type: msg``.
+    """Run one metric; an exception becomes a null score with code ``error``.
 
-    The run goes on (STYLE.md §7): a buggy metric must not abort a grading run.
+    ``details`` then holds ``Type: message``. The run goes on (STYLE.md §7): a buggy metric
+    must not abort a grading run; the report counts these apart from not-applicable nulls.
     """
     try:
         score = metric.score(ctx)
@@ -33,7 +38,7 @@ def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
             raise TypeError(f"metric returned {type(score).__name__}, not Score")
         return score
     except Exception as e:  # noqa: BLE001 - recorded as data, counted in the report
-        return Score(None, reason=f"error: {type(e).__name__}: {e}")
+        return Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
 
 
 def config_sha256(metrics: Sequence[Any], extra: dict | None = None) -> str:
@@ -43,108 +48,94 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def grade(traces: Iterable[Trace], cases: Sequence[Case], metrics: Sequence[Any], *,
-          run_info: dict[str, Any] | None = None, judge: Any = None,
-          on_episode: Callable[[dict], None] | None = None,
-          traces_path: str | None = None) -> dict[str, Any]:
-    """Grade a stream of traces against their cases and build the ``report.json`` object.
+def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case],
+                   metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
+                   run_label: str | None = None,
+                   on_episode: Callable[[EpisodeResult], None] | None = None,
+                   traces_path: str | None = None) -> Report:
+    """Grade checked ``(trace, case)`` pairs and build the report (DESIGN.md §7).
 
     Args:
-        traces: episodes, in any order (the report is sorted by dataset order, then trial,
-            so its bytes do not depend on the order episodes finished recording).
-        cases: the dataset.
-        metrics: metric objects (see :mod:`evaltape.grader.metrics.base`).
-        run_info: the report's ``run`` block (path, agent, model, dataset_sha256).
-        judge: optional judge-answer lookup passed to metrics in the context.
-        on_episode: called with each episode entry as it is graded (progress display).
-        traces_path: the traces file, named in error messages.
+        episodes: checked pairs (:meth:`Run.episodes`), in any order.
+        cases: the dataset (for order, unrecorded cases, breakdowns).
+        metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
+        run_info: the report's ``run`` block.
+        judge: the run's judge store, passed to metrics in the context (judged metrics).
+        run_label: the run as the user named it, for the judge block's record command.
+        on_episode: called with each episode result as it is graded (progress display).
+        traces_path: the traces file, named in reference-label errors.
 
     Returns:
-        The report object of DESIGN.md §7 (``schema`` ``evaltape.report/1``).
+        The typed :class:`Report`.
 
     Raises:
-        BadInputError: a trace names a case the dataset lacks, repeats a (case, trial), or
-            its recorded input differs from the dataset's (names the case and the line).
         UsageError: zero episodes (seed 002 raises ``ValueError`` for an empty suite).
+        BadInputError: a trace's reference label has the wrong type.
     """
-    by_id = {c.id: c for c in cases}
     position = {c.id: i for i, c in enumerate(cases)}
     names = [m.name for m in metrics]
-    sums = {n: 0.0 for n in names}
-    counts = {n: 0 for n in names}
-    skipped = {n: 0 for n in names}
+    sums = dict.fromkeys(names, 0.0)
+    counts = dict.fromkeys(names, 0)
+    skipped = dict.fromkeys(names, 0)
+    errors = dict.fromkeys(names, 0)
     acc = SummaryAccumulator()
     agreement = AgreementAccumulator(traces_path)
-    episodes: list[dict[str, Any]] = []
-    seen: set[tuple[str, int]] = set()
+    results: list[EpisodeResult] = []
     trials: set[int] = set()
-    for trace in traces:
-        where = traces_path
-        case = by_id.get(trace.case_id)
-        if case is None:
-            raise BadInputError(f"trace names case {trace.case_id!r}, which the dataset does "
-                                "not have", line=trace.source_line or None, field="case_id",
-                                path=where)
-        key = (trace.case_id, trace.trial)
-        if key in seen:
-            raise BadInputError(f"duplicate episode: case {trace.case_id!r} trial "
-                                f"{trace.trial}", line=trace.source_line or None, path=where)
-        seen.add(key)
-        if trace.input != case.input:
-            raise BadInputError(f"case {case.id!r}: the recorded input differs from the "
-                                "dataset's; inputs may not change after recording "
-                                "(re-record the case)", line=trace.source_line or None,
-                                field="input", path=where)
+    for trace, case in episodes:
         trials.add(trace.trial)
         ctx = EpisodeContext(trace=trace, case=case, judge=judge)
         failure = classify(trace, case)
         acc.add(trace, case, failure)
         agreement.add(trace, case, failure is None)
-        scores: dict[str, Any] = {}
+        scores: dict[str, MetricResult] = {}
         for m in metrics:
             s = score_episode(m, ctx)
-            scores[m.name] = {"score": s.value, "details": s.details, "reason": s.reason}
-            if s.value is None:
-                skipped[m.name] += 1
-            else:
+            scores[m.name] = MetricResult(s.value, s.details, s.code)
+            if s.value is not None:
                 sums[m.name] += s.value
                 counts[m.name] += 1
-        entry = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
-                 "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
-                 "metrics": scores}
-        episodes.append(entry)
+            elif s.code == ERROR_CODE:
+                errors[m.name] += 1
+            else:
+                skipped[m.name] += 1
+        result = EpisodeResult(trace.case_id, trace.trial, failure is None, failure,
+                               trace.steps, trace.stop_reason, scores)
+        results.append(result)
         if on_episode is not None:
-            on_episode(entry)
+            on_episode(result)
     if acc.n == 0:
         raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
-    episodes.sort(key=lambda e: (position[e["case_id"]], e["trial"]))
-    multi = len(trials) > 1
-    summary = {"cases": len({e["case_id"] for e in episodes}), "trials": len(trials),
-               "episodes": acc.n}
-    s = acc.summary(multi)
-    # failures follow episode order (orjson sorts keys on output anyway).
-    summary.update(s)
-    summary["metrics"] = {n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)
-                          for n in names}
-    summary["metrics_skipped"] = skipped
-    graded_ids = {k[0] for k in seen}
-    summary["unrecorded_cases"] = [c.id for c in cases if c.id not in graded_ids]
-    if agreement.n:  # only when some trace carries a reference label
-        summary["reference_agreement"] = agreement.summary()
-    summary.update(trial_summary(episodes))  # pass_rate_ci95; pass@k, pass^k with trials > 1
-    summary.update(breakdowns(episodes, cases, metrics))  # seed 003 by_difficulty/by_tag
-    return {
-        "schema": REPORT_SCHEMA,
-        "run": dict(run_info or {}),
-        "grader": {"version": __version__, "config_sha256": config_sha256(metrics),
-                   "metrics": names, "metric_specs": [metric_spec(m) for m in metrics],
-                   "lower_is_better": [m.name for m in metrics
-                                       if not getattr(m, "higher_is_better", True)]},
-        "summary": summary,
-        "episodes": episodes,
-    }
+    results.sort(key=lambda e: (position[e.case_id], e.trial))
+    seed002 = acc.summary(len(trials) > 1)
+    graded = {e.case_id for e in results}
+    extra = trial_summary((e.case_id, e.passed) for e in results)  # pass_rate_ci95; pass@k, pass^k with trials > 1
+    extra.update(breakdowns(results, cases, metrics))  # seed 003 by_difficulty/by_tag
+    worst = extra.pop("worst_episodes", None)
+    judged = [m for m in metrics if m.judged]
+    summary = Summary(
+        cases=len(graded), trials=len(trials), episodes=acc.n,
+        pass_rate=seed002["pass_rate"], tool_accuracy=seed002["tool_accuracy"],
+        avg_steps=seed002["avg_steps"], failures=seed002["failures"],
+        metrics={n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)
+                 for n in names},
+        metrics_skipped=skipped, metrics_errors=errors,
+        unrecorded_cases=tuple(c.id for c in cases if c.id not in graded),
+        worst_episodes=None if worst is None else tuple(worst),
+        reference_agreement=agreement.summary() if agreement.n else None,
+        judge=_judge_block(results, judged, judge, run_label or run_info.path),
+        **extra)
+    grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics),
+                        metrics=tuple(names),
+                        metric_specs=tuple(metric_spec(m) for m in metrics),
+                        lower_is_better=tuple(m.name for m in metrics
+                                              if not m.higher_is_better))
+    return Report(run=run_info, grader=grader, summary=summary, episodes=tuple(results))
 
 
-def report_bytes(report: dict[str, Any]) -> bytes:
-    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline."""
-    return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+def _judge_block(results: Sequence[EpisodeResult], judged: Sequence[Any], store: Any,
+                 run_label: str) -> Any:
+    from evaltape.grader.judge import judge_summary
+    if not judged:
+        return None
+    return judge_summary(results, store, judged, run_label)

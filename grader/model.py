@@ -92,30 +92,66 @@ class Case:
     line: int = 0
 
 
+#: Machine codes of null scores. ``error`` (the metric raised) is counted apart from the
+#: others, which mean "not applicable" or "could not be judged" (DESIGN.md §7).
+NULL_CODES = {
+    "not_applicable": "the case states no expectation this metric checks",
+    "undefined": "the formula is 0/0 on this episode (e.g. no call expected and none made)",
+    "no_answer": "the agent gave no final answer",
+    "no_claims": "the final answer makes no checkable claim",
+    "category_mismatch": "the explanation is only judged when the category is right",
+    "components_null": "every component of a composite score is null",
+    "judge_not_recorded": "no recorded judge answer for this exact request",
+    "judge_truncated": "every recorded judge answer stopped at max_tokens",
+    "judge_parse_failure": "no recorded judge answer could be parsed",
+    "error": "the metric raised an exception",
+}
+ERROR_CODE = "error"
+_CODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 @dataclass(frozen=True)
 class Score:
     """A metric's verdict on one episode.
 
-    ``value`` is in [0, 1] or ``None`` (not applicable / could not be computed); a
-    ``None`` value requires a ``reason`` (DESIGN.md §7). ``details`` is a human-readable
-    explanation with numerators and denominators.
+    Attributes:
+        value: in [0, 1], or ``None`` when not applicable / not computable (DESIGN.md §7).
+        details: the human message: numerators and denominators, or why the value is null.
+        code: ``None`` for a value; for a null, a machine code (lower-case ``[a-z0-9_]``):
+            one of :data:`NULL_CODES` for built-in metrics, any such word for user metrics.
+            ``report.json`` writes it as the metric entry's ``reason``.
 
     Raises:
-        ValueError: ``value`` is ``None`` without a reason, or not a finite number in [0, 1].
+        ValueError: a null without a code, a value with one, a code that is not a
+            lower-case word, or a value that is not a finite number in [0, 1].
+        TypeError: ``details`` is not a string.
     """
 
     value: float | None
     details: str = ""
-    reason: str | None = None
+    code: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.details, str):
+            raise TypeError(f"score details must be a string, not {type(self.details).__name__}")
         if self.value is None:
-            if not self.reason:
-                raise ValueError("a null score needs a reason")
+            if not self.code:
+                raise ValueError("a null score needs a code (see NULL_CODES)")
+            if not (set(self.code) <= _CODE_CHARS and self.code[0].isalpha()):
+                raise ValueError(f"score code {self.code!r} must be a lower-case word "
+                                 "([a-z][a-z0-9_]*); put the explanation in details")
             return
-        v = float(self.value)
-        if not (0.0 <= v <= 1.0):  # also rejects NaN
+        if self.code is not None:
+            raise ValueError("a score with a value has no code")
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            raise ValueError(f"score {self.value!r} is not a number")
+        if not (0.0 <= float(self.value) <= 1.0):  # also rejects NaN
             raise ValueError(f"score {self.value!r} is outside [0, 1]")
+
+    @property
+    def is_error(self) -> bool:
+        """True when the metric raised (code ``error``), as opposed to not applicable."""
+        return self.code == ERROR_CODE
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,11 @@ from typing import Any, Callable, Sequence
 import anthropic
 import orjson
 
-from evaltape.grader.io.datasets import load_dataset
 from evaltape.grader.errors import UsageError
-from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
+from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, request_key
 from evaltape.grader.metrics import BUILTIN, resolve
 from evaltape.grader.model import EpisodeContext
-from evaltape.grader.io.run import dataset_path_for, locate_run
-from evaltape.grader.io.traces import iter_traces
+from evaltape.grader.io.run import open_run
 
 from .cassette import cassette_name, make_vcr
 
@@ -35,13 +33,13 @@ def judged_metrics(names: Sequence[str] | None) -> list[Any]:
         UsageError: an unknown name, or a named metric that is not judged.
     """
     if not names:
-        return [cls() for _n, cls in sorted(BUILTIN.items()) if getattr(cls, "judged", False)]
+        return [cls() for _n, cls in sorted(BUILTIN.items()) if cls.judged]
     metrics = resolve(names)
-    plain = [m.name for m in metrics if not getattr(m, "judged", False)]
+    plain = [m.name for m in metrics if not m.judged]
     if plain:
         raise UsageError(f"not judged metric(s): {', '.join(plain)}; judged ones: "
                          + ", ".join(n for n, c in sorted(BUILTIN.items())
-                                     if getattr(c, "judged", False)))
+                                     if c.judged))
     return metrics
 
 
@@ -91,8 +89,7 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
     if samples < 1:
         raise UsageError("--judge-samples must be at least 1")
     metrics = judged_metrics(metric_names)
-    paths = locate_run(run)
-    cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
+    opened = open_run(run, dataset)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL")
     if not api_key and not base_url:
@@ -100,16 +97,13 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
                          "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
     from .record import check_base_url
     check_base_url(base_url)
-    store = JudgeStore.load(paths.root)
+    store = opened.judge_store()
     client = anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
                                  max_retries=max_retries)
     vcr = make_vcr("new_episodes")
-    out_dir = Path(paths.root) / JUDGE_DIR
+    out_dir = Path(opened.root) / JUDGE_DIR
     counts = {"requests": 0, "complete": 0, "sent": 0, "errors": 0}
-    for trace in iter_traces(paths.traces):
-        case = cases.get(trace.case_id)
-        if case is None:
-            continue
+    for trace, case in opened.episodes():
         ctx = EpisodeContext(trace=trace, case=case)
         unique: dict[str, dict] = {}
         for m in metrics:

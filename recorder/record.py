@@ -87,18 +87,15 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
             os.fsync(fh.fileno())
         data = data[:cut]
     from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.jsonfiles import iter_json_lines
     from evaltape.grader.io.traces import parse_trace
     done = set()
-    for lineno, line in enumerate(data.splitlines(), start=1):
-        if line.strip():
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno}); fix or "
-                                    "remove the line to resume", path=str(traces),
-                                    line=lineno) from None
-            t = parse_trace(obj, path=str(traces), line=lineno)
-            done.add((t.case_id, t.trial))
+    for lineno, obj in iter_json_lines(data, path=str(traces), keep_going=True):
+        if isinstance(obj, BadInputError):
+            raise BadInputError(obj.message + "; fix or remove the line to resume",
+                                path=str(traces), line=lineno)
+        t = parse_trace(obj, path=str(traces), line=lineno)
+        done.add((t.case_id, t.trial))
     return done
 
 

@@ -7,10 +7,8 @@ from typing import Any, Callable
 
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from evaltape.grader.io.datasets import load_dataset
 from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.io.traces import iter_json_lines, parse_trace
-from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
+from evaltape.grader.io.run import open_run
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr
@@ -68,27 +66,21 @@ def replay_run(run: str, dataset: str | None = None,
         BadInputError: missing cassette, invalid traces, or dataset inputs changed since
             recording (names the case).
     """
-    paths = locate_run(run)
-    cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
-    check_inputs_unchanged(paths.manifest, list(cases.values()), str(paths.root / "manifest.json"))
-    where = str(paths.root / "manifest.json")
+    opened = open_run(run, dataset)
+    where = str(opened.root / "manifest.json")
     for key in ("agent", "model"):
-        if not isinstance(paths.manifest.get(key), str):
+        if not isinstance(opened.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "
                                 "string", path=where, field=key)
-    agent_fn = resolve_agent(paths.manifest["agent"])
-    model = paths.manifest["model"]
-    stream = bool(paths.manifest.get("stream"))
+    agent_fn = resolve_agent(opened.manifest["agent"])
+    model = opened.manifest["model"]
+    stream = bool(opened.manifest.get("stream"))
     divergences: list[Divergence] = []
     checked = 0
-    for lineno, recorded in iter_json_lines(paths.traces):
-        t = parse_trace(recorded, path=str(paths.traces), line=lineno)
+    for t, case in opened.episodes():
+        recorded = t.raw
         cid, trial = t.case_id, t.trial
-        case = cases.get(cid)
-        if case is None:
-            raise BadInputError(f"case {cid!r} is not in the dataset", path=str(paths.traces),
-                                line=lineno, field="case_id")
-        cpath = paths.root / "http" / cassette_name(cid, trial)
+        cpath = opened.root / "http" / cassette_name(cid, trial)
         if not cpath.exists():
             raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
         seen: list = []
@@ -133,5 +125,5 @@ def replay_run(run: str, dataset: str | None = None,
         if progress:
             progress(div)
     if checked == 0:
-        raise UsageError(f"{paths.traces}: no episodes to replay")
+        raise UsageError(f"{opened.traces_path}: no episodes to replay")
     return checked, divergences

@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                           f"{s.details}")
         hs = Hallucination().score(EpisodeContext(trace=ctx.trace, case=ctx.case,
                                                   judge=store))
-        if hs.reason == "judge_not_recorded":
+        if hs.code == "judge_not_recorded":
             unrecorded += 1
-        elif hs.value is not None or hs.reason == "no_claims":
+        elif hs.value is not None or hs.code == "no_claims":
             h.append((bool(hs.value), fab))
     n_fab = sum(f for _c, f, _n in data)
     print(f"labelled episodes: {len(data)} ({n_fab} fabricated, {len(data) - n_fab} grounded)")

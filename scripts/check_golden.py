@@ -64,6 +64,7 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
     old = {(e["case_id"], e["trial"]): e for e in golden.get("episodes", [])}
     new = {(e["case_id"], e["trial"]): e for e in current.get("episodes", [])}
     moved: dict[str, list[str]] = {}
+    texts: list[str] = []
     for key in sorted(old.keys() & new.keys(), key=lambda k: (str(k[0]), k[1])):
         om, nm = old[key]["metrics"], new[key]["metrics"]
         for name in sorted(om.keys() | nm.keys()):
@@ -71,6 +72,12 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
             b = (nm.get(name) or {}).get("score", "absent")
             if a != b:
                 moved.setdefault(name, []).append(f"{key[0]}#t{key[1]} {a} → {b}")
+            else:
+                ot, nt = om.get(name) or {}, nm.get(name) or {}
+                for field in ("reason", "details"):
+                    if ot.get(field) != nt.get(field):
+                        texts.append(f"{key[0]}#t{key[1]} {name}.{field}: "
+                                     f"{ot.get(field)!r} → {nt.get(field)!r}")
         if old[key]["passed"] != new[key]["passed"]:
             lines.append(f"verdict {key[0]}#t{key[1]}: {old[key]['passed']} → "
                          f"{new[key]['passed']}")
@@ -84,8 +91,11 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
     for path in sorted(fo.keys() | fn.keys()):
         if fo.get(path, "absent") != fn.get(path, "absent"):
             lines.append(f"{path}: {fo.get(path, 'absent')} → {fn.get(path, 'absent')}")
+    if texts:
+        lines.append(f"{len(texts)} metric entr{'y' if len(texts) == 1 else 'ies'} changed "
+                     f"text with equal scores; first: {texts[0]}")
     if not lines and golden != current:
-        lines.append("episode details changed (scores equal; e.g. a details/reason text)")
+        lines.append("the reports differ in a key not listed above")
     return lines
 
 

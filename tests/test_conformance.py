@@ -184,9 +184,11 @@ def test_tool_call_f1_does_not_depend_on_list_order():
 
 def test_tool_call_f1_null_cases():
     both_empty = ToolCallF1().score(ctx([], []))
-    assert both_empty.value is None and "0/0" in both_empty.reason
+    assert (both_empty.value, both_empty.code) == (None, "undefined")
+    assert "0/0" in both_empty.details
     no_expectation = ToolCallF1().score(ctx([A], None))
-    assert no_expectation.value is None and "no expected" in no_expectation.reason
+    assert (no_expectation.value, no_expectation.code) == (None, "not_applicable")
+    assert "no expected" in no_expectation.details
 
 
 def test_nested_dict_in_another_key_order_matches():
@@ -225,7 +227,7 @@ def test_trajectory_match_args_axis_and_null():
     assert TrajectoryMatch(mode="unordered", overrides={"lookup": "ignore"}).score(
         ctx(wrong, [EA])).value == 1.0
     s = TrajectoryMatch().score(ctx([A], None))
-    assert s.value is None and s.reason
+    assert s.value is None and s.code
 
 
 def test_seed000_expectations_feed_the_matcher():

@@ -124,7 +124,8 @@ def test_lower_is_better_metric_direction_from_the_report():
     from evaltape.grader.report.diff import compare_reports
 
     def rep(g):
-        return {"grader": {"lower_is_better": ["grounding"]}, "episodes": [],
+        return {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+                "episodes": [],
                 "summary": {"metrics": {"grounding": g}, "pass_rate": 1.0,
                             "tool_accuracy": 1.0}}
     worse = compare_reports(rep(0.029), rep(0.5))
@@ -143,9 +144,11 @@ def test_reports_over_different_episodes_compare_shared_means():
         return {"case_id": "a", "trial": trial, "passed": True, "failure": None,
                 "metrics": {"grounding": {"score": g}}}
     # baseline: trials 0,1,2 with grounding 0, 0, 0.9 (mean 0.3); current: trial 0 only, 0
-    old = {"grader": {"lower_is_better": ["grounding"]}, "episodes": [ep(0, 0.0), ep(1, 0.0), ep(2, 0.9)],
+    old = {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+           "episodes": [ep(0, 0.0), ep(1, 0.0), ep(2, 0.9)],
            "summary": {"metrics": {"grounding": 0.3}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
-    new = {"grader": {"lower_is_better": ["grounding"]}, "episodes": [ep(0, 0.0)],
+    new = {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+           "episodes": [ep(0, 0.0)],
            "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
     d = compare_reports(old, new)
     assert d["metrics"] == [] and d["level"] == "ok"      # trial 0: 0.0 vs 0.0
@@ -157,10 +160,12 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     """Regression: a case id with \\x07 made junit.xml unparsable."""
     import xml.etree.ElementTree as ET
     from evaltape.grader.report.junit import render_junit
-    report = {"run": {"name": "r"}, "summary": {"trials": 1, "pass_rate": 0.0,
+    from evaltape.grader.report.model import Report
+    report = {"schema": "evaltape.report/1", "run": {"name": "r"},
+              "summary": {"trials": 1, "pass_rate": 0.0,
                                                 "tool_accuracy": 0.0, "avg_steps": 1,
                                                 "metrics": {}},
               "episodes": [{"case_id": "case<script>]]>\x07", "trial": 0, "passed": False,
                             "failure": "wrong_tools", "metrics": {}}]}
-    root = ET.fromstring(render_junit(report).split("\n", 1)[1])
+    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
     assert root.find(".//testcase").get("name") == "case<script>]]>\ufffd"

@@ -73,7 +73,7 @@ def test_left_out_fact_is_not_a_hallucination():
     "Happy to help! Let me know if anything else comes up.", "", None])
 def test_no_claims_is_null(answer):
     s = Grounding().score(episode("hi", answer))
-    assert (s.value, s.reason) == (None, "no_claims")
+    assert (s.value, s.code) == (None, "no_claims")
 
 
 @pytest.mark.parametrize("stated,answer,expected", [

@@ -39,7 +39,7 @@ def test_openai_messages_with_bad_line(tmp_path):
     out = tmp_path / "run"
     res = CliRunner().invoke(cli, ["import", "openai-messages", str(src), "--out", str(out)])
     assert res.exit_code == 3
-    assert f"{src.as_posix()}:2: column" in res.output and "not valid JSON" in res.output
+    assert f"{src.as_posix()}:2: not valid JSON (" in res.output and "at column" in res.output
     t1, t2 = _lines(out / "traces.jsonl")
     assert (t1["case_id"], t1["input"], t1["final_response"], t1["reference_label"]) == (
         "refund_1", "Refund order 7", "Refunded.", True)
@@ -128,7 +128,7 @@ def test_each_call_used_once_and_bool_is_not_int():
     assert ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]),
                                                         case)).value == 0.0
     no = ExpectedActionsCalled().score(EpisodeContext(_trace([]), Case(id="c", input="i")))
-    assert no.value is None and no.reason
+    assert no.value is None and no.code
 
 
 def test_kappa_by_hand():

@@ -101,7 +101,7 @@ def _with(ctx: EpisodeContext, store: JudgeStore) -> EpisodeContext:
 
 def test_not_recorded_without_answers():
     s = Hallucination().score(_with(_ctx(), JudgeStore()))
-    assert (s.value, s.reason) == (None, NOT_RECORDED)
+    assert (s.value, s.code) == (None, NOT_RECORDED)
 
 
 def test_hallucination_score_from_lists():
@@ -145,7 +145,7 @@ def _triage(category: str) -> EpisodeContext:
 
 def test_explanation_judge_only_after_category_check():
     s = ExplanationJudge().score(_with(_triage("technical"), JudgeStore()))
-    assert (s.value, s.reason) == (None, "category_mismatch")
+    assert (s.value, s.code) == (None, "category_mismatch")
     assert ExplanationJudge().requests(_triage("technical")) == []
 
 
@@ -165,7 +165,7 @@ def test_all_samples_truncated_is_null():
     (req,) = ExplanationJudge().requests(ctx)
     store = JudgeStore({request_key(req): [msg("PASS, since", "max_tokens")]})
     s = ExplanationJudge().score(_with(ctx, store))
-    assert (s.value, s.reason) == (None, TRUNCATED)
+    assert (s.value, s.code) == (None, TRUNCATED)
 
 
 def test_store_reads_jsonl_cassettes(tmp_path):

@@ -125,7 +125,7 @@ def test_bad_run_is_a_usage_error(tmp_path):
     proc = run_pytest("--evaltape-run", str(RUN), "--evaltape-dataset",
                       str(ROOT / "datasets" / "scripted_eval.json"), cwd=tmp_path)
     assert proc.returncode == 4
-    assert "case 'tc_001' is not in the dataset" in proc.stderr
+    assert "field 'case_id': trace names case 'tc_001', which the dataset" in proc.stderr
 
 
 def test_episode_helpers():

@@ -58,10 +58,11 @@ def test_config_toml_changes_weights_and_hash(tmp_path):
 def test_breakdowns_by_difficulty_and_tag():
     cases = [Case(id="a", input="q", tags=("x",), extra={"difficulty": "basic"}),
              Case(id="b", input="q", tags=("x", "y"), extra={"difficulty": "challenge"})]
-    eps = [{"case_id": "a", "trial": 0, "passed": True, "failure": None,
-            "metrics": {"composite": {"score": 0.75, "details": "d"}}},
-           {"case_id": "b", "trial": 0, "passed": False, "failure": "wrong_tools",
-            "metrics": {"composite": {"score": 0.45, "details": "e"}}}]
+    from evaltape.grader.report.model import EpisodeResult, MetricResult
+    eps = [EpisodeResult("a", 0, True, None, 2, "end_turn",
+                         {"composite": MetricResult(0.75, "d")}),
+           EpisodeResult("b", 0, False, "wrong_tools", 2, "end_turn",
+                         {"composite": MetricResult(0.45, "e")})]
     out = breakdowns(eps, cases, [Composite()])
     # a: 0.75 < 0.8 basic → composite fails; b: 0.45 ≥ 0.4 challenge → passes
     assert out["by_difficulty"]["basic"] == {"episodes": 1, "passed": 1, "pass_rate": 1.0,

@@ -10,7 +10,7 @@ from evaltape.grader.stats.trials import bootstrap_ci, case_counts, k_curves, pa
 def run_3x4():
     """3 cases × 4 trials: case a passes 4/4, case b 2/4, case c 0/4."""
     verdicts = {"a": [1, 1, 1, 1], "b": [1, 0, 0, 1], "c": [0, 0, 0, 0]}
-    return [{"case_id": cid, "trial": t, "passed": bool(v)}
+    return [(cid, bool(v))
             for cid, vs in verdicts.items() for t, v in enumerate(vs)]
 
 
@@ -63,7 +63,7 @@ def test_bootstrap_is_deterministic_and_brackets_the_rate():
 
 
 def test_all_pass_gives_a_point_interval():
-    eps = [{"case_id": c, "trial": 0, "passed": True} for c in "xyz"]
+    eps = [(c, True) for c in "xyz"]
     assert trial_summary(eps)["pass_rate_ci95"]["low"] == 1.0
     assert "pass_at_k" not in trial_summary(eps)  # single trial: no k curves
 

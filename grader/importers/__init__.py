@@ -19,6 +19,7 @@ import orjson
 from evaltape.grader import __version__
 from evaltape.grader.io.datasets import inputs_sha256, parse_case
 from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
 from evaltape.grader.importers import cassette, messages_jsonl, taubench
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
@@ -107,12 +108,6 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def build_cases(result: ImportResult) -> list[Case]:
     """Validate the imported cases with the dataset reader (so grade will accept them).
 
@@ -147,9 +142,9 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-    _atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
+    atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
                                                  for t in result.traces))
-    _atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
+    atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
                                                   for c in result.cases.values()))
     cases = build_cases(result)
     models = sorted({t["model"] for t in result.traces if t.get("model")})
@@ -171,7 +166,7 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(command_line or []),
     }
-    _atomic_write(out / "manifest.json",
+    atomic_write(out / "manifest.json",
                   orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
                   + b"\n")
     return manifest

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages, unique_id
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
@@ -70,14 +72,9 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
         return
     stem = Path(path).stem
     seen = {(t["case_id"], t["trial"]) for t in result.traces}
-    for lineno, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            result.errors.append(EpisodeError(path, f"column {e.colno}",
-                                              f"not valid JSON ({e.msg})", line=lineno))
+    for lineno, obj in iter_json_lines(data, path=str(path), keep_going=True):
+        if isinstance(obj, BadInputError):
+            result.errors.append(EpisodeError(path, "", obj.message, line=lineno))
             continue
         try:
             trace, case = _episode(obj, flavour, f"{stem}:{lineno}", path, lineno, model)

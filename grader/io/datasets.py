@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import orjson
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.model import Case
 
 ID_KEYS = ("id", "name")
@@ -151,13 +152,7 @@ def load_dataset(path: str | Path) -> list[Case]:
         raise BadInputError(f"cannot read dataset: {e.strerror}", path=p) from None
     items: list[tuple[int, Any]] = []
     if p.endswith(".jsonl"):
-        for lineno, raw in enumerate(data.splitlines(), start=1):
-            if raw.strip():
-                try:
-                    items.append((lineno, orjson.loads(raw)))
-                except orjson.JSONDecodeError as e:
-                    raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
-                                    line=lineno) from None
+        items = list(iter_json_lines(data, path=p))
     else:
         try:
             doc = orjson.loads(data)

@@ -1,13 +1,26 @@
-"""Locate the parts of a recorded run: ``traces.jsonl``, ``manifest.json``, the dataset."""
+"""Open a recorded run: find its traces, manifest and dataset, and check them together.
+
+:func:`open_run` is the one way every command (``grade``, ``replay``, ``judge``), the pytest
+plugin and the Python API open a run, so the same rules hold everywhere:
+
+- a trace whose case the dataset lacks is bad input (file, line, ``case_id``);
+- a repeated ``(case, trial)`` is bad input (a run has one trace per episode);
+- a case whose input changed since recording is bad input, checked twice: against the
+  manifest's per-case input hashes before any trace is read, and per trace (its recorded
+  ``input`` against the dataset's);
+- cases without any episode and cases with fewer trials than the run are reported
+  (:meth:`Run.coverage`); ``grade --require-complete`` turns them into a failed gate.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import read_json
+from evaltape.grader.model import Case, Trace
 
 MANIFEST_SCHEMA = "evaltape.manifest/1"
 
@@ -77,7 +90,15 @@ def dataset_path_for(run: RunPaths, override: str | None) -> Path:
     if override:
         return Path(override)
     ds = run.manifest.get("dataset") or {}
+    where = str(run.root / "manifest.json")
+    if not isinstance(ds, dict):
+        raise BadInputError("expected an object", path=where, field="dataset")
     recorded = ds.get("path")
+    if recorded is not None and not isinstance(recorded, str):
+        raise BadInputError("expected a path (string)", path=where, field="dataset.path")
+    if ds.get("path_from_run") is not None and not isinstance(ds["path_from_run"], str):
+        raise BadInputError("expected a path (string)", path=where,
+                            field="dataset.path_from_run")
     if not recorded:
         raise UsageError("no dataset: pass --dataset (the run has no manifest naming one)")
     cands = [Path(recorded), run.root / recorded, run.root / Path(recorded).name]
@@ -102,9 +123,135 @@ def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> 
         BadInputError: a recorded case's input hash differs.
     """
     from evaltape.grader.io.datasets import case_input_sha256
-    recorded = (manifest.get("dataset") or {}).get("cases") or {}
+    ds = manifest.get("dataset") or {}
+    if not isinstance(ds, dict):
+        raise BadInputError("expected an object", path=where, field="dataset")
+    recorded = ds.get("cases") or {}
+    if not isinstance(recorded, dict):
+        raise BadInputError("expected {case id: input sha256}", path=where,
+                            field="dataset.cases")
     for c in cases:
         if c.id in recorded and recorded[c.id] != case_input_sha256(c):
             raise BadInputError(f"case {c.id!r}: its input changed since recording (input, "
                                 "script or max_steps); restore it or record into a new run",
                                 path=where, field="dataset.cases")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which dataset cases and trials a run holds.
+
+    Attributes:
+        trials: the run's trial count (the manifest's ``trials``, else the largest trial
+            seen + 1).
+        unrecorded_cases: dataset cases with no episode, in dataset order.
+        missing_trials: ``case#tN`` of the episodes absent from cases that have some
+            (an interrupted recording), in dataset order then trial.
+    """
+
+    trials: int
+    unrecorded_cases: tuple[str, ...]
+    missing_trials: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """True when every case has every trial."""
+        return not self.unrecorded_cases and not self.missing_trials
+
+
+@dataclass
+class Run:
+    """An opened run: its files, manifest and dataset; streams checked episodes.
+
+    Attributes:
+        root: the run directory.
+        traces_path: its ``traces.jsonl``.
+        manifest: the parsed ``manifest.json`` (``{}`` when absent).
+        dataset_path: the dataset graded against.
+        cases: the dataset's cases, in file order.
+        label: the run as the user named it (for messages and commands to copy).
+    """
+
+    root: Path
+    traces_path: Path
+    manifest: dict[str, Any]
+    dataset_path: Path
+    cases: tuple[Case, ...]
+    label: str
+    _seen: dict[str, set[int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def case_by_id(self) -> dict[str, Case]:
+        """``{case id: Case}``."""
+        return {c.id: c for c in self.cases}
+
+    def episodes(self) -> Iterator[tuple[Trace, Case]]:
+        """Stream ``(trace, case)`` pairs in file order, one trace line at a time.
+
+        Raises:
+            BadInputError: a trace is invalid, names a case the dataset lacks, repeats a
+                ``(case, trial)``, or carries an input other than its case's (file, line
+                and field named).
+        """
+        from evaltape.grader.io.traces import iter_traces
+        by_id = self.case_by_id
+        where = str(self.traces_path)
+        self._seen.clear()
+        for trace in iter_traces(self.traces_path):
+            case = by_id.get(trace.case_id)
+            line = trace.source_line or None
+            if case is None:
+                raise BadInputError(f"trace names case {trace.case_id!r}, which the dataset "
+                                    f"{self.dataset_path} does not have", path=where,
+                                    line=line, field="case_id")
+            trials = self._seen.setdefault(trace.case_id, set())
+            if trace.trial in trials:
+                raise BadInputError(f"duplicate episode: case {trace.case_id!r} trial "
+                                    f"{trace.trial}", path=where, line=line, field="trial")
+            trials.add(trace.trial)
+            if trace.input != case.input:
+                raise BadInputError(f"case {case.id!r}: the recorded input differs from the "
+                                    "dataset's; inputs may not change after recording "
+                                    "(re-record the case)", path=where, line=line,
+                                    field="input")
+            yield trace, case
+
+    def coverage(self) -> Coverage:
+        """Cases and trials missing from the run (read after :meth:`episodes` finished)."""
+        declared = self.manifest.get("trials")
+        seen_max = max((max(t) + 1 for t in self._seen.values() if t), default=0)
+        trials = declared if isinstance(declared, int) and not isinstance(declared, bool) \
+            and declared > 0 else seen_max
+        trials = max(trials, seen_max)
+        missing = [f"{c.id}#t{t}" for c in self.cases if c.id in self._seen
+                   for t in range(trials) if t not in self._seen[c.id]]
+        return Coverage(trials, tuple(c.id for c in self.cases if c.id not in self._seen),
+                        tuple(missing))
+
+    def judge_store(self) -> Any:
+        """The run's recorded judge answers (:class:`evaltape.grader.judge.JudgeStore`)."""
+        from evaltape.grader.judge import JudgeStore
+        return JudgeStore.load(self.root)
+
+
+def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
+    """Open a run directory (or its ``traces.jsonl``) with its dataset, checked.
+
+    Args:
+        target: ``cassettes/RUN`` or ``cassettes/RUN/traces.jsonl``.
+        dataset: the dataset to grade against; default: the one the manifest names.
+
+    Returns:
+        A :class:`Run`; iterate :meth:`Run.episodes` for checked ``(trace, case)`` pairs.
+
+    Raises:
+        UsageError: no such path, or no dataset to be found.
+        BadInputError: no ``traces.jsonl``, an invalid manifest or dataset, or a case
+            whose input hash differs from the one recorded in the manifest.
+    """
+    from evaltape.grader.io.datasets import load_dataset
+    paths = locate_run(target)
+    ds_path = dataset_path_for(paths, None if dataset is None else str(dataset))
+    cases = load_dataset(ds_path)
+    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
+    return Run(paths.root, paths.traces, paths.manifest, ds_path, tuple(cases), str(target))

@@ -7,6 +7,7 @@ from typing import Any, Iterator, Mapping
 import orjson
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.model import TRACE_SCHEMA, ToolCall, Trace
 
 REQUIRED_KEYS = ("schema", "case_id", "trial", "input", "tool_calls", "final_response",
@@ -108,28 +109,6 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         usage=usage if isinstance(usage, dict) else {},
         latency_s=float(latency) if isinstance(latency, (int, float)) else None,
         model=obj.get("model"), error=obj.get("error"), raw=obj, source_line=line or 0)
-
-
-def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """Stream ``(1-based line, decoded value)`` from a JSONL file; blank lines are skipped.
-
-    Raises:
-        BadInputError: the file cannot be opened or a line is not JSON (file and line named).
-    """
-    p = str(path)
-    try:
-        fh = open(p, "rb")
-    except OSError as e:
-        raise BadInputError(f"cannot read: {e.strerror}", path=p) from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield lineno, orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
-                                    line=lineno) from None
 
 
 def iter_traces(path: str | Path) -> Iterator[Trace]:

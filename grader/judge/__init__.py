@@ -6,7 +6,7 @@ cassettes by canonical request (:class:`JudgeStore`, read here with orjson; the 
 ``evaltape judge`` writes them through vcrpy), and parses each answer strictly, repairing
 only when the strict parse fails (:func:`parse_pass_fail`, :func:`parse_json_verdict`).
 
-Null reasons (DESIGN.md §7, issue 5):
+Null codes (DESIGN.md §7):
 
 - ``judge_not_recorded``: no recorded answer for this exact request (a changed prompt
   template is a new request, so it shows up here, never as a stale verdict);
@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.model import EpisodeContext, Score
 
 JUDGE_DIR = "judge"
@@ -157,17 +158,7 @@ def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
     Raises:
         BadInputError: invalid JSON or an unknown header format, naming file and line.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadInputError(f"cannot read judge cassette: {e.strerror}", path=str(path)) from None
-    for lineno, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise BadInputError(f"not valid JSON ({e})", path=str(path), line=lineno) from None
+    for lineno, obj in iter_json_lines(path):
         if not isinstance(obj, dict):
             raise BadInputError("expected a JSON object", path=str(path), line=lineno)
         if "format" in obj:
@@ -382,14 +373,14 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
     answers = store.answers(body) if store is not None else []
     if not answers:
         return Score(None, "no recorded judge answer for this request; record it with "
-                     "`evaltape judge RUN`", reason=NOT_RECORDED)
+                     "`evaltape judge RUN`", code=NOT_RECORDED)
     verdicts = [parse(a) for a in answers]
     good = [v for v in verdicts if v.value is not None]
     bad = [v.reason for v in verdicts if v.value is None]
     if not good:
         reason = TRUNCATED if TRUNCATED in bad else PARSE_FAILURE
         return Score(None, f"{len(bad)} judge sample(s), none parsed ({', '.join(bad)})",
-                     reason=reason)
+                     code=reason)
     vals = [value(v.value) for v in good]
     store.observe(metric, ctx.trace.case_id, ctx.trace.trial, [label(v.value) for v in good])
     mean = sum(vals) / len(vals)
@@ -404,29 +395,29 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
     return Score(min(1.0, max(0.0, mean)), details)
 
 
-def judge_summary(report: Mapping[str, Any], store: JudgeStore, metrics: Sequence[Any],
-                  run: str) -> dict[str, Any] | None:
-    """The report's ``summary.judge`` block, or ``None`` when no judged metric ran.
+def judge_summary(results: Sequence[Any], store: "JudgeStore | None", metrics: Sequence[Any],
+                  run: str) -> Any:
+    """The report's ``summary.judge`` block (:class:`JudgeSummary`) for the judged metrics.
 
-    Keys: ``not_recorded`` / ``truncated`` / ``parse_failure`` (counts of null scores
-    with those reasons over judged metrics), ``not_recorded_episodes`` (``case#tN:metric``,
-    report order), ``record_command`` (the command that records the missing answers) and
-    ``stability`` (:meth:`JudgeStore.stability`, per metric).
+    Counts the null scores with the judge codes over the judged ``metrics`` in ``results``
+    (:class:`evaltape.grader.report.model.EpisodeResult`), lists the episodes whose answer
+    was not recorded (``case#tN:metric``, report order), the command that records them, and
+    the store's :meth:`JudgeStore.stability` for those metrics.
     """
-    judged = [m.name for m in metrics if getattr(m, "judged", False)]
-    if not judged:
-        return None
+    from evaltape.grader.report.model import JudgeSummary
+    judged = [m.name for m in metrics]
     counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0}
     missing: list[str] = []
-    for ep in report.get("episodes", ()):
+    for ep in results:
         for name in judged:
-            reason = (ep["metrics"].get(name) or {}).get("reason")
-            if reason in counts:
-                counts[reason] += 1
-                if reason == NOT_RECORDED:
-                    missing.append(f"{ep['case_id']}#t{ep['trial']}:{name}")
-    return {"metrics": judged, "not_recorded": counts[NOT_RECORDED],
-            "truncated": counts[TRUNCATED], "parse_failure": counts[PARSE_FAILURE],
-            "not_recorded_episodes": missing,
-            "record_command": f"evaltape judge {run} --metrics {','.join(judged)}",
-            "stability": store.stability()}
+            result = ep.metrics.get(name)
+            code = result.code if result is not None else None
+            if code in counts:
+                counts[code] += 1
+                if code == NOT_RECORDED:
+                    missing.append(f"{ep.case_id}#t{ep.trial}:{name}")
+    stability = store.stability() if store is not None else {}
+    return JudgeSummary(tuple(judged), counts[NOT_RECORDED], counts[TRUNCATED],
+                        counts[PARSE_FAILURE], tuple(missing),
+                        f"evaltape judge {run} --metrics {','.join(judged)}",
+                        {k: v for k, v in stability.items() if k in judged})

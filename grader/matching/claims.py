@@ -3,7 +3,7 @@
 A *claim* is a short span of the final answer that a tool result or the user's request can
 confirm or contradict: a number (with its unit or scale), an identifier (e-mail address,
 host name, ticket id, user name), a date or time of day, or a status word. Everything is
-normalised before comparison (issue 5): Unicode NFC, case, thousands separators
+normalised before comparison: Unicode NFC, case, thousands separators
 (``2,100,000`` = ``2100000``), scale words (``2.1 million`` = ``2,100,000``), unit spelling
 (``89%`` = ``89 %`` = ``89 percent``). Numbers are compared as values, identifiers and
 words on token boundaries, so ``10`` is never found in ``100`` and ``prod-api-01`` is

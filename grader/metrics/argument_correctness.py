@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class ArgumentCorrectness:
+class ArgumentCorrectness(Metric):
     """Fraction of expected ``(tool, param)`` values the agent passed.
 
     Formula (seed 000, ``ArgumentCorrectness``): for each tool in ``expected_args``, take the

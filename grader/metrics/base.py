@@ -1,28 +1,93 @@
-"""The metric protocol: a small frozen object with a ``name`` and ``score(ctx) -> Score``."""
+"""The metric protocol: what a metric is, declared on the class, checked once at resolution.
+
+A metric is an object with
+
+- ``name`` (str): its column in reports; unique within one grading run;
+- ``version`` (int): bumped whenever the formula changes, so reports show which formula
+  produced a number;
+- ``higher_is_better`` (bool): ``False`` for rates of bad things (``grounding``,
+  ``hallucination``): reports then pass only 0 and draw their bars red;
+- ``judged`` (bool): whether the score reads recorded LLM-judge answers; ``grade`` loads
+  the run's ``judge/`` records only when a selected metric is judged;
+- ``score(ctx) -> Score``: the verdict on one episode (:class:`EpisodeContext` in,
+  :class:`Score` out);
+- ``requests(ctx, model=None) -> list[dict]``: the judge requests ``score`` will look up
+  (Messages-API bodies), so ``evaltape judge`` can record them; ``[]`` for unjudged ones.
+
+Subclass :class:`Metric` to get the defaults (version 1, higher is better, not judged, no
+requests). A metric built from others (``composite``) declares ``judged`` and
+``requests`` from its parts, so its score never depends on which other metrics are
+selected. The shape follows inspect_ai's scorer protocol and pydantic_evals' evaluator
+specs (a declared name and version, a spec hashed into the report).
+"""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
+from evaltape.grader.errors import UsageError
 from evaltape.grader.model import EpisodeContext, Score
 
 #: Per-metric PASS threshold, as seed 000's ``print_report`` prints it (score >= 0.8).
 PASS_THRESHOLD = 0.8
 
 
-@runtime_checkable
-class Metric(Protocol):
-    """Anything with a class-level ``name`` and ``score(ctx) -> Score`` is a metric.
+class Metric:
+    """Base class of every metric (built-in or user): declares the protocol's defaults.
 
-    ``version`` is bumped whenever the formula changes, so reports show which formula
-    produced a number.
+    Subclasses set ``name`` and implement :meth:`score`; judged metrics set
+    ``judged = True`` and implement :meth:`requests`. Built-ins are frozen dataclasses
+    whose fields are their arguments (weights, thresholds, modes).
     """
 
     name: ClassVar[str]
-    version: ClassVar[int]
+    version: ClassVar[int] = 1
+    higher_is_better: ClassVar[bool] = True
+    judged: ClassVar[bool] = False
 
-    def score(self, ctx: EpisodeContext) -> Score:  # pragma: no cover - protocol
-        ...
+    def score(self, ctx: EpisodeContext) -> Score:
+        """The verdict on one episode; see :class:`evaltape.grader.model.Score`."""
+        raise NotImplementedError(f"{type(self).__name__}.score")
+
+    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
+        """The judge request bodies :meth:`score` looks up for ``ctx`` (``[]``: none)."""
+        return []
+
+
+#: The protocol's attributes with their types (``bool`` is checked apart from ``int``).
+PROTOCOL: dict[str, type] = {"name": str, "version": int, "higher_is_better": bool,
+                             "judged": bool}
+
+
+def check_metric(metric: Any, label: str) -> Any:
+    """Return ``metric`` if it satisfies the protocol above; else raise naming what is off.
+
+    Args:
+        metric: an instantiated metric.
+        label: how the user named it (``--metrics`` entry), for the message.
+
+    Raises:
+        UsageError: a missing or wrongly typed attribute, an empty name, or a missing
+            ``score``/``requests`` method. The message suggests subclassing
+            ``evaltape.Metric``, which supplies every default.
+    """
+    problems = []
+    for attr, kind in PROTOCOL.items():
+        value = getattr(metric, attr, None)
+        if value is None:
+            problems.append(f"no '{attr}'")
+        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append(f"'{attr}' is {type(value).__name__}, not {kind.__name__}")
+    if isinstance(getattr(metric, "name", None), str) and not metric.name.strip():
+        problems.append("an empty 'name'")
+    for method in ("score", "requests"):
+        if not callable(getattr(metric, method, None)):
+            problems.append(f"no '{method}' method")
+    if problems:
+        raise UsageError(f"{label!r} is not a metric: {', '.join(problems)} (subclass "
+                         "evaltape.Metric: it declares name, version, higher_is_better, "
+                         "judged, score(ctx) and requests(ctx))")
+    return metric
 
 
 def metric_spec(metric: Any) -> dict[str, Any]:
@@ -39,4 +104,4 @@ def metric_spec(metric: Any) -> dict[str, Any]:
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
             if value != default:
                 args[f.name] = value
-    return {"name": metric.name, "version": getattr(metric, "version", 1), "args": args}
+    return {"name": metric.name, "version": metric.version, "args": args}

@@ -5,6 +5,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+from evaltape.grader.metrics.base import Metric
+from evaltape.grader.metrics.hallucination import Hallucination
+from evaltape.grader.metrics.task_completion import TaskCompletion
+from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
 
 #: Seed 003 ``GradingEngine.grade`` weights.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
@@ -20,7 +25,6 @@ def response_content(ctx: EpisodeContext) -> Score:
     ``final_response_contains`` it falls back to seed 000's ``task_completion``."""
     contains = ctx.case.extra.get("final_response_contains")
     if not contains:
-        from evaltape.grader.metrics.task_completion import TaskCompletion
         return TaskCompletion().score(ctx)
     lower = (ctx.trace.final_response or "").lower()
     hits = sum(1 for p in contains if p.lower() in lower)
@@ -32,7 +36,7 @@ def response_content(ctx: EpisodeContext) -> Score:
 
 
 @dataclass(frozen=True)
-class Composite:
+class Composite(Metric):
     """0.30·tools + 0.25·arguments + 0.25·response − 0.20·hallucination, floored at 0.
 
     Seed 003's formula; the components are ``tool_selection_accuracy``,
@@ -47,6 +51,13 @@ class Composite:
 
     name: ClassVar[str] = "composite"
     version: ClassVar[int] = 1
+    #: The metric components, by weight key (``response`` is :func:`response_content`).
+    parts: ClassVar[Mapping[str, type]] = {"tools": ToolSelectionAccuracy,
+                                           "arguments": ArgumentCorrectness,
+                                           "hallucination": Hallucination}
+    #: Judged because a part is (the hallucination penalty reads judge records); declared,
+    #: so ``grade`` loads the judge records whether or not ``hallucination`` is selected.
+    judged: ClassVar[bool] = any(p.judged for p in parts.values())
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     thresholds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
@@ -54,23 +65,25 @@ class Composite:
         """The pass threshold for a difficulty tier (``default`` when unknown)."""
         return float(self.thresholds.get(str(difficulty), self.thresholds.get("default", 0.7)))
 
+    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
+        """The judge requests of the judged parts (the hallucination judge's)."""
+        return [r for p in self.parts.values() if p.judged for r in p().requests(ctx, model)]
+
     def score(self, ctx: EpisodeContext) -> Score:
-        from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
-        from evaltape.grader.metrics.hallucination import Hallucination
-        from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
         parts = {"tools": ToolSelectionAccuracy().score(ctx),
                  "arguments": ArgumentCorrectness().score(ctx),
                  "response": response_content(ctx)}
         if all(p.value is None for p in parts.values()):
-            return Score(None, reason="every component is null: "
-                         + "; ".join(f"{k}: {p.reason}" for k, p in parts.items()))
+            return Score(None, "every component is null: "
+                         + "; ".join(f"{k}: {p.code}" for k, p in parts.items()),
+                         code="components_null")
         raw = sum(self.weights[k] * (p.value or 0.0) for k, p in parts.items())
         hall = Hallucination().score(ctx)
         penalty = self.weights["hallucination"] * (hall.value or 0.0)
         value = max(0.0, raw - penalty)
         notes = [f"{k}={'null' if p.value is None else f'{p.value:.3f}'}"
                  for k, p in parts.items()]
-        notes.append("hallucination=" + ("null (no penalty: " + str(hall.reason) + ")"
+        notes.append("hallucination=" + ("null (no penalty: " + str(hall.code) + ")"
                                          if hall.value is None else f"{hall.value:.3f}"))
         diff = ctx.case.extra.get("difficulty")
         thr = self.threshold(diff)

@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score, Trace
+from evaltape.grader.metrics.base import Metric
 
 #: USD per million tokens (input, output), by model id prefix (Anthropic list prices).
 #: Configuration, not truth: pass ``prices=`` to override or extend.
@@ -38,7 +39,7 @@ def cost_usd(trace: Trace, prices: Mapping[str, Any]) -> float | None:
 
 
 @dataclass(frozen=True)
-class Efficiency:
+class Efficiency(Metric):
     """Call efficiency = min(1, |expected calls| / |calls made|).
 
     1.0 means no more calls than the case needs; 0.5 means twice as many. ``None`` when the
@@ -62,10 +63,10 @@ class Efficiency:
                                 else f"${cost:.6f}"))
         expected = expected_calls(ctx.case)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls; " + facts)
+            return Score(None, "case states no expected tool calls; " + facts, code="not_applicable")
         made = len(t.tool_calls)
         if made == 0:
-            return Score(None, reason="no calls made: calls-needed/calls-made is undefined; "
-                         + facts)
+            return Score(None, "no calls made: calls-needed/calls-made is undefined; "
+                         + facts, code="undefined")
         value = min(1.0, len(expected) / made)
         return Score(value, f"{len(expected)} needed / {made} made; " + facts)

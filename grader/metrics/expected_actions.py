@@ -6,10 +6,11 @@ from typing import ClassVar
 
 from evaltape.grader.matching.actions import all_called, match_actions
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class ExpectedActionsCalled:
+class ExpectedActionsCalled(Metric):
     """1.0 when every action in the case's ``expected_actions`` was called, else 0.0.
 
     Formula: :func:`evaltape.grader.matching.actions.match_actions` (same tool name, exactly equal JSON
@@ -26,7 +27,7 @@ class ExpectedActionsCalled:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = ctx.case.extra.get("expected_actions")
         if expected is None:
-            return Score(None, reason="the case has no expected_actions")
+            return Score(None, "the case has no expected_actions", code="not_applicable")
         m = match_actions(ctx.trace.tool_calls, expected)
         details = (f"Matched {m.matched}/{m.n_expected} expected actions "
                    f"({m.n_actual} calls made)")

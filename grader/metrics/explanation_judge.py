@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from evaltape.grader.judge import build_request, judged_score, parse_pass_fail
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 #: Seed 001's judge prompt, kept word for word (the explanation is the final answer).
 TEMPLATE = ('Explanation: "{explanation}"\n'
@@ -27,7 +28,7 @@ def called_category(ctx: EpisodeContext) -> str | None:
 
 
 @dataclass(frozen=True)
-class ExplanationJudge:
+class ExplanationJudge(Metric):
     """1.0 when the judge says PASS, 0.0 for FAIL (mean over samples).
 
     As in seed 001, the explanation is judged only when the deterministic category check
@@ -44,14 +45,14 @@ class ExplanationJudge:
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
         must = ctx.case.extra.get("must_mention")
         if not must:
-            return Score(None, "the case has no must_mention", reason="not_applicable")
+            return Score(None, "the case has no must_mention", code="not_applicable")
         expected = ctx.case.extra.get("expected_category")
         got = called_category(ctx)
         if got != expected:
             return Score(None, f"not judged: category {got!r} != expected {expected!r}",
-                         reason="category_mismatch")
+                         code="category_mismatch")
         if ctx.trace.final_response is None:
-            return Score(None, "the agent gave no final answer", reason="no_answer")
+            return Score(None, "the agent gave no final answer", code="no_answer")
         return build_request(TEMPLATE.format(explanation=ctx.trace.final_response,
                                              must_mention=must),
                              max_tokens=MAX_TOKENS, model=model)

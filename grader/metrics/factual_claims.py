@@ -6,11 +6,12 @@ from typing import ClassVar
 
 from evaltape.grader.judge import judged_score
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import factual_claims, hallucination_request, parse
 
 
 @dataclass(frozen=True)
-class FactualClaims:
+class FactualClaims(Metric):
     """Fraction of the case's ``factual_claims`` whose judged truth equals ``expected_truth``.
 
     Uses the same judge request as ``hallucination`` (the statements are part of it), so
@@ -31,10 +32,10 @@ class FactualClaims:
     def score(self, ctx: EpisodeContext) -> Score:
         facts = factual_claims(ctx)
         if not facts:
-            return Score(None, "the case has no factual_claims", reason="not_applicable")
+            return Score(None, "the case has no factual_claims", code="not_applicable")
         req = hallucination_request(ctx)
         if req is None:
-            return Score(None, "the agent gave no final answer", reason="no_answer")
+            return Score(None, "the agent gave no final answer", code="no_answer")
 
         def matches(v: dict) -> list[bool]:
             return [v["statements"].get(i) is bool(c.get("expected_truth", True))

@@ -1,4 +1,4 @@
-"""``grounding``: share of the answer's checkable claims that no source states (issue 5)."""
+"""``grounding``: share of the answer's checkable claims that no source states."""
 from __future__ import annotations
 
 import re
@@ -7,6 +7,7 @@ from typing import ClassVar, Mapping
 
 from evaltape.grader.matching.claims import Claim, SourceFacts, extract_claims, normalise, source_text
 from evaltape.grader.model import EpisodeContext, Score, Trace
+from evaltape.grader.metrics.base import Metric
 
 IDENTIFIER_KINDS = ("identifier", "email")
 
@@ -40,7 +41,7 @@ def _mentions(text: str, key: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Grounding:
+class Grounding(Metric):
     """Unsupported share of the final answer's checkable claims (lower is better).
 
     Claims (see :mod:`evaltape.grader.matching.claims`) are numbers with units/scales, identifiers (e-mail,
@@ -66,7 +67,7 @@ class Grounding:
         trace = ctx.trace
         claims = extract_claims(trace.final_response or "")
         if not claims:
-            return Score(None, "no checkable claims in the final answer", reason="no_claims")
+            return Score(None, "no checkable claims in the final answer", code="no_claims")
         results = results_by_id(trace)
         inp = SourceFacts.of("input", trace.input)
         calls = []

@@ -8,6 +8,7 @@ import orjson
 
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.grounding import results_by_id
 
 SYSTEM = ("You are a strict fact-checking judge for a tool-calling AI agent. You only "
@@ -101,7 +102,7 @@ def parse(message: dict):
 
 
 @dataclass(frozen=True)
-class Hallucination:
+class Hallucination(Metric):
     """Share of the answer's claims the judge finds unsupported (lower is better).
 
     Judge request: :data:`TEMPLATE` with the user request, every tool call with its
@@ -127,10 +128,10 @@ class Hallucination:
     def score(self, ctx: EpisodeContext) -> Score:
         req = hallucination_request(ctx)
         if req is None:
-            return Score(None, "the agent gave no final answer", reason="no_answer")
+            return Score(None, "the agent gave no final answer", code="no_answer")
         s = judged_score(ctx, self.name, req, parse, _value, _label, _describe)
         if s.value is not None and s.details.startswith("0/0 "):
-            return Score(None, s.details, reason="no_claims")
+            return Score(None, s.details, code="no_claims")
         return s
 
 

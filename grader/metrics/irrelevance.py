@@ -6,10 +6,11 @@ from typing import ClassVar
 
 from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class Irrelevance:
+class Irrelevance(Metric):
     """1.0 if the case expects no call (an explicit empty list) and none was made, else 0.0.
 
     Cases that expect calls, or state no expectation, are not irrelevance cases: ``None``
@@ -22,9 +23,9 @@ class Irrelevance:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = expected_calls(ctx.case)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls")
+            return Score(None, "case states no expected tool calls", code="not_applicable")
         if expected:
-            return Score(None, reason=f"not an irrelevance case ({len(expected)} call(s) "
-                         "expected)")
+            return Score(None, f"not an irrelevance case ({len(expected)} call(s) "
+                         "expected)", code="not_applicable")
         made = ctx.trace.tools_called
         return Score(0.0 if made else 1.0, f"no call expected; {len(made)} made: {made}")

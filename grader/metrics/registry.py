@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any, Iterable
 
 from evaltape.grader.errors import UsageError
+from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.composite import Composite
 from evaltape.grader.metrics.efficiency import Efficiency
@@ -25,13 +28,13 @@ from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
 #: Built-in metric classes by name. The engine knows no metric by name; only this does.
 BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
-    ExpectedActionsCalled,  # opt-in (issue 3); grade adds it when cases carry expected_actions
-    # opt-in (issue 7): trajectory and call matching, seed 004 rules, efficiency
+    ExpectedActionsCalled,  # opt-in; grade adds it when cases carry expected_actions
+    # opt-in: trajectory and call matching, seed 004 rules, efficiency
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
     Composite,  # seed 003's weighted score; weights/thresholds via [tool.evaltape]
-    # opt-in (issue 5): hallucination checks
+    # opt-in: hallucination checks
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
 )}
 
@@ -48,33 +51,45 @@ def register(cls: type) -> type:
 
 
 def resolve(names: Iterable[str]) -> list[Any]:
-    """Instantiate metrics by built-in name or ``module:Class`` path.
+    """Instantiate metrics by built-in name or ``module:Class`` path, checked once.
+
+    Every metric is checked against the protocol (:func:`check_metric`); after
+    resolution no two metrics may share a ``name`` (a user metric named like a built-in
+    would otherwise overwrite its column).
 
     Raises:
-        UsageError: an unknown name (lists the known ones) or an import failure.
+        UsageError: an unknown name (lists the known ones), a module that cannot be
+            imported or raises on import (its exception named), a class that cannot be
+            built, an object that is not a metric, or two metrics with one name.
     """
     metrics = []
     for name in names:
         if ":" in name:
             module, _, attr = name.partition(":")
-            import os
-            import sys
             if os.getcwd() not in sys.path and "" not in sys.path:
                 sys.path.insert(0, os.getcwd())  # user metrics next to the user's files
             try:
                 cls = getattr(importlib.import_module(module), attr)
             except (ImportError, AttributeError) as e:
                 raise UsageError(f"cannot load metric {name!r}: {e}") from None
+            except Exception as e:  # noqa: BLE001 - the user's module raised on import
+                raise UsageError(f"cannot load metric {name!r}: importing {module!r} raised "
+                                 f"{type(e).__name__}: {e}") from None
         elif name in BUILTIN:
             cls = BUILTIN[name]
         else:
             raise UsageError(f"unknown metric {name!r}; known: {', '.join(sorted(BUILTIN))}")
-        if not (isinstance(cls, type) and isinstance(getattr(cls, "name", None), str)
-                and callable(getattr(cls, "score", None))):
-            raise UsageError(f"{name!r} is not a metric: expected a class with a 'name' "
-                             "and a 'score(ctx) -> Score' method")
+        if not isinstance(cls, type):
+            raise UsageError(f"{name!r} is not a metric class (got {type(cls).__name__})")
         try:
-            metrics.append(cls())
+            metric = cls()
         except Exception as e:  # noqa: BLE001 - a user class that cannot be built
             raise UsageError(f"cannot create metric {name!r}: {type(e).__name__}: {e}") from None
+        metrics.append(check_metric(metric, name))
+    seen: dict[str, str] = {}
+    for given, m in zip(names, metrics):
+        if m.name in seen:
+            raise UsageError(f"two metrics are named {m.name!r} ({seen[m.name]!r} and "
+                             f"{given!r}): a report has one column per name")
+        seen[m.name] = given
     return metrics

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, unit_float
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
 
 #: Seed 004's criteria and weights (``WEIGHTED_METRICS``), in order.
@@ -59,7 +60,7 @@ def weighted(v: dict[str, float]) -> float:
 
 
 @dataclass(frozen=True)
-class RubricJudge:
+class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
     ``details`` shows each criterion and PASS/FAIL at :data:`PASS_AT` (0.7, seed 004).
@@ -87,7 +88,7 @@ class RubricJudge:
     def score(self, ctx: EpisodeContext) -> Score:
         req = self._request(ctx)
         if req is None:
-            return Score(None, "the agent gave no final answer", reason="no_answer")
+            return Score(None, "the agent gave no final answer", code="no_answer")
 
         def describe(v: dict) -> str:
             w = weighted(v)

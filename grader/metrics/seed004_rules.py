@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 def _expected_names(ctx: EpisodeContext) -> list[str] | None:
@@ -20,7 +21,7 @@ def _expected_names(ctx: EpisodeContext) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class ExpectedToolsCalled:
+class ExpectedToolsCalled(Metric):
     """Every expected tool name appears among the called names (``in``; order ignored)."""
 
     name: ClassVar[str] = "expected_tools_called"
@@ -29,7 +30,7 @@ class ExpectedToolsCalled:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = _expected_names(ctx)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls")
+            return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tools_called
         missing = [t for t in expected if t not in actual]
         if not expected:
@@ -40,7 +41,7 @@ class ExpectedToolsCalled:
 
 
 @dataclass(frozen=True)
-class ResponseNotEmpty:
+class ResponseNotEmpty(Metric):
     """The final response is present and not only whitespace."""
 
     name: ClassVar[str] = "response_not_empty"
@@ -54,7 +55,7 @@ class ResponseNotEmpty:
 
 
 @dataclass(frozen=True)
-class ResponseMinLength:
+class ResponseMinLength(Metric):
     """The final response has at least ``min_chars`` characters (seed 004: 20)."""
 
     name: ClassVar[str] = "response_min_length"
@@ -68,7 +69,7 @@ class ResponseMinLength:
 
 
 @dataclass(frozen=True)
-class ExpectedTopicsPresent:
+class ExpectedTopicsPresent(Metric):
     """Fraction of ``expected_topics`` found case-insensitively in the answer.
 
     Seed 004 asserts all of them; the fraction keeps partial credit visible (1.0 = the
@@ -81,7 +82,7 @@ class ExpectedTopicsPresent:
     def score(self, ctx: EpisodeContext) -> Score:
         topics = ctx.case.extra.get("expected_topics")
         if not topics:
-            return Score(None, reason="case has no expected_topics")
+            return Score(None, "case has no expected_topics", code="not_applicable")
         lower = (ctx.trace.final_response or "").lower()
         missing = [t for t in topics if t.lower() not in lower]
         found = len(topics) - len(missing)
@@ -90,7 +91,7 @@ class ExpectedTopicsPresent:
 
 
 @dataclass(frozen=True)
-class ForbiddenContentAbsent:
+class ForbiddenContentAbsent(Metric):
     """No phrase of ``should_not_contain`` (seed 004) / ``final_response_excludes``
     (seed 003) occurs case-insensitively in the answer. Neither given → ``None``."""
 
@@ -101,7 +102,7 @@ class ForbiddenContentAbsent:
         phrases = list(ctx.case.extra.get("should_not_contain") or ()) + \
             list(ctx.case.extra.get("final_response_excludes") or ())
         if not phrases:
-            return Score(None, reason="no forbidden content defined for this case")
+            return Score(None, "no forbidden content defined for this case", code="not_applicable")
         lower = (ctx.trace.final_response or "").lower()
         found = [p for p in phrases if p.lower() in lower]
         return Score(0.0 if found else 1.0, f"forbidden found: {found}" if found else
@@ -109,7 +110,7 @@ class ForbiddenContentAbsent:
 
 
 @dataclass(frozen=True)
-class NoExtraToolCalls:
+class NoExtraToolCalls(Metric):
     """At most ``slack`` more calls than expected (seed 004: expected + 1, for retries)."""
 
     name: ClassVar[str] = "no_extra_tool_calls"
@@ -119,7 +120,7 @@ class NoExtraToolCalls:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = _expected_names(ctx)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls")
+            return Score(None, "case states no expected tool calls", code="not_applicable")
         n = len(ctx.trace.tool_calls)
         limit = len(expected) + self.slack
         return Score(1.0 if n <= limit else 0.0, f"{n} calls made, at most {limit} allowed "

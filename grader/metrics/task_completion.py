@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class TaskCompletion:
+class TaskCompletion(Metric):
     """Fraction of ``expected_outcome_keywords`` found, case-insensitively, in the answer.
 
     Formula (seed 000, ``TaskCompletion``): score = |found| / |keywords| with a plain

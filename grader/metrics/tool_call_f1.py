@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import ArgsMode, check_mode, expected_calls, match_calls, trace_schemas
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 def _ratio(num: int, den: int) -> str:
@@ -13,7 +14,7 @@ def _ratio(num: int, den: int) -> str:
 
 
 @dataclass(frozen=True)
-class ToolCallF1:
+class ToolCallF1(Metric):
     """F1 of calls matched one to one, arguments included; duplicates and misses count.
 
     With E expected calls, A actual calls and M the size of the optimal matching
@@ -37,12 +38,12 @@ class ToolCallF1:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = expected_calls(ctx.case)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls")
+            return Score(None, "case states no expected tool calls", code="not_applicable")
         m = match_calls(ctx.trace.tool_calls, expected, args_mode=self.args_mode,
                         overrides=self.overrides, schemas=trace_schemas(ctx.trace.raw))
         if m.n_expected + m.n_actual == 0:
-            return Score(None, reason="no calls expected and none made: F1 is 0/0 "
-                         "(see the irrelevance metric)")
+            return Score(None, "no calls expected and none made: F1 is 0/0 "
+                         "(see the irrelevance metric)", code="undefined")
         f1 = 2 * m.matched / (m.n_expected + m.n_actual)
         details = (f"F1={f1:.3f} ({m.matched}/{m.n_expected} expected, {m.matched}/"
                    f"{m.n_actual} actual); precision={_ratio(m.matched, m.n_actual)}, "

@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class ToolSelectionAccuracy:
+class ToolSelectionAccuracy(Metric):
     """Set F1 between the expected tool names and the names the agent called.
 
     Formula (seed 000, ``ToolSelectionAccuracy``): with E = set(expected_tools) and

@@ -7,10 +7,11 @@ from typing import Any, ClassVar, Mapping
 from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, expected_calls, match_calls,
                      strict_match, trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
 
 
 @dataclass(frozen=True)
-class TrajectoryMatch:
+class TrajectoryMatch(Metric):
     """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes).
 
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
@@ -44,7 +45,7 @@ class TrajectoryMatch:
     def score(self, ctx: EpisodeContext) -> Score:
         expected = expected_calls(ctx.case)
         if expected is None:
-            return Score(None, reason="case states no expected tool calls")
+            return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tool_calls
         kw = dict(args_mode=self.args_mode, overrides=self.overrides,
                   schemas=trace_schemas(ctx.trace.raw))

@@ -1,6 +1,8 @@
 """Small helpers shared by the report renderers."""
 from __future__ import annotations
 
+from typing import Any
+
 from evaltape.grader.metrics.base import PASS_THRESHOLD
 
 BAR_WIDTH = 30
@@ -47,25 +49,34 @@ def status(value: float | None, lower_is_better: bool = False) -> str:
     return "PASS" if passes(value, lower_is_better) else "FAIL"
 
 
-def trial_lines(summary: dict) -> list[str]:
-    """One-line texts for pass@k, pass^k and the bootstrap interval, when the summary has them."""
+def trial_lines(summary: Any) -> list[str]:
+    """One-line texts for pass@k, pass^k and the interval on pass_rate, when the summary
+    (:class:`evaltape.grader.report.model.Summary`) has them."""
     out = []
-    ci = summary.get("pass_rate_ci95")
+    ci = summary.pass_rate_ci95
     if ci:
         out.append(f"pass_rate 95% interval: [{ci['low']:.3f}, {ci['high']:.3f}] "
                    f"({ci['method']})")
     for key, label in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")):
-        if summary.get(key):
+        if getattr(summary, key):
             out.append(f"{label}: " + "  ".join(f"k={k} {v:.3f}" for k, v in
-                                               sorted(summary[key].items(), key=lambda kv: int(kv[0]))))
+                                               sorted(getattr(summary, key).items(),
+                                                      key=lambda kv: int(kv[0]))))
     return out
 
 
-def lower_set(report: dict) -> set[str]:
-    """Names of the report's metrics where lower is better."""
-    return set(report.get("grader", {}).get("lower_is_better", ()))
+def episode_label(ep: Any, multi_trial: bool) -> str:
+    """``case`` or ``case#t<trial>`` when the run has several trials (``ep``: an
+    :class:`evaltape.grader.report.model.EpisodeResult`)."""
+    return f"{ep.case_id}#t{ep.trial}" if multi_trial else ep.case_id
 
 
-def episode_label(ep: dict, multi_trial: bool) -> str:
-    """``case`` or ``case#t<trial>`` when the run has several trials."""
-    return f"{ep['case_id']}#t{ep['trial']}" if multi_trial else ep["case_id"]
+#: C0/C1 control characters (ESC starts terminal escape sequences), except tab and newline.
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0x80, 0xa0)],
+                         "\ufffd")
+
+
+def plain(text: str) -> str:
+    """``text`` safe for a terminal: control characters (ESC, BEL, CR...) become U+FFFD,
+    so an answer recorded from a model cannot move the cursor or recolour the screen."""
+    return str(text).translate(_CONTROL)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from evaltape.grader.errors import BadInputError
-from evaltape.grader.io.jsonfiles import read_json
+from evaltape.grader.report.model import Report, read_report
 
 WARNING = 0.05
 CRITICAL = 0.10
@@ -24,42 +23,18 @@ SUMMARY_KEYS = ("pass_rate", "tool_accuracy")
 LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate", "grounding"})
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
-    """Read a ``report.json``.
+def load_report(path: str | Path) -> Report:
+    """Read and check a ``report.json`` (:func:`evaltape.grader.report.model.read_report`).
 
     Raises:
-        BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object.
+        BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object of the
+            right shape (file and field named).
     """
-    p = str(path)
-    doc = read_json(p, "report")
-    if not isinstance(doc, dict) or doc.get("schema") != "evaltape.report/1":
-        raise BadInputError("not an evaltape.report/1 report", path=p, field="schema")
-    _check_report_shape(doc, p)
-    return doc
+    return read_report(path)
 
 
-def _check_report_shape(doc: dict, p: str) -> None:
-    """Check the parts of a report the comparison reads; names the first bad field."""
-    summary = doc.get("summary")
-    if not isinstance(summary, dict):
-        raise BadInputError("expected an object", path=p, field="summary")
-    metrics = summary.get("metrics", {})
-    if not isinstance(metrics, dict) or not all(
-            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            for v in metrics.values()):
-        raise BadInputError("expected {metric: number or null}", path=p, field="summary.metrics")
-    for key in ("pass_rate", "tool_accuracy"):
-        v = summary.get(key)
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise BadInputError("expected a number", path=p, field=f"summary.{key}")
-    episodes = doc.get("episodes")
-    if not isinstance(episodes, list):
-        raise BadInputError("expected a list", path=p, field="episodes")
-    for i, e in enumerate(episodes):
-        if not (isinstance(e, dict) and isinstance(e.get("case_id"), str)
-                and isinstance(e.get("trial"), int) and isinstance(e.get("passed"), bool)):
-            raise BadInputError("expected {case_id: str, trial: int, passed: bool, ...}",
-                                path=p, field=f"episodes[{i}]")
+def _typed(report: Report | Mapping[str, Any]) -> Report:
+    return report if isinstance(report, Report) else Report.from_json(report)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -96,30 +71,32 @@ def level(delta: float | None, *, lower_is_better: bool = False, warning: float 
     return None
 
 
-def _metric_means(report: Mapping[str, Any], keys: set | None = None) -> dict[str, Any]:
+def _metric_means(report: Report, keys: set | None = None) -> dict[str, Any]:
     """The summary numbers compared: the report's own means, or, when ``keys`` is given,
     means recomputed over just those ``(case_id, trial)`` episodes (nulls skipped), so two
     reports over different episode sets are compared like for like."""
-    s = report["summary"]
+    s = report.summary
     if keys is None:
-        out = {k: s.get(k) for k in SUMMARY_KEYS}
-        out.update(s.get("metrics") or {})
+        out = {k: getattr(s, k) for k in SUMMARY_KEYS}
+        out.update(s.metrics)
         return out
-    eps = [e for e in report["episodes"] if (e["case_id"], e["trial"]) in keys]
-    out = {"pass_rate": round(sum(bool(e["passed"]) for e in eps) / len(eps), 3)
-           if eps else None}
-    names = sorted({n for e in eps for n in (e.get("metrics") or {})})
+    eps = [e for e in report.episodes if (e.case_id, e.trial) in keys]
+    out = {"pass_rate": round(sum(e.passed for e in eps) / len(eps), 3) if eps else None}
+    names = sorted({n for e in eps for n in e.metrics})
     for n in names:
-        vals = [e["metrics"][n]["score"] for e in eps
-                if isinstance(e["metrics"].get(n), dict)
-                and isinstance(e["metrics"][n].get("score"), (int, float))]
+        vals = [e.metrics[n].score for e in eps
+                if n in e.metrics and e.metrics[n].score is not None]
         out[n] = round(sum(vals) / len(vals), 4) if vals else None
     return out
 
 
-def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
+def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *,
                     warning: float = WARNING, critical: float = CRITICAL) -> dict[str, Any]:
     """The regression comparison of ``new`` against the baseline ``old``.
+
+    Args:
+        old, new: reports (:class:`Report`, or ``report.json`` objects, read with
+            :meth:`Report.from_json`).
 
     Returns:
         ``{"flips": [{case_id, trial, before, after, failure}], "regressed": b,
@@ -127,25 +104,27 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
         "only_in_baseline": [...], "only_in_current": [...], "level": worst level}``
         where metrics lists every mean that moved (or became/stopped being null) and
         ``level`` is ``"critical"``, ``"warning"`` or ``"ok"``.
+
+    Raises:
+        BadInputError: a report object of the wrong shape.
     """
-    before = {(e["case_id"], e["trial"]): e for e in old["episodes"]}
-    after = {(e["case_id"], e["trial"]): e for e in new["episodes"]}
+    old, new = _typed(old), _typed(new)
+    before = {(e.case_id, e.trial): e for e in old.episodes}
+    after = {(e.case_id, e.trial): e for e in new.episodes}
     flips = []
     for key in sorted(before.keys() & after.keys(), key=lambda k: (str(k[0]), k[1])):
         b, a = before[key], after[key]
-        if bool(b["passed"]) != bool(a["passed"]):
-            flips.append({"case_id": key[0], "trial": key[1], "before": bool(b["passed"]),
-                          "after": bool(a["passed"]), "failure": a.get("failure"),
-                          "failure_before": b.get("failure")})
+        if b.passed != a.passed:
+            flips.append({"case_id": key[0], "trial": key[1], "before": b.passed,
+                          "after": a.passed, "failure": a.failure,
+                          "failure_before": b.failure})
     regressed = sum(1 for f in flips if f["before"])
     fixed = len(flips) - regressed
     metrics = []
     same = before.keys() == after.keys()
     shared = None if same else set(before.keys() & after.keys())
     mb, ma = _metric_means(old, shared), _metric_means(new, shared)
-    lower = set(LOWER_IS_BETTER)
-    for rep in (old, new):
-        lower |= set((rep.get("grader") or {}).get("lower_is_better") or ())
+    lower = set(LOWER_IS_BETTER) | old.lower_is_better | new.lower_is_better
     for name in sorted(mb.keys() | ma.keys()):
         x, y = mb.get(name), ma.get(name)
         if x == y:
@@ -165,10 +144,8 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
             "only_in_current": sorted(label(k) for k in after.keys() - before.keys()),
             "means_over": "all episodes" if shared is None else
             f"the {len(shared)} episodes both reports have",
-            "datasets_differ": bool(
-                (old.get("run") or {}).get("dataset_sha256")
-                and (new.get("run") or {}).get("dataset_sha256")
-                and old["run"]["dataset_sha256"] != new["run"]["dataset_sha256"])}
+            "datasets_differ": bool(old.run.dataset_sha256 and new.run.dataset_sha256
+                                    and old.run.dataset_sha256 != new.run.dataset_sha256)}
 
 
 def _num(v: Any) -> str:

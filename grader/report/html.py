@@ -9,7 +9,8 @@ import json
 from html import escape
 from typing import Any, Mapping
 
-from evaltape.grader.report.common import episode_label, fmt, is_failing, lower_set
+from evaltape.grader.report.common import episode_label, fmt, is_failing
+from evaltape.grader.report.model import Report
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}
@@ -75,69 +76,71 @@ def _baseline(cmp: Mapping[str, Any]) -> str:
             f"<th>alert</th></tr>{rows}</table>")
 
 
-def render_html(report: dict, traces: Mapping[tuple[str, int], Any] | None = None) -> str:
-    """Render a ``report.json`` object as one self-contained HTML page.
+def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = None) -> str:
+    """Render a :class:`Report` as one self-contained HTML page.
 
     Args:
-        report: the report object.
+        report: the typed report.
         traces: optional ``{(case_id, trial): Trace}`` for the expandable trajectories
             (the report itself does not hold the calls).
     """
-    run, s = report["run"], report["summary"]
-    multi = s["trials"] > 1
-    title = escape(str(run.get("name") or run.get("path") or "run"))
+    run, s = report.run, report.summary
+    multi = report.multi_trial
+    title = escape(str(run.name or run.path or "run"))
     out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>evaltape: {title}"
            f"</title><style>{CSS}</style></head><body><h1>evaltape report: {title}</h1>",
-           f"<p>agent <code>{escape(str(run.get('agent')))}</code>, model "
-           f"<code>{escape(str(run.get('model')))}</code>"
-           + (f" ({escape(str(run['model_note']))})" if run.get("model_note") else "")
-           + f"; {s['cases']} cases × {s['trials']} "
-           f"trial(s) = {s['episodes']} episodes</p>",
+           f"<p>agent <code>{escape(str(run.agent))}</code>, model "
+           f"<code>{escape(str(run.model))}</code>"
+           + (f" ({escape(str(run.model_note))})" if run.model_note else "")
+           + f"; {s.cases} cases × {s.trials} "
+           f"trial(s) = {s.episodes} episodes</p>",
            "<table><tr><th>pass_rate</th><th>tool_accuracy</th><th>avg_steps</th></tr>"
-           f"<tr><td>{_bar(s['pass_rate'])}</td><td>{_bar(s['tool_accuracy'])}</td>"
-           f"<td class=num>{s['avg_steps']:.2f}</td></tr></table>"]
-    ci = s.get("pass_rate_ci95")
+           f"<tr><td>{_bar(s.pass_rate)}</td><td>{_bar(s.tool_accuracy)}</td>"
+           f"<td class=num>{s.avg_steps:.2f}</td></tr></table>"]
+    ci = s.pass_rate_ci95
     if ci:
         out.append(f"<p class=muted>pass_rate 95% interval [{ci['low']:.3f}, {ci['high']:.3f}]"
                    f" ({escape(ci['method'])}, {ci['resamples']} resamples)</p>")
-    if s.get("pass_hat_k"):
-        ks = sorted(s["pass_hat_k"], key=int)
+    if s.pass_hat_k:
+        ks = sorted(s.pass_hat_k, key=int)
         out.append("<table><tr><th>k</th>" + "".join(f"<th>{k}</th>" for k in ks) + "</tr>"
-                   "<tr><td>pass@k</td>" + "".join(f"<td class=num>{s['pass_at_k'][k]:.3f}</td>"
+                   "<tr><td>pass@k</td>" + "".join(f"<td class=num>{s.pass_at_k[k]:.3f}</td>"
                                                    for k in ks) + "</tr><tr><td>pass^k</td>"
-                   + "".join(f"<td class=num>{s['pass_hat_k'][k]:.3f}</td>" for k in ks)
+                   + "".join(f"<td class=num>{s.pass_hat_k[k]:.3f}</td>" for k in ks)
                    + "</tr></table>")
-    lower = lower_set(report)
+    lower = report.lower_is_better
     out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>skipped</th></tr>")
-    for name, value in s["metrics"].items():
+    for name, value in s.metrics.items():
         note = " <span class=muted>(lower is better)</span>" if name in lower else ""
         out.append(f"<tr><td>{escape(name)}{note}</td><td>{_bar(value, name in lower)}</td>"
                    "<td class=num>"
-                   f"{s.get('metrics_skipped', {}).get(name, 0)}</td></tr>")
+                   f"{s.metrics_skipped.get(name, 0)}"
+                   + (f" ({s.metrics_errors[name]} errors)" if s.metrics_errors.get(name) else "")
+                   + "</td></tr>")
     out.append("</table>")
-    if report.get("baseline_comparison"):
-        out.append(_baseline(report["baseline_comparison"]))
-    names = report["grader"]["metrics"]
+    if report.baseline_comparison:
+        out.append(_baseline(report.baseline_comparison))
+    names = report.grader.metrics
     out.append("<h2>Episodes</h2><table><tr><th>episode</th><th>outcome</th>"
                + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>")
-    for ep in report["episodes"]:
-        outcome = ('<span class=pass>pass</span>' if ep["passed"] else
-                   f'<span class=fail>{escape(str(ep["failure"]))}</span>')
+    for ep in report.episodes:
+        outcome = ('<span class=pass>pass</span>' if ep.passed else
+                   f'<span class=fail>{escape(str(ep.failure))}</span>')
         cells = "".join(
-            f"<td class=\"{_cell_class(ep['metrics'][n]['score'], n in lower)}\" title=\"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}\">"
-            f"{fmt(ep['metrics'][n]['score'], 3)}</td>" for n in names)
-        trace = (traces or {}).get((ep["case_id"], ep["trial"]))
+            f"<td class=\"{_cell_class(ep.metrics[n].score, n in lower)}\" "
+            f"title=\"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}\">"
+            f"{fmt(ep.metrics[n].score, 3)}</td>" for n in names)
+        trace = (traces or {}).get((ep.case_id, ep.trial))
         out.append(f"<tr><td><details><summary>{escape(episode_label(ep, multi))}</summary>"
                    f"{_trajectory(trace)}</details></td><td>{outcome}</td>{cells}</tr>")
     out.append("</table>")
-    failing = [(ep, n) for ep in report["episodes"] for n in names
-               if is_failing(ep["metrics"][n]["score"], n in lower,
-                          ep["metrics"][n].get("reason"))]
+    failing = [(ep, n) for ep in report.episodes for n in names
+               if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
     if failing:  # the reasons, visible without hovering (and in print)
         out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
             f"<li><code>{escape(episode_label(ep, multi))}</code> <b>{escape(n)}</b> "
-            f"{fmt(ep['metrics'][n]['score'], 3)}: "
-            f"{escape(ep['metrics'][n].get('details') or ep['metrics'][n].get('reason') or '')}"
+            f"{fmt(ep.metrics[n].score, 3)}: "
+            f"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}"
             "</li>" for ep, n in failing) + "</ul>")
     out.append("</body></html>\n")
     return "\n".join(out)

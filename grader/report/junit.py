@@ -8,39 +8,40 @@ import xml.etree.ElementTree as ET
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 from evaltape.grader.report.common import episode_label
+from evaltape.grader.report.model import Report
 
 
-def render_junit(report: dict) -> str:
-    """Render a ``report.json`` object as JUnit XML (deterministic text, ends with newline).
+def render_junit(report: Report) -> str:
+    """Render a :class:`Report` as JUnit XML (deterministic text, ends with a newline).
 
     Shape: ``<testsuites><testsuite name=RUN tests failures skipped=0><properties>`` with
     the summary numbers, then one ``<testcase classname="evaltape.RUN" name=EPISODE>`` per
     episode; a failed episode carries ``<failure type=REASON message=REASON>`` whose text
     lists each metric's score and details. No timestamps, so the file diffs cleanly.
     """
-    run, s = report["run"], report["summary"]
-    name = run.get("name") or run.get("path") or "run"
-    multi = s["trials"] > 1
-    failed = sum(1 for ep in report["episodes"] if not ep["passed"])
-    suites = ET.Element("testsuites", name="evaltape", tests=str(len(report["episodes"])),
+    run, s = report.run, report.summary
+    name = run.name or run.path or "run"
+    multi = report.multi_trial
+    failed = sum(1 for ep in report.episodes if not ep.passed)
+    suites = ET.Element("testsuites", name="evaltape", tests=str(len(report.episodes)),
                         failures=str(failed))
-    suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(report["episodes"])),
+    suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(report.episodes)),
                           failures=str(failed), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
     for key in ("pass_rate", "tool_accuracy", "avg_steps"):
-        ET.SubElement(props, "property", name=key, value=str(s[key]))
-    for metric, value in s["metrics"].items():
+        ET.SubElement(props, "property", name=key, value=str(getattr(s, key)))
+    for metric, value in s.metrics.items():
         ET.SubElement(props, "property", name=f"metric.{metric}",
                       value="null" if value is None else str(value))
-    for ep in report["episodes"]:
+    for ep in report.episodes:
         tc = ET.SubElement(suite, "testcase", classname=f"evaltape.{name}",
                            name=episode_label(ep, multi))
         lines = []
-        for metric, m in ep["metrics"].items():
-            score = "null" if m["score"] is None else f"{m['score']:.3f}"
-            lines.append(f"{metric}: {score} {m.get('details') or m.get('reason') or ''}".rstrip())
-        if not ep["passed"]:
-            f = ET.SubElement(tc, "failure", type=str(ep["failure"]), message=str(ep["failure"]))
+        for metric, m in ep.metrics.items():
+            score = "null" if m.score is None else f"{m.score:.3f}"
+            lines.append(f"{metric}: {score} {m.details or m.code or ''}".rstrip())
+        if not ep.passed:
+            f = ET.SubElement(tc, "failure", type=str(ep.failure), message=str(ep.failure))
             f.text = "\n".join(lines)
         elif lines:
             ET.SubElement(tc, "system-out").text = "\n".join(lines)

@@ -21,7 +21,7 @@ def _group(rows: list[dict], composite: Any) -> dict[str, Any]:
     return out
 
 
-def breakdowns(episodes: Sequence[Mapping[str, Any]], cases: Sequence[Case],
+def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
                metrics: Sequence[Any]) -> dict[str, Any]:
     """Summary keys for seed 003's template, added only when they have content.
 
@@ -34,14 +34,15 @@ def breakdowns(episodes: Sequence[Mapping[str, Any]], cases: Sequence[Case],
       composite details.
     """
     by_id = {c.id: c for c in cases}
-    composite = next((m for m in metrics if getattr(m, "name", "") == "composite"), None)
+    composite = next((m for m in metrics if m.name == "composite"), None)
     rows = []
     for i, ep in enumerate(episodes):
-        case = by_id[ep["case_id"]]
-        comp = (ep["metrics"].get("composite") or {}) if composite is not None else {}
-        rows.append({"i": i, "ep": ep, "passed": bool(ep["passed"]),
+        case = by_id[ep.case_id]
+        comp = ep.metrics.get("composite") if composite is not None else None
+        rows.append({"i": i, "ep": ep, "passed": bool(ep.passed),
                      "difficulty": case.extra.get("difficulty"), "tags": case.tags,
-                     "composite": comp.get("score"), "details": comp.get("details") or ""})
+                     "composite": None if comp is None else comp.score,
+                     "details": "" if comp is None else comp.details})
     out: dict[str, Any] = {}
     tiers = sorted({r["difficulty"] for r in rows if r["difficulty"]})
     if tiers:
@@ -53,8 +54,8 @@ def breakdowns(episodes: Sequence[Mapping[str, Any]], cases: Sequence[Case],
     if composite is not None:
         scored = sorted((r for r in rows if r["composite"] is not None),
                         key=lambda r: (r["composite"], r["i"]))[:WORST_N]
-        out["worst_episodes"] = [{"case_id": r["ep"]["case_id"], "trial": r["ep"]["trial"],
-                                  "composite": r["composite"], "failure": r["ep"]["failure"],
+        out["worst_episodes"] = [{"case_id": r["ep"].case_id, "trial": r["ep"].trial,
+                                  "composite": r["composite"], "failure": r["ep"].failure,
                                   "difficulty": r["difficulty"], "excerpt": r["details"][:200]}
                                  for r in scored]
     return out

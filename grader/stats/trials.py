@@ -41,13 +41,13 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def case_counts(episodes: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
-    """``{case_id: (n trials, c passed)}`` from report episode entries (``passed`` bool)."""
+def case_counts(verdicts: Iterable[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
+    """``{case_id: (n trials, c passed)}`` from ``(case_id, passed)`` pairs, one per episode."""
     counts: dict[str, list[int]] = {}
-    for ep in episodes:
-        nc = counts.setdefault(ep["case_id"], [0, 0])
+    for case_id, passed in verdicts:
+        nc = counts.setdefault(case_id, [0, 0])
         nc[0] += 1
-        nc[1] += bool(ep["passed"])
+        nc[1] += bool(passed)
     return {cid: (n, c) for cid, (n, c) in counts.items()}
 
 
@@ -99,10 +99,10 @@ def bootstrap_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95,
             "method": "percentile bootstrap over cases"}
 
 
-def trial_summary(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The summary keys this module adds: ``pass_rate_ci95`` always; with more than one
-    trial, ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` too."""
-    counts = case_counts(episodes)
+def trial_summary(verdicts: Iterable[tuple[str, bool]]) -> dict[str, Any]:
+    """The summary keys this module adds, from ``(case_id, passed)`` pairs: ``pass_rate_ci95``
+    always; with more than one trial, ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` too."""
+    counts = case_counts(verdicts)
     out: dict[str, Any] = {"pass_rate_ci95": bootstrap_ci(counts)}
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))

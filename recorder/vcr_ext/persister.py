@@ -8,6 +8,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize, serialize
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import atomic_write
 
 from .scrub import find_secret
 
@@ -29,12 +30,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
                               path=str(path))
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    atomic_write(p, text)
 
 
 class AtomicPersister:

@@ -104,7 +104,7 @@ class Episode:
 
         Returns:
             a :class:`evaltape.grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
-            ``.reason``, and ``.details``.
+            ``.code``, and ``.details``.
         """
         from evaltape.grader.metrics import resolve
         from evaltape.grader.model import EpisodeContext
@@ -143,41 +143,23 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
     """Load a recorded run as episodes, in dataset order then trial.
 
-    Resolves the run and its dataset as ``evaltape grade`` does and refuses a run whose
-    recorded inputs differ from the dataset's.
+    Opens the run with :func:`evaltape.open_run`, so the rules are those of
+    ``evaltape grade``: unknown case, duplicate episode and changed input are refused.
 
     Raises:
-        grader.errors.EvaltapeError: the run or dataset cannot be read, a trace names a
-            case the dataset lacks, or the run has no episode.
+        evaltape.grader.errors.EvaltapeError: the run or dataset cannot be read, a trace
+            names a case the dataset lacks, repeats an episode, or the run has no episode.
     """
-    from evaltape.grader.io.datasets import load_dataset
-    from evaltape.grader.errors import BadInputError, UsageError
-    from evaltape.grader.judge import JudgeStore
-    from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
-    from evaltape.grader.io.traces import iter_traces
+    from evaltape.grader.errors import UsageError
+    from evaltape.grader.io.run import open_run
 
-    paths = locate_run(run)
-    ds_path = dataset_path_for(paths, dataset)
-    cases = load_dataset(ds_path)
-    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
-    by_id = {c.id: (i, c) for i, c in enumerate(cases)}
-    judge = JudgeStore.load(paths.root)
-    episodes = []
-    seen: set[tuple[str, int]] = set()
-    for trace in iter_traces(paths.traces):
-        if trace.case_id not in by_id:
-            raise BadInputError(f"case {trace.case_id!r} is not in the dataset {ds_path}",
-                                path=str(paths.traces), line=trace.source_line,
-                                field="case_id")
-        if (trace.case_id, trace.trial) in seen:  # as `evaltape grade` refuses it
-            raise BadInputError(f"duplicate episode: case {trace.case_id!r} trial "
-                                f"{trace.trial}", path=str(paths.traces),
-                                line=trace.source_line)
-        seen.add((trace.case_id, trace.trial))
-        episodes.append(Episode(trace, by_id[trace.case_id][1], judge))
+    opened = open_run(run, dataset)
+    judge = opened.judge_store()
+    position = {c.id: i for i, c in enumerate(opened.cases)}
+    episodes = [Episode(trace, case, judge) for trace, case in opened.episodes()]
     if not episodes:
         raise UsageError(f"the run {run} has no episodes")
-    episodes.sort(key=lambda e: (by_id[e.case_id][0], e.trial))
+    episodes.sort(key=lambda e: (position[e.case_id], e.trial))
     return episodes
 
 

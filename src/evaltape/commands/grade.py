@@ -1,32 +1,25 @@
-"""``evaltape grade``: offline scoring of a recorded run (DESIGN.md §6)."""
+"""``evaltape grade``: offline scoring of a recorded run (DESIGN.md §6).
+
+A thin layer over :func:`evaltape.grade`: it writes the report files, prints the terminal
+view and turns gates into exit codes. The report itself is built by the API, so the CLI and
+a script calling ``evaltape.grade`` write byte-identical ``report.json``.
+"""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from evaltape.grader.io.datasets import inputs_sha256, load_dataset
-from evaltape.grader.engine import grade as grade_run
-from evaltape.grader.engine import report_bytes
-from evaltape.grader.metrics import DEFAULT_METRICS, resolve
-from evaltape.grader.report.markdown import render_markdown
-from evaltape.grader.io.run import check_inputs_unchanged, dataset_path_for, locate_run
-from evaltape.grader.io.traces import iter_traces
+from evaltape.grader.io.jsonfiles import atomic_write
+from evaltape.grader.metrics import DEFAULT_METRICS
 
 FORMATS = ("json", "md", "junit", "html")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+def _write(path: Path, data: bytes) -> None:
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise click.UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
@@ -51,8 +44,10 @@ def _formats(value: str) -> list[str]:
               help="Fail (exit 1) when pass_rate is below this.")
 @click.option("--baseline", default=None, metavar="OLD/report.json",
               help="Compare with an earlier report; exit 1 on a critical regression.")
-@click.option("--metrics", "metric_names", default=",".join(DEFAULT_METRICS),
-              show_default=True, help="Comma-separated metric names or module:Class paths.")
+@click.option("--metrics", "metric_names", default=None,
+              help="Comma-separated metric names or module:Class paths [default: "
+                   + ",".join(DEFAULT_METRICS) + " (+ expected_actions_called when cases "
+                   "carry expected actions)].")
 @click.option("--format", "formats", default="json,md", show_default=True,
               help=f"Report files to write: {', '.join(FORMATS)}.")
 @click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
@@ -60,7 +55,8 @@ def _formats(value: str) -> list[str]:
               help="Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
                    "with [tool.evaltape]; they enter the report's config_sha256.")
 @click.option("--require-complete", is_flag=True,
-              help="Fail (exit 1) when a dataset case has no recorded episode.")
+              help="Fail (exit 1) when a dataset case has no recorded episode or lacks "
+                   "some of the run's trials.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
@@ -68,98 +64,77 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
           baseline: str | None = None, config_path: str | None = None,
           require_complete: bool = False) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
+    from evaltape.cli import GateFailed
+    from evaltape.grader.api import grade as grade_api
+    from evaltape.grader.report.markdown import render_markdown
+    from evaltape.grader.report.model import report_bytes
+
     fmts = _formats(formats)
     if threshold is not None and threshold != threshold:
         raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
-    base = None
-    if baseline:
-        from evaltape.grader.report.diff import load_report
-        base = load_report(baseline)
-    paths = locate_run(run)
-    ds_path = dataset_path_for(paths, dataset)
-    cases = load_dataset(ds_path)
-    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
-    names = [n.strip() for n in metric_names.split(",") if n.strip()]
-    if not names:
-        raise click.UsageError("--metrics names no metric")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise click.UsageError(f"--metrics names {', '.join(twice)} more than once")
-    if metric_names == ",".join(DEFAULT_METRICS):  # imported benchmarks: add their outcome
-        from evaltape.grader.metrics.expected_actions import actions_metric_for
-        names += actions_metric_for(cases)
-    metrics = resolve(names)
-    if config_path:
-        from evaltape.grader.io.config import configure, load_config
-        metrics = configure(metrics, load_config(config_path))
-    man = paths.manifest
-    run_info = {"path": paths.root.as_posix(), "name": paths.root.name,
-                "agent": man.get("agent"), "model": man.get("model"),
-                "model_note": man.get("model_note"),
-                "dataset_sha256": inputs_sha256(cases)}
-    from evaltape.grader.judge import JudgeStore, judge_summary
-    # judge/ is read only when a judged metric is selected
-    judge = (JudgeStore.load(paths.root) if any(getattr(m, "judged", False) for m in metrics)
-             else None)
-    report = grade_run(iter_traces(paths.traces), cases, metrics, run_info=run_info,
-                       traces_path=str(paths.traces), judge=judge)
-    judge_info = judge_summary(report, judge, metrics, run)
-    if judge_info is not None:
-        report["summary"]["judge"] = judge_info
-    if base is not None:
-        from evaltape.grader.report.diff import compare_reports
-        report["baseline_comparison"] = compare_reports(base, report)
-        report["baseline_comparison"]["baseline"] = baseline
-    out_dir = Path(out) if out else Path("reports") / paths.root.name
+    names = None
+    if metric_names is not None:
+        names = [n.strip() for n in metric_names.split(",") if n.strip()]
+        if not names:
+            raise click.UsageError("--metrics names no metric")
+    report = grade_api(run, dataset, names, config_path, baseline=baseline)
+    out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
                                f"({e.strerror})") from None
     if "json" in fmts:
-        _atomic_write(out_dir / "report.json", report_bytes(report))
+        _write(out_dir / "report.json", report_bytes(report))
     if "md" in fmts:
-        _atomic_write(out_dir / "report.md", render_markdown(report).encode())
+        _write(out_dir / "report.md", render_markdown(report).encode())
     if "junit" in fmts:
         from evaltape.grader.report.junit import render_junit
-        _atomic_write(out_dir / "junit.xml", render_junit(report).encode())
+        _write(out_dir / "junit.xml", render_junit(report).encode())
     if "html" in fmts:
+        from evaltape.grader.io.run import open_run
         from evaltape.grader.report.html import render_html
-        traces = {(t.case_id, t.trial): t for t in iter_traces(paths.traces)}
-        _atomic_write(out_dir / "report.html", render_html(report, traces).encode())
+        traces = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()}
+        _write(out_dir / "report.html", render_html(report, traces).encode())
     if not quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)
-    s = report["summary"]
-    if s["unrecorded_cases"]:
-        click.echo(f"note: {len(s['unrecorded_cases'])} dataset case(s) have no recorded "
-                   f"episode: {', '.join(s['unrecorded_cases'][:10])}", err=True)
-    if require_complete and s["unrecorded_cases"]:
-        from evaltape.cli import GateFailed
-        raise GateFailed(f"--require-complete: {len(s['unrecorded_cases'])} dataset case(s) "
-                         "have no recorded episode")
-    if "reference_agreement" in report["summary"]:
+    s = report.summary
+    cov = report.coverage
+    if s.unrecorded_cases:
+        click.echo(f"note: {len(s.unrecorded_cases)} dataset case(s) have no recorded "
+                   f"episode: {', '.join(s.unrecorded_cases[:10])}", err=True)
+    if cov is not None and cov.missing_trials:
+        click.echo(f"note: {len(cov.missing_trials)} episode(s) missing from cases with "
+                   f"{cov.trials} trials: {', '.join(cov.missing_trials[:10])}", err=True)
+    if require_complete and (s.unrecorded_cases or (cov is not None and cov.missing_trials)):
+        missing = len(cov.missing_trials) if cov is not None else 0
+        raise GateFailed(f"--require-complete: {len(s.unrecorded_cases)} dataset case(s) "
+                         f"have no recorded episode, {missing} trial(s) are missing")
+    if s.metrics_errors and any(s.metrics_errors.values()):
+        bad = ", ".join(f"{n} ({k})" for n, k in s.metrics_errors.items() if k)
+        click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
+                   f"'error'): {bad}", err=True)
+    if s.reference_agreement is not None:
         from evaltape.grader.stats.agreement import format_agreement
-        click.echo(format_agreement(report["summary"]["reference_agreement"]), err=True)
+        click.echo(format_agreement(s.reference_agreement), err=True)
     click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
-    if judge_info is not None and judge_info["not_recorded"]:
-        click.echo(f"note: {judge_info['not_recorded']} judge answer(s) not recorded; record "
-                   f"them with: {judge_info['record_command']}", err=True)
+    judge = s.judge
+    if judge is not None and judge.not_recorded:
+        click.echo(f"note: {judge.not_recorded} judge answer(s) not recorded; record "
+                   f"them with: {judge.record_command}", err=True)
         if require_judge:
-            from evaltape.cli import GateFailed
-            raise GateFailed(f"--require-judge: {judge_info['not_recorded']} judged score(s) "
+            raise GateFailed(f"--require-judge: {judge.not_recorded} judged score(s) "
                              "have no recorded judge answer")
-    cmp = report.get("baseline_comparison")
+    cmp = report.baseline_comparison
     if cmp is not None:
         from evaltape.grader.report.diff import render_diff
         click.echo(render_diff(cmp), err=True, nl=False)
         if cmp["level"] == "critical":
-            from evaltape.cli import GateFailed
             bad = [m["name"] for m in cmp["metrics"] if m["level"] == "critical"]
             flips = [f"{f['case_id']}#t{f['trial']}" for f in cmp["flips"] if f["before"]]
             raise GateFailed(f"critical regression against {baseline}: {', '.join(bad)}"
                              + (f"; pass→fail: {', '.join(flips)}" if flips else ""))
-    if threshold is not None and s["pass_rate"] < threshold:
-        from evaltape.cli import GateFailed
-        raise GateFailed(f"pass_rate {s['pass_rate']:.3f} is below the threshold "
-                         f"{threshold:.3f} (short by {threshold - s['pass_rate']:.3f})")
+    if threshold is not None and s.pass_rate < threshold:
+        raise GateFailed(f"pass_rate {s.pass_rate:.3f} is below the threshold "
+                         f"{threshold:.3f} (short by {threshold - s.pass_rate:.3f})")

@@ -1,0 +1,120 @@
+"""The Python API: grade a recorded run from a script or a notebook, as ``evaltape grade`` does.
+
+``evaltape grade`` is a thin layer over :func:`grade` (it adds files and a terminal view),
+so the two give byte-identical ``report.json`` (:func:`report_bytes`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from evaltape.grader.engine import grade_episodes
+from evaltape.grader.errors import UsageError
+from evaltape.grader.io.datasets import inputs_sha256
+from evaltape.grader.io.run import Run, open_run
+from evaltape.grader.metrics.base import check_metric
+from evaltape.grader.metrics.registry import DEFAULT_METRICS, resolve
+from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
+
+
+def default_metric_names(cases: Sequence[Any]) -> list[str]:
+    """The metrics a plain ``grade`` runs: seed 000's three and ``grounding``, plus
+    ``expected_actions_called`` when the cases carry expected actions (imported benchmarks)."""
+    from evaltape.grader.metrics.expected_actions import actions_metric_for
+    return list(DEFAULT_METRICS) + actions_metric_for(cases)
+
+
+def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
+                    config: str | Path | Mapping[str, Any] | None = None) -> list[Any]:
+    """Metric objects from names (built-in or ``module:Class``) and/or metric objects.
+
+    Args:
+        metrics: names and/or objects; ``None`` → :func:`default_metric_names`.
+        cases: the dataset (for the default set).
+        config: metric arguments: a TOML file path (``[tool.evaltape]`` in a
+            pyproject.toml, or a plain evaltape TOML), or an already-loaded table.
+
+    Raises:
+        UsageError: an empty selection, a name given twice, an unknown or broken metric,
+            two metrics with one name, or a bad configuration value.
+    """
+    if metrics is None:
+        metrics = default_metric_names(cases)
+    metrics = list(metrics)
+    if not metrics:
+        raise UsageError("no metric selected")
+    names = [m for m in metrics if isinstance(m, str)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"metric(s) named more than once: {', '.join(twice)}")
+    out = []
+    for m in metrics:
+        out.extend(resolve([m]) if isinstance(m, str) else [check_metric(m, repr(m))])
+    seen: set[str] = set()
+    for m in out:
+        if m.name in seen:
+            raise UsageError(f"two metrics are named {m.name!r}: a report has one column "
+                             "per name")
+        seen.add(m.name)
+    if config is not None:
+        from evaltape.grader.io.config import configure, load_config
+        table = load_config(config) if isinstance(config, (str, Path)) else dict(config)
+        out = configure(out, table)
+    return out
+
+
+def grade(run: str | Path | Run, dataset: str | Path | None = None,
+          metrics: Sequence[Any] | None = None,
+          config: str | Path | Mapping[str, Any] | None = None, *,
+          baseline: str | Path | Report | None = None,
+          on_episode: Callable[[EpisodeResult], None] | None = None) -> Report:
+    """Grade a recorded run offline and return its typed :class:`Report`.
+
+    Args:
+        run: a run directory (``cassettes/RUN``), its ``traces.jsonl``, or an opened
+            :class:`Run` (:func:`open_run`).
+        dataset: the dataset (default: the one the run's manifest names).
+        metrics: metric names (built-in or ``module:Class``) and/or metric objects;
+            default: ``tool_selection_accuracy``, ``argument_correctness``,
+            ``task_completion``, ``grounding`` (+ ``expected_actions_called`` for cases
+            with expected actions).
+        config: metric arguments (a TOML path or a loaded table), see ``--config``.
+        baseline: an earlier report (path or :class:`Report`) to compare with; the
+            comparison is the report's ``baseline_comparison``.
+        on_episode: called with each graded episode (progress display).
+
+    Returns:
+        The report; ``report_bytes(report)`` is what ``evaltape grade`` writes to
+        ``report.json``. ``report.coverage`` tells which cases/trials the run lacks.
+
+    Raises:
+        UsageError: bad path, no dataset, bad metric selection, zero episodes.
+        BadInputError: invalid run files or dataset, or inputs changed since recording
+            (file, line and field named).
+    """
+    base = None
+    if baseline is not None:
+        base = baseline if isinstance(baseline, Report) else read_report(baseline)
+    opened = run if isinstance(run, Run) else open_run(run, dataset)
+    resolved = resolve_metrics(metrics, opened.cases, config)
+    judge = opened.judge_store() if any(m.judged for m in resolved) else None
+    man = opened.manifest
+    info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,
+                   agent=_str_or_none(man.get("agent")), model=_str_or_none(man.get("model")),
+                   model_note=_str_or_none(man.get("model_note")),
+                   dataset_sha256=inputs_sha256(opened.cases))
+    report = grade_episodes(opened.episodes(), opened.cases, resolved, run_info=info,
+                            judge=judge, run_label=opened.label, on_episode=on_episode,
+                            traces_path=str(opened.traces_path))
+    report = dataclasses.replace(report, coverage=opened.coverage())
+    if base is not None:
+        from evaltape.grader.report.diff import compare_reports
+        comparison = compare_reports(base, report)
+        comparison["baseline"] = str(baseline) if not isinstance(baseline, Report) else None
+        report = dataclasses.replace(report, baseline_comparison=comparison)
+    return report
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

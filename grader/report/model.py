@@ -1,0 +1,362 @@
+"""The typed report: what ``evaltape grade`` and :func:`evaltape.grade` produce.
+
+Built in one place (:func:`evaltape.grader.engine.grade_episodes`), serialised in one place
+(:func:`report_bytes`), read back in one place (:meth:`Report.from_json`, for baselines and
+``evaltape diff``); renderers take a :class:`Report`. The JSON form is the
+``evaltape.report/1`` contract of DESIGN.md §7: sorted keys, 2-space indent, trailing
+newline; optional blocks are absent (not null) when they do not apply, so reports of older
+runs keep their bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import orjson
+
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.model import ERROR_CODE
+
+REPORT_SCHEMA = "evaltape.report/1"
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric's verdict on one episode, as stored in the report.
+
+    Attributes:
+        score: in [0, 1], or ``None``.
+        details: the human message (numerators, denominators, why null).
+        code: the machine code of a null score (``Score.code``); JSON key ``reason``.
+    """
+
+    score: float | None
+    details: str = ""
+    code: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """True when the metric raised on this episode (code ``error``)."""
+        return self.code == ERROR_CODE
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``{"score", "details", "reason"}``."""
+        return {"score": self.score, "details": self.details, "reason": self.code}
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One graded episode: seed 002's verdict and every metric's score.
+
+    Attributes:
+        case_id, trial: the episode's key.
+        passed: seed 002's verdict; ``failure`` its reason (``None`` when passed).
+        steps, stop_reason: copied from the trace.
+        metrics: ``{metric name: MetricResult}`` in the run's metric order.
+    """
+
+    case_id: str
+    trial: int
+    passed: bool
+    failure: str | None
+    steps: int
+    stop_reason: str
+    metrics: Mapping[str, MetricResult]
+
+    @property
+    def label(self) -> str:
+        """``case_id#t<trial>``, the episode's name in messages and reports."""
+        return f"{self.case_id}#t{self.trial}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's episode object."""
+        return {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
+                "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
+                "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The report's ``run`` block: where the run is and what was recorded."""
+
+    path: str
+    name: str
+    agent: str | None = None
+    model: str | None = None
+    model_note: str | None = None
+    dataset_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``run`` object."""
+        return {"path": self.path, "name": self.name, "agent": self.agent, "model": self.model,
+                "model_note": self.model_note, "dataset_sha256": self.dataset_sha256}
+
+
+@dataclass(frozen=True)
+class GraderInfo:
+    """The report's ``grader`` block: which code and configuration produced the numbers.
+
+    Attributes:
+        version: evaltape's version.
+        config_sha256: sha256 of the metric specs (names, versions, non-default args).
+        metrics: metric names, in column order.
+        metric_specs: each metric's ``{name, version, args}``.
+        lower_is_better: names of metrics where 0 is best.
+    """
+
+    version: str
+    config_sha256: str
+    metrics: tuple[str, ...]
+    metric_specs: tuple[Mapping[str, Any], ...]
+    lower_is_better: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``grader`` object."""
+        return {"version": self.version, "config_sha256": self.config_sha256,
+                "metrics": list(self.metrics), "metric_specs": list(self.metric_specs),
+                "lower_is_better": list(self.lower_is_better)}
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The ``summary.judge`` block, present when a judged metric ran.
+
+    Attributes:
+        metrics: the judged metrics of the run.
+        not_recorded, truncated, parse_failure: null scores with those judge codes.
+        not_recorded_episodes: ``case#tN:metric`` of the missing answers, report order.
+        record_command: the command that records them.
+        stability: per judged metric, agreement and flip rate across samples.
+    """
+
+    metrics: tuple[str, ...]
+    not_recorded: int
+    truncated: int
+    parse_failure: int
+    not_recorded_episodes: tuple[str, ...]
+    record_command: str
+    stability: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``summary.judge`` object."""
+        return {"metrics": list(self.metrics), "not_recorded": self.not_recorded,
+                "truncated": self.truncated, "parse_failure": self.parse_failure,
+                "not_recorded_episodes": list(self.not_recorded_episodes),
+                "record_command": self.record_command, "stability": dict(self.stability)}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The report's ``summary`` block.
+
+    Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
+    (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
+    metric's mean over its non-null scores (4 places; ``None`` when all are null);
+    ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
+    the metric raised (JSON key present only when some metric raised).
+    The optional blocks (``None`` → absent from the JSON) are documented where they are
+    computed: trials (:mod:`evaltape.grader.stats.trials`), breakdowns
+    (:mod:`evaltape.grader.stats.breakdown`), reference agreement
+    (:mod:`evaltape.grader.stats.agreement`) and the judge block (:class:`JudgeSummary`).
+    """
+
+    cases: int
+    trials: int
+    episodes: int
+    pass_rate: float
+    tool_accuracy: float
+    avg_steps: float
+    failures: Mapping[str, str]
+    metrics: Mapping[str, float | None]
+    metrics_skipped: Mapping[str, int]
+    unrecorded_cases: tuple[str, ...]
+    metrics_errors: Mapping[str, int] = field(default_factory=dict)
+    pass_rate_ci95: Mapping[str, Any] | None = None
+    pass_at_k: Mapping[str, float] | None = None
+    pass_hat_k: Mapping[str, float] | None = None
+    k_cases: Mapping[str, int] | None = None
+    by_difficulty: Mapping[str, Any] | None = None
+    by_tag: Mapping[str, Any] | None = None
+    worst_episodes: tuple[Mapping[str, Any], ...] | None = None
+    reference_agreement: Mapping[str, Any] | None = None
+    judge: JudgeSummary | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``summary`` object (optional blocks only when present)."""
+        out: dict[str, Any] = {
+            "cases": self.cases, "trials": self.trials, "episodes": self.episodes,
+            "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
+            "avg_steps": self.avg_steps, "failures": dict(self.failures),
+            "metrics": dict(self.metrics), "metrics_skipped": dict(self.metrics_skipped),
+            "unrecorded_cases": list(self.unrecorded_cases)}
+        if any(self.metrics_errors.values()):
+            out["metrics_errors"] = dict(self.metrics_errors)
+        for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
+                    "by_tag", "reference_agreement"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = dict(value)
+        if self.worst_episodes is not None:
+            out["worst_episodes"] = [dict(w) for w in self.worst_episodes]
+        if self.judge is not None:
+            out["judge"] = self.judge.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    """A graded run (DESIGN.md §7): run and grader blocks, summary, episodes.
+
+    Attributes:
+        run, grader, summary: the blocks above.
+        episodes: graded episodes in dataset order, then trial.
+        baseline_comparison: :func:`evaltape.grader.report.diff.compare_reports` of this
+            report against a baseline (with its path under ``baseline``), or ``None``.
+        coverage: set by :func:`evaltape.grade`; not serialised.
+    """
+
+    run: RunInfo
+    grader: GraderInfo
+    summary: Summary
+    episodes: tuple[EpisodeResult, ...]
+    baseline_comparison: Mapping[str, Any] | None = None
+    schema: str = REPORT_SCHEMA
+    #: which cases/trials the run lacks (:class:`evaltape.grader.io.run.Coverage`); not
+    #: part of ``report.json`` (``summary.unrecorded_cases`` is).
+    coverage: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def multi_trial(self) -> bool:
+        """True when the run has more than one trial (episode labels then carry ``#tN``)."""
+        return self.summary.trials > 1
+
+    @property
+    def lower_is_better(self) -> frozenset[str]:
+        """Names of the metrics where lower is better."""
+        return frozenset(self.grader.lower_is_better)
+
+    def iter_json(self) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks."""
+        yield "schema", self.schema
+        yield "run", self.run.to_json()
+        yield "grader", self.grader.to_json()
+        yield "summary", self.summary.to_json()
+        yield "episodes", [e.to_json() for e in self.episodes]
+        if self.baseline_comparison is not None:
+            yield "baseline_comparison", dict(self.baseline_comparison)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``report.json`` object (plain dicts and lists)."""
+        return dict(self.iter_json())
+
+    @classmethod
+    def from_json(cls, doc: Any, path: str = "<report>") -> "Report":
+        """Read a ``report.json`` object back into a :class:`Report`.
+
+        Unknown keys are ignored (forward compatible); blocks the reader needs are checked.
+
+        Raises:
+            BadInputError: not an ``evaltape.report/1`` object, or a block or field of the
+                wrong shape (the JSON path is named in ``field``).
+        """
+        if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+            raise BadInputError(f"not an {REPORT_SCHEMA} report", path=path, field="schema")
+        run = _obj(doc, "run", path, required=False)
+        grader = _obj(doc, "grader", path, required=False)
+        s = _obj(doc, "summary", path)
+        metrics = s.get("metrics", {})
+        if not isinstance(metrics, dict) or not all(v is None or _is_num(v)
+                                                    for v in metrics.values()):
+            raise BadInputError("expected {metric: number or null}", path=path,
+                                field="summary.metrics")
+        for key in ("pass_rate", "tool_accuracy", "avg_steps"):
+            if s.get(key) is not None and not _is_num(s[key]):
+                raise BadInputError("expected a number", path=path, field=f"summary.{key}")
+        raw_eps = doc.get("episodes")
+        if not isinstance(raw_eps, list):
+            raise BadInputError("expected a list", path=path, field="episodes")
+        episodes = []
+        for i, e in enumerate(raw_eps):
+            if not (isinstance(e, dict) and isinstance(e.get("case_id"), str)
+                    and isinstance(e.get("trial"), int) and isinstance(e.get("passed"), bool)):
+                raise BadInputError("expected {case_id: str, trial: int, passed: bool, ...}",
+                                    path=path, field=f"episodes[{i}]")
+            ms = e.get("metrics") or {}
+            if not isinstance(ms, dict):
+                raise BadInputError("expected an object", path=path,
+                                    field=f"episodes[{i}].metrics")
+            results = {}
+            for name, m in ms.items():
+                score = m.get("score") if isinstance(m, dict) else None
+                if not isinstance(m, dict) or not (score is None or _is_num(score)):
+                    raise BadInputError("expected {score: number or null, ...}", path=path,
+                                        field=f"episodes[{i}].metrics.{name}")
+                results[name] = MetricResult(score, str(m.get("details") or ""),
+                                             m.get("reason"))
+            episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
+                                          e.get("failure"), int(e.get("steps") or 0),
+                                          str(e.get("stop_reason") or ""), results))
+        judge = s.get("judge")
+        return cls(
+            run=RunInfo(**{k: run.get(k) for k in ("agent", "model", "model_note",
+                                                   "dataset_sha256")},
+                        path=str(run.get("path") or ""), name=str(run.get("name") or "")),
+            grader=GraderInfo(str(grader.get("version") or ""),
+                              str(grader.get("config_sha256") or ""),
+                              tuple(grader.get("metrics") or metrics),
+                              tuple(grader.get("metric_specs") or ()),
+                              tuple(grader.get("lower_is_better") or ())),
+            summary=Summary(
+                cases=int(s.get("cases") or 0), trials=int(s.get("trials") or 1),
+                episodes=int(s.get("episodes") or len(episodes)),
+                pass_rate=s.get("pass_rate"), tool_accuracy=s.get("tool_accuracy"),
+                avg_steps=s.get("avg_steps"), failures=dict(s.get("failures") or {}),
+                metrics=dict(metrics), metrics_skipped=dict(s.get("metrics_skipped") or {}),
+                unrecorded_cases=tuple(s.get("unrecorded_cases") or ()),
+                metrics_errors=dict(s.get("metrics_errors") or {}),
+                **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
+                                         "k_cases", "by_difficulty", "by_tag",
+                                         "reference_agreement")},
+                worst_episodes=(None if s.get("worst_episodes") is None
+                                else tuple(s["worst_episodes"])),
+                judge=None if not isinstance(judge, dict) else JudgeSummary(
+                    tuple(judge.get("metrics") or ()), int(judge.get("not_recorded") or 0),
+                    int(judge.get("truncated") or 0), int(judge.get("parse_failure") or 0),
+                    tuple(judge.get("not_recorded_episodes") or ()),
+                    str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
+            episodes=tuple(episodes),
+            baseline_comparison=doc.get("baseline_comparison"))
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _obj(doc: Mapping[str, Any], key: str, path: str, required: bool = True) -> dict:
+    value = doc.get(key)
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInputError("expected an object", path=path, field=key)
+    return value
+
+
+def report_bytes(report: Report) -> bytes:
+    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline.
+
+    The newline is appended by orjson (``OPT_APPEND_NEWLINE``), not by concatenating a
+    second copy of the bytes.
+    """
+    return orjson.dumps(report.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
+                        | orjson.OPT_APPEND_NEWLINE)
+
+
+def read_report(path: str | Path) -> Report:
+    """Read and check a ``report.json`` file (baselines, ``evaltape diff``).
+
+    Raises:
+        BadInputError: unreadable, not JSON, or not a report (file and field named).
+    """
+    from evaltape.grader.io.jsonfiles import read_json
+    return Report.from_json(read_json(path, "report"), str(path))

@@ -1,0 +1,193 @@
+"""The Python API (evaltape.grade / evaltape.open_run) and the metric protocol."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+import evaltape
+from conftest import ROOT, make_trace, run_cli, write_json, write_jsonl
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.metrics.registry import BUILTIN
+
+RUNS = sorted(p for p in (ROOT / "cassettes").iterdir() if (p / "traces.jsonl").exists())
+ALL = sorted(BUILTIN)
+
+
+def _rel(run):
+    return run.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+def test_api_and_cli_write_byte_identical_reports(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    p = run_cli("grade", _rel(run), "--out", str(tmp_path), "--quiet")
+    assert p.returncode in (0, 1), p.stderr
+    assert evaltape.report_bytes(evaltape.grade(_rel(run))) == (tmp_path / "report.json").read_bytes()
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+def test_selecting_more_metrics_never_changes_another_metrics_score(run, monkeypatch):
+    """Every built-in alone gives the same per-episode scores as within the full set."""
+    monkeypatch.chdir(ROOT)
+    together = evaltape.grade(_rel(run), metrics=ALL)
+    for name in ALL:
+        alone = evaltape.grade(_rel(run), metrics=[name])
+        got = [(e.label, e.metrics[name]) for e in alone.episodes]
+        want = [(e.label, e.metrics[name]) for e in together.episodes]
+        assert got == want, name
+        assert alone.summary.metrics[name] == together.summary.metrics[name], name
+
+
+def test_composite_is_judged_and_alone_equals_with_hallucination(monkeypatch):
+    """The composite's hallucination penalty reads judge records whether or not the
+    hallucination metric is selected: on the helpdesk run tc_005 scores 0.15 both ways:
+    the agent called no tool (tools F1 0, the expected query argument never given: 0) but
+    its answer holds the keyword (response 1), so 0.30·0 + 0.25·0 + 0.25·1 − 0.20·h with
+    the judge's hallucination rate h = 0.5 is 0.15 (0.25 when the penalty was lost)."""
+    monkeypatch.chdir(ROOT)
+    assert BUILTIN["composite"].judged is True
+    alone = evaltape.grade("cassettes/helpdesk-qwen1.5b", metrics=["composite"])
+    both = evaltape.grade("cassettes/helpdesk-qwen1.5b", metrics=["composite", "hallucination"])
+    assert alone.summary.metrics["composite"] == both.summary.metrics["composite"]
+    assert alone.summary.judge is not None and alone.summary.judge.metrics == ("composite",)
+    tc5 = [e.metrics["composite"] for e in alone.episodes if e.case_id == "tc_005"]
+    hall = [e.metrics["hallucination"].score for e in both.episodes if e.case_id == "tc_005"]
+    for m, h in zip(tc5, hall):
+        assert "hallucination=null" not in m.details
+        assert m.details.startswith("tools=0.000, arguments=0.000, response=1.000, "
+                                    "hallucination=0.500")
+        assert h == 0.5 and m.score == pytest.approx(0.25 - 0.20 * 0.5)
+
+
+def test_custom_metric_object_and_module_path(monkeypatch):
+    """The README's example metric, given as an object and as module:Class, scores the
+    three check_server_status episodes of the stand-in run 1.0 (each answer repeats the
+    status: healthy, degraded, down) and the other five null not_applicable."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.custom_metric import StatesServerStatus
+    run = "cassettes/helpdesk-scripted-standin"
+    by_object = evaltape.grade(run, metrics=["task_completion", StatesServerStatus()])
+    by_path = evaltape.grade(run, metrics=["task_completion",
+                                           "examples.custom_metric:StatesServerStatus"])
+    assert evaltape.report_bytes(by_object) == evaltape.report_bytes(by_path)
+    scores = {e.case_id: e.metrics["states_server_status"] for e in by_object.episodes}
+    assert {c for c, m in scores.items() if m.score == 1.0} == {"tc_003", "tc_004", "tc_006"}
+    assert {m.code for c, m in scores.items() if m.score is None} == {"not_applicable"}
+    assert by_object.summary.metrics["states_server_status"] == 1.0
+    assert by_object.summary.metrics_skipped["states_server_status"] == 5
+
+
+def test_a_metric_without_the_protocol_is_refused_naming_what_is_missing():
+    class NoVersion:
+        name = "x"
+
+        def score(self, ctx):
+            return evaltape.Score(1.0)
+
+    with pytest.raises(UsageError, match=r"no 'version', no 'higher_is_better', no 'judged'"):
+        evaltape.grade("cassettes/scripted-seed002", metrics=[NoVersion()])
+
+
+def test_a_user_metric_named_like_a_builtin_is_refused(monkeypatch):
+    @dataclass(frozen=True)
+    class Shadow(evaltape.Metric):
+        name: ClassVar[str] = "task_completion"
+
+        def score(self, ctx):
+            return evaltape.Score(1.0)
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(UsageError, match="two metrics are named 'task_completion'"):
+        evaltape.grade("cassettes/scripted-seed002", metrics=["task_completion", Shadow()])
+
+
+def test_a_metric_that_raises_is_counted_as_an_error_not_as_skipped(monkeypatch):
+    @dataclass(frozen=True)
+    class Boom(evaltape.Metric):
+        name: ClassVar[str] = "boom"
+
+        def score(self, ctx):
+            if ctx.case.id == "sum":
+                raise RuntimeError("bad day")
+            return evaltape.Score(None, "nothing to check", code="not_applicable")
+
+    monkeypatch.chdir(ROOT)
+    report = evaltape.grade("cassettes/scripted-seed002", metrics=[Boom()])
+    s = report.summary
+    assert (s.metrics_errors["boom"], s.metrics_skipped["boom"]) == (1, s.episodes - 1)
+    sum_ep = next(e for e in report.episodes if e.case_id == "sum").metrics["boom"]
+    assert (sum_ep.score, sum_ep.code, sum_ep.details) == (None, "error", "RuntimeError: bad day")
+    doc = json.loads(evaltape.report_bytes(report))
+    assert doc["summary"]["metrics_errors"] == {"boom": 1}
+    assert doc["episodes"][[e["case_id"] for e in doc["episodes"]].index("sum")][
+        "metrics"]["boom"]["reason"] == "error"
+
+
+def test_score_codes_are_machine_words():
+    assert evaltape.Score(None, "why", code="not_applicable").code == "not_applicable"
+    with pytest.raises(ValueError, match="needs a code"):
+        evaltape.Score(None, "why")
+    with pytest.raises(ValueError, match="lower-case word"):
+        evaltape.Score(None, code="the case has no topics")
+    with pytest.raises(ValueError, match="has no code"):
+        evaltape.Score(0.5, code="not_applicable")
+    with pytest.raises(TypeError, match="details must be a string"):
+        evaltape.Score(0.5, {"why": 1})
+
+
+def _mini_run(tmp_path, traces, cases, trials=None):
+    write_json(tmp_path / "d.json", cases)
+    write_jsonl(tmp_path / "run" / "traces.jsonl", traces)
+    if trials:
+        write_json(tmp_path / "run" / "manifest.json", {"trials": trials})
+    return tmp_path / "run", tmp_path / "d.json"
+
+
+def test_open_run_yields_checked_pairs_and_coverage(tmp_path):
+    cases = [{"id": "a", "user_query": "q"}, {"id": "b", "user_query": "q"},
+             {"id": "c", "user_query": "q"}]
+    run, ds = _mini_run(tmp_path, [make_trace("a", trial=0), make_trace("a", trial=2),
+                                   make_trace("b", trial=1)], cases, trials=3)
+    opened = evaltape.open_run(run, ds)
+    pairs = [(t.case_id, t.trial, c.id) for t, c in opened.episodes()]
+    assert pairs == [("a", 0, "a"), ("a", 2, "a"), ("b", 1, "b")]
+    cov = opened.coverage()
+    assert cov.trials == 3
+    assert cov.unrecorded_cases == ("c",)
+    assert cov.missing_trials == ("a#t1", "b#t0", "b#t2")
+
+
+@pytest.mark.parametrize("traces,field,message", [
+    ([make_trace("zzz")], "case_id", "trace names case 'zzz', which the dataset"),
+    ([make_trace("a"), make_trace("a")], "trial", "duplicate episode: case 'a' trial 0"),
+    ([make_trace("a", input="other")], "input", "the recorded input differs"),
+])
+def test_open_run_rules(tmp_path, traces, field, message):
+    run, ds = _mini_run(tmp_path, traces, [{"id": "a", "user_query": "q"}])
+    with pytest.raises(BadInputError, match=message) as e:
+        list(evaltape.open_run(run, ds).episodes())
+    assert e.value.field == field and e.value.path == str(run / "traces.jsonl")
+
+
+def test_require_complete_fails_on_missing_trials(tmp_path):
+    run, ds = _mini_run(tmp_path, [make_trace("a", trial=0), make_trace("a", trial=1),
+                                   make_trace("b", trial=0)],
+                        [{"id": "a", "user_query": "q"}, {"id": "b", "user_query": "q"}],
+                        trials=2)
+    p = run_cli("grade", str(run), "--dataset", str(ds), "--out", str(tmp_path / "r"),
+                "--quiet", "--require-complete")
+    assert p.returncode == 1
+    assert "1 episode(s) missing from cases with 2 trials: b#t1" in p.stderr
+    assert "0 dataset case(s) have no recorded episode, 1 trial(s) are missing" in p.stderr
+
+
+def test_judge_command_refuses_a_trace_of_an_unknown_case(tmp_path):
+    """`evaltape judge` opens the run like grade does (it used to skip such traces)."""
+    run, ds = _mini_run(tmp_path, [make_trace("zzz")], [{"id": "a", "user_query": "q"}])
+    p = run_cli("judge", str(run), "--dataset", str(ds), "--base-url", "http://127.0.0.1:9")
+    assert p.returncode == 3
+    assert "trace names case 'zzz'" in p.stderr
