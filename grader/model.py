@@ -62,20 +62,83 @@ class Trace:
 
 
 @dataclass(frozen=True)
+class ExpectedCall:
+    """One expected tool call, parsed from a case (:mod:`evaltape.grader.io.expectations`).
+
+    Attributes:
+        name: the tool name (compared exactly).
+        acceptable: ``{param: (value, ...)}``: each parameter's acceptable values, or
+            ``None`` to accept any arguments (the case names the tool only).
+        optional: parameters that may be absent (BFCL's ``""`` marker).
+        args_mode: this call's own argument mode (BFCL items use ``exact``), or ``None``
+            for the metric's.
+        unordered_lists: compare list values as multisets.
+    """
+
+    name: str
+    acceptable: Mapping[str, tuple[Any, ...]] | None = None
+    optional: frozenset[str] = frozenset()
+    args_mode: str | None = None
+    unordered_lists: bool = False
+
+    def literal_args(self) -> dict[str, Any]:
+        """The first acceptable value of each parameter (for callables and display)."""
+        return {k: v[0] for k, v in (self.acceptable or {}).items() if v}
+
+
+@dataclass(frozen=True)
+class FactualClaim:
+    """A statement whose truth a judge checks against the tool results (seed 003).
+
+    Attributes:
+        statement: the claim, in words.
+        expected_truth: what the judge should find (seed 003 default: ``True``).
+        source_ref: where the fact comes from (informational).
+    """
+
+    statement: str
+    expected_truth: bool = True
+    source_ref: str | None = None
+
+
+@dataclass(frozen=True)
 class Case:
-    """One dataset case, normalised from any of the seed formats (DESIGN.md §4).
+    """One dataset case, every expectation parsed at load (DESIGN.md §4).
+
+    Seed formats and their keys: seed 000 (``id``, ``user_query``, ``expected_tools``,
+    ``expected_args``, ``expected_outcome_keywords``, ``tags``), seed 001 (``ticket``,
+    ``expected_category``, ``must_mention``), seed 002 (``name``, ``task``, ``script``,
+    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), seed 003
+    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), seed
+    004 (``expected_tool_calls``, ``expected_topics``, ``should_not_contain``) and
+    evaltape's ``expected_actions`` and ``reference_label``.
 
     Attributes:
         id: case id (seed 000 ``id``, seed 002 ``name``; else ``case_NNN`` by position).
         input: the user's request (``user_query`` / ``task`` / ``ticket`` / ``user_input``).
-        expected_tools: tool names expected in order, or ``None`` when the case says nothing.
+        expected_tools: tool names expected in order (``expected_tools``, else the names of
+            ``expected_tool_calls``), or ``None`` when the case says nothing.
         expected_args: ``{tool: {param: value}}`` (seed 000), or ``None``.
-        expected_outcome_keywords: keywords the answer must contain (seed 000), or ``None``.
+        expected_calls: the expected calls with their acceptable arguments: from
+            ``expected_tool_calls`` (a name, ``{name, arguments}`` or BFCL's
+            ``{name: {param: [values]}}``), else ``expected_tools`` + ``expected_args``;
+            ``None`` when the case states no tool expectation.
+        expected_actions: expected actions (``{name, kwargs}``), exact arguments, or ``None``.
+        expected_outcome_keywords: keywords the answer must contain (seed 000; seed 004's
+            ``expected_topics`` when absent), or ``None``.
         expected_answer_contains: one phrase the answer must contain (seed 002), or ``None``.
+        expected_topics: seed 004's topics, or ``None``.
+        final_response_contains, final_response_excludes: seed 003 phrases, or ``None``.
+        should_not_contain: seed 004 forbidden phrases, or ``None``.
+        factual_claims: seed 003 claims for the judge, or ``None``.
+        expected_category, must_mention: seed 001's triage expectations, or ``None``.
+        difficulty: seed 003 tier (``basic``/``advanced``/``challenge`` or any word).
+        reference_label: a reference verdict (pass ``True``/fail ``False``) to measure
+            agreement with, or ``None``.
         script: the scripted model's turns (seed 002), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
-        extra: every other known key of the seed formats, verbatim (e.g. ``must_mention``).
+        extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
     """
 
@@ -90,6 +153,27 @@ class Case:
     tags: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     line: int = 0
+    expected_calls: tuple[ExpectedCall, ...] | None = None
+    expected_actions: tuple[ExpectedCall, ...] | None = None
+    expected_topics: tuple[str, ...] | None = None
+    final_response_contains: tuple[str, ...] | None = None
+    final_response_excludes: tuple[str, ...] | None = None
+    should_not_contain: tuple[str, ...] | None = None
+    factual_claims: tuple[FactualClaim, ...] | None = None
+    expected_category: str | None = None
+    must_mention: str | None = None
+    difficulty: str | None = None
+    reference_label: bool | None = None
+
+    def __post_init__(self) -> None:
+        # A case built in code with seed 000/002 fields gets the same expected calls the
+        # loader derives: each expected tool with its expected_args as literal values.
+        if self.expected_calls is None and self.expected_tools is not None:
+            args = self.expected_args or {}
+            object.__setattr__(self, "expected_calls", tuple(
+                ExpectedCall(t, None if t not in args else
+                             {k: (v,) for k, v in args[t].items()})
+                for t in self.expected_tools))
 
 
 #: Machine codes of null scores. ``error`` (the metric raised) is counted apart from the

@@ -55,6 +55,12 @@ def make_trace(case_id: str, *, tools=(), final="ok", trial: int = 0, input: str
             "model": "m", "error": None}
 
 
+def load_case(obj: dict):
+    """A :class:`Case` read by the dataset loader from one case object (as in a file)."""
+    from evaltape.grader.io.datasets import parse_case
+    return parse_case(obj, path="<test>", line=1, position=0)
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     """``../shared`` beside the repo; skips when absent (a user's fresh clone)."""

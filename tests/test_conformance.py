@@ -1,4 +1,4 @@
-"""Conformance tables for call matching and the issue-7 metrics.
+"""Conformance tables for call matching and the trajectory, call and rule metrics.
 
 Every expected value is worked out by hand in the row's comment; none is copied from a run.
 """
@@ -8,9 +8,10 @@ import itertools
 
 import pytest
 
-from evaltape.grader.matching.calls import (ExpectedCall, args_mismatch, coerce_arguments, compare_values,
-                          expected_calls, match_calls, max_matching, parse_expected_call,
-                          schema_errors)
+from evaltape.grader.io.datasets import parse_case
+from evaltape.grader.io.expectations import parse_expected_call
+from evaltape.grader.matching.calls import (args_mismatch, coerce_arguments, compare_values,
+                                            match_calls, max_matching, schema_errors)
 from evaltape.grader.metrics.efficiency import Efficiency
 from evaltape.grader.metrics.irrelevance import Irrelevance
 from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent,
@@ -18,7 +19,7 @@ from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, Expected
                                           ResponseMinLength, ResponseNotEmpty)
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
 from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
-from evaltape.grader.model import Case, EpisodeContext, Trace, ToolCall
+from evaltape.grader.model import Case, EpisodeContext, ExpectedCall, Trace, ToolCall
 
 
 def call(name, **args):
@@ -32,10 +33,10 @@ def exp(name, **args):
 def ctx(actual, expected, *, final="A long enough final answer here.", extra=None,
         usage=None, model="m", steps=2, latency=None):
     """An episode whose case expects ``expected`` (a list, or None: no expectation)."""
-    ex = dict(extra or {})
+    obj = {"id": "c", "user_query": "q", **(extra or {})}
     if expected is not None:
-        ex["expected_tool_calls"] = expected
-    case = Case(id="c", input="q", extra=ex)
+        obj["expected_tool_calls"] = expected
+    case = parse_case(obj, path="<test>", line=1, position=0)  # the dataset loader
     trace = Trace(case_id="c", trial=0, input="q", tool_calls=tuple(actual),
                   final_response=final, stop_reason="end_turn", steps=steps,
                   usage=usage or {}, model=model, latency_s=latency)
@@ -233,7 +234,7 @@ def test_trajectory_match_args_axis_and_null():
 def test_seed000_expectations_feed_the_matcher():
     case = Case(id="c", input="q", expected_tools=("unlock_account", "search_docs"),
                 expected_args={"unlock_account": {"username": "jsmith"}})
-    calls = expected_calls(case)
+    calls = case.expected_calls
     assert [c.name for c in calls] == ["unlock_account", "search_docs"]
     assert calls[0].acceptable == {"username": ("jsmith",)} and calls[1].acceptable is None
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import load_case
+
 from evaltape.cli import cli
 from evaltape.grader.stats.agreement import AgreementAccumulator, cohen_kappa
 from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
@@ -113,18 +115,18 @@ def _trace(calls, label=None) -> Trace:
     ([("cancel", {"id": "A", "why": "x"}), ("cancel", {"id": "B"})], 0.0),  # extra kwarg
 ])
 def test_expected_actions_called(calls, value):
-    case = Case(id="c", input="i", extra={"expected_actions": [
+    case = load_case({"id": "c", "input": "i", "expected_actions": [
         {"name": "cancel", "kwargs": {"id": "A"}}, {"name": "cancel", "kwargs": {"id": "B"}}]})
     assert ExpectedActionsCalled().score(EpisodeContext(_trace(calls), case)).value == value
 
 
 def test_each_call_used_once_and_bool_is_not_int():
-    case = Case(id="c", input="i", extra={"expected_actions": [
+    case = load_case({"id": "c", "input": "i", "expected_actions": [
         {"name": "f", "kwargs": {"x": 1}}, {"name": "f", "kwargs": {"x": 1}}]})
     score = ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]), case))
     assert score.value == 0.0 and score.details.startswith("Matched 1/2")
-    case = Case(id="c", input="i", extra={"expected_actions": [{"name": "f",
-                                                                "kwargs": {"x": True}}]})
+    case = load_case({"id": "c", "input": "i", "expected_actions": [{"name": "f",
+                                                                    "kwargs": {"x": True}}]})
     assert ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]),
                                                         case)).value == 0.0
     no = ExpectedActionsCalled().score(EpisodeContext(_trace([]), Case(id="c", input="i")))
@@ -167,7 +169,7 @@ def test_import_help_and_unknown_format():
 def test_import_refuses_a_non_empty_out_folder(tmp_path):
     """Regression: importing into a recorded run used to replace its traces silently."""
     import shutil
-    from conftest import ROOT, run_cli
+    from conftest import ROOT, run_cli, load_case
     run = tmp_path / "rec"
     shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
     src = tmp_path / "conv.jsonl"

@@ -6,6 +6,8 @@ import json
 import orjson
 import pytest
 
+from conftest import load_case
+
 from evaltape.grader.judge import (NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
                           first_json_object, parse_json_verdict, parse_pass_fail, request_key)
 from evaltape.grader.metrics.explanation_judge import ExplanationJudge
@@ -91,8 +93,8 @@ def _ctx(answer="prod-api-01 is healthy.", extra=None, calls=None) -> EpisodeCon
         '{"status": "healthy", "cpu_usage": "23%"}', False, 1)]
     trace = Trace(case_id="c1", trial=0, input="Is prod-api-01 ok?", tool_calls=tuple(calls),
                   final_response=answer, stop_reason="end_turn", steps=2)
-    return EpisodeContext(trace=trace, case=Case(id="c1", input=trace.input,
-                                                 extra=extra or {}), judge=None)
+    case = load_case({"id": "c1", "user_query": trace.input, **(extra or {})})
+    return EpisodeContext(trace=trace, case=case, judge=None)
 
 
 def _with(ctx: EpisodeContext, store: JudgeStore) -> EpisodeContext:

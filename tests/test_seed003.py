@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import load_case
+
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.io.config import configure, load_config
 from evaltape.grader.engine import config_sha256
@@ -12,13 +14,14 @@ from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 
 def ctx(difficulty, final="done ok", contains=None, excludes=None):
-    extra = {"difficulty": difficulty}
+    obj = {"id": "c", "user_query": "q", "expected_tools": ["a"],
+           "expected_args": {"a": {"x": 1}}, "expected_outcome_keywords": ["ok", "missing"],
+           "difficulty": difficulty}
     if contains:
-        extra["final_response_contains"] = contains
+        obj["final_response_contains"] = contains
     if excludes:
-        extra["final_response_excludes"] = excludes
-    case = Case(id="c", input="q", expected_tools=("a",), expected_args={"a": {"x": 1}},
-                expected_outcome_keywords=("ok", "missing"), extra=extra)
+        obj["final_response_excludes"] = excludes
+    case = load_case(obj)
     trace = Trace(case_id="c", trial=0, input="q", tool_calls=(ToolCall("1", "a", {"x": 1}),),
                   final_response=final, stop_reason="end_turn", steps=2)
     return EpisodeContext(trace=trace, case=case)
@@ -56,8 +59,8 @@ def test_config_toml_changes_weights_and_hash(tmp_path):
 
 
 def test_breakdowns_by_difficulty_and_tag():
-    cases = [Case(id="a", input="q", tags=("x",), extra={"difficulty": "basic"}),
-             Case(id="b", input="q", tags=("x", "y"), extra={"difficulty": "challenge"})]
+    cases = [Case(id="a", input="q", tags=("x",), difficulty="basic"),
+             Case(id="b", input="q", tags=("x", "y"), difficulty="challenge")]
     from evaltape.grader.report.model import EpisodeResult, MetricResult
     eps = [EpisodeResult("a", 0, True, None, 2, "end_turn",
                          {"composite": MetricResult(0.75, "d")}),

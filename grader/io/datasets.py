@@ -16,53 +16,71 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
+from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_claims,
+                                            parse_expected_calls, str_list)
 from evaltape.grader.model import Case
 
 ID_KEYS = ("id", "name")
 INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
-#: Keys that are recorded inputs: changing one after recording invalidates the run.
-#: Everything else is an expectation and may change freely.
+#: Keys parsed into typed :class:`Case` fields. The recorded inputs among them (id, input,
+#: script, max_steps) may not change after recording (:func:`case_input_sha256`); every
+#: other key is an expectation and may change freely.
 MODELED_KEYS = {
-    "id", "name", "user_query", "task", "ticket", "user_input", "input",
-    "expected_tools", "expected_args", "expected_outcome_keywords",
-    "expected_answer_contains", "script", "max_steps", "tags",
-}
-EXTRA_KEYS = {
+    "id", "name", "user_query", "task", "ticket", "user_input", "input", "script",
+    "max_steps", "tags",
+    # seed 000 / 002
+    "expected_tools", "expected_args", "expected_outcome_keywords", "expected_answer_contains",
     # seed 001
     "expected_category", "must_mention",
     # seed 003
-    "description", "difficulty", "final_response_contains", "final_response_excludes",
-    "factual_claims", "exact_output", "grading_strategy",
+    "difficulty", "final_response_contains", "final_response_excludes", "factual_claims",
     # seed 004
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
-    "reference_label", "expected_actions", "expected_outputs", "metadata", "notes",
+    "expected_actions", "reference_label",
 }
+#: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
+EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
+              "metadata", "notes"}
 KNOWN_KEYS = frozenset(MODELED_KEYS | EXTRA_KEYS)
 
 
-def _str_list(value: Any, path: str, line: int, key: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadInputError("expected a list of strings", path=path, line=line, field=key)
-    return tuple(value)
+def _field(key: str, sub: str) -> str:
+    return key + sub if sub.startswith("[") or not sub else f"{key}.{sub}"
 
 
-def _check_actions(value: Any, path: str, line: int) -> None:
-    """Validate ``expected_actions``: a list of ``{name, kwargs}`` (grader/actions.py)."""
-    from evaltape.grader.matching.actions import action_parts
-    if not isinstance(value, list):
-        raise BadInputError("expected a list of {name, kwargs}", path=path, line=line,
-                            field="expected_actions")
-    for i, action in enumerate(value):
-        try:
-            action_parts(action, f"expected_actions[{i}]")
-        except ValueError as e:
-            field, _, msg = str(e).partition(": ")
-            raise BadInputError(msg, path=path, line=line, field=field) from None
+def _parse(obj: dict, key: str, parser: Any, path: str, line: int) -> Any:
+    """``parser(obj[key])`` or ``None`` when the key is absent or null; a
+    :class:`FieldError` becomes bad input naming ``key`` and the place inside it."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    try:
+        return parser(value)
+    except FieldError as e:
+        raise BadInputError(e.message, path=path, line=line, field=_field(key, e.field)) from None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError("", f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _label(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise FieldError("", f"expected true/false/null, got {value!r}")
+    return value
+
+
+def _args(value: Any) -> dict:
+    if not (isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())):
+        raise FieldError("", "expected {tool: {param: value}}")
+    return value
 
 
 def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
-    """Normalise one case object into a :class:`Case`.
+    """Normalise one case object into a :class:`Case`, every expectation parsed.
 
     Args:
         obj: the decoded case.
@@ -71,7 +89,8 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
 
     Raises:
         BadInputError: not an object; an unknown key (the message suggests the nearest known
-            key); no input key; a field of the wrong type.
+            key); no input key; a field of the wrong shape, named as the user wrote it
+            (``expected_tool_calls[1].arguments``).
     """
     if not isinstance(obj, dict):
         raise BadInputError(f"case must be an object, got {type(obj).__name__}", path=path,
@@ -83,53 +102,53 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
             ident = obj.get("id") or obj.get("name") or f"#{position + 1}"
             raise BadInputError(f"unknown key in case {ident!r}{hint}", path=path, line=line,
                                 field=key)
-    case_id = next((obj[k] for k in ID_KEYS if k in obj), None)
-    if case_id is None:
-        case_id = f"case_{position + 1:03d}"
+    id_key = next((k for k in ID_KEYS if k in obj), None)
+    case_id = obj[id_key] if id_key else f"case_{position + 1:03d}"
     if not isinstance(case_id, str) or not case_id:
         raise BadInputError("case id must be a non-empty string", path=path, line=line,
-                            field="id")
-    text = next((obj[k] for k in INPUT_KEYS if k in obj), None)
-    if text is None:
+                            field=id_key or "id")
+    input_key = next((k for k in INPUT_KEYS if k in obj), None)
+    if input_key is None:
         raise BadInputError(f"case {case_id!r} has no input (one of {', '.join(INPUT_KEYS)})",
                             path=path, line=line)
+    text = obj[input_key]
     if not isinstance(text, str):
-        raise BadInputError("input must be a string", path=path, line=line,
-                            field=next(k for k in INPUT_KEYS if k in obj))
-    exp_tools = obj.get("expected_tools")
-    if exp_tools is None and "expected_tool_calls" in obj:
-        exp_tools = obj["expected_tool_calls"]  # seed 004's name for the same expectation
-    exp_args = obj.get("expected_args")
-    if exp_args is not None and not (isinstance(exp_args, dict) and
-                                     all(isinstance(v, dict) for v in exp_args.values())):
-        raise BadInputError("expected {tool: {param: value}}", path=path, line=line,
-                            field="expected_args")
-    contains = obj.get("expected_answer_contains")
-    if contains is not None and not isinstance(contains, str):
-        raise BadInputError("expected a string", path=path, line=line,
-                            field="expected_answer_contains")
+        raise BadInputError("input must be a string", path=path, line=line, field=input_key)
     max_steps = obj.get("max_steps")
     if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
                                   or max_steps < 1):
         raise BadInputError("expected a positive integer", path=path, line=line,
                             field="max_steps")
-    if obj.get("expected_actions") is not None:
-        _check_actions(obj["expected_actions"], path, line)
-    script = obj.get("script")
-    kws = obj.get("expected_outcome_keywords")
-    if kws is None and "expected_topics" in obj:
-        kws = obj["expected_topics"]  # seed 004's name for the same expectation
+
+    def get(key: str, parser: Any) -> Any:
+        return _parse(obj, key, parser, path, line)
+
+    calls = get("expected_tool_calls", parse_expected_calls)
+    tools = get("expected_tools", str_list)
+    if tools is None and calls is not None:
+        tools = tuple(c.name for c in calls)  # seed 004's name for the same expectation
+    topics = get("expected_topics", str_list)
+    keywords = get("expected_outcome_keywords", str_list)
     return Case(
         id=case_id, input=text,
-        expected_tools=None if exp_tools is None else _str_list(exp_tools, path, line,
-                                                                "expected_tools"),
-        expected_args=exp_args,
-        expected_outcome_keywords=None if kws is None else _str_list(
-            kws, path, line, "expected_outcome_keywords"),
-        expected_answer_contains=contains,
-        script=None if script is None else _str_list(script, path, line, "script"),
+        expected_tools=tools,
+        expected_args=get("expected_args", _args),
+        expected_calls=calls,
+        expected_actions=get("expected_actions", parse_actions),
+        expected_outcome_keywords=keywords if keywords is not None else topics,
+        expected_answer_contains=get("expected_answer_contains", _text),
+        expected_topics=topics,
+        final_response_contains=get("final_response_contains", str_list),
+        final_response_excludes=get("final_response_excludes", str_list),
+        should_not_contain=get("should_not_contain", str_list),
+        factual_claims=get("factual_claims", parse_claims),
+        expected_category=get("expected_category", _text),
+        must_mention=get("must_mention", _text),
+        difficulty=get("difficulty", _text),
+        reference_label=get("reference_label", _label),
+        script=get("script", str_list),
         max_steps=max_steps,
-        tags=_str_list(obj.get("tags", []), path, line, "tags"),
+        tags=get("tags", str_list) or (),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )

@@ -13,8 +13,10 @@ Two independent axes (STYLE.md §8, after openevals' ``trajectory/`` and ``types
   mode, a list of dotted key paths to compare, or a ``(actual_args, expected_args) -> bool``
   callable.
 
-Expected values may be BFCL-style lists of acceptable values, where ``""`` marks the
-parameter optional (Berkeley Function-Calling Leaderboard, ``ast_checker``).
+Expected calls come parsed from the case (:class:`evaltape.grader.model.ExpectedCall`, read
+by :mod:`evaltape.grader.io.expectations`): each parameter has a tuple of acceptable values
+(BFCL-style lists, where ``""`` marks the parameter optional, Berkeley Function-Calling
+Leaderboard ``ast_checker``).
 
 Values compare recursively (:func:`compare_values`): dict key order never matters; list
 order matters unless asked otherwise; ``12 == 12.0``; ``True`` never equals ``1``; ``"1"``
@@ -30,9 +32,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
 
-from evaltape.grader.model import Case, ToolCall
+from evaltape.grader.io.expectations import ArgsMode
+from evaltape.grader.model import ExpectedCall, ToolCall
 
-ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 OrderMode = Literal["strict", "unordered", "subset", "superset"]
 #: A per-tool override: a mode, dotted key paths to compare, or a predicate.
 ArgsOverride = Union[str, Sequence[str], Callable[[Mapping[str, Any], Mapping[str, Any]], bool]]
@@ -114,89 +116,6 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
         return f"{path}: {actual!r} != {expected!r}"
     return None
-
-
-@dataclass(frozen=True)
-class ExpectedCall:
-    """One expected tool call.
-
-    Attributes:
-        name: the tool name (compared exactly).
-        acceptable: ``{param: (value, ...)}``: each parameter's acceptable values, or
-            ``None`` to accept any arguments (the case names the tool only).
-        optional: parameters that may be absent (BFCL's ``""`` marker).
-        args_mode: this call's own argument mode (BFCL items use ``exact``), or ``None``
-            for the metric's.
-        unordered_lists: compare list values as multisets.
-    """
-
-    name: str
-    acceptable: Mapping[str, tuple[Any, ...]] | None = None
-    optional: frozenset[str] = frozenset()
-    args_mode: str | None = None
-    unordered_lists: bool = False
-
-    def literal_args(self) -> dict[str, Any]:
-        """The first acceptable value of each parameter (for callables and display)."""
-        return {k: v[0] for k, v in (self.acceptable or {}).items() if v}
-
-
-def parse_expected_call(item: Any) -> ExpectedCall:
-    """Build an :class:`ExpectedCall` from one item of a case's ``expected_tool_calls``.
-
-    Accepted shapes: ``"tool_name"`` (any arguments); ``{"name": ..., "arguments": {...},
-    "args_mode"?: ..., "unordered_lists"?: bool}`` (literal values); BFCL's
-    ``{"tool_name": {"param": [acceptable, ..., ""]}}`` (one key; ``""`` = optional; exact
-    argument mode, so unexpected parameters fail).
-
-    Raises:
-        ValueError: any other shape.
-    """
-    if isinstance(item, str):
-        return ExpectedCall(item)
-    if isinstance(item, Mapping) and "name" in item:
-        args = item.get("arguments", item.get("args"))
-        if args is not None and not isinstance(args, Mapping):
-            raise ValueError(f"expected call {item['name']!r}: arguments must be an object")
-        mode = item.get("args_mode")
-        if mode is not None:
-            check_mode(mode, ArgsMode, "args_mode")
-        return ExpectedCall(str(item["name"]),
-                            None if args is None else {k: (v,) for k, v in args.items()},
-                            args_mode=mode, unordered_lists=bool(item.get("unordered_lists")))
-    if isinstance(item, Mapping) and len(item) == 1:
-        (name, params), = item.items()
-        if not isinstance(params, Mapping) or not all(isinstance(v, list)
-                                                      for v in params.values()):
-            raise ValueError(f"BFCL expected call {name!r}: expected {{param: [values]}}")
-        acceptable = {k: tuple(x for x in v if x != "") for k, v in params.items()}
-        optional = frozenset(k for k, v in params.items() if "" in v)
-        return ExpectedCall(str(name), acceptable, optional, args_mode="exact")
-    raise ValueError(f"cannot read expected call {item!r}: use a name, "
-                     "{'name', 'arguments'} or BFCL {name: {param: [values]}}")
-
-
-def expected_calls(case: Case) -> tuple[ExpectedCall, ...] | None:
-    """The case's expected calls, or ``None`` when it states no expectation.
-
-    Source, first found: ``extra["expected_tool_calls"]`` (seed 004; items as in
-    :func:`parse_expected_call`); else ``expected_tools`` (seed 000/002) with each tool's
-    ``expected_args`` entry as its literal arguments (no entry: any arguments).
-
-    Raises:
-        ValueError: an unreadable ``expected_tool_calls`` item.
-    """
-    raw = case.extra.get("expected_tool_calls")
-    if raw is not None:
-        if not isinstance(raw, list):
-            raise ValueError("expected_tool_calls must be a list")
-        return tuple(parse_expected_call(x) for x in raw)
-    if case.expected_tools is None:
-        return None
-    args = case.expected_args or {}
-    return tuple(ExpectedCall(t, None if t not in args else {k: (v,) for k, v in
-                                                           args[t].items()})
-                 for t in case.expected_tools)
 
 
 def _coerce(value: Any, schema: Mapping[str, Any] | None) -> Any:

@@ -23,13 +23,13 @@ def response_content(ctx: EpisodeContext) -> Score:
     """Seed 003 ``grade_response_content``: fraction of ``final_response_contains`` found,
     minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
     ``final_response_contains`` it falls back to seed 000's ``task_completion``."""
-    contains = ctx.case.extra.get("final_response_contains")
+    contains = ctx.case.final_response_contains
     if not contains:
         return TaskCompletion().score(ctx)
     lower = (ctx.trace.final_response or "").lower()
     hits = sum(1 for p in contains if p.lower() in lower)
     value = hits / len(contains)
-    bad = [p for p in ctx.case.extra.get("final_response_excludes") or () if p.lower() in lower]
+    bad = [p for p in ctx.case.final_response_excludes or () if p.lower() in lower]
     for _ in bad:
         value = max(0.0, value - 0.3)
     return Score(value, f"contains {hits}/{len(contains)}; excluded present: {bad}")
@@ -85,7 +85,7 @@ class Composite(Metric):
                  for k, p in parts.items()]
         notes.append("hallucination=" + ("null (no penalty: " + str(hall.code) + ")"
                                          if hall.value is None else f"{hall.value:.3f}"))
-        diff = ctx.case.extra.get("difficulty")
+        diff = ctx.case.difficulty
         thr = self.threshold(diff)
         verdict = "PASS" if value >= thr else "FAIL"
         return Score(value, ", ".join(notes) + f"; difficulty={diff or 'n/a'} threshold="

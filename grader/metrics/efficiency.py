@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.base import Metric
 
@@ -61,7 +60,7 @@ class Efficiency(Metric):
                  + ("n/a" if t.latency_s is None else f"{t.latency_s:.2f}s")
                  + ", cost=" + ("n/a (model not in price table)" if cost is None
                                 else f"${cost:.6f}"))
-        expected = expected_calls(ctx.case)
+        expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls; " + facts, code="not_applicable")
         made = len(t.tool_calls)

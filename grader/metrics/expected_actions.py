@@ -25,7 +25,7 @@ class ExpectedActionsCalled(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        expected = ctx.case.extra.get("expected_actions")
+        expected = ctx.case.expected_actions
         if expected is None:
             return Score(None, "the case has no expected_actions", code="not_applicable")
         m = match_actions(ctx.trace.tool_calls, expected)
@@ -43,4 +43,4 @@ def actions_metric_for(cases) -> list[str]:
     their outcome metric without ``--metrics``.
     """
     return [ExpectedActionsCalled.name] if any(
-        c.extra.get("expected_actions") is not None for c in cases) else []
+        c.expected_actions is not None for c in cases) else []

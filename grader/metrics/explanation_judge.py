@@ -43,10 +43,10 @@ class ExplanationJudge(Metric):
     judged: ClassVar[bool] = True
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
-        must = ctx.case.extra.get("must_mention")
+        must = ctx.case.must_mention
         if not must:
             return Score(None, "the case has no must_mention", code="not_applicable")
-        expected = ctx.case.extra.get("expected_category")
+        expected = ctx.case.expected_category
         got = called_category(ctx)
         if got != expected:
             return Score(None, f"not judged: category {got!r} != expected {expected!r}",

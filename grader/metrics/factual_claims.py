@@ -38,7 +38,7 @@ class FactualClaims(Metric):
             return Score(None, "the agent gave no final answer", code="no_answer")
 
         def matches(v: dict) -> list[bool]:
-            return [v["statements"].get(i) is bool(c.get("expected_truth", True))
+            return [v["statements"].get(i) is c.expected_truth
                     for i, c in enumerate(facts)]
 
         def value(v: dict) -> float:
@@ -47,7 +47,7 @@ class FactualClaims(Metric):
 
         def describe(v: dict) -> str:
             m = matches(v)
-            wrong = [facts[i]["statement"] for i, ok in enumerate(m) if not ok]
+            wrong = [facts[i].statement for i, ok in enumerate(m) if not ok]
             return f"{sum(m)}/{len(m)} statements judged as expected" + (
                 f"; mismatched: {'; '.join(wrong)}" if wrong else "")
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import orjson
 
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
-from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.model import EpisodeContext, FactualClaim, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.grounding import results_by_id
 
@@ -63,10 +63,9 @@ def render_tool_calls(ctx: EpisodeContext) -> str:
     return "\n".join(lines) or "(no tool calls)"
 
 
-def factual_claims(ctx: EpisodeContext) -> list[dict]:
-    """Seed 003's ``factual_claims`` of the case (``statement``, ``expected_truth``)."""
-    claims = ctx.case.extra.get("factual_claims") or []
-    return [c for c in claims if isinstance(c, dict) and "statement" in c]
+def factual_claims(ctx: EpisodeContext) -> tuple[FactualClaim, ...]:
+    """Seed 003's ``factual_claims`` of the case (statement, expected truth)."""
+    return ctx.case.factual_claims or ()
 
 
 def hallucination_request(ctx: EpisodeContext, model: str | None = None) -> dict | None:
@@ -77,7 +76,7 @@ def hallucination_request(ctx: EpisodeContext, model: str | None = None) -> dict
     statements = ""
     if facts:
         statements = STATEMENTS.format(items="\n".join(
-            f"{i}. {c['statement']}" for i, c in enumerate(facts)))
+            f"{i}. {c.statement}" for i, c in enumerate(facts)))
     prompt = TEMPLATE.format(user_request=ctx.trace.input, tool_calls=render_tool_calls(ctx),
                              final_answer=ctx.trace.final_response, statements=statements)
     return build_request(prompt, system=SYSTEM, max_tokens=1024, model=model)

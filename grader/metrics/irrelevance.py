@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -21,7 +20,7 @@ class Irrelevance(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        expected = expected_calls(ctx.case)
+        expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
         if expected:

@@ -10,13 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.matching.calls import expected_calls
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
 
 def _expected_names(ctx: EpisodeContext) -> list[str] | None:
-    calls = expected_calls(ctx.case)
+    calls = ctx.case.expected_calls
     return None if calls is None else [c.name for c in calls]
 
 
@@ -80,7 +79,7 @@ class ExpectedTopicsPresent(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        topics = ctx.case.extra.get("expected_topics")
+        topics = ctx.case.expected_topics
         if not topics:
             return Score(None, "case has no expected_topics", code="not_applicable")
         lower = (ctx.trace.final_response or "").lower()
@@ -99,8 +98,8 @@ class ForbiddenContentAbsent(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        phrases = list(ctx.case.extra.get("should_not_contain") or ()) + \
-            list(ctx.case.extra.get("final_response_excludes") or ())
+        phrases = list(ctx.case.should_not_contain or ()) + \
+            list(ctx.case.final_response_excludes or ())
         if not phrases:
             return Score(None, "no forbidden content defined for this case", code="not_applicable")
         lower = (ctx.trace.final_response or "").lower()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import ArgsMode, check_mode, expected_calls, match_calls, trace_schemas
+from evaltape.grader.matching.calls import ArgsMode, check_mode, match_calls, trace_schemas
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -36,7 +36,7 @@ class ToolCallF1(Metric):
         check_mode(self.args_mode, ArgsMode, "args mode")
 
     def score(self, ctx: EpisodeContext) -> Score:
-        expected = expected_calls(ctx.case)
+        expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
         m = match_calls(ctx.trace.tool_calls, expected, args_mode=self.args_mode,

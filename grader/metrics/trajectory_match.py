@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, expected_calls, match_calls,
+from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, match_calls,
                      strict_match, trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -43,7 +43,7 @@ class TrajectoryMatch(Metric):
         check_mode(self.args_mode, ArgsMode, "args mode")
 
     def score(self, ctx: EpisodeContext) -> Score:
-        expected = expected_calls(ctx.case)
+        expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tool_calls

@@ -37,11 +37,7 @@ def reference_label(trace: Trace, case: Case, path: str | None = None) -> bool |
             raise BadInputError(f"expected true/false/null, got {value!r}", path=path,
                                 line=trace.source_line or None, field=LABEL_KEY)
         return value
-    value = case.extra.get(LABEL_KEY)
-    if value is not None and not isinstance(value, bool):
-        raise BadInputError(f"case {case.id!r}: expected true/false/null, got {value!r}",
-                            line=case.line or None, field=LABEL_KEY)
-    return value
+    return case.reference_label  # typed at dataset load
 
 
 def cohen_kappa(both_pass: int, ours_only: int, ref_only: int, both_fail: int) -> float | None:

@@ -40,7 +40,7 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
         case = by_id[ep.case_id]
         comp = ep.metrics.get("composite") if composite is not None else None
         rows.append({"i": i, "ep": ep, "passed": bool(ep.passed),
-                     "difficulty": case.extra.get("difficulty"), "tags": case.tags,
+                     "difficulty": case.difficulty, "tags": case.tags,
                      "composite": None if comp is None else comp.score,
                      "details": "" if comp is None else comp.details})
     out: dict[str, Any] = {}

@@ -20,8 +20,8 @@ def tools_match(trace: Trace, case: Case) -> bool:
     once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only feed
     the tool-selection metric.
     """
-    if case.extra.get("expected_actions") is not None:
-        return all_called(match_actions(trace.tool_calls, case.extra["expected_actions"]))
+    if case.expected_actions is not None:
+        return all_called(match_actions(trace.tool_calls, case.expected_actions))
     return trace.tools_called == list(case.expected_tools or ())
 
 

@@ -91,8 +91,7 @@ class Episode:
         ``None`` when the case states no tool expectation (not the same as ``[]``: "call
         no tool").
         """
-        from evaltape.grader.matching.calls import expected_calls
-        calls = expected_calls(self.case)
+        calls = self.case.expected_calls
         return None if calls is None else [c.name for c in calls]
 
     def score(self, metric_name: str, **params: Any) -> Any:

@@ -1,0 +1,175 @@
+"""Parse a case's expectations into typed values, once, at dataset load.
+
+Every parser here raises :class:`FieldError` naming the place inside the key the user wrote
+(``[2].arguments``), so :func:`evaltape.grader.io.datasets.parse_case` can report
+``file: field 'expected_tool_calls[2].arguments': ...``.
+
+Accepted forms of ``expected_tool_calls`` items (seed 004 and the Berkeley Function-Calling
+Leaderboard's ground truth, ``ast_checker``):
+
+- ``"tool_name"``: the tool, any arguments;
+- ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool}``:
+  literal argument values (``"args"`` is accepted for ``"arguments"``);
+- ``{"tool_name": {"param": [acceptable, ..., ""]}}``: BFCL's form, one key; each value a
+  list of acceptable values, ``""`` marking the parameter optional; exact argument mode
+  (unexpected parameters fail).
+
+``expected_actions`` items are ``{"name": str, "kwargs": {...}}`` (τ-bench's
+``info.task.actions``; ``"arguments"`` is accepted for ``"kwargs"``), compared exactly.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, get_args
+
+from evaltape.grader.model import ExpectedCall, FactualClaim
+
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+
+
+class FieldError(ValueError):
+    """A value of the wrong shape inside an expectation.
+
+    Attributes:
+        field: the path inside the key (``"[2].arguments"``), ``""`` for the key itself.
+        message: what is wrong.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field, self.message = field, message
+
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            type(None): "null"}.get(type(value), "number" if isinstance(value, (int, float))
+                                    else type(value).__name__)
+
+
+def str_list(value: Any, where: str = "") -> tuple[str, ...]:
+    """A list of strings as a tuple.
+
+    Raises:
+        FieldError: not a list, or an item that is not a string (its index named).
+    """
+    if not isinstance(value, list):
+        raise FieldError(where, f"expected a list of strings, got {_kind(value)}")
+    for i, v in enumerate(value):
+        if not isinstance(v, str):
+            raise FieldError(f"{where}[{i}]", f"expected a string, got {_kind(v)}")
+    return tuple(value)
+
+
+def parse_expected_call(item: Any, where: str = "") -> ExpectedCall:
+    """One ``expected_tool_calls`` item (the three forms of the module doc).
+
+    Raises:
+        FieldError: any other shape, naming the place (``[i]``, ``[i].arguments``...).
+    """
+    if isinstance(item, str):
+        if not item:
+            raise FieldError(where, "expected a non-empty tool name")
+        return ExpectedCall(item)
+    if not isinstance(item, Mapping):
+        raise FieldError(where, f"expected a tool name, {{name, arguments}} or BFCL "
+                                f"{{name: {{param: [values]}}}}, got {_kind(item)}")
+    if "name" in item:
+        name = item["name"]
+        if not isinstance(name, str) or not name:
+            raise FieldError(f"{where}.name", "expected a non-empty string")
+        unknown = sorted(set(item) - {"name", "arguments", "args", "args_mode",
+                                      "unordered_lists"})
+        if unknown:
+            raise FieldError(f"{where}.{unknown[0]}", "unknown key (known: name, arguments, "
+                                                     "args_mode, unordered_lists)")
+        key = "arguments" if "arguments" in item else "args"
+        args = item.get(key)
+        if args is not None and not isinstance(args, Mapping):
+            raise FieldError(f"{where}.{key}", f"expected an object, got {_kind(args)}")
+        mode = item.get("args_mode")
+        if mode is not None and mode not in get_args(ArgsMode):
+            raise FieldError(f"{where}.args_mode", f"unknown mode {mode!r}; valid: "
+                                                  f"{', '.join(get_args(ArgsMode))}")
+        lists = item.get("unordered_lists", False)
+        if not isinstance(lists, bool):
+            raise FieldError(f"{where}.unordered_lists", f"expected true/false, got "
+                                                        f"{_kind(lists)}")
+        return ExpectedCall(name, None if args is None else {k: (v,) for k, v in args.items()},
+                            args_mode=mode, unordered_lists=lists)
+    if len(item) != 1:
+        raise FieldError(where, "expected {name, arguments} or BFCL's one-key "
+                                "{tool_name: {param: [values]}}")
+    (name, params), = item.items()
+    if not isinstance(params, Mapping):
+        raise FieldError(f"{where}.{name}", f"expected {{param: [acceptable values]}}, got "
+                                            f"{_kind(params)}")
+    for k, v in params.items():
+        if not isinstance(v, list):
+            raise FieldError(f"{where}.{name}.{k}", f"expected a list of acceptable values, "
+                                                   f"got {_kind(v)}")
+    acceptable = {k: tuple(x for x in v if x != "") for k, v in params.items()}
+    optional = frozenset(k for k, v in params.items() if "" in v)
+    return ExpectedCall(str(name), acceptable, optional, args_mode="exact")
+
+
+def parse_expected_calls(value: Any) -> tuple[ExpectedCall, ...]:
+    """Every item of ``expected_tool_calls``.
+
+    Raises:
+        FieldError: not a list, or a bad item (its index named).
+    """
+    if not isinstance(value, list):
+        raise FieldError("", f"expected a list, got {_kind(value)}")
+    return tuple(parse_expected_call(x, f"[{i}]") for i, x in enumerate(value))
+
+
+def parse_actions(value: Any) -> tuple[ExpectedCall, ...]:
+    """``expected_actions`` as calls with literal arguments in ``exact`` mode.
+
+    Raises:
+        FieldError: not a list, an item that is not an object, ``name`` not a non-empty
+            string, or ``kwargs``/``arguments`` not an object (index and key named).
+    """
+    if not isinstance(value, list):
+        raise FieldError("", f"expected a list of {{name, kwargs}}, got {_kind(value)}")
+    out = []
+    for i, action in enumerate(value):
+        where = f"[{i}]"
+        if not isinstance(action, dict):
+            raise FieldError(where, f"expected an object, got {_kind(action)}")
+        name = action.get("name")
+        if not isinstance(name, str) or not name:
+            raise FieldError(f"{where}.name", "expected a non-empty string")
+        key = "kwargs" if "kwargs" in action else "arguments"
+        kwargs = action.get(key, {})
+        if not isinstance(kwargs, dict):
+            raise FieldError(f"{where}.{key}", f"expected an object, got {_kind(kwargs)}")
+        out.append(ExpectedCall(name, {k: (v,) for k, v in kwargs.items()}, args_mode="exact"))
+    return tuple(out)
+
+
+def parse_claims(value: Any) -> tuple[FactualClaim, ...]:
+    """Seed 003's ``factual_claims``: ``{"statement": str, "expected_truth"?: bool,
+    "source_ref"?: str}`` objects (``expected_truth`` defaults to true, as seed 003 reads).
+
+    Raises:
+        FieldError: not a list, or an item of the wrong shape (index and key named).
+    """
+    if not isinstance(value, list):
+        raise FieldError("", f"expected a list of {{statement, expected_truth}}, got "
+                             f"{_kind(value)}")
+    out = []
+    for i, c in enumerate(value):
+        where = f"[{i}]"
+        if not isinstance(c, dict):
+            raise FieldError(where, f"expected an object, got {_kind(c)}")
+        if not isinstance(c.get("statement"), str) or not c["statement"].strip():
+            raise FieldError(f"{where}.statement", "expected a non-empty string")
+        truth = c.get("expected_truth", True)
+        if not isinstance(truth, bool):
+            raise FieldError(f"{where}.expected_truth", f"expected true/false, got "
+                                                       f"{_kind(truth)}")
+        ref = c.get("source_ref")
+        if ref is not None and not isinstance(ref, str):
+            raise FieldError(f"{where}.source_ref", f"expected a string, got {_kind(ref)}")
+        out.append(FactualClaim(c["statement"], truth, ref))
+    return tuple(out)
