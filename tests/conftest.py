@@ -1,10 +1,12 @@
-"""Shared test helpers: run the real CLI in a subprocess, write small fixture files."""
+"""Shared test helpers: run the CLI (in this process, or in a real subprocess when the process
+boundary is what a test checks), write small fixture files."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -13,15 +15,64 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
 
-def run_cli(*args: str, cwd: Path | str = ROOT, env: dict | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``evaltape ARGS`` as a real subprocess; returns the completed process (text)."""
+#: Environment every CLI run starts from: no real key or server leaks in from the developer's
+#: shell, and a wide terminal so rich never wraps the lines tests look for.
+CLI_ENV = {"ANTHROPIC_API_KEY": None, "ANTHROPIC_BASE_URL": None, "COLUMNS": "200"}
+
+
+def run_cli(*args: str, cwd: Path | str = ROOT,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``evaltape ARGS`` in this process with click's ``CliRunner``.
+
+    Behaves as :func:`run_cli_subprocess` for everything a test reads: the working directory
+    is ``cwd`` during the run (restored after), the environment is :data:`CLI_ENV` updated
+    with ``env`` (restored after), stdout and stderr are kept apart, and ``returncode`` is
+    the exit code. An exception the CLI let escape is a crash, exactly as in a subprocess:
+    exit code 1 and its traceback appended to ``stderr`` (so ``"Traceback" not in
+    p.stderr`` checks keep their meaning).
+
+    What an in-process run cannot show (use :func:`run_cli_subprocess`): signals and
+    SIGKILL, real file descriptors and stdio, interpreter start-up and import blocking,
+    ``PYTHONPATH``, worker processes (``--concurrency`` forks).
+
+    Returns:
+        ``subprocess.CompletedProcess(args=["evaltape", *args], returncode, stdout, stderr)``
+        with text output.
+    """
+    from click.testing import CliRunner
+
+    from evaltape.cli import cli
+
+    full_env = {**CLI_ENV, **(env or {})}
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        res = CliRunner().invoke(cli, list(args), env=full_env, prog_name="evaltape")
+    finally:
+        os.chdir(before)
+    stderr = res.stderr
+    if res.exc_info is not None and not isinstance(res.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*res.exc_info))
+    return subprocess.CompletedProcess(["evaltape", *args], res.exit_code, res.stdout, stderr)
+
+
+def run_cli_subprocess(*args: str, cwd: Path | str = ROOT, env: dict | None = None,
+                       timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m evaltape.cli ARGS`` as a real subprocess (text output).
+
+    For tests where the process boundary is the point (see :func:`run_cli`). The
+    environment is this process's, with :data:`CLI_ENV` and then ``env`` applied (a
+    ``None`` value removes the variable).
+
+    Raises:
+        subprocess.TimeoutExpired: the command ran longer than ``timeout`` seconds.
+    """
     full_env = dict(os.environ)
-    full_env.pop("ANTHROPIC_API_KEY", None)
-    full_env.pop("ANTHROPIC_BASE_URL", None)
-    full_env["COLUMNS"] = "200"
-    if env:
-        full_env.update(env)
+    for key, value in {**CLI_ENV, **(env or {})}.items():
+        if value is None:
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     return subprocess.run([sys.executable, "-m", "evaltape.cli", *args], cwd=str(cwd),
                           env=full_env, capture_output=True, text=True, timeout=timeout)
 

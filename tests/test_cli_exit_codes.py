@@ -1,11 +1,15 @@
-"""Exit codes 0/1/2/3 (DESIGN.md §6), each in a real subprocess, with messages on stderr."""
+"""Exit codes 0/1/2/3 (DESIGN.md §6), with messages on stderr.
+
+Most checks run the CLI in-process (``run_cli``); one parametrised test runs each code through
+a real ``python -m evaltape.cli`` process, to show the codes reach the shell unchanged.
+"""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from conftest import ROOT, make_trace, run_cli, write_json, write_jsonl
+from conftest import ROOT, make_trace, run_cli, run_cli_subprocess, write_json, write_jsonl
 
 CASES = [{"id": "a", "user_query": "q", "expected_tools": ["t"], "expected_outcome_keywords": ["ok"]},
          {"id": "b", "user_query": "q", "expected_tools": ["t"], "expected_outcome_keywords": ["ok"]}]
@@ -156,3 +160,16 @@ def test_metric_path_that_is_not_a_metric_is_usage_error(tmp_path, run):
     ds, traces = run
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--metrics", "os:path")
     assert p.returncode == 2 and "is not a metric" in p.stderr
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 3])
+def test_exit_codes_reach_the_shell_from_a_real_process(tmp_path, run, code):
+    ds, traces = run
+    if code == 3:
+        traces.write_text('{"schema": "evaltape.trace/1", "case_id": "a", \n')  # truncated
+    args = {0: ["--quiet"], 1: ["--quiet", "--threshold", "0.8"], 2: ["--metrics", "nope"],
+            3: []}[code]
+    p = run_cli_subprocess("grade", str(traces), "--dataset", str(ds), "--out",
+                           str(tmp_path / "o"), *args)
+    assert p.returncode == code, p.stderr
+    assert "Traceback" not in p.stderr

@@ -175,7 +175,7 @@ def test_failed_judge_answers_are_not_saved_and_a_rerun_retries(tmp_path):
         p = run_cli("judge", str(run), "--metrics", "hallucination", "--base-url",
                     f"http://127.0.0.1:{srv.server_address[1]}",
                     "--dataset", str(ROOT / "datasets" / "helpdesk_eval.json"),
-                    env={"ANTHROPIC_API_KEY": "k-123456789"}, timeout=300)
+                    env={"ANTHROPIC_API_KEY": "k-123456789"})
     finally:
         srv.shutdown()
     assert p.returncode == 1 and "nothing was saved for them" in p.stderr

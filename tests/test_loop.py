@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import ROOT, run_cli, write_json
+from conftest import ROOT, run_cli, run_cli_subprocess, write_json
 from fault_server import FaultServer
 
 
@@ -72,10 +72,11 @@ def test_user_agent_as_module_function(tmp_path):
                                                "expected_tools": ["lookup_order"]}])
     scripts = {"o1": [call("lookup_order", order_id="42"), "Order 42: {last_tool_result}"]}
     with FaultServer(scripts) as server:
-        p = run_cli("record", str(ds), "--agent", "example_agent:run", "--out",
-                    str(tmp_path / "run"), "--base-url", server.base_url, "--model", "m",
-                    env={"ANTHROPIC_API_KEY": "k-123456789", "PYTHONPATH":
-                         f"{ROOT}:{ROOT / 'tests'}"})
+        # a real process: the user's agent module is found on the user's PYTHONPATH
+        p = run_cli_subprocess("record", str(ds), "--agent", "example_agent:run", "--out",
+                               str(tmp_path / "run"), "--base-url", server.base_url,
+                               "--model", "m", env={"ANTHROPIC_API_KEY": "k-123456789",
+                                                    "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})
         assert p.returncode == 0, p.stderr
     t = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
     assert t["final_response"] == 'Order 42: {"order_id": "42", "status": "shipped"}'
@@ -93,10 +94,10 @@ def _record_example(tmp_path, fn):
     ds = write_json(tmp_path / "cases.json", [{"id": "o1", "user_query": "Where is order 42?"}])
     scripts = {"o1": [call("lookup_order", order_id="42"), "Order 42: {last_tool_result}"]}
     with FaultServer(scripts) as server:
+        # in-process: tests/example_agent.py imports as conftest does (tests/ is on sys.path)
         return run_cli("record", str(ds), "--agent", f"example_agent:{fn}", "--out",
                        str(tmp_path / "run"), "--base-url", server.base_url, "--model", "m",
-                       env={"ANTHROPIC_API_KEY": "k-123456789",
-                            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})
+                       env={"ANTHROPIC_API_KEY": "k-123456789"})
 
 
 def test_recorder_owned_fields_win_over_the_agents(tmp_path):

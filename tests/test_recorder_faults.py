@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_cli_subprocess
 from fault_server import FaultServer
 
 SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
@@ -132,7 +132,12 @@ def test_sigkill_then_rerun_leaves_exactly_one_trace_per_episode(tmp_path, kill_
         proc.wait()
         killed_with = len(traces_of(run)) if traces.exists() else 0
         assert killed_with < 8
-        p = record(run, server, "--concurrency", "2")
+        # the rerun is a real process too: it forks workers, and a worker of the killed run
+        # may still be dying (PR_SET_PDEATHSIG is asynchronous) when an in-process rerun
+        # would already be asking for the run's lock
+        p = run_cli_subprocess("record", DATASET, "--agent", "helpdesk", "--out", str(run),
+                               "--base-url", server.base_url, "--model", "stand-in",
+                               "--concurrency", "2", env={"ANTHROPIC_API_KEY": "test-key-123456"})
         assert p.returncode == 0, p.stderr
     got = sorted((t["case_id"], t["trial"]) for t in traces_of(run))
     assert got == [(f"tc_00{i}", 0) for i in range(1, 9)]
@@ -155,19 +160,31 @@ def test_audit_committed_cassettes_are_clean():
     assert p.returncode == 0, p.stderr
 
 
-def test_unreachable_server_saves_nothing_exits_1_and_a_rerun_records(tmp_path):
+def test_unreachable_server_saves_nothing_exits_1_and_a_rerun_records(tmp_path, monkeypatch):
+    # The SDK retries a refused connection (make_client: max_retries=4) with exponential
+    # backoff: 0.5, 1, 2, 4 s less jitter, about 55 s for 8 episodes. The waiting is the SDK's
+    # own business; the retries are what this test needs, so it counts them and skips the
+    # sleeps (this is why the run is in-process: the SDK's retry clock is patchable here).
+    import anthropic._base_client as sdk
+    retries = []
+
+    def no_backoff(self, remaining_retries, options, response_headers=None):
+        retries.append(remaining_retries)
+        return 0.0
+
+    monkeypatch.setattr(sdk.BaseClient, "_calculate_retry_timeout", no_backoff)
     run = tmp_path / "run"
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
     p = run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(run), "--base-url", dead,
-                "--model", "stand-in", env={"ANTHROPIC_API_KEY": "test-key-123456"},
-                timeout=300)
+                "--model", "stand-in", env={"ANTHROPIC_API_KEY": "test-key-123456"})
     s.close()
     assert p.returncode == 1
     assert "8 episode(s) ended in an API error and were not saved" in p.stderr
     assert "not saved: tc_001#t0: APIConnectionError" in p.stderr
+    assert retries == [4, 3, 2, 1] * 8  # every episode exhausted its 4 retries first
     assert not (run / "traces.jsonl").exists() or (run / "traces.jsonl").read_text() == ""
     assert list((run / "http").iterdir()) == []
     with FaultServer(SCRIPTS) as server:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import shutil
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli_subprocess
 
 RUN = ROOT / "cassettes" / "helpdesk-scripted-standin"
 
@@ -20,8 +20,10 @@ def test_report_bytes_stable_across_hash_seeds_and_line_order(tmp_path):
         (work / RUN.name).mkdir(parents=True)
         shutil.copy(RUN / "manifest.json", work / RUN.name / "manifest.json")
         (work / RUN.name / "traces.jsonl").write_text("\n".join(rows) + "\n")
-        p = run_cli("grade", RUN.name, "--dataset", str(ROOT / "datasets" / "helpdesk_eval.json"),
-                    "--out", "out", "--quiet", cwd=work, env={"PYTHONHASHSEED": seed})
+        # real processes: PYTHONHASHSEED only takes effect when an interpreter starts
+        p = run_cli_subprocess("grade", RUN.name, "--dataset",
+                               str(ROOT / "datasets" / "helpdesk_eval.json"), "--out", "out",
+                               "--quiet", cwd=work, env={"PYTHONHASHSEED": seed})
         assert p.returncode == 0, p.stderr
         outs.append((work / "out" / "report.json").read_bytes())
     assert outs[0] == outs[1]

@@ -26,7 +26,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """
     if not (0 <= c <= n and 1 <= k <= n):
         raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-    return 1.0 - comb(n - c, k) / comb(n, k)
+    # one correctly rounded division of exact integers (not 1 - a float ratio), so the
+    # result never falls an ulp below pass_hat_k's (e.g. n=5, c=1, k=1 gives exactly 0.2)
+    return (comb(n, k) - comb(n - c, k)) / comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
