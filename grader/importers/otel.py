@@ -752,6 +752,7 @@ class _Conversation:
     def __init__(self, span_tag: str) -> None:
         self.msgs: list[Msg] = []
         self.pending: list[dict[str, Any]] = []   # calls awaiting a result (in order)
+        self.calls: list[dict[str, Any]] = []     # every call so far
         self.ids: set[str] = set()
         self.tag = span_tag
         self.n = 0
@@ -773,6 +774,7 @@ class _Conversation:
                     "arguments": c["arguments"], "result": None}
             calls.append(call)
             self.pending.append(call)
+            self.calls.append(call)
         if self.msgs and self.msgs[-1].role == "assistant":  # one model turn
             last = self.msgs[-1]
             last.text = "\n".join(t for t in (last.text, m.text) if t)
@@ -816,10 +818,11 @@ def conversation(llm_spans: list[Span], tool_spans: list[Span], tag: str,
            a span whose input has no assistant message contributes its user messages not
            already in the conversation, as with the Responses API's ``previous_response_id``);
         3. its output messages, as one model turn (consecutive assistant messages merge).
-    After the last span, tool spans left pair with the calls still pending. A call whose
+    After the last span, tool spans left pair with the calls still pending. A tool span that
+    records no result gives none (the messages may hold it). A call whose
     model-side arguments are empty takes the arguments its tool span recorded (LlamaIndex
     via any-agent logs ``"{}"`` on the model side while the tool ran with real arguments).
-    A tool span that pairs with no call is reported in ``skipped``.
+    A tool span whose id or tool name matches no call is reported in ``skipped``.
     """
     conv = _Conversation(tag)
     tools = sorted(tool_spans, key=lambda t: t.start)
@@ -831,8 +834,10 @@ def conversation(llm_spans: list[Span], tool_spans: list[Span], tag: str,
                 continue
             cid = t.attrs.get("gen_ai.tool.call.id")
             res = _tool_result(t)
+            if res is None:  # records no result: the messages may hold it
+                continue
             call = conv.give_result(cid if isinstance(cid, str) else None, _tool_name(t),
-                                    res if res is not None else "", is_error=t.error)
+                                    res, is_error=t.error)
             if call is not None:
                 used.add(t.span_id)
                 if not call["arguments"]:
@@ -866,7 +871,9 @@ def conversation(llm_spans: list[Span], tool_spans: list[Span], tag: str,
                 conv.give_result(m.call_id, m.name, m.text, m.is_error)
     drain(None)
     for t in tools:
-        if t.span_id not in used:
+        cid = t.attrs.get("gen_ai.tool.call.id")
+        if t.span_id not in used and not any(c["orig"] == cid if cid and c["orig"] else
+                                             c["name"] == _tool_name(t) for c in conv.calls):
             skipped.append(f"tool span {t.span_id} ({_tool_name(t)}) pairs with no tool call "
                            "in the model's messages")
     return _to_anthropic(conv.msgs)
