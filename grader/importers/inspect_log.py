@@ -296,6 +296,11 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place or place, p.message))
             continue
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            # a value of an unexpected type somewhere in the sample: one error, no traceback
+            result.errors.append(EpisodeError(path, place, "malformed sample "
+                                              f"({type(e).__name__}: {e})"))
+            continue
         seen[(trace["case_id"], trace["trial"])] = trace
         result.add_case(case)
         result.traces.append(trace)

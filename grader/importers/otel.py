@@ -289,8 +289,8 @@ def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
                 kind = "span dump (grouped)"
                 for v in doc.values():
                     spans.extend(_from_sdk(s) for s in v)
-        except (ValueError, TypeError) as e:
-            raise EpisodeProblem(f"malformed span: {e}", where) from None
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            raise EpisodeProblem(f"malformed span: {type(e).__name__}: {e}", where) from None
     if not spans:
         top = (f"an object with keys {', '.join(sorted(docs[0])[:6])}"
                if len(docs) == 1 and isinstance(docs[0], dict) else "no span objects")
@@ -1021,6 +1021,11 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                                     final_output if len(with_llm) == 1 else None)
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place or place, p.message))
+            continue
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            # a value of an unexpected type somewhere in the spans: one error, no traceback
+            result.errors.append(EpisodeError(path, place, "malformed span data "
+                                              f"({type(e).__name__}: {e})"))
             continue
         for n in notes:
             result.skipped.append(Skipped(path, place, n))
