@@ -54,7 +54,7 @@ bench: install
 LOCAL_MODEL ?= qwen1.5b
 # A new folder under runs/ (git-ignored): recording into a committed cassettes/ folder
 # resumes it, so a fresh clone would record nothing. Refreshing a committed run:
-# docs/local-model.md, "Refreshing a committed run".
+# docs/local-model.md, "Reproducing and refreshing a committed run".
 LOCAL_OUT   ?= runs/$(AGENT)-$(LOCAL_MODEL)
 
 local-model: install
