@@ -52,7 +52,10 @@ bench: install
 ## local model (docs/local-model.md): llama-server + Qwen2.5-Coder on 127.0.0.1, no API key.
 ## Builds/fetches once into ~/.cache/evaltape (never into the repo); CI never runs these.
 LOCAL_MODEL ?= qwen1.5b
-LOCAL_OUT   ?= cassettes/$(AGENT)-$(LOCAL_MODEL)
+# A new folder under runs/ (git-ignored): recording into a committed cassettes/ folder
+# resumes it, so a fresh clone would record nothing. Refreshing a committed run:
+# docs/local-model.md, "Reproducing and refreshing a committed run".
+LOCAL_OUT   ?= runs/$(AGENT)-$(LOCAL_MODEL)
 
 local-model: install
 	$(BIN)/python scripts/local_model.py setup --model $(LOCAL_MODEL)

@@ -21,7 +21,7 @@ from evaltape.grader.io.datasets import inputs_sha256, parse_case
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
-from evaltape.grader.importers import cassette, messages_jsonl, taubench
+from evaltape.grader.importers import cassette, inspect_log, messages_jsonl, otel, taubench
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
 
 __all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
@@ -45,6 +45,15 @@ def _cassettes(paths: Sequence[str], model: str | None) -> ImportResult:
     return result
 
 
+def _each(module) -> Callable[[Sequence[str], str | None], ImportResult]:
+    def run(paths: Sequence[str], model: str | None) -> ImportResult:
+        result = ImportResult(sources=list(paths))
+        for p in paths:
+            module.import_file(p, result, model=model)
+        return result
+    return run
+
+
 def _messages(flavour: str) -> Callable[[Sequence[str], str | None], ImportResult]:
     def run(paths: Sequence[str], model: str | None) -> ImportResult:
         result = ImportResult(sources=list(paths))
@@ -60,11 +69,14 @@ IMPORTERS: dict[str, Callable[[Sequence[str], str | None], ImportResult]] = {
     "anthropic-cassette": _cassettes,
     "openai-messages": _messages("openai"),
     "anthropic-messages": _messages("anthropic"),
+    "otel-genai": _each(otel),
+    "inspect": _each(inspect_log),
 }
 FORMATS = tuple(IMPORTERS)
 #: File suffixes picked up when a source argument is a directory.
 DIR_SUFFIXES = {"taubench": (".json",), "anthropic-cassette": (".yaml", ".yml", ".json", ".jsonl"),
-                "openai-messages": (".jsonl",), "anthropic-messages": (".jsonl",)}
+                "openai-messages": (".jsonl",), "anthropic-messages": (".jsonl",),
+                "otel-genai": (".json", ".jsonl"), "inspect": (".json", ".eval")}
 
 
 def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:

@@ -1,0 +1,132 @@
+"""examples/ci/: the shell recipe re-grades a committed run against its golden (green), fails
+when the golden says the run was better (red), and the GitHub Actions workflow is well-formed.
+
+The red case's number, worked out from tests/golden/helpdesk-qwen1.5b/report.json: 19 of the
+24 episodes pick the right tools, so tool_selection_accuracy's mean is 19/24 = 0.7917; a
+golden claiming 0.95 makes the re-grade 0.158 worse, past evaltape's 0.10 "critical" level.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "examples" / "ci" / "evaltape-ci.sh"
+WORKFLOW = ROOT / "examples" / "ci" / "evaltape.yml"
+RUN = "helpdesk-qwen1.5b"
+
+
+def recipe(tmp_path: Path, baselines: Path, *args: str, **env: str):
+    """Run the recipe from the repo root (the committed run names its dataset relative to
+    it) over a folder holding a copy of one committed run."""
+    runs = tmp_path / "runs"
+    if not runs.exists():
+        shutil.copytree(ROOT / "cassettes" / RUN, runs / RUN)
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("EVALTAPE_", "GITHUB_"))}
+    full.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{full.get('PATH', '')}",
+                 "EVALTAPE_PYTHON": sys.executable, "EVALTAPE_RUNS": str(runs),
+                 "EVALTAPE_BASELINES": str(baselines), "EVALTAPE_OUT": str(tmp_path / "out"),
+                 "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), **env})
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, env=full,
+                          capture_output=True, text=True, timeout=300)
+
+
+def golden_copy(tmp_path: Path) -> Path:
+    gold = tmp_path / "gold"
+    shutil.copytree(ROOT / "tests" / "golden" / RUN, gold / RUN)
+    return gold
+
+
+def edit(gold: Path, change) -> None:
+    path = gold / RUN / "report.json"
+    report = json.loads(path.read_text())
+    change(report)
+    path.write_text(json.dumps(report))
+
+
+def test_green_against_the_committed_golden(tmp_path):
+    res = recipe(tmp_path, ROOT / "tests" / "golden", EVALTAPE_STRICT="1")
+    assert res.returncode == 0, res.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert f"# evaltape: `{RUN}` — pass" in summary
+    assert "## Baseline comparison: OK" in summary and "No metric mean moved." in summary
+    for name in ("report.json", "report.md", "report.html", "junit.xml"):
+        assert (tmp_path / "out" / RUN / name).is_file()
+
+
+def test_red_when_the_golden_is_changed(tmp_path):
+    gold = golden_copy(tmp_path)
+    edit(gold, lambda r: r["summary"]["metrics"].__setitem__("tool_selection_accuracy", 0.95))
+    res = recipe(tmp_path, gold)
+    assert res.returncode == 1
+    assert "FAIL: critical regression" in res.stderr and "tool_selection_accuracy" in res.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Baseline comparison: CRITICAL" in summary
+    assert "| tool_selection_accuracy | 0.950 | 0.792 | -0.158 | critical |" in summary
+
+
+def test_strict_mode_fails_on_a_flipped_episode(tmp_path):
+    gold = golden_copy(tmp_path)
+
+    def flip(report):  # the golden says tc_001#t0 passed; the re-grade fails it
+        ep = next(e for e in report["episodes"] if e["case_id"] == "tc_001" and e["trial"] == 0)
+        assert ep["passed"] is False
+        ep["passed"] = True
+    edit(gold, flip)
+    assert recipe(tmp_path, gold).returncode == 0  # not a critical regression by itself
+    res = recipe(tmp_path, gold, EVALTAPE_STRICT="1")
+    assert res.returncode == 1 and "tc_001#t0 pass→fail" in res.stderr
+
+
+def test_missing_baseline_fails_and_update_writes_it(tmp_path):
+    gold = tmp_path / "empty-gold"
+    res = recipe(tmp_path, gold)
+    assert res.returncode == 1 and "no baseline" in res.stderr
+    assert recipe(tmp_path, gold, "--update").returncode == 0
+    assert (gold / RUN / "report.json").is_file()
+    assert recipe(tmp_path, gold, EVALTAPE_STRICT="1").returncode == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    res = recipe(tmp_path, tmp_path, "--bogus")
+    assert res.returncode == 2 and "usage" in res.stderr
+    res = recipe(tmp_path, tmp_path, EVALTAPE_RUNS=str(tmp_path / "nowhere"))
+    assert res.returncode == 2 and "no runs folder" in res.stderr
+
+
+def test_workflow_yaml_is_a_valid_github_actions_workflow():
+    """Shape per GitHub's "Workflow syntax for GitHub Actions": ``on`` (PyYAML reads the bare
+    key as the boolean True), ``jobs.<id>.runs-on`` and ``steps``, each step exactly one of
+    ``uses``/``run``; plus what the recipe needs: checkout, the script, an artifact upload
+    that runs even when the gate failed."""
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    on = doc.get("on", doc.get(True))
+    assert isinstance(on, dict) and {"push", "pull_request"} <= set(on)
+    assert doc["permissions"] == {"contents": "read"}
+    [(job_id, job)] = doc["jobs"].items()
+    assert isinstance(job["runs-on"], str) and isinstance(job["steps"], list)
+    for step in job["steps"]:
+        assert isinstance(step, dict) and (("uses" in step) != ("run" in step)), step
+        assert set(step) <= {"name", "uses", "run", "with", "env", "if", "id", "shell",
+                             "continue-on-error", "timeout-minutes", "working-directory"}
+    uses = [s["uses"].split("@")[0] for s in job["steps"] if "uses" in s]
+    assert uses == ["actions/checkout", "actions/setup-python", "actions/upload-artifact"]
+    runs = [s["run"] for s in job["steps"] if "run" in s]
+    assert any("evaltape-ci.sh" in r for r in runs)
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith(
+        "actions/upload-artifact"))
+    assert upload["if"] == "always()" and upload["with"]["path"].rstrip("/") == \
+        job["env"]["EVALTAPE_OUT"]
+    assert set(job["env"]) >= {"EVALTAPE_INSTALL", "EVALTAPE_RUNS", "EVALTAPE_BASELINES",
+                               "EVALTAPE_OUT"}
+    # every variable the workflow sets is one the recipe reads
+    script = SCRIPT.read_text()
+    for name in job["env"]:
+        assert name in script, name
