@@ -110,8 +110,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import compare_reports
-        comparison = compare_reports(base, report)
-        comparison["baseline"] = str(baseline) if not isinstance(baseline, Report) else None
+        comparison = compare_reports(base, report, baseline=None if isinstance(
+            baseline, Report) else str(baseline))
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
 

@@ -51,7 +51,7 @@ def _report(verdicts, metric):
 def test_compare_reports_lists_flips_and_moves():
     old = _report({"a": True, "b": True, "c": False, "d": True}, 0.9)
     new = _report({"a": True, "b": False, "c": True, "d": True}, 0.82)
-    d = compare_reports(old, new)
+    d = compare_reports(old, new).to_json()
     assert [(f["case_id"], f["before"]) for f in d["flips"]] == [("b", True), ("c", False)]
     assert (d["regressed"], d["fixed"], d["mcnemar_p"]) == (1, 1, 1.0)
     # pass_rate 0.75 → 0.75 does not move; m: 0.90 → 0.82 = -0.08 → warning
@@ -128,8 +128,8 @@ def test_lower_is_better_metric_direction_from_the_report():
                 "episodes": [],
                 "summary": {"metrics": {"grounding": g}, "pass_rate": 1.0,
                             "tool_accuracy": 1.0}}
-    worse = compare_reports(rep(0.029), rep(0.5))
-    better = compare_reports(rep(0.5), rep(0.029))
+    worse = compare_reports(rep(0.029), rep(0.5)).to_json()
+    better = compare_reports(rep(0.5), rep(0.029)).to_json()
     assert [(m["name"], m["level"]) for m in worse["metrics"]] == [("grounding", "critical")]
     assert [(m["name"], m["level"]) for m in better["metrics"]] == [("grounding", "improved")]
     assert (worse["level"], better["level"]) == ("critical", "ok")
@@ -150,7 +150,7 @@ def test_reports_over_different_episodes_compare_shared_means():
     new = {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
            "episodes": [ep(0, 0.0)],
            "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
-    d = compare_reports(old, new)
+    d = compare_reports(old, new).to_json()
     assert d["metrics"] == [] and d["level"] == "ok"      # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
     assert d["means_over"] == "the 1 episodes both reports have"

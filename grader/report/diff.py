@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from evaltape.grader.report.model import Report, read_report
+from evaltape.grader.report.model import (BaselineComparison, Flip, MetricMove, Report,
+                                          read_report)
 
 WARNING = 0.05
 CRITICAL = 0.10
@@ -91,19 +92,20 @@ def _metric_means(report: Report, keys: set | None = None) -> dict[str, Any]:
 
 
 def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *,
-                    warning: float = WARNING, critical: float = CRITICAL) -> dict[str, Any]:
+                    warning: float = WARNING, critical: float = CRITICAL,
+                    baseline: str | None = None) -> BaselineComparison:
     """The regression comparison of ``new`` against the baseline ``old``.
 
     Args:
         old, new: reports (:class:`Report`, or ``report.json`` objects, read with
             :meth:`Report.from_json`).
 
+        baseline: the baseline's path, kept in the result.
+
     Returns:
-        ``{"flips": [{case_id, trial, before, after, failure}], "regressed": b,
-        "fixed": c, "mcnemar_p": p, "metrics": [{name, before, after, delta, level}],
-        "only_in_baseline": [...], "only_in_current": [...], "level": worst level}``
-        where metrics lists every mean that moved (or became/stopped being null) and
-        ``level`` is ``"critical"``, ``"warning"`` or ``"ok"``.
+        A :class:`BaselineComparison`: the flips, every mean that moved (or became or
+        stopped being null) with its alert level, and the worst level (``"critical"``,
+        ``"warning"`` or ``"ok"``).
 
     Raises:
         BadInputError: a report object of the wrong shape.
@@ -115,10 +117,8 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
     for key in sorted(before.keys() & after.keys(), key=lambda k: (str(k[0]), k[1])):
         b, a = before[key], after[key]
         if b.passed != a.passed:
-            flips.append({"case_id": key[0], "trial": key[1], "before": b.passed,
-                          "after": a.passed, "failure": a.failure,
-                          "failure_before": b.failure})
-    regressed = sum(1 for f in flips if f["before"])
+            flips.append(Flip(key[0], key[1], b.passed, a.passed, a.failure, b.failure))
+    regressed = sum(1 for f in flips if f.before)
     fixed = len(flips) - regressed
     metrics = []
     same = before.keys() == after.keys()
@@ -130,58 +130,58 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         if x == y:
             continue
         delta = None if x is None or y is None else round(y - x, 4)
-        metrics.append({"name": name, "before": x, "after": y, "delta": delta,
-                        "level": level(delta, lower_is_better=name in lower,
-                                       warning=warning, critical=critical)})
-    levels = {m["level"] for m in metrics}
+        metrics.append(MetricMove(name, x, y, delta, level(
+            delta, lower_is_better=name in lower, warning=warning, critical=critical)))
+    levels = {m.level for m in metrics}
     worst = "critical" if "critical" in levels else "warning" if "warning" in levels else "ok"
     label = lambda k: f"{k[0]}#t{k[1]}"  # noqa: E731
-    return {"flips": flips, "regressed": regressed, "fixed": fixed,
-            "mcnemar_p": round(mcnemar_exact(regressed, fixed), 4),
-            "metrics": metrics, "level": worst,
-            "thresholds": {"warning": warning, "critical": critical},
-            "only_in_baseline": sorted(label(k) for k in before.keys() - after.keys()),
-            "only_in_current": sorted(label(k) for k in after.keys() - before.keys()),
-            "means_over": "all episodes" if shared is None else
-            f"the {len(shared)} episodes both reports have",
-            "datasets_differ": bool(old.run.dataset_sha256 and new.run.dataset_sha256
-                                    and old.run.dataset_sha256 != new.run.dataset_sha256)}
+    return BaselineComparison(
+        flips=tuple(flips), regressed=regressed, fixed=fixed,
+        mcnemar_p=round(mcnemar_exact(regressed, fixed), 4), metrics=tuple(metrics),
+        level=worst, thresholds={"warning": warning, "critical": critical},
+        only_in_baseline=tuple(sorted(label(k) for k in before.keys() - after.keys())),
+        only_in_current=tuple(sorted(label(k) for k in after.keys() - before.keys())),
+        means_over="all episodes" if shared is None else
+        f"the {len(shared)} episodes both reports have",
+        datasets_differ=bool(old.run.dataset_sha256 and new.run.dataset_sha256
+                             and old.run.dataset_sha256 != new.run.dataset_sha256),
+        baseline=baseline)
 
 
 def _num(v: Any) -> str:
     return "null" if v is None else f"{v:.3f}"
 
 
-def render_diff(diff: Mapping[str, Any]) -> str:
+def render_diff(diff: BaselineComparison) -> str:
     """Plain-text/Markdown rendering of :func:`compare_reports` (ends with a newline)."""
-    out = [f"## Baseline comparison: {diff['level'].upper()}", ""]
-    if diff["flips"]:
-        out += [f"Flipped episodes: {diff['regressed']} pass→fail, {diff['fixed']} fail→pass "
-                f"(McNemar exact p = {diff['mcnemar_p']:.4f})", ""]
-        for f in diff["flips"]:
-            arrow = "pass → FAIL" if f["before"] else "fail → pass"
-            why = f" ({f['failure']})" if f["failure"] else ""
-            out.append(f"- `{f['case_id']}#t{f['trial']}`: {arrow}{why}")
+    out = [f"## Baseline comparison: {diff.level.upper()}", ""]
+    if diff.flips:
+        out += [f"Flipped episodes: {diff.regressed} pass→fail, {diff.fixed} fail→pass "
+                f"(McNemar exact p = {diff.mcnemar_p:.4f})", ""]
+        for f in diff.flips:
+            arrow = "pass → FAIL" if f.before else "fail → pass"
+            why = f" ({f.failure})" if f.failure else ""
+            out.append(f"- `{f.case_id}#t{f.trial}`: {arrow}{why}")
         out.append("")
     else:
         out += ["No episode changed verdict.", ""]
-    if diff.get("datasets_differ"):
+    if diff.datasets_differ:
         out += ["Warning: the two reports were graded on datasets with different inputs; "
                 "they may not be comparable.", ""]
-    if diff.get("means_over", "all episodes") != "all episodes":
+    if diff.means_over != "all episodes":
         out += [f"The reports cover different episodes: means are compared over "
-                f"{diff['means_over']}.", ""]
-    if diff["metrics"]:
+                f"{diff.means_over}.", ""]
+    if diff.metrics:
         out += ["| metric | before | after | delta | alert |", "|---|---:|---:|---:|---|"]
-        for m in diff["metrics"]:
-            d = "n/a" if m["delta"] is None else f"{m['delta']:+.3f}"
-            out.append(f"| {m['name']} | {_num(m['before'])} | {_num(m['after'])} | {d} | "
-                       f"{m['level'] or ''} |")
+        for m in diff.metrics:
+            d = "n/a" if m.delta is None else f"{m.delta:+.3f}"
+            out.append(f"| {m.name} | {_num(m.before)} | {_num(m.after)} | {d} | "
+                       f"{m.level or ''} |")
         out.append("")
     else:
         out += ["No metric mean moved.", ""]
-    for key, what in (("only_in_baseline", "only in the baseline"),
-                      ("only_in_current", "only in the current run")):
-        if diff[key]:
-            out += [f"Episodes {what}: {', '.join(diff[key])}", ""]
+    for labels, what in ((diff.only_in_baseline, "only in the baseline"),
+                         (diff.only_in_current, "only in the current run")):
+        if labels:
+            out += [f"Episodes {what}: {', '.join(labels)}", ""]
     return "\n".join(out)

@@ -57,21 +57,21 @@ def _trajectory(trace: Any) -> str:
     return "".join(parts)
 
 
-def _baseline(cmp: Mapping[str, Any]) -> str:
+def _baseline(cmp: Any) -> str:
     rows = "".join(
-        f"<tr><td>{escape(m['name'])}</td><td class=num>{fmt(m['before'], 3)}</td>"
-        f"<td class=num>{fmt(m['after'], 3)}</td><td class=num>"
-        f"{'n/a' if m['delta'] is None else format(m['delta'], '+.3f')}</td>"
-        f"<td class=\"{m['level'] or ''}\">{m['level'] or ''}</td></tr>" for m in cmp["metrics"])
+        f"<tr><td>{escape(m.name)}</td><td class=num>{fmt(m.before, 3)}</td>"
+        f"<td class=num>{fmt(m.after, 3)}</td><td class=num>"
+        f"{'n/a' if m.delta is None else format(m.delta, '+.3f')}</td>"
+        f"<td class=\"{m.level or ''}\">{m.level or ''}</td></tr>" for m in cmp.metrics)
     flips = "".join(
-        f"<li><code>{escape(f['case_id'])}#t{f['trial']}</code>: "
-        + ("<span class=fail>pass → fail</span>" if f["before"] else
+        f"<li><code>{escape(f.case_id)}#t{f.trial}</code>: "
+        + ("<span class=fail>pass → fail</span>" if f.before else
            "<span class=pass>fail → pass</span>")
-        + (f" ({escape(str(f['failure']))})" if f["failure"] else "") + "</li>"
-        for f in cmp["flips"])
-    return (f"<h2>Baseline comparison: <span class=\"{cmp['level']}\">{cmp['level']}</span></h2>"
-            f"<p>{cmp['regressed']} pass→fail, {cmp['fixed']} fail→pass "
-            f"(McNemar exact p = {cmp['mcnemar_p']:.4f})</p><ul>{flips}</ul>"
+        + (f" ({escape(str(f.failure))})" if f.failure else "") + "</li>"
+        for f in cmp.flips)
+    return (f"<h2>Baseline comparison: <span class=\"{cmp.level}\">{cmp.level}</span></h2>"
+            f"<p>{cmp.regressed} pass→fail, {cmp.fixed} fail→pass "
+            f"(McNemar exact p = {cmp.mcnemar_p:.4f})</p><ul>{flips}</ul>"
             "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
             f"<th>alert</th></tr>{rows}</table>")
 

@@ -205,14 +205,97 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class Flip:
+    """An episode whose verdict changed between the baseline and this run."""
+
+    case_id: str
+    trial: int
+    before: bool
+    after: bool
+    failure: str | None
+    failure_before: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one flip."""
+        return {"case_id": self.case_id, "trial": self.trial, "before": self.before,
+                "after": self.after, "failure": self.failure,
+                "failure_before": self.failure_before}
+
+
+@dataclass(frozen=True)
+class MetricMove:
+    """A summary number that moved: ``delta`` = after − before (4 places; ``None`` when
+    one side is null); ``level`` ``critical``/``warning``/``improved`` or ``None``."""
+
+    name: str
+    before: float | None
+    after: float | None
+    delta: float | None
+    level: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one move."""
+        return {"name": self.name, "before": self.before, "after": self.after,
+                "delta": self.delta, "level": self.level}
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """The ``baseline_comparison`` block (:func:`evaltape.grader.report.diff.compare_reports`).
+
+    Attributes:
+        flips: episodes whose verdict changed; ``regressed`` pass→fail and ``fixed``
+            fail→pass counts; ``mcnemar_p`` the exact McNemar p-value of the flips.
+        metrics: every summary number that moved; ``level`` the worst alert
+            (``critical``, ``warning`` or ``ok``) under ``thresholds``.
+        only_in_baseline, only_in_current: ``case#tN`` labels of unshared episodes;
+            ``means_over`` says which episodes the means were compared over.
+        datasets_differ: the two runs were graded on datasets with different inputs.
+        baseline: the baseline report's path, when it was read from a file.
+    """
+
+    flips: tuple[Flip, ...]
+    regressed: int
+    fixed: int
+    mcnemar_p: float
+    metrics: tuple[MetricMove, ...]
+    level: str
+    thresholds: Mapping[str, float]
+    only_in_baseline: tuple[str, ...]
+    only_in_current: tuple[str, ...]
+    means_over: str
+    datasets_differ: bool
+    baseline: str | None = None
+
+    @property
+    def critical_metrics(self) -> list[str]:
+        """Names of the numbers that regressed past the critical threshold."""
+        return [m.name for m in self.metrics if m.level == "critical"]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``baseline_comparison`` object."""
+        out = {"flips": [f.to_json() for f in self.flips], "regressed": self.regressed,
+               "fixed": self.fixed, "mcnemar_p": self.mcnemar_p,
+               "metrics": [m.to_json() for m in self.metrics], "level": self.level,
+               "thresholds": dict(self.thresholds),
+               "only_in_baseline": list(self.only_in_baseline),
+               "only_in_current": list(self.only_in_current), "means_over": self.means_over,
+               "datasets_differ": self.datasets_differ}
+        if self.baseline is not None:
+            out["baseline"] = self.baseline
+        return out
+
+
+@dataclass(frozen=True)
 class Report:
     """A graded run (DESIGN.md §7): run and grader blocks, summary, episodes.
 
     Attributes:
         run, grader, summary: the blocks above.
         episodes: graded episodes in dataset order, then trial.
-        baseline_comparison: :func:`evaltape.grader.report.diff.compare_reports` of this
-            report against a baseline (with its path under ``baseline``), or ``None``.
+        baseline_comparison: this report against a baseline (:class:`BaselineComparison`),
+            or ``None``; not read back by :meth:`from_json` (a baseline's own comparison is
+            history, not input).
         coverage: set by :func:`evaltape.grade`; not serialised.
     """
 
@@ -220,7 +303,7 @@ class Report:
     grader: GraderInfo
     summary: Summary
     episodes: tuple[EpisodeResult, ...]
-    baseline_comparison: Mapping[str, Any] | None = None
+    baseline_comparison: BaselineComparison | None = None
     schema: str = REPORT_SCHEMA
     #: which cases/trials the run lacks (:class:`evaltape.grader.io.run.Coverage`); not
     #: part of ``report.json`` (``summary.unrecorded_cases`` is).
@@ -244,7 +327,7 @@ class Report:
         yield "summary", self.summary.to_json()
         yield "episodes", [e.to_json() for e in self.episodes]
         if self.baseline_comparison is not None:
-            yield "baseline_comparison", dict(self.baseline_comparison)
+            yield "baseline_comparison", self.baseline_comparison.to_json()
 
     def to_json(self) -> dict[str, Any]:
         """The ``report.json`` object (plain dicts and lists)."""
@@ -325,8 +408,7 @@ class Report:
                     int(judge.get("truncated") or 0), int(judge.get("parse_failure") or 0),
                     tuple(judge.get("not_recorded_episodes") or ()),
                     str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
-            episodes=tuple(episodes),
-            baseline_comparison=doc.get("baseline_comparison"))
+            episodes=tuple(episodes))
 
 
 def _is_num(v: Any) -> bool:

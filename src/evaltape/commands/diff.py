@@ -21,7 +21,7 @@ def diff(baseline: str, current: str, warning: float, critical: float) -> None:
     result = compare_reports(load_report(baseline), load_report(current), warning=warning,
                              critical=critical)
     click.echo(render_diff(result), nl=False)
-    if result["level"] == "critical":
+    if result.level == "critical":
         from evaltape.cli import GateFailed
-        bad = [m["name"] for m in result["metrics"] if m["level"] == "critical"]
+        bad = result.critical_metrics
         raise GateFailed(f"critical regression against the baseline: {', '.join(bad)}")

@@ -130,9 +130,9 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if cmp is not None:
         from evaltape.grader.report.diff import render_diff
         click.echo(render_diff(cmp), err=True, nl=False)
-        if cmp["level"] == "critical":
-            bad = [m["name"] for m in cmp["metrics"] if m["level"] == "critical"]
-            flips = [f"{f['case_id']}#t{f['trial']}" for f in cmp["flips"] if f["before"]]
+        if cmp.level == "critical":
+            bad = cmp.critical_metrics
+            flips = [f"{f.case_id}#t{f.trial}" for f in cmp.flips if f.before]
             raise GateFailed(f"critical regression against {baseline}: {', '.join(bad)}"
                              + (f"; pass→fail: {', '.join(flips)}" if flips else ""))
     if threshold is not None and s.pass_rate < threshold:
