@@ -106,6 +106,11 @@ def make_trace(case_id: str, *, tools=(), final="ok", trial: int = 0, input: str
             "model": "m", "error": None}
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """The JSON objects of a JSONL file, blank lines skipped."""
+    return [json.loads(x) for x in Path(path).read_text().split("\n") if x.strip()]
+
+
 def load_case(obj: dict):
     """A :class:`Case` read by the dataset loader from one case object (as in a file)."""
     from evaltape.grader.io.datasets import parse_case

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import read_jsonl
 from evaltape.cli import cli
 from evaltape.grader.importers.inspect_log import score_label
 
@@ -30,10 +31,6 @@ needs_corpus = pytest.mark.skipif(not DOCENT.exists(), reason=f"corpus absent: {
                                   "(see ../shared/corpus/README.md; CI always has it)")
 
 
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().split("\n") if x.strip()]
-
-
 def _import(*args: str, out: Path):
     return CliRunner().invoke(cli, ["import", "inspect", *args, "--out", str(out)])
 
@@ -42,7 +39,7 @@ def _import(*args: str, out: Path):
 def test_every_corpus_log_imports(tmp_path):
     res = _import(str(INSPECT), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    traces = _lines(tmp_path / "run" / "traces.jsonl")
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     # 15 (docent) + 1 (browser) + 1 (dedup) + 1 (log_formats, once) = 18 episodes
     assert len(traces) == 18 and manifest["imported"]["errors"] == []
@@ -57,7 +54,7 @@ def test_every_corpus_log_imports(tmp_path):
 def test_docent_eval_log(tmp_path):
     res = _import(str(DOCENT), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    traces = _lines(tmp_path / "run" / "traces.jsonl")
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert len(traces) == 15 and {t["trial"] for t in traces} == {0}  # epoch 1
     assert sum(len(t["tool_calls"]) for t in traces) == 121
     assert {c["name"] for t in traces for c in t["tool_calls"]} <= {"bash", "python", "submit"}
@@ -74,7 +71,7 @@ def test_docent_eval_log(tmp_path):
 def test_browser_json_log(tmp_path):
     res = _import(str(BROWSER), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    [t] = _lines(tmp_path / "run" / "traces.jsonl")
+    [t] = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert [c["name"] for c in t["tool_calls"]] == ["web_browser_go"] + ["web_browser_click"] * 3
     assert t["tool_calls"][0]["arguments"] == {"url": "https://www.aisi.gov.uk/"}
     assert t["tool_calls"][1]["arguments"] == {"element_id": 151}
@@ -87,7 +84,7 @@ def test_browser_json_log(tmp_path):
 def test_version3_log_with_message_pool(tmp_path):
     res = _import(str(DEDUP), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    [t] = _lines(tmp_path / "run" / "traces.jsonl")
+    [t] = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert [c["name"] for c in t["tool_calls"]] == ["bash"] * 5
     assert t["tool_calls"][0]["arguments"] == {"cmd": "ls"}
     assert t["tool_calls"][0]["result"].startswith("bin\nboot\n")
@@ -143,7 +140,7 @@ def test_hand_made_log_maps_messages_scores_and_epochs(tmp_path):
         _sample("s2", scores={"match": {"value": "P"}})])))
     res = _import(str(log), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    t1, t2, t3 = _lines(tmp_path / "run" / "traces.jsonl")
+    t1, t2, t3 = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert (t1["case_id"], t1["trial"]) == ("my_task:1", 0)
     assert (t2["case_id"], t2["trial"]) == ("my_task:1", 1)
     assert t1["tool_calls"] == [
@@ -156,7 +153,7 @@ def test_hand_made_log_maps_messages_scores_and_epochs(tmp_path):
     assert t1["reference_label"] is True
     assert t2["reference_label"] is False  # first pass/fail scorer ("b"); 0.5 is not one
     assert "reference_label" not in t3  # "P" (partial) is not pass/fail
-    cases = _lines(tmp_path / "run" / "dataset.jsonl")
+    cases = read_jsonl(tmp_path / "run" / "dataset.jsonl")
     assert [c["id"] for c in cases] == ["my_task:1", "my_task:s2"]
     assert cases[0]["metadata"]["target"] == "4"
 
@@ -172,7 +169,7 @@ def test_same_log_as_eval_zip_reads_alike(tmp_path):
     res = _import(str(zpath), out=tmp_path / "a")
     assert res.exit_code == 0, res.output
     assert _import(str(tmp_path / "log.json"), out=tmp_path / "b").exit_code == 0
-    a, b = (_lines(tmp_path / d / "traces.jsonl")[0] for d in "ab")
+    a, b = (read_jsonl(tmp_path / d / "traces.jsonl")[0] for d in "ab")
     for key in ("case_id", "trial", "tool_calls", "final_response", "reference_label", "usage"):
         assert a[key] == b[key]
 
@@ -187,7 +184,7 @@ def test_bad_sample_is_an_error_naming_its_place_and_the_rest_import(tmp_path):
     res = _import(str(log), out=tmp_path / "run")
     assert res.exit_code == 3
     assert "samples[1].messages[1].tool_calls[0].arguments" in res.output
-    assert len(_lines(tmp_path / "run" / "traces.jsonl")) == 1
+    assert len(read_jsonl(tmp_path / "run" / "traces.jsonl")) == 1
 
 
 def test_not_a_log_and_a_broken_zip_are_bad_input(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import read_jsonl
 from evaltape.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,10 +24,6 @@ needs_corpus = pytest.mark.skipif(not OI_SAMPLE.exists(), reason=f"corpus absent
                                   "(see ../shared/corpus/README.md; CI always has it)")
 
 
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().split("\n") if x.strip()]
-
-
 def _import(*args: str, out: Path):
     return CliRunner().invoke(cli, ["import", "otel-genai", *args, "--out", str(out)])
 
@@ -34,7 +31,7 @@ def _import(*args: str, out: Path):
 def _one(path: Path, tmp_path: Path) -> dict:
     res = _import(str(path), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    [t] = _lines(tmp_path / "run" / "traces.jsonl")
+    [t] = read_jsonl(tmp_path / "run" / "traces.jsonl")
     return t
 
 
@@ -154,7 +151,7 @@ def test_vercel_spans_dedupe_across_files(tmp_path):
     res = _import(str(VERCEL / "all-spans.json"), str(VERCEL / "spans-by-operation.json"),
                   out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    traces = _lines(tmp_path / "run" / "traces.jsonl")
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert len(traces) == 8
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert sum(s["reason"].startswith("already imported from")
@@ -260,7 +257,7 @@ def test_otlp_jsonl_structured_and_indexed_styles(tmp_path):
                  + json.dumps(_export(_indexed_trace())) + "\n")
     res = _import(str(f), out=tmp_path / "run")
     assert res.exit_code == 0, res.output
-    a, b = _lines(tmp_path / "run" / "traces.jsonl")
+    a, b = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert a["case_id"] == f"export:{T1[:16]}" and a["trial"] == 0
     assert a["input"] == "weather in Paris?"
     # the execute_tool span records no result; the second call's event input holds it

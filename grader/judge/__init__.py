@@ -246,66 +246,60 @@ def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
     return Verdict(None, PARSE_FAILURE, text=text)
 
 
-def first_json_object(text: str) -> str | None:
-    """The first balanced ``{...}`` of ``text``, aware of JSON strings and escapes.
-
-    Braces and commas inside strings (a reason such as ``"ok, }"``) do not count.
-    ``None`` when no object closes (a truncated answer).
-    """
-    start = text.find("{")
-    while start != -1:
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:i + 1]
-        start = text.find("{", start + 1) if depth else -1
-        if depth:
-            return None
-    return None
-
-
-def _drop_trailing_commas(src: str) -> str:
-    """Remove commas directly before ``}`` or ``]``, outside strings only."""
-    out, in_str, esc, i = [], False, False, 0
-    while i < len(src):
-        ch = src[i]
+def _string_mask(text: str) -> list[bool]:
+    """For each character of ``text``: is it part of a JSON string literal (its quotes
+    included)? Backslash escapes inside strings are honoured, so ``"a\\"b"`` is one
+    string."""
+    mask, in_str, esc = [], False, False
+    for ch in text:
         if in_str:
-            out.append(ch)
+            mask.append(True)
             if esc:
                 esc = False
             elif ch == "\\":
                 esc = True
             elif ch == '"':
                 in_str = False
-        elif ch == '"':
-            in_str = True
-            out.append(ch)
-        elif ch == ",":
-            j = i + 1
-            while j < len(src) and src[j] in " \t\r\n":
-                j += 1
-            if j < len(src) and src[j] in "}]":
-                i += 1
-                continue
-            out.append(ch)
         else:
+            in_str = ch == '"'
+            mask.append(in_str)
+    return mask
+
+
+def first_json_object(text: str) -> str | None:
+    """The first balanced ``{...}`` of ``text``, aware of JSON strings and escapes.
+
+    Braces and commas inside strings (a reason such as ``"ok, }"``) do not count.
+    ``None`` when no object closes (a truncated answer).
+    """
+    mask = _string_mask(text)
+    start = next((i for i, ch in enumerate(text) if ch == "{" and not mask[i]), -1)
+    if start == -1:
+        return None
+    depth = 0
+    for i in range(start, len(text)):
+        if mask[i]:
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return None
+
+
+def _drop_trailing_commas(src: str) -> str:
+    """Remove commas directly before ``}`` or ``]``, outside strings only."""
+    mask = _string_mask(src)
+    out, following = [], ""  # the next non-blank character, scanning from the right
+    for i in range(len(src) - 1, -1, -1):
+        ch = src[i]
+        if not (ch == "," and not mask[i] and following in ("}", "]")):
             out.append(ch)
-        i += 1
-    return "".join(out)
+        if ch not in " \t\r\n":
+            following = ch
+    return "".join(reversed(out))
 
 
 def parse_json_verdict(message: Mapping[str, Any],
