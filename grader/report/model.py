@@ -124,7 +124,9 @@ class JudgeSummary:
 
     Attributes:
         metrics: the judged metrics of the run.
-        not_recorded, truncated, parse_failure: null scores with those judge codes.
+        not_recorded, truncated, parse_failure, ambiguous: null scores with those judge
+            codes (``judge_not_recorded``, ``judge_truncated``, ``judge_parse_failure``,
+            ``judge_ambiguous``).
         not_recorded_episodes: ``case#tN:metric`` of the missing answers, report order.
         record_command: the command that records them.
         stability: per judged metric, agreement and flip rate across samples.
@@ -134,6 +136,7 @@ class JudgeSummary:
     not_recorded: int
     truncated: int
     parse_failure: int
+    ambiguous: int
     not_recorded_episodes: tuple[str, ...]
     record_command: str
     stability: Mapping[str, Any]
@@ -142,6 +145,7 @@ class JudgeSummary:
         """The ``summary.judge`` object."""
         return {"metrics": list(self.metrics), "not_recorded": self.not_recorded,
                 "truncated": self.truncated, "parse_failure": self.parse_failure,
+                "ambiguous": self.ambiguous,
                 "not_recorded_episodes": list(self.not_recorded_episodes),
                 "record_command": self.record_command, "stability": dict(self.stability)}
 
@@ -406,6 +410,7 @@ class Report:
                 judge=None if not isinstance(judge, dict) else JudgeSummary(
                     tuple(judge.get("metrics") or ()), int(judge.get("not_recorded") or 0),
                     int(judge.get("truncated") or 0), int(judge.get("parse_failure") or 0),
+                    int(judge.get("ambiguous") or 0),
                     tuple(judge.get("not_recorded_episodes") or ()),
                     str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
             episodes=tuple(episodes))
