@@ -72,6 +72,23 @@ def replay_run(run: str, dataset: str | None = None,
     cases = {c.id: c for c in load_dataset(dataset_path_for(paths, dataset))}
     check_inputs_unchanged(paths.manifest, list(cases.values()), str(paths.root / "manifest.json"))
     where = str(paths.root / "manifest.json")
+    if paths.manifest.get("agent") == "command":
+        from .command import replay_command_run
+        recorded = []
+        for lineno, obj in iter_json_lines(paths.traces):
+            parse_trace(obj, path=str(paths.traces), line=lineno)
+            recorded.append((lineno, obj))
+        results = replay_command_run(paths.root, paths.manifest, cases, recorded, paths.traces)
+        if not results:
+            raise UsageError(f"{paths.traces}: no episodes to replay")
+        divergences = []
+        for cid, trial, msg in results:
+            div = Divergence(cid, trial, msg) if msg else None
+            if div:
+                divergences.append(div)
+            if progress:
+                progress(div)
+        return len(results), divergences
     for key in ("agent", "model"):
         if not isinstance(paths.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "
