@@ -8,13 +8,14 @@ CLI, ``curl``) is recorded with no code change. Environment of each run:
 - ``ANTHROPIC_CUSTOM_HEADERS``: ``x-evaltape-case: <case>`` and ``x-evaltape-trial: <trial>``
   on two lines (the variable Claude Code reads; clients that send these headers to the bare
   ``EVALTAPE_PROXY_URL`` land in the same episode);
-- ``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``, ``EVALTAPE_INPUT_FILE``;
+- ``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``, ``EVALTAPE_INPUT_FILE``,
+  ``EVALTAPE_EPISODE_UUID`` (:func:`episode_uuid`);
 - ``ANTHROPIC_API_KEY`` is passed through; when neither it nor ``ANTHROPIC_AUTH_TOKEN`` is
   set, a placeholder is set so SDKs start (a stand-in server needs no key).
 
 ``CMD`` is split like a shell would (``shlex``) but run without a shell; in each argument
-``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}`` and ``{trial}`` are
-replaced. The episode ends when the program exits: its trace is built from its cassette
+``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}``, ``{trial}`` and
+``{episode_uuid}`` are replaced. The episode ends when the program exits: its trace is built from its cassette
 (:func:`.episodes.trace_from_cassette`), plus ``exit_code`` and ``stdout``; a non-empty
 stdout (stripped) is the ``final_response``, otherwise the conversation's last turn is; a
 non-zero exit or a timeout makes ``stop_reason: "error"`` (not saved unless
@@ -46,7 +47,7 @@ from .script_server import CASE_HEADER
 from .vcr_ext.jsonl_serializer import HEADER
 from .vcr_ext.persister import atomic_write_text
 
-PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}")
+PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
 #: Characters of stderr kept in a failed episode's ``error``.
 STDERR_TAIL = 2000
@@ -70,12 +71,23 @@ def parse_command(command: str) -> list[str]:
     return argv
 
 
+def episode_uuid(case_id: str, trial: int) -> str:
+    """A UUID fixed by (case, trial): uuid5 (RFC 4122 §4.3, SHA-1 name-based) of
+    ``evaltape:<case_id>:<trial>`` in the URL namespace. Clients that put a random session
+    id into each request (Claude Code's ``metadata.user_id``) replay only if it is the same
+    at recording and replay, e.g. ``claude --session-id {episode_uuid}``."""
+    import uuid
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evaltape:{case_id}:{trial}"))
+
+
 def expand(argv: Sequence[str], input_file: str, case_id: str, trial: int) -> list[str]:
-    """``argv`` with ``{input_file}``, ``{case_id}`` and ``{trial}`` replaced in each argument
-    (plain replacement: other braces, e.g. JSON in ``python -c``, are left alone)."""
+    """``argv`` with ``{input_file}``, ``{case_id}``, ``{trial}`` and ``{episode_uuid}``
+    replaced in each argument (plain replacement: other braces, e.g. JSON in
+    ``python -c``, are left alone)."""
     out = []
     for a in argv:
         a = a.replace("{input_file}", input_file).replace("{case_id}", case_id)
+        a = a.replace("{episode_uuid}", episode_uuid(case_id, trial))
         out.append(a.replace("{trial}", str(trial)))
     return out
 
@@ -98,7 +110,7 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
         "ANTHROPIC_BASE_URL": episode_base_url(px.base_url, case.id, trial),
         "ANTHROPIC_CUSTOM_HEADERS": f"{CASE_HEADER}: {case.id}\n{TRIAL_HEADER}: {trial}",
         "EVALTAPE_PROXY_URL": px.base_url, "EVALTAPE_CASE_ID": case.id,
-        "EVALTAPE_TRIAL": str(trial)})
+        "EVALTAPE_TRIAL": str(trial), "EVALTAPE_EPISODE_UUID": episode_uuid(case.id, trial)})
     if not env.get("ANTHROPIC_API_KEY") and not env.get("ANTHROPIC_AUTH_TOKEN"):
         env["ANTHROPIC_API_KEY"] = NO_KEY
     with tempfile.TemporaryDirectory(prefix="evaltape-case-") as td:

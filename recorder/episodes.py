@@ -92,12 +92,14 @@ class Episode:
 
 
 def first_message(body: Any) -> tuple[bytes, int] | None:
-    """``(canonical first message, number of messages)`` of a Messages request body, or
-    ``None`` when the body has no non-empty ``messages`` list (the grouping key)."""
+    """``(grouping key, number of messages)`` of a Messages request body, or ``None`` when
+    the body has no non-empty ``messages`` list; the key is the importer's
+    (:func:`evaltape.grader.importers.cassette.conversation_key`)."""
+    from evaltape.grader.importers.cassette import conversation_key
     msgs = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(msgs, list) or not msgs:
         return None
-    return orjson.dumps(msgs[0], option=orjson.OPT_SORT_KEYS), len(msgs)
+    return conversation_key(msgs), len(msgs)
 
 
 class EpisodeBook:
