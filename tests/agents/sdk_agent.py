@@ -4,8 +4,13 @@ Usage: ``python sdk_agent.py INPUT_FILE [--stream]``. It knows nothing of evalta
 the task from INPUT_FILE, talks to ``ANTHROPIC_BASE_URL`` with ``ANTHROPIC_API_KEY`` (both
 read by the SDK itself), runs a tool loop (every tool answers
 ``{"success": true, "tool": NAME, ...arguments}``) and prints the final text on stdout.
+
+Test knobs: ``AGENT_MAX_TOKENS`` (default 512) changes the request; when ``AGENT_FAIL_CASE``
+equals ``EVALTAPE_CASE_ID`` and the file ``AGENT_FAIL_UNLESS`` does not exist, the agent
+exits with status 3 after its first request ("planned failure" on stderr).
 """
 import json
+import os
 import sys
 
 import anthropic
@@ -22,12 +27,18 @@ def main() -> int:
     client = anthropic.Anthropic(max_retries=2)
     messages = [{"role": "user", "content": task}]
     for _ in range(8):
-        kwargs = dict(model="stand-in", max_tokens=512, tools=TOOLS, messages=messages)
+        kwargs = dict(model="stand-in", max_tokens=int(os.environ.get("AGENT_MAX_TOKENS", 512)),
+                      tools=TOOLS, messages=messages)
         if stream:
             with client.messages.stream(**kwargs) as s:
                 reply = s.get_final_message()
         else:
             reply = client.messages.create(**kwargs)
+        fail = os.environ.get("AGENT_FAIL_CASE")
+        if fail and fail == os.environ.get("EVALTAPE_CASE_ID") and \
+                not os.path.exists(os.environ.get("AGENT_FAIL_UNLESS", "")):
+            print("planned failure", file=sys.stderr)
+            return 3
         messages.append({"role": "assistant",
                          "content": [b.model_dump(exclude_none=True) for b in reply.content]})
         calls = [b for b in reply.content if b.type == "tool_use"]
