@@ -205,15 +205,12 @@ class EpisodeBook:
     # -- recording ---------------------------------------------------------------------
 
     def record(self, ep: Episode, request: Any, response: dict) -> None:
-        """Append one exchange to the episode's cassette (scrubbed by the vcrpy hooks) and
-        save it atomically, so a crash loses at most the exchange in flight.
-
-        Raises:
-            SecretLeakError: the cassette would still hold a key (nothing is written).
-        """
+        """Append one exchange to the episode's cassette in memory (scrubbed by the vcrpy
+        hooks). The file is written once, atomically, when the episode ends: an episode
+        cut short has no trace and is recorded again from scratch on resume, so saving
+        every exchange would buy nothing but a full rewrite per request."""
         with ep.lock:
             ep.cassette.append(request, response)
-            ep.cassette._save(force=True)
             ep.last = time.monotonic()
 
     # -- ending ------------------------------------------------------------------------

@@ -31,7 +31,6 @@ headers, or none to end every open episode) end episodes and answer with a summa
 from __future__ import annotations
 
 import re
-import sys
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -303,11 +302,7 @@ class ProxyServer(BackgroundServer):
                             "headers": {k: resp.headers.get_list(k)
                                         for k in resp.headers.keys()},
                             "body": {"string": b"".join(parts)}}
-                try:
-                    self.book.record(ep, request, response)
-                except Exception as e:  # noqa: BLE001 - the client got its answer; say why not stored
-                    print(f"evaltape proxy: episode {ep.key}: exchange not stored: {e}",
-                          file=sys.stderr)
+                self.book.record(ep, request, response)
             return resp.status_code
         finally:
             with ep.lock:
