@@ -31,6 +31,8 @@ from evaltape.grader.model import TRACE_SCHEMA
 from .cassette import cassette_name, make_vcr, prune_retried
 
 Mode = Literal["record", "replay"]
+#: Seconds an episode's end waits for exchanges still being stored.
+SETTLE_TIMEOUT_S = 60.0
 #: Case id given to conversations the proxy grouped itself (no episode in URL or headers).
 GROUPED_PREFIX = "conv-"
 
@@ -84,6 +86,8 @@ class Episode:
     def __init__(self, key: EpisodeKey, cassette: Cassette) -> None:
         self.key, self.cassette = key, cassette
         self.lock = threading.Lock()
+        #: notified when ``inflight`` drops (an end waits for answers still being stored)
+        self.settled = threading.Condition(self.lock)
         self.inflight = 0
         self.started = self.last = time.monotonic()
         self.first: bytes | None = None
@@ -216,8 +220,9 @@ class EpisodeBook:
     # -- ending ------------------------------------------------------------------------
 
     def end(self, key: EpisodeKey, notify: bool = True) -> dict | None:
-        """End episode ``key``: record mode drops retried error exchanges, saves the
-        cassette and returns its trace (also passed to ``on_end`` when ``notify``).
+        """End episode ``key``: wait (up to :data:`SETTLE_TIMEOUT_S`) for requests still in
+        flight, then in record mode drop retried error exchanges, save the cassette and
+        return its trace (also passed to ``on_end`` when ``notify``).
 
         Returns:
             The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n}``
@@ -232,6 +237,8 @@ class EpisodeBook:
                 self._replay_pool.remove(ep)
             if self.mode == "record":
                 self.finished.add((key.case_id, key.trial))
+        with ep.lock:  # a client may exit as soon as it has read the last byte
+            ep.settled.wait_for(lambda: ep.inflight == 0, timeout=SETTLE_TIMEOUT_S)
         if self.mode == "replay":
             unplayed = len(ep.cassette.data) - len(ep.cassette.play_counts)
             return {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),

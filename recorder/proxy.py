@@ -308,6 +308,7 @@ class ProxyServer(BackgroundServer):
             with ep.lock:
                 ep.inflight -= 1
                 ep.last = time.monotonic()
+                ep.settled.notify_all()
 
     @staticmethod
     def _stream_back(h: ProxyHandler, resp: Any) -> tuple[list[bytes], bool]:
