@@ -46,6 +46,7 @@ from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .script_server import CASE_HEADER
 from .vcr_ext.jsonl_serializer import HEADER
 from .vcr_ext.persister import atomic_write_text
+from .vcr_ext.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -92,6 +93,15 @@ def expand(argv: Sequence[str], input_file: str, case_id: str, trial: int) -> li
     return out
 
 
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGKILL the process group of ``p`` (it was started with a new session)."""
+    import signal
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """One run of the command: exit code (``None`` on timeout), output, wall time (s)."""
@@ -118,13 +128,20 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
         Path(input_file).write_text(case.input, encoding="utf-8")
         env["EVALTAPE_INPUT_FILE"] = input_file
         t0 = time.perf_counter()
+        # its own process group, so a timeout or Ctrl-C also ends what it started (sh -c ...)
+        p = subprocess.Popen(expand(argv, input_file, case.id, trial), env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
         try:
-            p = subprocess.run(expand(argv, input_file, case.id, trial), env=env,
-                               stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=timeout_s)
-            code, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as e:
-            code, out, err = None, e.stdout or b"", e.stderr or b""
+            out, err = p.communicate(timeout=timeout_s)
+            code = p.returncode
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            out, err = p.communicate()
+            code = None
+        except BaseException:
+            _kill_group(p)
+            raise
         wall = round(time.perf_counter() - t0, 3)
     dec = lambda b: b.decode("utf-8", errors="replace") if isinstance(b, bytes) else (b or "")
     return CommandResult(code, dec(out), dec(err), wall)
@@ -155,8 +172,6 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
         tail = res.stderr.strip()[-STDERR_TAIL:]
         trace["stop_reason"] = "error"
         trace["error"] = why + (f": {tail}" if tail else "")
-    elif trace.get("stop_reason") == "error" and stdout and not trace.get("conversations"):
-        trace["error"] = "the command made no Messages API call"
     if trace.get("model") is None:
         trace["model"] = model
     parse_trace(trace, path=f"trace of command episode {key}")
@@ -243,8 +258,9 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         def finished(trace: dict) -> None:
             if trace.get("stop_reason") == "error" and not opts.keep_errors:
                 counts["errors"] += 1
-                counts["failed"].append(f"{trace['case_id']}#t{trace['trial']}: "
-                                        f"{trace.get('error')}")
+                # printed on the console: the program's stderr may hold a key
+                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                                   f"{trace.get('error')}"))
                 (out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
                     missing_ok=True)
             else:
@@ -327,6 +343,5 @@ def command_trace_replayed(cpath: Path, key: EpisodeKey, case: Case, res: Comman
     """The trace a replayed command episode would have been recorded with: the cassette
     (every exchange was played, so it is what the program exchanged) plus the new
     process's exit code and stdout, scrubbed as :func:`~.record.append_trace` scrubs."""
-    from .vcr_ext.scrub import scrub_text
     trace = command_trace(cpath.parent.parent, key, case, res, timeout_s, model)
     return orjson.loads(scrub_text(orjson.dumps(trace).decode()))

@@ -83,9 +83,18 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     run = tmp_path / "run"
     cmd = f"{PY} {SDK_AGENT} {{input_file}}"
     p = run_cli("record", ds, "--command", cmd, "--standin-script", sc, "--out", str(run),
-                env={"ANTHROPIC_API_KEY": FAKE_KEY})
+                "--trials", "2", "--concurrency", "2", env={"ANTHROPIC_API_KEY": FAKE_KEY})
     assert p.returncode == 0, p.stderr
-    traces = {t["case_id"]: t for t in lines(run / "traces.jsonl")}
+    all_traces = lines(run / "traces.jsonl")
+    assert sorted((t["case_id"], t["trial"]) for t in all_traces) == [
+        ("tc_001", 0), ("tc_001", 1), ("tc_002", 0), ("tc_002", 1)]
+    strip = lambda t: {k: v for k, v in t.items() if k not in ("trial", "latency_s")}
+    # parallel episodes land in their own cassettes: both trials of a case are equal
+    by = {(t["case_id"], t["trial"]): t for t in all_traces}
+    assert strip(by[("tc_001", 0)]) == strip(by[("tc_001", 1)])
+    assert lines(run / "http" / "tc_002__t1.jsonl")[1]["request"]["headers"][
+        "x-evaltape-trial"] == ["1"]
+    traces = {t["case_id"]: t for t in all_traces if t["trial"] == 0}
     assert sorted(traces) == ["tc_001", "tc_002"]
     t1, t2 = traces["tc_001"], traces["tc_002"]
     # by hand from the scripts: turn 1 calls the tool(s), turn 2 is the answer
@@ -117,12 +126,12 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     # replay: the stand-in server lived inside `record` and is gone; no network needed
     r = run_cli("replay", str(run))
     assert r.returncode == 0, r.stderr
-    assert "2 episode(s) reproduced" in r.stderr
+    assert "4 episode(s) reproduced" in r.stderr
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
     assert g.returncode == 0, g.stderr
     summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
     # both cases call exactly the expected tools and the answers hold every keyword
-    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (2, 1.0, 1.0)
+    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (4, 1.0, 1.0)
 
 
 def test_replay_of_a_changed_agent_names_the_json_path(tmp_path):
@@ -386,3 +395,37 @@ def test_usage_errors(tmp_path):
     assert p.returncode == 2 and "exactly one of --out" in p.stderr
     p = run_cli("proxy", "--out", str(tmp_path / "a"), "--upstream", "ftp://x")
     assert p.returncode == 2 and "--upstream 'ftp://x' is not a valid URL" in p.stderr
+
+
+def test_a_failing_program_keys_stay_off_the_console(tmp_path):
+    ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
+    leak = "import os, sys; sys.stderr.write('my key is ' + os.environ['LEAKY']); sys.exit(4)"
+    p = run_cli("record", ds, "--command", f"{PY} -c \"{leak}\"", "--standin-script", sc,
+                "--out", str(tmp_path / "run"), env={"LEAKY": FAKE_KEY})
+    assert p.returncode == 1
+    assert "tc_001#t0: command exited with status 4: my key is [REDACTED]" in p.stderr
+    assert FAKE_KEY not in p.stdout + p.stderr and FAKE_KEY not in all_text(tmp_path / "run")
+    # --keep-errors saves it: no Messages call, stop_reason error, exit code kept
+    p = run_cli("record", ds, "--command", f"{PY} -c \"{leak}\"", "--standin-script", sc,
+                "--out", str(tmp_path / "run"), "--keep-errors", env={"LEAKY": FAKE_KEY})
+    assert p.returncode == 0, p.stderr
+    t = lines(tmp_path / "run" / "traces.jsonl")[0]
+    assert (t["stop_reason"], t["exit_code"], t["steps"], t["tool_calls"]) == ("error", 4, 0, [])
+    assert t["error"] == "command exited with status 4: my key is [REDACTED]"
+    assert lines(tmp_path / "run" / "http" / "tc_001__t0.jsonl") == [
+        {"format": "evaltape.cassette/1", "version": 1}]
+
+
+def test_a_program_past_its_timeout_is_killed_with_its_children(tmp_path):
+    ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
+    pid_file = tmp_path / "child.pid"
+    # sh starts a grandchild that would outlive a plain kill of sh
+    cmd = f"sh -c 'sleep 30 & echo $! > {pid_file}; wait'"
+    t0 = time.monotonic()
+    p = run_cli("record", ds, "--command", cmd, "--standin-script", sc,
+                "--out", str(tmp_path / "run"), "--command-timeout", "0.5")
+    assert p.returncode == 1 and time.monotonic() - t0 < 20
+    assert "tc_001#t0: command timed out after 0.5 s" in p.stderr
+    child = int(pid_file.read_text())
+    assert wait_for(lambda: not Path(f"/proc/{child}").exists() or
+                    Path(f"/proc/{child}/stat").read_text().split()[2] == "Z", 5)
