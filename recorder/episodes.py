@@ -133,6 +133,10 @@ class EpisodeBook:
                                    if (m := re.match(rf"{GROUPED_PREFIX}(\d+)__t", p.name))),
                                   default=0)
         self._replay_pool: list[Episode] | None = None
+        #: replay mode: what :meth:`end` returned for each ended episode, in order
+        self.results: list[dict] = []
+        #: replay mode: misses of requests that named no episode
+        self.unmatched: list[str] = []
 
     # -- opening -----------------------------------------------------------------------
 
@@ -241,8 +245,11 @@ class EpisodeBook:
             ep.settled.wait_for(lambda: ep.inflight == 0, timeout=SETTLE_TIMEOUT_S)
         if self.mode == "replay":
             unplayed = len(ep.cassette.data) - len(ep.cassette.play_counts)
-            return {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),
-                    "unplayed": unplayed}
+            result = {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),
+                      "unplayed": unplayed}
+            with self.lock:
+                self.results.append(result)
+            return result
         with ep.lock:
             prune_retried(ep.cassette)
             ep.cassette._save(force=True)

@@ -379,6 +379,8 @@ class ProxyServer(BackgroundServer):
             else:
                 msg = (f"no cassette of {self.book.run / 'http'} holds an unplayed match "
                        f"for {h.command} {r.path}")
+                with self.book.lock:
+                    self.book.unmatched.append(msg)
             h.send_json(404, _error_body("not_found_error", f"evaltape replay miss: {msg}"))
             return 404
         data = response["body"]["string"] or b""

@@ -377,24 +377,34 @@ def test_standalone_proxy_episodes_resume_and_replay(tmp_path):
         assert code == 404
         assert ("body first differs at $.messages[0].content: recorded 'ping', now 'pong'"
                 in err["error"]["message"])
+        # an episode ended early still counts its miss; a miss without an episode counts too
+        code, ended = curl("-X", "POST", px.url + "/evaltape/tc_002/3/end")
+        assert code == 200 and len(ended["ended"][0]["misses"]) == 1
+        code, err = curl(px.url + "/v1/messages", "-H", "content-type: application/json",
+                         "-d", other)
+        assert code == 404 and "holds an unplayed match" in err["error"]["message"]
     finally:
         rc, err = px.stop()
-    assert rc == 1 and "1 request(s) had no recorded match" in err
+    assert rc == 1 and "2 request(s) had no recorded match" in err
     assert served == 2 + 2 + 1  # nothing reached the upstream after the recording
 
 
 def test_usage_errors(tmp_path):
+    from click.testing import CliRunner
+
+    from evaltape.cli import cli
     ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
-    both = run_cli("record", ds, "--agent", "scripted", "--command", "true",
-                   "--out", str(tmp_path / "r"))
-    assert both.returncode == 2 and "exactly one of --agent" in both.stderr
-    missing = run_cli("record", ds, "--command", "no-such-program-xyz {input_file}",
-                      "--standin-script", sc, "--out", str(tmp_path / "r"))
-    assert missing.returncode == 2 and "'no-such-program-xyz' not found" in missing.stderr
-    p = run_cli("proxy", "--out", str(tmp_path / "a"), "--replay", str(tmp_path / "b"))
-    assert p.returncode == 2 and "exactly one of --out" in p.stderr
-    p = run_cli("proxy", "--out", str(tmp_path / "a"), "--upstream", "ftp://x")
-    assert p.returncode == 2 and "--upstream 'ftp://x' is not a valid URL" in p.stderr
+    run = lambda *args: CliRunner().invoke(cli, list(args))
+    both = run("record", ds, "--agent", "scripted", "--command", "true",
+               "--out", str(tmp_path / "r"))
+    assert both.exit_code == 2 and "exactly one of --agent" in both.output
+    missing = run("record", ds, "--command", "no-such-program-xyz {input_file}",
+                  "--standin-script", sc, "--out", str(tmp_path / "r"))
+    assert missing.exit_code == 2 and "'no-such-program-xyz' not found" in missing.output
+    p = run("proxy", "--out", str(tmp_path / "a"), "--replay", str(tmp_path / "b"))
+    assert p.exit_code == 2 and "exactly one of --out" in p.output
+    p = run("proxy", "--out", str(tmp_path / "a"), "--upstream", "ftp://x")
+    assert p.exit_code == 2 and "--upstream 'ftp://x' is not a valid URL" in p.output
 
 
 def test_a_failing_program_keys_stay_off_the_console(tmp_path):

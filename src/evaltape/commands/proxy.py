@@ -50,9 +50,11 @@ def proxy(out: str | None, replay: str | None, upstream: str | None, port: int,
         click.echo(f"evaltape proxy ({px.mode}) on {px.base_url}; Ctrl-C to stop", err=True)
         while not stop.wait(0.2):
             pass
-        summaries = px.book.end_all() if px.mode == "replay" else []
+        if px.mode == "replay":
+            px.book.end_all()
+        summaries, unmatched = list(px.book.results), list(px.book.unmatched)
     if replay is not None:
-        misses = [m for s in summaries for m in s["misses"]]
+        misses = [m for s in summaries for m in s["misses"]] + unmatched
         click.echo(f"replay served {len(summaries)} episode(s); {len(misses)} miss(es)",
                    err=True)
         for m in misses[:20]:
