@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-import orjson
 from vcr.cassette import Cassette, CassetteContextDecorator
 
 from evaltape.grader.model import TRACE_SCHEMA

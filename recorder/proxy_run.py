@@ -135,6 +135,8 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
         own = urlsplit(upstream)
         if own.hostname in ("127.0.0.1", "localhost") and own.port == px.server_address[1]:
             px.server_close()
+            if px.client is not None:
+                px.client.close()
             raise UsageError(f"--upstream {upstream} is the proxy itself")
         with px:
             try:

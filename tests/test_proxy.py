@@ -439,3 +439,42 @@ def test_a_program_past_its_timeout_is_killed_with_its_children(tmp_path):
     child = int(pid_file.read_text())
     assert wait_for(lambda: not Path(f"/proc/{child}").exists() or
                     Path(f"/proc/{child}/stat").read_text().split()[2] == "Z", 5)
+
+
+def test_a_compressed_answer_reaches_the_client_compressed_and_is_stored_decoded(tmp_path):
+    import gzip
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover
+        import httpx
+    message = {"id": "m", "type": "message", "role": "assistant", "model": "g",
+               "content": [{"type": "text", "text": "zipped"}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 1, "output_tokens": 1}}
+    packed = gzip.compress(json.dumps(message).encode())
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # ignores the proxy's accept-encoding: identity on purpose
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-encoding", "gzip")
+            self.send_header("content-length", str(len(packed)))
+            self.end_headers()
+            self.wfile.write(packed)
+
+    run = tmp_path / "run"
+    (run / "http").mkdir(parents=True)
+    up = BackgroundServer(("127.0.0.1", 0), H)
+    with up, ProxyServer(run, upstream=f"http://127.0.0.1:{up.server_address[1]}") as px:
+        r = httpx.post(episode_base_url(px.base_url, "z", 0) + "/v1/messages",
+                       json={"model": "g", "max_tokens": 1,
+                             "messages": [{"role": "user", "content": "x"}]})
+        assert r.headers["content-encoding"] == "gzip" and r.json() == message
+        px.book.end(EpisodeKey("z", 0))
+    resp = lines(run / "http" / "z__t0.jsonl")[1]["response"]
+    assert resp["body"]["json"] == message and "content-encoding" not in resp["headers"]
