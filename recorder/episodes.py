@@ -156,7 +156,8 @@ class EpisodeBook:
             if self.mode == "record" and (key.case_id, key.trial) in self.finished:
                 raise EpisodeFinished(f"episode {key} is already recorded (it has a trace in "
                                       f"{self.run / 'traces.jsonl'}); record into another run "
-                                      "or use another trial")
+                                      "or use another trial (if it ended while the agent was "
+                                      "still working, raise --idle-timeout)")
             path = self.run / "http" / cassette_name(key.case_id, key.trial)
             if self.mode == "record":
                 path.unlink(missing_ok=True)

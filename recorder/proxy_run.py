@@ -56,7 +56,7 @@ def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | Non
 
 @contextmanager
 def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = None,
-              port: int = 0, idle_timeout: float | None = 30.0, dataset: str | None = None,
+              port: int = 0, idle_timeout: float | None = 300.0, dataset: str | None = None,
               model: str | None = None, command_line: Sequence[str] = (),
               log: Callable[[str], None] | None = None,
               on_end: Callable[[dict], None] | None = None) -> Iterator[ProxyServer]:

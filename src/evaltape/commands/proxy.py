@@ -15,7 +15,7 @@ import click
               help="Messages API to forward to (default https://api.anthropic.com).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port on 127.0.0.1 (0: a free one; the URL is printed on stdout).")
-@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Seconds without traffic that end an episode.")
 @click.option("--dataset", default=None,
               help="Dataset whose case ids the clients send; its inputs go into the traces "
