@@ -68,6 +68,21 @@ def replay_run(run: str, dataset: str | None = None,
     """
     opened = open_run(run, dataset)
     where = str(opened.root / "manifest.json")
+    if opened.manifest.get("agent") == "command":
+        from .command import replay_command_run
+        recorded = [(t.source_line, t.raw) for t, _case in opened.episodes()]
+        results = replay_command_run(opened.root, opened.manifest, opened.case_by_id,
+                                     recorded, opened.traces_path)
+        if not results:
+            raise UsageError(f"{opened.traces_path}: no episodes to replay")
+        divergences = []
+        for cid, trial, msg in results:
+            div = Divergence(cid, trial, msg) if msg else None
+            if div:
+                divergences.append(div)
+            if progress:
+                progress(div)
+        return len(results), divergences
     for key in ("agent", "model"):
         if not isinstance(opened.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "

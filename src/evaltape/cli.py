@@ -19,6 +19,7 @@ COMMANDS = {
     "diff": "evaltape.commands.diff:diff",
     "grade": "evaltape.commands.grade:grade",
     "import": "evaltape.commands.importer:import_cmd",
+    "proxy": "evaltape.commands.proxy:proxy",
     "judge": "evaltape.commands.judge:judge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
