@@ -154,7 +154,8 @@ class JudgeSummary:
 class Summary:
     """The report's ``summary`` block.
 
-    Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
+    ``passed`` counts the passing episodes exactly (gates compare it, not the rounded
+    rate). Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
     ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
@@ -168,6 +169,7 @@ class Summary:
     cases: int
     trials: int
     episodes: int
+    passed: int
     pass_rate: float
     tool_accuracy: float
     avg_steps: float
@@ -190,7 +192,7 @@ class Summary:
         """The ``summary`` object (optional blocks only when present)."""
         out: dict[str, Any] = {
             "cases": self.cases, "trials": self.trials, "episodes": self.episodes,
-            "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
+            "passed": self.passed, "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
             "avg_steps": self.avg_steps, "failures": dict(self.failures),
             "metrics": dict(self.metrics), "metrics_skipped": dict(self.metrics_skipped),
             "unrecorded_cases": list(self.unrecorded_cases)}
@@ -397,6 +399,8 @@ class Report:
             summary=Summary(
                 cases=int(s.get("cases") or 0), trials=int(s.get("trials") or 1),
                 episodes=int(s.get("episodes") or len(episodes)),
+                passed=int(s["passed"]) if isinstance(s.get("passed"), int)
+                else sum(e.passed for e in episodes),
                 pass_rate=s.get("pass_rate"), tool_accuracy=s.get("tool_accuracy"),
                 avg_steps=s.get("avg_steps"), failures=dict(s.get("failures") or {}),
                 metrics=dict(metrics), metrics_skipped=dict(s.get("metrics_skipped") or {}),
