@@ -22,6 +22,20 @@ VOLATILE_KEYS = ("latency_s",)
 OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
 
 
+def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` with its ``usage`` cut to the token counts the recorded trace has.
+
+    Recorders before the one that kept every usage count stored only ``input_tokens`` and
+    ``output_tokens``; the same exchange replayed now also yields the prompt-cache counts
+    the server reported. Those are not a divergence of the agent. Counts both traces hold
+    must still be equal.
+    """
+    old, new = recorded.get("usage"), now.get("usage")
+    if isinstance(old, dict) and isinstance(new, dict) and set(new) - set(old):
+        now = dict(now, usage={k: v for k, v in new.items() if k in old})
+    return now
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where a replayed episode first differs from the recorded one."""
@@ -130,6 +144,7 @@ def replay_run(run: str, dataset: str | None = None,
         else:
             a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
             b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
+            b = comparable_usage(a, b)
             d = first_difference(a, b)
             if d:
                 sa, sb = shorten_pair(d[1], d[2])

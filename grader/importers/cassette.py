@@ -31,7 +31,7 @@ import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
-from evaltape.grader.importers.common import unique_id
+from evaltape.grader.importers.common import sum_usage, unique_id
 from evaltape.grader.importers.sse import assemble
 
 FORMAT = "anthropic-cassette"
@@ -232,9 +232,7 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         n = len(request["messages"])
         messages = copy.deepcopy(request["messages"]) + [
             {"role": "assistant", "content": copy.deepcopy(message["content"])}]
-        usage = {key: sum(int((m.get("usage") or {}).get(key) or 0)
-                          for _, _, m in conv["calls"]) for key in ("input_tokens",
-                                                                    "output_tokens")}
+        usage = sum_usage(m.get("usage") for _, _, m in conv["calls"])
         case_id = unique_id(stem if k == 1 else f"{stem}#{k}", result.cases)
         indices = [i for i, _, _ in conv["calls"]]
         try:
