@@ -120,6 +120,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
     server: "ProxyServer"
 
     def log_message(self, *args: Any) -> None:  # the proxy logs exchanges itself
+        """Silence the default per-request log line (the server runs inside tests and CLI runs)."""
         pass
 
     def _read_body(self) -> bytes:

@@ -38,6 +38,7 @@ class ArgumentCorrectness(Metric):
     version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected_args = ctx.case.expected_args or {}
         if not expected_args:
             return Score(1.0, "No expected arguments specified")

@@ -79,6 +79,7 @@ class Efficiency(Metric):
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         t = ctx.trace
         cost = cost_usd(t, self.prices)
         cached = ""

@@ -33,6 +33,7 @@ class TaskCompletion(Metric):
     version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         keywords = list(ctx.case.expected_outcome_keywords or ())
         if not keywords and ctx.case.expected_answer_contains is not None:
             keywords = [ctx.case.expected_answer_contains]
