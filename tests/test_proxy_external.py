@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli, write_json
+from conftest import ROOT, run_cli, run_cli_subprocess, write_json
 
 NODE_DIR = ROOT / "examples" / "node-agent"
 CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
@@ -83,7 +83,7 @@ def test_claude_code_cli_recorded_replayed_graded(tmp_path):
            "--allowedTools Read,Bash --session-id {episode_uuid} --no-session-persistence'")
     run = tmp_path / "run"
     p = run_cli("record", str(ds), "--command", cmd, "--standin-script", str(sc),
-                "--out", str(run), "--command-timeout", "120", env=env, timeout=300)
+                "--out", str(run), "--command-timeout", "120", env=env)
     assert p.returncode == 0, p.stderr
     traces = {t["case_id"]: t for t in lines(run / "traces.jsonl")}
     # the CLI ran the scripted tool calls itself and sent back their real results
@@ -92,7 +92,7 @@ def test_claude_code_cli_recorded_replayed_graded(tmp_path):
     assert traces["cc_bash"]["tool_calls"][0]["result"] == "ready"
     assert traces["cc_bash"]["final_response"] == "The command printed: ready"
     assert all(t["exit_code"] == 0 and t["steps"] == 2 for t in traces.values())
-    r = run_cli("replay", str(run), env=env, timeout=300)
+    r = run_cli_subprocess("replay", str(run), env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
     assert g.returncode == 0, g.stderr
