@@ -43,8 +43,9 @@ def test_fabricated_cpu_figure():
                   [status_call("prod-api-01", SERVER_A)])
     s = Grounding().score(ctx)
     assert s.value == pytest.approx(1 / 3)
-    assert s.details == ("1/3 claims unsupported: number '67%' in "
-                         "\"prod-api-01 is healthy, with CPU usage at 67%.\"")
+    assert s.details == ("1/3 claims unsupported: number '67%' (no source states this "
+                         "number, nor a count, sum, difference, product or ratio of stated "
+                         "ones) in \"prod-api-01 is healthy, with CPU usage at 67%.\"")
 
 
 def test_paraphrased_numbers_are_supported():
@@ -90,10 +91,11 @@ def test_numbers_match_on_token_boundaries(stated, answer, expected):
 
 
 def test_identifier_token_boundary():
-    # prod-api-01 is not found in prod-api-010 → 1/1
+    # prod-api-01 is not found in prod-api-010 ✗; the action "restarted" is in the result ✓
+    # → 1/2
     ctx = episode("status?", "prod-api-01 was restarted.",
                   [ToolCall("toolu_1", "list", {}, "prod-api-010 restarted", False, 1)])
-    assert Grounding().score(ctx).value == 1.0
+    assert Grounding().score(ctx).value == 0.5
 
 
 def _parallel(answer: str) -> EpisodeContext:
@@ -144,5 +146,5 @@ def test_claim_kinds_extracted():
     claims = extract_claims("Ticket TKT-2024-0891 was created on March 4, 2026 for "
                             "jsmith@company.com; the account jsmith is unlocked.")
     assert [(c.kind, c.key) for c in claims] == [
-        ("identifier", "tkt-2024-0891"), ("date", "2026-03-04"),
+        ("identifier", "tkt-2024-0891"), ("action", "creat"), ("date", "2026-03-04"),
         ("email", "jsmith@company.com"), ("identifier", "jsmith"), ("status", "unlocked")]

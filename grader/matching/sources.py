@@ -1,0 +1,230 @@
+"""What one source states: the user's request, or one tool call (arguments + result).
+
+:class:`SourceFacts` indexes a source once, in one pass over its text or JSON, so each claim
+is then checked in constant (or logarithmic) time:
+
+- tokens (lower case, on token boundaries; JSON keys and values; ``_`` parts too, so
+  ``p95`` is found in ``p95_latency_ms``) for identifiers, e-mails, names and weekdays;
+- numbers with their units: a JSON number takes its unit from its key's last ``_`` part
+  (``distance_km: 12.4`` is 12.4 km), a string is parsed like an answer
+  (:mod:`evaltape.grader.matching.numbers`); percent/fraction twins are added;
+- dates (``YYYY-MM-DD``), times of day (``HH:MM``);
+- statuses: every status word of a string value (``"in_transit"`` → ``in transit``), and
+  ``succeeded`` for a call that returned ``success: true``, ``failed`` for one that failed;
+- word stems of the result and the tool name, for reported actions;
+- counts: the length of every JSON list and, for lists of objects, how many items share
+  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2).
+
+A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
+false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
+Pure functions; no model, no network.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Mapping
+
+import orjson
+
+from evaltape.grader.matching.claims import (STATUS_ANY, STATUS_COPULA,
+                                             STATUS_SOURCE_ALIASES, WEEKDAYS, Claim, clean,
+                                             extract_spans, stem)
+from evaltape.grader.matching.numbers import KEY_UNITS, Num, compatible, fmt, matches, \
+    source_values
+
+_TOKEN = re.compile(r"[\w@+.'-]+")
+_WORD = re.compile(r"[a-z]+")
+_ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
+_SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
+    re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
+
+
+@dataclass
+class SourceFacts:
+    """The normalised facts one source states (built by :meth:`of`).
+
+    Attributes:
+        label: ``"input"`` or ``"<tool>#<tool_use_id>"``.
+        tool: the tool name (``""`` for the input).
+        failed: the call failed (see the module docstring).
+        tokens: lower-case tokens.
+        numbers: ``{value: {units}}`` (``""`` when stated without a unit).
+        values: ``(value, unit)`` sorted, for rounding look-ups.
+        nums: the numbers in the order stated (the derived-number pool).
+        dates, times, statuses, stems: normalised keys.
+        counts: list lengths and per-value tallies (see the module docstring).
+    """
+
+    label: str
+    tool: str = ""
+    failed: bool = False
+    tokens: set[str] = field(default_factory=set)
+    numbers: dict[str, set[str]] = field(default_factory=dict)
+    values: list[tuple[Decimal, str]] = field(default_factory=list)
+    nums: list[Num] = field(default_factory=list)
+    dates: set[str] = field(default_factory=set)
+    times: set[str] = field(default_factory=set)
+    statuses: set[str] = field(default_factory=set)
+    stems: set[str] = field(default_factory=set)
+    counts: list[Num] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, label: str, text: str | None, *, tool: str = "",
+           arguments: Mapping[str, Any] | None = None, is_error: bool = False) -> "SourceFacts":
+        """Index a user input (plain text) or a tool call (its arguments and result text).
+
+        A result that parses as a JSON object or array is walked value by value; any other
+        text is read as prose.
+        """
+        f = cls(label, tool=tool)
+        for part in re.split(r"[_\W]+", tool):
+            if part:
+                f.stems.add(stem(part))
+        if arguments:
+            f._walk(dict(arguments), "")
+        parsed: Any = None
+        s = (text or "").strip()
+        if s[:1] in "{[":
+            try:
+                parsed = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                parsed = None
+        if parsed is not None and isinstance(parsed, (dict, list)):
+            f._walk(parsed, "")
+            if isinstance(parsed, dict):
+                ok = parsed.get("success", parsed.get("ok"))
+                err = parsed.get("error") or parsed.get("errors")
+                f.failed = ok is False or bool(err)
+                if ok is True and not f.failed:
+                    f.statuses.add("succeeded")
+        elif s:
+            f._text(s)
+            f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
+        f.failed = f.failed or is_error
+        if f.failed:
+            f.statuses.add("failed")
+        f.values.sort(key=lambda v: v[0])
+        return f
+
+    # -- indexing --------------------------------------------------------------------------
+    def _walk(self, value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self._tokens(str(k))
+                self._walk(v, str(k))
+        elif isinstance(value, list):
+            self._count(Decimal(len(value)))
+            tallies: Counter = Counter()
+            for v in value:
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        if isinstance(x, (str, int, bool)) and not isinstance(x, float):
+                            tallies[(k, str(x).lower())] += 1
+                self._walk(v, key)
+            for n in sorted(set(tallies.values())):
+                self._count(Decimal(n))
+        elif isinstance(value, bool) or value is None:
+            if value is not None:
+                self.tokens.add(str(value).lower())
+        elif isinstance(value, (int, float)):
+            try:
+                d = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+            except InvalidOperation:  # inf / nan
+                return
+            parts = key.lower().split("_")
+            # "distance_km" names a unit; "requests_per_min" names a rate, not minutes
+            unit = KEY_UNITS.get(parts[-1], "") if len(parts) > 1 and parts[-2] != "per" \
+                else ""
+            self._number(Num(d, unit))
+            self.tokens.add(fmt(d))
+        else:
+            self._text(str(value))
+
+    def _text(self, text: str) -> None:
+        self._tokens(text)
+        for _a, _b, kind, _s, key, num in extract_spans(text, answer=False):
+            if kind == "number" and num is not None:
+                self._number(num)
+            elif kind == "date":
+                self.dates.add(key)
+            elif kind == "time":
+                self.times.add(key)
+        low = clean(text).lower().replace("_", " ")
+        for m in _SOURCE_STATUS.finditer(low):
+            self.statuses.add(_ALL_STATUS[m.group(0)])
+
+    def _tokens(self, text: str) -> None:
+        for m in _TOKEN.finditer(clean(text).lower()):
+            tok = m.group(0).strip(".'-")
+            if not tok:
+                continue
+            self.tokens.add(tok)
+            if "_" in tok or "'" in tok:
+                self.tokens.update(p for p in re.split(r"[_']", tok) if p)
+            for w in _WORD.findall(tok):
+                self.stems.add(stem(w))
+
+    def _number(self, n: Num) -> None:
+        self.nums.append(n)
+        for v in source_values(n):
+            self.numbers.setdefault(fmt(v.value), set()).add(v.unit)
+            self.values.append((v.value, v.unit))
+
+    def _count(self, n: Decimal) -> None:
+        self.counts.append(Num(n))
+
+    # -- look-ups --------------------------------------------------------------------------
+    def supports(self, claim: Claim) -> bool:
+        """Whether this source states ``claim`` (kinds number, date, time, identifier,
+        email, name, status, weekday; actions are checked by the metric).
+
+        Numbers: an equal value with a compatible unit, or one that rounds to the claim
+        (:func:`evaltape.grader.matching.numbers.matches`). Dates: equal keys; a date
+        without a year matches any year. Identifiers, e-mails: the token. Names: every
+        word as a token. Statuses: the canonical status. Weekdays: the word itself.
+        """
+        k = claim.kind
+        if k == "number":
+            return self.supports_number(claim.num) if claim.num else False
+        if k == "date":
+            if claim.key.startswith("????"):
+                return any(d.endswith(claim.key[4:]) for d in self.dates)
+            return claim.key in self.dates
+        if k == "time":
+            return claim.key in self.times
+        if k in ("identifier", "email"):
+            return claim.key in self.tokens
+        if k == "name":
+            return all(w in self.tokens for w in claim.key.split())
+        if k == "status":
+            return claim.key in self.statuses
+        if k == "weekday":
+            return _WEEKDAY_NAMES[claim.key] in self.tokens
+        return False
+
+    def supports_number(self, n: Num) -> bool:
+        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``."""
+        units = self.numbers.get(fmt(n.value))
+        if units and (not n.unit or n.unit in units or "" in units):
+            return True
+        if not n.hedged and n.places < 1:
+            return False
+        tol = Decimal(5) * Decimal(10) ** (-n.places - 1)
+        lo = bisect.bisect_left(self.values, (n.value - tol, ""))
+        for value, unit in self.values[lo:lo + 64]:
+            if value > n.value + tol:
+                break
+            if compatible(unit, n.unit) and matches(n, value):
+                return True
+        return False
+
+    def weekday_dates(self) -> set[str]:
+        """The full dates (with a year) this source states."""
+        return {d for d in self.dates if not d.startswith("?")}
+
+
+_WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}
