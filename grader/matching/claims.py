@@ -61,16 +61,19 @@ DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
 DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON +
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
 TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?"
-                  r"(?:Z|[+-]\d{2}:?\d{2})?(?:\s*(?P<ap>[ap]\.?m\.?)(?!\w))?(?![\w:])"
+                  r"(?:Z|(?<=:\d\d:\d\d)[+-]\d{2}:?\d{2})?"
+                  r"(?:\s*(?P<ap>[ap]\.?m\.?)(?!\w))?(?![\w:])"
                   r"|(?<![\w:.])(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\.?)(?!\w)", re.IGNORECASE)
 # host names, ticket ids, server names: letters/digits joined by '-', '_' or '.', with a digit,
-# or dotted host names whose labels are at least two characters long; codes like A320.
+# or dotted host names whose labels are at least two characters long; codes like A320, and
+# seat/room codes like 12A (not 4K/5M/2B, which are scaled numbers, nor 18C/64F: temperatures).
 IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
                    r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+"
-                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*)(?![\w-]|\.\w)")
+                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
-NAMED = re.compile(r"\b(?:user\s*name|username|user\s*id|user|account)\s*(?:is|:|=)?\s+"
+NAMED = re.compile(r"\b(?P<trig>user\s*name|username|user\s*id|login|user|account)"
+                   r"\s*(?P<sep>is|:|=)?\s+"
                    r"[`'\"‘“]?(?P<tok>[a-z][a-z0-9._-]{2,31})\b", re.IGNORECASE)
 _NAMED_STOP = frozenset("""
 is was has had have for to the and or with on in at that this which will would can could
@@ -82,6 +85,7 @@ lockout lockouts security team teams reset type types creation management manage
 page profile portal policy policies login logins credentials directory record records
 account accounts attempt attempts here there then than if please recovery verification
 called named ending ends linked tied associated under number balance today right
+only just currently earns holds needs shows has been being got gets remains
 """.split())
 
 # -- statuses and actions -------------------------------------------------------------------
@@ -144,7 +148,8 @@ _IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebu
 # a negation, modal or condition in the few words before a status or action
 _NOT_ASSERTED = re.compile(
     r"\b(?:not|n't|never|no longer|yet to be|will|would|should|could|can|may|might|must|"
-    r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|after|whether|expect(?:ed)?|hasn't|haven't|"
+    r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
+    r"after|whether|expect(?:ed)?|hasn't|haven't|"
     r"wasn't|isn't|aren't|weren't|won't|cannot|unable)\b[\w\s']{0,20}$|n't\s+[\w\s]{0,12}$",
     re.IGNORECASE)
 
@@ -161,6 +166,10 @@ status order ticket flight account booking reservation invoice payment refund to
 """.split())
 _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
+_RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
+                        re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
+                         re.IGNORECASE)
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 
@@ -180,6 +189,7 @@ class Claim:
         sentence: the sentence of the answer the claim came from.
         start: character offset of the claim in the (NFC-normalised) answer.
         num: the parsed number (kind ``number`` only).
+        clause: ``(start, end)`` offsets of the clause the claim is in (:func:`clauses`).
     """
 
     kind: str
@@ -188,6 +198,7 @@ class Claim:
     sentence: str
     start: int = 0
     num: Num | None = None
+    clause: tuple[int, int] = (0, 0)
 
 
 def normalise(text: str) -> str:
@@ -247,6 +258,19 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def clauses(text: str) -> list[int]:
+    """Start offsets of the clauses of ``text``: sentences split further at ``;``,
+    parentheses, dashes and ``and``/``but``/``while``/``whereas``/``vs``.
+
+    Used to tie a claim to the entity named in its own clause ("Paris is 17.8°C and Rome
+    is 23.4°C").
+    """
+    out = [0]
+    out += [m.end() for m in _CLAUSE_END.finditer(text)]
+    out += [s for s, _e, _t in split_sentences(text)]
+    return sorted(set(out))
+
+
 def stem(word: str) -> str:
     """A crude stem shared by verbs and tool-name parts: ``cancelled``/``cancel_order`` →
     ``cancel``, ``created``/``create_ticket`` → ``creat``, ``sent`` → ``send``.
@@ -292,6 +316,15 @@ def time_key(m: re.Match) -> str | None:
     return f"{h:02d}:{mi:02d}"
 
 
+def time_alternatives(claim_text: str, key: str) -> tuple[str, ...]:
+    """The times a written time may mean: ``3:30`` without am/pm (and no leading zero) is
+    ``03:30`` or ``15:30``; anything else means its key only."""
+    if re.search(r"[ap]\.?m", claim_text, re.IGNORECASE) or claim_text.startswith("0"):
+        return (key,)
+    h = int(key[:2])
+    return (key, f"{h + 12:02d}{key[2:]}") if 1 <= h <= 11 else (key,)
+
+
 def asserted(text: str, start: int) -> bool:
     """Whether the words just before ``start`` leave a status or action asserted (no
     negation, modal, or condition such as ``not``, ``will``, ``once``, ``if``)."""
@@ -314,13 +347,14 @@ class _Spans:
         self.spans.append((a, b, kind, key, num))
 
 
-def extract_spans(text: str, *, answer: bool = True
+def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
                   ) -> list[tuple[int, int, str, str, Any, Num | None]]:
     """Every claim span of ``text`` as ``(start, end, kind, surface, key, num)``.
 
     With ``answer=True`` numbered-list markers (``1. ``) are skipped, names and user names
     are taken, and negated/conditional statuses and actions are left out; for a source
     (``answer=False``) every token is taken (see :mod:`evaltape.grader.matching.sources`).
+    ``words`` (default: ``answer``) also reads numbers written in words.
     """
     norm = clean(text)
     low = norm.lower()
@@ -336,6 +370,11 @@ def extract_spans(text: str, *, answer: bool = True
                 sp.take(m.start(), m.end(), "date", date_key(m))
     for m in TIME.finditer(norm):
         key = time_key(m)
+        if key and not (m.group("ap") or m.group("ap2")):
+            # "1:30 to 3:00 PM", "2:00-2:30 PM": the range's am/pm applies to both ends
+            nxt = _RANGE_END.match(norm, m.end())
+            if nxt and nxt.group(1).lower() == "p" and int(key[:2]) < 12:
+                key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
     for m in IDENT.finditer(norm):
@@ -348,14 +387,22 @@ def extract_spans(text: str, *, answer: bool = True
             for m in rx.finditer(norm):
                 tok = m.group("tok")
                 a, b = m.start("tok"), m.end("tok")
-                if tok.lower() in _NAMED_STOP or tok.lower().endswith("ing") \
+                low_tok = tok.lower()
+                if low_tok in _NAMED_STOP or low_tok.endswith(("ing", "ly")) \
                         or not sp.free(a, b):
                     continue
+                if rx is NAMED and m.group("trig").lower() in ("user", "account") \
+                        and not m.group("sep") and low_tok.endswith("s") \
+                        and not re.search(r"[\d._]", low_tok):
+                    continue  # "account earns", "user needs": a verb, not a user name
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
         for m in ACTION_RE.finditer(norm):
             a, b = m.start("v"), m.end("v")
+            if m.group("back"):
+                b = m.end("back")
             if sp.free(a, b) and asserted(low, m.start()):
-                sp.take(a, b, "action", stem(m.group("v")))
+                key = stem(m.group("v")) + ("back" if m.group("back") else "")
+                sp.take(a, b, "action", key)
     for m in STATUS_RE.finditer(norm):
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
@@ -375,7 +422,7 @@ def extract_spans(text: str, *, answer: bool = True
         if sp.free(m.start(), m.end()):
             n = parse_match(m, norm)
             sp.take(m.start(), m.end(), "number", n.key, n)
-    if answer:
+    if answer if words is None else words:
         for m in NUMBER_WORD.finditer(norm):
             if sp.free(m.start(), m.end()):
                 n = parse_word(m, norm)
@@ -401,19 +448,27 @@ def _take_name(sp: _Spans, m: re.Match) -> None:
 def extract_claims(answer: str) -> list[Claim]:
     """The checkable claims of an answer, each with the sentence it came from.
 
-    Duplicates within one sentence (same kind and key) are kept once. Linear in the
-    answer's length (the sentence of a claim is found by bisection).
+    Duplicates within one clause (same kind and key) are kept once. Claims of a
+    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") are not
+    assertions and are left out. Linear in the answer's length (the sentence of a claim is
+    found by bisection).
     """
     spans = extract_spans(answer, answer=True)
-    sentences = split_sentences(clean(answer))
+    text = clean(answer)
+    sentences = split_sentences(text)
     starts = [s[0] for s in sentences]
+    cuts = clauses(text) + [len(text)]
     out: list[Claim] = []
-    seen: set[tuple[str, str, Any]] = set()
+    seen: set[tuple[int, str, Any]] = set()
     for a, _b, kind, surface, key, num in spans:
         i = bisect.bisect_right(starts, a) - 1
         sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
-        if (sentence, kind, key) in seen:
+        if sentence.endswith("?"):
             continue
-        seen.add((sentence, kind, key))
-        out.append(Claim(kind, surface, key, sentence, a, num))
+        j = bisect.bisect_right(cuts, a) - 1
+        clause = (cuts[j], cuts[j + 1])
+        if (clause[0], kind, key) in seen:
+            continue
+        seen.add((clause[0], kind, key))
+        out.append(Claim(kind, surface, key, sentence, a, num, clause))
     return out

@@ -146,6 +146,9 @@ def parse_match(m: re.Match, text: str) -> Num:
     if cur:
         unit = _CURRENCY[cur]
     hedged = _HEDGE.search(text, max(0, m.start() - 20), m.start()) is not None
+    if hedged and places == 0 and value:
+        digits = fmt(value)
+        places = -(len(digits) - len(digits.rstrip("0")))  # "about 182,600": hundreds
     return Num(value, unit, places, hedged)
 
 
@@ -179,17 +182,34 @@ def _tolerance(claim: Num) -> Decimal:
     return Decimal(5) * Decimal(10) ** (-claim.places - 1)
 
 
-def source_values(n: Num) -> list[Num]:
-    """The values a source number states: itself, and its percent/fraction twin.
+#: durations restated in another unit: canonical unit → (unit, factor) twins
+_TIME_TWINS = {"s": (("min", 1, 60), ("h", 1, 3600), ("day", 1, 86400)),
+               "min": (("h", 1, 60), ("s", 60, 1)),
+               "h": (("min", 60, 1), ("day", 1, 24)),
+               "day": (("h", 24, 1), ("week", 1, 7)),
+               "ms": (("s", 1, 1000),)}
 
-    A unitless fraction ``0 < v < 1`` also states ``v × 100 %``; a percent also states
-    ``v / 100`` without a unit.
+
+def source_values(n: Num) -> list[Num]:
+    """The values a source number states: itself and its twins.
+
+    Twins: a unitless fraction ``0 < v < 1`` also states ``v × 100 %`` and a percent
+    ``v / 100``; a negative number also states its magnitude (``-0.83`` is said "down
+    0.83%"); a duration also states itself in the neighbouring time units when that gives
+    at most two decimals (``210 min`` = ``3.5 h``; ``1209600 s`` = ``14 days``).
     """
     out = [n]
-    if n.unit == "%":
-        out.append(Num(n.value / 100, ""))
-    elif not n.unit and 0 < n.value < 1:
-        out.append(Num(n.value * 100, "%"))
+    if n.value < 0:
+        out.append(Num(-n.value, n.unit))
+    for x in list(out):
+        if x.unit == "%":
+            out.append(Num(x.value / 100, ""))
+        elif not x.unit and 0 < x.value < 1:
+            out.append(Num(x.value * 100, "%"))
+        for unit, mul, div in _TIME_TWINS.get(x.unit, ()):
+            v = x.value * mul / div
+            if v == v.quantize(Decimal("0.01")) and v:
+                out.append(Num(v.normalize(), unit))
     return out
 
 
@@ -197,13 +217,17 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
     """A sum, difference, product or ratio of two pool numbers that gives ``claim``.
 
     Rules (the first match is returned as text, e.g. ``"1250 + 750"``):
-    ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units;
-    ``a × b`` (one side unitless) and ``a ÷ b`` (× 100 for a percent claim) must round to
-    the claim at its stated precision; an exact product needs a non-integer factor (a
-    rate) and a whole-number ratio must be a percent, since small whole numbers are too
-    easy to hit by chance. Pool numbers 0
-    and 1 are skipped (they make any number derivable). Only the first :data:`POOL_LIMIT`
-    pool numbers are used; cost is bounded by POOL_LIMIT² per claim.
+
+    - ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units;
+    - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
+      equal it exactly with a non-integer factor (a rate: 500 × 1.0842);
+    - ``a ± b%`` (a raise, a discount, a tax) likewise;
+    - ``a ÷ b`` (× 100 for a percent claim) likewise; a whole-number ratio counts only for
+      a percent, or a claim with a unit that is at least 10 (an average price), since
+      small whole numbers are too easy to hit by chance.
+
+    Pool numbers 0 and 1 are skipped (they make any number derivable), and only the first
+    :data:`POOL_LIMIT` are used: cost is bounded by POOL_LIMIT² per claim.
     """
     nums = [p for p in pool if p.value not in (0, 1)][:POOL_LIMIT]
     c = claim.value
@@ -223,10 +247,15 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
             if (not a.unit or not b.unit) and (abs(prod - c) <= tol if tol else prod == c and rate):
                 return f"{fmt(a.value)} × {fmt(b.value)}"
             for x, y in ((a, b), (b, a)):
+                if y.unit == "%" and compatible(x.unit, claim.unit) and x.unit != "%":
+                    for sign, word in ((1, "+"), (-1, "−")):
+                        v = x.value * (100 + sign * y.value) / 100
+                        if v == c or (tol and abs(v - c) <= tol):
+                            return f"{fmt(x.value)} {word} {fmt(y.value)}%"
                 if claim.unit == "%":
                     r = x.value * 100 / y.value
-                elif c == c.to_integral_value() and not tol:
-                    continue  # a whole-number ratio of two numbers is too easy to hit by chance
+                elif c == c.to_integral_value() and not tol and not (claim.unit and c >= 10):
+                    continue  # a small whole-number ratio is too easy to hit by chance
                 elif compatible(claim.unit, x.unit if not y.unit else ""):
                     r = x.value / y.value
                 else:

@@ -13,7 +13,9 @@ is then checked in constant (or logarithmic) time:
   ``succeeded`` for a call that returned ``success: true``, ``failed`` for one that failed;
 - word stems of the result and the tool name, for reported actions;
 - counts: the length of every JSON list and, for lists of objects, how many items share
-  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2).
+  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2) and the sum
+  of each numeric field over the items (a total of listed amounts);
+- a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none.
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
 false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
@@ -32,7 +34,7 @@ import orjson
 
 from evaltape.grader.matching.claims import (STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, WEEKDAYS, Claim, clean,
-                                             extract_spans, stem)
+                                             extract_spans, stem, time_alternatives)
 from evaltape.grader.matching.numbers import KEY_UNITS, Num, compatible, fmt, matches, \
     source_values
 
@@ -111,42 +113,45 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
-    def _walk(self, value: Any, key: str) -> None:
+    def _walk(self, value: Any, key: str, currency: str = "") -> None:
         if isinstance(value, dict):
+            code = value.get("currency")
+            if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
+                currency = code.lower()  # a "currency" key is the unit of its siblings
             for k, v in value.items():
                 self._tokens(str(k))
-                self._walk(v, str(k))
+                self._walk(v, str(k), currency)
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
             tallies: Counter = Counter()
+            sums: dict[str, Decimal] = {}
             for v in value:
                 if isinstance(v, dict):
                     for k, x in v.items():
                         if isinstance(x, (str, int, bool)) and not isinstance(x, float):
                             tallies[(k, str(x).lower())] += 1
-                self._walk(v, key)
+                        if isinstance(x, (int, float)) and not isinstance(x, bool):
+                            sums[k] = sums.get(k, Decimal(0)) + _decimal(x)
+                self._walk(v, key, currency)
             for n in sorted(set(tallies.values())):
                 self._count(Decimal(n))
+            for k, total in sums.items():
+                self.counts.extend(source_values(Num(total, _key_unit(k) or currency)))
         elif isinstance(value, bool) or value is None:
             if value is not None:
                 self.tokens.add(str(value).lower())
         elif isinstance(value, (int, float)):
-            try:
-                d = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-            except InvalidOperation:  # inf / nan
+            d = _decimal(value)
+            if not d.is_finite():
                 return
-            parts = key.lower().split("_")
-            # "distance_km" names a unit; "requests_per_min" names a rate, not minutes
-            unit = KEY_UNITS.get(parts[-1], "") if len(parts) > 1 and parts[-2] != "per" \
-                else ""
-            self._number(Num(d, unit))
+            self._number(Num(d, _key_unit(key) or currency))
             self.tokens.add(fmt(d))
         else:
             self._text(str(value))
 
     def _text(self, text: str) -> None:
         self._tokens(text)
-        for _a, _b, kind, _s, key, num in extract_spans(text, answer=False):
+        for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
             if kind == "number" and num is not None:
                 self._number(num)
             elif kind == "date":
@@ -184,24 +189,29 @@ class SourceFacts:
 
         Numbers: an equal value with a compatible unit, or one that rounds to the claim
         (:func:`evaltape.grader.matching.numbers.matches`). Dates: equal keys; a date
-        without a year matches any year. Identifiers, e-mails: the token. Names: every
-        word as a token. Statuses: the canonical status. Weekdays: the word itself.
+        without a year matches any year. Times: the time, or for ``3:30`` without am/pm
+        also ``15:30``. Identifiers, e-mails: the token. Names: every word as a token.
+        Statuses: the canonical status, or the word as a token (``pending_requests``).
+        Weekdays: the word itself.
         """
         k = claim.kind
         if k == "number":
-            return self.supports_number(claim.num) if claim.num else False
+            if claim.num is None:
+                return False
+            # "14F" may be a seat as well as 14 °F
+            return self.supports_number(claim.num) or claim.text.lower() in self.tokens
         if k == "date":
             if claim.key.startswith("????"):
                 return any(d.endswith(claim.key[4:]) for d in self.dates)
             return claim.key in self.dates
         if k == "time":
-            return claim.key in self.times
+            return any(t in self.times for t in time_alternatives(claim.text, claim.key))
         if k in ("identifier", "email"):
             return claim.key in self.tokens
         if k == "name":
             return all(w in self.tokens for w in claim.key.split())
         if k == "status":
-            return claim.key in self.statuses
+            return claim.key in self.statuses or claim.key in self.tokens
         if k == "weekday":
             return _WEEKDAY_NAMES[claim.key] in self.tokens
         return False
@@ -228,3 +238,20 @@ class SourceFacts:
 
 
 _WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}
+
+
+def _decimal(x: int | float) -> Decimal:
+    try:
+        return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
+    except InvalidOperation:  # pragma: no cover - repr of a float is always valid
+        return Decimal("NaN")
+
+
+def _key_unit(key: str) -> str:
+    """The unit a JSON key names by its last ``_`` part (``distance_km`` → ``km``) or as
+    a whole word of four letters or more (``minutes``); ``requests_per_min`` names a
+    rate, not minutes → ``""``."""
+    parts = key.lower().split("_")
+    if len(parts) == 1:  # "minutes": 90 names its unit too, "c": 3 does not
+        return KEY_UNITS.get(parts[0], "") if len(parts[0]) >= 4 else ""
+    return KEY_UNITS.get(parts[-1], "") if parts[-2] != "per" else ""

@@ -10,10 +10,13 @@ import bisect
 import re
 from dataclasses import dataclass
 from datetime import date
-from typing import ClassVar, Mapping
+from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.claims import STATUS_ANY, Claim, clean, extract_claims, split_sentences, stem
-from evaltape.grader.matching.numbers import Num, derive
+import orjson
+
+from evaltape.grader.matching.claims import (STATUS_ANY, Claim, clean, extract_claims,
+                                             split_sentences, stem)
+from evaltape.grader.matching.numbers import Num, compatible, derive
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
 
@@ -23,7 +26,8 @@ SCOPED_KINDS = ("number", "date", "time", "status", "weekday")
 ACTION_SYNONYMS = [frozenset(g.split()) for g in (
     "creat open fil log submit rais", "send email notifi", "book reserv", "cancel void",
     "restart reboot", "updat chang modifi edit add", "delet remov", "refund issu credit",
-    "reset", "unlock", "escalat", "schedul reschedul")]
+    "reset", "unlock", "escalat", "schedul reschedul", "rollback revert", "deploy releas",
+    "transfer mov")]
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _WEEKDAY = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -91,7 +95,8 @@ class Grounding:
       ``success: true`` states ``succeeded``;
     - an action (``has been reset``) is supported by a successful call of a tool whose name
       names it (``reset_password``; :data:`ACTION_SYNONYMS`), else by a successful result
-      or the input using the word; when every such call failed it is unsupported;
+      using the word; when every such call failed it is unsupported. Statuses and actions
+      are never supported by the user input alone: "has it shipped?" states nothing;
     - a weekday must match the date it is said of (the dates in its sentence, with the
       year taken from the sources when the answer gives none).
 
@@ -141,7 +146,12 @@ class _Checker:
 
     # -- scope -----------------------------------------------------------------------------
     def _subjects(self) -> None:
-        """Argument values that tell apart calls of one tool, and where the answer names them."""
+        """Entities that tell sources apart, and where the answer names them.
+
+        Call level: an argument value that differs between calls of one tool (``city:
+        Rome`` vs ``city: Paris``). Item level: a string value found in exactly one item of
+        a listed result (``"name": "Dell S2722QC"`` in a list of products).
+        """
         by_tool: dict[str, list[int]] = {}
         for i, (c, _f) in enumerate(self.calls):
             by_tool.setdefault(c.name, []).append(i)
@@ -160,8 +170,21 @@ class _Checker:
                     if v and len(v.split()) <= 4:
                         subj.setdefault(v, set()).add(i)
         self.subject_calls = subj
+        self.items: dict[str, tuple[str, Any, list[Any]]] = {}
+        for c, f in self.calls:
+            for items in _listed_objects(c.result if c.result is not None else None, f):
+                counts: dict[str, list[int]] = {}
+                for n, item in enumerate(items):
+                    for v in item.values():
+                        if isinstance(v, str) and 0 < len(v) <= 60:
+                            key = _norm_tokens(v)
+                            if key and len(key.split()) <= 4 and n not in counts.get(key, []):
+                                counts.setdefault(key, []).append(n)
+                for key, where in counts.items():
+                    if len(where) == 1 and key not in subj:
+                        self.items.setdefault(key, (f.label, items[where[0]], items))
         self.mentions: list[tuple[int, int, str]] = []
-        if not subj:
+        if not subj and not self.items:
             return
         toks = [(m.start(), m.end(), m.group(0).lower().strip(".'-"))
                 for m in _TOKEN.finditer(self.text)]
@@ -170,21 +193,26 @@ class _Checker:
                 if j + n > len(toks):
                     break
                 key = " ".join(t[2] for t in toks[j:j + n])
-                if key in subj:
+                if key in subj or key in self.items:
                     self.mentions.append((toks[j][0], toks[j + n - 1][1], key))
 
-    def _scope(self, claim: Claim) -> tuple[list[SourceFacts], list[SourceFacts], str | None]:
+    def _subject(self, claim: Claim) -> tuple[int, int, str] | None:
+        """The entity a claim is said of: the nearest named before it in its clause, else
+        the first after it; ``None`` when its clause names none."""
+        if claim.kind not in SCOPED_KINDS or not self.mentions:
+            return None
+        ca, cb = claim.clause
+        if any(m[0] <= claim.start < m[1] for m in self.mentions):
+            return None  # the claim names an entity ("seats 12A, 14F"), it is no fact of one
+        same = [m for m in self.mentions if ca <= m[0] < cb]
+        before = [m for m in same if m[0] < claim.start]
+        return before[-1] if before else next((m for m in same if m[0] > claim.start), None)
+
+    def _scope(self, claim: Claim, pick: tuple[int, int, str] | None
+               ) -> tuple[list[SourceFacts], list[SourceFacts], str | None]:
         """``(sources in scope, sibling sources left out, subject)`` for a claim."""
         everything = [self.input] + [f for _c, f in self.calls]
-        if claim.kind not in SCOPED_KINDS or not self.mentions:
-            return everything, [], None
-        i = bisect.bisect_right(self.starts, claim.start) - 1
-        sa, sb = self.sentences[i][:2] if i >= 0 else (0, len(self.text))
-        same = [m for m in self.mentions if sa <= m[0] < sb
-                and not (m[0] <= claim.start < m[1])]
-        before = [m for m in same if m[0] < claim.start]
-        pick = before[-1] if before else next((m for m in same if m[0] > claim.start), None)
-        if pick is None:
+        if pick is None or pick[2] not in self.subject_calls:
             return everything, [], None
         about = self.subject_calls[pick[2]]
         tools = {self.calls[j][0].name for j in about}
@@ -192,26 +220,48 @@ class _Checker:
         scope = [self.input] + [f for j, (_c, f) in enumerate(self.calls) if j not in siblings]
         return scope, [self.calls[j][1] for j in sorted(siblings)], self.text[pick[0]:pick[1]]
 
+    def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
+        """Why a claim is unsupported at item level: its item does not state it but another
+        item of the same list does; ``None`` otherwise."""
+        if pick is None or pick[2] not in self.items:
+            return None
+        label, item, items = self.items[pick[2]]
+        if _item_facts(label, item).supports(claim):
+            return None
+        for other in items:
+            if other is not item and isinstance(other, dict) and \
+                    _item_facts(label, other).supports(claim):
+                name = self.text[pick[0]:pick[1]]
+                return f"stated for another item of {label}, not for {name}"
+        return None
+
     # -- rules -----------------------------------------------------------------------------
     def reason(self, claim: Claim) -> str | None:
         """``None`` when the claim is supported, else why it is not (quoted in details)."""
         if claim.kind == "action":
             return self._action(claim)
-        scope, siblings, subject = self._scope(claim)
+        pick = self._subject(claim)
+        swapped = self._item_swap(claim, pick)
+        if swapped:
+            return swapped
+        scope, siblings, subject = self._scope(claim, pick)
+        if claim.kind == "status":
+            # the user asks about a state ("has it shipped?"); only a tool result states it
+            scope = [s for s in scope if s is not self.input]
         if claim.kind == "weekday":
             return self._weekday(claim, scope)
         if any(s.supports(claim) for s in scope):
             if claim.num is not None:
                 self.supported_numbers.append(claim.num)
             return None
-        if claim.kind == "number" and claim.num is not None:
-            how = self._derived(claim.num, scope)
-            if how:
-                self.supported_numbers.append(claim.num)
-                return None
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}"
+        if claim.kind == "number" and claim.num is not None:
+            # a derived number may combine figures of several entities ("5.6°C warmer")
+            if self._derived(claim.num, scope + siblings):
+                self.supported_numbers.append(claim.num)
+                return None
         if claim.kind == "number" and claim.num is not None:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
             if units:
@@ -219,7 +269,7 @@ class _Checker:
             return "no source states this number, nor a count, sum, difference, product " \
                    "or ratio of stated ones"
         if claim.kind == "status":
-            said = sorted({st for s in scope[1:] for st in s.statuses})
+            said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status"
         return f"no source states this {claim.kind}"
@@ -227,14 +277,16 @@ class _Checker:
     def _derived(self, n: Num, scope: list[SourceFacts]) -> str | None:
         for s in scope:
             for c in s.counts:
-                if c.value == n.value:
-                    return f"count in {s.label}"
+                if c.value == n.value and compatible(c.unit, n.unit):
+                    return f"count or total in {s.label}"
         for idxs in self.by_tool.values():
             if len(idxs) == n.value:
                 return "count of calls"
-        pool = list(self.supported_numbers)
-        for s in scope:
-            pool.extend(s.nums)
+        pool, seen = [], set()
+        for x in [*self.supported_numbers, *(x for s in scope for x in s.nums)]:
+            if x.key not in seen:  # each value once: 45 + 45 is not "two numbers"
+                seen.add(x.key)
+                pool.append(x)
         return derive(n, pool)
 
     def _weekday(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
@@ -277,11 +329,35 @@ class _Checker:
         if named:
             return "; ".join(f"{f.label} failed" for _c, f in named) + \
                 ", and no call of it succeeded"
-        if group & self.input.stems:
-            return None
         if any(group & f.stems for _c, f in self.calls if not f.failed):
             return None
         return "no successful tool call or result reports this action"
+
+
+def _listed_objects(result: str | None, facts: SourceFacts) -> list[list[dict]]:
+    """Lists of two or more JSON objects in a call's result (at any depth)."""
+    if not result or result.lstrip()[:1] not in "{[":
+        return []
+    try:
+        parsed = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[list[dict]] = []
+    stack = [parsed]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            objs = [x for x in v if isinstance(x, dict)]
+            if len(objs) >= 2:
+                out.append(objs)
+            stack.extend(v)
+    return out
+
+
+def _item_facts(label: str, item: dict) -> SourceFacts:
+    return SourceFacts.of(label, orjson.dumps(item).decode())
 
 
 def _weekday_of(d: str) -> int | None:
