@@ -26,6 +26,7 @@ decimals. Pure functions; no model, no network.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -232,35 +233,60 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
     nums = [p for p in pool if p.value not in (0, 1)][:POOL_LIMIT]
     c = claim.value
     tol = _tolerance(claim) if (claim.hedged or claim.places >= 1) else Decimal(0)
-    for i, a in enumerate(nums):
-        for b in nums[i:]:
-            if a is b:
-                continue
-            if compatible(a.unit, b.unit) and compatible(a.unit or b.unit, claim.unit):
-                if a.value + b.value == c:
-                    return f"{fmt(a.value)} + {fmt(b.value)}"
-                if abs(a.value - b.value) == c:
-                    hi, lo = (a, b) if a.value > b.value else (b, a)
-                    return f"{fmt(hi.value)} − {fmt(lo.value)}"
-            rate = a.value != a.value.to_integral_value() or b.value != b.value.to_integral_value()
+    exact: dict[Decimal, list[Num]] = {}
+    for p in nums:
+        exact.setdefault(p.value, []).append(p)
+    ordered = sorted(nums, key=lambda p: p.value)
+    values = [p.value for p in ordered]
+
+    def between(lo: Decimal, hi: Decimal) -> list[Num]:
+        if lo > hi:
+            lo, hi = hi, lo
+        return ordered[bisect.bisect_left(values, lo):bisect.bisect_right(values, hi)]
+
+    def whole(x: Decimal) -> bool:
+        return x == x.to_integral_value()
+
+    for a in nums:
+        # a + b = c and a − b = c: exact, by look-up
+        for b in exact.get(c - a.value, []) + exact.get(a.value - c, []):
+            if b is not a and compatible(a.unit, b.unit) \
+                    and compatible(a.unit or b.unit, claim.unit):
+                op = "+" if a.value + b.value == c else "−"
+                return f"{fmt(a.value)} {op} {fmt(b.value)}"
+        # a × b ≈ c: b within tol / |a| of c / a
+        span = tol / abs(a.value)
+        for b in between(c / a.value - span, c / a.value + span):
             prod = a.value * b.value
-            if (not a.unit or not b.unit) and (abs(prod - c) <= tol if tol else prod == c and rate):
+            if b is a or (a.unit and b.unit):
+                continue
+            if (abs(prod - c) <= tol) if tol else (prod == c and not (whole(a.value)
+                                                                      and whole(b.value))):
                 return f"{fmt(a.value)} × {fmt(b.value)}"
-            for x, y in ((a, b), (b, a)):
-                if y.unit == "%" and compatible(x.unit, claim.unit) and x.unit != "%":
-                    for sign, word in ((1, "+"), (-1, "−")):
-                        v = x.value * (100 + sign * y.value) / 100
-                        if v == c or (tol and abs(v - c) <= tol):
-                            return f"{fmt(x.value)} {word} {fmt(y.value)}%"
-                if claim.unit == "%":
-                    r = x.value * 100 / y.value
-                elif c == c.to_integral_value() and not tol and not (claim.unit and c >= 10):
-                    continue  # a small whole-number ratio is too easy to hit by chance
-                elif compatible(claim.unit, x.unit if not y.unit else ""):
-                    r = x.value / y.value
-                else:
-                    continue
-                if r == c or (tol and abs(r - c) <= tol):
-                    op = " × 100" if claim.unit == "%" else ""
-                    return f"{fmt(x.value)} ÷ {fmt(y.value)}{op}"
+        # a ± b% ≈ c: b = ±(100·c / a − 100), within 100·tol / |a|
+        if compatible(a.unit, claim.unit) and a.unit != "%":
+            mid, span = 100 * c / a.value - 100, 100 * tol / abs(a.value)
+            for sign, word in ((1, "+"), (-1, "−")):
+                for b in between(sign * mid - span, sign * mid + span):
+                    v = a.value * (100 + sign * b.value) / 100
+                    if b.unit == "%" and (v == c or (tol and abs(v - c) <= tol)):
+                        return f"{fmt(a.value)} {word} {fmt(b.value)}%"
+        # a ÷ b ≈ c (× 100 for a percent claim): b = a / c, within the matching span
+        if not c:
+            continue
+        scale = 100 if claim.unit == "%" else 1
+        if claim.unit != "%":
+            if whole(c) and not tol and not (claim.unit and c >= 10):
+                continue  # a small whole-number ratio is too easy to hit by chance
+        lo_c, hi_c = c - tol, c + tol
+        if lo_c <= 0 < hi_c:
+            continue
+        for b in between(scale * a.value / hi_c, scale * a.value / lo_c):
+            if b is a or not b.value:
+                continue
+            if claim.unit != "%" and not compatible(claim.unit, a.unit if not b.unit else ""):
+                continue
+            r = scale * a.value / b.value
+            if r == c or (tol and abs(r - c) <= tol):
+                return f"{fmt(a.value)} ÷ {fmt(b.value)}" + (" × 100" if scale == 100 else "")
     return None

@@ -58,7 +58,8 @@ class SourceFacts:
         values: ``(value, unit)`` sorted, for rounding look-ups.
         nums: the numbers in the order stated (the derived-number pool).
         dates, times, statuses, stems: normalised keys.
-        counts: list lengths and per-value tallies (see the module docstring).
+        counts: list lengths, per-value tallies and totals (see the module docstring).
+        count_index: ``{value: {units}}`` of ``counts``.
     """
 
     label: str
@@ -73,6 +74,7 @@ class SourceFacts:
     statuses: set[str] = field(default_factory=set)
     stems: set[str] = field(default_factory=set)
     counts: list[Num] = field(default_factory=list)
+    count_index: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
@@ -110,6 +112,8 @@ class SourceFacts:
         if f.failed:
             f.statuses.add("failed")
         f.values.sort(key=lambda v: v[0])
+        for c in f.counts:
+            f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
         return f
 
     # -- indexing --------------------------------------------------------------------------

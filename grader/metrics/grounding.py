@@ -7,6 +7,7 @@ has no checkable token. What it can and cannot catch: docs/metrics.md, "groundin
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -16,12 +17,15 @@ import orjson
 
 from evaltape.grader.matching.claims import (STATUS_ANY, Claim, clean, extract_claims,
                                              split_sentences, stem)
-from evaltape.grader.matching.numbers import Num, compatible, derive
+from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
 
 #: claim kinds checked against the calls about the entity they are said of
 SCOPED_KINDS = ("number", "date", "time", "status", "weekday")
+#: at most this many items of one listed result are compared when a claim is said of one
+#: item (the item-level swap check), so a claim costs a bounded amount of work
+ITEM_LIMIT = 50
 #: verb stems that name the same action as a tool-name part (``opened`` ↔ ``create_ticket``)
 ACTION_SYNONYMS = [frozenset(g.split()) for g in (
     "creat open fil log submit rais", "send email notifi", "book reserv", "cancel void",
@@ -118,7 +122,7 @@ class Grounding:
         claims = extract_claims(answer)
         if not claims:
             return Score(None, "no checkable claims in the final answer", reason="no_claims")
-        check = _Checker(trace, answer)
+        check = _Checker(trace, answer, claims)
         unsupported = [(c, why) for c in claims if (why := check.reason(c)) is not None]
         n, bad = len(claims), len(unsupported)
         details = f"{bad}/{n} claims unsupported"
@@ -131,7 +135,7 @@ class Grounding:
 class _Checker:
     """The sources of one episode, indexed once, and the per-claim support rules."""
 
-    def __init__(self, trace: Trace, answer: str) -> None:
+    def __init__(self, trace: Trace, answer: str, claims: list[Claim]) -> None:
         results, errors = results_by_id(trace), error_ids(trace)
         self.input = SourceFacts.of("input", trace.input)
         self.calls: list[tuple[ToolCall, SourceFacts]] = [
@@ -143,6 +147,14 @@ class _Checker:
         self.starts = [s[0] for s in self.sentences]
         self._subjects()
         self.supported_numbers: list[Num] = []
+        self.dates_by_sentence: dict[int, list[str]] = {}
+        for c in claims:
+            if c.kind == "date":
+                self.dates_by_sentence.setdefault(self._sentence_of(c), []).append(c.key)
+        self._item_cache: dict[int, SourceFacts] = {}
+
+    def _sentence_of(self, claim: Claim) -> int:
+        return bisect.bisect_right(self.starts, claim.start) - 1
 
     # -- scope -----------------------------------------------------------------------------
     def _subjects(self) -> None:
@@ -184,17 +196,20 @@ class _Checker:
                     if len(where) == 1 and key not in subj:
                         self.items.setdefault(key, (f.label, items[where[0]], items))
         self.mentions: list[tuple[int, int, str]] = []
+        self.mention_starts: list[int] = []
         if not subj and not self.items:
             return
+        longest = max(len(k.split()) for k in itertools.chain(subj, self.items))
         toks = [(m.start(), m.end(), m.group(0).lower().strip(".'-"))
                 for m in _TOKEN.finditer(self.text)]
         for j in range(len(toks)):
-            for n in range(1, 5):
+            for n in range(1, longest + 1):
                 if j + n > len(toks):
                     break
                 key = " ".join(t[2] for t in toks[j:j + n])
                 if key in subj or key in self.items:
                     self.mentions.append((toks[j][0], toks[j + n - 1][1], key))
+        self.mention_starts = [m[0] for m in self.mentions]
 
     def _subject(self, claim: Claim) -> tuple[int, int, str] | None:
         """The entity a claim is said of: the nearest named before it in its clause, else
@@ -202,9 +217,11 @@ class _Checker:
         if claim.kind not in SCOPED_KINDS or not self.mentions:
             return None
         ca, cb = claim.clause
-        if any(m[0] <= claim.start < m[1] for m in self.mentions):
+        lo = bisect.bisect_left(self.mention_starts, ca)
+        hi = bisect.bisect_left(self.mention_starts, cb)
+        same = self.mentions[lo:hi]
+        if any(m[0] <= claim.start < m[1] for m in same):
             return None  # the claim names an entity ("seats 12A, 14F"), it is no fact of one
-        same = [m for m in self.mentions if ca <= m[0] < cb]
         before = [m for m in same if m[0] < claim.start]
         return before[-1] if before else next((m for m in same if m[0] > claim.start), None)
 
@@ -226,14 +243,20 @@ class _Checker:
         if pick is None or pick[2] not in self.items:
             return None
         label, item, items = self.items[pick[2]]
-        if _item_facts(label, item).supports(claim):
+        if self._item_facts(label, item).supports(claim):
             return None
-        for other in items:
-            if other is not item and isinstance(other, dict) and \
-                    _item_facts(label, other).supports(claim):
+        for other in items[:ITEM_LIMIT]:
+            if other is not item and self._item_facts(label, other).supports(claim):
                 name = self.text[pick[0]:pick[1]]
                 return f"stated for another item of {label}, not for {name}"
         return None
+
+    def _item_facts(self, label: str, item: dict) -> SourceFacts:
+        facts = self._item_cache.get(id(item))
+        if facts is None:
+            facts = self._item_cache[id(item)] = SourceFacts.of(label,
+                                                                orjson.dumps(item).decode())
+        return facts
 
     # -- rules -----------------------------------------------------------------------------
     def reason(self, claim: Claim) -> str | None:
@@ -275,25 +298,29 @@ class _Checker:
         return f"no source states this {claim.kind}"
 
     def _derived(self, n: Num, scope: list[SourceFacts]) -> str | None:
+        key = fmt(n.value)
         for s in scope:
-            for c in s.counts:
-                if c.value == n.value and compatible(c.unit, n.unit):
-                    return f"count or total in {s.label}"
-        for idxs in self.by_tool.values():
-            if len(idxs) == n.value:
-                return "count of calls"
-        pool, seen = [], set()
-        for x in [*self.supported_numbers, *(x for s in scope for x in s.nums)]:
-            if x.key not in seen:  # each value once: 45 + 45 is not "two numbers"
+            units = s.count_index.get(key)
+            if units and (not n.unit or "" in units or n.unit in units):
+                return f"count or total in {s.label}"
+        if any(len(idxs) == n.value for idxs in self.by_tool.values()):
+            return "count of calls"
+        # the pool: the answer's latest supported numbers, then the sources' first ones,
+        # each value once (45 + 45 is not "two numbers"), at most POOL_LIMIT in all
+        pool: list[Num] = []
+        seen: set[tuple[str, str]] = set()
+        recent = self.supported_numbers[-(POOL_LIMIT // 2):]
+        for x in itertools.chain(recent, (x for s in scope for x in s.nums)):
+            if len(pool) >= POOL_LIMIT:
+                break
+            if x.key not in seen:
                 seen.add(x.key)
                 pool.append(x)
         return derive(n, pool)
 
     def _weekday(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         full = {d for s in scope for d in s.weekday_dates()}
-        i = bisect.bisect_right(self.starts, claim.start) - 1
-        sentence = self.sentences[i][2] if i >= 0 else self.text
-        said = [c.key for c in extract_claims(sentence) if c.kind == "date"]
+        said = self.dates_by_sentence.get(self._sentence_of(claim), [])
         resolved = []
         for d in said:
             if d.startswith("?"):
@@ -354,10 +381,6 @@ def _listed_objects(result: str | None, facts: SourceFacts) -> list[list[dict]]:
                 out.append(objs)
             stack.extend(v)
     return out
-
-
-def _item_facts(label: str, item: dict) -> SourceFacts:
-    return SourceFacts.of(label, orjson.dumps(item).decode())
 
 
 def _weekday_of(d: str) -> int | None:
