@@ -148,3 +148,216 @@ def test_claim_kinds_extracted():
     assert [(c.kind, c.key) for c in claims] == [
         ("identifier", "tkt-2024-0891"), ("action", "creat"), ("date", "2026-03-04"),
         ("email", "jsmith@company.com"), ("identifier", "jsmith"), ("status", "unlocked")]
+
+
+# --- faithful restatements that must not be flagged (one per kind) --------------------------
+
+def _one(tool: str, args: dict, result, answer: str, inp: str = "What does it say?",
+         is_error: bool = False) -> EpisodeContext:
+    res = result if isinstance(result, str) else json.dumps(result)
+    return episode(inp, answer, [ToolCall("toolu_1", tool, args, res, is_error, 1)])
+
+
+FLIGHT = {"flight": "UA 1482", "departure": "2026-03-18T07:42:10Z", "status": "delayed"}
+
+
+@pytest.mark.parametrize("result,answer,n_claims", [
+    # ISO datetime restated: date ????-03-18 matches 2026-03-18, 07:42 matches 07:42:10Z
+    (FLIGHT, "It leaves March 18 at 07:42.", 2),
+    # 2026-03-18 is a Wednesday (checked by hand in a calendar): weekday + date
+    (FLIGHT, "It leaves on Wednesday, March 18.", 2),
+    # 09:30 said as 9:30 AM
+    ({"start": "09:30"}, "The meeting starts at 9:30 AM.", 1),
+    # 21:15 said as 9:15 PM; "from 1:30 to 3:00 PM": the range's PM applies to 1:30
+    ({"start": "21:15"}, "Boarding starts at 9:15 PM.", 1),
+    ({"busy": "13:30-15:00"}, "You're busy from 1:30 to 3:00 PM.", 2),
+    # 0.5 as "half" and as "50 percent"; 0.0415 as "4.15%" ("were approved" is an action
+    # the result's "approval" names: 2 claims)
+    ({"approval_rate": 0.5}, "Half of them were approved.", 2),
+    ({"approval_rate": 0.5}, "The approval rate is 50 percent.", 1),
+    ({"apy": 0.0415}, "The account earns 4.15% APY.", 1),
+    # 142.0 as 142.00; $18,402.77 is one number, not 402.77
+    ({"amount": 142.0}, "The dividend was $142.00.", 1),
+    ({"store_credit": "$18,402.77"}, "You have $18,402.77 in store credit.", 1),
+    # "about 18°C" for 17.8 (hedged rounding to the last written digit)
+    ({"temp_c": 17.8}, "It's about 18°C.", 1),
+    # a negative change said with a word: -0.83 as "down 0.83%"
+    ({"day_change_pct": -0.83}, "Your portfolio is down 0.83% today.", 1),
+    # a duration in another unit: 210 minutes as 3.5 hours
+    ({"duration_minutes": 210}, "The block is 3.5 hours long.", 1),
+    # "card ending in 4417", "the account called akhan": ending/called are no
+    # identifiers; claims: 4417 (number) / akhan (identifier, quoted)
+    ({"card_last4": "4417"}, "It went to your card ending in 4417.", 1),
+    ({"handle": "akhan"}, "The on-call is the account called 'akhan'.", 1),
+])
+def test_faithful_restatements_are_supported(result, answer, n_claims):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.details == f"0/{n_claims} claims unsupported", s.details
+
+
+TICKETS = {"tickets": [{"id": "INC-1", "status": "open"}, {"id": "INC-2", "status": "closed"},
+                       {"id": "INC-3", "status": "open"}, {"id": "INC-4", "status": "open"},
+                       {"id": "INC-5", "status": "closed"}]}
+
+
+@pytest.mark.parametrize("result,answer,n_claims", [
+    # counts of a listed result: 5 items, 3 with status open, 2 closed
+    (TICKETS, "You have 5 tickets: 3 open and 2 closed.", 3),
+    # a sum of two stated amounts: 1,250 + 750 = 2,000 (all three are claims)
+    ({"deposit": 1250, "balance_due": 750}, "That's $1,250 now and $750 later, $2,000 in all.",
+     3),
+    # a difference: 24,000 − 9,650 = 14,350
+    ({"principal": 24000, "paid": 9650}, "Of $24,000 you paid $9,650, so $14,350 remains.",
+     3),
+    # a ratio as a percent: 238 / 250 = 95.2%
+    ({"seats_total": 250, "seats_used": 238}, "238 of 250 seats are used (95.2%).", 3),
+    # a raise: 84,000 + 3.5% = 86,940
+    ({"base": 84000, "raise_pct": "3.5%"}, "A 3.5% raise takes $84,000 to $86,940.", 3),
+    # a total of listed amounts: 84.12 + 61.40 + 47.98 = 193.50
+    ({"tx": [{"amount": 84.12}, {"amount": 61.40}, {"amount": 47.98}]},
+     "You spent $193.50.", 1),
+])
+def test_derived_numbers_are_supported(result, answer, n_claims):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.details == f"0/{n_claims} claims unsupported", s.details
+
+
+def test_product_with_a_stated_rate_is_supported():
+    # $500 comes from the request, the rate from the result: 500 × 1.0842 = 542.10 → 0/3
+    s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
+                               "$542.10.", inp="How much is $500 in euros?"))
+    assert s.details == "0/3 claims unsupported", s.details
+    # and 472.10 is no product, sum, difference or ratio of 500 and 1.0842 → 1/3
+    s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
+                               "$472.10.", inp="How much is $500 in euros?"))
+    assert s.value == pytest.approx(1 / 3), s.details
+
+
+# --- hallucinations that must be flagged (one per kind) --------------------------------------
+
+@pytest.mark.parametrize("result,answer,bad,reason", [
+    # a status contradicting the result: pending, said shipped
+    ({"order_id": "W-1", "status": "pending"}, "Order W-1 has shipped.", "status 'shipped'",
+     "the tool results say 'pending'"),
+    # right number, wrong unit: 12.4 km said as miles
+    ({"distance_km": 12.4}, "It is 12.4 miles away.", "number '12.4 miles'",
+     "stated with another unit: km"),
+    # wrong magnitude: $1.35M said as $13.5M
+    ({"revenue_usd": 1350000}, "Revenue was $13.5M.", "number '$13.5M'",
+     "no source states this number"),
+    # a count spelled out wrongly: 3 items said as "Four"
+    ({"seats": [{"seat": "12A"}, {"seat": "14F"}, {"seat": "21A"}]},
+     "There are four seats left.", "number 'four'", "no source states this number"),
+    # a named thing no tool mentioned: an aircraft type
+    ({"flight": "UA 1482", "gate": "B22"}, "UA 1482 is an Airbus operated flight from B22.",
+     "name 'Airbus'", "no source states this name"),
+    # a weekday that does not match the date: 2026-03-18 is a Wednesday
+    ({"departure": "2026-03-18T07:42:10Z"}, "It leaves Thursday, March 18.",
+     "weekday 'Thursday'", "2026-03-18 is a Wednesday"),
+])
+def test_hallucinations_are_flagged(result, answer, bad, reason):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.value and s.value > 0, s.details
+    assert f"{bad} ({reason}" in s.details, s.details
+
+
+@pytest.mark.parametrize("result,is_error", [
+    (json.dumps({"success": False, "error": "user is disabled"}), False),
+    ("Error: permission denied", True),
+])
+def test_success_claimed_after_an_error(result, is_error):
+    # one claim, the action "has been reset"; the only reset_password call failed → 1/1
+    s = Grounding().score(_one("reset_password", {"username": "mg"}, result,
+                               "Your password has been reset.", is_error=is_error))
+    assert s.value == 1.0
+    assert s.details.startswith("1/1 claims unsupported: action 'reset' (reset_password#"
+                                "toolu_1 failed, and no call of it succeeded)")
+
+
+def test_failure_reported_honestly_is_not_flagged():
+    # "couldn't reset" is negated: no action claim; mgarcia is a user name stated in the
+    # arguments → 0/1
+    s = Grounding().score(_one("reset_password", {"username": "mgarcia"},
+                               {"success": False, "error": "user is disabled"},
+                               "I couldn't reset the password for user mgarcia."))
+    assert s.details == "0/1 claims unsupported"
+
+
+def test_user_question_does_not_support_a_status():
+    # the user asks "has it shipped?"; only the result (pending) states a state → 1/2
+    s = Grounding().score(_one("get_order", {"order_id": "W-1"}, {"status": "pending"},
+                               "W-1 has shipped.", inp="Has W-1 shipped?"))
+    assert s.value == 0.5
+
+
+def _weather(answer: str) -> EpisodeContext:
+    calls = [ToolCall("toolu_P", "get_weather", {"city": "Paris"},
+                      json.dumps({"temp_c": 17.8, "sky": "cloudy"}), False, 1),
+             ToolCall("toolu_R", "get_weather", {"city": "Rome"},
+                      json.dumps({"temp_c": 23.4, "sky": "sunny"}), False, 1)]
+    return episode("Paris and Rome?", answer, calls)
+
+
+def test_parallel_results_swapped_between_entities():
+    # Rome is given Paris's 17.8: each number exists in the episode, but not for Rome.
+    # claims: 23.4°C (Paris clause ✗), name Rome (in the input ✓), 17.8°C (Rome clause ✗);
+    # Paris opens the sentence, so it is not read as a name claim → 2/3
+    s = Grounding().score(_weather("Paris is 23.4°C and Rome is 17.8°C."))
+    assert s.value == pytest.approx(2 / 3)
+    assert "number '17.8°C' (stated for another call: get_weather#toolu_P, not for Rome)" \
+        in s.details
+
+
+def test_parallel_difference_across_entities_is_supported():
+    # 23.4 − 17.8 = 5.6 combines both calls; the two figures stand in a clause of their
+    # own; claims 5.6°C, Paris, 23.4°C, 17.8°C (Rome opens the sentence) → 0/4
+    s = Grounding().score(_weather("Rome is 5.6°C warmer than Paris (23.4°C vs 17.8°C)."))
+    assert s.details == "0/4 claims unsupported", s.details
+
+
+def test_list_items_swapped():
+    # two products in one result; the answer swaps their prices → both prices unsupported.
+    # claims: name Dell ✓, identifier S2722QC ✓, $379.00 ✗, $329.99 ✗ (all-caps "LG" and
+    # "27UP850", which starts with digits, are not claims) → 2/4
+    result = {"products": [{"name": "Dell S2722QC", "price": 329.99},
+                           {"name": "LG 27UP850", "price": 379.0}]}
+    s = Grounding().score(_one("search_products", {}, result,
+                               "The Dell S2722QC costs $379.00 and the LG 27UP850 costs "
+                               "$329.99."))
+    assert s.value == 0.5, s.details
+    assert "stated for another item of search_products#toolu_1, not for Dell S2722QC" \
+        in s.details
+
+
+def test_invented_reason_without_a_checkable_token_is_out_of_reach():
+    # the known limit (docs/metrics.md): "because of a storm" has no checkable token; the
+    # only claims are W-1 ✓ and pending ✓ → 0/2, left to the judged hallucination metric
+    s = Grounding().score(_one("get_order", {"order_id": "W-1"}, {"status": "pending"},
+                               "W-1 is still pending because of a storm at the warehouse."))
+    assert s.details == "0/2 claims unsupported"
+
+
+def test_question_claims_are_not_assertions():
+    # "Want me to try 3:00 PM instead?" proposes, it does not state → no claims → null
+    s = Grounding().score(_one("create_event", {}, {"success": False},
+                               "Want me to try 3:00 PM instead?"))
+    assert (s.value, s.reason) == (None, "no_claims")
+
+
+def test_deterministic_and_linear_in_answer_size():
+    # the same answer graded twice gives the same details; 4× the answer costs well under
+    # 16× the time (a quadratic check would take ~16×; medians of three runs)
+    import time
+    unit = ("Paris is 17.8°C; Rome is 23.4°C and sunny on Wednesday, March 18 at 9:30 AM. "
+            "About 18°C, $1.35M, 3 tickets. ")
+    times = []
+    for n in (150, 600):
+        ctx = _weather(unit * n)
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            a = Grounding().score(ctx)
+            runs.append(time.perf_counter() - t0)
+        assert Grounding().score(ctx) == a
+        times.append(sorted(runs)[1])
+    assert times[1] / times[0] < 8, times

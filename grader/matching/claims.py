@@ -19,7 +19,8 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
   is the verb's stem (:func:`stem`);
 - ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
-  count only after a copula. Negated or future/conditional statuses and actions (``has not
+  count only after a copula, and not before a figure (``is down 0.83%`` is a change, not
+  a state). Negated or future/conditional statuses and actions (``has not
   shipped``, ``will be refunded``, ``once it is delivered``) are not claims.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
@@ -99,7 +100,7 @@ STATUS_ANY = {
     "shipped": "shipped", "delivered": "delivered", "cancelled": "cancelled",
     "canceled": "cancelled", "refunded": "refunded", "delayed": "delayed",
     "on time": "on time", "on-time": "on time", "departed": "departed", "landed": "landed",
-    "boarding": "boarding", "diverted": "diverted", "waitlisted": "waitlisted",
+    "diverted": "diverted", "waitlisted": "waitlisted",
     "in transit": "in transit", "out for delivery": "out for delivery",
     "overdue": "overdue", "unpaid": "unpaid", "declined": "declined",
     "rejected": "rejected", "succeeded": "succeeded", "successful": "succeeded",
@@ -117,12 +118,14 @@ STATUS_COPULA = {
     "complete": "completed", "approved": "approved", "processing": "processing",
     "available": "available", "unavailable": "unavailable", "full": "full",
     "scheduled": "scheduled", "booked": "booked", "valid": "valid", "invalid": "invalid",
+    "boarding": "boarding",
 }
 #: the same states as they appear in tool results (``"status": "success"``)
 STATUS_SOURCE_ALIASES = {"success": "succeeded", "ok": "succeeded", "complete": "completed",
                          "intransit": "in transit", "ontime": "on time"}
 _COPULA = (r"(?:is|are|was|were|be|been|remains?|appears?|shows?|shown as|listed as|marked"
-           r"(?:\s+as)?|reported(?:\s+as)?|currently|now|still|has|have|had|it's|they're|"
+           r"(?:\s+as)?|reported(?:\s+as)?|currently|now|still|(?:has|have|had)\s+been|"
+           r"it's|they're|"
            r"that's|'s|'re)")
 STATUS_RE = re.compile(
     r"(?<![\w-])(?P<w>" + "|".join(re.escape(w) for w in sorted(STATUS_ANY, key=len,
@@ -130,7 +133,7 @@ STATUS_RE = re.compile(
     r"|(?:\b|(?<='))" + _COPULA + r"\s+(?:(?:currently|now|still|already|as|being|been|fully|"
     r"marked|listed)\s+)*(?P<c>" +
     "|".join(re.escape(w) for w in sorted(STATUS_COPULA, key=len, reverse=True)) +
-    r")(?![\w-])(?!\s+(?:for|since|to|until)\b)", re.IGNORECASE)
+    r")(?![\w-])(?!\s+(?:for|since|to|until)\b|\s+(?:by\s+)?[-+$€£\d])", re.IGNORECASE)
 #: verbs (past forms) that report an action as done
 ACTION_VERBS = """reset unlocked restarted rebooted cancelled canceled refunded booked rebooked
 created opened closed escalated scheduled rescheduled sent emailed updated changed deleted
@@ -276,14 +279,14 @@ def stem(word: str) -> str:
     ``cancel``, ``created``/``create_ticket`` → ``creat``, ``sent`` → ``send``.
 
     Rule: lower case; irregular past forms mapped; one of ``ing``, ``ed``, ``es``, ``s``,
-    ``e`` removed when at least three letters stay; a doubled final consonant undoubled
+    ``e`` removed when at least three letters stay (``al`` when four stay: ``approval``); a doubled final consonant undoubled
     when four or more letters stay.
     """
     w = word.lower()
     if w in _IRREGULAR:
         return _IRREGULAR[w]
-    for suffix in ("ing", "ed", "es", "s", "e"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+    for suffix in ("ing", "ed", "es", "al", "s", "e"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= (4 if suffix == "al" else 3):
             w = w[: -len(suffix)]
             break
     if len(w) >= 5 and w[-1] == w[-2] and w[-1] not in "aeiou":
