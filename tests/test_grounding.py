@@ -361,3 +361,37 @@ def test_deterministic_and_linear_in_answer_size():
         assert Grounding().score(ctx) == a
         times.append(sorted(runs)[1])
     assert times[1] / times[0] < 8, times
+
+
+@pytest.mark.parametrize("result,answer,n_claims", [
+    # a price times a quantity of one record: 25 seats × $12 = $300 (claims 25, $12, $300)
+    ({"seats": 25, "price_per_seat_usd": 12}, "25 seats at $12 each come to $300.", 3),
+    # the span between two stated times: 14:05 → 15:20 is 1 hour 15 minutes (one claim of
+    # 75 min) → claims 14:05, 15:20, 75 min
+    ({"arrive": "2026-03-18T14:05:00", "depart": "2026-03-18T15:20:00"},
+     "You land at 14:05 and leave at 15:20, a layover of 1 hour 15 minutes.", 3),
+    # a date some stated days after another: February 20 + 30 days = March 22 (2026 is
+    # not a leap year: 8 days left in February + 22 = 30) → claims status Delivered (the
+    # key delivered_on), Feb 20, 30 days, Mar 22
+    ({"delivered_on": "2026-02-20", "return_window_days": 30},
+     "Delivered February 20, with 30 days to return it: until March 22.", 4),
+    # a negative figure: a low of -3 °C
+    ({"low_c": -3}, "The low is -3°C.", 1),
+])
+def test_more_derived_values_are_supported(result, answer, n_claims):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.details == f"0/{n_claims} claims unsupported", s.details
+
+
+@pytest.mark.parametrize("result,answer", [
+    # 25 × $12 is $300, not $350
+    ({"seats": 25, "price_per_seat_usd": 12}, "25 seats at $12 each come to $350."),
+    # the sign matters: -8 °C is not -3 °C (nor its magnitude 3)
+    ({"low_c": -3}, "The low is -8°C."),
+    # February 20 + 30 days is March 22, not March 25
+    ({"delivered_on": "2026-02-20", "return_window_days": 30},
+     "Delivered February 20, with 30 days to return it: until March 25."),
+])
+def test_more_wrong_values_are_flagged(result, answer):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.value and s.value > 0, s.details

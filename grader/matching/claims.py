@@ -14,7 +14,8 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   the name after ``username``/``account``;
 - ``name``: a proper name in Title or camel case that is not the first word of a
   sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim;
-- ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words);
+- ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words,
+  signs; ``1 hour 15 minutes`` is one duration of 75 min);
 - ``weekday`` (``Wednesday``), checked against the date it is said of;
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
   is the verb's stem (:func:`stem`);
@@ -34,6 +35,7 @@ import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Iterable
 
 import orjson
@@ -169,6 +171,9 @@ status order ticket flight account booking reservation invoice payment refund to
 """.split())
 _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
+# "1 hour 15 minutes", "2 h 30 min": one duration, in minutes
+DURATION = re.compile(r"(?<![\w.])(?P<h>\d{1,3})\s*(?:hours?|hrs?|h)\s*(?:and\s+)?"
+                      r"(?P<mi>\d{1,2})\s*(?:minutes?|mins?|m)(?!\w)", re.IGNORECASE)
 _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
                         re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
@@ -421,6 +426,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
     if answer:
         for m in NAME.finditer(norm):
             _take_name(sp, m)
+    for m in DURATION.finditer(norm):
+        if sp.free(m.start(), m.end()):
+            n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
+            sp.take(m.start(), m.end(), "number", n.key, n)
     for m in NUMBER.finditer(norm):
         if sp.free(m.start(), m.end()):
             n = parse_match(m, norm)

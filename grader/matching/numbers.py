@@ -27,6 +27,7 @@ decimals. Pure functions; no model, no network.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -68,7 +69,7 @@ _UNIT_RE = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                     if u not in ("c", "f"))
 # c/f only glued to a degree sign or right after the digits ("18C"), never as a word.
 NUMBER = re.compile(
-    r"(?<![\w.,/-])(?:(?P<cur>\$|€|£|usd|eur|gbp)\s?)?"
+    r"(?:(?<![\w.,/−-])(?P<neg>[-−])(?=\d)|(?<![\w.,/−-]))(?:(?P<cur>\$|€|£|usd|eur|gbp)\s?)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:(?P<tight>[kmb])(?![\w])|\s*(?P<scale>thousand|million|billion|mn|bn)(?![\w]))?"
     r"(?P<plus>\+)?"
@@ -130,6 +131,8 @@ def parse_match(m: re.Match, text: str) -> Num:
     except InvalidOperation:  # pragma: no cover - the regex only admits digits
         value = Decimal(0)
     places = len(raw.split(".")[1]) if "." in raw else 0
+    if m.group("neg"):
+        value = -value
     cur = (m.group("cur") or "").strip().lower()
     tight = (m.group("tight") or "").lower()
     scale = (m.group("scale") or "").lower() or tight
@@ -221,7 +224,8 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
 
     - ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units;
     - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
-      equal it exactly with a non-integer factor (a rate: 500 × 1.0842);
+      equal it exactly with a non-integer factor (a rate: 500 × 1.0842); see also
+      :func:`priced_product`;
     - ``a ± b%`` (a raise, a discount, a tax) likewise;
     - ``a ÷ b`` (× 100 for a percent claim) likewise; a whole-number ratio counts only for
       a percent, or a claim with a unit that is at least 10 (an average price), since
@@ -230,7 +234,7 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
     Pool numbers 0 and 1 are skipped (they make any number derivable), and only the first
     :data:`POOL_LIMIT` are used: cost is bounded by POOL_LIMIT² per claim.
     """
-    nums = [p for p in pool if p.value not in (0, 1)][:POOL_LIMIT]
+    nums = list(itertools.islice((p for p in pool if p.value not in (0, 1)), POOL_LIMIT))
     c = claim.value
     tol = _tolerance(claim) if (claim.hedged or claim.places >= 1) else Decimal(0)
     exact: dict[Decimal, list[Num]] = {}
@@ -289,4 +293,23 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
             r = scale * a.value / b.value
             if r == c or (tol and abs(r - c) <= tol):
                 return f"{fmt(a.value)} ÷ {fmt(b.value)}" + (" × 100" if scale == 100 else "")
+    return None
+
+
+def priced_product(claim: Num, record: list[Num]) -> str | None:
+    """A price times a quantity stated by one record: ``25`` seats × ``$12`` = ``$300``.
+
+    Both numbers come from the same tool result (the caller passes one source's numbers),
+    exactly one carries the claim's unit, and the product equals the claim exactly. Only
+    the first :data:`POOL_LIMIT` numbers of the record are used.
+    """
+    if not claim.unit:
+        return None
+    nums = list(itertools.islice((n for n in record if n.value not in (0, 1)), POOL_LIMIT))
+    priced = [n for n in nums if n.unit == claim.unit]
+    counts = {n.value for n in nums if not n.unit and n.value > 0}
+    for p in priced:
+        q = claim.value / p.value if p.value else None
+        if q is not None and q in counts:
+            return f"{fmt(q)} × {fmt(p.value)}"
     return None

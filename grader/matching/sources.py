@@ -27,6 +27,7 @@ import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
@@ -39,6 +40,8 @@ from evaltape.grader.matching.numbers import KEY_UNITS, Num, compatible, fmt, ma
     source_values
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
+_DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})")
+_EPOCH = datetime(1970, 1, 1)
 _WORD = re.compile(r"[a-z]+")
 _ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
 _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
@@ -60,6 +63,9 @@ class SourceFacts:
         dates, times, statuses, stems: normalised keys.
         counts: list lengths, per-value tallies and totals (see the module docstring).
         count_index: ``{value: {units}}`` of ``counts``.
+        moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
+        full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
+            weekdays: the weekdays (Monday = 0) of those dates.
     """
 
     label: str
@@ -74,6 +80,10 @@ class SourceFacts:
     statuses: set[str] = field(default_factory=set)
     stems: set[str] = field(default_factory=set)
     counts: list[Num] = field(default_factory=list)
+    moments: list[int] = field(default_factory=list)
+    full_dates: list[str] = field(default_factory=list)
+    month_days: dict[str, list[str]] = field(default_factory=dict)
+    weekdays: set[int] = field(default_factory=set)
     count_index: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
@@ -114,6 +124,14 @@ class SourceFacts:
         f.values.sort(key=lambda v: v[0])
         for c in f.counts:
             f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
+        for d in sorted(f.dates):
+            if not d.startswith("?"):
+                f.full_dates.append(d)
+                f.month_days.setdefault(d[5:], []).append(d)
+                try:
+                    f.weekdays.add(date.fromisoformat(d).weekday())
+                except ValueError:  # 2026-02-30
+                    pass
         return f
 
     # -- indexing --------------------------------------------------------------------------
@@ -162,6 +180,12 @@ class SourceFacts:
                 self.dates.add(key)
             elif kind == "time":
                 self.times.add(key)
+        for m in _DATETIME.finditer(text):
+            try:
+                t = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+            except ValueError:
+                continue
+            self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
         low = clean(text).lower().replace("_", " ")
         for m in _SOURCE_STATUS.finditer(low):
             self.statuses.add(_ALL_STATUS[m.group(0)])
@@ -206,7 +230,7 @@ class SourceFacts:
             return self.supports_number(claim.num) or claim.text.lower() in self.tokens
         if k == "date":
             if claim.key.startswith("????"):
-                return any(d.endswith(claim.key[4:]) for d in self.dates)
+                return claim.key[5:] in self.month_days or claim.key in self.dates
             return claim.key in self.dates
         if k == "time":
             return any(t in self.times for t in time_alternatives(claim.text, claim.key))
@@ -236,9 +260,6 @@ class SourceFacts:
                 return True
         return False
 
-    def weekday_dates(self) -> set[str]:
-        """The full dates (with a year) this source states."""
-        return {d for d in self.dates if not d.startswith("?")}
 
 
 _WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}

@@ -10,14 +10,15 @@ import bisect
 import itertools
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any, ClassVar, Mapping
 
 import orjson
 
 from evaltape.grader.matching.claims import (STATUS_ANY, Claim, clean, extract_claims,
                                              split_sentences, stem)
-from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt
+from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt, priced_product
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
 
@@ -280,6 +281,8 @@ class _Checker:
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}"
+        if claim.kind == "date" and self._date_after(claim.key, scope):
+            return None
         if claim.kind == "number" and claim.num is not None:
             # a derived number may combine figures of several entities ("5.6°C warmer")
             if self._derived(claim.num, scope + siblings):
@@ -305,6 +308,14 @@ class _Checker:
                 return f"count or total in {s.label}"
         if any(len(idxs) == n.value for idxs in self.by_tool.values()):
             return "count of calls"
+        if n.unit in _MINUTES:
+            how = _time_between(n.value * _MINUTES[n.unit], scope)
+            if how:
+                return how
+        for s in scope:
+            how = priced_product(n, s.nums)
+            if how:
+                return how
         # the pool: the answer's latest supported numbers, then the sources' first ones,
         # each value once (45 + 45 is not "two numbers"), at most POOL_LIMIT in all
         pool: list[Num] = []
@@ -318,13 +329,30 @@ class _Checker:
                 pool.append(x)
         return derive(n, pool)
 
+    def _date_after(self, key: str, scope: list[SourceFacts]) -> bool:
+        """A date some days after or before a stated date ("30 days from February 20":
+        March 22); days are numbers in scope with unit day/week or none (at most
+        POOL_LIMIT numbers and POOL_LIMIT // 2 dates are tried)."""
+        dates = sorted({d for s in scope for d in s.full_dates[:POOL_LIMIT // 2]})
+        days = {int(x.value) * (7 if x.unit == "week" else 1)
+                for s in scope for x in s.nums[:POOL_LIMIT]
+                if x.unit in ("", "day", "week") and x.value == x.value.to_integral_value()
+                and 0 < x.value <= 3660}
+        for d in dates:
+            base = date.fromisoformat(d)
+            for n in days:
+                for sign in (1, -1):
+                    got = (base + timedelta(days=sign * n)).isoformat()
+                    if got == key or (key.startswith("?") and got.endswith(key[4:])):
+                        return True
+        return False
+
     def _weekday(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
-        full = {d for s in scope for d in s.weekday_dates()}
         said = self.dates_by_sentence.get(self._sentence_of(claim), [])
         resolved = []
         for d in said:
-            if d.startswith("?"):
-                resolved += [f for f in full if f.endswith(d[4:])]
+            if d.startswith("?"):  # the year from the sources' dates of that day
+                resolved += sorted({f for s in scope for f in s.month_days.get(d[5:], [])})
             else:
                 resolved.append(d)
         if resolved:
@@ -334,8 +362,7 @@ class _Checker:
             shown = ", ".join(f"{d} is a {_WEEKDAY[_weekday_of(d)]}" for d in sorted(resolved)
                               if _weekday_of(d) is not None)
             return shown
-        if any(s.supports(claim) for s in scope) or claim.key in \
-                {_weekday_of(d) for d in full}:
+        if any(s.supports(claim) or claim.key in s.weekdays for s in scope):
             return None
         return "no date in scope falls on this weekday"
 
@@ -381,6 +408,21 @@ def _listed_objects(result: str | None, facts: SourceFacts) -> list[list[dict]]:
                 out.append(objs)
             stack.extend(v)
     return out
+
+
+_MINUTES = {"min": 1, "h": 60, "day": 1440, "s": Decimal(1) / 60}
+
+
+def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
+    """The span between two stated date-times, or two times of day, equal to ``minutes``
+    (at most POOL_LIMIT // 2 of each are compared)."""
+    moments = {m for s in scope for m in s.moments[:POOL_LIMIT // 2]}
+    clock = {int(t[:2]) * 60 + int(t[3:]) for s in scope
+             for t in itertools.islice(s.times, POOL_LIMIT // 2)}
+    for values, what in ((moments, "date-times"), (clock, "times")):
+        if any(v + minutes in values for v in values):
+            return f"span between two stated {what}"
+    return None
 
 
 def _weekday_of(d: str) -> int | None:
