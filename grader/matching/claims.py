@@ -56,6 +56,10 @@ MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+_DIGIT = re.compile(r"\d")
+_QUOTE_CHARS = re.compile(r"[`'\"‘“]")
+_NAMED_HINT = re.compile(r"user|account|login")
+_WEEKDAY_RE = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")\b")
 _MON = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?=T\d|[^\w-]|$)")
 # "May" only with a day next to it: both patterns need the day number.
@@ -370,13 +374,15 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
     if answer:
         for m in _LIST_MARKER.finditer(norm):
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
-    for m in EMAIL.finditer(norm):
-        sp.take(m.start(), m.end(), "email", m.group(0).lower())
-    for rx in (DATE_ISO, DATE_MDY, DATE_DMY):
+    digits = _DIGIT.search(norm) is not None
+    if "@" in norm:
+        for m in EMAIL.finditer(norm):
+            sp.take(m.start(), m.end(), "email", m.group(0).lower())
+    for rx in (DATE_ISO, DATE_MDY, DATE_DMY) if digits else ():
         for m in rx.finditer(norm):
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "date", date_key(m))
-    for m in TIME.finditer(norm):
+    for m in TIME.finditer(norm) if digits else ():
         key = time_key(m)
         if key and not (m.group("ap") or m.group("ap2")):
             # "1:30 to 3:00 PM", "2:00-2:30 PM": the range's am/pm applies to both ends
@@ -385,13 +391,16 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in IDENT.finditer(norm):
+    for m in IDENT.finditer(norm) if digits or "." in norm else ():
         g = m.group(0)
         if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g) \
                 and not NUMBER.fullmatch(g):
             sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
     if answer:
         for rx in (QUOTED, NAMED):
+            if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
+                    _NAMED_HINT.search(low):
+                continue
             for m in rx.finditer(norm):
                 tok = m.group("tok")
                 a, b = m.start("tok"), m.end("tok")
@@ -411,7 +420,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
             if sp.free(a, b) and asserted(low, m.start()):
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
-    for m in STATUS_RE.finditer(norm):
+    for m in STATUS_RE.finditer(norm) if answer else ():
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
         word = " ".join(m.group(g).lower().split())
@@ -420,17 +429,17 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
         if answer and not word.startswith("not ") and not asserted(low, a):
             continue
         sp.take(a, b, "status", STATUS_ANY.get(word) or STATUS_COPULA[word])
-    for m in re.finditer(r"\b(?:" + "|".join(WEEKDAYS) + r")\b", low):
+    for m in _WEEKDAY_RE.finditer(low) if answer else ():
         if sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "weekday", WEEKDAYS[m.group(0)])
     if answer:
         for m in NAME.finditer(norm):
             _take_name(sp, m)
-    for m in DURATION.finditer(norm):
+    for m in DURATION.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):
             n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
             sp.take(m.start(), m.end(), "number", n.key, n)
-    for m in NUMBER.finditer(norm):
+    for m in NUMBER.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):
             n = parse_match(m, norm)
             sp.take(m.start(), m.end(), "number", n.key, n)

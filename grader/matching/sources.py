@@ -29,17 +29,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import (STATUS_ANY, STATUS_COPULA,
+from evaltape.grader.matching.claims import (KINDS, STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, WEEKDAYS, Claim, clean,
                                              extract_spans, stem, time_alternatives)
-from evaltape.grader.matching.numbers import KEY_UNITS, Num, compatible, fmt, matches, \
+from evaltape.grader.matching.numbers import KEY_UNITS, NUMBER_WORD, Num, compatible, fmt, matches, \
     source_values
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
+_DIGIT = re.compile(r"\d")
+#: claim kinds whose source facts come from extract_spans (they all need a digit)
+_SPAN_KINDS = frozenset({"number", "date", "time", "weekday"})
+KINDS_ALL = frozenset(KINDS)
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})")
 _EPOCH = datetime(1970, 1, 1)
 _WORD = re.compile(r"[a-z]+")
@@ -85,16 +89,20 @@ class SourceFacts:
     month_days: dict[str, list[str]] = field(default_factory=dict)
     weekdays: set[int] = field(default_factory=set)
     count_index: dict[str, set[str]] = field(default_factory=dict)
+    needs: frozenset[str] = KINDS_ALL
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
-           arguments: Mapping[str, Any] | None = None, is_error: bool = False) -> "SourceFacts":
+           arguments: Mapping[str, Any] | None = None, is_error: bool = False,
+           needs: Iterable[str] | None = None) -> "SourceFacts":
         """Index a user input (plain text) or a tool call (its arguments and result text).
 
         A result that parses as a JSON object or array is walked value by value; any other
-        text is read as prose.
+        text is read as prose. ``needs`` (default: every kind) names the claim kinds that
+        will be looked up, so passes no claim needs are skipped (no number in the answer →
+        no number parsing of the results).
         """
-        f = cls(label, tool=tool)
+        f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
         for part in re.split(r"[_\W]+", tool):
             if part:
                 f.stems.add(stem(part))
@@ -173,6 +181,23 @@ class SourceFacts:
 
     def _text(self, text: str) -> None:
         self._tokens(text)
+        need = self.needs
+        digits = _DIGIT.search(text) is not None
+        if (need & _SPAN_KINDS and digits) or ("number" in need and NUMBER_WORD.search(text)):
+            self._spans(text)
+        if digits and need & {"number", "date"}:
+            for m in _DATETIME.finditer(text):
+                try:
+                    t = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+                except ValueError:
+                    continue
+                self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
+        if need & {"status", "action"}:
+            low = clean(text).lower().replace("_", " ")
+            for m in _SOURCE_STATUS.finditer(low):
+                self.statuses.add(_ALL_STATUS[m.group(0)])
+
+    def _spans(self, text: str) -> None:
         for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
             if kind == "number" and num is not None:
                 self._number(num)
@@ -180,15 +205,6 @@ class SourceFacts:
                 self.dates.add(key)
             elif kind == "time":
                 self.times.add(key)
-        for m in _DATETIME.finditer(text):
-            try:
-                t = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
-            except ValueError:
-                continue
-            self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
-        low = clean(text).lower().replace("_", " ")
-        for m in _SOURCE_STATUS.finditer(low):
-            self.statuses.add(_ALL_STATUS[m.group(0)])
 
     def _tokens(self, text: str) -> None:
         for m in _TOKEN.finditer(clean(text).lower()):
@@ -198,8 +214,9 @@ class SourceFacts:
             self.tokens.add(tok)
             if "_" in tok or "'" in tok:
                 self.tokens.update(p for p in re.split(r"[_']", tok) if p)
-            for w in _WORD.findall(tok):
-                self.stems.add(stem(w))
+            if "action" in self.needs:
+                for w in _WORD.findall(tok):
+                    self.stems.add(stem(w))
 
     def _number(self, n: Num) -> None:
         self.nums.append(n)

@@ -138,10 +138,12 @@ class _Checker:
 
     def __init__(self, trace: Trace, answer: str, claims: list[Claim]) -> None:
         results, errors = results_by_id(trace), error_ids(trace)
-        self.input = SourceFacts.of("input", trace.input)
+        self.needs = frozenset(c.kind for c in claims)
+        self.input = SourceFacts.of("input", trace.input, needs=self.needs)
         self.calls: list[tuple[ToolCall, SourceFacts]] = [
             (c, SourceFacts.of(f"{c.name}#{c.id}", results[c.id], tool=c.name,
-                               arguments=c.arguments, is_error=c.id in errors))
+                               arguments=c.arguments, is_error=c.id in errors,
+                               needs=self.needs))
             for c in trace.tool_calls if c.id in results]
         self.text = clean(answer)
         self.sentences = split_sentences(self.text)
@@ -255,8 +257,8 @@ class _Checker:
     def _item_facts(self, label: str, item: dict) -> SourceFacts:
         facts = self._item_cache.get(id(item))
         if facts is None:
-            facts = self._item_cache[id(item)] = SourceFacts.of(label,
-                                                                orjson.dumps(item).decode())
+            facts = self._item_cache[id(item)] = SourceFacts.of(
+                label, orjson.dumps(item).decode(), needs=self.needs)
         return facts
 
     # -- rules -----------------------------------------------------------------------------
