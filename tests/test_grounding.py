@@ -395,3 +395,32 @@ def test_more_derived_values_are_supported(result, answer, n_claims):
 def test_more_wrong_values_are_flagged(result, answer):
     s = Grounding().score(_one("lookup", {}, result, answer))
     assert s.value and s.value > 0, s.details
+
+
+def test_unitless_difference_needs_operands_the_answer_states():
+    # floor 5: 8 − 3 would give it (capacity − floor), but the answer states neither
+    # operand, so it is no derivation → claims Fuji ✓, 5 ✗ → 1/2
+    result = {"room": "Fuji", "floor": 3, "capacity": 8}
+    s = Grounding().score(_one("book_room", {}, result, "Booked room Fuji on floor 5."))
+    assert s.value == 0.5, s.details
+    # "38 of 40 seats are used, so 2 remain": both operands are stated → 0/3
+    s = Grounding().score(_one("get_license", {}, {"seats_total": 40, "seats_used": 38},
+                               "38 of 40 seats are used, so 2 remain."))
+    assert s.details == "0/3 claims unsupported", s.details
+
+
+def test_read_only_tool_performs_no_action():
+    # check_upgrade only checks; "I've upgraded you" has no call that upgrades → 1/1
+    s = Grounding().score(_one("check_upgrade", {"flight": "LH 431"},
+                               {"eligible": True, "cabin": "Business"},
+                               "I've upgraded you."))
+    assert s.details == ("1/1 claims unsupported: action 'upgraded' (no successful tool call "
+                         "or result reports this action) in \"I've upgraded you.\"")
+
+
+def test_awaiting_approval_states_no_approval():
+    # "awaiting_approval" does not report an approval → action 'approved' ✗, REQ-3310 ✓ → 1/2
+    s = Grounding().score(_one("get_request", {"id": "REQ-3310"},
+                               {"id": "REQ-3310", "state": "awaiting_approval"},
+                               "REQ-3310 was approved."))
+    assert s.value == 0.5, s.details

@@ -217,12 +217,16 @@ def source_values(n: Num) -> list[Num]:
     return out
 
 
-def derive(claim: Num, pool: list[Num]) -> str | None:
+def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = frozenset()
+           ) -> str | None:
     """A sum, difference, product or ratio of two pool numbers that gives ``claim``.
 
     Rules (the first match is returned as text, e.g. ``"1250 + 750"``):
 
-    - ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units;
+    - ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units; for
+      whole numbers without any unit, both operands must be in ``stated`` (numbers the
+      answer itself states: "38 of 40 seats are used, so 2 remain"), since small unitless
+      integers of a result (a floor, a capacity) are too easy to combine by chance;
     - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
       equal it exactly with a non-integer factor (a rate: 500 × 1.0842); see also
       :func:`priced_product`;
@@ -255,7 +259,9 @@ def derive(claim: Num, pool: list[Num]) -> str | None:
         # a + b = c and a − b = c: exact, by look-up
         for b in exact.get(c - a.value, []) + exact.get(a.value - c, []):
             if b is not a and compatible(a.unit, b.unit) \
-                    and compatible(a.unit or b.unit, claim.unit):
+                    and compatible(a.unit or b.unit, claim.unit) \
+                    and (a.unit or b.unit or claim.unit or not whole(c)
+                         or (a.key in stated and b.key in stated)):
                 op = "+" if a.value + b.value == c else "−"
                 return f"{fmt(a.value)} {op} {fmt(b.value)}"
         # a × b ≈ c: b within tol / |a| of c / a

@@ -11,7 +11,8 @@ is then checked in constant (or logarithmic) time:
 - dates (``YYYY-MM-DD``), times of day (``HH:MM``);
 - statuses: every status word of a string value (``"in_transit"`` → ``in transit``), and
   ``succeeded`` for a call that returned ``success: true``, ``failed`` for one that failed;
-- word stems of the result and the tool name, for reported actions;
+- word stems of the result, for reported actions (not a word right after ``awaiting``,
+  ``pending``, ``not``, ``failed`` …: ``awaiting_approval`` states no approval);
 - counts: the length of every JSON list and, for lists of objects, how many items share
   each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2) and the sum
   of each numeric field over the items (a total of listed amounts);
@@ -41,6 +42,8 @@ from evaltape.grader.matching.numbers import KEY_UNITS, NUMBER_WORD, Num, compat
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _DIGIT = re.compile(r"\d")
+_UNDONE = frozenset("""awaiting pending requires required needs need not no without unable
+cannot failed until before""".split())
 #: claim kinds whose source facts come from extract_spans (they all need a digit)
 _SPAN_KINDS = frozenset({"number", "date", "time", "weekday"})
 KINDS_ALL = frozenset(KINDS)
@@ -103,9 +106,6 @@ class SourceFacts:
         no number parsing of the results).
         """
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
-        for part in re.split(r"[_\W]+", tool):
-            if part:
-                f.stems.add(stem(part))
         if arguments:
             f._walk(dict(arguments), "")
         parsed: Any = None
@@ -214,8 +214,11 @@ class SourceFacts:
             self.tokens.add(tok)
             if "_" in tok or "'" in tok:
                 self.tokens.update(p for p in re.split(r"[_']", tok) if p)
-            if "action" in self.needs:
-                for w in _WORD.findall(tok):
+        if "action" in self.needs:
+            # "awaiting_approval", "not cancelled": a word after these states no action
+            words = _WORD.findall(clean(text).lower())
+            for prev, w in zip([""] + words, words):
+                if prev not in _UNDONE:
                     self.stems.add(stem(w))
 
     def _number(self, n: Num) -> None:

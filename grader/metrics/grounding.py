@@ -33,6 +33,9 @@ ACTION_SYNONYMS = [frozenset(g.split()) for g in (
     "restart reboot", "updat chang modifi edit add", "delet remov", "refund issu credit",
     "reset", "unlock", "escalat", "schedul reschedul", "rollback revert", "deploy releas",
     "transfer mov")]
+#: first words of tool names that only read (their results may still state an action)
+READ_ONLY = frozenset("""get list search find lookup look fetch check show query describe
+read view verify validate quote compare count estimate preview calculate track""".split())
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _WEEKDAY = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -99,8 +102,9 @@ class Grounding:
       ``"status": "pending"`` is unsupported); a failed call states ``failed``, a call with
       ``success: true`` states ``succeeded``;
     - an action (``has been reset``) is supported by a successful call of a tool whose name
-      names it (``reset_password``; :data:`ACTION_SYNONYMS`), else by a successful result
-      using the word; when every such call failed it is unsupported. Statuses and actions
+      names it (``reset_password``; :data:`ACTION_SYNONYMS`; a read-only tool such as
+      ``check_upgrade`` names none, :data:`READ_ONLY`), else by a successful result using
+      the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call failed it is unsupported. Statuses and actions
       are never supported by the user input alone: "has it shipped?" states nothing;
     - a weekday must match the date it is said of (the dates in its sentence, with the
       year taken from the sources when the answer gives none).
@@ -329,7 +333,7 @@ class _Checker:
             if x.key not in seen:
                 seen.add(x.key)
                 pool.append(x)
-        return derive(n, pool)
+        return derive(n, pool, frozenset(x.key for x in recent))
 
     def _date_after(self, key: str, scope: list[SourceFacts]) -> bool:
         """A date some days after or before a stated date ("30 days from February 20":
@@ -370,8 +374,7 @@ class _Checker:
 
     def _action(self, claim: Claim) -> str | None:
         group = next((g for g in ACTION_SYNONYMS if claim.key in g), frozenset([claim.key]))
-        named = [(c, f) for c, f in self.calls
-                 if group & {stem(p) for p in re.split(r"[_\W]+", c.name) if p}]
+        named = [(c, f) for c, f in self.calls if group & _action_stems(c.name)]
         ok = [f for _c, f in named if not f.failed]
         state = STATUS_ANY.get(claim.text.lower())
         if ok and state:
@@ -425,6 +428,15 @@ def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
         if any(v + minutes in values for v in values):
             return f"span between two stated {what}"
     return None
+
+
+def _action_stems(tool: str) -> set[str]:
+    """Stems of the parts of a tool name that can name an action it performs: none for a
+    read-only tool (``check_upgrade`` checks, it does not upgrade; :data:`READ_ONLY`)."""
+    parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if p]
+    if parts and parts[0].lower() in READ_ONLY:
+        return set()
+    return {stem(p) for p in parts}
 
 
 def _weekday_of(d: str) -> int | None:
