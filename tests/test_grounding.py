@@ -424,3 +424,43 @@ def test_awaiting_approval_states_no_approval():
                                {"id": "REQ-3310", "state": "awaiting_approval"},
                                "REQ-3310 was approved."))
     assert s.value == 0.5, s.details
+
+
+@pytest.mark.parametrize("result,answer,n_claims", [
+    # a ratio said in "times": 6.8 / 0.4 = 17 (claims 6.8%, 0.4%, 17 times)
+    ({"error_rate_pct": 6.8, "baseline_error_rate_pct": 0.4},
+     "Errors are at 6.8% against a 0.4% baseline, 17 times normal.", 3),
+    # a derived number is an operand of the next: 400 − 310 = 90, then 90 / 400 = 22.5%
+    ({"limit": 400, "spent": 310}, "You've spent $310 of $400, so $90 (22.5%) is left.", 4),
+    # a hedged duration in another unit: 212 minutes is about 3.5 hours (3.53)
+    ({"delay_minutes": 212}, "The flight was 212 minutes late (about 3.5 hours).", 2),
+    # 180 days is about six months of 30 days
+    ({"expiry_days": 180}, "Passwords expire every 180 days (about six months).", 2),
+    # a bare hour after "before": 9 → 09:00 (claims 9, 1:30, 3 PM; 13:30 and 15:00 stated)
+    ({"free": ["08:00-09:00", "13:30-15:00"]}, "You're free before 9 and from 1:30 to 3 PM.",
+     3),
+    # "you'll be refunded" is a promise, not a state: claims $55.00 only
+    ({"refund_amount": 55.0}, "Drop it off and you'll be refunded $55.00.", 1),
+])
+def test_more_faithful_restatements(result, answer, n_claims):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.details == f"0/{n_claims} claims unsupported", s.details
+
+
+def test_sum_needs_operands_the_answer_states():
+    # net 4,900 + health 210 = 5,110, but the answer states neither: "took home $5,110.00"
+    # is a deduction forgotten, not a derivation → claims $7,000.00 ✓, $5,110.00 ✗ → 1/2
+    payslip = {"gross": 7000.0, "tax": 1540.0, "pension": 350.0, "health": 210.0,
+               "net": 4900.0}
+    s = Grounding().score(_one("get_payslip", {}, payslip,
+                               "Gross pay was $7,000.00 and you took home $5,110.00."))
+    assert s.value == 0.5, s.details
+
+
+def test_hyphenated_service_name_is_an_identifier():
+    # inventory-svc is no service the incident names → claims checkout-api ✓,
+    # inventory-svc ✗ → 1/2
+    s = Grounding().score(_one("get_incident", {}, {"affected_services": ["checkout-api"]},
+                               "It affects checkout-api and inventory-svc."))
+    assert s.value == 0.5, s.details
+    assert "identifier 'inventory-svc'" in s.details

@@ -57,6 +57,11 @@ MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _DIGIT = re.compile(r"\d")
+_QUANTITY = re.compile(r"[x×]\d+", re.IGNORECASE)  # "capsules x2" is a quantity
+# hyphenated names without digits count as identifiers when a part names a system
+_SERVICE_PART = re.compile(r"(?:^|[-_])(?:api|svc|service|gateway|db|server|worker|web|"
+                           r"cache|queue|proxy|lb|cluster|node|pool|bucket|job|cron|backend|"
+                           r"frontend|outbound|inbound|prod|staging|dev|host|vm)(?:$|[-_])")
 _QUOTE_CHARS = re.compile(r"[`'\"‘“]")
 _NAMED_HINT = re.compile(r"user|account|login")
 _WEEKDAY_RE = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")\b")
@@ -113,6 +118,7 @@ STATUS_ANY = {
     "in stock": "in stock", "out of stock": "out of stock", "backordered": "backordered",
     "sold out": "sold out", "rolled back": "rolled back", "merged": "merged",
     "checked in": "checked in", "on hold": "on hold", "escalated": "escalated",
+    "mitigated": "mitigated", "acknowledged": "acknowledged",
 }
 #: ambiguous status words: a claim only after a copula (``is open``, ``was closed``)
 STATUS_COPULA = {
@@ -124,7 +130,8 @@ STATUS_COPULA = {
     "complete": "completed", "approved": "approved", "processing": "processing",
     "available": "available", "unavailable": "unavailable", "full": "full",
     "scheduled": "scheduled", "booked": "booked", "valid": "valid", "invalid": "invalid",
-    "boarding": "boarding",
+    "boarding": "boarding", "investigating": "investigating", "monitoring": "monitoring",
+    "firing": "firing",
 }
 #: the same states as they appear in tool results (``"status": "success"``)
 STATUS_SOURCE_ALIASES = {"success": "succeeded", "ok": "succeeded", "complete": "completed",
@@ -156,7 +163,7 @@ _IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebu
               "built": "build", "held": "hold"}
 # a negation, modal or condition in the few words before a status or action
 _NOT_ASSERTED = re.compile(
-    r"\b(?:not|n't|never|no longer|yet to be|will|would|should|could|can|may|might|must|"
+    r"(?:\b|(?<='))(?:not|n't|never|no longer|yet to be|will|ll|would|should|could|can|may|might|must|"
     r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
     r"after|whether|expect(?:ed)?|hasn't|haven't|"
     r"wasn't|isn't|aren't|weren't|won't|cannot|unable)\b[\w\s']{0,20}$|n't\s+[\w\s]{0,12}$",
@@ -175,6 +182,9 @@ status order ticket flight account booking reservation invoice payment refund to
 """.split())
 _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
+# "before 9", "until 5 and": a bare hour after a preposition, as a time of day
+BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"
+                       r"(?=[.,;!?)](?:\s|$)|$|\s+(?:and|or)\b)", re.IGNORECASE)
 # "1 hour 15 minutes", "2 h 30 min": one duration, in minutes
 DURATION = re.compile(r"(?<![\w.])(?P<h>\d{1,3})\s*(?:hours?|hrs?|h)\s*(?:and\s+)?"
                       r"(?P<mi>\d{1,2})\s*(?:minutes?|mins?|m)(?!\w)", re.IGNORECASE)
@@ -382,6 +392,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
         for m in rx.finditer(norm):
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "date", date_key(m))
+    for m in BARE_HOUR.finditer(norm) if digits and answer else ():
+        a, b = m.start("h"), m.end("h")
+        if sp.free(a, b) and 1 <= int(m.group("h")) <= 12:
+            sp.take(a, b, "time", f"{int(m.group('h')):02d}:00")
     for m in TIME.finditer(norm) if digits else ():
         key = time_key(m)
         if key and not (m.group("ap") or m.group("ap2")):
@@ -393,8 +407,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
             sp.take(m.start(), m.end(), "time", key)
     for m in IDENT.finditer(norm) if digits or "." in norm else ():
         g = m.group(0)
-        if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g) \
-                and not NUMBER.fullmatch(g):
+        if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g
+                                            or _SERVICE_PART.search(g.lower())) \
+                and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
             sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
     if answer:
         for rx in (QUOTED, NAMED):

@@ -53,7 +53,7 @@ UNITS = {
     "character": "char", "characters": "char", "chars": "char",
     "attempt": "attempt", "attempts": "attempt", "user": "user", "users": "user",
     "core": "core", "cores": "core", "request": "request", "requests": "request",
-    "usd": "usd", "dollars": "usd", "dollar": "usd", "eur": "eur", "euros": "eur",
+    "times": "x", "usd": "usd", "dollars": "usd", "dollar": "usd", "eur": "eur", "euros": "eur",
     "euro": "eur", "gbp": "gbp", "pounds": "gbp",
 }
 #: a JSON key's last ``_`` part that names the unit of its numeric value
@@ -190,7 +190,8 @@ def _tolerance(claim: Num) -> Decimal:
 _TIME_TWINS = {"s": (("min", 1, 60), ("h", 1, 3600), ("day", 1, 86400)),
                "min": (("h", 1, 60), ("s", 60, 1)),
                "h": (("min", 60, 1), ("day", 1, 24)),
-               "day": (("h", 24, 1), ("week", 1, 7)),
+               "day": (("h", 24, 1), ("week", 1, 7), ("month", 1, 30), ("year", 1, 365)),
+               "month": (("year", 1, 12),),
                "ms": (("s", 1, 1000),)}
 
 
@@ -199,8 +200,9 @@ def source_values(n: Num) -> list[Num]:
 
     Twins: a unitless fraction ``0 < v < 1`` also states ``v × 100 %`` and a percent
     ``v / 100``; a negative number also states its magnitude (``-0.83`` is said "down
-    0.83%"); a duration also states itself in the neighbouring time units when that gives
-    at most two decimals (``210 min`` = ``3.5 h``; ``1209600 s`` = ``14 days``).
+    0.83%"); a duration also states itself in the neighbouring time units, to six decimals
+    (``210 min`` = ``3.5 h``; ``1209600 s`` = ``14 days``; ``180 days`` = ``6 months`` of 30
+    days), so "about 3.5 hours" matches 212 minutes by rounding.
     """
     out = [n]
     if n.value < 0:
@@ -211,8 +213,8 @@ def source_values(n: Num) -> list[Num]:
         elif not x.unit and 0 < x.value < 1:
             out.append(Num(x.value * 100, "%"))
         for unit, mul, div in _TIME_TWINS.get(x.unit, ()):
-            v = x.value * mul / div
-            if v == v.quantize(Decimal("0.01")) and v:
+            v = (x.value * mul / div).quantize(Decimal("0.000001"))
+            if v:
                 out.append(Num(v.normalize(), unit))
     return out
 
@@ -223,10 +225,10 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
 
     Rules (the first match is returned as text, e.g. ``"1250 + 750"``):
 
-    - ``a + b`` and ``a − b`` must equal the claim exactly and have compatible units; for
-      whole numbers without any unit, both operands must be in ``stated`` (numbers the
-      answer itself states: "38 of 40 seats are used, so 2 remain"), since small unitless
-      integers of a result (a floor, a capacity) are too easy to combine by chance;
+    - ``a + b`` and ``a − b`` must equal the claim exactly, have compatible units, and
+      both operands must be in ``stated`` (numbers the answer itself states: "38 of 40
+      seats are used, so 2 remain"): the numbers of a result (a floor and a capacity, a
+      net pay and one deduction) are too easy to combine by chance;
     - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
       equal it exactly with a non-integer factor (a rate: 500 × 1.0842); see also
       :func:`priced_product`;
@@ -260,8 +262,7 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
         for b in exact.get(c - a.value, []) + exact.get(a.value - c, []):
             if b is not a and compatible(a.unit, b.unit) \
                     and compatible(a.unit or b.unit, claim.unit) \
-                    and (a.unit or b.unit or claim.unit or not whole(c)
-                         or (a.key in stated and b.key in stated)):
+                    and a.key in stated and b.key in stated:
                 op = "+" if a.value + b.value == c else "−"
                 return f"{fmt(a.value)} {op} {fmt(b.value)}"
         # a × b ≈ c: b within tol / |a| of c / a
@@ -285,7 +286,7 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
         if not c:
             continue
         scale = 100 if claim.unit == "%" else 1
-        if claim.unit != "%":
+        if claim.unit not in ("%", "x"):
             if whole(c) and not tol and not (claim.unit and c >= 10):
                 continue  # a small whole-number ratio is too easy to hit by chance
         lo_c, hi_c = c - tol, c + tol
@@ -294,7 +295,8 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
         for b in between(scale * a.value / hi_c, scale * a.value / lo_c):
             if b is a or not b.value:
                 continue
-            if claim.unit != "%" and not compatible(claim.unit, a.unit if not b.unit else ""):
+            if claim.unit not in ("%", "x") and \
+                    not compatible(claim.unit, a.unit if not b.unit else ""):
                 continue
             r = scale * a.value / b.value
             if r == c or (tol and abs(r - c) <= tol):

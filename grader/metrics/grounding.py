@@ -128,6 +128,7 @@ class Grounding:
         if not claims:
             return Score(None, "no checkable claims in the final answer", reason="no_claims")
         check = _Checker(trace, answer, claims)
+        check.note_stated(claims)
         unsupported = [(c, why) for c in claims if (why := check.reason(c)) is not None]
         n, bad = len(claims), len(unsupported)
         details = f"{bad}/{n} claims unsupported"
@@ -153,7 +154,7 @@ class _Checker:
         self.sentences = split_sentences(self.text)
         self.starts = [s[0] for s in self.sentences]
         self._subjects()
-        self.supported_numbers: list[Num] = []
+        self.stated: list[tuple[int, Num]] = []
         self.dates_by_sentence: dict[int, list[str]] = {}
         for c in claims:
             if c.kind == "date":
@@ -281,8 +282,6 @@ class _Checker:
         if claim.kind == "weekday":
             return self._weekday(claim, scope)
         if any(s.supports(claim) for s in scope):
-            if claim.num is not None:
-                self.supported_numbers.append(claim.num)
             return None
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
@@ -291,8 +290,9 @@ class _Checker:
             return None
         if claim.kind == "number" and claim.num is not None:
             # a derived number may combine figures of several entities ("5.6°C warmer")
-            if self._derived(claim.num, scope + siblings):
-                self.supported_numbers.append(claim.num)
+            if self._derived(claim.num, claim.start, scope + siblings):
+                # a derived number may be an operand of the next one ("$90 (22.5%) left")
+                bisect.insort(self.stated, (claim.start, claim.num), key=lambda x: x[0])
                 return None
         if claim.kind == "number" and claim.num is not None:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
@@ -306,7 +306,17 @@ class _Checker:
                 else "no tool result states this status"
         return f"no source states this {claim.kind}"
 
-    def _derived(self, n: Num, scope: list[SourceFacts]) -> str | None:
+    def note_stated(self, claims: list[Claim]) -> None:
+        """Record the answer's numbers that a source in scope states directly: the operands
+        the answer shows for its derived numbers ("38 of 40 used, so 2 remain")."""
+        for c in claims:
+            if c.kind == "number" and c.num is not None:
+                pick = self._subject(c)
+                if self._item_swap(c, pick) is None and \
+                        any(s.supports(c) for s in self._scope(c, pick)[0]):
+                    self.stated.append((c.start, c.num))
+
+    def _derived(self, n: Num, at: int, scope: list[SourceFacts]) -> str | None:
         key = fmt(n.value)
         for s in scope:
             units = s.count_index.get(key)
@@ -322,11 +332,13 @@ class _Checker:
             how = priced_product(n, s.nums)
             if how:
                 return how
-        # the pool: the answer's latest supported numbers, then the sources' first ones,
-        # each value once (45 + 45 is not "two numbers"), at most POOL_LIMIT in all
+        # the pool: the answer's stated numbers nearest to the claim, then the sources'
+        # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
         pool: list[Num] = []
         seen: set[tuple[str, str]] = set()
-        recent = self.supported_numbers[-(POOL_LIMIT // 2):]
+        i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
+        half = POOL_LIMIT // 4
+        recent = [num for _a, num in self.stated[max(0, i - half):i + half]]
         for x in itertools.chain(recent, (x for s in scope for x in s.nums)):
             if len(pool) >= POOL_LIMIT:
                 break
