@@ -72,7 +72,8 @@ class SourceFacts:
         count_index: ``{value: {units}}`` of ``counts``.
         moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
         full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
-            weekdays: the weekdays (Monday = 0) of those dates.
+            weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
+            in order (a bounded slice of a set would depend on hash order).
     """
 
     label: str
@@ -91,6 +92,7 @@ class SourceFacts:
     full_dates: list[str] = field(default_factory=list)
     month_days: dict[str, list[str]] = field(default_factory=dict)
     weekdays: set[int] = field(default_factory=set)
+    sorted_times: list[str] = field(default_factory=list)
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
 
@@ -132,6 +134,7 @@ class SourceFacts:
         f.values.sort(key=lambda v: v[0])
         for c in f.counts:
             f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
+        f.sorted_times = sorted(f.times)
         for d in sorted(f.dates):
             if not d.startswith("?"):
                 f.full_dates.append(d)

@@ -435,7 +435,7 @@ def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
     (at most POOL_LIMIT // 2 of each are compared)."""
     moments = {m for s in scope for m in s.moments[:POOL_LIMIT // 2]}
     clock = {int(t[:2]) * 60 + int(t[3:]) for s in scope
-             for t in itertools.islice(s.times, POOL_LIMIT // 2)}
+             for t in s.sorted_times[:POOL_LIMIT // 2]}
     for values, what in ((moments, "date-times"), (clock, "times")):
         if any(v + minutes in values for v in values):
             return f"span between two stated {what}"
