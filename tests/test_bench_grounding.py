@@ -51,3 +51,20 @@ def test_prf_by_hand():
     assert (r["tp"], r["fp"], r["fn"], r["tn"], r["precision"], r["recall"]) == \
         (1, 1, 1, 1, 0.5, 0.5)
     assert bench.prf([(False, False)])["precision"] is None
+
+
+def test_details_do_not_depend_on_hash_order():
+    # every score and details string of the labelled set, under two hash seeds
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, 'scripts'); from pathlib import Path; "
+            "import bench_grounding as b; "
+            "from evaltape.grader.metrics.grounding import Grounding; "
+            "[print(c.trace.case_id, Grounding().score(c)) for c, _f, _n, _s in "
+            "b.load(Path('bench/grounding/episodes.jsonl'))]")
+    outs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                           text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2")]
+    assert outs[0] == outs[1] and outs[0].count("\n") == len(_bench().load(DATA))
