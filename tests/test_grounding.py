@@ -464,3 +464,41 @@ def test_hyphenated_service_name_is_an_identifier():
                                "It affects checkout-api and inventory-svc."))
     assert s.value == 0.5, s.details
     assert "identifier 'inventory-svc'" in s.details
+
+
+def test_status_swapped_between_list_items():
+    # eu-west is the degraded region; the answer says us-east → 'degraded' is stated for
+    # another item. claims: operational ✓ (the service), degraded ✗ → 1/2
+    result = {"status": "operational", "regions": [{"name": "us-east", "status": "operational"},
+                                                   {"name": "eu-west", "status": "degraded"}]}
+    s = Grounding().score(_one("get_service_status", {}, result,
+                               "The VPN is operational, but the us-east region is degraded."))
+    assert s.value == 0.5, s.details
+    assert "stated for another item of get_service_status#toolu_1, not for us-east" in s.details
+
+
+@pytest.mark.parametrize("result,answer,n_claims", [
+    # weekdays of a weekly schedule: no date to check them against; 'open' follows a
+    # copula but the result states no state to contradict (claims open, Sunday, 10 AM,
+    # 6 PM, Monday, Saturday)
+    ({"hours": {"mon_sat": "09:00-21:00", "sun": "10:00-18:00"}},
+     "It is open on Sunday from 10 AM to 6 PM, Monday to Saturday longer.", 6),
+    # the numbers of one object add up: 17 + 1,271 + 14 = 1,302; "1,271 passed" is a tally,
+    # not a status → claims 17, 1,271, 14, 1,302
+    ({"tests": {"passed": 1271, "failed": 17, "skipped": 14}},
+     "17 failed, 1,271 passed and 14 were skipped (1,302 in total).", 4),
+    # a percent from a ratio, rounded to what it shows: 812.4 / 1024 = 79.3% → "79%"
+    ({"used_gb": 812.4, "quota_gb": 1024}, "You use 812.4 GB of 1,024 GB (79%).", 3),
+])
+def test_schedule_totals_and_rounded_percents(result, answer, n_claims):
+    s = Grounding().score(_one("lookup", {}, result, answer))
+    assert s.details == f"0/{n_claims} claims unsupported", s.details
+
+
+def test_a_key_does_not_support_a_status_the_values_contradict():
+    # "passed" is a key of the test counts, but the build's status value is "failed" →
+    # claims 4817 ✓, passed ✗ → 1/2
+    result = {"build": 4817, "status": "failed", "tests": {"passed": 1271, "failed": 17}}
+    s = Grounding().score(_one("get_build", {}, result, "Build #4817 passed."))
+    assert s.value == 0.5, s.details
+    assert "status 'passed' (the tool results say 'failed')" in s.details

@@ -20,7 +20,7 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
   is the verb's stem (:func:`stem`);
 - ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
-  count only after a copula, and not before a figure (``is down 0.83%`` is a change, not
+  count only after a copula, not after a count (``3 delivered`` tallies), and not before a figure (``is down 0.83%`` is a change, not
   a state). Negated or future/conditional statuses and actions (``has not
   shipped``, ``will be refunded``, ``once it is delivered``) are not claims.
 
@@ -57,6 +57,8 @@ MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _DIGIT = re.compile(r"\d")
+_COUNT_BEFORE = re.compile(r"(?<![\w#-])\d[\d,.]*\s+(?:were\s+|are\s+)?$")
+_PASSED_ON = re.compile(r"\s+(?:it\s+|this\s+)?(?:to|on|along|over|by)\b")
 _QUANTITY = re.compile(r"[x×]\d+", re.IGNORECASE)  # "capsules x2" is a quantity
 # hyphenated names without digits count as identifiers when a part names a system
 _SERVICE_PART = re.compile(r"(?:^|[-_])(?:api|svc|service|gateway|db|server|worker|web|"
@@ -118,7 +120,7 @@ STATUS_ANY = {
     "in stock": "in stock", "out of stock": "out of stock", "backordered": "backordered",
     "sold out": "sold out", "rolled back": "rolled back", "merged": "merged",
     "checked in": "checked in", "on hold": "on hold", "escalated": "escalated",
-    "mitigated": "mitigated", "acknowledged": "acknowledged",
+    "mitigated": "mitigated", "acknowledged": "acknowledged", "passed": "passed",
 }
 #: ambiguous status words: a claim only after a copula (``is open``, ``was closed``)
 STATUS_COPULA = {
@@ -443,6 +445,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
             continue
         if answer and not word.startswith("not ") and not asserted(low, a):
             continue
+        if word == "passed" and _PASSED_ON.match(low, b):
+            continue  # "passed to the network team" hands over, it states no result
+        if answer and _COUNT_BEFORE.search(low, max(0, a - 16), a):
+            continue  # "1,271 passed", "3 delivered": a tally of items, not a state
         sp.take(a, b, "status", STATUS_ANY.get(word) or STATUS_COPULA[word])
     for m in _WEEKDAY_RE.finditer(low) if answer else ():
         if sp.free(m.start(), m.end()):

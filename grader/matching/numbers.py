@@ -233,7 +233,8 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
       equal it exactly with a non-integer factor (a rate: 500 × 1.0842); see also
       :func:`priced_product`;
     - ``a ± b%`` (a raise, a discount, a tax) likewise;
-    - ``a ÷ b`` (× 100 for a percent claim) likewise; a whole-number ratio counts only for
+    - ``a ÷ b`` (× 100 for a percent claim) likewise, a percent rounded to the digits it
+      shows even when not hedged (812.4 of 1,024 is "79%"); a whole-number ratio counts only for
       a percent, or a claim with a unit that is at least 10 (an average price), since
       small whole numbers are too easy to hit by chance.
 
@@ -282,10 +283,12 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
                     v = a.value * (100 + sign * b.value) / 100
                     if b.unit == "%" and (v == c or (tol and abs(v - c) <= tol)):
                         return f"{fmt(a.value)} {word} {fmt(b.value)}%"
-        # a ÷ b ≈ c (× 100 for a percent claim): b = a / c, within the matching span
+        # a ÷ b ≈ c (× 100 for a percent claim): b = a / c, within the matching span; a
+        # percent computed from a ratio is rounded to the digits it shows ("79%")
         if not c:
             continue
         scale = 100 if claim.unit == "%" else 1
+        tol = tol or (_tolerance(claim) if claim.unit == "%" else Decimal(0))
         if claim.unit not in ("%", "x"):
             if whole(c) and not tol and not (claim.unit and c >= 10):
                 continue  # a small whole-number ratio is too easy to hit by chance

@@ -14,8 +14,9 @@ is then checked in constant (or logarithmic) time:
 - word stems of the result, for reported actions (not a word right after ``awaiting``,
   ``pending``, ``not``, ``failed`` …: ``awaiting_approval`` states no approval);
 - counts: the length of every JSON list and, for lists of objects, how many items share
-  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2) and the sum
-  of each numeric field over the items (a total of listed amounts);
+  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2), the sum
+  of each numeric field over the items (a total of listed amounts) and the sum of the
+  numbers of one object (``{"passed": 1271, "failed": 17, "skipped": 14}`` → 1302);
 - a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none.
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
@@ -73,7 +74,8 @@ class SourceFacts:
         moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
         full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
             weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
-            in order (a bounded slice of a set would depend on hash order).
+            in order (a bounded slice of a set would depend on hash order);
+            value_statuses: the statuses its values state (not the call's outcome).
     """
 
     label: str
@@ -93,6 +95,7 @@ class SourceFacts:
     month_days: dict[str, list[str]] = field(default_factory=dict)
     weekdays: set[int] = field(default_factory=set)
     sorted_times: list[str] = field(default_factory=list)
+    value_statuses: set[str] = field(default_factory=set)
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
 
@@ -151,6 +154,10 @@ class SourceFacts:
             code = value.get("currency")
             if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
                 currency = code.lower()  # a "currency" key is the unit of its siblings
+            numeric = [v for v in value.values()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
+                self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
                 self._tokens(str(k))
                 self._walk(v, str(k), currency)
@@ -199,6 +206,7 @@ class SourceFacts:
             low = clean(text).lower().replace("_", " ")
             for m in _SOURCE_STATUS.finditer(low):
                 self.statuses.add(_ALL_STATUS[m.group(0)])
+                self.value_statuses.add(_ALL_STATUS[m.group(0)])
 
     def _spans(self, text: str) -> None:
         for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
@@ -242,7 +250,8 @@ class SourceFacts:
         (:func:`evaltape.grader.matching.numbers.matches`). Dates: equal keys; a date
         without a year matches any year. Times: the time, or for ``3:30`` without am/pm
         also ``15:30``. Identifiers, e-mails: the token. Names: every word as a token.
-        Statuses: the canonical status, or the word as a token (``pending_requests``).
+        Statuses: the canonical status, or the word as a token (``pending_requests``)
+        when no value of the source states a status.
         Weekdays: the word itself.
         """
         k = claim.kind
@@ -262,7 +271,9 @@ class SourceFacts:
         if k == "name":
             return all(w in self.tokens for w in claim.key.split())
         if k == "status":
-            return claim.key in self.statuses or claim.key in self.tokens
+            # a key such as "pending_requests" names a state only where no value does
+            return claim.key in self.statuses or (claim.key in self.tokens
+                                                  and not self.value_statuses)
         if k == "weekday":
             return _WEEKDAY_NAMES[claim.key] in self.tokens
         return False

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import (STATUS_ANY, Claim, clean, extract_claims,
+from evaltape.grader.matching.claims import (STATUS_ANY, STATUS_COPULA, Claim, clean, extract_claims,
                                              split_sentences, stem)
 from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt, priced_product
 from evaltape.grader.matching.sources import SourceFacts
@@ -37,6 +37,11 @@ ACTION_SYNONYMS = [frozenset(g.split()) for g in (
 READ_ONLY = frozenset("""get list search find lookup look fetch check show query describe
 read view verify validate quote compare count estimate preview calculate track""".split())
 _TOKEN = re.compile(r"[\w@+.'-]+")
+# item values that are facts, not names: statuses, dates, times, numbers ("degraded" in one
+# region's item names no region)
+_VALUE_LIKE = re.compile(r"(?i)\s*(?:[\d\s:.,/+-]+|(?:" + "|".join(
+    re.escape(w) for w in sorted({*STATUS_ANY, *STATUS_COPULA}, key=len, reverse=True)
+) + r"|success|ok|in_transit|on_time)\s*)$")
 _WEEKDAY = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -143,6 +148,7 @@ class _Checker:
 
     def __init__(self, trace: Trace, answer: str, claims: list[Claim]) -> None:
         results, errors = results_by_id(trace), error_ids(trace)
+        self.results = results
         self.needs = frozenset(c.kind for c in claims)
         self.input = SourceFacts.of("input", trace.input, needs=self.needs)
         self.calls: list[tuple[ToolCall, SourceFacts]] = [
@@ -192,11 +198,11 @@ class _Checker:
         self.subject_calls = subj
         self.items: dict[str, tuple[str, Any, list[Any]]] = {}
         for c, f in self.calls:
-            for items in _listed_objects(c.result if c.result is not None else None, f):
+            for items in _listed_objects(self.results.get(c.id)):
                 counts: dict[str, list[int]] = {}
                 for n, item in enumerate(items):
                     for v in item.values():
-                        if isinstance(v, str) and 0 < len(v) <= 60:
+                        if isinstance(v, str) and 0 < len(v) <= 60 and not _VALUE_LIKE.match(v):
                             key = _norm_tokens(v)
                             if key and len(key.split()) <= 4 and n not in counts.get(key, []):
                                 counts.setdefault(key, []).append(n)
@@ -302,6 +308,8 @@ class _Checker:
                    "or ratio of stated ones"
         if claim.kind == "status":
             said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
+            if not said and claim.key not in STATUS_ANY.values():
+                return None  # "the store is open on Sunday": no state stated to contradict
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status"
         return f"no source states this {claim.kind}"
@@ -382,6 +390,8 @@ class _Checker:
             return shown
         if any(s.supports(claim) or claim.key in s.weekdays for s in scope):
             return None
+        if not any(s.full_dates for s in scope):
+            return None  # "open Monday to Saturday": no date to check a weekday against
         return "no date in scope falls on this weekday"
 
     def _action(self, claim: Claim) -> str | None:
@@ -405,7 +415,7 @@ class _Checker:
         return "no successful tool call or result reports this action"
 
 
-def _listed_objects(result: str | None, facts: SourceFacts) -> list[list[dict]]:
+def _listed_objects(result: str | None) -> list[list[dict]]:
     """Lists of two or more JSON objects in a call's result (at any depth)."""
     if not result or result.lstrip()[:1] not in "{[":
         return []
