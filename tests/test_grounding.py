@@ -502,3 +502,25 @@ def test_a_key_does_not_support_a_status_the_values_contradict():
     s = Grounding().score(_one("get_build", {}, result, "Build #4817 passed."))
     assert s.value == 0.5, s.details
     assert "status 'passed' (the tool results say 'failed')" in s.details
+
+
+@pytest.mark.parametrize("tool,args,result,answer,value", [
+    # a state reached by a successful call that performs it: cancel_order → "is cancelled"
+    # (claims W-1 ✓, cancelled ✓) → 0/2
+    ("cancel_order", {"order_id": "W-1"}, {"success": True}, "W-1 is cancelled.", 0.0),
+    # a boolean state: "locked": false states unlocked (claims tbrooks ✓, unlocked ✓) → 0
+    ("get_user", {"username": "tbrooks"}, {"locked": False},
+     "The account 'tbrooks' is unlocked.", 0.0),
+    # and "locked": true does not (claims tbrooks ✓, unlocked ✗) → 1/2
+    ("get_user", {"username": "tbrooks"}, {"locked": True},
+     "The account 'tbrooks' is unlocked.", 0.5),
+    # a converted amount is in the currency the call asked for: 292.5 is €, not $
+    # (one claim, $292.50 ✗, stated with another unit) → 1/1
+    ("convert", {"amount": 250, "from": "GBP", "to": "EUR"}, {"result": 292.5},
+     "That is $292.50.", 1.0),
+    # a number inside a key: pages_last_24h states 24 hours (claims 7, 24 hours) → 0/2
+    ("get_handoff", {}, {"pages_last_24h": 7}, "7 pages in the last 24 hours.", 0.0),
+])
+def test_states_and_units_from_structure(tool, args, result, answer, value):
+    s = Grounding().score(_one(tool, args, result, answer))
+    assert s.value == value, s.details

@@ -116,7 +116,7 @@ STATUS_ANY = {
     "diverted": "diverted", "waitlisted": "waitlisted",
     "in transit": "in transit", "out for delivery": "out for delivery",
     "overdue": "overdue", "unpaid": "unpaid", "declined": "declined",
-    "rejected": "rejected", "succeeded": "succeeded", "successful": "succeeded",
+    "rejected": "rejected", "succeeded": "succeeded",
     "in stock": "in stock", "out of stock": "out of stock", "backordered": "backordered",
     "sold out": "sold out", "rolled back": "rolled back", "merged": "merged",
     "checked in": "checked in", "on hold": "on hold", "escalated": "escalated",
@@ -133,6 +133,7 @@ STATUS_COPULA = {
     "available": "available", "unavailable": "unavailable", "full": "full",
     "scheduled": "scheduled", "booked": "booked", "valid": "valid", "invalid": "invalid",
     "boarding": "boarding", "investigating": "investigating", "monitoring": "monitoring",
+    "successful": "succeeded",
     "firing": "firing",
 }
 #: the same states as they appear in tool results (``"status": "success"``)

@@ -17,7 +17,11 @@ is then checked in constant (or logarithmic) time:
   each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2), the sum
   of each numeric field over the items (a total of listed amounts) and the sum of the
   numbers of one object (``{"passed": 1271, "failed": 17, "skipped": 14}`` → 1302);
-- a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none.
+- a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none;
+  a call's target currency argument (``to: "EUR"``) is the unit of its result's amount
+  (``result``, ``amount``, ``total`` …); a number in a key (``pages_last_24h``) is stated;
+- a boolean whose key is a state: ``"locked": true`` states ``locked``, ``false`` states
+  ``not locked`` and ``unlocked``.
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
 false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
@@ -43,6 +47,14 @@ from evaltape.grader.matching.numbers import KEY_UNITS, NUMBER_WORD, Num, compat
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _DIGIT = re.compile(r"\d")
+#: the opposite state a false boolean states ("locked": false → unlocked)
+_ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
+            "enabled": ("disabled",), "disabled": ("enabled",), "active": ("inactive",),
+            "online": ("offline",), "available": ("unavailable",), "paid": ("unpaid",),
+            "valid": ("invalid",), "open": ("closed",), "closed": ("open",)}
+#: result keys whose number is the converted amount, in the currency the call asked for
+_AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "value", "total"})
+_TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")
 _UNDONE = frozenset("""awaiting pending requires required needs need not no without unable
 cannot failed until before""".split())
 #: claim kinds whose source facts come from extract_spans (they all need a digit)
@@ -96,6 +108,7 @@ class SourceFacts:
     weekdays: set[int] = field(default_factory=set)
     sorted_times: list[str] = field(default_factory=list)
     value_statuses: set[str] = field(default_factory=set)
+    _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
 
@@ -121,7 +134,12 @@ class SourceFacts:
             except orjson.JSONDecodeError:
                 parsed = None
         if parsed is not None and isinstance(parsed, (dict, list)):
+            target = next((str(arguments[k]).lower() for k in _TARGET_CURRENCY_ARGS
+                           if arguments and str(arguments.get(k, "")).lower()
+                           in ("usd", "eur", "gbp")), "")
+            f._target = target
             f._walk(parsed, "")
+            f._target = ""
             if isinstance(parsed, dict):
                 ok = parsed.get("success", parsed.get("ok"))
                 err = parsed.get("error") or parsed.get("errors")
@@ -160,6 +178,8 @@ class SourceFacts:
                 self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
                 self._tokens(str(k))
+                if "number" in self.needs and _DIGIT.search(str(k)):
+                    self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
                 self._walk(v, str(k), currency)
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
@@ -180,14 +200,28 @@ class SourceFacts:
         elif isinstance(value, bool) or value is None:
             if value is not None:
                 self.tokens.add(str(value).lower())
+                self._flag(key, value)
         elif isinstance(value, (int, float)):
             d = _decimal(value)
             if not d.is_finite():
                 return
-            self._number(Num(d, _key_unit(key) or currency))
+            # convert(to="EUR") → {"result": 292.5} states €292.50, not $292.50
+            target = self._target if key.lower() in _AMOUNT_KEYS else ""
+            self._number(Num(d, _key_unit(key) or currency or target))
             self.tokens.add(fmt(d))
         else:
             self._text(str(value))
+
+    def _flag(self, key: str, value: bool) -> None:
+        """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
+        states ``not locked`` and ``unlocked``."""
+        word = key.lower().replace("_", " ").removeprefix("is ")
+        state = _ALL_STATUS.get(word)
+        if state is None:
+            return
+        said = {state} if value else {f"not {state}", *_ANTONYM.get(state, ())}
+        self.statuses.update(said)
+        self.value_statuses.update(said)
 
     def _text(self, text: str) -> None:
         self._tokens(text)

@@ -156,6 +156,8 @@ class _Checker:
                                arguments=c.arguments, is_error=c.id in errors,
                                needs=self.needs))
             for c in trace.tool_calls if c.id in results]
+        self.acts: list[tuple[set[str], SourceFacts]] = [
+            (_action_stems(c.name), f) for c, f in self.calls]
         self.text = clean(answer)
         self.sentences = split_sentences(self.text)
         self.starts = [s[0] for s in self.sentences]
@@ -294,6 +296,11 @@ class _Checker:
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}"
         if claim.kind == "date" and self._date_after(claim.key, scope):
             return None
+        if claim.kind == "number" and claim.num is not None and claim.num.unit:
+            units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
+            if units and "" not in units:
+                # the very value is stated, in another unit: that, not a derivation, is it
+                return f"stated with another unit: {', '.join(sorted(units))}"
         if claim.kind == "number" and claim.num is not None:
             # a derived number may combine figures of several entities ("5.6°C warmer")
             if self._derived(claim.num, claim.start, scope + siblings):
@@ -306,6 +313,10 @@ class _Checker:
                 return f"stated with another unit: {', '.join(units)}"
             return "no source states this number, nor a count, sum, difference, product " \
                    "or ratio of stated ones"
+        if claim.kind == "status" and any(
+                not f.failed and stem(claim.key.split()[-1]) in acts
+                for acts, f in self.acts):
+            return None  # "the order is cancelled" after cancel_order succeeded
         if claim.kind == "status":
             said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
             if not said and claim.key not in STATUS_ANY.values():
@@ -396,7 +407,7 @@ class _Checker:
 
     def _action(self, claim: Claim) -> str | None:
         group = next((g for g in ACTION_SYNONYMS if claim.key in g), frozenset([claim.key]))
-        named = [(c, f) for c, f in self.calls if group & _action_stems(c.name)]
+        named = [(c, f) for (c, f), (acts, _f) in zip(self.calls, self.acts) if group & acts]
         ok = [f for _c, f in named if not f.failed]
         state = STATUS_ANY.get(claim.text.lower())
         if ok and state:
