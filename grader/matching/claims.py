@@ -18,11 +18,14 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   signs; ``1 hour 15 minutes`` is one duration of 75 min);
 - ``weekday`` (``Wednesday``), checked against the date it is said of;
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
-  is the verb's stem (:func:`stem`);
+  is the verb's stem (:func:`evaltape.grader.matching.states.stem`);
 - ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
-  count only after a copula, not after a count (``3 delivered`` tallies), and not before a figure (``is down 0.83%`` is a change, not
-  a state). Negated or future/conditional statuses and actions (``has not
-  shipped``, ``will be refunded``, ``once it is delivered``) are not claims.
+  count only after a copula, not after a count (``3 delivered`` tallies), and not before a
+  figure (``is down 0.83%`` is a change, not a state). Negated or future/conditional
+  statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
+  delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.states`).
+
+Claims in a question ("Want me to try 3:00 PM?") are left out.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
@@ -36,11 +39,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable
-
-import orjson
+from typing import Any
 
 from evaltape.grader.matching.numbers import NUMBER, NUMBER_WORD, Num, parse_match, parse_word
+from evaltape.grader.matching.states import (ACTION_RE, STATUS_ANY, STATUS_COPULA,
+                                             STATUS_RE, asserted, stem)
 
 #: Claim kinds, in the order they are extracted (earlier kinds mask their spans).
 KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "name",
@@ -102,76 +105,6 @@ called named ending ends linked tied associated under number balance today right
 only just currently earns holds needs shows has been being got gets remains
 """.split())
 
-# -- statuses and actions -------------------------------------------------------------------
-#: status words that state a state wherever they appear → canonical form
-STATUS_ANY = {
-    "healthy": "healthy", "unhealthy": "unhealthy", "degraded": "degraded",
-    "offline": "offline", "online": "online", "operational": "operational",
-    "unreachable": "unreachable", "unlocked": "unlocked", "locked": "locked",
-    "suspended": "suspended", "disabled": "disabled", "enabled": "enabled",
-    "expired": "expired", "inactive": "inactive", "not locked": "not locked",
-    "shipped": "shipped", "delivered": "delivered", "cancelled": "cancelled",
-    "canceled": "cancelled", "refunded": "refunded", "delayed": "delayed",
-    "on time": "on time", "on-time": "on time", "departed": "departed", "landed": "landed",
-    "diverted": "diverted", "waitlisted": "waitlisted",
-    "in transit": "in transit", "out for delivery": "out for delivery",
-    "overdue": "overdue", "unpaid": "unpaid", "declined": "declined",
-    "rejected": "rejected", "succeeded": "succeeded",
-    "in stock": "in stock", "out of stock": "out of stock", "backordered": "backordered",
-    "sold out": "sold out", "rolled back": "rolled back", "merged": "merged",
-    "checked in": "checked in", "on hold": "on hold", "escalated": "escalated",
-    "mitigated": "mitigated", "acknowledged": "acknowledged", "passed": "passed",
-}
-#: ambiguous status words: a claim only after a copula (``is open``, ``was closed``)
-STATUS_COPULA = {
-    "down": "down", "up": "up", "running": "running", "stopped": "stopped",
-    "active": "active", "failed": "failed", "resolved": "resolved", "pending": "pending",
-    "closed": "closed", "open": "open", "in progress": "in progress",
-    "responding": "responding", "not responding": "not responding",
-    "confirmed": "confirmed", "paid": "paid", "completed": "completed",
-    "complete": "completed", "approved": "approved", "processing": "processing",
-    "available": "available", "unavailable": "unavailable", "full": "full",
-    "scheduled": "scheduled", "booked": "booked", "valid": "valid", "invalid": "invalid",
-    "boarding": "boarding", "investigating": "investigating", "monitoring": "monitoring",
-    "successful": "succeeded",
-    "firing": "firing",
-}
-#: the same states as they appear in tool results (``"status": "success"``)
-STATUS_SOURCE_ALIASES = {"success": "succeeded", "ok": "succeeded", "complete": "completed",
-                         "intransit": "in transit", "ontime": "on time"}
-_COPULA = (r"(?:is|are|was|were|be|been|remains?|appears?|shows?|shown as|listed as|marked"
-           r"(?:\s+as)?|reported(?:\s+as)?|currently|now|still|(?:has|have|had)\s+been|"
-           r"it's|they're|"
-           r"that's|'s|'re)")
-STATUS_RE = re.compile(
-    r"(?<![\w-])(?P<w>" + "|".join(re.escape(w) for w in sorted(STATUS_ANY, key=len,
-                                                                    reverse=True)) + r")(?![\w-])"
-    r"|(?:\b|(?<='))" + _COPULA + r"\s+(?:(?:currently|now|still|already|as|being|been|fully|"
-    r"marked|listed)\s+)*(?P<c>" +
-    "|".join(re.escape(w) for w in sorted(STATUS_COPULA, key=len, reverse=True)) +
-    r")(?![\w-])(?!\s+(?:for|since|to|until)\b|\s+(?:by\s+)?[-+$€£\d])", re.IGNORECASE)
-#: verbs (past forms) that report an action as done
-ACTION_VERBS = """reset unlocked restarted rebooted cancelled canceled refunded booked rebooked
-created opened closed escalated scheduled rescheduled sent emailed updated changed deleted
-removed added upgraded downgraded deployed approved issued transferred charged credited
-applied submitted assigned blocked unblocked reactivated restored cleared renewed extended
-moved invited reserved processed placed filed notified revoked granted provisioned
-installed patched paused resumed locked disabled enabled waived rolled""".split()
-ACTION_RE = re.compile(
-    r"\b(?P<lead>has been|have been|had been|was|were|is now|are now|i've|i have|we've|"
-    r"we have|i|we|successfully)\s+(?:(?:also|successfully|now|just|already|been|gone ahead "
-    r"and)\s+)*(?P<v>" + "|".join(sorted(ACTION_VERBS, key=len, reverse=True)) +
-    r")(?P<back>\s+back)?\b", re.IGNORECASE)
-_IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebuilt": "rebuild",
-              "built": "build", "held": "hold"}
-# a negation, modal or condition in the few words before a status or action
-_NOT_ASSERTED = re.compile(
-    r"(?:\b|(?<='))(?:not|n't|never|no longer|yet to be|will|ll|would|should|could|can|may|might|must|"
-    r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
-    r"after|whether|expect(?:ed)?|hasn't|haven't|"
-    r"wasn't|isn't|aren't|weren't|won't|cannot|unable)\b[\w\s']{0,20}$|n't\s+[\w\s]{0,12}$",
-    re.IGNORECASE)
-
 # -- proper names ---------------------------------------------------------------------------
 NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*)"
                   r"(?:\s+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
@@ -226,46 +159,10 @@ class Claim:
     clause: tuple[int, int] = (0, 0)
 
 
-def normalise(text: str) -> str:
-    """NFC, zero-width characters removed, non-breaking spaces as spaces, lower case."""
-    return clean(text).lower()
-
-
 def clean(text: str) -> str:
     """NFC, zero-width characters removed, non-breaking spaces as spaces (case kept)."""
     text = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
     return text.replace("\u00a0", " ").replace("\u202f", " ")
-
-
-def source_text(result: str | None) -> str:
-    """A tool result as plain text: JSON results are flattened to ``key: value`` lines.
-
-    Flattening decodes ``\\uXXXX`` escapes so ``café`` in a JSON string compares equal to
-    ``café`` in the answer. Non-JSON results are returned unchanged; ``None`` → ``""``.
-    """
-    if not result:
-        return ""
-    s = result.strip()
-    if s[:1] in "{[":
-        try:
-            return "\n".join(_flatten(orjson.loads(s)))
-        except orjson.JSONDecodeError:
-            pass
-    return result
-
-
-def _flatten(value: Any, prefix: str = "") -> Iterable[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _flatten(v, f"{k}")
-    elif isinstance(value, list):
-        for v in value:
-            yield from _flatten(v, prefix)
-    elif value is None:
-        return
-    else:
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        yield f"{prefix}: {text}" if prefix else text
 
 
 def split_sentences(text: str) -> list[tuple[int, int, str]]:
@@ -294,26 +191,6 @@ def clauses(text: str) -> list[int]:
     out += [m.end() for m in _CLAUSE_END.finditer(text)]
     out += [s for s, _e, _t in split_sentences(text)]
     return sorted(set(out))
-
-
-def stem(word: str) -> str:
-    """A crude stem shared by verbs and tool-name parts: ``cancelled``/``cancel_order`` →
-    ``cancel``, ``created``/``create_ticket`` → ``creat``, ``sent`` → ``send``.
-
-    Rule: lower case; irregular past forms mapped; one of ``ing``, ``ed``, ``es``, ``s``,
-    ``e`` removed when at least three letters stay (``al`` when four stay: ``approval``); a doubled final consonant undoubled
-    when four or more letters stay.
-    """
-    w = word.lower()
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    for suffix in ("ing", "ed", "es", "al", "s", "e"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= (4 if suffix == "al" else 3):
-            w = w[: -len(suffix)]
-            break
-    if len(w) >= 5 and w[-1] == w[-2] and w[-1] not in "aeiou":
-        w = w[:-1]
-    return w
 
 
 def date_key(m: re.Match) -> str:
@@ -348,12 +225,6 @@ def time_alternatives(claim_text: str, key: str) -> tuple[str, ...]:
         return (key,)
     h = int(key[:2])
     return (key, f"{h + 12:02d}{key[2:]}") if 1 <= h <= 11 else (key,)
-
-
-def asserted(text: str, start: int) -> bool:
-    """Whether the words just before ``start`` leave a status or action asserted (no
-    negation, modal, or condition such as ``not``, ``will``, ``once``, ``if``)."""
-    return _NOT_ASSERTED.search(text, max(0, start - 28), start) is None
 
 
 class _Spans:

@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import (STATUS_ANY, STATUS_COPULA, Claim, clean, extract_claims,
-                                             split_sentences, stem)
+from evaltape.grader.matching.claims import Claim, clean, extract_claims, split_sentences
 from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt, priced_product
 from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
 
 #: claim kinds checked against the calls about the entity they are said of
