@@ -419,7 +419,8 @@ def test_read_only_tool_performs_no_action():
 
 
 def test_awaiting_approval_states_no_approval():
-    # "awaiting_approval" does not report an approval → action 'approved' ✗, REQ-3310 ✓ → 1/2
+    # "awaiting_approval" does not report an approval → action 'approved' ✗, REQ-3310 ✓
+    # → 1/2
     s = Grounding().score(_one("get_request", {"id": "REQ-3310"},
                                {"id": "REQ-3310", "state": "awaiting_approval"},
                                "REQ-3310 was approved."))

@@ -69,7 +69,8 @@ _UNIT_RE = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                     if u not in ("c", "f"))
 # c/f only glued to a degree sign or right after the digits ("18C"), never as a word.
 NUMBER = re.compile(
-    r"(?:(?<![\w.,/−-])(?P<neg>[-−])(?=\d)|(?<![\w.,/−-]))(?:(?P<cur>\$|€|£|usd|eur|gbp)\s?)?"
+    r"(?:(?<![\w.,/−-])(?P<neg>[-−])(?=\d)|(?<![\w.,/−-]))"
+    r"(?:(?P<cur>\$|€|£|usd|eur|gbp)\s?)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:(?P<tight>[kmb])(?![\w])|\s*(?P<scale>thousand|million|billion|mn|bn)(?![\w]))?"
     r"(?P<plus>\+)?"

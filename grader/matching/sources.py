@@ -41,8 +41,8 @@ import orjson
 
 from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
                                              time_alternatives)
-from evaltape.grader.matching.numbers import KEY_UNITS, NUMBER_WORD, Num, compatible, fmt, matches, \
-    source_values
+from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
+                                              matches, source_values)
 from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, stem)
 

@@ -75,7 +75,8 @@ _IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebu
               "built": "build", "held": "hold"}
 # a negation, modal or condition in the few words before a status or action
 _NOT_ASSERTED = re.compile(
-    r"(?:\b|(?<='))(?:not|n't|never|no longer|yet to be|will|ll|would|should|could|can|may|might|must|"
+    r"(?:\b|(?<='))(?:not|n't|never|no longer|yet to be|will|ll|would|should|could|can|"
+    r"may|might|must|"
     r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
     r"after|whether|expect(?:ed)?|hasn't|haven't|"
     r"wasn't|isn't|aren't|weren't|won't|cannot|unable)\b[\w\s']{0,20}$|n't\s+[\w\s]{0,12}$",
@@ -87,8 +88,8 @@ def stem(word: str) -> str:
     ``cancel``, ``created``/``create_ticket`` → ``creat``, ``sent`` → ``send``.
 
     Rule: lower case; irregular past forms mapped; one of ``ing``, ``ed``, ``es``, ``s``,
-    ``e`` removed when at least three letters stay (``al`` when four stay: ``approval``); a doubled final consonant undoubled
-    when four or more letters stay.
+    ``e`` removed when at least three letters stay (``al`` when four stay: ``approval``);
+    a doubled final consonant undoubled when four or more letters stay.
     """
     w = word.lower()
     if w in _IRREGULAR:

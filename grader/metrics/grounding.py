@@ -92,33 +92,38 @@ class Grounding:
     as done. Sources (:mod:`evaltape.grader.matching.sources`): the user input and each
     executed tool call (its arguments and its result, paired by ``tool_use_id``).
 
-    Support rules:
+    Support rules (docs/metrics.md, "grounding", has the full list and the measured
+    precision and recall):
 
     - identifiers, e-mails and names: stated by any source;
-    - numbers, dates, times, statuses and weekdays are *scoped*: when the sentence names an
-      entity that tells apart calls of one tool (an argument value such as ``Rome`` or
-      ``prod-api-01`` that differs between two calls of ``get_weather``), the other calls
-      of that tool are left out, so a figure of Paris's result is unsupported for Rome;
-      the entity is the nearest before the claim in its sentence, else the first after;
-    - a number is also supported when it is a count of a listed result, or a sum,
-      difference, product or ratio of two numbers in scope (answer numbers already
-      supported first, then the sources'; :func:`evaltape.grader.matching.numbers.derive`);
-    - a status must be one of the statuses its scope states (``shipped`` against
-      ``"status": "pending"`` is unsupported); a failed call states ``failed``, a call with
-      ``success: true`` states ``succeeded``;
-    - an action (``has been reset``) is supported by a successful call of a tool whose name
-      names it (``reset_password``; :data:`ACTION_SYNONYMS`; a read-only tool such as
-      ``check_upgrade`` names none, :data:`READ_ONLY`), else by a successful result using
-      the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call failed it is unsupported. Statuses and actions
-      are never supported by the user input alone: "has it shipped?" states nothing;
-    - a weekday must match the date it is said of (the dates in its sentence, with the
-      year taken from the sources when the answer gives none).
+    - numbers, dates, times, statuses and weekdays are *scoped* by the entity their clause
+      names (nearest before the claim, else first after): when an argument value tells
+      apart calls of one tool (``get_weather(Rome)`` / ``get_weather(Paris)``) the other
+      calls of that tool are left out, and when a value names one item of a listed result
+      the claim must hold for that item, so a figure of Paris's result is unsupported for
+      Rome ("stated for another call");
+    - a number is also supported when it is a count or total of a listed result, a price
+      times a quantity of one record, a span between two stated times, or a sum,
+      difference, product, ratio or percent change of two numbers
+      (:func:`evaltape.grader.matching.numbers.derive`; sums and differences only of
+      numbers the answer itself states); a value stated with another unit is unsupported;
+    - a status must be one its scope states (``shipped`` against ``"status": "pending"``
+      is unsupported), or reached by a successful call that performs it; a failed call
+      states ``failed``; the user input never supports a status or an action;
+    - an action (``has been reset``) is supported by a successful call of a tool whose
+      name names it (``reset_password``; :data:`ACTION_SYNONYMS`; a read-only tool such
+      as ``check_upgrade`` names none, :data:`READ_ONLY`), else by a successful result
+      using the word (not after ``awaiting``, ``pending``, ``not`` …); when every such
+      call failed it is unsupported;
+    - a date a stated number of days from a stated date is supported; a weekday must match
+      the date it is said of (the year taken from the sources when the answer gives none).
 
     Score = unsupported / checked. No checkable claims (or no answer) → ``null`` with
     reason ``no_claims``. A fact of a tool result the answer leaves out is not counted.
     ``details`` quotes each unsupported claim with its reason and sentence. Time is linear
-    in the answer and results (each source is indexed once; the derived-number search is
-    bounded by :data:`evaltape.grader.matching.numbers.POOL_LIMIT`).
+    in the answer and results (each source is indexed once, only for the claim kinds the
+    answer has; the derived-number and item searches are bounded by
+    :data:`evaltape.grader.matching.numbers.POOL_LIMIT` and :data:`ITEM_LIMIT`).
     """
 
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
