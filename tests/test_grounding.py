@@ -525,3 +525,19 @@ def test_a_key_does_not_support_a_status_the_values_contradict():
 def test_states_and_units_from_structure(tool, args, result, answer, value):
     s = Grounding().score(_one(tool, args, result, answer))
     assert s.value == value, s.details
+
+
+@pytest.mark.parametrize("tool,args,result,answer,value", [
+    # an ordinal is a number: the 15th ✓, the 1st ✗ (one call is no "1")
+    ("get_loan", {"loan_id": "L-1"}, {"autopay_day": 15}, "It runs on the 15th.", 0.0),
+    ("get_loan", {"loan_id": "L-1"}, {"autopay_day": 15}, "It runs on the 1st.", 1.0),
+    # "in_stock": false states out of stock (claims out of stock ✓, March 19 ✓)
+    ("check_stock", {}, {"in_stock": False, "restock_date": "2026-03-19"},
+     "It is out of stock until March 19.", 0.0),
+    # a price match after the call failed: action 'matched' ✗, $279 ✓ (in the arguments)
+    ("price_match", {"price": 279}, {"success": False, "error": "not eligible"},
+     "I've matched the $279 price.", 0.5),
+])
+def test_ordinals_boolean_stock_and_more_actions(tool, args, result, answer, value):
+    s = Grounding().score(_one(tool, args, result, answer))
+    assert s.value == value, s.details

@@ -15,7 +15,7 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
 - ``name``: a proper name in Title or camel case that is not the first word of a
   sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim;
 - ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words,
-  signs; ``1 hour 15 minutes`` is one duration of 75 min);
+  signs, ordinals; ``1 hour 15 minutes`` is one duration of 75 min);
 - ``weekday`` (``Wednesday``), checked against the date it is said of;
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
   is the verb's stem (:func:`evaltape.grader.matching.states.stem`);
@@ -121,6 +121,7 @@ _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 # "before 9", "until 5 and": a bare hour after a preposition, as a time of day
 BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"
                        r"(?=[.,;!?)](?:\s|$)|$|\s+(?:and|or)\b)", re.IGNORECASE)
+ORDINAL = re.compile(r"(?<![\w.,-])(\d{1,4})(?:st|nd|rd|th)\b", re.IGNORECASE)
 # "1 hour 15 minutes", "2 h 30 min": one duration, in minutes
 DURATION = re.compile(r"(?<![\w.])(?P<h>\d{1,3})\s*(?:hours?|hrs?|h)\s*(?:and\s+)?"
                       r"(?P<mi>\d{1,2})\s*(?:minutes?|mins?|m)(?!\w)", re.IGNORECASE)
@@ -331,6 +332,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
     for m in DURATION.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):
             n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
+            sp.take(m.start(), m.end(), "number", n.key, n)
+    for m in ORDINAL.finditer(norm) if digits and answer else ():
+        if sp.free(m.start(), m.end()):  # "3rd in line", "on the 15th"
+            n = Num(Decimal(m.group(1)))
             sp.take(m.start(), m.end(), "number", n.key, n)
     for m in NUMBER.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):

@@ -52,7 +52,8 @@ _DIGIT = re.compile(r"\d")
 _ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
             "enabled": ("disabled",), "disabled": ("enabled",), "active": ("inactive",),
             "online": ("offline",), "available": ("unavailable",), "paid": ("unpaid",),
-            "valid": ("invalid",), "open": ("closed",), "closed": ("open",)}
+            "valid": ("invalid",), "open": ("closed",), "closed": ("open",),
+            "in stock": ("out of stock",)}
 #: result keys whose number is the converted amount, in the currency the call asked for
 _AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "value", "total"})
 _TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")

@@ -65,7 +65,9 @@ created opened closed escalated scheduled rescheduled sent emailed updated chang
 removed added upgraded downgraded deployed approved issued transferred charged credited
 applied submitted assigned blocked unblocked reactivated restored cleared renewed extended
 moved invited reserved processed placed filed notified revoked granted provisioned
-installed patched paused resumed locked disabled enabled waived rolled""".split()
+installed patched paused resumed locked disabled enabled waived rolled matched activated
+deactivated subscribed unsubscribed enrolled ordered purchased scaled migrated archived
+disputed""".split()
 ACTION_RE = re.compile(
     r"\b(?P<lead>has been|have been|had been|was|were|is now|are now|i've|i have|we've|"
     r"we have|i|we|successfully)\s+(?:(?:also|successfully|now|just|already|been|gone ahead "

@@ -346,8 +346,8 @@ class _Checker:
             units = s.count_index.get(key)
             if units and (not n.unit or "" in units or n.unit in units):
                 return f"count or total in {s.label}"
-        if any(len(idxs) == n.value for idxs in self.by_tool.values()):
-            return "count of calls"
+        if n.value >= 2 and any(len(idxs) == n.value for idxs in self.by_tool.values()):
+            return "count of calls"  # "I checked both servers"; one call proves no "1"
         if n.unit in _MINUTES:
             how = _time_between(n.value * _MINUTES[n.unit], scope)
             if how:
