@@ -541,3 +541,24 @@ def test_states_and_units_from_structure(tool, args, result, answer, value):
 def test_ordinals_boolean_stock_and_more_actions(tool, args, result, answer, value):
     s = Grounding().score(_one(tool, args, result, answer))
     assert s.value == value, s.details
+
+
+def test_any_verb_a_called_tool_names_is_an_action():
+    # "purged" is in no verb list, but purge_queue was called and failed → the one claim
+    # (orders-dlq has no digit nor system word, so it is no identifier) fails → 1/1; after
+    # a successful purge → 0/1
+    failed = _one("purge_queue", {"queue": "orders-dlq"},
+                  {"success": False, "error": "permission denied"},
+                  "Done: orders-dlq has been purged.")
+    assert Grounding().score(failed).value == 1.0
+    ok = _one("purge_queue", {"queue": "orders-dlq"}, {"success": True},
+              "Done: orders-dlq has been purged.")
+    assert Grounding().score(ok).details == "0/1 claims unsupported"
+
+
+def test_capitalised_unit_after_a_number_stays_with_the_number():
+    # "768 Mi": the number is the claim (not a name "Mi"); the limit is 512 → 611 ✓, 768 ✗
+    s = Grounding().score(_one("describe_pod", {}, {"memory_limit_mi": 512,
+                                                    "memory_peak_mi": 611},
+                               "It peaks at 611 Mi against a 768 Mi limit."))
+    assert s.value == 0.5, s.details

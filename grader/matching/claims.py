@@ -42,12 +42,12 @@ from decimal import Decimal
 from typing import Any
 
 from evaltape.grader.matching.numbers import NUMBER, NUMBER_WORD, Num, parse_match, parse_word
-from evaltape.grader.matching.states import (ACTION_RE, STATUS_ANY, STATUS_COPULA,
-                                             STATUS_RE, asserted, stem)
+from evaltape.grader.matching.states import (ACTION_RE, ANY_ACTION_RE, STATUS_ANY,
+                                             STATUS_COPULA, STATUS_RE, asserted, stem)
 
 #: Claim kinds, in the order they are extracted (earlier kinds mask their spans).
-KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "name",
-         "number")
+KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "number",
+         "name")
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
 
@@ -244,13 +244,15 @@ class _Spans:
         self.spans.append((a, b, kind, key, num))
 
 
-def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
+def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
+                  verbs: frozenset[str] = frozenset()
                   ) -> list[tuple[int, int, str, str, Any, Num | None]]:
     """Every claim span of ``text`` as ``(start, end, kind, surface, key, num)``.
 
     With ``answer=True`` numbered-list markers (``1. ``) are skipped, names and user names
     are taken, and negated/conditional statuses and actions are left out; for a source
     (``answer=False``) every token is taken (see :mod:`evaltape.grader.matching.sources`).
+    ``verbs``: see :func:`extract_claims`.
     ``words`` (default: ``answer``) also reads numbers written in words.
     """
     norm = clean(text)
@@ -310,6 +312,11 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
             if sp.free(a, b) and asserted(low, m.start()):
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
+        for m in ANY_ACTION_RE.finditer(norm) if verbs else ():
+            a, b = m.start("v"), m.end("v")
+            key = stem(m.group("v"))
+            if key in verbs and sp.free(a, b) and asserted(low, m.start()):
+                sp.take(a, b, "action", key)
     for m in STATUS_RE.finditer(norm) if answer else ():
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
@@ -326,9 +333,6 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
     for m in _WEEKDAY_RE.finditer(low) if answer else ():
         if sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "weekday", WEEKDAYS[m.group(0)])
-    if answer:
-        for m in NAME.finditer(norm):
-            _take_name(sp, m)
     for m in DURATION.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):
             n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
@@ -346,6 +350,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None
             if sp.free(m.start(), m.end()):
                 n = parse_word(m, norm)
                 sp.take(m.start(), m.end(), "number", n.key, n)
+    if answer:  # last: a capitalised unit after a number ("611 Mi") is the number's
+        for m in NAME.finditer(norm):
+            _take_name(sp, m)
     sp.spans.sort(key=lambda s: (s[0], s[1]))
     return [(a, b, kind, norm[a:b], key, num) for a, b, kind, key, num in sp.spans]
 
@@ -364,15 +371,17 @@ def _take_name(sp: _Spans, m: re.Match) -> None:
     sp.take(a, b, "name", " ".join(w[2].lower() for w in keep))
 
 
-def extract_claims(answer: str) -> list[Claim]:
+def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Claim]:
     """The checkable claims of an answer, each with the sentence it came from.
 
     Duplicates within one clause (same kind and key) are kept once. Claims of a
     question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") are not
-    assertions and are left out. Linear in the answer's length (the sentence of a claim is
-    found by bisection).
+    assertions and are left out. ``verbs`` are stems of actions the episode's tools
+    perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
+    such as "has been" is an action claim too. Linear in the answer's length (the sentence
+    of a claim is found by bisection).
     """
-    spans = extract_spans(answer, answer=True)
+    spans = extract_spans(answer, answer=True, verbs=verbs)
     text = clean(answer)
     sentences = split_sentences(text)
     starts = [s[0] for s in sentences]

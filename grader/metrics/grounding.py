@@ -134,7 +134,8 @@ class Grounding:
     def score(self, ctx: EpisodeContext) -> Score:
         trace = ctx.trace
         answer = trace.final_response or ""
-        claims = extract_claims(answer)
+        verbs = frozenset(v for c in trace.tool_calls for v in _action_stems(c.name))
+        claims = extract_claims(answer, verbs)
         if not claims:
             return Score(None, "no checkable claims in the final answer", reason="no_claims")
         check = _Checker(trace, answer, claims)
