@@ -7,6 +7,7 @@ has no checkable token. What it can and cannot catch: docs/metrics.md, "groundin
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ class _Checker:
                                arguments=c.arguments, is_error=c.id in errors,
                                needs=self.needs))
             for c in trace.tool_calls if c.id in results]
-        self.acts: list[tuple[set[str], SourceFacts]] = [
+        self.acts: list[tuple[frozenset[str], SourceFacts]] = [
             (_action_stems(c.name), f) for c, f in self.calls]
         self.text = clean(answer)
         self.sentences = split_sentences(self.text)
@@ -469,13 +470,14 @@ def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
     return None
 
 
-def _action_stems(tool: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _action_stems(tool: str) -> frozenset[str]:
     """Stems of the parts of a tool name that can name an action it performs: none for a
     read-only tool (``check_upgrade`` checks, it does not upgrade; :data:`READ_ONLY`)."""
     parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if p]
     if parts and parts[0].lower() in READ_ONLY:
-        return set()
-    return {stem(p) for p in parts}
+        return frozenset()
+    return frozenset(stem(p) for p in parts)
 
 
 def _weekday_of(d: str) -> int | None:
