@@ -9,8 +9,8 @@ OUT    ?= runs/$(AGENT)-$(notdir $(basename $(DATASET)))
 TRIALS ?= 1
 ARGS   ?=
 
-.PHONY: install grade record replay test bench audit check-golden update-golden clean \
-        local-model serve-local record-local stop-local node-agents
+.PHONY: install grade record replay test bench bench-grounding audit check-golden update-golden \
+        clean local-model serve-local record-local stop-local node-agents
 
 install: $(VENV)/.installed
 
@@ -52,8 +52,14 @@ update-golden: install
 audit: install
 	$(BIN)/evaltape audit cassettes
 
+## bench: throughput and concurrency ratios, then every scripts/bench_*.py (grounding's
+## precision/recall and confusion counts on bench/grounding/episodes.jsonl among them)
 bench: install
 	$(BIN)/python scripts/bench.py
+
+## bench-grounding: only the grounding benchmark, every miss listed
+bench-grounding: install
+	$(BIN)/python scripts/bench_grounding.py -v
 
 ## local model (docs/local-model.md): llama-server + Qwen2.5-Coder on 127.0.0.1, no API key.
 ## Builds/fetches once into ~/.cache/evaltape (never into the repo); CI never runs these.
