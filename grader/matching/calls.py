@@ -315,18 +315,51 @@ def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
     return CallMatch(tuple(pairs), len(expected), len(actual), tuple(misses))
 
 
+def step_groups(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
+    """Calls grouped by model turn: consecutive calls sharing a ``step`` > 0 form one
+    parallel step (DESIGN.md §3); a call with ``step`` 0 (unknown) is a step of its own."""
+    groups: list[list[ToolCall]] = []
+    for c in calls:
+        if groups and c.step > 0 and groups[-1][-1].step == c.step:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def show_steps(calls: Sequence[ToolCall]) -> str:
+    """Call names with parallel steps bracketed: ``get_a, {b | c}, d``."""
+    return ", ".join(g[0].name if len(g) == 1 else "{" + " | ".join(c.name for c in g) + "}"
+                     for g in step_groups(calls))
+
+
 def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                  **kw: Any) -> str | None:
-    """``None`` when the lists have equal length and call ``i`` matches call ``i``.
+    """``None`` when the lists have equal length and call ``i`` matches call ``i``, the calls
+    of one parallel step (:func:`step_groups`) in any order: a step of ``g`` calls must pair
+    one to one with the next ``g`` expected calls.
 
     Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference.
     """
     if len(actual) != len(expected):
         return f"{len(actual)} calls made, {len(expected)} expected"
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        diff = call_mismatch(a, e, **kw)
-        if diff:
-            return f"call {i + 1}: {diff}"
+    i = 0
+    for group in step_groups(actual):
+        want = expected[i:i + len(group)]
+        if len(group) == 1:
+            diff = call_mismatch(group[0], want[0], **kw)
+            if diff:
+                return f"call {i + 1}: {diff}"
+        else:
+            reasons = [[call_mismatch(a, e, **kw) for a in group] for e in want]
+            pairs = max_matching([[r is None for r in row] for row in reasons])
+            if len(pairs) < len(want):
+                used = {k for k, _ in pairs}
+                k = next(k for k in range(len(want)) if k not in used)
+                near = [r for r in reasons[k] if r]
+                return (f"calls {i + 1}-{i + len(group)} (one parallel step): expected call "
+                        f"{i + k + 1} has no partner" + (f": {near[0]}" if near else ""))
+        i += len(group)
     return None
 
 

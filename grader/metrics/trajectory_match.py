@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, match_calls,
-                     strict_match, trace_schemas)
+                                            show_steps, step_groups, strict_match,
+                                            trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -17,7 +18,8 @@ class TrajectoryMatch(Metric):
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
     (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by ``args_mode``):
 
-    * ``strict``: |A| = |E| and call i matches expected call i, for every i;
+    * ``strict``: |A| = |E| and call i matches expected call i, for every i, except that
+      the calls of one parallel step may come in any order;
     * ``unordered``: M = |A| = |E| (same multiset of calls);
     * ``subset``: M = |A| (every call made was expected; nothing extra);
     * ``superset``: M = |E| (every expected call was made; extras allowed).
@@ -51,6 +53,8 @@ class TrajectoryMatch(Metric):
                   schemas=trace_schemas(ctx.trace.raw))
         head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
                 f"actual {[a.name for a in actual]}")
+        if any(len(g) > 1 for g in step_groups(actual)):
+            head += f" (steps: {show_steps(actual)})"
         if self.mode == "strict":
             diff = strict_match(actual, expected, **kw)
             return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""))
