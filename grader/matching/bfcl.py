@@ -145,10 +145,13 @@ def _list_dict_check(param: str, value: list, possible: Sequence[Any]) -> Verdic
     """BFCL ``list_dict_checker``: position by position against one acceptable list."""
     verdict = _fail("list_dict_checker:unclear", f"{param!r}: no acceptable list")
     for answer in possible:
+        if answer == OPTIONAL:
+            answer = []  # BFCL compares len(""): the marker accepts an empty list
         if not isinstance(answer, list) or len(answer) != len(value):
             verdict = _fail("value_error:list_dict_count",
                             f"{param!r}: wrong number of dicts ({len(value)})")
             continue
+        verdict = _OK
         for v, a in zip(value, answer):
             verdict = _dict_check(param, v, [a])
             if not verdict.valid:
