@@ -74,7 +74,8 @@ def _kind(x: Any) -> str:
 
 
 def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
-                   path: str = "$") -> str | None:
+                   path: str = "$", standardize: bool = False,
+                   tolerance: float | None = None) -> str | None:
     """Compare two JSON values recursively; ``None`` when equal, else the first difference.
 
     Rules: strings compare in Unicode normal form C (:func:`nfc`), and differing ones are
@@ -83,6 +84,9 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
     (``True != 1``); different JSON kinds are a type mismatch (``"1"`` vs ``1``); objects
     need the same keys (any order) with equal values; arrays need equal length and equal
     items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
+    ``standardize`` compares strings after BFCL's standardisation
+    (:func:`evaltape.grader.matching.bfcl.standardize`); ``tolerance`` makes numbers within
+    that absolute difference equal. Both apply at every depth.
 
     Returns:
         ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``.
@@ -97,7 +101,8 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
             return f"{path}: keys differ (missing {missing}, unexpected {extra})"
         for k in sorted(expected):
             diff = compare_values(actual[k], expected[k], unordered_lists=unordered_lists,
-                                  path=f"{path}.{k}")
+                                  path=f"{path}.{k}", standardize=standardize,
+                                  tolerance=tolerance)
             if diff:
                 return diff
         return None
@@ -105,23 +110,35 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
         if len(actual) != len(expected):
             return f"{path}: length {len(actual)} vs {len(expected)}"
         if unordered_lists:
-            adj = [[compare_values(a, e, unordered_lists=True) is None for a in actual]
+            adj = [[compare_values(a, e, unordered_lists=True, standardize=standardize,
+                                   tolerance=tolerance) is None for a in actual]
                    for e in expected]
             pairs = max_matching(adj)
             if len(pairs) < len(expected):
                 return f"{path}: items differ (as multisets, {len(pairs)}/{len(expected)} paired)"
             return None
         for i, (a, e) in enumerate(zip(actual, expected)):
-            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]")
+            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]",
+                                  standardize=standardize, tolerance=tolerance)
             if diff:
                 return diff
         return None
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
         if ka == "string" and nfc(actual) == nfc(expected):
             return None  # the same text in another Unicode normal form
+        if ka == "string" and standardize and _standardize(nfc(actual)) == _standardize(
+                nfc(expected)):
+            return None
+        if ka == "number" and tolerance is not None and abs(actual - expected) <= tolerance:
+            return None
         return f"{path}: {ascii(actual) if ka == 'string' else repr(actual)} != " \
                f"{ascii(expected) if ka == 'string' else repr(expected)}"
     return None
+
+
+def _standardize(text: str) -> str:
+    from evaltape.grader.matching.bfcl import standardize
+    return standardize(text)
 
 
 def nfc(text: str) -> str:
@@ -170,8 +187,16 @@ def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
 
 
 def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                  override: ArgsOverride | None = None) -> str | None:
+                  override: ArgsOverride | None = None,
+                  schema: Mapping[str, Any] | None = None) -> str | None:
     """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
+
+    Per-parameter :class:`evaltape.grader.model.ArgOptions` (``expected.options``) apply to
+    mode-based comparison: ``ignore`` drops the parameter from every check (it may be
+    absent or extra), ``unordered`` compares its lists as multisets, ``standardize`` and
+    ``tolerance`` go to :func:`compare_values`. With the tool's JSON ``schema``, a
+    parameter declared ``integer`` refuses a float value (``5.0``) as BFCL's type rule does
+    (``ast_checker.type_checker``); ``number``/``float`` accept integers.
 
     ``override`` (a per-tool setting) replaces ``mode``: a mode string, a list of dotted key
     paths (each must exist on both sides and compare equal), or a predicate on
@@ -202,15 +227,24 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
     mode = check_mode(override or mode, ArgsMode, "args mode")
     if mode == "ignore":
         return None
-    keys_a, keys_e = set(actual), set(expected.acceptable)
+    opts = expected.options
+    ignored = {k for k, o in opts.items() if o.ignore}
+    keys_a, keys_e = set(actual) - ignored, set(expected.acceptable) - ignored
     required = keys_e - expected.optional
+    props = (schema or {}).get("properties") or {}
     if mode in ("exact", "subset") and keys_a - keys_e:
         return f"unexpected argument(s) {sorted(keys_a - keys_e)}"
     if mode in ("exact", "superset") and required - keys_a:
         return f"missing argument(s) {sorted(required - keys_a)}"
     for k in sorted(keys_a & keys_e):
+        declared = (props.get(k) or {}).get("type") if isinstance(props.get(k), Mapping) else None
+        if declared == "integer" and isinstance(actual[k], float):
+            return f"$.{k}: type mismatch: the schema declares integer, got {actual[k]!r}"
+        o = opts.get(k)
         options = expected.acceptable[k]
-        diffs = [compare_values(actual[k], v, unordered_lists=unordered, path=f"$.{k}")
+        diffs = [compare_values(actual[k], v, unordered_lists=unordered or bool(o and o.unordered),
+                                path=f"$.{k}", standardize=bool(o and o.standardize),
+                                tolerance=o.tolerance if o else None)
                  for v in options]
         if not options or all(diffs):
             return diffs[0] if diffs else f"$.{k}: no acceptable value"
@@ -231,9 +265,10 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
         if actual.name.lower() == expected.name.lower():
             return f"name differs only in case: {actual.name!r} vs {expected.name!r}"
         return f"name {actual.name!r} != {expected.name!r}"
-    args = coerce_arguments(actual.arguments, (schemas or {}).get(actual.name))
+    schema = (schemas or {}).get(actual.name)
+    args = coerce_arguments(actual.arguments, schema)
     override = (overrides or {}).get(expected.name)
-    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override)
+    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override, schema)
     return None if diff is None else f"{expected.name}: {diff}"
 
 
@@ -361,6 +396,13 @@ def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                         f"{i + k + 1} has no partner" + (f": {near[0]}" if near else ""))
         i += len(group)
     return None
+
+
+def case_schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
+    """``{tool: JSON schema of its arguments}`` from a case's ``tools`` (``parameters`` in
+    BFCL/OpenAI schemas, ``input_schema`` in Anthropic's); ``{}`` without tools."""
+    return {t["name"]: t.get("input_schema") or t.get("parameters") or {}
+            for t in tools or () if isinstance(t.get("name"), str)}
 
 
 def trace_schemas(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

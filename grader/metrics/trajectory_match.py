@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, match_calls,
+from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
+                                            match_calls,
                                             show_steps, step_groups, strict_match,
                                             trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
@@ -31,7 +32,9 @@ class TrajectoryMatch(Metric):
 
     ``args_mode`` defaults to ``superset``: every expected argument must be present and
     equal, extra actual arguments are allowed (seed 000's ``expected_args`` list only the
-    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate.
+    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
+    case's ``tools`` schemas (else the trace's) give the declared types (``integer``
+    refuses ``5.0``) and per-parameter options apply (:func:`evaltape.grader.matching.calls.args_mismatch`).
     """
 
     name: ClassVar[str] = "trajectory_match"
@@ -50,7 +53,7 @@ class TrajectoryMatch(Metric):
             return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tool_calls
         kw = dict(args_mode=self.args_mode, overrides=self.overrides,
-                  schemas=trace_schemas(ctx.trace.raw))
+                  schemas={**case_schemas(ctx.case.tools), **trace_schemas(ctx.trace.raw)})
         head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
                 f"actual {[a.name for a in actual]}")
         if any(len(g) > 1 for g in step_groups(actual)):
