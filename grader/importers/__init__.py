@@ -125,8 +125,8 @@ def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
     given = {k: v for k, v in options.items() if v is not None}
     for k in given:
         if k not in FORMAT_OPTIONS.get(fmt, ()):
-            raise UsageError(f"--{k} applies to {', '.join(f for f, o in FORMAT_OPTIONS.items() if k in o)} "
-                             f"only, not {fmt}")
+            takers = ", ".join(f for f, o in FORMAT_OPTIONS.items() if k in o)
+            raise UsageError(f"--{k} applies to {takers} only, not {fmt}")
     for k in ("answers", "results"):
         if k in given and not Path(given[k]).exists():
             raise UsageError(f"--{k}: no such file or folder: {given[k]}")
@@ -164,12 +164,12 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         BadInputError: nothing was imported and there were errors (names the first).
         UsageError: nothing was imported and nothing failed (e.g. only skipped calls).
     """
-    if not result.traces and result.errors:
+    dataset_only = not result.traces and fmt in DATASET_ONLY and bool(result.cases)
+    if not result.traces and result.errors and not dataset_only:
         first = result.errors[0]
         more = f" (and {len(result.errors) - 1} more error(s))" if len(result.errors) > 1 else ""
         raise BadInputError(f"{first.place + ': ' if first.place else ''}{first.message}"
                             f"{more}; nothing imported", path=first.source, line=first.line)
-    dataset_only = not result.traces and fmt in DATASET_ONLY and bool(result.cases)
     if not result.traces and not dataset_only:
         raise UsageError("no episodes imported" + (
             f" ({len(result.errors)} error(s), {len(result.skipped)} skipped)"

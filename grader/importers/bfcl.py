@@ -32,7 +32,7 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              trace_from_messages)
+                                              Skipped, trace_from_messages)
 from evaltape.grader.io.jsonfiles import iter_json_lines
 
 FORMAT = "bfcl"
@@ -106,11 +106,24 @@ def decode_result(value: Any) -> tuple[list[tuple[str, dict]], str | None]:
     return calls, None
 
 
-def _result_files(results: str) -> list[str]:
+def _result_files(results: str, categories: set[str],
+                  result: ImportResult) -> list[str]:
+    """A result file as given; in a folder, the ``*.json`` files of the imported categories
+    (BFCL writes one ``BFCL_v<N>_<category>_result.json`` per category; the others are
+    listed as skipped)."""
     p = Path(results)
-    if p.is_dir():
-        return sorted(f.as_posix() for f in p.rglob("*.json") if f.is_file())
-    return [p.as_posix()]
+    if not p.is_dir():
+        return [p.as_posix()]
+    out = []
+    for f in sorted(p.rglob("*.json")):
+        if not f.is_file():
+            continue
+        if category_of(f.as_posix()) in categories:
+            out.append(f.as_posix())
+        else:
+            result.skipped.append(Skipped(f.as_posix(), "file", "result file of a category "
+                                          "not imported (no question file given for it)"))
+    return out
 
 
 def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str | None = None,
@@ -129,8 +142,14 @@ def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str 
         answer line, a result id that names no imported question, a malformed line) are
         recorded as errors naming file, line and place, and the rest still imports.
     """
-    result = ImportResult(sources=list(paths))
+    result = ImportResult(sources=[])
+    imported: set[str] = set()
     for path in paths:
+        if Path(path).parent.name == "possible_answer":
+            result.skipped.append(Skipped(path, "file", "an answer file: read with the question "
+                                          "file of the same name"))
+            continue
+        result.sources.append(path)
         cat = category_of(path)
         if cat not in CATEGORIES:
             result.errors.append(EpisodeError(path, "", f"category {cat!r}: only BFCL's Python "
@@ -144,6 +163,7 @@ def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str 
                                               "(give --answers DIR)"))
             continue
         result.sources.append(ans_path.as_posix())
+        imported.add(str(cat))
         truth: dict[str, Any] = {}
         for lineno, obj in _lines(ans_path.as_posix(), result):
             if not (isinstance(obj, dict) and isinstance(obj.get("id"), str)
@@ -174,7 +194,7 @@ def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str 
                 continue
             result.add_case(case)
     if results:
-        for rpath in _result_files(results):
+        for rpath in _result_files(results, imported, result):
             result.sources.append(rpath)
             for lineno, obj in _lines(rpath, result):
                 try:

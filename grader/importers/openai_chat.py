@@ -90,7 +90,7 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
         if role in KNOWN_KEYS:
             for key, value in m.items():
                 if key not in KNOWN_KEYS[role] and value not in (None, "", [], {}):
-                    raise EpisodeProblem(f"unknown key {key!r} in a {role} message (not "
+                    raise EpisodeProblem(f"unknown key {key!r} in this {role} message (not "
                                          "imported; known: "
                                          f"{', '.join(sorted(KNOWN_KEYS[role]))})",
                                          f"{where}.{key}")

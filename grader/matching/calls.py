@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
 
 from evaltape.grader.io.expectations import ArgsMode
+from evaltape.grader.matching.bfcl import standardize as standardize_string
 from evaltape.grader.model import ExpectedCall, ToolCall
 
 OrderMode = Literal["strict", "unordered", "subset", "superset"]
@@ -126,19 +127,14 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
         if ka == "string" and nfc(actual) == nfc(expected):
             return None  # the same text in another Unicode normal form
-        if ka == "string" and standardize and _standardize(nfc(actual)) == _standardize(
-                nfc(expected)):
+        if ka == "string" and standardize and \
+                standardize_string(nfc(actual)) == standardize_string(nfc(expected)):
             return None
         if ka == "number" and tolerance is not None and abs(actual - expected) <= tolerance:
             return None
         return f"{path}: {ascii(actual) if ka == 'string' else repr(actual)} != " \
                f"{ascii(expected) if ka == 'string' else repr(expected)}"
     return None
-
-
-def _standardize(text: str) -> str:
-    from evaltape.grader.matching.bfcl import standardize
-    return standardize(text)
 
 
 def nfc(text: str) -> str:

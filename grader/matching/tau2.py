@@ -73,8 +73,9 @@ def check_actions(calls: Sequence[tuple[str, Mapping[str, Any]]],
 
 
 def communicated(trace: Trace, info: Sequence[str]) -> list[str]:
-    """The ``communicate_info`` strings no assistant message conveys (τ² ``evaluator_communicate``:
-    an item counts when its lower-cased text occurs in some assistant message's lower-cased
+    """The ``communicate_info`` strings no assistant message conveys.
+
+    τ²-bench ``evaluator_communicate``: an item counts when its lower-cased text occurs in some assistant message's lower-cased
     text with commas removed)."""
     texts = []
     for m in trace.messages:
