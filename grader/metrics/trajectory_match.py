@@ -53,7 +53,7 @@ class TrajectoryMatch(Metric):
             return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tool_calls
         kw = dict(args_mode=self.args_mode, overrides=self.overrides,
-                  schemas={**case_schemas(ctx.case.tools), **trace_schemas(ctx.trace.raw)})
+                  schemas={**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)})
         head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
                 f"actual {[a.name for a in actual]}")
         if any(len(g) > 1 for g in step_groups(actual)):
