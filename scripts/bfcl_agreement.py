@@ -62,6 +62,8 @@ def first_value(values):
 
 
 def build(v):
+    """A value from an acceptable value: nested dicts (``{key: [values]}``) and lists of
+    them built key by key from each key's first acceptable value."""
     if isinstance(v, dict):  # nested dict answer: {key: [acceptable...]}
         return {k: first_value(vals) for k, vals in v.items() if "" not in vals}
     if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
@@ -124,6 +126,7 @@ def greedy_passes(gt, calls, case):
 
 
 def schema_props(case, name):
+    """``(properties, required)`` of function ``name`` in the imported case's ``tools``."""
     for t in case["tools"]:
         if t["name"] == name:
             return t["parameters"].get("properties", {}), t["parameters"].get("required", [])
@@ -243,6 +246,13 @@ def variants(case):
 
 
 def measure(corpus: Path) -> dict:
+    """Craft every item, decide it with evaltape (``matching: bfcl`` and the default
+    matcher) and count agreement with the hand-written references.
+
+    Returns:
+        ``{"items", "per_kind": {kind: {items, agree, default_agree}}, "agree", "kappa",
+        "default_agree", "default_kappa", "disagreements": [(id, kind, reference, failure)]}``.
+    """
     res = import_bfcl([str(corpus / f) for f in FILES])
     if res.errors:
         raise SystemExit(f"import errors: {res.errors[:3]}")
@@ -283,6 +293,7 @@ def measure(corpus: Path) -> dict:
 
 
 def main() -> None:
+    """Print the per-kind table, both agreement figures and the first disagreements."""
     corpus = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/corpus/bfcl")
     r = measure(corpus)
     for k, v in r["per_kind"].items():

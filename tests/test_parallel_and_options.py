@@ -137,3 +137,22 @@ def test_taubench_reward_within_1e6_of_one_is_a_pass(tmp_path):
     labels = [t["reference_label"] for t in read_jsonl(out / "traces.jsonl")]
     assert labels == [True, False]  # 2e-16 from 1: a pass; 2e-6 from 1: a fail
     assert json.loads((out / "manifest.json").read_text())["imported"]["episodes"] == 2
+
+
+# -- dataset fields -----------------------------------------------------------------------
+
+def test_dataset_fields_tools_matching_and_tau2_actions():
+    case = load_case({"id": "c", "input": "q", "matching": "tau2",
+                      "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+                      "expected_actions": [{"name": "f", "kwargs": {"a": 1}, "action_id": "0_1",
+                                            "compare_args": ["a"], "requestor": "user"}]})
+    a = case.expected_actions[0]
+    assert (case.matching, a.action_id, a.compare_args, a.requestor) == \
+        ("tau2", "0_1", ("a",), "user")
+    for obj, field in [({"matching": "bfcl2"}, "matching"),
+                       ({"tools": [{"name": "f"}]}, "tools[0].parameters"),
+                       ({"expected_actions": [{"name": "f", "compare_args": "a"}]},
+                        "expected_actions[0].compare_args")]:
+        with pytest.raises(BadInputError) as e:
+            parse_case({"id": "c", "input": "q", **obj}, path="d.jsonl", line=2, position=0)
+        assert field in str(e.value) and "d.jsonl" in str(e.value)
