@@ -62,6 +62,25 @@ class Trace:
 
 
 @dataclass(frozen=True)
+class ArgOptions:
+    """How one parameter's value is compared (set per parameter by a dataset or importer).
+
+    Attributes:
+        unordered: a list value compares as a multiset (order ignored, duplicates count).
+        ignore: the parameter is not compared, and may be absent.
+        standardize: strings (also inside lists and objects) compare after the Berkeley
+            Function-Calling Leaderboard's standardisation (``ast_checker.standardize_string``:
+            spaces and ``,./-_*^`` removed, lower case, ``'`` read as ``"``).
+        tolerance: numbers within this absolute difference are equal (``None``: exact).
+    """
+
+    unordered: bool = False
+    ignore: bool = False
+    standardize: bool = False
+    tolerance: float | None = None
+
+
+@dataclass(frozen=True)
 class ExpectedCall:
     """One expected tool call, parsed from a case (:mod:`evaltape.grader.io.expectations`).
 
@@ -73,6 +92,11 @@ class ExpectedCall:
         args_mode: this call's own argument mode (BFCL items use ``exact``), or ``None``
             for the metric's.
         unordered_lists: compare list values as multisets.
+        options: per-parameter comparison options (:class:`ArgOptions`).
+        action_id: the benchmark's id of this gold action (τ²-bench ``action_id``), or ``None``.
+        compare_args: τ²-bench's ``compare_args``: only these arguments are compared (an
+            empty tuple: the name alone), or ``None`` for τ²'s default.
+        requestor: who must make the call (τ²-bench: ``assistant`` or ``user``).
     """
 
     name: str
@@ -80,6 +104,10 @@ class ExpectedCall:
     optional: frozenset[str] = frozenset()
     args_mode: str | None = None
     unordered_lists: bool = False
+    options: Mapping[str, ArgOptions] = field(default_factory=dict)
+    action_id: str | None = None
+    compare_args: tuple[str, ...] | None = None
+    requestor: str = "assistant"
 
     def literal_args(self) -> dict[str, Any]:
         """The first acceptable value of each parameter (for callables and display)."""
@@ -135,6 +163,11 @@ class Case:
         difficulty: seed 003 tier (``basic``/``advanced``/``challenge`` or any word).
         reference_label: a reference verdict (pass ``True``/fail ``False``) to measure
             agreement with, or ``None``.
+        tools: the function schemas offered with the case (BFCL's ``{name, description,
+            parameters}`` or Anthropic's ``{name, description, input_schema}``), or ``None``.
+        matching: whose rules decide tool-call matching: ``None`` (evaltape's), ``"bfcl"``
+            (the Berkeley Function-Calling Leaderboard's AST checker) or ``"tau2"``
+            (τ²-bench's action checks).
         script: the scripted model's turns (seed 002), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
@@ -164,6 +197,8 @@ class Case:
     must_mention: str | None = None
     difficulty: str | None = None
     reference_label: bool | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+    matching: str | None = None
 
     def __post_init__(self) -> None:
         # A case built in code with seed 000/002 fields gets the same expected calls the

@@ -21,7 +21,8 @@ from evaltape.grader.io.datasets import inputs_sha256, parse_case
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
-from evaltape.grader.importers import cassette, inspect_log, messages_jsonl, otel, taubench
+from evaltape.grader.importers import (bfcl, cassette, inspect_log, messages_jsonl, otel,
+                                       taubench, tau2)
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
 
 __all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
@@ -71,12 +72,19 @@ IMPORTERS: dict[str, Callable[[Sequence[str], str | None], ImportResult]] = {
     "anthropic-messages": _messages("anthropic"),
     "otel-genai": _each(otel),
     "inspect": _each(inspect_log),
+    "bfcl": bfcl.import_bfcl,
+    "tau2": tau2.import_tau2,
 }
+#: Options only some formats take (``evaltape import bfcl --answers/--results``).
+FORMAT_OPTIONS = {"bfcl": ("answers", "results")}
+#: Formats whose sources may hold cases without episodes (a dataset to record).
+DATASET_ONLY = ("bfcl",)
 FORMATS = tuple(IMPORTERS)
 #: File suffixes picked up when a source argument is a directory.
 DIR_SUFFIXES = {"taubench": (".json",), "anthropic-cassette": (".yaml", ".yml", ".json", ".jsonl"),
                 "openai-messages": (".jsonl",), "anthropic-messages": (".jsonl",),
-                "otel-genai": (".json", ".jsonl"), "inspect": (".json", ".eval")}
+                "otel-genai": (".json", ".jsonl"), "inspect": (".json", ".eval"),
+                "bfcl": (".json",), "tau2": (".json",)}
 
 
 def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
@@ -101,15 +109,28 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
     return out
 
 
-def import_sources(fmt: str, sources: Sequence[str], model: str | None = None) -> ImportResult:
+def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
+                   **options: str | None) -> ImportResult:
     """Run the ``fmt`` importer over ``sources`` (files or folders).
 
+    ``options`` (``answers``, ``results``) go to the formats listed in
+    :data:`FORMAT_OPTIONS`; ``None`` values are ignored.
+
     Raises:
-        UsageError: unknown format (lists the known ones) or a missing source.
+        UsageError: unknown format (lists the known ones), a missing source, or an option
+            the format does not take.
     """
     if fmt not in IMPORTERS:
         raise UsageError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    return IMPORTERS[fmt](expand_sources(fmt, sources), model)
+    given = {k: v for k, v in options.items() if v is not None}
+    for k in given:
+        if k not in FORMAT_OPTIONS.get(fmt, ()):
+            takers = ", ".join(f for f, o in FORMAT_OPTIONS.items() if k in o)
+            raise UsageError(f"--{k} applies to {takers} only, not {fmt}")
+    for k in ("answers", "results"):
+        if k in given and not Path(given[k]).exists():
+            raise UsageError(f"--{k}: no such file or folder: {given[k]}")
+    return IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
 
 
 def _sha256(path: str) -> str:
@@ -136,26 +157,29 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
 
     The manifest names the format, every source (path + sha256), the counts, and lists
     every skipped interaction and every error with its place. Existing files are replaced
-    atomically. Returns the manifest.
+    atomically. Returns the manifest. A format of :data:`DATASET_ONLY` imported without
+    episodes (BFCL questions without ``--results``) writes the dataset and manifest only.
 
     Raises:
         BadInputError: nothing was imported and there were errors (names the first).
         UsageError: nothing was imported and nothing failed (e.g. only skipped calls).
     """
-    if not result.traces and result.errors:
+    dataset_only = not result.traces and fmt in DATASET_ONLY and bool(result.cases)
+    if not result.traces and result.errors and not dataset_only:
         first = result.errors[0]
         more = f" (and {len(result.errors) - 1} more error(s))" if len(result.errors) > 1 else ""
         raise BadInputError(f"{first.place + ': ' if first.place else ''}{first.message}"
                             f"{more}; nothing imported", path=first.source, line=first.line)
-    if not result.traces:
+    if not result.traces and not dataset_only:
         raise UsageError("no episodes imported" + (
             f" ({len(result.errors)} error(s), {len(result.skipped)} skipped)"
             if result.errors or result.skipped else ""))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-    atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
-                                                 for t in result.traces))
+    if not dataset_only:
+        atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
+                                                     for t in result.traces))
     atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
                                                   for c in result.cases.values()))
     cases = build_cases(result)
@@ -173,7 +197,7 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
             "skipped": [s.as_dict() for s in result.skipped],
             "errors": [e.as_dict() for e in result.errors],
         },
-        "trials": max(t["trial"] for t in result.traces) + 1,
+        "trials": max((t["trial"] for t in result.traces), default=-1) + 1,
         "versions": {"evaltape": __version__, "python": sys.version.split()[0]},
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(command_line or []),

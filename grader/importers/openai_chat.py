@@ -6,6 +6,15 @@ Mapping: ``system``/``developer`` messages are dropped (traces exclude the syste
 JSON string parsed into ``input``; consecutive ``role: "tool"`` messages become one user
 message of ``tool_result`` blocks (``tool_use_id`` = ``tool_call_id``).
 
+Legacy function calling (the API before ``tool_calls``; ToolBench's format): an assistant
+``function_call: {name, arguments}`` is one tool call (id ``function_call_<message index>``)
+and a ``role: "function"`` message (``{name, content}``) is its result, paired with the
+earliest unanswered legacy call of that name.
+
+Nothing that carries content is dropped silently: a message key outside
+:data:`KNOWN_KEYS` with a non-empty value, or a ``content`` that is neither a string, a
+list of parts nor null, is an error naming the message and the key.
+
 Repeated call ids: real OpenAI logs reuse ids within one conversation (49 of tau-bench's
 200 airline trajectories do, always as call → result → call → result). A repeated id is
 made unique as ``<id>~2``, ``<id>~3``...; a ``tool`` message pairs with the earliest
@@ -18,6 +27,32 @@ from typing import Any
 import orjson
 
 from evaltape.grader.importers.common import EpisodeProblem
+
+#: Message keys understood (or knowingly ignored as metadata) per role.
+KNOWN_KEYS = {
+    "system": {"role", "content", "name"},
+    "developer": {"role", "content", "name"},
+    "user": {"role", "content", "name"},
+    "assistant": {"role", "content", "name", "tool_calls", "function_call", "refusal",
+                  "annotations", "audio"},
+    "tool": {"role", "content", "name", "tool_call_id"},
+    "function": {"role", "content", "name"},
+}
+
+
+def _parse_args(raw: Any, where: str) -> dict:
+    if isinstance(raw, str):
+        try:
+            args = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as e:
+            raise EpisodeProblem(f"arguments string is not valid JSON ({e}): "
+                                 f"{raw[:80]!r}", where) from None
+    else:
+        args = raw if raw is not None else {}
+    if not isinstance(args, dict):
+        raise EpisodeProblem(f"arguments must be a JSON object, got {type(args).__name__}",
+                             where)
+    return args
 
 
 def _parts(content: Any) -> Any:
@@ -35,20 +70,33 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
         place: location prefix used in error messages (e.g. ``"[12].traj"``).
 
     Raises:
-        EpisodeProblem: not a list; an unknown role; a tool call whose ``function.arguments``
-            is not JSON or not a JSON object; a ``tool`` message whose ``tool_call_id``
-            matches no earlier call. The place names the original OpenAI path.
+        EpisodeProblem: not a list; an unknown role; an unknown key with a value, or a
+            ``content`` of another shape; a tool call whose ``function.arguments`` is not JSON
+            or not a JSON object; a ``tool`` message whose ``tool_call_id`` matches no earlier
+            call, or a ``function`` message whose ``name`` matches no unanswered
+            ``function_call``. The place names the original OpenAI path.
     """
     if not isinstance(messages, list):
         raise EpisodeProblem("expected a list of messages", place)
     out: list[dict[str, Any]] = []
     uses: dict[str, int] = {}  # original call id -> calls seen with it
     pending: dict[str, list[str]] = {}  # original call id -> unanswered unique ids (FIFO)
+    legacy: dict[str, list[str]] = {}  # function name -> unanswered legacy call ids (FIFO)
     for i, m in enumerate(messages):
         where = f"{place}[{i}]"
         if not isinstance(m, dict):
             raise EpisodeProblem("expected a message object", where)
         role = m.get("role")
+        if role in KNOWN_KEYS:
+            for key, value in m.items():
+                if key not in KNOWN_KEYS[role] and value not in (None, "", [], {}):
+                    raise EpisodeProblem(f"unknown key {key!r} in this {role} message (not "
+                                         "imported; known: "
+                                         f"{', '.join(sorted(KNOWN_KEYS[role]))})",
+                                         f"{where}.{key}")
+            if not (m.get("content") is None or isinstance(m.get("content"), (str, list))):
+                raise EpisodeProblem(f"content must be a string, a list of parts or null, "
+                                     f"got {type(m['content']).__name__}", where + ".content")
         if role in ("system", "developer"):
             continue
         if role == "user":
@@ -65,25 +113,31 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
                 fn = tc.get("function") if isinstance(tc, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                     raise EpisodeProblem("expected {id, function: {name, arguments}}", tw)
-                raw = fn.get("arguments")
-                if isinstance(raw, str):
-                    try:
-                        args = orjson.loads(raw) if raw.strip() else {}
-                    except orjson.JSONDecodeError as e:
-                        raise EpisodeProblem(f"arguments string is not valid JSON ({e}): "
-                                             f"{raw[:80]!r}", tw + ".function.arguments") from None
-                else:
-                    args = raw if raw is not None else {}
-                if not isinstance(args, dict):
-                    raise EpisodeProblem(f"arguments must be a JSON object, got "
-                                         f"{type(args).__name__}", tw + ".function.arguments")
+                args = _parse_args(fn.get("arguments"), tw + ".function.arguments")
                 orig = str(tc.get("id") or f"call_{i}_{j}")
                 uses[orig] = uses.get(orig, 0) + 1
                 cid = orig if uses[orig] == 1 else f"{orig}~{uses[orig]}"
                 pending.setdefault(orig, []).append(cid)
                 blocks.append({"type": "tool_use", "id": cid, "name": fn["name"],
                                "input": args})
+            fc = m.get("function_call")
+            if fc is not None:
+                fw = f"{where}.function_call"
+                if not isinstance(fc, dict) or not isinstance(fc.get("name"), str):
+                    raise EpisodeProblem("expected {name, arguments}", fw)
+                cid = f"function_call_{i}"
+                legacy.setdefault(fc["name"], []).append(cid)
+                blocks.append({"type": "tool_use", "id": cid, "name": fc["name"],
+                               "input": _parse_args(fc.get("arguments"), fw + ".arguments")})
             out.append({"role": "assistant", "content": blocks})
+        elif role == "function":
+            name = m.get("name")
+            if not legacy.get(name):
+                raise EpisodeProblem(f"function result {name!r} matches no unanswered "
+                                     "function_call", where + ".name")
+            _append_result(out, {"type": "tool_result", "tool_use_id": legacy[name].pop(0),
+                                 "content": m.get("content") if m.get("content") is not None
+                                 else ""})
         elif role == "tool":
             orig = m.get("tool_call_id")
             if not pending.get(orig):
@@ -91,15 +145,20 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
                        else "matches no earlier tool call")
                 raise EpisodeProblem(f"tool_call_id {orig!r} {why}", where + ".tool_call_id")
             cid = pending[orig].pop(0)
-            block = {"type": "tool_result", "tool_use_id": cid,
-                     "content": m.get("content") if m.get("content") is not None else ""}
-            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list) \
-                    and out[-1]["content"] and all(b.get("type") == "tool_result"
-                                                   for b in out[-1]["content"]):
-                out[-1]["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
+            _append_result(out, {"type": "tool_result", "tool_use_id": cid,
+                                 "content": m.get("content") if m.get("content") is not None
+                                 else ""})
         else:
-            raise EpisodeProblem(f"unsupported role {role!r} (user, assistant, tool, system)",
-                                 where + ".role")
+            raise EpisodeProblem(f"unsupported role {role!r} (user, assistant, tool, function, "
+                                 "system)", where + ".role")
     return out
+
+
+def _append_result(out: list[dict[str, Any]], block: dict[str, Any]) -> None:
+    """Add a ``tool_result`` block, merging consecutive results into one user message."""
+    if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list) \
+            and out[-1]["content"] and all(b.get("type") == "tool_result"
+                                           for b in out[-1]["content"]):
+        out[-1]["content"].append(block)
+    else:
+        out.append({"role": "user", "content": [block]})

@@ -11,8 +11,10 @@ for every trial, as the grader requires; the simulated user's first message is i
 ``messages``). The case carries ``expected_actions`` (``info.task.actions``, in order),
 ``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
 seed 000's ``argument_correctness``) and ``expected_outputs`` (``info.task.outputs``). The
-trace keeps tau-bench's verdict: ``reference_label`` = (``reward`` == 1) and
-``reference`` = ``{"source": "tau-bench reward", "reward": reward}``.
+trace keeps tau-bench's verdict: ``reference_label`` = the reward within 1e-6 of 1
+(tau-bench ``run.py`` ``display_metrics.is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``,
+so ``0.9999999999999998`` is a success) and ``reference`` = ``{"source": "tau-bench
+reward", "reward": reward}``.
 """
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, Impor
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 FORMAT = "taubench"
+#: tau-bench's success tolerance around a reward of 1.
+TOLERANCE = 1e-6
+
+
+def is_success(reward: float) -> bool:
+    """tau-bench ``is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``."""
+    return 1 - TOLERANCE <= reward <= 1 + TOLERANCE
 
 
 def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
@@ -101,7 +110,7 @@ def import_file(path: str, result: ImportResult, *, prefix: str = "",
             trace = trace_from_messages(
                 messages, case_id=case_id, trial=trial, input_text=case["input"],
                 final="last_text", model=model,
-                extra={"reference_label": reward == 1,
+                extra={"reference_label": is_success(reward),
                        "reference": {"source": "tau-bench reward", "reward": reward},
                        "source": {"format": FORMAT, "path": path, "place": f"[{idx}]"}})
         except EpisodeProblem as p:

@@ -17,7 +17,8 @@ import orjson
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_claims,
-                                            parse_expected_calls, str_list)
+                                            parse_expected_calls, parse_matching, parse_tools,
+                                            str_list)
 from evaltape.grader.model import Case
 
 ID_KEYS = ("id", "name")
@@ -37,7 +38,7 @@ MODELED_KEYS = {
     # seed 004
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
-    "expected_actions", "reference_label",
+    "expected_actions", "reference_label", "tools", "matching",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -146,6 +147,8 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         must_mention=get("must_mention", _text),
         difficulty=get("difficulty", _text),
         reference_label=get("reference_label", _label),
+        tools=get("tools", parse_tools),
+        matching=get("matching", parse_matching),
         script=get("script", str_list),
         max_steps=max_steps,
         tags=get("tags", str_list) or (),
@@ -202,13 +205,17 @@ def load_dataset(path: str | Path) -> list[Case]:
 
 
 def case_input_sha256(case: Case) -> str:
-    """sha256 (hex) of what a case feeds the agent: id, input, script and max_steps.
+    """sha256 (hex) of what a case feeds the agent: id, input, script, max_steps, and the
+    offered ``tools`` when the case carries them (cases without tools hash as before).
 
     Expectations are excluded on purpose: they may change after recording (DESIGN.md §1).
     """
-    blob = orjson.dumps({"id": case.id, "input": case.input,
-                         "script": list(case.script) if case.script is not None else None,
-                         "max_steps": case.max_steps}, option=orjson.OPT_SORT_KEYS)
+    fed = {"id": case.id, "input": case.input,
+           "script": list(case.script) if case.script is not None else None,
+           "max_steps": case.max_steps}
+    if case.tools is not None:
+        fed["tools"] = list(case.tools)
+    blob = orjson.dumps(fed, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(blob).hexdigest()
 
 

@@ -8,22 +8,33 @@ Accepted forms of ``expected_tool_calls`` items (seed 004 and the Berkeley Funct
 Leaderboard's ground truth, ``ast_checker``):
 
 - ``"tool_name"``: the tool, any arguments;
-- ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool}``:
-  literal argument values (``"args"`` is accepted for ``"arguments"``);
+- ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool,
+  "options"?: {param: {"unordered"?: bool, "ignore"?: bool, "standardize"?: bool,
+  "tolerance"?: number}}}``: literal argument values (``"args"`` is accepted for
+  ``"arguments"``) and per-parameter comparison options (:class:`ArgOptions`);
 - ``{"tool_name": {"param": [acceptable, ..., ""]}}``: BFCL's form, one key; each value a
   list of acceptable values, ``""`` marking the parameter optional; exact argument mode
   (unexpected parameters fail).
 
 ``expected_actions`` items are ``{"name": str, "kwargs": {...}}`` (τ-bench's
-``info.task.actions``; ``"arguments"`` is accepted for ``"kwargs"``), compared exactly.
+``info.task.actions``; ``"arguments"`` is accepted for ``"kwargs"``), compared exactly,
+with τ²-bench's optional ``action_id``, ``compare_args`` (list of argument names or null)
+and ``requestor`` (``assistant``/``user``) kept.
+
+``tools`` is a list of function schemas (``{name, description?, parameters|input_schema}``)
+and ``matching`` one of :data:`MATCHING` (whose rules decide call matching).
 """
 from __future__ import annotations
 
 from typing import Any, Literal, Mapping, get_args
 
-from evaltape.grader.model import ExpectedCall, FactualClaim
+from evaltape.grader.model import ArgOptions, ExpectedCall, FactualClaim
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+#: Values of a case's ``matching`` key: the Berkeley Function-Calling Leaderboard's AST
+#: checker, or τ²-bench's action checks.
+MATCHING = ("bfcl", "tau2")
+_OPTION_KEYS = ("unordered", "ignore", "standardize", "tolerance")
 
 
 class FieldError(ValueError):
@@ -77,10 +88,10 @@ def parse_expected_call(item: Any, where: str = "") -> ExpectedCall:
         if not isinstance(name, str) or not name:
             raise FieldError(f"{where}.name", "expected a non-empty string")
         unknown = sorted(set(item) - {"name", "arguments", "args", "args_mode",
-                                      "unordered_lists"})
+                                      "unordered_lists", "options"})
         if unknown:
             raise FieldError(f"{where}.{unknown[0]}", "unknown key (known: name, arguments, "
-                                                     "args_mode, unordered_lists)")
+                                                     "args_mode, unordered_lists, options)")
         key = "arguments" if "arguments" in item else "args"
         args = item.get(key)
         if args is not None and not isinstance(args, Mapping):
@@ -94,7 +105,8 @@ def parse_expected_call(item: Any, where: str = "") -> ExpectedCall:
             raise FieldError(f"{where}.unordered_lists", f"expected true/false, got "
                                                         f"{_kind(lists)}")
         return ExpectedCall(name, None if args is None else {k: (v,) for k, v in args.items()},
-                            args_mode=mode, unordered_lists=lists)
+                            args_mode=mode, unordered_lists=lists,
+                            options=parse_options(item.get("options"), f"{where}.options"))
     if len(item) != 1:
         raise FieldError(where, "expected {name, arguments} or BFCL's one-key "
                                 "{tool_name: {param: [values]}}")
@@ -109,6 +121,67 @@ def parse_expected_call(item: Any, where: str = "") -> ExpectedCall:
     acceptable = {k: tuple(x for x in v if x != "") for k, v in params.items()}
     optional = frozenset(k for k, v in params.items() if "" in v)
     return ExpectedCall(str(name), acceptable, optional, args_mode="exact")
+
+
+def parse_options(value: Any, where: str = "") -> dict[str, ArgOptions]:
+    """``{param: {unordered?, ignore?, standardize?, tolerance?}}`` → ``{param: ArgOptions}``.
+
+    Raises:
+        FieldError: not an object, an unknown option (the known ones listed), a flag that is
+            not true/false, or a tolerance that is not a number >= 0.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError(where, f"expected {{param: {{option: value}}}}, got {_kind(value)}")
+    out = {}
+    for param, opts in value.items():
+        w = f"{where}.{param}"
+        if not isinstance(opts, Mapping):
+            raise FieldError(w, f"expected an object of options, got {_kind(opts)}")
+        for key, v in opts.items():
+            if key not in _OPTION_KEYS:
+                raise FieldError(f"{w}.{key}", f"unknown option (known: {', '.join(_OPTION_KEYS)})")
+            if key == "tolerance":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                    raise FieldError(f"{w}.{key}", f"expected a number >= 0, got {v!r}")
+            elif not isinstance(v, bool):
+                raise FieldError(f"{w}.{key}", f"expected true/false, got {_kind(v)}")
+        out[str(param)] = ArgOptions(**{k: (float(v) if k == "tolerance" else v)
+                                        for k, v in opts.items()})
+    return out
+
+
+def parse_tools(value: Any) -> tuple[Mapping[str, Any], ...]:
+    """A case's ``tools``: function schemas, each an object with a non-empty ``name`` and an
+    object ``parameters`` (BFCL/OpenAI) or ``input_schema`` (Anthropic), kept verbatim.
+
+    Raises:
+        FieldError: not a list, or a schema of the wrong shape (index and key named).
+    """
+    if not isinstance(value, list):
+        raise FieldError("", f"expected a list of function schemas, got {_kind(value)}")
+    for i, t in enumerate(value):
+        if not isinstance(t, Mapping):
+            raise FieldError(f"[{i}]", f"expected an object, got {_kind(t)}")
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            raise FieldError(f"[{i}].name", "expected a non-empty string")
+        key = "input_schema" if "input_schema" in t else "parameters"
+        if not isinstance(t.get(key), Mapping):
+            raise FieldError(f"[{i}].{key}", "expected an object (the JSON schema of the "
+                                             "arguments)")
+    return tuple(value)
+
+
+def parse_matching(value: Any) -> str:
+    """A case's ``matching``: one of :data:`MATCHING`.
+
+    Raises:
+        FieldError: any other value (the valid ones listed).
+    """
+    if value not in MATCHING:
+        raise FieldError("", f"unknown matching {value!r}; valid: {', '.join(MATCHING)}")
+    return value
 
 
 def parse_expected_calls(value: Any) -> tuple[ExpectedCall, ...]:
@@ -143,7 +216,19 @@ def parse_actions(value: Any) -> tuple[ExpectedCall, ...]:
         kwargs = action.get(key, {})
         if not isinstance(kwargs, dict):
             raise FieldError(f"{where}.{key}", f"expected an object, got {_kind(kwargs)}")
-        out.append(ExpectedCall(name, {k: (v,) for k, v in kwargs.items()}, args_mode="exact"))
+        action_id = action.get("action_id")
+        if action_id is not None and not isinstance(action_id, str):
+            raise FieldError(f"{where}.action_id", f"expected a string, got {_kind(action_id)}")
+        compare = action.get("compare_args")
+        if compare is not None:
+            compare = str_list(compare, f"{where}.compare_args")
+        requestor = action.get("requestor", "assistant")
+        if requestor not in ("assistant", "user"):
+            raise FieldError(f"{where}.requestor", f"expected 'assistant' or 'user', got "
+                                                  f"{requestor!r}")
+        out.append(ExpectedCall(name, {k: (v,) for k, v in kwargs.items()}, args_mode="exact",
+                                action_id=action_id, compare_args=compare,
+                                requestor=requestor))
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
 
 from evaltape.grader.io.expectations import ArgsMode
+from evaltape.grader.matching.bfcl import standardize as standardize_string
 from evaltape.grader.model import ExpectedCall, ToolCall
 
 OrderMode = Literal["strict", "unordered", "subset", "superset"]
@@ -74,7 +75,8 @@ def _kind(x: Any) -> str:
 
 
 def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
-                   path: str = "$") -> str | None:
+                   path: str = "$", standardize: bool = False,
+                   tolerance: float | None = None) -> str | None:
     """Compare two JSON values recursively; ``None`` when equal, else the first difference.
 
     Rules: strings compare in Unicode normal form C (:func:`nfc`), and differing ones are
@@ -83,6 +85,9 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
     (``True != 1``); different JSON kinds are a type mismatch (``"1"`` vs ``1``); objects
     need the same keys (any order) with equal values; arrays need equal length and equal
     items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
+    ``standardize`` compares strings after BFCL's standardisation
+    (:func:`evaltape.grader.matching.bfcl.standardize`); ``tolerance`` makes numbers within
+    that absolute difference equal. Both apply at every depth.
 
     Returns:
         ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``.
@@ -97,7 +102,8 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
             return f"{path}: keys differ (missing {missing}, unexpected {extra})"
         for k in sorted(expected):
             diff = compare_values(actual[k], expected[k], unordered_lists=unordered_lists,
-                                  path=f"{path}.{k}")
+                                  path=f"{path}.{k}", standardize=standardize,
+                                  tolerance=tolerance)
             if diff:
                 return diff
         return None
@@ -105,20 +111,27 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
         if len(actual) != len(expected):
             return f"{path}: length {len(actual)} vs {len(expected)}"
         if unordered_lists:
-            adj = [[compare_values(a, e, unordered_lists=True) is None for a in actual]
+            adj = [[compare_values(a, e, unordered_lists=True, standardize=standardize,
+                                   tolerance=tolerance) is None for a in actual]
                    for e in expected]
             pairs = max_matching(adj)
             if len(pairs) < len(expected):
                 return f"{path}: items differ (as multisets, {len(pairs)}/{len(expected)} paired)"
             return None
         for i, (a, e) in enumerate(zip(actual, expected)):
-            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]")
+            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]",
+                                  standardize=standardize, tolerance=tolerance)
             if diff:
                 return diff
         return None
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
         if ka == "string" and nfc(actual) == nfc(expected):
             return None  # the same text in another Unicode normal form
+        if ka == "string" and standardize and \
+                standardize_string(nfc(actual)) == standardize_string(nfc(expected)):
+            return None
+        if ka == "number" and tolerance is not None and abs(actual - expected) <= tolerance:
+            return None
         return f"{path}: {ascii(actual) if ka == 'string' else repr(actual)} != " \
                f"{ascii(expected) if ka == 'string' else repr(expected)}"
     return None
@@ -170,8 +183,16 @@ def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
 
 
 def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                  override: ArgsOverride | None = None) -> str | None:
+                  override: ArgsOverride | None = None,
+                  schema: Mapping[str, Any] | None = None) -> str | None:
     """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
+
+    Per-parameter :class:`evaltape.grader.model.ArgOptions` (``expected.options``) apply to
+    mode-based comparison: ``ignore`` drops the parameter from every check (it may be
+    absent or extra), ``unordered`` compares its lists as multisets, ``standardize`` and
+    ``tolerance`` go to :func:`compare_values`. With the tool's JSON ``schema``, a
+    parameter declared ``integer`` refuses a float value (``5.0``) as BFCL's type rule does
+    (``ast_checker.type_checker``); ``number``/``float`` accept integers.
 
     ``override`` (a per-tool setting) replaces ``mode``: a mode string, a list of dotted key
     paths (each must exist on both sides and compare equal), or a predicate on
@@ -202,15 +223,24 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
     mode = check_mode(override or mode, ArgsMode, "args mode")
     if mode == "ignore":
         return None
-    keys_a, keys_e = set(actual), set(expected.acceptable)
+    opts = expected.options
+    ignored = {k for k, o in opts.items() if o.ignore}
+    keys_a, keys_e = set(actual) - ignored, set(expected.acceptable) - ignored
     required = keys_e - expected.optional
+    props = (schema or {}).get("properties") or {}
     if mode in ("exact", "subset") and keys_a - keys_e:
         return f"unexpected argument(s) {sorted(keys_a - keys_e)}"
     if mode in ("exact", "superset") and required - keys_a:
         return f"missing argument(s) {sorted(required - keys_a)}"
     for k in sorted(keys_a & keys_e):
+        declared = (props.get(k) or {}).get("type") if isinstance(props.get(k), Mapping) else None
+        if declared == "integer" and isinstance(actual[k], float):
+            return f"$.{k}: type mismatch: the schema declares integer, got {actual[k]!r}"
+        o = opts.get(k)
         options = expected.acceptable[k]
-        diffs = [compare_values(actual[k], v, unordered_lists=unordered, path=f"$.{k}")
+        diffs = [compare_values(actual[k], v, unordered_lists=unordered or bool(o and o.unordered),
+                                path=f"$.{k}", standardize=bool(o and o.standardize),
+                                tolerance=o.tolerance if o else None)
                  for v in options]
         if not options or all(diffs):
             return diffs[0] if diffs else f"$.{k}: no acceptable value"
@@ -231,9 +261,10 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
         if actual.name.lower() == expected.name.lower():
             return f"name differs only in case: {actual.name!r} vs {expected.name!r}"
         return f"name {actual.name!r} != {expected.name!r}"
-    args = coerce_arguments(actual.arguments, (schemas or {}).get(actual.name))
+    schema = (schemas or {}).get(actual.name)
+    args = coerce_arguments(actual.arguments, schema)
     override = (overrides or {}).get(expected.name)
-    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override)
+    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override, schema)
     return None if diff is None else f"{expected.name}: {diff}"
 
 
@@ -315,19 +346,59 @@ def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
     return CallMatch(tuple(pairs), len(expected), len(actual), tuple(misses))
 
 
+def step_groups(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
+    """Calls grouped by model turn: consecutive calls sharing a ``step`` > 0 form one
+    parallel step (DESIGN.md §3); a call with ``step`` 0 (unknown) is a step of its own."""
+    groups: list[list[ToolCall]] = []
+    for c in calls:
+        if groups and c.step > 0 and groups[-1][-1].step == c.step:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def show_steps(calls: Sequence[ToolCall]) -> str:
+    """Call names with parallel steps bracketed: ``get_a, {b | c}, d``."""
+    return ", ".join(g[0].name if len(g) == 1 else "{" + " | ".join(c.name for c in g) + "}"
+                     for g in step_groups(calls))
+
+
 def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                  **kw: Any) -> str | None:
-    """``None`` when the lists have equal length and call ``i`` matches call ``i``.
+    """``None`` when the lists have equal length and call ``i`` matches call ``i``, the calls
+    of one parallel step (:func:`step_groups`) in any order: a step of ``g`` calls must pair
+    one to one with the next ``g`` expected calls.
 
     Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference.
     """
     if len(actual) != len(expected):
         return f"{len(actual)} calls made, {len(expected)} expected"
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        diff = call_mismatch(a, e, **kw)
-        if diff:
-            return f"call {i + 1}: {diff}"
+    i = 0
+    for group in step_groups(actual):
+        want = expected[i:i + len(group)]
+        if len(group) == 1:
+            diff = call_mismatch(group[0], want[0], **kw)
+            if diff:
+                return f"call {i + 1}: {diff}"
+        else:
+            reasons = [[call_mismatch(a, e, **kw) for a in group] for e in want]
+            pairs = max_matching([[r is None for r in row] for row in reasons])
+            if len(pairs) < len(want):
+                used = {k for k, _ in pairs}
+                k = next(k for k in range(len(want)) if k not in used)
+                near = [r for r in reasons[k] if r]
+                return (f"calls {i + 1}-{i + len(group)} (one parallel step): expected call "
+                        f"{i + k + 1} has no partner" + (f": {near[0]}" if near else ""))
+        i += len(group)
     return None
+
+
+def case_schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
+    """``{tool: JSON schema of its arguments}`` from a case's ``tools`` (``parameters`` in
+    BFCL/OpenAI schemas, ``input_schema`` in Anthropic's); ``{}`` without tools."""
+    return {t["name"]: t.get("input_schema") or t.get("parameters") or {}
+            for t in tools or () if isinstance(t.get("name"), str)}
 
 
 def trace_schemas(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -1,9 +1,11 @@
 """``expected_actions_called``: every expected action was called with matching arguments."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import ClassVar
 
+from evaltape.grader.matching import tau2
 from evaltape.grader.matching.actions import all_called, match_actions
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -19,6 +21,13 @@ class ExpectedActionsCalled(Metric):
     were taken"); tau-bench's own reward compares database state instead (see
     docs/importers.md). A case without ``expected_actions`` → null with a reason; an
     empty list → 1.0 (nothing was required). ``details`` gives matched/expected.
+
+    ``matching: tau2`` cases use τ²-bench's semantics instead
+    (:func:`evaltape.grader.matching.tau2.check_actions`: any call, the agent's or the
+    simulated user's, may satisfy an action, calls are not consumed, ``compare_args``
+    restricts the compared arguments); ``details`` then ends with ``per_action=`` and a JSON
+    list with one ``{"action_id", "name", "matched"}`` object per gold action, in order
+    (:func:`per_action`).
     """
 
     name: ClassVar[str] = "expected_actions_called"
@@ -29,6 +38,14 @@ class ExpectedActionsCalled(Metric):
         expected = ctx.case.expected_actions
         if expected is None:
             return Score(None, "the case has no expected_actions", code="not_applicable")
+        if ctx.case.matching == "tau2":
+            checks = tau2.check_actions(tau2.candidate_calls(ctx.trace), expected)
+            ok = sum(c.matched for c in checks)
+            return Score(1.0 if ok == len(checks) else 0.0,
+                         f"Matched {ok}/{len(checks)} gold actions (τ² rule: any call matches, "
+                         f"compare_args) per_action=" + json.dumps(
+                             [c.as_dict() for c in checks], ensure_ascii=False,
+                             separators=(",", ":")))
         m = match_actions(ctx.trace.tool_calls, expected)
         details = (f"Matched {m.matched}/{m.n_expected} expected actions "
                    f"({m.n_actual} calls made)")
@@ -37,11 +54,22 @@ class ExpectedActionsCalled(Metric):
         return Score(1.0 if all_called(m) else 0.0, details)
 
 
-def actions_metric_for(cases) -> list[str]:
-    """``["expected_actions_called"]`` when any case carries ``expected_actions``, else ``[]``.
+def per_action(details: str) -> list[dict] | None:
+    """The per-action list of a τ² episode's ``details`` (after ``per_action=``), or ``None``.
 
-    ``evaltape grade`` adds it to the default metrics so imported benchmark runs show
-    their outcome metric without ``--metrics``.
+    Raises:
+        ValueError: the text after ``per_action=`` is not JSON.
     """
-    return [ExpectedActionsCalled.name] if any(
+    head, sep, tail = details.partition(" per_action=")
+    return json.loads(tail) if sep else None
+
+
+def actions_metric_for(cases) -> list[str]:
+    """Metrics ``evaltape grade`` adds to the defaults for imported benchmark runs:
+    ``expected_actions_called`` when any case carries ``expected_actions``, ``bfcl_ast``
+    when any case uses ``matching: bfcl``."""
+    out = [ExpectedActionsCalled.name] if any(
         c.expected_actions is not None for c in cases) else []
+    if any(c.matching == "bfcl" for c in cases):
+        out.append("bfcl_ast")
+    return out

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from evaltape.grader.errors import UsageError
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+from evaltape.grader.metrics.bfcl_ast import BfclAst
 from evaltape.grader.metrics.composite import Composite
 from evaltape.grader.metrics.efficiency import Efficiency
 from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
@@ -29,6 +30,7 @@ from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
 BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
     ExpectedActionsCalled,  # opt-in; grade adds it when cases carry expected_actions
+    BfclAst,  # opt-in; grade adds it when cases use matching: bfcl
     # opt-in: trajectory and call matching, seed 004 rules, efficiency
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import ArgsMode, check_mode, match_calls, trace_schemas
+from evaltape.grader.matching.calls import (ArgsMode, case_schemas, check_mode, match_calls,
+                                            trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -41,7 +42,8 @@ class ToolCallF1(Metric):
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
         m = match_calls(ctx.trace.tool_calls, expected, args_mode=self.args_mode,
-                        overrides=self.overrides, schemas=trace_schemas(ctx.trace.raw))
+                        overrides=self.overrides,
+                        schemas={**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)})
         if m.n_expected + m.n_actual == 0:
             return Score(None, "no calls expected and none made: F1 is 0/0 "
                          "(see the irrelevance metric)", code="undefined")

@@ -4,8 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, match_calls,
-                     strict_match, trace_schemas)
+from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
+                                            match_calls,
+                                            show_steps, step_groups, strict_match,
+                                            trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -17,7 +19,8 @@ class TrajectoryMatch(Metric):
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
     (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by ``args_mode``):
 
-    * ``strict``: |A| = |E| and call i matches expected call i, for every i;
+    * ``strict``: |A| = |E| and call i matches expected call i, for every i, except that
+      the calls of one parallel step may come in any order;
     * ``unordered``: M = |A| = |E| (same multiset of calls);
     * ``subset``: M = |A| (every call made was expected; nothing extra);
     * ``superset``: M = |E| (every expected call was made; extras allowed).
@@ -29,7 +32,9 @@ class TrajectoryMatch(Metric):
 
     ``args_mode`` defaults to ``superset``: every expected argument must be present and
     equal, extra actual arguments are allowed (seed 000's ``expected_args`` list only the
-    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate.
+    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
+    case's ``tools`` schemas (else the trace's) give the declared types (``integer``
+    refuses ``5.0``) and per-parameter options apply (:func:`evaltape.grader.matching.calls.args_mismatch`).
     """
 
     name: ClassVar[str] = "trajectory_match"
@@ -49,9 +54,11 @@ class TrajectoryMatch(Metric):
             return Score(None, "case states no expected tool calls", code="not_applicable")
         actual = ctx.trace.tool_calls
         kw = dict(args_mode=self.args_mode, overrides=self.overrides,
-                  schemas=trace_schemas(ctx.trace.raw))
+                  schemas={**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)})
         head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
                 f"actual {[a.name for a in actual]}")
+        if any(len(g) > 1 for g in step_groups(actual)):
+            head += f" (steps: {show_steps(actual)})"
         if self.mode == "strict":
             diff = strict_match(actual, expected, **kw)
             return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""))

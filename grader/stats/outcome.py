@@ -1,18 +1,56 @@
-"""Episode outcome and suite summary exactly as seed 002 (``evaluate_agent``)."""
+"""Episode outcome and suite summary exactly as seed 002 (``evaluate_agent``).
+
+Cases whose ``matching`` names a benchmark are decided by that benchmark's rules instead:
+``bfcl`` by the Berkeley Function-Calling Leaderboard's AST checker
+(:mod:`evaltape.grader.matching.bfcl`), ``tau2`` by τ²-bench's action and communicate checks
+(:mod:`evaltape.grader.matching.tau2`).
+"""
 from __future__ import annotations
 
-from typing import Iterable
+from collections import Counter
+from typing import Iterable, Sequence
 
+from evaltape.grader.matching import bfcl, tau2
 from evaltape.grader.matching.actions import all_called, match_actions
-from evaltape.grader.model import Case, Trace
+from evaltape.grader.matching.calls import step_groups
+from evaltape.grader.model import Case, ToolCall, Trace
 
 NO_ANSWER = "no_answer:"
 WRONG_TOOLS = "wrong_tools"
 WRONG_ANSWER = "wrong_answer"
+WRONG_CALL = "wrong_call:"
+
+
+def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
+    """Seed 002's list equality of called names, with the calls of one step compared as a
+    multiset: a step of ``g`` calls must hold the next ``g`` expected names in any order.
+    With one call per step this is exactly ``tools_called == expected_tools``."""
+    i = 0
+    for group in step_groups(calls):
+        want = expected[i:i + len(group)]
+        if len(want) < len(group) or Counter(c.name for c in group) != Counter(want):
+            return False
+        i += len(group)
+    return i == len(expected)
+
+
+def bfcl_verdict(trace: Trace, case: Case) -> bfcl.Verdict:
+    """The BFCL AST checker's verdict on the episode's calls (``matching: bfcl`` cases)."""
+    return bfcl.check_calls(trace.tool_calls, case.expected_calls or (), case.tools,
+                            bfcl.case_category(case.extra))
+
+
+def tau2_checks(trace: Trace, case: Case) -> list[tau2.ActionCheck]:
+    """τ²'s per-action checks of the episode (``matching: tau2`` cases)."""
+    return tau2.check_actions(tau2.candidate_calls(trace), case.expected_actions or ())
 
 
 def tools_match(trace: Trace, case: Case) -> bool:
-    """Seed 002's exact tool check: the called names equal ``expected_tools`` as lists.
+    """Seed 002's exact tool check: the called names equal ``expected_tools`` as lists
+    (the calls of one parallel step in any order, :func:`names_match_by_step`).
+
+    ``matching: bfcl`` cases: the BFCL verdict; ``matching: tau2`` cases: every gold action
+    matched by τ²'s rule.
 
     A case without ``expected_tools`` expects no call (as seed 000 reads a missing key).
     A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
@@ -20,9 +58,13 @@ def tools_match(trace: Trace, case: Case) -> bool:
     once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only feed
     the tool-selection metric.
     """
+    if case.matching == "bfcl":
+        return bfcl_verdict(trace, case).valid
     if case.expected_actions is not None:
+        if case.matching == "tau2":
+            return all(c.matched for c in tau2_checks(trace, case))
         return all_called(match_actions(trace.tool_calls, case.expected_actions))
-    return trace.tools_called == list(case.expected_tools or ())
+    return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
 def classify(trace: Trace, case: Case) -> str | None:
@@ -33,7 +75,21 @@ def classify(trace: Trace, case: Case) -> str | None:
     lacks ``expected_answer_contains`` (case-insensitive substring) → ``"wrong_answer"``.
     For seed 000 cases, which carry ``expected_outcome_keywords`` instead, check (3)
     requires every keyword (case-insensitive substring); a case with neither passes (3).
+
+    ``matching: bfcl``: the item's answer is its calls alone (no final answer is expected):
+    ``"wrong_call:" + BFCL's error type`` (``wrong_call:value_error:string``) or pass.
+    ``matching: tau2``: ``wrong_tools`` when a gold action is unmatched (τ²'s rule), then
+    ``wrong_answer`` when an ``expected_outputs`` item (τ²'s ``communicate_info``) was not
+    communicated; no final answer is required (τ² rewards state, not a last message).
     """
+    if case.matching == "bfcl":
+        v = bfcl_verdict(trace, case)
+        return None if v.valid else WRONG_CALL + str(v.error_type)
+    if case.matching == "tau2":
+        if not tools_match(trace, case):
+            return WRONG_TOOLS
+        info = case.extra.get("expected_outputs") or ()
+        return WRONG_ANSWER if tau2.communicated(trace, info) else None
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
     if not tools_match(trace, case):

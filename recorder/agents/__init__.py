@@ -14,6 +14,7 @@ BUILTIN = {
     "scripted": "evaltape.recorder.agents.scripted:run",
     "triage": "evaltape.recorder.agents.triage:run",
     "taskmanager": "evaltape.recorder.agents.taskmanager:run",
+    "bfcl": "evaltape.recorder.agents.function_calling:run",
 }
 
 

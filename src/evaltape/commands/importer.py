@@ -16,8 +16,15 @@ from evaltape.grader.importers import FORMATS, import_sources, write_run
 @click.option("--model", default=None, help="Model name for traces whose source names none.")
 @click.option("--force", is_flag=True,
               help="Replace the contents of a non-empty --out folder.")
+@click.option("--answers", default=None, metavar="DIR",
+              help="bfcl: folder of possible_answer files (default: possible_answer/ beside "
+                   "each question file).")
+@click.option("--results", default=None, metavar="FILE_OR_DIR",
+              help="bfcl: model result file(s), one {id, result} a line; traces are written "
+                   "for them.")
 def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
-               force: bool = False) -> None:
+               force: bool = False, answers: str | None = None,
+               results: str | None = None) -> None:
     """Convert trajectories or cassettes of FORMAT into a run that `evaltape grade` scores.
 
     Skipped interactions and per-episode errors are listed on stderr and in manifest.json.
@@ -30,7 +37,7 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
     if target.is_dir() and any(target.iterdir()) and not force:
         raise click.UsageError(f"--out {out} is not empty (it may hold a recorded run); "
                                "choose a new folder or pass --force to replace it")
-    result = import_sources(fmt, list(sources), model=model)
+    result = import_sources(fmt, list(sources), model=model, answers=answers, results=results)
     for s in result.skipped:
         click.echo(f"skipped {s.source}: {s.place}: {s.reason}", err=True)
     for e in result.errors:

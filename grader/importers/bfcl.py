@@ -1,0 +1,232 @@
+"""``bfcl``: Berkeley Function-Calling Leaderboard question files (+ model results) → run.
+
+Source layout (ShishirPatil/gorilla ``berkeley-function-call-leaderboard/bfcl_eval/data/``):
+``BFCL_v<N>_<category>.json``, one JSON object a line, ``{"id", "question": [[{role,
+content}...]], "function": [{name, description, parameters: {type: "dict", properties,
+required}}]}``; the ground truth in ``possible_answer/<same name>`` (or ``--answers DIR``),
+``{"id", "ground_truth": [{func_name: {param: [acceptable values...]}}]}`` with ``""`` among
+the values marking a parameter that may be omitted. Model results (``--results``, a file or
+a folder of ``*.json``): one line per item, ``{"id", "result": [{func_name: args}, ...] |
+"text"}`` where ``args`` is a JSON string or an object.
+
+Each question becomes one case: id = BFCL id, input = the first turn's user text (its user
+messages joined with a blank line), ``tools`` = the function schemas verbatim,
+``expected_tool_calls`` = the ground truth in BFCL's form, ``matching: "bfcl"``,
+``metadata.category`` (``simple``, ``multiple``, ``parallel``, ``parallel_multiple``). Only
+these Python categories are imported: the Java and JavaScript files use another checker
+(values are source-code strings converted per language), named in the error.
+
+Each result line becomes one episode (trial 0): one assistant turn whose calls are the
+result's items in order (``step`` 1, not executed, ``stop_reason`` ``tool_use``). A text
+result, or a result whose arguments do not decode, becomes an episode with no call and the
+text as ``final_response`` (``decode_error`` says why): BFCL scores such an item as failed,
+and so does the ``wrong_count`` rule.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
+                                              Skipped, trace_from_messages)
+from evaltape.grader.io.jsonfiles import iter_json_lines
+
+FORMAT = "bfcl"
+#: File-name category → checker category (BFCL ``ast_checker`` dispatch).
+CATEGORIES = {"simple": "simple", "simple_python": "simple", "multiple": "multiple",
+              "parallel": "parallel", "parallel_multiple": "parallel_multiple"}
+_NAME = re.compile(r"^BFCL_v\d+_(.+?)(_result)?$")
+
+
+def category_of(path: str) -> str | None:
+    """``simple_python`` from ``BFCL_v4_simple_python.json`` (``None``: not a BFCL name)."""
+    m = _NAME.match(Path(path).stem)
+    return m.group(1) if m else None
+
+
+def _lines(path: str, result: ImportResult) -> list[tuple[int, Any]]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+        return []
+    out = []
+    for lineno, obj in iter_json_lines(data, path=path, keep_going=True):
+        if isinstance(obj, BadInputError):
+            result.errors.append(EpisodeError(path, "", obj.message, line=lineno))
+        else:
+            out.append((lineno, obj))
+    return out
+
+
+def _input(question: Any) -> str:
+    if not (isinstance(question, list) and question and isinstance(question[0], list)):
+        raise EpisodeProblem("expected [[{role, content}, ...]]", "question")
+    texts = []
+    for i, m in enumerate(question[0]):
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+            raise EpisodeProblem("expected {role, content: string}", f"question[0][{i}]")
+        if m.get("role") == "user":
+            texts.append(m["content"])
+        elif m.get("role") != "system":
+            raise EpisodeProblem(f"unsupported role {m.get('role')!r} (user, system)",
+                                 f"question[0][{i}].role")
+    if not texts:
+        raise EpisodeProblem("the first turn has no user message", "question[0]")
+    return "\n\n".join(texts)
+
+
+def decode_result(value: Any) -> tuple[list[tuple[str, dict]], str | None]:
+    """A result's calls ``[(name, arguments)]``, or ``([], why)`` when it holds none.
+
+    Accepted: a list of one-key objects ``{func_name: args}`` with ``args`` an object or a
+    JSON string of one. A string result is text (no call); anything else does not decode.
+    """
+    if isinstance(value, str):
+        return [], "the result is text, not function calls"
+    if not isinstance(value, list):
+        return [], f"the result is {type(value).__name__}, not a list of calls"
+    calls = []
+    for j, item in enumerate(value):
+        if not (isinstance(item, dict) and len(item) == 1):
+            return [], f"result[{j}] is not a one-key {{func_name: arguments}} object"
+        (name, args), = item.items()
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError as e:
+                return [], f"result[{j}] arguments are not JSON ({e})"
+        if not isinstance(args, dict):
+            return [], f"result[{j}] arguments are not an object"
+        calls.append((str(name), args))
+    return calls, None
+
+
+def _result_files(results: str, categories: set[str],
+                  result: ImportResult) -> list[str]:
+    """A result file as given; in a folder, the ``*.json`` files of the imported categories
+    (BFCL writes one ``BFCL_v<N>_<category>_result.json`` per category; the others are
+    listed as skipped)."""
+    p = Path(results)
+    if not p.is_dir():
+        return [p.as_posix()]
+    out = []
+    for f in sorted(p.rglob("*.json")):
+        if not f.is_file():
+            continue
+        if category_of(f.as_posix()) in categories:
+            out.append(f.as_posix())
+        else:
+            result.skipped.append(Skipped(f.as_posix(), "file", "result file of a category "
+                                          "not imported (no question file given for it)"))
+    return out
+
+
+def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str | None = None,
+                results: str | None = None) -> ImportResult:
+    """Import BFCL question files, their answers and optionally model results.
+
+    Args:
+        paths: question files (``BFCL_v4_<category>.json``).
+        model: model name written into traces.
+        answers: folder holding ``possible_answer`` files of the same names (default: the
+            ``possible_answer`` folder beside each question file).
+        results: a result file or a folder of them.
+
+    Returns:
+        The :class:`ImportResult`; problems (a non-Python category, a missing answer file or
+        answer line, a result id that names no imported question, a malformed line) are
+        recorded as errors naming file, line and place, and the rest still imports.
+    """
+    result = ImportResult(sources=[])
+    imported: set[str] = set()
+    for path in paths:
+        if Path(path).parent.name == "possible_answer":
+            result.skipped.append(Skipped(path, "file", "an answer file: read with the question "
+                                          "file of the same name"))
+            continue
+        result.sources.append(path)
+        cat = category_of(path)
+        if cat not in CATEGORIES:
+            result.errors.append(EpisodeError(path, "", f"category {cat!r}: only BFCL's Python "
+                                              f"categories ({', '.join(CATEGORIES)}) are "
+                                              "checked by the AST rules"))
+            continue
+        ans_path = (Path(answers) if answers else Path(path).parent / "possible_answer") \
+            / Path(path).name
+        if not ans_path.is_file():
+            result.errors.append(EpisodeError(path, "", f"no answer file {ans_path.as_posix()} "
+                                              "(give --answers DIR)"))
+            continue
+        result.sources.append(ans_path.as_posix())
+        imported.add(str(cat))
+        truth: dict[str, Any] = {}
+        for lineno, obj in _lines(ans_path.as_posix(), result):
+            if not (isinstance(obj, dict) and isinstance(obj.get("id"), str)
+                    and isinstance(obj.get("ground_truth"), list)):
+                result.errors.append(EpisodeError(ans_path.as_posix(), "ground_truth",
+                                                  "expected {id, ground_truth: [...]}",
+                                                  line=lineno))
+                continue
+            truth[obj["id"]] = obj["ground_truth"]
+        for lineno, obj in _lines(path, result):
+            try:
+                if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+                    raise EpisodeProblem("expected {id, question, function}", "id")
+                if obj["id"] not in truth:
+                    raise EpisodeProblem(f"no ground truth for {obj['id']!r} in "
+                                         f"{ans_path.as_posix()}", "id")
+                if not isinstance(obj.get("function"), list):
+                    raise EpisodeProblem("expected a list of function schemas", "function")
+                case = {"id": obj["id"], "input": _input(obj.get("question")),
+                        "tools": obj["function"], "expected_tool_calls": truth[obj["id"]],
+                        "matching": "bfcl",
+                        "metadata": {"source": "bfcl", "category": CATEGORIES[cat],
+                                     "file": Path(path).name}}
+                if case["id"] in result.cases:
+                    raise EpisodeProblem(f"duplicate id {case['id']!r}", "id")
+            except EpisodeProblem as p:
+                result.errors.append(EpisodeError(path, p.place, p.message, line=lineno))
+                continue
+            result.add_case(case)
+    if results:
+        for rpath in _result_files(results, imported, result):
+            result.sources.append(rpath)
+            for lineno, obj in _lines(rpath, result):
+                try:
+                    trace = _trace(obj, result, rpath, lineno, model)
+                except EpisodeProblem as p:
+                    result.errors.append(EpisodeError(rpath, p.place, p.message, line=lineno))
+                    continue
+                result.traces.append(trace)
+    return result
+
+
+def _trace(obj: Any, result: ImportResult, path: str, lineno: int,
+           model: str | None) -> dict[str, Any]:
+    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or "result" not in obj:
+        raise EpisodeProblem("expected {id, result}", "id")
+    case = result.cases.get(obj["id"])
+    if case is None:
+        raise EpisodeProblem(f"id {obj['id']!r} names no imported question", "id")
+    if any(t["case_id"] == obj["id"] for t in result.traces):
+        raise EpisodeProblem(f"duplicate result for {obj['id']!r}", "id")
+    calls, why = decode_result(obj["result"])
+    if why is None:
+        content: Any = [{"type": "tool_use", "id": f"{obj['id']}_call_{j}", "name": n,
+                         "input": a} for j, (n, a) in enumerate(calls)]
+    else:
+        raw = obj["result"]
+        content = raw if isinstance(raw, str) else orjson.dumps(raw).decode()
+    messages = [{"role": "user", "content": case["input"]},
+                {"role": "assistant", "content": content}]
+    extra: dict[str, Any] = {"source": {"format": FORMAT, "path": path, "place": f"line {lineno}"}}
+    if why is not None:
+        extra["decode_error"] = why
+    return trace_from_messages(messages, case_id=obj["id"], trial=0, input_text=case["input"],
+                               stop_reason="tool_use" if calls else "end_turn",
+                               model=model, extra=extra)

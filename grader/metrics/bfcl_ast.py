@@ -1,0 +1,36 @@
+"""``bfcl_ast``: the Berkeley Function-Calling Leaderboard's AST checker verdict."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from evaltape.grader.matching import bfcl
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
+
+
+@dataclass(frozen=True)
+class BfclAst(Metric):
+    """1.0 when BFCL's AST checker accepts the episode's calls, else 0.0.
+
+    Formula: :func:`evaltape.grader.matching.bfcl.check_calls` with the case's function
+    schemas (``tools``) and ground truth (``expected_tool_calls`` in BFCL's form), under the
+    category the importer stored (``simple``/``multiple``: exactly one call;
+    ``parallel``/``parallel_multiple``: as many calls as answers, any order, one to one).
+    ``details`` names BFCL's failing rule (``value_error:string``...) and the parameter.
+    A case whose ``matching`` is not ``bfcl`` → null (``not_applicable``).
+    """
+
+    name: ClassVar[str] = "bfcl_ast"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        case = ctx.case
+        if case.matching != "bfcl" or case.expected_calls is None:
+            return Score(None, "the case is not a BFCL item (matching: bfcl)",
+                         code="not_applicable")
+        cat = bfcl.case_category(case.extra)
+        v = bfcl.check_calls(ctx.trace.tool_calls, case.expected_calls, case.tools, cat)
+        if v.valid:
+            return Score(1.0, f"{cat}: {len(ctx.trace.tool_calls)} call(s) accepted")
+        return Score(0.0, f"{cat}: {v.error_type}: {v.message}")
