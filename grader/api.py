@@ -59,8 +59,9 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         seen.add(m.name)
     if config is not None:
         from evaltape.grader.io.config import configure, load_config
-        table = load_config(config) if isinstance(config, (str, Path)) else dict(config)
-        out = configure(out, table)
+        from_file = isinstance(config, (str, Path))
+        table = load_config(config) if from_file else dict(config)
+        out = configure(out, table, path=config if from_file else None)
     return out
 
 

@@ -230,7 +230,7 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
                             "trace fields (README: Your own agent)", path=f"case {case.id}")
     latency = round(time.perf_counter() - t0, 3)
     trace = {"error": None, "usage": {}, "messages": []}
-    trace.update(fields)
+    trace.update(plain_json(fields, f"trace the agent returned for case {case.id!r}"))
     trace.update({"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial,
                   "input": case.input, "model": model, "latency_s": latency})
     try:
@@ -239,6 +239,40 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
                             "DESIGN §3", path=e.path, field=e.field) from None
     return trace
+
+
+def plain_json(value: Any, where: str, path: str = "$") -> Any:
+    """``value`` as plain JSON data: SDK objects (pydantic models of the ``anthropic`` SDK,
+    e.g. the ``resp.content`` blocks an agent put into ``messages``) become the dicts of
+    their ``model_dump(mode="json", exclude_none=True)``, as the built-in loop stores them;
+    tuples become lists.
+
+    Raises:
+        BadInputError: a value JSON cannot hold (names ``where`` and the JSON path of the
+            value, e.g. ``$.messages[1].content[0]``).
+    """
+    from evaltape.grader.errors import BadInputError
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadInputError(f"{value} is not a JSON number", path=where, field=path)
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise BadInputError(f"object key {k!r} is not a string", path=where,
+                                    field=path)
+            out[k] = plain_json(v, where, f"{path}.{k}" if path != "$" else k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return plain_json(dump(mode="json", exclude_none=True), where, path)
+    raise BadInputError(f"a {type(value).__name__} is not JSON data (return dicts, lists, "
+                        "strings, numbers; SDK objects are converted)", path=where, field=path)
 
 
 def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:

@@ -41,10 +41,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise BadInputError("not a text (UTF-8) TOML file", path=str(p)) from None
     except tomllib.TOMLDecodeError as e:
         raise BadInputError(f"invalid TOML ({e})", path=str(p)) from None
-    if p.name == "pyproject.toml":
-        table = dict(doc.get("tool", {}).get("evaltape", {}))
-    else:
-        table = dict(doc.get("tool", {}).get("evaltape", doc))
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise BadInputError(f"expected a table [tool], got a {_kind(tool)}", path=str(p),
+                            field="tool")
+    table = tool.get("evaltape", {} if p.name == "pyproject.toml" else doc)
+    if not isinstance(table, dict):
+        raise BadInputError(f"expected a table [tool.evaltape], got a {_kind(table)}",
+                            path=str(p), field="tool.evaltape")
+    table = dict(table)
     _check(table, str(p))
     return table
 
@@ -86,47 +91,65 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_types(metric: Any, kw: dict[str, Any]) -> None:
+def _config_error(message: str, path: str | None, field: str) -> Exception:
+    """A configuration error: bad input naming the file and key when the configuration came
+    from a file, else a usage error (a table given from Python)."""
+    if path is not None:
+        return BadInputError(message, path=path, field=field)
+    return UsageError(f"bad configuration: {field}: {message}")
+
+
+def _check_types(metric: Any, kw: dict[str, Any], path: str | None = None) -> None:
     """Each configured value must have the kind of the metric field's default (a number
     where the default is a number, a table of numbers where it is a table of numbers...).
 
     Raises:
-        UsageError: names the metric, the argument and both kinds.
+        BadInputError: (configuration read from ``path``) names the file and
+            ``metrics_args.<metric>.<argument>`` with both kinds.
+        UsageError: the same, for a configuration given as a table from Python.
     """
     import dataclasses
     if not dataclasses.is_dataclass(metric):
         return
     defaults = {f.name: getattr(metric, f.name) for f in dataclasses.fields(metric)}
+    where = f"metrics_args.{metric.name}"
     for key, value in kw.items():
         if key not in defaults or defaults[key] is None:
             continue
         want, got = _kind(defaults[key]), _kind(value)
         if want != got:
-            raise UsageError(f"bad configuration for metric {metric.name!r}: {key} must be a "
-                             f"{want}, got a {got}")
+            raise _config_error(f"must be a {want}, got a {got}", path, f"{where}.{key}")
         if want == "table":
             for k, v in value.items():
                 d = defaults[key].get(k)
                 if d is not None and _kind(d) != _kind(v):
-                    raise UsageError(f"bad configuration for metric {metric.name!r}: "
-                                     f"{key}.{k} must be a {_kind(d)}, got a {_kind(v)}")
+                    raise _config_error(f"must be a {_kind(d)}, got a {_kind(v)}", path,
+                                        f"{where}.{key}.{k}")
 
 
-def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:
+def configure(metrics: Sequence[Any], config: dict[str, Any],
+              path: str | Path | None = None) -> list[Any]:
     """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
 
     Metrics without configured arguments are returned unchanged.
 
+    Args:
+        path: the file ``config`` was read from, named in errors (``None``: given in code).
+
     Raises:
-        UsageError: an argument the metric does not take, or a value it refuses.
+        BadInputError: (``path`` given) an argument the metric does not take, or a value of
+            the wrong kind or one it refuses; names the file and ``metrics_args.<metric>``.
+        UsageError: the same, for a configuration given as a table from Python.
     """
+    where = str(path) if path is not None else None
     args = config.get("metrics_args", {})
     out = []
     for metric in metrics:
         kw = args.get(metric.name, {})
-        _check_types(metric, kw)
+        _check_types(metric, kw, where)
         try:
             out.append(type(metric)(**kw) if kw else metric)
         except (TypeError, ValueError) as e:
-            raise UsageError(f"bad configuration for metric {metric.name!r}: {e}") from None
+            raise _config_error(f"metric {metric.name!r} refuses it: {e}", where,
+                                f"metrics_args.{metric.name}") from None
     return out
