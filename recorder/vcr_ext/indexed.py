@@ -4,10 +4,11 @@ vcrpy's ``Cassette._responses`` compares an incoming request with every recorded
 the matcher chain, and does so twice per request (``can_play_response_for``, then
 ``play_response``); each comparison of :func:`.matchers.canonical_body` parses both JSON
 bodies. A replay of *n* interactions therefore costs O(n²) body parses. With evaltape's
-matchers (method, path, canonical body; :data:`evaltape.recorder.cassette.MATCH_ON`) two
-requests match exactly when their :func:`request_key` values are equal, so the recorded
-interactions are indexed by that key once and each lookup costs one parse of the incoming
-body: replay is linear in the cassette's size.
+matchers (method, path, canonical body; :data:`evaltape.recorder.cassette.MATCH_ON`),
+requests with equal :func:`request_key` values match, so the recorded interactions are
+indexed by that key once and each lookup costs one parse of the incoming body: replay is
+linear in the cassette's size. When the index has no unplayed hit, vcrpy's own scan
+decides, so the answer is always the one vcrpy would give.
 
 The cassette also remembers the requests it could not serve (``misses``), so replay can say
 *why* (no recorded match, or a match that was already played).
@@ -23,27 +24,18 @@ from vcr.cassette import Cassette
 from .matchers import parse_body
 
 
-def _canonical(value: Any) -> Any:
-    """``value`` with integral floats as ints (JSON does not tell ``12`` from ``12.0``, and
-    neither does :func:`.jsonpath.first_difference`); booleans stay booleans."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    return value
-
-
 def request_key(request: Any) -> tuple[str, str, bytes]:
-    """``(method, path, canonical body bytes)``: equal exactly when the method, path and
-    canonical_body matchers all pass (parsed JSON compared with sorted keys; non-JSON
-    bodies compared as text)."""
+    """``(method, path, body bytes)`` with a JSON body dumped with sorted keys: requests
+    with equal keys pass the method, path and canonical_body matchers.
+
+    The converse holds except for numbers JSON does not tell apart (``12`` / ``12.0``),
+    which :class:`IndexedCassette` settles by falling back to vcrpy's exact scan.
+    """
     body = parse_body(request)
     if isinstance(body, str):
         canon = b"t" + body.encode("utf-8", "surrogatepass")
     else:
-        canon = b"j" + orjson.dumps(_canonical(body), option=orjson.OPT_SORT_KEYS)
+        canon = b"j" + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     return (request.method, request.path, canon)
 
 
@@ -84,18 +76,32 @@ class IndexedCassette(Cassette):
         if not self._exact():
             yield from super()._responses(request)
             return
-        request = self._before_record_request(request)
-        if not request:
-            return
+        key = getattr(request, "_evaltape_key", None)
+        if key is None:
+            hooked = self._before_record_request(request)
+            if not hooked:
+                return
+            key = request_key(hooked)
+            try:
+                request._evaltape_key = key  # the stub asks twice with the same object
+            except AttributeError:
+                pass
         self._refresh()
-        for index in self._index.get(request_key(request), ()):
-            yield index, self.data[index][1]
+        hits = self._index.get(key, ())
+        if any(self.play_counts[i] == 0 for i in hits):
+            for index in hits:
+                yield index, self.data[index][1]
+        else:
+            # no unplayed hit: vcrpy's exact scan settles it (a miss, an already-played
+            # request, or numbers written differently: 12 against 12.0)
+            yield from super()._responses(request)
 
     def recorded_matches(self, request: Any) -> list[int]:
         """Positions (0-based) of the recorded interactions ``request`` matches, played or
         not (``request`` already passed through the ``before_record_request`` hook)."""
-        self._refresh()
-        return list(self._index.get(request_key(request), ()))
+        from vcr.matchers import requests_match
+        return [i for i, (stored, _r) in enumerate(self.data)
+                if requests_match(request, stored, self._match_on)]
 
     def can_play_response_for(self, request: Any) -> bool:
         ok = super().can_play_response_for(request)
