@@ -229,6 +229,14 @@ def corpus() -> list[Hostile]:
     add(Hostile("diff_unrelated_reports", {}, ["diff", "{d}/a/report.json",
                                                "{d}/b/report.json"], 2,
                 ["different", "dataset"], setup=_two_unrelated_reports))
+    add(Hostile("diff_unrelated_reports_allowed", {}, ["diff", "{d}/a/report.json",
+                                                       "{d}/b/report.json",
+                                                       "--allow-unrelated"], 0,
+                ["warning: they were graded on different dataset inputs"],
+                setup=_two_unrelated_reports))
+    add(Hostile("diff_no_shared_episode", {}, ["diff", "{d}/a/report.json",
+                                               "{d}/b/report.json", "--allow-unrelated"], 2,
+                ["share no episode"], setup=lambda d: _two_unrelated_reports(d, "c2", "1")))
     add(Hostile("diff_not_a_report", {"a.json": [1, 2], "b.json": {"x": 1}},
                 ["diff", "{d}/a.json", "{d}/b.json"], 3, ["a.json"]))
     # --- record: agents and runs (no model needed: scripted agent or refusal before any call)
@@ -252,9 +260,10 @@ def corpus() -> list[Hostile]:
     return cases
 
 
-def _two_unrelated_reports(d: Path) -> None:
-    """Two minimal reports of different runs over different datasets."""
-    def report(run: str, sha: str) -> dict:
+def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2") -> None:
+    """Two minimal reports of different runs: the second over ``other_case`` with dataset
+    hash ``other_sha * 64`` (the first: case ``c``, hash ``"1" * 64``)."""
+    def report(run: str, sha: str, case: str) -> dict:
         return {"schema": "evaltape.report/1",
                 "run": {"path": run, "agent": "a", "model": "m", "dataset_sha256": sha},
                 "grader": {"version": "0", "config_sha256": "0",
@@ -262,12 +271,13 @@ def _two_unrelated_reports(d: Path) -> None:
                 "summary": {"cases": 1, "trials": 1, "episodes": 1, "pass_rate": 1.0,
                             "tool_accuracy": 1.0, "avg_steps": 1.0, "failures": {},
                             "metrics": {"task_completion": 1.0}},
-                "episodes": [{"case_id": "c", "trial": 0, "passed": True, "failure": None,
+                "episodes": [{"case_id": case, "trial": 0, "passed": True, "failure": None,
                               "metrics": {"task_completion": {"score": 1.0,
                                                               "details": "ok"}}}]}
-    for sub, run, sha in (("a", "runs/one", "1" * 64), ("b", "runs/two", "2" * 64)):
+    for sub, run, sha, case in (("a", "runs/one", "1" * 64, "c"),
+                                ("b", "runs/two", other_sha * 64, other_case)):
         (d / sub).mkdir(parents=True, exist_ok=True)
-        (d / sub / "report.json").write_text(json.dumps(report(run, sha)))
+        (d / sub / "report.json").write_text(json.dumps(report(run, sha, case)))
 
 
 def write_case(root: Path, h: Hostile) -> Path:

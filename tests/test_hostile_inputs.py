@@ -4,25 +4,54 @@ failed gate, 0 for odd but valid input (DESIGN.md §6)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import CLI_ENV, run_cli
 from hostile_corpus import argv, corpus, write_case
 
 CASES = corpus()
+NOBODY = 65534
+
+
+def _as_nobody(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI as user ``nobody`` (util-linux ``setpriv``): root reads folders of mode
+    000, so permission cases need an ordinary user to mean anything."""
+    env = {k: v for k, v in os.environ.items() if k not in CLI_ENV or CLI_ENV[k] is not None}
+    env["COLUMNS"] = "200"
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                           "--clear-groups", sys.executable, "-m", "evaltape.cli", *args],
+                          cwd=str(cwd), env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("h", CASES, ids=[h.name for h in CASES])
 def test_hostile_input(tmp_path, h):
-    if h.setup is not None and "mode_000" in h.name and os.geteuid() == 0:
-        pytest.skip("root reads folders of mode 000")
-    d = write_case(tmp_path, h)
+    root = tmp_path
+    as_nobody = "mode_000" in h.name and os.geteuid() == 0
+    if as_nobody and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: mode 000 cannot be tested")
+    if as_nobody:
+        root = Path(tempfile.mkdtemp(prefix="evaltape-hostile-"))
+        root.chmod(0o777)
     try:
-        p = run_cli(*argv(h, d), cwd=d)
+        d = write_case(root, h)
+        if as_nobody:
+            for p in [d, *d.rglob("*")]:
+                if p.name != "run":
+                    p.chmod(0o777 if p.is_dir() else 0o666)
+        try:
+            p = _as_nobody(argv(h, d), d) if as_nobody else run_cli(*argv(h, d), cwd=d)
+        finally:
+            if h.teardown:
+                h.teardown(d)
     finally:
-        if h.teardown:
-            h.teardown(d)
+        if as_nobody:
+            shutil.rmtree(root, ignore_errors=True)
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == h.code, (p.returncode, p.stderr)
     for needle in h.names:
