@@ -106,6 +106,8 @@ def append_trace(traces: Path, trace: dict) -> None:
 
     Raises:
         SecretLeakError: the trace holds a key-shaped string (nothing is written).
+        OSError: the write failed (disk full...); the file is cut back to its earlier
+            size, so it still ends with a complete line.
     """
     text = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE).decode()
     # Redact what the cassette redacts (the model may echo a key), so the trace and its
@@ -117,8 +119,15 @@ def append_trace(traces: Path, trace: dict) -> None:
                               path=str(traces))
     fd = os.open(traces, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
-        os.fsync(fd)
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:  # a full disk may take part of the line and then refuse the rest
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)  # never leave a torn line behind
+            raise
     finally:
         os.close(fd)
 
@@ -329,7 +338,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         unless ``keep_errors``: it is listed in ``failed`` and a rerun records it again.
 
     Raises:
-        UsageError: no key and no base URL for a live agent; bad trials/concurrency.
+        UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
+            file of the run could not be written (disk full...: finished episodes stay).
         BadInputError: the dataset is invalid, or its inputs changed since the run began.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -401,16 +411,24 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
                                      **counts, "total": len(todo)})
 
-        if opts.concurrency <= 1 or len(jobs) <= 1:
-            for job in jobs:
-                finished(record_episode(job))
-        else:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
-                                     initializer=_die_with_parent) as pool:
-                futures = [pool.submit(record_episode, job) for job in jobs]
-                for fut in as_completed(futures):
-                    finished(fut.result())
+        try:
+            if opts.concurrency <= 1 or len(jobs) <= 1:
+                for job in jobs:
+                    finished(record_episode(job))
+            else:
+                ctx = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
+                                         initializer=_die_with_parent) as pool:
+                    futures = [pool.submit(record_episode, job) for job in jobs]
+                    for fut in as_completed(futures):
+                        finished(fut.result())
+        except OSError as e:
+            # disk full, quota, a read-only or vanished folder: the finished episodes are
+            # saved whole (atomic cassettes, one complete trace line each); say so
+            raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
+                             f"{counts['recorded']} episode(s) saved in this run, the rest "
+                             "not: fix the cause and rerun the same command to resume"
+                             ) from None
     lock.close()
     return counts
 

@@ -56,3 +56,20 @@ def test_hostile_input(tmp_path, h):
     assert p.returncode == h.code, (p.returncode, p.stderr)
     for needle in h.names:
         assert needle.replace("{d}", str(d)) in p.stderr, (needle, p.stderr)
+
+
+def test_concurrent_grades_into_one_out_all_succeed(tmp_path):
+    """Eight ``grade`` processes writing one ``--out`` at once: each writes through its own
+    pid-named temp file and an atomic rename, so all exit 0 and the report is whole."""
+    import json
+    from conftest import ROOT
+    run = ROOT / "cassettes" / "scripted-seed002"
+    cmd = [sys.executable, "-m", "evaltape.cli", "grade", str(run), "--out",
+           str(tmp_path / "out"), "--quiet", "--format", "json,md,junit,html"]
+    procs = [subprocess.Popen(cmd, cwd=str(ROOT), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert [code for code, _ in results] == [0] * 8, results
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["summary"]["episodes"] == 5
+    assert not list((tmp_path / "out").glob(".*.tmp"))

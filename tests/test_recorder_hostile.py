@@ -5,11 +5,12 @@ text, keys the model echoes, streams that break, and long cassettes."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from conftest import read_jsonl, run_cli, write_json
+from conftest import read_jsonl, run_cli, run_cli_subprocess, write_json
 
 #: A user agent: one plain ``messages.create`` call (``REPEAT`` times), returning the SDK's
 #: own objects (``resp.content`` blocks, ``resp.usage``) in its trace fields.
@@ -77,3 +78,68 @@ def test_colliding_and_long_case_ids_record_and_replay(tmp_path):
     assert by_id == {i: f"hi from {i}" for i in ids}
     p = run_cli("replay", "run", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+def _big_dataset(tmp_path: Path, n: int = 30) -> Path:
+    """``n`` scripted cases answering 3,000 characters each (~3 KB of trace per episode)."""
+    return write_json(tmp_path / "big.json", [{"id": f"c{i}", "task": f"hi {i}",
+                                               "script": ["x" * 3000]} for i in range(n)])
+
+
+def _check_saved_whole_then_resume(ds: Path, run: Path, p, cwd: Path) -> None:
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 2, p.stderr
+    assert "cannot save the episode" in p.stderr and "rerun the same command" in p.stderr
+    data = (run / "traces.jsonl").read_bytes()
+    assert data.endswith(b"\n")  # no torn line
+    saved = read_jsonl(run / "traces.jsonl")
+    assert 0 < len(saved) < 30
+    assert not list((run / "http").glob(".*.tmp"))
+
+
+def test_disk_full_during_record_keeps_whole_episodes_and_resumes(tmp_path):
+    import os
+    import subprocess
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root; the file-size-limit test covers it")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        ds = _big_dataset(tmp_path)
+        p = run_cli_subprocess("record", str(ds), "--agent", "scripted", "--out",
+                               str(mnt / "run"), cwd=tmp_path)
+        assert "No space left on device" in p.stderr
+        _check_saved_whole_then_resume(ds, mnt / "run", p, tmp_path)
+        subprocess.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
+        p = run_cli_subprocess("record", str(ds), "--agent", "scripted", "--out",
+                               str(mnt / "run"), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert sorted(t["case_id"] for t in read_jsonl(mnt / "run" / "traces.jsonl")) == \
+            sorted(f"c{i}" for i in range(30))
+        assert run_cli("replay", str(mnt / "run"), cwd=tmp_path).returncode == 0
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_file_size_limit_during_record_keeps_whole_episodes(tmp_path):
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+    ds = _big_dataset(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",
+                                                            "ANTHROPIC_BASE_URL")}
+    p = subprocess.run([sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent",
+                        "scripted", "--out", str(tmp_path / "run")], cwd=str(tmp_path),
+                       env=env, capture_output=True, text=True, timeout=120,
+                       preexec_fn=limit)
+    assert "File too large" in p.stderr
+    _check_saved_whole_then_resume(ds, tmp_path / "run", p, tmp_path)
+    assert len((tmp_path / "run" / "traces.jsonl").read_bytes()) <= 40_000
