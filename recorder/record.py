@@ -30,7 +30,7 @@ from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import find_secret, scrub_text
+from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -109,11 +109,11 @@ def append_trace(traces: Path, trace: dict) -> None:
         OSError: the write failed (disk full...); the file is cut back to its earlier
             size, so it still ends with a complete line.
     """
-    text = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE).decode()
-    # Redact what the cassette redacts (the model may echo a key), so the trace and its
-    # replay agree; then refuse anything key-shaped that is still there.
-    line = scrub_text(text).encode()
-    leak = find_secret(line.decode())
+    # Redact what the cassette redacts (the model may echo a key), in every string as
+    # decoded, so the trace and its replay agree; then refuse anything key-shaped left.
+    line = orjson.dumps(scrub_value(trace),
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    leak = find_secret_deep(line.decode())
     if leak:
         raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
                               path=str(traces))
@@ -397,8 +397,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             if trace.get("stop_reason") == "error" and not opts.keep_errors:
                 # an API/transport failure: not a finished episode; a rerun retries it
                 counts["errors"] += 1
-                counts["failed"].append(f"{trace['case_id']}#t{trace['trial']}: "
-                                        f"{trace.get('error')}")
+                # the error may quote the server's answer, which may echo the key
+                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                                   f"{trace.get('error')}"))
                 Path(out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
                     missing_ok=True)
             else:

@@ -143,3 +143,91 @@ def test_file_size_limit_during_record_keeps_whole_episodes(tmp_path):
     assert "File too large" in p.stderr
     _check_saved_whole_then_resume(ds, tmp_path / "run", p, tmp_path)
     assert len((tmp_path / "run" / "traces.jsonl").read_bytes()) <= 40_000
+
+
+# --- keys the model or server echoes ------------------------------------------------------
+
+from fault_server import FaultServer  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
+DATASET = str(ROOT / "datasets" / "helpdesk_eval.json")
+FAKE_KEY = "sk-ant-api03-" + "Zq7" * 12 + "-testonlyAA"
+#: pieces of FAKE_KEY that must appear nowhere (its prefix "sk-ant-api03-" is not secret)
+KEY_PIECES = ("Zq7Zq7Zq7", "7-testonly", "testonlyAA")
+
+
+def _record_helpdesk(run: Path, server: FaultServer, *extra: str):
+    return run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(run),
+                   "--base-url", server.base_url, "--model", "stand-in", *extra,
+                   env={"ANTHROPIC_API_KEY": FAKE_KEY})
+
+
+def _on_disk(run: Path) -> list[str]:
+    return [f"{f}: {piece}" for f in run.rglob("*") if f.is_file()
+            for piece in KEY_PIECES if piece in f.read_text(errors="replace")]
+
+
+@pytest.mark.parametrize("split,echo", [
+    (5, " (your key is {key})"),          # the key spread over many stream deltas
+    (0, "\nyour key:\n{key}"),            # JSON-escaped newline right before the key
+    (7, "\n{key}\n"),                     # both
+])
+def test_streamed_echoed_key_lands_nowhere(tmp_path, split, echo):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=echo, split=split) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    assert _on_disk(tmp_path / "run") == []
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    from evaltape.grader.importers.sse import assemble
+    first = [json.loads(l) for l in
+             (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:]]
+    text = assemble(first[-1]["response"]["body"]["text"])["content"][0]["text"]
+    assert "[REDACTED]" in text and FAKE_KEY[:20] not in text
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"] == text  # the trace holds what the stored stream assembles
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run")).returncode == 0
+
+
+def test_plain_echo_after_an_escaped_newline_is_redacted(tmp_path):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format="\n{key}") as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 0, p.stderr
+    assert _on_disk(tmp_path / "run") == []
+    assert read_jsonl(tmp_path / "run" / "traces.jsonl")[0]["final_response"].endswith(
+        "\n[REDACTED]")
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_error_answer_quoting_the_key_is_not_printed(tmp_path):
+    with FaultServer(SCRIPTS, {1: "400echo"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 1  # one episode not saved
+    assert "not saved: tc_001#t0" in p.stderr and "[REDACTED]" in p.stderr
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    assert _on_disk(tmp_path / "run") == []
+
+
+def test_audit_finds_a_key_split_over_stream_deltas(tmp_path):
+    parts = ["key ", FAKE_KEY[:15], FAKE_KEY[15:30], FAKE_KEY[30:]]
+    sse = "".join("event: content_block_delta\ndata: " + json.dumps(
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": x}}) + "\n\n" for x in parts)
+    line = json.dumps({"request": {"body": {"text": None}},
+                       "response": {"body": {"text": sse}}})
+    (tmp_path / "c.jsonl").write_text('{"format": "evaltape.cassette/1"}\n' + line + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert p.returncode == 3 and f"{tmp_path / 'c.jsonl'}:2: key-shaped string" in p.stderr
+
+
+def test_key_in_a_query_string_or_escaped_json_request_is_scrubbed():
+    from vcr.request import Request
+    from evaltape.recorder.vcr_ext.scrub import scrub_request
+    r = scrub_request(Request("GET", f"http://h/v1/x?key={FAKE_KEY}&a=1", None, {}))
+    assert r.uri == "http://h/v1/x?key=[REDACTED]&a=1"
+    escaped = FAKE_KEY.replace("-", "\\u002d")  # JSON may escape any character
+    body = ('{"messages": [{"role": "user", "content": "' + escaped + '"}]}').encode()
+    r = scrub_request(Request("POST", "http://h/v1/messages", body, {}))
+    assert json.loads(r.body) == {"messages": [{"role": "user", "content": "[REDACTED]"}]}

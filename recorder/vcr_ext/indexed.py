@@ -32,7 +32,9 @@ def request_key(request: Any) -> tuple[str, str, bytes]:
     which :class:`IndexedCassette` settles by falling back to vcrpy's exact scan.
     """
     body = parse_body(request)
-    if isinstance(body, str):
+    if isinstance(body, bytes):
+        canon = b"b" + body
+    elif isinstance(body, str):
         canon = b"t" + body.encode("utf-8", "surrogatepass")
     else:
         canon = b"j" + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
