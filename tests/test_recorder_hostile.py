@@ -231,3 +231,45 @@ def test_key_in_a_query_string_or_escaped_json_request_is_scrubbed():
     body = ('{"messages": [{"role": "user", "content": "' + escaped + '"}]}').encode()
     r = scrub_request(Request("POST", "http://h/v1/messages", body, {}))
     assert json.loads(r.body) == {"messages": [{"role": "user", "content": "[REDACTED]"}]}
+
+
+# --- bodies that are not text -----------------------------------------------------------
+
+BLOB_AGENT = '''
+try:
+    import httpx2 as httpx  # the HTTP client this anthropic SDK is built on
+except ImportError:
+    import httpx
+
+
+def run(case, client, *, model, **kw):
+    raw = client.post("/v1/messages", cast_to=httpx.Response,
+                      body={"model": model, "max_tokens": 8,
+                            "messages": [{"role": "user", "content": case.input}]})
+    return {"tool_calls": [], "final_response": raw.content.hex(), "stop_reason": "end_turn",
+            "steps": 1}
+'''
+BLOB = bytes.fromhex("fffe0001808190a0b0c0d0e0f0f1f2f3f4f5")  # 18 bytes, not UTF-8
+
+
+@pytest.mark.parametrize("headers", [
+    {"content-type": "application/octet-stream"},
+    {"content-type": "application/json", "content-encoding": "br"},  # no brotli installed
+])
+def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
+    import base64
+    (tmp_path / "blob_agent.py").write_text(BLOB_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
+    with FaultServer({"c": ["x"]}, raw_body=BLOB, raw_headers=headers) as server:
+        p = run_cli("record", "d.json", "--agent", "blob_agent:run", "--out", "run",
+                    "--base-url", server.base_url, cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 0, p.stderr
+    assert read_jsonl(tmp_path / "run" / "traces.jsonl")[0]["final_response"] == BLOB.hex()
+    (line,) = (tmp_path / "run" / "http" / "c__t0.jsonl").read_text().splitlines()[1:]
+    stored = json.loads(line)["response"]
+    assert base64.b64decode(stored["body"]["base64"]) == BLOB
+    if "content-encoding" in headers:  # raw bytes keep their header, never the mix
+        assert stored["headers"]["content-encoding"] == ["br"]
+    p = run_cli("replay", "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
