@@ -273,3 +273,74 @@ def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
         assert stored["headers"]["content-encoding"] == ["br"]
     p = run_cli("replay", "run", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+# --- what the model sends that is not a plain finished turn --------------------------------
+
+def test_malformed_streamed_tool_input_is_flagged_and_not_run(tmp_path):
+    with FaultServer(SCRIPTS, {1: "malformed_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}["tc_001"]
+    call = t["tool_calls"][0]
+    assert call["malformed_tool_input"] is True and call["arguments"] == {}
+    assert call["raw_arguments"] == '{"city": "Par'
+    assert call["is_error"] is True and json.loads(call["result"]) == {
+        "success": False, "error": "malformed_tool_input: the tool input the model streamed "
+                                  "is not a JSON object"}
+    # the model got the error as the tool result and answered on its next turn
+    assert t["messages"][2]["content"][0]["is_error"] is True
+    assert t["final_response"] == SCRIPTS["tc_001"][1].replace("{last_tool_result}",
+                                                                call["result"])
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def _grade_failures(run: Path, tmp_path: Path) -> dict:
+    p = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    return json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]["failures"]
+
+
+def test_pause_turn_is_unfinished_and_not_a_passing_answer(tmp_path):
+    with FaultServer(SCRIPTS, {2: "pause_turn"}) as server:  # tc_001's answering turn
+        assert _record_helpdesk(tmp_path / "run", server).returncode == 0
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert (t["case_id"], t["stop_reason"], t["final_response"], t["unfinished"]) == \
+        ("tc_001", "pause_turn", None, True)
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "no_answer:pause_turn"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_unknown_stop_reason_keeps_its_tool_calls_unrun(tmp_path):
+    with FaultServer(SCRIPTS, {1: "weird_stop"}) as server:  # tc_001's tool-calling turn
+        assert _record_helpdesk(tmp_path / "run", server).returncode == 0
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert (t["stop_reason"], t["final_response"], t["unfinished"], t["steps"]) == \
+        ("weird_stop", None, True, 1)
+    (call,) = t["tool_calls"]
+    assert (call["name"], call["result"], call["not_run"]) == \
+        (t["messages"][1]["content"][0]["name"], None, "stop_reason weird_stop")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "no_answer:weird_stop"
+
+
+def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tmp_path):
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"},
+                                     {"id": "ok", "user_query": "hello"}])
+    scripts = {"c": ["Hello there, a longer answer"], "ok": ["Fine."]}
+    # the first attempt and both stream retries break after two text deltas
+    faults = {1: "midstream_partial", 2: "midstream_partial", 3: "midstream_partial"}
+    with FaultServer(scripts, faults, split=3) as server:
+        p = run_cli("record", "d.json", "--agent", "helpdesk", "--out", "run", "--base-url",
+                    server.base_url, "--model", "stand-in", "--stream", "--keep-errors",
+                    cwd=tmp_path, env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}
+    c = t["c"]
+    assert (c["stop_reason"], c["final_response"], c["partial_response"], c["infra_error"]) \
+        == ("error", None, "Hello ", "overloaded_error")
+    assert "infra_error" not in t["ok"]
+    p = run_cli("grade", "run", "--out", "rep", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    assert summary["failures"] == {"c": "infra_error:overloaded_error"}
+    assert run_cli("replay", "run", cwd=tmp_path).returncode == 0

@@ -138,9 +138,11 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         if not isinstance(m, dict):
             raise BadInputError(f"expected a message object, got {type(m).__name__}",
                                 path=path, line=line, field=f"messages[{i}]")
-    for key in ("model", "error"):
+    for key in ("model", "error", "infra_error", "partial_response"):
         if key in obj:
             _typed(obj, key, (str,), path, line, nullable=True)
+    if "unfinished" in obj:
+        _typed(obj, "unfinished", (bool,), path, line, nullable=True)
     if "latency_s" in obj:
         _typed(obj, "latency_s", (int, float), path, line, nullable=True)
     latency = obj.get("latency_s")
