@@ -293,6 +293,15 @@ def test_malformed_streamed_tool_input_is_flagged_and_not_run(tmp_path):
     assert t["final_response"] == SCRIPTS["tc_001"][1].replace("{last_tool_result}",
                                                                 call["result"])
     assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    # the importer reads the same cassette the same way: flagged, no invented arguments
+    p = run_cli("import", "anthropic-cassette", str(tmp_path / "run/http/tc_001__t0.jsonl"),
+                "--out", str(tmp_path / "imported"))
+    assert p.returncode == 0, p.stderr
+    assert "malformed_tool_input" in p.stderr
+    (imp,) = read_jsonl(tmp_path / "imported" / "traces.jsonl")
+    assert {k: imp["tool_calls"][0][k] for k in ("arguments", "raw_arguments",
+                                                 "malformed_tool_input")} == \
+        {"arguments": {}, "raw_arguments": '{"city": "Par', "malformed_tool_input": True}
 
 
 def _grade_failures(run: Path, tmp_path: Path) -> dict:
@@ -321,6 +330,13 @@ def test_unknown_stop_reason_keeps_its_tool_calls_unrun(tmp_path):
     assert (call["name"], call["result"], call["not_run"]) == \
         (t["messages"][1]["content"][0]["name"], None, "stop_reason weird_stop")
     assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "no_answer:weird_stop"
+    p = run_cli("import", "anthropic-cassette", str(tmp_path / "run/http/tc_001__t0.jsonl"),
+                "--out", str(tmp_path / "imported"))
+    assert p.returncode == 0, p.stderr
+    (imp,) = read_jsonl(tmp_path / "imported" / "traces.jsonl")
+    assert (imp["stop_reason"], imp["final_response"], imp["unfinished"]) == \
+        ("weird_stop", None, True)
+    assert [c["name"] for c in imp["tool_calls"]] == [call["name"]]
 
 
 def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tmp_path):
