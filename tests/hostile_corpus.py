@@ -128,6 +128,36 @@ def corpus() -> list[Hostile]:
     add(_grade_trace("trace_error_list", trace(error=[1]), line_field="error"))
     add(_grade_trace("trace_trial_bool", trace(trial=True), line_field="trial"))
     add(_grade_trace("trace_huge_int_steps", trace(steps=10 ** 30), line_field="steps"))
+    add(_grade_trace("trace_infra_error_int", trace(infra_error=5), line_field="infra_error"))
+    add(_grade_trace("trace_unfinished_string", trace(unfinished="yes"),
+                     line_field="unfinished"))
+    # --- traces that are not JSON (handled before; kept as regression)
+    for name, raw in (("trace_truncated_line", b'{"schema": "evaltape.trace/1", "case_'),
+                      ("trace_invalid_utf8", b'{"schema": "\xff\xfe"}'),
+                      ("trace_nan", b'{"schema": "evaltape.trace/1", "trial": NaN}'),
+                      ("trace_deep_nesting", b"[" * 100_000 + b"]" * 100_000)):
+        add(Hostile(name, {"d.json": DATASET,
+                           "traces.jsonl": _jsonl(trace()).encode() + raw + b"\n"},
+                    ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                     "--out", "{d}/out"], 3, ["traces.jsonl:2"]))
+    add(Hostile("trace_bom", {"d.json": DATASET,
+                              "traces.jsonl": b"\xef\xbb\xbf" + _jsonl(trace()).encode()},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--out", "{d}/out"], 3, ["traces.jsonl:1", "BOM"]))
+    # --- gates and usage: 1 only for a gate
+    add(Hostile("gate_threshold_fails", {"d.json": [{"id": "c", "user_query": "hi",
+                                                     "expected_tools": ["other"]}],
+                                         "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--threshold", "0.9", "--out", "{d}/out"], 1, ["0.9"]))
+    add(Hostile("usage_unknown_metric", {"d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "no_such_metric", "--out", "{d}/out"], 2, ["no_such_metric"]))
+    add(Hostile("require_complete_names_missing_trial",
+                {"d.json": DATASET + [{"id": "c2", "user_query": "hi"}],
+                 "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--require-complete", "--out", "{d}/out"], 1, ["c2"]))
     # --- datasets
     for i, bad in enumerate((5, True, ["a"])):
         add(Hostile(f"dataset_difficulty_{i}", {"d.json": [{"id": "c", "user_query": "hi",
