@@ -74,20 +74,28 @@ class IndexedCassette(Cassette):
             self._index[request_key(self.data[i][0])].append(i)
         self._indexed = len(self.data)
 
+    def _key(self, request: Any) -> tuple | None:
+        """:func:`request_key` of ``request`` after the ``before_record_request`` hook
+        (``None`` when the hook drops it), computed once per request object: vcrpy asks
+        about one request several times, and each hook call deep-copies and scrubs it."""
+        cached = getattr(request, "_evaltape_key", False)
+        if cached is not False:
+            return cached
+        hooked = self._before_record_request(request)
+        key = request_key(hooked) if hooked else None
+        try:
+            request._evaltape_key = key
+        except AttributeError:
+            pass
+        return key
+
     def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
         if not self._exact():
             yield from super()._responses(request)
             return
-        key = getattr(request, "_evaltape_key", None)
+        key = self._key(request)
         if key is None:
-            hooked = self._before_record_request(request)
-            if not hooked:
-                return
-            key = request_key(hooked)
-            try:
-                request._evaltape_key = key  # the stub asks twice with the same object
-            except AttributeError:
-                pass
+            return
         self._refresh()
         hits = self._index.get(key, ())
         if any(self.play_counts[i] == 0 for i in hits):
@@ -106,7 +114,13 @@ class IndexedCassette(Cassette):
                 if requests_match(request, stored, self._match_on)]
 
     def can_play_response_for(self, request: Any) -> bool:
-        ok = super().can_play_response_for(request)
+        if self._exact():  # vcrpy's rule, with the hook run once (see _key)
+            from vcr.record_mode import RecordMode
+            ok = (self._key(request) is not None and request in self
+                  and self.record_mode != RecordMode.ALL
+                  and (self.rewound or self.allow_playback_repeats))
+        else:
+            ok = super().can_play_response_for(request)
         if not ok:
             self.misses.append(request)
         return ok
