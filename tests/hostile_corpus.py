@@ -231,10 +231,11 @@ def corpus() -> list[Hostile]:
                  "--metrics", "dictmetric:M", "--format", "json,md,junit,html",
                  "--out", "{d}/out"], 0))
     # --- names that reach the terminal (rich markup, escape sequences)
-    add(Hostile("markup_in_model_name", {"d.json": DATASET,
-                                         "traces.jsonl": _jsonl(trace(model="llama[/q4]"))},
-                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--out",
-                 "{d}/out"], 0))
+    add(Hostile("markup_in_model_name", {
+        "d.json": DATASET, "run/traces.jsonl": _jsonl(trace(model="llama[/q4]")),
+        "run/manifest.json": {"schema": "evaltape.manifest/1", "agent": "a[b]",
+                              "model": "llama[/q4]"}},
+                ["grade", "{d}/run", "--dataset", "{d}/d.json", "--out", "{d}/out"], 0))
     add(Hostile("markup_in_run_folder", {"exp[/v2]/traces.jsonl": _jsonl(trace()),
                                          "d.json": DATASET},
                 ["grade", "{d}/exp[/v2]/traces.jsonl", "--dataset", "{d}/d.json",

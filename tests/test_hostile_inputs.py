@@ -73,3 +73,31 @@ def test_concurrent_grades_into_one_out_all_succeed(tmp_path):
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["summary"]["episodes"] == 5
     assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def _run_case(tmp_path, name: str):
+    (h,) = [c for c in CASES if c.name == name]
+    d = write_case(tmp_path, h)
+    p = run_cli(*argv(h, d), cwd=d)
+    assert p.returncode == h.code, p.stderr
+    return d, p
+
+
+def test_dict_details_become_an_error_null_score_in_every_format(tmp_path):
+    import json
+    d, _p = _run_case(tmp_path, "metric_dict_details")
+    report = json.loads((d / "out" / "report.json").read_text())
+    score = report["episodes"][0]["metrics"]["dict_details"]
+    assert score["score"] is None and score["reason"] == "error"
+    for name in ("report.md", "junit.xml", "report.html"):
+        assert (d / "out" / name).stat().st_size > 0
+
+
+def test_escape_sequences_and_markup_reach_no_terminal_or_markdown(tmp_path):
+    d, p = _run_case(tmp_path, "escape_in_answer")
+    for text in (p.stdout, p.stderr, (d / "out" / "report.md").read_text()):
+        assert "\x1b" not in text and "\x07" not in text
+    d, p = _run_case(tmp_path, "markup_in_run_folder")
+    assert "exp[/v2]" in p.stdout  # shown literally, not parsed as markup
+    d, p = _run_case(tmp_path, "markup_in_model_name")
+    assert "llama[/q4]" in p.stdout
