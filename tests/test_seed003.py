@@ -95,16 +95,23 @@ def test_config_typos_are_bad_input(tmp_path, text, field):
     assert e.value.field == field
 
 
-@_pytest.mark.parametrize("text, message", [
-    ("[metrics_args.composite]\nweights = 5\n", "weights must be a table, got a number"),
-    ('[metrics_args.composite]\nweights = {tools = "x"}\n', "weights.tools must be a number"),
+@_pytest.mark.parametrize("text, field, message", [
+    ("[metrics_args.composite]\nweights = 5\n", "metrics_args.composite.weights",
+     "must be a table, got a number"),
+    ('[metrics_args.composite]\nweights = {tools = "x"}\n',
+     "metrics_args.composite.weights.tools", "must be a number, got a string"),
 ])
-def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, message):
-    """Regression: such values used to turn every composite score into an error null."""
+def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, field, message):
+    """Regression: such values used to turn every composite score into an error null.
+    Read from a file, the error is bad input naming the file and key; given as a table
+    from Python, a usage error naming the key."""
     from evaltape.grader.io.config import configure, load_config
-    from evaltape.grader.errors import UsageError
+    from evaltape.grader.errors import BadInputError, UsageError
     from evaltape.grader.metrics import resolve
     p = tmp_path / "evaltape.toml"
     p.write_text(text)
-    with _pytest.raises(UsageError, match=message):
+    with _pytest.raises(BadInputError) as e:
+        configure(resolve(["composite"]), load_config(p), path=p)
+    assert (e.value.path, e.value.field, e.value.message) == (str(p), field, message)
+    with _pytest.raises(UsageError, match=f"{field}: {message}"):
         configure(resolve(["composite"]), load_config(p))
