@@ -57,7 +57,9 @@ def cassette_name(case_id: str, trial: int) -> str:
     ids never share a name (RFC 3986 §2.1 percent-encoding). An encoded id longer than
     :data:`MAX_NAME_ID` characters is cut to its first 100 characters plus ``~`` and 16 hex
     digits of the id's SHA-256; ``~`` is itself encoded in a kept id, so a cut name never
-    equals a whole one.
+    equals a whole one. An id with capital letters gets ``~`` and 8 hex digits of its
+    SHA-256 appended (``TC_1`` → ``TC_1~<hash>``), so names stay distinct on file systems
+    that ignore case (macOS, Windows); lower-case ids keep their plain names.
     """
     parts = []
     for i, ch in enumerate(case_id):
@@ -66,9 +68,11 @@ def cassette_name(case_id: str, trial: int) -> str:
         else:
             parts.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
     safe = "".join(parts)
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()
     if len(safe) > MAX_NAME_ID:
-        digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        safe = f"{safe[:100]}~{digest}"
+        safe = f"{safe[:100]}~{digest[:16]}"
+    elif case_id != case_id.lower():
+        safe = f"{safe}~{digest[:8]}"  # distinct on case-insensitive file systems too
     return f"{safe}__t{trial}.jsonl"
 
 

@@ -61,12 +61,19 @@ def test_cassette_names_are_injective_readable_and_short(tmp_path):
     assert cassette_name("tc_001", 0) == "tc_001__t0.jsonl"
     assert cassette_name("a/b", 1) == "a%2Fb__t1.jsonl"
     assert cassette_name("a_b", 1) == "a_b__t1.jsonl"
-    assert cassette_name("a%2Fb", 1) == "a%252Fb__t1.jsonl"
+    assert cassette_name("a%2fb", 1) == "a%252fb__t1.jsonl"
     assert cassette_name(".hidden", 0) == "%2Ehidden__t0.jsonl"
     assert cassette_name("é", 0) == "%C3%A9__t0.jsonl"
     long = cassette_name("x" * 300, 0)
     assert long.startswith("x" * 100 + "~") and len(long) == 100 + 1 + 16 + len("__t0.jsonl")
     assert cassette_name("x" * 300, 0) != cassette_name("x" * 299 + "y", 0)
+    # distinct when the file system ignores case
+    import hashlib
+    upper = cassette_name("TC_1", 0)
+    assert upper == f"TC_1~{hashlib.sha256(b'TC_1').hexdigest()[:8]}__t0.jsonl"
+    folded = {cassette_name(i, 0).lower() for i in ("TC_1", "tc_1", "Tc_1", "a%2Fb", "a%2fb",
+                                                    "a/b")}
+    assert len(folded) == 6
 
 
 def test_colliding_and_long_case_ids_record_and_replay(tmp_path):
