@@ -76,6 +76,14 @@ def cassette_name(case_id: str, trial: int) -> str:
     return f"{safe}__t{trial}.jsonl"
 
 
+def legacy_cassette_name(case_id: str, trial: int) -> str:
+    """The name earlier versions gave a cassette (every character outside
+    ``[A-Za-z0-9._-]`` replaced by ``_``; not injective), so runs recorded by them still
+    replay."""
+    import re
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '_', case_id)}__t{trial}.jsonl"
+
+
 #: Statuses the SDK retries; such a response followed by the same request is dropped.
 RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 

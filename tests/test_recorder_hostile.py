@@ -367,3 +367,11 @@ def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tm
     summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
     assert summary["failures"] == {"c": "infra_error:overloaded_error"}
     assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
+
+
+def test_a_run_recorded_with_the_old_cassette_names_still_replays(tmp_path):
+    run = _sdk_run(tmp_path, ["Case/1"])
+    (new,) = (run / "http").iterdir()
+    new.rename(run / "http" / "Case_1__t0.jsonl")  # the name earlier versions wrote
+    p = run_cli("replay", "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
