@@ -10,7 +10,7 @@ TRIALS ?= 1
 ARGS   ?=
 
 .PHONY: install grade record replay test bench audit check-golden update-golden clean \
-        local-model serve-local record-local stop-local
+        local-model serve-local record-local stop-local node-agents
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,12 @@ replay: install
 
 test: install
 	$(BIN)/pytest -q
+
+## node-agents: the non-Python example agents of docs/proxy.md (Node SDK agent, Claude Code
+## CLI), installed from the npm registry into examples/*/node_modules (git-ignored)
+node-agents:
+	npm ci --prefix examples/node-agent --no-audit --no-fund
+	npm ci --prefix examples/claude-code --no-audit --no-fund
 
 ## check-golden: re-grade every committed run and compare with tests/golden/ (exit 1 on change)
 check-golden: install
@@ -70,4 +76,4 @@ stop-local:
 	$(BIN)/python scripts/local_model.py stop
 
 clean:
-	rm -rf $(VENV) reports .pytest_cache
+	rm -rf $(VENV) reports .pytest_cache examples/*/node_modules

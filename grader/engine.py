@@ -114,7 +114,7 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]
     summary = Summary(
-        cases=len(graded), trials=len(trials), episodes=acc.n,
+        cases=len(graded), trials=len(trials), episodes=acc.n, passed=acc.passed,
         pass_rate=seed002["pass_rate"], tool_accuracy=seed002["tool_accuracy"],
         avg_steps=seed002["avg_steps"], failures=seed002["failures"],
         metrics={n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)

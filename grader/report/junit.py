@@ -48,5 +48,7 @@ def render_junit(report: Report) -> str:
     ET.indent(suites)
     text = ET.tostring(suites, encoding="unicode")
     # ElementTree escapes <, > and & but writes control characters as they are, which makes
-    # the file unreadable by XML parsers: replace them (ids and details come from traces).
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + _XML_INVALID.sub("\ufffd", text) + "\n"
+    # the file unreadable by XML parsers: spell them out as \uXXXX (ids and details come
+    # from traces), so distinct ids stay distinct test names.
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + _XML_INVALID.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"

@@ -7,7 +7,7 @@ from evaltape.grader.report.model import Report
 
 def _cell(text: str) -> str:
     return (plain(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " "))
+            .replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
 
 
 def render_markdown(report: Report) -> str:
@@ -40,7 +40,7 @@ def render_markdown(report: Report) -> str:
         from evaltape.grader.report.diff import render_diff
         out.append(render_diff(report.baseline_comparison))
     names = report.grader.metrics
-    out += ["## Episodes", "", "| episode | outcome | " + " | ".join(names) + " |",
+    out += ["## Episodes", "", "| episode | outcome | " + " | ".join(map(_cell, names)) + " |",
             "|---|---|" + "---:|" * len(names)]
     for ep in report.episodes:
         cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n].score, n in lower)}"
