@@ -64,6 +64,14 @@ def drop_failed(cassette: Any) -> int:
     return removed
 
 
+def _all_used(cassette: Any) -> None:
+    """Count every answer in the cassette as used, so the next request goes to the judge
+    even when an identical one was answered before (earlier runs, or the sample just taken):
+    N samples are N live answers. The answers stay in the cassette; new ones are appended."""
+    for i in range(len(cassette.data)):
+        cassette.play_counts[i] = max(cassette.play_counts[i], 1)
+
+
 def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
               model: str | None = None, base_url: str | None = None, samples: int = 1,
               dataset: str | None = None, max_retries: int = 4,
@@ -119,8 +127,8 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
         with vcr.use_cassette(str(path)) as cassette:
             drop_failed(cassette)  # failed answers of an earlier run are sent again
             for req in todo:
-                # new_episodes: answers recorded earlier replay first; the rest are sent
-                for _ in range(samples - store.count(req)):
+                for _ in range(samples - store.count(req)):  # only the missing answers
+                    _all_used(cassette)
                     try:
                         client.messages.create(**req)
                     except (anthropic.APIError, ValueError) as e:  # ValueError: a cut-off body

@@ -18,6 +18,12 @@ LOOP_REPEATS = 3
 STREAM_RETRIES = 2
 TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 
+#: Stop reasons of a turn that is not finished: the API paused it (server tools); the
+#: client may send it back to continue (Anthropic Messages API, "pause_turn").
+UNFINISHED_STOPS = frozenset({"pause_turn"})
+#: Flag (and failure text) of a streamed tool call whose input fragments do not parse.
+MALFORMED = "malformed_tool_input"
+
 #: ``execute(name, arguments) -> result``: a string, or any JSON value (dumped to a string).
 Executor = Callable[[str, dict], Any]
 
@@ -38,21 +44,97 @@ def _is_transient_stream_error(e: Exception) -> bool:
     return isinstance(err, dict) and err.get("type") in TRANSIENT_ERROR_TYPES
 
 
-def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Any:
+@dataclass
+class Turn:
+    """One model turn as the loop received it.
+
+    Attributes:
+        message: the SDK's final message of the turn.
+        raw_inputs: for a streamed turn, content index → the tool input's ``partial_json``
+            fragments joined (what the model really sent; the SDK's ``input`` is a lenient
+            partial parse of it).
+    """
+
+    message: Any
+    raw_inputs: dict[int, str]
+
+
+class StreamBroke(Exception):
+    """A streamed turn ended by an error after part of the answer arrived (no retry left).
+
+    Attributes:
+        error: the SDK's exception.
+        partial_text: the text blocks received before the error, joined with ``\\n``
+            (``None`` when no text arrived).
+    """
+
+    def __init__(self, error: Exception, partial_text: str | None) -> None:
+        super().__init__(str(error))
+        self.error, self.partial_text = error, partial_text
+
+
+def _snapshot_text(stream: Any) -> str | None:
+    """The text blocks of a stream's partial message, joined; ``None`` when there are none."""
+    snap = getattr(stream, "_current_snapshot_or_none", lambda: None)()
+    texts = [b.text for b in (getattr(snap, "content", None) or [])
+             if getattr(b, "type", None) == "text" and b.text]
+    return "\n".join(texts) if texts else None
+
+
+def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
     """One model turn. The SDK retries 429/529/5xx and dropped connections itself; a stream
     that breaks off with a transient ``error`` event (HTTP 200, so the SDK does not retry)
     is re-sent here, up to :data:`STREAM_RETRIES` times. Replay makes the same requests in
-    the same order, so it reproduces the recorded retries exactly."""
+    the same order, so it reproduces the recorded retries exactly.
+
+    Raises:
+        anthropic.APIError: the request failed (after the retries).
+        StreamBroke: the last attempt's stream broke off after some text arrived.
+    """
     if not stream:
-        return client.messages.create(messages=messages, **kwargs)
+        return Turn(client.messages.create(messages=messages, **kwargs), {})
     for attempt in range(STREAM_RETRIES + 1):
+        raw: dict[int, list[str]] = {}
+        s = None
         try:
             with client.messages.stream(messages=messages, **kwargs) as s:
-                return s.get_final_message()
+                for event in s:
+                    delta = getattr(event, "delta", None)
+                    if event.type == "content_block_delta" and \
+                            getattr(delta, "type", None) == "input_json_delta":
+                        raw.setdefault(event.index, []).append(delta.partial_json)
+                return Turn(s.get_final_message(), {i: "".join(p) for i, p in raw.items()})
         except anthropic.APIStatusError as e:
             if attempt == STREAM_RETRIES or not _is_transient_stream_error(e):
+                partial = _snapshot_text(s) if s is not None else None
+                if partial is not None:
+                    raise StreamBroke(e, partial) from e
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def infra_kind(e: Exception) -> str:
+    """The kind of an infrastructure failure, for the trace's ``infra_error`` and the
+    grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
+    (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
+    ``timeout`` or ``connection`` (anthropic SDK exception classes)."""
+    body = getattr(e, "body", None)
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict) and isinstance(err.get("type"), str):
+        return err["type"]
+    if isinstance(e, anthropic.APITimeoutError):
+        return "timeout"
+    if isinstance(e, anthropic.APIConnectionError):
+        return "connection"
+    code = getattr(e, "status_code", None)
+    return f"status_{code}" if code else type(e).__name__
+
+
+def _parses_as_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def _block_dict(block: Any) -> dict:
@@ -103,14 +185,23 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     Returns:
         The trace fields this loop owns (DESIGN.md §3): ``tool_calls``, ``final_response``
         (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
-        ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``.
+        ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``; and when they
+        apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API
+        failure, :func:`infra_kind`) and ``partial_response`` (the text a broken stream
+        delivered before the error; not a final answer).
 
     Stop rules: a turn without ``tool_use`` (or with a stop reason other than ``tool_use``)
-    ends the loop with the model's stop reason. The same tool with equal arguments
-    ``LOOP_REPEATS`` times in a row stops with ``loop_detected`` before executing the
-    repeat. After ``max_steps`` turns that all called tools, ``max_steps``. An API error
-    (after the SDK's retries) stops with ``error``. An unknown tool or a raising tool
-    becomes an error tool result and the loop goes on.
+    ends the loop with the model's stop reason, kept verbatim. Such a turn is *unfinished*
+    when its stop reason is ``pause_turn`` or it holds ``tool_use`` blocks: then
+    ``final_response`` is ``None`` (the grader reads ``no_answer:<stop_reason>``) and its
+    calls are kept in ``tool_calls`` with ``result: null`` and ``not_run`` (never run).
+    The same tool with equal arguments ``LOOP_REPEATS`` times in a row stops with
+    ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
+    called tools, ``max_steps``. An API error (after the SDK's retries) stops with
+    ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
+    goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
+    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
+    ``malformed_tool_input: true``, and the tool is not run.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
@@ -123,34 +214,62 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     error: str | None = None
     kwargs = dict(model=model, max_tokens=spec.max_tokens, system=spec.system,
                   tools=list(spec.tools), **(request_extra or {}))
+    extra: dict[str, Any] = {}
     while stop_reason is None:
         if steps >= max_steps:
             stop_reason = "max_steps"
             break
         try:
-            resp = _send(client, messages, kwargs, stream)
+            turn = _send(client, messages, kwargs, stream)
+        except StreamBroke as e:
+            stop_reason, error = "error", f"{type(e.error).__name__}: {e.error}"
+            extra = {"infra_error": infra_kind(e.error), "partial_response": e.partial_text}
+            break
         except anthropic.APIError as e:
             stop_reason, error = "error", f"{type(e).__name__}: {e}"
+            extra = {"infra_error": infra_kind(e)}
             break
+        resp = turn.message
         steps += 1
         if resp.usage is not None:
             add_usage(usage, resp.usage.model_dump())
         content = [_block_dict(b) for b in resp.content]
         messages.append({"role": "assistant", "content": content})
-        uses = [b for b in content if b.get("type") == "tool_use"]
+        uses = [(i, b) for i, b in enumerate(content) if b.get("type") == "tool_use"]
         if not uses or resp.stop_reason != "tool_use":
             texts = [b["text"] for b in content if b.get("type") == "text"]
             final = "\n".join(texts) if texts else None
             stop_reason = resp.stop_reason or "end_turn"
+            if uses or stop_reason in UNFINISHED_STOPS:
+                # not an answer: the turn asked for tools under another stop reason, or
+                # paused; its calls are kept (not run), its text is not a final answer
+                final, extra = None, {"unfinished": True}
+                for _i, use in uses:
+                    calls.append({"id": use["id"], "name": use["name"],
+                                  "arguments": use.get("input") if isinstance(
+                                      use.get("input"), dict) else {},
+                                  "result": None, "is_error": False, "step": steps,
+                                  "not_run": f"stop_reason {stop_reason}"})
             break
         results = []
-        for use in uses:
+        for i, use in uses:
             key = _call_key(use["name"], use.get("input"))
             repeats = repeats + 1 if key == last_key else 1
             last_key = key
             if repeats >= LOOP_REPEATS:
                 stop_reason = "loop_detected"
                 break
+            raw = turn.raw_inputs.get(i)
+            if raw is not None and raw.strip() and not _parses_as_object(raw):
+                # never run a tool on arguments the model did not send
+                result = json.dumps({"success": False, "error": MALFORMED + ": the tool "
+                                     "input the model streamed is not a JSON object"})
+                calls.append({"id": use["id"], "name": use["name"], "arguments": {},
+                              "raw_arguments": raw, MALFORMED: True, "result": result,
+                              "is_error": True, "step": steps})
+                results.append({"type": "tool_result", "tool_use_id": use["id"],
+                                "content": result, "is_error": True})
+                continue
             args = use.get("input") if isinstance(use.get("input"), dict) else {}
             result, is_error = _run_tool(spec, names, use["name"], args)
             calls.append({"id": use["id"], "name": use["name"], "arguments": args,
@@ -163,4 +282,4 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             messages.append({"role": "user", "content": results})
     return {"tool_calls": calls, "final_response": final, "stop_reason": stop_reason,
             "steps": steps, "messages": messages,
-            "usage": usage, "error": error}
+            "usage": usage, "error": error, **extra}

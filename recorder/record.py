@@ -30,7 +30,7 @@ from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import find_secret, scrub_text
+from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -111,19 +111,28 @@ def append_trace(traces: Path, trace: dict) -> None:
 
     Raises:
         SecretLeakError: the trace holds a key-shaped string (nothing is written).
+        OSError: the write failed (disk full...); the file is cut back to its earlier
+            size, so it still ends with a complete line.
     """
-    text = orjson.dumps(trace, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE).decode()
-    # Redact what the cassette redacts (the model may echo a key), so the trace and its
-    # replay agree; then refuse anything key-shaped that is still there.
-    line = scrub_text(text).encode()
-    leak = find_secret(line.decode())
+    # Redact what the cassette redacts (the model may echo a key), in every string as
+    # decoded, so the trace and its replay agree; then refuse anything key-shaped left.
+    line = orjson.dumps(scrub_value(trace),
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    leak = find_secret_deep(line.decode())
     if leak:
         raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
                               path=str(traces))
     fd = os.open(traces, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
-        os.fsync(fd)
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:  # a full disk may take part of the line and then refuse the rest
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)  # never leave a torn line behind
+            raise
     finally:
         os.close(fd)
 
@@ -235,7 +244,7 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
                             "trace fields (README: Your own agent)", path=f"case {case.id}")
     latency = round(time.perf_counter() - t0, 3)
     trace = {"error": None, "usage": {}, "messages": []}
-    trace.update(fields)
+    trace.update(plain_json(fields, f"trace the agent returned for case {case.id!r}"))
     trace.update({"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial,
                   "input": case.input, "model": model, "latency_s": latency})
     try:
@@ -244,6 +253,40 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
                             "DESIGN §3", path=e.path, field=e.field) from None
     return trace
+
+
+def plain_json(value: Any, where: str, path: str = "$") -> Any:
+    """``value`` as plain JSON data: SDK objects (pydantic models of the ``anthropic`` SDK,
+    e.g. the ``resp.content`` blocks an agent put into ``messages``) become the dicts of
+    their ``model_dump(mode="json", exclude_none=True)``, as the built-in loop stores them;
+    tuples become lists.
+
+    Raises:
+        BadInputError: a value JSON cannot hold (names ``where`` and the JSON path of the
+            value, e.g. ``$.messages[1].content[0]``).
+    """
+    from evaltape.grader.errors import BadInputError
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadInputError(f"{value} is not a JSON number", path=where, field=path)
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise BadInputError(f"object key {k!r} is not a string", path=where,
+                                    field=path)
+            out[k] = plain_json(v, where, f"{path}.{k}" if path != "$" else k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return plain_json(dump(mode="json", exclude_none=True), where, path)
+    raise BadInputError(f"a {type(value).__name__} is not JSON data (return dicts, lists, "
+                        "strings, numbers; SDK objects are converted)", path=where, field=path)
 
 
 def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
@@ -300,7 +343,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         unless ``keep_errors``: it is listed in ``failed`` and a rerun records it again.
 
     Raises:
-        UsageError: no key and no base URL for a live agent; bad trials/concurrency.
+        UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
+            file of the run could not be written (disk full...: finished episodes stay).
         BadInputError: the dataset is invalid, or its inputs changed since the run began.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -361,8 +405,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             if trace.get("stop_reason") == "error" and not opts.keep_errors:
                 # an API/transport failure: not a finished episode; a rerun retries it
                 counts["errors"] += 1
-                counts["failed"].append(f"{trace['case_id']}#t{trace['trial']}: "
-                                        f"{trace.get('error')}")
+                # the error may quote the server's answer, which may echo the key
+                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                                   f"{trace.get('error')}"))
                 Path(out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
                     missing_ok=True)
             else:
@@ -375,16 +420,24 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
                                      **counts, "total": len(todo)})
 
-        if opts.concurrency <= 1 or len(jobs) <= 1:
-            for job in jobs:
-                finished(record_episode(job))
-        else:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
-                                     initializer=_die_with_parent) as pool:
-                futures = [pool.submit(record_episode, job) for job in jobs]
-                for fut in as_completed(futures):
-                    finished(fut.result())
+        try:
+            if opts.concurrency <= 1 or len(jobs) <= 1:
+                for job in jobs:
+                    finished(record_episode(job))
+            else:
+                ctx = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
+                                         initializer=_die_with_parent) as pool:
+                    futures = [pool.submit(record_episode, job) for job in jobs]
+                    for fut in as_completed(futures):
+                        finished(fut.result())
+        except OSError as e:
+            # disk full, quota, a read-only or vanished folder: the finished episodes are
+            # saved whole (atomic cassettes, one complete trace line each); say so
+            raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
+                             f"{counts['recorded']} episode(s) saved in this run, the rest "
+                             "not: fix the cause and rerun the same command to resume"
+                             ) from None
     lock.close()
     return counts
 

@@ -1,6 +1,7 @@
 """Replay a recorded run offline and check the agent reproduces its stored traces."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -11,7 +12,7 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.run import open_run
 
 from .agents import resolve_agent
-from .cassette import cassette_name, make_vcr
+from .cassette import cassette_name, legacy_cassette_name, make_vcr
 from .record import make_client, run_episode
 from .vcr_ext.jsonpath import first_difference
 from .vcr_ext.matchers import parse_body, shorten_pair
@@ -49,12 +50,26 @@ class Divergence:
 
 
 def _miss_message(cassette: Any, seen: list) -> str:
-    """Explain a replay miss: the interaction number and the first differing JSON path."""
+    """Explain a replay miss: the interaction number and the first differing JSON path.
+
+    A request that equals recorded ones which were all played already (the agent sent it
+    once more than when recording) says so: ``interaction #i matched but was already
+    played (k of k used)``.
+    """
     played = sum(cassette.play_counts.values())
     number = played + 1
-    if not seen:
+    misses = getattr(cassette, "misses", None)
+    if misses:
+        request = scrub_request(copy.deepcopy(misses[0]))
+        matches = cassette.recorded_matches(request)
+        if matches:
+            k = len(matches)
+            return (f"request {number}: interaction #{matches[-1] + 1} matched but was "
+                    f"already played ({k} of {k} used)")
+    elif not seen:
         return f"interaction {number} has no recorded match"
-    request = seen[-1]
+    else:
+        request = seen[-1]
     recorded = [r for r in cassette.requests if r.path == request.path]
     if not recorded:
         return f"interaction {number}: no recorded request for {request.method} {request.path}"
@@ -110,6 +125,9 @@ def replay_run(run: str, dataset: str | None = None,
         recorded = t.raw
         cid, trial = t.case_id, t.trial
         cpath = opened.root / "http" / cassette_name(cid, trial)
+        legacy = opened.root / "http" / legacy_cassette_name(cid, trial)
+        if not cpath.exists() and legacy.exists():
+            cpath = legacy  # recorded before names were made injective
         if not cpath.exists():
             raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
         seen: list = []
@@ -132,9 +150,9 @@ def replay_run(run: str, dataset: str | None = None,
                 now = run_episode(agent_fn, case, trial, client, model, stream)
             except CannotOverwriteExistingCassetteException:
                 now = None
-            if now is None or now.get("stop_reason") == "error":
-                if not cassette.all_played or now is None:
-                    miss = _miss_message(cassette, seen)
+            if cassette.misses or now is None or (now.get("stop_reason") == "error"
+                                                   and not cassette.all_played):
+                miss = _miss_message(cassette, seen)
         finally:
             ctx.__exit__(None, None, None)
         checked += 1

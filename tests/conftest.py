@@ -51,7 +51,7 @@ def run_cli(*args: str, cwd: Path | str = ROOT,
     finally:
         os.chdir(before)
     stderr = res.stderr
-    if res.exc_info is not None and not isinstance(res.exception, SystemExit):
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
         stderr += "".join(traceback.format_exception(*res.exc_info))
     return subprocess.CompletedProcess(["evaltape", *args], res.exit_code, res.stdout, stderr)
 

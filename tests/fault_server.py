@@ -3,7 +3,11 @@
 Faults are planned per request number (1-based, counted across the server's life):
 ``"429"`` / ``"529"`` (error status with ``retry-after-ms: 10``), ``"drop"`` (close the
 connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
-``overloaded_error`` event), ``"slow"`` (answer after ``slow_s`` seconds). Every answer can
+``overloaded_error`` event), ``"midstream_partial"`` (the same after the first text deltas),
+``"slow"`` (answer after ``slow_s`` seconds), ``"400echo"`` (HTTP 400 quoting the key),
+``"pause_turn"`` / ``"weird_stop"`` (that stop reason on the answer), ``"malformed_input"``
+(streamed tool input whose fragments do not parse). ``split`` streams deltas in pieces;
+``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 """
 from __future__ import annotations
@@ -22,10 +26,18 @@ class FaultServer(ScriptServer):
     """ScriptServer plus planned faults; ``requests`` counts what it received."""
 
     def __init__(self, scripts: Mapping[str, Sequence[str]], faults: Mapping[int, str] = (),
-                 *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False) -> None:
+                 *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False,
+                 echo_format: str = " (your key is {key})", split: int = 0,
+                 raw_body: bytes | None = None, raw_headers: Mapping[str, str] = ()) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
+        #: how the echoed key is appended to each text block (``{key}`` is replaced)
+        self.echo_format = echo_format
+        #: >0: stream each text / tool-input delta in pieces of this many characters
+        self.split = split
+        #: answer every request with these bytes and headers instead of a message
+        self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         self._lock = threading.Lock()
@@ -45,14 +57,28 @@ class FaultServer(ScriptServer):
                 "type": kind, "message": "try again"}}).encode(),
                 headers={"retry-after-ms": "10", "x-should-retry": "true"})
             return
+        if fault == "400echo":  # an error answer quoting the request's key
+            key = handler.headers.get("x-api-key") or handler.headers.get(
+                "authorization", "").removeprefix("Bearer ")
+            handler._send(400, json.dumps({"type": "error", "error": {
+                "type": "invalid_request_error", "message": f"bad request for key {key}"}
+            }).encode())
+            return
         if fault == "drop":
             handler.close_connection = True
             handler.connection.shutdown(socket.SHUT_RDWR)
             return
         if fault == "slow":
             time.sleep(self.slow_s)
+        if self.raw_body is not None:
+            handler._send(200, self.raw_body, self.raw_headers.get(
+                "content-type", "application/octet-stream"), headers={
+                k: v for k, v in self.raw_headers.items() if k != "content-type"})
+            return
         script = self.scripts.get(handler.headers.get(CASE_HEADER, ""), ["no script"])
         message = scripted_message(script, body)
+        if fault in ("pause_turn", "weird_stop"):
+            message["stop_reason"] = "pause_turn" if fault == "pause_turn" else "weird_stop"
         extra = {}
         if self.echo_key:
             key = handler.headers.get("x-api-key") or handler.headers.get(
@@ -60,12 +86,39 @@ class FaultServer(ScriptServer):
             extra["x-echo-key"] = key
             for block in message["content"]:
                 if block["type"] == "text":
-                    block["text"] += f" (your key is {key})"
+                    block["text"] += self.echo_format.format(key=key)
         if body.get("stream"):
             events = sse_events(message)
+            if fault == "malformed_input":
+                events = [(n, _broken_input(e)) for n, e in events]
+            if self.split:
+                events = [piece for ev in events for piece in _split(ev, self.split)]
             if fault == "midstream":
                 events = events[:2] + [("error", {"type": "error", "error": {
+                    "type": "overloaded_error", "message": "Overloaded"}})]
+            if fault == "midstream_partial":  # the text block's first deltas arrive
+                events = events[:4] + [("error", {"type": "error", "error": {
                     "type": "overloaded_error", "message": "Overloaded"}})]
             handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
         else:
             handler._send(200, json.dumps(message).encode(), headers=extra)
+
+
+def _split(event: tuple[str, dict], size: int) -> list[tuple[str, dict]]:
+    """One content_block_delta event as several, each carrying ``size`` characters."""
+    name, data = event
+    delta = data.get("delta") or {}
+    field = {"text_delta": "text", "input_json_delta": "partial_json"}.get(delta.get("type"))
+    if name != "content_block_delta" or not field:
+        return [event]
+    text = delta[field]
+    return [(name, {**data, "delta": {**delta, field: text[i:i + size]}})
+            for i in range(0, max(len(text), 1), size)]
+
+
+def _broken_input(data: dict) -> dict:
+    """A tool-input delta whose fragments do not parse as JSON once joined."""
+    delta = data.get("delta") or {}
+    if delta.get("type") == "input_json_delta":
+        return {**data, "delta": {**delta, "partial_json": '{"ci' + 'ty": "Par'}}
+    return data

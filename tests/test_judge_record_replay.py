@@ -207,3 +207,26 @@ def test_malformed_judge_line_is_exit_3_only_when_judged_metrics_run(tmp_path):
     assert p.returncode == 3 and "Traceback" not in p.stderr
     n = len(bad.read_text().splitlines())
     assert f"{bad}:{n}: field 'request'" in p.stderr
+
+
+def test_more_samples_later_are_live_answers(run_dir, tmp_path, monkeypatch):
+    """--judge-samples 1 then 3: two more live answers (3 requests in all), three stored;
+    a third run sends nothing."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    run, ds = run_dir
+    grounded = dict(VERDICT, unsupported_claims=[], score=0.0)
+    with JudgeServer([json.dumps(VERDICT), json.dumps(grounded),
+                      json.dumps(VERDICT)]) as server:
+        for samples, sent in (("1", 1), ("3", 3), ("3", 3)):
+            r = CliRunner().invoke(cli, ["judge", str(run), "--dataset", str(ds),
+                                         "--base-url", server.base_url, "--metrics",
+                                         "hallucination", "--judge-samples", samples])
+            assert r.exit_code == 0, r.output
+            assert len(server.bodies) == sent
+    lines = (run / "judge" / "c1__t0.jsonl").read_bytes().splitlines()[1:]
+    ids = [orjson.loads(x)["response"]["body"]["json"]["id"] for x in lines]
+    assert ids == ["msg_judge_01", "msg_judge_02", "msg_judge_03"]
+    _no_network(monkeypatch)
+    assert _grade(run, ds, tmp_path / "r").exit_code == 0
+    rep = orjson.loads((tmp_path / "r" / "report.json").read_bytes())
+    assert rep["episodes"][0]["metrics"]["hallucination"]["score"] == pytest.approx(4 / 9)

@@ -20,6 +20,7 @@ Total: 3 failed, 45 passed, 8 skipped.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -147,3 +148,26 @@ def test_episode_helpers():
                    e.case)
     assert none.final_response == "" and none.trace.final_response is None
     assert none.id == "x#t0"
+
+
+@pytest.mark.parametrize("field,value,named", [
+    ("step", "abc", "tool_calls[0].step"),
+    ("messages", 5, "messages"),
+    ("usage", {"input_tokens": "many"}, "usage.input_tokens"),
+])
+def test_trace_of_a_wrong_type_is_one_error_line_not_internalerror(tmp_path, field, value,
+                                                                   named):
+    trace = make_trace("c", tools=[("lookup", {"q": "x"})])
+    if field == "step":
+        trace["tool_calls"][0]["step"] = value
+    else:
+        trace[field] = value
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "traces.jsonl").write_text(json.dumps(trace) + "\n")
+    (tmp_path / "d.json").write_text(json.dumps([{"id": "c", "user_query": "q"}]))
+    (tmp_path / "test_x.py").write_text("def test_x(episode):\n    pass\n")
+    proc = run_pytest("--evaltape-run", str(tmp_path / "run"), "--evaltape-dataset",
+                      str(tmp_path / "d.json"), cwd=tmp_path)
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr
+    assert proc.returncode == 4
+    assert f"traces.jsonl:1: field '{named}'" in proc.stderr

@@ -126,8 +126,12 @@ def _body(part: dict[str, Any], where: str) -> Any:
     return body
 
 
-def _messages_call(it: Any, i: int) -> tuple[dict, dict] | str:
+def _messages_call(it: Any, i: int,
+                   malformed: dict[str, str] | None = None) -> tuple[dict, dict] | str:
     """``(request body, response message)`` of a Messages call, or the reason to skip it.
+
+    A streamed tool input that does not parse is recorded in ``malformed`` (tool call id →
+    raw fragments), its ``input`` read as ``{}``, when ``malformed`` is given.
 
     Raises:
         EpisodeProblem: a Messages call whose request or response cannot be read.
@@ -160,7 +164,7 @@ def _messages_call(it: Any, i: int) -> tuple[dict, dict] | str:
     if isinstance(body, str) and ("event:" in body[:200] or "text/event-stream" in
                                   _header(resp.get("headers"), "content-type")):
         try:
-            message = assemble(body)
+            message = assemble(body, malformed)
         except EpisodeProblem as p:
             raise EpisodeProblem(p.message, where + ".response.body") from None
     elif isinstance(body, dict) and body.get("type") == "message":
@@ -208,9 +212,10 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         result.errors.append(EpisodeError(path, p.place, p.message, line=p.line))
         return
     convs: list[dict[str, Any]] = []  # {"first", "n", "calls": [(i, request, message)]}
+    malformed: dict[str, str] = {}  # tool call id → its streamed input, which does not parse
     for i, it in enumerate(interactions):
         try:
-            got = _messages_call(it, i)
+            got = _messages_call(it, i, malformed)
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place, p.message))
             continue
@@ -246,6 +251,13 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place, p.message))
             continue
+        for call in trace["tool_calls"]:
+            if call["id"] in malformed:  # never pass on arguments the model did not send
+                call.update({"arguments": {}, "raw_arguments": malformed[call["id"]],
+                             "malformed_tool_input": True})
+                result.warnings.append(f"{path}: {case_id}: tool call {call['id']} "
+                                       f"({call['name']}): malformed_tool_input, streamed "
+                                       f"input does not parse: {malformed[call['id']][:60]!r}")
         result.add_case({"id": case_id, "input": trace["input"],
                          "metadata": {"source": path, "interactions": indices}})
         result.traces.append(trace)

@@ -72,6 +72,8 @@ class ImportResult:
             expectations the source carries).
         skipped: interactions/entries left out on purpose, each with a reason.
         errors: episodes or sources that failed, each naming file and place.
+        warnings: episodes imported with something flagged (e.g. a tool call marked
+            ``malformed_tool_input``), one sentence each naming file and episode.
         sources: the source paths read.
     """
 
@@ -79,6 +81,7 @@ class ImportResult:
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     errors: list[EpisodeError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
     def add_case(self, case: dict[str, Any]) -> None:
@@ -211,7 +214,11 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
         final_response = None
         if (isinstance(last, dict) and last.get("role") == "assistant"
                 and stop_reason != "tool_use"):
-            final_response = block_text(last.get("content")) or None
+            if last_calls or stop_reason == "pause_turn":
+                # unfinished: calls under another stop reason, or a paused turn
+                extra = {**(extra or {}), "unfinished": True}
+            else:
+                final_response = block_text(last.get("content")) or None
     trace = {"schema": TRACE_SCHEMA, "case_id": case_id, "trial": trial,
              "input": input_text if input_text is not None else (first_user or ""),
              "tool_calls": calls, "final_response": final_response,

@@ -43,12 +43,14 @@ def iter_events(text: str) -> Iterator[tuple[str | None, Any]]:
     return
 
 
-def assemble(text: str) -> dict[str, Any]:
+def assemble(text: str, malformed: dict[str, str] | None = None) -> dict[str, Any]:
     """The final message of one SSE stream (same shape as a non-streaming response).
 
     Raises:
         EpisodeProblem: no ``message_start``; an ``error`` event; a delta for a block that
-            was never started; tool input JSON that does not parse at ``content_block_stop``.
+            was never started; tool input JSON that does not parse at ``content_block_stop``
+            (unless ``malformed`` is given: then the block's ``input`` is ``{}`` and
+            ``malformed[block id]`` gets the raw fragments joined).
     """
     message: dict[str, Any] | None = None
     partial: dict[int, str] = {}
@@ -94,8 +96,11 @@ def assemble(text: str) -> dict[str, Any]:
                 try:
                     content[idx]["input"] = orjson.loads(raw) if raw.strip() else {}
                 except orjson.JSONDecodeError as e:
-                    raise EpisodeProblem(f"content block {idx}: streamed tool input is not "
-                                         f"valid JSON ({e.msg}): {raw[:80]!r}") from None
+                    if malformed is None:
+                        raise EpisodeProblem(f"content block {idx}: streamed tool input is "
+                                             f"not valid JSON ({e.msg}): {raw[:80]!r}") from None
+                    content[idx]["input"] = {}
+                    malformed[str(content[idx].get("id"))] = raw
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             for key in ("stop_reason", "stop_sequence"):

@@ -30,7 +30,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     else the whole document); ``{}`` when a pyproject has no such table.
 
     Raises:
-        BadInputError: unreadable file or invalid TOML (named, with the parser's line).
+        BadInputError: unreadable file or invalid TOML (named, with the parser's line), or
+            ``tool`` / ``tool.evaltape`` that is not a table (``tool = "x"``).
     """
     p = Path(path)
     try:
@@ -41,10 +42,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise BadInputError("not a text (UTF-8) TOML file", path=str(p)) from None
     except tomllib.TOMLDecodeError as e:
         raise BadInputError(f"invalid TOML ({e})", path=str(p)) from None
-    if p.name == "pyproject.toml":
-        table = dict(doc.get("tool", {}).get("evaltape", {}))
-    else:
-        table = dict(doc.get("tool", {}).get("evaltape", doc))
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise BadInputError(f"expected a table [tool], got a {_kind(tool)}", path=str(p),
+                            field="tool")
+    table = tool.get("evaltape", {} if p.name == "pyproject.toml" else doc)
+    if not isinstance(table, dict):
+        raise BadInputError(f"expected a table [tool.evaltape], got a {_kind(table)}",
+                            path=str(p), field="tool.evaltape")
+    table = dict(table)
     _check(table, str(p))
     return table
 

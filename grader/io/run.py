@@ -14,6 +14,7 @@ plugin and the Python API open a run, so the same rules hold everywhere:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -63,16 +64,26 @@ def locate_run(target: str | Path) -> RunPaths:
 
     Raises:
         UsageError: the path does not exist.
-        BadInputError: a directory without ``traces.jsonl``.
+        BadInputError: a directory without ``traces.jsonl``, or one the OS refuses to let
+            us read (permissions), named.
     """
     p = Path(target)
-    if not p.exists():
-        raise UsageError(f"no such run directory or traces file: {target}")
-    if p.is_dir():
-        traces = p / "traces.jsonl"
-        if not traces.exists():
-            raise BadInputError("run directory has no traces.jsonl", path=str(p))
-        return RunPaths(p, traces, read_manifest(p / "manifest.json"))
+    try:
+        if not p.exists():
+            raise UsageError(f"no such run directory or traces file: {target}")
+        if p.is_dir():
+            traces = p / "traces.jsonl"
+            if not os.access(p, os.R_OK | os.X_OK):
+                raise BadInputError("cannot read the run directory (permission denied)",
+                                    path=str(p))
+            if not traces.exists():
+                raise BadInputError("run directory has no traces.jsonl", path=str(p))
+            if traces.is_dir():
+                raise BadInputError("expected a file, found a directory", path=str(traces))
+            return RunPaths(p, traces, read_manifest(p / "manifest.json"))
+    except OSError as e:  # a folder we may not enter (mode 000), a name too long...
+        raise BadInputError(f"cannot read the run ({e.strerror})",
+                            path=str(e.filename or p)) from None
     return RunPaths(p.parent, p, read_manifest(p.parent / "manifest.json"))
 
 

@@ -42,6 +42,30 @@ def _typed(obj: Mapping[str, Any], key: str, types: tuple[type, ...], path: str,
     return value
 
 
+def _check_usage(usage: Any, path: str, line: int | None) -> dict:
+    """The ``usage`` object: token counts (keys ending in ``_tokens``) are non-negative
+    integers or null; other keys (``service_tier``, ``cache_creation`` ...) are kept as the
+    API sends them (Anthropic Messages API ``usage`` object).
+
+    Raises:
+        BadInputError: not an object, or a token count that is not a non-negative integer
+            (names ``usage.<key>``).
+    """
+    if usage is None:
+        return {}
+    if not isinstance(usage, dict):
+        raise BadInputError(f"expected an object of token counts, got {type(usage).__name__}",
+                            path=path, line=line, field="usage")
+    for key, v in usage.items():
+        counts = key.endswith("_tokens") or key.endswith("_requests")
+        ok = v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (
+            not counts and isinstance(v, (dict, str)))
+        if not ok:
+            raise BadInputError(f"expected a non-negative integer token count, got {v!r}"[:120],
+                                path=path, line=line, field=f"usage.{key}")
+    return usage
+
+
 def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> Trace:
     """Validate one decoded trace object and build a :class:`Trace`.
 
@@ -87,16 +111,40 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         result = c.get("result")
         if result is not None and not isinstance(result, str):
             result = orjson.dumps(result, option=orjson.OPT_SORT_KEYS).decode()
-        calls.append(ToolCall(id=str(c["id"]), name=_typed(c, "name", (str,), path, line, where),
-                              arguments=args, result=result,
-                              is_error=bool(c.get("is_error", False)),
-                              step=int(c.get("step") or 0)))
-    usage = obj.get("usage") or {}
-    if not isinstance(usage, dict) or not all(
-            v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-            or isinstance(v, (dict, str)) for v in usage.values()):
-        raise BadInputError("expected an object of token counts (non-negative integers)",
-                            path=path, line=line, field="usage")
+        call_id = c["id"]
+        if not isinstance(call_id, (str, int)) or isinstance(call_id, bool):
+            raise BadInputError(f"expected string, got {type(call_id).__name__}", path=path,
+                                line=line, field=where + "id")
+        step = c.get("step")
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool)
+                                 or step < 0):
+            raise BadInputError(f"expected a non-negative integer (the model turn), got "
+                                f"{step!r}"[:120], path=path, line=line, field=where + "step")
+        is_error = c.get("is_error")
+        if is_error is not None and not isinstance(is_error, bool):
+            raise BadInputError(f"expected true/false, got {type(is_error).__name__}",
+                                path=path, line=line, field=where + "is_error")
+        calls.append(ToolCall(id=str(call_id), name=_typed(c, "name", (str,), path, line, where),
+                              arguments=args, result=result, is_error=bool(is_error),
+                              step=step or 0))
+    usage = _check_usage(obj.get("usage"), path, line)
+    messages = obj.get("messages")
+    if messages is None:
+        messages = []
+    if not isinstance(messages, list):
+        raise BadInputError(f"expected a list of messages, got {type(messages).__name__}",
+                            path=path, line=line, field="messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise BadInputError(f"expected a message object, got {type(m).__name__}",
+                                path=path, line=line, field=f"messages[{i}]")
+    for key in ("model", "error", "infra_error", "partial_response"):
+        if key in obj:
+            _typed(obj, key, (str,), path, line, nullable=True)
+    if "unfinished" in obj:
+        _typed(obj, "unfinished", (bool,), path, line, nullable=True)
+    if "latency_s" in obj:
+        _typed(obj, "latency_s", (int, float), path, line, nullable=True)
     latency = obj.get("latency_s")
     return Trace(
         case_id=case_id, trial=trial,
@@ -105,8 +153,8 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         final_response=_typed(obj, "final_response", (str,), path, line, nullable=True),
         stop_reason=_typed(obj, "stop_reason", (str,), path, line),
         steps=steps,
-        messages=tuple(obj.get("messages") or ()),
-        usage=usage if isinstance(usage, dict) else {},
+        messages=tuple(messages),
+        usage=usage,
         latency_s=float(latency) if isinstance(latency, (int, float)) else None,
         model=obj.get("model"), error=obj.get("error"), raw=obj, source_line=line or 0)
 

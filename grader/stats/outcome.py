@@ -16,6 +16,10 @@ from evaltape.grader.matching.calls import step_groups
 from evaltape.grader.model import Case, ToolCall, Trace
 
 NO_ANSWER = "no_answer:"
+#: An episode the infrastructure ended (the API failed after retries, a stream broke off):
+#: not the agent's wrong answer; the recorder stores the kind in the trace's
+#: ``infra_error`` (``overloaded_error``, ``rate_limit_error``, ``connection``...).
+INFRA_ERROR = "infra_error:"
 WRONG_TOOLS = "wrong_tools"
 WRONG_ANSWER = "wrong_answer"
 WRONG_CALL = "wrong_call:"
@@ -70,7 +74,10 @@ def tools_match(trace: Trace, case: Case) -> bool:
 def classify(trace: Trace, case: Case) -> str | None:
     """The failure reason of one episode, or ``None`` when it passed.
 
-    Checks in seed 002's order: (1) no final answer → ``"no_answer:" + stop_reason``;
+    First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
+    trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
+    such episodes are counted apart from the agent's own failures. Then the checks in
+    seed 002's order: (1) no final answer → ``"no_answer:" + stop_reason``;
     (2) called tools differ from ``expected_tools`` → ``"wrong_tools"``; (3) the answer
     lacks ``expected_answer_contains`` (case-insensitive substring) → ``"wrong_answer"``.
     For seed 000 cases, which carry ``expected_outcome_keywords`` instead, check (3)
@@ -82,6 +89,9 @@ def classify(trace: Trace, case: Case) -> str | None:
     ``wrong_answer`` when an ``expected_outputs`` item (τ²'s ``communicate_info``) was not
     communicated; no final answer is required (τ² rewards state, not a last message).
     """
+    infra = trace.raw.get("infra_error") if isinstance(trace.raw, dict) else None
+    if trace.stop_reason == "error" and isinstance(infra, str) and infra:
+        return INFRA_ERROR + infra
     if case.matching == "bfcl":
         v = bfcl_verdict(trace, case)
         return None if v.valid else WRONG_CALL + str(v.error_type)

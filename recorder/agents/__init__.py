@@ -22,7 +22,8 @@ def resolve_agent(name: str) -> Callable[..., dict]:
     """The agent callable for a built-in name or a ``module:function`` path.
 
     Raises:
-        UsageError: unknown name (lists the built-ins) or an import failure.
+        UsageError: unknown name (lists the built-ins), or its module cannot be imported
+            (missing, a syntax error, or any exception raised while importing: named).
     """
     target = BUILTIN.get(name, name)
     if ":" not in target:
@@ -37,6 +38,12 @@ def resolve_agent(name: str) -> Callable[..., dict]:
         fn: Any = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
         raise UsageError(f"cannot load agent {name!r}: {e}") from None
+    except SyntaxError as e:
+        raise UsageError(f"cannot load agent {name!r}: {e.msg} in {e.filename}, line "
+                         f"{e.lineno}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module raised while importing
+        raise UsageError(f"cannot load agent {name!r}: importing {module} raised "
+                         f"{type(e).__name__}: {e}") from None
     if not callable(fn):
         raise UsageError(f"agent {name!r} is not callable")
     return fn

@@ -9,12 +9,16 @@ from .jsonpath import first_difference
 
 
 def parse_body(request: Any) -> Any:
-    """A request's body as parsed JSON, or the raw text when it is not JSON."""
+    """A request's body as parsed JSON, the raw text when it is not JSON, or the bytes
+    themselves when they are not UTF-8 (compared byte for byte)."""
     body = request.body
     if body is None:
         return None
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", errors="replace")
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(body)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -35,6 +39,8 @@ def canonical_body(r1: Any, r2: Any) -> None:
 
 
 def _short(value: Any, limit: int = 80) -> str:
+    if isinstance(value, bytes):
+        return repr(value if len(value) <= limit else value[:limit])
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
     return repr(text if len(text) <= limit else text[:limit] + "…")
 

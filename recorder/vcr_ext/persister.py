@@ -10,7 +10,7 @@ from vcr.serialize import deserialize, serialize
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import atomic_write
 
-from .scrub import find_secret
+from .scrub import find_secret_deep
 
 
 class SecretLeakError(BadInputError):
@@ -21,10 +21,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically, refusing content that holds a secret.
 
     Raises:
-        SecretLeakError: ``text`` contains the live API key or a key-shaped string; nothing
-            is written.
+        SecretLeakError: ``text`` contains the live API key or a key-shaped string, also
+            once JSON strings are decoded and streams assembled; nothing is written.
     """
-    leak = find_secret(text)
+    leak = find_secret_deep(text)
     if leak:
         raise SecretLeakError(f"refusing to write: holds a key-shaped string ({leak})",
                               path=str(path))

@@ -1,13 +1,18 @@
 """Scrubbing of secrets from cassettes, run by vcrpy's ``before_record_*`` hooks.
 
 Removes ``x-api-key``, ``authorization``, cookies and organisation ids from requests and
-responses, and replaces key-shaped strings (and the live key's value) in bodies.
+responses, and replaces key-shaped strings (and the live key's value) in header values,
+query strings and bodies: in the text as stored, in JSON strings as decoded, and in SSE
+streams as the client assembles them (a key echoed over several deltas).
 """
 from __future__ import annotations
 
 import os
 import re
 from typing import Any
+from urllib.parse import unquote
+
+import orjson
 
 SECRET_HEADERS = frozenset({
     "x-api-key", "authorization", "proxy-authorization", "cookie", "set-cookie",
@@ -45,6 +50,117 @@ def scrub_text(text: str) -> str:
     return KEY_PATTERN.sub(REDACTED, text)
 
 
+def scrub_value(value: Any) -> Any:
+    """A JSON value with :func:`scrub_text` applied to every string in it (keys too), so a
+    key is found in the text a reader decodes, whatever escapes the JSON used (``\\n``
+    before the key, ``\\u002d`` inside it)."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {scrub_text(k) if isinstance(k, str) else k: scrub_value(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_value(v) for v in value]
+    return value
+
+
+#: Delta fields the client concatenates per content block (Anthropic streaming docs).
+STREAM_FIELDS = {"text_delta": "text", "input_json_delta": "partial_json",
+                 "thinking_delta": "thinking"}
+
+
+def _stream_pieces(lines: list[str]) -> dict[tuple, list[tuple[int, dict]]]:
+    """``(block index, field) → [(line number, decoded data)]`` of the deltas of an SSE
+    text, in stream order."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for i, line in enumerate(lines):
+        if not line.startswith("data:") or "content_block_delta" not in line:
+            continue
+        try:
+            obj = orjson.loads(line[5:].strip())
+        except orjson.JSONDecodeError:
+            continue
+        delta = obj.get("delta") if isinstance(obj, dict) else None
+        field = STREAM_FIELDS.get(delta.get("type")) if isinstance(delta, dict) else None
+        if obj.get("type") == "content_block_delta" and field and \
+                isinstance(delta.get(field), str):
+            groups.setdefault((obj.get("index"), field), []).append((i, obj))
+    return groups
+
+
+def scrub_stream(text: str) -> str:
+    """Redact keys an SSE stream spreads over several deltas, in the text the client
+    assembles (each block's ``text`` / ``partial_json`` / ``thinking`` joined).
+
+    The assembled text ``A`` becomes ``scrub_text(A)``: deltas before the first changed
+    character and after the last keep their text, the changed middle goes to the delta
+    where it starts, and deltas wholly inside it become empty. So the stream still
+    assembles to exactly the redacted text the trace stores, and no delta keeps a piece
+    of the key.
+    """
+    if "content_block_delta" not in text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for (_index, field), pieces in _stream_pieces(lines).items():
+        parts = [obj["delta"][field] for _i, obj in pieces]
+        whole = "".join(parts)
+        target = scrub_text(whole)
+        if target == whole:
+            continue
+        p = 0
+        while p < min(len(whole), len(target)) and whole[p] == target[p]:
+            p += 1
+        q = 0
+        while q < min(len(whole), len(target)) - p and whole[-1 - q] == target[-1 - q]:
+            q += 1
+        middle, end_old = target[p:len(target) - q], len(whole) - q
+        offset, placed = 0, False
+        for k, (i, obj) in enumerate(pieces):
+            a, b = offset, offset + len(parts[k])
+            offset = b
+            keep_head = parts[k][:max(0, min(b, p) - a)]
+            keep_tail = parts[k][max(0, end_old - a):] if b > end_old else ""
+            mid = ""
+            if not placed and (a <= p < b or (k == len(pieces) - 1)):
+                mid, placed = middle, True
+            new = keep_head + mid + keep_tail
+            if new != parts[k]:
+                obj["delta"][field] = new
+                lines[i] = "data: " + orjson.dumps(obj).decode()
+                changed = True
+    return "\n".join(lines) if changed else text
+
+
+def scrub_body_text(text: str) -> str:
+    """Redact keys in a body's text: assembled streams first (:func:`scrub_stream`), then
+    the text itself (:func:`scrub_text`), then the strings of a JSON body as decoded
+    (:func:`scrub_value`; re-encoded only when that changes something)."""
+    text = scrub_text(scrub_stream(text))
+    if "\\" in text and text[:1] in ("{", "["):
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        clean = scrub_value(doc)
+        if clean != doc:
+            return orjson.dumps(clean).decode()
+    return text
+
+
+def _scrub_bytes(body: bytes) -> bytes:
+    """:func:`scrub_body_text` on bytes; bytes that are not UTF-8 are scanned as text with
+    ``surrogateescape`` so every byte outside a key comes back unchanged."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = body.decode("utf-8", "surrogateescape")
+        cleaned = scrub_text(text)
+        return body if cleaned == text else cleaned.encode("utf-8", "surrogateescape")
+    cleaned = scrub_body_text(text)
+    return body if cleaned == text else cleaned.encode()
+
+
 def _scrub_headers(headers: Any) -> Any:
     for name in list(headers.keys()):
         if name.lower() in SECRET_HEADERS:
@@ -59,29 +175,35 @@ def _scrub_headers(headers: Any) -> Any:
 
 
 def scrub_request(request: Any) -> Any:
-    """vcrpy ``before_record_request``: drop secret headers, redact keys in the body."""
+    """vcrpy ``before_record_request``: drop secret headers, redact keys in the URL (query
+    string) and the body."""
     _scrub_headers(request.headers)
+    uri = request.uri
+    clean_uri = scrub_text(unquote(uri)) if find_secret(unquote(uri)) else uri
+    if clean_uri != uri:
+        request.uri = clean_uri
     body = request.body
-    if isinstance(body, bytes):
-        text = body.decode("utf-8", errors="replace")
-        cleaned = scrub_text(text)
-        if cleaned != text:
-            request.body = cleaned.encode()
+    if isinstance(body, (bytes, bytearray)):
+        cleaned = _scrub_bytes(bytes(body))
+        if cleaned != body:
+            request.body = cleaned
+    elif isinstance(body, str):
+        cleaned = scrub_body_text(body)
+        if cleaned != body:
+            request.body = cleaned
     return request
 
 
 def scrub_response(response: dict) -> dict:
-    """vcrpy ``before_record_response``: drop secret headers, redact keys in the body."""
+    """vcrpy ``before_record_response``: drop secret headers, redact keys in the body
+    (streams as the client assembles them; bytes that are not UTF-8 keep every other
+    byte)."""
     _scrub_headers(response.get("headers", {}))
     body = response.get("body", {}).get("string")
-    if isinstance(body, bytes):
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            return response
-        response["body"]["string"] = scrub_text(text).encode()
+    if isinstance(body, (bytes, bytearray)):
+        response["body"]["string"] = _scrub_bytes(bytes(body))
     elif isinstance(body, str):
-        response["body"]["string"] = scrub_text(body)
+        response["body"]["string"] = scrub_body_text(body)
     return response
 
 
@@ -92,3 +214,46 @@ def find_secret(text: str) -> str | None:
             return secret[:6] + "…"
     m = KEY_PATTERN.search(text)
     return m.group(0)[:10] + "…" if m else None
+
+
+def _strings(value: Any) -> Any:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def find_secret_deep(text: str) -> str | None:
+    """:func:`find_secret` on ``text`` and on what a reader decodes from it: the strings of
+    each JSON line (escapes undone) and, in those, SSE streams as the client assembles
+    them (:func:`scrub_stream`'s grouping). The final scan of every file the recorder
+    writes, and ``evaltape audit``.
+
+    Returns:
+        The first hit, masked for display, or ``None``.
+    """
+    hit = find_secret(text)
+    if hit:
+        return hit
+    candidates = [text]
+    for line in text.splitlines():
+        if line[:1] in ("{", "["):
+            try:
+                candidates.extend(_strings(orjson.loads(line)))
+            except orjson.JSONDecodeError:
+                continue
+    for s in candidates:
+        hit = find_secret(s) if s is not text else None
+        if hit:
+            return hit
+        if "content_block_delta" in s:
+            for (_index, field), pieces in _stream_pieces(s.split("\n")).items():
+                hit = find_secret("".join(obj["delta"][field] for _i, obj in pieces))
+                if hit:
+                    return hit
+    return None

@@ -9,8 +9,12 @@ import click
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
 def audit(paths: tuple[str, ...]) -> None:
-    """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit."""
-    from evaltape.recorder.vcr_ext.scrub import find_secret
+    """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit.
+
+    Each line is scanned as stored, with its JSON strings decoded, and with SSE streams
+    assembled as the client would (a key split over deltas is found).
+    """
+    from evaltape.recorder.vcr_ext.scrub import find_secret_deep
 
     hits, scanned = [], 0
     for root in paths:
@@ -25,7 +29,7 @@ def audit(paths: tuple[str, ...]) -> None:
             except OSError as e:
                 raise click.ClickException(f"{f}: cannot read ({e.strerror})")
             for lineno, line in enumerate(text.splitlines(), start=1):
-                leak = find_secret(line)
+                leak = find_secret_deep(line)
                 if leak:
                     hits.append(f"{f}:{lineno}: key-shaped string ({leak})")
     for h in hits:

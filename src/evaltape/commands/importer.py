@@ -40,6 +40,8 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
     result = import_sources(fmt, list(sources), model=model, answers=answers, results=results)
     for s in result.skipped:
         click.echo(f"skipped {s.source}: {s.place}: {s.reason}", err=True)
+    for w in result.warnings:
+        click.echo(f"warning {w}", err=True)
     for e in result.errors:
         click.echo(f"error {e}", err=True)
     manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])

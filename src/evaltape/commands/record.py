@@ -68,8 +68,13 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
         bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
                    info=f"failed {len(info['failed'])}  tokens {info['tokens']}")
 
+    from evaltape.grader.errors import EvaltapeError
+    from evaltape.recorder.vcr_ext.scrub import scrub_text
     try:
         counts = do_record(opts, progress)
+    except EvaltapeError as e:
+        e.args = (scrub_text(str(e)),)  # an error may quote a server's answer echoing a key
+        raise
     finally:
         bar.stop()
     click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "

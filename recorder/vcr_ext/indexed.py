@@ -1,0 +1,126 @@
+"""A vcrpy cassette that finds a request's recorded answer by a hash lookup, not a scan.
+
+vcrpy's ``Cassette._responses`` compares an incoming request with every recorded one through
+the matcher chain, and does so twice per request (``can_play_response_for``, then
+``play_response``); each comparison of :func:`.matchers.canonical_body` parses both JSON
+bodies. A replay of *n* interactions therefore costs O(n²) body parses. With evaltape's
+matchers (method, path, canonical body; :data:`evaltape.recorder.cassette.MATCH_ON`),
+requests with equal :func:`request_key` values match, so the recorded interactions are
+indexed by that key once and each lookup costs one parse of the incoming body: replay is
+linear in the cassette's size. When the index has no unplayed hit, vcrpy's own scan
+decides, so the answer is always the one vcrpy would give.
+
+The cassette also remembers the requests it could not serve (``misses``), so replay can say
+*why* (no recorded match, or a match that was already played).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterator
+
+import orjson
+from vcr.cassette import Cassette
+
+from .matchers import parse_body
+
+
+def request_key(request: Any) -> tuple[str, str, bytes]:
+    """``(method, path, body bytes)`` with a JSON body dumped with sorted keys: requests
+    with equal keys pass the method, path and canonical_body matchers.
+
+    The converse holds except for numbers JSON does not tell apart (``12`` / ``12.0``),
+    which :class:`IndexedCassette` settles by falling back to vcrpy's exact scan.
+    """
+    body = parse_body(request)
+    if isinstance(body, bytes):
+        canon = b"b" + body
+    elif isinstance(body, str):
+        canon = b"t" + body.encode("utf-8", "surrogatepass")
+    else:
+        canon = b"j" + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    return (request.method, request.path, canon)
+
+
+class IndexedCassette(Cassette):
+    """``vcr.cassette.Cassette`` with an index from :func:`request_key` to the positions of
+    the recorded interactions (built incrementally; rebuilt when ``data`` shrinks, e.g.
+    after :func:`evaltape.recorder.cassette.prune_retried`).
+
+    Used only when ``match_on`` is evaltape's three matchers; any other ``match_on`` falls
+    back to vcrpy's scan, so the result is the same either way.
+
+    Attributes:
+        misses: requests as the client sent them (before the ``before_record_request``
+            hook) that could not be served, in order.
+    """
+
+    #: matcher names the index is exact for
+    INDEXED_MATCHERS = ("method", "path", "canonical_body")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._index: dict[tuple, list[int]] = defaultdict(list)
+        self._indexed = 0
+        self.misses: list = []
+
+    def _exact(self) -> bool:
+        return tuple(m.__name__ for m in self._match_on) == self.INDEXED_MATCHERS
+
+    def _refresh(self) -> None:
+        if len(self.data) < self._indexed:
+            self._index.clear()
+            self._indexed = 0
+        for i in range(self._indexed, len(self.data)):
+            self._index[request_key(self.data[i][0])].append(i)
+        self._indexed = len(self.data)
+
+    def _key(self, request: Any) -> tuple | None:
+        """:func:`request_key` of ``request`` after the ``before_record_request`` hook
+        (``None`` when the hook drops it), computed once per request object: vcrpy asks
+        about one request several times, and each hook call deep-copies and scrubs it."""
+        cached = getattr(request, "_evaltape_key", False)
+        if cached is not False:
+            return cached
+        hooked = self._before_record_request(request)
+        key = request_key(hooked) if hooked else None
+        try:
+            request._evaltape_key = key
+        except AttributeError:
+            pass
+        return key
+
+    def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
+        if not self._exact():
+            yield from super()._responses(request)
+            return
+        key = self._key(request)
+        if key is None:
+            return
+        self._refresh()
+        hits = self._index.get(key, ())
+        if any(self.play_counts[i] == 0 for i in hits):
+            for index in hits:
+                yield index, self.data[index][1]
+        else:
+            # no unplayed hit: vcrpy's exact scan settles it (a miss, an already-played
+            # request, or numbers written differently: 12 against 12.0)
+            yield from super()._responses(request)
+
+    def recorded_matches(self, request: Any) -> list[int]:
+        """Positions (0-based) of the recorded interactions ``request`` matches, played or
+        not (``request`` already passed through the ``before_record_request`` hook)."""
+        from vcr.matchers import requests_match
+        return [i for i, (stored, _r) in enumerate(self.data)
+                if requests_match(request, stored, self._match_on)]
+
+    def can_play_response_for(self, request: Any) -> bool:
+        if self._exact():  # vcrpy's rule, with the hook run once (see _key)
+            from vcr.record_mode import RecordMode
+            ok = (self._key(request) is not None and request in self
+                  and self.record_mode != RecordMode.ALL
+                  and (self.rewound or self.allow_playback_repeats))
+        else:
+            ok = super().can_play_response_for(request)
+        if not ok:
+            self.misses.append(request)
+        return ok

@@ -1,0 +1,344 @@
+"""A corpus of hostile inputs for the command line, generated into a folder.
+
+Each :class:`Hostile` is one kind of bad input (a wrong type, a wrong shape, a name that
+breaks a file system or a terminal, an unreadable folder...), written as small files under
+its own folder, with the command that reads them and the exit code DESIGN.md §6 requires:
+3 for bad input (the message names the file, and the line and field when there is one),
+2 for usage, 1 only for a failed gate, 0 when the input is odd but valid.
+
+``python tests/hostile_corpus.py DIR`` writes the corpus to ``DIR`` (one folder per case and
+an ``index.json``) so it can be replayed by hand; ``tests/test_hostile_inputs.py`` builds it
+into a temporary folder and runs every case in CI.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+#: The one-case dataset the issue's reproductions use.
+DATASET = [{"id": "c", "user_query": "hi"}]
+
+
+def trace(**over) -> dict:
+    """A valid trace of case ``c`` with ``over`` applied (a ``None`` value drops the key)."""
+    t = {"schema": "evaltape.trace/1", "case_id": "c", "trial": 0, "input": "hi",
+         "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {"q": "x"},
+                         "result": "{}", "is_error": False, "step": 1}],
+         "final_response": "done", "stop_reason": "end_turn", "steps": 2,
+         "messages": [{"role": "user", "content": "hi"}],
+         "usage": {"input_tokens": 3, "output_tokens": 4}, "latency_s": 0.1,
+         "model": "m", "error": None}
+    for k, v in over.items():
+        if v is None:
+            t.pop(k, None)
+        else:
+            t[k] = v
+    return t
+
+
+def call(**over) -> dict:
+    """A valid tool call with ``over`` applied."""
+    c = {"id": "t1", "name": "lookup", "arguments": {"q": "x"}, "result": "{}",
+         "is_error": False, "step": 1}
+    c.update(over)
+    return c
+
+
+@dataclass
+class Hostile:
+    """One hostile input: files to write, the command, and what a correct CLI does.
+
+    Attributes:
+        name: folder name of the case (also the pytest id).
+        files: relative path → text (``str``), raw ``bytes``, or a JSON value.
+        argv: the ``evaltape`` arguments; ``{d}`` is replaced by the case's folder.
+        code: the exit code required (DESIGN.md §6).
+        names: substrings stderr must hold (file, ``:line``, ``field '...'``); ``{d}``
+            is replaced as in ``argv``.
+        setup: an optional callable run on the case folder after the files are written
+            (e.g. to remove permissions); ``teardown`` undoes it.
+    """
+
+    name: str
+    files: dict
+    argv: list
+    code: int
+    names: list = field(default_factory=list)
+    setup: Callable[[Path], None] | None = None
+    teardown: Callable[[Path], None] | None = None
+
+
+def _jsonl(*rows) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _grade_trace(name: str, tr: dict, *, line_field: str, code: int = 3) -> Hostile:
+    """``grade traces.jsonl --dataset d.json`` on one bad trace at line 2 (line 1 is valid)."""
+    good = trace(case_id="c")
+    other = dict(tr)
+    return Hostile(name, {"d.json": DATASET + [{"id": "c2", "user_query": "hi"}],
+                          "traces.jsonl": _jsonl(good, {**other, "case_id": "c2"})},
+                   ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                    "--out", "{d}/out"], code, ["traces.jsonl:2", f"field '{line_field}'"])
+
+
+def _metric_source(name: str, details: str) -> str:
+    """A user metric module ``M`` called ``name`` whose score has ``details`` (Python)."""
+    return ("from dataclasses import dataclass\nfrom typing import ClassVar\n"
+            "import evaltape\n\n@dataclass(frozen=True)\nclass M(evaltape.Metric):\n"
+            f"    name: ClassVar[str] = {name!r}\n    version: ClassVar[int] = 1\n\n"
+            "    def score(self, ctx):\n"
+            f"        return evaltape.Score(1.0, {details})\n")
+
+
+def _chmod(mode: int) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        (d / "run").chmod(mode)
+    return apply
+
+
+def corpus() -> list[Hostile]:
+    """Every hostile case, in a stable order."""
+    cases: list[Hostile] = []
+    add = cases.append
+    # --- traces: wrong types of fields the grader reads
+    add(_grade_trace("trace_step_string", trace(tool_calls=[call(step="abc")]),
+                     line_field="tool_calls[0].step"))
+    add(_grade_trace("trace_step_negative", trace(tool_calls=[call(step=-1)]),
+                     line_field="tool_calls[0].step"))
+    add(_grade_trace("trace_step_float", trace(tool_calls=[call(step=1.5)]),
+                     line_field="tool_calls[0].step"))
+    add(_grade_trace("trace_messages_int", trace(messages=5), line_field="messages"))
+    add(_grade_trace("trace_messages_item_string", trace(messages=["x"]),
+                     line_field="messages[0]"))
+    add(_grade_trace("trace_usage_string_count", trace(usage={"input_tokens": "many"}),
+                     line_field="usage.input_tokens"))
+    add(_grade_trace("trace_usage_float_count", trace(usage={"output_tokens": 1.5}),
+                     line_field="usage.output_tokens"))
+    add(_grade_trace("trace_usage_list", trace(usage=[1, 2]), line_field="usage"))
+    add(_grade_trace("trace_call_id_object", trace(tool_calls=[call(id={"a": 1})]),
+                     line_field="tool_calls[0].id"))
+    add(_grade_trace("trace_is_error_string", trace(tool_calls=[call(is_error="no")]),
+                     line_field="tool_calls[0].is_error"))
+    add(_grade_trace("trace_latency_string", trace(latency_s="fast"), line_field="latency_s"))
+    add(_grade_trace("trace_model_int", trace(model=5), line_field="model"))
+    add(_grade_trace("trace_error_list", trace(error=[1]), line_field="error"))
+    add(_grade_trace("trace_trial_bool", trace(trial=True), line_field="trial"))
+    add(_grade_trace("trace_huge_int_steps", trace(steps=10 ** 30), line_field="steps"))
+    add(_grade_trace("trace_infra_error_int", trace(infra_error=5), line_field="infra_error"))
+    add(_grade_trace("trace_unfinished_string", trace(unfinished="yes"),
+                     line_field="unfinished"))
+    # --- traces that are not JSON (handled before; kept as regression)
+    for name, raw in (("trace_truncated_line", b'{"schema": "evaltape.trace/1", "case_'),
+                      ("trace_invalid_utf8", b'{"schema": "\xff\xfe"}'),
+                      ("trace_nan", b'{"schema": "evaltape.trace/1", "trial": NaN}'),
+                      ("trace_deep_nesting", b"[" * 100_000 + b"]" * 100_000)):
+        add(Hostile(name, {"d.json": DATASET,
+                           "traces.jsonl": _jsonl(trace()).encode() + raw + b"\n"},
+                    ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                     "--out", "{d}/out"], 3, ["traces.jsonl:2"]))
+    add(Hostile("trace_bom", {"d.json": DATASET,
+                              "traces.jsonl": b"\xef\xbb\xbf" + _jsonl(trace()).encode()},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--out", "{d}/out"], 3, ["traces.jsonl:1", "BOM"]))
+    # --- gates and usage: 1 only for a gate
+    add(Hostile("gate_threshold_fails", {"d.json": [{"id": "c", "user_query": "hi",
+                                                     "expected_tools": ["other"]}],
+                                         "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--threshold", "0.9", "--out", "{d}/out"], 1, ["0.9"]))
+    add(Hostile("usage_unknown_metric", {"d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "no_such_metric", "--out", "{d}/out"], 2, ["no_such_metric"]))
+    add(Hostile("require_complete_names_missing_trial",
+                {"d.json": DATASET + [{"id": "c2", "user_query": "hi"}],
+                 "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--require-complete", "--out", "{d}/out"], 1, ["c2"]))
+    # --- datasets
+    for i, bad in enumerate((5, True, ["a"])):
+        add(Hostile(f"dataset_difficulty_{i}", {"d.json": [{"id": "c", "user_query": "hi",
+                                                            "difficulty": bad}],
+                                                "traces.jsonl": _jsonl(trace())},
+                    ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                     "--out", "{d}/out"], 3, ["d.json", "difficulty"]))
+    add(Hostile("case_id_300_chars", {"d.json": [{"id": "x" * 300, "user_query": "hi"}],
+                                      "traces.jsonl": _jsonl(trace(case_id="x" * 300))},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--format", "json,md,junit,html", "--out", "{d}/out"], 0))
+    # --- manifests of the wrong shape
+    for name, manifest in (("manifest_dataset_string", {"dataset": "d.json"}),
+                           ("manifest_cases_list", {"dataset": {"path": "d.json",
+                                                                "cases": ["c"]}}),
+                           ("manifest_path_int", {"dataset": {"path": 5}})):
+        add(Hostile(name, {"run/manifest.json": manifest, "run/traces.jsonl": _jsonl(trace()),
+                           "d.json": DATASET},
+                    ["grade", "{d}/run", "--quiet", "--out", "{d}/out"], 3,
+                    ["manifest.json", "dataset"]))
+    # --- configuration files
+    add(Hostile("config_tool_string", {"c.toml": 'tool = "x"\n', "d.json": DATASET,
+                                       "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--config", "{d}/c.toml", "--out", "{d}/out"], 3, ["c.toml", "tool"]))
+    add(Hostile("config_evaltape_string", {"pyproject.toml": '[tool]\nevaltape = "x"\n',
+                                           "d.json": DATASET,
+                                           "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--config", "{d}/pyproject.toml", "--out", "{d}/out"], 3,
+                ["pyproject.toml", "tool.evaltape"]))
+    add(Hostile("config_arg_wrong_type",
+                {"c.toml": '[metrics_args.composite]\nweights = "heavy"\n',
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "composite", "--config", "{d}/c.toml", "--out", "{d}/out"], 3,
+                ["c.toml", "metrics_args.composite.weights"]))
+    add(Hostile("config_arg_table_item_type",
+                {"c.toml": '[metrics_args.composite]\nweights = {tools = "a"}\n',
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "composite", "--config", "{d}/c.toml", "--out", "{d}/out"], 3,
+                ["c.toml", "metrics_args.composite.weights.tools"]))
+    add(Hostile("config_unknown_argument",
+                {"c.toml": '[metrics_args.composite]\nwieghts = 1\n',
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "composite", "--config", "{d}/c.toml", "--out", "{d}/out"], 3,
+                ["c.toml", "metrics_args.composite"]))
+    # --- user metrics (kept as regression: handled before)
+    add(Hostile("metric_raises_runtimeerror_on_import",
+                {"badmetric_rt.py": "raise RuntimeError('boom at import')\n",
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "badmetric_rt:M", "--out", "{d}/out"], 2, ["badmetric_rt"]))
+    add(Hostile("metric_syntax_error",
+                {"badmetric_syn.py": "def (:\n", "d.json": DATASET,
+                 "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "badmetric_syn:M", "--out", "{d}/out"], 2, ["badmetric_syn"]))
+    add(Hostile("metric_shadows_builtin",
+                {"shadowmetric.py": _metric_source("task_completion", "'x'"),
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "task_completion,shadowmetric:M", "--out", "{d}/out"], 2,
+                ["task_completion"]))
+    add(Hostile("metric_dict_details",
+                {"dictmetric.py": _metric_source("dict_details", "{'a': 1}"),
+                 "d.json": DATASET, "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--metrics", "dictmetric:M", "--format", "json,md,junit,html",
+                 "--out", "{d}/out"], 0))
+    # --- names that reach the terminal (rich markup, escape sequences)
+    add(Hostile("markup_in_model_name", {
+        "d.json": DATASET, "run/traces.jsonl": _jsonl(trace(model="llama[/q4]")),
+        "run/manifest.json": {"schema": "evaltape.manifest/1", "agent": "a[b]",
+                              "model": "llama[/q4]"}},
+                ["grade", "{d}/run", "--dataset", "{d}/d.json", "--out", "{d}/out"], 0))
+    add(Hostile("markup_in_run_folder", {"exp[/v2]/traces.jsonl": _jsonl(trace()),
+                                         "d.json": DATASET},
+                ["grade", "{d}/exp[/v2]/traces.jsonl", "--dataset", "{d}/d.json",
+                 "--out", "{d}/out"], 0))
+    add(Hostile("escape_in_answer", {"d.json": DATASET, "traces.jsonl": _jsonl(
+        trace(final_response="\x1b[2J\x1b]0;pwned\x07done"))},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--out",
+                 "{d}/out"], 0))
+    # --- folders and files the OS refuses
+    add(Hostile("run_folder_mode_000", {"run/traces.jsonl": _jsonl(trace()),
+                                        "d.json": DATASET},
+                ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out",
+                 "{d}/out"], 3, ["run"], setup=_chmod(0), teardown=_chmod(0o755)))
+    add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
+                ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--out", "{d}/out"], 3, ["traces.jsonl"]))
+    add(Hostile("out_is_a_file", {"out": "", "d.json": DATASET,
+                                  "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--out", "{d}/out"], 2, ["out"]))
+    # --- reports for diff
+    add(Hostile("diff_unrelated_reports", {}, ["diff", "{d}/a/report.json",
+                                               "{d}/b/report.json"], 2,
+                ["different", "dataset"], setup=_two_unrelated_reports))
+    add(Hostile("diff_unrelated_reports_allowed", {}, ["diff", "{d}/a/report.json",
+                                                       "{d}/b/report.json",
+                                                       "--allow-unrelated"], 0,
+                ["warning: they were graded on different dataset inputs"],
+                setup=_two_unrelated_reports))
+    add(Hostile("diff_no_shared_episode", {}, ["diff", "{d}/a/report.json",
+                                               "{d}/b/report.json", "--allow-unrelated"], 2,
+                ["share no episode"], setup=lambda d: _two_unrelated_reports(d, "c2", "1")))
+    add(Hostile("diff_not_a_report", {"a.json": [1, 2], "b.json": {"x": 1}},
+                ["diff", "{d}/a.json", "{d}/b.json"], 3, ["a.json"]))
+    # --- record: agents and runs (no model needed: scripted agent or refusal before any call)
+    add(Hostile("agent_raises_on_import",
+                {"badagent_rt.py": "raise RuntimeError('agent boom')\n",
+                 "d.json": DATASET},
+                ["record", "{d}/d.json", "--agent", "badagent_rt:run", "--out", "{d}/run",
+                 "--base-url", "http://127.0.0.1:9"], 2, ["badagent_rt", "agent boom"]))
+    add(Hostile("agent_syntax_error",
+                {"badagent_syn.py": "def run(:\n", "d.json": DATASET},
+                ["record", "{d}/d.json", "--agent", "badagent_syn:run", "--out", "{d}/run",
+                 "--base-url", "http://127.0.0.1:9"], 2, ["badagent_syn"]))
+    add(Hostile("record_case_id_300_chars",
+                {"d.json": [{"id": "x" * 300, "task": "hi", "script": ["fine"]}]},
+                ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 0))
+    add(Hostile("record_out_mode_000", {"d.json": [{"id": "c", "task": "hi",
+                                                   "script": ["fine"]}],
+                                        "run/.keep": ""},
+                ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 2,
+                ["run"], setup=_chmod(0), teardown=_chmod(0o755)))
+    return cases
+
+
+def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2") -> None:
+    """Two minimal reports of different runs: the second over ``other_case`` with dataset
+    hash ``other_sha * 64`` (the first: case ``c``, hash ``"1" * 64``)."""
+    def report(run: str, sha: str, case: str) -> dict:
+        return {"schema": "evaltape.report/1",
+                "run": {"path": run, "agent": "a", "model": "m", "dataset_sha256": sha},
+                "grader": {"version": "0", "config_sha256": "0",
+                           "metrics": ["task_completion"]},
+                "summary": {"cases": 1, "trials": 1, "episodes": 1, "pass_rate": 1.0,
+                            "tool_accuracy": 1.0, "avg_steps": 1.0, "failures": {},
+                            "metrics": {"task_completion": 1.0}},
+                "episodes": [{"case_id": case, "trial": 0, "passed": True, "failure": None,
+                              "metrics": {"task_completion": {"score": 1.0,
+                                                              "details": "ok"}}}]}
+    for sub, run, sha, case in (("a", "runs/one", "1" * 64, "c"),
+                                ("b", "runs/two", other_sha * 64, other_case)):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+        (d / sub / "report.json").write_text(json.dumps(report(run, sha, case)))
+
+
+def write_case(root: Path, h: Hostile) -> Path:
+    """Write one case's files under ``root/<name>`` and run its ``setup``; returns the folder."""
+    d = root / h.name
+    d.mkdir(parents=True, exist_ok=True)
+    for rel, content in h.files.items():
+        p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        elif isinstance(content, str):
+            p.write_text(content)
+        else:
+            p.write_text(json.dumps(content))
+    if h.setup:
+        h.setup(d)
+    return d
+
+
+def argv(h: Hostile, d: Path) -> list[str]:
+    """The case's command with ``{d}`` replaced by its folder."""
+    return [a.replace("{d}", str(d)) for a in h.argv]
+
+
+if __name__ == "__main__":  # pragma: no cover - a helper for replaying by hand
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "hostile-corpus")
+    index = []
+    for h in corpus():
+        d = write_case(out, h)
+        index.append({"name": h.name, "argv": argv(h, d), "code": h.code})
+    (out / "index.json").write_text(json.dumps(index, indent=1))
+    print(f"{len(index)} cases in {out}")

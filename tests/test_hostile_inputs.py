@@ -1,0 +1,103 @@
+"""Every hostile input of ``tests/hostile_corpus.py`` through the real command line: no
+traceback ever; exit 3 naming file (line, field) for bad input, 2 for usage, 1 only for a
+failed gate, 0 for odd but valid input (DESIGN.md §6)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI_ENV, run_cli
+from hostile_corpus import argv, corpus, write_case
+
+CASES = corpus()
+NOBODY = 65534
+
+
+def _as_nobody(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI as user ``nobody`` (util-linux ``setpriv``): root reads folders of mode
+    000, so permission cases need an ordinary user to mean anything."""
+    env = {k: v for k, v in os.environ.items() if k not in CLI_ENV or CLI_ENV[k] is not None}
+    env["COLUMNS"] = "200"
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                           "--clear-groups", sys.executable, "-m", "evaltape.cli", *args],
+                          cwd=str(cwd), env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("h", CASES, ids=[h.name for h in CASES])
+def test_hostile_input(tmp_path, h):
+    root = tmp_path
+    as_nobody = "mode_000" in h.name and os.geteuid() == 0
+    if as_nobody and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: mode 000 cannot be tested")
+    if as_nobody:
+        root = Path(tempfile.mkdtemp(prefix="evaltape-hostile-"))
+        root.chmod(0o777)
+    try:
+        d = write_case(root, h)
+        if as_nobody:
+            for p in [d, *d.rglob("*")]:
+                if p.name != "run":
+                    p.chmod(0o777 if p.is_dir() else 0o666)
+        try:
+            p = _as_nobody(argv(h, d), d) if as_nobody else run_cli(*argv(h, d), cwd=d)
+        finally:
+            if h.teardown:
+                h.teardown(d)
+    finally:
+        if as_nobody:
+            shutil.rmtree(root, ignore_errors=True)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == h.code, (p.returncode, p.stderr)
+    for needle in h.names:
+        assert needle.replace("{d}", str(d)) in p.stderr, (needle, p.stderr)
+
+
+def test_concurrent_grades_into_one_out_all_succeed(tmp_path):
+    """Eight ``grade`` processes writing one ``--out`` at once: each writes through its own
+    pid-named temp file and an atomic rename, so all exit 0 and the report is whole."""
+    import json
+    from conftest import ROOT
+    run = ROOT / "cassettes" / "scripted-seed002"
+    cmd = [sys.executable, "-m", "evaltape.cli", "grade", str(run), "--out",
+           str(tmp_path / "out"), "--quiet", "--format", "json,md,junit,html"]
+    procs = [subprocess.Popen(cmd, cwd=str(ROOT), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert [code for code, _ in results] == [0] * 8, results
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["summary"]["episodes"] == 5
+    assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def _run_case(tmp_path, name: str):
+    (h,) = [c for c in CASES if c.name == name]
+    d = write_case(tmp_path, h)
+    p = run_cli(*argv(h, d), cwd=d)
+    assert p.returncode == h.code, p.stderr
+    return d, p
+
+
+def test_dict_details_become_an_error_null_score_in_every_format(tmp_path):
+    import json
+    d, _p = _run_case(tmp_path, "metric_dict_details")
+    report = json.loads((d / "out" / "report.json").read_text())
+    score = report["episodes"][0]["metrics"]["dict_details"]
+    assert score["score"] is None and score["reason"] == "error"
+    for name in ("report.md", "junit.xml", "report.html"):
+        assert (d / "out" / name).stat().st_size > 0
+
+
+def test_escape_sequences_and_markup_reach_no_terminal_or_markdown(tmp_path):
+    d, p = _run_case(tmp_path, "escape_in_answer")
+    for text in (p.stdout, p.stderr, (d / "out" / "report.md").read_text()):
+        assert "\x1b" not in text and "\x07" not in text
+    d, p = _run_case(tmp_path, "markup_in_run_folder")
+    assert "exp[/v2]" in p.stdout  # shown literally, not parsed as markup
+    d, p = _run_case(tmp_path, "markup_in_model_name")
+    assert "llama[/q4]" in p.stdout

@@ -1,0 +1,377 @@
+"""The recorder and replay under hostile conditions, through the real path (evaltape record →
+anthropic SDK → httpx → vcrpy → HTTP on 127.0.0.1): user agents that return SDK objects or
+repeat requests, case ids that collide or are too long for a file name, bodies that are not
+text, keys the model echoes, streams that break, and long cassettes."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import read_jsonl, run_cli, run_cli_subprocess, write_json
+
+#: A user agent: one plain ``messages.create`` call (``REPEAT`` times), returning the SDK's
+#: own objects (``resp.content`` blocks, ``resp.usage``) in its trace fields.
+SDK_AGENT = '''
+import os
+
+def run(case, client, *, model, **kw):
+    msgs = [{"role": "user", "content": case.input}]
+    for _ in range(int(os.environ.get("REPEAT", "1"))):
+        resp = client.messages.create(model=model, max_tokens=64, messages=msgs)
+    return {"tool_calls": [], "final_response": resp.content[0].text,
+            "stop_reason": resp.stop_reason, "steps": 1,
+            "messages": msgs + [{"role": "assistant", "content": resp.content}],
+            "usage": resp.usage}
+'''
+
+
+def _sdk_run(tmp_path: Path, ids: list[str]) -> Path:
+    (tmp_path / "sdk_agent.py").write_text(SDK_AGENT)
+    write_json(tmp_path / "d.json", [{"id": i, "task": f"say hi {n}"} for n, i in enumerate(ids)])
+    write_json(tmp_path / "s.json", {i: [f"hi from {i}"] for i in ids})
+    p = run_cli("record", "d.json", "--agent", "sdk_agent:run", "--out", "run",
+                "--standin-script", "s.json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    return tmp_path / "run"
+
+
+def test_agent_returning_sdk_objects_is_stored_as_plain_json(tmp_path):
+    run = _sdk_run(tmp_path, ["c"])
+    (t,) = read_jsonl(run / "traces.jsonl")
+    assert t["messages"][1] == {"role": "assistant",
+                                "content": [{"type": "text", "text": "hi from c"}]}
+    assert t["usage"]["input_tokens"] >= 1 and isinstance(t["usage"]["output_tokens"], int)
+    assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
+
+
+def test_replaying_an_already_played_request_says_so(tmp_path):
+    _sdk_run(tmp_path, ["c"])
+    p = run_cli("replay", "run", cwd=tmp_path, env={"REPEAT": "2"})
+    assert p.returncode == 1
+    assert "request 2: interaction #1 matched but was already played (1 of 1 used)" in p.stderr
+    assert "Connection error" not in p.stderr
+
+
+def test_cassette_names_are_injective_readable_and_short(tmp_path):
+    from evaltape.recorder.cassette import cassette_name
+    # kept ids keep their names (the committed cassettes)
+    assert cassette_name("tc_001", 0) == "tc_001__t0.jsonl"
+    assert cassette_name("a/b", 1) == "a%2Fb__t1.jsonl"
+    assert cassette_name("a_b", 1) == "a_b__t1.jsonl"
+    assert cassette_name("a%2fb", 1) == "a%252fb__t1.jsonl"
+    assert cassette_name(".hidden", 0) == "%2Ehidden__t0.jsonl"
+    assert cassette_name("é", 0) == "%C3%A9__t0.jsonl"
+    long = cassette_name("x" * 300, 0)
+    assert long.startswith("x" * 100 + "~") and len(long) == 100 + 1 + 16 + len("__t0.jsonl")
+    assert cassette_name("x" * 300, 0) != cassette_name("x" * 299 + "y", 0)
+    # distinct when the file system ignores case
+    import hashlib
+    upper = cassette_name("TC_1", 0)
+    assert upper == f"TC_1~{hashlib.sha256(b'TC_1').hexdigest()[:8]}__t0.jsonl"
+    folded = {cassette_name(i, 0).lower() for i in ("TC_1", "tc_1", "Tc_1", "a%2Fb", "a%2fb",
+                                                    "a/b")}
+    assert len(folded) == 6
+
+
+def test_colliding_and_long_case_ids_record_and_replay(tmp_path):
+    ids = ["a/b", "a_b", "x" * 300]
+    run = _sdk_run(tmp_path, ids)
+    names = sorted(p.name for p in (run / "http").iterdir())
+    assert len(names) == 3 and "a%2Fb__t0.jsonl" in names and "a_b__t0.jsonl" in names
+    by_id = {t["case_id"]: t["final_response"] for t in read_jsonl(run / "traces.jsonl")}
+    assert by_id == {i: f"hi from {i}" for i in ids}
+    p = run_cli("replay", "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+
+
+def _big_dataset(tmp_path: Path, n: int = 30) -> Path:
+    """``n`` scripted cases answering 3,000 characters each (~3 KB of trace per episode)."""
+    return write_json(tmp_path / "big.json", [{"id": f"c{i}", "task": f"hi {i}",
+                                               "script": ["x" * 3000]} for i in range(n)])
+
+
+def _check_saved_whole_then_resume(ds: Path, run: Path, p, cwd: Path) -> None:
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 2, p.stderr
+    assert "cannot save the episode" in p.stderr and "rerun the same command" in p.stderr
+    data = (run / "traces.jsonl").read_bytes()
+    assert data.endswith(b"\n")  # no torn line
+    saved = read_jsonl(run / "traces.jsonl")
+    assert 0 < len(saved) < 30
+    assert not list((run / "http").glob(".*.tmp"))
+
+
+def test_disk_full_during_record_keeps_whole_episodes_and_resumes(tmp_path):
+    import os
+    import subprocess
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root; the file-size-limit test covers it")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        ds = _big_dataset(tmp_path)
+        p = run_cli_subprocess("record", str(ds), "--agent", "scripted", "--out",
+                               str(mnt / "run"), cwd=tmp_path)
+        assert "No space left on device" in p.stderr
+        _check_saved_whole_then_resume(ds, mnt / "run", p, tmp_path)
+        subprocess.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
+        p = run_cli_subprocess("record", str(ds), "--agent", "scripted", "--out",
+                               str(mnt / "run"), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert sorted(t["case_id"] for t in read_jsonl(mnt / "run" / "traces.jsonl")) == \
+            sorted(f"c{i}" for i in range(30))
+        assert run_cli("replay", str(mnt / "run"), cwd=tmp_path).returncode == 0
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_file_size_limit_during_record_keeps_whole_episodes(tmp_path):
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+    ds = _big_dataset(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",
+                                                            "ANTHROPIC_BASE_URL")}
+    p = subprocess.run([sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent",
+                        "scripted", "--out", str(tmp_path / "run")], cwd=str(tmp_path),
+                       env=env, capture_output=True, text=True, timeout=120,
+                       preexec_fn=limit)
+    assert "File too large" in p.stderr
+    _check_saved_whole_then_resume(ds, tmp_path / "run", p, tmp_path)
+    assert len((tmp_path / "run" / "traces.jsonl").read_bytes()) <= 40_000
+
+
+# --- keys the model or server echoes ------------------------------------------------------
+
+from fault_server import FaultServer  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
+DATASET = str(ROOT / "datasets" / "helpdesk_eval.json")
+FAKE_KEY = "sk-ant-api03-" + "Zq7" * 12 + "-testonlyAA"
+#: pieces of FAKE_KEY that must appear nowhere (its prefix "sk-ant-api03-" is not secret)
+KEY_PIECES = ("Zq7Zq7Zq7", "7-testonly", "testonlyAA")
+
+
+def _record_helpdesk(run: Path, server: FaultServer, *extra: str):
+    return run_cli("record", DATASET, "--agent", "helpdesk", "--out", str(run),
+                   "--base-url", server.base_url, "--model", "stand-in", *extra,
+                   env={"ANTHROPIC_API_KEY": FAKE_KEY})
+
+
+def _on_disk(run: Path) -> list[str]:
+    return [f"{f}: {piece}" for f in run.rglob("*") if f.is_file()
+            for piece in KEY_PIECES if piece in f.read_text(errors="replace")]
+
+
+@pytest.mark.parametrize("split,echo", [
+    (5, " (your key is {key})"),          # the key spread over many stream deltas
+    (0, "\nyour key:\n{key}"),            # JSON-escaped newline right before the key
+    (7, "\n{key}\n"),                     # both
+])
+def test_streamed_echoed_key_lands_nowhere(tmp_path, split, echo):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=echo, split=split) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    assert _on_disk(tmp_path / "run") == []
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    from evaltape.grader.importers.sse import assemble
+    first = [json.loads(l) for l in
+             (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:]]
+    text = assemble(first[-1]["response"]["body"]["text"])["content"][0]["text"]
+    assert "[REDACTED]" in text and FAKE_KEY[:20] not in text
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"] == text  # the trace holds what the stored stream assembles
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run")).returncode == 0
+
+
+def test_plain_echo_after_an_escaped_newline_is_redacted(tmp_path):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format="\n{key}") as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 0, p.stderr
+    assert _on_disk(tmp_path / "run") == []
+    assert read_jsonl(tmp_path / "run" / "traces.jsonl")[0]["final_response"].endswith(
+        "\n[REDACTED]")
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_error_answer_quoting_the_key_is_not_printed(tmp_path):
+    with FaultServer(SCRIPTS, {1: "400echo"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 1  # one episode not saved
+    assert "not saved: tc_001#t0" in p.stderr and "[REDACTED]" in p.stderr
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    assert _on_disk(tmp_path / "run") == []
+
+
+def test_audit_finds_a_key_split_over_stream_deltas(tmp_path):
+    parts = ["key ", FAKE_KEY[:15], FAKE_KEY[15:30], FAKE_KEY[30:]]
+    sse = "".join("event: content_block_delta\ndata: " + json.dumps(
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": x}}) + "\n\n" for x in parts)
+    line = json.dumps({"request": {"body": {"text": None}},
+                       "response": {"body": {"text": sse}}})
+    (tmp_path / "c.jsonl").write_text('{"format": "evaltape.cassette/1"}\n' + line + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert p.returncode == 3 and f"{tmp_path / 'c.jsonl'}:2: key-shaped string" in p.stderr
+
+
+def test_key_in_a_query_string_or_escaped_json_request_is_scrubbed():
+    from vcr.request import Request
+    from evaltape.recorder.vcr_ext.scrub import scrub_request
+    r = scrub_request(Request("GET", f"http://h/v1/x?key={FAKE_KEY}&a=1", None, {}))
+    assert r.uri == "http://h/v1/x?key=[REDACTED]&a=1"
+    escaped = FAKE_KEY.replace("-", "\\u002d")  # JSON may escape any character
+    body = ('{"messages": [{"role": "user", "content": "' + escaped + '"}]}').encode()
+    r = scrub_request(Request("POST", "http://h/v1/messages", body, {}))
+    assert json.loads(r.body) == {"messages": [{"role": "user", "content": "[REDACTED]"}]}
+
+
+# --- bodies that are not text -----------------------------------------------------------
+
+BLOB_AGENT = '''
+try:
+    import httpx2 as httpx  # the HTTP client this anthropic SDK is built on
+except ImportError:
+    import httpx
+
+
+def run(case, client, *, model, **kw):
+    raw = client.post("/v1/messages", cast_to=httpx.Response,
+                      body={"model": model, "max_tokens": 8,
+                            "messages": [{"role": "user", "content": case.input}]})
+    return {"tool_calls": [], "final_response": raw.content.hex(), "stop_reason": "end_turn",
+            "steps": 1}
+'''
+BLOB = bytes.fromhex("fffe0001808190a0b0c0d0e0f0f1f2f3f4f5")  # 18 bytes, not UTF-8
+
+
+@pytest.mark.parametrize("headers", [
+    {"content-type": "application/octet-stream"},
+    {"content-type": "application/json", "content-encoding": "br"},  # no brotli installed
+])
+def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
+    import base64
+    (tmp_path / "blob_agent.py").write_text(BLOB_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
+    with FaultServer({"c": ["x"]}, raw_body=BLOB, raw_headers=headers) as server:
+        p = run_cli("record", "d.json", "--agent", "blob_agent:run", "--out", "run",
+                    "--base-url", server.base_url, cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 0, p.stderr
+    assert read_jsonl(tmp_path / "run" / "traces.jsonl")[0]["final_response"] == BLOB.hex()
+    (line,) = (tmp_path / "run" / "http" / "c__t0.jsonl").read_text().splitlines()[1:]
+    stored = json.loads(line)["response"]
+    assert base64.b64decode(stored["body"]["base64"]) == BLOB
+    if "content-encoding" in headers:  # raw bytes keep their header, never the mix
+        assert stored["headers"]["content-encoding"] == ["br"]
+    p = run_cli("replay", "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+
+
+# --- what the model sends that is not a plain finished turn --------------------------------
+
+def test_malformed_streamed_tool_input_is_flagged_and_not_run(tmp_path):
+    with FaultServer(SCRIPTS, {1: "malformed_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}["tc_001"]
+    call = t["tool_calls"][0]
+    assert call["malformed_tool_input"] is True and call["arguments"] == {}
+    assert call["raw_arguments"] == '{"city": "Par'
+    assert call["is_error"] is True and json.loads(call["result"]) == {
+        "success": False, "error": "malformed_tool_input: the tool input the model streamed "
+                                  "is not a JSON object"}
+    # the model got the error as the tool result and answered on its next turn
+    assert t["messages"][2]["content"][0]["is_error"] is True
+    assert t["final_response"] == SCRIPTS["tc_001"][1].replace("{last_tool_result}",
+                                                                call["result"])
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    # the importer reads the same cassette the same way: flagged, no invented arguments
+    p = run_cli("import", "anthropic-cassette", str(tmp_path / "run/http/tc_001__t0.jsonl"),
+                "--out", str(tmp_path / "imported"))
+    assert p.returncode == 0, p.stderr
+    assert "malformed_tool_input" in p.stderr
+    (imp,) = read_jsonl(tmp_path / "imported" / "traces.jsonl")
+    assert {k: imp["tool_calls"][0][k] for k in ("arguments", "raw_arguments",
+                                                 "malformed_tool_input")} == \
+        {"arguments": {}, "raw_arguments": '{"city": "Par', "malformed_tool_input": True}
+
+
+def _grade_failures(run: Path, tmp_path: Path) -> dict:
+    p = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    return json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]["failures"]
+
+
+def test_pause_turn_is_unfinished_and_not_a_passing_answer(tmp_path):
+    with FaultServer(SCRIPTS, {2: "pause_turn"}) as server:  # tc_001's answering turn
+        assert _record_helpdesk(tmp_path / "run", server).returncode == 0
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert (t["case_id"], t["stop_reason"], t["final_response"], t["unfinished"]) == \
+        ("tc_001", "pause_turn", None, True)
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "no_answer:pause_turn"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_unknown_stop_reason_keeps_its_tool_calls_unrun(tmp_path):
+    with FaultServer(SCRIPTS, {1: "weird_stop"}) as server:  # tc_001's tool-calling turn
+        assert _record_helpdesk(tmp_path / "run", server).returncode == 0
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert (t["stop_reason"], t["final_response"], t["unfinished"], t["steps"]) == \
+        ("weird_stop", None, True, 1)
+    (call,) = t["tool_calls"]
+    assert (call["name"], call["result"], call["not_run"]) == \
+        (t["messages"][1]["content"][0]["name"], None, "stop_reason weird_stop")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "no_answer:weird_stop"
+    p = run_cli("import", "anthropic-cassette", str(tmp_path / "run/http/tc_001__t0.jsonl"),
+                "--out", str(tmp_path / "imported"))
+    assert p.returncode == 0, p.stderr
+    (imp,) = read_jsonl(tmp_path / "imported" / "traces.jsonl")
+    assert (imp["stop_reason"], imp["final_response"], imp["unfinished"]) == \
+        ("weird_stop", None, True)
+    assert [c["name"] for c in imp["tool_calls"]] == [call["name"]]
+
+
+def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tmp_path):
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"},
+                                     {"id": "ok", "user_query": "hello"}])
+    scripts = {"c": ["Hello there, a longer answer"], "ok": ["Fine."]}
+    # the first attempt and both stream retries break after two text deltas
+    faults = {1: "midstream_partial", 2: "midstream_partial", 3: "midstream_partial"}
+    with FaultServer(scripts, faults, split=3) as server:
+        p = run_cli("record", "d.json", "--agent", "helpdesk", "--out", "run", "--base-url",
+                    server.base_url, "--model", "stand-in", "--stream", "--keep-errors",
+                    cwd=tmp_path, env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}
+    c = t["c"]
+    assert (c["stop_reason"], c["final_response"], c["partial_response"], c["infra_error"]) \
+        == ("error", None, "Hello ", "overloaded_error")
+    assert "infra_error" not in t["ok"]
+    p = run_cli("grade", "run", "--out", "rep", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    assert summary["failures"] == {"c": "infra_error:overloaded_error"}
+    assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
+
+
+def test_a_run_recorded_with_the_old_cassette_names_still_replays(tmp_path):
+    run = _sdk_run(tmp_path, ["Case/1"])
+    (new,) = (run / "http").iterdir()
+    new.rename(run / "http" / "Case_1__t0.jsonl")  # the name earlier versions wrote
+    p = run_cli("replay", "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
