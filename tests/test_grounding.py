@@ -572,3 +572,27 @@ def test_capitalised_unit_after_a_number_stays_with_the_number():
                                                     "memory_peak_mi": 611},
                                "It peaks at 611 Mi against a 768 Mi limit."))
     assert s.value == 0.5, s.details
+
+
+def test_parallel_call_without_a_result_supports_nothing():
+    """Two parallel get_weather calls, a result only for Paris; an answer giving Rome
+    Paris's figures states 2 unsupported claims (2/2), naming the silent call."""
+    paris = ToolCall("toolu_p", "get_weather", {"city": "Paris"},
+                     json.dumps({"temp_c": 23.4, "humidity": 41}), False, 1)
+    rome = ToolCall("toolu_r", "get_weather", {"city": "Rome"}, None, False, 1)
+    s = Grounding().score(episode("Weather in Paris and Rome?",
+                                  "Rome is 23.4°C with 41% humidity.", [paris, rome]))
+    assert s.value == 1.0
+    assert "the call about Rome (get_weather#toolu_r) returned no result" in s.details
+    s = Grounding().score(episode("Weather in Paris and Rome?",
+                                  "Paris is 23.4°C with 41% humidity.", [paris, rome]))
+    assert s.value == 0.0
+
+
+@pytest.mark.parametrize("result,answer", [
+    ({"height_m": 324}, "The tower is 324 m tall."),             # m is metres, not million
+    ({"account_id": str(2 ** 64 + 7)}, f"Your account id is {2 ** 64 + 7}."),  # exact copy
+])
+def test_numbers_copied_exactly_are_supported(result, answer):
+    call = ToolCall("toolu_1", "lookup", {"q": "x"}, json.dumps(result), False, 1)
+    assert Grounding().score(episode("q", answer, [call])).value == 0.0

@@ -167,13 +167,16 @@ class _Checker:
         self.results = results
         self.needs = frozenset(c.kind for c in claims)
         self.input = SourceFacts.of("input", trace.input, needs=self.needs)
+        # every call, those without a result too: a claim about the entity of a call that
+        # returned nothing has nothing in scope (its facts are empty), and a sibling call's
+        # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
         self.calls: list[tuple[ToolCall, SourceFacts]] = [
-            (c, SourceFacts.of(f"{c.name}#{c.id}", results[c.id], tool=c.name,
+            (c, SourceFacts.of(f"{c.name}#{c.id}", results.get(c.id, ""), tool=c.name,
                                arguments=c.arguments, is_error=c.id in errors,
                                needs=self.needs))
-            for c in trace.tool_calls if c.id in results]
+            for c in trace.tool_calls]
         self.acts: list[tuple[frozenset[str], SourceFacts]] = [
-            (_action_stems(c.name), f) for c, f in self.calls]
+            (_action_stems(c.name), f) for c, f in self.calls if c.id in results]
         self.text = clean(answer)
         self.sentences = split_sentences(self.text)
         self.starts = [s[0] for s in self.sentences]
@@ -309,6 +312,12 @@ class _Checker:
             return None
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
+            silent = [c for j, (c, _f) in enumerate(self.calls)
+                      if subject and j in self.subject_calls.get(pick[2], ())
+                      and c.id not in self.results]
+            if silent:
+                return (f"the call about {subject} ({silent[0].name}#{silent[0].id}) returned "
+                        f"no result; stated for another call: {', '.join(elsewhere)}")
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}"
         if claim.kind == "date" and self._date_after(claim.key, scope):
             return None
