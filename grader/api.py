@@ -113,7 +113,10 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                             traces_path=str(opened.traces_path))
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
-        from evaltape.grader.report.diff import compare_reports
+        from evaltape.grader.report.diff import compare_reports, unrelated
+        problem = unrelated(base, report)
+        if problem and "no episode" in problem:  # other datasets: warned in the comparison
+            raise UsageError(f"the baseline {baseline} is no grading of this run: {problem}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
             baseline, Report) else str(baseline))
         report = dataclasses.replace(report, baseline_comparison=comparison)

@@ -20,7 +20,7 @@ from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResul
                                           RunInfo, Summary)
 from evaltape.grader.stats.agreement import AgreementAccumulator
 from evaltape.grader.stats.breakdown import breakdowns
-from evaltape.grader.stats.outcome import SummaryAccumulator, classify
+from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify
 from evaltape.grader.stats.trials import trial_summary
 
 MEAN_DIGITS = 4
@@ -120,6 +120,8 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         metrics={n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)
                  for n in names},
         metrics_skipped=skipped, metrics_errors=errors,
+        infra_failures=sum(1 for e in results
+                           if e.failure and e.failure.startswith(INFRA_ERROR)),
         unrecorded_cases=tuple(c.id for c in cases if c.id not in graded),
         worst_episodes=None if worst is None else tuple(worst),
         reference_agreement=agreement.summary() if agreement.n else None,

@@ -112,6 +112,15 @@ def replay_run(run: str, dataset: str | None = None,
             if progress:
                 progress(div)
         return len(results), divergences
+    agent = opened.manifest.get("agent")
+    if agent == "proxy":
+        raise UsageError(f"{opened.root} was recorded by `evaltape proxy`: replay it with "
+                         f"`evaltape proxy --replay {opened.root}` and point your agent at it "
+                         "(see docs/proxy.md)")
+    if isinstance(agent, str) and agent.startswith("imported:"):
+        raise UsageError(f"{opened.root} was imported ({agent[9:]}), not recorded by "
+                         "evaltape: there is no agent to re-run; grade it with "
+                         f"`evaltape grade {opened.root}`")
     for key in ("agent", "model"):
         if not isinstance(opened.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "

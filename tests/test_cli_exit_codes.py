@@ -205,3 +205,31 @@ def test_exit_codes_reach_the_shell_from_a_real_process(tmp_path, run, code):
                            str(tmp_path / "o"), *args)
     assert p.returncode == code, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_crash_is_exit_70_not_a_failed_gate(monkeypatch, capsys):
+    """An exception escaping a command is a bug: exit 70 with one line, never exit 1 (the
+    code of a failed quality gate, which CI would read as a regression)."""
+    import sys
+    import types
+
+    import click
+
+    from evaltape import cli as cli_module
+
+    @click.command()
+    def boom() -> None:
+        raise RuntimeError("unexpected state")
+
+    module = types.ModuleType("evaltape_test_boom")
+    module.boom = boom
+    monkeypatch.setitem(sys.modules, "evaltape_test_boom", module)
+    monkeypatch.setitem(cli_module.COMMANDS, "boom", "evaltape_test_boom:boom")
+    monkeypatch.setattr(sys, "argv", ["evaltape", "boom"])
+    monkeypatch.delenv("EVALTAPE_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as e:
+        cli_module.main()
+    assert e.value.code == 70
+    err = capsys.readouterr().err
+    assert "internal error" in err and "RuntimeError: unexpected state" in err
+    assert "Traceback" not in err

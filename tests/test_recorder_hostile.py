@@ -366,6 +366,7 @@ def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tm
     assert p.returncode == 0, p.stderr
     summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
     assert summary["failures"] == {"c": "infra_error:overloaded_error"}
+    assert summary["infra_failures"] == 1  # counted apart from the agent's failures
     assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
 
 

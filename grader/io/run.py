@@ -190,6 +190,7 @@ class Run:
     cases: tuple[Case, ...]
     label: str
     _seen: dict[str, set[int]] = field(default_factory=dict, repr=False)
+    _read: bool = field(default=False, repr=False)
 
     @property
     def case_by_id(self) -> dict[str, Case]:
@@ -208,6 +209,7 @@ class Run:
         by_id = self.case_by_id
         where = str(self.traces_path)
         self._seen.clear()
+        self._read = False
         for trace in iter_traces(self.traces_path):
             case = by_id.get(trace.case_id)
             line = trace.source_line or None
@@ -226,9 +228,17 @@ class Run:
                                     "(re-record the case)", path=where, line=line,
                                     field="input")
             yield trace, case
+        self._read = True
 
     def coverage(self) -> Coverage:
-        """Cases and trials missing from the run (read after :meth:`episodes` finished)."""
+        """Cases and trials missing from the run.
+
+        Raises:
+            UsageError: :meth:`episodes` has not been read to the end yet (the coverage is
+                what that pass saw; before it, every case would look unrecorded).
+        """
+        if not self._read:
+            raise UsageError("read run.episodes() to the end before asking for coverage()")
         declared = self.manifest.get("trials")
         seen_max = max((max(t) + 1 for t in self._seen.values() if t), default=0)
         trials = declared if isinstance(declared, int) and not isinstance(declared, bool) \

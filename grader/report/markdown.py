@@ -24,7 +24,9 @@ def render_markdown(report: Report) -> str:
             "|---:|---:|---:|---:|---:|---:|",
             f"| {s.cases} | {s.trials} | {s.episodes} | {s.pass_rate:.3f} | "
             f"{s.tool_accuracy:.3f} | {s.avg_steps:.2f} |", "",
-            *[f"- {line}" for line in trial_lines(s)], "",
+            *[f"- {line}" for line in trial_lines(s)],
+            *([f"- {s.infra_failures} episode(s) ended by the infrastructure (infra_error), "
+               "not by the agent"] if s.infra_failures else []), "",
             "## Metrics", "", "| metric | mean | skipped |", "|---|---:|---:|"]
     for name, value in s.metrics.items():
         note = " (lower is better)" if name in lower else ""

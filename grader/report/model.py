@@ -159,7 +159,10 @@ class Summary:
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
     ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
-    the metric raised (JSON key present only when some metric raised).
+    the metric raised (JSON key present only when some metric raised). ``infra_failures``
+    counts the failed episodes the infrastructure ended (``infra_error:<kind>``: the API
+    failed, not the agent); they count against ``pass_rate`` as seed 002 counts every
+    unfinished episode, and are reported apart (JSON key present only when non-zero).
     The optional blocks (``None`` → absent from the JSON) are documented where they are
     computed: trials (:mod:`evaltape.grader.stats.trials`), breakdowns
     (:mod:`evaltape.grader.stats.breakdown`), reference agreement
@@ -178,6 +181,7 @@ class Summary:
     metrics_skipped: Mapping[str, int]
     unrecorded_cases: tuple[str, ...]
     metrics_errors: Mapping[str, int] = field(default_factory=dict)
+    infra_failures: int = 0
     pass_rate_ci95: Mapping[str, Any] | None = None
     pass_at_k: Mapping[str, float] | None = None
     pass_hat_k: Mapping[str, float] | None = None
@@ -198,6 +202,8 @@ class Summary:
             "unrecorded_cases": list(self.unrecorded_cases)}
         if any(self.metrics_errors.values()):
             out["metrics_errors"] = dict(self.metrics_errors)
+        if self.infra_failures:
+            out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
                     "by_tag", "reference_agreement"):
             value = getattr(self, key)
@@ -406,6 +412,7 @@ class Report:
                 metrics=dict(metrics), metrics_skipped=dict(s.get("metrics_skipped") or {}),
                 unrecorded_cases=tuple(s.get("unrecorded_cases") or ()),
                 metrics_errors=dict(s.get("metrics_errors") or {}),
+                infra_failures=int(s.get("infra_failures") or 0),
                 **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
                                          "k_cases", "by_difficulty", "by_tag",
                                          "reference_agreement")},

@@ -29,6 +29,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
                   f"{s.tool_accuracy:.3f}   avg_steps: {s.avg_steps:.2f}")
     for line in trial_lines(s):
         console.print(Text(f"  {line}"))
+    if s.infra_failures:
+        console.print(Text(f"  {s.infra_failures} episode(s) ended by the infrastructure "
+                           "(infra_error), not by the agent", style="yellow"))
     console.print("\n  [bold]AGGREGATE SCORES")
     for name, value in s.metrics.items():
         skipped = s.metrics_skipped.get(name, 0)

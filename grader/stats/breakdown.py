@@ -55,7 +55,8 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
         scored = sorted((r for r in rows if r["composite"] is not None),
                         key=lambda r: (r["composite"], r["i"]))[:WORST_N]
         out["worst_episodes"] = [{"case_id": r["ep"].case_id, "trial": r["ep"].trial,
-                                  "composite": r["composite"], "failure": r["ep"].failure,
+                                  "composite": round(r["composite"], DIGITS),
+                                  "failure": r["ep"].failure,
                                   "difficulty": r["difficulty"], "excerpt": r["details"][:200]}
                                  for r in scored]
     return out

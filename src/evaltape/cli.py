@@ -1,6 +1,7 @@
 """The ``evaltape`` command line: a thin, lazily-loaded layer over ``grader`` and ``recorder``.
 
-Exit codes (DESIGN.md §6): 0 ok; 1 a quality gate failed; 2 usage error; 3 bad input.
+Exit codes (DESIGN.md §6): 0 ok; 1 a quality gate failed; 2 usage error; 3 bad input;
+70 an internal error (a bug: see :func:`main`).
 Subcommands are imported only when invoked, so ``evaltape grade`` never imports the
 recorder, ``anthropic`` or ``vcrpy``.
 """
@@ -79,9 +80,30 @@ def cli() -> None:
     """evaltape: record tool-calling agents once, grade them offline forever."""
 
 
+#: Exit code of an internal error (a bug, not bad input and not a failed gate): BSD
+#: sysexits' EX_SOFTWARE, so CI never reads a crash as a quality regression (exit 1).
+INTERNAL_ERROR = 70
+
+
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="evaltape")
+    """Console-script entry point.
+
+    An exception that escapes a command is a bug: it exits :data:`INTERNAL_ERROR` (70)
+    with one line naming the exception and where it was raised, not exit 1 (which means a
+    quality gate failed); ``EVALTAPE_DEBUG=1`` shows the whole traceback.
+    """
+    import os
+    import traceback
+    try:
+        cli(prog_name="evaltape")
+    except Exception as e:  # noqa: BLE001 - the last line of defence, see the docstring
+        if os.environ.get("EVALTAPE_DEBUG"):
+            raise
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        click.echo(f"evaltape: internal error (a bug, not your input and not a failed gate): "
+                   f"{type(e).__name__}: {e} (at {frame.filename}:{frame.lineno}); rerun with "
+                   "EVALTAPE_DEBUG=1 for the traceback and report it", err=True)
+        sys.exit(INTERNAL_ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover

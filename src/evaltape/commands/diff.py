@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from evaltape.grader.report.diff import compare_reports, load_report, render_diff
+from evaltape.grader.report.diff import compare_reports, load_report, render_diff, unrelated
 
 
 @click.command()
@@ -39,27 +39,3 @@ def diff(baseline: str, current: str, warning: float, critical: float,
         from evaltape.cli import GateFailed
         bad = result.critical_metrics
         raise GateFailed(f"critical regression against the baseline: {', '.join(bad)}")
-
-
-def unrelated(old, new) -> str | None:
-    """Why two reports cannot be compared as baseline and current, or ``None``.
-
-    Rule: a baseline comparison pairs episodes by (case id, trial) on one dataset's inputs
-    (DESIGN.md §1: expectations may change after recording, inputs may not). Two reports
-    with no episode in common, or whose ``run.dataset_sha256`` (the inputs' hash) differ,
-    are gradings of different things.
-    """
-    keys_old = {(e.case_id, e.trial) for e in old.episodes}
-    keys_new = {(e.case_id, e.trial) for e in new.episodes}
-    if keys_old and keys_new and not keys_old & keys_new:
-        return (f"they share no episode (baseline {_where(old)}; current {_where(new)})")
-    a, b = old.run.dataset_sha256, new.run.dataset_sha256
-    if a and b and a != b:
-        return (f"they were graded on different dataset inputs (baseline {_where(old)}; "
-                f"current {_where(new)})")
-    return None
-
-
-def _where(report) -> str:
-    sha = report.run.dataset_sha256
-    return f"run {report.run.path!r}, dataset sha256 {sha[:12] + '…' if sha else 'unknown'}"
