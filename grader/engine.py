@@ -7,8 +7,10 @@ not depend on the order episodes finished recording.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
-from typing import Any, Callable, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -17,10 +19,11 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
-                                          RunInfo, Summary)
-from evaltape.grader.stats.agreement import AgreementAccumulator
+                                          RunInfo, Summary, episode_text)
+from evaltape.grader.report.spill import LazyEpisodes, SpillSorter
+from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
-from evaltape.grader.stats.outcome import SummaryAccumulator, classify
+from evaltape.grader.stats.outcome import SummaryAccumulator, classify, tools_match
 from evaltape.grader.stats.trials import trial_summary
 
 MEAN_DIGITS = 4
@@ -48,12 +51,83 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+#: What grading one episode produces, computed wherever the episode is graded (this process,
+#: a worker process, a cluster worker) and folded into the summary by the caller, in file
+#: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
+#: ((score, code), ...) per metric, payload)``.
+EpisodeRecord = tuple
+
+
+def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
+              traces_path: str | None = None) -> EpisodeRecord:
+    """Grade one checked episode: seed 002's verdict, each metric's score, the report text.
+
+    Returns:
+        An :data:`EpisodeRecord`; small except for ``payload`` (:func:`~evaltape.grader.report.model.episode_text`).
+
+    Raises:
+        BadInputError: the trace's reference label has the wrong type.
+    """
+    ctx = EpisodeContext(trace=trace, case=case, judge=judge)
+    failure = classify(trace, case)
+    tool_match = tools_match(trace, case)
+    label = reference_label(trace, case, traces_path)
+    scores: dict[str, MetricResult] = {}
+    values = []
+    for m in metrics:
+        s = score_episode(m, ctx)
+        scores[m.name] = MetricResult(s.value, s.details, s.code)
+        values.append((s.value, s.code))
+    result = EpisodeResult(trace.case_id, trace.trial, failure is None, failure,
+                           trace.steps, trace.stop_reason, scores)
+    return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
+            label, tuple(values), episode_text(result))
+
+
+def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
+    """A function building an :class:`EpisodeResult` from its decoded ``report.json`` object,
+    with ``metrics`` in the run's column order ``names`` (the JSON object's keys are sorted)."""
+    names = tuple(names)
+
+    def decode(d: dict) -> EpisodeResult:
+        ms = d["metrics"]
+        return EpisodeResult(d["case_id"], d["trial"], d["passed"], d["failure"], d["steps"],
+                             d["stop_reason"],
+                             {n: MetricResult(ms[n]["score"], ms[n]["details"],
+                                              ms[n]["reason"]) for n in names if n in ms})
+    return decode
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while grading (reference counting still frees
+    everything at once). Grading allocates millions of short-lived containers and keeps
+    few: the collector's generation-0 passes cost about 30% of grading time and find
+    nothing. Objects alive before grading are frozen (``gc.freeze``) so that a collection
+    after grading does not walk them again; young garbage is collected every
+    :data:`GC_EVERY` episodes so that a metric that makes reference cycles (an exception's
+    traceback) cannot grow memory without bound."""
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+GC_EVERY = 50_000
+
+
 def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case],
                    metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
                    run_label: str | None = None,
                    on_episode: Callable[[EpisodeResult], None] | None = None,
                    traces_path: str | None = None) -> Report:
-    """Grade checked ``(trace, case)`` pairs and build the report (DESIGN.md §7).
+    """Grade checked ``(trace, case)`` pairs in this process and build the report
+    (DESIGN.md §7).
 
     Args:
         episodes: checked pairs (:meth:`Run.episodes`), in any order.
@@ -66,61 +140,101 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         traces_path: the traces file, named in reference-label errors.
 
     Returns:
-        The typed :class:`Report`.
+        The typed :class:`Report`; its ``episodes`` are a :class:`LazyEpisodes` sequence
+        read from a temporary file (see :func:`fold_records`).
 
     Raises:
         UsageError: zero episodes (seed 002 raises ``ValueError`` for an empty suite).
         BadInputError: a trace's reference label has the wrong type.
     """
+    records = (grade_one(t, c, metrics, judge, traces_path) for t, c in episodes)
+    return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
+                        run_label=run_label, on_episode=on_episode)
+
+
+def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
+                 metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
+                 run_label: str | None = None,
+                 on_episode: Callable[[EpisodeResult], None] | None = None,
+                 check: Callable[[EpisodeRecord], None] | None = None) -> Report:
+    """Fold graded episodes, in file order, into the report, in memory flat in their number.
+
+    The means are summed in file order whatever graded the records (this process, a process
+    pool, a cluster), so the bytes do not depend on the number of workers. Episode texts go
+    to a :class:`SpillSorter` keyed by (dataset position, trial) and come back sorted from
+    disk; what stays in memory is O(cases + trials + failed episodes + buffer).
+
+    Args:
+        records: :data:`EpisodeRecord` in file order.
+        check: called with each record before it is counted (the duplicate-episode check
+            of a chunked read); may raise.
+        Others as :func:`grade_episodes`.
+
+    Raises:
+        UsageError: zero episodes.
+        BadInputError: whatever ``records`` or ``check`` raise.
+    """
     position = {c.id: i for i, c in enumerate(cases)}
     names = [m.name for m in metrics]
-    sums = dict.fromkeys(names, 0.0)
-    counts = dict.fromkeys(names, 0)
-    skipped = dict.fromkeys(names, 0)
-    errors = dict.fromkeys(names, 0)
+    sums = [0.0] * len(names)
+    counts = [0] * len(names)
+    skipped = [0] * len(names)
+    errors = [0] * len(names)
     acc = SummaryAccumulator()
-    agreement = AgreementAccumulator(traces_path)
-    results: list[EpisodeResult] = []
+    agreement = AgreementAccumulator()
+    per_case: dict[str, list[int]] = {}
     trials: set[int] = set()
-    for trace, case in episodes:
-        trials.add(trace.trial)
-        ctx = EpisodeContext(trace=trace, case=case, judge=judge)
-        failure = classify(trace, case)
-        acc.add(trace, case, failure)
-        agreement.add(trace, case, failure is None)
-        scores: dict[str, MetricResult] = {}
-        for m in metrics:
-            s = score_episode(m, ctx)
-            scores[m.name] = MetricResult(s.value, s.details, s.code)
-            if s.value is not None:
-                sums[m.name] += s.value
-                counts[m.name] += 1
-            elif s.code == ERROR_CODE:
-                errors[m.name] += 1
-            else:
-                skipped[m.name] += 1
-        result = EpisodeResult(trace.case_id, trace.trial, failure is None, failure,
-                               trace.steps, trace.stop_reason, scores)
-        results.append(result)
-        if on_episode is not None:
-            on_episode(result)
+    spill = SpillSorter()
+    decode = episode_decoder(names)
+    n = 0
+    with gc_paused():
+        for rec in records:
+            if check is not None:
+                check(rec)
+            _line, case_id, trial, failure, steps, tool_match, label, values, payload = rec
+            trials.add(trial)
+            acc.add_outcome(case_id, trial, steps, tool_match, failure)
+            agreement.add_label(label, failure is None)
+            nc = per_case.get(case_id)
+            if nc is None:
+                nc = per_case[case_id] = [0, 0]
+            nc[0] += 1
+            nc[1] += failure is None
+            for i, (value, code) in enumerate(values):
+                if value is not None:
+                    sums[i] += value
+                    counts[i] += 1
+                elif code == ERROR_CODE:
+                    errors[i] += 1
+                else:
+                    skipped[i] += 1
+            spill.add((position[case_id], trial), payload)
+            if on_episode is not None:
+                on_episode(decode(orjson.loads(payload)))
+            n += 1
+            if n % GC_EVERY == 0:
+                gc.collect(0)
     if acc.n == 0:
         raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
-    results.sort(key=lambda e: (position[e.case_id], e.trial))
+    results = LazyEpisodes(spill.finish(), decode)
     seed002 = acc.summary(len(trials) > 1)
-    graded = {e.case_id for e in results}
-    extra = trial_summary((e.case_id, e.passed) for e in results)  # pass_rate_ci95; pass@k, pass^k with trials > 1
-    extra.update(breakdowns(results, cases, metrics))  # seed 003 by_difficulty/by_tag
+    graded = [c.id for c in cases if c.id in per_case]
+    # pass_rate_ci95; pass@k, pass^k with trials > 1. The verdicts are replayed per case in
+    # dataset order, as the sorted episodes would list them (only the counts matter).
+    extra = trial_summary(_verdicts(graded, per_case))
+    composite = any(m.name == "composite" for m in metrics)
+    if composite or any(c.difficulty or c.tags for c in cases):
+        extra.update(breakdowns(results, cases, metrics))  # seed 003 by_difficulty/by_tag
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]
     summary = Summary(
         cases=len(graded), trials=len(trials), episodes=acc.n,
         pass_rate=seed002["pass_rate"], tool_accuracy=seed002["tool_accuracy"],
         avg_steps=seed002["avg_steps"], failures=seed002["failures"],
-        metrics={n: (round(sums[n] / counts[n], MEAN_DIGITS) if counts[n] else None)
-                 for n in names},
-        metrics_skipped=skipped, metrics_errors=errors,
-        unrecorded_cases=tuple(c.id for c in cases if c.id not in graded),
+        metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
+                 for i, n in enumerate(names)},
+        metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
+        unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
         worst_episodes=None if worst is None else tuple(worst),
         reference_agreement=agreement.summary() if agreement.n else None,
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
@@ -130,7 +244,15 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                         metric_specs=tuple(metric_spec(m) for m in metrics),
                         lower_is_better=tuple(m.name for m in metrics
                                               if not m.higher_is_better))
-    return Report(run=run_info, grader=grader, summary=summary, episodes=tuple(results))
+    return Report(run=run_info, grader=grader, summary=summary, episodes=results)
+
+
+def _verdicts(case_ids: Sequence[str], per_case: dict[str, list[int]]
+              ) -> Iterator[tuple[str, bool]]:
+    for cid in case_ids:
+        n, c = per_case[cid]
+        for i in range(n):
+            yield cid, i < c
 
 
 def _judge_block(results: Sequence[EpisodeResult], judged: Sequence[Any], store: Any,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -292,7 +292,12 @@ class Report:
 
     Attributes:
         run, grader, summary: the blocks above.
-        episodes: graded episodes in dataset order, then trial.
+        episodes: graded episodes in dataset order, then trial: a tuple when read back
+            from JSON (:meth:`from_json`), a
+            :class:`~evaltape.grader.report.spill.LazyEpisodes` when graded
+            (:func:`evaltape.grade`): a read-only sequence on a temporary file that parses
+            each episode when it is reached (``len``, iteration, indexing and ``==`` as on
+            a tuple; ``tuple(report.episodes)`` loads them all).
         baseline_comparison: this report against a baseline (:class:`BaselineComparison`),
             or ``None``; not read back by :meth:`from_json` (a baseline's own comparison is
             history, not input).
@@ -302,7 +307,7 @@ class Report:
     run: RunInfo
     grader: GraderInfo
     summary: Summary
-    episodes: tuple[EpisodeResult, ...]
+    episodes: Sequence[EpisodeResult]
     baseline_comparison: BaselineComparison | None = None
     schema: str = REPORT_SCHEMA
     #: which cases/trials the run lacks (:class:`evaltape.grader.io.run.Coverage`); not
@@ -319,18 +324,24 @@ class Report:
         """Names of the metrics where lower is better."""
         return frozenset(self.grader.lower_is_better)
 
-    def iter_json(self) -> Iterator[tuple[str, Any]]:
-        """``(key, JSON value)`` of the top-level blocks."""
+    def iter_json(self, episodes: bool = True) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks (``episodes`` only when asked)."""
         yield "schema", self.schema
         yield "run", self.run.to_json()
         yield "grader", self.grader.to_json()
         yield "summary", self.summary.to_json()
-        yield "episodes", [e.to_json() for e in self.episodes]
+        if episodes:
+            yield "episodes", [e.to_json() for e in self.episodes]
         if self.baseline_comparison is not None:
             yield "baseline_comparison", self.baseline_comparison.to_json()
 
+    def iter_json_blocks(self) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks except ``episodes``."""
+        for key, value in self.iter_json(episodes=False):
+            yield key, value
+
     def to_json(self) -> dict[str, Any]:
-        """The ``report.json`` object (plain dicts and lists)."""
+        """The ``report.json`` object (plain dicts and lists; loads every episode)."""
         return dict(self.iter_json())
 
     @classmethod
@@ -424,14 +435,62 @@ def _obj(doc: Mapping[str, Any], key: str, path: str, required: bool = True) -> 
     return value
 
 
-def report_bytes(report: Report) -> bytes:
-    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline.
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
 
-    The newline is appended by orjson (``OPT_APPEND_NEWLINE``), not by concatenating a
-    second copy of the bytes.
+
+def iter_report_json(report: Report) -> Iterator[bytes]:
+    """``report.json`` in pieces, episodes one at a time: the bytes of
+    ``orjson.dumps(report.to_json(), option=OPT_SORT_KEYS | OPT_INDENT_2)`` plus a newline,
+    without ever holding all episodes (a graded report's episodes are read from disk).
+
+    The layout is orjson's ``OPT_INDENT_2``: each top-level block is dumped on its own and
+    its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
+    byte substitution); each episode is its stored text (:func:`episode_text`).
     """
-    return orjson.dumps(report.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
-                        | orjson.OPT_APPEND_NEWLINE)
+    from evaltape.grader.report.spill import LazyEpisodes
+    blocks = {k: v for k, v in report.iter_json_blocks()}
+    keys = sorted(list(blocks) + ["episodes"])
+    yield b"{\n"
+    for i, key in enumerate(keys):
+        yield b"  " + orjson.dumps(key) + b": "
+        if key == "episodes":
+            eps = report.episodes
+            if not len(eps):
+                yield b"[]"
+            else:
+                yield b"[\n"
+                if isinstance(eps, LazyEpisodes):
+                    first = True
+                    for p in eps.records.iter_payloads():
+                        if not first:
+                            yield b",\n"
+                        yield p
+                        first = False
+                else:
+                    for j, e in enumerate(eps):
+                        yield (b",\n" if j else b"") + episode_text(e)
+                yield b"\n  ]"
+        else:
+            yield orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
+        yield b",\n" if i < len(keys) - 1 else b"\n"
+    yield b"}\n"
+
+
+def episode_text(episode: EpisodeResult) -> bytes:
+    """One episode as it stands in ``report.json`` (4-space indent, no trailing comma)."""
+    return b"    " + orjson.dumps(episode.to_json(), option=_OPTS).replace(b"\n", b"\n    ")
+
+
+def report_bytes(report: Report) -> bytes:
+    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline
+    (:func:`iter_report_json` joined; :func:`write_report` streams the same bytes)."""
+    return b"".join(iter_report_json(report))
+
+
+def write_report(report: Report, out: BinaryIO) -> None:
+    """Write ``report.json``'s bytes to a binary file object, piece by piece (flat memory)."""
+    for piece in iter_report_json(report):
+        out.write(piece)
 
 
 def read_report(path: str | Path) -> Report:

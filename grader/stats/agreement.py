@@ -74,7 +74,10 @@ class AgreementAccumulator:
 
     def add(self, trace: Trace, case: Case, passed: bool) -> None:
         """Count one episode; unlabelled episodes only bump ``unlabelled``."""
-        label = reference_label(trace, case, self.path)
+        self.add_label(reference_label(trace, case, self.path), passed)
+
+    def add_label(self, label: bool | None, passed: bool) -> None:
+        """Count one episode from its already read reference label (``None``: unlabelled)."""
         if label is None:
             self.unlabelled += 1
             return

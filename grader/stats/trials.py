@@ -92,7 +92,7 @@ def bootstrap_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95,
     rates = []
     for _ in range(resamples):
         picks = rng.choices(idx, k=m)  # one C-level call per resample
-        rates.append(sum(cs[i] for i in picks) / sum(ns[i] for i in picks))
+        rates.append(sum(map(cs.__getitem__, picks)) / sum(map(ns.__getitem__, picks)))
     rates.sort()
     lo_i = int((1 - level) / 2 * resamples)
     hi_i = min(resamples - 1, int((1 + level) / 2 * resamples) - 1)
