@@ -243,7 +243,7 @@ def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
 
 
 def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
-                  address: str | None = None, chunk_bytes: int = CHUNK_BYTES
+                  address: str | None = None, chunk_bytes: int | None = None
                   ) -> Iterator[tuple[list, Any]]:
     """``(records, error)`` of every range of the run's traces file, in file order.
 
@@ -251,6 +251,7 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         workers: processes of the local pool (1: this process, streaming).
         engine: ``local`` or ``dask``.
         address: the Dask scheduler (``tcp://host:8786``); required with ``dask``.
+        chunk_bytes: size of one range (default :data:`CHUNK_BYTES`).
 
     Raises:
         UsageError: an unknown engine, ``dask`` without an address or without the extra,
@@ -260,7 +261,10 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         raise UsageError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if engine == "dask" and not address:
         raise UsageError("--engine dask needs --address (the scheduler, tcp://HOST:8786)")
-    if engine == "local" and workers <= 1:
+    if engine == "local" and workers > 1:
+        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
+        workers = min(workers, len(chunks))
+    if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
         whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
         yield _Streaming(job, whole), None
         return
@@ -269,11 +273,11 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
     except Exception as e:  # noqa: BLE001 - reported as a usage error
         raise UsageError(f"the metrics cannot be sent to worker processes ({e}); grade "
                          "with --workers 1") from None
-    chunks = split_lines(job.run.traces_path, chunk_bytes)
     if engine == "dask":
+        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
         yield from _dask_results(job, chunks, str(address))
     else:
-        yield from _local_results(job, chunks, min(workers, max(1, len(chunks))))
+        yield from _local_results(job, chunks, workers)
 
 
 class _Streaming:
