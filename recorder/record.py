@@ -6,6 +6,7 @@ skips finished episodes and re-records the rest. A finished episode is never ove
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -277,13 +278,64 @@ def check_base_url(url: str | None) -> None:
                          "http(s)://host[:port]")
 
 
+#: ``{(process id, base URL, key, retries): client}``: see :func:`shared_client`.
+_CLIENTS: dict[tuple, anthropic.Anthropic] = {}
+
+
+def shared_client(base_url: str | None, api_key: str | None,
+                  max_retries: int = 4) -> anthropic.Anthropic:
+    """The one Messages-API client of this process for ``(base_url, api_key, max_retries)``.
+
+    Built on first use and reused by every later episode in the process (the recorder, or
+    each worker of ``--concurrency N``), so the connection pool and the SSL context
+    (certificates: ~16 ms a client) are set up once per process, not once per episode. The
+    SDK's clients are safe to share between threads (anthropic-sdk-python README,
+    "Client"). Worker processes forked by :func:`record` inherit the client that
+    :func:`warm_up` built in the recorder, which never sends a request itself when it
+    forks, so the inherited connection pool is empty: each worker opens its own sockets.
+    """
+    key = (base_url, api_key or "no-key", max_retries)
+    client = _CLIENTS.get(key)
+    if client is None:
+        client = _CLIENTS[key] = anthropic.Anthropic(api_key=api_key or "no-key",
+                                                     base_url=base_url,
+                                                     max_retries=max_retries)
+    return client
+
+
+def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:
+    """Pay the one-time costs of an episode once, in the recorder, before it forks workers:
+    the agent's and the HTTP stack's lazy imports, vcrpy's HTTP stubs, the SDK's request
+    and response models, and the shared client with its SSL context. Forked workers
+    inherit all of it (copy-on-write), instead of each paying ~0.1 s of CPU for it on
+    their first episode while competing for the same cores. Sends no request."""
+    import importlib
+
+    import vcr.stubs.httpx_stubs  # noqa: F401 - imported when a cassette first patches httpx
+
+    from evaltape.grader.io import traces  # noqa: F401 - run_episode checks each trace
+    resolve_agent(agent)
+    client = shared_client(base_url, api_key)
+    client.messages  # noqa: B018 - the resource and its types load on first access
+    for name in ("httpcore", "httpcore2"):  # the transport layer the SDK's httpx uses
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    from anthropic.types import Message
+    Message.model_validate({"id": "msg_warm", "type": "message", "role": "assistant",
+                            "model": "warm-up", "content": [{"type": "text", "text": ""}],
+                            "stop_reason": "end_turn", "stop_sequence": None,
+                            "usage": {"input_tokens": 0, "output_tokens": 0}})
+
+
 def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: int,
                 max_retries: int = 4) -> anthropic.Anthropic:
-    """A client for one episode; the case id travels in a header for the script server."""
-    return anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
-                               max_retries=max_retries,
-                               default_headers={CASE_HEADER: case_id,
-                                                "x-evaltape-trial": str(trial)})
+    """The client of one episode: the process's :func:`shared_client` with the episode's
+    headers (``with_options`` copies share its HTTP client and connection pool); the case
+    id and trial travel in headers for the script server."""
+    return shared_client(base_url, api_key, max_retries).with_options(
+        default_headers={CASE_HEADER: case_id, "x-evaltape-trial": str(trial)})
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
@@ -371,6 +423,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             for job in jobs:
                 finished(record_episode(job))
         else:
+            warm_up(opts.agent, base_url, api_key)
+            # objects alive now are shared with the forked workers: keep the collector from
+            # touching (and so copying) their pages in every worker
+            gc.freeze()
             ctx = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
                                      initializer=_die_with_parent) as pool:
