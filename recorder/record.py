@@ -51,9 +51,42 @@ class RecordOptions:
     stream: bool = False
     standin_scripts: str | None = None
     keep_errors: bool = False
+    #: ``--shard i/N``: record only this run's share of the episodes, ``(i, N)`` with
+    #: ``1 <= i <= N`` (:func:`in_shard`); ``None`` records them all
+    shard: tuple[int, int] | None = None
     #: ``--manifest-extra KEY=VALUE``: free-form facts about the model/server for the manifest
     manifest_extra: dict[str, str] = field(default_factory=dict)
     command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Read ``--shard i/N`` (1-based: ``1/4`` .. ``4/4``).
+
+    Raises:
+        UsageError: not two integers ``i/N`` with ``1 <= i <= N``.
+    """
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise UsageError(f"--shard wants i/N with 1 <= i <= N (e.g. 1/4), got {text!r}")
+    return i, n
+
+
+def in_shard(position: int, trial: int, trials: int, shard: tuple[int, int] | None) -> bool:
+    """Whether episode ``(case at dataset position, trial)`` belongs to ``shard``.
+
+    Episodes are numbered ``position * trials + trial`` (dataset order, then trial) and dealt
+    round-robin: shard ``i`` of ``N`` takes the numbers ``k`` with ``k mod N == i - 1``. So
+    the N shards are disjoint, cover every episode, and differ in size by at most one
+    (the trials of one case spread over the shards).
+    """
+    if shard is None:
+        return True
+    i, n = shard
+    return (position * trials + trial) % n == i - 1
 
 
 def _versions() -> dict[str, str]:
@@ -191,6 +224,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "tools_sha256": _sha(list(spec.tools)) if spec else None,
         "trials": opts.trials,
         "stream": opts.stream,
+        **({"shard": {"index": opts.shard[0], "count": opts.shard[1]}} if opts.shard else {}),
         "versions": _versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -388,8 +422,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                                    orjson.OPT_INDENT_2).decode() + "\n")
     traces = out / "traces.jsonl"
     done = finished_episodes(traces)
-    todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
-    counts: dict[str, Any] = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo),
+    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
+            if in_shard(p, t, opts.trials, opts.shard)]
+    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
                               "errors": 0, "tokens": 0, "failed": []}
     if progress:
         progress("start", {**counts, "total": len(todo)})
@@ -453,6 +489,11 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         return
     asked = {"agent": opts.agent, "model": model, "stream": opts.stream,
              "standin_scripts": opts.standin_scripts}
+    shard = {"index": opts.shard[0], "count": opts.shard[1]} if opts.shard else None
+    if previous.get("shard") != shard:
+        raise UsageError(f"{out} was recorded as shard {_shard_text(previous.get('shard'))}; "
+                         f"this command asks for {_shard_text(shard)}. Record into another "
+                         "--out, or repeat the original options to resume it")
     for name in SETUP_FIELDS:
         if name in previous and previous[name] != asked[name]:
             raise UsageError(f"{out} was recorded with {name} {previous[name]!r}; this command "
@@ -465,6 +506,12 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         if not (from_run and (out / from_run).resolve() == Path(opts.dataset).resolve()):
             raise UsageError(f"{out} was recorded from dataset {old_ds!r}, not "
                              f"{opts.dataset!r}; record into another --out")
+
+
+def _shard_text(shard: Any) -> str:
+    if not isinstance(shard, dict):
+        return "none (every episode)"
+    return f"{shard.get('index')}/{shard.get('count')}"
 
 
 def _lock_run(out: Path) -> Any:

@@ -20,6 +20,7 @@ COMMANDS = {
     "grade": "evaltape.commands.grade:grade",
     "import": "evaltape.commands.importer:import_cmd",
     "judge": "evaltape.commands.judge:judge",
+    "merge": "evaltape.commands.merge:merge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
 }
