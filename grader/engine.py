@@ -72,16 +72,23 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     failure = classify(trace, case)
     tool_match = tools_match(trace, case)
     label = reference_label(trace, case, traces_path)
-    scores: dict[str, MetricResult] = {}
+    scores: dict[str, dict] = {}
     values = []
     for m in metrics:
         s = score_episode(m, ctx)
-        scores[m.name] = MetricResult(s.value, s.details, s.code)
+        # MetricResult(s.value, s.details, s.code).to_json(), without the object
+        scores[m.name] = {"score": s.value, "details": s.details, "reason": s.code}
         values.append((s.value, s.code))
-    result = EpisodeResult(trace.case_id, trace.trial, failure is None, failure,
-                           trace.steps, trace.stop_reason, scores)
+    # EpisodeResult(...).to_json() laid out as episode_text() lays it out
+    doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
+           "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
+           "metrics": scores}
+    payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), episode_text(result))
+            label, tuple(values), payload)
+
+
+_TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
 
 
 def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:

@@ -154,18 +154,24 @@ class TrialSet:
         i = trial >> 3
         return i < len(self._bits) and bool(self._bits[i] >> (trial & 7) & 1)
 
-    def add(self, trial: int) -> None:
-        """Add a trial number (>= 0)."""
-        if trial in self:
-            return
-        self._n += 1
+    def add(self, trial: int) -> bool:
+        """Add a trial number (>= 0); ``False`` when it was already there."""
         if trial >= self.BITMAP_LIMIT:
+            if trial in self._big:
+                return False
             self._big.add(trial)
-            return
+            self._n += 1
+            return True
         i = trial >> 3
-        if i >= len(self._bits):
-            self._bits.extend(bytes(i + 1 - len(self._bits)))
-        self._bits[i] |= 1 << (trial & 7)
+        bits = self._bits
+        if i >= len(bits):
+            bits.extend(bytes(i + 1 - len(bits)))
+        mask = 1 << (trial & 7)
+        if bits[i] & mask:
+            return False
+        bits[i] |= mask
+        self._n += 1
+        return True
 
     def __len__(self) -> int:
         return self._n
@@ -279,10 +285,9 @@ class Run:
         trials = self._seen.get(case_id)
         if trials is None:
             trials = self._seen[case_id] = TrialSet()
-        if trial in trials:
+        if not trials.add(trial):
             raise BadInputError(f"duplicate episode: case {case_id!r} trial {trial}",
                                 path=str(self.traces_path), line=line, field="trial")
-        trials.add(trial)
 
     def coverage(self) -> Coverage:
         """Cases and trials missing from the run (read after :meth:`episodes` finished)."""

@@ -9,6 +9,8 @@ in memory, writes each full buffer as one sorted *run* to a temporary file, and 
 merges the runs (``heapq.merge``, a k-way merge: Knuth, TAOCP vol. 3, §5.4.1, "external
 sorting") into one sorted file: :class:`SpilledRecords`. Memory is O(buffer + number of
 runs), not O(episodes); the disk holds the episodes twice while merging.
+The runs live in one named temporary file (each merge reader opens it on its own), removed
+when the merge ends or the sorter is dropped.
 
 :class:`LazyEpisodes` is the :class:`~collections.abc.Sequence` of
 :class:`~evaltape.grader.report.model.EpisodeResult` that a streamed
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import marshal
+import os
 import tempfile
 from array import array
 from collections.abc import Sequence
@@ -30,17 +33,18 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 
 DEFAULT_BUFFER = 4096
+#: Read-ahead shared by the run readers of one merge (bytes).
+MERGE_READ_BYTES = 8 << 20
 
 
-def _read_run(fh: BinaryIO, start: int, count: int) -> Iterator[tuple[Any, bytes]]:
-    """Yield the ``count`` marshalled ``(key, payload)`` records of a run starting at
-    ``start``; each reader keeps its own position, so many runs of one file merge at once."""
-    pos = start
-    for _ in range(count):
-        fh.seek(pos)
-        rec = marshal.load(fh)
-        pos = fh.tell()
-        yield rec
+def _read_run(path: str, start: int, count: int, buffering: int) -> Iterator[tuple[Any, bytes]]:
+    """Yield the ``count`` marshalled ``(key, payload)`` records of a run starting at byte
+    ``start`` of ``path``, through a handle of its own (one seek, then sequential reads)."""
+    with open(path, "rb", buffering=buffering) as fh:
+        fh.seek(start)
+        load = marshal.load
+        for _ in range(count):
+            yield load(fh)
 
 
 class SpilledRecords:
@@ -110,6 +114,7 @@ class SpillSorter:
         self._pending: list[tuple[Any, bytes]] = []
         self._runs: list[tuple[int, int]] = []  # (start offset, record count)
         self._fh: BinaryIO | None = None
+        self._path: str | None = None
         self._last_key: Any = None
         self._sorted_so_far = True
         self.count = 0
@@ -128,7 +133,8 @@ class SpillSorter:
         if not self._pending:
             return
         if self._fh is None:
-            self._fh = tempfile.TemporaryFile(prefix="evaltape-runs-")
+            fd, self._path = tempfile.mkstemp(prefix="evaltape-runs-")
+            self._fh = os.fdopen(fd, "w+b")
         fh = self._fh
         fh.seek(0, 2)
         start = fh.tell()
@@ -145,28 +151,51 @@ class SpillSorter:
         out = tempfile.TemporaryFile(prefix="evaltape-episodes-")
         offsets = array("q", [0])
         pos = 0
-        if not self._runs:  # everything fits in one buffer: sort in memory
-            self._pending.sort(key=_first)
-            records: Any = iter(self._pending)
-        elif self._sorted_so_far:  # the input came sorted: the runs are already in order
-            self._spill()
-            records = (r for start, n in self._runs for r in _read_run(self._fh, start, n))
-        else:
-            self._spill()
-            fh = self._fh  # one handle for every run: each reader seeks before each record
-            records = heapq.merge(*(_read_run(fh, s, n) for s, n in self._runs), key=_first)
-        write = out.write
-        append = offsets.append
-        for _key, payload in records:
-            write(payload)
-            pos += len(payload)
-            append(pos)
-        out.flush()
-        self._pending = []
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        try:
+            if not self._runs:  # everything fits in one buffer: sort in memory
+                self._pending.sort(key=_first)
+                records: Any = iter(self._pending)
+            else:
+                self._spill()
+                assert self._fh is not None and self._path is not None
+                self._fh.flush()
+                # each run read through a handle of its own with a read-ahead buffer; the
+                # buffers together stay near MERGE_READ_BYTES however many runs there are
+                buffering = max(4096, MERGE_READ_BYTES // len(self._runs))
+                readers = [_read_run(self._path, s, n, buffering) for s, n in self._runs]
+                records = (readers[0] if len(readers) == 1 else
+                           _chain(readers) if self._sorted_so_far else
+                           heapq.merge(*readers, key=_first))
+            write = out.write
+            append = offsets.append
+            for _key, payload in records:
+                write(payload)
+                pos += len(payload)
+                append(pos)
+            out.flush()
+        finally:
+            self._pending = []
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+            if self._path is not None:
+                os.unlink(self._path)
+                self._path = None
         return SpilledRecords(out, offsets)
+
+    def __del__(self) -> None:
+        if getattr(self, "_fh", None) is not None:
+            self._fh.close()
+        if getattr(self, "_path", None) is not None:
+            try:
+                os.unlink(self._path)
+            except OSError:
+                pass
+
+
+def _chain(readers: list) -> Iterator[tuple[Any, bytes]]:
+    for r in readers:
+        yield from r
 
 
 def _first(rec: tuple[Any, bytes]) -> Any:
