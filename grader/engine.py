@@ -20,7 +20,7 @@ from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
                                           RunInfo, Summary, episode_text)
-from evaltape.grader.report.spill import LazyEpisodes, SpillSorter
+from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import SummaryAccumulator, classify, tools_match
@@ -169,7 +169,8 @@ def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
     The means are summed in file order whatever graded the records (this process, a process
     pool, a cluster), so the bytes do not depend on the number of workers. Episode texts go
     to a :class:`SpillSorter` keyed by (dataset position, trial) and come back sorted from
-    disk; what stays in memory is O(cases + trials + failed episodes + buffer).
+    disk, and so do the failed episodes (:class:`FailureLog`); what stays in memory is
+    O(cases + trials + buffer) plus 8 bytes per episode (the sorted file's offsets).
 
     Args:
         records: :data:`EpisodeRecord` in file order.
@@ -188,6 +189,8 @@ def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
     skipped = [0] * len(names)
     errors = [0] * len(names)
     acc = SummaryAccumulator()
+    failures = FailureLog()
+    acc.failures = failures  # type: ignore[assignment] - an append-only list on disk
     agreement = AgreementAccumulator()
     per_case: dict[str, list[int]] = {}
     trials: set[int] = set()
@@ -224,7 +227,9 @@ def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
     if acc.n == 0:
         raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
     results = LazyEpisodes(spill.finish(), decode)
+    acc.failures = []  # seed 002's numbers from the counts; the failures come from the log
     seed002 = acc.summary(len(trials) > 1)
+    seed002["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
     # pass_rate_ci95; pass@k, pass^k with trials > 1. The verdicts are replayed per case in
     # dataset order, as the sorted episodes would list them (only the counts matter).

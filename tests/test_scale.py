@@ -135,3 +135,48 @@ def test_dask_local_cluster_gives_the_local_bytes(monkeypatch, tmp_path):
                       dashboard_address=None) as cluster:
         remote = grade(RUN, metrics=METRICS, engine="dask", address=cluster.scheduler_address)
     assert report_bytes(remote) == report_bytes(local)
+
+
+def test_html_lists_a_stated_number_of_episodes(monkeypatch):
+    from evaltape.grader.report import html
+
+    monkeypatch.setattr(html, "HTML_EPISODE_LIMIT", 2)
+    page = html.render_html(grade(RUN, metrics=METRICS, workers=1))
+    assert "The first 2 of 24 episodes are listed here" in page
+    assert page.count("<tr><td><details><summary>") == 2
+    assert 'href="report.json"' in page
+
+
+def test_checked_trace_reading_gives_the_same_trace_on_both_paths():
+    from evaltape.grader.io.traces import parse_trace
+
+    obj = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 2, "input": "q",
+           "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {"a": 1},
+                           "result": {"z": 1, "b": [2]}, "step": 1}],
+           "final_response": None, "stop_reason": "max_steps", "steps": 3,
+           "usage": {"input_tokens": 5}, "latency_s": 1}
+    t = parse_trace(obj, path="x.jsonl", line=7)
+    # a non-string result is stored as sorted-key JSON; latency as float; line kept
+    assert (t.case_id, t.trial, t.steps, t.final_response, t.source_line) == ("c1", 2, 3,
+                                                                              None, 7)
+    assert t.tool_calls[0].result == '{"b":[2],"z":1}' and t.latency_s == 1.0
+    bad = dict(obj, trial=True)  # a boolean is not a trial number: the checking path names it
+    with pytest.raises(BadInputError) as e:
+        parse_trace(bad, path="x.jsonl", line=7)
+    assert (e.value.line, e.value.field) == (7, "trial")
+
+
+def test_failure_log_keeps_file_order_and_sorts_for_the_report():
+    from evaltape.grader.report.spill import FailureLog
+
+    log = FailureLog()
+    for rec in (("c2", 0, "wrong_tools"), ("c10", 1, "wrong_answer"), ("c1", 3, "no_answer:x")):
+        log.append(rec)
+    log.close(multi_trial=True)
+    assert list(log.items()) == [("c2#t0", "wrong_tools"), ("c10#t1", "wrong_answer"),
+                                 ("c1#t3", "no_answer:x")]
+    # code point order, as orjson's OPT_SORT_KEYS: "c1#" < "c10" < "c2#"
+    assert [k for k, _v in log.sorted_items()] == ["c1#t3", "c10#t1", "c2#t0"]
+    assert len(log) == 3 and log["c10#t1"] == "wrong_answer" and dict(log)["c2#t0"] == "wrong_tools"
+    with pytest.raises(KeyError):
+        log["c3#t0"]

@@ -182,12 +182,13 @@ class Summary:
     reference_agreement: Mapping[str, Any] | None = None
     judge: JudgeSummary | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``summary`` object (optional blocks only when present)."""
+    def to_json(self, failures: bool = True) -> dict[str, Any]:
+        """The ``summary`` object (optional blocks only when present); ``failures=False``
+        leaves ``failures`` empty (for a writer that streams it)."""
         out: dict[str, Any] = {
             "cases": self.cases, "trials": self.trials, "episodes": self.episodes,
             "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
-            "avg_steps": self.avg_steps, "failures": dict(self.failures),
+            "avg_steps": self.avg_steps, "failures": dict(self.failures) if failures else {},
             "metrics": dict(self.metrics), "metrics_skipped": dict(self.metrics_skipped),
             "unrecorded_cases": list(self.unrecorded_cases)}
         if any(self.metrics_errors.values()):
@@ -324,21 +325,24 @@ class Report:
         """Names of the metrics where lower is better."""
         return frozenset(self.grader.lower_is_better)
 
-    def iter_json(self, episodes: bool = True) -> Iterator[tuple[str, Any]]:
-        """``(key, JSON value)`` of the top-level blocks (``episodes`` only when asked)."""
+    def iter_json(self, episodes: bool = True, failures: bool = True
+                  ) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks (``episodes`` only when asked;
+        ``failures=False``: an empty ``summary.failures``)."""
         yield "schema", self.schema
         yield "run", self.run.to_json()
         yield "grader", self.grader.to_json()
-        yield "summary", self.summary.to_json()
+        yield "summary", self.summary.to_json(failures=failures)
         if episodes:
             yield "episodes", [e.to_json() for e in self.episodes]
         if self.baseline_comparison is not None:
             yield "baseline_comparison", self.baseline_comparison.to_json()
 
-    def iter_json_blocks(self) -> Iterator[tuple[str, Any]]:
-        """``(key, JSON value)`` of the top-level blocks except ``episodes``."""
-        for key, value in self.iter_json(episodes=False):
-            yield key, value
+    def iter_json_blocks(self, failures: bool = True) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks except ``episodes``; with
+        ``failures=False`` the summary's ``failures`` object is left empty (the streaming
+        writer fills it from disk)."""
+        yield from self.iter_json(episodes=False, failures=failures)
 
     def to_json(self) -> dict[str, Any]:
         """The ``report.json`` object (plain dicts and lists; loads every episode)."""
@@ -447,8 +451,9 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
     its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
     byte substitution); each episode is its stored text (:func:`episode_text`).
     """
-    from evaltape.grader.report.spill import LazyEpisodes
-    blocks = {k: v for k, v in report.iter_json_blocks()}
+    from evaltape.grader.report.spill import FailureLog, LazyEpisodes
+    log = report.summary.failures if isinstance(report.summary.failures, FailureLog) else None
+    blocks = {k: v for k, v in report.iter_json_blocks(failures=log is None)}
     keys = sorted(list(blocks) + ["episodes"])
     yield b"{\n"
     for i, key in enumerate(keys):
@@ -470,10 +475,25 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
                     for j, e in enumerate(eps):
                         yield (b",\n" if j else b"") + episode_text(e)
                 yield b"\n  ]"
+        elif key == "summary" and log is not None and len(log):
+            text = orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
+            head, mark, tail = text.partition(_FAILURES_MARK)
+            assert mark and _FAILURES_MARK not in tail, "one summary.failures at depth 2"
+            yield head + b'\n    "failures": {\n'
+            first = True
+            for label, reason in log.sorted_items():
+                yield (b"" if first else b",\n") + b"      " + orjson.dumps(label) + b": " \
+                    + orjson.dumps(reason)
+                first = False
+            yield b"\n    }" + tail
         else:
             yield orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
         yield b",\n" if i < len(keys) - 1 else b"\n"
     yield b"}\n"
+
+
+#: ``"failures": {}`` as the summary block lays it out inside ``report.json`` (4 spaces)
+_FAILURES_MARK = b'\n    "failures": {}'
 
 
 def episode_text(episode: EpisodeResult) -> bytes:

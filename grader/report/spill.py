@@ -27,7 +27,7 @@ import marshal
 import os
 import tempfile
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
@@ -246,3 +246,70 @@ class LazyEpisodes(Sequence):
 
     def __repr__(self) -> str:
         return f"<LazyEpisodes: {len(self)} episodes on disk>"
+
+
+class FailureLog(Mapping):
+    """``summary.failures`` on disk: ``{episode label: failure reason}`` in the order the
+    episodes were graded (file order), with O(1) memory.
+
+    Filled by :meth:`append` with ``(case_id, trial, reason)`` (the shape of
+    :class:`~evaltape.grader.stats.outcome.SummaryAccumulator`'s ``failures``); after
+    :meth:`close` labels are ``case`` or ``case#tN`` (``multi_trial``, seed 002's
+    ``failures`` keys). Iteration and :meth:`items` read the file in order; lookup by label
+    reads it until found (O(failures)); :meth:`sorted_items` gives the pairs in key order,
+    sorted on disk (:class:`SpillSorter`), as ``report.json`` lists them.
+    """
+
+    def __init__(self) -> None:
+        self._fh: BinaryIO = tempfile.TemporaryFile(prefix="evaltape-failures-")
+        self._n = 0
+        self.multi_trial = False
+
+    def append(self, record: tuple[str, int, str]) -> None:
+        """Add one failed episode ``(case_id, trial, reason)``."""
+        marshal.dump(record, self._fh)
+        self._n += 1
+
+    def close(self, multi_trial: bool) -> "FailureLog":
+        """Stop appending; labels carry ``#tN`` when ``multi_trial``. Returns ``self``."""
+        self._fh.flush()
+        self.multi_trial = multi_trial
+        return self
+
+    def _records(self) -> Iterator[tuple[str, int, str]]:
+        with open(self._fh.fileno(), "rb", closefd=False, buffering=1 << 16) as fh:
+            fh.seek(0)
+            for _ in range(self._n):
+                yield marshal.load(fh)
+
+    def items(self) -> Iterator[tuple[str, str]]:  # type: ignore[override]
+        """``(label, reason)`` in file order."""
+        multi = self.multi_trial
+        for case_id, trial, reason in self._records():
+            yield (f"{case_id}#t{trial}" if multi else case_id), reason
+
+    def __iter__(self) -> Iterator[str]:
+        for label, _reason in self.items():
+            yield label
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, label: str) -> str:
+        for key, reason in self.items():
+            if key == label:
+                return reason
+        raise KeyError(label)
+
+    def sorted_items(self) -> Iterator[tuple[str, str]]:
+        """``(label, reason)`` sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
+        sorter = SpillSorter()
+        dumps = marshal.dumps
+        for label, reason in self.items():
+            sorter.add(label, dumps((label, reason)))
+        loads = marshal.loads
+        for payload in sorter.finish().iter_payloads():
+            yield loads(payload)
+
+    def __repr__(self) -> str:
+        return f"<FailureLog: {self._n} failed episodes on disk>"
