@@ -180,3 +180,19 @@ def test_failure_log_keeps_file_order_and_sorts_for_the_report():
     assert len(log) == 3 and log["c10#t1"] == "wrong_answer" and dict(log)["c2#t0"] == "wrong_tools"
     with pytest.raises(KeyError):
         log["c3#t0"]
+
+
+def test_checked_trace_reading_names_a_missing_key_and_call_key():
+    from evaltape.grader.io.traces import parse_trace
+
+    obj = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 0, "input": "q",
+           "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {}}],
+           "final_response": "a", "stop_reason": "end_turn", "steps": 1}
+    for key in ("stop_reason", "steps"):
+        with pytest.raises(BadInputError) as e:
+            parse_trace({k: v for k, v in obj.items() if k != key}, path="x", line=2)
+        assert e.value.field == key
+    no_args = dict(obj, tool_calls=[{"id": "t1", "name": "lookup"}])
+    with pytest.raises(BadInputError) as e:
+        parse_trace(no_args, path="x", line=2)
+    assert e.value.field == "tool_calls[0].arguments"

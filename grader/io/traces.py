@@ -51,7 +51,7 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     """:func:`parse_trace` for a trace that passes every check, in one pass with plain type
     tests; ``None`` as soon as anything is unusual, so that the checking path reports it
     (same result objects either way: this only skips building error messages)."""
-    if obj.keys() < _REQUIRED or obj["schema"] != TRACE_SCHEMA:
+    if not _REQUIRED <= obj.keys() or obj["schema"] != TRACE_SCHEMA:
         return None
     case_id, trial, steps = obj["case_id"], obj["trial"], obj["steps"]
     inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
@@ -62,7 +62,7 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
         return None
     calls = []
     for c in calls_raw:
-        if type(c) is not dict or c.keys() < _CALL_REQUIRED:
+        if type(c) is not dict or not _CALL_REQUIRED <= c.keys():
             return None
         args, name, result = c["arguments"], c["name"], c.get("result")
         if type(args) is not dict or type(name) is not str:
