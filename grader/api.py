@@ -9,14 +9,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from evaltape.grader.engine import fold_records
+from evaltape.grader.engine import fold_batches
 from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.registry import DEFAULT_METRICS, resolve
 from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
-from evaltape.grader.scale import GradeJob, chunk_results, default_workers, records_in_order
+from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
@@ -121,10 +121,11 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers, engine = 1, "local"  # the judge store's observations live in this process
     job = GradeJob(opened, resolved, judge)
     opened.reset_seen()
-    results = chunk_results(job, workers=workers, engine=engine, address=address)
-    report = fold_records(records_in_order(results), opened.cases, resolved, run_info=info,
-                          judge=judge, run_label=opened.label, on_episode=on_episode,
-                          check=lambda rec: opened.note_episode(rec[1], rec[2], rec[0] or None))
+    parts = chunk_results(job, workers=workers, engine=engine, address=address)
+    report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
+                          run_label=opened.label, on_episode=on_episode,
+                          check=lambda case_id, trial, line: opened.note_episode(
+                              case_id, trial, line or None))
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import compare_reports

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import gc
 import hashlib
+from array import array
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
 from evaltape.grader import __version__
-from evaltape.grader.errors import UsageError
+from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
@@ -159,30 +160,126 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                         run_label=run_label, on_episode=on_episode)
 
 
+class Batch:
+    """Consecutive graded episodes summarised column by column, where they were graded
+    (a worker process, a cluster worker, or this process), so that folding them costs the
+    caller little per episode. Everything is in file order.
+
+    Attributes:
+        case_ids, keys, lines: each episode's case, ``(dataset position, trial)`` and line.
+        payloads: each episode's ``report.json`` text.
+        n, passed, steps, tool_matches: seed 002's counts.
+        failures: ``(case_id, trial, reason)`` of the failed episodes.
+        cells, unlabelled: the reference-agreement 2x2 counts.
+        per_case: ``{case_id: [episodes, passed]}``.
+        values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
+            per metric, its not-applicable and error nulls.
+        error: the bad input that ended the range, raised after these episodes.
+    """
+
+    __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
+                 "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
+                 "skipped", "errors", "error")
+
+    def __init__(self, n_metrics: int) -> None:
+        self.case_ids: list[str] = []
+        self.keys: list[tuple[int, int]] = []
+        self.lines: list[int] = []
+        self.payloads: list[bytes] = []
+        self.n = self.passed = self.steps = self.tool_matches = self.unlabelled = 0
+        self.failures: list[tuple[str, int, str]] = []
+        self.cells = [0, 0, 0, 0]  # ours pass/ref pass, pass/fail, fail/pass, fail/fail
+        self.per_case: dict[str, list[int]] = {}
+        self.values = [array("d") for _ in range(n_metrics)]
+        self.skipped = [0] * n_metrics
+        self.errors = [0] * n_metrics
+        self.error: BaseException | None = None
+
+    def add(self, rec: EpisodeRecord, position: int) -> None:
+        """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
+        line, case_id, trial, failure, steps, tool_match, label, values, payload = rec
+        self.case_ids.append(case_id)
+        self.keys.append((position, trial))
+        self.lines.append(line)
+        self.payloads.append(payload)
+        self.n += 1
+        self.steps += steps
+        self.tool_matches += tool_match
+        ok = failure is None
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append((case_id, trial, failure))
+        if label is None:
+            self.unlabelled += 1
+        else:
+            self.cells[(0 if ok else 2) + (0 if label else 1)] += 1
+        nc = self.per_case.get(case_id)
+        if nc is None:
+            nc = self.per_case[case_id] = [0, 0]
+        nc[0] += 1
+        nc[1] += ok
+        for i, (value, code) in enumerate(values):
+            if value is not None:
+                self.values[i].append(value)
+            elif code == ERROR_CODE:
+                self.errors[i] += 1
+            else:
+                self.skipped[i] += 1
+
+
+#: Episodes per batch when this process grades (the in-process, streaming path).
+BATCH_SIZE = 2048
+
+
+def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: int,
+            size: int = BATCH_SIZE) -> Iterator[Batch]:
+    """Group records into :class:`Batch` es of ``size``; an exception raised by ``records``
+    ends the last batch as its ``error`` (raised by the fold after its episodes)."""
+    position = {c.id: i for i, c in enumerate(cases)}
+    batch = Batch(n_metrics)
+    try:
+        for rec in records:
+            batch.add(rec, position[rec[1]])
+            if batch.n >= size:
+                yield batch
+                batch = Batch(n_metrics)
+    except BadInputError as e:
+        batch.error = e
+    if batch.n or batch.error is not None:
+        yield batch
+
+
 def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
+                 metrics: Sequence[Any], **kw: Any) -> Report:
+    """:func:`fold_batches` over records graded in this process (in file order)."""
+    return fold_batches(batches(records, cases, len(metrics)), cases, metrics, **kw)
+
+
+def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
                  run_label: str | None = None,
                  on_episode: Callable[[EpisodeResult], None] | None = None,
-                 check: Callable[[EpisodeRecord], None] | None = None) -> Report:
+                 check: Callable[[str, int, int], None] | None = None) -> Report:
     """Fold graded episodes, in file order, into the report, in memory flat in their number.
 
-    The means are summed in file order whatever graded the records (this process, a process
-    pool, a cluster), so the bytes do not depend on the number of workers. Episode texts go
-    to a :class:`SpillSorter` keyed by (dataset position, trial) and come back sorted from
-    disk, and so do the failed episodes (:class:`FailureLog`); what stays in memory is
-    O(cases + trials + buffer) plus 8 bytes per episode (the sorted file's offsets).
+    The means are summed in file order, one score at a time, whatever graded the batches
+    (this process, a process pool, a cluster), so the bytes do not depend on the number of
+    workers. Episode texts go to a :class:`SpillSorter` keyed by (dataset position, trial)
+    and come back sorted from disk, and so do the failed episodes (:class:`FailureLog`);
+    what stays in memory is O(cases + trials + buffer) plus 8 bytes per episode (the
+    sorted file's offsets).
 
     Args:
-        records: :data:`EpisodeRecord` in file order.
-        check: called with each record before it is counted (the duplicate-episode check
-            of a chunked read); may raise.
+        parts: :class:`Batch` es in file order.
+        check: called with ``(case_id, trial, line)`` of each episode before it is counted
+            (the duplicate-episode check); may raise.
         Others as :func:`grade_episodes`.
 
     Raises:
         UsageError: zero episodes.
-        BadInputError: whatever ``records`` or ``check`` raise.
+        BadInputError: a batch's error (after its episodes), or what ``check`` raises.
     """
-    position = {c.id: i for i, c in enumerate(cases)}
     names = [m.name for m in metrics]
     sums = [0.0] * len(names)
     counts = [0] * len(names)
@@ -190,7 +287,6 @@ def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
     errors = [0] * len(names)
     acc = SummaryAccumulator()
     failures = FailureLog()
-    acc.failures = failures  # type: ignore[assignment] - an append-only list on disk
     agreement = AgreementAccumulator()
     per_case: dict[str, list[int]] = {}
     trials: set[int] = set()
@@ -198,37 +294,46 @@ def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
     decode = episode_decoder(names)
     n = 0
     with gc_paused():
-        for rec in records:
+        for part in parts:
             if check is not None:
-                check(rec)
-            _line, case_id, trial, failure, steps, tool_match, label, values, payload = rec
-            trials.add(trial)
-            acc.add_outcome(case_id, trial, steps, tool_match, failure)
-            agreement.add_label(label, failure is None)
-            nc = per_case.get(case_id)
-            if nc is None:
-                nc = per_case[case_id] = [0, 0]
-            nc[0] += 1
-            nc[1] += failure is None
-            for i, (value, code) in enumerate(values):
-                if value is not None:
-                    sums[i] += value
-                    counts[i] += 1
-                elif code == ERROR_CODE:
-                    errors[i] += 1
+                for case_id, key, line in zip(part.case_ids, part.keys, part.lines):
+                    check(case_id, key[1], line)
+            trials.update(key[1] for key in part.keys)
+            acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
+            for f in part.failures:
+                failures.append(f)
+            agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
+            for case_id, (k, c) in part.per_case.items():
+                nc = per_case.get(case_id)
+                if nc is None:
+                    per_case[case_id] = [k, c]
                 else:
-                    skipped[i] += 1
-            spill.add((position[case_id], trial), payload)
+                    nc[0] += k
+                    nc[1] += c
+            for i, vals in enumerate(part.values):
+                total = sums[i]
+                for v in vals:  # one addition at a time, in file order
+                    total += v
+                sums[i] = total
+                counts[i] += len(vals)
+                skipped[i] += part.skipped[i]
+                errors[i] += part.errors[i]
+            add = spill.add
+            for key, payload in zip(part.keys, part.payloads):
+                add(key, payload)
             if on_episode is not None:
-                on_episode(decode(orjson.loads(payload)))
-            n += 1
-            if n % GC_EVERY == 0:
+                for payload in part.payloads:
+                    on_episode(decode(orjson.loads(payload)))
+            n += part.n
+            if part.error is not None:
+                raise part.error
+            if n >= GC_EVERY:
                 gc.collect(0)
+                n = 0
     if acc.n == 0:
         raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
     results = LazyEpisodes(spill.finish(), decode)
-    acc.failures = []  # seed 002's numbers from the counts; the failures come from the log
-    seed002 = acc.summary(len(trials) > 1)
+    seed002 = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
     seed002["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
     # pass_rate_ci95; pass@k, pass^k with trials > 1. The verdicts are replayed per case in

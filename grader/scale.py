@@ -11,8 +11,10 @@ episode's finished ``report.json`` text) by whatever runs it:
   ``evaltape[dask]``; the workers import evaltape and read the traces file by the same
   path, so it must sit on storage they share, e.g. NFS or a mounted bucket).
 
-The caller folds the records of range 1, then range 2, ... with
-:func:`evaltape.grader.engine.fold_records`: means are summed in file order, duplicate
+Each range comes back as one :class:`~evaltape.grader.engine.Batch` (its episodes
+summarised column by column, so the caller's work per episode is small), and the caller
+folds range 1, then range 2, ... with :func:`evaltape.grader.engine.fold_batches`: means
+are summed in file order, one score at a time, duplicate
 episodes are found in file order and the first bad line in the file is the error raised,
 exactly as a one-process run would. At most ``2 × workers`` ranges are in flight, so memory
 stays flat however long the file is.
@@ -26,7 +28,7 @@ import os
 import pickle
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import orjson
 
@@ -65,6 +67,7 @@ class GradeJob:
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
+        self._position: dict | None = None
 
     @property
     def by_id(self) -> dict:
@@ -73,9 +76,16 @@ class GradeJob:
             self._by_id = self.run.case_by_id
         return self._by_id
 
+    @property
+    def position(self) -> dict:
+        """``{case id: position in the dataset}``, built once per process."""
+        if self._position is None:
+            self._position = {c.id: i for i, c in enumerate(self.run.cases)}
+        return self._position
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_by_id"] = None
+        state["_by_id"] = state["_position"] = None
         return state
 
 
@@ -160,23 +170,23 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
             yield grade_one(trace, case, metrics, judge, where)
 
 
-def grade_chunk(job: GradeJob, chunk: Chunk) -> tuple[list, BaseException | None]:
-    """Grade one range in full: ``(records, error)``; ``error`` is the first bad input of
-    the range (the records before it are kept, so the caller raises it in file order)."""
-    from evaltape.grader.engine import gc_paused
-    import gc
-
-    from evaltape.grader.engine import GC_EVERY, gc_paused
-    records: list = []
+def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
+    """Grade one range in full into one :class:`~evaltape.grader.engine.Batch` (its
+    ``error`` is the first bad input of the range; the episodes before it are kept, so the
+    caller raises it in file order)."""
+    from evaltape.grader.engine import GC_EVERY, Batch, gc_paused
+    position = job.position
+    batch = Batch(len(job.metrics))
     with gc_paused():
         try:
             for rec in grade_range(job, chunk):
-                records.append(rec)
-                if len(records) % GC_EVERY == 0:
+                batch.add(rec, position[rec[1]])
+                if batch.n % GC_EVERY == 0:
+                    import gc
                     gc.collect(0)
         except BadInputError as e:
-            return records, e
-    return records, None
+            batch.error = e
+    return batch
 
 
 # --- the process pool ------------------------------------------------------------------
@@ -188,13 +198,13 @@ def _init_worker(job_bytes: bytes) -> None:
     _JOB = pickle.loads(job_bytes)
 
 
-def _pool_chunk(chunk: Chunk) -> tuple[list, BaseException | None]:
+def _pool_chunk(chunk: Chunk) -> Any:
     assert _JOB is not None
     return grade_chunk(_JOB, chunk)
 
 
 def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
-             chunks: Sequence[Chunk], in_flight: int) -> Iterator[tuple[list, Any]]:
+             chunks: Sequence[Chunk], in_flight: int) -> Iterator[Any]:
     """Submit ranges keeping at most ``in_flight`` pending; yield results in range order."""
     pending: deque = deque()
     it = iter(chunks)
@@ -211,7 +221,7 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
 
 
 def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
-                   ) -> Iterator[tuple[list, Any]]:
+                   ) -> Iterator[Any]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     # fork where there is one: the workers inherit the imported grader (no re-import);
@@ -225,7 +235,7 @@ def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
 
 
 def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
-                  ) -> Iterator[tuple[list, Any]]:
+                  ) -> Iterator[Any]:
     try:
         from distributed import Client
     except ImportError:
@@ -244,8 +254,9 @@ def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
 
 def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
                   address: str | None = None, chunk_bytes: int | None = None
-                  ) -> Iterator[tuple[list, Any]]:
-    """``(records, error)`` of every range of the run's traces file, in file order.
+                  ) -> Iterator[Any]:
+    """The graded episodes of the run's traces file as
+    :class:`~evaltape.grader.engine.Batch` es, in file order.
 
     Args:
         workers: processes of the local pool (1: this process, streaming).
@@ -265,8 +276,9 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
         workers = min(workers, len(chunks))
     if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
+        from evaltape.grader.engine import batches
         whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
-        yield _Streaming(job, whole), None
+        yield from batches(grade_range(job, whole), job.run.cases, len(job.metrics))
         return
     try:
         pickle.dumps(job)
@@ -278,21 +290,3 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         yield from _dask_results(job, chunks, str(address))
     else:
         yield from _local_results(job, chunks, workers)
-
-
-class _Streaming:
-    """The records of one range graded here, lazily (``workers=1``: nothing is buffered)."""
-
-    def __init__(self, job: GradeJob, chunk: Chunk) -> None:
-        self.job, self.chunk = job, chunk
-
-    def __iter__(self) -> Iterator[tuple]:
-        return grade_range(self.job, self.chunk)
-
-
-def records_in_order(results: Iterable[tuple[Iterable, Any]]) -> Iterator[tuple]:
-    """Flatten ``(records, error)`` pairs; raise a range's error after its records."""
-    for records, error in results:
-        yield from records
-        if error is not None:
-            raise error

@@ -84,6 +84,16 @@ class AgreementAccumulator:
         key = f"ours_{'pass' if passed else 'fail'}_ref_{'pass' if label else 'fail'}"
         self.cells[key] += 1
 
+    def add_cells(self, pass_pass: int, pass_fail: int, fail_pass: int, fail_fail: int, *,
+                  unlabelled: int = 0) -> None:
+        """Count episodes at once from their 2x2 cells (ours/reference) and unlabelled."""
+        c = self.cells
+        c["ours_pass_ref_pass"] += pass_pass
+        c["ours_pass_ref_fail"] += pass_fail
+        c["ours_fail_ref_pass"] += fail_pass
+        c["ours_fail_ref_fail"] += fail_fail
+        self.unlabelled += unlabelled
+
     def summary(self) -> dict[str, Any]:
         """The ``summary.reference_agreement`` block.
 

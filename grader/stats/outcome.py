@@ -78,6 +78,14 @@ class SummaryAccumulator:
         else:
             self.failures.append((case_id, trial, failure))
 
+    def add_counts(self, n: int, passed: int, steps: int, tool_matches: int) -> None:
+        """Count ``n`` episodes at once from their totals (episodes graded elsewhere; their
+        failures are kept by the caller)."""
+        self.n += n
+        self.passed += passed
+        self.steps += steps
+        self.tool_matches += tool_matches
+
     def summary(self, multi_trial: bool, order: Iterable[tuple[str, int]] | None = None) -> dict:
         """``pass_rate`` and ``tool_accuracy`` rounded to 3 places, ``avg_steps`` to 2.
 
