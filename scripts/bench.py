@@ -65,6 +65,20 @@ metric.score(EpisodeContext(trace=trace, case=case))
 print(time.perf_counter() - t0)
 """
 
+#: Runs the CLI and writes its peak resident set (VmHWM, KiB) to the file named by
+#: BENCH_RSS_OUT. Measured inside the process because ru_maxrss survives fork + exec and so
+#: reports at least the size of the bench process that forked it.
+CLI_WITH_RSS = r"""
+import atexit, os, sys
+def _rss():
+    with open("/proc/self/status") as fh, open(os.environ["BENCH_RSS_OUT"], "w") as out:
+        out.write(next(l for l in fh if l.startswith("VmHWM")).split()[1])
+atexit.register(_rss)
+from evaltape.cli import main
+sys.argv = ["evaltape", *sys.argv[1:]]
+main()
+"""
+
 results: list[tuple[str, float, float, bool]] = []  # (figure, value, target, higher is ok)
 
 
@@ -78,18 +92,27 @@ def check(name: str, value: float, target: float, higher_ok: bool, note: str = "
 
 
 def timed(cmd: list[str], **kw) -> tuple[float, float]:
-    """Run ``cmd``; ``(wall seconds, peak RSS MiB of the process)``. Exits on failure."""
+    """Run ``cmd``; ``(wall seconds, peak RSS MiB)``; the RSS is measured for
+    ``evaltape`` commands started through :data:`CLI_WITH_RSS` (else 0). Exits on failure."""
+    rss_file = Path(tempfile.mkstemp(prefix="bench-rss-")[1])
+    if cmd[1:4] == ["-m", "evaltape.cli", "grade"]:
+        cmd = [cmd[0], "-c", CLI_WITH_RSS, *cmd[3:]]
+    env = dict(kw.pop("env", None) or os.environ, BENCH_RSS_OUT=str(rss_file))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            **kw)
+    _pid, status, _usage = os.wait4(proc.pid, 0)
     dt = time.perf_counter() - t0
+    text = rss_file.read_text().strip()
+    rss_file.unlink()
+    rss = int(text) / 1024 if text else 0.0
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):  # 1: a gate of the graded run, not a failure of the tool
         err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
         sys.exit(f"bench: {' '.join(map(str, cmd[:4]))} ... failed ({code}):\n{err}")
     if proc.stderr:
         proc.stderr.close()
-    return dt, usage.ru_maxrss / 1024
+    return dt, rss
 
 
 def median_time(cmd: list[str], **kw) -> tuple[float, float]:
