@@ -9,8 +9,8 @@ OUT    ?= runs/$(AGENT)-$(notdir $(basename $(DATASET)))
 TRIALS ?= 1
 ARGS   ?=
 
-.PHONY: install grade record replay test bench audit check-golden update-golden clean \
-        local-model serve-local record-local stop-local
+.PHONY: install grade record replay test bench bench-grounding audit check-golden update-golden \
+        clean local-model serve-local record-local stop-local node-agents
 
 install: $(VENV)/.installed
 
@@ -35,6 +35,12 @@ replay: install
 test: install
 	$(BIN)/pytest -q
 
+## node-agents: the non-Python example agents of docs/proxy.md (Node SDK agent, Claude Code
+## CLI), installed from the npm registry into examples/*/node_modules (git-ignored)
+node-agents:
+	npm ci --prefix examples/node-agent --no-audit --no-fund
+	npm ci --prefix examples/claude-code --no-audit --no-fund
+
 ## check-golden: re-grade every committed run and compare with tests/golden/ (exit 1 on change)
 check-golden: install
 	$(BIN)/python scripts/check_golden.py
@@ -46,8 +52,14 @@ update-golden: install
 audit: install
 	$(BIN)/evaltape audit cassettes
 
+## bench: throughput and concurrency ratios, then every scripts/bench_*.py (grounding's
+## precision/recall and confusion counts on bench/grounding/episodes.jsonl among them)
 bench: install
 	$(BIN)/python scripts/bench.py
+
+## bench-grounding: only the grounding benchmark, every miss listed
+bench-grounding: install
+	$(BIN)/python scripts/bench_grounding.py -v
 
 ## local model (docs/local-model.md): llama-server + Qwen2.5-Coder on 127.0.0.1, no API key.
 ## Builds/fetches once into ~/.cache/evaltape (never into the repo); CI never runs these.
@@ -70,4 +82,4 @@ stop-local:
 	$(BIN)/python scripts/local_model.py stop
 
 clean:
-	rm -rf $(VENV) reports .pytest_cache
+	rm -rf $(VENV) reports .pytest_cache examples/*/node_modules

@@ -14,7 +14,7 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
 from evaltape.grader.metrics.base import check_metric
-from evaltape.grader.metrics.registry import DEFAULT_METRICS, resolve
+from evaltape.grader.metrics.registry import DEFAULT_METRICS, check_own_name, resolve
 from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
@@ -31,7 +31,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     """Metric objects from names (built-in or ``module:Class``) and/or metric objects.
 
     Args:
-        metrics: names and/or objects; ``None`` → :func:`default_metric_names`.
+        metrics: names and/or objects, or one comma-separated string of names; ``None`` →
+            :func:`default_metric_names`.
         cases: the dataset (for the default set).
         config: metric arguments: a TOML file path (``[tool.evaltape]`` in a
             pyproject.toml, or a plain evaltape TOML), or an already-loaded table.
@@ -42,6 +43,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     """
     if metrics is None:
         metrics = default_metric_names(cases)
+    if isinstance(metrics, str):  # "a,b" as on the command line
+        metrics = [n.strip() for n in metrics.split(",") if n.strip()]
     metrics = list(metrics)
     if not metrics:
         raise UsageError("no metric selected")
@@ -51,7 +54,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         raise UsageError(f"metric(s) named more than once: {', '.join(twice)}")
     out = []
     for m in metrics:
-        out.extend(resolve([m]) if isinstance(m, str) else [check_metric(m, repr(m))])
+        out.extend(resolve([m]) if isinstance(m, str) else
+                   [check_own_name(check_metric(m, repr(m)), repr(m))])
     seen: set[str] = set()
     for m in out:
         if m.name in seen:
@@ -61,7 +65,7 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     if config is not None:
         from evaltape.grader.io.config import configure, load_config
         table = load_config(config) if isinstance(config, (str, Path)) else dict(config)
-        out = configure(out, table)
+        out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None)
     return out
 
 

@@ -345,7 +345,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]
     summary = Summary(
-        cases=len(graded), trials=len(trials), episodes=acc.n,
+        cases=len(graded), trials=len(trials), episodes=acc.n, passed=acc.passed,
         pass_rate=seed002["pass_rate"], tool_accuracy=seed002["tool_accuracy"],
         avg_steps=seed002["avg_steps"], failures=seed002["failures"],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)

@@ -188,6 +188,7 @@ NULL_CODES = {
     "judge_not_recorded": "no recorded judge answer for this exact request",
     "judge_truncated": "every recorded judge answer stopped at max_tokens",
     "judge_parse_failure": "no recorded judge answer could be parsed",
+    "judge_ambiguous": "the judge named both verdicts and no marker says which is final",
     "error": "the metric raised an exception",
 }
 ERROR_CODE = "error"

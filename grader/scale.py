@@ -139,11 +139,15 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
     """Grade the traces of one range, in file order: yields
     :data:`~evaltape.grader.engine.EpisodeRecord`.
 
+    The lines are checked as :func:`evaltape.grader.io.traces.iter_traces` checks them
+    (JSON, no key repeated in one object, a valid trace), then against the dataset.
+
     Raises:
-        BadInputError: a line is not JSON, a trace is invalid, names an unknown case or
-            carries a changed input (file, line and field named).
+        BadInputError: a line is not JSON, repeats a key, a trace is invalid, names an
+            unknown case or carries a changed input (file, line and field named).
     """
     from evaltape.grader.engine import grade_one
+    from evaltape.grader.io.jsonfiles import duplicate_key
     from evaltape.grader.io.traces import parse_trace
     run = job.run
     where = str(run.traces_path)
@@ -165,6 +169,11 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
             except orjson.JSONDecodeError as e:
                 raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
                                     path=where, line=lineno) from None
+            dup = duplicate_key(raw, obj)
+            if dup is not None:
+                raise BadInputError("a key appears twice in one object; JSON readers keep "
+                                    "the last value silently, so the line is ambiguous",
+                                    path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             yield grade_one(trace, case, metrics, judge, where)

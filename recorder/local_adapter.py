@@ -209,6 +209,7 @@ class AdapterHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt: str, *args: Any) -> None:
+        """Silence the default per-request log line (the server runs inside tests and CLI runs)."""
         if self.server.verbose:  # type: ignore[attr-defined]
             sys.stderr.write("adapter: " + (fmt % args) + "\n")
 
@@ -274,9 +275,11 @@ class AdapterHandler(BaseHTTPRequestHandler):
             self._reply(200, json.dumps(message).encode(), "application/json")
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        """Answer one POST request (see the class docstring)."""
         self._proxy("POST")
 
     def do_GET(self) -> None:  # noqa: N802
+        """Answer one GET request (see the class docstring)."""
         self._proxy("GET")
 
 
@@ -299,6 +302,7 @@ class LocalAdapter(BackgroundServer):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python -m recorder.local_adapter",
                                 description="Messages-API adapter: text tool calls → tool_use.")
     p.add_argument("--upstream", required=True, help="llama-server base URL")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
 
@@ -73,6 +73,19 @@ def _run_tool(spec: AgentSpec, names: set[str], name: str, args: dict) -> tuple[
     return (out if isinstance(out, str) else json.dumps(out)), False
 
 
+def add_usage(total: dict[str, int], usage: Mapping[str, Any]) -> None:
+    """Add every integer count of one response's ``usage`` into ``total`` (in place).
+
+    Keeps all the token counts the server reports, not only input and output: prompt
+    caching bills ``cache_creation_input_tokens`` and ``cache_read_input_tokens`` apart
+    (a cached request may report 4 input tokens and 1,163 read from the cache). Nested
+    breakdowns and nulls are skipped.
+    """
+    for key, value in usage.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+
+
 def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str, *,
                   model: str, max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                   request_extra: dict | None = None) -> dict:
@@ -121,8 +134,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             break
         steps += 1
         if resp.usage is not None:
-            usage["input_tokens"] += resp.usage.input_tokens or 0
-            usage["output_tokens"] += resp.usage.output_tokens or 0
+            add_usage(usage, resp.usage.model_dump())
         content = [_block_dict(b) for b in resp.content]
         messages.append({"role": "assistant", "content": content})
         uses = [b for b in content if b.get("type") == "tool_use"]

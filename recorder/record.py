@@ -57,6 +57,11 @@ class RecordOptions:
     #: ``--manifest-extra KEY=VALUE``: free-form facts about the model/server for the manifest
     manifest_extra: dict[str, str] = field(default_factory=dict)
     command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
+    #: ``--command``: run this program per episode behind the recording proxy (agent
+    #: ``"command"``; see :mod:`evaltape.recorder.command`)
+    command: str | None = None
+    #: seconds a ``--command`` run may take before it is killed (an error episode)
+    command_timeout: float = 600.0
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -293,7 +298,7 @@ def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
                                     line=c.line or None, field=field_name)
 
 
-def check_base_url(url: str | None) -> None:
+def check_base_url(url: str | None, option: str = "--base-url") -> None:
     """Refuse a malformed ``--base-url`` before any request (exit 2 instead of a traceback).
 
     Raises:
@@ -306,9 +311,9 @@ def check_base_url(url: str | None) -> None:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as e:
-        raise UsageError(f"--base-url {url!r} is not a valid URL ({e})") from None
+        raise UsageError(f"{option} {url!r} is not a valid URL ({e})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--base-url {url!r} is not a valid URL: expected "
+        raise UsageError(f"{option} {url!r} is not a valid URL: expected "
                          "http(s)://host[:port]")
 
 
@@ -385,6 +390,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         BadInputError: the dataset is invalid, or its inputs changed since the run began.
         SecretLeakError: a cassette or trace would hold a key.
     """
+    if opts.command is not None:
+        from .command import record_command
+        return record_command(opts, progress)
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
     cases = load_dataset(opts.dataset)

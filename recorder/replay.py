@@ -22,6 +22,20 @@ VOLATILE_KEYS = ("latency_s",)
 OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
 
 
+def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` with its ``usage`` cut to the token counts the recorded trace has.
+
+    Recorders before the one that kept every usage count stored only ``input_tokens`` and
+    ``output_tokens``; the same exchange replayed now also yields the prompt-cache counts
+    the server reported. Those are not a divergence of the agent. Counts both traces hold
+    must still be equal.
+    """
+    old, new = recorded.get("usage"), now.get("usage")
+    if isinstance(old, dict) and isinstance(new, dict) and set(new) - set(old):
+        now = dict(now, usage={k: v for k, v in new.items() if k in old})
+    return now
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where a replayed episode first differs from the recorded one."""
@@ -68,6 +82,21 @@ def replay_run(run: str, dataset: str | None = None,
     """
     opened = open_run(run, dataset)
     where = str(opened.root / "manifest.json")
+    if opened.manifest.get("agent") == "command":
+        from .command import replay_command_run
+        recorded = [(t.source_line, t.raw) for t, _case in opened.episodes()]
+        results = replay_command_run(opened.root, opened.manifest, opened.case_by_id,
+                                     recorded, opened.traces_path)
+        if not results:
+            raise UsageError(f"{opened.traces_path}: no episodes to replay")
+        divergences = []
+        for cid, trial, msg in results:
+            div = Divergence(cid, trial, msg) if msg else None
+            if div:
+                divergences.append(div)
+            if progress:
+                progress(div)
+        return len(results), divergences
     for key in ("agent", "model"):
         if not isinstance(opened.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "
@@ -115,6 +144,7 @@ def replay_run(run: str, dataset: str | None = None,
         else:
             a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
             b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
+            b = comparable_usage(a, b)
             d = first_difference(a, b)
             if d:
                 sa, sb = shorten_pair(d[1], d[2])

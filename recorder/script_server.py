@@ -118,6 +118,7 @@ class MessagesHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # silence the default stderr logging
+        """Silence the default per-request log line (the server runs inside tests and CLI runs)."""
         pass
 
     def _send(self, status: int, body: bytes, ctype: str = "application/json",
@@ -131,6 +132,7 @@ class MessagesHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        """Answer one POST request (see the class docstring)."""
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         if self.path.split("?")[0] != "/v1/messages":

@@ -101,8 +101,15 @@ def test_a_user_metric_named_like_a_builtin_is_refused(monkeypatch):
             return evaltape.Score(1.0)
 
     monkeypatch.chdir(ROOT)
-    with pytest.raises(UsageError, match="two metrics are named 'task_completion'"):
-        evaltape.grade("cassettes/scripted-seed002", metrics=["task_completion", Shadow()])
+    for selection in (["task_completion", Shadow()], [Shadow()]):  # with or without it
+        with pytest.raises(UsageError, match="named 'task_completion', the name of a built-in"):
+            evaltape.grade("cassettes/scripted-seed002", metrics=selection)
+
+
+def test_metrics_as_one_comma_separated_string(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = evaltape.grade("cassettes/scripted-seed002", metrics="task_completion, grounding")
+    assert report.grader.metrics == ("task_completion", "grounding")
 
 
 def test_a_metric_that_raises_is_counted_as_an_error_not_as_skipped(monkeypatch):

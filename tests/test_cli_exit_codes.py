@@ -39,7 +39,39 @@ def test_exit_1_threshold_names_shortfall(tmp_path, run):
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
                 "--threshold", "0.8", "--quiet")
     assert p.returncode == 1
-    assert "pass_rate 0.500 is below the threshold 0.800 (short by 0.300)" in p.stderr
+    # 1 of 2 passed; 0.8 · 2 = 1.6 → 2 needed: 1 more
+    assert ("pass_rate 1/2 = 0.5000 is below the threshold 0.8: 1 more passing episode(s) "
+            "needed") in p.stderr
+
+
+@pytest.mark.parametrize("passed,episodes,threshold,message", [
+    # rounds to 1.000 but one episode failed: below 1.0
+    (1999, 2000, 1.0, "pass_rate 1999/2000 = 0.9995 is below the threshold 1: 1 more"),
+    # 2/3 = 0.66666… < 0.6667 (as written): 3 needed
+    (2, 3, 0.6667, "pass_rate 2/3 = 0.6667 is below the threshold 0.6667: 1 more"),
+    (2, 3, 0.6666, None),
+    (3, 4, 0.75, None),
+    (0, 5, 0.0, None),
+])
+def test_threshold_gate_compares_exact_counts(passed, episodes, threshold, message):
+    from evaltape.commands.grade import threshold_gate
+    got = threshold_gate(passed, episodes, threshold)
+    assert (got is None) == (message is None)
+    if message:
+        assert got.startswith(message)
+
+
+def test_threshold_gate_on_a_real_run_of_2000_with_one_failure(tmp_path):
+    cases = [{"id": f"c{i}", "user_query": "q", "expected_tools": ["t"]} for i in range(2000)]
+    ds = write_json(tmp_path / "ds.json", cases)
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl",
+                         [make_trace(f"c{i}", tools=["t"] if i else []) for i in range(2000)])
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
+                "--threshold", "1.0", "--quiet", "--metrics", "task_completion")
+    assert p.returncode == 1
+    assert "pass_rate 1999/2000 = 0.9995 is below the threshold 1: 1 more" in p.stderr
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert (report["summary"]["passed"], report["summary"]["pass_rate"]) == (1999, 1.0)
 
 
 def test_threshold_met_is_exit_0(tmp_path, run):

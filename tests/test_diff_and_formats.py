@@ -168,4 +168,8 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
               "episodes": [{"case_id": "case<script>]]>\x07", "trial": 0, "passed": False,
                             "failure": "wrong_tools", "metrics": {}}]}
     root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
-    assert root.find(".//testcase").get("name") == "case<script>]]>\ufffd"
+    assert root.find(".//testcase").get("name") == "case<script>]]>\\u0007"
+    # distinct ids stay distinct test names (both used to become U+FFFD)
+    report["episodes"] = [dict(report["episodes"][0], case_id=f"x{c}") for c in "\x01\x02"]
+    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
+    assert [t.get("name") for t in root.iter("testcase")] == ["x\\u0001", "x\\u0002"]

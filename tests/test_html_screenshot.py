@@ -7,7 +7,8 @@ datasets/helpdesk_eval.json (see README "What make grade shows"):
 - bars (240 px wide, 14 px high): pass_rate 7/8 = 87.5%, tool_accuracy 7/8 = 87.5%,
   tool_selection_accuracy (7 + 2/3)/8 = 0.9583 -> 95.8%, argument_correctness 7/8 = 87.5%
   (tc_005 0/1), task_completion (7 + 1/2)/8 = 0.9375 -> 93.8%, grounding (lower is better,
-  red) 0.2/7 = 0.0286 -> 2.9%.
+  red) 0.2/8 = 0.025 -> 2.5% (tc_005's one claim, the "VPN Setup Guide" its search result
+  names, is supported: 0.0, so 8 episodes are scored).
 - green bar pixels: 14 x (210 + 210 + 229.9 + 210 + 225.1) ~ 14 x 1085 = 15190.
 - failing cells: tc_004 grounding 0.200, tc_005 argument_correctness 0.000, tc_006
   tool_selection_accuracy 0.667 and task_completion 0.500; tc_006's outcome wrong_tools.
@@ -194,7 +195,7 @@ def test_dom_has_metric_bars(rendered):
     bars = [(b.classes, b.find("span")[0].attrs["style"]) for b in dom.find("span", "bar")]
     assert bars == [(["bar"], "width:87.5%"), (["bar"], "width:87.5%"),      # pass, tools
                     (["bar"], "width:95.8%"), (["bar"], "width:87.5%"),      # tsa, args
-                    (["bar"], "width:93.8%"), (["bar", "low"], "width:2.9%")]  # task, grounding
+                    (["bar"], "width:93.8%"), (["bar", "low"], "width:2.5%")]  # task, grounding
     metric_rows = [r.find("td")[0].text() for r in table(dom, "metric").find("tr")[1:]]
     assert metric_rows == ["tool_selection_accuracy", "argument_correctness",
                            "task_completion", "grounding (lower is better)"]
@@ -245,5 +246,6 @@ def test_screenshot_is_the_rendered_report(rendered):
     # the five green bars, 14 px high: 210 + 210 + 229.9 + 210 + 225.1 px wide (see top);
     # the fractional edges are antialiased, so 1084 to 1086 full-colour columns
     assert 1084 * 14 <= colours[GREEN] <= 1086 * 14, colours[GREEN]
-    # grounding's red bar: 2.9% of 240 px = 6.96 px -> at least 6 full columns x 14 px
-    assert colours[RED] >= 6 * 14
+    # grounding's red bar: 2.5% of 240 px = 6 px -> at least 5 full columns x 14 px (an
+    # edge may fall between pixels)
+    assert colours[RED] >= 5 * 14

@@ -107,7 +107,9 @@ def test_parallel_calls_and_final_text(cas_run):
         "Therefore, Daisy is the youngest in the family. She is described as Charlie's "
         "younger sister, which indicates she is the youngest among the four family members.")
     assert t["steps"] == 2 and t["stop_reason"] == "end_turn"
-    assert t["usage"] == {"input_tokens": 423 + 771, "output_tokens": 202 + 77}
+    # every integer count of the two responses' usage is kept; their cache counts are 0
+    assert t["usage"] == {"input_tokens": 423 + 771, "output_tokens": 202 + 77,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
 @needs_corpus

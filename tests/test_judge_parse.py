@@ -8,7 +8,7 @@ import pytest
 
 from conftest import load_case
 
-from evaltape.grader.judge import (NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
+from evaltape.grader.judge import (AMBIGUOUS, NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
                           first_json_object, parse_json_verdict, parse_pass_fail, request_key)
 from evaltape.grader.metrics.explanation_judge import ExplanationJudge
 from evaltape.grader.metrics.hallucination import Hallucination, hallucination_request
@@ -37,8 +37,18 @@ def msg(text: str, stop: str = "end_turn") -> dict:
     ("Looking at it closely.\nVerdict: PASS", "end_turn", True, None, True),
     # cut at max_tokens: never a verdict, even if it starts with one
     ("PASS because the explanation mentions the dup", "max_tokens", None, TRUNCATED, False),
-    # both words, none leading, no label: cannot be decided
-    ("It could FAIL or it could PASS.", "end_turn", None, PARSE_FAILURE, False),
+    # both words, none leading, no label: cannot be decided, and counted as ambiguous
+    ("It could FAIL or it could PASS.", "end_turn", None, AMBIGUOUS, False),
+    # the last labelled verdict wins: a corrected final verdict after a draft
+    ("Verdict: PASS at first sight.\nOn reflection it is generic.\nFinal verdict: FAIL",
+     "end_turn", False, None, True),
+    # a "PASS/FAIL:" label is a label, not a leading PASS
+    ("PASS/FAIL: FAIL", "end_turn", False, None, True),
+    # "result:" followed by prose is no verdict; the later labelled one is
+    ("The net result: the explanation names the duplicate charge.\nVerdict: PASS",
+     "end_turn", True, None, True),
+    # verdict lines: the last one
+    ("**PASS**\n\nWait, the topic is missing.\n\n**FAIL**", "end_turn", False, None, True),
     ("I cannot tell.", "end_turn", None, PARSE_FAILURE, False),
 ])
 def test_pass_fail(text, stop, value, reason, repaired):
@@ -64,6 +74,11 @@ GOOD = {"task_action_accuracy": 1.0, "completeness": 0.5, "conciseness": 0.0,
     # a value outside [0, 1] does not validate, strict or repaired
     ('{"task_action_accuracy": 7, "completeness": 0.5, "conciseness": 0.5}', "end_turn",
      None, PARSE_FAILURE, False),
+    # a draft object, then a corrected final one: scored on the last valid object
+    ('Draft: {"task_action_accuracy": 1, "completeness": 1, "conciseness": 1}\n'
+     'Correction, the agent skipped a step: {"task_action_accuracy": 0.25, '
+     '"completeness": 0.5, "conciseness": 0.3}', "end_turn",
+     {"task_action_accuracy": 0.25, "completeness": 0.5, "conciseness": 0.3}, None, True),
     # zero-width space inside a key makes strict fail; repair removes it
     ('{"task_action_accuracy": 1, "complete\u200bness": 1, "conciseness": 1}', "end_turn",
      {"task_action_accuracy": 1.0, "completeness": 1.0, "conciseness": 1.0}, None, True),

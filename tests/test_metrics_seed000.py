@@ -48,13 +48,16 @@ def test_tool_selection_details_name_missing_and_extra():
 
 def test_argument_correctness_partial_and_first_call_only():
     # 3 checks: u.username right; r.username wrong (first r call has 'X'); r.force right → 2/3
-    c = case(expected_args={"u": {"username": "jsmith"}, "r": {"username": "bob", "force": True}})
+    c = case(expected_args={"u": {"username": "jsmith"}, "r": {"username": "bob", "force": "true"}})
     t = make_trace("c", tools=[("u", {"username": "JSmith"}),
                                ("r", {"username": "X", "force": "true"}),
                                ("r", {"username": "bob", "force": True})])
     s = ArgumentCorrectness().score(ctx(c, t))
     assert s.value == pytest.approx(2 / 3)
     assert "r.username: expected 'bob', got 'X'" in s.details
+    # a boolean expectation (no seed 000 case has one) compares typed: "true" is not true
+    c = case(expected_args={"r": {"force": True}})
+    assert ArgumentCorrectness().score(ctx(c, t)).value == 0.0
 
 
 def test_argument_correctness_never_called_tool_counts_all_params_wrong():

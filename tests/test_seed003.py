@@ -54,7 +54,8 @@ def test_config_toml_changes_weights_and_hash(tmp_path):
     # 0.5 + 0.25 + 0.5·0.25 = 0.875
     assert m.score(ctx("basic")).value == pytest.approx(0.875)
     assert config_sha256([m]) != config_sha256([Composite()])
-    with pytest.raises(UsageError, match="composite"):
+    from evaltape.grader.errors import BadInputError
+    with pytest.raises(BadInputError, match="metric 'composite' takes no argument 'nope'"):
         configure([Composite()], {"metrics_args": {"composite": {"nope": 1}}})
 
 
@@ -81,7 +82,7 @@ import pytest as _pytest
 
 @_pytest.mark.parametrize("text, field", [
     ("[metric_args.grounding]\nx = 1\n", "metric_args"),
-    ("[metrics_args.nonexistent]\nx = 1\n", "metrics_args.nonexistent"),
+    ('[metrics_args."mine:M"]\nx = 1\n', "metrics_args.mine:M"),
     ("metrics_args = 5\n", "metrics_args"),
 ])
 def test_config_typos_are_bad_input(tmp_path, text, field):
@@ -95,16 +96,37 @@ def test_config_typos_are_bad_input(tmp_path, text, field):
     assert e.value.field == field
 
 
-@_pytest.mark.parametrize("text, message", [
-    ("[metrics_args.composite]\nweights = 5\n", "weights must be a table, got a number"),
-    ('[metrics_args.composite]\nweights = {tools = "x"}\n', "weights.tools must be a number"),
+@_pytest.mark.parametrize("text, field, message", [
+    ("[metrics_args.composite]\nweights = 5\n", "metrics_args.composite.weights",
+     "must be a table, got a number"),
+    ('[metrics_args.composite]\nweights = {tools = "x"}\n',
+     "metrics_args.composite.weights.tools", "must be a number, got a string"),
+    ("[metrics_args.compsite]\nweights = {}\n", "metrics_args.compsite",
+     "no such metric (built in or selected); did you mean 'composite'?"),
 ])
-def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, message):
+def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, field, message):
     """Regression: such values used to turn every composite score into an error null."""
     from evaltape.grader.io.config import configure, load_config
-    from evaltape.grader.errors import UsageError
+    from evaltape.grader.errors import BadInputError
     from evaltape.grader.metrics import resolve
     p = tmp_path / "evaltape.toml"
     p.write_text(text)
-    with _pytest.raises(UsageError, match=message):
-        configure(resolve(["composite"]), load_config(p))
+    with _pytest.raises(BadInputError) as e:
+        configure(resolve(["composite"]), load_config(p), str(p))
+    assert (e.value.path, e.value.field, e.value.message) == (str(p), field, message)
+
+
+def test_a_user_metric_is_configured_by_its_name(tmp_path, monkeypatch):
+    """The README's example metric takes ``tool``; [metrics_args.states_server_status]
+    sets it (it used to be refused as an unknown metric, and a module:Class key was
+    accepted and ignored)."""
+    import evaltape
+    from conftest import ROOT
+    monkeypatch.chdir(ROOT)
+    p = tmp_path / "evaltape.toml"
+    p.write_text('[metrics_args.states_server_status]\ntool = "nope"\n')
+    report = evaltape.grade("cassettes/helpdesk-scripted-standin",
+                            metrics=["examples.custom_metric:StatesServerStatus"], config=p)
+    assert report.grader.metric_specs[0]["args"] == {"tool": "nope"}
+    # no call of a tool named "nope": every episode is not applicable
+    assert report.summary.metrics_skipped["states_server_status"] == 8

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaltape.grader.stats.trials import bootstrap_ci, case_counts, k_curves, pass_at_k, pass_hat_k, \
+from evaltape.grader.stats.trials import wilson_ci, case_counts, k_curves, pass_at_k, pass_hat_k, \
     trial_summary
 
 
@@ -52,20 +52,32 @@ def test_bad_counts_raise():
         pass_hat_k(2, 1, 3)
 
 
-def test_bootstrap_is_deterministic_and_brackets_the_rate():
-    counts = case_counts(run_3x4())
-    ci = bootstrap_ci(counts)
-    assert ci == bootstrap_ci(dict(reversed(list(counts.items()))))  # order-free, seeded
-    # pass_rate = 6/12 = 0.5; a resample of 3 cases can give any of c/12 with
-    # c in {0, 2, 4, 6, 8, 10, 12}; the interval must contain 0.5 and stay in [0, 1].
-    assert 0.0 <= ci["low"] <= 0.5 <= ci["high"] <= 1.0
-    assert ci["low"] * 12 == pytest.approx(round(ci["low"] * 12))
+Z = 1.959963984540054  # the 97.5% normal quantile
 
 
-def test_all_pass_gives_a_point_interval():
-    eps = [(c, True) for c in "xyz"]
-    assert trial_summary(eps)["pass_rate_ci95"]["low"] == 1.0
-    assert "pass_at_k" not in trial_summary(eps)  # single trial: no k curves
+def wilson_by_hand(p, n):
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * (p * (1 - p) / n + Z * Z / (4 * n * n)) ** 0.5 / (1 + Z * Z / n)
+    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+
+@pytest.mark.parametrize("counts,p,n", [
+    ({c: (1, 1) for c in "abcde"}, 1.0, 5),       # all pass: the interval keeps its width
+    ({c: (1, 0) for c in "abcde"}, 0.0, 5),       # all fail
+    ({"a": (3, 2)}, 2 / 3, 1),                    # one case, 3 trials: n is 1 case, not 3
+    ({"a": (4, 4), "b": (4, 2), "c": (4, 0)}, 0.5, 3),  # 6/12 episodes over 3 cases
+])
+def test_wilson_interval_counts_cases(counts, p, n):
+    ci = wilson_ci(counts)
+    assert (ci["low"], ci["high"]) == wilson_by_hand(p, n)
+    assert (ci["n"], ci["level"]) == (n, 0.95) and ci["method"].startswith("Wilson")
+
+
+def test_all_pass_interval_is_not_a_point():
+    # 3 of 3 cases pass: p = 1, n = 3 → low = 3 / (3 + z²) = 0.4385, high = 1
+    ci = trial_summary([(c, True) for c in "xyz"])["pass_rate_ci95"]
+    assert (ci["low"], ci["high"]) == (round(3 / (3 + Z * Z), 4), 1.0) == (0.4385, 1.0)
+    assert "pass_at_k" not in trial_summary([(c, True) for c in "xyz"])  # one trial: no k
 
 
 def test_uneven_trials_average_only_cases_with_k_trials():

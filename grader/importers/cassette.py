@@ -13,7 +13,8 @@ Responses are JSON messages or SSE streams (reassembled by :mod:`.sse`).
 
 Calls are grouped into conversations: a call continues the most recent open conversation
 whose last request it extends (same first message, strictly more messages); otherwise it
-starts a new one. One conversation = one episode: its messages are the last request's
+starts a new one (``cache_control`` markers are ignored in that comparison). One
+conversation = one episode: its messages are the last request's
 messages plus the last response as an assistant turn. Case id = file stem, with ``#2``,
 ``#3``... for further conversations in the same file; input = first user message text.
 Final answer rule ``last_turn`` (None when the last response stopped for ``tool_use``).
@@ -30,7 +31,7 @@ import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
-from evaltape.grader.importers.common import unique_id
+from evaltape.grader.importers.common import sum_usage, unique_id
 from evaltape.grader.importers.sse import assemble
 
 FORMAT = "anthropic-cassette"
@@ -172,8 +173,26 @@ def _messages_call(it: Any, i: int) -> tuple[dict, dict] | str:
     return request, message
 
 
-def _first(messages: list) -> bytes:
-    return orjson.dumps(messages[0], option=orjson.OPT_SORT_KEYS) if messages else b""
+def _without_cache_control(value: Any) -> Any:
+    """``value`` with every ``cache_control`` key removed (recursively)."""
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(v) for v in value]
+    return value
+
+
+def conversation_key(messages: list) -> bytes:
+    """The grouping key of a request: its first message as canonical JSON, without
+    ``cache_control`` markers. Clients move the prompt-caching breakpoint to the newest
+    message on every turn (Claude Code does), so the marker is not part of the
+    conversation's identity (Anthropic docs, "Prompt caching": it only marks a prefix)."""
+    if not messages:
+        return b""
+    return orjson.dumps(_without_cache_control(messages[0]), option=orjson.OPT_SORT_KEYS)
+
+
+_first = conversation_key
 
 
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
@@ -213,9 +232,7 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         n = len(request["messages"])
         messages = copy.deepcopy(request["messages"]) + [
             {"role": "assistant", "content": copy.deepcopy(message["content"])}]
-        usage = {key: sum(int((m.get("usage") or {}).get(key) or 0)
-                          for _, _, m in conv["calls"]) for key in ("input_tokens",
-                                                                    "output_tokens")}
+        usage = sum_usage(m.get("usage") for _, _, m in conv["calls"])
         case_id = unique_id(stem if k == 1 else f"{stem}#{k}", result.cases)
         indices = [i for i, _, _ in conv["calls"]]
         try:

@@ -219,3 +219,17 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
              "usage": usage or {}, "latency_s": None, "model": model, "error": None}
     trace.update(extra or {})
     return trace
+
+
+def sum_usage(usages: Any) -> dict[str, int]:
+    """The token counts of several model responses added up: ``input_tokens`` and
+    ``output_tokens`` always, and every other integer count present (prompt caching's
+    ``cache_creation_input_tokens`` / ``cache_read_input_tokens``, billed apart). Nested
+    breakdowns, nulls and non-objects are skipped."""
+    total = {"input_tokens": 0, "output_tokens": 0}
+    for usage in usages:
+        if isinstance(usage, dict):
+            for key, value in usage.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total[key] = total.get(key, 0) + value
+    return total

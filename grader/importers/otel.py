@@ -768,6 +768,7 @@ class _Conversation:
         return cid
 
     def add_assistant(self, m: Msg) -> None:
+        """Append one assistant message to the conversation being rebuilt."""
         calls = []
         for c in m.calls:
             call = {"id": self._new_id(c.get("id")), "orig": c.get("id"), "name": c["name"],
@@ -802,6 +803,7 @@ class _Conversation:
         return call
 
     def add_user(self, m: Msg) -> None:
+        """Append one user message to the conversation being rebuilt."""
         self.msgs.append(Msg("user", text=m.text))
 
 

@@ -53,7 +53,6 @@ def _check(table: dict[str, Any], path: str) -> None:
     """Refuse unknown keys and wrong shapes, so a typo never silently means "defaults"."""
     import difflib
 
-    from evaltape.grader.metrics.registry import BUILTIN
     for key in table:
         if key not in KNOWN_KEYS:
             near = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
@@ -64,9 +63,10 @@ def _check(table: dict[str, Any], path: str) -> None:
         raise BadInputError("expected a table {metric: {argument: value}}", path=path,
                             field="metrics_args")
     for name, kw in args.items():
-        if name not in BUILTIN and ":" not in name:
-            raise BadInputError(f"unknown metric; known: {', '.join(sorted(BUILTIN))}",
-                                path=path, field=f"metrics_args.{name}")
+        if ":" in name:
+            raise BadInputError("name the metric by its 'name' (the report column), not by "
+                                "its module:Class path", path=path,
+                                field=f"metrics_args.{name}")
         if not isinstance(kw, dict):
             raise BadInputError("expected a table of arguments", path=path,
                                 field=f"metrics_args.{name}")
@@ -86,45 +86,69 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_types(metric: Any, kw: dict[str, Any]) -> None:
-    """Each configured value must have the kind of the metric field's default (a number
-    where the default is a number, a table of numbers where it is a table of numbers...).
+def _check_types(metric: Any, kw: dict[str, Any], path: str | None) -> None:
+    """Each configured value must be an argument of the metric, of the kind of its
+    default (a number where the default is a number, a table of numbers where it is a
+    table of numbers...).
 
     Raises:
-        UsageError: names the metric, the argument and both kinds.
+        BadInputError: names the file, ``metrics_args.<metric>.<argument>`` and both kinds,
+            or the arguments the metric takes.
     """
     import dataclasses
-    if not dataclasses.is_dataclass(metric):
-        return
-    defaults = {f.name: getattr(metric, f.name) for f in dataclasses.fields(metric)}
+    fields = ({f.name: getattr(metric, f.name) for f in dataclasses.fields(metric)}
+              if dataclasses.is_dataclass(metric) else {})
     for key, value in kw.items():
-        if key not in defaults or defaults[key] is None:
+        where = f"metrics_args.{metric.name}.{key}"
+        if key not in fields:
+            takes = ", ".join(sorted(fields)) or "none"
+            raise BadInputError(f"metric {metric.name!r} takes no argument {key!r} "
+                                f"(its arguments: {takes})", path=path, field=where)
+        if fields[key] is None:
             continue
-        want, got = _kind(defaults[key]), _kind(value)
+        want, got = _kind(fields[key]), _kind(value)
         if want != got:
-            raise UsageError(f"bad configuration for metric {metric.name!r}: {key} must be a "
-                             f"{want}, got a {got}")
+            raise BadInputError(f"must be a {want}, got a {got}", path=path, field=where)
         if want == "table":
             for k, v in value.items():
-                d = defaults[key].get(k)
+                d = fields[key].get(k)
                 if d is not None and _kind(d) != _kind(v):
-                    raise UsageError(f"bad configuration for metric {metric.name!r}: "
-                                     f"{key}.{k} must be a {_kind(d)}, got a {_kind(v)}")
+                    raise BadInputError(f"must be a {_kind(d)}, got a {_kind(v)}", path=path,
+                                        field=f"{where}.{k}")
 
 
-def configure(metrics: Sequence[Any], config: dict[str, Any]) -> list[Any]:
+def configure(metrics: Sequence[Any], config: dict[str, Any],
+              path: str | None = None) -> list[Any]:
     """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
 
-    Metrics without configured arguments are returned unchanged.
+    Metrics without configured arguments are returned unchanged. Arguments may be given
+    for any built-in metric (a shared pyproject.toml configures metrics a run may not
+    select) and for the selected user metrics, by their ``name``.
+
+    Args:
+        path: the configuration file, named in errors.
 
     Raises:
-        UsageError: an argument the metric does not take, or a value it refuses.
+        BadInputError: arguments for a metric that is neither built in nor selected (the
+            nearest name suggested), an argument the metric does not take, or a value of
+            the wrong kind (file and ``metrics_args.<metric>.<argument>`` named).
+        UsageError: a value the metric itself refuses.
     """
+    import difflib
+
+    from evaltape.grader.metrics.registry import BUILTIN
     args = config.get("metrics_args", {})
+    known = set(BUILTIN) | {m.name for m in metrics}
+    for name in args:
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=1)
+            raise BadInputError("no such metric (built in or selected)"
+                                + (f"; did you mean '{near[0]}'?" if near else ""),
+                                path=path, field=f"metrics_args.{name}")
     out = []
     for metric in metrics:
         kw = args.get(metric.name, {})
-        _check_types(metric, kw)
+        _check_types(metric, kw, path)
         try:
             out.append(type(metric)(**kw) if kw else metric)
         except (TypeError, ValueError) as e:

@@ -171,7 +171,7 @@ def load_dataset(path: str | Path) -> list[Case]:
         raise BadInputError(f"cannot read dataset: {e.strerror}", path=p) from None
     items: list[tuple[int, Any]] = []
     if p.endswith(".jsonl"):
-        items = list(iter_json_lines(data, path=p))
+        items = list(iter_json_lines(data, path=p, unique_keys=True))
     else:
         try:
             doc = orjson.loads(data)

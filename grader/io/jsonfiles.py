@@ -6,6 +6,7 @@ imported runs, cassettes, manifests).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -36,8 +37,40 @@ def read_json(path: str | Path, what: str) -> Any:
                             line=e.lineno) from None
 
 
+def duplicate_key(raw: bytes, decoded: Any) -> str | None:
+    """The first key that ``raw`` repeats inside one object, else ``None``.
+
+    JSON parsers keep the last of two equal keys silently (``{"q": "a", "q": "b"}`` reads as
+    ``{"q": "b"}``), so a grader could score a value the producer never meant. Cheap
+    screen first, all in C: the ``":`` pairs (key ends; escaped quotes inside strings
+    appear alike on both sides) of ``raw`` against those of ``decoded`` re-serialised,
+    which lost any repeated key; only a line with more is parsed again, with the standard
+    library, to name the key. A key written with blanks before its colon (``"q" : 1``,
+    pretty-printed JSON, not a JSONL writer's output) escapes the screen. RFC 8259 §4: the
+    names within an object SHOULD be unique.
+    """
+    if raw.count(b'":') <= orjson.dumps(decoded).count(b'":'):
+        return None
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        seen: set[str] = set()
+        for k, _v in items:
+            if k in seen and not found:
+                found.append(k)
+            seen.add(k)
+        return dict(items)
+
+    try:
+        json.loads(raw, object_pairs_hook=pairs)
+    except ValueError:
+        return None
+    return found[0] if found else None
+
+
 def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
-                    keep_going: bool = False) -> Iterator[tuple[int, Any]]:
+                    keep_going: bool = False,
+                    unique_keys: bool = False) -> Iterator[tuple[int, Any]]:
     """Stream ``(1-based line, decoded value)`` from JSONL; blank lines are skipped.
 
     Args:
@@ -45,6 +78,8 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
         path: the file named in errors when ``source`` is bytes.
         keep_going: yield ``(line, BadInputError)`` for a line that is not JSON instead of
             raising, so an importer can report the line and read on.
+        unique_keys: refuse a line that repeats a key inside one object
+            (:func:`duplicate_key`).
 
     Raises:
         BadInputError: the file cannot be opened, or (unless ``keep_going``) a line is not
@@ -73,6 +108,15 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
                 if not keep_going:
                     raise err from None
                 value = err
+            if unique_keys and not isinstance(value, BadInputError):
+                dup = duplicate_key(raw, value)
+                if dup is not None:
+                    err = BadInputError("a key appears twice in one object; JSON readers "
+                                        "keep the last value silently, so the line is "
+                                        "ambiguous", path=where, line=lineno, field=dup)
+                    if not keep_going:
+                        raise err
+                    value = err
             yield lineno, value
     finally:
         if fh is not None:

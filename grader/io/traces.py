@@ -166,10 +166,10 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
     Blank lines are skipped. Memory stays flat in the number of lines.
 
     Raises:
-        BadInputError: the file cannot be opened, a line is not JSON, or a trace is invalid;
-            names the file and the 1-based line.
+        BadInputError: the file cannot be opened, a line is not JSON or repeats a key in
+            one object, or a trace is invalid; names the file and the 1-based line.
     """
-    for lineno, obj in iter_json_lines(path):
+    for lineno, obj in iter_json_lines(path, unique_keys=True):
         yield parse_trace(obj, path=str(path), line=lineno)
 
 

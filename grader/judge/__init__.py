@@ -11,7 +11,8 @@ Null codes (DESIGN.md §7):
 - ``judge_not_recorded``: no recorded answer for this exact request (a changed prompt
   template is a new request, so it shows up here, never as a stale verdict);
 - ``judge_truncated``: every recorded answer stopped at ``max_tokens``;
-- ``judge_parse_failure``: no recorded answer could be parsed, even after repair.
+- ``judge_parse_failure``: no recorded answer could be parsed, even after repair;
+- ``judge_ambiguous``: the answers name both verdicts and no marker says which is final.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ JUDGE_DIR = "judge"
 NOT_RECORDED = "judge_not_recorded"
 TRUNCATED = "judge_truncated"
 PARSE_FAILURE = "judge_parse_failure"
+AMBIGUOUS = "judge_ambiguous"
 #: Request fields left out of the canonical request: which model answered, and transport.
 IGNORED_FIELDS = ("model", "stream", "metadata")
 #: Model named in requests built by the grader; ``evaltape judge --model`` overrides it.
@@ -215,21 +217,34 @@ def _clean(text: str) -> str:
 
 
 _PF_WORD = re.compile(r"\b(PASS|FAIL)(?:ED|ES|ING)?\b", re.IGNORECASE)
-_PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(?:(?:final\s+)?(?:verdict|answer|result)\s*[:=-]?"
-                      r"\s*[*_`\"']*)?(PASS|FAIL)(?![A-Za-z])", re.IGNORECASE)
-_PF_LABEL = re.compile(r"(?:verdict|answer|result)\s*[:=]\s*[*_`\"']*(PASS|FAIL)(?![A-Za-z])",
+#: A labelled verdict: "Verdict: PASS", "Final verdict = FAIL", "PASS/FAIL: FAIL", with
+#: optional markdown around the word.
+_PF_LABEL = re.compile(r"(?:\b(?:final\s+)?(?:verdict|answer|result|decision|grade)|"
+                       r"\bPASS\s*/\s*FAIL)\s*[:=]\s*[*_`\"']*(PASS|FAIL)(?![A-Za-z])",
                        re.IGNORECASE)
+#: A line that is only a verdict word (markdown allowed): "**FAIL**", "> PASS".
+_PF_LINE = re.compile(r"^[\s*_`#>\"'(\[-]*(PASS|FAIL)[\s*_`\"').\]!]*$",
+                      re.IGNORECASE | re.MULTILINE)
+_PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(PASS|FAIL)(?![A-Za-z/])", re.IGNORECASE)
 
 
 def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
-    """Parse a one-word PASS/FAIL answer (seed 001's judge).
+    """Parse a PASS/FAIL answer (seed 001's judge); the verdict is the *last* marker.
 
     Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED` (the rest of the answer is
     unknown, so no verdict is trusted). Strict: the text is exactly ``PASS`` or ``FAIL``.
-    Repair (NFKC, zero-width characters removed, case folded): the verdict that *leads*
-    the answer (optionally after ``Verdict:`` and markdown), else a ``verdict: X`` label,
-    else the only verdict word present. Both words present with none leading →
-    :data:`PARSE_FAILURE` (prose like "PASS. It would FAIL if..." is PASS: it leads).
+    Repair (NFKC, zero-width characters removed, case folded), first rule that applies:
+
+    1. labelled verdicts (``Verdict: X``, ``Final verdict: X``, ``PASS/FAIL: X``): the last
+       one, so a corrected "Final verdict: FAIL" after a draft "Verdict: PASS" is FAIL;
+    2. lines holding only a verdict word: the last one;
+    3. an answer that starts with a verdict word ("PASS. It would FAIL only if..."): that;
+    4. a single verdict word anywhere.
+
+    Both words present and none of these rules deciding → :data:`AMBIGUOUS` (counted in
+    the report's judge block); no verdict word → :data:`PARSE_FAILURE`. This follows the
+    usual reading of chain-of-thought judges (G-Eval, MT-Bench's "[[A]]" convention): the
+    final, marked answer counts, not the reasoning before it.
     """
     text = answer_text(message)
     if message.get("stop_reason") == "max_tokens":
@@ -237,13 +252,16 @@ def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
     if text.strip() in ("PASS", "FAIL"):
         return Verdict(text.strip() == "PASS", text=text)
     clean = _clean(text)
-    m = _PF_LEAD.match(clean) or _PF_LABEL.search(clean)
-    if m:
-        return Verdict(m.group(1).upper() == "PASS", repaired=True, text=text)
+    marks = _PF_LABEL.findall(clean) or _PF_LINE.findall(clean)
+    if marks:
+        return Verdict(marks[-1].upper() == "PASS", repaired=True, text=text)
+    lead = _PF_LEAD.match(clean)
+    if lead:
+        return Verdict(lead.group(1).upper() == "PASS", repaired=True, text=text)
     words = {w.upper() for w in _PF_WORD.findall(clean)}
     if len(words) == 1:
         return Verdict(words.pop() == "PASS", repaired=True, text=text)
-    return Verdict(None, PARSE_FAILURE, text=text)
+    return Verdict(None, AMBIGUOUS if words else PARSE_FAILURE, text=text)
 
 
 def _string_mask(text: str) -> list[bool]:
@@ -266,27 +284,32 @@ def _string_mask(text: str) -> list[bool]:
     return mask
 
 
-def first_json_object(text: str) -> str | None:
-    """The first balanced ``{...}`` of ``text``, aware of JSON strings and escapes.
+def json_objects(text: str) -> list[str]:
+    """Every top-level balanced ``{...}`` of ``text``, in order, aware of JSON strings.
 
-    Braces and commas inside strings (a reason such as ``"ok, }"``) do not count.
-    ``None`` when no object closes (a truncated answer).
+    Braces inside strings (a reason such as ``"ok, }"``) do not count; an object that
+    never closes (a truncated answer) is not returned.
     """
     mask = _string_mask(text)
-    start = next((i for i, ch in enumerate(text) if ch == "{" and not mask[i]), -1)
-    if start == -1:
-        return None
-    depth = 0
-    for i in range(start, len(text)):
+    out, depth, start = [], 0, -1
+    for i, ch in enumerate(text):
         if mask[i]:
             continue
-        if text[i] == "{":
+        if ch == "{":
+            if depth == 0:
+                start = i
             depth += 1
-        elif text[i] == "}":
+        elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                return text[start:i + 1]
-    return None
+                out.append(text[start:i + 1])
+    return out
+
+
+def first_json_object(text: str) -> str | None:
+    """The first balanced ``{...}`` of ``text`` (see :func:`json_objects`), or ``None``."""
+    objs = json_objects(text)
+    return objs[0] if objs else None
 
 
 def _drop_trailing_commas(src: str) -> str:
@@ -308,9 +331,10 @@ def parse_json_verdict(message: Mapping[str, Any],
 
     Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED`. Strict: the whole text
     is one JSON object that validates. Repair: zero-width characters removed, NFKC; the
-    first balanced object (string-aware, so ``", }"`` inside a reason is kept), trailing
-    commas outside strings dropped; it must still validate. Otherwise
-    :data:`PARSE_FAILURE` (an object that never closes is not guessed at).
+    *last* balanced object that validates (a judge that drafts an object and then corrects
+    it is scored on the correction), string-aware (``", }"`` inside a reason is kept),
+    trailing commas outside strings dropped. Otherwise :data:`PARSE_FAILURE` (an object
+    that never closes is not guessed at).
     """
     text = answer_text(message)
     if message.get("stop_reason") == "max_tokens":
@@ -321,16 +345,14 @@ def parse_json_verdict(message: Mapping[str, Any],
             return Verdict(validate(obj), text=text)
     except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
         pass
-    candidate = first_json_object(_clean(text))
-    if candidate is None:
-        return Verdict(None, PARSE_FAILURE, text=text)
-    for src in (candidate, _drop_trailing_commas(candidate)):
-        try:
-            obj = orjson.loads(src)
-            if isinstance(obj, dict):
-                return Verdict(validate(obj), repaired=True, text=text)
-        except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
-            continue
+    for candidate in reversed(json_objects(_clean(text))):  # the last valid one wins
+        for src in (candidate, _drop_trailing_commas(candidate)):
+            try:
+                obj = orjson.loads(src)
+                if isinstance(obj, dict):
+                    return Verdict(validate(obj), repaired=True, text=text)
+            except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
+                continue
     return Verdict(None, PARSE_FAILURE, text=text)
 
 
@@ -372,7 +394,8 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
     good = [v for v in verdicts if v.value is not None]
     bad = [v.reason for v in verdicts if v.value is None]
     if not good:
-        reason = TRUNCATED if TRUNCATED in bad else PARSE_FAILURE
+        reason = (TRUNCATED if TRUNCATED in bad else AMBIGUOUS if AMBIGUOUS in bad
+                  else PARSE_FAILURE)
         return Score(None, f"{len(bad)} judge sample(s), none parsed ({', '.join(bad)})",
                      code=reason)
     vals = [value(v.value) for v in good]
@@ -400,7 +423,7 @@ def judge_summary(results: Sequence[Any], store: "JudgeStore | None", metrics: S
     """
     from evaltape.grader.report.model import JudgeSummary
     judged = [m.name for m in metrics]
-    counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0}
+    counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0, AMBIGUOUS: 0}
     missing: list[str] = []
     for ep in results:
         for name in judged:
@@ -412,6 +435,6 @@ def judge_summary(results: Sequence[Any], store: "JudgeStore | None", metrics: S
                     missing.append(f"{ep.case_id}#t{ep.trial}:{name}")
     stability = store.stability() if store is not None else {}
     return JudgeSummary(tuple(judged), counts[NOT_RECORDED], counts[TRUNCATED],
-                        counts[PARSE_FAILURE], tuple(missing),
+                        counts[PARSE_FAILURE], counts[AMBIGUOUS], tuple(missing),
                         f"evaltape judge {run} --metrics {','.join(judged)}",
                         {k: v for k, v in stability.items() if k in judged})

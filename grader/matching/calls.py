@@ -29,6 +29,7 @@ of either list, and duplicates count: two identical expected calls need two actu
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence, Union, get_args
 
@@ -76,7 +77,9 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                    path: str = "$") -> str | None:
     """Compare two JSON values recursively; ``None`` when equal, else the first difference.
 
-    Rules: numbers compare by value (``12 == 12.0``); booleans equal only booleans
+    Rules: strings compare in Unicode normal form C (:func:`nfc`), and differing ones are
+    shown with ``\\u`` escapes so look-alikes are visible; numbers compare by value
+    (``12 == 12.0``); booleans equal only booleans
     (``True != 1``); different JSON kinds are a type mismatch (``"1"`` vs ``1``); objects
     need the same keys (any order) with equal values; arrays need equal length and equal
     items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
@@ -114,8 +117,17 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                 return diff
         return None
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
-        return f"{path}: {actual!r} != {expected!r}"
+        if ka == "string" and nfc(actual) == nfc(expected):
+            return None  # the same text in another Unicode normal form
+        return f"{path}: {ascii(actual) if ka == 'string' else repr(actual)} != " \
+               f"{ascii(expected) if ka == 'string' else repr(expected)}"
     return None
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode normal form C: "Zu\u0308rich" (u + combining diaeresis) and
+    "Z\u00fcrich" (ü) are the same string to a reader, so they compare equal."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _coerce(value: Any, schema: Mapping[str, Any] | None) -> Any:

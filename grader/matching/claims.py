@@ -1,53 +1,97 @@
-"""Checkable claims: extraction from an answer and normalised matching against sources.
+"""Checkable claims of a final answer: extraction and normalisation.
 
 A *claim* is a short span of the final answer that a tool result or the user's request can
-confirm or contradict: a number (with its unit or scale), an identifier (e-mail address,
-host name, ticket id, user name), a date or time of day, or a status word. Everything is
-normalised before comparison: Unicode NFC, case, thousands separators
-(``2,100,000`` = ``2100000``), scale words (``2.1 million`` = ``2,100,000``), unit spelling
-(``89%`` = ``89 %`` = ``89 percent``). Numbers are compared as values, identifiers and
-words on token boundaries, so ``10`` is never found in ``100`` and ``prod-api-01`` is
-not found in ``prod-api-010``.
+confirm or contradict. Kinds (:data:`KINDS`, extracted in this order; a span taken by an
+earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not the number
+1, and ``2026-03-04`` is one date):
 
-Pure functions over strings; no model, no network.
+- ``email``; ``date`` (ISO ``2026-03-18``, also inside ``2026-03-18T07:42:10Z``, and
+  ``March 18[, 2026]`` / ``18 March [2026]``; a date without a year matches any year);
+- ``time`` of day (``07:42``, ``9:30 AM`` = ``09:30``, ``9 pm`` = ``21:00``; seconds and a
+  ``Z`` suffix are dropped);
+- ``identifier``: host names, ticket and order ids (letters/digits joined by ``-``, ``_`` or
+  ``.``), codes that mix letters and digits (``A320``, ``UA123``), quoted single tokens and
+  the name after ``username``/``account``;
+- ``name``: a proper name in Title or camel case that is not the first word of a
+  sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim;
+- ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words,
+  signs, ordinals; ``1 hour 15 minutes`` is one duration of 75 min);
+- ``weekday`` (``Wednesday``), checked against the date it is said of;
+- ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
+  is the verb's stem (:func:`evaltape.grader.matching.states.stem`);
+- ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
+  count only after a copula, not after a count (``3 delivered`` tallies), and not before a
+  figure (``is down 0.83%`` is a change, not a state). Negated or future/conditional
+  statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
+  delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.states`).
+
+Claims in a question ("Want me to try 3:00 PM?") are left out.
+
+Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
+case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
+``prod-api-01`` is not found in ``prod-api-010``. All scans are single regex passes, so
+extraction is linear in the answer's length. Pure functions; no model, no network.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable
+from decimal import Decimal
+from typing import Any
 
-import orjson
+from evaltape.grader.matching.numbers import NUMBER, NUMBER_WORD, Num, parse_match, parse_word
+from evaltape.grader.matching.states import (ACTION_RE, ANY_ACTION_RE, STATUS_ANY,
+                                             STATUS_COPULA, STATUS_RE, asserted, stem)
 
 #: Claim kinds, in the order they are extracted (earlier kinds mask their spans).
-KINDS = ("email", "date", "time", "identifier", "number", "status")
+KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "number",
+         "name")
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
 
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")
-_MONTHS = {m: i for i, m in enumerate(
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")
+MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august",
      "september", "october", "november", "december"], start=1)}
-_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
-_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?![\w-])")
-_DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
-                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
-_DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+" + _MON +
-                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
-_TIME = re.compile(r"(?<![\w:])(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2})?\s*(?P<ap>[ap]\.?m\.?)?"
-                   r"(?![\w:])", re.IGNORECASE)
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
+WEEKDAYS = {d: i for i, d in enumerate(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+_DIGIT = re.compile(r"\d")
+_COUNT_BEFORE = re.compile(r"(?<![\w#-])\d[\d,.]*\s+(?:were\s+|are\s+)?$")
+_PASSED_ON = re.compile(r"\s+(?:it\s+|this\s+)?(?:to|on|along|over|by)\b")
+_QUANTITY = re.compile(r"[x×]\d+", re.IGNORECASE)  # "capsules x2" is a quantity
+# hyphenated names without digits count as identifiers when a part names a system
+_SERVICE_PART = re.compile(r"(?:^|[-_])(?:api|svc|service|gateway|db|server|worker|web|"
+                           r"cache|queue|proxy|lb|cluster|node|pool|bucket|job|cron|backend|"
+                           r"frontend|outbound|inbound|prod|staging|dev|host|vm)(?:$|[-_])")
+_QUOTE_CHARS = re.compile(r"[`'\"‘“]")
+_NAMED_HINT = re.compile(r"user|account|login")
+_WEEKDAY_RE = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")\b")
+_MON = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?=T\d|[^\w-]|$)")
+# "May" only with a day next to it: both patterns need the day number.
+DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
+                      r"(?:,?\s+(?P<y>\d{4}))?(?![\w:])", re.IGNORECASE)
+DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON +
+                      r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
+TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?"
+                  r"(?:Z|(?<=:\d\d:\d\d)[+-]\d{2}:?\d{2})?"
+                  r"(?:\s*(?P<ap>[ap]\.?m\.?)(?!\w))?(?![\w:])"
+                  r"|(?<![\w:.])(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\.?)(?!\w)", re.IGNORECASE)
 # host names, ticket ids, server names: letters/digits joined by '-', '_' or '.', with a digit,
-# or dotted host names whose labels are at least two characters long.
-_IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
-                    r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+)(?![\w-]|\.\w)")
+# or dotted host names whose labels are at least two characters long; codes like A320, and
+# seat/room codes like 12A (not 4K/5M/2B, which are scaled numbers, nor 18C/64F: temperatures).
+IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
+                   r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+"
+                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
-_QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
-_NAMED = re.compile(r"\b(?:user\s*name|username|user\s*id|user|account)\s*(?:is|:|=)?\s+"
-                    r"[`'\"‘“]?(?P<tok>[a-z][a-z0-9._-]{2,31})\b", re.IGNORECASE)
+QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
+NAMED = re.compile(r"\b(?P<trig>user\s*name|username|user\s*id|login|user|account)"
+                   r"\s*(?P<sep>is|:|=)?\s+"
+                   r"[`'\"‘“]?(?P<tok>[a-z][a-z0-9._-]{2,31})\b", re.IGNORECASE)
 _NAMED_STOP = frozenset("""
 is was has had have for to the and or with on in at that this which will would can could
 should may might must been being are were status settings details access name names lock
@@ -57,43 +101,36 @@ it its you your my our their his her them they we he she who what when where how
 lockout lockouts security team teams reset type types creation management manager
 page profile portal policy policies login logins credentials directory record records
 account accounts attempt attempts here there then than if please recovery verification
+called named ending ends linked tied associated under number balance today right
+only just currently earns holds needs shows has been being got gets remains
 """.split())
-_SCALE = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
-          "billion": 10**9, "bn": 10**9, "b": 10**9}
-_UNITS = {
-    "%": "%", "percent": "%", "per cent": "%", "pct": "%",
-    "ms": "ms", "millisecond": "ms", "milliseconds": "ms",
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-    "min": "min", "mins": "min", "minute": "min", "minutes": "min",
-    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
-    "day": "day", "days": "day", "week": "week", "weeks": "week",
-    "month": "month", "months": "month", "year": "year", "years": "year",
-    "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "ghz": "ghz", "mhz": "mhz",
-    "character": "char", "characters": "char", "chars": "char",
-    "attempt": "attempt", "attempts": "attempt", "user": "user", "users": "user",
-    "core": "core", "cores": "core", "request": "request", "requests": "request",
-    "usd": "usd", "dollars": "usd", "eur": "eur", "euros": "eur",
-}
-_UNIT_RE = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
-_NUMBER = re.compile(
-    r"(?<![\w.,-])(?P<cur>\$|€)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:\s*(?P<scale>thousand|million|billion|mn|bn|k|m|b)(?![\w]))?"
-    r"(?P<plus>\+)?(?:\s*(?P<unit>" + _UNIT_RE + r")(?![\w]))?(?![\w]|[.,]\d)", re.IGNORECASE)
+
+# -- proper names ---------------------------------------------------------------------------
+NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*)"
+                  r"(?:\s+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
+_NAME_STOP = frozenset("""
+i i'm i've i'll i'd ok okay please note thanks thank good great unfortunately yes no hi
+hello dear sorry sure done here there also however your you we our the a an it this that
+these those if so and but or for to of in on at by with from as is are was were be utc gmt
+celsius fahrenheit mr mrs ms dr am pm today tomorrow yesterday tonight next last this
+meanwhile otherwise alternatively additionally let great perfect welcome happy summary
+status order ticket flight account booking reservation invoice payment refund total
+""".split())
+_SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
+
+# "before 9", "until 5 and": a bare hour after a preposition, as a time of day
+BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"
+                       r"(?=[.,;!?)](?:\s|$)|$|\s+(?:and|or)\b)", re.IGNORECASE)
+ORDINAL = re.compile(r"(?<![\w.,-])(\d{1,4})(?:st|nd|rd|th)\b", re.IGNORECASE)
+# "1 hour 15 minutes", "2 h 30 min": one duration, in minutes
+DURATION = re.compile(r"(?<![\w.])(?P<h>\d{1,3})\s*(?:hours?|hrs?|h)\s*(?:and\s+)?"
+                      r"(?P<mi>\d{1,2})\s*(?:minutes?|mins?|m)(?!\w)", re.IGNORECASE)
+_RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
+                        re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
+                         re.IGNORECASE)
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
-# unambiguous status words count anywhere; ambiguous ones only after a copula.
-_STATUS_ANY = ("healthy", "unhealthy", "degraded", "offline", "online", "operational",
-               "unreachable", "unlocked", "locked", "suspended", "disabled", "enabled",
-               "expired", "inactive", "not locked")
-_STATUS_COPULA = ("down", "up", "running", "stopped", "active", "failed", "resolved",
-                  "pending", "closed", "open", "in progress", "responding", "not responding")
-_STATUS_RE = re.compile(
-    r"(?<![\w-])(?P<w>" + "|".join(re.escape(w) for w in sorted(_STATUS_ANY, key=len,
-                                                                    reverse=True)) + r")(?![\w-])"
-    r"|\b(?:is|are|was|were|remains?|appears?|shows?|reported|marked|currently|now|still)"
-    r"\s+(?:(?:currently|now|still|as|being|fully)\s+)?(?P<c>" +
-    "|".join(re.escape(w) for w in sorted(_STATUS_COPULA, key=len, reverse=True)) +
-    r")(?![\w-])", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 
 
 @dataclass(frozen=True)
@@ -103,10 +140,15 @@ class Claim:
     Attributes:
         kind: one of :data:`KINDS`.
         text: the span as written in the answer.
-        key: the normalised comparison key (e.g. ``("2100000", "")`` for ``2.1 million``,
-            ``"prod-api-01"`` for an identifier, ``"2026-03-04"`` for a date).
+        key: the normalised comparison key: ``("2100000", "")`` (value, unit) for
+            ``2.1 million``, ``"prod-api-01"`` for an identifier, ``"2026-03-04"`` (or
+            ``"????-03-04"``) for a date, ``"09:30"`` for a time, ``"shipped"`` for a
+            status, the verb stem (``"cancel"``) for an action, ``"rome"`` for a name, the
+            weekday index (Monday = 0) for a weekday.
         sentence: the sentence of the answer the claim came from.
         start: character offset of the claim in the (NFC-normalised) answer.
+        num: the parsed number (kind ``number`` only).
+        clause: ``(start, end)`` offsets of the clause the claim is in (:func:`clauses`).
     """
 
     kind: str
@@ -114,43 +156,14 @@ class Claim:
     key: Any
     sentence: str
     start: int = 0
+    num: Num | None = None
+    clause: tuple[int, int] = (0, 0)
 
 
-def normalise(text: str) -> str:
-    """NFC, zero-width characters removed, non-breaking spaces as spaces, lower case."""
+def clean(text: str) -> str:
+    """NFC, zero-width characters removed, non-breaking spaces as spaces (case kept)."""
     text = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
-    return text.replace("\u00a0", " ").replace("\u202f", " ").lower()
-
-
-def source_text(result: str | None) -> str:
-    """A tool result as plain text: JSON results are flattened to ``key: value`` lines.
-
-    Flattening decodes ``\\uXXXX`` escapes so ``café`` in a JSON string compares equal to
-    ``café`` in the answer. Non-JSON results are returned unchanged; ``None`` → ``""``.
-    """
-    if not result:
-        return ""
-    s = result.strip()
-    if s[:1] in "{[":
-        try:
-            return "\n".join(_flatten(orjson.loads(s)))
-        except orjson.JSONDecodeError:
-            pass
-    return result
-
-
-def _flatten(value: Any, prefix: str = "") -> Iterable[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _flatten(v, f"{k}")
-    elif isinstance(value, list):
-        for v in value:
-            yield from _flatten(v, prefix)
-    elif value is None:
-        return
-    else:
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        yield f"{prefix}: {text}" if prefix else text
+    return text.replace("\u00a0", " ").replace("\u202f", " ")
 
 
 def split_sentences(text: str) -> list[tuple[int, int, str]]:
@@ -159,7 +172,7 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     ``2.1`` and ``e.g.`` followed by a digit are not split (a split needs whitespace).
     """
     out, start = [], 0
-    for m in _SENTENCE_END.finditer(text):
+    for m in SENTENCE_END.finditer(text):
         if text[start:m.start()].strip():
             out.append((start, m.start(), text[start:m.start()].strip()))
         start = m.end()
@@ -168,163 +181,222 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _number_key(m: re.Match) -> tuple[str, str]:
-    raw = m.group("num").replace(",", "")
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:  # pragma: no cover - the regex only admits digits
-        value = Decimal(0)
-    scale = (m.group("scale") or "").lower()
-    if scale:
-        value *= _SCALE[scale]
-    unit = _UNITS.get((m.group("unit") or "").lower(), "")
-    if m.group("cur"):
-        unit = "usd" if m.group("cur") == "$" else "eur"
-    norm = value.normalize()
-    return (format(norm, "f"), unit)
+def clauses(text: str) -> list[int]:
+    """Start offsets of the clauses of ``text``: sentences split further at ``;``,
+    parentheses, dashes and ``and``/``but``/``while``/``whereas``/``vs``.
+
+    Used to tie a claim to the entity named in its own clause ("Paris is 17.8°C and Rome
+    is 23.4°C").
+    """
+    out = [0]
+    out += [m.end() for m in _CLAUSE_END.finditer(text)]
+    out += [s for s, _e, _t in split_sentences(text)]
+    return sorted(set(out))
 
 
-def _date_key(m: re.Match) -> str:
+def date_key(m: re.Match) -> str:
+    """``YYYY-MM-DD`` (``????`` when no year is written) of a date match."""
     gd = m.groupdict()
     mon = gd.get("mon")
-    month = _MONTHS[mon.lower().rstrip(".")] if mon else int(gd["m"])
+    month = MONTHS[mon.lower().rstrip(".")] if mon else int(gd["m"])
     year = gd.get("y")
     return f"{year or '????'}-{month:02d}-{int(gd['d']):02d}"
 
 
-def _time_key(m: re.Match) -> str:
-    h, mi = int(m.group("h")), int(m.group("mi"))
-    ap = (m.group("ap") or "").lower().replace(".", "")
+def time_key(m: re.Match) -> str | None:
+    """``HH:MM`` (24 h) of a time match, or ``None`` when it is no valid time."""
+    h = int(m.group("h") or m.group("h2"))
+    mi = int(m.group("mi") or 0)
+    ap = (m.group("ap") or m.group("ap2") or "").lower().replace(".", "")
+    if ap and not 1 <= h <= 12:
+        return None
     if ap == "pm" and h < 12:
         h += 12
     if ap == "am" and h == 12:
         h = 0
+    if h > 24 or mi > 59:
+        return None
     return f"{h:02d}:{mi:02d}"
 
 
-def extract_spans(text: str, *, answer: bool = True) -> list[tuple[int, int, str, str, Any]]:
-    """Every claim span of ``text`` as ``(start, end, kind, surface, key)``.
+def time_alternatives(claim_text: str, key: str) -> tuple[str, ...]:
+    """The times a written time may mean: ``3:30`` without am/pm (and no leading zero) is
+    ``03:30`` or ``15:30``; anything else means its key only."""
+    if re.search(r"[ap]\.?m", claim_text, re.IGNORECASE) or claim_text.startswith("0"):
+        return (key,)
+    h = int(key[:2])
+    return (key, f"{h + 12:02d}{key[2:]}") if 1 <= h <= 11 else (key,)
 
-    Extraction order is :data:`KINDS`; a span taken by an earlier kind is masked so its
-    digits are not claimed again (``prod-api-01`` is one identifier, not the number 1;
-    ``2026-03-04`` is one date). With ``answer=True`` numbered-list markers (``1. ``) are
-    skipped and ``user``/``account`` names are taken; sources take every token.
+
+class _Spans:
+    """Character mask plus the spans taken so far (one pass per kind)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.taken = bytearray(len(text))
+        self.spans: list[tuple[int, int, str, Any, Any]] = []
+
+    def free(self, a: int, b: int) -> bool:
+        return self.taken.find(1, a, b) < 0
+
+    def take(self, a: int, b: int, kind: str, key: Any, num: Num | None = None) -> None:
+        self.taken[a:b] = b"\x01" * (b - a)
+        self.spans.append((a, b, kind, key, num))
+
+
+def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
+                  verbs: frozenset[str] = frozenset()
+                  ) -> list[tuple[int, int, str, str, Any, Num | None]]:
+    """Every claim span of ``text`` as ``(start, end, kind, surface, key, num)``.
+
+    With ``answer=True`` numbered-list markers (``1. ``) are skipped, names and user names
+    are taken, and negated/conditional statuses and actions are left out; for a source
+    (``answer=False``) every token is taken (see :mod:`evaltape.grader.matching.sources`).
+    ``verbs``: see :func:`extract_claims`.
+    ``words`` (default: ``answer``) also reads numbers written in words.
     """
-    norm = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
-    norm = norm.replace("\u00a0", " ").replace("\u202f", " ")
-    taken = [False] * len(norm)
-    spans: list[tuple[int, int, str, str, Any]] = []
-
-    def free(a: int, b: int) -> bool:
-        return not any(taken[a:b])
-
-    def take(a: int, b: int, kind: str, key: Any) -> None:
-        for i in range(a, b):
-            taken[i] = True
-        spans.append((a, b, kind, norm[a:b], key))
-
+    norm = clean(text)
+    low = norm.lower()
+    sp = _Spans(norm)
     if answer:
         for m in _LIST_MARKER.finditer(norm):
-            for i in range(m.start(), m.end()):
-                taken[i] = True
-    for m in _EMAIL.finditer(norm):
-        take(m.start(), m.end(), "email", m.group(0).lower())
-    for rx in (_DATE_ISO, _DATE_MDY, _DATE_DMY):
+            sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+    digits = _DIGIT.search(norm) is not None
+    if "@" in norm:
+        for m in EMAIL.finditer(norm):
+            sp.take(m.start(), m.end(), "email", m.group(0).lower())
+    for rx in (DATE_ISO, DATE_MDY, DATE_DMY) if digits else ():
         for m in rx.finditer(norm):
-            if free(m.start(), m.end()):
-                take(m.start(), m.end(), "date", _date_key(m))
-    for m in _TIME.finditer(norm):
-        if free(m.start(), m.end()):
-            take(m.start(), m.end(), "time", _time_key(m))
-    for m in _IDENT.finditer(norm):
-        if free(m.start(), m.end()) and (any(c.isdigit() for c in m.group(0))
-                                         or "." in m.group(0)):
-            take(m.start(), m.end(), "identifier", m.group(0).lower())
-    for rx in (_QUOTED, _NAMED):
-        for m in rx.finditer(norm):
-            tok = m.group("tok")
-            a, b = m.start("tok"), m.end("tok")
-            if tok.lower() in _NAMED_STOP or not free(a, b):
+            if sp.free(m.start(), m.end()):
+                sp.take(m.start(), m.end(), "date", date_key(m))
+    for m in BARE_HOUR.finditer(norm) if digits and answer else ():
+        a, b = m.start("h"), m.end("h")
+        if sp.free(a, b) and 1 <= int(m.group("h")) <= 12:
+            sp.take(a, b, "time", f"{int(m.group('h')):02d}:00")
+    for m in TIME.finditer(norm) if digits else ():
+        key = time_key(m)
+        if key and not (m.group("ap") or m.group("ap2")):
+            # "1:30 to 3:00 PM", "2:00-2:30 PM": the range's am/pm applies to both ends
+            nxt = _RANGE_END.match(norm, m.end())
+            if nxt and nxt.group(1).lower() == "p" and int(key[:2]) < 12:
+                key = f"{int(key[:2]) + 12:02d}{key[2:]}"
+        if key and sp.free(m.start(), m.end()):
+            sp.take(m.start(), m.end(), "time", key)
+    for m in IDENT.finditer(norm) if digits or "." in norm else ():
+        g = m.group(0)
+        if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g
+                                            or _SERVICE_PART.search(g.lower())) \
+                and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
+            sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
+    if answer:
+        for rx in (QUOTED, NAMED):
+            if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
+                    _NAMED_HINT.search(low):
                 continue
-            take(a, b, "identifier", tok.lower().rstrip("."))
-    for m in _NUMBER.finditer(norm):
-        if free(m.start(), m.end()):
-            take(m.start(), m.end(), "number", _number_key(m))
-    for m in _STATUS_RE.finditer(norm):
+            for m in rx.finditer(norm):
+                tok = m.group("tok")
+                a, b = m.start("tok"), m.end("tok")
+                low_tok = tok.lower()
+                if low_tok in _NAMED_STOP or low_tok.endswith(("ing", "ly")) \
+                        or not sp.free(a, b):
+                    continue
+                if rx is NAMED and m.group("trig").lower() in ("user", "account") \
+                        and not m.group("sep") and low_tok.endswith("s") \
+                        and not re.search(r"[\d._]", low_tok):
+                    continue  # "account earns", "user needs": a verb, not a user name
+                sp.take(a, b, "identifier", tok.lower().rstrip("."))
+        for m in ACTION_RE.finditer(norm):
+            a, b = m.start("v"), m.end("v")
+            if m.group("back"):
+                b = m.end("back")
+            if sp.free(a, b) and asserted(low, m.start()):
+                key = stem(m.group("v")) + ("back" if m.group("back") else "")
+                sp.take(a, b, "action", key)
+        for m in ANY_ACTION_RE.finditer(norm) if verbs else ():
+            a, b = m.start("v"), m.end("v")
+            key = stem(m.group("v"))
+            if key in verbs and sp.free(a, b) and asserted(low, m.start()):
+                sp.take(a, b, "action", key)
+    for m in STATUS_RE.finditer(norm) if answer else ():
         g = "w" if m.group("w") else "c"
-        if free(m.start(g), m.end(g)):
-            take(m.start(g), m.end(g), "status", " ".join(m.group(g).lower().split()))
-    spans.sort(key=lambda s: (s[0], s[1]))
-    return spans
+        a, b = m.start(g), m.end(g)
+        word = " ".join(m.group(g).lower().split())
+        if not sp.free(a, b):
+            continue
+        if answer and not word.startswith("not ") and not asserted(low, a):
+            continue
+        if word == "passed" and _PASSED_ON.match(low, b):
+            continue  # "passed to the network team" hands over, it states no result
+        if answer and _COUNT_BEFORE.search(low, max(0, a - 16), a):
+            continue  # "1,271 passed", "3 delivered": a tally of items, not a state
+        sp.take(a, b, "status", STATUS_ANY.get(word) or STATUS_COPULA[word])
+    for m in _WEEKDAY_RE.finditer(low) if answer else ():
+        if sp.free(m.start(), m.end()):
+            sp.take(m.start(), m.end(), "weekday", WEEKDAYS[m.group(0)])
+    for m in DURATION.finditer(norm) if digits else ():
+        if sp.free(m.start(), m.end()):
+            n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
+            sp.take(m.start(), m.end(), "number", n.key, n)
+    for m in ORDINAL.finditer(norm) if digits and answer else ():
+        if sp.free(m.start(), m.end()):  # "3rd in line", "on the 15th"
+            n = Num(Decimal(m.group(1)))
+            sp.take(m.start(), m.end(), "number", n.key, n)
+    for m in NUMBER.finditer(norm) if digits else ():
+        if sp.free(m.start(), m.end()):
+            n = parse_match(m, norm)
+            sp.take(m.start(), m.end(), "number", n.key, n)
+    if answer if words is None else words:
+        for m in NUMBER_WORD.finditer(norm):
+            if sp.free(m.start(), m.end()):
+                n = parse_word(m, norm)
+                sp.take(m.start(), m.end(), "number", n.key, n)
+    if answer:  # last: a capitalised unit after a number ("611 Mi") is the number's
+        for m in NAME.finditer(norm):
+            _take_name(sp, m)
+    sp.spans.sort(key=lambda s: (s[0], s[1]))
+    return [(a, b, kind, norm[a:b], key, num) for a, b, kind, key, num in sp.spans]
 
 
-def extract_claims(answer: str) -> list[Claim]:
+def _take_name(sp: _Spans, m: re.Match) -> None:
+    words = [(w.start(), w.end(), w.group(0)) for w in re.finditer(r"\S+", m.group(0))]
+    words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
+    if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \
+            and not re.match(r"[a-z]+[A-Z]", words[0][2]):
+        words = words[1:]  # the first word of a sentence is capitalised anyway
+    keep = [w for w in words if w[2].lower() not in _NAME_STOP
+            and w[2].lower() not in MONTHS and w[2].lower() not in WEEKDAYS]
+    if not keep or not sp.free(keep[0][0], keep[-1][1]):
+        return
+    a, b = keep[0][0], keep[-1][1]
+    sp.take(a, b, "name", " ".join(w[2].lower() for w in keep))
+
+
+def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Claim]:
     """The checkable claims of an answer, each with the sentence it came from.
 
-    Duplicates within one sentence (same kind and key) are kept once.
+    Duplicates within one clause (same kind and key) are kept once. Claims of a
+    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") are not
+    assertions and are left out. ``verbs`` are stems of actions the episode's tools
+    perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
+    such as "has been" is an action claim too. Linear in the answer's length (the sentence
+    of a claim is found by bisection).
     """
-    spans = extract_spans(answer, answer=True)
-    sentences = split_sentences(unicodedata.normalize("NFC", answer).translate(_ZERO_WIDTH)
-                                .replace("\u00a0", " ").replace("\u202f", " "))
+    spans = extract_spans(answer, answer=True, verbs=verbs)
+    text = clean(answer)
+    sentences = split_sentences(text)
+    starts = [s[0] for s in sentences]
+    cuts = clauses(text) + [len(text)]
     out: list[Claim] = []
-    seen: set[tuple[str, str, Any]] = set()
-    for a, _b, kind, surface, key in spans:
-        sentence = next((s for (sa, sb, s) in sentences if sa <= a < sb), answer.strip())
-        if (sentence, kind, key) in seen:
+    seen: set[tuple[int, str, Any]] = set()
+    for a, _b, kind, surface, key, num in spans:
+        i = bisect.bisect_right(starts, a) - 1
+        sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
+        if sentence.endswith("?"):
             continue
-        seen.add((sentence, kind, key))
-        out.append(Claim(kind, surface, key, sentence, a))
+        j = bisect.bisect_right(cuts, a) - 1
+        clause = (cuts[j], cuts[j + 1])
+        if (clause[0], kind, key) in seen:
+            continue
+        seen.add((clause[0], kind, key))
+        out.append(Claim(kind, surface, key, sentence, a, num, clause))
     return out
-
-
-@dataclass(frozen=True)
-class SourceFacts:
-    """The normalised facts one source (user input or a tool result) states.
-
-    Attributes:
-        label: where it came from (``"input"`` or ``"<tool>#<tool_use_id>"``).
-        text: the normalised (NFC, lower-case) text.
-        numbers: ``{value: {units}}``; a number stated without a unit has unit ``""``.
-        keys: the keys of every other claim kind it states, as ``(kind, key)``.
-    """
-
-    label: str
-    text: str
-    numbers: dict[str, frozenset[str]]
-    keys: frozenset[tuple[str, Any]]
-
-    @classmethod
-    def of(cls, label: str, text: str) -> "SourceFacts":
-        """Extract the facts of ``text`` (a user input or a flattened tool result)."""
-        numbers: dict[str, set[str]] = {}
-        keys: set[tuple[str, Any]] = set()
-        for _a, _b, kind, _s, key in extract_spans(text, answer=False):
-            if kind == "number":
-                numbers.setdefault(key[0], set()).add(key[1])
-            else:
-                keys.add((kind, key))
-        return cls(label, normalise(text), {k: frozenset(v) for k, v in numbers.items()},
-                   frozenset(keys))
-
-    def supports(self, claim: Claim) -> bool:
-        """Whether this source states ``claim``.
-
-        Numbers: the same value, and the same unit, or no unit on one side (``45`` is
-        supported by ``45 days``; ``23 days`` is not supported by ``23%``). Dates: equal
-        keys; a date without a year matches any year. Identifiers, e-mails, status words:
-        equal keys, or the key found in the source text on token boundaries.
-        """
-        if claim.kind == "number":
-            value, unit = claim.key
-            units = self.numbers.get(value)
-            if not units:
-                return False
-            return not unit or unit in units or "" in units
-        if (claim.kind, claim.key) in self.keys:
-            return True
-        if claim.kind == "date" and claim.key.startswith("????"):
-            return any(k == "date" and v.endswith(claim.key[4:]) for k, v in self.keys)
-        if claim.kind in ("identifier", "email", "status"):
-            pattern = r"(?<![\w-])" + re.escape(claim.key) + r"(?![\w-])"
-            return re.search(pattern, self.text) is not None
-        return False

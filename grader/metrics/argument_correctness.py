@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Mapping
 
+import orjson
+
+from evaltape.grader.matching.calls import compare_values, nfc
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -13,16 +16,29 @@ class ArgumentCorrectness(Metric):
     """Fraction of expected ``(tool, param)`` values the agent passed.
 
     Formula (seed 000, ``ArgumentCorrectness``): for each tool in ``expected_args``, take the
-    *first* call of that tool; each expected parameter is one check, correct when the actual
-    value is present (not ``None``) and ``str(actual).lower() == str(expected).lower()``.
-    A tool never called counts all its expected parameters wrong. Score = correct / checks;
-    no ``expected_args`` (or zero checks) → 1.0.
+    *first* call of that tool; each expected parameter is one check. A tool never called
+    counts all its expected parameters wrong. Score = correct / checks; no ``expected_args``
+    (or zero checks) → 1.0.
+
+    When is one check correct:
+
+    - expected value a string (every seed 000 case): seed 000's rule, the actual value is
+      present (not null) and ``str(actual).lower() == expected.lower()``, both in Unicode
+      normal form C (so "Zu\\u0308rich" equals "Z\\u00fcrich"; seed 000 compares the raw
+      strings, which no seed 000 case can tell apart);
+    - any other expected value (number, object, array, boolean, null; seed 000's str()
+      comparison would make ``{"a": 1, "b": 2}`` differ from ``{"b": 2, "a": 1}`` and
+      ``12`` from ``12.0``): a typed JSON comparison
+      (:func:`evaltape.grader.matching.calls.compare_values`): object key order never
+      matters, numbers compare by value, ``true`` never equals ``1``, ``null`` equals only an
+      explicit ``null`` (a missing parameter is wrong).
     """
 
     name: ClassVar[str] = "argument_correctness"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected_args = ctx.case.expected_args or {}
         if not expected_args:
             return Score(1.0, "No expected arguments specified")
@@ -37,13 +53,38 @@ class ArgumentCorrectness(Metric):
             actual_args = calls[0].arguments
             for param, want in params.items():
                 total += 1
-                got = actual_args.get(param)
-                if got is not None and str(got).lower() == str(want).lower():
+                problem = check(actual_args, param, want)
+                if problem is None:
                     correct += 1
                 else:
-                    issues.append(f"{tool}.{param}: expected '{want}', got '{got}'")
+                    issues.append(f"{tool}.{param}: {problem}")
         value = correct / total if total else 1.0
         details = f"Correct: {correct}/{total}"
         if issues:
             details += ". Issues: " + "; ".join(issues)
         return Score(value, details)
+
+
+def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
+    """``None`` when ``args[param]`` matches ``want`` (rules in :class:`ArgumentCorrectness`),
+    else what differs."""
+    got = args.get(param)
+    if isinstance(want, str):
+        if got is not None and nfc(str(got)).lower() == nfc(want).lower():
+            return None
+        return f"expected {_quoted(want)}, got {_quoted(got)}"
+    if param not in args:
+        return f"expected {_json(want)}, got nothing"
+    diff = compare_values(got, want)
+    return None if diff is None else f"expected {_json(want)}, got {_json(got)} ({diff})"
+
+
+def _quoted(value: Any) -> str:
+    """``'text'`` as seed 000 prints it; non-ASCII text with ``\\u`` escapes, so two
+    look-alike strings ("Zürich" composed and decomposed) print differently."""
+    text = str(value)
+    return f"'{text}'" if text.isascii() else ascii(text)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

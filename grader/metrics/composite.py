@@ -70,6 +70,7 @@ class Composite(Metric):
         return [r for p in self.parts.values() if p.judged for r in p().requests(ctx, model)]
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         parts = {"tools": ToolSelectionAccuracy().score(ctx),
                  "arguments": ArgumentCorrectness().score(ctx),
                  "response": response_content(ctx)}

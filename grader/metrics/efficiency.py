@@ -7,34 +7,60 @@ from typing import Any, ClassVar, Mapping
 from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.base import Metric
 
-#: USD per million tokens (input, output), by model id prefix (Anthropic list prices).
-#: Configuration, not truth: pass ``prices=`` to override or extend.
-DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-3-5-haiku": (0.8, 4.0),
+#: When :data:`DEFAULT_PRICES` was last checked, and against what.
+PRICES_AS_OF = "2025-11"
+PRICES_SOURCE = "Anthropic's published API prices (docs.anthropic.com, 'Pricing')"
+#: Prompt-cache rates relative to the input price when a table entry gives only two prices
+#: (Anthropic: a 5-minute cache write costs 1.25x input, a cache read 0.1x input).
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.10
+
+#: USD per million tokens, ``(input, output, cache write, cache read)``, by model id prefix
+#: (the longest matching prefix wins, so dated ids match). Configuration, not truth:
+#: ``[tool.evaltape.metrics_args.efficiency] prices = {...}`` overrides the whole table;
+#: an entry may give 2 prices (cache rates then derived) or 4.
+DEFAULT_PRICES: Mapping[str, tuple[float, ...]] = {
+    "claude-opus-4-5": (5.0, 25.0, 6.25, 0.50),
+    "claude-opus-4-1": (15.0, 75.0, 18.75, 1.50),
+    "claude-opus-4": (15.0, 75.0, 18.75, 1.50),
+    "claude-sonnet-4": (3.0, 15.0, 3.75, 0.30),
+    "claude-haiku-4-5": (1.0, 5.0, 1.25, 0.10),
+    "claude-3-7-sonnet": (3.0, 15.0, 3.75, 0.30),
+    "claude-3-5-sonnet": (3.0, 15.0, 3.75, 0.30),
+    "claude-3-5-haiku": (0.80, 4.0, 1.0, 0.08),
+    "claude-3-opus": (15.0, 75.0, 18.75, 1.50),
+    "claude-3-sonnet": (3.0, 15.0, 3.75, 0.30),
+    "claude-3-haiku": (0.25, 1.25, 0.30, 0.03),
 }
 
 
-def price_for(model: str | None, prices: Mapping[str, Any]) -> tuple[float, float] | None:
-    """The longest price-table key that prefixes ``model`` (dated ids match), or ``None``."""
+def price_for(model: str | None, prices: Mapping[str, Any]) -> tuple[float, ...] | None:
+    """``(input, output, cache write, cache read)`` USD per million tokens for ``model``:
+    the longest price-table key that prefixes it; 2-price entries get the cache rates
+    from :data:`CACHE_WRITE_FACTOR` / :data:`CACHE_READ_FACTOR`. ``None`` when unpriced."""
     if not model:
         return None
     keys = [k for k in prices if model.startswith(k)]
-    return tuple(prices[max(keys, key=len)]) if keys else None  # type: ignore[return-value]
+    if not keys:
+        return None
+    p = tuple(float(x) for x in prices[max(keys, key=len)])
+    if len(p) == 2:
+        p = (p[0], p[1], p[0] * CACHE_WRITE_FACTOR, p[0] * CACHE_READ_FACTOR)
+    return p
 
 
 def cost_usd(trace: Trace, prices: Mapping[str, Any]) -> float | None:
-    """``(input_tokens × in + output_tokens × out) / 1e6``; ``None`` for an unpriced model."""
+    """Episode cost in USD: ``(input × in + output × out + cache writes × write + cache
+    reads × read) / 1e6`` from the trace's usage (``cache_creation_input_tokens``,
+    ``cache_read_input_tokens``); ``None`` for an unpriced model."""
     p = price_for(trace.model, prices)
     if p is None:
         return None
     u = trace.usage
-    return (int(u.get("input_tokens") or 0) * p[0] + int(u.get("output_tokens") or 0) * p[1]) / 1e6
+    counts = [int(u.get(k) or 0) for k in ("input_tokens", "output_tokens",
+                                           "cache_creation_input_tokens",
+                                           "cache_read_input_tokens")]
+    return sum(n * rate for n, rate in zip(counts, p)) / 1e6
 
 
 @dataclass(frozen=True)
@@ -44,7 +70,8 @@ class Efficiency(Metric):
     1.0 means no more calls than the case needs; 0.5 means twice as many. ``None`` when the
     case states no expectation, or when no call was made (0 calls: the ratio is undefined;
     correctness metrics judge whether calls were missing). ``details`` always lists steps,
-    calls, input/output tokens, latency and cost (USD, from ``prices`` keyed by model).
+    calls, input/output (and prompt-cache) tokens, latency and cost (USD, from ``prices``
+    keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`).
     """
 
     name: ClassVar[str] = "efficiency"
@@ -52,10 +79,15 @@ class Efficiency(Metric):
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         t = ctx.trace
         cost = cost_usd(t, self.prices)
+        cached = ""
+        if t.usage.get("cache_creation_input_tokens") or t.usage.get("cache_read_input_tokens"):
+            cached = (f"+{t.usage.get('cache_read_input_tokens') or 0}cache-read/"
+                      f"{t.usage.get('cache_creation_input_tokens') or 0}cache-write")
         facts = (f"steps={t.steps}, calls={len(t.tool_calls)}, "
-                 f"tokens={t.usage.get('input_tokens', 'n/a')}in/"
+                 f"tokens={t.usage.get('input_tokens', 'n/a')}in{cached}/"
                  f"{t.usage.get('output_tokens', 'n/a')}out, latency="
                  + ("n/a" if t.latency_s is None else f"{t.latency_s:.2f}s")
                  + ", cost=" + ("n/a (model not in price table)" if cost is None

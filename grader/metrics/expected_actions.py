@@ -25,6 +25,7 @@ class ExpectedActionsCalled(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = ctx.case.expected_actions
         if expected is None:
             return Score(None, "the case has no expected_actions", code="not_applicable")

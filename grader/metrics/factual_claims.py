@@ -30,6 +30,7 @@ class FactualClaims(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         facts = factual_claims(ctx)
         if not facts:
             return Score(None, "the case has no factual_claims", code="not_applicable")

@@ -125,6 +125,7 @@ class Hallucination(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         req = hallucination_request(ctx)
         if req is None:
             return Score(None, "the agent gave no final answer", code="no_answer")

@@ -50,6 +50,23 @@ def register(cls: type) -> type:
     return cls
 
 
+def check_own_name(metric: Any, label: str) -> Any:
+    """Return ``metric`` unless it is a user metric that takes a built-in's name.
+
+    A report has one column per name, and readers (baselines, ``diff``, dashboards) take a
+    column named ``grounding`` to be the built-in ``grounding``; a user metric under that
+    name would be compared with it silently.
+
+    Raises:
+        UsageError: the metric's class is not the built-in registered under its name.
+    """
+    builtin = BUILTIN.get(metric.name)
+    if builtin is not None and type(metric) is not builtin:
+        raise UsageError(f"{label!r} is named {metric.name!r}, the name of a built-in metric; "
+                         "give it a name of its own")
+    return metric
+
+
 def resolve(names: Iterable[str]) -> list[Any]:
     """Instantiate metrics by built-in name or ``module:Class`` path, checked once.
 
@@ -85,7 +102,7 @@ def resolve(names: Iterable[str]) -> list[Any]:
             metric = cls()
         except Exception as e:  # noqa: BLE001 - a user class that cannot be built
             raise UsageError(f"cannot create metric {name!r}: {type(e).__name__}: {e}") from None
-        metrics.append(check_metric(metric, name))
+        metrics.append(check_own_name(check_metric(metric, name), name))
     seen: dict[str, str] = {}
     for given, m in zip(names, metrics):
         if m.name in seen:

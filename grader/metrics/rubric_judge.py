@@ -86,6 +86,7 @@ class RubricJudge(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         req = self._request(ctx)
         if req is None:
             return Score(None, "the agent gave no final answer", code="no_answer")

@@ -27,6 +27,7 @@ class ExpectedToolsCalled(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = _expected_names(ctx)
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
@@ -47,6 +48,7 @@ class ResponseNotEmpty(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         answer = ctx.trace.final_response
         if answer is None:
             return Score(0.0, f"no final response (stop_reason {ctx.trace.stop_reason})")
@@ -62,6 +64,7 @@ class ResponseMinLength(Metric):
     min_chars: int = 20
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         n = len(ctx.trace.final_response or "")
         return Score(1.0 if n >= self.min_chars else 0.0, f"{n} chars (minimum "
                      f"{self.min_chars})")
@@ -79,6 +82,7 @@ class ExpectedTopicsPresent(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         topics = ctx.case.expected_topics
         if not topics:
             return Score(None, "case has no expected_topics", code="not_applicable")
@@ -98,6 +102,7 @@ class ForbiddenContentAbsent(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         phrases = list(ctx.case.should_not_contain or ()) + \
             list(ctx.case.final_response_excludes or ())
         if not phrases:
@@ -117,6 +122,7 @@ class NoExtraToolCalls(Metric):
     slack: int = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = _expected_names(ctx)
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")

@@ -1,9 +1,12 @@
 """``task_completion``: fraction of outcome keywords present in the answer (seed 000)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import ClassVar
 
+from evaltape.grader.matching.calls import nfc
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -13,16 +16,24 @@ class TaskCompletion(Metric):
     """Fraction of ``expected_outcome_keywords`` found, case-insensitively, in the answer.
 
     Formula (seed 000, ``TaskCompletion``): score = |found| / |keywords| with a plain
-    substring test on lower-cased text. No keywords → 1.0 iff the agent gave a non-empty
-    final answer, else 0.0. A missing answer (``final_response`` null) finds nothing.
-    Seed 002 cases carry one phrase in ``expected_answer_contains``; it is used as the
-    single keyword when ``expected_outcome_keywords`` is absent.
+    substring test on lower-cased text (both in Unicode normal form C). No keywords → 1.0
+    iff the agent gave a non-empty final answer, else 0.0. A missing answer
+    (``final_response`` null) finds nothing. Seed 002 cases carry one phrase in
+    ``expected_answer_contains``; it is used as the single keyword when
+    ``expected_outcome_keywords`` is absent.
+
+    A keyword that is a number (``"10"``, ``"1,000"``, ``"3.5"``; no seed 000 keyword is)
+    is found only as a whole number of equal value: ``"10"`` is not in "$100", and
+    ``"1000"`` is in "1,000 dollars" (thousands separators, a comma or a (narrow) no-break
+    space between groups of three digits, are read inside a number only). Seed 000's
+    substring test would find "10" in "100" and miss "1000" in "1,000".
     """
 
     name: ClassVar[str] = "task_completion"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         keywords = list(ctx.case.expected_outcome_keywords or ())
         if not keywords and ctx.case.expected_answer_contains is not None:
             keywords = [ctx.case.expected_answer_contains]
@@ -31,10 +42,40 @@ class TaskCompletion(Metric):
             return Score(1.0 if answer else 0.0,
                          "No specific outcome keywords to check. Agent responded: "
                          + ("yes" if answer else "no"))
-        lower = answer.lower()
-        found = [k for k in keywords if k.lower() in lower]
-        missing = [k for k in keywords if k.lower() not in lower]
+        lower = nfc(answer).lower()
+        numbers: set[Decimal] | None = None
+        found, missing = [], []
+        for k in keywords:
+            value = number_value(k)
+            if value is None:
+                hit = nfc(k).lower() in lower
+            else:
+                if numbers is None:
+                    numbers = numbers_in(answer)
+                hit = value in numbers
+            (found if hit else missing).append(k)
         details = f"Found {len(found)}/{len(keywords)} keywords"
         if missing:
             details += f". Missing: {missing}"
         return Score(len(found) / len(keywords), details)
+
+
+#: A number token: digits with optional thousands groups and decimals, not glued to a
+#: letter, a digit or a separator of a longer token on either side (so the parts of
+#: "2026-03-18", "10:30", "1/2" and "prod-api-01" are not numbers of their own).
+_NUMBER = re.compile(r"(?<![\w.,:/-])(?:\d{1,3}(?:[,\u00a0\u202f]\d{3})+|\d+)(?:\.\d+)?"
+                     r"(?![\w]|[.,:/-]\d)")
+_SEPARATORS = str.maketrans("", "", ",\u00a0\u202f")
+
+
+def number_value(text: str) -> Decimal | None:
+    """The value of ``text`` when it is one number token (``"1,000"`` → 1000), else None."""
+    t = text.strip()
+    m = _NUMBER.fullmatch(t)
+    return Decimal(t.translate(_SEPARATORS)) if m else None
+
+
+def numbers_in(text: str) -> set[Decimal]:
+    """The values of every whole number token in ``text`` (``"$1,000.50 or 3"`` →
+    {1000.50, 3}); a separator counts only between digit groups of a number."""
+    return {Decimal(m.group().translate(_SEPARATORS)) for m in _NUMBER.finditer(text)}

@@ -36,6 +36,7 @@ class ToolCallF1(Metric):
         check_mode(self.args_mode, ArgsMode, "args mode")
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")

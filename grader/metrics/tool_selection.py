@@ -24,6 +24,7 @@ class ToolSelectionAccuracy(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = list(ctx.case.expected_tools or ())
         actual = ctx.trace.tools_called
         if not expected:

@@ -54,15 +54,22 @@ def trial_lines(summary: Any) -> list[str]:
     (:class:`evaltape.grader.report.model.Summary`) has them."""
     out = []
     ci = summary.pass_rate_ci95
-    if ci:
-        out.append(f"pass_rate 95% interval: [{ci['low']:.3f}, {ci['high']:.3f}] "
-                   f"({ci['method']})")
+    if ci and ci.get("low") is not None:
+        out.append(f"pass_rate {ci['level']:.0%} interval: [{ci['low']:.3f}, {ci['high']:.3f}] "
+                   f"({ci['method']} = {ci.get('n')})")
     for key, label in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")):
         if getattr(summary, key):
-            out.append(f"{label}: " + "  ".join(f"k={k} {v:.3f}" for k, v in
-                                               sorted(getattr(summary, key).items(),
-                                                      key=lambda kv: int(kv[0]))))
+            out.append(f"{label}: " + "  ".join(
+                f"k={k} {v:.3f} ({k_coverage(summary, k)})" for k, v in
+                sorted(getattr(summary, key).items(), key=lambda kv: int(kv[0]))))
     return out
+
+
+def k_coverage(summary: Any, k: str) -> str:
+    """``"3/4 cases"``: how many cases had at least k trials and so entered pass@k and
+    pass^k at this k (the others are left out of that mean)."""
+    n = (summary.k_cases or {}).get(k)
+    return f"{n}/{summary.cases} cases" if n is not None else f"?/{summary.cases} cases"
 
 
 def episode_label(ep: Any, multi_trial: bool) -> str:

@@ -10,7 +10,7 @@ from html import escape
 from itertools import islice
 from typing import Any, Iterator, Mapping
 
-from evaltape.grader.report.common import episode_label, fmt, is_failing
+from evaltape.grader.report.common import episode_label, fmt, is_failing, k_coverage
 from evaltape.grader.report.model import Report
 
 CSS = """
@@ -112,12 +112,14 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
            f"<tr><td>{_bar(s.pass_rate)}</td><td>{_bar(s.tool_accuracy)}</td>"
            f"<td class=num>{s.avg_steps:.2f}</td></tr></table>"]
     ci = s.pass_rate_ci95
-    if ci:
+    if ci and ci.get("low") is not None:
         out.append(f"<p class=muted>pass_rate 95% interval [{ci['low']:.3f}, {ci['high']:.3f}]"
-                   f" ({escape(ci['method'])}, {ci['resamples']} resamples)</p>")
+                   f" ({escape(ci['method'])} = {ci.get('n')})</p>")
     if s.pass_hat_k:
         ks = sorted(s.pass_hat_k, key=int)
         out.append("<table><tr><th>k</th>" + "".join(f"<th>{k}</th>" for k in ks) + "</tr>"
+                   "<tr><td>cases</td>" + "".join(f"<td class=num>{k_coverage(s, k)}</td>"
+                                                  for k in ks) + "</tr>"
                    "<tr><td>pass@k</td>" + "".join(f"<td class=num>{s.pass_at_k[k]:.3f}</td>"
                                                    for k in ks) + "</tr><tr><td>pass^k</td>"
                    + "".join(f"<td class=num>{s.pass_hat_k[k]:.3f}</td>" for k in ks)

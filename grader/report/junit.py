@@ -50,7 +50,7 @@ def iter_junit(report: Report) -> Iterator[str]:
     ET.indent(suites)
     head = ET.tostring(suites, encoding="unicode")
     cut = head.index("</properties>") + len("</properties>")
-    yield '<?xml version="1.0" encoding="utf-8"?>\n' + _XML_INVALID.sub("\ufffd", head[:cut])
+    yield '<?xml version="1.0" encoding="utf-8"?>\n' + _spell(head[:cut])
     for ep in report.episodes:
         tc = ET.Element("testcase", classname=f"evaltape.{name}",
                         name=episode_label(ep, multi))
@@ -65,7 +65,11 @@ def iter_junit(report: Report) -> Iterator[str]:
             ET.SubElement(tc, "system-out").text = "\n".join(lines)
         ET.indent(tc, level=2)
         # ElementTree escapes <, > and & but writes control characters as they are, which
-        # makes the file unreadable by XML parsers: replace them (ids and details come
-        # from traces).
-        yield "\n    " + _XML_INVALID.sub("\ufffd", ET.tostring(tc, encoding="unicode"))
-    yield _XML_INVALID.sub("\ufffd", head[cut:]) + "\n"
+        # makes the file unreadable by XML parsers: spell them out as \uXXXX (ids and
+        # details come from traces), so distinct ids stay distinct test names.
+        yield "\n    " + _spell(ET.tostring(tc, encoding="unicode"))
+    yield _spell(head[cut:]) + "\n"
+
+
+def _spell(text: str) -> str:
+    return _XML_INVALID.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

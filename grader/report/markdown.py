@@ -9,7 +9,7 @@ from evaltape.grader.report.model import Report
 
 def _cell(text: str) -> str:
     return (plain(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " "))
+            .replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
 
 
 def render_markdown(report: Report) -> str:
@@ -48,7 +48,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
         from evaltape.grader.report.diff import render_diff
         out.append(render_diff(report.baseline_comparison))
     names = report.grader.metrics
-    out += ["## Episodes", "", "| episode | outcome | " + " | ".join(names) + " |",
+    out += ["## Episodes", "", "| episode | outcome | " + " | ".join(map(_cell, names)) + " |",
             "|---|---|" + "---:|" * len(names)]
     yield "\n".join(out)
     for ep in report.episodes:

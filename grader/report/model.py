@@ -124,7 +124,9 @@ class JudgeSummary:
 
     Attributes:
         metrics: the judged metrics of the run.
-        not_recorded, truncated, parse_failure: null scores with those judge codes.
+        not_recorded, truncated, parse_failure, ambiguous: null scores with those judge
+            codes (``judge_not_recorded``, ``judge_truncated``, ``judge_parse_failure``,
+            ``judge_ambiguous``).
         not_recorded_episodes: ``case#tN:metric`` of the missing answers, report order.
         record_command: the command that records them.
         stability: per judged metric, agreement and flip rate across samples.
@@ -134,6 +136,7 @@ class JudgeSummary:
     not_recorded: int
     truncated: int
     parse_failure: int
+    ambiguous: int
     not_recorded_episodes: tuple[str, ...]
     record_command: str
     stability: Mapping[str, Any]
@@ -142,6 +145,7 @@ class JudgeSummary:
         """The ``summary.judge`` object."""
         return {"metrics": list(self.metrics), "not_recorded": self.not_recorded,
                 "truncated": self.truncated, "parse_failure": self.parse_failure,
+                "ambiguous": self.ambiguous,
                 "not_recorded_episodes": list(self.not_recorded_episodes),
                 "record_command": self.record_command, "stability": dict(self.stability)}
 
@@ -150,7 +154,8 @@ class JudgeSummary:
 class Summary:
     """The report's ``summary`` block.
 
-    Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
+    ``passed`` counts the passing episodes exactly (gates compare it, not the rounded
+    rate). Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
     ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
@@ -164,6 +169,7 @@ class Summary:
     cases: int
     trials: int
     episodes: int
+    passed: int
     pass_rate: float
     tool_accuracy: float
     avg_steps: float
@@ -187,8 +193,9 @@ class Summary:
         leaves ``failures`` empty (for a writer that streams it)."""
         out: dict[str, Any] = {
             "cases": self.cases, "trials": self.trials, "episodes": self.episodes,
-            "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
-            "avg_steps": self.avg_steps, "failures": dict(self.failures) if failures else {},
+            "passed": self.passed, "pass_rate": self.pass_rate,
+            "tool_accuracy": self.tool_accuracy, "avg_steps": self.avg_steps,
+            "failures": dict(self.failures) if failures else {},
             "metrics": dict(self.metrics), "metrics_skipped": dict(self.metrics_skipped),
             "unrecorded_cases": list(self.unrecorded_cases)}
         if any(self.metrics_errors.values()):
@@ -408,6 +415,8 @@ class Report:
             summary=Summary(
                 cases=int(s.get("cases") or 0), trials=int(s.get("trials") or 1),
                 episodes=int(s.get("episodes") or len(episodes)),
+                passed=int(s["passed"]) if isinstance(s.get("passed"), int)
+                else sum(e.passed for e in episodes),
                 pass_rate=s.get("pass_rate"), tool_accuracy=s.get("tool_accuracy"),
                 avg_steps=s.get("avg_steps"), failures=dict(s.get("failures") or {}),
                 metrics=dict(metrics), metrics_skipped=dict(s.get("metrics_skipped") or {}),
@@ -421,6 +430,7 @@ class Report:
                 judge=None if not isinstance(judge, dict) else JudgeSummary(
                     tuple(judge.get("metrics") or ()), int(judge.get("not_recorded") or 0),
                     int(judge.get("truncated") or 0), int(judge.get("parse_failure") or 0),
+                    int(judge.get("ambiguous") or 0),
                     tuple(judge.get("not_recorded_episodes") or ()),
                     str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
             episodes=tuple(episodes))

@@ -1,17 +1,17 @@
-"""Fold the trials of each case: pass@k, pass^k, and a bootstrap interval on pass_rate.
+"""Fold the trials of each case: pass@k, pass^k, and a Wilson interval on pass_rate.
 
-Pure functions over ``(case_id, passed)`` pairs; no randomness that is not seeded, so the
-same episodes always give the same numbers (``report.json`` must be byte-identical).
+Pure functions over ``(case_id, passed)`` pairs; no randomness, so the same episodes
+always give the same numbers (``report.json`` must be byte-identical).
 """
 from __future__ import annotations
 
-import random
-from math import comb
+from math import comb, sqrt
+from statistics import NormalDist
 from typing import Any, Iterable, Mapping
 
 DIGITS = 4
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
+#: How the interval on pass_rate is computed (written into the report).
+WILSON = "Wilson score interval, n = cases"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -70,42 +70,44 @@ def k_curves(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
     return {"pass_at_k": at, "pass_hat_k": hat, "k_cases": used}
 
 
-def bootstrap_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95,
-                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-                 ) -> dict[str, Any]:
-    """Percentile bootstrap interval on pass_rate, resampling whole cases.
+def wilson_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95) -> dict[str, Any]:
+    """Wilson score interval on pass_rate, counting each case once.
 
-    Cases (not episodes) are drawn with replacement, because the trials of one case are
-    correlated; each resample's pass rate is Σc / Σn over its cases. The interval is the
-    ((1-level)/2, (1+level)/2) percentiles of ``resamples`` resamples drawn with
-    ``random.Random(seed)`` over the cases in sorted id order: deterministic.
+    Wilson (1927), "Probable inference, the law of succession, and statistical inference":
+    with p̂ the pass rate, n observations and z the normal quantile of (1 + level) / 2,
+
+        centre = (p̂ + z²/2n) / (1 + z²/n),  half = z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
+
+    Unlike the normal (Wald) interval or a bootstrap, it keeps its width at 0 % and 100 %
+    (5 of 5 passing gives [0.566, 1.0], not [1, 1]). The trials of one case are not
+    independent observations (the same task, often the same answer), so n is the number
+    of *cases*, not episodes: conservative when trials vary, and one case with 3 trials
+    gives a wide interval instead of a point. p̂ is the episode pass rate (Σ passed / Σ
+    trials), as ``pass_rate``.
 
     Returns:
-        ``{"low", "high", "level", "resamples", "seed", "method"}`` (bounds rounded to 4).
+        ``{"low", "high", "level", "n", "method"}`` (bounds rounded to 4 places).
     """
-    rows = [counts[k] for k in sorted(counts)]
-    rng = random.Random(seed)
-    m = len(rows)
-    ns = [r[0] for r in rows]
-    cs = [r[1] for r in rows]
-    idx = range(m)
-    rates = []
-    for _ in range(resamples):
-        picks = rng.choices(idx, k=m)  # one C-level call per resample
-        rates.append(sum(map(cs.__getitem__, picks)) / sum(map(ns.__getitem__, picks)))
-    rates.sort()
-    lo_i = int((1 - level) / 2 * resamples)
-    hi_i = min(resamples - 1, int((1 + level) / 2 * resamples) - 1)
-    return {"low": round(rates[lo_i], DIGITS), "high": round(rates[hi_i], DIGITS),
-            "level": level, "resamples": resamples, "seed": seed,
-            "method": "percentile bootstrap over cases"}
+    cases = len(counts)
+    trials = sum(n for n, _ in counts.values())
+    if cases == 0 or trials == 0:
+        return {"low": None, "high": None, "level": level, "n": 0, "method": WILSON}
+    p = sum(c for _, c in counts.values()) / trials
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    n = cases
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return {"low": round(max(0.0, centre - half), DIGITS),
+            "high": round(min(1.0, centre + half), DIGITS),
+            "level": level, "n": n, "method": WILSON}
 
 
 def trial_summary(verdicts: Iterable[tuple[str, bool]]) -> dict[str, Any]:
     """The summary keys this module adds, from ``(case_id, passed)`` pairs: ``pass_rate_ci95``
     always; with more than one trial, ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` too."""
     counts = case_counts(verdicts)
-    out: dict[str, Any] = {"pass_rate_ci95": bootstrap_ci(counts)}
+    out: dict[str, Any] = {"pass_rate_ci95": wilson_ci(counts)}
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))
     return out

@@ -38,6 +38,7 @@ class AtomicPersister:
 
     @classmethod
     def load_cassette(cls, cassette_path, serializer):
+        """Read a cassette with the configured serializer (vcrpy persister protocol)."""
         p = Path(cassette_path)
         if not p.is_file():
             raise CassetteNotFoundError()
@@ -48,4 +49,5 @@ class AtomicPersister:
 
     @staticmethod
     def save_cassette(cassette_path, cassette_dict, serializer):
+        """Write a cassette atomically after the secret scan (vcrpy persister protocol)."""
         atomic_write_text(cassette_path, serialize(cassette_dict, serializer))

@@ -17,9 +17,24 @@ KEY_PATTERN = re.compile(r"(?<![A-Za-z0-9_-])sk-(?:ant-[A-Za-z0-9_\-]{16,}|[A-Za
 REDACTED = "[REDACTED]"
 
 
+#: Key values seen at run time (the recording proxy adds each ``x-api-key`` / bearer token
+#: its clients send), redacted like the environment's keys. Process-wide, never persisted.
+_SEEN_SECRETS: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Treat ``value`` as a live key from now on: scrubbed from bodies and headers, and a
+    file or trace still holding it is refused. Values shorter than 8 characters are
+    ignored (too short to tell from ordinary text)."""
+    if isinstance(value, str) and len(value) >= 8:
+        _SEEN_SECRETS.add(value)
+
+
 def live_secrets() -> list[str]:
-    """Secret values present in this process's environment (API keys), longest first."""
+    """Secret values present in this process's environment (API keys) or registered with
+    :func:`register_secret`, longest first."""
     vals = [os.environ.get(k, "") for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")]
+    vals += list(_SEEN_SECRETS)
     return sorted({v for v in vals if len(v) >= 8}, key=len, reverse=True)
 
 

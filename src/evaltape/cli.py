@@ -19,6 +19,7 @@ COMMANDS = {
     "diff": "evaltape.commands.diff:diff",
     "grade": "evaltape.commands.grade:grade",
     "import": "evaltape.commands.importer:import_cmd",
+    "proxy": "evaltape.commands.proxy:proxy",
     "judge": "evaltape.commands.judge:judge",
     "merge": "evaltape.commands.merge:merge",
     "record": "evaltape.commands.record:record",
@@ -51,9 +52,11 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click docs, "LazyGroup")."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """The subcommand names, sorted (click's Group protocol)."""
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """Import and return one subcommand on first use (click's Group protocol)."""
         target = COMMANDS.get(name)
         if target is None:
             return None
@@ -61,6 +64,7 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def invoke(self, ctx: click.Context):
+        """Run the subcommand; domain errors become click exceptions with their exit codes."""
         try:
             return super().invoke(ctx)
         except EvaltapeError as e:

@@ -157,6 +157,24 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
             flips = [f"{f.case_id}#t{f.trial}" for f in cmp.flips if f.before]
             raise GateFailed(f"critical regression against {baseline}: {', '.join(bad)}"
                              + (f"; pass→fail: {', '.join(flips)}" if flips else ""))
-    if threshold is not None and s.pass_rate < threshold:
-        raise GateFailed(f"pass_rate {s.pass_rate:.3f} is below the threshold "
-                         f"{threshold:.3f} (short by {threshold - s.pass_rate:.3f})")
+    if threshold is not None:
+        verdict = threshold_gate(s.passed, s.episodes, threshold)
+        if verdict:
+            raise GateFailed(verdict)
+
+
+def threshold_gate(passed: int, episodes: int, threshold: float) -> str | None:
+    """``None`` when ``passed / episodes >= threshold`` exactly, else the failure message.
+
+    Compared as fractions of the exact counts and the threshold as written (``0.6667`` is
+    6667/10000), never as the rounded ``pass_rate``: 1,999 of 2,000 is below 1.0 although
+    it rounds to 1.000, and 2 of 3 is below 0.6667.
+    """
+    from fractions import Fraction
+    from math import ceil
+    need = Fraction(repr(threshold))
+    if Fraction(passed, episodes) >= need:
+        return None
+    short = ceil(need * episodes) - passed
+    return (f"pass_rate {passed}/{episodes} = {passed / episodes:.4f} is below the threshold "
+            f"{threshold:g}: {short} more passing episode(s) needed")

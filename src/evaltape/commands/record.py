@@ -8,9 +8,15 @@ import click
 
 @click.command()
 @click.argument("dataset")
-@click.option("--agent", required=True,
+@click.option("--agent", default=None,
               help="Built-in agent (helpdesk, triage, taskmanager, scripted) or "
                    "module:function (importable from the working directory).")
+@click.option("--command", "command", default=None, metavar="CMD",
+              help="Instead of --agent: run CMD once per case and trial behind the recording "
+                   "proxy (any language; ANTHROPIC_BASE_URL points at the proxy). "
+                   "{input_file}, {case_id}, {trial} are replaced; see docs/proxy.md.")
+@click.option("--command-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
+              show_default=True, help="Seconds one --command run may take.")
 @click.option("--out", required=True, help="Run directory, e.g. cassettes/my-run.")
 @click.option("--model", default=None, help="Model id (default claude-sonnet-4-6; "
               "'scripted' for scripted runs).")
@@ -33,23 +39,28 @@ import click
 @click.option("--keep-errors", is_flag=True,
               help="Save episodes that ended in an API error as finished (default: leave "
                    "them for a rerun to retry, and exit 1).")
-def record(dataset: str, agent: str, out: str, model: str | None, trials: int,
-           concurrency: int, base_url: str | None, stream: bool, standin: str | None,
-           extra: tuple[str, ...], keep_errors: bool, shard: str | None = None) -> None:
-    """Run AGENT over DATASET once and store traces and HTTP cassettes (resumable)."""
+def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
+           out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
+           stream: bool, standin: str | None, extra: tuple[str, ...],
+           keep_errors: bool, shard: str | None = None) -> None:
+    """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
+    (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from evaltape.recorder.record import RecordOptions, parse_shard, record as do_record
 
+    if (agent is None) == (command is None):
+        raise click.UsageError("give exactly one of --agent NAME and --command CMD")
     pairs = [e.partition("=") for e in extra]
     bad = [e for e, (k, sep, _v) in zip(extra, pairs) if not sep or not k.strip()]
     if bad:
         raise click.UsageError(f"--manifest-extra wants KEY=VALUE, got {bad[0]!r}")
-    opts = RecordOptions(dataset=dataset, agent=agent, out=out, model=model, trials=trials,
+    opts = RecordOptions(dataset=dataset, agent=agent or "command", out=out, model=model, trials=trials,
                          concurrency=concurrency, base_url=base_url, stream=stream,
                          standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
                          manifest_extra={k.strip(): v for k, _s, v in pairs},
-                         keep_errors=keep_errors,
+                         keep_errors=keep_errors, command=command,
+                         command_timeout=command_timeout,
                          shard=None if shard is None else parse_shard(shard))
     bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)

@@ -1,0 +1,352 @@
+"""What one source states: the user's request, or one tool call (arguments + result).
+
+:class:`SourceFacts` indexes a source once, in one pass over its text or JSON, so each claim
+is then checked in constant (or logarithmic) time:
+
+- tokens (lower case, on token boundaries; JSON keys and values; ``_`` parts too, so
+  ``p95`` is found in ``p95_latency_ms``) for identifiers, e-mails, names and weekdays;
+- numbers with their units: a JSON number takes its unit from its key's last ``_`` part
+  (``distance_km: 12.4`` is 12.4 km), a string is parsed like an answer
+  (:mod:`evaltape.grader.matching.numbers`); percent/fraction twins are added;
+- dates (``YYYY-MM-DD``), times of day (``HH:MM``);
+- statuses: every status word of a string value (``"in_transit"`` → ``in transit``), and
+  ``succeeded`` for a call that returned ``success: true``, ``failed`` for one that failed;
+- word stems of the result, for reported actions (not a word right after ``awaiting``,
+  ``pending``, ``not``, ``failed`` …: ``awaiting_approval`` states no approval);
+- counts: the length of every JSON list and, for lists of objects, how many items share
+  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2), the sum
+  of each numeric field over the items (a total of listed amounts) and the sum of the
+  numbers of one object (``{"passed": 1271, "failed": 17, "skipped": 14}`` → 1302);
+- a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none;
+  a call's target currency argument (``to: "EUR"``) is the unit of its result's amount
+  (``result``, ``amount``, ``total`` …); a number in a key (``pages_last_24h``) is stated;
+- a boolean whose key is a state: ``"locked": true`` states ``locked``, ``false`` states
+  ``not locked`` and ``unlocked``.
+
+A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
+false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
+Pure functions; no model, no network.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Iterable, Mapping
+
+import orjson
+
+from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
+                                             time_alternatives)
+from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
+                                              matches, source_values)
+from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
+                                             STATUS_SOURCE_ALIASES, stem)
+
+_TOKEN = re.compile(r"[\w@+.'-]+")
+_DIGIT = re.compile(r"\d")
+#: the opposite state a false boolean states ("locked": false → unlocked)
+_ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
+            "enabled": ("disabled",), "disabled": ("enabled",), "active": ("inactive",),
+            "online": ("offline",), "available": ("unavailable",), "paid": ("unpaid",),
+            "valid": ("invalid",), "open": ("closed",), "closed": ("open",),
+            "in stock": ("out of stock",)}
+#: result keys whose number is the converted amount, in the currency the call asked for
+_AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "value", "total"})
+_TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")
+_UNDONE = frozenset("""awaiting pending requires required needs need not no without unable
+cannot failed until before""".split())
+#: claim kinds whose source facts come from extract_spans (they all need a digit)
+_SPAN_KINDS = frozenset({"number", "date", "time", "weekday"})
+KINDS_ALL = frozenset(KINDS)
+_DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})")
+_EPOCH = datetime(1970, 1, 1)
+_WORD = re.compile(r"[a-z]+")
+_ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
+_SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
+    re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
+
+
+@dataclass
+class SourceFacts:
+    """The normalised facts one source states (built by :meth:`of`).
+
+    Attributes:
+        label: ``"input"`` or ``"<tool>#<tool_use_id>"``.
+        tool: the tool name (``""`` for the input).
+        failed: the call failed (see the module docstring).
+        tokens: lower-case tokens.
+        numbers: ``{value: {units}}`` (``""`` when stated without a unit).
+        values: ``(value, unit)`` sorted, for rounding look-ups.
+        nums: the numbers in the order stated (the derived-number pool).
+        dates, times, statuses, stems: normalised keys.
+        counts: list lengths, per-value tallies and totals (see the module docstring).
+        count_index: ``{value: {units}}`` of ``counts``.
+        moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
+        full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
+            weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
+            in order (a bounded slice of a set would depend on hash order);
+            value_statuses: the statuses its values state (not the call's outcome).
+    """
+
+    label: str
+    tool: str = ""
+    failed: bool = False
+    tokens: set[str] = field(default_factory=set)
+    numbers: dict[str, set[str]] = field(default_factory=dict)
+    values: list[tuple[Decimal, str]] = field(default_factory=list)
+    nums: list[Num] = field(default_factory=list)
+    dates: set[str] = field(default_factory=set)
+    times: set[str] = field(default_factory=set)
+    statuses: set[str] = field(default_factory=set)
+    stems: set[str] = field(default_factory=set)
+    counts: list[Num] = field(default_factory=list)
+    moments: list[int] = field(default_factory=list)
+    full_dates: list[str] = field(default_factory=list)
+    month_days: dict[str, list[str]] = field(default_factory=dict)
+    weekdays: set[int] = field(default_factory=set)
+    sorted_times: list[str] = field(default_factory=list)
+    value_statuses: set[str] = field(default_factory=set)
+    _target: str = ""
+    count_index: dict[str, set[str]] = field(default_factory=dict)
+    needs: frozenset[str] = KINDS_ALL
+
+    @classmethod
+    def of(cls, label: str, text: str | None, *, tool: str = "",
+           arguments: Mapping[str, Any] | None = None, is_error: bool = False,
+           needs: Iterable[str] | None = None) -> "SourceFacts":
+        """Index a user input (plain text) or a tool call (its arguments and result text).
+
+        A result that parses as a JSON object or array is walked value by value; any other
+        text is read as prose. ``needs`` (default: every kind) names the claim kinds that
+        will be looked up, so passes no claim needs are skipped (no number in the answer →
+        no number parsing of the results).
+        """
+        f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
+        if arguments:
+            f._walk(dict(arguments), "")
+        parsed: Any = None
+        s = (text or "").strip()
+        if s[:1] in "{[":
+            try:
+                parsed = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                parsed = None
+        if parsed is not None and isinstance(parsed, (dict, list)):
+            target = next((str(arguments[k]).lower() for k in _TARGET_CURRENCY_ARGS
+                           if arguments and str(arguments.get(k, "")).lower()
+                           in ("usd", "eur", "gbp")), "")
+            f._target = target
+            f._walk(parsed, "")
+            f._target = ""
+            if isinstance(parsed, dict):
+                ok = parsed.get("success", parsed.get("ok"))
+                err = parsed.get("error") or parsed.get("errors")
+                f.failed = ok is False or bool(err)
+                if ok is True and not f.failed:
+                    f.statuses.add("succeeded")
+        elif s:
+            f._text(s)
+            f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
+        f.failed = f.failed or is_error
+        if f.failed:
+            f.statuses.add("failed")
+        f.values.sort(key=lambda v: v[0])
+        for c in f.counts:
+            f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
+        f.sorted_times = sorted(f.times)
+        for d in sorted(f.dates):
+            if not d.startswith("?"):
+                f.full_dates.append(d)
+                f.month_days.setdefault(d[5:], []).append(d)
+                try:
+                    f.weekdays.add(date.fromisoformat(d).weekday())
+                except ValueError:  # 2026-02-30
+                    pass
+        return f
+
+    # -- indexing --------------------------------------------------------------------------
+    def _walk(self, value: Any, key: str, currency: str = "") -> None:
+        if isinstance(value, dict):
+            code = value.get("currency")
+            if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
+                currency = code.lower()  # a "currency" key is the unit of its siblings
+            numeric = [v for v in value.values()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
+                self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
+            for k, v in value.items():
+                self._tokens(str(k))
+                if "number" in self.needs and _DIGIT.search(str(k)):
+                    self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
+                self._walk(v, str(k), currency)
+        elif isinstance(value, list):
+            self._count(Decimal(len(value)))
+            tallies: Counter = Counter()
+            sums: dict[str, Decimal] = {}
+            for v in value:
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        if isinstance(x, (str, int, bool)) and not isinstance(x, float):
+                            tallies[(k, str(x).lower())] += 1
+                        if isinstance(x, (int, float)) and not isinstance(x, bool):
+                            sums[k] = sums.get(k, Decimal(0)) + _decimal(x)
+                self._walk(v, key, currency)
+            for n in sorted(set(tallies.values())):
+                self._count(Decimal(n))
+            for k, total in sums.items():
+                self.counts.extend(source_values(Num(total, _key_unit(k) or currency)))
+        elif isinstance(value, bool) or value is None:
+            if value is not None:
+                self.tokens.add(str(value).lower())
+                self._flag(key, value)
+        elif isinstance(value, (int, float)):
+            d = _decimal(value)
+            if not d.is_finite():
+                return
+            # convert(to="EUR") → {"result": 292.5} states €292.50, not $292.50
+            target = self._target if key.lower() in _AMOUNT_KEYS else ""
+            self._number(Num(d, _key_unit(key) or currency or target))
+            self.tokens.add(fmt(d))
+        else:
+            self._text(str(value))
+
+    def _flag(self, key: str, value: bool) -> None:
+        """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
+        states ``not locked`` and ``unlocked``."""
+        word = key.lower().replace("_", " ").removeprefix("is ")
+        state = _ALL_STATUS.get(word)
+        if state is None:
+            return
+        said = {state} if value else {f"not {state}", *_ANTONYM.get(state, ())}
+        self.statuses.update(said)
+        self.value_statuses.update(said)
+
+    def _text(self, text: str) -> None:
+        self._tokens(text)
+        need = self.needs
+        digits = _DIGIT.search(text) is not None
+        if (need & _SPAN_KINDS and digits) or ("number" in need and NUMBER_WORD.search(text)):
+            self._spans(text)
+        if digits and need & {"number", "date"}:
+            for m in _DATETIME.finditer(text):
+                try:
+                    t = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+                except ValueError:
+                    continue
+                self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
+        if need & {"status", "action"}:
+            low = clean(text).lower().replace("_", " ")
+            for m in _SOURCE_STATUS.finditer(low):
+                self.statuses.add(_ALL_STATUS[m.group(0)])
+                self.value_statuses.add(_ALL_STATUS[m.group(0)])
+
+    def _spans(self, text: str) -> None:
+        for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
+            if kind == "number" and num is not None:
+                self._number(num)
+            elif kind == "date":
+                self.dates.add(key)
+            elif kind == "time":
+                self.times.add(key)
+
+    def _tokens(self, text: str) -> None:
+        for m in _TOKEN.finditer(clean(text).lower()):
+            tok = m.group(0).strip(".'-")
+            if not tok:
+                continue
+            self.tokens.add(tok)
+            if "_" in tok or "'" in tok:
+                self.tokens.update(p for p in re.split(r"[_']", tok) if p)
+        if "action" in self.needs:
+            # "awaiting_approval", "not cancelled": a word after these states no action
+            words = _WORD.findall(clean(text).lower())
+            for prev, w in zip([""] + words, words):
+                if prev not in _UNDONE:
+                    self.stems.add(stem(w))
+
+    def _number(self, n: Num) -> None:
+        self.nums.append(n)
+        for v in source_values(n):
+            self.numbers.setdefault(fmt(v.value), set()).add(v.unit)
+            self.values.append((v.value, v.unit))
+
+    def _count(self, n: Decimal) -> None:
+        self.counts.append(Num(n))
+
+    # -- look-ups --------------------------------------------------------------------------
+    def supports(self, claim: Claim) -> bool:
+        """Whether this source states ``claim`` (kinds number, date, time, identifier,
+        email, name, status, weekday; actions are checked by the metric).
+
+        Numbers: an equal value with a compatible unit, or one that rounds to the claim
+        (:func:`evaltape.grader.matching.numbers.matches`). Dates: equal keys; a date
+        without a year matches any year. Times: the time, or for ``3:30`` without am/pm
+        also ``15:30``. Identifiers, e-mails: the token. Names: every word as a token.
+        Statuses: the canonical status, or the word as a token (``pending_requests``)
+        when no value of the source states a status.
+        Weekdays: the word itself.
+        """
+        k = claim.kind
+        if k == "number":
+            if claim.num is None:
+                return False
+            # "14F" may be a seat as well as 14 °F
+            return self.supports_number(claim.num) or claim.text.lower() in self.tokens
+        if k == "date":
+            if claim.key.startswith("????"):
+                return claim.key[5:] in self.month_days or claim.key in self.dates
+            return claim.key in self.dates
+        if k == "time":
+            return any(t in self.times for t in time_alternatives(claim.text, claim.key))
+        if k in ("identifier", "email"):
+            return claim.key in self.tokens
+        if k == "name":
+            return all(w in self.tokens for w in claim.key.split())
+        if k == "status":
+            # a key such as "pending_requests" names a state only where no value does
+            return claim.key in self.statuses or (claim.key in self.tokens
+                                                  and not self.value_statuses)
+        if k == "weekday":
+            return _WEEKDAY_NAMES[claim.key] in self.tokens
+        return False
+
+    def supports_number(self, n: Num) -> bool:
+        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``."""
+        units = self.numbers.get(fmt(n.value))
+        if units and (not n.unit or n.unit in units or "" in units):
+            return True
+        if not n.hedged and n.places < 1:
+            return False
+        tol = Decimal(5) * Decimal(10) ** (-n.places - 1)
+        lo = bisect.bisect_left(self.values, (n.value - tol, ""))
+        for value, unit in self.values[lo:lo + 64]:
+            if value > n.value + tol:
+                break
+            if compatible(unit, n.unit) and matches(n, value):
+                return True
+        return False
+
+
+
+_WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}
+
+
+def _decimal(x: int | float) -> Decimal:
+    try:
+        return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
+    except InvalidOperation:  # pragma: no cover - repr of a float is always valid
+        return Decimal("NaN")
+
+
+def _key_unit(key: str) -> str:
+    """The unit a JSON key names by its last ``_`` part (``distance_km`` → ``km``) or as
+    a whole word of four letters or more (``minutes``); ``requests_per_min`` names a
+    rate, not minutes → ``""``."""
+    parts = key.lower().split("_")
+    if len(parts) == 1:  # "minutes": 90 names its unit too, "c": 3 does not
+        return KEY_UNITS.get(parts[0], "") if len(parts[0]) >= 4 else ""
+    return KEY_UNITS.get(parts[-1], "") if parts[-2] != "per" else ""

@@ -1,0 +1,349 @@
+"""Record (and replay) any program as the agent: ``evaltape record DATASET --command CMD``.
+
+The program runs once per (case, trial) with the recording proxy's episode URL in
+``ANTHROPIC_BASE_URL``, so every Messages API client (any SDK, any language, the Claude Code
+CLI, ``curl``) is recorded with no code change. Environment of each run:
+
+- ``ANTHROPIC_BASE_URL``: ``http://127.0.0.1:<port>/evaltape/<case>/<trial>``;
+- ``ANTHROPIC_CUSTOM_HEADERS``: ``x-evaltape-case: <case>`` and ``x-evaltape-trial: <trial>``
+  on two lines (the variable Claude Code reads; clients that send these headers to the bare
+  ``EVALTAPE_PROXY_URL`` land in the same episode);
+- ``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``, ``EVALTAPE_INPUT_FILE``,
+  ``EVALTAPE_EPISODE_UUID`` (:func:`episode_uuid`);
+- ``ANTHROPIC_API_KEY`` is passed through; when neither it nor ``ANTHROPIC_AUTH_TOKEN`` is
+  set, a placeholder is set so SDKs start (a stand-in server needs no key).
+
+``CMD`` is split like a shell would (``shlex``) but run without a shell; in each argument
+``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}``, ``{trial}`` and
+``{episode_uuid}`` are replaced. The episode ends when the program exits: its trace is built from its cassette
+(:func:`.episodes.trace_from_cassette`), plus ``exit_code`` and ``stdout``; a non-empty
+stdout (stripped) is the ``final_response``, otherwise the conversation's last turn is; a
+non-zero exit or a timeout makes ``stop_reason: "error"`` (not saved unless
+``--keep-errors``, as for built-in agents).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import orjson
+
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.model import Case
+
+from .cassette import cassette_name
+from .episodes import EpisodeKey, trace_from_cassette
+from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
+from .script_server import CASE_HEADER
+from .vcr_ext.jsonl_serializer import HEADER
+from .vcr_ext.persister import atomic_write_text
+from .vcr_ext.scrub import scrub_text
+
+PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
+NO_KEY = "evaltape-proxy-no-key"
+#: Characters of stderr kept in a failed episode's ``error``.
+STDERR_TAIL = 2000
+
+
+def parse_command(command: str) -> list[str]:
+    """Split ``--command`` into argv and check the program exists.
+
+    Raises:
+        UsageError: empty or unbalanced quoting, or the program is not found on ``PATH``.
+    """
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise UsageError(f"--command {command!r}: {e}") from None
+    if not argv:
+        raise UsageError("--command is empty")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"--command: program {argv[0]!r} not found (not on PATH and not a "
+                         "path to an executable file)")
+    return argv
+
+
+def episode_uuid(case_id: str, trial: int) -> str:
+    """A UUID fixed by (case, trial): uuid5 (RFC 4122 §4.3, SHA-1 name-based) of
+    ``evaltape:<case_id>:<trial>`` in the URL namespace. Clients that put a random session
+    id into each request (Claude Code's ``metadata.user_id``) replay only if it is the same
+    at recording and replay, e.g. ``claude --session-id {episode_uuid}``."""
+    import uuid
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evaltape:{case_id}:{trial}"))
+
+
+def expand(argv: Sequence[str], input_file: str, case_id: str, trial: int) -> list[str]:
+    """``argv`` with ``{input_file}``, ``{case_id}``, ``{trial}`` and ``{episode_uuid}``
+    replaced in each argument (plain replacement: other braces, e.g. JSON in
+    ``python -c``, are left alone)."""
+    out = []
+    for a in argv:
+        a = a.replace("{input_file}", input_file).replace("{case_id}", case_id)
+        a = a.replace("{episode_uuid}", episode_uuid(case_id, trial))
+        out.append(a.replace("{trial}", str(trial)))
+    return out
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGKILL the process group of ``p`` (it was started with a new session)."""
+    import signal
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """One run of the command: exit code (``None`` on timeout), output, wall time (s)."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
+                timeout_s: float) -> CommandResult:
+    """Run the command for one episode against the proxy ``px`` (see module docstring)."""
+    env = dict(os.environ)
+    env.update({
+        "ANTHROPIC_BASE_URL": episode_base_url(px.base_url, case.id, trial),
+        "ANTHROPIC_CUSTOM_HEADERS": f"{CASE_HEADER}: {case.id}\n{TRIAL_HEADER}: {trial}",
+        "EVALTAPE_PROXY_URL": px.base_url, "EVALTAPE_CASE_ID": case.id,
+        "EVALTAPE_TRIAL": str(trial), "EVALTAPE_EPISODE_UUID": episode_uuid(case.id, trial)})
+    if not env.get("ANTHROPIC_API_KEY") and not env.get("ANTHROPIC_AUTH_TOKEN"):
+        env["ANTHROPIC_API_KEY"] = NO_KEY
+    with tempfile.TemporaryDirectory(prefix="evaltape-case-") as td:
+        input_file = os.path.join(td, "input.txt")
+        Path(input_file).write_text(case.input, encoding="utf-8")
+        env["EVALTAPE_INPUT_FILE"] = input_file
+        t0 = time.perf_counter()
+        # its own process group, so a timeout or Ctrl-C also ends what it started (sh -c ...)
+        p = subprocess.Popen(expand(argv, input_file, case.id, trial), env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout_s)
+            code = p.returncode
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            out, err = p.communicate()
+            code = None
+        except BaseException:
+            _kill_group(p)
+            raise
+        wall = round(time.perf_counter() - t0, 3)
+    dec = lambda b: b.decode("utf-8", errors="replace") if isinstance(b, bytes) else (b or "")
+    return CommandResult(code, dec(out), dec(err), wall)
+
+
+def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
+                  timeout_s: float, model: str | None) -> dict:
+    """The trace of one command episode from its (closed) cassette and the process result.
+
+    An episode that made no request gets a cassette with only the header line, so every
+    trace has its cassette (replay checks that).
+
+    Raises:
+        BadInputError: the resulting trace fails the trace reader (a bug; names the field).
+    """
+    from evaltape.grader.io.traces import parse_trace
+    path = run / "http" / cassette_name(key.case_id, key.trial)
+    if not path.exists():
+        atomic_write_text(path, orjson.dumps(HEADER).decode() + "\n")
+    trace = trace_from_cassette(path, key, latency_s=res.wall_s, input_text=case.input)
+    stdout = res.stdout.strip()
+    trace["exit_code"], trace["stdout"] = res.exit_code, res.stdout
+    if stdout:
+        trace["final_response"] = stdout
+    if res.exit_code != 0:
+        why = (f"command timed out after {timeout_s:g} s" if res.exit_code is None else
+               f"command exited with status {res.exit_code}")
+        tail = res.stderr.strip()[-STDERR_TAIL:]
+        trace["stop_reason"] = "error"
+        trace["error"] = why + (f": {tail}" if tail else "")
+    if trace.get("model") is None:
+        trace["model"] = model
+    parse_trace(trace, path=f"trace of command episode {key}")
+    return trace
+
+
+def record_command(opts: Any, progress: Callable[[str, dict], None] | None = None) -> dict:
+    """``evaltape record DATASET --command CMD``: record every unfinished (case, trial).
+
+    Same contract as :func:`evaltape.recorder.record.record` (lock, resume, atomic trace
+    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``); the
+    manifest's ``agent`` is ``"command"`` and ``command`` holds ``CMD``.
+
+    Returns:
+        ``{"recorded", "skipped", "errors", "tokens", "failed"}`` as ``record`` does.
+
+    Raises:
+        UsageError: bad ``--command``, trials, URL, or a run recorded with another setup.
+        BadInputError: invalid dataset or stand-in script, inputs changed since recording.
+        SecretLeakError: a cassette or trace would hold a key.
+    """
+    from evaltape.grader.io.datasets import load_dataset
+    from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
+
+    from .record import (_lock_run, _refuse_secrets_in_inputs, append_trace, build_manifest,
+                         check_base_url, check_same_setup, finished_episodes, in_shard,
+                         load_standin_scripts)
+    from .script_server import ScriptServer
+    if opts.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    if opts.stream:
+        raise UsageError("--stream applies to built-in agents; a --command agent streams "
+                         "or not as it likes (both are recorded)")
+    argv = parse_command(opts.command)
+    cases = load_dataset(opts.dataset)
+    if not cases:
+        raise UsageError(f"{opts.dataset}: the dataset has no cases")
+    _refuse_secrets_in_inputs(cases, opts.dataset)
+    scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
+    upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
+    check_base_url(upstream, "--base-url (or ANTHROPIC_BASE_URL, the upstream)")
+    model = opts.model or "chosen-by-command"
+    out = Path(opts.out)
+    try:
+        (out / "http").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
+    lock = _lock_run(out)
+    for stale in (out / "http").glob(".*.tmp"):
+        stale.unlink()
+    previous = read_manifest(out / "manifest.json")
+    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
+    check_same_setup(previous, opts, model, out)
+    if previous and previous.get("command") != opts.command:
+        raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
+                         f"command asks for {opts.command!r}. Record into another --out, or "
+                         "repeat the original options to resume it")
+    manifest = build_manifest(opts, cases, None, model, None if scripts else upstream, previous)
+    manifest["command"] = opts.command
+    if previous:
+        manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
+                                        **manifest["dataset"]["cases"]}
+    atomic_write_text(out / "manifest.json", orjson.dumps(
+        manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n")
+    traces = out / "traces.jsonl"
+    done = finished_episodes(traces)
+    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
+            if in_shard(p, t, opts.trials, opts.shard)]
+    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
+                              "errors": 0, "tokens": 0, "failed": []}
+    if progress:
+        progress("start", {**counts, "total": len(todo)})
+    with ExitStack() as stack:
+        if scripts is not None:
+            upstream = stack.enter_context(ScriptServer(scripts)).base_url
+        px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
+                                             finished=done))
+
+        def one(case: Case, trial: int) -> dict:
+            key = EpisodeKey(case.id, trial)
+            res = run_command(px, argv, case, trial, opts.command_timeout)
+            px.book.end(key, notify=False)
+            return command_trace(out, key, case, res, opts.command_timeout, model)
+
+        def finished(trace: dict) -> None:
+            if trace.get("stop_reason") == "error" and not opts.keep_errors:
+                counts["errors"] += 1
+                # printed on the console: the program's stderr may hold a key
+                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                                   f"{trace.get('error')}"))
+                (out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
+                    missing_ok=True)
+            else:
+                append_trace(traces, trace)
+                counts["recorded"] += 1
+                counts["errors"] += trace.get("stop_reason") == "error"
+            u = trace.get("usage") or {}
+            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+            if progress:
+                progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
+                                     **counts, "total": len(todo)})
+
+        with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
+            futures = [pool.submit(one, c, t) for c, t in todo]
+            for fut in as_completed(futures):
+                finished(fut.result())
+    lock.close()
+    return counts
+
+
+def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
+                       recorded: list[tuple[int, dict]], traces_path: Path,
+                       timeout_s: float = 600.0) -> list[tuple[str, int, str | None]]:
+    """Re-run a ``--command`` run's program against its cassettes through the proxy in
+    replay mode (no network) and compare each new trace with the recorded one.
+
+    A divergence is, in order: a request with no recorded match (the proxy's message: the
+    interaction number and the first differing JSON path), recorded exchanges the program
+    no longer made, or the first JSON path where the traces differ (``latency_s`` ignored).
+
+    Returns:
+        ``[(case_id, trial, divergence message or None)]`` in trace order.
+
+    Raises:
+        BadInputError: the manifest has no command, a case is missing from the dataset, or
+            a cassette is missing.
+        UsageError: the program is not found.
+    """
+    from .vcr_ext.jsonpath import first_difference
+    from .vcr_ext.matchers import shorten_pair
+    command = manifest.get("command")
+    if not isinstance(command, str):
+        raise BadInputError("a command run needs its command: missing or not a string",
+                            path=str(root / "manifest.json"), field="command")
+    argv = parse_command(command)
+    out = []
+    with ProxyServer(root, mode="replay") as px:
+        for lineno, rec in recorded:
+            key = EpisodeKey(rec["case_id"], rec["trial"])
+            case = cases.get(key.case_id)
+            if case is None:
+                raise BadInputError(f"case {key.case_id!r} is not in the dataset",
+                                    path=str(traces_path), line=lineno, field="case_id")
+            cpath = root / "http" / cassette_name(key.case_id, key.trial)
+            if not cpath.exists():
+                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+            res = run_command(px, argv, case, key.trial, timeout_s)
+            played = px.book.end(key) or {"misses": [], "unplayed": 0}
+            msg = None
+            if played["misses"]:
+                msg = played["misses"][0].split(": ", 1)[-1]
+            elif played["unplayed"]:
+                msg = (f"the program stopped with {played['unplayed']} recorded "
+                       "interaction(s) not requested")
+            else:
+                now = command_trace_replayed(cpath, key, case, res, timeout_s,
+                                             manifest.get("model"))
+                a = {k: v for k, v in rec.items() if k != "latency_s"}
+                b = {k: v for k, v in now.items() if k != "latency_s"}
+                d = first_difference(a, b)
+                if d:
+                    sa, sb = shorten_pair(d[1], d[2])
+                    msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
+            out.append((key.case_id, key.trial, msg))
+    return out
+
+
+def command_trace_replayed(cpath: Path, key: EpisodeKey, case: Case, res: CommandResult,
+                           timeout_s: float, model: str | None) -> dict:
+    """The trace a replayed command episode would have been recorded with: the cassette
+    (every exchange was played, so it is what the program exchanged) plus the new
+    process's exit code and stdout, scrubbed as :func:`~.record.append_trace` scrubs."""
+    trace = command_trace(cpath.parent.parent, key, case, res, timeout_s, model)
+    return orjson.loads(scrub_text(orjson.dumps(trace).decode()))

@@ -1,0 +1,357 @@
+"""Episodes of the recording proxy: one vcrpy cassette per (case, trial), one trace at its end.
+
+An *episode* is the HTTP traffic of one agent run on one case and trial. The proxy learns
+which episode a request belongs to from its URL prefix (``/evaltape/<case>/<trial>/...``),
+from the ``x-evaltape-case`` / ``x-evaltape-trial`` headers that ``evaltape record`` already
+sends, or, when neither is present, by grouping requests into conversations with the rule of
+the cassette importer (``grader/importers/cassette.py``: a call continues the most recent
+conversation whose last request it extends, same first message and strictly more messages).
+
+Files are the ones ``evaltape record`` writes (DESIGN.md §5): ``http/<case>__t<trial>.jsonl``
+through our vcrpy serializer, scrubbing hooks and atomic, secret-scanned persister, and one
+``traces.jsonl`` line per finished episode (:func:`evaltape.recorder.record.append_trace`).
+The trace is derived from the cassette by the importer's conversation → trace rules
+(``grader/importers/common.py``), so a proxied episode and an imported cassette agree.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from vcr.cassette import Cassette, CassetteContextDecorator
+
+from evaltape.grader.model import TRACE_SCHEMA
+
+from .cassette import cassette_name, make_vcr, prune_retried
+
+Mode = Literal["record", "replay"]
+#: Seconds an episode's end waits for exchanges still being stored.
+SETTLE_TIMEOUT_S = 60.0
+#: Case id given to conversations the proxy grouped itself (no episode in URL or headers).
+GROUPED_PREFIX = "conv-"
+
+
+@dataclass(frozen=True, order=True)
+class EpisodeKey:
+    """Which episode a request belongs to: a dataset case id and a 0-based trial."""
+
+    case_id: str
+    trial: int
+
+    def __str__(self) -> str:
+        return f"{self.case_id}#t{self.trial}"
+
+
+class EpisodeFinished(Exception):
+    """A request for an episode that already has a trace (finished episodes are never
+    overwritten; ``evaltape record``'s rule)."""
+
+
+def load_cassette(path: Path, mode: Mode) -> Cassette:
+    """A vcrpy :class:`Cassette` at ``path`` configured exactly as :func:`make_vcr` does
+    (JSONL serializer, atomic persister, scrubbing hooks, method/path/body matchers),
+    without patching any HTTP library: the proxy feeds it requests itself.
+
+    Args:
+        mode: ``"record"`` (vcrpy ``all``: start empty) or ``"replay"`` (``none``: load).
+
+    Raises:
+        ValueError: the cassette file cannot be parsed (from the serializer, names the line).
+    """
+    cfg = make_vcr("all" if mode == "record" else "none").get_merged_config(path=str(path))
+    kwargs = {k: v for k, v in cfg.items()
+              if k not in CassetteContextDecorator._non_cassette_arguments}
+    return Cassette.load(**kwargs)
+
+
+class Episode:
+    """Live state of one episode: its cassette, requests in flight, last activity.
+
+    Attributes:
+        key: the episode.
+        cassette: its vcrpy cassette (record: being written; replay: being played).
+        inflight: requests forwarded and not yet answered completely.
+        started, last: ``time.monotonic()`` of the first request and of the last activity.
+        first, n: grouping state: the first message (canonical JSON) and the message count
+            of the conversation's latest request.
+        misses: replay misses, each a message naming the interaction and JSON path.
+    """
+
+    def __init__(self, key: EpisodeKey, cassette: Cassette) -> None:
+        self.key, self.cassette = key, cassette
+        self.lock = threading.Lock()
+        #: notified when ``inflight`` drops (an end waits for answers still being stored)
+        self.settled = threading.Condition(self.lock)
+        self.inflight = 0
+        self.started = self.last = time.monotonic()
+        self.first: bytes | None = None
+        self.n = 0
+        self.misses: list[str] = []
+
+
+def first_message(body: Any) -> tuple[bytes, int] | None:
+    """``(grouping key, number of messages)`` of a Messages request body, or ``None`` when
+    the body has no non-empty ``messages`` list; the key is the importer's
+    (:func:`evaltape.grader.importers.cassette.conversation_key`)."""
+    from evaltape.grader.importers.cassette import conversation_key
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(msgs, list) or not msgs:
+        return None
+    return conversation_key(msgs), len(msgs)
+
+
+class EpisodeBook:
+    """The proxy's episodes: opens them on first request, ends them explicitly or when idle.
+
+    Args:
+        run: the run folder (``http/`` and ``traces.jsonl`` inside).
+        mode: ``"record"`` or ``"replay"``.
+        idle_timeout: seconds without traffic after which an episode ends (``None``: only
+            explicit ends and shutdown end episodes).
+        finished: episodes that already have a trace (record mode refuses them again).
+        on_end: called with the trace of each episode ended by idle timeout, an explicit
+            end request or shutdown (record mode; e.g. append it to ``traces.jsonl``).
+    """
+
+    def __init__(self, run: Path, mode: Mode, *, idle_timeout: float | None = None,
+                 finished: set[tuple[str, int]] | None = None,
+                 on_end: Callable[[dict], None] | None = None) -> None:
+        self.run, self.mode, self.idle_timeout = run, mode, idle_timeout
+        self.finished = set(finished or ())
+        self.on_end = on_end
+        self.open: dict[EpisodeKey, Episode] = {}
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sweeper: threading.Thread | None = None
+        self._next_conv = 1 + max((int(m.group(1)) for p in (run / "http").glob("*.jsonl")
+                                   if (m := re.match(rf"{GROUPED_PREFIX}(\d+)__t", p.name))),
+                                  default=0)
+        self._replay_pool: list[Episode] | None = None
+        #: replay mode: what :meth:`end` returned for each ended episode, in order
+        self.results: list[dict] = []
+        #: replay mode: misses of requests that named no episode
+        self.unmatched: list[str] = []
+
+    # -- opening -----------------------------------------------------------------------
+
+    def get(self, key: EpisodeKey) -> Episode:
+        """The open episode ``key``, opened now if needed.
+
+        Record mode replaces a cassette left by an interrupted attempt (no trace);
+        replay mode loads ``http/<case>__t<trial>.jsonl``.
+
+        Raises:
+            EpisodeFinished: record mode, and the episode already has a trace.
+            FileNotFoundError: replay mode, and there is no cassette for the episode.
+        """
+        with self.lock:
+            ep = self.open.get(key)
+            if ep is not None:
+                return ep
+            if self.mode == "record" and (key.case_id, key.trial) in self.finished:
+                raise EpisodeFinished(f"episode {key} is already recorded (it has a trace in "
+                                      f"{self.run / 'traces.jsonl'}); record into another run "
+                                      "or use another trial (if it ended while the agent was "
+                                      "still working, raise --idle-timeout)")
+            path = self.run / "http" / cassette_name(key.case_id, key.trial)
+            if self.mode == "record":
+                path.unlink(missing_ok=True)
+            elif not path.is_file():
+                raise FileNotFoundError(f"no cassette for episode {key}: {path}")
+            ep = Episode(key, load_cassette(path, self.mode))
+            self.open[key] = ep
+            return ep
+
+    def group(self, body: Any) -> Episode:
+        """The episode a request without episode headers belongs to (record mode).
+
+        Rule of the cassette importer: the most recently opened open conversation whose
+        first message equals this request's and whose last request had fewer messages;
+        otherwise a new conversation ``conv-NNNN`` (trial 0). A request without a
+        ``messages`` list (token counting, model listing) joins the most recently active
+        open conversation, or starts one.
+        """
+        fm = first_message(body)
+        with self.lock:
+            grouped = [e for e in self.open.values() if e.key.case_id.startswith(GROUPED_PREFIX)]
+            if fm is None:
+                chosen = max(grouped, key=lambda e: e.last, default=None)
+            else:
+                chosen = next((e for e in reversed(grouped)
+                               if e.first == fm[0] and fm[1] > e.n), None)
+            if chosen is None:
+                key = EpisodeKey(f"{GROUPED_PREFIX}{self._next_conv:04d}", 0)
+                self._next_conv += 1
+        if chosen is None:
+            chosen = self.get(key)
+        if fm is not None:
+            chosen.first, chosen.n = fm
+        return chosen
+
+    def replay_pool(self) -> list[Episode]:
+        """Every cassette of the run, loaded for replay (requests without episode headers
+        are served by the first cassette holding an unplayed match)."""
+        with self.lock:
+            if self._replay_pool is None:
+                pool = []
+                for p in sorted((self.run / "http").glob("*__t*.jsonl")):
+                    case, _, trial = p.stem.rpartition("__t")
+                    key = EpisodeKey(case, int(trial)) if trial.isdigit() else None
+                    if key is None:
+                        continue
+                    ep = self.open.get(key) or Episode(key, load_cassette(p, "replay"))
+                    self.open[key] = ep
+                    pool.append(ep)
+                self._replay_pool = pool
+            return self._replay_pool
+
+    # -- recording ---------------------------------------------------------------------
+
+    def record(self, ep: Episode, request: Any, response: dict) -> None:
+        """Append one exchange to the episode's cassette in memory (scrubbed by the vcrpy
+        hooks). The file is written once, atomically, when the episode ends: an episode
+        cut short has no trace and is recorded again from scratch on resume, so saving
+        every exchange would buy nothing but a full rewrite per request."""
+        with ep.lock:
+            ep.cassette.append(request, response)
+            ep.last = time.monotonic()
+
+    # -- ending ------------------------------------------------------------------------
+
+    def end(self, key: EpisodeKey, notify: bool = True) -> dict | None:
+        """End episode ``key``: wait (up to :data:`SETTLE_TIMEOUT_S`) for requests still in
+        flight, then in record mode drop retried error exchanges, save the cassette and
+        return its trace (also passed to ``on_end`` when ``notify``).
+
+        Returns:
+            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n}``
+            (replay mode: miss messages and recorded exchanges never requested), or
+            ``None`` when the episode is not open.
+        """
+        with self.lock:
+            ep = self.open.pop(key, None)
+            if ep is None:
+                return None
+            if self._replay_pool is not None and ep in self._replay_pool:
+                self._replay_pool.remove(ep)
+            if self.mode == "record":
+                self.finished.add((key.case_id, key.trial))
+        with ep.lock:  # a client may exit as soon as it has read the last byte
+            ep.settled.wait_for(lambda: ep.inflight == 0, timeout=SETTLE_TIMEOUT_S)
+        if self.mode == "replay":
+            unplayed = len(ep.cassette.data) - len(ep.cassette.play_counts)
+            result = {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),
+                      "unplayed": unplayed}
+            with self.lock:
+                self.results.append(result)
+            return result
+        with ep.lock:
+            prune_retried(ep.cassette)
+            ep.cassette._save(force=True)
+        trace = trace_from_cassette(Path(ep.cassette.path), key,
+                                    latency_s=round(ep.last - ep.started, 3))
+        if notify and self.on_end:
+            self.on_end(trace)
+        return trace
+
+    def end_all(self) -> list[dict]:
+        """End every open episode (shutdown); returns what :meth:`end` returned for each."""
+        out = []
+        for key in sorted(list(self.open)):
+            try:
+                got = self.end(key)
+            except Exception as e:  # noqa: BLE001 - one bad episode must not lose the others
+                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+                continue
+            if got is not None:
+                out.append(got)
+        return out
+
+    def sweep_idle(self, now: float | None = None) -> list[EpisodeKey]:
+        """End the open episodes idle for at least ``idle_timeout`` with nothing in flight.
+
+        Returns:
+            The keys ended.
+        """
+        if self.idle_timeout is None:
+            return []
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            idle = [k for k, e in self.open.items()
+                    if e.inflight == 0 and now - e.last >= self.idle_timeout]
+        ended = []
+        for key in idle:
+            try:
+                if self.end(key) is not None:
+                    ended.append(key)
+            except Exception as e:  # noqa: BLE001 - reported, the proxy keeps serving
+                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+        return ended
+
+    def start(self) -> None:
+        """Start the idle sweeper thread (no-op without an idle timeout)."""
+        if self.idle_timeout is None or self._sweeper is not None:
+            return
+        interval = max(0.05, min(1.0, self.idle_timeout / 4))
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.sweep_idle()
+
+        self._sweeper = threading.Thread(target=loop, daemon=True, name="evaltape-idle")
+        self._sweeper.start()
+
+    def stop(self) -> None:
+        """Stop the idle sweeper (open episodes stay open; see :meth:`end_all`)."""
+        self._stop.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=5)
+
+
+def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
+                        input_text: str | None = None) -> dict:
+    """The ``evaltape.trace/1`` object (DESIGN.md §3) of one proxied episode.
+
+    The cassette is read by the ``anthropic-cassette`` importer (its conversation grouping
+    and conversation → trace rules). An agent that also makes side calls (a title, a
+    classifier, a sub-agent) yields several conversations: the trace is the one with the
+    most Messages calls (the first of equals), and ``conversations`` counts them all.
+    ``case_id``, ``trial``, ``latency_s`` (first request to last response, seconds) and,
+    when given, ``input`` (the dataset's) are the proxy's.
+
+    With no readable Messages call (none made, or only HTTP errors) the trace has
+    ``stop_reason: "error"`` and ``error`` naming why.
+    """
+    from evaltape.grader.importers.cassette import import_file
+    from evaltape.grader.importers.common import ImportResult
+    result = ImportResult()
+    import_file(str(path), result)
+    best = None
+    for t in result.traces:
+        n = len(t.get("source", {}).get("interactions", []))
+        if best is None or n > best[0]:
+            best = (n, t)
+    if best is not None:
+        trace = dict(best[1])
+        trace.pop("source", None)
+    else:
+        why = "; ".join([str(e) for e in result.errors] +
+                        [f"{s.place}: {s.reason}" for s in result.skipped]) or \
+            "the agent made no Messages API call"
+        trace = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
+                 "messages": [], "usage": {}, "model": None, "error": why,
+                 "input": ""}
+    trace.setdefault("error", None)
+    trace.update({"schema": TRACE_SCHEMA, "case_id": key.case_id, "trial": key.trial,
+                  "latency_s": latency_s, "conversations": len(result.traces)})
+    if input_text is not None:
+        trace["input"] = input_text
+    if trace.get("input") is None:
+        trace["input"] = ""
+    return trace
+
