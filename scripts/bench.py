@@ -231,7 +231,8 @@ def cpu_model() -> str:
 
 def main() -> None:
     print(f"evaltape bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+          f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.2f} (other work on the cores skews ratios)")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if GEN.exists():
@@ -246,6 +247,7 @@ def main() -> None:
     for other in sorted(Path(__file__).parent.glob("bench_*.py")):
         print(f"--- {other.name}", flush=True)
         subprocess.run([sys.executable, str(other)], cwd=ROOT, env=dict(os.environ))
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     missed = [name for name, _v, _t, ok in results if not ok]
     if missed:
         sys.exit(f"bench: {len(missed)} target(s) missed: {'; '.join(missed)}")
