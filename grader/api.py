@@ -9,13 +9,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from evaltape.grader.engine import grade_episodes
+from evaltape.grader.engine import fold_batches
 from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.registry import DEFAULT_METRICS, check_own_name, resolve
 from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
+from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
@@ -72,7 +73,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
           metrics: Sequence[Any] | None = None,
           config: str | Path | Mapping[str, Any] | None = None, *,
           baseline: str | Path | Report | None = None,
-          on_episode: Callable[[EpisodeResult], None] | None = None) -> Report:
+          on_episode: Callable[[EpisodeResult], None] | None = None,
+          workers: int | None = 1, engine: str = "local",
+          address: str | None = None) -> Report:
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
@@ -87,10 +90,18 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         baseline: an earlier report (path or :class:`Report`) to compare with; the
             comparison is the report's ``baseline_comparison``.
         on_episode: called with each graded episode (progress display).
+        workers: processes grading chunks of the traces file (``None``: every core,
+            :func:`evaltape.grader.scale.default_workers`); the report's bytes are the same
+            for every value. A run with a judged metric is graded in this process.
+        engine: ``local`` (a process pool) or ``dask`` (a ``dask.distributed`` cluster at
+            ``address``; optional extra ``evaltape[dask]``), see :mod:`evaltape.grader.scale`.
+        address: the Dask scheduler address (``tcp://HOST:8786``).
 
     Returns:
-        The report; ``report_bytes(report)`` is what ``evaltape grade`` writes to
-        ``report.json``. ``report.coverage`` tells which cases/trials the run lacks.
+        The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
+        ``evaltape grade`` writes to ``report.json``. ``report.coverage`` tells which
+        cases/trials the run lacks. ``report.episodes`` is a lazily read sequence on a
+        temporary file (:class:`~evaltape.grader.report.spill.LazyEpisodes`).
 
     Raises:
         UsageError: bad path, no dataset, bad metric selection, zero episodes.
@@ -108,9 +119,17 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                    agent=_str_or_none(man.get("agent")), model=_str_or_none(man.get("model")),
                    model_note=_str_or_none(man.get("model_note")),
                    dataset_sha256=inputs_sha256(opened.cases))
-    report = grade_episodes(opened.episodes(), opened.cases, resolved, run_info=info,
-                            judge=judge, run_label=opened.label, on_episode=on_episode,
-                            traces_path=str(opened.traces_path))
+    if workers is None:
+        workers = default_workers()
+    if judge is not None:
+        workers, engine = 1, "local"  # the judge store's observations live in this process
+    job = GradeJob(opened, resolved, judge)
+    opened.reset_seen()
+    parts = chunk_results(job, workers=workers, engine=engine, address=address)
+    report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
+                          run_label=opened.label, on_episode=on_episode,
+                          check=lambda case_id, trial, line: opened.note_episode(
+                              case_id, trial, line or None))
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import compare_reports, unrelated

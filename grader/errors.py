@@ -33,6 +33,15 @@ class BadInputError(EvaltapeError, ValueError):
             where += f"field '{field}': "
         super().__init__(where + message)
 
+    def __reduce__(self) -> tuple:
+        # keyword-only fields: rebuilt by name when sent back from a worker process
+        return _rebuild_bad_input, (self.message, self.path, self.line, self.field)
+
+
+def _rebuild_bad_input(message: str, path: str | None, line: int | None,
+                       field: str | None) -> "BadInputError":
+    return BadInputError(message, path=path, line=line, field=field)
+
 
 class UsageError(EvaltapeError):
     """The request itself cannot be carried out (exit code 2), e.g. grading zero episodes."""

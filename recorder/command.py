@@ -197,7 +197,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
     from .record import (_lock_run, _refuse_secrets_in_inputs, append_trace, build_manifest,
-                         check_base_url, check_same_setup, finished_episodes,
+                         check_base_url, check_same_setup, finished_episodes, in_shard,
                          load_standin_scripts)
     from .script_server import ScriptServer
     if opts.trials < 1:
@@ -238,8 +238,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n")
     traces = out / "traces.jsonl"
     done = finished_episodes(traces)
-    todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
-    counts: dict[str, Any] = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo),
+    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
+            if in_shard(p, t, opts.trials, opts.shard)]
+    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
                               "errors": 0, "tokens": 0, "failed": []}
     if progress:
         progress("start", {**counts, "total": len(todo)})

@@ -6,6 +6,7 @@ skips finished episodes and re-records the rest. A finished episode is never ove
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -50,6 +51,9 @@ class RecordOptions:
     stream: bool = False
     standin_scripts: str | None = None
     keep_errors: bool = False
+    #: ``--shard i/N``: record only this run's share of the episodes, ``(i, N)`` with
+    #: ``1 <= i <= N`` (:func:`in_shard`); ``None`` records them all
+    shard: tuple[int, int] | None = None
     #: ``--manifest-extra KEY=VALUE``: free-form facts about the model/server for the manifest
     manifest_extra: dict[str, str] = field(default_factory=dict)
     command_line: Sequence[str] = field(default_factory=lambda: list(sys.argv))
@@ -58,6 +62,36 @@ class RecordOptions:
     command: str | None = None
     #: seconds a ``--command`` run may take before it is killed (an error episode)
     command_timeout: float = 600.0
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Read ``--shard i/N`` (1-based: ``1/4`` .. ``4/4``).
+
+    Raises:
+        UsageError: not two integers ``i/N`` with ``1 <= i <= N``.
+    """
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise UsageError(f"--shard wants i/N with 1 <= i <= N (e.g. 1/4), got {text!r}")
+    return i, n
+
+
+def in_shard(position: int, trial: int, trials: int, shard: tuple[int, int] | None) -> bool:
+    """Whether episode ``(case at dataset position, trial)`` belongs to ``shard``.
+
+    Episodes are numbered ``position * trials + trial`` (dataset order, then trial) and dealt
+    round-robin: shard ``i`` of ``N`` takes the numbers ``k`` with ``k mod N == i - 1``. So
+    the N shards are disjoint, cover every episode, and differ in size by at most one
+    (the trials of one case spread over the shards).
+    """
+    if shard is None:
+        return True
+    i, n = shard
+    return (position * trials + trial) % n == i - 1
 
 
 def _versions() -> dict[str, str]:
@@ -204,6 +238,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "tools_sha256": _sha(list(spec.tools)) if spec else None,
         "trials": opts.trials,
         "stream": opts.stream,
+        **({"shard": {"index": opts.shard[0], "count": opts.shard[1]}} if opts.shard else {}),
         "versions": _versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -325,13 +360,64 @@ def check_base_url(url: str | None, option: str = "--base-url") -> None:
                          "http(s)://host[:port]")
 
 
+#: ``{(process id, base URL, key, retries): client}``: see :func:`shared_client`.
+_CLIENTS: dict[tuple, anthropic.Anthropic] = {}
+
+
+def shared_client(base_url: str | None, api_key: str | None,
+                  max_retries: int = 4) -> anthropic.Anthropic:
+    """The one Messages-API client of this process for ``(base_url, api_key, max_retries)``.
+
+    Built on first use and reused by every later episode in the process (the recorder, or
+    each worker of ``--concurrency N``), so the connection pool and the SSL context
+    (certificates: ~16 ms a client) are set up once per process, not once per episode. The
+    SDK's clients are safe to share between threads (anthropic-sdk-python README,
+    "Client"). Worker processes forked by :func:`record` inherit the client that
+    :func:`warm_up` built in the recorder, which never sends a request itself when it
+    forks, so the inherited connection pool is empty: each worker opens its own sockets.
+    """
+    key = (base_url, api_key or "no-key", max_retries)
+    client = _CLIENTS.get(key)
+    if client is None:
+        client = _CLIENTS[key] = anthropic.Anthropic(api_key=api_key or "no-key",
+                                                     base_url=base_url,
+                                                     max_retries=max_retries)
+    return client
+
+
+def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:
+    """Pay the one-time costs of an episode once, in the recorder, before it forks workers:
+    the agent's and the HTTP stack's lazy imports, vcrpy's HTTP stubs, the SDK's request
+    and response models, and the shared client with its SSL context. Forked workers
+    inherit all of it (copy-on-write), instead of each paying ~0.1 s of CPU for it on
+    their first episode while competing for the same cores. Sends no request."""
+    import importlib
+
+    import vcr.stubs.httpx_stubs  # noqa: F401 - imported when a cassette first patches httpx
+
+    from evaltape.grader.io import traces  # noqa: F401 - run_episode checks each trace
+    resolve_agent(agent)
+    client = shared_client(base_url, api_key)
+    client.messages  # noqa: B018 - the resource and its types load on first access
+    for name in ("httpcore", "httpcore2"):  # the transport layer the SDK's httpx uses
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    from anthropic.types import Message
+    Message.model_validate({"id": "msg_warm", "type": "message", "role": "assistant",
+                            "model": "warm-up", "content": [{"type": "text", "text": ""}],
+                            "stop_reason": "end_turn", "stop_sequence": None,
+                            "usage": {"input_tokens": 0, "output_tokens": 0}})
+
+
 def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: int,
                 max_retries: int = 4) -> anthropic.Anthropic:
-    """A client for one episode; the case id travels in a header for the script server."""
-    return anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
-                               max_retries=max_retries,
-                               default_headers={CASE_HEADER: case_id,
-                                                "x-evaltape-trial": str(trial)})
+    """The client of one episode: the process's :func:`shared_client` with the episode's
+    headers (``with_options`` copies share its HTTP client and connection pool); the case
+    id and trial travel in headers for the script server."""
+    return shared_client(base_url, api_key, max_retries).with_options(
+        default_headers={CASE_HEADER: case_id, "x-evaltape-trial": str(trial)})
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
@@ -388,8 +474,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                                    orjson.OPT_INDENT_2).decode() + "\n")
     traces = out / "traces.jsonl"
     done = finished_episodes(traces)
-    todo = [(c, t) for c in cases for t in range(opts.trials) if (c.id, t) not in done]
-    counts: dict[str, Any] = {"recorded": 0, "skipped": len(cases) * opts.trials - len(todo),
+    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
+            if in_shard(p, t, opts.trials, opts.shard)]
+    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
                               "errors": 0, "tokens": 0, "failed": []}
     if progress:
         progress("start", {**counts, "total": len(todo)})
@@ -425,6 +513,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 for job in jobs:
                     finished(record_episode(job))
             else:
+                warm_up(opts.agent, base_url, api_key)
+                # objects alive now are shared with the forked workers: keep the collector from
+                # touching (and so copying) their pages in every worker
+                gc.freeze()
                 ctx = multiprocessing.get_context("fork")
                 with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
                                          initializer=_die_with_parent) as pool:
@@ -458,6 +550,11 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         return
     asked = {"agent": opts.agent, "model": model, "stream": opts.stream,
              "standin_scripts": opts.standin_scripts}
+    shard = {"index": opts.shard[0], "count": opts.shard[1]} if opts.shard else None
+    if previous.get("shard") != shard:
+        raise UsageError(f"{out} was recorded as shard {_shard_text(previous.get('shard'))}; "
+                         f"this command asks for {_shard_text(shard)}. Record into another "
+                         "--out, or repeat the original options to resume it")
     for name in SETUP_FIELDS:
         if name in previous and previous[name] != asked[name]:
             raise UsageError(f"{out} was recorded with {name} {previous[name]!r}; this command "
@@ -470,6 +567,12 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         if not (from_run and (out / from_run).resolve() == Path(opts.dataset).resolve()):
             raise UsageError(f"{out} was recorded from dataset {old_ds!r}, not "
                              f"{opts.dataset!r}; record into another --out")
+
+
+def _shard_text(shard: Any) -> str:
+    if not isinstance(shard, dict):
+        return "none (every episode)"
+    return f"{shard.get('index')}/{shard.get('count')}"
 
 
 def _lock_run(out: Path) -> Any:

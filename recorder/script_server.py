@@ -112,6 +112,10 @@ class MessagesHandler(BaseHTTPRequestHandler):
     """HTTP handler: ``POST /v1/messages`` answered by ``self.server.respond``."""
 
     protocol_version = "HTTP/1.1"
+    #: TCP_NODELAY: the head and the body go out in two writes; with Nagle's algorithm the
+    #: body waits for the client's delayed ACK of the head (40 ms a response on Linux
+    #: loopback, RFC 1122 §4.2.3.2 allows up to 500 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # silence the default stderr logging
         """Silence the default per-request log line (the server runs inside tests and CLI runs)."""

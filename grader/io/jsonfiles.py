@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -123,11 +123,12 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
             fh.close()
 
 
-def atomic_write(path: str | Path, data: bytes | str) -> None:
+def atomic_write(path: str | Path, data: bytes | str | Iterable[bytes]) -> None:
     """Write ``data`` to ``path`` all or nothing: a temp file beside it, fsync, rename.
 
     A reader sees the old file or the new one, never a torn one; a failed write leaves no
-    temp file behind. ``str`` data is written as UTF-8.
+    temp file behind. ``str`` data is written as UTF-8; an iterable of ``bytes`` pieces is
+    written piece by piece (a streamed report never exists whole in memory).
 
     Raises:
         OSError: the folder is missing or not writable, or the disk is full (the caller
@@ -135,10 +136,12 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     """
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    blob = data.encode() if isinstance(data, str) else data
+    pieces = [data.encode()] if isinstance(data, str) else (
+        [data] if isinstance(data, (bytes, bytearray)) else data)
     try:
         with open(tmp, "wb") as fh:
-            fh.write(blob)
+            for piece in pieces:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)

@@ -148,6 +148,55 @@ def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> 
                                 path=where, field="dataset.cases")
 
 
+class TrialSet:
+    """The trials seen of one case: a bitmap (one bit per trial number below
+    :data:`BITMAP_LIMIT`, a set above), so a million episodes cost 125 KB, not 60 MB."""
+
+    BITMAP_LIMIT = 1 << 24
+
+    def __init__(self) -> None:
+        self._bits = bytearray()
+        self._big: set[int] = set()
+        self._n = 0
+
+    def __contains__(self, trial: int) -> bool:
+        if trial >= self.BITMAP_LIMIT:
+            return trial in self._big
+        i = trial >> 3
+        return i < len(self._bits) and bool(self._bits[i] >> (trial & 7) & 1)
+
+    def add(self, trial: int) -> bool:
+        """Add a trial number (>= 0); ``False`` when it was already there."""
+        if trial >= self.BITMAP_LIMIT:
+            if trial in self._big:
+                return False
+            self._big.add(trial)
+            self._n += 1
+            return True
+        i = trial >> 3
+        bits = self._bits
+        if i >= len(bits):
+            bits.extend(bytes(i + 1 - len(bits)))
+        mask = 1 << (trial & 7)
+        if bits[i] & mask:
+            return False
+        bits[i] |= mask
+        self._n += 1
+        return True
+
+    def __len__(self) -> int:
+        return self._n
+
+    def max(self) -> int:
+        """The largest trial seen. Raises ``ValueError`` when empty."""
+        if self._big:
+            return max(self._big)
+        for i in range(len(self._bits) - 1, -1, -1):
+            if self._bits[i]:
+                return i * 8 + self._bits[i].bit_length() - 1
+        raise ValueError("no trial seen")
+
+
 @dataclass(frozen=True)
 class Coverage:
     """Which dataset cases and trials a run holds.
@@ -189,7 +238,7 @@ class Run:
     dataset_path: Path
     cases: tuple[Case, ...]
     label: str
-    _seen: dict[str, set[int]] = field(default_factory=dict, repr=False)
+    _seen: dict[str, "TrialSet"] = field(default_factory=dict, repr=False)
     _read: bool = field(default=False, repr=False)
 
     @property
@@ -207,28 +256,52 @@ class Run:
         """
         from evaltape.grader.io.traces import iter_traces
         by_id = self.case_by_id
-        where = str(self.traces_path)
         self._seen.clear()
         self._read = False
         for trace in iter_traces(self.traces_path):
-            case = by_id.get(trace.case_id)
-            line = trace.source_line or None
-            if case is None:
-                raise BadInputError(f"trace names case {trace.case_id!r}, which the dataset "
-                                    f"{self.dataset_path} does not have", path=where,
-                                    line=line, field="case_id")
-            trials = self._seen.setdefault(trace.case_id, set())
-            if trace.trial in trials:
-                raise BadInputError(f"duplicate episode: case {trace.case_id!r} trial "
-                                    f"{trace.trial}", path=where, line=line, field="trial")
-            trials.add(trace.trial)
-            if trace.input != case.input:
-                raise BadInputError(f"case {case.id!r}: the recorded input differs from the "
-                                    "dataset's; inputs may not change after recording "
-                                    "(re-record the case)", path=where, line=line,
-                                    field="input")
+            case = self.check_trace(trace, by_id)
+            self.note_episode(trace.case_id, trace.trial, trace.source_line or None)
             yield trace, case
         self._read = True
+
+    def reset_seen(self) -> None:
+        """Forget the episodes read so far (a new pass over the traces file starts)."""
+        self._seen.clear()
+
+    def check_trace(self, trace: Trace, by_id: dict[str, Case]) -> Case:
+        """The dataset case of one trace, checked on its own (no duplicate check: that needs
+        every earlier trace, see :meth:`note_episode`). Safe to call in a worker process.
+
+        Raises:
+            BadInputError: the trace names a case the dataset lacks, or carries an input
+                other than its case's (file, line and field named).
+        """
+        case = by_id.get(trace.case_id)
+        line = trace.source_line or None
+        where = str(self.traces_path)
+        if case is None:
+            raise BadInputError(f"trace names case {trace.case_id!r}, which the dataset "
+                                f"{self.dataset_path} does not have", path=where,
+                                line=line, field="case_id")
+        if trace.input != case.input:
+            raise BadInputError(f"case {case.id!r}: the recorded input differs from the "
+                                "dataset's; inputs may not change after recording "
+                                "(re-record the case)", path=where, line=line,
+                                field="input")
+        return case
+
+    def note_episode(self, case_id: str, trial: int, line: int | None) -> None:
+        """Record that ``(case_id, trial)`` was read (for :meth:`coverage`), in file order.
+
+        Raises:
+            BadInputError: the episode was read before (a run has one trace per episode).
+        """
+        trials = self._seen.get(case_id)
+        if trials is None:
+            trials = self._seen[case_id] = TrialSet()
+        if not trials.add(trial):
+            raise BadInputError(f"duplicate episode: case {case_id!r} trial {trial}",
+                                path=str(self.traces_path), line=line, field="trial")
 
     def coverage(self) -> Coverage:
         """Cases and trials missing from the run.
@@ -237,10 +310,10 @@ class Run:
             UsageError: :meth:`episodes` has not been read to the end yet (the coverage is
                 what that pass saw; before it, every case would look unrecorded).
         """
-        if not self._read:
+        if not self._read and not self._seen:
             raise UsageError("read run.episodes() to the end before asking for coverage()")
         declared = self.manifest.get("trials")
-        seen_max = max((max(t) + 1 for t in self._seen.values() if t), default=0)
+        seen_max = max((t.max() + 1 for t in self._seen.values() if t), default=0)
         trials = declared if isinstance(declared, int) and not isinstance(declared, bool) \
             and declared > 0 else seen_max
         trials = max(trials, seen_max)

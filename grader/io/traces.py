@@ -66,6 +66,71 @@ def _check_usage(usage: Any, path: str, line: int | None) -> dict:
     return usage
 
 
+_REQUIRED = frozenset(REQUIRED_KEYS)
+_CALL_REQUIRED = frozenset(REQUIRED_CALL_KEYS)
+_SORT = orjson.OPT_SORT_KEYS
+
+
+def _fast_trace(obj: dict, line: int | None) -> Trace | None:
+    """:func:`parse_trace` for a trace that passes every check, in one pass with plain type
+    tests; ``None`` as soon as anything is unusual, so that the checking path reports it
+    (same result objects either way: this only skips building error messages). Every
+    check of the checking path is here too (a test feeds both the same hostile traces)."""
+    if not _REQUIRED <= obj.keys() or obj["schema"] != TRACE_SCHEMA:
+        return None
+    case_id, trial, steps = obj["case_id"], obj["trial"], obj["steps"]
+    inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
+    calls_raw = obj["tool_calls"]
+    if not (type(case_id) is str and type(trial) is int and type(steps) is int
+            and trial >= 0 and steps >= 0 and type(inp) is str and type(stop) is str
+            and (final is None or type(final) is str) and type(calls_raw) is list):
+        return None
+    calls = []
+    for c in calls_raw:
+        if type(c) is not dict or not _CALL_REQUIRED <= c.keys():
+            return None
+        args, name, result, cid = c["arguments"], c["name"], c.get("result"), c["id"]
+        step, is_error = c.get("step"), c.get("is_error")
+        if (type(args) is not dict or type(name) is not str
+                or type(cid) not in (str, int)
+                or not (step is None or (type(step) is int and step >= 0))
+                or not (is_error is None or type(is_error) is bool)):
+            return None
+        if result is not None and type(result) is not str:
+            result = orjson.dumps(result, option=_SORT).decode()
+        calls.append(ToolCall(id=str(cid), name=name, arguments=args, result=result,
+                              is_error=bool(is_error), step=step or 0))
+    usage = obj.get("usage")
+    if usage is None:
+        usage = {}
+    elif type(usage) is not dict:
+        return None
+    for k, v in usage.items():
+        if not (v is None or (type(v) is int and v >= 0)
+                or (type(v) in (dict, str) and not k.endswith(("_tokens", "_requests")))):
+            return None
+    messages = obj.get("messages")
+    if messages is None:
+        messages = []
+    elif type(messages) is not list or any(type(m) is not dict for m in messages):
+        return None
+    for key in ("model", "error", "infra_error", "partial_response"):
+        v = obj.get(key)
+        if v is not None and type(v) is not str:
+            return None
+    if obj.get("unfinished") is not None and type(obj["unfinished"]) is not bool:
+        return None
+    latency = obj.get("latency_s")
+    if latency is not None and type(latency) not in (int, float):
+        return None
+    return Trace(
+        case_id=case_id, trial=trial, input=inp, tool_calls=tuple(calls),
+        final_response=final, stop_reason=stop, steps=steps,
+        messages=tuple(messages), usage=usage,
+        latency_s=float(latency) if latency is not None else None,
+        model=obj.get("model"), error=obj.get("error"), raw=obj, source_line=line or 0)
+
+
 def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> Trace:
     """Validate one decoded trace object and build a :class:`Trace`.
 
@@ -80,6 +145,10 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         BadInputError: not an object, a required key missing, a wrong type, or an
             unknown schema version; the message names ``path``, ``line`` and the key.
     """
+    if type(obj) is dict:
+        fast = _fast_trace(obj, line)
+        if fast is not None:
+            return fast
     if not isinstance(obj, dict):
         raise BadInputError(f"expected a JSON object, got {type(obj).__name__}", path=path,
                             line=line)

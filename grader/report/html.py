@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any, Mapping
+from itertools import islice
+from typing import Any, Iterator, Mapping
 
 from evaltape.grader.report.common import episode_label, fmt, is_failing, k_coverage
 from evaltape.grader.report.model import Report
@@ -76,6 +77,11 @@ def _baseline(cmp: Any) -> str:
             f"<th>alert</th></tr>{rows}</table>")
 
 
+#: Episodes listed in the page (rows and failing details); a longer run's page says how
+#: many more there are and links to ``report.json``, which holds them all.
+HTML_EPISODE_LIMIT = 2000
+
+
 def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = None) -> str:
     """Render a :class:`Report` as one self-contained HTML page.
 
@@ -84,6 +90,14 @@ def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = N
         traces: optional ``{(case_id, trial): Trace}`` for the expandable trajectories
             (the report itself does not hold the calls).
     """
+    return "".join(iter_html(report, traces))
+
+
+def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = None
+              ) -> Iterator[str]:
+    """:func:`render_html` in pieces. The page lists the first :data:`HTML_EPISODE_LIMIT`
+    episodes (and their failing metric details); past that it states the limit and links to
+    ``report.json``. Memory is flat in the number of episodes."""
     run, s = report.run, report.summary
     multi = report.multi_trial
     title = escape(str(run.name or run.path or "run"))
@@ -125,7 +139,13 @@ def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = N
     names = report.grader.metrics
     out.append("<h2>Episodes</h2><table><tr><th>episode</th><th>outcome</th>"
                + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>")
+    yield "\n".join(out)
+    out = [""]
+    total = 0
     for ep in report.episodes:
+        total += 1
+        if total > HTML_EPISODE_LIMIT:
+            continue
         outcome = ('<span class=pass>pass</span>' if ep.passed else
                    f'<span class=fail>{escape(str(ep.failure))}</span>')
         cells = "".join(
@@ -135,8 +155,15 @@ def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = N
         trace = (traces or {}).get((ep.case_id, ep.trial))
         out.append(f"<tr><td><details><summary>{escape(episode_label(ep, multi))}</summary>"
                    f"{_trajectory(trace)}</details></td><td>{outcome}</td>{cells}</tr>")
+        if len(out) >= 256:
+            yield "\n".join(out)
+            out = [""]
     out.append("</table>")
-    failing = [(ep, n) for ep in report.episodes for n in names
+    if total > HTML_EPISODE_LIMIT:
+        out.append(f"<p class=muted>The first {HTML_EPISODE_LIMIT} of {total} episodes are "
+                   "listed here (and their failing metric details); <a href=\"report.json\">"
+                   "report.json</a> holds every episode.</p>")
+    failing = [(ep, n) for ep in islice(report.episodes, HTML_EPISODE_LIMIT) for n in names
                if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
     if failing:  # the reasons, visible without hovering (and in print)
         out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
@@ -145,4 +172,4 @@ def render_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = N
             f"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}"
             "</li>" for ep, n in failing) + "</ul>")
     out.append("</body></html>\n")
-    return "\n".join(out)
+    yield "\n".join(out)

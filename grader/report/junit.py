@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Iterator
 
 #: Characters XML 1.0 forbids even when escaped (C0 controls but tab/newline/CR, and more).
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -19,13 +20,26 @@ def render_junit(report: Report) -> str:
     episode; a failed episode carries ``<failure type=REASON message=REASON>`` whose text
     lists each metric's score and details. No timestamps, so the file diffs cleanly.
     """
+    return "".join(iter_junit(report))
+
+
+def iter_junit(report: Report) -> Iterator[str]:
+    """:func:`render_junit` in pieces, one ``<testcase>`` at a time (flat memory).
+
+    The head (suites, suite, properties) and each test case are laid out by ElementTree
+    (``ET.indent`` at their depth), so the pieces join to the text ElementTree writes for
+    the whole tree.
+    """
     run, s = report.run, report.summary
     name = run.name or run.path or "run"
     multi = report.multi_trial
-    failed = sum(1 for ep in report.episodes if not ep.passed)
-    suites = ET.Element("testsuites", name="evaltape", tests=str(len(report.episodes)),
+    total = failed = 0
+    for ep in report.episodes:
+        total += 1
+        failed += not ep.passed
+    suites = ET.Element("testsuites", name="evaltape", tests=str(total),
                         failures=str(failed))
-    suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(report.episodes)),
+    suite = ET.SubElement(suites, "testsuite", name=name, tests=str(total),
                           failures=str(failed), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
     for key in ("pass_rate", "tool_accuracy", "avg_steps"):
@@ -33,9 +47,13 @@ def render_junit(report: Report) -> str:
     for metric, value in s.metrics.items():
         ET.SubElement(props, "property", name=f"metric.{metric}",
                       value="null" if value is None else str(value))
+    ET.indent(suites)
+    head = ET.tostring(suites, encoding="unicode")
+    cut = head.index("</properties>") + len("</properties>")
+    yield '<?xml version="1.0" encoding="utf-8"?>\n' + _spell(head[:cut])
     for ep in report.episodes:
-        tc = ET.SubElement(suite, "testcase", classname=f"evaltape.{name}",
-                           name=episode_label(ep, multi))
+        tc = ET.Element("testcase", classname=f"evaltape.{name}",
+                        name=episode_label(ep, multi))
         lines = []
         for metric, m in ep.metrics.items():
             score = "null" if m.score is None else f"{m.score:.3f}"
@@ -45,10 +63,13 @@ def render_junit(report: Report) -> str:
             f.text = "\n".join(lines)
         elif lines:
             ET.SubElement(tc, "system-out").text = "\n".join(lines)
-    ET.indent(suites)
-    text = ET.tostring(suites, encoding="unicode")
-    # ElementTree escapes <, > and & but writes control characters as they are, which makes
-    # the file unreadable by XML parsers: spell them out as \uXXXX (ids and details come
-    # from traces), so distinct ids stay distinct test names.
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + _XML_INVALID.sub(
-        lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+        ET.indent(tc, level=2)
+        # ElementTree escapes <, > and & but writes control characters as they are, which
+        # makes the file unreadable by XML parsers: spell them out as \uXXXX (ids and
+        # details come from traces), so distinct ids stay distinct test names.
+        yield "\n    " + _spell(ET.tostring(tc, encoding="unicode"))
+    yield _spell(head[cut:]) + "\n"
+
+
+def _spell(text: str) -> str:
+    return _XML_INVALID.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

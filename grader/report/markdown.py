@@ -1,6 +1,8 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from evaltape.grader.report.common import episode_label, fmt, is_failing, plain, status, trial_lines
 from evaltape.grader.report.model import Report
 
@@ -12,6 +14,12 @@ def _cell(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     """Render a :class:`Report` as Markdown (deterministic text, ends with a newline)."""
+    return "".join(iter_markdown(report))
+
+
+def iter_markdown(report: Report) -> Iterator[str]:
+    """:func:`render_markdown` in pieces: the episodes are read twice (table, then failing
+    details) one at a time, so a report on disk is rendered in flat memory."""
     run, s = report.run, report.summary
     multi = report.multi_trial
     lower = report.lower_is_better
@@ -44,18 +52,21 @@ def render_markdown(report: Report) -> str:
     names = report.grader.metrics
     out += ["## Episodes", "", "| episode | outcome | " + " | ".join(map(_cell, names)) + " |",
             "|---|---|" + "---:|" * len(names)]
+    yield "\n".join(out)
     for ep in report.episodes:
         cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n].score, n in lower)}"
                  for n in names]
         outcome = "pass" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
-        out.append(f"| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
-                   + " |")
-    failing = [(ep, n) for ep in report.episodes for n in names
-               if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
-    if failing:
-        out += ["", "## Failing metric details", ""]
-        for ep, n in failing:
+        yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
+               + " |")
+    header = False
+    for ep in report.episodes:
+        for n in names:
             m = ep.metrics[n]
-            out.append(f"- **{_cell(episode_label(ep, multi))}** `{n}`: "
+            if is_failing(m.score, n in lower, m.code):
+                if not header:
+                    yield "\n\n## Failing metric details\n"
+                    header = True
+                yield (f"\n- **{_cell(episode_label(ep, multi))}** `{n}`: "
                        f"{_cell(m.details or m.code or '')}")
-    return "\n".join(out) + "\n"
+    yield "\n"

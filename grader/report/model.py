@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -192,12 +192,14 @@ class Summary:
     reference_agreement: Mapping[str, Any] | None = None
     judge: JudgeSummary | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``summary`` object (optional blocks only when present)."""
+    def to_json(self, failures: bool = True) -> dict[str, Any]:
+        """The ``summary`` object (optional blocks only when present); ``failures=False``
+        leaves ``failures`` empty (for a writer that streams it)."""
         out: dict[str, Any] = {
             "cases": self.cases, "trials": self.trials, "episodes": self.episodes,
-            "passed": self.passed, "pass_rate": self.pass_rate, "tool_accuracy": self.tool_accuracy,
-            "avg_steps": self.avg_steps, "failures": dict(self.failures),
+            "passed": self.passed, "pass_rate": self.pass_rate,
+            "tool_accuracy": self.tool_accuracy, "avg_steps": self.avg_steps,
+            "failures": dict(self.failures) if failures else {},
             "metrics": dict(self.metrics), "metrics_skipped": dict(self.metrics_skipped),
             "unrecorded_cases": list(self.unrecorded_cases)}
         if any(self.metrics_errors.values()):
@@ -304,7 +306,12 @@ class Report:
 
     Attributes:
         run, grader, summary: the blocks above.
-        episodes: graded episodes in dataset order, then trial.
+        episodes: graded episodes in dataset order, then trial: a tuple when read back
+            from JSON (:meth:`from_json`), a
+            :class:`~evaltape.grader.report.spill.LazyEpisodes` when graded
+            (:func:`evaltape.grade`): a read-only sequence on a temporary file that parses
+            each episode when it is reached (``len``, iteration, indexing and ``==`` as on
+            a tuple; ``tuple(report.episodes)`` loads them all).
         baseline_comparison: this report against a baseline (:class:`BaselineComparison`),
             or ``None``; not read back by :meth:`from_json` (a baseline's own comparison is
             history, not input).
@@ -314,7 +321,7 @@ class Report:
     run: RunInfo
     grader: GraderInfo
     summary: Summary
-    episodes: tuple[EpisodeResult, ...]
+    episodes: Sequence[EpisodeResult]
     baseline_comparison: BaselineComparison | None = None
     schema: str = REPORT_SCHEMA
     #: which cases/trials the run lacks (:class:`evaltape.grader.io.run.Coverage`); not
@@ -331,18 +338,27 @@ class Report:
         """Names of the metrics where lower is better."""
         return frozenset(self.grader.lower_is_better)
 
-    def iter_json(self) -> Iterator[tuple[str, Any]]:
-        """``(key, JSON value)`` of the top-level blocks."""
+    def iter_json(self, episodes: bool = True, failures: bool = True
+                  ) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks (``episodes`` only when asked;
+        ``failures=False``: an empty ``summary.failures``)."""
         yield "schema", self.schema
         yield "run", self.run.to_json()
         yield "grader", self.grader.to_json()
-        yield "summary", self.summary.to_json()
-        yield "episodes", [e.to_json() for e in self.episodes]
+        yield "summary", self.summary.to_json(failures=failures)
+        if episodes:
+            yield "episodes", [e.to_json() for e in self.episodes]
         if self.baseline_comparison is not None:
             yield "baseline_comparison", self.baseline_comparison.to_json()
 
+    def iter_json_blocks(self, failures: bool = True) -> Iterator[tuple[str, Any]]:
+        """``(key, JSON value)`` of the top-level blocks except ``episodes``; with
+        ``failures=False`` the summary's ``failures`` object is left empty (the streaming
+        writer fills it from disk)."""
+        yield from self.iter_json(episodes=False, failures=failures)
+
     def to_json(self) -> dict[str, Any]:
-        """The ``report.json`` object (plain dicts and lists)."""
+        """The ``report.json`` object (plain dicts and lists; loads every episode)."""
         return dict(self.iter_json())
 
     @classmethod
@@ -440,14 +456,78 @@ def _obj(doc: Mapping[str, Any], key: str, path: str, required: bool = True) -> 
     return value
 
 
-def report_bytes(report: Report) -> bytes:
-    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline.
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
 
-    The newline is appended by orjson (``OPT_APPEND_NEWLINE``), not by concatenating a
-    second copy of the bytes.
+
+def iter_report_json(report: Report) -> Iterator[bytes]:
+    """``report.json`` in pieces, episodes one at a time: the bytes of
+    ``orjson.dumps(report.to_json(), option=OPT_SORT_KEYS | OPT_INDENT_2)`` plus a newline,
+    without ever holding all episodes (a graded report's episodes are read from disk).
+
+    The layout is orjson's ``OPT_INDENT_2``: each top-level block is dumped on its own and
+    its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
+    byte substitution); each episode is its stored text (:func:`episode_text`).
     """
-    return orjson.dumps(report.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
-                        | orjson.OPT_APPEND_NEWLINE)
+    from evaltape.grader.report.spill import FailureLog, LazyEpisodes
+    log = report.summary.failures if isinstance(report.summary.failures, FailureLog) else None
+    blocks = {k: v for k, v in report.iter_json_blocks(failures=log is None)}
+    keys = sorted(list(blocks) + ["episodes"])
+    yield b"{\n"
+    for i, key in enumerate(keys):
+        yield b"  " + orjson.dumps(key) + b": "
+        if key == "episodes":
+            eps = report.episodes
+            if not len(eps):
+                yield b"[]"
+            else:
+                yield b"[\n"
+                if isinstance(eps, LazyEpisodes):
+                    first = True
+                    for p in eps.records.iter_payloads():
+                        if not first:
+                            yield b",\n"
+                        yield p
+                        first = False
+                else:
+                    for j, e in enumerate(eps):
+                        yield (b",\n" if j else b"") + episode_text(e)
+                yield b"\n  ]"
+        elif key == "summary" and log is not None and len(log):
+            text = orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
+            head, mark, tail = text.partition(_FAILURES_MARK)
+            assert mark and _FAILURES_MARK not in tail, "one summary.failures at depth 2"
+            yield head + b'\n    "failures": {\n'
+            first = True
+            for label, reason in log.sorted_items():
+                yield (b"" if first else b",\n") + b"      " + orjson.dumps(label) + b": " \
+                    + orjson.dumps(reason)
+                first = False
+            yield b"\n    }" + tail
+        else:
+            yield orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
+        yield b",\n" if i < len(keys) - 1 else b"\n"
+    yield b"}\n"
+
+
+#: ``"failures": {}`` as the summary block lays it out inside ``report.json`` (4 spaces)
+_FAILURES_MARK = b'\n    "failures": {}'
+
+
+def episode_text(episode: EpisodeResult) -> bytes:
+    """One episode as it stands in ``report.json`` (4-space indent, no trailing comma)."""
+    return b"    " + orjson.dumps(episode.to_json(), option=_OPTS).replace(b"\n", b"\n    ")
+
+
+def report_bytes(report: Report) -> bytes:
+    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline
+    (:func:`iter_report_json` joined; :func:`write_report` streams the same bytes)."""
+    return b"".join(iter_report_json(report))
+
+
+def write_report(report: Report, out: BinaryIO) -> None:
+    """Write ``report.json``'s bytes to a binary file object, piece by piece (flat memory)."""
+    for piece in iter_report_json(report):
+        out.write(piece)
 
 
 def read_report(path: str | Path) -> Report:

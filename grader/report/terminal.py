@@ -1,6 +1,8 @@
 """The terminal report (rich): aggregate bars and a per-episode table, as seed 000 prints."""
 from __future__ import annotations
 
+from itertools import islice
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -10,10 +12,16 @@ from evaltape.grader.report.common import plain
 from evaltape.grader.report.model import Report
 
 
+#: Episodes in the per-episode table (and their failing details); a longer run's view ends
+#: with how many more there are (``report.json`` and ``report.md`` list them all).
+TERMINAL_EPISODE_LIMIT = 200
+
+
 def print_report(report: Report, console: Console | None = None) -> None:
     """Print seed 000's ``print_report`` layout with rich: totals, bars, per-episode results.
 
-    Failing metrics (score < 0.8, or null) show their details under the episode. Every
+    Failing metrics (score < 0.8, or null) show their details under the episode. The table
+    lists the first :data:`TERMINAL_EPISODE_LIMIT` episodes. Every
     text that comes from a run (names, answers, details) is printed as plain text: rich
     markup in it is not interpreted and terminal control characters are replaced
     (:func:`evaltape.grader.report.common.plain`).
@@ -47,7 +55,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     table.add_column("outcome", overflow="fold", min_width=12)
     for name in report.grader.metrics:
         table.add_column(Text(plain(name.replace("_", "\n"))), justify="right", no_wrap=True)
-    for ep in report.episodes:
+    shown = list(islice(report.episodes, TERMINAL_EPISODE_LIMIT))
+    for ep in shown:
         outcome = Text("pass", style="green") if ep.passed else Text(plain(ep.failure or ""),
                                                                       style="red")
         cells = []
@@ -58,7 +67,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
                               ("yellow" if st == "N/A" else "red")))
         table.add_row(Text(plain(episode_label(ep, multi))), outcome, *cells)
     console.print(table)
-    details = [(ep, n, ep.metrics[n]) for ep in report.episodes for n in report.grader.metrics
+    if len(report.episodes) > len(shown):
+        console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
+                      "(report.json, report.md)")
+    details = [(ep, n, ep.metrics[n]) for ep in shown for n in report.grader.metrics
                if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
     if details:
         console.print("  [bold]FAILING DETAILS")

@@ -74,12 +74,25 @@ class AgreementAccumulator:
 
     def add(self, trace: Trace, case: Case, passed: bool) -> None:
         """Count one episode; unlabelled episodes only bump ``unlabelled``."""
-        label = reference_label(trace, case, self.path)
+        self.add_label(reference_label(trace, case, self.path), passed)
+
+    def add_label(self, label: bool | None, passed: bool) -> None:
+        """Count one episode from its already read reference label (``None``: unlabelled)."""
         if label is None:
             self.unlabelled += 1
             return
         key = f"ours_{'pass' if passed else 'fail'}_ref_{'pass' if label else 'fail'}"
         self.cells[key] += 1
+
+    def add_cells(self, pass_pass: int, pass_fail: int, fail_pass: int, fail_fail: int, *,
+                  unlabelled: int = 0) -> None:
+        """Count episodes at once from their 2x2 cells (ours/reference) and unlabelled."""
+        c = self.cells
+        c["ours_pass_ref_pass"] += pass_pass
+        c["ours_pass_ref_fail"] += pass_fail
+        c["ours_fail_ref_pass"] += fail_pass
+        c["ours_fail_ref_fail"] += fail_fail
+        self.unlabelled += unlabelled
 
     def summary(self) -> dict[str, Any]:
         """The ``summary.reference_agreement`` block.

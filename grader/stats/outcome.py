@@ -129,13 +129,28 @@ class SummaryAccumulator:
 
     def add(self, trace: Trace, case: Case, failure: str | None) -> None:
         """Count one episode and its outcome."""
+        self.add_outcome(trace.case_id, trace.trial, trace.steps, tools_match(trace, case),
+                         failure)
+
+    def add_outcome(self, case_id: str, trial: int, steps: int, tool_match: bool,
+                    failure: str | None) -> None:
+        """Count one episode from its already computed parts (:meth:`add` without the
+        trace, for episodes graded in another process)."""
         self.n += 1
-        self.steps += trace.steps
-        self.tool_matches += tools_match(trace, case)
+        self.steps += steps
+        self.tool_matches += tool_match
         if failure is None:
             self.passed += 1
         else:
-            self.failures.append((trace.case_id, trace.trial, failure))
+            self.failures.append((case_id, trial, failure))
+
+    def add_counts(self, n: int, passed: int, steps: int, tool_matches: int) -> None:
+        """Count ``n`` episodes at once from their totals (episodes graded elsewhere; their
+        failures are kept by the caller)."""
+        self.n += n
+        self.passed += passed
+        self.steps += steps
+        self.tool_matches += tool_matches
 
     def summary(self, multi_trial: bool, order: Iterable[tuple[str, int]] | None = None) -> dict:
         """``pass_rate`` and ``tool_accuracy`` rounded to 3 places, ``avg_steps`` to 2.

@@ -7,13 +7,14 @@ plugin costs nothing until a run is configured)::
     report = evaltape.grade("cassettes/helpdesk-qwen1.5b")       # -> evaltape.Report
     report.summary.pass_rate, report.summary.metrics["grounding"]
     evaltape.report_bytes(report)          # the bytes `evaltape grade` writes to report.json
+    evaltape.write_report(report, fh)      # the same bytes, streamed (flat memory)
 
     run = evaltape.open_run("cassettes/helpdesk-qwen1.5b")       # checked (trace, case) pairs
     for trace, case in run.episodes(): ...
 
 Write a metric by subclassing :class:`evaltape.Metric` (see the README, "Write your own
 metric"). Names exported here: :func:`grade`, :func:`open_run`, :class:`Run`,
-:class:`Report`, :func:`report_bytes`, :func:`read_report`, :class:`Metric`,
+:class:`Report`, :func:`report_bytes`, :func:`write_report`, :func:`read_report`, :class:`Metric`,
 :class:`Score`, :class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ _EXPORTS = {
     "Run": "evaltape.grader.io.run",
     "Report": "evaltape.grader.report.model",
     "report_bytes": "evaltape.grader.report.model",
+    "write_report": "evaltape.grader.report.model",
     "read_report": "evaltape.grader.report.model",
     "Metric": "evaltape.grader.metrics.base",
     "Score": "evaltape.grader.model",

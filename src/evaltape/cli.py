@@ -22,6 +22,7 @@ COMMANDS = {
     "import": "evaltape.commands.importer:import_cmd",
     "proxy": "evaltape.commands.proxy:proxy",
     "judge": "evaltape.commands.judge:judge",
+    "merge": "evaltape.commands.merge:merge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
 }

@@ -6,7 +6,9 @@ a script calling ``evaltape.grade`` write byte-identical ``report.json``.
 """
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import click
 
@@ -16,7 +18,12 @@ from evaltape.grader.metrics import DEFAULT_METRICS
 FORMATS = ("json", "md", "junit", "html")
 
 
-def _write(path: Path, data: bytes) -> None:
+def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
+    for piece in pieces:
+        yield piece.encode()
+
+
+def _write(path: Path, data: Iterable[bytes]) -> None:
     try:
         atomic_write(path, data)
     except OSError as e:
@@ -59,15 +66,25 @@ def _formats(value: str) -> list[str]:
                    "some of the run's trials.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes grading chunks of the traces in parallel [default: every core "
+                   "of this machine]; the report is byte-identical for every value.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True,
+              help="Where chunks are graded: a local process pool, or a Dask cluster "
+                   "(pip install 'evaltape[dask]'; needs --address).")
+@click.option("--address", default=None, metavar="tcp://HOST:8786",
+              help="The Dask scheduler for --engine dask.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
           baseline: str | None = None, config_path: str | None = None,
-          require_complete: bool = False) -> None:
+          require_complete: bool = False, workers: int | None = None,
+          engine: str = "local", address: str | None = None) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
-    from evaltape.grader.report.markdown import render_markdown
-    from evaltape.grader.report.model import report_bytes
+    from evaltape.grader.report.markdown import iter_markdown
+    from evaltape.grader.report.model import iter_report_json
 
     fmts = _formats(formats)
     if threshold is not None and threshold != threshold:
@@ -77,7 +94,10 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         names = [n.strip() for n in metric_names.split(",") if n.strip()]
         if not names:
             raise click.UsageError("--metrics names no metric")
-    report = grade_api(run, dataset, names, config_path, baseline=baseline)
+    if address is not None and engine != "dask":
+        raise click.UsageError("--address is for --engine dask")
+    report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
+                       engine=engine, address=address)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -85,17 +105,19 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
                                f"({e.strerror})") from None
     if "json" in fmts:
-        _write(out_dir / "report.json", report_bytes(report))
+        _write(out_dir / "report.json", iter_report_json(report))
     if "md" in fmts:
-        _write(out_dir / "report.md", render_markdown(report).encode())
+        _write(out_dir / "report.md", _encoded(iter_markdown(report)))
     if "junit" in fmts:
-        from evaltape.grader.report.junit import render_junit
-        _write(out_dir / "junit.xml", render_junit(report).encode())
+        from evaltape.grader.report.junit import iter_junit
+        _write(out_dir / "junit.xml", _encoded(iter_junit(report)))
     if "html" in fmts:
         from evaltape.grader.io.run import open_run
-        from evaltape.grader.report.html import render_html
-        traces = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()}
-        _write(out_dir / "report.html", render_html(report, traces).encode())
+        from evaltape.grader.report.html import HTML_EPISODE_LIMIT, iter_html
+        shown = {(e.case_id, e.trial) for e in islice(report.episodes, HTML_EPISODE_LIMIT)}
+        traces = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
+                  if (t.case_id, t.trial) in shown}
+        _write(out_dir / "report.html", _encoded(iter_html(report, traces)))
     if not quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)

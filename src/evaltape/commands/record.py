@@ -33,18 +33,21 @@ import click
 @click.option("--manifest-extra", "extra", multiple=True, metavar="KEY=VALUE",
               help="A fact stored under 'extra' in manifest.json (repeatable), e.g. "
                    "weights_sha256=... for a local model.")
+@click.option("--shard", "shard", default=None, metavar="i/N",
+              help="Record only shard i of N (1-based): episodes dealt round-robin in "
+                   "dataset order, for N parallel jobs; join them with 'evaltape merge'.")
 @click.option("--keep-errors", is_flag=True,
               help="Save episodes that ended in an API error as finished (default: leave "
                    "them for a rerun to retry, and exit 1).")
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
-           keep_errors: bool) -> None:
+           keep_errors: bool, shard: str | None = None) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
     (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from evaltape.recorder.record import RecordOptions, record as do_record
+    from evaltape.recorder.record import RecordOptions, parse_shard, record as do_record
 
     if (agent is None) == (command is None):
         raise click.UsageError("give exactly one of --agent NAME and --command CMD")
@@ -57,7 +60,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
                          manifest_extra={k.strip(): v for k, _s, v in pairs},
                          keep_errors=keep_errors, command=command,
-                         command_timeout=command_timeout)
+                         command_timeout=command_timeout,
+                         shard=None if shard is None else parse_shard(shard))
     bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
     task = bar.add_task("record", total=None, info="")

@@ -1,0 +1,301 @@
+"""Grading on every core, or on a Dask cluster: chunks of ``traces.jsonl`` graded in
+parallel, folded in file order, so the report's bytes do not depend on where it ran.
+
+The traces file is cut into byte ranges that end on line boundaries (:func:`split_lines`);
+each range is graded on its own (:func:`grade_chunk`: read, parse, check, score, and the
+episode's finished ``report.json`` text) by whatever runs it:
+
+* ``workers=1``: this process, one range, streaming;
+* ``engine="local"``: a pool of ``workers`` processes (``concurrent.futures``);
+* ``engine="dask"``: a ``dask.distributed`` cluster at ``address`` (optional extra
+  ``evaltape[dask]``; the workers import evaltape and read the traces file by the same
+  path, so it must sit on storage they share, e.g. NFS or a mounted bucket).
+
+Each range comes back as one :class:`~evaltape.grader.engine.Batch` (its episodes
+summarised column by column, so the caller's work per episode is small), and the caller
+folds range 1, then range 2, ... with :func:`evaltape.grader.engine.fold_batches`: means
+are summed in file order, one score at a time, duplicate
+episodes are found in file order and the first bad line in the file is the error raised,
+exactly as a one-process run would. At most ``2 × workers`` ranges are in flight, so memory
+stays flat however long the file is.
+
+Judged metrics record what they saw in the run's judge store (its stability block), which
+lives in one process: a run with a judged metric is graded in this process.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import orjson
+
+from evaltape.grader.errors import BadInputError, UsageError
+
+#: Target size of one range: big enough that a worker's start-up and the hand-over of
+#: results cost little, small enough that two workers finish together on a small file.
+CHUNK_BYTES = 4 << 20
+ENGINES = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One range of a traces file: bytes ``[start, end)``, whose first line is
+    ``first_line`` (1-based, for error messages)."""
+
+    start: int
+    end: int
+    first_line: int
+
+
+@dataclass
+class GradeJob:
+    """What every range of one run is graded with (pickled once per worker).
+
+    Attributes:
+        run: the opened :class:`~evaltape.grader.io.run.Run` (its traces path, dataset and
+            per-trace checks).
+        metrics: metric objects.
+        judge: the judge store, or ``None``.
+    """
+
+    run: Any
+    metrics: Sequence[Any]
+    judge: Any = None
+
+    def __post_init__(self) -> None:
+        self._by_id: dict | None = None
+        self._position: dict | None = None
+
+    @property
+    def by_id(self) -> dict:
+        """``{case id: Case}``, built once per process."""
+        if self._by_id is None:
+            self._by_id = self.run.case_by_id
+        return self._by_id
+
+    @property
+    def position(self) -> dict:
+        """``{case id: position in the dataset}``, built once per process."""
+        if self._position is None:
+            self._position = {c.id: i for i, c in enumerate(self.run.cases)}
+        return self._position
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_by_id"] = state["_position"] = None
+        return state
+
+
+def default_workers() -> int:
+    """The cores this process may run on (``os.sched_getaffinity``, else ``os.cpu_count``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
+    """Cut a JSONL file into ranges of about ``chunk_bytes`` that end after a newline.
+
+    One sequential read counts the newlines before each cut, so every range knows its
+    first line number.
+
+    Raises:
+        BadInputError: the file cannot be read.
+    """
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise BadInputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    chunks = []
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        start, line = 0, 1
+        while start < size:
+            end = start + chunk_bytes
+            if end >= size:
+                end = size
+            else:
+                fh.seek(end)
+                fh.readline()
+                end = fh.tell()
+            chunks.append(Chunk(start, end, line))
+            fh.seek(start)
+            left = end - start
+            while left:
+                block = fh.read(min(left, 1 << 20))
+                if not block:
+                    break
+                line += block.count(b"\n")
+                left -= len(block)
+            start = end
+    return chunks
+
+
+def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
+    """Grade the traces of one range, in file order: yields
+    :data:`~evaltape.grader.engine.EpisodeRecord`.
+
+    The lines are checked as :func:`evaltape.grader.io.traces.iter_traces` checks them
+    (JSON, no key repeated in one object, a valid trace), then against the dataset.
+
+    Raises:
+        BadInputError: a line is not JSON, repeats a key, a trace is invalid, names an
+            unknown case or carries a changed input (file, line and field named).
+    """
+    from evaltape.grader.engine import grade_one
+    from evaltape.grader.io.jsonfiles import duplicate_key
+    from evaltape.grader.io.traces import parse_trace
+    run = job.run
+    where = str(run.traces_path)
+    by_id, metrics, judge = job.by_id, job.metrics, job.judge
+    loads = orjson.loads
+    with open(run.traces_path, "rb") as fh:
+        fh.seek(chunk.start)
+        pos, lineno = chunk.start, chunk.first_line - 1
+        while pos < chunk.end:
+            raw = fh.readline()
+            if not raw:
+                break
+            pos += len(raw)
+            lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
+                                    path=where, line=lineno) from None
+            dup = duplicate_key(raw, obj)
+            if dup is not None:
+                raise BadInputError("a key appears twice in one object; JSON readers keep "
+                                    "the last value silently, so the line is ambiguous",
+                                    path=where, line=lineno, field=dup)
+            trace = parse_trace(obj, path=where, line=lineno)
+            case = run.check_trace(trace, by_id)
+            yield grade_one(trace, case, metrics, judge, where)
+
+
+def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
+    """Grade one range in full into one :class:`~evaltape.grader.engine.Batch` (its
+    ``error`` is the first bad input of the range; the episodes before it are kept, so the
+    caller raises it in file order)."""
+    from evaltape.grader.engine import GC_EVERY, Batch, gc_paused
+    position = job.position
+    batch = Batch(len(job.metrics))
+    with gc_paused():
+        try:
+            for rec in grade_range(job, chunk):
+                batch.add(rec, position[rec[1]])
+                if batch.n % GC_EVERY == 0:
+                    import gc
+                    gc.collect(0)
+        except BadInputError as e:
+            batch.error = e
+    return batch
+
+
+# --- the process pool ------------------------------------------------------------------
+_JOB: GradeJob | None = None
+
+
+def _init_worker(job_bytes: bytes) -> None:
+    global _JOB
+    _JOB = pickle.loads(job_bytes)
+
+
+def _pool_chunk(chunk: Chunk) -> Any:
+    assert _JOB is not None
+    return grade_chunk(_JOB, chunk)
+
+
+def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
+             chunks: Sequence[Chunk], in_flight: int) -> Iterator[Any]:
+    """Submit ranges keeping at most ``in_flight`` pending; yield results in range order."""
+    pending: deque = deque()
+    it = iter(chunks)
+    for chunk in it:
+        pending.append(submit(chunk))
+        if len(pending) >= in_flight:
+            break
+    while pending:
+        out = result(pending.popleft())
+        nxt = next(it, None)
+        if nxt is not None:
+            pending.append(submit(nxt))
+        yield out
+
+
+def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
+                   ) -> Iterator[Any]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    # fork where there is one: the workers inherit the imported grader (no re-import);
+    # elsewhere the platform's default start method
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(pickle.dumps(job),)) as pool:
+        yield from _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
+                            chunks, 2 * workers)
+
+
+def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
+                  ) -> Iterator[Any]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("--engine dask needs the optional extra: pip install "
+                         "'evaltape[dask]'") from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise UsageError(f"--address {address}: cannot reach a Dask scheduler ({e})") from None
+    with client:
+        n = max(1, sum(client.nthreads().values()))
+        shared = client.scatter(job, broadcast=True, hash=False)
+        yield from _ordered(lambda c: client.submit(grade_chunk, shared, c, pure=False),
+                            lambda f: f.result(), chunks, 2 * n)
+
+
+def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
+                  address: str | None = None, chunk_bytes: int | None = None
+                  ) -> Iterator[Any]:
+    """The graded episodes of the run's traces file as
+    :class:`~evaltape.grader.engine.Batch` es, in file order.
+
+    Args:
+        workers: processes of the local pool (1: this process, streaming).
+        engine: ``local`` or ``dask``.
+        address: the Dask scheduler (``tcp://host:8786``); required with ``dask``.
+        chunk_bytes: size of one range (default :data:`CHUNK_BYTES`).
+
+    Raises:
+        UsageError: an unknown engine, ``dask`` without an address or without the extra,
+            a scheduler that cannot be reached, metrics that cannot be sent to workers.
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if engine == "dask" and not address:
+        raise UsageError("--engine dask needs --address (the scheduler, tcp://HOST:8786)")
+    if engine == "local" and workers > 1:
+        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
+        workers = min(workers, len(chunks))
+    if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
+        from evaltape.grader.engine import batches
+        whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
+        yield from batches(grade_range(job, whole), job.run.cases, len(job.metrics))
+        return
+    try:
+        pickle.dumps(job)
+    except Exception as e:  # noqa: BLE001 - reported as a usage error
+        raise UsageError(f"the metrics cannot be sent to worker processes ({e}); grade "
+                         "with --workers 1") from None
+    if engine == "dask":
+        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
+        yield from _dask_results(job, chunks, str(address))
+    else:
+        yield from _local_results(job, chunks, workers)

@@ -1,0 +1,198 @@
+"""Grading at scale: the on-disk sort, the streamed report, chunked and parallel grading
+(process pool and a local Dask cluster) giving the same bytes as one process."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from evaltape.grader import scale
+from evaltape.grader.api import grade
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.report.model import read_report, report_bytes
+from evaltape.grader.report.spill import LazyEpisodes, SpillSorter
+
+RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
+METRICS = ["tool_selection_accuracy", "argument_correctness", "task_completion", "grounding"]
+
+
+def test_spill_sorter_sorts_across_runs_in_bounded_buffers():
+    # buffer 3: the 8 records below make runs [5,1,7]->[1,5,7], [3,8,2]->[2,3,8], [6,4]
+    sorter = SpillSorter(buffer=3)
+    for k in (5, 1, 7, 3, 8, 2, 6, 4):
+        sorter.add((k, 0), f"p{k}".encode())
+    out = sorter.finish()
+    assert len(out) == 8
+    assert list(out.iter_payloads(block=4)) == [f"p{k}".encode() for k in range(1, 9)]
+    assert out.payload(0) == b"p1" and out.payload(7) == b"p8"
+    with pytest.raises(IndexError):
+        out.payload(8)
+
+
+def test_spill_sorter_keeps_sorted_input_and_small_input():
+    sorter = SpillSorter(buffer=2)
+    for k in range(5):
+        sorter.add((0, k), bytes([65 + k]))
+    assert b"".join(sorter.finish().iter_payloads()) == b"ABCDE"
+    small = SpillSorter(buffer=100)
+    small.add(("b",), b"2")
+    small.add(("a",), b"1")
+    assert b"".join(small.finish().iter_payloads()) == b"12"
+
+
+def test_lazy_episodes_behave_as_a_tuple():
+    sorter = SpillSorter(buffer=2)
+    for k in (2, 0, 1):
+        sorter.add(k, json.dumps({"k": k}).encode())
+    seq = LazyEpisodes(sorter.finish(), lambda d: d["k"])
+    assert len(seq) == 3
+    assert list(seq) == [0, 1, 2]
+    assert seq[-1] == 2 and seq[1:] == (1, 2)
+    assert seq == (0, 1, 2) and seq != (0, 1)
+
+
+def test_streamed_report_bytes_equal_the_committed_golden():
+    # the piecewise writer must lay a whole report out exactly as orjson does
+    for golden in sorted((ROOT / "tests" / "golden").glob("*/report.json")):
+        assert report_bytes(read_report(golden)) == golden.read_bytes(), golden
+
+
+def test_split_lines_cuts_after_newlines_and_counts_lines(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"aaaa\nbb\n\ncccccc\nd\n")  # lines 1..5 start at bytes 0, 5, 8, 9, 16
+    chunks = scale.split_lines(p, chunk_bytes=4)
+    # cut at byte 4 -> end of line 1 (5); 5+4=9 -> end of the line holding byte 9 (16);
+    # 16+4 >= 18 -> the rest
+    assert [(c.start, c.end, c.first_line) for c in chunks] == [(0, 5, 1), (5, 16, 2),
+                                                                 (16, 18, 5)]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_report_bytes_are_the_same_for_every_worker_count(monkeypatch, workers):
+    one = grade(RUN, metrics=METRICS, workers=1)
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 5000)  # ~3 traces a chunk: 8+ chunks
+    many = grade(RUN, metrics=METRICS, workers=workers)
+    assert report_bytes(many) == report_bytes(one)
+    assert many.summary.episodes == 24  # 24 lines in the traces file
+    assert [(e.case_id, e.trial) for e in many.episodes][:4] == [
+        ("tc_001", 0), ("tc_001", 1), ("tc_001", 2), ("tc_002", 0)]
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    return run
+
+
+def test_first_bad_line_in_file_order_is_reported_with_workers(monkeypatch, tmp_path):
+    run = _copy_run(tmp_path)
+    lines = (run / "traces.jsonl").read_bytes().splitlines(keepends=True)
+    lines[20] = b"{not json\n"  # line 21: in a late chunk
+    lines[3] = lines[0]  # line 4 repeats line 1's episode (tc_001 trial 0): an early chunk
+    (run / "traces.jsonl").write_bytes(b"".join(lines))
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 3000)
+    for workers in (1, 2):
+        with pytest.raises(BadInputError) as e:
+            grade(run, metrics=METRICS, workers=workers)
+        assert (e.value.line, e.value.field) == (4, "trial"), workers
+
+
+def test_bad_json_line_number_is_absolute_in_a_worker(monkeypatch, tmp_path):
+    run = _copy_run(tmp_path)
+    lines = (run / "traces.jsonl").read_bytes().splitlines(keepends=True)
+    lines[20] = b"{not json\n"
+    (run / "traces.jsonl").write_bytes(b"".join(lines))
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 3000)
+    with pytest.raises(BadInputError) as e:
+        grade(run, metrics=METRICS, workers=2)
+    assert e.value.line == 21 and e.value.path == str(run / "traces.jsonl")
+
+
+def test_cli_workers_flag_and_engine_usage_errors(tmp_path):
+    p = run_cli("grade", str(RUN), "--metrics", ",".join(METRICS), "--workers", "2",
+                "--out", str(tmp_path / "w2"), "--quiet")
+    assert p.returncode in (0, 1), p.stderr
+    q = run_cli("grade", str(RUN), "--metrics", ",".join(METRICS), "--workers", "1",
+                "--out", str(tmp_path / "w1"), "--quiet")
+    assert (tmp_path / "w2" / "report.json").read_bytes() == \
+        (tmp_path / "w1" / "report.json").read_bytes()
+    assert q.returncode == p.returncode
+    bad = run_cli("grade", str(RUN), "--engine", "dask", "--quiet", "--out", str(tmp_path))
+    assert bad.returncode == 2 and "--address" in bad.stderr
+    zero = run_cli("grade", str(RUN), "--workers", "0", "--out", str(tmp_path))
+    assert zero.returncode == 2
+
+
+def test_dask_local_cluster_gives_the_local_bytes(monkeypatch, tmp_path):
+    from distributed import LocalCluster
+
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 8000)
+    local = grade(RUN, metrics=METRICS, workers=1)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster:
+        remote = grade(RUN, metrics=METRICS, engine="dask", address=cluster.scheduler_address)
+    assert report_bytes(remote) == report_bytes(local)
+
+
+def test_html_lists_a_stated_number_of_episodes(monkeypatch):
+    from evaltape.grader.report import html
+
+    monkeypatch.setattr(html, "HTML_EPISODE_LIMIT", 2)
+    page = html.render_html(grade(RUN, metrics=METRICS, workers=1))
+    assert "The first 2 of 24 episodes are listed here" in page
+    assert page.count("<tr><td><details><summary>") == 2
+    assert 'href="report.json"' in page
+
+
+def test_checked_trace_reading_gives_the_same_trace_on_both_paths():
+    from evaltape.grader.io.traces import parse_trace
+
+    obj = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 2, "input": "q",
+           "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {"a": 1},
+                           "result": {"z": 1, "b": [2]}, "step": 1}],
+           "final_response": None, "stop_reason": "max_steps", "steps": 3,
+           "usage": {"input_tokens": 5}, "latency_s": 1}
+    t = parse_trace(obj, path="x.jsonl", line=7)
+    # a non-string result is stored as sorted-key JSON; latency as float; line kept
+    assert (t.case_id, t.trial, t.steps, t.final_response, t.source_line) == ("c1", 2, 3,
+                                                                              None, 7)
+    assert t.tool_calls[0].result == '{"b":[2],"z":1}' and t.latency_s == 1.0
+    bad = dict(obj, trial=True)  # a boolean is not a trial number: the checking path names it
+    with pytest.raises(BadInputError) as e:
+        parse_trace(bad, path="x.jsonl", line=7)
+    assert (e.value.line, e.value.field) == (7, "trial")
+
+
+def test_failure_log_keeps_file_order_and_sorts_for_the_report():
+    from evaltape.grader.report.spill import FailureLog
+
+    log = FailureLog()
+    for rec in (("c2", 0, "wrong_tools"), ("c10", 1, "wrong_answer"), ("c1", 3, "no_answer:x")):
+        log.append(rec)
+    log.close(multi_trial=True)
+    assert list(log.items()) == [("c2#t0", "wrong_tools"), ("c10#t1", "wrong_answer"),
+                                 ("c1#t3", "no_answer:x")]
+    # code point order, as orjson's OPT_SORT_KEYS: "c1#" < "c10" < "c2#"
+    assert [k for k, _v in log.sorted_items()] == ["c1#t3", "c10#t1", "c2#t0"]
+    assert len(log) == 3 and log["c10#t1"] == "wrong_answer" and dict(log)["c2#t0"] == "wrong_tools"
+    with pytest.raises(KeyError):
+        log["c3#t0"]
+
+
+def test_checked_trace_reading_names_a_missing_key_and_call_key():
+    from evaltape.grader.io.traces import parse_trace
+
+    obj = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 0, "input": "q",
+           "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {}}],
+           "final_response": "a", "stop_reason": "end_turn", "steps": 1}
+    for key in ("stop_reason", "steps"):
+        with pytest.raises(BadInputError) as e:
+            parse_trace({k: v for k, v in obj.items() if k != key}, path="x", line=2)
+        assert e.value.field == key
+    no_args = dict(obj, tool_calls=[{"id": "t1", "name": "lookup"}])
+    with pytest.raises(BadInputError) as e:
+        parse_trace(no_args, path="x", line=2)
+    assert e.value.field == "tool_calls[0].arguments"
