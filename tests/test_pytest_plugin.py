@@ -1,4 +1,4 @@
-"""The pytest plugin (evaltape/pytest_plugin.py): rule tests over a recorded run.
+"""The pytest plugin (src/evaltape/pytest_plugin.py): rule tests over a recorded run.
 
 The main test runs examples/test_helpdesk_rules.py in a real pytest subprocess against the
 committed run and checks every outcome. Expected outcomes, worked out by hand from
