@@ -249,3 +249,16 @@ def test_screenshot_is_the_rendered_report(rendered):
     # grounding's red bar: 2.5% of 240 px = 6 px -> at least 5 full columns x 14 px (an
     # edge may fall between pixels)
     assert colours[RED] >= 5 * 14
+
+
+def test_parallel_steps_are_marked_in_the_trajectory():
+    """Calls of one model turn share a step: report.html says so beside each of them."""
+    from evaltape.grader.model import ToolCall, Trace
+    from evaltape.grader.report.html import _trajectory
+    calls = (ToolCall("a", "get_weather", {"city": "Paris"}, "{}", False, 1),
+             ToolCall("b", "get_weather", {"city": "Rome"}, "{}", False, 1),
+             ToolCall("c", "send", {}, "{}", False, 2))
+    html = _trajectory(Trace(case_id="c", trial=0, input="q", tool_calls=calls,
+                             final_response="ok", stop_reason="end_turn", steps=3))
+    assert html.count("(parallel: 2 calls in this step, any order)") == 2
+    assert "3. step 2: <code>send</code>" in html

@@ -47,10 +47,16 @@ def _trajectory(trace: Any) -> str:
     if trace is None:
         return '<span class="muted">trace not available</span>'
     parts = [f"<p><b>input</b>: {escape(trace.input)}</p>"]
+    per_step: dict[int, int] = {}
+    for c in trace.tool_calls:
+        per_step[c.step] = per_step.get(c.step, 0) + 1
     for i, c in enumerate(trace.tool_calls, 1):
         args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
         err = ' <span class="fail">(error)</span>' if c.is_error else ""
-        parts.append(f"<p>{i}. step {c.step}: <code>{escape(c.name)}</code>{err}</p>"
+        n = per_step.get(c.step, 1)
+        par = (f' <span class="muted">(parallel: {n} calls in this step, any order)</span>'
+               if n > 1 and c.step else "")
+        parts.append(f"<p>{i}. step {c.step}{par}: <code>{escape(c.name)}</code>{err}</p>"
                      f"<pre><span class=lbl>arguments </span>{escape(args)}</pre>"
                      f"<pre><span class=lbl>result </span>{escape(str(c.result))}</pre>")
     answer = "(no final answer)" if trace.final_response is None else trace.final_response
