@@ -351,7 +351,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
         metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
-        infra_failures=sum(1 for f in seed002["failures"].values()
+        infra_failures=sum(1 for _label, f in seed002["failures"].items()
                            if f.startswith(INFRA_ERROR)),
         unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
         worst_episodes=None if worst is None else tuple(worst),

@@ -29,6 +29,10 @@ def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> b
     """Seed 002's list equality of called names, with the calls of one step compared as a
     multiset: a step of ``g`` calls must hold the next ``g`` expected names in any order.
     With one call per step this is exactly ``tools_called == expected_tools``."""
+    if len(calls) != len(expected):
+        return False
+    if all(c.name == e for c, e in zip(calls, expected)):
+        return True  # equal in order: equal step by step too
     i = 0
     for group in step_groups(calls):
         want = expected[i:i + len(group)]
