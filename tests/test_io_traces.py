@@ -35,3 +35,21 @@ def test_a_trace_that_repeats_a_key_is_bad_input(tmp_path):
                 str(tmp_path / "r"))
     assert p.returncode == 3
     assert f"{path}:2: field 'q': a key appears twice in one object" in p.stderr
+
+
+@pytest.mark.parametrize("raw,key", [
+    (b'{"q" : "a", "q" : "b"}', "q"),                                # blanks before ':'
+    (b'{"q": 1, "x": ["\\u0022:", "\\u0022:"], "q": 2}', "q"),       # escaped quotes
+])
+def test_duplicate_key_screen_cannot_be_balanced_away(raw, key):
+    assert duplicate_key(raw, orjson.loads(raw)) == key
+
+
+def test_a_json_array_dataset_that_repeats_a_key_is_bad_input(tmp_path):
+    from evaltape.grader.io.datasets import load_dataset
+    path = tmp_path / "d.json"
+    path.write_text('[{"id": "c", "user_query": "q", "expected_args": {"t": {"a": 1}},'
+                    ' "expected_args": {"t": {"a": 2}}}]')
+    with pytest.raises(BadInputError) as e:
+        load_dataset(path)
+    assert (e.value.path, e.value.field) == (str(path), "expected_args")

@@ -174,6 +174,16 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         raise UsageError("no episodes imported" + (
             f" ({len(result.errors)} error(s), {len(result.skipped)} skipped)"
             if result.errors or result.skipped else ""))
+    # a conversation that quotes a key must not carry it into the run (record scrubs its
+    # cassettes the same way): every string of the traces and cases, redacted
+    from evaltape.grader.io.secrets import redact_value
+    result.traces[:], redacted = redact_value(list(result.traces))
+    clean_cases, n_cases = redact_value(dict(result.cases))
+    result.cases.clear()
+    result.cases.update(clean_cases)
+    if redacted + n_cases:
+        result.warnings.append(f"{redacted + n_cases} string(s) held a key-shaped value; "
+                               "it is written as [REDACTED]")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -37,6 +38,17 @@ def read_json(path: str | Path, what: str) -> Any:
                             line=e.lineno) from None
 
 
+_BLANK_COLON = re.compile(rb'(?<!\\)"[ \t\r\n]+:')
+
+
+def _key_ends(raw: bytes) -> int:
+    """Quote-colon pairs not escaped (key ends), blanks before the colon allowed."""
+    n = raw.count(b'":') - raw.count(b'\\":')
+    if b'" ' in raw or b'"\t' in raw or b'"\n' in raw or b'"\r' in raw:
+        n += len(_BLANK_COLON.findall(raw))
+    return n
+
+
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     """The first key that ``raw`` repeats inside one object, else ``None``.
 
@@ -45,11 +57,11 @@ def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     screen first, all in C: the ``":`` pairs (key ends; escaped quotes inside strings
     appear alike on both sides) of ``raw`` against those of ``decoded`` re-serialised,
     which lost any repeated key; only a line with more is parsed again, with the standard
-    library, to name the key. A key written with blanks before its colon (``"q" : 1``,
-    pretty-printed JSON, not a JSONL writer's output) escapes the screen. RFC 8259 §4: the
-    names within an object SHOULD be unique.
+    library, to name the key. Blanks before a colon (``"q" : 1``) and quotes written as
+    ``\\u0022`` are accounted for. RFC 8259 §4: the names within an object SHOULD be
+    unique.
     """
-    if raw.count(b'":') <= orjson.dumps(decoded).count(b'":'):
+    if _key_ends(raw) <= _key_ends(orjson.dumps(decoded)):
         return None
     found: list[str] = []
 

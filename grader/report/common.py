@@ -85,5 +85,7 @@ _CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0
 
 def plain(text: str) -> str:
     """``text`` safe for a terminal: control characters (ESC, BEL, CR...) become U+FFFD,
-    so an answer recorded from a model cannot move the cursor or recolour the screen."""
-    return str(text).translate(_CONTROL)
+    so an answer recorded from a model cannot move the cursor or recolour the screen; and
+    key-shaped strings are redacted (:mod:`evaltape.grader.io.secrets`)."""
+    from evaltape.grader.io.secrets import redact
+    return redact(str(text).translate(_CONTROL))

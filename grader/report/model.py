@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.secrets import redact_bytes
 from evaltape.grader.model import ERROR_CODE
 
 REPORT_SCHEMA = "evaltape.report/1"
@@ -520,14 +521,17 @@ def episode_text(episode: EpisodeResult) -> bytes:
 
 def report_bytes(report: Report) -> bytes:
     """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline
-    (:func:`iter_report_json` joined; :func:`write_report` streams the same bytes)."""
-    return b"".join(iter_report_json(report))
+    (:func:`iter_report_json` joined; :func:`write_report` streams the same bytes).
+    Key-shaped strings (an imported or hand-made trace may carry one) are redacted
+    (:mod:`evaltape.grader.io.secrets`)."""
+    return b"".join(redact_bytes(piece) for piece in iter_report_json(report))
 
 
 def write_report(report: Report, out: BinaryIO) -> None:
-    """Write ``report.json``'s bytes to a binary file object, piece by piece (flat memory)."""
+    """Write ``report.json``'s bytes to a binary file object, piece by piece (flat memory),
+    key-shaped strings redacted as in :func:`report_bytes`."""
     for piece in iter_report_json(report):
-        out.write(piece)
+        out.write(redact_bytes(piece))
 
 
 def read_report(path: str | Path) -> Report:

@@ -18,8 +18,7 @@ SECRET_HEADERS = frozenset({
     "x-api-key", "authorization", "proxy-authorization", "cookie", "set-cookie",
     "anthropic-organization-id", "openai-organization", "x-goog-api-key",
 })
-KEY_PATTERN = re.compile(r"(?<![A-Za-z0-9_-])sk-(?:ant-[A-Za-z0-9_\-]{16,}|[A-Za-z0-9]{24,})")
-REDACTED = "[REDACTED]"
+from evaltape.grader.io.secrets import KEY_PATTERN, REDACTED  # noqa: E402 - one definition
 
 
 #: Key values seen at run time (the recording proxy adds each ``x-api-key`` / bearer token

@@ -24,8 +24,10 @@ def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
 
 
 def _write(path: Path, data: Iterable[bytes]) -> None:
+    """Write a report file atomically, key-shaped strings redacted (as report_bytes does)."""
+    from evaltape.grader.io.secrets import redact_bytes
     try:
-        atomic_write(path, data)
+        atomic_write(path, (redact_bytes(piece) for piece in data))
     except OSError as e:
         raise click.UsageError(f"cannot write {path}: {e.strerror}") from None
 

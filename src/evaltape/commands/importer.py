@@ -8,6 +8,10 @@ import click
 from evaltape.grader.importers import FORMATS, import_sources, write_run
 
 
+#: How many skipped/warning/error lines of each kind the terminal shows (manifest.json has all).
+SHOWN = 20
+
+
 @click.command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("sources", metavar="SOURCE...", nargs=-1, required=True)
@@ -38,13 +42,15 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
         raise click.UsageError(f"--out {out} is not empty (it may hold a recorded run); "
                                "choose a new folder or pass --force to replace it")
     result = import_sources(fmt, list(sources), model=model, answers=answers, results=results)
-    for s in result.skipped:
-        click.echo(f"skipped {s.source}: {s.place}: {s.reason}", err=True)
-    for w in result.warnings:
-        click.echo(f"warning {w}", err=True)
-    for e in result.errors:
-        click.echo(f"error {e}", err=True)
     manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])
+    for kind, items in (("skipped", [f"{s.source}: {s.place}: {s.reason}" for s in result.skipped]),
+                        ("warning", list(result.warnings)),
+                        ("error", [str(e) for e in result.errors])):
+        for text in items[:SHOWN]:  # all of them are in manifest.json
+            click.echo(f"{kind} {text}", err=True)
+        if len(items) > SHOWN:
+            click.echo(f"... and {len(items) - SHOWN} more {kind} line(s): see {out}/manifest.json",
+                       err=True)
     labelled = sum(1 for t in result.traces if t.get("reference_label") is not None)
     click.echo(f"imported {manifest['imported']['episodes']} episode(s) of "
                f"{manifest['imported']['cases']} case(s) from {len(result.sources)} file(s) "
