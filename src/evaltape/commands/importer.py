@@ -42,15 +42,17 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
         raise click.UsageError(f"--out {out} is not empty (it may hold a recorded run); "
                                "choose a new folder or pass --force to replace it")
     result = import_sources(fmt, list(sources), model=model, answers=answers, results=results)
-    manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])
-    for kind, items in (("skipped", [f"{s.source}: {s.place}: {s.reason}" for s in result.skipped]),
-                        ("warning", list(result.warnings)),
-                        ("error", [str(e) for e in result.errors])):
+    def show(kind: str, items: list[str]) -> None:
         for text in items[:SHOWN]:  # all of them are in manifest.json
             click.echo(f"{kind} {text}", err=True)
         if len(items) > SHOWN:
             click.echo(f"... and {len(items) - SHOWN} more {kind} line(s): see {out}/manifest.json",
                        err=True)
+
+    show("skipped", [f"{s.source}: {s.place}: {s.reason}" for s in result.skipped])
+    show("error", [str(e) for e in result.errors])
+    manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])
+    show("warning", list(result.warnings))  # write_run adds the redaction note
     labelled = sum(1 for t in result.traces if t.get("reference_label") is not None)
     click.echo(f"imported {manifest['imported']['episodes']} episode(s) of "
                f"{manifest['imported']['cases']} case(s) from {len(result.sources)} file(s) "
