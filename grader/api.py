@@ -45,6 +45,9 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         metrics = default_metric_names(cases)
     if isinstance(metrics, str):  # "a,b" as on the command line
         metrics = [n.strip() for n in metrics.split(",") if n.strip()]
+    if isinstance(metrics, (bytes, Mapping)) or not isinstance(metrics, (list, tuple)):
+        raise UsageError("metrics must be a list of names and/or metric objects, or one "
+                         f"comma-separated string; got {type(metrics).__name__}")
     metrics = list(metrics)
     if not metrics:
         raise UsageError("no metric selected")
@@ -63,8 +66,15 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
                              "per name")
         seen.add(m.name)
     if config is not None:
-        from evaltape.grader.io.config import configure, load_config
-        table = load_config(config) if isinstance(config, (str, Path)) else dict(config)
+        from evaltape.grader.io.config import check_table, configure, load_config
+        if isinstance(config, (str, Path)):
+            table = load_config(config)
+        elif isinstance(config, Mapping):
+            table = dict(config)
+            check_table(table, "<config>")
+        else:
+            raise UsageError("config must be a TOML file path or a table (dict), got "
+                             f"{type(config).__name__}")
         out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None)
     return out
 
@@ -108,6 +118,15 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         BadInputError: invalid run files or dataset, or inputs changed since recording
             (file, line and field named).
     """
+    if not isinstance(run, (str, Path, Run)):
+        raise UsageError(f"run must be a run directory or traces.jsonl path (or an opened "
+                         f"Run), got {type(run).__name__}")
+    if dataset is not None and not isinstance(dataset, (str, Path)):
+        raise UsageError(f"dataset must be a path, got {type(dataset).__name__}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise UsageError(f"workers must be a whole number >= 1 (or None: every core), got "
+                         f"{workers!r}")
     base = None
     if baseline is not None:
         base = baseline if isinstance(baseline, Report) else read_report(baseline)

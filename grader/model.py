@@ -254,6 +254,14 @@ class Score:
     def __post_init__(self) -> None:
         if not isinstance(self.details, str):
             raise TypeError(f"score details must be a string, not {type(self.details).__name__}")
+        if not self.details.isascii():
+            try:
+                self.details.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("score details hold a lone surrogate (not valid UTF-8 text)"
+                                 ) from None
+        if self.code is not None and not isinstance(self.code, str):
+            raise TypeError(f"score code must be a string, not {type(self.code).__name__}")
         if self.value is None:
             if not self.code:
                 raise ValueError("a null score needs a code (see NULL_CODES)")

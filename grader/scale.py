@@ -243,6 +243,20 @@ def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
                             chunks, 2 * workers)
 
 
+def check_address(address: str) -> None:
+    """A Dask scheduler address must be ``tcp://`` or ``tls://`` with a host and a numeric
+    port (``tcp://127.0.0.1:8786``); anything else fails before a client is built.
+
+    Raises:
+        UsageError: naming the address and the expected form.
+    """
+    import re
+    m = re.fullmatch(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+):(\d{1,5})", address)
+    if m is None or not 0 < int(m.group(3)) < 65536:
+        raise UsageError(f"--address {address!r}: expected tcp://HOST:PORT (or tls://), e.g. "
+                         "tcp://127.0.0.1:8786"[:200])
+
+
 def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
                   ) -> Iterator[Any]:
     try:
@@ -250,9 +264,10 @@ def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
     except ImportError:
         raise UsageError("--engine dask needs the optional extra: pip install "
                          "'evaltape[dask]'") from None
+    check_address(address)
     try:
         client = Client(address, timeout="10s", set_as_default=False)
-    except (OSError, TimeoutError) as e:
+    except (OSError, TimeoutError, ValueError) as e:
         raise UsageError(f"--address {address}: cannot reach a Dask scheduler ({e})") from None
     with client:
         n = max(1, sum(client.nthreads().values()))

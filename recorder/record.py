@@ -68,15 +68,16 @@ def parse_shard(text: str) -> tuple[int, int]:
     """Read ``--shard i/N`` (1-based: ``1/4`` .. ``4/4``).
 
     Raises:
-        UsageError: not two integers ``i/N`` with ``1 <= i <= N``.
+        UsageError: not two integers ``i/N`` with ``1 <= i <= N <= 100,000``.
     """
     index, sep, count = text.partition("/")
     try:
         i, n = int(index), int(count)
     except ValueError:
         i = n = 0
-    if not sep or not 1 <= i <= n:
-        raise UsageError(f"--shard wants i/N with 1 <= i <= N (e.g. 1/4), got {text!r}")
+    if not sep or not 1 <= i <= n or n > 100_000:
+        raise UsageError(f"--shard wants i/N with 1 <= i <= N <= 100000 (e.g. 1/4), got "
+                         f"{text!r}"[:200])
     return i, n
 
 

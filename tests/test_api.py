@@ -198,3 +198,66 @@ def test_judge_command_refuses_a_trace_of_an_unknown_case(tmp_path):
     p = run_cli("judge", str(run), "--dataset", str(ds), "--base-url", "http://127.0.0.1:9")
     assert p.returncode == 3
     assert "trace names case 'zzz'" in p.stderr
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(run=5), "run must be a run directory"),
+    (dict(config=[1]), "config must be a TOML file path or a table"),
+    (dict(workers="2"), "workers must be a whole number"),
+    (dict(workers=0), "workers must be a whole number"),
+    (dict(metrics=b"composite"), "metrics must be a list"),
+    (dict(metrics={"composite": 1}), "metrics must be a list"),
+])
+def test_api_arguments_of_the_wrong_kind_are_usage_errors(kwargs, message, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    kwargs.setdefault("run", "cassettes/scripted-seed002")
+    with pytest.raises(UsageError, match=message):
+        evaltape.grade(**kwargs)
+
+
+def test_a_config_table_in_code_is_checked_like_a_file(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(BadInputError, match="did you mean 'metrics_args'"):
+        evaltape.grade("cassettes/scripted-seed002", config={"metrics_arg": {}})
+
+
+@pytest.mark.parametrize("name", ["Grounding", "gr\u043eunding", "grounding ", ""])
+def test_metric_names_are_lower_case_words(name, monkeypatch):
+    """Look-alikes of a built-in's name (capitals, a Cyrillic o, a trailing blank) are no
+    names: a name is a report column, [a-z][a-z0-9_]*."""
+    monkeypatch.chdir(ROOT)
+
+    class LookAlike(evaltape.Metric):
+        def score(self, ctx):
+            return evaltape.Score(1.0)
+    LookAlike.name = name
+    with pytest.raises(UsageError, match="not a lower-case word|no 'name'"):
+        evaltape.grade("cassettes/scripted-seed002", metrics=[LookAlike()])
+
+
+def test_a_lone_surrogate_in_details_is_an_error_score_not_a_crash(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+    class Bad(evaltape.Metric):
+        name = "bad_text"
+
+        def score(self, ctx):
+            return evaltape.Score(0.5, "bad \ud800")
+    report = evaltape.grade("cassettes/scripted-seed002", metrics=[Bad()])
+    assert report.summary.metrics_errors["bad_text"] == report.summary.episodes
+    evaltape.report_bytes(report)  # serialises
+
+
+def test_key_shaped_strings_never_reach_report_files(tmp_path):
+    key = "sk-ant-api03-" + "A1b2C3d4" * 11 + "AA"
+    cases = [{"id": "c", "user_query": "q"}]
+    write_json(tmp_path / "d.json", cases)
+    write_jsonl(tmp_path / "run" / "traces.jsonl", [make_trace("c", final=f"Your key: {key}")])
+    p = run_cli("grade", str(tmp_path / "run"), "--dataset", str(tmp_path / "d.json"), "--out",
+                str(tmp_path / "r"), "--format", "json,md,html,junit")
+    assert p.returncode == 0, p.stderr
+    assert key not in p.stdout + p.stderr
+    for f in ("report.json", "report.md", "report.html", "junit.xml"):
+        assert key not in (tmp_path / "r" / f).read_text(), f
+    # report.html shows the final answer: with the key written as [REDACTED]
+    assert "Your key: [REDACTED]" in (tmp_path / "r" / "report.html").read_text()

@@ -46,7 +46,7 @@ def test_exit_1_threshold_names_shortfall(tmp_path, run):
 
 @pytest.mark.parametrize("passed,episodes,threshold,message", [
     # rounds to 1.000 but one episode failed: below 1.0
-    (1999, 2000, 1.0, "pass_rate 1999/2000 = 0.9995 is below the threshold 1: 1 more"),
+    (1999, 2000, 1.0, "pass_rate 1999/2000 = 0.9995 is below the threshold 1.0: 1 more"),
     # 2/3 = 0.66666… < 0.6667 (as written): 3 needed
     (2, 3, 0.6667, "pass_rate 2/3 = 0.6667 is below the threshold 0.6667: 1 more"),
     (2, 3, 0.6666, None),
@@ -69,7 +69,7 @@ def test_threshold_gate_on_a_real_run_of_2000_with_one_failure(tmp_path):
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o"),
                 "--threshold", "1.0", "--quiet", "--metrics", "task_completion")
     assert p.returncode == 1
-    assert "pass_rate 1999/2000 = 0.9995 is below the threshold 1: 1 more" in p.stderr
+    assert "pass_rate 1999/2000 = 0.9995 is below the threshold 1.0: 1 more" in p.stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert (report["summary"]["passed"], report["summary"]["pass_rate"]) == (1999, 1.0)
 

@@ -130,3 +130,26 @@ def test_a_user_metric_is_configured_by_its_name(tmp_path, monkeypatch):
     assert report.grader.metric_specs[0]["args"] == {"tool": "nope"}
     # no call of a tool named "nope": every episode is not applicable
     assert report.summary.metrics_skipped["states_server_status"] == 8
+
+
+@_pytest.mark.parametrize("text,message", [
+    ("[metrics_args.composite]\nthresholds = {basic = nan}\n", "thresholds.basic must be a number"),
+    ("[metrics_args.composite]\nweights = {tools = -5.0}\n", "weights.tools must be a number"),
+    ("[metrics_args.no_extra_tool_calls]\nslack = -100\n", "slack must be a whole number"),
+    ("[metrics_args.response_min_length]\nmin_chars = 20.5\n", "min_chars must be a whole number"),
+    ("[metrics_args.response_min_length]\nmin_chars = 99999999999999999\n",
+     "min_chars must be a whole number"),
+    ('[metrics_args.trajectory_match]\noverrides = {search = "exactt"}\n',
+     "unknown args mode for tool 'search'"),
+])
+def test_out_of_range_metric_arguments_are_refused(tmp_path, text, message):
+    """Regression: a NaN threshold failed every episode, a negative weight floored every
+    composite at 0, and a mistyped override turned the tool's scores into error nulls."""
+    from evaltape.grader.io.config import configure, load_config
+    from evaltape.grader.errors import EvaltapeError
+    from evaltape.grader.metrics import resolve
+    p = tmp_path / "evaltape.toml"
+    p.write_text(text)
+    name = text.split(".")[1].split("]")[0]
+    with _pytest.raises(EvaltapeError, match=message):
+        configure(resolve([name]), load_config(p), str(p))

@@ -173,3 +173,23 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     report["episodes"] = [dict(report["episodes"][0], case_id=f"x{c}") for c in "\x01\x02"]
     root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
     assert [t.get("name") for t in root.iter("testcase")] == ["x\\u0001", "x\\u0002"]
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda r: r["episodes"].append(dict(r["episodes"][0])), "episodes[5]"),     # twice
+    (lambda r: r["episodes"][0]["metrics"]["task_completion"].update(score=7), "episodes[0]"),
+    (lambda r: r["episodes"][0].update(trial=False), "episodes[0]"),
+])
+def test_doctored_reports_are_refused(tmp_path, mutate, field):
+    """A baseline with a repeated episode, a score outside [0, 1] or a boolean trial is not a
+    report evaltape wrote: bad input naming the place (it used to be compared silently)."""
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.report.model import Report
+    p = run_cli("grade", str(RUN), "--out", str(tmp_path / "r"), "--quiet",
+                "--metrics", "task_completion")
+    assert p.returncode == 0, p.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    mutate(report)
+    with pytest.raises(BadInputError) as e:
+        Report.from_json(report, "doctored.json")
+    assert e.value.field.startswith(field)

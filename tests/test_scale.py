@@ -196,3 +196,13 @@ def test_checked_trace_reading_names_a_missing_key_and_call_key():
     with pytest.raises(BadInputError) as e:
         parse_trace(no_args, path="x", line=2)
     assert e.value.field == "tool_calls[0].arguments"
+
+
+@pytest.mark.parametrize("address", ["garbage", "tcp://", "tcp://127.0.0.1:abc",
+                                     "http://127.0.0.1:8786", "tcp://[::1", "inproc://x"])
+def test_a_malformed_dask_address_is_a_usage_error(address):
+    from evaltape.grader.errors import UsageError
+    from evaltape.grader.scale import check_address
+    with pytest.raises(UsageError, match="expected tcp://HOST:PORT"):
+        check_address(address)
+    check_address("tcp://127.0.0.1:8786")  # well formed: no error

@@ -250,12 +250,18 @@ def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
     text = data.decode("utf-8", errors="replace")
     try:
         docs = [json.loads(text)]
+    except RecursionError:
+        raise EpisodeProblem("nested deeper than Python's JSON reader allows; not a span "
+                             "export") from None
     except json.JSONDecodeError:
         docs = []
         for n, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
                     docs.append(json.loads(line))
+                except RecursionError:
+                    raise EpisodeProblem("nested deeper than Python's JSON reader allows",
+                                         f"line {n}", line=n) from None
                 except json.JSONDecodeError as e:
                     raise EpisodeProblem(f"not valid JSON or JSONL ({e})", f"line {n}",
                                          line=n) from None

@@ -55,6 +55,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return table
 
 
+def check_table(table: dict[str, Any], path: str) -> None:
+    """:func:`load_config`'s checks for a table given in code (``evaltape.grade(config=)``).
+
+    Raises:
+        BadInputError: an unknown key or a wrong shape, as for a file.
+    """
+    _check(table, path)
+
+
 def _check(table: dict[str, Any], path: str) -> None:
     """Refuse unknown keys and wrong shapes, so a typo never silently means "defaults"."""
     import difflib

@@ -57,8 +57,14 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     if len(set(roots)) != len(roots):
         raise UsageError("a run is given twice")
     dest = Path(out)
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UsageError(f"--out {dest}: exists and is not an empty folder")
+    try:
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise UsageError(f"--out {dest}: exists and is not an empty folder")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(dest.parent, os.W_OK):
+            raise UsageError(f"--out {dest}: its folder {dest.parent} is not writable")
+    except OSError as e:
+        raise UsageError(f"--out {dest}: cannot use it ({e.strerror})") from None
     first = paths[0]
     for p in paths:
         if not p.manifest:
@@ -105,7 +111,10 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
             seen[key] = f"{p.traces}:{line}"
             # the line as recorded (bytes kept), so replay and grading see the same trace
             sorter.add((position[key[0]], key[1]), raw if raw.endswith(b"\n") else raw + b"\n")
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {dest}: cannot create it ({e.strerror})") from None
     cassettes = 0
     for sub in ("http", "judge"):
         owner: dict[str, Path] = {}

@@ -344,6 +344,9 @@ def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
             whose input hash differs from the one recorded in the manifest.
     """
     from evaltape.grader.io.datasets import load_dataset
+    if not isinstance(target, (str, Path)):
+        raise UsageError(f"open_run takes a run directory or traces.jsonl path, got "
+                         f"{type(target).__name__}")
     paths = locate_run(target)
     ds_path = dataset_path_for(paths, None if dataset is None else str(dataset))
     cases = load_dataset(ds_path)

@@ -42,6 +42,28 @@ OrderMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsOverride = Union[str, Sequence[str], Callable[[Mapping[str, Any], Mapping[str, Any]], bool]]
 
 
+def check_overrides(overrides: Any) -> None:
+    """Per-tool argument overrides must each be a mode, a list of dotted key paths, or a
+    callable (a typo must not turn every score of the tool into an error null).
+
+    Raises:
+        ValueError: naming the tool and the valid modes.
+    """
+    if overrides is None:
+        return
+    if not isinstance(overrides, Mapping):
+        raise ValueError(f"overrides must be a table {{tool: mode}}, got {type(overrides).__name__}")
+    for tool, value in overrides.items():
+        if isinstance(value, str):
+            check_mode(value, ArgsMode, f"args mode for tool {tool!r}")
+        elif callable(value):
+            continue
+        elif not (isinstance(value, (list, tuple)) and all(isinstance(k, str) for k in value)):
+            raise ValueError(f"override for tool {tool!r} must be a mode "
+                             f"({', '.join(get_args(ArgsMode))}), a list of key paths or a "
+                             f"callable, got {value!r}"[:200])
+
+
 def check_mode(value: str, mode_type: Any, what: str) -> str:
     """Return ``value`` if it is one of the ``Literal`` alias's values.
 

@@ -23,6 +23,7 @@ specs (a declared name and version, a spec hashed into the report).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, ClassVar
 
 from evaltape.grader.errors import UsageError
@@ -54,6 +55,8 @@ class Metric:
         return []
 
 
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
 #: The protocol's attributes with their types (``bool`` is checked apart from ``int``).
 PROTOCOL: dict[str, type] = {"name": str, "version": int, "higher_is_better": bool,
                              "judged": bool}
@@ -78,8 +81,13 @@ def check_metric(metric: Any, label: str) -> Any:
             problems.append(f"no '{attr}'")
         elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             problems.append(f"'{attr}' is {type(value).__name__}, not {kind.__name__}")
-    if isinstance(getattr(metric, "name", None), str) and not metric.name.strip():
-        problems.append("an empty 'name'")
+    name = getattr(metric, "name", None)
+    if isinstance(name, str) and not _NAME.fullmatch(name):
+        problems.append(f"'name' {name!r} is not a lower-case word ([a-z][a-z0-9_]*, at most "
+                        "64 characters: it is a report column)")
+    version = getattr(metric, "version", None)
+    if isinstance(version, int) and not isinstance(version, bool) and not 0 <= version < 2 ** 31:
+        problems.append(f"'version' {version!r} is not from 0 to 2**31 - 1")
     for method in ("score", "requests"):
         if not callable(getattr(metric, method, None)):
             problems.append(f"no '{method}' method")

@@ -19,6 +19,25 @@ DEFAULT_THRESHOLDS: Mapping[str, float] = {"basic": 0.8, "advanced": 0.6, "chall
                                            "default": 0.7}
 
 
+def check_unit_table(table: Any, what: str, keys: set[str] | None,
+                     upper: float | None) -> None:
+    """A table of finite, non-negative numbers (at most ``upper``), keys among ``keys``.
+
+    Raises:
+        ValueError: naming the table and the entry (a NaN threshold failed every episode,
+            a negative weight floored every score at 0).
+    """
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{what} must be a table, got {type(table).__name__}")
+    for k, v in table.items():
+        if keys is not None and k not in keys:
+            raise ValueError(f"{what}.{k}: unknown key; known: {', '.join(sorted(keys))}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v \
+                or v < 0 or (upper is not None and v > upper) or v == float("inf"):
+            raise ValueError(f"{what}.{k} must be a number from 0 to "
+                             f"{upper if upper is not None else 'any finite'}, got {v!r}")
+
+
 def response_content(ctx: EpisodeContext) -> Score:
     """Seed 003 ``grade_response_content``: fraction of ``final_response_contains`` found,
     minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
@@ -60,6 +79,10 @@ class Composite(Metric):
     judged: ClassVar[bool] = any(p.judged for p in parts.values())
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     thresholds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    def __post_init__(self) -> None:
+        check_unit_table(self.weights, "weights", set(DEFAULT_WEIGHTS), upper=None)
+        check_unit_table(self.thresholds, "thresholds", None, upper=1.0)
 
     def threshold(self, difficulty: Any) -> float:
         """The pass threshold for a difficulty tier (``default`` when unknown)."""

@@ -8,7 +8,7 @@ still its own frozen dataclass with its own name and version. A rule that passes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -17,6 +17,17 @@ from evaltape.grader.metrics.base import Metric
 def _expected_names(ctx: EpisodeContext) -> list[str] | None:
     calls = ctx.case.expected_calls
     return None if calls is None else [c.name for c in calls]
+
+
+def check_count(value: Any, what: str) -> None:
+    """``value`` must be a whole number from 0 to 10**9 (a count of characters or calls).
+
+    Raises:
+        ValueError: naming the argument (-100 made the rule fail everywhere; 20.5 or a
+            20-digit number passed unnoticed).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10 ** 9:
+        raise ValueError(f"{what} must be a whole number from 0 to 10**9, got {value!r}"[:120])
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,9 @@ class ResponseMinLength(Metric):
     name: ClassVar[str] = "response_min_length"
     version: ClassVar[int] = 1
     min_chars: int = 20
+
+    def __post_init__(self) -> None:
+        check_count(self.min_chars, "min_chars")
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -120,6 +134,9 @@ class NoExtraToolCalls(Metric):
     name: ClassVar[str] = "no_extra_tool_calls"
     version: ClassVar[int] = 1
     slack: int = 1
+
+    def __post_init__(self) -> None:
+        check_count(self.slack, "slack")
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, case_schemas, check_mode, match_calls,
+from evaltape.grader.matching.calls import (ArgsMode, case_schemas, check_mode, check_overrides,
+                                            match_calls,
                                             trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -35,6 +36,7 @@ class ToolCallF1(Metric):
 
     def __post_init__(self) -> None:
         check_mode(self.args_mode, ArgsMode, "args mode")
+        check_overrides(self.overrides)
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

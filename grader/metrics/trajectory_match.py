@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
+                                            check_overrides,
                                             match_calls,
                                             show_steps, step_groups, strict_match,
                                             trace_schemas)
@@ -46,6 +47,7 @@ class TrajectoryMatch(Metric):
     def __post_init__(self) -> None:
         check_mode(self.mode, OrderMode, "trajectory mode")
         check_mode(self.args_mode, ArgsMode, "args mode")
+        check_overrides(self.overrides)
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

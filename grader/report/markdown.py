@@ -40,7 +40,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
         note = " (lower is better)" if name in lower else ""
         errors = s.metrics_errors.get(name, 0)
         err = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
-        out.append(f"| {name}{note} | {fmt(value, 3)} | {s.metrics_skipped.get(name, 0)}{err} |")
+        out.append(f"| {_cell(name)}{note} | {fmt(value, 3)} | {s.metrics_skipped.get(name, 0)}{err} |")
     out.append("")
     if s.failures:
         out += ["## Failures", "", "| episode | reason |", "|---|---|"]

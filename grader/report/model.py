@@ -389,21 +389,28 @@ class Report:
         if not isinstance(raw_eps, list):
             raise BadInputError("expected a list", path=path, field="episodes")
         episodes = []
+        keys: set[tuple[str, int]] = set()
         for i, e in enumerate(raw_eps):
             if not (isinstance(e, dict) and isinstance(e.get("case_id"), str)
-                    and isinstance(e.get("trial"), int) and isinstance(e.get("passed"), bool)):
-                raise BadInputError("expected {case_id: str, trial: int, passed: bool, ...}",
+                    and type(e.get("trial")) is int and e["trial"] >= 0
+                    and isinstance(e.get("passed"), bool)):
+                raise BadInputError("expected {case_id: str, trial: int >= 0, passed: bool, "
+                                    "...}", path=path, field=f"episodes[{i}]")
+            if (e["case_id"], e["trial"]) in keys:
+                raise BadInputError(f"episode {e['case_id']}#t{e['trial']} appears twice",
                                     path=path, field=f"episodes[{i}]")
-            ms = e.get("metrics") or {}
+            keys.add((e["case_id"], e["trial"]))
+            ms = e.get("metrics", {})
             if not isinstance(ms, dict):
                 raise BadInputError("expected an object", path=path,
                                     field=f"episodes[{i}].metrics")
             results = {}
             for name, m in ms.items():
                 score = m.get("score") if isinstance(m, dict) else None
-                if not isinstance(m, dict) or not (score is None or _is_num(score)):
-                    raise BadInputError("expected {score: number or null, ...}", path=path,
-                                        field=f"episodes[{i}].metrics.{name}")
+                if not isinstance(m, dict) or not (score is None or (
+                        _is_num(score) and 0 <= score <= 1)):
+                    raise BadInputError("expected {score: number from 0 to 1 or null, ...}",
+                                        path=path, field=f"episodes[{i}].metrics.{name}")
                 results[name] = MetricResult(score, str(m.get("details") or ""),
                                              m.get("reason"))
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],

@@ -179,4 +179,4 @@ def threshold_gate(passed: int, episodes: int, threshold: float) -> str | None:
         return None
     short = ceil(need * episodes) - passed
     return (f"pass_rate {passed}/{episodes} = {passed / episodes:.4f} is below the threshold "
-            f"{threshold:g}: {short} more passing episode(s) needed")
+            f"{threshold!r}: {short} more passing episode(s) needed")
