@@ -197,8 +197,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
     from .record import (_lock_run, _refuse_secrets_in_inputs, append_trace, build_manifest,
-                         check_base_url, check_same_setup, finished_episodes, in_shard,
-                         load_standin_scripts)
+                         check_base_url, check_same_setup, load_standin_scripts, plan_run)
     from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -231,20 +230,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                          "repeat the original options to resume it")
     manifest = build_manifest(opts, cases, None, model, None if scripts else upstream, previous)
     manifest["command"] = opts.command
-    if previous:
-        manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
-                                        **manifest["dataset"]["cases"]}
-    atomic_write_text(out / "manifest.json", orjson.dumps(
-        manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n")
-    traces = out / "traces.jsonl"
-    done = finished_episodes(traces)
-    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
-            if in_shard(p, t, opts.trials, opts.shard)]
-    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
-    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
-                              "errors": 0, "tokens": 0, "failed": []}
-    if progress:
-        progress("start", {**counts, "total": len(todo)})
+    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
     with ExitStack() as stack:
         if scripts is not None:
             upstream = stack.enter_context(ScriptServer(scripts)).base_url

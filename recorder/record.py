@@ -110,6 +110,36 @@ def _sha(obj: Any) -> str:
     return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
+             cases: Sequence[Any], opts: "RecordOptions", progress: Any = None
+             ) -> tuple[Path, set[tuple[str, int]], list[tuple[Any, int]], dict[str, Any]]:
+    """Write the run's manifest and list the episodes still to record (a rerun resumes).
+
+    A resumed run keeps the union of recorded case input hashes. The episodes are this
+    shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
+
+    Returns:
+        ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
+        where counts starts the run's tally and ``progress("start", ...)`` has been told.
+    """
+    if previous:
+        manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
+                                        **manifest["dataset"]["cases"]}
+    atomic_write_text(out / "manifest.json",
+                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
+                                   orjson.OPT_INDENT_2).decode() + "\n")
+    traces = out / "traces.jsonl"
+    done = finished_episodes(traces)
+    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
+            if in_shard(p, t, opts.trials, opts.shard)]
+    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
+                              "errors": 0, "tokens": 0, "failed": []}
+    if progress:
+        progress("start", {**counts, "total": len(todo)})
+    return traces, done, todo, counts
+
+
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
     """(case_id, trial) pairs already in ``traces.jsonl``.
 
@@ -466,22 +496,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
     check_same_setup(previous, opts, model, out)
     manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
-    if previous:
-        # a resumed run keeps the union of recorded case hashes
-        manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
-                                        **manifest["dataset"]["cases"]}
-    atomic_write_text(out / "manifest.json",
-                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
-                                   orjson.OPT_INDENT_2).decode() + "\n")
-    traces = out / "traces.jsonl"
-    done = finished_episodes(traces)
-    mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
-            if in_shard(p, t, opts.trials, opts.shard)]
-    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
-    counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
-                              "errors": 0, "tokens": 0, "failed": []}
-    if progress:
-        progress("start", {**counts, "total": len(todo)})
+    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
     with ExitStack() as stack:
         if scripts is not None:
             server = stack.enter_context(ScriptServer(scripts))

@@ -7,7 +7,10 @@ that decides what a tool call, a result, a step and a final answer are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
+
+import orjson
 
 from evaltape.grader.model import TRACE_SCHEMA
 
@@ -226,6 +229,24 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
              "usage": usage or {}, "latency_s": None, "model": model, "error": None}
     trace.update(extra or {})
     return trace
+
+
+#: What :func:`read_json_source` returns for a file it could not read (the error is noted).
+NOT_READ = object()
+
+
+def read_json_source(path: str, result: "ImportResult") -> Any:
+    """The whole JSON document of one source file, or :data:`NOT_READ` after noting in
+    ``result.errors`` why it could not be read (unreadable, or not JSON: line and column
+    named), so the other sources still import."""
+    try:
+        return orjson.loads(Path(path).read_bytes())
+    except OSError as e:
+        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+    except orjson.JSONDecodeError as e:
+        result.errors.append(EpisodeError(path, f"column {e.colno}",
+                                          f"not valid JSON ({e.msg})", line=e.lineno))
+    return NOT_READ
 
 
 def sum_usage(usages: Any) -> dict[str, int]:

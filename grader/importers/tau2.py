@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import orjson
 
-from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
+from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
+                                              read_json_source,
                                               trace_from_messages)
 
 FORMAT = "tau2"
@@ -158,14 +159,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     simulation that cannot be converted is one error naming its index and JSON path, and
     the others still import.
     """
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
-        return
-    except orjson.JSONDecodeError as e:
-        result.errors.append(EpisodeError(path, f"column {e.colno}",
-                                          f"not valid JSON ({e.msg})", line=e.lineno))
+    doc = read_json_source(path, result)
+    if doc is NOT_READ:
         return
     if not (isinstance(doc, dict) and isinstance(doc.get("tasks"), list)
             and isinstance(doc.get("simulations"), list)):

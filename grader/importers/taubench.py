@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages
+from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
+                                              read_json_source, trace_from_messages)
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 FORMAT = "taubench"
@@ -72,14 +73,8 @@ def import_file(path: str, result: ImportResult, *, prefix: str = "",
     not JSON) is one error naming the entry and the JSON path, and the other entries
     still import.
     """
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
-        return
-    except orjson.JSONDecodeError as e:
-        result.errors.append(EpisodeError(path, f"column {e.colno}",
-                                          f"not valid JSON ({e.msg})", line=e.lineno))
+    doc = read_json_source(path, result)
+    if doc is NOT_READ:
         return
     if not isinstance(doc, list):
         result.errors.append(EpisodeError(path, "", "expected a JSON list of trajectories"))
