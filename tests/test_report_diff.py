@@ -193,3 +193,29 @@ def test_doctored_reports_are_refused(tmp_path, mutate, field):
     with pytest.raises(BadInputError) as e:
         Report.from_json(report, "doctored.json")
     assert e.value.field.startswith(field)
+
+
+def test_report_md_keeps_its_table_shape_and_shows_k_coverage(tmp_path):
+    """A stop reason with '|' and a case id with a carriage return stay inside their cells;
+    the model note is escaped; pass@k / pass^k print how many cases each k covers."""
+    from conftest import make_trace, write_json, write_jsonl
+    cases = [{"id": "a\rb", "user_query": "q", "expected_tools": ["t"]},
+             {"id": "c", "user_query": "q", "expected_tools": ["t"]}]
+    write_json(tmp_path / "d.json", cases)
+    traces = [make_trace("a\rb", final=None, stop_reason="tool|use|x", trial=0),
+              make_trace("a\rb", tools=["t"], trial=1), make_trace("c", tools=["t"], trial=0)]
+    write_jsonl(tmp_path / "run" / "traces.jsonl", traces)
+    write_json(tmp_path / "run" / "manifest.json", {"model": "m", "agent": "x",
+                                                    "model_note": "<b>|note|</b>"})
+    p = run_cli("grade", str(tmp_path / "run"), "--dataset", str(tmp_path / "d.json"),
+                "--out", str(tmp_path / "r"), "--quiet", "--metrics", "task_completion")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    lines = md.splitlines()
+    # the CR is shown as U+FFFD; the pipes are escaped, so each row keeps its cells
+    assert "| a\ufffdb#t0 | no_answer:tool\\|use\\|x |" in lines            # failures table
+    assert "| a\ufffdb#t0 | FAIL `no_answer:tool\\|use\\|x` | 0.00 FAIL |" in lines
+    assert "\r" not in md
+    assert "(&lt;b&gt;\\|note\\|&lt;/b&gt;)" in md
+    # case a has 2 trials, c has 1: k=2 covers 1 of the 2 cases
+    assert "k=2 " in md and "(1/2 cases)" in md and "(2/2 cases)" in md
