@@ -8,6 +8,7 @@ not depend on the order episodes finished recording.
 from __future__ import annotations
 
 import gc
+import copy
 import hashlib
 from array import array
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import orjson
 from evaltape.grader import __version__
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
+from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
                                           RunInfo, Summary, episode_text)
@@ -75,8 +77,17 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
+    user_ctx = None
     for m in metrics:
-        s = score_episode(m, ctx)
+        if type(m) not in _BUILTIN_TYPES:
+            # a user metric gets its own copy of the episode: one that edits the case's
+            # expectations or a call's arguments cannot change another metric's score
+            if user_ctx is None:
+                user_ctx = EpisodeContext(trace=copy.deepcopy(trace), case=copy.deepcopy(case),
+                                          judge=judge)
+            s = score_episode(m, user_ctx)
+        else:
+            s = score_episode(m, ctx)
         # MetricResult(s.value, s.details, s.code).to_json(), without the object
         scores[m.name] = {"score": s.value, "details": s.details, "reason": s.code}
         values.append((s.value, s.code))
@@ -90,6 +101,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
+#: Classes of the built-in metrics (trusted not to edit the episode they score).
+_BUILTIN_TYPES = frozenset(BUILTIN.values())
 
 
 def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:

@@ -261,3 +261,25 @@ def test_key_shaped_strings_never_reach_report_files(tmp_path):
         assert key not in (tmp_path / "r" / f).read_text(), f
     # report.html shows the final answer: with the key written as [REDACTED]
     assert "Your key: [REDACTED]" in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_a_user_metric_that_edits_the_episode_changes_no_other_score(monkeypatch):
+    """Regression: a user metric that cleared ``case.expected_args`` turned the built-in
+    argument_correctness 0.875 into 1.0 on the stand-in run."""
+    monkeypatch.chdir(ROOT)
+
+    class Mutate(evaltape.Metric):
+        name = "mutate"
+
+        def score(self, ctx):
+            if ctx.case.expected_args:
+                ctx.case.expected_args.clear()
+            for call in ctx.trace.tool_calls:
+                call.arguments.clear()
+            return evaltape.Score(1.0)
+    run = "cassettes/helpdesk-scripted-standin"
+    alone = evaltape.grade(run, metrics=["argument_correctness", "tool_call_f1"])
+    mixed = evaltape.grade(run, metrics=[Mutate(), "argument_correctness", "tool_call_f1"])
+    assert alone.summary.metrics["argument_correctness"] == 0.875
+    for name in ("argument_correctness", "tool_call_f1"):
+        assert mixed.summary.metrics[name] == alone.summary.metrics[name]
