@@ -44,7 +44,8 @@ _BLANK_COLON = re.compile(rb'(?<!\\)"[ \t\r\n]+:')
 def _key_ends(raw: bytes) -> int:
     """Quote-colon pairs not escaped (key ends), blanks before the colon allowed."""
     n = raw.count(b'":') - raw.count(b'\\":')
-    if b'" ' in raw or b'"\t' in raw or b'"\n' in raw or b'"\r' in raw:
+    # blanks between a key and its colon ("q" : 1); not '", "' between values
+    if b'" :' in raw or b'"\t' in raw or b'"\n' in raw or b'"\r' in raw or b'"  ' in raw:
         n += len(_BLANK_COLON.findall(raw))
     return n
 
