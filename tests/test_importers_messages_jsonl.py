@@ -179,3 +179,11 @@ def test_import_refuses_a_non_empty_out_folder(tmp_path):
     p = run_cli("import", "anthropic-messages", str(src), "--out", str(run))
     assert p.returncode == 2 and "is not empty" in p.stderr
     assert (run / "traces.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("fmt", ["taubench", "tau2", "otel-genai", "inspect", "openai-messages"])
+def test_a_device_is_no_source(tmp_path, fmt):
+    """Regression: /dev/zero was read forever (the import hung)."""
+    res = CliRunner().invoke(cli, ["import", fmt, "/dev/zero", "--out", str(tmp_path / "run")])
+    assert res.exit_code == 2
+    assert "/dev/zero: not a regular file or folder" in res.output

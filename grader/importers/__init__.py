@@ -91,7 +91,8 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
     """Files to read: each file as given, each directory's matching files (sorted, recursive).
 
     Raises:
-        UsageError: a source that does not exist, or a directory with no matching file.
+        UsageError: a source that does not exist or is no regular file (a device, a pipe),
+            or a directory with no matching file.
     """
     out: list[str] = []
     for s in sources:
@@ -102,8 +103,10 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
             if not found:
                 raise UsageError(f"{s}: no {'/'.join(DIR_SUFFIXES[fmt])} files in this folder")
             out.extend(found)
-        elif p.exists():
+        elif p.is_file():
             out.append(p.as_posix())
+        elif p.exists():  # a device or a pipe (/dev/zero would be read forever)
+            raise UsageError(f"{s}: not a regular file or folder")
         else:
             raise UsageError(f"no such file or folder: {s}")
     return out
