@@ -14,7 +14,8 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
 from evaltape.grader.metrics.base import check_metric
-from evaltape.grader.metrics.registry import DEFAULT_METRICS, check_own_name, resolve
+from evaltape.grader.metrics.registry import (DEFAULT_METRICS, check_own_name, check_unique,
+                                              resolve)
 from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
@@ -59,12 +60,7 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     for m in metrics:
         out.extend(resolve([m]) if isinstance(m, str) else
                    [check_own_name(check_metric(m, repr(m)), repr(m))])
-    seen: set[str] = set()
-    for m in out:
-        if m.name in seen:
-            raise UsageError(f"two metrics are named {m.name!r}: a report has one column "
-                             "per name")
-        seen.add(m.name)
+    check_unique(out, [m if isinstance(m, str) else repr(m) for m in metrics])
     if config is not None:
         from evaltape.grader.io.config import check_table, configure, load_config
         if isinstance(config, (str, Path)):
@@ -151,10 +147,10 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                               case_id, trial, line or None))
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
-        from evaltape.grader.report.diff import compare_reports, unrelated
+        from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
         problem = unrelated(base, report)
-        if problem and "no episode" in problem:  # other datasets: warned in the comparison
-            raise UsageError(f"the baseline {baseline} is no grading of this run: {problem}")
+        if problem and problem[0] == NO_SHARED_EPISODE:  # other datasets: warned in the diff
+            raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
             baseline, Report) else str(baseline))
         report = dataclasses.replace(report, baseline_comparison=comparison)

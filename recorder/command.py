@@ -196,8 +196,9 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     from evaltape.grader.io.datasets import load_dataset
     from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
-    from .record import (_lock_run, _refuse_secrets_in_inputs, append_trace, build_manifest,
-                         check_base_url, check_same_setup, load_standin_scripts, plan_run)
+    from .record import (_lock_run, _refuse_secrets_in_inputs, build_manifest,
+                         check_base_url, check_same_setup, episode_finisher, load_standin_scripts,
+                         plan_run)
     from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -243,23 +244,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             px.book.end(key, notify=False)
             return command_trace(out, key, case, res, opts.command_timeout, model)
 
-        def finished(trace: dict) -> None:
-            if trace.get("stop_reason") == "error" and not opts.keep_errors:
-                counts["errors"] += 1
-                # printed on the console: the program's stderr may hold a key
-                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
-                                                   f"{trace.get('error')}"))
-                (out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
-                    missing_ok=True)
-            else:
-                append_trace(traces, trace)
-                counts["recorded"] += 1
-                counts["errors"] += trace.get("stop_reason") == "error"
-            u = trace.get("usage") or {}
-            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
-            if progress:
-                progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
-                                     **counts, "total": len(todo)})
+        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             futures = [pool.submit(one, c, t) for c, t in todo]

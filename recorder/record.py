@@ -140,6 +140,36 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     return traces, done, todo, counts
 
 
+def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_errors: bool,
+                     total: int, progress: Any = None) -> Callable[[dict], None]:
+    """The callback that files each finished episode of a run (``record`` and
+    ``record --command`` alike).
+
+    An episode that ended in an API/transport error is not a finished episode unless
+    ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
+    (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
+    ``counts`` (recorded, errors, tokens, failed) is updated and ``progress("episode", ...)``
+    told.
+    """
+    def finished(trace: dict) -> None:
+        if trace.get("stop_reason") == "error" and not keep_errors:
+            counts["errors"] += 1
+            counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                               f"{trace.get('error')}"))
+            (out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
+                missing_ok=True)
+        else:
+            append_trace(traces, trace)
+            counts["recorded"] += 1
+            counts["errors"] += trace.get("stop_reason") == "error"
+        u = trace.get("usage") or {}
+        counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+        if progress:
+            progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
+                                 **counts, "total": total})
+    return finished
+
+
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
     """(case_id, trial) pairs already in ``traces.jsonl``.
 
@@ -505,24 +535,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                                                         cassette_name(case.id, trial)),
                            base_url, api_key, model, opts.stream) for case, trial in todo]
 
-        def finished(trace: dict) -> None:
-            if trace.get("stop_reason") == "error" and not opts.keep_errors:
-                # an API/transport failure: not a finished episode; a rerun retries it
-                counts["errors"] += 1
-                # the error may quote the server's answer, which may echo the key
-                counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
-                                                   f"{trace.get('error')}"))
-                Path(out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
-                    missing_ok=True)
-            else:
-                append_trace(traces, trace)
-                counts["recorded"] += 1
-                counts["errors"] += trace.get("stop_reason") == "error"
-            u = trace.get("usage") or {}
-            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
-            if progress:
-                progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
-                                     **counts, "total": len(todo)})
+        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
         try:
             if opts.concurrency <= 1 or len(jobs) <= 1:

@@ -231,6 +231,20 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
     return trace
 
 
+#: Exceptions an importer turns into one error of the episode instead of a traceback: its
+#: own :class:`EpisodeProblem`, and a value of an unexpected type somewhere in the source.
+EPISODE_FAILURES = (EpisodeProblem, ValueError, TypeError, AttributeError, KeyError)
+
+
+def episode_error(path: str, place: str, exc: Exception, what: str) -> EpisodeError:
+    """The error of one episode that could not be imported (``exc`` one of
+    :data:`EPISODE_FAILURES`): an :class:`EpisodeProblem` keeps its own place and message;
+    anything else is "malformed <what>" with the exception named."""
+    if isinstance(exc, EpisodeProblem):
+        return EpisodeError(path, exc.place or place, exc.message)
+    return EpisodeError(path, place, f"malformed {what} ({type(exc).__name__}: {exc})")
+
+
 #: What :func:`read_json_source` returns for a file it could not read (the error is noted).
 NOT_READ = object()
 

@@ -41,8 +41,9 @@ from typing import Any, Iterator
 
 import orjson
 
-from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              Skipped, trace_from_messages)
+from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
+                                              ImportResult, Skipped, episode_error,
+                                              trace_from_messages)
 
 FORMAT = "inspect"
 #: Inspect's score value constants (inspect_ai.scorer: CORRECT="C", INCORRECT="I").
@@ -293,13 +294,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             if old is not None and old["input"] != case["input"]:
                 raise EpisodeProblem(f"case {case['id']!r}: input differs from an earlier "
                                      "epoch's", f"{place}.input")
-        except EpisodeProblem as p:
-            result.errors.append(EpisodeError(path, p.place or place, p.message))
-            continue
-        except (ValueError, TypeError, AttributeError, KeyError) as e:
-            # a value of an unexpected type somewhere in the sample: one error, no traceback
-            result.errors.append(EpisodeError(path, place, "malformed sample "
-                                              f"({type(e).__name__}: {e})"))
+        except EPISODE_FAILURES as e:
+            result.errors.append(episode_error(path, place, e, "sample"))
             continue
         seen[(trace["case_id"], trace["trial"])] = trace
         result.add_case(case)

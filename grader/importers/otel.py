@@ -51,8 +51,9 @@ from typing import Any, Iterable
 
 import orjson
 
-from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              Skipped, trace_from_messages, unique_id)
+from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
+                                              ImportResult, Skipped, episode_error,
+                                              trace_from_messages, unique_id)
 
 FORMAT = "otel-genai"
 #: ``gen_ai.operation.name`` values that are a model call (semconv: chat, text_completion,
@@ -1027,13 +1028,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         try:
             trace, notes = _episode(ss, path, case_id, model,
                                     final_output if len(with_llm) == 1 else None)
-        except EpisodeProblem as p:
-            result.errors.append(EpisodeError(path, p.place or place, p.message))
-            continue
-        except (ValueError, TypeError, AttributeError, KeyError) as e:
-            # a value of an unexpected type somewhere in the spans: one error, no traceback
-            result.errors.append(EpisodeError(path, place, "malformed span data "
-                                              f"({type(e).__name__}: {e})"))
+        except EPISODE_FAILURES as e:
+            result.errors.append(episode_error(path, place, e, "span data"))
             continue
         for n in notes:
             result.skipped.append(Skipped(path, place, n))

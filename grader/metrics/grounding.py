@@ -140,7 +140,8 @@ class Grounding(Metric):
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
-        if not any(c.result is not None for c in trace.tool_calls) and not results_by_id(trace):
+        results = results_by_id(trace)
+        if not results:
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
         answer = trace.final_response
@@ -148,7 +149,7 @@ class Grounding(Metric):
         claims = extract_claims(answer, verbs)
         if not claims:
             return Score(None, "no checkable claims in the final answer", code="no_claims")
-        check = _Checker(trace, answer, claims)
+        check = _Checker(trace, answer, claims, results)
         check.note_stated(claims)
         unsupported = [(c, why) for c in claims if (why := check.reason(c)) is not None]
         n, bad = len(claims), len(unsupported)
@@ -162,8 +163,9 @@ class Grounding(Metric):
 class _Checker:
     """The sources of one episode, indexed once, and the per-claim support rules."""
 
-    def __init__(self, trace: Trace, answer: str, claims: list[Claim]) -> None:
-        results, errors = results_by_id(trace), error_ids(trace)
+    def __init__(self, trace: Trace, answer: str, claims: list[Claim],
+                 results: dict[str, str]) -> None:
+        errors = error_ids(trace)
         self.results = results
         self.needs = frozenset(c.kind for c in claims)
         self.input = SourceFacts.of("input", trace.input, needs=self.needs)

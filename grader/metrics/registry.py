@@ -105,8 +105,17 @@ def resolve(names: Iterable[str]) -> list[Any]:
         except Exception as e:  # noqa: BLE001 - a user class that cannot be built
             raise UsageError(f"cannot create metric {name!r}: {type(e).__name__}: {e}") from None
         metrics.append(check_own_name(check_metric(metric, name), name))
+    return check_unique(metrics, list(names))
+
+
+def check_unique(metrics: list[Any], labels: list[str]) -> list[Any]:
+    """Return ``metrics`` unless two share a ``name`` (``labels``: how the user gave each).
+
+    Raises:
+        UsageError: naming the column and both metrics (a report has one column per name).
+    """
     seen: dict[str, str] = {}
-    for given, m in zip(names, metrics):
+    for given, m in zip(labels, metrics):
         if m.name in seen:
             raise UsageError(f"two metrics are named {m.name!r} ({seen[m.name]!r} and "
                              f"{given!r}): a report has one column per name")

@@ -38,8 +38,15 @@ def _typed(report: Report | Mapping[str, Any]) -> Report:
     return report if isinstance(report, Report) else Report.from_json(report)
 
 
-def unrelated(old: Report, new: Report) -> str | None:
-    """Why two reports cannot be compared as baseline and current, or ``None``.
+#: :func:`unrelated` kinds: nothing to pair at all (always refused), and other dataset
+#: inputs (refused by ``diff`` unless ``--allow-unrelated``; warned about by ``--baseline``).
+NO_SHARED_EPISODE = "no_shared_episode"
+OTHER_DATASET = "other_dataset"
+
+
+def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
+    """Why two reports cannot be compared as baseline and current: ``(kind, message)`` with
+    kind :data:`NO_SHARED_EPISODE` or :data:`OTHER_DATASET`, or ``None``.
 
     Rule: a baseline comparison pairs episodes by (case id, trial) on one dataset's inputs
     (DESIGN.md §1: expectations may change after recording, inputs may not). Two reports
@@ -49,11 +56,12 @@ def unrelated(old: Report, new: Report) -> str | None:
     keys_old = {(e.case_id, e.trial) for e in old.episodes}
     keys_new = {(e.case_id, e.trial) for e in new.episodes}
     if keys_old and keys_new and not keys_old & keys_new:
-        return (f"they share no episode (baseline {_where(old)}; current {_where(new)})")
+        return NO_SHARED_EPISODE, (f"they share no episode (baseline {_where(old)}; current "
+                                   f"{_where(new)})")
     a, b = old.run.dataset_sha256, new.run.dataset_sha256
     if a and b and a != b:
-        return (f"they were graded on different dataset inputs (baseline {_where(old)}; "
-                f"current {_where(new)})")
+        return OTHER_DATASET, (f"they were graded on different dataset inputs (baseline "
+                               f"{_where(old)}; current {_where(new)})")
     return None
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from evaltape.grader.report.diff import compare_reports, load_report, render_diff, unrelated
+from evaltape.grader.report.diff import (NO_SHARED_EPISODE, compare_reports, load_report,
+                                         render_diff, unrelated)
 
 
 @click.command()
@@ -26,13 +27,14 @@ def diff(baseline: str, current: str, warning: float, critical: float,
     """
     old, new = load_report(baseline), load_report(current)
     problem = unrelated(old, new)
-    if problem and (allow_unrelated is False or "no episode" in problem):
-        raise click.UsageError(f"{baseline} and {current} are not two gradings of one "
-                               f"dataset: {problem}"
-                               + ("" if "no episode" in problem else
-                                  "; pass --allow-unrelated to compare them anyway"))
     if problem:
-        click.echo(f"warning: {problem}", err=True)
+        kind, why = problem
+        if kind == NO_SHARED_EPISODE or not allow_unrelated:
+            raise click.UsageError(f"{baseline} and {current} are not two gradings of one "
+                                   f"dataset: {why}"
+                                   + ("" if kind == NO_SHARED_EPISODE else
+                                      "; pass --allow-unrelated to compare them anyway"))
+        click.echo(f"warning: {why}", err=True)
     result = compare_reports(old, new, warning=warning, critical=critical)
     click.echo(render_diff(result), nl=False)
     if result.level == "critical":
