@@ -5,6 +5,8 @@ import json
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import make_trace, run_cli, write_json
 from evaltape.grader.errors import BadInputError
@@ -53,3 +55,50 @@ def test_a_json_array_dataset_that_repeats_a_key_is_bad_input(tmp_path):
     with pytest.raises(BadInputError) as e:
         load_dataset(path)
     assert (e.value.path, e.value.field) == (str(path), "expected_args")
+
+
+@pytest.mark.parametrize("raw,key", [
+    (b'{"t": "10:15", "q": 1, "q": 2}', "q"),                      # colons in strings
+    (b'{"u": "https://x", "a": {"b": 1}, "a": 0}', "a"),           # the lost value nests
+    (b'{"q": "\\u003a", "q": "\\u003A"}', "q"),                    # colons as escapes
+    (b'{"s": "\\u003a\\u003a", "q": 1, "q": 2}', "q"),               # escapes hide 2 colons
+    (b'{"t": "10:15", "u": "a:b:c", "v": {"w": ":"}}', None),
+    (b'{"s": "\\u003a"}', None),
+    (b'{"a" :1 , "b"\n:\t[{"c"\r:"x:y"}]}', None),
+    (b'{"s": "\\\\u003a", "q": 1}', None),                        # an escaped backslash
+])
+def test_duplicate_key_screen_counts_colons_kept_by_the_round_trip(raw, key):
+    # a repeated key loses its colon when re-serialised; colons inside strings do not
+    assert duplicate_key(raw, orjson.loads(raw)) == key
+
+
+def _exact_duplicate(raw: bytes) -> bool:
+    found = []
+
+    def pairs(items):
+        keys = [k for k, _v in items]
+        found.extend(k for k in keys if keys.count(k) > 1)
+        return dict(items)
+    json.loads(raw, object_pairs_hook=pairs)
+    return bool(found)
+
+
+_texts = st.text(alphabet=st.sampled_from(['a', ':', '"', '\\', 'é', ' ', 'u', '0', '3']),
+                 max_size=6)
+_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | _texts,
+                     lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(_texts, kids, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(obj=st.dictionaries(_texts, _json, min_size=1, max_size=4), dup=st.booleans(),
+       ascii_only=st.booleans(), spaced=st.booleans())
+def test_duplicate_key_screen_agrees_with_an_exact_parse(obj, dup, ascii_only, spaced):
+    # the screen says "no repeated key" exactly when a parse that sees every pair agrees
+    text = json.dumps(obj, ensure_ascii=ascii_only,
+                      separators=(" , ", " : ") if spaced else (",", ":"))
+    if dup:
+        key = json.dumps(next(iter(obj)), ensure_ascii=ascii_only)
+        text = text[:-1] + f', {key}: "again"' + "}"
+    raw = text.encode()
+    assert (duplicate_key(raw, orjson.loads(raw)) is not None) == _exact_duplicate(raw)
