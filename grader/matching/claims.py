@@ -39,11 +39,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
-from evaltape.grader.matching.numbers import NUMBER, NUMBER_WORD, Num, parse_match, parse_word
-from evaltape.grader.matching.states import (ACTION_RE, ANY_ACTION_RE, STATUS_ANY,
-                                             STATUS_COPULA, STATUS_RE, asserted, stem)
+from evaltape.grader.matching.numbers import (NUMBER, NUMBER_WORD, NUMBER_WORDS, Num,
+                                              parse_match, parse_word)
+from evaltape.grader.matching.patterns import led
+from evaltape.grader.matching.states import (ACTION_RE, ACTION_VERBS, ANY_ACTION_RE,
+                                             STATUS_ANY, STATUS_COPULA, STATUS_RE, asserted,
+                                             stem)
 
 #: Claim kinds, in the order they are extracted (earlier kinds mask their spans).
 KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "number",
@@ -81,12 +84,15 @@ TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2
                   r"(?:Z|(?<=:\d\d:\d\d)[+-]\d{2}:?\d{2})?"
                   r"(?:\s*(?P<ap>[ap]\.?m\.?)(?!\w))?(?![\w:])"
                   r"|(?<![\w:.])(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\.?)(?!\w)", re.IGNORECASE)
+DATE_ISO, DATE_DMY, TIME = (led(r"\d", rx) for rx in (DATE_ISO, DATE_DMY, TIME))
+DATE_MDY = led("[jfmasond]", DATE_MDY)  # the first letters of the months
 # host names, ticket ids, server names: letters/digits joined by '-', '_' or '.', with a digit,
 # or dotted host names whose labels are at least two characters long; codes like A320, and
 # seat/room codes like 12A (not 4K/5M/2B, which are scaled numbers, nor 18C/64F: temperatures).
 IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
                    r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+"
                    r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
+IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
 NAMED = re.compile(r"\b(?P<trig>user\s*name|username|user\s*id|login|user|account)"
@@ -125,6 +131,8 @@ ORDINAL = re.compile(r"(?<![\w.,-])(\d{1,4})(?:st|nd|rd|th)\b", re.IGNORECASE)
 # "1 hour 15 minutes", "2 h 30 min": one duration, in minutes
 DURATION = re.compile(r"(?<![\w.])(?P<h>\d{1,3})\s*(?:hours?|hrs?|h)\s*(?:and\s+)?"
                       r"(?P<mi>\d{1,2})\s*(?:minutes?|mins?|m)(?!\w)", re.IGNORECASE)
+BARE_HOUR = led("[baut]", BARE_HOUR)
+ORDINAL, DURATION = led(r"\d", ORDINAL), led(r"\d", DURATION)
 _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
                         re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
@@ -133,9 +141,48 @@ SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One checkable claim of an answer.
+# Characters that re.IGNORECASE matches to an ASCII letter although str.lower() does not
+# map them to it (İ and ı to i, ſ to s, the Kelvin sign to k).
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def folded(text: str) -> str:
+    """``text`` in lower case with :data:`_FOLD` applied first: an ASCII word that a
+    ``re.IGNORECASE`` pattern matches in ``text`` is a substring of ``folded(text)``."""
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
+
+
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def words_of(fold: str) -> frozenset[str]:
+    """The maximal runs of ASCII letters of a :func:`folded` text."""
+    return frozenset(_LETTERS.findall(fold))
+
+
+def _last_words(phrases: Any) -> frozenset[str]:
+    """The last run of letters of each phrase (``"rolled back"`` → ``back``)."""
+    return frozenset(_LETTERS.findall(p.lower())[-1] for p in phrases)
+
+
+# The word lists that STATUS_RE, ACTION_RE, the month patterns, NUMBER_WORD, BARE_HOUR and
+# the weekday pattern alternate over. Each pattern ends its phrase at a non-word character
+# and starts it after one (or after the whitespace of a lead), so in any match the phrase's
+# last word is a maximal run of letters of the text: a text whose words_of() holds none of
+# a pattern's last words cannot match it, and the scan (some 80 alternatives tried at every
+# position, for STATUS_RE) is skipped.
+_STATUS_LAST = _last_words([*STATUS_ANY, *STATUS_COPULA])
+_ACTION_LAST = _last_words(ACTION_VERBS)
+_MONTH_LAST = _last_words(MONTHS)
+_NUMBER_WORD_LAST = _last_words(NUMBER_WORDS)
+_BARE_HOUR_LAST = _last_words(["before", "after", "until", "till"])
+_WEEKDAY_LAST = _last_words(WEEKDAYS)
+
+
+class Claim(NamedTuple):
+    """One checkable claim of an answer (immutable; a named tuple because an answer of a
+    megabyte holds tens of thousands of claims and a tuple is built several times faster
+    than a frozen dataclass).
 
     Attributes:
         kind: one of :data:`KINDS`.
@@ -173,24 +220,26 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     """
     out, start = [], 0
     for m in SENTENCE_END.finditer(text):
-        if text[start:m.start()].strip():
-            out.append((start, m.start(), text[start:m.start()].strip()))
+        end = m.start()
+        sentence = text[start:end].strip()
+        if sentence:
+            out.append((start, end, sentence))
         start = m.end()
     if text[start:].strip():
         out.append((start, len(text), text[start:].strip()))
     return out
 
 
-def clauses(text: str) -> list[int]:
+def clauses(text: str, sentences: list[tuple[int, int, str]] | None = None) -> list[int]:
     """Start offsets of the clauses of ``text``: sentences split further at ``;``,
     parentheses, dashes and ``and``/``but``/``while``/``whereas``/``vs``.
 
     Used to tie a claim to the entity named in its own clause ("Paris is 17.8°C and Rome
-    is 23.4°C").
+    is 23.4°C"). ``sentences``: ``split_sentences(text)`` when the caller has it already.
     """
     out = [0]
     out += [m.end() for m in _CLAUSE_END.finditer(text)]
-    out += [s for s, _e, _t in split_sentences(text)]
+    out += [s for s, _e, _t in (split_sentences(text) if sentences is None else sentences)]
     return sorted(set(out))
 
 
@@ -262,14 +311,17 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         for m in _LIST_MARKER.finditer(norm):
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     digits = _DIGIT.search(norm) is not None
+    vocab = words_of(folded(norm))  # screens the patterns that need a word of a list
     if "@" in norm:
         for m in EMAIL.finditer(norm):
             sp.take(m.start(), m.end(), "email", m.group(0).lower())
-    for rx in (DATE_ISO, DATE_MDY, DATE_DMY) if digits else ():
+    months = digits and not vocab.isdisjoint(_MONTH_LAST)
+    for rx in ((DATE_ISO, DATE_MDY, DATE_DMY) if months else (DATE_ISO,)) if digits else ():
         for m in rx.finditer(norm):
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "date", date_key(m))
-    for m in BARE_HOUR.finditer(norm) if digits and answer else ():
+    for m in BARE_HOUR.finditer(norm) if digits and answer and \
+            not vocab.isdisjoint(_BARE_HOUR_LAST) else ():
         a, b = m.start("h"), m.end("h")
         if sp.free(a, b) and 1 <= int(m.group("h")) <= 12:
             sp.take(a, b, "time", f"{int(m.group('h')):02d}:00")
@@ -305,7 +357,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not re.search(r"[\d._]", low_tok):
                     continue  # "account earns", "user needs": a verb, not a user name
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
-        for m in ACTION_RE.finditer(norm):
+        for m in ACTION_RE.finditer(norm) if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
             if m.group("back"):
                 b = m.end("back")
@@ -317,7 +369,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             key = stem(m.group("v"))
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
-    for m in STATUS_RE.finditer(norm) if answer else ():
+    for m in STATUS_RE.finditer(norm) if answer and not vocab.isdisjoint(_STATUS_LAST) \
+            else ():
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
         word = " ".join(m.group(g).lower().split())
@@ -330,7 +383,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         if answer and _COUNT_BEFORE.search(low, max(0, a - 16), a):
             continue  # "1,271 passed", "3 delivered": a tally of items, not a state
         sp.take(a, b, "status", STATUS_ANY.get(word) or STATUS_COPULA[word])
-    for m in _WEEKDAY_RE.finditer(low) if answer else ():
+    for m in _WEEKDAY_RE.finditer(low) if answer and not vocab.isdisjoint(_WEEKDAY_LAST) \
+            else ():
         if sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "weekday", WEEKDAYS[m.group(0)])
     for m in DURATION.finditer(norm) if digits else ():
@@ -345,7 +399,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         if sp.free(m.start(), m.end()):
             n = parse_match(m, norm)
             sp.take(m.start(), m.end(), "number", n.key, n)
-    if answer if words is None else words:
+    if (answer if words is None else words) and not vocab.isdisjoint(_NUMBER_WORD_LAST):
         for m in NUMBER_WORD.finditer(norm):
             if sp.free(m.start(), m.end()):
                 n = parse_word(m, norm)
@@ -382,10 +436,10 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     of a claim is found by bisection).
     """
     spans = extract_spans(answer, answer=True, verbs=verbs)
-    text = clean(answer)
+    text = clean(answer)  # as extract_spans cleans it
     sentences = split_sentences(text)
     starts = [s[0] for s in sentences]
-    cuts = clauses(text) + [len(text)]
+    cuts = clauses(text, sentences) + [len(text)]
     out: list[Claim] = []
     seen: set[tuple[int, str, Any]] = set()
     for a, _b, kind, surface, key, num in spans:

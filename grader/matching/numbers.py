@@ -27,10 +27,13 @@ decimals. Pure functions; no model, no network.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+
+from evaltape.grader.matching.patterns import led
 
 #: at most this many numbers take part in the pairwise derived-number search, so a claim
 #: costs at most POOL_LIMIT² × 4 comparisons whatever the size of the results.
@@ -76,14 +79,18 @@ NUMBER = re.compile(
     r"(?P<plus>\+)?"
     r"(?:\s*(?P<unit>°\s?[cf]|" + _UNIT_RE + r")(?![\w])|(?P<cf>[cf])(?![\w]))?"
     r"(?![\w]|[.,]\d)", re.IGNORECASE)
+NUMBER = led(r"[-−$€£ueg\d]", NUMBER)  # a sign, a currency, or the digits
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "a dozen": 12,
           "half": Decimal("0.5"), "a third": Decimal(1) / 3, "one third": Decimal(1) / 3,
           "a quarter": Decimal("0.25"), "one quarter": Decimal("0.25"),
           "three quarters": Decimal("0.75"), "two thirds": Decimal(2) / 3}
+#: the written-out numbers :data:`NUMBER_WORD` reads (lower case)
+NUMBER_WORDS = tuple(_WORDS)
 NUMBER_WORD = re.compile(
     r"(?<![\w-])(?P<w>" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")(?![\w-])"
     r"(?:\s+(?P<unit>percent|per cent|" + _UNIT_RE + r")(?![\w]))?", re.IGNORECASE)
+NUMBER_WORD = led("[tfsenaho]", NUMBER_WORD)  # the first letters of _WORDS
 _HEDGE = re.compile(r"(?:about|around|approximately|approx\.?|roughly|nearly|almost|some|"
                     r"~|≈|just (?:over|under)|over|under|close to|more than|less than)\s*$",
                     re.IGNORECASE)
@@ -113,7 +120,20 @@ class Num:
 
 
 def fmt(value: Decimal) -> str:
-    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``)."""
+    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``).
+
+    Non-zero values are cached: equal values (``142`` and ``142.00``) have one text, and
+    an answer or a tool result repeats its numbers; zero is not (``-0`` is equal to ``0``
+    but written ``-0``)."""
+    return _fmt_cached(value) if value else _fmt(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _fmt_cached(value: Decimal) -> str:
+    return _fmt(value)
+
+
+def _fmt(value: Decimal) -> str:
     if value == value.to_integral_value():
         return format(value.quantize(Decimal(1)), "f")
     return format(value.normalize(), "f")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from evaltape.grader.matching.patterns import led
+
 #: status words that state a state wherever they appear → canonical form
 STATUS_ANY = {
     "healthy": "healthy", "unhealthy": "unhealthy", "degraded": "degraded",
@@ -73,12 +75,14 @@ ACTION_RE = re.compile(
     r"we have|i|we|successfully)\s+(?:(?:also|successfully|now|just|already|been|gone ahead "
     r"and)\s+)*(?P<v>" + "|".join(sorted(ACTION_VERBS, key=len, reverse=True)) +
     r")(?P<back>\s+back)?\b", re.IGNORECASE)
+ACTION_RE = led("[hwias]", ACTION_RE)  # has/have/had, was/were/we, is/i, are, successfully
 #: the same leads before any past participle: an action when a tool of the episode names
 #: its verb ("orders-dlq has been purged" with purge_queue called)
 ANY_ACTION_RE = re.compile(
     r"\b(?P<lead>has been|have been|had been|was|were|is now|are now|i've|i have|we've|"
     r"we have|i|we|successfully)\s+(?:(?:also|successfully|now|just|already|been)\s+)*"
     r"(?P<v>[a-z]{3,}ed)\b", re.IGNORECASE)
+ANY_ACTION_RE = led("[hwias]", ANY_ACTION_RE)
 _IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebuilt": "rebuild",
               "built": "build", "held": "hold"}
 # a negation, modal or condition in the few words before a status or action

@@ -1,0 +1,76 @@
+"""Led patterns (grader/matching/patterns.py) find exactly what the patterns themselves find,
+and the word screens of extract_spans skip only patterns that cannot match."""
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaltape.grader.matching import claims, numbers, states
+from evaltape.grader.matching.claims import _last_words, folded, words_of
+from evaltape.grader.matching.patterns import led
+
+LED = {"DATE_ISO": claims.DATE_ISO, "DATE_MDY": claims.DATE_MDY, "DATE_DMY": claims.DATE_DMY,
+       "TIME": claims.TIME, "IDENT": claims.IDENT, "BARE_HOUR": claims.BARE_HOUR,
+       "ORDINAL": claims.ORDINAL, "DURATION": claims.DURATION, "NUMBER": numbers.NUMBER,
+       "NUMBER_WORD": numbers.NUMBER_WORD, "ACTION_RE": states.ACTION_RE,
+       "ANY_ACTION_RE": states.ANY_ACTION_RE}
+
+
+def unled(rx: re.Pattern) -> re.Pattern:
+    """The pattern without the look-ahead led() put in front."""
+    assert rx.pattern.startswith("(?=") and rx.pattern.endswith(")")
+    return re.compile(rx.pattern.split(")(?:", 1)[1][:-1], rx.flags)
+
+
+def test_led_keeps_groups_and_flags():
+    rx = led(r"\d", re.compile(r"(?<!\w)(?P<n>\d+)|x", re.IGNORECASE))
+    assert rx.groupindex == {"n": 1} and rx.flags & re.IGNORECASE
+    assert [m.group(0) for m in rx.finditer("a1 22 x 3")] == ["22", "3"]  # "x" starts no \d
+    assert unled(rx).pattern == r"(?<!\w)(?P<n>\d+)|x"
+
+
+# words of every list the patterns alternate over, the characters IGNORECASE folds onto
+# ASCII letters (İ ı ſ and the Kelvin sign), digits of other scripts, and punctuation
+_WORDS = ["has been", "I've", "we", "was", "successfully", "reset", "restarted", "purged",
+          "before", "until", "till", "after", "Jan", "sept", "March", "May", "3rd", "2h 15m",
+          "two", "a dozen", "half", "three quarters", "$", "€", "£", "usd", "EUR", "−", "-",
+          "prod-api-07", "INC-4242", "12A", "4K", "A320", "10:15", "3 pm", "2025-11-03T10:15Z",
+          "1,271", "2.5", "0.75k", "°C", "İ", "ı", "ſ", "\u212a", "٣", "é", "Monday", "locked",
+          "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n"]
+_texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123456789aAsS")),
+                            st.text(max_size=3)), max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts)
+def test_led_patterns_match_as_the_patterns_themselves(text):
+    for name, rx in LED.items():
+        got = [(m.span(), m.groupdict()) for m in rx.finditer(text)]
+        want = [(m.span(), m.groupdict()) for m in unled(rx).finditer(text)]
+        assert got == want, name
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts)
+def test_word_screens_never_skip_a_match(text):
+    # each screened pattern's matches end their phrase on a word of the text
+    vocab = words_of(folded(claims.clean(text)))
+    norm = claims.clean(text)
+    screens = [(states.STATUS_RE, claims._STATUS_LAST), (states.ACTION_RE, claims._ACTION_LAST),
+               (claims.DATE_MDY, claims._MONTH_LAST), (claims.DATE_DMY, claims._MONTH_LAST),
+               (numbers.NUMBER_WORD, claims._NUMBER_WORD_LAST),
+               (claims.BARE_HOUR, claims._BARE_HOUR_LAST)]
+    for rx, last in screens:
+        if rx.search(norm):
+            assert not vocab.isdisjoint(last), rx.pattern[:40]
+    if claims._WEEKDAY_RE.search(norm.lower()):
+        assert not vocab.isdisjoint(claims._WEEKDAY_LAST)
+
+
+def test_folding_covers_what_ignorecase_matches():
+    # the four characters re.IGNORECASE matches to an ASCII letter that lower() keeps apart
+    assert words_of(folded("\u0130NACT\u0131VE ſhipped \u212aNOWN")) == {"inactive", "shipped",
+                                                                       "known"}
+    assert _last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
