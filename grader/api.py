@@ -140,7 +140,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers, engine = 1, "local"  # the judge store's observations live in this process
     job = GradeJob(opened, resolved, judge)
     opened.reset_seen()
-    parts = chunk_results(job, workers=workers, engine=engine, address=address)
+    parts = chunk_results(job, workers=workers, engine=engine, address=address,
+                          payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
                           run_label=opened.label, on_episode=on_episode,
                           check=lambda case_id, trial, line: opened.note_episode(

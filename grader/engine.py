@@ -180,7 +180,10 @@ class Batch:
 
     Attributes:
         case_ids, keys, lines: each episode's case, ``(dataset position, trial)`` and line.
-        payloads: each episode's ``report.json`` text.
+        payloads: each episode's ``report.json`` text; empty once :meth:`spill` wrote them
+            to ``run``.
+        run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
+            (:meth:`evaltape.grader.report.spill.SpillSorter.add_run`), or ``None``.
         n, passed, steps, tool_matches: seed 002's counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes.
         cells, unlabelled: the reference-agreement 2x2 counts.
@@ -192,7 +195,7 @@ class Batch:
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
-                 "skipped", "errors", "error")
+                 "skipped", "errors", "error", "run")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -207,6 +210,15 @@ class Batch:
         self.skipped = [0] * n_metrics
         self.errors = [0] * n_metrics
         self.error: BaseException | None = None
+        self.run: tuple[str, int] | None = None
+
+    def spill(self) -> None:
+        """Write the payloads, sorted by key, to a temporary file as one run (a worker
+        process does this, so that the texts of its episodes do not travel through a pipe
+        to the process that folds, nor get written there a second time)."""
+        from evaltape.grader.report.spill import write_run
+        self.run = write_run(zip(self.keys, self.payloads))
+        self.payloads = []
 
     def add(self, rec: EpisodeRecord, position: int) -> None:
         """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
@@ -331,10 +343,12 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                 counts[i] += len(vals)
                 skipped[i] += part.skipped[i]
                 errors[i] += part.errors[i]
+            if part.run is not None:
+                spill.add_run(*part.run)
             add = spill.add
             for key, payload in zip(part.keys, part.payloads):
                 add(key, payload)
-            if on_episode is not None:
+            if on_episode is not None:  # (chunk_results(payloads=True): no run files)
                 for payload in part.payloads:
                     on_episode(decode(orjson.loads(payload)))
             n += part.n

@@ -28,7 +28,7 @@ import os
 import pickle
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -106,11 +106,21 @@ def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list
     Raises:
         BadInputError: the file cannot be read.
     """
+    return list(iter_chunks(path, chunk_bytes))
+
+
+def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """:func:`split_lines`, one range at a time: a range is yielded as soon as its
+    newlines are counted, so that workers start on the first while the rest of the file
+    is read.
+
+    Raises:
+        BadInputError: the file cannot be read (when the first range is asked for).
+    """
     try:
         fh = open(path, "rb")
     except OSError as e:
         raise BadInputError(f"cannot read: {e.strerror}", path=str(path)) from None
-    chunks = []
     with fh:
         size = os.fstat(fh.fileno()).st_size
         start, line = 0, 1
@@ -122,7 +132,7 @@ def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list
                 fh.seek(end)
                 fh.readline()
                 end = fh.tell()
-            chunks.append(Chunk(start, end, line))
+            first = line
             fh.seek(start)
             left = end - start
             while left:
@@ -131,8 +141,8 @@ def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list
                     break
                 line += block.count(b"\n")
                 left -= len(block)
+            yield Chunk(start, end, first)
             start = end
-    return chunks
 
 
 def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
@@ -200,20 +210,25 @@ def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
 
 # --- the process pool ------------------------------------------------------------------
 _JOB: GradeJob | None = None
+_SPILL = False
 
 
-def _init_worker(job_bytes: bytes) -> None:
-    global _JOB
+def _init_worker(job_bytes: bytes, spill: bool) -> None:
+    global _JOB, _SPILL
     _JOB = pickle.loads(job_bytes)
+    _SPILL = spill
 
 
 def _pool_chunk(chunk: Chunk) -> Any:
     assert _JOB is not None
-    return grade_chunk(_JOB, chunk)
+    batch = grade_chunk(_JOB, chunk)
+    if _SPILL:  # this machine's disk: the folding process reads the run file itself
+        batch.spill()
+    return batch
 
 
 def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
-             chunks: Sequence[Chunk], in_flight: int) -> Iterator[Any]:
+             chunks: Iterable[Chunk], in_flight: int) -> Iterator[Any]:
     """Submit ranges keeping at most ``in_flight`` pending; yield results in range order."""
     pending: deque = deque()
     it = iter(chunks)
@@ -229,7 +244,7 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
         yield out
 
 
-def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
+def _local_results(job: GradeJob, chunks: Iterable[Chunk], workers: int, spill: bool
                    ) -> Iterator[Any]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -238,7 +253,7 @@ def _local_results(job: GradeJob, chunks: Sequence[Chunk], workers: int
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(pickle.dumps(job),)) as pool:
+                             initargs=(pickle.dumps(job), spill)) as pool:
         yield from _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
                             chunks, 2 * workers)
 
@@ -277,8 +292,8 @@ def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
 
 
 def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
-                  address: str | None = None, chunk_bytes: int | None = None
-                  ) -> Iterator[Any]:
+                  address: str | None = None, chunk_bytes: int | None = None,
+                  payloads: bool = False) -> Iterator[Any]:
     """The graded episodes of the run's traces file as
     :class:`~evaltape.grader.engine.Batch` es, in file order.
 
@@ -287,6 +302,9 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         engine: ``local`` or ``dask``.
         address: the Dask scheduler (``tcp://host:8786``); required with ``dask``.
         chunk_bytes: size of one range (default :data:`CHUNK_BYTES`).
+        payloads: every batch carries its episode texts (``payloads``). Otherwise the
+            local pool's workers write them to a temporary file each (``Batch.run``) that
+            the folding process merges from disk.
 
     Raises:
         UsageError: an unknown engine, ``dask`` without an address or without the extra,
@@ -297,8 +315,8 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
     if engine == "dask" and not address:
         raise UsageError("--engine dask needs --address (the scheduler, tcp://HOST:8786)")
     if engine == "local" and workers > 1:
-        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
-        workers = min(workers, len(chunks))
+        size = os.path.getsize(job.run.traces_path)
+        workers = min(workers, -(-size // (chunk_bytes or CHUNK_BYTES)))  # ranges, rounded up
     if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
         from evaltape.grader.engine import batches
         whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
@@ -313,4 +331,6 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
         yield from _dask_results(job, chunks, str(address))
     else:
-        yield from _local_results(job, chunks, workers)
+        yield from _local_results(job, iter_chunks(job.run.traces_path,
+                                                   chunk_bytes or CHUNK_BYTES),
+                                  workers, spill=not payloads)

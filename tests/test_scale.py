@@ -13,7 +13,7 @@ from evaltape.grader import scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.report.model import read_report, report_bytes
-from evaltape.grader.report.spill import LazyEpisodes, SpillSorter
+from evaltape.grader.report.spill import LazyEpisodes, SpillSorter, write_run
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
 METRICS = ["tool_selection_accuracy", "argument_correctness", "task_completion", "grounding"]
@@ -43,6 +43,25 @@ def test_spill_sorter_keeps_sorted_input_and_small_input():
     assert b"".join(small.finish().iter_payloads()) == b"12"
 
 
+def test_spill_sorter_merges_runs_written_elsewhere_and_deletes_them():
+    # a worker's run (written sorted by write_run) merged with records added here
+    path, n = write_run([((3, 0), b"c"), ((1, 0), b"a"), ((5, 0), b"e")])
+    assert n == 3 and Path(path).exists()
+    sorter = SpillSorter(buffer=2)
+    sorter.add((4, 0), b"d")
+    sorter.add_run(path, n)
+    for k, p in (((2, 0), b"b"), ((6, 0), b"f"), ((0, 0), b"_")):
+        sorter.add(k, p)
+    assert sorter.count == 7 and b"".join(sorter.finish().iter_payloads()) == b"_abcdef"
+    assert not Path(path).exists()
+    # a sorter dropped before it finishes deletes the run too
+    path, n = write_run([((1, 0), b"a")])
+    dropped = SpillSorter()
+    dropped.add_run(path, n)
+    del dropped
+    assert not Path(path).exists()
+
+
 def test_lazy_episodes_behave_as_a_tuple():
     sorter = SpillSorter(buffer=2)
     for k in (2, 0, 1):
@@ -68,6 +87,7 @@ def test_split_lines_cuts_after_newlines_and_counts_lines(tmp_path):
     # 16+4 >= 18 -> the rest
     assert [(c.start, c.end, c.first_line) for c in chunks] == [(0, 5, 1), (5, 16, 2),
                                                                  (16, 18, 5)]
+    assert list(scale.iter_chunks(p, chunk_bytes=4)) == chunks  # the same, one at a time
 
 
 @pytest.mark.parametrize("workers", [2, 3])

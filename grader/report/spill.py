@@ -47,6 +47,23 @@ def _read_run(path: str, start: int, count: int, buffering: int) -> Iterator[tup
             yield load(fh)
 
 
+def write_run(records: Any) -> tuple[str, int]:
+    """Write ``(key, payload)`` records, sorted by key, to a new temporary file in the
+    format of a :class:`SpillSorter` run; ``(path, count)``. The file is the caller's to
+    hand to :meth:`SpillSorter.add_run` (which deletes it) or to delete."""
+    recs = sorted(records, key=_first)
+    fd, path = tempfile.mkstemp(prefix="evaltape-run-")
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 16) as fh:
+            dump = marshal.dump
+            for rec in recs:
+                dump(rec, fh)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path, len(recs)
+
+
 class SpilledRecords:
     """Payloads sorted by key, stored contiguously in a temporary file.
 
@@ -112,7 +129,8 @@ class SpillSorter:
     def __init__(self, buffer: int = DEFAULT_BUFFER) -> None:
         self.buffer = buffer
         self._pending: list[tuple[Any, bytes]] = []
-        self._runs: list[tuple[int, int]] = []  # (start offset, record count)
+        self._runs: list[tuple[str, int, int]] = []  # (file, start offset, record count)
+        self._external: list[str] = []  # run files handed over by add_run
         self._fh: BinaryIO | None = None
         self._path: str | None = None
         self._last_key: Any = None
@@ -129,6 +147,15 @@ class SpillSorter:
         if len(self._pending) >= self.buffer:
             self._spill()
 
+    def add_run(self, path: str, count: int) -> None:
+        """Take over a run written by :func:`write_run` (``count`` records sorted by key);
+        the file is deleted when the sorter finishes or is dropped."""
+        self._external.append(path)
+        if count:
+            self._runs.append((path, 0, count))
+            self._sorted_so_far = False
+            self.count += count
+
     def _spill(self) -> None:
         if not self._pending:
             return
@@ -143,7 +170,8 @@ class SpillSorter:
         dump = marshal.dump
         for rec in self._pending:
             dump(rec, fh)
-        self._runs.append((start, len(self._pending)))
+        assert self._path is not None
+        self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
 
     def finish(self) -> SpilledRecords:
@@ -157,12 +185,12 @@ class SpillSorter:
                 records: Any = iter(self._pending)
             else:
                 self._spill()
-                assert self._fh is not None and self._path is not None
-                self._fh.flush()
+                if self._fh is not None:
+                    self._fh.flush()
                 # each run read through a handle of its own with a read-ahead buffer; the
                 # buffers together stay near MERGE_READ_BYTES however many runs there are
                 buffering = max(4096, MERGE_READ_BYTES // len(self._runs))
-                readers = [_read_run(self._path, s, n, buffering) for s, n in self._runs]
+                readers = [_read_run(p, s, n, buffering) for p, s, n in self._runs]
                 records = (readers[0] if len(readers) == 1 else
                            _chain(readers) if self._sorted_so_far else
                            heapq.merge(*readers, key=_first))
@@ -181,9 +209,20 @@ class SpillSorter:
             if self._path is not None:
                 os.unlink(self._path)
                 self._path = None
+            self._unlink_external()
         return SpilledRecords(out, offsets)
 
+    def _unlink_external(self) -> None:
+        for path in self._external:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._external = []
+
     def __del__(self) -> None:
+        if getattr(self, "_external", None):
+            self._unlink_external()
         if getattr(self, "_fh", None) is not None:
             self._fh.close()
         if getattr(self, "_path", None) is not None:
