@@ -102,3 +102,29 @@ def test_duplicate_key_screen_agrees_with_an_exact_parse(obj, dup, ascii_only, s
         text = text[:-1] + f', {key}: "again"' + "}"
     raw = text.encode()
     assert (duplicate_key(raw, orjson.loads(raw)) is not None) == _exact_duplicate(raw)
+
+
+def test_the_fast_path_builds_the_objects_the_constructors_build():
+    import dataclasses
+
+    from evaltape.grader.io.traces import _fast_trace
+    from evaltape.grader.model import ToolCall, Trace
+    obj = {"schema": "evaltape.trace/1", "case_id": "c1", "trial": 1, "input": "q",
+           "tool_calls": [{"id": 7, "name": "lookup", "arguments": {"a": 1}, "result": "r",
+                           "step": 2, "is_error": True}],
+           "final_response": "done", "stop_reason": "end_turn", "steps": 2,
+           "usage": {"input_tokens": 3}, "latency_s": 2, "model": "m"}
+    fast = _fast_trace(obj, 4)
+    want = Trace(case_id="c1", trial=1, input="q",
+                 tool_calls=(ToolCall(id="7", name="lookup", arguments={"a": 1}, result="r",
+                                      is_error=True, step=2),),
+                 final_response="done", stop_reason="end_turn", steps=2, messages=(),
+                 usage={"input_tokens": 3}, latency_s=2.0, model="m", error=None, raw=obj,
+                 source_line=4)
+    assert fast == want and repr(fast) == repr(want)
+    assert list(vars(fast).items()) == list(vars(want).items())
+    assert list(vars(fast.tool_calls[0]).items()) == list(vars(want.tool_calls[0]).items())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.trial = 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.tool_calls[0].name = "x"
