@@ -121,9 +121,13 @@ def median_time(cmd: list[str], **kw) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
 
 
-def grade_cmd(traces: Path, ds: Path, out: Path, metrics: str | None, workers: int) -> list[str]:
+def grade_cmd(traces: Path, ds: Path, out: Path, metrics: str | None,
+              workers: int | None) -> list[str]:
+    """``evaltape grade`` writing report.json only; ``workers=None``: the default (every
+    core)."""
     cmd = [sys.executable, "-m", "evaltape.cli", "grade", str(traces), "--dataset", str(ds),
-           "--out", str(out), "--format", "json", "--quiet", "--workers", str(workers)]
+           "--out", str(out), "--format", "json", "--quiet"]
+    cmd += ["--workers", str(workers)] if workers is not None else []
     return cmd + (["--metrics", metrics] if metrics else [])
 
 
@@ -151,6 +155,9 @@ def bench_grading(tmp: Path) -> None:
           f"  [report.json {'identical' if same else 'DIFFERS'}; needs two free cores]")
     print(f"  (seed 000 metrics with --workers 2: {floor / seed2:.3f} of the floor, "
           f"{N_TRACES / seed2:,.0f} traces/s)")
+    default_all, _ = median_time(grade_cmd(traces, ds, tmp / "r4", None, None))
+    print(f"  (default metrics with the default --workers, every core: "
+          f"{floor / default_all:.3f} of the floor, {N_TRACES / default_all:,.0f} traces/s)")
     if not same:
         results.append(("--workers 2 report bytes", 0, 1, False))
 
@@ -196,8 +203,10 @@ def bench_recording(tmp: Path) -> None:
                                    str(conc)], env=env, cwd=ROOT)[0])
             times[conc] = statistics.median(runs)
     imp, _ = median_time([sys.executable, "-c", "import anthropic"])
+    waits = 16 * 2 * 0.5  # 16 episodes x 2 turns x 0.5 s, in turn at concurrency 1
     print(f"  concurrency 1 {times[1]:.1f} s, concurrency 8 {times[8]:.1f} s; "
-          f"`import anthropic` alone {imp:.2f} s")
+          f"`import anthropic` alone {imp:.2f} s: with that start-up and nothing else the "
+          f"ratio is about {(waits + imp) / (waits / 8 + imp):.1f}x")
     check("record --concurrency 8 speed-up over --concurrency 1", times[1] / times[8], 6.8,
           True)
     replay, _ = median_time([sys.executable, "-m", "evaltape.cli", "replay",
