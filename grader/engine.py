@@ -318,45 +318,54 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     spill = SpillSorter()
     decode = episode_decoder(names)
     n = 0
-    with gc_paused():
-        for part in parts:
-            if check is not None:
-                for case_id, key, line in zip(part.case_ids, part.keys, part.lines):
-                    check(case_id, key[1], line)
-            trials.update(key[1] for key in part.keys)
-            acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
-            for f in part.failures:
-                failures.append(f)
-            agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
-            for case_id, (k, c) in part.per_case.items():
-                nc = per_case.get(case_id)
-                if nc is None:
-                    per_case[case_id] = [k, c]
-                else:
-                    nc[0] += k
-                    nc[1] += c
-            for i, vals in enumerate(part.values):
-                total = sums[i]
-                for v in vals:  # one addition at a time, in file order
-                    total += v
-                sums[i] = total
-                counts[i] += len(vals)
-                skipped[i] += part.skipped[i]
-                errors[i] += part.errors[i]
-            if part.run is not None:
-                spill.add_run(*part.run)
-            add = spill.add
-            for key, payload in zip(part.keys, part.payloads):
-                add(key, payload)
-            if on_episode is not None:  # (chunk_results(payloads=True): no run files)
-                for payload in part.payloads:
-                    on_episode(decode(orjson.loads(payload)))
-            n += part.n
-            if part.error is not None:
-                raise part.error
-            if n >= GC_EVERY:
-                gc.collect(0)
-                n = 0
+    try:
+        with gc_paused():
+            for part in parts:
+                if part.run is not None:  # owned by the sorter first: deleted on any error
+                    spill.add_run(*part.run)
+                if check is not None:
+                    for case_id, key, line in zip(part.case_ids, part.keys, part.lines):
+                        check(case_id, key[1], line)
+                trials.update(key[1] for key in part.keys)
+                acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
+                for f in part.failures:
+                    failures.append(f)
+                agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
+                for case_id, (k, c) in part.per_case.items():
+                    nc = per_case.get(case_id)
+                    if nc is None:
+                        per_case[case_id] = [k, c]
+                    else:
+                        nc[0] += k
+                        nc[1] += c
+                for i, vals in enumerate(part.values):
+                    total = sums[i]
+                    for v in vals:  # one addition at a time, in file order
+                        total += v
+                    sums[i] = total
+                    counts[i] += len(vals)
+                    skipped[i] += part.skipped[i]
+                    errors[i] += part.errors[i]
+                add = spill.add
+                for key, payload in zip(part.keys, part.payloads):
+                    add(key, payload)
+                if on_episode is not None:  # (chunk_results(payloads=True): no run files)
+                    for payload in part.payloads:
+                        on_episode(decode(orjson.loads(payload)))
+                n += part.n
+                if part.error is not None:
+                    raise part.error
+                if n >= GC_EVERY:
+                    gc.collect(0)
+                    n = 0
+    except BaseException:
+        # a bad line, a duplicate episode, Ctrl-C: stop the ranges still being graded and
+        # delete every temporary file now (the traceback would keep them alive)
+        close = getattr(parts, "close", None)
+        if close is not None:
+            close()
+        spill.discard()
+        raise
     if acc.n == 0:
         raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
     results = LazyEpisodes(spill.finish(), decode)

@@ -228,20 +228,40 @@ def _pool_chunk(chunk: Chunk) -> Any:
 
 
 def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
-             chunks: Iterable[Chunk], in_flight: int) -> Iterator[Any]:
-    """Submit ranges keeping at most ``in_flight`` pending; yield results in range order."""
+             chunks: Iterable[Chunk], in_flight: int,
+             discard: Callable[[Any], None] | None = None) -> Iterator[Any]:
+    """Submit ranges keeping at most ``in_flight`` pending; yield results in range order.
+
+    When the caller stops early (a bad line raised in the fold, Ctrl-C), the results still
+    pending are waited for and handed to ``discard`` (which deletes a worker's run file)."""
     pending: deque = deque()
     it = iter(chunks)
-    for chunk in it:
-        pending.append(submit(chunk))
-        if len(pending) >= in_flight:
-            break
-    while pending:
-        out = result(pending.popleft())
-        nxt = next(it, None)
-        if nxt is not None:
-            pending.append(submit(nxt))
-        yield out
+    try:
+        for chunk in it:
+            pending.append(submit(chunk))
+            if len(pending) >= in_flight:
+                break
+        while pending:
+            out = result(pending.popleft())
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(submit(nxt))
+            yield out
+    finally:
+        while pending and discard is not None:
+            try:
+                discard(result(pending.popleft()))
+            except BaseException:  # noqa: BLE001 - a failed range left no file to delete
+                pass
+
+
+def _discard_run(batch: Any) -> None:
+    """Delete the run file of a graded range that will not be folded."""
+    if getattr(batch, "run", None) is not None:
+        try:
+            os.unlink(batch.run[0])
+        except OSError:
+            pass
 
 
 def _local_results(job: GradeJob, chunks: Iterable[Chunk], workers: int, spill: bool
@@ -255,7 +275,7 @@ def _local_results(job: GradeJob, chunks: Iterable[Chunk], workers: int, spill: 
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                              initargs=(pickle.dumps(job), spill)) as pool:
         yield from _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
-                            chunks, 2 * workers)
+                            chunks, 2 * workers, discard=_discard_run)
 
 
 def check_address(address: str) -> None:

@@ -114,10 +114,14 @@ def test_first_bad_line_in_file_order_is_reported_with_workers(monkeypatch, tmp_
     lines[3] = lines[0]  # line 4 repeats line 1's episode (tc_001 trial 0): an early chunk
     (run / "traces.jsonl").write_bytes(b"".join(lines))
     monkeypatch.setattr(scale, "CHUNK_BYTES", 3000)
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the workers inherit it
     for workers in (1, 2):
         with pytest.raises(BadInputError) as e:
             grade(run, metrics=METRICS, workers=workers)
         assert (e.value.line, e.value.field) == (4, "trial"), workers
+        # the run files of the ranges graded but never folded are deleted too
+        assert not list(tmp_path.glob("evaltape-*")), workers
 
 
 def test_bad_json_line_number_is_absolute_in_a_worker(monkeypatch, tmp_path):

@@ -212,6 +212,20 @@ class SpillSorter:
             self._unlink_external()
         return SpilledRecords(out, offsets)
 
+    def discard(self) -> None:
+        """Drop every record and delete the sorter's files now (grading stopped early)."""
+        self._pending = []
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._path is not None:
+            try:
+                os.unlink(self._path)
+            except OSError:
+                pass
+            self._path = None
+        self._unlink_external()
+
     def _unlink_external(self) -> None:
         for path in self._external:
             try:
