@@ -22,7 +22,7 @@ from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
-                                          RunInfo, Summary, episode_text)
+                                          RunInfo, Summary)
 from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns

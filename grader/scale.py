@@ -258,10 +258,8 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
 def _discard_run(batch: Any) -> None:
     """Delete the run file of a graded range that will not be folded."""
     if getattr(batch, "run", None) is not None:
-        try:
-            os.unlink(batch.run[0])
-        except OSError:
-            pass
+        from evaltape.grader.report.spill import delete_run
+        delete_run(batch.run[0])
 
 
 def _local_results(job: GradeJob, chunks: Iterable[Chunk], workers: int, spill: bool

@@ -194,11 +194,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         SecretLeakError: a cassette or trace would hold a key.
     """
     from evaltape.grader.io.datasets import load_dataset
-    from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
-
-    from .record import (_lock_run, _refuse_secrets_in_inputs, build_manifest,
-                         check_base_url, check_same_setup, episode_finisher, load_standin_scripts,
-                         plan_run)
+    from .record import (_refuse_secrets_in_inputs, build_manifest, check_base_url,
+                         episode_finisher, load_standin_scripts, open_run_folder, plan_run)
     from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -215,16 +212,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     check_base_url(upstream, "--base-url (or ANTHROPIC_BASE_URL, the upstream)")
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
-    try:
-        (out / "http").mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
-    lock = _lock_run(out)
-    for stale in (out / "http").glob(".*.tmp"):
-        stale.unlink()
-    previous = read_manifest(out / "manifest.json")
-    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
-    check_same_setup(previous, opts, model, out)
+    lock, previous = open_run_folder(out, cases, opts, model)
     if previous and previous.get("command") != opts.command:
         raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
                          f"command asks for {opts.command!r}. Record into another --out, or "

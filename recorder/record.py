@@ -515,16 +515,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     check_base_url(base_url)
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
-    try:
-        (out / "http").mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
-    lock = _lock_run(out)
-    for stale in (out / "http").glob(".*.tmp"):
-        stale.unlink()  # a temp file of a write that a killed recorder never finished
-    previous = read_manifest(out / "manifest.json")
-    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
-    check_same_setup(previous, opts, model, out)
+    lock, previous = open_run_folder(out, cases, opts, model)
     manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
     traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
     with ExitStack() as stack:
@@ -602,6 +593,32 @@ def _shard_text(shard: Any) -> str:
     if not isinstance(shard, dict):
         return "none (every episode)"
     return f"{shard.get('index')}/{shard.get('count')}"
+
+
+def open_run_folder(out: Path, cases: Sequence[Case], opts: Any, model: str
+                    ) -> tuple[Any, dict]:
+    """Create (or reopen) the run folder ``out`` for recording: ``(lock, previous manifest)``.
+
+    Locks the run (one recorder per run), deletes the temp files of writes a killed
+    recorder never finished, and checks that a resumed run records the same inputs with the
+    same setup (``opts``: the options of ``record`` or ``record --command``).
+
+    Raises:
+        UsageError: the folder cannot be created, another recorder holds it, or the setup
+            differs from the manifest's.
+        BadInputError: a case's input changed since the run was recorded.
+    """
+    try:
+        (out / "http").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
+    lock = _lock_run(out)
+    for stale in (out / "http").glob(".*.tmp"):
+        stale.unlink()  # a temp file of a write that a killed recorder never finished
+    previous = read_manifest(out / "manifest.json")
+    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
+    check_same_setup(previous, opts, model, out)
+    return lock, previous
 
 
 def _lock_run(out: Path) -> Any:

@@ -163,7 +163,7 @@ def bench_grading(tmp: Path) -> None:
 
 
 def bench_memory(tmp: Path) -> None:
-    print(f"memory (peak RSS of `evaltape grade`, seed 000 metrics, 1 worker):", flush=True)
+    print("memory (peak RSS of `evaltape grade`, seed 000 metrics, 1 worker):", flush=True)
     traces, ds = generate(N_LARGE, tmp / "large")
     small = tmp / "small.jsonl"
     with open(traces, "rb") as src, open(small, "wb") as dst:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence

@@ -32,7 +32,7 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              Skipped, trace_from_messages)
+                                              Skipped, read_source, trace_from_messages)
 from evaltape.grader.io.jsonfiles import iter_json_lines
 
 FORMAT = "bfcl"
@@ -49,10 +49,8 @@ def category_of(path: str) -> str | None:
 
 
 def _lines(path: str, result: ImportResult) -> list[tuple[int, Any]]:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+    data = read_source(path, result)
+    if data is None:
         return []
     out = []
     for lineno, obj in iter_json_lines(data, path=path, keep_going=True):

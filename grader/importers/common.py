@@ -249,14 +249,25 @@ def episode_error(path: str, place: str, exc: Exception, what: str) -> EpisodeEr
 NOT_READ = object()
 
 
+def read_source(path: str, result: "ImportResult") -> bytes | None:
+    """The bytes of one source file, or ``None`` after noting in ``result.errors`` why it
+    could not be read, so the other sources still import."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+        return None
+
+
 def read_json_source(path: str, result: "ImportResult") -> Any:
     """The whole JSON document of one source file, or :data:`NOT_READ` after noting in
     ``result.errors`` why it could not be read (unreadable, or not JSON: line and column
     named), so the other sources still import."""
+    data = read_source(path, result)
+    if data is None:
+        return NOT_READ
     try:
-        return orjson.loads(Path(path).read_bytes())
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+        return orjson.loads(data)
     except orjson.JSONDecodeError as e:
         result.errors.append(EpisodeError(path, f"column {e.colno}",
                                           f"not valid JSON ({e.msg})", line=e.lineno))

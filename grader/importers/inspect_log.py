@@ -43,7 +43,7 @@ import orjson
 
 from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
                                               ImportResult, Skipped, episode_error,
-                                              trace_from_messages)
+                                              read_source, trace_from_messages)
 
 FORMAT = "inspect"
 #: Inspect's score value constants (inspect_ai.scorer: CORRECT="C", INCORRECT="I").
@@ -254,10 +254,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     it comes from the same eval (same ``eval_id``: the same run as ``.json`` and ``.eval``)
     and an error otherwise (two evals of one task are two runs: import them separately).
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+    data = read_source(path, result)
+    if data is None:
         return
     try:
         eval_block, samples = _samples(path, data)

@@ -19,11 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
-from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, trace_from_messages, unique_id
+from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
+                                              read_source, trace_from_messages, unique_id)
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 CASE_KEYS = ("expected_actions", "expected_tools", "expected_outputs", "metadata")
@@ -65,10 +64,8 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
     Errors (unreadable file, a line that is not JSON, a malformed conversation) are added
     to ``result.errors`` with the file, line and place; other lines still import.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+    data = read_source(path, result)
+    if data is None:
         return
     stem = Path(path).stem
     seen = {(t["case_id"], t["trial"]) for t in result.traces}

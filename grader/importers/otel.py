@@ -53,7 +53,7 @@ import orjson
 
 from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
                                               ImportResult, Skipped, episode_error,
-                                              trace_from_messages, unique_id)
+                                              read_source, trace_from_messages, unique_id)
 
 FORMAT = "otel-genai"
 #: ``gen_ai.operation.name`` values that are a model call (semconv: chat, text_completion,
@@ -994,10 +994,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     tool spans that pair with no tool call. Errors (file, trace/span/attribute, message):
     unreadable or malformed files, a trace whose messages cannot be converted.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        result.errors.append(EpisodeError(path, "", f"cannot read: {e.strerror}"))
+    data = read_source(path, result)
+    if data is None:
         return
     try:
         spans, kind, final_output = read_spans(path, data)

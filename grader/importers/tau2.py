@@ -25,10 +25,7 @@ The case carries ``expected_actions`` (the gold actions with ``action_id``,
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
-
-import orjson
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
                                               read_json_source,

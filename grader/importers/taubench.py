@@ -18,10 +18,7 @@ reward", "reward": reward}``.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import orjson
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
                                               read_json_source, trace_from_messages)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 

@@ -64,6 +64,14 @@ def write_run(records: Any) -> tuple[str, int]:
     return path, len(recs)
 
 
+def delete_run(path: str) -> None:
+    """Delete a run file (one already gone is no error)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 class SpilledRecords:
     """Payloads sorted by key, stored contiguously in a temporary file.
 
@@ -202,48 +210,26 @@ class SpillSorter:
                 append(pos)
             out.flush()
         finally:
-            self._pending = []
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
-            if self._path is not None:
-                os.unlink(self._path)
-                self._path = None
-            self._unlink_external()
+            self.discard()
         return SpilledRecords(out, offsets)
 
     def discard(self) -> None:
-        """Drop every record and delete the sorter's files now (grading stopped early)."""
+        """Drop every record and delete the sorter's files now (grading stopped early, or
+        the merge is done)."""
         self._pending = []
         if self._fh is not None:
             self._fh.close()
             self._fh = None
         if self._path is not None:
-            try:
-                os.unlink(self._path)
-            except OSError:
-                pass
+            delete_run(self._path)
             self._path = None
-        self._unlink_external()
-
-    def _unlink_external(self) -> None:
         for path in self._external:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            delete_run(path)
         self._external = []
 
     def __del__(self) -> None:
-        if getattr(self, "_external", None):
-            self._unlink_external()
-        if getattr(self, "_fh", None) is not None:
-            self._fh.close()
-        if getattr(self, "_path", None) is not None:
-            try:
-                os.unlink(self._path)
-            except OSError:
-                pass
+        if hasattr(self, "_external"):  # (__init__ completed)
+            self.discard()
 
 
 def _chain(readers: list) -> Iterator[tuple[Any, bytes]]:

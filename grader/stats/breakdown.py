@@ -1,7 +1,7 @@
 """Seed 003's report sections: per-difficulty and per-tag breakdowns, the worst episodes."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from evaltape.grader.model import Case
 

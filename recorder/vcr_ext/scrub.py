@@ -8,7 +8,6 @@ streams as the client assembles them (a key echoed over several deltas).
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 from urllib.parse import unquote
 
