@@ -191,11 +191,15 @@ class Batch:
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
             per metric, its not-applicable and error nulls.
         error: the bad input that ended the range, raised after these episodes.
+        range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
+            numbers; else the batch is a whole range whose lines were numbered from 1, and
+            this is how many lines the range has (the fold adds those of the ranges
+            before, :func:`fold_batches`).
     """
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
-                 "skipped", "errors", "error", "run")
+                 "skipped", "errors", "error", "run", "range_lines")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -211,6 +215,7 @@ class Batch:
         self.errors = [0] * n_metrics
         self.error: BaseException | None = None
         self.run: tuple[str, int] | None = None
+        self.range_lines: int | None = None
 
     def spill(self) -> None:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
@@ -318,14 +323,16 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     spill = SpillSorter()
     decode = episode_decoder(names)
     n = 0
+    base = 0  # lines of the ranges folded so far whose lines were numbered from 1
     try:
         with gc_paused():
             for part in parts:
                 if part.run is not None:  # owned by the sorter first: deleted on any error
                     spill.add_run(*part.run)
+                at = base if part.range_lines is not None else 0
                 if check is not None:
                     for case_id, key, line in zip(part.case_ids, part.keys, part.lines):
-                        check(case_id, key[1], line)
+                        check(case_id, key[1], line + at)
                 trials.update(key[1] for key in part.keys)
                 acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
                 for f in part.failures:
@@ -354,7 +361,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                         on_episode(decode(orjson.loads(payload)))
                 n += part.n
                 if part.error is not None:
-                    raise part.error
+                    raise _shift_line(part.error, at)
+                if part.range_lines is not None:
+                    base += part.range_lines
                 if n >= GC_EVERY:
                     gc.collect(0)
                     n = 0
@@ -400,6 +409,15 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                         lower_is_better=tuple(m.name for m in metrics
                                               if not m.higher_is_better))
     return Report(run=run_info, grader=grader, summary=summary, episodes=results)
+
+
+def _shift_line(error: BaseException, lines: int) -> BaseException:
+    """``error`` with its line number moved down by ``lines`` (a range's error, numbered
+    from the range's first line), or ``error`` itself when it names no line."""
+    if lines and isinstance(error, BadInputError) and error.line is not None:
+        return BadInputError(error.message, path=error.path, line=error.line + lines,
+                             field=error.field)
+    return error
 
 
 def _verdicts(case_ids: Sequence[str], per_case: dict[str, list[int]]

@@ -28,7 +28,7 @@ import os
 import pickle
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -43,11 +43,13 @@ ENGINES = ("local", "dask")
 @dataclass(frozen=True)
 class Chunk:
     """One range of a traces file: bytes ``[start, end)``, whose first line is
-    ``first_line`` (1-based, for error messages)."""
+    ``first_line`` (1-based, for error messages), or ``None`` when the cut did not count
+    lines: the range's lines are then numbered from 1 and the folding process adds the
+    lines of the ranges before it (:attr:`~evaltape.grader.engine.Batch.range_lines`)."""
 
     start: int
     end: int
-    first_line: int
+    first_line: int | None = None
 
 
 @dataclass
@@ -109,10 +111,15 @@ def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list
     return list(iter_chunks(path, chunk_bytes))
 
 
-def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
-    """:func:`split_lines`, one range at a time: a range is yielded as soon as its
-    newlines are counted, so that workers start on the first while the rest of the file
-    is read.
+def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
+                count_lines: bool = True) -> Iterator[Chunk]:
+    """:func:`split_lines`, one range at a time: a range is yielded as soon as it is cut,
+    so that workers start on the first while the rest of the file is read.
+
+    Args:
+        count_lines: read the file to give each range its ``first_line``; ``False`` reads
+            one line per cut only (ranges with ``first_line=None``, whose graders count
+            their own lines: the pools do this, so that the file is read once).
 
     Raises:
         BadInputError: the file cannot be read (when the first range is asked for).
@@ -132,9 +139,9 @@ def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> Iter
                 fh.seek(end)
                 fh.readline()
                 end = fh.tell()
-            first = line
+            first: int | None = line if count_lines else None
             fh.seek(start)
-            left = end - start
+            left = end - start if count_lines else 0
             while left:
                 block = fh.read(min(left, 1 << 20))
                 if not block:
@@ -145,12 +152,13 @@ def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> Iter
             start = end
 
 
-def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
+def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     """Grade the traces of one range, in file order: yields
-    :data:`~evaltape.grader.engine.EpisodeRecord`.
+    :data:`~evaltape.grader.engine.EpisodeRecord`; returns the number of lines read.
 
     The lines are checked as :func:`evaltape.grader.io.traces.iter_traces` checks them
-    (JSON, no key repeated in one object, a valid trace), then against the dataset.
+    (JSON, no key repeated in one object, a valid trace), then against the dataset. Line
+    numbers (records, errors) start at ``chunk.first_line``, or at 1 when it is ``None``.
 
     Raises:
         BadInputError: a line is not JSON, repeats a key, a trace is invalid, names an
@@ -165,7 +173,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
     loads = orjson.loads
     with open(run.traces_path, "rb") as fh:
         fh.seek(chunk.start)
-        pos, lineno = chunk.start, chunk.first_line - 1
+        pos, lineno = chunk.start, (chunk.first_line or 1) - 1
         while pos < chunk.end:
             raw = fh.readline()
             if not raw:
@@ -187,6 +195,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Iterator[tuple]:
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             yield grade_one(trace, case, metrics, judge, where)
+    return lineno - (chunk.first_line or 1) + 1
 
 
 def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
@@ -196,10 +205,20 @@ def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
     from evaltape.grader.engine import GC_EVERY, Batch, gc_paused
     position = job.position
     batch = Batch(len(job.metrics))
+    records = grade_range(job, chunk)
+    add = batch.add
+    if chunk.first_line is None:
+        batch.range_lines = 0  # (numbered from 1; the count is set once the range is read)
     with gc_paused():
         try:
-            for rec in grade_range(job, chunk):
-                batch.add(rec, position[rec[1]])
+            while True:
+                try:
+                    rec = next(records)
+                except StopIteration as done:
+                    if chunk.first_line is None:
+                        batch.range_lines = done.value
+                    break
+                add(rec, position[rec[1]])
                 if batch.n % GC_EVERY == 0:
                     import gc
                     gc.collect(0)
@@ -346,9 +365,11 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         raise UsageError(f"the metrics cannot be sent to worker processes ({e}); grade "
                          "with --workers 1") from None
     if engine == "dask":
-        chunks = split_lines(job.run.traces_path, chunk_bytes or CHUNK_BYTES)
+        chunks = list(iter_chunks(job.run.traces_path, chunk_bytes or CHUNK_BYTES,
+                                  count_lines=False))
         yield from _dask_results(job, chunks, str(address))
     else:
         yield from _local_results(job, iter_chunks(job.run.traces_path,
-                                                   chunk_bytes or CHUNK_BYTES),
+                                                   chunk_bytes or CHUNK_BYTES,
+                                                   count_lines=False),
                                   workers, spill=not payloads)

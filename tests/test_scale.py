@@ -88,6 +88,30 @@ def test_split_lines_cuts_after_newlines_and_counts_lines(tmp_path):
     assert [(c.start, c.end, c.first_line) for c in chunks] == [(0, 5, 1), (5, 16, 2),
                                                                  (16, 18, 5)]
     assert list(scale.iter_chunks(p, chunk_bytes=4)) == chunks  # the same, one at a time
+    # the pools' cut reads one line per cut: the same ranges, lines not counted
+    assert [(c.start, c.end, c.first_line) for c in scale.iter_chunks(
+        p, chunk_bytes=4, count_lines=False)] == [(0, 5, None), (5, 16, None), (16, 18, None)]
+
+
+def test_line_numbers_of_late_ranges_count_every_earlier_line(monkeypatch, tmp_path):
+    # workers number their range's lines from 1; the fold adds the lines of the ranges
+    # before, blank ones included
+    run = _copy_run(tmp_path)
+    lines = (run / "traces.jsonl").read_bytes().splitlines(keepends=True)
+    lines[21] = lines[1]  # file line 22 repeats line 2's episode
+    lines[2:2] = [b"\n", b"  \n", b"\n"]  # three blank lines after line 2: it is now 25
+    (run / "traces.jsonl").write_bytes(b"".join(lines))
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 3000)
+    for workers in (1, 2):
+        with pytest.raises(BadInputError) as e:
+            grade(run, metrics=METRICS, workers=workers)
+        assert (e.value.line, e.value.field) == (25, "trial"), workers
+    lines[24] = b"[1, 2\n"  # now the first bad line is 25, not JSON
+    (run / "traces.jsonl").write_bytes(b"".join(lines))
+    for workers in (1, 2):
+        with pytest.raises(BadInputError) as e:
+            grade(run, metrics=METRICS, workers=workers)
+        assert (e.value.line, e.value.field) == (25, None), workers
 
 
 @pytest.mark.parametrize("workers", [2, 3])
