@@ -185,7 +185,8 @@ class Batch:
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
             (:meth:`evaltape.grader.report.spill.SpillSorter.add_run`), or ``None``.
         n, passed, steps, tool_matches: seed 002's counts.
-        failures: ``(case_id, trial, reason)`` of the failed episodes.
+        failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
+            of them are infrastructure errors (seed 002's ``infra_error:`` reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
@@ -199,7 +200,7 @@ class Batch:
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
-                 "skipped", "errors", "error", "run", "range_lines")
+                 "skipped", "errors", "error", "run", "range_lines", "infra")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -216,6 +217,7 @@ class Batch:
         self.error: BaseException | None = None
         self.run: tuple[str, int] | None = None
         self.range_lines: int | None = None
+        self.infra = 0
 
     def spill(self) -> None:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
@@ -240,6 +242,8 @@ class Batch:
             self.passed += 1
         else:
             self.failures.append((case_id, trial, failure))
+            if failure.startswith(INFRA_ERROR):
+                self.infra += 1
         if label is None:
             self.unlabelled += 1
         else:
@@ -258,6 +262,9 @@ class Batch:
                 self.skipped[i] += 1
 
 
+#: Key ranges per pool worker in the final merge of the workers' run files (more than one,
+#: so that a worker that finishes early takes another).
+MERGE_RANGES_PER_WORKER = 2
 #: Episodes per batch when this process grades (the in-process, streaming path).
 BATCH_SIZE = 2048
 
@@ -324,6 +331,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     decode = episode_decoder(names)
     n = 0
     base = 0  # lines of the ranges folded so far whose lines were numbered from 1
+    infra = 0
     try:
         with gc_paused():
             for part in parts:
@@ -335,8 +343,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                         check(case_id, key[1], line + at)
                 trials.update(key[1] for key in part.keys)
                 acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
-                for f in part.failures:
-                    failures.append(f)
+                failures.extend(part.failures)
+                infra += part.infra
                 agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
                 for case_id, (k, c) in part.per_case.items():
                     nc = per_case.get(case_id)
@@ -375,9 +383,18 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
             close()
         spill.discard()
         raise
-    if acc.n == 0:
-        raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
-    results = LazyEpisodes(spill.finish(), decode)
+    try:
+        if acc.n == 0:
+            raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
+        # a pool merges its workers' run files itself, a key range per task
+        records = spill.finish(getattr(parts, "merge_runs", None),
+                               parts=MERGE_RANGES_PER_WORKER * getattr(parts, "workers", 1))
+    finally:
+        spill.discard()
+        close = getattr(parts, "close", None)
+        if close is not None:
+            close()
+    results = LazyEpisodes(records, decode)
     seed002 = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
     seed002["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
@@ -396,8 +413,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
         metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
-        infra_failures=sum(1 for _label, f in seed002["failures"].items()
-                           if f.startswith(INFRA_ERROR)),
+        infra_failures=infra,
         unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
         worst_episodes=None if worst is None else tuple(worst),
         reference_agreement=agreement.summary() if agreement.n else None,

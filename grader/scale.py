@@ -281,18 +281,68 @@ def _discard_run(batch: Any) -> None:
         delete_run(batch.run[0])
 
 
-def _local_results(job: GradeJob, chunks: Iterable[Chunk], workers: int, spill: bool
-                   ) -> Iterator[Any]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    # fork where there is one: the workers inherit the imported grader (no re-import);
-    # elsewhere the platform's default start method
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(pickle.dumps(job), spill)) as pool:
-        yield from _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
-                            chunks, 2 * workers, discard=_discard_run)
+def _merge_task(task: tuple) -> tuple[str, bytes]:
+    from evaltape.grader.report.spill import merge_range
+    return merge_range(*task)
+
+
+class PoolResults:
+    """The batches of a local process pool, in file order (iterate once), and the same
+    pool for the final merge of the workers' run files (:meth:`merge_runs`), so that the
+    merge of the sorted episode texts runs on every core too. :meth:`close` shuts the pool
+    down (after the fold, or when it stops early).
+
+    Args:
+        job: what each range is graded with.
+        chunks: the ranges, in file order.
+        workers: processes in the pool.
+        spill: workers write their episode texts to run files (``Batch.run``).
+    """
+
+    def __init__(self, job: GradeJob, chunks: Iterable[Chunk], workers: int,
+                 spill: bool) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        # fork where there is one: the workers inherit the imported grader (no re-import);
+        # elsewhere the platform's default start method
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                         initializer=_init_worker,
+                                         initargs=(pickle.dumps(job), spill))
+        pool = self._pool
+        self._batches = _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
+                                 chunks, 2 * workers, discard=_discard_run)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._batches
+
+    def merge_runs(self, plan: list) -> list[tuple[str, bytes]]:
+        """Run :func:`~evaltape.grader.report.spill.merge_range` on each ``(lo, hi,
+        segments)`` of ``plan`` in the pool; their ``(path, offsets)`` in plan order. When
+        one fails (or Ctrl-C), the files of the others are deleted before it is raised."""
+        futures = [self._pool.submit(_merge_task, task) for task in plan]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            from evaltape.grader.report.spill import delete_run
+            for f in futures:
+                f.cancel()
+            for f in futures:
+                try:
+                    delete_run(f.result()[0])
+                except BaseException:  # noqa: BLE001 - a failed or cancelled task: no file
+                    pass
+            raise
+
+    def close(self) -> None:
+        """Stop handing out ranges (the pending ones' run files are deleted) and shut the
+        pool down."""
+        try:
+            self._batches.close()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_address(address: str) -> None:
@@ -330,9 +380,10 @@ def _dask_results(job: GradeJob, chunks: Sequence[Chunk], address: str
 
 def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
                   address: str | None = None, chunk_bytes: int | None = None,
-                  payloads: bool = False) -> Iterator[Any]:
+                  payloads: bool = False) -> Iterator[Any] | PoolResults:
     """The graded episodes of the run's traces file as
-    :class:`~evaltape.grader.engine.Batch` es, in file order.
+    :class:`~evaltape.grader.engine.Batch` es, in file order (an iterator; a local pool's
+    is a :class:`PoolResults`, whose pool also merges the run files; call its ``close``).
 
     Args:
         workers: processes of the local pool (1: this process, streaming).
@@ -357,8 +408,7 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
     if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
         from evaltape.grader.engine import batches
         whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
-        yield from batches(grade_range(job, whole), job.run.cases, len(job.metrics))
-        return
+        return batches(grade_range(job, whole), job.run.cases, len(job.metrics))
     try:
         pickle.dumps(job)
     except Exception as e:  # noqa: BLE001 - reported as a usage error
@@ -367,9 +417,6 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
     if engine == "dask":
         chunks = list(iter_chunks(job.run.traces_path, chunk_bytes or CHUNK_BYTES,
                                   count_lines=False))
-        yield from _dask_results(job, chunks, str(address))
-    else:
-        yield from _local_results(job, iter_chunks(job.run.traces_path,
-                                                   chunk_bytes or CHUNK_BYTES,
-                                                   count_lines=False),
-                                  workers, spill=not payloads)
+        return _dask_results(job, chunks, str(address))
+    return PoolResults(job, iter_chunks(job.run.traces_path, chunk_bytes or CHUNK_BYTES,
+                                        count_lines=False), workers, spill=not payloads)

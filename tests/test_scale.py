@@ -13,7 +13,8 @@ from evaltape.grader import scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.report.model import read_report, report_bytes
-from evaltape.grader.report.spill import LazyEpisodes, SpillSorter, write_run
+from evaltape.grader.report.spill import (INDEX_EVERY, LazyEpisodes, SpillSorter, merge_range,
+                                          plan_ranges, write_run)
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
 METRICS = ["tool_selection_accuracy", "argument_correctness", "task_completion", "grounding"]
@@ -45,21 +46,77 @@ def test_spill_sorter_keeps_sorted_input_and_small_input():
 
 def test_spill_sorter_merges_runs_written_elsewhere_and_deletes_them():
     # a worker's run (written sorted by write_run) merged with records added here
-    path, n = write_run([((3, 0), b"c"), ((1, 0), b"a"), ((5, 0), b"e")])
-    assert n == 3 and Path(path).exists()
+    path, n, index = write_run([((3, 0), b"c"), ((1, 0), b"a"), ((5, 0), b"e")])
+    assert n == 3 and Path(path).exists() and index == (((1, 0), 0),)  # record 0 at byte 0
     sorter = SpillSorter(buffer=2)
     sorter.add((4, 0), b"d")
-    sorter.add_run(path, n)
+    sorter.add_run(path, n, index)
     for k, p in (((2, 0), b"b"), ((6, 0), b"f"), ((0, 0), b"_")):
         sorter.add(k, p)
     assert sorter.count == 7 and b"".join(sorter.finish().iter_payloads()) == b"_abcdef"
     assert not Path(path).exists()
     # a sorter dropped before it finishes deletes the run too
-    path, n = write_run([((1, 0), b"a")])
+    path, n, index = write_run([((1, 0), b"a")])
     dropped = SpillSorter()
-    dropped.add_run(path, n)
+    dropped.add_run(path, n, index)
     del dropped
     assert not Path(path).exists()
+
+
+def test_run_index_points_at_every_64th_record():
+    import marshal
+    recs = [((k % 7, k), str(k).encode()) for k in range(150)]  # keys sort by (k % 7, k)
+    path, n, index = write_run(recs)
+    try:
+        want = sorted(recs)
+        assert n == 150 and INDEX_EVERY == 64
+        assert [k for k, _off in index] == [want[0][0], want[64][0], want[128][0]]
+        with open(path, "rb") as fh:
+            for i, (key, off) in zip((0, 64, 128), index):
+                fh.seek(off)
+                assert marshal.load(fh) == want[i]
+    finally:
+        Path(path).unlink()
+
+
+def test_runs_merged_a_key_range_at_a_time_give_the_one_merge(tmp_path, monkeypatch):
+    import random
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    rng = random.Random(7)
+    keys = [(pos, trial) for pos in range(100) for trial in range(50)]  # 5000 unique keys
+    rng.shuffle(keys)
+    # five runs of 1000 records, as five workers' ranges would give (16 indexed keys each)
+    runs = [write_run([(k, repr(k).encode()) for k in keys[i:i + 1000]])
+            for i in range(0, 5000, 1000)]
+    plan = plan_ranges(runs, 4)
+    assert len(plan) == 4 and plan[0][0] is None and plan[-1][1] is None
+    merged = [merge_range(*task) for task in plan]
+    sizes = [len(offsets) // 8 - 1 for _path, offsets in merged]
+    assert sum(sizes) == 5000 and min(sizes) > 900  # quantiles of 80 keys: about 1250 each
+    for (lo, hi, _segs), (path, _offsets) in zip(plan, merged):
+        got = Path(path).read_bytes()
+        want = b"".join(repr(k).encode() for k in sorted(keys)
+                        if (lo is None or k >= lo) and (hi is None or k < hi))
+        assert got == want
+    # the sorter does the same through a merge callable, and deletes every file
+    sorter = SpillSorter()
+    for path, n, index in runs:
+        sorter.add_run(path, n, index)
+    calls = []
+
+    def merge(tasks):
+        calls.append(len(tasks))
+        return [merge_range(*t) for t in tasks]
+
+    out = sorter.finish(merge, parts=3)
+    assert calls == [3] and len(out) == 5000
+    assert list(out.iter_payloads(block=64)) == [repr(k).encode() for k in sorted(keys)]
+    assert out.payload(0) == b"(0, 0)" and out.payload(4999) == b"(99, 49)"
+    assert out.payload(2500) == b"(50, 0)"  # 50 keys per position
+    for path, _offsets in merged:
+        Path(path).unlink()
+    assert not list(tmp_path.iterdir())  # run files deleted, merged files unnamed
 
 
 def test_lazy_episodes_behave_as_a_tuple():

@@ -26,6 +26,7 @@ import heapq
 import marshal
 import os
 import tempfile
+import weakref
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, Callable, Iterator
@@ -33,6 +34,9 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 
 DEFAULT_BUFFER = 4096
+#: A run written by :func:`write_run` indexes the key and byte offset of every
+#: ``INDEX_EVERY``-th record.
+INDEX_EVERY = 64
 #: Read-ahead shared by the run readers of one merge (bytes).
 MERGE_READ_BYTES = 8 << 20
 
@@ -47,21 +51,113 @@ def _read_run(path: str, start: int, count: int, buffering: int) -> Iterator[tup
             yield load(fh)
 
 
-def write_run(records: Any) -> tuple[str, int]:
+def write_run(records: Any) -> tuple[str, int, tuple]:
     """Write ``(key, payload)`` records, sorted by key, to a new temporary file in the
-    format of a :class:`SpillSorter` run; ``(path, count)``. The file is the caller's to
-    hand to :meth:`SpillSorter.add_run` (which deletes it) or to delete."""
+    format of a :class:`SpillSorter` run.
+
+    Returns:
+        ``(path, count, index)``: ``index`` holds ``(key, byte offset)`` of every
+        :data:`INDEX_EVERY`-th record (0, 64, 128, ...), so that a merge of one key range
+        can start near it (:func:`plan_ranges`). The file is the caller's to hand to
+        :meth:`SpillSorter.add_run` (which deletes it) or to delete.
+    """
     recs = sorted(records, key=_first)
     fd, path = tempfile.mkstemp(prefix="evaltape-run-")
+    index = []
     try:
         with os.fdopen(fd, "wb", buffering=1 << 16) as fh:
             dump = marshal.dump
-            for rec in recs:
+            for i, rec in enumerate(recs):
+                if not i % INDEX_EVERY:
+                    index.append((rec[0], fh.tell()))
                 dump(rec, fh)
     except BaseException:
         os.unlink(path)
         raise
-    return path, len(recs)
+    return path, len(recs), tuple(index)
+
+
+def _read_range(path: str, start: int, count: int, lo: Any, hi: Any, buffering: int
+                ) -> Iterator[tuple[Any, bytes]]:
+    """The records of a sorted run with ``lo <= key < hi`` (``None``: no bound), reading at
+    most ``count`` records from byte ``start``."""
+    with open(path, "rb", buffering=buffering) as fh:
+        fh.seek(start)
+        load = marshal.load
+        for _ in range(count):
+            rec = load(fh)
+            key = rec[0]
+            if lo is not None and key < lo:
+                continue
+            if hi is not None and not key < hi:
+                return
+            yield rec
+
+
+def plan_ranges(runs: Sequence[tuple[str, int, tuple]], parts: int
+                ) -> list[tuple[Any, Any, list[tuple[str, int, int]]]]:
+    """Cut the key space of sorted runs into about ``parts`` ranges of similar size, for
+    :func:`merge_range` to merge each on its own (in parallel).
+
+    Args:
+        runs: ``(path, count, index)`` as :func:`write_run` returns them.
+        parts: ranges wanted; the cuts are quantiles of the indexed keys, so the ranges
+            hold about the same number of records (fewer ranges when keys repeat).
+
+    Returns:
+        ``[(lo, hi, segments)]`` in key order, ``lo``/``hi`` the range's bounds (``None``
+        for the open ends; ``lo <= key < hi``); ``segments`` has, per run, ``(path, byte
+        offset, records left)`` of the last indexed record at or before ``lo``, where the
+        range's records of that run begin (at most ``INDEX_EVERY - 1`` records early).
+    """
+    from bisect import bisect_right
+    samples = sorted(k for _p, _n, index in runs for k, _off in index)
+    cuts: list[Any] = []
+    for j in range(1, parts):
+        k = samples[len(samples) * j // parts] if samples else None
+        if k is not None and (not cuts or cuts[-1] < k) and k != samples[0]:
+            cuts.append(k)
+    bounds = [None, *cuts, None]
+    keys = [[k for k, _off in index] for _p, _n, index in runs]
+    plan = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        segments = []
+        for (path, count, index), run_keys in zip(runs, keys):
+            if not count or (hi is not None and not run_keys[0] < hi):
+                continue  # (the run starts at or after the range's end)
+            i = 0 if lo is None else max(bisect_right(run_keys, lo) - 1, 0)
+            segments.append((path, index[i][1], count - i * INDEX_EVERY))
+        plan.append((lo, hi, segments))
+    return plan
+
+
+def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]]
+                ) -> tuple[str, bytes]:
+    """Merge the records with ``lo <= key < hi`` of sorted runs (a range of
+    :func:`plan_ranges`) into a new temporary file of their payloads, in key order.
+
+    Returns:
+        ``(path, offsets)``: ``offsets`` is ``array('q').tobytes()`` of ``n + 1`` byte
+        offsets (payload ``i`` is ``file[offsets[i]:offsets[i + 1]]``); the file is the
+        caller's (:meth:`SpilledRecords.from_files`).
+    """
+    buffering = max(4096, MERGE_READ_BYTES // max(1, len(segments)))
+    readers = [_read_range(p, start, n, lo, hi, buffering) for p, start, n in segments]
+    fd, path = tempfile.mkstemp(prefix="evaltape-merged-")
+    offsets = array("q", [0])
+    pos = 0
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 16) as out:
+            write, append = out.write, offsets.append
+            records = readers[0] if len(readers) == 1 else heapq.merge(*readers, key=_first)
+            for _key, payload in records:
+                write(payload)
+                pos += len(payload)
+                append(pos)
+    except BaseException:
+        delete_run(path)
+        raise
+    return path, offsets.tobytes()
 
 
 def delete_run(path: str) -> None:
@@ -73,45 +169,80 @@ def delete_run(path: str) -> None:
 
 
 class SpilledRecords:
-    """Payloads sorted by key, stored contiguously in a temporary file.
+    """Payloads sorted by key, stored contiguously in one or more temporary files (the
+    second and later files continue the key order of the one before).
 
-    Attributes:
-        offsets: ``array('q')`` of ``len + 1`` byte offsets; payload ``i`` is
-            ``file[offsets[i]:offsets[i + 1]]`` (8 bytes of memory per record).
+    Args:
+        segments: ``[(file, offsets)]``: ``offsets`` is an ``array('q')`` of ``n + 1`` byte
+            offsets, payload ``i`` of the file is ``file[offsets[i]:offsets[i + 1]]`` (8
+            bytes of memory per record).
     """
 
-    def __init__(self, fh: BinaryIO, offsets: array) -> None:
-        self._fh = fh
-        self.offsets = offsets
+    def __init__(self, segments: Sequence[tuple[BinaryIO, array]]) -> None:
+        self._segments = list(segments)
+        self._ends = array("q")  # records in the segments up to and including each
+        n = 0
+        for _fh, offsets in self._segments:
+            n += len(offsets) - 1
+            self._ends.append(n)
+
+    @classmethod
+    def from_files(cls, files: Sequence[tuple[str, bytes]]) -> "SpilledRecords":
+        """Records stored by :func:`merge_range` s, in key order: each file is opened and
+        its name deleted at once (the open handle keeps the data until it is closed).
+
+        Raises:
+            OSError: a file cannot be opened (every file named is deleted even so).
+        """
+        segments = []
+        try:
+            for path, offsets in files:
+                fh = open(path, "rb")
+                segments.append((fh, array("q", offsets)))
+                try:
+                    os.unlink(path)
+                except OSError:  # (a platform that cannot delete an open file)
+                    weakref.finalize(fh, delete_run, path)
+        except BaseException:
+            for fh, _offsets in segments:
+                fh.close()
+            for path, _offsets in files:
+                delete_run(path)
+            raise
+        return cls(segments)
 
     def __len__(self) -> int:
-        return len(self.offsets) - 1
+        return self._ends[-1] if self._ends else 0
 
     def payload(self, i: int) -> bytes:
         """The payload of record ``i`` (0-based, in key order). Raises ``IndexError``."""
         if not 0 <= i < len(self):
             raise IndexError(i)
-        self._fh.seek(self.offsets[i])
-        return self._fh.read(self.offsets[i + 1] - self.offsets[i])
+        from bisect import bisect_right
+        seg = bisect_right(self._ends, i)
+        fh, offsets = self._segments[seg]
+        if seg:
+            i -= self._ends[seg - 1]
+        fh.seek(offsets[i])
+        return fh.read(offsets[i + 1] - offsets[i])
 
     def iter_payloads(self, block: int = 1 << 20) -> Iterator[bytes]:
-        """Every payload in key order, reading the file sequentially in ``block``-byte reads
-        (an independent file handle is not needed: the position is re-set per block)."""
-        n = len(self)
-        if n == 0:
-            return
-        offsets = self.offsets
-        i = 0
-        buf = b""
-        buf_start = 0
-        while i < n:
-            lo, hi = offsets[i], offsets[i + 1]
-            if hi - buf_start > len(buf):
-                self._fh.seek(lo)
-                buf = self._fh.read(max(block, hi - lo))
-                buf_start = lo
-            yield buf[lo - buf_start:hi - buf_start]
-            i += 1
+        """Every payload in key order, reading each file sequentially in ``block``-byte
+        reads (an independent file handle is not needed: the position is re-set per
+        block)."""
+        for fh, offsets in self._segments:
+            n = len(offsets) - 1
+            i = 0
+            buf = b""
+            buf_start = 0
+            while i < n:
+                lo, hi = offsets[i], offsets[i + 1]
+                if hi - buf_start > len(buf):
+                    fh.seek(lo)
+                    buf = fh.read(max(block, hi - lo))
+                    buf_start = lo
+                yield buf[lo - buf_start:hi - buf_start]
+                i += 1
 
     def copy_to(self, out: BinaryIO, sep: bytes = b"", block: int = 1 << 20) -> None:
         """Write every payload to ``out`` in key order, ``sep`` between two payloads."""
@@ -139,6 +270,7 @@ class SpillSorter:
         self._pending: list[tuple[Any, bytes]] = []
         self._runs: list[tuple[str, int, int]] = []  # (file, start offset, record count)
         self._external: list[str] = []  # run files handed over by add_run
+        self._indexes: list[tuple] = []  # their indexes, for a merge in parallel
         self._fh: BinaryIO | None = None
         self._path: str | None = None
         self._last_key: Any = None
@@ -155,12 +287,13 @@ class SpillSorter:
         if len(self._pending) >= self.buffer:
             self._spill()
 
-    def add_run(self, path: str, count: int) -> None:
-        """Take over a run written by :func:`write_run` (``count`` records sorted by key);
-        the file is deleted when the sorter finishes or is dropped."""
+    def add_run(self, path: str, count: int, index: tuple = ()) -> None:
+        """Take over a run written by :func:`write_run` (``count`` records sorted by key,
+        its ``index``); the file is deleted when the sorter finishes or is dropped."""
         self._external.append(path)
         if count:
             self._runs.append((path, 0, count))
+            self._indexes.append(index)
             self._sorted_so_far = False
             self.count += count
 
@@ -182,8 +315,25 @@ class SpillSorter:
         self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
 
-    def finish(self) -> SpilledRecords:
-        """Merge the runs into one sorted file and return it; the sorter is spent after."""
+    def finish(self, merge: Callable[[list], list] | None = None, parts: int = 1
+               ) -> SpilledRecords:
+        """Merge the runs into sorted records and return them; the sorter is spent after.
+
+        Args:
+            merge: runs :func:`merge_range` on each ``(lo, hi, segments)`` of a list (e.g.
+                on a process pool) and returns their results in order. Used, with
+                ``parts`` ranges, when every run came from :meth:`add_run` with an index;
+                otherwise this process merges everything into one file.
+            parts: key ranges to merge separately (:func:`plan_ranges`).
+        """
+        if (merge is not None and parts > 1 and len(self._runs) > 1 and not self._pending
+                and self._fh is None and all(self._indexes)):
+            runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
+            try:
+                files = merge(plan_ranges(runs, parts))
+            finally:
+                self.discard()
+            return SpilledRecords.from_files(files)
         out = tempfile.TemporaryFile(prefix="evaltape-episodes-")
         offsets = array("q", [0])
         pos = 0
@@ -211,12 +361,13 @@ class SpillSorter:
             out.flush()
         finally:
             self.discard()
-        return SpilledRecords(out, offsets)
+        return SpilledRecords([(out, offsets)])
 
     def discard(self) -> None:
         """Drop every record and delete the sorter's files now (grading stopped early, or
         the merge is done)."""
         self._pending = []
+        self._runs, self._indexes = [], []
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -302,12 +453,19 @@ class FailureLog(Mapping):
     def __init__(self) -> None:
         self._fh: BinaryIO = tempfile.TemporaryFile(prefix="evaltape-failures-")
         self._n = 0
+        self._blocks = 0  # marshalled lists in the file
         self.multi_trial = False
 
     def append(self, record: tuple[str, int, str]) -> None:
         """Add one failed episode ``(case_id, trial, reason)``."""
-        marshal.dump(record, self._fh)
-        self._n += 1
+        self.extend([record])
+
+    def extend(self, records: list[tuple[str, int, str]]) -> None:
+        """Add failed episodes ``(case_id, trial, reason)``, in order (one write)."""
+        if records:
+            marshal.dump(records, self._fh)
+            self._n += len(records)
+            self._blocks += 1
 
     def close(self, multi_trial: bool) -> "FailureLog":
         """Stop appending; labels carry ``#tN`` when ``multi_trial``. Returns ``self``."""
@@ -318,8 +476,8 @@ class FailureLog(Mapping):
     def _records(self) -> Iterator[tuple[str, int, str]]:
         with open(self._fh.fileno(), "rb", closefd=False, buffering=1 << 16) as fh:
             fh.seek(0)
-            for _ in range(self._n):
-                yield marshal.load(fh)
+            for _ in range(self._blocks):
+                yield from marshal.load(fh)
 
     def items(self) -> Iterator[tuple[str, str]]:  # type: ignore[override]
         """``(label, reason)`` in file order."""
