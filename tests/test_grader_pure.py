@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 BLOCKER = r"""
@@ -46,3 +48,30 @@ def test_grader_sources_do_not_import_forbidden_modules():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "grader").rglob("*.py")
                  if bad.search(p.read_text())]
     assert offenders == []
+
+
+MISSING = r"""
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # as if not installed: importing raises ModuleNotFoundError
+sys.argv = ["evaltape", *sys.argv[2:]]
+from evaltape.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("missing,args,package", [
+    ("anthropic", ["record", "datasets/scripted_eval.json", "--agent", "scripted", "--out",
+                   "{tmp}/r"], "anthropic"),
+    ("vcr", ["replay", "cassettes/helpdesk-scripted-standin"], "vcrpy"),
+    ("anthropic,vcr", ["judge", "cassettes/helpdesk-scripted-standin"], "anthropic"),
+])
+def test_commands_of_the_record_extra_say_how_to_install_it(tmp_path, missing, args, package):
+    # a grading-only install (pip install evaltape): a usage error naming the extra, not
+    # an internal error
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    p = subprocess.run([sys.executable, "-c", MISSING, missing, *args], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert f"{package} is not installed" in p.stderr
+    assert "pip install 'evaltape[record]'" in p.stderr and "internal error" not in p.stderr

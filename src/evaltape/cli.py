@@ -49,6 +49,11 @@ def to_click(exc: EvaltapeError) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
+#: Modules of the ``record`` extra (pyproject.toml) → the package that provides them.
+#: Recording, replay, the judge and the proxy need them; grading never does.
+RECORD_EXTRA = {"anthropic": "anthropic", "vcr": "vcrpy", "yaml": "pyyaml"}
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use (click docs, "LazyGroup")."""
 
@@ -70,6 +75,14 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except EvaltapeError as e:
             raise to_click(e) from None
+        except ModuleNotFoundError as e:
+            top = (e.name or "").partition(".")[0]
+            if top not in RECORD_EXTRA:
+                raise
+            raise click.UsageError(
+                f"'evaltape {ctx.invoked_subcommand}' needs the recording extra, and "
+                f"{RECORD_EXTRA[top]} is not installed here (a grading-only install): "
+                "pip install 'evaltape[record]'") from None
         except KeyboardInterrupt:
             click.echo("interrupted: finished episodes are saved; rerun to resume", err=True)
             ctx.exit(130)
