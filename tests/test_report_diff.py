@@ -219,3 +219,24 @@ def test_report_md_keeps_its_table_shape_and_shows_k_coverage(tmp_path):
     assert "(&lt;b&gt;\\|note\\|&lt;/b&gt;)" in md
     # case a has 2 trials, c has 1: k=2 covers 1 of the 2 cases
     assert "k=2 " in md and "(1/2 cases)" in md and "(2/2 cases)" in md
+
+
+def test_a_metric_the_baseline_graded_and_the_new_report_lacks_is_a_warning():
+    from evaltape.grader.report.diff import render_diff
+
+    def rep(metrics):
+        return {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+                "episodes": [],
+                "summary": {"metrics": metrics, "pass_rate": 1.0, "tool_accuracy": 1.0}}
+    # grounding dropped from --metrics; tool_call_f1 added; task_completion graded by both,
+    # null in both (every episode skipped) and so not a move
+    old = rep({"grounding": 0.25, "task_completion": None, "argument_correctness": 0.9})
+    new = rep({"task_completion": None, "argument_correctness": 0.9, "tool_call_f1": 0.5})
+    d = compare_reports(old, new)
+    assert [(m.name, m.before, m.after, m.level) for m in d.metrics] == [
+        ("grounding", 0.25, None, "warning"), ("tool_call_f1", None, 0.5, None)]
+    assert d.level == "warning"
+    text = render_diff(d)
+    assert "| grounding | 0.250 | not graded | n/a | warning |" in text
+    assert "the baseline graded grounding; this report does not" in text
+    assert "| tool_call_f1 | null | 0.500 | n/a |  |" in text

@@ -157,8 +157,14 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
     shared = None if same else set(before.keys() & after.keys())
     mb, ma = _metric_means(old, shared), _metric_means(new, shared)
     lower = set(LOWER_IS_BETTER) | old.lower_is_better | new.lower_is_better
+    # a metric the baseline graded and this report does not: a gate that stopped checking
+    # is flagged, not passed over as an unmoved mean
+    dropped = set(old.summary.metrics) - set(new.summary.metrics)
     for name in sorted(mb.keys() | ma.keys()):
         x, y = mb.get(name), ma.get(name)
+        if name in dropped:
+            metrics.append(MetricMove(name, x, None, None, "warning"))
+            continue
         if x == y:
             continue
         delta = None if x is None or y is None else round(y - x, 4)
@@ -205,11 +211,19 @@ def render_diff(diff: BaselineComparison) -> str:
                 f"{diff.means_over}.", ""]
     if diff.metrics:
         out += ["| metric | before | after | delta | alert |", "|---|---:|---:|---:|---|"]
+        dropped = []
         for m in diff.metrics:
             d = "n/a" if m.delta is None else f"{m.delta:+.3f}"
-            out.append(f"| {m.name} | {_num(m.before)} | {_num(m.after)} | {d} | "
-                       f"{m.level or ''} |")
+            after = _num(m.after)
+            if m.after is None and m.delta is None and m.level == "warning":
+                after, d = "not graded", "n/a"
+                dropped.append(m.name)
+            out.append(f"| {m.name} | {_num(m.before)} | {after} | {d} | {m.level or ''} |")
         out.append("")
+        if dropped:
+            out += [f"Warning: the baseline graded {', '.join(dropped)}; this report does not "
+                    "(a gate that stopped checking). Grade with the same --metrics, or "
+                    "update the baseline.", ""]
     else:
         out += ["No metric mean moved.", ""]
     for labels, what in ((diff.only_in_baseline, "only in the baseline"),
