@@ -165,7 +165,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             unknown case or carries a changed input (file, line and field named).
     """
     from evaltape.grader.engine import grade_one
-    from evaltape.grader.io.jsonfiles import duplicate_key
+    from evaltape.grader.io.jsonfiles import duplicate_key, line_json_error
     from evaltape.grader.io.traces import parse_trace
     run = job.run
     where = str(run.traces_path)
@@ -185,8 +185,8 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
-                                    path=where, line=lineno) from None
+                raise BadInputError(line_json_error(raw, e), path=where,
+                                    line=lineno) from None
             dup = duplicate_key(raw, obj)
             if dup is not None:
                 raise BadInputError("a key appears twice in one object; JSON readers keep "

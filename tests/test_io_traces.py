@@ -128,3 +128,18 @@ def test_the_fast_path_builds_the_objects_the_constructors_build():
         fast.trial = 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.tool_calls[0].name = "x"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_truncated_line_is_reported_at_its_own_last_column(tmp_path, workers):
+    from evaltape.grader.api import grade
+    good = json.dumps(make_trace("c"))
+    write_json(tmp_path / "dataset.json", [{"id": "c", "input": "q"}])
+    # line 2 is cut after 28 characters: the error is at column 29 of line 2 (orjson, given
+    # the line with its line break, says line 2 of the text, column 1)
+    (tmp_path / "traces.jsonl").write_text(good + '\n{"case_id": "o1", "trial": 5\n' + good
+                                          + "\n")
+    with pytest.raises(BadInputError) as e:
+        grade(tmp_path / "traces.jsonl", dataset=tmp_path / "dataset.json", workers=workers)
+    assert e.value.line == 2
+    assert e.value.message == "not valid JSON (unexpected end of data at column 29)"

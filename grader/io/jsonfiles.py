@@ -37,6 +37,17 @@ def read_json(path: str | Path, what: str) -> Any:
                             line=e.lineno) from None
 
 
+def line_json_error(raw: bytes, error: orjson.JSONDecodeError) -> str:
+    """The message for a JSONL line that is not JSON: ``not valid JSON (<what> at column
+    N)``, ``N`` counted in the line without its line break (a truncated line ends "at" the
+    column after its last character, not at column 1 of a next line)."""
+    try:
+        orjson.loads(raw.rstrip(b"\r\n"))
+    except orjson.JSONDecodeError as e:
+        error = e
+    return f"not valid JSON ({error.msg} at column {error.colno})"
+
+
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     """The first key that ``raw`` repeats inside one object, else ``None``.
 
@@ -109,8 +120,7 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
-                err = BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
-                                    path=where, line=lineno)
+                err = BadInputError(line_json_error(raw, e), path=where, line=lineno)
                 if not keep_going:
                     raise err from None
                 value = err

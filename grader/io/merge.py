@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.io.jsonfiles import atomic_write
+from evaltape.grader.io.jsonfiles import atomic_write, line_json_error
 from evaltape.grader.io.run import dataset_path_for, locate_run
 
 #: Manifest fields every merged run must share (``None`` and absent count as equal).
@@ -94,8 +94,8 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
-                raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})",
-                                    path=str(p.traces), line=line) from None
+                raise BadInputError(line_json_error(raw, e), path=str(p.traces),
+                                    line=line) from None
             if not isinstance(obj, dict) or not isinstance(obj.get("case_id"), str) \
                     or not isinstance(obj.get("trial"), int):
                 raise BadInputError("expected a trace with case_id and trial",
