@@ -105,3 +105,20 @@ def test_uneven_trials_can_raise_the_averaged_pass_hat_curve():
     curves = k_curves(case_counts(episodes))
     assert curves["pass_hat_k"] == {"1": 0.5, "2": 1.0}
     assert curves["k_cases"] == {"1": 2, "2": 1}
+
+
+@settings(max_examples=200, **DETERMINISTIC)
+@given(st.lists(st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))),
+                min_size=1, max_size=12))
+def test_report_curves_are_the_per_case_closed_forms_averaged_in_dataset_order(rows):
+    # the carried binomials give exactly the floats of pass_at_k / pass_hat_k, summed in
+    # the cases' order as sum() sums them (the report's bytes depend on it)
+    counts = {f"c{i}": nc for i, nc in enumerate(rows)}
+    curves = k_curves(counts)
+    for k in range(1, max(n for n, _ in rows) + 1):
+        live = [(n, c) for n, c in rows if n >= k]
+        assert curves["pass_at_k"][str(k)] == round(
+            sum(pass_at_k(n, c, k) for n, c in live) / len(live), 4)
+        assert curves["pass_hat_k"][str(k)] == round(
+            sum(pass_hat_k(n, c, k) for n, c in live) / len(live), 4)
+        assert curves["k_cases"][str(k)] == len(live)

@@ -59,14 +59,37 @@ def k_curves(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
     Each value is the mean over the cases with at least k trials (rounded to 4 places);
     ``k_cases`` gives how many cases each k averaged (fewer when some cases have fewer
     trials, e.g. an interrupted recording). Keys are k as strings (JSON object keys).
+
+    The values are :func:`pass_at_k` and :func:`pass_hat_k` exactly (the same integers
+    divided once), but the binomial coefficients are carried from one k to the next,
+    ``C(m, k) = C(m, k - 1) · (m - k + 1) / k`` (an exact integer division), once per
+    distinct ``(n, c)``: O(distinct pairs) integer steps per k instead of three
+    ``math.comb`` per case and k (5 cases of 8,000 trials took a minute that way).
     """
-    top = max((n for n, _ in counts.values()), default=0)
+    rows = list(counts.values())
+    top = max((n for n, _ in rows), default=0)
+    pairs = sorted(set(rows), reverse=True)  # largest n first: the live ones lead
+    where = {p: i for i, p in enumerate(pairs)}
+    row_pair = [where[r] for r in rows]
+    # C(n, k), C(n - c, k), C(c, k) at the current k (k = 0: all 1); C(m, k) = 0 for k > m
+    binoms = [[1, 1, 1] for _ in pairs]
+    val_at = [0.0] * len(pairs)
+    val_hat = [0.0] * len(pairs)
     at, hat, used = {}, {}, {}
     for k in range(1, top + 1):
-        rows = [(n, c) for n, c in counts.values() if n >= k]
-        at[str(k)] = round(sum(pass_at_k(n, c, k) for n, c in rows) / len(rows), DIGITS)
-        hat[str(k)] = round(sum(pass_hat_k(n, c, k) for n, c in rows) / len(rows), DIGITS)
-        used[str(k)] = len(rows)
+        for i, (n, c) in enumerate(pairs):
+            if n < k:
+                break
+            b = binoms[i]
+            cn = b[0] = b[0] * (n - k + 1) // k
+            fail = b[1] = b[1] * max(n - c - k + 1, 0) // k
+            ok = b[2] = b[2] * max(c - k + 1, 0) // k
+            val_at[i] = (cn - fail) / cn
+            val_hat[i] = ok / cn
+        live = [i for i, (n, _c) in zip(row_pair, rows) if n >= k]  # dataset order
+        at[str(k)] = round(sum([val_at[i] for i in live]) / len(live), DIGITS)
+        hat[str(k)] = round(sum([val_hat[i] for i in live]) / len(live), DIGITS)
+        used[str(k)] = len(live)
     return {"pass_at_k": at, "pass_hat_k": hat, "k_cases": used}
 
 
