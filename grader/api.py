@@ -144,8 +144,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
                           run_label=opened.label, on_episode=on_episode,
-                          check=lambda case_id, trial, line: opened.note_episode(
-                              case_id, trial, line or None))
+                          check=opened.note_episodes)
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated

@@ -297,7 +297,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
                  run_label: str | None = None,
                  on_episode: Callable[[EpisodeResult], None] | None = None,
-                 check: Callable[[str, int, int], None] | None = None) -> Report:
+                 check: Callable[[Sequence[str], Sequence[tuple[int, int]], Sequence[int], int],
+                                 None] | None = None) -> Report:
     """Fold graded episodes, in file order, into the report, in memory flat in their number.
 
     The means are summed in file order, one score at a time, whatever graded the batches
@@ -309,8 +310,10 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
 
     Args:
         parts: :class:`Batch` es in file order.
-        check: called with ``(case_id, trial, line)`` of each episode before it is counted
-            (the duplicate-episode check); may raise.
+        check: called with each batch's ``(case_ids, keys, lines, line_offset)`` before
+            its episodes are counted (the duplicate-episode check: ``keys`` are
+            ``(dataset position, trial)``, an episode's line is ``line + line_offset``,
+            :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
         Others as :func:`grade_episodes`.
 
     Raises:
@@ -339,8 +342,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                     spill.add_run(*part.run)
                 at = base if part.range_lines is not None else 0
                 if check is not None:
-                    for case_id, key, line in zip(part.case_ids, part.keys, part.lines):
-                        check(case_id, key[1], line + at)
+                    check(part.case_ids, part.keys, part.lines, at)
                 trials.update(key[1] for key in part.keys)
                 acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
                 failures.extend(part.failures)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 
 from evaltape.grader.errors import BadInputError, UsageError
@@ -302,6 +302,25 @@ class Run:
         if not trials.add(trial):
             raise BadInputError(f"duplicate episode: case {case_id!r} trial {trial}",
                                 path=str(self.traces_path), line=line, field="trial")
+
+    def note_episodes(self, case_ids: Sequence[str], keys: Sequence[tuple[int, int]],
+                      lines: Sequence[int], line_offset: int = 0) -> None:
+        """:meth:`note_episode` for a batch of episodes, in file order: their case ids,
+        ``(dataset position, trial)`` keys and lines (the file's line is ``line +
+        line_offset``; 0: unknown).
+
+        Raises:
+            BadInputError: an episode was read before (the first such, in file order).
+        """
+        seen = self._seen
+        for case_id, key, line in zip(case_ids, keys, lines):
+            trials = seen.get(case_id)
+            if trials is None:
+                trials = seen[case_id] = TrialSet()
+            if not trials.add(key[1]):
+                raise BadInputError(f"duplicate episode: case {case_id!r} trial {key[1]}",
+                                    path=str(self.traces_path),
+                                    line=line + line_offset if line else None, field="trial")
 
     def coverage(self) -> Coverage:
         """Cases and trials missing from the run.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -490,18 +490,7 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
             else:
                 yield b"[\n"
                 if isinstance(eps, LazyEpisodes):
-                    # joined a megabyte at a time: the writer's work per piece is paid
-                    # once per block, not once per episode
-                    block: list[bytes] = []
-                    size, lead = 0, b""
-                    for p in eps.records.iter_payloads():
-                        block.append(p)
-                        size += len(p)
-                        if size >= _BLOCK_BYTES:
-                            yield lead + b",\n".join(block)
-                            block, size, lead = [], 0, b",\n"
-                    if block:
-                        yield lead + b",\n".join(block)
+                    yield from _joined(eps.records.iter_payloads())
                 else:
                     for j, e in enumerate(eps):
                         yield (b",\n" if j else b"") + episode_text(e)
@@ -511,11 +500,7 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
             head, mark, tail = text.partition(_FAILURES_MARK)
             assert mark and _FAILURES_MARK not in tail, "one summary.failures at depth 2"
             yield head + b'\n    "failures": {\n'
-            first = True
-            for label, reason in log.sorted_items():
-                yield (b"" if first else b",\n") + b"      " + orjson.dumps(label) + b": " \
-                    + orjson.dumps(reason)
-                first = False
+            yield from _joined(log.sorted_texts(b"      "))
             yield b"\n    }" + tail
         else:
             yield orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
@@ -525,6 +510,21 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
 
 #: episode texts per piece :func:`iter_report_json` yields (bytes)
 _BLOCK_BYTES = 1 << 20
+
+
+def _joined(texts: Iterable[bytes]) -> Iterator[bytes]:
+    """``b",\n".join(texts)`` in pieces of about :data:`_BLOCK_BYTES` (the writer's work per
+    piece is paid once per block, not once per text)."""
+    block: list[bytes] = []
+    size, lead = 0, b""
+    for t in texts:
+        block.append(t)
+        size += len(t)
+        if size >= _BLOCK_BYTES:
+            yield lead + b",\n".join(block)
+            block, size, lead = [], 0, b",\n"
+    if block:
+        yield lead + b",\n".join(block)
 #: ``"failures": {}`` as the summary block lays it out inside ``report.json`` (4 spaces)
 _FAILURES_MARK = b'\n    "failures": {}'
 

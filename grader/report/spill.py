@@ -505,13 +505,29 @@ class FailureLog(Mapping):
 
     def sorted_items(self) -> Iterator[tuple[str, str]]:
         """``(label, reason)`` sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
-        sorter = SpillSorter()
-        dumps = marshal.dumps
-        for label, reason in self.items():
-            sorter.add(label, dumps((label, reason)))
         loads = marshal.loads
-        for payload in sorter.finish().iter_payloads():
+        for payload in self._sorted(marshal.dumps):
             yield loads(payload)
+
+    def sorted_texts(self, indent: bytes) -> Iterator[bytes]:
+        """Each ``"label": "reason"`` member as ``report.json`` lays it out (``indent``
+        first, orjson's escaping), sorted by label."""
+        texts: dict[str, bytes] = {}  # the few distinct reasons, serialised once
+
+        def member(pair: tuple[str, str]) -> bytes:
+            label, reason = pair
+            text = texts.get(reason)
+            if text is None:
+                text = texts[reason] = orjson.dumps(reason)
+            return indent + orjson.dumps(label) + b": " + text
+        return self._sorted(member)
+
+    def _sorted(self, encode: Callable[[tuple[str, str]], bytes]) -> Iterator[bytes]:
+        sorter = SpillSorter()
+        add = sorter.add
+        for pair in self.items():
+            add(pair[0], encode(pair))
+        return sorter.finish().iter_payloads()
 
     def __repr__(self) -> str:
         return f"<FailureLog: {self._n} failed episodes on disk>"
