@@ -27,7 +27,7 @@ from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
-from evaltape.grader.stats.trials import trial_summary
+from evaltape.grader.stats.trials import counts_summary
 
 MEAN_DIGITS = 4
 
@@ -400,9 +400,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     seed002 = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
     seed002["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
-    # pass_rate_ci95; pass@k, pass^k with trials > 1. The verdicts are replayed per case in
-    # dataset order, as the sorted episodes would list them (only the counts matter).
-    extra = trial_summary(_verdicts(graded, per_case))
+    # pass_rate_ci95; pass@k, pass^k with trials > 1: from each case's (trials, passed), in
+    # dataset order, as the sorted episodes list them
+    extra = counts_summary({cid: (per_case[cid][0], per_case[cid][1]) for cid in graded})
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
         extra.update(breakdowns(results, cases, metrics))  # seed 003 by_difficulty/by_tag
@@ -436,14 +436,6 @@ def _shift_line(error: BaseException, lines: int) -> BaseException:
         return BadInputError(error.message, path=error.path, line=error.line + lines,
                              field=error.field)
     return error
-
-
-def _verdicts(case_ids: Sequence[str], per_case: dict[str, list[int]]
-              ) -> Iterator[tuple[str, bool]]:
-    for cid in case_ids:
-        n, c = per_case[cid]
-        for i in range(n):
-            yield cid, i < c
 
 
 def _judge_block(results: Sequence[EpisodeResult], judged: Sequence[Any], store: Any,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from evaltape.grader.stats.trials import wilson_ci, case_counts, k_curves, pass_at_k, pass_hat_k, \
-    trial_summary
+    trial_summary, counts_summary
 
 
 def run_3x4():
@@ -86,3 +86,14 @@ def test_uneven_trials_average_only_cases_with_k_trials():
     assert curves["k_cases"] == {"1": 3, "2": 3, "3": 2, "4": 2}
     # pass^3 over a, b only: (1 + 0)/2
     assert curves["pass_hat_k"]["3"] == 0.5
+
+
+def test_counts_summary_is_trial_summary_of_the_counts():
+    # case a: 3 trials, 2 passed; case b: 1 trial, failed (k=2,3 average a alone)
+    verdicts = [("a", True), ("b", False), ("a", False), ("a", True)]
+    out = counts_summary({"a": (3, 2), "b": (1, 0)})
+    assert out == trial_summary(verdicts)
+    # pass@1: mean of 2/3 and 0 = 1/3; pass@2 for a: 1 - C(1,2)/C(3,2) = 1; pass^2: 1/3
+    assert out["pass_at_k"] == {"1": 0.3333, "2": 1.0, "3": 1.0}
+    assert out["pass_hat_k"] == {"1": 0.3333, "2": 0.3333, "3": 0.0}
+    assert out["k_cases"] == {"1": 2, "2": 1, "3": 1}

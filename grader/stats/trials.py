@@ -129,7 +129,12 @@ def wilson_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95) -> 
 def trial_summary(verdicts: Iterable[tuple[str, bool]]) -> dict[str, Any]:
     """The summary keys this module adds, from ``(case_id, passed)`` pairs: ``pass_rate_ci95``
     always; with more than one trial, ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` too."""
-    counts = case_counts(verdicts)
+    return counts_summary(case_counts(verdicts))
+
+
+def counts_summary(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
+    """:func:`trial_summary` from ``{case_id: (n trials, c passed)}`` (as :func:`case_counts`
+    gives them, in the cases' order)."""
     out: dict[str, Any] = {"pass_rate_ci95": wilson_ci(counts)}
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))
