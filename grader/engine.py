@@ -21,8 +21,8 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
-from evaltape.grader.report.model import (EpisodeResult, GraderInfo, MetricResult, Report,
-                                          RunInfo, Summary)
+from evaltape.grader.report.model import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
+                                          Report, RunInfo, Summary)
 from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
@@ -389,8 +389,10 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         if acc.n == 0:
             raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
         # a pool merges its workers' run files itself, a key range per task
+        # stored as report.json lists them, separators included: the report copies them
         records = spill.finish(getattr(parts, "merge_runs", None),
-                               parts=MERGE_RANGES_PER_WORKER * getattr(parts, "workers", 1))
+                               parts=MERGE_RANGES_PER_WORKER * getattr(parts, "workers", 1),
+                               sep=EPISODE_SEP)
     finally:
         spill.discard()
         close = getattr(parts, "close", None)

@@ -119,6 +119,34 @@ def test_runs_merged_a_key_range_at_a_time_give_the_one_merge(tmp_path, monkeypa
     assert not list(tmp_path.iterdir())  # run files deleted, merged files unnamed
 
 
+def test_records_stored_with_their_separator_join_by_copying(tmp_path, monkeypatch):
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    keys = [(pos, trial) for trial in range(30) for pos in range(10)]  # trial-major: 300
+    runs = [write_run([(k, repr(k).encode()) for k in keys[i:i + 100]])
+            for i in range(0, 300, 100)]
+    sorter = SpillSorter()
+    for path, n, index in runs:
+        sorter.add_run(path, n, index)
+    out = sorter.finish(lambda tasks: [merge_range(*t) for t in tasks], parts=2, sep=b",\n")
+    want = [repr(k).encode() for k in sorted(keys)]
+    assert out.sep == b",\n" and len(out) == 300
+    assert list(out.iter_payloads()) == want and out.payload(299) == b"(9, 29)"
+    pieces = list(out.iter_joined(b",\n", block=100))
+    assert b"".join(pieces) == b",\n".join(want)
+    # every piece is whole payloads: after its leading separator, it starts one
+    assert len(pieces) > 10 and all(p.lstrip(b",\n").startswith(b"(") and p.endswith(b")")
+                                    for p in pieces)
+    assert b"".join(out.iter_joined(b" | ", block=100)) == b" | ".join(want)  # other sep
+    # the one-process merge stores the separator the same way
+    single = SpillSorter(buffer=7)
+    for k in keys:
+        single.add(k, repr(k).encode())
+    alone = single.finish(sep=b",\n")
+    assert b"".join(alone.iter_joined(b",\n", block=64)) == b",\n".join(want)
+    assert alone.payload(0) == b"(0, 0)" and list(alone.iter_payloads()) == want
+
+
 def test_lazy_episodes_behave_as_a_tuple():
     sorter = SpillSorter(buffer=2)
     for k in (2, 0, 1):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -476,7 +476,7 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
     its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
     byte substitution); each episode is its stored text (:func:`episode_text`).
     """
-    from evaltape.grader.report.spill import FailureLog, LazyEpisodes
+    from evaltape.grader.report.spill import FailureLog, LazyEpisodes, join_pieces
     log = report.summary.failures if isinstance(report.summary.failures, FailureLog) else None
     blocks = {k: v for k, v in report.iter_json_blocks(failures=log is None)}
     keys = sorted(list(blocks) + ["episodes"])
@@ -490,17 +490,17 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
             else:
                 yield b"[\n"
                 if isinstance(eps, LazyEpisodes):
-                    yield from _joined(eps.records.iter_payloads())
+                    yield from eps.records.iter_joined(EPISODE_SEP, _BLOCK_BYTES)
                 else:
                     for j, e in enumerate(eps):
-                        yield (b",\n" if j else b"") + episode_text(e)
+                        yield (EPISODE_SEP if j else b"") + episode_text(e)
                 yield b"\n  ]"
         elif key == "summary" and log is not None and len(log):
             text = orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
             head, mark, tail = text.partition(_FAILURES_MARK)
             assert mark and _FAILURES_MARK not in tail, "one summary.failures at depth 2"
             yield head + b'\n    "failures": {\n'
-            yield from _joined(log.sorted_texts(b"      "))
+            yield from join_pieces(log.sorted_texts(b"      "), EPISODE_SEP)
             yield b"\n    }" + tail
         else:
             yield orjson.dumps(blocks[key], option=_OPTS).replace(b"\n", b"\n  ")
@@ -510,21 +510,8 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
 
 #: episode texts per piece :func:`iter_report_json` yields (bytes)
 _BLOCK_BYTES = 1 << 20
-
-
-def _joined(texts: Iterable[bytes]) -> Iterator[bytes]:
-    """``b",\n".join(texts)`` in pieces of about :data:`_BLOCK_BYTES` (the writer's work per
-    piece is paid once per block, not once per text)."""
-    block: list[bytes] = []
-    size, lead = 0, b""
-    for t in texts:
-        block.append(t)
-        size += len(t)
-        if size >= _BLOCK_BYTES:
-            yield lead + b",\n".join(block)
-            block, size, lead = [], 0, b",\n"
-    if block:
-        yield lead + b",\n".join(block)
+#: between two episodes (and two failures) in ``report.json``
+EPISODE_SEP = b",\n"
 #: ``"failures": {}`` as the summary block lays it out inside ``report.json`` (4 spaces)
 _FAILURES_MARK = b'\n    "failures": {}'
 

@@ -28,8 +28,9 @@ import os
 import tempfile
 import weakref
 from array import array
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import orjson
 
@@ -110,7 +111,6 @@ def plan_ranges(runs: Sequence[tuple[str, int, tuple]], parts: int
         offset, records left)`` of the last indexed record at or before ``lo``, where the
         range's records of that run begin (at most ``INDEX_EVERY - 1`` records early).
     """
-    from bisect import bisect_right
     samples = sorted(k for _p, _n, index in runs for k, _off in index)
     cuts: list[Any] = []
     for j in range(1, parts):
@@ -131,33 +131,59 @@ def plan_ranges(runs: Sequence[tuple[str, int, tuple]], parts: int
     return plan
 
 
-def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]]
-                ) -> tuple[str, bytes]:
+def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]],
+                sep: bytes = b"") -> tuple[str, bytes]:
     """Merge the records with ``lo <= key < hi`` of sorted runs (a range of
-    :func:`plan_ranges`) into a new temporary file of their payloads, in key order.
+    :func:`plan_ranges`) into a new temporary file of their payloads, in key order, each
+    followed by ``sep``.
 
     Returns:
         ``(path, offsets)``: ``offsets`` is ``array('q').tobytes()`` of ``n + 1`` byte
-        offsets (payload ``i`` is ``file[offsets[i]:offsets[i + 1]]``); the file is the
-        caller's (:meth:`SpilledRecords.from_files`).
+        offsets (payload ``i`` is ``file[offsets[i]:offsets[i + 1] - len(sep)]``); the file
+        is the caller's (:meth:`SpilledRecords.from_files`).
     """
     buffering = max(4096, MERGE_READ_BYTES // max(1, len(segments)))
     readers = [_read_range(p, start, n, lo, hi, buffering) for p, start, n in segments]
     fd, path = tempfile.mkstemp(prefix="evaltape-merged-")
-    offsets = array("q", [0])
-    pos = 0
     try:
         with os.fdopen(fd, "wb", buffering=1 << 16) as out:
-            write, append = out.write, offsets.append
             records = readers[0] if len(readers) == 1 else heapq.merge(*readers, key=_first)
-            for _key, payload in records:
-                write(payload)
-                pos += len(payload)
-                append(pos)
+            offsets = _write_payloads(records, out, sep)
     except BaseException:
         delete_run(path)
         raise
     return path, offsets.tobytes()
+
+
+def _write_payloads(records: Iterable[tuple[Any, bytes]], out: BinaryIO, sep: bytes
+                    ) -> array:
+    """Write each record's payload then ``sep``; the ``n + 1`` offsets of the payloads."""
+    offsets = array("q", [0])
+    write, append = out.write, offsets.append
+    pos, k = 0, len(sep)
+    for _key, payload in records:
+        write(payload)
+        if k:
+            write(sep)
+        pos += len(payload) + k
+        append(pos)
+    return offsets
+
+
+def join_pieces(texts: Iterable[bytes], sep: bytes, block: int = 1 << 20
+                ) -> Iterator[bytes]:
+    """``sep.join(texts)`` in pieces of about ``block`` bytes, each cut between two texts
+    (work per piece is paid once per block, not once per text; a text is never split)."""
+    pending: list[bytes] = []
+    size, lead = 0, b""
+    for t in texts:
+        pending.append(t)
+        size += len(t)
+        if size >= block:
+            yield lead + sep.join(pending)
+            pending, size, lead = [], 0, sep
+    if pending:
+        yield lead + sep.join(pending)
 
 
 def delete_run(path: str) -> None:
@@ -169,17 +195,20 @@ def delete_run(path: str) -> None:
 
 
 class SpilledRecords:
-    """Payloads sorted by key, stored contiguously in one or more temporary files (the
-    second and later files continue the key order of the one before).
+    """Payloads sorted by key, stored in one or more temporary files (the second and later
+    files continue the key order of the one before), each payload followed by ``sep``.
 
     Args:
         segments: ``[(file, offsets)]``: ``offsets`` is an ``array('q')`` of ``n + 1`` byte
-            offsets, payload ``i`` of the file is ``file[offsets[i]:offsets[i + 1]]`` (8
-            bytes of memory per record).
+            offsets, payload ``i`` of the file is ``file[offsets[i]:offsets[i + 1] -
+            len(sep)]`` (8 bytes of memory per record).
+        sep: what follows every payload in the files (``b""``: nothing), so that
+            :meth:`iter_joined` with the same separator copies the files as they are.
     """
 
-    def __init__(self, segments: Sequence[tuple[BinaryIO, array]]) -> None:
+    def __init__(self, segments: Sequence[tuple[BinaryIO, array]], sep: bytes = b"") -> None:
         self._segments = list(segments)
+        self.sep = sep
         self._ends = array("q")  # records in the segments up to and including each
         n = 0
         for _fh, offsets in self._segments:
@@ -187,9 +216,11 @@ class SpilledRecords:
             self._ends.append(n)
 
     @classmethod
-    def from_files(cls, files: Sequence[tuple[str, bytes]]) -> "SpilledRecords":
-        """Records stored by :func:`merge_range` s, in key order: each file is opened and
-        its name deleted at once (the open handle keeps the data until it is closed).
+    def from_files(cls, files: Sequence[tuple[str, bytes]], sep: bytes = b""
+                   ) -> "SpilledRecords":
+        """Records stored by :func:`merge_range` s (with ``sep``), in key order: each file
+        is opened and its name deleted at once (the open handle keeps the data until it is
+        closed).
 
         Raises:
             OSError: a file cannot be opened (every file named is deleted even so).
@@ -209,7 +240,7 @@ class SpilledRecords:
             for path, _offsets in files:
                 delete_run(path)
             raise
-        return cls(segments)
+        return cls(segments, sep)
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -218,18 +249,18 @@ class SpilledRecords:
         """The payload of record ``i`` (0-based, in key order). Raises ``IndexError``."""
         if not 0 <= i < len(self):
             raise IndexError(i)
-        from bisect import bisect_right
         seg = bisect_right(self._ends, i)
         fh, offsets = self._segments[seg]
         if seg:
             i -= self._ends[seg - 1]
         fh.seek(offsets[i])
-        return fh.read(offsets[i + 1] - offsets[i])
+        return fh.read(offsets[i + 1] - len(self.sep) - offsets[i])
 
     def iter_payloads(self, block: int = 1 << 20) -> Iterator[bytes]:
         """Every payload in key order, reading each file sequentially in ``block``-byte
         reads (an independent file handle is not needed: the position is re-set per
         block)."""
+        k = len(self.sep)
         for fh, offsets in self._segments:
             n = len(offsets) - 1
             i = 0
@@ -241,17 +272,32 @@ class SpilledRecords:
                     fh.seek(lo)
                     buf = fh.read(max(block, hi - lo))
                     buf_start = lo
-                yield buf[lo - buf_start:hi - buf_start]
+                yield buf[lo - buf_start:hi - k - buf_start]
                 i += 1
+
+    def iter_joined(self, sep: bytes, block: int = 1 << 20) -> Iterator[bytes]:
+        """``sep.join(payloads)`` in pieces of about ``block`` bytes, each piece whole
+        payloads (:func:`join_pieces`). With the separator the files were written with, a
+        piece is one read of the file (no payload is handled on its own)."""
+        if not sep or sep != self.sep:
+            yield from join_pieces(self.iter_payloads(block), sep, block)
+            return
+        k, lead = len(sep), b""
+        for fh, offsets in self._segments:
+            n = len(offsets) - 1
+            i = 0
+            while i < n:
+                # payloads i .. j-1: as many as start within ``block`` bytes (at least one)
+                j = max(i + 1, bisect_right(offsets, offsets[i] + block, i + 1, n + 1) - 1)
+                fh.seek(offsets[i])
+                yield lead + fh.read(offsets[j] - k - offsets[i])
+                lead = sep
+                i = j
 
     def copy_to(self, out: BinaryIO, sep: bytes = b"", block: int = 1 << 20) -> None:
         """Write every payload to ``out`` in key order, ``sep`` between two payloads."""
-        first = True
-        for p in self.iter_payloads(block):
-            if not first and sep:
-                out.write(sep)
-            out.write(p)
-            first = False
+        for piece in self.iter_joined(sep, block):
+            out.write(piece)
 
 
 class SpillSorter:
@@ -315,28 +361,27 @@ class SpillSorter:
         self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
 
-    def finish(self, merge: Callable[[list], list] | None = None, parts: int = 1
-               ) -> SpilledRecords:
+    def finish(self, merge: Callable[[list], list] | None = None, parts: int = 1,
+               sep: bytes = b"") -> SpilledRecords:
         """Merge the runs into sorted records and return them; the sorter is spent after.
 
         Args:
-            merge: runs :func:`merge_range` on each ``(lo, hi, segments)`` of a list (e.g.
-                on a process pool) and returns their results in order. Used, with
+            merge: runs :func:`merge_range` on each ``(lo, hi, segments, sep)`` of a list
+                (e.g. on a process pool) and returns their results in order. Used, with
                 ``parts`` ranges, when every run came from :meth:`add_run` with an index;
                 otherwise this process merges everything into one file.
             parts: key ranges to merge separately (:func:`plan_ranges`).
+            sep: written after every payload (:class:`SpilledRecords`).
         """
         if (merge is not None and parts > 1 and len(self._runs) > 1 and not self._pending
                 and self._fh is None and all(self._indexes)):
             runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
             try:
-                files = merge(plan_ranges(runs, parts))
+                files = merge([(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)])
             finally:
                 self.discard()
-            return SpilledRecords.from_files(files)
+            return SpilledRecords.from_files(files, sep)
         out = tempfile.TemporaryFile(prefix="evaltape-episodes-")
-        offsets = array("q", [0])
-        pos = 0
         try:
             if not self._runs:  # everything fits in one buffer: sort in memory
                 self._pending.sort(key=_first)
@@ -352,16 +397,11 @@ class SpillSorter:
                 records = (readers[0] if len(readers) == 1 else
                            _chain(readers) if self._sorted_so_far else
                            heapq.merge(*readers, key=_first))
-            write = out.write
-            append = offsets.append
-            for _key, payload in records:
-                write(payload)
-                pos += len(payload)
-                append(pos)
+            offsets = _write_payloads(records, out, sep)
             out.flush()
         finally:
             self.discard()
-        return SpilledRecords([(out, offsets)])
+        return SpilledRecords([(out, offsets)], sep)
 
     def discard(self) -> None:
         """Drop every record and delete the sorter's files now (grading stopped early, or
