@@ -171,7 +171,11 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     where = str(run.traces_path)
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
     loads = orjson.loads
-    with open(run.traces_path, "rb") as fh:
+    try:
+        fh = open(run.traces_path, "rb")
+    except OSError as e:
+        raise BadInputError(f"cannot read: {e.strerror}", path=where) from None
+    with fh:
         fh.seek(chunk.start)
         pos, lineno = chunk.start, (chunk.first_line or 1) - 1
         while pos < chunk.end:

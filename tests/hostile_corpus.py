@@ -94,9 +94,9 @@ def _metric_source(name: str, details: str) -> str:
             f"        return evaltape.Score(1.0, {details})\n")
 
 
-def _chmod(mode: int) -> Callable[[Path], None]:
+def _chmod(mode: int, path: str = "run") -> Callable[[Path], None]:
     def apply(d: Path) -> None:
-        (d / "run").chmod(mode)
+        (d / path).chmod(mode)
     return apply
 
 
@@ -249,6 +249,24 @@ def corpus() -> list[Hostile]:
                                         "d.json": DATASET},
                 ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out",
                  "{d}/out"], 3, ["run"], setup=_chmod(0), teardown=_chmod(0o755)))
+    for workers in ("1", "2"):
+        add(Hostile(f"traces_file_mode_000_workers_{workers}",
+                    {"run/traces.jsonl": _jsonl(trace()), "d.json": DATASET},
+                    ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--workers",
+                     workers, "--out", "{d}/out"], 3,
+                    ["{d}/run/traces.jsonl: cannot read: Permission denied"],
+                    setup=_chmod(0, "run/traces.jsonl"),
+                    teardown=_chmod(0o644, "run/traces.jsonl")))
+    chat = _jsonl([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    add(Hostile("import_subfolder_mode_000", {"src/a.jsonl": chat, "src/sub/b.jsonl": chat},
+                ["import", "openai-messages", "{d}/src", "--out", "{d}/imp"], 3,
+                ["{d}/src/sub: cannot read this folder (Permission denied)"],
+                setup=_chmod(0, "src/sub"), teardown=_chmod(0o755, "src/sub")))
+    add(Hostile("import_source_file_mode_000", {"src/a.jsonl": chat, "src/c.jsonl": chat},
+                ["import", "openai-messages", "{d}/src", "--out", "{d}/imp"], 3,
+                ["{d}/src/c.jsonl: cannot read: Permission denied",
+                 "1 episode(s) or file(s) could not be imported"],
+                setup=_chmod(0, "src/c.jsonl"), teardown=_chmod(0o644, "src/c.jsonl")))
     add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
                 ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                  "--out", "{d}/out"], 3, ["traces.jsonl"]))
@@ -268,6 +286,10 @@ def corpus() -> list[Hostile]:
     add(Hostile("diff_no_shared_episode", {}, ["diff", "{d}/a/report.json",
                                                "{d}/b/report.json", "--allow-unrelated"], 2,
                 ["share no episode"], setup=lambda d: _two_unrelated_reports(d, "c2", "1")))
+    add(Hostile("diff_baseline_without_its_episodes", {}, ["diff", "{d}/a/report.json",
+                                                           "{d}/b/report.json"], 3,
+                ["a/report.json: field 'episodes': the summary counts 1 episodes but the "
+                 "report lists 0"], setup=_emptied_baseline))
     add(Hostile("diff_not_a_report", {"a.json": [1, 2], "b.json": {"x": 1}},
                 ["diff", "{d}/a.json", "{d}/b.json"], 3, ["a.json"]))
     # --- record: agents and runs (no model needed: scripted agent or refusal before any call)
@@ -309,6 +331,14 @@ def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2")
                                 ("b", "runs/two", other_sha * 64, other_case)):
         (d / sub).mkdir(parents=True, exist_ok=True)
         (d / sub / "report.json").write_text(json.dumps(report(run, sha, case)))
+
+
+def _emptied_baseline(d: Path) -> None:
+    """Two reports of one run; the baseline's episode list emptied, its summary kept."""
+    _two_unrelated_reports(d, "c", "1")
+    doc = json.loads((d / "a" / "report.json").read_text())
+    doc["episodes"] = []
+    (d / "a" / "report.json").write_text(json.dumps(doc))
 
 
 def write_case(root: Path, h: Hostile) -> Path:

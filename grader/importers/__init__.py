@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -97,6 +98,7 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
     for s in sources:
         p = Path(s)
         if p.is_dir():
+            _check_readable_tree(p)
             found = sorted(f.as_posix() for f in p.rglob("*")
                            if f.is_file() and f.suffix.lower() in DIR_SUFFIXES[fmt])
             if not found:
@@ -109,6 +111,20 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
         else:
             raise UsageError(f"no such file or folder: {s}")
     return out
+
+
+def _check_readable_tree(folder: Path) -> None:
+    """Raise for the first folder under ``folder`` that cannot be listed (``rglob`` skips
+    it without a word, and its files would be missing from the import).
+
+    Raises:
+        BadInputError: names the folder and the system's reason.
+    """
+    def refuse(e: OSError) -> None:
+        raise BadInputError(f"cannot read this folder ({e.strerror}); its files would be "
+                            "left out of the import", path=str(e.filename or folder))
+    for _root, _dirs, _files in os.walk(folder, onerror=refuse):
+        pass
 
 
 def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
@@ -135,11 +151,16 @@ def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
     return IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
 
 
-def _sha256(path: str) -> str:
+def _sha256(path: str) -> str | None:
+    """The file's SHA-256, or ``None`` when it cannot be read (the importer lists that
+    read error in the manifest's ``errors``)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
     return h.hexdigest()
 
 
@@ -187,13 +208,6 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         result.warnings.append(f"{redacted + n_cases} string(s) held a key-shaped value; "
                                "it is written as [REDACTED]")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-    if not dataset_only:
-        atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
-                                                     for t in result.traces))
-    atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
-                                                  for c in result.cases.values()))
     cases = build_cases(result)
     models = sorted({t["model"] for t in result.traces if t.get("model")})
     manifest = {
@@ -214,6 +228,15 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(command_line or []),
     }
+    # everything computed first: a source that fails now leaves no half-written run; the
+    # manifest last, so a folder without one is an import that did not finish
+    out.mkdir(parents=True, exist_ok=True)
+    opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+    if not dataset_only:
+        atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
+                                                     for t in result.traces))
+    atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
+                                                  for c in result.cases.values()))
     atomic_write(out / "manifest.json",
                   orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
                   + b"\n")

@@ -416,6 +416,11 @@ class Report:
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
                                           str(e.get("stop_reason") or ""), results))
+        stated = s.get("episodes")
+        if stated is not None and (type(stated) is not int or stated != len(episodes)):
+            raise BadInputError(f"the summary counts {stated!r} episodes but the report "
+                                f"lists {len(episodes)} (a truncated or edited report)",
+                                path=path, field="episodes")
         judge = s.get("judge")
         return cls(
             run=RunInfo(**{k: run.get(k) for k in ("agent", "model", "model_note",

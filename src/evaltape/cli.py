@@ -84,7 +84,12 @@ class LazyGroup(click.Group):
                 f"{RECORD_EXTRA[top]} is not installed here (a grading-only install): "
                 "pip install 'evaltape[record]'") from None
         except KeyboardInterrupt:
-            click.echo("interrupted: finished episodes are saved; rerun to resume", err=True)
+            if ctx.invoked_subcommand in ("record", "judge"):
+                click.echo("interrupted: finished episodes are saved; rerun to resume",
+                           err=True)
+            else:  # grade, import, merge...: their outputs are written whole or not at all
+                click.echo(f"interrupted: 'evaltape {ctx.invoked_subcommand}' stopped before "
+                           "it finished; nothing it writes was left half-written", err=True)
             ctx.exit(130)
 
 
