@@ -165,7 +165,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             unknown case or carries a changed input (file, line and field named).
     """
     from evaltape.grader.engine import grade_one
-    from evaltape.grader.io.jsonfiles import duplicate_key, line_json_error
+    from evaltape.grader.io.jsonfiles import line_json_error, screen
     from evaltape.grader.io.traces import parse_trace
     run = job.run
     where = str(run.traces_path)
@@ -191,7 +191,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             except orjson.JSONDecodeError as e:
                 raise BadInputError(line_json_error(raw, e), path=where,
                                     line=lineno) from None
-            dup = duplicate_key(raw, obj)
+            obj, dup = screen(raw, obj)
             if dup is not None:
                 raise BadInputError("a key appears twice in one object; JSON readers keep "
                                     "the last value silently, so the line is ambiguous",

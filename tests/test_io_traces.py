@@ -143,3 +143,55 @@ def test_a_truncated_line_is_reported_at_its_own_last_column(tmp_path, workers):
         grade(tmp_path / "traces.jsonl", dataset=tmp_path / "dataset.json", workers=workers)
     assert e.value.line == 2
     assert e.value.message == "not valid JSON (unexpected end of data at column 29)"
+
+
+BIG = 12345678901234567890123  # beyond 64 bits: orjson alone reads the nearest float
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("dataset_name", ["dataset.json", "dataset.jsonl"])
+def test_integers_beyond_64_bits_compare_exactly(tmp_path, workers, dataset_name):
+    from evaltape.grader.api import grade
+    case = {"id": "c", "input": "q", "expected_tools": ["add"],
+            "expected_args": {"add": {"a": BIG}}}
+    if dataset_name.endswith(".jsonl"):
+        (tmp_path / dataset_name).write_text(json.dumps(case) + "\n")
+    else:
+        write_json(tmp_path / dataset_name, [case])
+    # trial 0 passes the exact value; trial 1 one more, which is the same float
+    rows = [make_trace("c", tools=[("add", {"a": BIG + t})], trial=t) for t in (0, 1)]
+    rows[1]["tool_calls"][0]["result"] = {"sum": BIG + 1, "note": "e+ in a string"}
+    (tmp_path / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = grade(tmp_path / "traces.jsonl", dataset=tmp_path / dataset_name,
+                   metrics=["argument_correctness", "tool_call_f1"], workers=workers)
+    scores = {e.trial: e.metrics["argument_correctness"].score for e in report.episodes}
+    assert scores == {0: 1.0, 1: 0.0}
+    assert report.summary.metrics["tool_call_f1"] == 0.5  # (1 + 0) / 2
+
+
+def test_screen_keeps_orjson_values_unless_an_integer_was_rounded():
+    from evaltape.grader.io.jsonfiles import screen
+    raw = b'{"a": 1.5, "b": [1e300, -2.5e-8, 9007199254740993], "c": "x"}'
+    value, dup = screen(raw, orjson.loads(raw))
+    assert dup is None and value == {"a": 1.5, "b": [1e300, -2.5e-8, 9007199254740993],
+                                     "c": "x"}
+    raw = b'{"n": -9223372036854775809, "n2": 18446744073709551616, "q": 1, "q": 2}'
+    value, dup = screen(raw, orjson.loads(raw))
+    assert value == {"n": -9223372036854775809, "n2": 18446744073709551616, "q": 2}
+    assert dup == "q" and type(value["n"]) is int
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("trial", 10 ** 30, "must be at most 9223372036854775807 (2^63 - 1), got an integer of 31"),
+    ("steps", 2 ** 63, "must be at most 9223372036854775807"),
+    ("latency_s", -10 ** 20, "expected seconds, got an integer of 21 digits"),
+])
+def test_integers_too_long_for_a_count_are_bad_input(tmp_path, field, value, message):
+    row = make_trace("c")
+    row[field] = value
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(BadInputError) as e:
+        list(iter_traces(path))
+    assert (e.value.line, e.value.field) == (1, field)
+    assert e.value.message.startswith(message)

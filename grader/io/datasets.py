@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import orjson
 
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.io.jsonfiles import duplicate_key, iter_json_lines
+from evaltape.grader.io.jsonfiles import iter_json_lines, screen
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_claims,
                                             parse_expected_calls, parse_matching, parse_tools,
                                             str_list)
@@ -182,7 +182,7 @@ def load_dataset(path: str | Path) -> list[Case]:
             raise BadInputError(f"not valid JSON ({e})", path=p) from None
         if not isinstance(doc, list):
             raise BadInputError("a .json dataset must be an array of cases", path=p)
-        dup = duplicate_key(data, doc)
+        doc, dup = screen(data, doc)
         if dup is not None:
             raise BadInputError("a key appears twice in one object; JSON readers keep the "
                                 "last value silently, so the file is ambiguous", path=p,

@@ -48,6 +48,39 @@ def line_json_error(raw: bytes, error: orjson.JSONDecodeError) -> str:
     return f"not valid JSON ({error.msg} at column {error.colno})"
 
 
+def compact_json(value: Any) -> str:
+    """``value`` as compact JSON with sorted keys (``orjson``; the standard library's same
+    layout for a value holding an integer beyond 64 bits, which ``orjson`` cannot write:
+    :func:`screen` keeps such integers exact).
+
+    Raises:
+        TypeError: a value JSON cannot hold.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def screen(raw: bytes, decoded: Any) -> tuple[Any, str | None]:
+    """``(value, repeated key)`` of a JSON text ``raw`` that ``orjson`` decoded to
+    ``decoded``: the value with exact integers, and the first key ``raw`` repeats inside one
+    object (:func:`duplicate_key`), else ``None``.
+
+    ``orjson`` reads an integer beyond 64 bits as the nearest float, so
+    ``12345678901234567890123`` and ``...124`` would compare equal. Such a float is at
+    least 9.2e18, and ``orjson`` writes every float of 1e16 or more with ``e+``: when the
+    re-serialised value holds no ``e+``, no integer was rounded. Otherwise (or when a
+    string holds ``e+``) the text is parsed again with the standard library, whose integers
+    are exact. One ``orjson.dumps`` serves both screens.
+    """
+    dumped = orjson.dumps(decoded)
+    dup = _repeated_key(raw, dumped)
+    if b"e+" in dumped:
+        decoded = json.loads(raw)
+    return decoded, dup
+
+
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     """The first key that ``raw`` repeats inside one object, else ``None``.
 
@@ -63,10 +96,15 @@ def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     the line to the exact check). Only a line that fails the screen is parsed again, with
     the standard library, to name the key.
     """
+    return _repeated_key(raw, orjson.dumps(decoded))
+
+
+def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
+    """:func:`duplicate_key`, given ``orjson.dumps`` of the decoded value."""
     colons = raw
     if b"\\u003" in raw:  # JSON escapes are \\u + four hex digits; a colon is 003a/003A
         colons = raw.replace(b"\\u003a", b":").replace(b"\\u003A", b":")
-    if colons.count(b":") <= orjson.dumps(decoded).count(b":"):
+    if colons.count(b":") <= dumped.count(b":"):
         return None
     found: list[str] = []
 
@@ -125,7 +163,7 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
                     raise err from None
                 value = err
             if unique_keys and not isinstance(value, BadInputError):
-                dup = duplicate_key(raw, value)
+                value, dup = screen(raw, value)
                 if dup is not None:
                     err = BadInputError("a key appears twice in one object; JSON readers "
                                         "keep the last value silently, so the line is "

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Mapping
 import orjson
 
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.io.jsonfiles import iter_json_lines
+from evaltape.grader.io.jsonfiles import compact_json, iter_json_lines
 from evaltape.grader.model import TRACE_SCHEMA, ToolCall, Trace
 
 REQUIRED_KEYS = ("schema", "case_id", "trial", "input", "tool_calls", "final_response",
@@ -58,12 +58,17 @@ def _check_usage(usage: Any, path: str, line: int | None) -> dict:
                             path=path, line=line, field="usage")
     for key, v in usage.items():
         counts = key.endswith("_tokens") or key.endswith("_requests")
-        ok = v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (
-            not counts and isinstance(v, (dict, str)))
+        ok = v is None or (isinstance(v, int) and not isinstance(v, bool)
+                           and 0 <= v <= INT_MAX) or (not counts and isinstance(v, (dict, str)))
         if not ok:
             raise BadInputError(f"expected a non-negative integer token count, got {v!r}"[:120],
                                 path=path, line=line, field=f"usage.{key}")
     return usage
+
+
+#: Trial, step and token counts are at most this (64-bit signed): the report and the
+#: sorter store them as such, and a text with a longer integer is no count.
+INT_MAX = (1 << 63) - 1
 
 
 _new = object.__new__
@@ -97,7 +102,8 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
     calls_raw = obj["tool_calls"]
     if not (type(case_id) is str and type(trial) is int and type(steps) is int
-            and trial >= 0 and steps >= 0 and type(inp) is str and type(stop) is str
+            and 0 <= trial <= INT_MAX and 0 <= steps <= INT_MAX and type(inp) is str
+            and type(stop) is str
             and (final is None or type(final) is str) and type(calls_raw) is list):
         return None
     calls = []
@@ -108,11 +114,11 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
         step, is_error = c.get("step"), c.get("is_error")
         if (type(args) is not dict or type(name) is not str
                 or type(cid) not in (str, int)
-                or not (step is None or (type(step) is int and step >= 0))
+                or not (step is None or (type(step) is int and 0 <= step <= INT_MAX))
                 or not (is_error is None or type(is_error) is bool)):
             return None
         if result is not None and type(result) is not str:
-            result = orjson.dumps(result, option=_SORT).decode()
+            result = compact_json(result)
         calls.append(_fast_call(str(cid), name, args, result, bool(is_error), step or 0))
     usage = obj.get("usage")
     if usage is None:
@@ -120,7 +126,7 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     elif type(usage) is not dict:
         return None
     for k, v in usage.items():
-        if not (v is None or (type(v) is int and v >= 0)
+        if not (v is None or (type(v) is int and 0 <= v <= INT_MAX)
                 or (type(v) in (dict, str) and not k.endswith(("_tokens", "_requests")))):
             return None
     messages = obj.get("messages")
@@ -135,7 +141,8 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     if obj.get("unfinished") is not None and type(obj["unfinished"]) is not bool:
         return None
     latency = obj.get("latency_s")
-    if latency is not None and type(latency) not in (int, float):
+    if latency is not None and (type(latency) is not float and (
+            type(latency) is not int or not -INT_MAX <= latency <= INT_MAX)):
         return None
     trace = _new(Trace)  # as _fast_call: Trace(...) without per-field __setattr__
     _set(trace, "__dict__", {
@@ -179,6 +186,9 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     for key, value in (("trial", trial), ("steps", steps)):
         if value < 0:
             raise BadInputError(f"must be >= 0, got {value}", path=path, line=line, field=key)
+        if value > INT_MAX:
+            raise BadInputError(f"must be at most {INT_MAX} (2^63 - 1), got an integer of "
+                                f"{len(str(abs(value)))} digits", path=path, line=line, field=key)
     calls_raw = _typed(obj, "tool_calls", (list,), path, line)
     calls = []
     for i, c in enumerate(calls_raw):
@@ -196,14 +206,14 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
                                 line=line, field=where + "arguments")
         result = c.get("result")
         if result is not None and not isinstance(result, str):
-            result = orjson.dumps(result, option=orjson.OPT_SORT_KEYS).decode()
+            result = compact_json(result)
         call_id = c["id"]
         if not isinstance(call_id, (str, int)) or isinstance(call_id, bool):
             raise BadInputError(f"expected string, got {type(call_id).__name__}", path=path,
                                 line=line, field=where + "id")
         step = c.get("step")
         if step is not None and (not isinstance(step, int) or isinstance(step, bool)
-                                 or step < 0):
+                                 or not 0 <= step <= INT_MAX):
             raise BadInputError(f"expected a non-negative integer (the model turn), got "
                                 f"{step!r}"[:120], path=path, line=line, field=where + "step")
         is_error = c.get("is_error")
@@ -232,6 +242,9 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     if "latency_s" in obj:
         _typed(obj, "latency_s", (int, float), path, line, nullable=True)
     latency = obj.get("latency_s")
+    if type(latency) is int and not -INT_MAX <= latency <= INT_MAX:
+        raise BadInputError(f"expected seconds, got an integer of {len(str(abs(latency)))} digits",
+                            path=path, line=line, field="latency_s")
     return Trace(
         case_id=case_id, trial=trial,
         input=_typed(obj, "input", (str,), path, line),

@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-import orjson
-
+from evaltape.grader.io.jsonfiles import compact_json
 from evaltape.grader.matching.calls import compare_values, nfc
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -74,12 +73,12 @@ def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
             return None
         return f"expected {_quoted(want)}, got {_quoted(got)}"
     if param not in args:
-        return f"expected {_json(want)}, got nothing"
+        return f"expected {compact_json(want)}, got nothing"
     if type(got) is type(want) and (got == want if type(want) in (int, float, bool)
-                                    else _json(got) == _json(want)):
+                                    else compact_json(got) == compact_json(want)):
         return None  # the same JSON value (fast path; compare_values decides the rest)
     diff = compare_values(got, want)
-    return None if diff is None else f"expected {_json(want)}, got {_json(got)} ({diff})"
+    return None if diff is None else f"expected {compact_json(want)}, got {compact_json(got)} ({diff})"
 
 
 def _quoted(value: Any) -> str:
@@ -89,5 +88,4 @@ def _quoted(value: Any) -> str:
     return f"'{text}'" if text.isascii() else ascii(text)
 
 
-def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+

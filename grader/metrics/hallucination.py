@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import orjson
 
+from evaltape.grader.io.jsonfiles import compact_json
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
 from evaltape.grader.model import EpisodeContext, FactualClaim, Score
 from evaltape.grader.metrics.base import Metric
@@ -55,7 +55,7 @@ def render_tool_calls(ctx: EpisodeContext) -> str:
     results = results_by_id(ctx.trace)
     lines = []
     for i, call in enumerate(ctx.trace.tool_calls, start=1):
-        args = orjson.dumps(dict(call.arguments), option=orjson.OPT_SORT_KEYS).decode()
+        args = compact_json(dict(call.arguments))
         res = results.get(call.id)
         lines.append(f"[{i}] {call.name} {args} (id {call.id}, step {call.step})\n"
                      f"    result{' (error)' if call.is_error else ''}: "
