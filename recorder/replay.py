@@ -138,6 +138,11 @@ def replay_run(run: str, dataset: str | None = None,
             cpath = legacy  # recorded before names were made injective
         if not cpath.exists():
             raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+        if not cpath.is_file():
+            raise BadInputError("cassette is not a file", path=str(cpath))
+        if cpath.stat().st_size == 0:
+            raise BadInputError("cassette is empty: a recorded episode's interactions are "
+                                "missing", path=str(cpath))
         seen: list = []
 
         def hook(request: Any, seen: list = seen) -> Any:
@@ -151,7 +156,7 @@ def replay_run(run: str, dataset: str | None = None,
         try:
             ctx = v.use_cassette(str(cpath))
             cassette = ctx.__enter__()
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
         try:
             try:

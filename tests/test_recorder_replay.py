@@ -1,6 +1,7 @@
 """Replay: committed runs reproduce offline; a changed tool result is named by JSON path."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -71,11 +72,32 @@ def test_grade_refuses_changed_script_naming_the_case(tmp_path):
     assert "case 'weather-paris'" in p.stderr and "changed since recording" in p.stderr
 
 
+def _edit(cassette, change) -> None:
+    """Apply ``change`` to the first interaction (line 2) of a JSONL cassette."""
+    lines = cassette.read_text().splitlines()
+    it = json.loads(lines[1])
+    change(it)
+    lines[1] = json.dumps(it)
+    cassette.write_text("\n".join(lines) + "\n")
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda c: c.write_text(c.read_text()[:-40] + "\n"), "not valid JSON"),
     (lambda c: c.write_text(c.read_text().splitlines()[0] + "\n[1, 2, 3]\n"),
      "expected the header or an object"),
     (lambda c: c.write_bytes(b"\xff\xfe\x00garbage"), "cassette cannot be read"),
+    (lambda c: _edit(c, lambda it: it["response"].__setitem__("headers", [1, 2])),
+     "cassette line 2: response.headers: expected an object of header names"),
+    (lambda c: _edit(c, lambda it: it["response"].__setitem__("body", [1])),
+     "cassette line 2: response.body: expected"),
+    (lambda c: _edit(c, lambda it: it["response"].__setitem__("body", {"base64": "@@"})),
+     "cassette line 2: response.body.base64: not base64 text"),
+    (lambda c: _edit(c, lambda it: it["request"].pop("uri")),
+     "cassette line 2: request.uri: expected a string"),
+    (lambda c: _edit(c, lambda it: it["response"]["status"].__setitem__("code", "200")),
+     "cassette line 2: response.status: expected"),
+    (lambda c: c.write_text(""), "cassette is empty"),
+    (lambda c: (c.unlink(), c.mkdir()), "cassette is not a file"),
 ])
 def test_damaged_cassette_is_exit_3_naming_it(tmp_path, damage, message):
     run = tmp_path / "run"

@@ -10,6 +10,7 @@ never a decoded body with the header, never garbled bytes.
 from __future__ import annotations
 
 import base64
+import binascii
 from typing import Any
 
 import orjson
@@ -47,12 +48,45 @@ def _pack_body(body: Any, encoded: bool = False) -> dict:
     return {"text": body}
 
 
-def _unpack_body(body: dict) -> str | bytes | None:
+def _unpack_body(body: Any, where: str) -> str | bytes | None:
+    """A stored body back as text or bytes; ``where`` (``line 3: request.body``) names it.
+
+    Raises:
+        ValueError: not one of the three stored shapes, or base64 that does not decode.
+    """
+    if not isinstance(body, dict) or len(body.keys() & {"json", "text", "base64"}) != 1:
+        raise ValueError(f"cassette {where}: expected {{\"json\": value}}, "
+                         "{\"text\": string} or {\"base64\": string}")
     if "json" in body:
         return orjson.dumps(body["json"]).decode()
     if "base64" in body:
-        return base64.b64decode(body["base64"], validate=True)
-    return body.get("text")
+        data = body["base64"]
+        try:
+            if not isinstance(data, str):
+                raise binascii.Error
+            return base64.b64decode(data, validate=True)
+        except binascii.Error:
+            raise ValueError(f"cassette {where}.base64: not base64 text") from None
+    text = body["text"]
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"cassette {where}.text: expected a string or null")
+    return text
+
+
+def _headers(value: Any, where: str) -> dict:
+    """Stored headers: ``{name: [values]}`` (a single string value is allowed).
+
+    Raises:
+        ValueError: not an object of strings or lists of strings.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+            for v in value.values()):
+        raise ValueError(f"cassette {where}: expected an object of header names to lists "
+                         "of strings")
+    return value
 
 
 def _is_encoded(headers: Any) -> bool:
@@ -83,7 +117,10 @@ def deserialize(text: str) -> dict:
     ``content-length`` is recomputed for re-encoded JSON bodies.
 
     Raises:
-        ValueError: a line is not JSON, or the header names another format (with line number).
+        ValueError: a line is not JSON, the header names another format, or an interaction
+            is malformed (a request without method or uri, headers that are not lists of
+            strings, a status without an integer code, a body of another shape, base64 that
+            does not decode): the message names the line and the field.
     """
     interactions = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -103,10 +140,20 @@ def deserialize(text: str) -> dict:
                 raise ValueError(f"cassette line {lineno}: unknown format {obj['format']!r}")
             continue
         req = dict(obj["request"])
-        req["body"] = _unpack_body(req["body"])
+        for key in ("method", "uri"):
+            if not isinstance(req.get(key), str):
+                raise ValueError(f"cassette line {lineno}: request.{key}: expected a string")
+        req["headers"] = _headers(req.get("headers"), f"line {lineno}: request.headers")
+        req["body"] = _unpack_body(req["body"], f"line {lineno}: request.body")
         resp = dict(obj["response"])
-        body = _unpack_body(resp["body"])
-        headers = {k: v for k, v in resp.get("headers", {}).items()
+        status = resp.get("status")
+        if not (isinstance(status, dict) and type(status.get("code")) is int
+                and isinstance(status.get("message", ""), str)):
+            raise ValueError(f"cassette line {lineno}: response.status: expected "
+                             "{\"code\": integer, \"message\": string}")
+        body = _unpack_body(resp["body"], f"line {lineno}: response.body")
+        headers = {k: v for k, v in _headers(resp.get("headers"),
+                                             f"line {lineno}: response.headers").items()
                    if k.lower() != "content-length"}
         if body is not None:
             size = len(body) if isinstance(body, bytes) else len(body.encode())
