@@ -43,7 +43,7 @@ from evaltape.grader.model import Case
 from .cassette import cassette_name, legacy_cassette_name
 from .episodes import EpisodeKey, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .script_server import CASE_HEADER
+from .script_server import CASE_HEADER, case_header
 from .vcr_ext.jsonl_serializer import HEADER
 from .vcr_ext.persister import atomic_write_text
 from .vcr_ext.scrub import scrub_text
@@ -118,7 +118,8 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
     env = dict(os.environ)
     env.update({
         "ANTHROPIC_BASE_URL": episode_base_url(px.base_url, case.id, trial),
-        "ANTHROPIC_CUSTOM_HEADERS": f"{CASE_HEADER}: {case.id}\n{TRIAL_HEADER}: {trial}",
+        "ANTHROPIC_CUSTOM_HEADERS": f"{CASE_HEADER}: {case_header(case.id)}\n"
+                                    f"{TRIAL_HEADER}: {trial}",
         "EVALTAPE_PROXY_URL": px.base_url, "EVALTAPE_CASE_ID": case.id,
         "EVALTAPE_TRIAL": str(trial), "EVALTAPE_EPISODE_UUID": episode_uuid(case.id, trial)})
     if not env.get("ANTHROPIC_API_KEY") and not env.get("ANTHROPIC_AUTH_TOKEN"):

@@ -42,7 +42,7 @@ import orjson
 from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
-from .script_server import CASE_HEADER, BackgroundServer
+from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
 from .vcr_ext.scrub import register_secret
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
@@ -96,6 +96,11 @@ def route(raw_path: str, headers: Any) -> Route:
     case = headers.get(CASE_HEADER)
     key = None
     if case:
+        try:
+            case = case_from_header(case)
+        except UnicodeDecodeError:
+            raise ValueError(f"{CASE_HEADER} is not percent-encoded UTF-8: {case!r}"[:200]) \
+                from None
         trial = (headers.get(TRIAL_HEADER) or "0").strip()
         if not trial.isdigit():
             raise ValueError(f"{TRIAL_HEADER} must be a non-negative integer, got {trial!r}")
@@ -277,7 +282,8 @@ class ProxyServer(BackgroundServer):
         # identity: bytes are passed and stored as sent (no decode/re-encode on the way)
         headers.append(("accept-encoding", "identity"))
         if r.key is not None:  # the episode travels on, as `evaltape record` sends it
-            headers += [(CASE_HEADER, r.key.case_id), (TRIAL_HEADER, str(r.key.trial))]
+            headers += [(CASE_HEADER, case_header(r.key.case_id)),
+                        (TRIAL_HEADER, str(r.key.trial))]
         url = self.upstream + r.path
         with ep.lock:
             ep.inflight += 1

@@ -29,7 +29,7 @@ from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
-from .script_server import CASE_HEADER, ScriptServer
+from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
 from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
 
@@ -478,7 +478,7 @@ def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: 
     headers (``with_options`` copies share its HTTP client and connection pool); the case
     id and trial travel in headers for the script server."""
     return shared_client(base_url, api_key, max_retries).with_options(
-        default_headers={CASE_HEADER: case_id, "x-evaltape-trial": str(trial)})
+        default_headers={CASE_HEADER: case_header(case_id), "x-evaltape-trial": str(trial)})
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:

@@ -16,8 +16,27 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping, Sequence
+from urllib.parse import quote, unquote
 
 CASE_HEADER = "x-evaltape-case"
+#: Characters a case id may carry in :data:`CASE_HEADER` as they are: printable ASCII but
+#: ``%`` (HTTP sends header values as Latin-1, and a line break would end the header).
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7f) if chr(c) != "%")
+
+
+def case_header(case_id: str) -> str:
+    """A case id as the value of :data:`CASE_HEADER`: unchanged when it is printable ASCII
+    without ``%`` (every committed cassette's ids), else percent-encoded as UTF-8
+    (RFC 3986 §2.1), so ``café``, an emoji or a line break arrive intact."""
+    if case_id.isascii() and case_id.isprintable() and "%" not in case_id:
+        return case_id
+    return quote(case_id, safe=_HEADER_SAFE)
+
+
+def case_from_header(value: str) -> str:
+    """The case id :func:`case_header` sent (percent-decoding; a value without ``%`` is
+    the id itself)."""
+    return unquote(value, errors="strict") if "%" in value else value
 
 
 def parse_turn(turn: str) -> list[dict] | None:
@@ -183,7 +202,7 @@ class ScriptServer(BackgroundServer):
 
     def respond(self, handler: MessagesHandler, body: dict) -> None:
         """Answer one request (override to inject faults in tests)."""
-        case = handler.headers.get(CASE_HEADER, "")
+        case = case_from_header(handler.headers.get(CASE_HEADER, ""))
         script = self.scripts.get(case)
         if script is None:
             handler._send(404, json.dumps({"type": "error", "error": {

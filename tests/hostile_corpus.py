@@ -305,6 +305,11 @@ def corpus() -> list[Hostile]:
     add(Hostile("record_case_id_300_chars",
                 {"d.json": [{"id": "x" * 300, "task": "hi", "script": ["fine"]}]},
                 ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 0))
+    add(Hostile("record_case_ids_beyond_ascii",
+                {"d.json": [{"id": i, "task": "hi", "script": ["fine"]}
+                            for i in ("café", "😀", "\u202eRTL", "nul\u0000id", "new\nline",
+                                      "pct%20x")]},
+                ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 0))
     add(Hostile("record_out_mode_000", {"d.json": [{"id": "c", "task": "hi",
                                                    "script": ["fine"]}],
                                         "run/.keep": ""},

@@ -16,13 +16,15 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, run_cli, write_json
 from fault_server import FaultServer
 
 from evaltape.recorder.episodes import EpisodeKey
 from evaltape.recorder.proxy import ProxyServer, episode_base_url, route
-from evaltape.recorder.script_server import BackgroundServer
+from evaltape.recorder.script_server import BackgroundServer, case_from_header, case_header
 
 PY = sys.executable
 SDK_AGENT = str(ROOT / "tests" / "agents" / "sdk_agent.py")
@@ -478,3 +480,17 @@ def test_a_compressed_answer_reaches_the_client_compressed_and_is_stored_decoded
         px.book.end(EpisodeKey("z", 0))
     resp = lines(run / "http" / "z__t0.jsonl")[1]["response"]
     assert resp["body"]["json"] == message and "content-encoding" not in resp["headers"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=30))
+def test_case_ids_cross_the_case_header_intact(case_id):
+    value = case_header(case_id)
+    value.encode("latin-1")  # an HTTP header value: no character beyond Latin-1 ...
+    assert "\n" not in value and "\r" not in value  # ... and no line break
+    assert case_from_header(value) == case_id
+
+
+def test_printable_ascii_case_ids_travel_as_they_are():
+    assert case_header("tc_001") == "tc_001" and case_header("a b/c:d") == "a b/c:d"
+    assert case_header("café") == "caf%C3%A9" and case_header("50%") == "50%25"
