@@ -133,8 +133,22 @@ def test_a_user_metric_is_configured_by_its_name(tmp_path, monkeypatch):
 
 
 @_pytest.mark.parametrize("text,message", [
-    ("[metrics_args.composite]\nthresholds = {basic = nan}\n", "thresholds.basic must be a number"),
-    ("[metrics_args.composite]\nweights = {tools = -5.0}\n", "weights.tools must be a number"),
+    ("[metrics_args.composite]\nthresholds = {basic = nan}\n",
+     "thresholds.basic must be a finite number from 0 to 1.0"),
+    ("[metrics_args.composite]\nweights = {tools = -5.0}\n",
+     "weights.tools must be a finite number >= 0"),
+    ("[metrics_args.composite]\nweights = {tools = 0.3, response = 0.25, hallucination = 0.2}\n",
+     "weights: arguments missing"),
+    ("[metrics_args.composite]\nweights = {tools = 0, arguments = 0, response = 0, "
+     "hallucination = 0}\n", "tools \\+ arguments \\+ response must be above 0 and at most 1, got 0"),
+    ("[metrics_args.composite]\nweights = {tools = 1e308, arguments = 0.25, response = 0.25, "
+     "hallucination = 0.2}\n", "must be above 0 and at most 1, got 1e\\+308"),
+    ('[metrics_args.efficiency]\nprices = {scripted = "free"}\n',
+     "prices.scripted must be 2 or 4 finite numbers >= 0"),
+    ("[metrics_args.efficiency]\nprices = {scripted = [nan, 1]}\n",
+     "prices.scripted must be 2 or 4 finite numbers"),
+    ("[metrics_args.efficiency]\nprices = {scripted = [1, 2, 3]}\n",
+     "prices.scripted must be 2 or 4"),
     ("[metrics_args.no_extra_tool_calls]\nslack = -100\n", "slack must be a whole number"),
     ("[metrics_args.response_min_length]\nmin_chars = 20.5\n", "min_chars must be a whole number"),
     ("[metrics_args.response_min_length]\nmin_chars = 99999999999999999\n",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.errors import BadInputError
 
 try:
     import tomllib
@@ -146,8 +146,8 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
     Raises:
         BadInputError: arguments for a metric that is neither built in nor selected (the
             nearest name suggested), an argument the metric does not take, or a value of
-            the wrong kind (file and ``metrics_args.<metric>.<argument>`` named).
-        UsageError: a value the metric itself refuses.
+            the wrong kind (file and ``metrics_args.<metric>.<argument>`` named), or a
+            value the metric itself refuses (file and ``metrics_args.<metric>`` named).
     """
     import difflib
 
@@ -167,5 +167,6 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
         try:
             out.append(type(metric)(**kw) if kw else metric)
         except (TypeError, ValueError) as e:
-            raise UsageError(f"bad configuration for metric {metric.name!r}: {e}") from None
+            raise BadInputError(f"refused by the metric: {e}", path=path,
+                                field=f"metrics_args.{metric.name}") from None
     return out

@@ -34,8 +34,9 @@ def check_unit_table(table: Any, what: str, keys: set[str] | None,
             raise ValueError(f"{what}.{k}: unknown key; known: {', '.join(sorted(keys))}")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v \
                 or v < 0 or (upper is not None and v > upper) or v == float("inf"):
-            raise ValueError(f"{what}.{k} must be a number from 0 to "
-                             f"{upper if upper is not None else 'any finite'}, got {v!r}")
+            raise ValueError(f"{what}.{k} must be a finite number "
+                             + (f"from 0 to {upper}" if upper is not None else ">= 0")
+                             + f", got {v!r}")
 
 
 def response_content(ctx: EpisodeContext) -> Score:
@@ -83,6 +84,15 @@ class Composite(Metric):
     def __post_init__(self) -> None:
         check_unit_table(self.weights, "weights", set(DEFAULT_WEIGHTS), upper=None)
         check_unit_table(self.thresholds, "thresholds", None, upper=1.0)
+        missing = sorted(set(DEFAULT_WEIGHTS) - set(self.weights))
+        if missing:
+            raise ValueError(f"weights: {', '.join(missing)} missing (the table replaces the "
+                             "default one: give tools, arguments, response and hallucination)")
+        gain = sum(self.weights[k] for k in ("tools", "arguments", "response"))
+        if not 0 < gain <= 1:
+            raise ValueError("weights: tools + arguments + response must be above 0 and at "
+                             f"most 1, got {gain:g} (the score is a share: above 1 it leaves "
+                             "[0, 1], at 0 every episode scores 0)")
 
     def threshold(self, difficulty: Any) -> float:
         """The pass threshold for a difficulty tier (``default`` when unknown)."""

@@ -78,6 +78,18 @@ class Efficiency(Metric):
     version: ClassVar[int] = 1
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.prices, Mapping):
+            raise ValueError(f"prices must be a table of model prefix = [prices], got "
+                             f"{type(self.prices).__name__}")
+        for model, row in self.prices.items():
+            if not (isinstance(row, (list, tuple)) and len(row) in (2, 4) and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool)
+                    and 0 <= x < float("inf") for x in row)):
+                raise ValueError(f"prices.{model} must be 2 or 4 finite numbers >= 0 (USD "
+                                 "per million input, output[, cache write, cache read] "
+                                 f"tokens), got {row!r}"[:200])
+
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         t = ctx.trace
