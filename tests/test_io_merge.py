@@ -78,3 +78,23 @@ def test_merge_refuses_overlaps_and_other_setups(tmp_path):
                  "--out", str(tmp_path / "z"))
     assert ds.returncode == 3 and "another dataset" in ds.stderr
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
+def test_merge_refuses_a_shard_without_its_cassettes_or_with_a_stray_one(tmp_path):
+    import shutil
+    for i in (1, 2):
+        assert _record(tmp_path / f"s{i}", f"{i}/2").returncode == 0
+    # tc_002 (shard 2) lost its cassette: the merged run could not replay
+    shutil.move(str(tmp_path / "s2" / "http" / "tc_002__t0.jsonl"), str(tmp_path / "kept"))
+    m = run_cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
+                str(tmp_path / "all"))
+    assert m.returncode == 3
+    assert "s2/http/tc_002__t0.jsonl: no cassette for episode tc_002#t0 (its trace is at " \
+           "traces.jsonl:1)" in m.stderr
+    # put in shard 1 instead: a stray cassette there, still missing in shard 2
+    shutil.move(str(tmp_path / "kept"), str(tmp_path / "s1" / "http" / "tc_002__t0.jsonl"))
+    m = run_cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
+                str(tmp_path / "all2"))
+    assert m.returncode == 3 and "s1/http/tc_002__t0.jsonl: a cassette for no episode" \
+        in m.stderr
+    assert not (tmp_path / "all").exists() and not (tmp_path / "all2").exists()

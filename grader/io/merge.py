@@ -18,11 +18,47 @@ import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import atomic_write, line_json_error
+from evaltape.grader.io.names import cassette_name, legacy_cassette_name
 from evaltape.grader.io.run import dataset_path_for, locate_run
 
 #: Manifest fields every merged run must share (``None`` and absent count as equal).
 SAME_FIELDS = ("agent", "model", "stream", "standin_scripts", "system_prompt_sha256",
                "tools_sha256", "trials")
+
+
+def _check_cassette(http: Path, key: tuple[str, int], trace: dict, line: int,
+                    names: dict[str, int]) -> None:
+    """A recorded episode's cassette must be in its own run's ``http/`` (replay needs it);
+    an episode the API ended (``stop_reason: "error"``) may have none. Its names (current
+    and legacy) are noted in ``names`` for :func:`_check_no_stray_cassette`.
+
+    Raises:
+        BadInputError: the cassette is missing (the folder and the episode named).
+    """
+    name, legacy = cassette_name(*key), legacy_cassette_name(*key)
+    names[name] = names[legacy] = line
+    if trace.get("stop_reason") == "error" or (http / name).is_file() \
+            or (http / legacy).is_file():
+        return
+    raise BadInputError(f"no cassette for episode {key[0]}#t{key[1]} (its trace is at "
+                        f"traces.jsonl:{line}): the run cannot replay; copy the shard whole",
+                        path=str(http / name))
+
+
+def _check_no_stray_cassette(http: Path, names: dict[str, int]) -> None:
+    """Every cassette of a recorded run's ``http/`` belongs to one of its own episodes (a
+    stray one, e.g. another shard's, would be merged under the wrong run's name).
+
+    Raises:
+        BadInputError: names the cassette.
+    """
+    if not http.is_dir():
+        return
+    for f in sorted(http.iterdir()):
+        if f.is_file() and f.suffix == ".jsonl" and f.name not in names:
+            raise BadInputError("a cassette for no episode of this run's traces.jsonl (a "
+                                "stray file, or a trace missing): merge cannot tell whose "
+                                "it is", path=str(f))
 
 
 def _lines(path: Path) -> Any:
@@ -90,6 +126,8 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     seen: dict[tuple[str, int], str] = {}
     sorter = SpillSorter()
     for p in paths:
+        recorded = not str(p.manifest.get("agent") or "").startswith("imported:")
+        names: dict[str, int] = {}  # this run's cassette names → the line of their trace
         for line, raw in _lines(p.traces):
             try:
                 obj = orjson.loads(raw)
@@ -109,8 +147,12 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
                 raise BadInputError(f"case {key[0]!r} is not in the dataset",
                                     path=str(p.traces), line=line, field="case_id")
             seen[key] = f"{p.traces}:{line}"
+            if recorded:
+                _check_cassette(p.root / "http", key, obj, line, names)
             # the line as recorded (bytes kept), so replay and grading see the same trace
             sorter.add((position[key[0]], key[1]), raw if raw.endswith(b"\n") else raw + b"\n")
+        if recorded:
+            _check_no_stray_cassette(p.root / "http", names)
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as e:
