@@ -187,3 +187,19 @@ def test_a_device_is_no_source(tmp_path, fmt):
     res = CliRunner().invoke(cli, ["import", fmt, "/dev/zero", "--out", str(tmp_path / "run")])
     assert res.exit_code == 2
     assert "/dev/zero: not a regular file or folder" in res.output
+
+
+@pytest.mark.parametrize("fmt", ["openai-messages", "anthropic-messages"])
+def test_a_conversation_without_a_user_message_is_no_episode(tmp_path, fmt):
+    src = tmp_path / "c.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in (
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        [],                                                  # line 2: empty
+        {"id": "c", "messages": []},                         # line 3: empty, with an id
+        [{"role": "assistant", "content": "unprompted"}],    # line 4: no user message
+    )) + "\n")
+    res = CliRunner().invoke(cli, ["import", fmt, str(src), "--out", str(tmp_path / "run")])
+    assert res.exit_code == 3
+    for line in (2, 3, 4):
+        assert f"{src.as_posix()}:{line}: messages: no user message" in res.output
+    assert [t["input"] for t in _lines(tmp_path / "run" / "traces.jsonl")] == ["hi"]

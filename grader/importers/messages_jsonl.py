@@ -39,6 +39,9 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
         messages = openai_to_anthropic(raw, "messages")
     else:
         messages = [m for m in raw if not (isinstance(m, dict) and m.get("role") == "system")]
+    if not any(isinstance(m, dict) and m.get("role") == "user" for m in messages):
+        raise EpisodeProblem("no user message: nothing asked, so no episode (an empty "
+                             "conversation, or only system/assistant messages)", "messages")
     case_id = meta.get("id", meta.get("case_id", default_id))
     trial = meta.get("trial", 0)
     if not isinstance(case_id, str) or not case_id or not isinstance(trial, int):
