@@ -267,6 +267,14 @@ def corpus() -> list[Hostile]:
                 ["{d}/src/c.jsonl: cannot read: Permission denied",
                  "1 episode(s) or file(s) could not be imported"],
                 setup=_chmod(0, "src/c.jsonl"), teardown=_chmod(0o644, "src/c.jsonl")))
+    add(Hostile("audit_file_mode_000", {"runs/a.jsonl": "{}\n", "runs/b.jsonl": "{}\n"},
+                ["audit", "{d}/runs"], 3, ["{d}/runs/b.jsonl: cannot read (Permission denied)"],
+                setup=_chmod(0, "runs/b.jsonl"), teardown=_chmod(0o644, "runs/b.jsonl")))
+    add(Hostile("audit_folder_mode_000", {"runs/a.jsonl": "{}\n", "runs/http/b.jsonl": "{}\n"},
+                ["audit", "{d}/runs"], 3,
+                ["{d}/runs/http: cannot read this folder (Permission denied); its files would "
+                 "go unscanned"],
+                setup=_chmod(0, "runs/http"), teardown=_chmod(0o755, "runs/http")))
     add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
                 ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                  "--out", "{d}/out"], 3, ["traces.jsonl"]))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -19,6 +18,7 @@ import orjson
 from evaltape.grader import __version__
 from evaltape.grader.io.datasets import inputs_sha256, parse_case
 from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.jsonfiles import check_readable_tree
 from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
 from evaltape.grader.importers import (bfcl, cassette, inspect_log, messages_jsonl, otel,
@@ -98,7 +98,7 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
     for s in sources:
         p = Path(s)
         if p.is_dir():
-            _check_readable_tree(p)
+            check_readable_tree(p, "its files would be left out of the import")
             found = sorted(f.as_posix() for f in p.rglob("*")
                            if f.is_file() and f.suffix.lower() in DIR_SUFFIXES[fmt])
             if not found:
@@ -111,20 +111,6 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
         else:
             raise UsageError(f"no such file or folder: {s}")
     return out
-
-
-def _check_readable_tree(folder: Path) -> None:
-    """Raise for the first folder under ``folder`` that cannot be listed (``rglob`` skips
-    it without a word, and its files would be missing from the import).
-
-    Raises:
-        BadInputError: names the folder and the system's reason.
-    """
-    def refuse(e: OSError) -> None:
-        raise BadInputError(f"cannot read this folder ({e.strerror}); its files would be "
-                            "left out of the import", path=str(e.filename or folder))
-    for _root, _dirs, _files in os.walk(folder, onerror=refuse):
-        pass
 
 
 def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,

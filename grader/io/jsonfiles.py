@@ -202,3 +202,21 @@ def atomic_write(path: str | Path, data: bytes | str | Iterable[bytes]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def check_readable_tree(folder: str | Path, consequence: str) -> None:
+    """Raise for the first folder under ``folder`` that cannot be listed: ``Path.rglob``
+    and ``os.walk`` skip it without a word, so its files would silently be missing.
+
+    Args:
+        consequence: what skipping it would cause, for the message ("its files would be
+            left out of the import").
+
+    Raises:
+        BadInputError: names the folder and the system's reason.
+    """
+    def refuse(e: OSError) -> None:
+        raise BadInputError(f"cannot read this folder ({e.strerror}); {consequence}",
+                            path=str(e.filename or folder))
+    for _root, _dirs, _files in os.walk(folder, onerror=refuse):
+        pass

@@ -14,6 +14,9 @@ def audit(paths: tuple[str, ...]) -> None:
     Each line is scanned as stored, with its JSON strings decoded, and with SSE streams
     assembled as the client would (a key split over deltas is found).
     """
+    from evaltape.cli import BadInput
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.jsonfiles import check_readable_tree
     from evaltape.recorder.vcr_ext.scrub import find_secret_deep
 
     hits, scanned = [], 0
@@ -21,13 +24,18 @@ def audit(paths: tuple[str, ...]) -> None:
         p = Path(root)
         if not p.exists():
             raise click.UsageError(f"no such file or directory: {root}")
+        if p.is_dir():
+            try:
+                check_readable_tree(p, "its files would go unscanned")
+            except BadInputError as e:
+                raise BadInput(str(e)) from None
         files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
         for f in files:
             scanned += 1
             try:
                 text = f.read_text(encoding="utf-8", errors="replace")
-            except OSError as e:
-                raise click.ClickException(f"{f}: cannot read ({e.strerror})")
+            except OSError as e:  # bad input (exit 3): a file the scan cannot vouch for
+                raise BadInput(f"{f}: cannot read ({e.strerror})") from None
             for lineno, line in enumerate(text.splitlines(), start=1):
                 leak = find_secret_deep(line)
                 if leak:
@@ -35,6 +43,5 @@ def audit(paths: tuple[str, ...]) -> None:
     for h in hits:
         click.echo(h, err=True)
     if hits:
-        from evaltape.cli import BadInput
         raise BadInput(f"{len(hits)} secret(s) found in {scanned} file(s)")
     click.echo(f"audit ok: no secrets in {scanned} file(s)", err=True)
