@@ -90,3 +90,11 @@ def test_escape_sequences_and_markup_reach_no_terminal_or_markdown(tmp_path):
     assert "exp[/v2]" in p.stdout  # shown literally, not parsed as markup
     d, p = _run_case(tmp_path, "markup_in_model_name")
     assert "llama[/q4]" in p.stdout
+
+
+def test_bidi_overrides_and_line_breaks_of_ids_reach_no_terminal():
+    from evaltape.grader.report.common import plain
+    assert plain("\u202eRTL \u2066x\u2069 ok") == "\ufffdRTL \ufffdx\ufffd ok"
+    assert plain("new\nline") == "new\nline"  # details keep their lines ...
+    assert plain("new\nline", one_line=True) == "new\u21b5line"  # ... a label does not
+    assert plain("nul\x00id\x1b[2J", one_line=True) == "nul\ufffdid\ufffd[2J"

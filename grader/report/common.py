@@ -78,14 +78,19 @@ def episode_label(ep: Any, multi_trial: bool) -> str:
     return f"{ep.case_id}#t{ep.trial}" if multi_trial else ep.case_id
 
 
-#: C0/C1 control characters (ESC starts terminal escape sequences), except tab and newline.
-_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0x80, 0xa0)],
-                         "\ufffd")
+#: C0/C1 control characters (ESC starts terminal escape sequences), except tab and newline,
+#: and the bidirectional overrides and isolates (U+202A-202E, U+2066-2069), which reorder
+#: the rest of a line on screen (Boucher and Anderson 2021, "Trojan Source").
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0x80, 0xa0),
+                          *range(0x202a, 0x202f), *range(0x2066, 0x206a)], "\ufffd")
+_ONE_LINE = {**_CONTROL, 0x0a: "\u21b5"}  # a line break shown as ↵
 
 
-def plain(text: str) -> str:
-    """``text`` safe for a terminal: control characters (ESC, BEL, CR...) become U+FFFD,
-    so an answer recorded from a model cannot move the cursor or recolour the screen; and
-    key-shaped strings are redacted (:mod:`evaltape.grader.io.secrets`)."""
+def plain(text: str, one_line: bool = False) -> str:
+    """``text`` safe for a terminal: control characters (ESC, BEL, CR...) and bidirectional
+    overrides become U+FFFD, so an answer recorded from a model cannot move the cursor,
+    recolour the screen or reverse a line; key-shaped strings are redacted
+    (:mod:`evaltape.grader.io.secrets`). ``one_line``: a line break becomes ``↵`` too (an
+    id in a table cell or a label)."""
     from evaltape.grader.io.secrets import redact
-    return redact(str(text).translate(_CONTROL))
+    return redact(str(text).translate(_ONE_LINE if one_line else _CONTROL))

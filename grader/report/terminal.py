@@ -65,7 +65,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
             st = status(v, name in lower)
             cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
                               ("yellow" if st == "N/A" else "red")))
-        table.add_row(Text(plain(episode_label(ep, multi))), outcome, *cells)
+        table.add_row(Text(plain(episode_label(ep, multi), one_line=True)), outcome, *cells)
     console.print(table)
     if len(report.episodes) > len(shown):
         console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
@@ -75,6 +75,6 @@ def print_report(report: Report, console: Console | None = None) -> None:
     if details:
         console.print("  [bold]FAILING DETAILS")
         for ep, n, m in details:
-            console.print(Text(plain(f"  [{episode_label(ep, multi)}] {n}: -> "
+            console.print(Text(plain(f"  [{plain(episode_label(ep, multi), True)}] {n}: -> "
                                      f"{m.details or m.code}")))
     console.rule()
