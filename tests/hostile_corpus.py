@@ -140,6 +140,13 @@ def corpus() -> list[Hostile]:
                            "traces.jsonl": _jsonl(trace()).encode() + raw + b"\n"},
                     ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                      "--out", "{d}/out"], 3, ["traces.jsonl:2"]))
+    # the position of a byte that is not UTF-8 (orjson names none): `{"schema": "é` is 13
+    # characters (é one, though two bytes), so the bad byte is at column 14
+    add(Hostile("trace_invalid_utf8_mid_line", {"d.json": DATASET, "traces.jsonl": _jsonl(
+        trace()).encode() + '{"schema": "é'.encode() + b'\xff"}\n'},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                 "--out", "{d}/out"], 3,
+                ["traces.jsonl:2: not valid JSON (not UTF-8: byte 0xff at column 14)"]))
     add(Hostile("trace_bom", {"d.json": DATASET,
                               "traces.jsonl": b"\xef\xbb\xbf" + _jsonl(trace()).encode()},
                 ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
@@ -281,7 +288,7 @@ def corpus() -> list[Hostile]:
     add(Hostile("out_is_a_file", {"out": "", "d.json": DATASET,
                                   "traces.jsonl": _jsonl(trace())},
                 ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
-                 "--out", "{d}/out"], 2, ["out"]))
+                 "--out", "{d}/out"], 2, ["--out {d}/out: is a file"]))
     # --- reports for diff
     add(Hostile("diff_unrelated_reports", {}, ["diff", "{d}/a/report.json",
                                                "{d}/b/report.json"], 2,

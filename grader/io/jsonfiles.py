@@ -45,6 +45,12 @@ def line_json_error(raw: bytes, error: orjson.JSONDecodeError) -> str:
         orjson.loads(raw.rstrip(b"\r\n"))
     except orjson.JSONDecodeError as e:
         error = e
+    if "UTF-8" in error.msg:  # orjson names no position for bytes that are not UTF-8
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as u:
+            return (f"not valid JSON (not UTF-8: byte 0x{raw[u.start]:02x} at column "
+                    f"{len(raw[:u.start].decode('utf-8')) + 1})")
     return f"not valid JSON ({error.msg} at column {error.colno})"
 
 

@@ -43,6 +43,21 @@ def _formats(value: str) -> list[str]:
     return fmts
 
 
+def _make_out(out_dir: Path) -> None:
+    """Create the report folder (and its parents).
+
+    Raises:
+        click.UsageError: it is a file, or cannot be created (the system's reason).
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise click.UsageError(f"--out {out_dir}: is a file, not a folder for the reports")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
+                               f"({e.strerror})") from None
+
+
 @click.command()
 @click.argument("run", metavar="RUN_DIR_OR_TRACES.jsonl")
 @click.option("--dataset", "dataset", default=None,
@@ -98,14 +113,12 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
             raise click.UsageError("--metrics names no metric")
     if address is not None and engine != "dask":
         raise click.UsageError("--address is for --engine dask")
+    if out:  # checked before grading: a long run must not end on an unusable folder
+        _make_out(Path(out))
     report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
                        engine=engine, address=address)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
-                               f"({e.strerror})") from None
+    _make_out(out_dir)
     if "json" in fmts:
         _write(out_dir / "report.json", iter_report_json(report))
     if "md" in fmts:
