@@ -20,7 +20,7 @@ from evaltape.grader import __version__
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
-from evaltape.grader.model import ERROR_CODE, Case, EpisodeContext, Score, Trace
+from evaltape.grader.model import ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.report.model import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
                                           Report, RunInfo, Summary)
 from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
@@ -78,8 +78,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     scores: dict[str, dict] = {}
     values = []
     user_ctx = None
+    infra = failure is not None and failure.startswith(INFRA_ERROR)
     for m in metrics:
-        if type(m) not in _BUILTIN_TYPES:
+        if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
+            s = Score(None, f"not scored: the episode ended in {failure} (the "
+                      "infrastructure, not the agent)", code=INFRA_CODE)
+        elif type(m) not in _BUILTIN_TYPES:
             # a user metric gets its own copy of the episode: one that edits the case's
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:

@@ -5,7 +5,7 @@ Shapes follow DESIGN.md §3 (trace) and §4 (dataset cases).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 TRACE_SCHEMA = "evaltape.trace/1"
 
@@ -200,6 +200,20 @@ class Case:
     tools: tuple[Mapping[str, Any], ...] | None = None
     matching: str | None = None
 
+    #: The fields that state what the agent should do or say (any one makes the case checkable).
+    EXPECTATIONS: ClassVar[tuple[str, ...]] = (
+        "expected_tools", "expected_args", "expected_calls", "expected_actions",
+        "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
+        "final_response_contains", "final_response_excludes", "should_not_contain",
+        "factual_claims", "expected_category", "must_mention", "reference_label")
+
+    @property
+    def has_expectations(self) -> bool:
+        """Whether the case states anything to check the agent against (:data:`EXPECTATIONS`);
+        a case without any passes seed 000's rules by definition (no expected tool and none
+        called → 1.0, no keyword and an answer → 1.0)."""
+        return any(getattr(self, name) is not None for name in self.EXPECTATIONS)
+
     def __post_init__(self) -> None:
         # A case built in code with seed 000/002 fields gets the same expected calls the
         # loader derives: each expected tool with its expected_args as literal values.
@@ -224,9 +238,13 @@ NULL_CODES = {
     "judge_truncated": "every recorded judge answer stopped at max_tokens",
     "judge_parse_failure": "no recorded judge answer could be parsed",
     "judge_ambiguous": "the judge named both verdicts and no marker says which is final",
+    "infra_error": "the infrastructure (API, network) ended the episode: no agent "
+                   "behaviour to score",
     "error": "the metric raised an exception",
 }
 ERROR_CODE = "error"
+#: Every metric's code on an episode whose outcome is ``infra_error:<kind>``.
+INFRA_CODE = "infra_error"
 _CODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 

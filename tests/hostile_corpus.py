@@ -282,6 +282,20 @@ def corpus() -> list[Hostile]:
                 ["{d}/runs/http: cannot read this folder (Permission denied); its files would "
                  "go unscanned"],
                 setup=_chmod(0, "runs/http"), teardown=_chmod(0o755, "runs/http")))
+    add(Hostile("traces_symlink_loop", {"d.json": DATASET},
+                ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out", "{d}/out"],
+                3, ["{d}/run/traces.jsonl: a symbolic link to nothing (or a loop of links)"],
+                setup=_symlink_loop))
+    add(Hostile("run_with_a_dataset_only", {"run/dataset.jsonl": _jsonl({"id": "c",
+                                                                         "input": "q"}),
+                                            "run/manifest.json": {"agent": "imported:bfcl"}},
+                ["grade", "{d}/run", "--quiet", "--out", "{d}/out"], 3,
+                ["{d}/run: this run holds a dataset and no episodes"]))
+    add(Hostile("cases_without_expectations", {"d.json": [{"id": "c", "user_query": "hi"}],
+                                               "traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
+                 "{d}/out"], 0,
+                ["warning: 1 of 1 graded case(s) state no expectation", "pass by definition: c"]))
     add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
                 ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                  "--out", "{d}/out"], 3, ["traces.jsonl"]))
@@ -351,6 +365,12 @@ def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2")
                                 ("b", "runs/two", other_sha * 64, other_case)):
         (d / sub).mkdir(parents=True, exist_ok=True)
         (d / sub / "report.json").write_text(json.dumps(report(run, sha, case)))
+
+
+def _symlink_loop(d: Path) -> None:
+    (d / "run").mkdir()
+    (d / "run" / "traces.jsonl").symlink_to("loop.jsonl")
+    (d / "run" / "loop.jsonl").symlink_to("traces.jsonl")
 
 
 def _emptied_baseline(d: Path) -> None:

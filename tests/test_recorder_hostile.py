@@ -364,9 +364,17 @@ def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tm
     assert "infra_error" not in t["ok"]
     p = run_cli("grade", "run", "--out", "rep", "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    summary = report["summary"]
     assert summary["failures"] == {"c": "infra_error:overloaded_error"}
     assert summary["infra_failures"] == 1  # counted apart from the agent's failures
+    # no metric scores what the API cut short: every one is null, counted as skipped, and
+    # the means are ok's alone (1.0 each: ok has no expectations and answers)
+    (ep,) = [e for e in report["episodes"] if e["case_id"] == "c"]
+    assert {m["reason"] for m in ep["metrics"].values()} == {"infra_error"}
+    assert all(m["score"] is None for m in ep["metrics"].values())
+    assert summary["metrics"]["task_completion"] == 1.0
+    assert summary["metrics_skipped"]["task_completion"] == 1
     assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
 
 

@@ -76,8 +76,18 @@ def locate_run(target: str | Path) -> RunPaths:
             if not os.access(p, os.R_OK | os.X_OK):
                 raise BadInputError("cannot read the run directory (permission denied)",
                                     path=str(p))
+            if traces.is_symlink() and not traces.exists():
+                raise BadInputError("a symbolic link to nothing (or a loop of links)",
+                                    path=str(traces))
             if not traces.exists():
+                if (p / "dataset.jsonl").is_file() and (p / "manifest.json").is_file():
+                    raise BadInputError(
+                        "this run holds a dataset and no episodes (an import without "
+                        "results, e.g. BFCL questions without --results): record it (evaltape "
+                        f"record {p / 'dataset.jsonl'} ...) or import the results too",
+                        path=str(p))
                 raise BadInputError("run directory has no traces.jsonl", path=str(p))
+
             if traces.is_dir():
                 raise BadInputError("expected a file, found a directory", path=str(traces))
             return RunPaths(p, traces, read_manifest(p / "manifest.json"))

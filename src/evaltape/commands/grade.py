@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import click
 
@@ -41,6 +41,21 @@ def _formats(value: str) -> list[str]:
         raise click.BadParameter(f"unknown format(s) {', '.join(bad)}; choose from "
                                  f"{', '.join(FORMATS)}")
     return fmts
+
+
+def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) -> None:
+    """Warn when graded cases state no expectation at all: seed 000's rules score them 1.0
+    (no expected tool and none called, no keyword and an answer), which reads as a perfect
+    agent (an import from traces alone, a dataset of inputs only)."""
+    from evaltape.grader.io.run import open_run
+    skipped = set(unrecorded)
+    cases = [c for c in open_run(run, dataset).cases if c.id not in skipped]
+    bare = [c.id for c in cases if not c.has_expectations]
+    if bare:
+        click.echo(f"warning: {len(bare)} of {len(cases)} graded case(s) state no expectation "
+                   "(expected tools, arguments, answer keywords, actions...), so their "
+                   "metrics pass by definition: " + ", ".join(bare[:5])
+                   + (", ..." if len(bare) > 5 else ""), err=True)
 
 
 def _make_out(out_dir: Path) -> None:
@@ -152,6 +167,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         bad = ", ".join(f"{n} ({k})" for n, k in s.metrics_errors.items() if k)
         click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
                    f"'error'): {bad}", err=True)
+    _warn_unchecked(run, dataset, s.unrecorded_cases)
     if s.reference_agreement is not None:
         from evaltape.grader.stats.agreement import format_agreement
         click.echo(format_agreement(s.reference_agreement), err=True)

@@ -69,8 +69,10 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     def progress(kind: str, info: dict) -> None:
         if kind == "start":  # validation passed: only now draw the bar
             bar.start()
+        kept = info["errors"] - len(info["failed"])  # API errors saved (--keep-errors)
         bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
-                   info=f"failed {len(info['failed'])}  tokens {info['tokens']}")
+                   info=f"failed {len(info['failed'])}  "
+                        + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
 
     from evaltape.grader.errors import EvaltapeError
     from evaltape.recorder.vcr_ext.scrub import scrub_text
@@ -81,8 +83,11 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
         raise
     finally:
         bar.stop()
+    kept = counts["errors"] - len(counts["failed"])
     click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
-               f"already finished, {counts['tokens']} tokens → {out}", err=True)
+               f"already finished, {counts['tokens']} tokens → {out}"
+               + (f"; {kept} of them ended in an API error and were kept as they are "
+                  "(graded as infra_error)" if kept else ""), err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)
