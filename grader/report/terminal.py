@@ -17,6 +17,34 @@ from evaltape.grader.report.model import Report
 TERMINAL_EPISODE_LIMIT = 200
 
 
+#: Widest episode label or outcome the table makes room for before folding it.
+LABEL_WIDTH = 28
+#: Width of a metric cell (``1.00 PASS``) and of the space between two columns.
+_CELL, _GAP = 9, 3
+
+
+def metric_groups(names: list[str], label_w: int, outcome_w: int, width: int
+                  ) -> list[list[str]]:
+    """Split the metric columns into tables that fit ``width`` characters: the first table
+    has the episode and outcome columns, the next ones the episode column only. Every
+    group holds at least one metric, so a very narrow terminal still shows each one.
+
+    A column is as wide as its widest header line (the name split at ``_``) or a cell.
+    """
+    groups: list[list[str]] = []
+    used = label_w + outcome_w + 2 * _GAP + 1
+    for name in names:
+        w = max(_CELL, *(len(part) for part in name.split("_"))) + _GAP
+        if groups and groups[-1] and used + w > width:
+            groups.append([])
+            used = label_w + _GAP + 1
+        if not groups:
+            groups.append([])
+        groups[-1].append(name)
+        used += w
+    return groups or [[]]
+
+
 def print_report(report: Report, console: Console | None = None) -> None:
     """Print seed 000's ``print_report`` layout with rich: totals, bars, per-episode results.
 
@@ -50,23 +78,32 @@ def print_report(report: Report, console: Console | None = None) -> None:
         if name in lower:
             extra = "  (lower is better)" + extra
         console.print(Text(plain(f"  {name:<25} [{bar(value)}] {fmt(value)}{extra}")))
-    table = Table(title="PER-EPISODE RESULTS", show_lines=False, expand=False)
-    table.add_column("episode", overflow="fold")
-    table.add_column("outcome", overflow="fold", min_width=12)
-    for name in report.grader.metrics:
-        table.add_column(Text(plain(name.replace("_", "\n"))), justify="right", no_wrap=True)
     shown = list(islice(report.episodes, TERMINAL_EPISODE_LIMIT))
-    for ep in shown:
-        outcome = Text("pass", style="green") if ep.passed else Text(plain(ep.failure or ""),
-                                                                      style="red")
-        cells = []
-        for name in report.grader.metrics:
-            v = ep.metrics[name].score
-            st = status(v, name in lower)
-            cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
-                              ("yellow" if st == "N/A" else "red")))
-        table.add_row(Text(plain(episode_label(ep, multi), one_line=True)), outcome, *cells)
-    console.print(table)
+    labels = [plain(episode_label(ep, multi), one_line=True) for ep in shown]
+    outcomes = ["pass" if ep.passed else plain(ep.failure or "") for ep in shown]
+    label_w = min(max(map(len, labels), default=7), LABEL_WIDTH)
+    outcome_w = min(max(map(len, outcomes), default=7), LABEL_WIDTH)
+    groups = metric_groups(list(report.grader.metrics), label_w, outcome_w, console.width)
+    for g, names in enumerate(groups):
+        title = "PER-EPISODE RESULTS" + (f" ({g + 1}/{len(groups)})" if len(groups) > 1 else "")
+        table = Table(title=title, show_lines=False, expand=False)
+        table.add_column("episode", overflow="fold", min_width=label_w)
+        if g == 0:
+            table.add_column("outcome", overflow="fold", min_width=outcome_w)
+        for name in names:
+            table.add_column(Text(plain(name.replace("_", "\n"))), justify="right",
+                             no_wrap=True)
+        for ep, label, outcome in zip(shown, labels, outcomes):
+            cells = [Text(label)]
+            if g == 0:
+                cells.append(Text(outcome, style="green" if ep.passed else "red"))
+            for name in names:
+                v = ep.metrics[name].score
+                st = status(v, name in lower)
+                cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
+                                  ("yellow" if st == "N/A" else "red")))
+            table.add_row(*cells)
+        console.print(table)
     if len(report.episodes) > len(shown):
         console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
                       "(report.json, report.md)")
