@@ -113,6 +113,32 @@ def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: boo
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: HTTP statuses of an API error that are the infrastructure's or the setup's, not the
+#: request's: authentication and permission (the key), timeout, conflict, rate limit, and
+#: every 5xx (529: overloaded). A 400/404/413/422 answers what the agent sent.
+INFRA_STATUSES = frozenset({401, 403, 408, 409, 429})
+
+
+#: Error types of the Messages API (its errors page) that answer the request itself.
+REQUEST_ERRORS = frozenset({"invalid_request_error", "not_found_error", "request_too_large"})
+
+
+def is_infra(e: Exception) -> bool:
+    """Whether an API error ended the episode for reasons outside the agent: no
+    connection, a timeout, an error type other than :data:`REQUEST_ERRORS` (a stream's error
+    event carries its type, not its status), else a status of :data:`INFRA_STATUSES` or
+    5xx. ``False`` for an error that answers the request itself
+    (``invalid_request_error``, 400), which is the agent's."""
+    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
+        return True
+    body = getattr(e, "body", None)
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict) and isinstance(err.get("type"), str):
+        return err["type"] not in REQUEST_ERRORS
+    code = getattr(e, "status_code", None)
+    return not isinstance(code, int) or code in INFRA_STATUSES or code >= 500
+
+
 def infra_kind(e: Exception) -> str:
     """The kind of an infrastructure failure, for the trace's ``infra_error`` and the
     grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
@@ -223,11 +249,15 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             turn = _send(client, messages, kwargs, stream)
         except StreamBroke as e:
             stop_reason, error = "error", f"{type(e.error).__name__}: {e.error}"
-            extra = {"infra_error": infra_kind(e.error), "partial_response": e.partial_text}
+            extra = {"partial_response": e.partial_text}
+            if is_infra(e.error):
+                extra["infra_error"] = infra_kind(e.error)
             break
         except anthropic.APIError as e:
             stop_reason, error = "error", f"{type(e).__name__}: {e}"
-            extra = {"infra_error": infra_kind(e)}
+            # an error answering the request itself (400 invalid_request_error) is the
+            # agent's: no infra_error, so the grader counts it against the agent
+            extra = {"infra_error": infra_kind(e)} if is_infra(e) else {}
             break
         resp = turn.message
         steps += 1

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import sys
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -333,8 +334,12 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
     try:
         fields = agent_fn(case, client, **kwargs)
     except Exception as e:  # noqa: BLE001 - a crashing agent must not stop the whole run
+        what = str(e)
+        if not what:  # (an assert without a message) where it was raised
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            what = f"raised at {frame.filename}:{frame.lineno}"
         fields = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
-                  "error": f"agent raised {type(e).__name__}: {e}"}
+                  "error": f"agent raised {type(e).__name__}: {what}"}
     if not isinstance(fields, dict):
         raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
                             "trace fields (README: Your own agent)", path=f"case {case.id}")

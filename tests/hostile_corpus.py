@@ -295,7 +295,8 @@ def corpus() -> list[Hostile]:
                                                "traces.jsonl": _jsonl(trace())},
                 ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
                  "{d}/out"], 0,
-                ["warning: 1 of 1 graded case(s) state no expectation", "pass by definition: c"]))
+                ["warning: 1 of 1 graded case(s) state no expectation",
+                 "follow seed 000's rules for missing expectations", "not the task: c"]))
     add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
                 ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                  "--out", "{d}/out"], 3, ["traces.jsonl"]))

@@ -1,6 +1,8 @@
 """Seed 003: composite score, difficulty thresholds, breakdowns, TOML configuration."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import load_case
@@ -102,7 +104,7 @@ def test_config_typos_are_bad_input(tmp_path, text, field):
     ('[metrics_args.composite]\nweights = {tools = "x"}\n',
      "metrics_args.composite.weights.tools", "must be a number, got a string"),
     ("[metrics_args.compsite]\nweights = {}\n", "metrics_args.compsite",
-     "no such metric (built in or selected); did you mean 'composite'?"),
+     "no such metric; did you mean 'composite'?"),
 ])
 def test_config_values_of_the_wrong_kind_are_refused(tmp_path, text, field, message):
     """Regression: such values used to turn every composite score into an error null."""
@@ -167,3 +169,25 @@ def test_out_of_range_metric_arguments_are_refused(tmp_path, text, message):
     name = text.split(".")[1].split("]")[0]
     with _pytest.raises(EvaltapeError, match=message):
         configure(resolve([name]), load_config(p), str(p))
+
+
+def test_grade_finds_its_configuration_in_the_working_directory(tmp_path):
+    from conftest import ROOT, run_cli
+    run = ROOT / "cassettes" / "helpdesk-scripted-standin"
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.evaltape.metrics_args.composite]\n'
+        'weights = {tools = 1.0, arguments = 0, response = 0, hallucination = 0}\n'
+        '\n[tool.evaltape.metrics_args.my_metric]\nlimit = 3\n')
+    p = run_cli("grade", str(run), "--metrics", "composite,tool_selection_accuracy", "--out",
+                str(tmp_path / "o"), "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "config: pyproject.toml (found in the working directory" in p.stderr
+    assert "metrics_args for my_metric unused" in p.stderr  # another run's metric: a note
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    # weights 1, 0, 0, 0: composite is the tools score itself on every episode
+    tools = [e["metrics"]["tool_selection_accuracy"]["score"] for e in report["episodes"]]
+    assert [e["metrics"]["composite"]["score"] for e in report["episodes"]] == tools
+    # an evaltape.toml is found first; a pyproject.toml without [tool.evaltape] is not used
+    (tmp_path / "evaltape.toml").write_text("[metrics_args.compsite]\nweights = {}\n")
+    p = run_cli("grade", str(run), "--out", str(tmp_path / "o2"), "--quiet", cwd=tmp_path)
+    assert p.returncode == 3 and "did you mean 'composite'?" in p.stderr

@@ -384,3 +384,34 @@ def test_a_run_recorded_with_the_old_cassette_names_still_replays(tmp_path):
     new.rename(run / "http" / "Case_1__t0.jsonl")  # the name earlier versions wrote
     p = run_cli("replay", "run", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+def test_a_bad_request_answer_is_the_agents_failure_not_the_infrastructures(tmp_path):
+    # request 1 (tc_001's first turn) is answered 400 invalid_request_error: what the agent
+    # sent was refused, so the kept trace has no infra_error and grades as the agent's
+    with FaultServer(SCRIPTS, {1: "400echo"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}
+    assert t["tc_001"]["stop_reason"] == "error" and "infra_error" not in t["tc_001"]
+    p = run_cli("grade", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--quiet")
+    summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    assert summary["failures"]["tc_001"] == "no_answer:error"
+    assert summary.get("infra_failures", 0) == 0
+
+
+def test_infrastructure_statuses():
+    import anthropic
+    import httpx2 as httpx
+    from evaltape.recorder.loop import is_infra
+
+    def status(code):
+        request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
+        return anthropic.APIStatusError("x", response=httpx.Response(code, request=request),
+                                        body=None)
+    assert [is_infra(status(c)) for c in (400, 401, 403, 404, 408, 409, 413, 422, 429,
+                                          500, 529)] == [False, True, True, False, True, True,
+                                                         False, False, True, True, True]
+    request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
+    assert is_infra(anthropic.APIConnectionError(request=request))
+    assert is_infra(anthropic.APITimeoutError(request=request))

@@ -182,7 +182,9 @@ def test_unreachable_server_saves_nothing_exits_1_and_a_rerun_records(tmp_path, 
                 "--model", "stand-in", env={"ANTHROPIC_API_KEY": "test-key-123456"})
     s.close()
     assert p.returncode == 1
-    assert "8 episode(s) ended in an API error and were not saved" in p.stderr
+    assert "8 episode(s) ended in an error (the API's, or one the agent raised: listed " \
+        "above) and were not saved" in p.stderr
+    assert f"(connection errors: nothing answered at {dead})" in p.stderr
     assert "not saved: tc_001#t0: APIConnectionError" in p.stderr
     assert retries == [4, 3, 2, 1] * 8  # every episode exhausted its 4 retries first
     assert not (run / "traces.jsonl").exists() or (run / "traces.jsonl").read_text() == ""

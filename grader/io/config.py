@@ -144,8 +144,10 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
         path: the configuration file, named in errors.
 
     Raises:
-        BadInputError: arguments for a metric that is neither built in nor selected (the
-            nearest name suggested), an argument the metric does not take, or a value of
+        BadInputError: arguments for a metric that is neither built in nor selected but
+            whose name is close to one that is (a typo; the nearest name suggested; a table
+            for another metric is left unused, :func:`unused_tables`), an argument the
+            metric does not take, or a value of
             the wrong kind (file and ``metrics_args.<metric>.<argument>`` named), or a
             value the metric itself refuses (file and ``metrics_args.<metric>`` named).
     """
@@ -157,9 +159,11 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
     for name in args:
         if name not in known:
             near = difflib.get_close_matches(name, sorted(known), n=1)
-            raise BadInputError("no such metric (built in or selected)"
-                                + (f"; did you mean '{near[0]}'?" if near else ""),
-                                path=path, field=f"metrics_args.{name}")
+            if near:  # a typo of a metric in play: never silently the defaults
+                raise BadInputError(f"no such metric; did you mean '{near[0]}'?", path=path,
+                                    field=f"metrics_args.{name}")
+            # else a user metric this run does not select (one file shared by runs):
+            # unused here, and named by unused_tables()
     out = []
     for metric in metrics:
         kw = args.get(metric.name, {})
@@ -170,3 +174,40 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
             raise BadInputError(f"refused by the metric: {e}", path=path,
                                 field=f"metrics_args.{metric.name}") from None
     return out
+
+
+def unused_tables(selected: Sequence[str], config: dict[str, Any]) -> list[str]:
+    """The ``metrics_args`` tables that configure no metric of this run (neither built in
+    nor among the ``selected`` names), for the caller to mention."""
+    from evaltape.grader.metrics.registry import BUILTIN
+    known = set(BUILTIN) | set(selected)
+    return sorted(n for n in config.get("metrics_args", {}) if n not in known)
+
+
+#: Where ``evaltape grade`` looks for its configuration when ``--config`` is not given, in
+#: this order, in the working directory (a pyproject.toml only when it has
+#: ``[tool.evaltape]``).
+DISCOVERED = ("evaltape.toml", "pyproject.toml")
+
+
+def discover_config(folder: str | Path = ".") -> Path | None:
+    """The configuration file ``evaltape grade`` uses without ``--config``:
+    ``evaltape.toml`` in ``folder``, else its ``pyproject.toml`` when that has a
+    ``[tool.evaltape]`` table; ``None`` when neither.
+
+    Raises:
+        BadInputError: the file found cannot be read or parsed (:func:`load_config`).
+    """
+    base = Path(folder)
+    if (base / "evaltape.toml").is_file():
+        return base / "evaltape.toml"
+    py = base / "pyproject.toml"
+    if py.is_file():
+        try:
+            doc = tomllib.loads(py.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return None  # not ours to judge: a project file evaltape may not even need
+        tool = doc.get("tool")
+        if isinstance(tool, dict) and "evaltape" in tool:
+            return py
+    return None

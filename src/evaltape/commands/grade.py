@@ -44,18 +44,20 @@ def _formats(value: str) -> list[str]:
 
 
 def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) -> None:
-    """Warn when graded cases state no expectation at all: seed 000's rules score them 1.0
-    (no expected tool and none called, no keyword and an answer), which reads as a perfect
-    agent (an import from traces alone, a dataset of inputs only)."""
+    """Warn when graded cases state no expectation at all (an import from traces alone, a
+    dataset of inputs only): seed 000's rules for missing expectations then decide their
+    scores (1.0 when no tool is called and an answer is given, 0.0 for any call), which
+    say nothing about the task."""
     from evaltape.grader.io.run import open_run
     skipped = set(unrecorded)
     cases = [c for c in open_run(run, dataset).cases if c.id not in skipped]
     bare = [c.id for c in cases if not c.has_expectations]
     if bare:
         click.echo(f"warning: {len(bare)} of {len(cases)} graded case(s) state no expectation "
-                   "(expected tools, arguments, answer keywords, actions...), so their "
-                   "metrics pass by definition: " + ", ".join(bare[:5])
-                   + (", ..." if len(bare) > 5 else ""), err=True)
+                   "(expected tools, arguments, answer keywords, actions...): their scores "
+                   "and verdicts follow seed 000's rules for missing expectations (any tool "
+                   "call fails, an answer without calls passes), not the task: "
+                   + ", ".join(bare[:5]) + (", ..." if len(bare) > 5 else ""), err=True)
 
 
 def _make_out(out_dir: Path) -> None:
@@ -92,7 +94,8 @@ def _make_out(out_dir: Path) -> None:
 @click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
 @click.option("--config", "config_path", default=None, metavar="FILE.toml",
               help="Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
-                   "with [tool.evaltape]; they enter the report's config_sha256.")
+                   "with [tool.evaltape]; they enter the report's config_sha256. Default: "
+                   "./evaltape.toml, else ./pyproject.toml when it has [tool.evaltape].")
 @click.option("--require-complete", is_flag=True,
               help="Fail (exit 1) when a dataset case has no recorded episode or lacks "
                    "some of the run's trials.")
@@ -130,6 +133,13 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         raise click.UsageError("--address is for --engine dask")
     if out:  # checked before grading: a long run must not end on an unusable folder
         _make_out(Path(out))
+    if config_path is None:
+        from evaltape.grader.io.config import discover_config
+        found = discover_config()
+        if found is not None:
+            config_path = str(found)
+            click.echo(f"config: {found} (found in the working directory; --config names "
+                       "another)", err=True)
     report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
                        engine=engine, address=address)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
@@ -168,6 +178,12 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
                    f"'error'): {bad}", err=True)
     _warn_unchecked(run, dataset, s.unrecorded_cases)
+    if config_path is not None:
+        from evaltape.grader.io.config import load_config, unused_tables
+        unused = unused_tables(report.grader.metrics, load_config(config_path))
+        if unused:
+            click.echo(f"note: {config_path}: metrics_args for {', '.join(unused)} unused "
+                       "(not selected with --metrics)", err=True)
     if s.reference_agreement is not None:
         from evaltape.grader.stats.agreement import format_agreement
         click.echo(format_agreement(s.reference_agreement), err=True)

@@ -1,6 +1,7 @@
 """``evaltape record``: run a live agent over a dataset into ``cassettes/<run>/``."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -92,6 +93,11 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)
         from evaltape.cli import GateFailed
-        raise GateFailed(f"{len(counts['failed'])} episode(s) ended in an API error and were "
+        unreachable = any("APIConnectionError" in line for line in counts["failed"])
+        target = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "the Anthropic API"
+        if unreachable:
+            click.echo(f"  (connection errors: nothing answered at {target})", err=True)
+        raise GateFailed(f"{len(counts['failed'])} episode(s) ended in an error (the API's, "
+                         "or one the agent raised: listed above) and were "
                          "not saved; rerun the same command to retry them (or pass "
                          "--keep-errors to save them as they are)")
