@@ -36,3 +36,18 @@ def test_every_metric_is_readable_at_80_columns():
     for word in ("selection", "correctness", "trajectory", "irrelevance", "efficiency",
                  "composite", "empty"):
         assert word in text, word
+
+
+def test_a_reader_closing_the_pipe_leaves_the_exit_code_to_the_gates(tmp_path):
+    import subprocess
+    import sys
+    for extra, code in (([], 0), (["--threshold", "0.9"], 1)):  # pass_rate is 2/24
+        out = tmp_path / f"o{code}"
+        p = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "grade",
+                              str(ROOT / "cassettes" / "helpdesk-qwen1.5b"), "--out", str(out),
+                              *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=ROOT)
+        p.stdout.close()  # the reader is gone before the first line: every write is EPIPE
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=120) == code, err
+        assert (out / "report.json").is_file() and "Traceback" not in err

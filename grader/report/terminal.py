@@ -1,6 +1,8 @@
 """The terminal report (rich): aggregate bars and a per-episode table, as seed 000 prints."""
 from __future__ import annotations
 
+import os
+import sys
 from itertools import islice
 
 from rich.console import Console
@@ -15,6 +17,21 @@ from evaltape.grader.report.model import Report
 #: Episodes in the per-episode table (and their failing details); a longer run's view ends
 #: with how many more there are (``report.json`` and ``report.md`` list them all).
 TERMINAL_EPISODE_LIMIT = 200
+
+
+class ReportConsole(Console):
+    """A rich console that, when its reader closes the pipe (``evaltape grade ... | head``),
+    stops printing instead of exiting 1 (rich's default): the command goes on, so its
+    gates still decide the exit code (1 means a failed gate, never a closed pipe)."""
+
+    def on_broken_pipe(self) -> None:
+        """Send standard output to the null device and print nothing more (rich hook)."""
+        if self.quiet:
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        self.quiet = True
 
 
 #: Widest episode label or outcome the table makes room for before folding it.
@@ -54,7 +71,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     markup in it is not interpreted and terminal control characters are replaced
     (:func:`evaltape.grader.report.common.plain`).
     """
-    console = console or Console()
+    console = console or ReportConsole()
     run, s = report.run, report.summary
     multi = report.multi_trial
     lower = report.lower_is_better

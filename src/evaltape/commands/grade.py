@@ -160,7 +160,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         _write(out_dir / "report.html", _encoded(iter_html(report, traces)))
     if not quiet:
         from evaltape.grader.report.terminal import print_report
-        print_report(report)
+        print_report(report)  # (a reader that closes the pipe stops the printing only)
     s = report.summary
     cov = report.coverage
     if s.unrecorded_cases:
