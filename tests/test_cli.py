@@ -98,6 +98,9 @@ def test_exit_2_unknown_metric(tmp_path, run):
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--metrics", "nope")
     assert p.returncode == 2
     assert "unknown metric 'nope'" in p.stderr and "tool_selection_accuracy" in p.stderr
+    assert "did you mean" not in p.stderr  # nothing close to "nope"
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--metrics", "task_compleiton")
+    assert p.returncode == 2 and "did you mean 'task_completion'?" in p.stderr
 
 
 def test_exit_3_corrupt_line_names_file_and_line(tmp_path, run):

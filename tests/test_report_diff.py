@@ -240,3 +240,18 @@ def test_a_metric_the_baseline_graded_and_the_new_report_lacks_is_a_warning():
     assert "| grounding | 0.250 | not graded | n/a | warning |" in text
     assert "the baseline graded grounding; this report does not" in text
     assert "| tool_call_f1 | null | 0.500 | n/a |  |" in text
+
+
+def test_report_md_names_the_cases_without_an_episode(tmp_path):
+    (tmp_path / "d.json").write_text(json.dumps([{"id": "c", "user_query": "hi"},
+                                                 {"id": "missing1", "user_query": "x"}]))
+    (tmp_path / "t.jsonl").write_text(json.dumps({
+        "schema": "evaltape.trace/1", "case_id": "c", "trial": 0, "input": "hi",
+        "tool_calls": [], "final_response": "done", "stop_reason": "end_turn",
+        "steps": 1}) + "\n")
+    p = run_cli("grade", str(tmp_path / "t.jsonl"), "--dataset", str(tmp_path / "d.json"),
+                "--out", str(tmp_path / "o"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "- 1 dataset case(s) have no recorded episode (not graded, not in pass_rate): " \
+           "missing1" in md

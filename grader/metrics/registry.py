@@ -97,7 +97,11 @@ def resolve(names: Iterable[str]) -> list[Any]:
         elif name in BUILTIN:
             cls = BUILTIN[name]
         else:
-            raise UsageError(f"unknown metric {name!r}; known: {', '.join(sorted(BUILTIN))}")
+            import difflib
+            near = difflib.get_close_matches(name, sorted(BUILTIN), n=1)
+            raise UsageError(f"unknown metric {name!r}"
+                             + (f"; did you mean '{near[0]}'?" if near else "")
+                             + f"; known: {', '.join(sorted(BUILTIN))}")
         if not isinstance(cls, type):
             raise UsageError(f"{name!r} is not a metric class (got {type(cls).__name__})")
         try:

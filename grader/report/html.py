@@ -109,8 +109,8 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
     title = escape(str(run.name or run.path or "run"))
     out = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>evaltape: {title}"
            f"</title><style>{CSS}</style></head><body><h1>evaltape report: {title}</h1>",
-           f"<p>agent <code>{escape(str(run.agent))}</code>, model "
-           f"<code>{escape(str(run.model))}</code>"
+           f"<p>agent <code>{escape(str(run.agent or 'n/a'))}</code>, model "
+           f"<code>{escape(str(run.model or 'n/a'))}</code>"
            + (f" ({escape(str(run.model_note))})" if run.model_note else "")
            + f"; {s.cases} cases × {s.trials} "
            f"trial(s) = {s.episodes} episodes</p>",

@@ -25,7 +25,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
     lower = report.lower_is_better
     out = [f"# evaltape report: {_cell(run.name or run.path)}", ""]
     if run.agent or run.model:
-        out.append(f"Agent `{_cell(run.agent)}`, model `{_cell(run.model)}`"
+        out.append(f"Agent `{_cell(run.agent or 'n/a')}`, model `{_cell(run.model or 'n/a')}`"
                    + (f" ({_cell(run.model_note)})" if run.model_note else "") + ".")
         out.append("")
     out += ["| cases | trials | episodes | pass_rate | tool_accuracy | avg_steps |",
@@ -34,7 +34,11 @@ def iter_markdown(report: Report) -> Iterator[str]:
             f"{s.tool_accuracy:.3f} | {s.avg_steps:.2f} |", "",
             *[f"- {line}" for line in trial_lines(s)],
             *([f"- {s.infra_failures} episode(s) ended by the infrastructure (infra_error), "
-               "not by the agent"] if s.infra_failures else []), "",
+               "not by the agent"] if s.infra_failures else []),
+            *([f"- {len(s.unrecorded_cases)} dataset case(s) have no recorded episode (not "
+               "graded, not in pass_rate): " + _cell(", ".join(s.unrecorded_cases[:20]))
+               + (", ..." if len(s.unrecorded_cases) > 20 else "")]
+              if s.unrecorded_cases else []), "",
             "## Metrics", "", "| metric | mean | skipped |", "|---|---:|---:|"]
     for name, value in s.metrics.items():
         note = " (lower is better)" if name in lower else ""

@@ -10,7 +10,7 @@ import click
 @click.command()
 @click.argument("dataset")
 @click.option("--agent", default=None,
-              help="Built-in agent (helpdesk, triage, taskmanager, scripted) or "
+              help="Built-in agent (helpdesk, triage, taskmanager, scripted, bfcl) or "
                    "module:function (importable from the working directory).")
 @click.option("--command", "command", default=None, metavar="CMD",
               help="Instead of --agent: run CMD once per case and trial behind the recording "
