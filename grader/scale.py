@@ -268,7 +268,8 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
             if len(pending) >= in_flight:
                 break
         while pending:
-            out = result(pending.popleft())
+            out = result(pending[0])  # left pending until it is in hand: a Ctrl-C while
+            pending.popleft()         # waiting still finds it in the finally below
             nxt = next(it, None)
             if nxt is not None:
                 pending.append(submit(nxt))

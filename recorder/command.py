@@ -207,6 +207,12 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     cases = load_dataset(opts.dataset)
     if not cases:
         raise UsageError(f"{opts.dataset}: the dataset has no cases")
+    for c in cases:
+        if "\x00" in c.id:  # the program gets the id in EVALTAPE_CASE_ID (and {case_id})
+            raise BadInputError("a case id with a NUL character cannot reach a --command "
+                                "program (environment variables and arguments end at NUL); "
+                                "rename the case", path=str(opts.dataset), line=c.line,
+                                field="id")
     _refuse_secrets_in_inputs(cases, opts.dataset)
     scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
     upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM

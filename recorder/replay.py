@@ -134,15 +134,19 @@ def replay_run(run: str, dataset: str | None = None,
         cid, trial = t.case_id, t.trial
         cpath = opened.root / "http" / cassette_name(cid, trial)
         legacy = opened.root / "http" / legacy_cassette_name(cid, trial)
-        if not cpath.exists() and legacy.exists():
-            cpath = legacy  # recorded before names were made injective
-        if not cpath.exists():
-            raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
-        if not cpath.is_file():
-            raise BadInputError("cassette is not a file", path=str(cpath))
-        if cpath.stat().st_size == 0:
-            raise BadInputError("cassette is empty: a recorded episode's interactions are "
-                                "missing", path=str(cpath))
+        try:
+            if not cpath.exists() and legacy.exists():
+                cpath = legacy  # recorded before names were made injective
+            if not cpath.exists():
+                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+            if not cpath.is_file():
+                raise BadInputError("cassette is not a file", path=str(cpath))
+            if cpath.stat().st_size == 0:
+                raise BadInputError("cassette is empty: a recorded episode's interactions "
+                                    "are missing", path=str(cpath))
+        except OSError as e:  # a folder we may not enter (mode 000)
+            raise BadInputError(f"cannot read the cassette ({e.strerror})",
+                                path=str(cpath)) from None
         seen: list = []
 
         def hook(request: Any, seen: list = seen) -> Any:
@@ -156,6 +160,9 @@ def replay_run(run: str, dataset: str | None = None,
         try:
             ctx = v.use_cassette(str(cpath))
             cassette = ctx.__enter__()
+        except OSError as e:  # (mode 000)
+            raise BadInputError(f"cannot read the cassette ({e.strerror})",
+                                path=str(cpath)) from None
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
         try:

@@ -21,14 +21,16 @@ from urllib.parse import quote, unquote
 CASE_HEADER = "x-evaltape-case"
 #: Characters a case id may carry in :data:`CASE_HEADER` as they are: printable ASCII but
 #: ``%`` (HTTP sends header values as Latin-1, and a line break would end the header).
-_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7f) if chr(c) != "%")
+_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7f) if chr(c) != "%")  # (space encoded)
 
 
 def case_header(case_id: str) -> str:
     """A case id as the value of :data:`CASE_HEADER`: unchanged when it is printable ASCII
-    without ``%`` (every committed cassette's ids), else percent-encoded as UTF-8
+    without ``%`` or outer spaces (every committed cassette's ids), else percent-encoded
+    as UTF-8
     (RFC 3986 §2.1), so ``café``, an emoji or a line break arrive intact."""
-    if case_id.isascii() and case_id.isprintable() and "%" not in case_id:
+    if case_id.isascii() and case_id.isprintable() and "%" not in case_id \
+            and case_id == case_id.strip():  # (a header value loses outer spaces)
         return case_id
     return quote(case_id, safe=_HEADER_SAFE)
 

@@ -13,6 +13,7 @@ into a temporary folder and runs every case in CI.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,8 +275,13 @@ def corpus() -> list[Hostile]:
                 ["{d}/src/c.jsonl: cannot read: Permission denied",
                  "1 episode(s) or file(s) could not be imported"],
                 setup=_chmod(0, "src/c.jsonl"), teardown=_chmod(0o644, "src/c.jsonl")))
-    add(Hostile("audit_file_mode_000", {"runs/a.jsonl": "{}\n", "runs/b.jsonl": "{}\n"},
-                ["audit", "{d}/runs"], 3, ["{d}/runs/b.jsonl: cannot read (Permission denied)"],
+    # the unreadable file is listed and the others are still scanned (a.jsonl's key found)
+    add(Hostile("audit_file_mode_000", {"runs/a.jsonl": '{"k": "sk-ant-' + "a" * 24 + '"}\n',
+                                        "runs/b.jsonl": "{}\n"},
+                ["audit", "{d}/runs"], 3, ["{d}/runs/b.jsonl: cannot read (Permission denied)",
+                                           "{d}/runs/a.jsonl:1: key-shaped string",
+                                           "1 secret(s) found in 2 file(s); 1 file(s) or "
+                                           "folder(s) could not be read"],
                 setup=_chmod(0, "runs/b.jsonl"), teardown=_chmod(0o644, "runs/b.jsonl")))
     add(Hostile("audit_folder_mode_000", {"runs/a.jsonl": "{}\n", "runs/http/b.jsonl": "{}\n"},
                 ["audit", "{d}/runs"], 3,
@@ -338,8 +344,28 @@ def corpus() -> list[Hostile]:
     add(Hostile("record_case_ids_beyond_ascii",
                 {"d.json": [{"id": i, "task": "hi", "script": ["fine"]}
                             for i in ("café", "😀", "\u202eRTL", "nul\u0000id", "new\nline",
-                                      "pct%20x")]},
+                                      "pct%20x", " lead", "trail ")]},
                 ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 0))
+    add(Hostile("record_command_case_id_with_nul",
+                {"d.json": [{"id": "ok", "task": "hi", "script": ["fine"]},
+                            {"id": "nul\u0000id", "task": "hi", "script": ["fine"]}]},
+                ["record", "{d}/d.json", "--command", "true {input_file}", "--out", "{d}/run"],
+                3, ["d.json:2: field 'id': a case id with a NUL character cannot reach a "
+                    "--command program"]))
+    for target in ("run/http/sum__t0.jsonl", "run/http"):
+        add(Hostile(f"replay_cassette_mode_000_{target.count('/')}", {},
+                    ["replay", "{d}/run", "--dataset", str(SEED002_DATASET)], 3,
+                    ["cannot read the cassette (Permission denied)"],
+                    setup=_seed002_run_with(target, 0), teardown=_chmod(0o755, target)))
+        add(Hostile(f"merge_cassette_mode_000_{target.count('/')}", {},
+                    ["merge", "{d}/run", "{d}/run2", "--out", "{d}/merged"], 3, [
+                        "{d}/run/http" + ("/sum__t0.jsonl: cannot read this file" if "." in
+                                          target else ": cannot read this folder")],
+                    setup=_seed002_run_with(target, 0), teardown=_chmod(0o755, target)))
+    add(Hostile("merge_out_inside_a_shard", {},
+                ["merge", "{d}/run", "{d}/run2", "--out", "{d}/run/http/sub"], 2,
+                ["--out {d}/run/http/sub: inside {d}/run, one of the runs to merge"],
+                setup=_seed002_run_with("run", 0o755)))
     add(Hostile("record_out_mode_000", {"d.json": [{"id": "c", "task": "hi",
                                                    "script": ["fine"]}],
                                         "run/.keep": ""},
@@ -366,6 +392,23 @@ def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2")
                                 ("b", "runs/two", other_sha * 64, other_case)):
         (d / sub).mkdir(parents=True, exist_ok=True)
         (d / sub / "report.json").write_text(json.dumps(report(run, sha, case)))
+
+
+#: A committed recorded run (5 cases, one trial) and its dataset.
+SEED002_RUN = Path(__file__).resolve().parent.parent / "cassettes" / "scripted-seed002"
+SEED002_DATASET = SEED002_RUN.parent.parent / "datasets" / "scripted_eval.json"
+
+
+def _seed002_run_with(path: str, mode: int) -> Callable[[Path], None]:
+    """Setup: a copy of the seed-002 run in ``run/``, then ``path`` (under the case
+    folder) given ``mode``."""
+    def apply(d: Path) -> None:
+        shutil.copytree(SEED002_RUN, d / "run")
+        # a second shard of the same recording, with no episode (for merge)
+        shutil.copytree(SEED002_RUN, d / "run2", ignore=shutil.ignore_patterns("*__t*"))
+        (d / "run2" / "traces.jsonl").write_text("")
+        (d / path).chmod(mode)
+    return apply
 
 
 def _symlink_loop(d: Path) -> None:

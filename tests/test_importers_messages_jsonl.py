@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import load_case
+from conftest import load_case, run_cli
 
 from evaltape.cli import cli
 from evaltape.grader.stats.agreement import AgreementAccumulator, cohen_kappa
@@ -203,3 +203,29 @@ def test_a_conversation_without_a_user_message_is_no_episode(tmp_path, fmt):
     for line in (2, 3, 4):
         assert f"{src.as_posix()}:{line}: messages: no user message" in res.output
     assert [t["input"] for t in _lines(tmp_path / "run" / "traces.jsonl")] == ["hi"]
+
+
+def test_trials_and_tool_results_the_grader_would_refuse_are_import_errors(tmp_path):
+    user = {"role": "user", "content": "x"}
+    calls = {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f",
+                                               "input": {}}]}
+    twice = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "a", "content": "r1"},
+        {"type": "tool_result", "tool_use_id": "a", "content": "r2"}]}
+    src = tmp_path / "c.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in (
+        {"id": "ok", "messages": [user, {"role": "assistant", "content": "fine"}]},
+        {"id": "x", "trial": -5, "messages": [user]},                # line 2
+        {"id": "y", "trial": True, "messages": [user]},              # line 3
+        {"id": "z", "messages": [user, calls, twice]},               # line 4
+    )) + "\n")
+    res = CliRunner().invoke(cli, ["import", "anthropic-messages", str(src), "--out",
+                                   str(tmp_path / "run")])
+    assert res.exit_code == 3
+    assert f"{src.as_posix()}:2: trial: trial must be an integer from 0, got -5" in res.output
+    assert f"{src.as_posix()}:3: trial: trial must be an integer from 0, got True" in res.output
+    assert (f"{src.as_posix()}:4: messages[2].content[1]: tool_result id 'a': the call with "
+            "this id already has its result") in res.output
+    # what was imported grades
+    p = run_cli("grade", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--quiet")
+    assert p.returncode == 0, p.stderr

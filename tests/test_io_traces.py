@@ -195,3 +195,14 @@ def test_integers_too_long_for_a_count_are_bad_input(tmp_path, field, value, mes
         list(iter_traces(path))
     assert (e.value.line, e.value.field) == (1, field)
     assert e.value.message.startswith(message)
+
+
+def test_a_negative_latency_is_bad_input(tmp_path):
+    row = make_trace("c")
+    row["latency_s"] = -0.5
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(BadInputError) as e:
+        list(iter_traces(path))
+    assert (e.value.line, e.value.field, e.value.message) == (
+        1, "latency_s", "expected seconds from 0, got -0.5")

@@ -488,9 +488,11 @@ def test_case_ids_cross_the_case_header_intact(case_id):
     value = case_header(case_id)
     value.encode("latin-1")  # an HTTP header value: no character beyond Latin-1 ...
     assert "\n" not in value and "\r" not in value  # ... and no line break
+    assert value == value.strip()  # HTTP drops a header value's outer spaces
     assert case_from_header(value) == case_id
 
 
 def test_printable_ascii_case_ids_travel_as_they_are():
     assert case_header("tc_001") == "tc_001" and case_header("a b/c:d") == "a b/c:d"
     assert case_header("café") == "caf%C3%A9" and case_header("50%") == "50%25"
+    assert case_header(" lead") == "%20lead" and case_header("a b ") == "a%20b%20"

@@ -179,6 +179,8 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     (lambda r: r["episodes"].append(dict(r["episodes"][0])), "episodes[5]"),     # twice
     (lambda r: r["episodes"][0]["metrics"]["task_completion"].update(score=7), "episodes[0]"),
     (lambda r: r["episodes"][0].update(trial=False), "episodes[0]"),
+    (lambda r: r["summary"]["metrics"].update(task_completion=99), "summary.metrics"),
+    (lambda r: r["summary"].update(pass_rate=-0.5), "summary.pass_rate"),
 ])
 def test_doctored_reports_are_refused(tmp_path, mutate, field):
     """A baseline with a repeated episode, a score outside [0, 1] or a boolean trial is not a

@@ -202,8 +202,15 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
                 if call is None:
                     raise EpisodeProblem(f"{btype} id {b['tool_use_id']!r} matches no "
                                          "earlier tool call", f"{place_of(k)}.content[{j}]")
+                if call.get("answered"):  # two results for one call: which one counts?
+                    raise EpisodeProblem(f"{btype} id {b['tool_use_id']!r}: the call with "
+                                         "this id already has its result",
+                                         f"{place_of(k)}.content[{j}]")
+                call["answered"] = True
                 call["result"] = _result_text(b.get("content"))
                 call["is_error"] = bool(b.get("is_error", False))
+    for call in calls:
+        call.pop("answered", None)
     last_calls = isinstance(last_assistant, dict) and any(
         isinstance(b, dict) and b.get("type") in CALL_BLOCKS
         for b in (last_assistant.get("content") or []) if isinstance(

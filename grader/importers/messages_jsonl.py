@@ -44,8 +44,10 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
                              "conversation, or only system/assistant messages)", "messages")
     case_id = meta.get("id", meta.get("case_id", default_id))
     trial = meta.get("trial", 0)
-    if not isinstance(case_id, str) or not case_id or not isinstance(trial, int):
-        raise EpisodeProblem("id must be a non-empty string and trial an integer", "id")
+    if not isinstance(case_id, str) or not case_id:
+        raise EpisodeProblem("id must be a non-empty string", "id")
+    if type(trial) is not int or not 0 <= trial < 1 << 63:  # as the trace reader checks it
+        raise EpisodeProblem(f"trial must be an integer from 0, got {trial!r}"[:120], "trial")
     label = meta.get("reference_label")
     if label is not None and not isinstance(label, bool):
         raise EpisodeProblem(f"expected true/false/null, got {label!r}", "reference_label")

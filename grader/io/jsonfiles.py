@@ -194,19 +194,41 @@ def atomic_write(path: str | Path, data: bytes | str | Iterable[bytes]) -> None:
         OSError: the folder is missing or not writable, or the disk is full (the caller
             turns it into a message naming the file).
     """
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    pieces = [data.encode()] if isinstance(data, str) else (
-        [data] if isinstance(data, (bytes, bytearray)) else data)
+    atomic_write_all([(path, data)])
+
+
+def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[bytes]]]
+                     ) -> None:
+    """:func:`atomic_write` for a set of files that belong together (one report in several
+    formats): every file is written to its temp file first, and only then are they all
+    renamed, so an interruption or a failure while writing leaves the old set whole.
+
+    Raises:
+        OSError: as :func:`atomic_write` (every temp file is deleted; ``filename`` names
+            the file being written).
+    """
+    done: list[tuple[Path, Path]] = []
     try:
-        with open(tmp, "wb") as fh:
-            for piece in pieces:
-                fh.write(piece)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        for path, data in files:
+            p = Path(path)
+            tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+            done.append((tmp, p))
+            pieces = [data.encode()] if isinstance(data, str) else (
+                [data] if isinstance(data, (bytes, bytearray)) else data)
+            try:
+                with open(tmp, "wb") as fh:
+                    for piece in pieces:
+                        fh.write(piece)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as e:
+                e.filename = str(p)
+                raise
+        for tmp, p in done:
+            os.replace(tmp, p)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        for tmp, _p in done:
+            tmp.unlink(missing_ok=True)
         raise
 
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.io.jsonfiles import atomic_write, line_json_error
+from evaltape.grader.io.jsonfiles import atomic_write, check_readable_tree, line_json_error
 from evaltape.grader.io.names import cassette_name, legacy_cassette_name
 from evaltape.grader.io.run import dataset_path_for, locate_run
 
@@ -93,6 +93,9 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     if len(set(roots)) != len(roots):
         raise UsageError("a run is given twice")
     dest = Path(out)
+    for p in paths:  # the merged run must not land inside one it is made from
+        if dest.resolve() == p.root.resolve() or p.root.resolve() in dest.resolve().parents:
+            raise UsageError(f"--out {dest}: inside {p.root}, one of the runs to merge")
     try:
         if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
             raise UsageError(f"--out {dest}: exists and is not an empty folder")
@@ -120,6 +123,15 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
                                 f"{first.root} has {a!r})",
                                 path=str(p.root / "manifest.json"),
                                 field="dataset.inputs_sha256")
+    for p in paths:  # every file to copy readable, before anything is written
+        for sub in ("http", "judge"):
+            src_root = p.root / sub
+            if src_root.is_dir():
+                check_readable_tree(src_root, "its files would be missing from the merged run")
+                for f in src_root.rglob("*"):
+                    if f.is_file() and not os.access(f, os.R_OK):
+                        raise BadInputError("cannot read this file (permission denied)",
+                                            path=str(f))
     from evaltape.grader.io.datasets import load_dataset
     cases = load_dataset(dataset_path_for(first, None))
     position = {c.id: i for i, c in enumerate(cases)}
@@ -177,7 +189,7 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
                 target = dest / sub / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target)
-                cassettes += sub == "http"
+                cassettes += sub == "http" and target.suffix == ".jsonl"
     sorted_traces = sorter.finish()
     with open(dest / ".traces.jsonl.tmp", "wb") as fh:
         sorted_traces.copy_to(fh)

@@ -141,8 +141,8 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     if obj.get("unfinished") is not None and type(obj["unfinished"]) is not bool:
         return None
     latency = obj.get("latency_s")
-    if latency is not None and (type(latency) is not float and (
-            type(latency) is not int or not -INT_MAX <= latency <= INT_MAX)):
+    if latency is not None and (type(latency) not in (int, float)
+                                or not 0 <= latency <= INT_MAX):
         return None
     trace = _new(Trace)  # as _fast_call: Trace(...) without per-field __setattr__
     _set(trace, "__dict__", {
@@ -245,6 +245,9 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     if type(latency) is int and not -INT_MAX <= latency <= INT_MAX:
         raise BadInputError(f"expected seconds, got an integer of {len(str(abs(latency)))} digits",
                             path=path, line=line, field="latency_s")
+    if isinstance(latency, (int, float)) and not 0 <= latency <= INT_MAX:
+        raise BadInputError(f"expected seconds from 0, got {latency!r}"[:120], path=path,
+                            line=line, field="latency_s")
     return Trace(
         case_id=case_id, trial=trial,
         input=_typed(obj, "input", (str,), path, line),

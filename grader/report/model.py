@@ -382,9 +382,16 @@ class Report:
                                                     for v in metrics.values()):
             raise BadInputError("expected {metric: number or null}", path=path,
                                 field="summary.metrics")
+        for name, v in metrics.items():  # every mean is of scores from 0 to 1
+            if v is not None and not 0 <= v <= 1:
+                raise BadInputError(f"a mean score must be from 0 to 1, got {v!r}", path=path,
+                                    field=f"summary.metrics.{name}")
         for key in ("pass_rate", "tool_accuracy", "avg_steps"):
             if s.get(key) is not None and not _is_num(s[key]):
                 raise BadInputError("expected a number", path=path, field=f"summary.{key}")
+            if key != "avg_steps" and s.get(key) is not None and not 0 <= s[key] <= 1:
+                raise BadInputError(f"a rate must be from 0 to 1, got {s[key]!r}", path=path,
+                                    field=f"summary.{key}")
         raw_eps = doc.get("episodes")
         if not isinstance(raw_eps, list):
             raise BadInputError("expected a list", path=path, field="episodes")

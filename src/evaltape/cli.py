@@ -83,20 +83,33 @@ class LazyGroup(click.Group):
                 f"'evaltape {ctx.invoked_subcommand}' needs the recording extra, and "
                 f"{RECORD_EXTRA[top]} is not installed here (a grading-only install): "
                 "pip install 'evaltape[record]'") from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            if isinstance(e, Terminated):
+                click.echo("terminated (SIGTERM)", err=True, nl=False)
+                click.echo("; " if ctx.invoked_subcommand in ("record", "judge") else "\n",
+                           err=True, nl=False)
             if ctx.invoked_subcommand in ("record", "judge"):
                 click.echo("interrupted: finished episodes are saved; rerun to resume",
                            err=True)
             else:  # grade, import, merge...: their outputs are written whole or not at all
                 click.echo(f"interrupted: 'evaltape {ctx.invoked_subcommand}' stopped before "
-                           "it finished; nothing it writes was left half-written", err=True)
-            ctx.exit(130)
+                           "it finished; its temporary files are deleted", err=True)
+            ctx.exit(143 if isinstance(e, Terminated) else 130)
 
 
 @click.group(cls=LazyGroup)
 @click.version_option(package_name="evaltape")
 def cli() -> None:
     """evaltape: record tool-calling agents once, grade them offline forever."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, ``timeout``), raised in the main thread so that it
+    unwinds as Ctrl-C does: temporary files deleted, finished episodes kept (exit 143)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 #: Exit code of an internal error (a bug, not bad input and not a failed gate): BSD
@@ -112,7 +125,9 @@ def main() -> None:
     quality gate failed); ``EVALTAPE_DEBUG=1`` shows the whole traceback.
     """
     import os
+    import signal
     import traceback
+    signal.signal(signal.SIGTERM, _terminated)  # (pool workers forked later inherit it)
     try:
         cli(prog_name="evaltape")
     except Exception as e:  # noqa: BLE001 - the last line of defence, see the docstring

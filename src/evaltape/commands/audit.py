@@ -19,7 +19,7 @@ def audit(paths: tuple[str, ...]) -> None:
     from evaltape.grader.io.jsonfiles import check_readable_tree
     from evaltape.recorder.vcr_ext.scrub import find_secret_deep
 
-    hits, scanned = [], 0
+    hits, unread, scanned = [], [], 0
     for root in paths:
         p = Path(root)
         if not p.exists():
@@ -27,21 +27,24 @@ def audit(paths: tuple[str, ...]) -> None:
         if p.is_dir():
             try:
                 check_readable_tree(p, "its files would go unscanned")
-            except BadInputError as e:
-                raise BadInput(str(e)) from None
+            except BadInputError as e:  # listed; the rest is still scanned
+                unread.append(str(e))
         files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
         for f in files:
             scanned += 1
             try:
                 text = f.read_text(encoding="utf-8", errors="replace")
-            except OSError as e:  # bad input (exit 3): a file the scan cannot vouch for
-                raise BadInput(f"{f}: cannot read ({e.strerror})") from None
+            except OSError as e:  # a file the scan cannot vouch for: listed, scan goes on
+                unread.append(f"{f}: cannot read ({e.strerror})")
+                continue
             for lineno, line in enumerate(text.splitlines(), start=1):
                 leak = find_secret_deep(line)
                 if leak:
                     hits.append(f"{f}:{lineno}: key-shaped string ({leak})")
-    for h in hits:
+    for h in hits + unread:
         click.echo(h, err=True)
-    if hits:
-        raise BadInput(f"{len(hits)} secret(s) found in {scanned} file(s)")
+    if hits or unread:
+        raise BadInput(f"{len(hits)} secret(s) found in {scanned} file(s)"
+                       + (f"; {len(unread)} file(s) or folder(s) could not be read" if unread
+                          else ""))
     click.echo(f"audit ok: no secrets in {scanned} file(s)", err=True)

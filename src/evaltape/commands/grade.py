@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Sequence
 
 import click
 
-from evaltape.grader.io.jsonfiles import atomic_write
+from evaltape.grader.io.jsonfiles import atomic_write_all
 from evaltape.grader.metrics import DEFAULT_METRICS
 
 FORMATS = ("json", "md", "junit", "html")
@@ -23,13 +23,16 @@ def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
         yield piece.encode()
 
 
-def _write(path: Path, data: Iterable[bytes]) -> None:
-    """Write a report file atomically, key-shaped strings redacted (as report_bytes does)."""
+def _write(files: list[tuple[Path, Iterable[bytes]]]) -> None:
+    """Write the report files as one set (all renamed into place after all are written:
+    an interruption leaves the previous set whole), key-shaped strings redacted (as
+    report_bytes does)."""
     from evaltape.grader.io.secrets import redact_bytes
     try:
-        atomic_write(path, (redact_bytes(piece) for piece in data))
+        atomic_write_all((path, (redact_bytes(piece) for piece in data))
+                         for path, data in files)
     except OSError as e:
-        raise click.UsageError(f"cannot write {path}: {e.strerror}") from None
+        raise click.UsageError(f"cannot write {e.filename}: {e.strerror}") from None
 
 
 def _formats(value: str) -> list[str]:
@@ -116,11 +119,6 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
           require_complete: bool = False, workers: int | None = None,
           engine: str = "local", address: str | None = None) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
-    from evaltape.cli import GateFailed
-    from evaltape.grader.api import grade as grade_api
-    from evaltape.grader.report.markdown import iter_markdown
-    from evaltape.grader.report.model import iter_report_json
-
     fmts = _formats(formats)
     if threshold is not None and threshold != threshold:
         raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
@@ -132,7 +130,38 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
     if address is not None and engine != "dask":
         raise click.UsageError("--address is for --engine dask")
     if out:  # checked before grading: a long run must not end on an unusable folder
+        made = not Path(out).exists()
         _make_out(Path(out))
+        try:
+            return _grade(run, dataset, out, quiet, fmts, names, config_path, baseline,
+                          workers, engine, address, threshold, require_complete,
+                          require_judge)
+        except BaseException:
+            if made:  # nothing written (the reports are written last, as one set)
+                _remove_if_empty(Path(out))
+            raise
+    return _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers,
+                  engine, address, threshold, require_complete, require_judge)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Delete a folder this command created when it is still empty (parents are kept)."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: list[str],
+           names: list[str] | None, config_path: str | None, baseline: str | None,
+           workers: int | None, engine: str, address: str | None, threshold: float | None,
+           require_complete: bool, require_judge: bool) -> None:
+    """The body of :func:`grade` once its options are checked (see there)."""
+    from evaltape.cli import GateFailed
+    from evaltape.grader.api import grade as grade_api
+    from evaltape.grader.report.markdown import iter_markdown
+    from evaltape.grader.report.model import iter_report_json
+
     if config_path is None:
         from evaltape.grader.io.config import discover_config
         found = discover_config()
@@ -144,20 +173,22 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
                        engine=engine, address=address)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
+    files: list[tuple[Path, Iterable[bytes]]] = []
     if "json" in fmts:
-        _write(out_dir / "report.json", iter_report_json(report))
+        files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
-        _write(out_dir / "report.md", _encoded(iter_markdown(report)))
+        files.append((out_dir / "report.md", _encoded(iter_markdown(report))))
     if "junit" in fmts:
         from evaltape.grader.report.junit import iter_junit
-        _write(out_dir / "junit.xml", _encoded(iter_junit(report)))
+        files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))
     if "html" in fmts:
         from evaltape.grader.io.run import open_run
         from evaltape.grader.report.html import HTML_EPISODE_LIMIT, iter_html
         shown = {(e.case_id, e.trial) for e in islice(report.episodes, HTML_EPISODE_LIMIT)}
         traces = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
                   if (t.case_id, t.trial) in shown}
-        _write(out_dir / "report.html", _encoded(iter_html(report, traces)))
+        files.append((out_dir / "report.html", _encoded(iter_html(report, traces))))
+    _write(files)
     if not quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)  # (a reader that closes the pipe stops the printing only)
