@@ -115,7 +115,7 @@ def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list
 
 
 def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
-                count_lines: bool = True) -> Iterator[Chunk]:
+                count_lines: bool = True, taper: int = 0) -> Iterator[Chunk]:
     """:func:`split_lines`, one range at a time: a range is yielded as soon as it is cut,
     so that workers start on the first while the rest of the file is read.
 
@@ -123,6 +123,9 @@ def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
         count_lines: read the file to give each range its ``first_line``; ``False`` reads
             one line per cut only (ranges with ``first_line=None``, whose graders count
             their own lines: the pools do this, so that the file is read once).
+        taper: the last ``taper`` bytes of the file are cut into ranges a quarter as long
+            (at least 64 KB), so that the workers of a pool finish close together instead
+            of one grading the last whole range alone.
 
     Raises:
         BadInputError: the file cannot be read (when the first range is asked for).
@@ -135,7 +138,8 @@ def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
         size = os.fstat(fh.fileno()).st_size
         start, line = 0, 1
         while start < size:
-            end = start + chunk_bytes
+            step = chunk_bytes if size - start > taper else max(chunk_bytes // 4, 1 << 16)
+            end = start + step
             if end >= size:
                 end = size
             else:
@@ -426,5 +430,6 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
         chunks = list(iter_chunks(job.run.traces_path, chunk_bytes or CHUNK_BYTES,
                                   count_lines=False))
         return _dask_results(job, chunks, str(address))
-    return PoolResults(job, iter_chunks(job.run.traces_path, chunk_bytes or CHUNK_BYTES,
-                                        count_lines=False), workers, spill=not payloads)
+    size = chunk_bytes or CHUNK_BYTES
+    return PoolResults(job, iter_chunks(job.run.traces_path, size, count_lines=False,
+                                        taper=workers * size), workers, spill=not payloads)

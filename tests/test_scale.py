@@ -339,3 +339,18 @@ def test_a_malformed_dask_address_is_a_usage_error(address):
     with pytest.raises(UsageError, match="expected tcp://HOST:PORT"):
         check_address(address)
     check_address("tcp://127.0.0.1:8786")  # well formed: no error
+
+
+def test_the_last_ranges_are_cut_smaller(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(b"%07d\n" % i for i in range(200_000)))  # 1.6 MB, 8-byte lines
+    plain = list(scale.iter_chunks(p, 1 << 18, count_lines=False))
+    tapered = list(scale.iter_chunks(p, 1 << 18, count_lines=False, taper=1 << 19))
+    sizes = [c.end - c.start for c in tapered]
+    # 256 KB ranges until the last 512 KB, then 64 KB ones (a quarter); a cut ends after
+    # the line holding the cut byte: the 8-byte line that starts there (256 KB = 32768
+    # lines exactly)
+    # after 5 ranges 289,232 bytes are left (< 512 KB): four 64 KB ranges and the rest
+    assert sizes == [(1 << 18) + 8] * 5 + [(1 << 16) + 8] * 4 + [27_064]
+    assert (tapered[0].start, tapered[-1].end) == (plain[0].start, plain[-1].end) == (0, 1_600_000)
+    assert all(a.end == b.start for a, b in zip(tapered, tapered[1:]))
