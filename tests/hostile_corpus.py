@@ -13,6 +13,7 @@ into a temporary folder and runs every case in CI.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -303,6 +304,18 @@ def corpus() -> list[Hostile]:
                  "{d}/out"], 0,
                 ["warning: 1 of 1 graded case(s) state no expectation",
                  "follow seed 000's rules for missing expectations", "not the task: c"]))
+    add(Hostile("traces_in_run_is_a_fifo", {"d.json": DATASET},
+                ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out", "{d}/out"],
+                3, ["{d}/run/traces.jsonl: not a regular file"], setup=_fifo("run/traces.jsonl")))
+    add(Hostile("traces_file_is_a_fifo", {"d.json": DATASET},
+                ["grade", "{d}/t.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
+                 "{d}/out"], 3, ["{d}/t.jsonl: not a regular file"], setup=_fifo("t.jsonl")))
+    add(Hostile("dataset_is_a_fifo", {"traces.jsonl": _jsonl(trace())},
+                ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
+                 "{d}/out"], 3, ["{d}/d.json: not a regular file"], setup=_fifo("d.json")))
+    add(Hostile("import_out_inside_its_source", {"src/a.jsonl": chat},
+                ["import", "openai-messages", "{d}/src", "--out", "{d}/src/out", "--force"], 2,
+                ["--out {d}/src/out is inside the source folder {d}/src"]))
     add(Hostile("traces_is_a_folder", {"run/traces.jsonl/x": "", "d.json": DATASET},
                 ["grade", "{d}/run/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
                  "--out", "{d}/out"], 3, ["traces.jsonl"]))
@@ -408,6 +421,14 @@ def _seed002_run_with(path: str, mode: int) -> Callable[[Path], None]:
         shutil.copytree(SEED002_RUN, d / "run2", ignore=shutil.ignore_patterns("*__t*"))
         (d / "run2" / "traces.jsonl").write_text("")
         (d / path).chmod(mode)
+    return apply
+
+
+def _fifo(path: str) -> Callable[[Path], None]:
+    """Setup: a named pipe at ``path`` (nothing ever writes to it: reading would wait)."""
+    def apply(d: Path) -> None:
+        (d / path).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(d / path)
     return apply
 
 

@@ -168,6 +168,8 @@ def load_dataset(path: str | Path) -> list[Case]:
             duplicate case id (names both lines).
     """
     p = str(path)
+    if Path(p).exists() and not Path(p).is_file():  # a FIFO or a device would be read forever
+        raise BadInputError("not a regular file (a folder, pipe or device)", path=p)
     try:
         data = Path(p).read_bytes()
     except OSError as e:

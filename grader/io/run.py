@@ -90,10 +90,16 @@ def locate_run(target: str | Path) -> RunPaths:
 
             if traces.is_dir():
                 raise BadInputError("expected a file, found a directory", path=str(traces))
+            if not traces.is_file():
+                raise BadInputError("not a regular file (a pipe or device would be read "
+                                    "forever)", path=str(traces))
             return RunPaths(p, traces, read_manifest(p / "manifest.json"))
     except OSError as e:  # a folder we may not enter (mode 000), a name too long...
         raise BadInputError(f"cannot read the run ({e.strerror})",
                             path=str(e.filename or p)) from None
+    if not p.is_file():
+        raise BadInputError("not a regular file (a pipe or device would be read forever)",
+                            path=str(p))
     return RunPaths(p.parent, p, read_manifest(p.parent / "manifest.json"))
 
 

@@ -38,6 +38,12 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise click.UsageError(f"--out {out} is a file, not a folder")
+    for src in sources:  # --force would replace, then re-read, what it writes
+        if Path(src).is_dir() and (target.resolve() == Path(src).resolve()
+                                   or Path(src).resolve() in target.resolve().parents):
+            raise click.UsageError(f"--out {out} is inside the source folder {src}: the "
+                                   "import would read its own output; choose a folder "
+                                   "outside it")
     if target.is_dir() and any(target.iterdir()) and not force:
         raise click.UsageError(f"--out {out} is not empty (it may hold a recorded run); "
                                "choose a new folder or pass --force to replace it")
