@@ -142,7 +142,8 @@ def test_a_user_metric_is_configured_by_its_name(tmp_path, monkeypatch):
     ("[metrics_args.composite]\nweights = {tools = 0.3, response = 0.25, hallucination = 0.2}\n",
      "weights: arguments missing"),
     ("[metrics_args.composite]\nweights = {tools = 0, arguments = 0, response = 0, "
-     "hallucination = 0}\n", "tools \\+ arguments \\+ response must be above 0 and at most 1, got 0"),
+     "hallucination = 0}\n",
+     "tools \\+ arguments \\+ response must be above 0 and at most 1, got 0"),
     ("[metrics_args.composite]\nweights = {tools = 1e308, arguments = 0.25, response = 0.25, "
      "hallucination = 0.2}\n", "must be above 0 and at most 1, got 1e\\+308"),
     ('[metrics_args.efficiency]\nprices = {scripted = "free"}\n',

@@ -78,7 +78,9 @@ def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
                                     else compact_json(got) == compact_json(want)):
         return None  # the same JSON value (fast path; compare_values decides the rest)
     diff = compare_values(got, want)
-    return None if diff is None else f"expected {compact_json(want)}, got {compact_json(got)} ({diff})"
+    if diff is None:
+        return None
+    return f"expected {compact_json(want)}, got {compact_json(got)} ({diff})"
 
 
 def _quoted(value: Any) -> str:

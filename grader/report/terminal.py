@@ -76,7 +76,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     multi = report.multi_trial
     lower = report.lower_is_better
     console.rule("[bold]AI AGENT EVALUATION REPORT")
-    console.print(Text(plain(f"  run: {run.path}   agent: {run.agent or 'n/a'}   model: {run.model or 'n/a'}")))
+    console.print(Text(plain(f"  run: {run.path}   agent: {run.agent or 'n/a'}   "
+                             f"model: {run.model or 'n/a'}")))
     console.print(f"  cases: {s.cases}   trials: {s.trials}   episodes: {s.episodes}")
     console.print(f"  pass_rate: [bold]{s.pass_rate:.3f}[/]   tool_accuracy: "
                   f"{s.tool_accuracy:.3f}   avg_steps: {s.avg_steps:.2f}")
