@@ -6,7 +6,7 @@ import vcr
 # cassette file names are defined with the grader's run layout (``evaltape merge`` checks
 # them) and used from here
 from evaltape.grader.io.names import (MAX_NAME_ID, SAFE_NAME_CHARS, cassette_name,
-                                      legacy_cassette_name)
+                                      cassette_path, legacy_cassette_name)
 
 from .vcr_ext import jsonl_serializer
 from .vcr_ext.matchers import canonical_body
@@ -14,8 +14,8 @@ from .vcr_ext.indexed import IndexedCassette
 from .vcr_ext.persister import AtomicPersister
 from .vcr_ext.scrub import scrub_request, scrub_response
 
-__all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "legacy_cassette_name",
-           "make_vcr", "prune_retried", "MATCH_ON"]
+__all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "cassette_path",
+           "legacy_cassette_name", "make_vcr", "prune_retried", "MATCH_ON"]
 
 MATCH_ON = ("method", "path", "canonical_body")
 

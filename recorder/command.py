@@ -40,7 +40,7 @@ import orjson
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import Case
 
-from .cassette import cassette_name, legacy_cassette_name
+from .cassette import cassette_name, cassette_path
 from .episodes import EpisodeKey, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .script_server import CASE_HEADER, case_header
@@ -282,10 +282,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
             if case is None:
                 raise BadInputError(f"case {key.case_id!r} is not in the dataset",
                                     path=str(traces_path), line=lineno, field="case_id")
-            cpath = root / "http" / cassette_name(key.case_id, key.trial)
-            legacy = root / "http" / legacy_cassette_name(key.case_id, key.trial)
-            if not cpath.exists() and legacy.exists():
-                cpath = legacy  # recorded before names were made injective
+            cpath = cassette_path(root / "http", key.case_id, key.trial)
             if not cpath.exists():
                 raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
             res = run_command(px, argv, case, key.trial, timeout_s)

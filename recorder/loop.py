@@ -131,12 +131,18 @@ def is_infra(e: Exception) -> bool:
     (``invalid_request_error``, 400), which is the agent's."""
     if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
         return True
-    body = getattr(e, "body", None)
-    err = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err, dict) and isinstance(err.get("type"), str):
-        return err["type"] not in REQUEST_ERRORS
+    kind = _error_type(e)
+    if kind is not None:
+        return kind not in REQUEST_ERRORS
     code = getattr(e, "status_code", None)
     return not isinstance(code, int) or code in INFRA_STATUSES or code >= 500
+
+
+def _error_type(e: Exception) -> str | None:
+    """The ``error.type`` an API error's body names (Messages API errors), or ``None``."""
+    body = getattr(e, "body", None)
+    err = body.get("error") if isinstance(body, dict) else None
+    return err["type"] if isinstance(err, dict) and isinstance(err.get("type"), str) else None
 
 
 def infra_kind(e: Exception) -> str:
@@ -144,10 +150,9 @@ def infra_kind(e: Exception) -> str:
     grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
     (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
     ``timeout`` or ``connection`` (anthropic SDK exception classes)."""
-    body = getattr(e, "body", None)
-    err = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err, dict) and isinstance(err.get("type"), str):
-        return err["type"]
+    kind = _error_type(e)
+    if kind is not None:
+        return kind
     if isinstance(e, anthropic.APITimeoutError):
         return "timeout"
     if isinstance(e, anthropic.APIConnectionError):

@@ -11,7 +11,7 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.run import open_run
 
 from .agents import resolve_agent
-from .cassette import cassette_name, legacy_cassette_name, make_vcr
+from .cassette import cassette_name, cassette_path, make_vcr
 from .record import make_client, run_episode
 from .vcr_ext.jsonpath import first_difference
 from .vcr_ext.matchers import parse_body, shorten_pair
@@ -133,10 +133,8 @@ def replay_run(run: str, dataset: str | None = None,
         recorded = t.raw
         cid, trial = t.case_id, t.trial
         cpath = opened.root / "http" / cassette_name(cid, trial)
-        legacy = opened.root / "http" / legacy_cassette_name(cid, trial)
         try:
-            if not cpath.exists() and legacy.exists():
-                cpath = legacy  # recorded before names were made injective
+            cpath = cassette_path(opened.root / "http", cid, trial)
             if not cpath.exists():
                 raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
             if not cpath.is_file():

@@ -24,6 +24,7 @@ from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
                                               read_source, trace_from_messages, unique_id)
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
+from evaltape.grader.io.traces import INT_MAX
 
 CASE_KEYS = ("expected_actions", "expected_tools", "expected_outputs", "metadata")
 
@@ -46,7 +47,7 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
     trial = meta.get("trial", 0)
     if not isinstance(case_id, str) or not case_id:
         raise EpisodeProblem("id must be a non-empty string", "id")
-    if type(trial) is not int or not 0 <= trial < 1 << 63:  # as the trace reader checks it
+    if type(trial) is not int or not 0 <= trial <= INT_MAX:  # as the trace reader checks it
         raise EpisodeProblem(f"trial must be an integer from 0, got {trial!r}"[:120], "trial")
     label = meta.get("reference_label")
     if label is not None and not isinstance(label, bool):

@@ -18,7 +18,7 @@ import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import atomic_write, check_readable_tree, line_json_error
-from evaltape.grader.io.names import cassette_name, legacy_cassette_name
+from evaltape.grader.io.names import cassette_name, cassette_path, legacy_cassette_name
 from evaltape.grader.io.run import dataset_path_for, locate_run
 
 #: Manifest fields every merged run must share (``None`` and absent count as equal).
@@ -35,10 +35,9 @@ def _check_cassette(http: Path, key: tuple[str, int], trace: dict, line: int,
     Raises:
         BadInputError: the cassette is missing (the folder and the episode named).
     """
-    name, legacy = cassette_name(*key), legacy_cassette_name(*key)
-    names[name] = names[legacy] = line
-    if trace.get("stop_reason") == "error" or (http / name).is_file() \
-            or (http / legacy).is_file():
+    name = cassette_name(*key)
+    names[name] = names[legacy_cassette_name(*key)] = line
+    if trace.get("stop_reason") == "error" or cassette_path(http, *key).is_file():
         return
     raise BadInputError(f"no cassette for episode {key[0]}#t{key[1]} (its trace is at "
                         f"traces.jsonl:{line}): the run cannot replay; copy the shard whole",

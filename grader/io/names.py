@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 #: Characters a case id keeps as they are in a cassette file name.
 SAFE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -41,6 +42,19 @@ def cassette_name(case_id: str, trial: int) -> str:
     elif case_id != case_id.lower():
         safe = f"{safe}~{digest[:8]}"  # distinct on case-insensitive file systems too
     return f"{safe}__t{trial}.jsonl"
+
+
+def cassette_path(http: Path, case_id: str, trial: int) -> Path:
+    """An episode's cassette in a run's ``http/`` folder: its name, or the name earlier
+    versions gave it (:func:`legacy_cassette_name`) when only that file exists; the
+    (possibly missing) current name otherwise, for the caller to check and name.
+
+    Raises:
+        OSError: the folder cannot be searched (mode 000).
+    """
+    path = http / cassette_name(case_id, trial)
+    legacy = http / legacy_cassette_name(case_id, trial)
+    return legacy if not path.exists() and legacy.exists() else path
 
 
 def legacy_cassette_name(case_id: str, trial: int) -> str:

@@ -312,12 +312,7 @@ class Run:
         Raises:
             BadInputError: the episode was read before (a run has one trace per episode).
         """
-        trials = self._seen.get(case_id)
-        if trials is None:
-            trials = self._seen[case_id] = TrialSet()
-        if not trials.add(trial):
-            raise BadInputError(f"duplicate episode: case {case_id!r} trial {trial}",
-                                path=str(self.traces_path), line=line, field="trial")
+        self.note_episodes([case_id], [(0, trial)], [line or 0])
 
     def note_episodes(self, case_ids: Sequence[str], keys: Sequence[tuple[int, int]],
                       lines: Sequence[int], line_offset: int = 0) -> None:

@@ -129,19 +129,16 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
             raise click.UsageError("--metrics names no metric")
     if address is not None and engine != "dask":
         raise click.UsageError("--address is for --engine dask")
+    made = bool(out) and not Path(out).exists()
     if out:  # checked before grading: a long run must not end on an unusable folder
-        made = not Path(out).exists()
         _make_out(Path(out))
-        try:
-            return _grade(run, dataset, out, quiet, fmts, names, config_path, baseline,
-                          workers, engine, address, threshold, require_complete,
-                          require_judge)
-        except BaseException:
-            if made:  # nothing written (the reports are written last, as one set)
-                _remove_if_empty(Path(out))
-            raise
-    return _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers,
-                  engine, address, threshold, require_complete, require_judge)
+    try:
+        _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers, engine,
+               address, threshold, require_complete, require_judge)
+    except BaseException:
+        if made:  # nothing written (the reports are written last, as one set)
+            _remove_if_empty(Path(out))
+        raise
 
 
 def _remove_if_empty(folder: Path) -> None:
