@@ -13,10 +13,11 @@ from evaltape.grader.engine import fold_batches
 from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
+from evaltape.grader.judge import JudgeStore
 from evaltape.grader.metrics.base import check_metric
-from evaltape.grader.metrics.registry import (DEFAULT_METRICS, check_own_name, check_unique,
-                                              resolve)
-from evaltape.grader.report.model import EpisodeResult, Report, RunInfo, read_report
+from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_own_name,
+                                              check_unique, resolve)
+from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
 
@@ -71,7 +72,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         else:
             raise UsageError("config must be a TOML file path or a table (dict), got "
                              f"{type(config).__name__}")
-        out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None)
+        out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None,
+                        builtin=BUILTIN)
     return out
 
 
@@ -107,7 +109,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
         ``evaltape grade`` writes to ``report.json``. ``report.coverage`` tells which
         cases/trials the run lacks. ``report.episodes`` is a lazily read sequence on a
-        temporary file (:class:`~evaltape.grader.report.spill.LazyEpisodes`).
+        temporary file (:class:`~evaltape.grader.io.spill.LazyEpisodes`).
 
     Raises:
         UsageError: bad path, no dataset, bad metric selection, zero episodes.
@@ -128,7 +130,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         base = baseline if isinstance(baseline, Report) else read_report(baseline)
     opened = run if isinstance(run, Run) else open_run(run, dataset)
     resolved = resolve_metrics(metrics, opened.cases, config)
-    judge = opened.judge_store() if any(m.judged for m in resolved) else None
+    judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
     man = opened.manifest
     info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,
                    agent=_str_or_none(man.get("agent")), model=_str_or_none(man.get("model")),

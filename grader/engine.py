@@ -21,9 +21,9 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace
-from evaltape.grader.report.model import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
+from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
                                           Report, RunInfo, Summary)
-from evaltape.grader.report.spill import FailureLog, LazyEpisodes, SpillSorter
+from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
@@ -66,7 +66,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     """Grade one checked episode: seed 002's verdict, each metric's score, the report text.
 
     Returns:
-        An :data:`EpisodeRecord`; small except for ``payload`` (:func:`~evaltape.grader.report.model.episode_text`).
+        An :data:`EpisodeRecord`; small except for ``payload`` (:func:`~evaltape.grader.results.episode_text`).
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -187,7 +187,7 @@ class Batch:
         payloads: each episode's ``report.json`` text; empty once :meth:`spill` wrote them
             to ``run``.
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
-            (:meth:`evaltape.grader.report.spill.SpillSorter.add_run`), or ``None``.
+            (:meth:`evaltape.grader.io.spill.SpillSorter.add_run`), or ``None``.
         n, passed, steps, tool_matches: seed 002's counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
             of them are infrastructure errors (seed 002's ``infra_error:`` reasons).
@@ -227,7 +227,7 @@ class Batch:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
         process does this, so that the texts of its episodes do not travel through a pipe
         to the process that folds, nor get written there a second time)."""
-        from evaltape.grader.report.spill import write_run
+        from evaltape.grader.io.spill import write_run
         self.run = write_run(zip(self.keys, self.payloads))
         self.payloads = []
 

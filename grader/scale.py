@@ -289,12 +289,12 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
 def _discard_run(batch: Any) -> None:
     """Delete the run file of a graded range that will not be folded."""
     if getattr(batch, "run", None) is not None:
-        from evaltape.grader.report.spill import delete_run
+        from evaltape.grader.io.spill import delete_run
         delete_run(batch.run[0])
 
 
 def _merge_task(task: tuple) -> tuple[str, bytes]:
-    from evaltape.grader.report.spill import merge_range
+    from evaltape.grader.io.spill import merge_range
     return merge_range(*task)
 
 
@@ -331,14 +331,14 @@ class PoolResults:
         return self._batches
 
     def merge_runs(self, plan: list) -> list[tuple[str, bytes]]:
-        """Run :func:`~evaltape.grader.report.spill.merge_range` on each ``(lo, hi,
+        """Run :func:`~evaltape.grader.io.spill.merge_range` on each ``(lo, hi,
         segments)`` of ``plan`` in the pool; their ``(path, offsets)`` in plan order. When
         one fails (or Ctrl-C), the files of the others are deleted before it is raised."""
         futures = [self._pool.submit(_merge_task, task) for task in plan]
         try:
             return [f.result() for f in futures]
         except BaseException:
-            from evaltape.grader.report.spill import delete_run
+            from evaltape.grader.io.spill import delete_run
             for f in futures:
                 f.cancel()
             for f in futures:

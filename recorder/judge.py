@@ -18,7 +18,7 @@ import anthropic
 import orjson
 
 from evaltape.grader.errors import UsageError
-from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, request_key
+from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
 from evaltape.grader.metrics import BUILTIN, resolve
 from evaltape.grader.model import EpisodeContext
 from evaltape.grader.io.run import open_run
@@ -105,7 +105,7 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
                          "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
     from .record import check_base_url
     check_base_url(base_url)
-    store = opened.judge_store()
+    store = JudgeStore.load(opened.root)
     client = anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
                                  max_retries=max_retries)
     vcr = make_vcr("new_episodes")

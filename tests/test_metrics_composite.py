@@ -64,7 +64,7 @@ def test_config_toml_changes_weights_and_hash(tmp_path):
 def test_breakdowns_by_difficulty_and_tag():
     cases = [Case(id="a", input="q", tags=("x",), difficulty="basic"),
              Case(id="b", input="q", tags=("x", "y"), difficulty="challenge")]
-    from evaltape.grader.report.model import EpisodeResult, MetricResult
+    from evaltape.grader.results import EpisodeResult, MetricResult
     eps = [EpisodeResult("a", 0, True, None, 2, "end_turn",
                          {"composite": MetricResult(0.75, "d")}),
            EpisodeResult("b", 0, False, "wrong_tools", 2, "end_turn",

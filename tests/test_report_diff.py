@@ -160,7 +160,7 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     """Regression: a case id with \\x07 made junit.xml unparsable."""
     import xml.etree.ElementTree as ET
     from evaltape.grader.report.junit import render_junit
-    from evaltape.grader.report.model import Report
+    from evaltape.grader.results import Report
     report = {"schema": "evaltape.report/1", "run": {"name": "r"},
               "summary": {"trials": 1, "pass_rate": 0.0,
                                                 "tool_accuracy": 0.0, "avg_steps": 1,
@@ -186,7 +186,7 @@ def test_doctored_reports_are_refused(tmp_path, mutate, field):
     """A baseline with a repeated episode, a score outside [0, 1] or a boolean trial is not a
     report evaltape wrote: bad input naming the place (it used to be compared silently)."""
     from evaltape.grader.errors import BadInputError
-    from evaltape.grader.report.model import Report
+    from evaltape.grader.results import Report
     p = run_cli("grade", str(RUN), "--out", str(tmp_path / "r"), "--quiet",
                 "--metrics", "task_completion")
     assert p.returncode == 0, p.stderr

@@ -12,8 +12,8 @@ from conftest import ROOT, run_cli
 from evaltape.grader import scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.report.model import read_report, report_bytes
-from evaltape.grader.report.spill import (INDEX_EVERY, LazyEpisodes, SpillSorter, merge_range,
+from evaltape.grader.results import read_report, report_bytes
+from evaltape.grader.io.spill import (INDEX_EVERY, LazyEpisodes, SpillSorter, merge_range,
                                           plan_ranges, write_run)
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
@@ -300,7 +300,7 @@ def test_checked_trace_reading_gives_the_same_trace_on_both_paths():
 
 
 def test_failure_log_keeps_file_order_and_sorts_for_the_report():
-    from evaltape.grader.report.spill import FailureLog
+    from evaltape.grader.io.spill import FailureLog
 
     log = FailureLog()
     for rec in (("c2", 0, "wrong_tools"), ("c10", 1, "wrong_answer"), ("c1", 3, "no_answer:x")):

@@ -12,7 +12,7 @@ Metric arguments become dataclass fields, so they appear in the report's metric 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from evaltape.grader.errors import BadInputError
 
@@ -133,7 +133,7 @@ def _check_types(metric: Any, kw: dict[str, Any], path: str | None) -> None:
 
 
 def configure(metrics: Sequence[Any], config: dict[str, Any],
-              path: str | None = None) -> list[Any]:
+              path: str | None = None, *, builtin: Collection[str] = ()) -> list[Any]:
     """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
 
     Metrics without configured arguments are returned unchanged. Arguments may be given
@@ -142,6 +142,9 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
 
     Args:
         path: the configuration file, named in errors.
+        builtin: the names of the built-in metrics (the registry's keys, passed in by the
+            caller: this reading layer does not import the metrics), which a table may
+            configure even when the run does not select them.
 
     Raises:
         BadInputError: arguments for a metric that is neither built in nor selected but
@@ -153,9 +156,8 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
     """
     import difflib
 
-    from evaltape.grader.metrics.registry import BUILTIN
     args = config.get("metrics_args", {})
-    known = set(BUILTIN) | {m.name for m in metrics}
+    known = set(builtin) | {m.name for m in metrics}
     for name in args:
         if name not in known:
             near = difflib.get_close_matches(name, sorted(known), n=1)
@@ -176,11 +178,11 @@ def configure(metrics: Sequence[Any], config: dict[str, Any],
     return out
 
 
-def unused_tables(selected: Sequence[str], config: dict[str, Any]) -> list[str]:
-    """The ``metrics_args`` tables that configure no metric of this run (neither built in
-    nor among the ``selected`` names), for the caller to mention."""
-    from evaltape.grader.metrics.registry import BUILTIN
-    known = set(BUILTIN) | set(selected)
+def unused_tables(selected: Sequence[str], config: dict[str, Any],
+                  builtin: Collection[str] = ()) -> list[str]:
+    """The ``metrics_args`` tables that configure no metric of this run (neither among the
+    ``builtin`` names nor the ``selected`` ones), for the caller to mention."""
+    known = set(builtin) | set(selected)
     return sorted(n for n in config.get("metrics_args", {}) if n not in known)
 
 

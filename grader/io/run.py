@@ -352,11 +352,6 @@ class Run:
         return Coverage(trials, tuple(c.id for c in self.cases if c.id not in self._seen),
                         tuple(missing))
 
-    def judge_store(self) -> Any:
-        """The run's recorded judge answers (:class:`evaltape.grader.judge.JudgeStore`)."""
-        from evaltape.grader.judge import JudgeStore
-        return JudgeStore.load(self.root)
-
 
 def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
     """Open a run directory (or its ``traces.jsonl``) with its dataset, checked.

@@ -28,6 +28,7 @@ import orjson
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.results import JudgeSummary
 
 JUDGE_DIR = "judge"
 NOT_RECORDED = "judge_not_recorded"
@@ -413,15 +414,14 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
 
 
 def judge_summary(results: Sequence[Any], store: "JudgeStore | None", metrics: Sequence[Any],
-                  run: str) -> Any:
+                  run: str) -> JudgeSummary:
     """The report's ``summary.judge`` block (:class:`JudgeSummary`) for the judged metrics.
 
     Counts the null scores with the judge codes over the judged ``metrics`` in ``results``
-    (:class:`evaltape.grader.report.model.EpisodeResult`), lists the episodes whose answer
+    (:class:`evaltape.grader.results.EpisodeResult`), lists the episodes whose answer
     was not recorded (``case#tN:metric``, report order), the command that records them, and
     the store's :meth:`JudgeStore.stability` for those metrics.
     """
-    from evaltape.grader.report.model import JudgeSummary
     judged = [m.name for m in metrics]
     counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0, AMBIGUOUS: 0}
     missing: list[str] = []

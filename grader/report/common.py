@@ -51,7 +51,7 @@ def status(value: float | None, lower_is_better: bool = False) -> str:
 
 def trial_lines(summary: Any) -> list[str]:
     """One-line texts for pass@k, pass^k and the interval on pass_rate, when the summary
-    (:class:`evaltape.grader.report.model.Summary`) has them."""
+    (:class:`evaltape.grader.results.Summary`) has them."""
     out = []
     ci = summary.pass_rate_ci95
     if ci and ci.get("low") is not None:
@@ -74,7 +74,7 @@ def k_coverage(summary: Any, k: str) -> str:
 
 def episode_label(ep: Any, multi_trial: bool) -> str:
     """``case`` or ``case#t<trial>`` when the run has several trials (``ep``: an
-    :class:`evaltape.grader.report.model.EpisodeResult`)."""
+    :class:`evaltape.grader.results.EpisodeResult`)."""
     return f"{ep.case_id}#t{ep.trial}" if multi_trial else ep.case_id
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from evaltape.grader.report.model import (BaselineComparison, Flip, MetricMove, Report,
+from evaltape.grader.results import (BaselineComparison, Flip, MetricMove, Report,
                                           read_report)
 
 WARNING = 0.05
@@ -25,7 +25,7 @@ LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate", "grounding"}
 
 
 def load_report(path: str | Path) -> Report:
-    """Read and check a ``report.json`` (:func:`evaltape.grader.report.model.read_report`).
+    """Read and check a ``report.json`` (:func:`evaltape.grader.results.read_report`).
 
     Raises:
         BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object of the

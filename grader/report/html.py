@@ -11,7 +11,7 @@ from itertools import islice
 from typing import Any, Iterator, Mapping
 
 from evaltape.grader.report.common import episode_label, fmt, is_failing, k_coverage
-from evaltape.grader.report.model import Report
+from evaltape.grader.results import Report
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}

@@ -9,7 +9,7 @@ from typing import Iterator
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 from evaltape.grader.report.common import episode_label
-from evaltape.grader.report.model import Report
+from evaltape.grader.results import Report
 
 
 def render_junit(report: Report) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from evaltape.grader.report.common import episode_label, fmt, is_failing, plain, status, trial_lines
-from evaltape.grader.report.model import Report
+from evaltape.grader.results import Report
 
 
 def _cell(text: str) -> str:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from evaltape.grader.report.common import bar, episode_label, fmt, is_failing, status, trial_lines
 from evaltape.grader.report.common import plain
-from evaltape.grader.report.model import Report
+from evaltape.grader.results import Report
 
 
 #: Episodes in the per-episode table (and their failing details); a longer run's view ends

@@ -151,9 +151,10 @@ def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
     """
     from evaltape.grader.errors import UsageError
     from evaltape.grader.io.run import open_run
+    from evaltape.grader.judge import JudgeStore
 
     opened = open_run(run, dataset)
-    judge = opened.judge_store()
+    judge = JudgeStore.load(opened.root)
     position = {c.id: i for i, c in enumerate(opened.cases)}
     episodes = [Episode(trace, case, judge) for trace, case in opened.episodes()]
     if not episodes:

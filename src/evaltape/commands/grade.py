@@ -157,7 +157,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
     from evaltape.grader.report.markdown import iter_markdown
-    from evaltape.grader.report.model import iter_report_json
+    from evaltape.grader.results import iter_report_json
 
     if config_path is None:
         from evaltape.grader.io.config import discover_config
@@ -208,7 +208,8 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     _warn_unchecked(run, dataset, s.unrecorded_cases)
     if config_path is not None:
         from evaltape.grader.io.config import load_config, unused_tables
-        unused = unused_tables(report.grader.metrics, load_config(config_path))
+        from evaltape.grader.metrics.registry import BUILTIN
+        unused = unused_tables(report.grader.metrics, load_config(config_path), BUILTIN)
         if unused:
             click.echo(f"note: {config_path}: metrics_args for {', '.join(unused)} unused "
                        "(not selected with --metrics)", err=True)

@@ -309,7 +309,7 @@ class Report:
         run, grader, summary: the blocks above.
         episodes: graded episodes in dataset order, then trial: a tuple when read back
             from JSON (:meth:`from_json`), a
-            :class:`~evaltape.grader.report.spill.LazyEpisodes` when graded
+            :class:`~evaltape.grader.io.spill.LazyEpisodes` when graded
             (:func:`evaltape.grade`): a read-only sequence on a temporary file that parses
             each episode when it is reached (``len``, iteration, indexing and ``==`` as on
             a tuple; ``tuple(report.episodes)`` loads them all).
@@ -488,7 +488,7 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
     its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
     byte substitution); each episode is its stored text (:func:`episode_text`).
     """
-    from evaltape.grader.report.spill import FailureLog, LazyEpisodes, join_pieces
+    from evaltape.grader.io.spill import FailureLog, LazyEpisodes, join_pieces
     log = report.summary.failures if isinstance(report.summary.failures, FailureLog) else None
     blocks = {k: v for k, v in report.iter_json_blocks(failures=log is None)}
     keys = sorted(list(blocks) + ["episodes"])

@@ -13,8 +13,8 @@ The runs live in one named temporary file (each merge reader opens it on its own
 when the merge ends or the sorter is dropped.
 
 :class:`LazyEpisodes` is the :class:`~collections.abc.Sequence` of
-:class:`~evaltape.grader.report.model.EpisodeResult` that a streamed
-:class:`~evaltape.grader.report.model.Report` carries as ``episodes``: ``len``, iteration
+:class:`~evaltape.grader.results.EpisodeResult` that a streamed
+:class:`~evaltape.grader.results.Report` carries as ``episodes``: ``len``, iteration
 (one sequential read of the file) and indexing (one seek) work as on a tuple, but each
 episode is parsed when it is reached and dropped after, so iterating a million episodes
 keeps memory flat. The temporary files are deleted when the objects are garbage collected
