@@ -1,13 +1,17 @@
-"""Seed 004's stage-2 rule-based eval, as plain pytest functions over a recorded run.
+"""The task-manager pipeline reference's stage-2 rule-based eval, as plain pytest functions over a
+recorded run.
 
 Run it (from the repo root) against the committed help-desk run:
 
     pytest examples/test_helpdesk_rules.py --evaltape-run cassettes/helpdesk-scripted-standin
 
-Each test runs once per recorded episode (ids like ``tc_006#t0``). The six rules are seed
-004's ``TestRuleBasedEval``; the help-desk dataset is in seed 000's format, so its
-``expected_outcome_keywords`` stand in for seed 004's ``expected_topics``, and a case with
-no ``should_not_contain`` skips the forbidden-content rule, as in seed 004. The last test
+Each test runs once per recorded episode (ids like ``tc_006#t0``). The six rules are the
+task-manager pipeline reference's ``TestRuleBasedEval``; the help-desk dataset is in the help-desk
+reference's format, so its
+``expected_outcome_keywords`` stand in for the task-manager pipeline reference's
+``expected_topics``, and a case with
+no ``should_not_contain`` skips the forbidden-content rule, as in the task-manager pipeline
+reference. The last test
 shows a built-in metric used as an assertion.
 
 Expected result on cassettes/helpdesk-scripted-standin: 3 failed, 45 passed, 8 skipped
@@ -67,6 +71,7 @@ def test_no_extra_tool_calls(episode):
 
 
 def test_arguments_match_expected(episode):
-    """Beyond seed 004: a built-in metric as an assertion (seed 000's argument check)."""
+    """Beyond the task-manager pipeline reference: a built-in metric as an assertion (the help-desk
+    reference's argument check)."""
     score = episode.score("argument_correctness")
     assert score.value == 1.0, score.details

@@ -1,6 +1,6 @@
 """evaltape grader: pure-Python, offline scoring of recorded agent traces.
 
-This package never imports ``anthropic``, ``vcrpy`` or any HTTP client (DESIGN.md §1);
+This package never imports ``anthropic``, ``vcrpy`` or any HTTP client;
 a test blocks those imports and grades a run to prove it.
 """
 

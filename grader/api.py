@@ -22,7 +22,7 @@ from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
-    """The metrics a plain ``grade`` runs: seed 000's three and ``grounding``, plus
+    """The metrics a plain ``grade`` runs: the help-desk reference's three and ``grounding``, plus
     ``expected_actions_called`` when the cases carry expected actions (imported benchmarks)."""
     from evaltape.grader.metrics.expected_actions import actions_metric_for
     return list(DEFAULT_METRICS) + actions_metric_for(cases)

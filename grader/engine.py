@@ -63,10 +63,12 @@ EpisodeRecord = tuple
 
 def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
               traces_path: str | None = None) -> EpisodeRecord:
-    """Grade one checked episode: seed 002's verdict, each metric's score, the report text.
+    """Grade one checked episode: the scripted-harness reference's verdict, each metric's score, the
+    report text.
 
     Returns:
-        An :data:`EpisodeRecord`; small except for ``payload`` (:func:`~evaltape.grader.results.episode_text`).
+        An :data:`EpisodeRecord`; small except for ``payload``
+        (:func:`~evaltape.grader.results.episode_text`).
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -152,7 +154,7 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                    on_episode: Callable[[EpisodeResult], None] | None = None,
                    traces_path: str | None = None) -> Report:
     """Grade checked ``(trace, case)`` pairs in this process and build the report
-    (DESIGN.md §7).
+   .
 
     Args:
         episodes: checked pairs (:meth:`Run.episodes`), in any order.
@@ -169,7 +171,8 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         read from a temporary file (see :func:`fold_records`).
 
     Raises:
-        UsageError: zero episodes (seed 002 raises ``ValueError`` for an empty suite).
+        UsageError: zero episodes (the scripted-harness reference raises ``ValueError`` for an empty
+            suite).
         BadInputError: a trace's reference label has the wrong type.
     """
     records = (grade_one(t, c, metrics, judge, traces_path) for t, c in episodes)
@@ -188,9 +191,10 @@ class Batch:
             to ``run``.
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
             (:meth:`evaltape.grader.io.spill.SpillSorter.add_run`), or ``None``.
-        n, passed, steps, tool_matches: seed 002's counts.
+        n, passed, steps, tool_matches: the scripted-harness reference's counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
-            of them are infrastructure errors (seed 002's ``infra_error:`` reasons).
+            of them are infrastructure errors (the scripted-harness reference's ``infra_error:``
+            reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
@@ -391,7 +395,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         raise
     try:
         if acc.n == 0:
-            raise UsageError("no episodes to grade (seed 002: an empty suite is an error)")
+            raise UsageError("no episodes to grade (an empty suite is an error)")
         # a pool merges its workers' run files itself, a key range per task
         # stored as report.json lists them, separators included: the report copies them
         records = spill.finish(getattr(parts, "merge_runs", None),
@@ -403,21 +407,22 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         if close is not None:
             close()
     results = LazyEpisodes(records, decode)
-    seed002 = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
-    seed002["failures"] = failures.close(len(trials) > 1)
+    harness = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
+    harness["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
     # pass_rate_ci95; pass@k, pass^k with trials > 1: from each case's (trials, passed), in
     # dataset order, as the sorted episodes list them
     extra = counts_summary({cid: (per_case[cid][0], per_case[cid][1]) for cid in graded})
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
-        extra.update(breakdowns(results, cases, metrics))  # seed 003 by_difficulty/by_tag
+        # the tiered-composite reference's by_difficulty / by_tag
+        extra.update(breakdowns(results, cases, metrics))
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]
     summary = Summary(
         cases=len(graded), trials=len(trials), episodes=acc.n, passed=acc.passed,
-        pass_rate=seed002["pass_rate"], tool_accuracy=seed002["tool_accuracy"],
-        avg_steps=seed002["avg_steps"], failures=seed002["failures"],
+        pass_rate=harness["pass_rate"], tool_accuracy=harness["tool_accuracy"],
+        avg_steps=harness["avg_steps"], failures=harness["failures"],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
         metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),

@@ -1,7 +1,7 @@
 """Domain errors of the grader.
 
 Library code raises these; only ``evaltape/cli.py`` turns them into exit codes
-(DESIGN.md §6: 2 usage error, 3 bad input).
+(2 usage error, 3 bad input).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Frozen data model of the grader: the boundary parses JSON into these, the rest trusts them.
 
-Shapes follow DESIGN.md §3 (trace) and §4 (dataset cases).
+The shapes of a trace line and of a dataset case.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Trace:
-    """One episode (a case run once, in one trial) as recorded (DESIGN.md §3).
+    """One episode (a case run once, in one trial) as recorded.
 
     ``final_response`` is ``None`` when the agent gave no final answer. ``steps`` counts
     model turns. ``raw`` keeps the parsed JSON object for metrics that need keys this
@@ -57,7 +57,8 @@ class Trace:
 
     @property
     def tools_called(self) -> list[str]:
-        """Names of the called tools, in call order (seed 002's ``tools_called``)."""
+        """Names of the called tools, in call order (the scripted-harness reference's
+        ``tools_called``)."""
         return [c.name for c in self.tool_calls]
 
 
@@ -116,11 +117,13 @@ class ExpectedCall:
 
 @dataclass(frozen=True)
 class FactualClaim:
-    """A statement whose truth a judge checks against the tool results (seed 003).
+    """A statement whose truth a judge checks against the tool results (the tiered-composite
+    reference).
 
     Attributes:
         statement: the claim, in words.
-        expected_truth: what the judge should find (seed 003 default: ``True``).
+        expected_truth: what the judge should find (the tiered-composite reference default:
+            ``True``).
         source_ref: where the fact comes from (informational).
     """
 
@@ -131,36 +134,44 @@ class FactualClaim:
 
 @dataclass(frozen=True)
 class Case:
-    """One dataset case, every expectation parsed at load (DESIGN.md §4).
+    """One dataset case, every expectation parsed at load.
 
-    Seed formats and their keys: seed 000 (``id``, ``user_query``, ``expected_tools``,
-    ``expected_args``, ``expected_outcome_keywords``, ``tags``), seed 001 (``ticket``,
-    ``expected_category``, ``must_mention``), seed 002 (``name``, ``task``, ``script``,
-    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), seed 003
-    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), seed
-    004 (``expected_tool_calls``, ``expected_topics``, ``should_not_contain``) and
+    The reference formats and their keys: the help-desk reference (``id``, ``user_query``,
+    ``expected_tools``,
+    ``expected_args``, ``expected_outcome_keywords``, ``tags``), the triage reference (``ticket``,
+    ``expected_category``, ``must_mention``), the scripted-harness reference (``name``, ``task``,
+    ``script``,
+    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), the tiered-composite reference
+    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the
+    task-manager pipeline reference (``expected_tool_calls``, ``expected_topics``,
+    ``should_not_contain``) and
     evaltape's ``expected_actions`` and ``reference_label``.
 
     Attributes:
-        id: case id (seed 000 ``id``, seed 002 ``name``; else ``case_NNN`` by position).
+        id: case id (the help-desk reference ``id``, the scripted-harness reference ``name``; else
+            ``case_NNN`` by position).
         input: the user's request (``user_query`` / ``task`` / ``ticket`` / ``user_input``).
         expected_tools: tool names expected in order (``expected_tools``, else the names of
             ``expected_tool_calls``), or ``None`` when the case says nothing.
-        expected_args: ``{tool: {param: value}}`` (seed 000), or ``None``.
+        expected_args: ``{tool: {param: value}}`` (the help-desk reference), or ``None``.
         expected_calls: the expected calls with their acceptable arguments: from
             ``expected_tool_calls`` (a name, ``{name, arguments}`` or BFCL's
             ``{name: {param: [values]}}``), else ``expected_tools`` + ``expected_args``;
             ``None`` when the case states no tool expectation.
         expected_actions: expected actions (``{name, kwargs}``), exact arguments, or ``None``.
-        expected_outcome_keywords: keywords the answer must contain (seed 000; seed 004's
+        expected_outcome_keywords: keywords the answer must contain (the help-desk reference; the
+            task-manager pipeline reference's
             ``expected_topics`` when absent), or ``None``.
-        expected_answer_contains: one phrase the answer must contain (seed 002), or ``None``.
-        expected_topics: seed 004's topics, or ``None``.
-        final_response_contains, final_response_excludes: seed 003 phrases, or ``None``.
-        should_not_contain: seed 004 forbidden phrases, or ``None``.
-        factual_claims: seed 003 claims for the judge, or ``None``.
-        expected_category, must_mention: seed 001's triage expectations, or ``None``.
-        difficulty: seed 003 tier (``basic``/``advanced``/``challenge`` or any word).
+        expected_answer_contains: one phrase the answer must contain (the scripted-harness
+            reference), or ``None``.
+        expected_topics: the task-manager pipeline reference's topics, or ``None``.
+        final_response_contains, final_response_excludes: the tiered-composite reference phrases, or
+            ``None``.
+        should_not_contain: the task-manager pipeline reference forbidden phrases, or ``None``.
+        factual_claims: the tiered-composite reference claims for the judge, or ``None``.
+        expected_category, must_mention: the triage reference's triage expectations, or ``None``.
+        difficulty: the tiered-composite reference tier (``basic``/``advanced``/``challenge`` or any
+            word).
         reference_label: a reference verdict (pass ``True``/fail ``False``) to measure
             agreement with, or ``None``.
         tools: the function schemas offered with the case (BFCL's ``{name, description,
@@ -168,7 +179,7 @@ class Case:
         matching: whose rules decide tool-call matching: ``None`` (evaltape's), ``"bfcl"``
             (the Berkeley Function-Calling Leaderboard's AST checker) or ``"tau2"``
             (τ²-bench's action checks).
-        script: the scripted model's turns (seed 002), or ``None``.
+        script: the scripted model's turns (the scripted-harness reference), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
@@ -210,12 +221,14 @@ class Case:
     @property
     def has_expectations(self) -> bool:
         """Whether the case states anything to check the agent against (:data:`EXPECTATIONS`);
-        a case without any passes seed 000's rules by definition (no expected tool and none
+        a case without any passes the help-desk reference's rules by definition (no expected tool
+        and none
         called → 1.0, no keyword and an answer → 1.0)."""
         return any(getattr(self, name) is not None for name in self.EXPECTATIONS)
 
     def __post_init__(self) -> None:
-        # A case built in code with seed 000/002 fields gets the same expected calls the
+        # A case built in code with the help-desk and scripted-harness references' fields gets the
+        # same expected calls the
         # loader derives: each expected tool with its expected_args as literal values.
         if self.expected_calls is None and self.expected_tools is not None:
             args = self.expected_args or {}
@@ -226,7 +239,7 @@ class Case:
 
 
 #: Machine codes of null scores. ``error`` (the metric raised) is counted apart from the
-#: others, which mean "not applicable" or "could not be judged" (DESIGN.md §7).
+#: others, which mean "not applicable" or "could not be judged".
 NULL_CODES = {
     "not_applicable": "the case states no expectation this metric checks",
     "undefined": "the formula is 0/0 on this episode (e.g. no call expected and none made)",
@@ -253,7 +266,7 @@ class Score:
     """A metric's verdict on one episode.
 
     Attributes:
-        value: in [0, 1], or ``None`` when not applicable / not computable (DESIGN.md §7).
+        value: in [0, 1], or ``None`` when not applicable / not computable.
         details: the human message: numerators and denominators, or why the value is null.
         code: ``None`` for a value; for a null, a machine code (lower-case ``[a-z0-9_]``):
             one of :data:`NULL_CODES` for built-in metrics, any such word for user metrics.

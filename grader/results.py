@@ -3,7 +3,7 @@
 Built in one place (:func:`evaltape.grader.engine.grade_episodes`), serialised in one place
 (:func:`report_bytes`), read back in one place (:meth:`Report.from_json`, for baselines and
 ``evaltape diff``); renderers take a :class:`Report`. The JSON form is the
-``evaltape.report/1`` contract of DESIGN.md §7: sorted keys, 2-space indent, trailing
+``evaltape.report/1`` contract: sorted keys, 2-space indent, trailing
 newline; optional blocks are absent (not null) when they do not apply, so reports of older
 runs keep their bytes.
 """
@@ -48,11 +48,12 @@ class MetricResult:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """One graded episode: seed 002's verdict and every metric's score.
+    """One graded episode: the scripted-harness reference's verdict and every metric's score.
 
     Attributes:
         case_id, trial: the episode's key.
-        passed: seed 002's verdict; ``failure`` its reason (``None`` when passed).
+        passed: the scripted-harness reference's verdict; ``failure`` its reason (``None`` when
+            passed).
         steps, stop_reason: copied from the trace.
         metrics: ``{metric name: MetricResult}`` in the run's metric order.
     """
@@ -156,13 +157,15 @@ class Summary:
     """The report's ``summary`` block.
 
     ``passed`` counts the passing episodes exactly (gates compare it, not the rounded
-    rate). Seed 002's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places), ``avg_steps``
+    rate). The scripted-harness reference's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places),
+    ``avg_steps``
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
     ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
     the metric raised (JSON key present only when some metric raised). ``infra_failures``
     counts the failed episodes the infrastructure ended (``infra_error:<kind>``: the API
-    failed, not the agent); they count against ``pass_rate`` as seed 002 counts every
+    failed, not the agent); they count against ``pass_rate`` as the scripted-harness reference
+    counts every
     unfinished episode, and are reported apart (JSON key present only when non-zero).
     The optional blocks (``None`` → absent from the JSON) are documented where they are
     computed: trials (:mod:`evaltape.grader.stats.trials`), breakdowns
@@ -303,7 +306,7 @@ class BaselineComparison:
 
 @dataclass(frozen=True)
 class Report:
-    """A graded run (DESIGN.md §7): run and grader blocks, summary, episodes.
+    """A graded run: run and grader blocks, summary, episodes.
 
     Attributes:
         run, grader, summary: the blocks above.

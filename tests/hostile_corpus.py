@@ -303,7 +303,7 @@ def corpus() -> list[Hostile]:
                 ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
                  "{d}/out"], 0,
                 ["warning: 1 of 1 graded case(s) state no expectation",
-                 "follow seed 000's rules for missing expectations", "not the task: c"]))
+                 "follow the rules for missing expectations", "not the task: c"]))
     add(Hostile("traces_in_run_is_a_fifo", {"d.json": DATASET},
                 ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out", "{d}/out"],
                 3, ["{d}/run/traces.jsonl: not a regular file"], setup=_fifo("run/traces.jsonl")))
@@ -408,7 +408,7 @@ def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2")
 
 
 #: A committed recorded run (5 cases, one trial) and its dataset.
-SEED002_RUN = Path(__file__).resolve().parent.parent / "cassettes" / "scripted-seed002"
+SEED002_RUN = Path(__file__).resolve().parent.parent / "cassettes" / "scripted-harness"
 SEED002_DATASET = SEED002_RUN.parent.parent / "datasets" / "scripted_eval.json"
 
 

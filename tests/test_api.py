@@ -89,7 +89,7 @@ def test_a_metric_without_the_protocol_is_refused_naming_what_is_missing():
             return evaltape.Score(1.0)
 
     with pytest.raises(UsageError, match=r"no 'version', no 'higher_is_better', no 'judged'"):
-        evaltape.grade("cassettes/scripted-seed002", metrics=[NoVersion()])
+        evaltape.grade("cassettes/scripted-harness", metrics=[NoVersion()])
 
 
 def test_a_user_metric_named_like_a_builtin_is_refused(monkeypatch):
@@ -103,12 +103,12 @@ def test_a_user_metric_named_like_a_builtin_is_refused(monkeypatch):
     monkeypatch.chdir(ROOT)
     for selection in (["task_completion", Shadow()], [Shadow()]):  # with or without it
         with pytest.raises(UsageError, match="named 'task_completion', the name of a built-in"):
-            evaltape.grade("cassettes/scripted-seed002", metrics=selection)
+            evaltape.grade("cassettes/scripted-harness", metrics=selection)
 
 
 def test_metrics_as_one_comma_separated_string(monkeypatch):
     monkeypatch.chdir(ROOT)
-    report = evaltape.grade("cassettes/scripted-seed002", metrics="task_completion, grounding")
+    report = evaltape.grade("cassettes/scripted-harness", metrics="task_completion, grounding")
     assert report.grader.metrics == ("task_completion", "grounding")
 
 
@@ -123,7 +123,7 @@ def test_a_metric_that_raises_is_counted_as_an_error_not_as_skipped(monkeypatch)
             return evaltape.Score(None, "nothing to check", code="not_applicable")
 
     monkeypatch.chdir(ROOT)
-    report = evaltape.grade("cassettes/scripted-seed002", metrics=[Boom()])
+    report = evaltape.grade("cassettes/scripted-harness", metrics=[Boom()])
     s = report.summary
     assert (s.metrics_errors["boom"], s.metrics_skipped["boom"]) == (1, s.episodes - 1)
     sum_ep = next(e for e in report.episodes if e.case_id == "sum").metrics["boom"]
@@ -210,7 +210,7 @@ def test_judge_command_refuses_a_trace_of_an_unknown_case(tmp_path):
 ])
 def test_api_arguments_of_the_wrong_kind_are_usage_errors(kwargs, message, monkeypatch):
     monkeypatch.chdir(ROOT)
-    kwargs.setdefault("run", "cassettes/scripted-seed002")
+    kwargs.setdefault("run", "cassettes/scripted-harness")
     with pytest.raises(UsageError, match=message):
         evaltape.grade(**kwargs)
 
@@ -218,7 +218,7 @@ def test_api_arguments_of_the_wrong_kind_are_usage_errors(kwargs, message, monke
 def test_a_config_table_in_code_is_checked_like_a_file(monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(BadInputError, match="did you mean 'metrics_args'"):
-        evaltape.grade("cassettes/scripted-seed002", config={"metrics_arg": {}})
+        evaltape.grade("cassettes/scripted-harness", config={"metrics_arg": {}})
 
 
 @pytest.mark.parametrize("name", ["Grounding", "gr\u043eunding", "grounding ", ""])
@@ -232,7 +232,7 @@ def test_metric_names_are_lower_case_words(name, monkeypatch):
             return evaltape.Score(1.0)
     LookAlike.name = name
     with pytest.raises(UsageError, match="not a lower-case word|no 'name'"):
-        evaltape.grade("cassettes/scripted-seed002", metrics=[LookAlike()])
+        evaltape.grade("cassettes/scripted-harness", metrics=[LookAlike()])
 
 
 def test_a_lone_surrogate_in_details_is_an_error_score_not_a_crash(monkeypatch):
@@ -243,7 +243,7 @@ def test_a_lone_surrogate_in_details_is_an_error_score_not_a_crash(monkeypatch):
 
         def score(self, ctx):
             return evaltape.Score(0.5, "bad \ud800")
-    report = evaltape.grade("cassettes/scripted-seed002", metrics=[Bad()])
+    report = evaltape.grade("cassettes/scripted-harness", metrics=[Bad()])
     assert report.summary.metrics_errors["bad_text"] == report.summary.episodes
     evaltape.report_bytes(report)  # serialises
 

@@ -52,7 +52,7 @@ def test_concurrent_grades_into_one_out_all_succeed(tmp_path):
     pid-named temp file and an atomic rename, so all exit 0 and the report is whole."""
     import json
     from conftest import ROOT
-    run = ROOT / "cassettes" / "scripted-seed002"
+    run = ROOT / "cassettes" / "scripted-harness"
     cmd = [sys.executable, "-m", "evaltape.cli", "grade", str(run), "--out",
            str(tmp_path / "out"), "--quiet", "--format", "json,md,junit,html"]
     procs = [subprocess.Popen(cmd, cwd=str(ROOT), stdout=subprocess.PIPE,

@@ -94,7 +94,8 @@ def test_anthropic_messages_and_grade(tmp_path):
     assert res.exit_code == 0, res.output
     ra = json.loads((tmp_path / "r" / "report.json").read_text())["summary"][
         "reference_agreement"]
-    # seed 002's tool check: called [get_weather, get_time] != [get_weather] → fail;
+    # the scripted-harness reference's tool check: called [get_weather, get_time] != [get_weather] →
+    # fail;
     # label says fail → one agreeing episode; kappa undefined (both constant)
     assert (ra["n"], ra["agree"], ra["kappa"]) == (1, 1, None)
     assert ra["kappa_reason"].startswith("undefined")
@@ -171,7 +172,7 @@ def test_import_refuses_a_non_empty_out_folder(tmp_path):
     import shutil
     from conftest import ROOT, run_cli, load_case
     run = tmp_path / "rec"
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     src = tmp_path / "conv.jsonl"
     src.write_text('{"messages": [{"role": "user", "content": "hi"}, '
                    '{"role": "assistant", "content": "hello"}]}\n')

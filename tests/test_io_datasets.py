@@ -13,7 +13,8 @@ from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.datasets import load_dataset
 from evaltape.grader.model import ExpectedCall, FactualClaim
 
-#: One case per expected_tool_calls form (seed 004 name, {name, arguments}, BFCL).
+#: One case per expected_tool_calls form (the task-manager pipeline reference name, {name,
+# arguments}, BFCL).
 CASES = [
     {"id": "by_name", "user_query": "q1", "expected_tool_calls": ["get_weather"]},
     {"id": "literal", "user_query": "q2",
@@ -33,7 +34,8 @@ def test_each_expected_tool_calls_form_loads_typed(tmp_path, suffix):
     assert bfcl.expected_calls == (ExpectedCall("get_weather", {"city": ("Paris", "paris"),
                                                                 "unit": ("C",)},
                                                 frozenset({"unit"}), args_mode="exact"),)
-    # seed 000's tool metrics and seed 002's verdict read the names of the calls
+    # the help-desk reference's tool metrics and the scripted-harness reference's verdict read the
+    # names of the calls
     assert [c.expected_tools for c in (by_name, literal, bfcl)] == [("get_weather",)] * 3
 
 
@@ -52,7 +54,7 @@ def test_each_form_grades(tmp_path):
     assert {e.metrics["tool_selection_accuracy"].score for e in report.episodes} == {1.0}
 
 
-def test_seed_003_and_004_fields_are_typed(tmp_path):
+def test_composite_and_pipeline_fields_are_typed(tmp_path):
     path = write_json(tmp_path / "d.json", [{
         "id": "c", "user_query": "q", "difficulty": "advanced",
         "expected_topics": ["refund", "30 days"], "should_not_contain": ["guarantee"],
@@ -65,7 +67,7 @@ def test_seed_003_and_004_fields_are_typed(tmp_path):
     (case,) = load_dataset(path)
     assert case.difficulty == "advanced"
     assert case.expected_topics == ("refund", "30 days")
-    assert case.expected_outcome_keywords == ("refund", "30 days")  # seed 004 → seed 000
+    assert case.expected_outcome_keywords == ("refund", "30 days")  # topics → keywords
     assert case.should_not_contain == ("guarantee",)
     assert (case.final_response_contains, case.final_response_excludes) == (("refund",),
                                                                            ("never",))

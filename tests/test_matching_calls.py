@@ -14,7 +14,7 @@ from evaltape.grader.matching.calls import (args_mismatch, coerce_arguments, com
                                             match_calls, max_matching, schema_errors)
 from evaltape.grader.metrics.efficiency import Efficiency
 from evaltape.grader.metrics.irrelevance import Irrelevance
-from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent,
+from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTopicsPresent,
                                           ForbiddenContentAbsent, NoExtraToolCalls,
                                           ResponseMinLength, ResponseNotEmpty)
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
@@ -231,7 +231,7 @@ def test_trajectory_match_args_axis_and_null():
     assert s.value is None and s.code
 
 
-def test_seed000_expectations_feed_the_matcher():
+def test_helpdesk_expectations_feed_the_matcher():
     case = Case(id="c", input="q", expected_tools=("unlock_account", "search_docs"),
                 expected_args={"unlock_account": {"username": "jsmith"}})
     calls = case.expected_calls
@@ -239,7 +239,8 @@ def test_seed000_expectations_feed_the_matcher():
     assert calls[0].acceptable == {"username": ("jsmith",)} and calls[1].acceptable is None
 
 
-# --- irrelevance, seed 004 rules, efficiency ------------------------------------------------
+# --- irrelevance, the task-manager pipeline reference rules, efficiency
+# ------------------------------------------------
 
 def test_irrelevance():
     assert Irrelevance().score(ctx([], [])).value == 1.0
@@ -265,12 +266,12 @@ RULES = [
 
 
 @pytest.mark.parametrize("metric,actual,expected,final,extra,score", RULES)
-def test_seed004_rules(metric, actual, expected, final, extra, score):
+def test_rule_checks(metric, actual, expected, final, extra, score):
     s = metric.score(ctx(actual, expected, final=final, extra=extra))
     assert s.value == pytest.approx(score)
 
 
-def test_seed004_rules_without_data_are_null():
+def test_rule_checks_without_data_are_null():
     assert ForbiddenContentAbsent().score(ctx([], [])).value is None
     assert ExpectedTopicsPresent().score(ctx([], [])).value is None
     assert NoExtraToolCalls().score(ctx([], None)).value is None

@@ -1,4 +1,5 @@
-"""argument_correctness: seed 000's string rule kept; typed JSON comparison for the rest."""
+"""argument_correctness: the help-desk reference's string rule kept; typed JSON comparison for the
+rest."""
 from __future__ import annotations
 
 import pytest
@@ -18,11 +19,12 @@ def score(expected_value, actual_args, param="p"):
 
 
 @pytest.mark.parametrize("expected,actual,value", [
-    # seed 000's own rule for string expectations: str(actual).lower() == expected.lower()
+    # the help-desk reference's own rule for string expectations: str(actual).lower() ==
+    # expected.lower()
     ("jsmith", {"p": "JSmith"}, 1.0),
-    ("1", {"p": 1}, 1.0),                      # seed 000: str(1) == "1"
+    ("1", {"p": 1}, 1.0),                      # the help-desk reference: str(1) == "1"
     ("jsmith", {}, 0.0),                       # missing
-    ("None", {"p": None}, 0.0),                # seed 000: a null actual is never correct
+    ("None", {"p": None}, 0.0),                # a null actual is never correct
     # Unicode: the same text composed and decomposed
     ("Z\u00fcrich", {"p": "Zu\u0308rich"}, 1.0),
     # typed comparison for everything that is not a string

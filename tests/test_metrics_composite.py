@@ -1,4 +1,5 @@
-"""Seed 003: composite score, difficulty thresholds, breakdowns, TOML configuration."""
+"""The tiered-composite reference: composite score, difficulty thresholds, breakdowns, TOML
+configuration."""
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def test_composite_and_thresholds(difficulty, verdict):
     assert s.details.endswith(verdict)
 
 
-def test_seed003_response_content_with_excludes():
+def test_composite_response_content_with_excludes():
     # contains 2/2 = 1.0, one excluded phrase present → 1.0 - 0.3 = 0.7
     # composite = 0.30 + 0.25 + 0.7·0.25 = 0.725
     s = Composite().score(ctx("basic", final="alpha beta secret", contains=["alpha", "beta"],

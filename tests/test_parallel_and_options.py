@@ -23,7 +23,7 @@ def _trace(calls, final="done"):
 
 # -- parallel steps -----------------------------------------------------------------------
 
-def test_seed002_check_takes_one_step_as_a_multiset():
+def test_harness_tool_check_takes_one_step_as_a_multiset():
     case = load_case({"name": "c", "task": "q", "expected_tools": ["a", "b"]})
     assert classify(_trace([("b", {}, 1), ("a", {}, 1)]), case) is None       # one step
     assert classify(_trace([("b", {}, 1), ("a", {}, 2)]), case) == "wrong_tools"  # two steps

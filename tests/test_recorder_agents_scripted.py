@@ -1,7 +1,8 @@
-"""Seed 002's four examples, recorded with ``--agent scripted`` and graded via the real CLI.
+"""The scripted-harness reference's four examples, recorded with ``--agent scripted`` and graded via
+the real CLI.
 
 Path exercised: evaltape record → anthropic SDK → httpx → vcrpy → the script server on
-127.0.0.1, then evaltape grade offline. Expected outputs are the seed's own.
+127.0.0.1, then evaltape grade offline. Expected outputs are the reference's own.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize("cases, expected", EXAMPLES, ids=["passing", "wrong", "looping"])
-def test_seed002_examples_record_and_grade(tmp_path, cases, expected):
+def test_harness_examples_record_and_grade(tmp_path, cases, expected):
     ds = write_json(tmp_path / "cases.json", cases)
     run = tmp_path / "run"
     rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run))
@@ -52,11 +53,11 @@ def test_seed002_examples_record_and_grade(tmp_path, cases, expected):
     assert g.returncode == 0, g.stderr
     summary = json.loads((out / "report.json").read_text())["summary"]
     for key in ("pass_rate", "tool_accuracy", "avg_steps"):
-        assert summary[key] == pytest.approx(expected[key], abs=1e-5), key  # seed: 1e-5
+        assert summary[key] == pytest.approx(expected[key], abs=1e-5), key  # its tolerance
     assert summary["failures"] == expected["failures"]
 
 
-def test_seed002_stuck_episode_trace(tmp_path):
+def test_harness_stuck_episode_trace(tmp_path):
     """The third identical call is not executed; the loop stops at step 3."""
     ds = write_json(tmp_path / "cases.json", [STUCK])
     run = tmp_path / "run"
@@ -68,8 +69,8 @@ def test_seed002_stuck_episode_trace(tmp_path):
     assert trace["final_response"] is None
 
 
-def test_seed002_empty_suite_is_usage_error(tmp_path):
-    """Example 4: an empty suite raises ValueError in the seed; here exit code 2."""
+def test_harness_empty_suite_is_usage_error(tmp_path):
+    """Example 4: an empty suite raises ValueError in the reference; here exit code 2."""
     ds = write_json(tmp_path / "cases.json", [WEATHER_PARIS])
     traces = tmp_path / "run" / "traces.jsonl"
     traces.parent.mkdir()

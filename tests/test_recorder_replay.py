@@ -40,7 +40,7 @@ def test_changed_tool_result_names_case_interaction_and_path(tmp_path, monkeypat
 
 def test_replay_cli_exit_1_on_divergence(tmp_path):
     run = tmp_path / "run"
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     traces = run / "traces.jsonl"
     traces.write_text(traces.read_text().replace('"Paris: 18C, light rain"', '"Paris: sunny"', 1))
     p = run_cli("replay", str(run))
@@ -53,7 +53,7 @@ def test_replay_refuses_changed_inputs(tmp_path):
     ds = json.loads((ROOT / "datasets" / "scripted_eval.json").read_text())
     ds[1]["task"] = "What is 2 + 2?"
     (tmp_path / "ds.json").write_text(json.dumps(ds))
-    p = run_cli("replay", str(ROOT / "cassettes" / "scripted-seed002"), "--dataset",
+    p = run_cli("replay", str(ROOT / "cassettes" / "scripted-harness"), "--dataset",
                 str(tmp_path / "ds.json"))
     assert p.returncode == 3
     assert "case 'sum'" in p.stderr and "changed since recording" in p.stderr
@@ -66,7 +66,7 @@ def test_grade_refuses_changed_script_naming_the_case(tmp_path):
     ds[0]["script"][1] = "Paris is lovely: {last_tool_result}"
     ds[0]["expected_answer_contains"] = "lovely"      # expectations may change; this is fine
     (tmp_path / "ds.json").write_text(json.dumps(ds))
-    p = run_cli("grade", str(ROOT / "cassettes" / "scripted-seed002"), "--dataset",
+    p = run_cli("grade", str(ROOT / "cassettes" / "scripted-harness"), "--dataset",
                 str(tmp_path / "ds.json"), "--out", str(tmp_path / "o"))
     assert p.returncode == 3
     assert "case 'weather-paris'" in p.stderr and "changed since recording" in p.stderr
@@ -101,7 +101,7 @@ def _edit(cassette, change) -> None:
 ])
 def test_damaged_cassette_is_exit_3_naming_it(tmp_path, damage, message):
     run = tmp_path / "run"
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     cassette = run / "http" / "sum__t0.jsonl"
     damage(cassette)
     p = run_cli("replay", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
@@ -111,7 +111,7 @@ def test_damaged_cassette_is_exit_3_naming_it(tmp_path, damage, message):
 
 def test_replay_of_no_episodes_is_usage_error(tmp_path):
     run = tmp_path / "run"
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     (run / "traces.jsonl").write_text("")
     p = run_cli("replay", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
     assert p.returncode == 2 and "no episodes to replay" in p.stderr
@@ -120,7 +120,7 @@ def test_replay_of_no_episodes_is_usage_error(tmp_path):
 def test_newer_manifest_schema_is_refused(tmp_path):
     import json
     run = tmp_path / "run"
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", run)
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     m = json.loads((run / "manifest.json").read_text())
     m["schema"] = "evaltape.manifest/2"
     (run / "manifest.json").write_text(json.dumps(m))

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, run_cli
 from evaltape.grader.report.diff import compare_reports, level, mcnemar_exact
 
-RUN = ROOT / "cassettes" / "scripted-seed002"
+RUN = ROOT / "cassettes" / "scripted-harness"
 DATASET = ROOT / "datasets" / "scripted_eval.json"
 
 

@@ -19,14 +19,14 @@ def check(*args):
 def test_golden_roundtrip_and_named_change(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
-    shutil.copytree(ROOT / "cassettes" / "scripted-seed002", runs / "scripted-seed002")
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", runs / "scripted-harness")
     gold = tmp_path / "gold"
     assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
     ok = check("--runs", str(runs), "--golden", str(gold))
     assert ok.returncode == 0, ok.stderr
     # Pretend the golden was made by a different tool_call_f1 formula: the 'sum' episode
     # scored 0.5 there; now it scores 1.0 (add called once, as expected).
-    path = gold / "scripted-seed002" / "report.json"
+    path = gold / "scripted-harness" / "report.json"
     report = json.loads(path.read_text())
     sum_ep = next(e for e in report["episodes"] if e["case_id"] == "sum")
     assert sum_ep["metrics"]["tool_call_f1"]["score"] == 1.0

@@ -1,8 +1,8 @@
 """``anthropic-cassette``: vcrpy cassettes of Anthropic Messages API traffic → traces.
 
 Accepted files: vcrpy YAML (``.yaml``/``.yml``; read with PyYAML, imported only here and
-only when needed), vcrpy JSON (``.json``) and evaltape's own JSONL cassettes (``.jsonl``,
-DESIGN.md §5). Bodies may be the standard ``body: {string: ...}`` (text or ``!!binary``,
+only when needed), vcrpy JSON (``.json``) and evaltape's own JSONL cassettes (``.jsonl``). Bodies
+may be the standard ``body: {string: ...}`` (text or ``!!binary``,
 gzip decoded), a plain ``body`` string, ``parsed_body`` (pydantic-ai's serializer) or
 evaltape's ``{json: ...}`` / ``{text: ...}``.
 

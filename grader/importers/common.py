@@ -1,6 +1,6 @@
 """Shared pieces of the importers: the result container and conversation → trace.
 
-Every importer turns its source into Anthropic-format conversations (DESIGN.md §3 keeps
+Every importer turns its source into Anthropic-format conversations (a trace keeps
 ``messages`` in that format) and calls :func:`trace_from_messages`, so there is one place
 that decides what a tool call, a result, a step and a final answer are.
 """
@@ -70,7 +70,7 @@ class ImportResult:
     """What an importer produced from its sources.
 
     Attributes:
-        traces: trace objects (DESIGN.md §3 dicts, schema ``evaltape.trace/1``), in source order.
+        traces: trace objects (dicts of schema ``evaltape.trace/1``), in source order.
         cases: dataset cases by id, in first-seen order (``id``, ``input`` and any
             expectations the source carries).
         skipped: interactions/entries left out on purpose, each with a reason.

@@ -10,7 +10,8 @@ files are imported together), trial = ``trial``, input = the task ``instruction`
 for every trial, as the grader requires; the simulated user's first message is in
 ``messages``). The case carries ``expected_actions`` (``info.task.actions``, in order),
 ``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
-seed 000's ``argument_correctness``) and ``expected_outputs`` (``info.task.outputs``). The
+the help-desk reference's ``argument_correctness``) and ``expected_outputs``
+(``info.task.outputs``). The
 trace keeps tau-bench's verdict: ``reference_label`` = the reward within 1e-6 of 1
 (tau-bench ``run.py`` ``display_metrics.is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``,
 so ``0.9999999999999998`` is a success) and ``reference`` = ``{"source": "tau-bench

@@ -1,9 +1,11 @@
-"""Load datasets (DESIGN.md §4): a JSON array or JSONL of cases in any seed's format.
+"""Load datasets: a JSON array or JSONL of cases in any reference suite's format.
 
-Seed 000 (``id``, ``user_query``, ``expected_tools``, ``expected_args``,
-``expected_outcome_keywords``, ``tags``), seed 002 (``name``, ``task``, ``script``,
-``expected_answer_contains``, ``expected_tools``, ``max_steps``), seed 001 (``ticket``,
-``expected_category``, ``must_mention``) and the seed 003/004 fields load unchanged.
+The help-desk reference (``id``, ``user_query``, ``expected_tools``, ``expected_args``,
+``expected_outcome_keywords``, ``tags``), the scripted-harness reference (``name``, ``task``,
+``script``,
+``expected_answer_contains``, ``expected_tools``, ``max_steps``), the triage reference (``ticket``,
+``expected_category``, ``must_mention``) and the tiered-composite and task-manager pipeline
+references' fields load unchanged.
 """
 from __future__ import annotations
 
@@ -29,13 +31,13 @@ INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
 MODELED_KEYS = {
     "id", "name", "user_query", "task", "ticket", "user_input", "input", "script",
     "max_steps", "tags",
-    # seed 000 / 002
+    # the help-desk and scripted-harness references
     "expected_tools", "expected_args", "expected_outcome_keywords", "expected_answer_contains",
-    # seed 001
+    # the triage reference
     "expected_category", "must_mention",
-    # seed 003
+    # the tiered-composite reference
     "difficulty", "final_response_contains", "final_response_excludes", "factual_claims",
-    # seed 004
+    # the task-manager pipeline reference
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching",
@@ -86,7 +88,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     Args:
         obj: the decoded case.
         path, line: its file and 1-based line (JSONL) or 1-based index (JSON array).
-        position: 0-based index, used for ``case_NNN`` ids of seed 001 cases without id.
+        position: 0-based index, used for ``case_NNN`` ids of the triage reference cases without id.
 
     Raises:
         BadInputError: not an object; an unknown key (the message suggests the nearest known
@@ -127,7 +129,8 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     calls = get("expected_tool_calls", parse_expected_calls)
     tools = get("expected_tools", str_list)
     if tools is None and calls is not None:
-        tools = tuple(c.name for c in calls)  # seed 004's name for the same expectation
+        # the task-manager pipeline reference's name for the same expectation
+        tools = tuple(c.name for c in calls)
     topics = get("expected_topics", str_list)
     keywords = get("expected_outcome_keywords", str_list)
     return Case(
@@ -215,7 +218,7 @@ def case_input_sha256(case: Case) -> str:
     """sha256 (hex) of what a case feeds the agent: id, input, script, max_steps, and the
     offered ``tools`` when the case carries them (cases without tools hash as before).
 
-    Expectations are excluded on purpose: they may change after recording (DESIGN.md §1).
+    Expectations are excluded on purpose: they may change after recording.
     """
     fed = {"id": case.id, "input": case.input,
            "script": list(case.script) if case.script is not None else None,

@@ -4,7 +4,8 @@ Every parser here raises :class:`FieldError` naming the place inside the key the
 (``[2].arguments``), so :func:`evaltape.grader.io.datasets.parse_case` can report
 ``file: field 'expected_tool_calls[2].arguments': ...``.
 
-Accepted forms of ``expected_tool_calls`` items (seed 004 and the Berkeley Function-Calling
+Accepted forms of ``expected_tool_calls`` items (the task-manager pipeline reference and the
+Berkeley Function-Calling
 Leaderboard's ground truth, ``ast_checker``):
 
 - ``"tool_name"``: the tool, any arguments;
@@ -233,8 +234,10 @@ def parse_actions(value: Any) -> tuple[ExpectedCall, ...]:
 
 
 def parse_claims(value: Any) -> tuple[FactualClaim, ...]:
-    """Seed 003's ``factual_claims``: ``{"statement": str, "expected_truth"?: bool,
-    "source_ref"?: str}`` objects (``expected_truth`` defaults to true, as seed 003 reads).
+    """The tiered-composite reference's ``factual_claims``: ``{"statement": str, "expected_truth"?:
+    bool,
+    "source_ref"?: str}`` objects (``expected_truth`` defaults to true, as the tiered-composite
+    reference reads).
 
     Raises:
         FieldError: not a list, or an item of the wrong shape (index and key named).

@@ -1,8 +1,8 @@
 """``evaltape merge``: join runs recorded apart (``record --shard i/N`` jobs) into one run.
 
 The runs must be parts of one recording: the same agent, model, streaming mode, stand-in
-script, system prompt, tools, trial count and dataset inputs (manifest fields, DESIGN.md
-§5), and no episode may appear in two of them. The merged run holds every trace (in
+script, system prompt, tools, trial count and dataset inputs (manifest fields), and no episode may
+appear in two of them. The merged run holds every trace (in
 dataset order, then trial, sorted on disk in bounded memory), every HTTP cassette and
 judge cassette, and a manifest naming the runs it came from; it grades and replays like a
 run recorded in one go.

@@ -1,4 +1,4 @@
-"""Read and write ``traces.jsonl`` (DESIGN.md §3), streaming, one orjson line at a time."""
+"""Read and write ``traces.jsonl``, streaming, one orjson line at a time."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,7 +6,7 @@ cassettes by canonical request (:class:`JudgeStore`, read here with orjson; the 
 ``evaltape judge`` writes them through vcrpy), and parses each answer strictly, repairing
 only when the strict parse fails (:func:`parse_pass_fail`, :func:`parse_json_verdict`).
 
-Null codes (DESIGN.md §7):
+Null codes:
 
 - ``judge_not_recorded``: no recorded answer for this exact request (a changed prompt
   template is a new request, so it shows up here, never as a stale verdict);
@@ -230,7 +230,7 @@ _PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(PASS|FAIL)(?![A-Za-z/])", re.IGNORECAS
 
 
 def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
-    """Parse a PASS/FAIL answer (seed 001's judge); the verdict is the *last* marker.
+    """Parse a PASS/FAIL answer (the triage reference's judge); the verdict is the *last* marker.
 
     Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED` (the rest of the answer is
     unknown, so no verdict is trusted). Strict: the text is exactly ``PASS`` or ``FAIL``.

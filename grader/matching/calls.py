@@ -370,7 +370,7 @@ def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
 
 def step_groups(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
     """Calls grouped by model turn: consecutive calls sharing a ``step`` > 0 form one
-    parallel step (DESIGN.md §3); a call with ``step`` 0 (unknown) is a step of its own."""
+    parallel step; a call with ``step`` 0 (unknown) is a step of its own."""
     groups: list[list[ToolCall]] = []
     for c in calls:
         if groups and c.step > 0 and groups[-1][-1].step == c.step:

@@ -4,7 +4,7 @@ from evaltape.grader.metrics.base import PASS_THRESHOLD, Metric, metric_spec
 from evaltape.grader.metrics.registry import BUILTIN, DEFAULT_METRICS, register, resolve
 from evaltape.grader.metrics.efficiency import Efficiency
 from evaltape.grader.metrics.irrelevance import Irrelevance
-from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
+from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1

@@ -1,4 +1,5 @@
-"""``argument_correctness``: expected parameter values found in the first call (seed 000)."""
+"""``argument_correctness``: expected parameter values found in the first call (the help-desk
+reference)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,18 +15,22 @@ from evaltape.grader.metrics.base import Metric
 class ArgumentCorrectness(Metric):
     """Fraction of expected ``(tool, param)`` values the agent passed.
 
-    Formula (seed 000, ``ArgumentCorrectness``): for each tool in ``expected_args``, take the
+    Formula (the help-desk reference, ``ArgumentCorrectness``): for each tool in ``expected_args``,
+    take the
     *first* call of that tool; each expected parameter is one check. A tool never called
     counts all its expected parameters wrong. Score = correct / checks; no ``expected_args``
     (or zero checks) → 1.0.
 
     When is one check correct:
 
-    - expected value a string (every seed 000 case): seed 000's rule, the actual value is
+    - expected value a string (every help-desk reference case): the help-desk reference's rule, the
+      actual value is
       present (not null) and ``str(actual).lower() == expected.lower()``, both in Unicode
-      normal form C (so "Zu\\u0308rich" equals "Z\\u00fcrich"; seed 000 compares the raw
-      strings, which no seed 000 case can tell apart);
-    - any other expected value (number, object, array, boolean, null; seed 000's str()
+      normal form C (so "Zu\\u0308rich" equals "Z\\u00fcrich"; the help-desk reference compares the
+      raw
+      strings, which no the help-desk reference case can tell apart);
+    - any other expected value (number, object, array, boolean, null; the help-desk reference's
+      str()
       comparison would make ``{"a": 1, "b": 2}`` differ from ``{"b": 2, "a": 1}`` and
       ``12`` from ``12.0``): a typed JSON comparison
       (:func:`evaltape.grader.matching.calls.compare_values`): object key order never
@@ -84,7 +89,7 @@ def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
 
 
 def _quoted(value: Any) -> str:
-    """``'text'`` as seed 000 prints it; non-ASCII text with ``\\u`` escapes, so two
+    """``'text'`` as the help-desk reference prints it; non-ASCII text with ``\\u`` escapes, so two
     look-alike strings ("Zürich" composed and decomposed) print differently."""
     text = str(value)
     return f"'{text}'" if text.isascii() else ascii(text)

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 from evaltape.grader.errors import UsageError
 from evaltape.grader.model import EpisodeContext, Score
 
-#: Per-metric PASS threshold, as seed 000's ``print_report`` prints it (score >= 0.8).
+#: Per-metric PASS threshold, as the help-desk reference's ``print_report`` prints it (score >=
+# 0.8).
 PASS_THRESHOLD = 0.8
 
 

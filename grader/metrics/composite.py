@@ -1,4 +1,5 @@
-"""``composite``: seed 003's weighted score with per-difficulty pass thresholds."""
+"""``composite``: the tiered-composite reference's weighted score with per-difficulty pass
+thresholds."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,10 +12,11 @@ from evaltape.grader.metrics.hallucination import Hallucination
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
 
-#: Seed 003 ``GradingEngine.grade`` weights.
+#: The tiered-composite reference ``GradingEngine.grade`` weights.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
                                         "hallucination": 0.20}
-#: Seed 003 pass thresholds by ``difficulty``; other/missing tiers use ``default``.
+#: The tiered-composite reference pass thresholds by ``difficulty``; other/missing tiers use
+# ``default``.
 DEFAULT_THRESHOLDS: Mapping[str, float] = {"basic": 0.8, "advanced": 0.6, "challenge": 0.4,
                                            "default": 0.7}
 
@@ -40,9 +42,10 @@ def check_unit_table(table: Any, what: str, keys: set[str] | None,
 
 
 def response_content(ctx: EpisodeContext) -> Score:
-    """Seed 003 ``grade_response_content``: fraction of ``final_response_contains`` found,
+    """The tiered-composite reference ``grade_response_content``: fraction of
+    ``final_response_contains`` found,
     minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
-    ``final_response_contains`` it falls back to seed 000's ``task_completion``."""
+    ``final_response_contains`` it falls back to the help-desk reference's ``task_completion``."""
     contains = ctx.case.final_response_contains
     if not contains:
         return TaskCompletion().score(ctx)
@@ -59,12 +62,13 @@ def response_content(ctx: EpisodeContext) -> Score:
 class Composite(Metric):
     """0.30·tools + 0.25·arguments + 0.25·response − 0.20·hallucination, floored at 0.
 
-    Seed 003's formula; the components are ``tool_selection_accuracy``,
+    The tiered-composite reference's formula; the components are ``tool_selection_accuracy``,
     ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
     rate. A null component contributes 0 to the sum and is named in ``details``; a null
     hallucination (no judge record) means no penalty, also named. If every positive
     component is null the score is null. ``details`` ends with the case's difficulty, its
-    threshold (``thresholds``; seed 003: basic 0.8, advanced 0.6, challenge 0.4, other
+    threshold (``thresholds``; the tiered-composite reference: basic 0.8, advanced 0.6, challenge
+    0.4, other
     0.7) and ``PASS``/``FAIL``. Weights and thresholds are configuration (``[tool.evaltape
     .metrics.composite]``), recorded in the report's metric specs and config hash.
     """

@@ -1,4 +1,5 @@
-"""``factual_claims``: seed 003's ``factual_claims`` checked by the hallucination judge."""
+"""``factual_claims``: the tiered-composite reference's ``factual_claims`` checked by the
+hallucination judge."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,6 @@
 """``grounding``: share of the answer's checkable claims that no source states.
 
-The deterministic check for seed 000's secret mission ("catch the agent fabricating
+The deterministic check for the help-desk reference's goal ("catch the agent fabricating
 information not grounded in tool outputs"); the judged ``hallucination`` metric covers what
 has no checkable token. What it can and cannot catch: docs/metrics.md, "grounding".
 """
@@ -123,7 +123,8 @@ class Grounding(Metric):
     Score = unsupported / checked. Null ``no_answer`` without a final answer; null
     ``not_applicable`` when no tool returned anything (nothing to ground against: words
     quoted in a joke or the keys of structured output are not fabricated facts); null
-    ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer leaves out is not counted.
+    ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer
+    leaves out is not counted.
     ``details`` quotes each unsupported claim with its reason and sentence. Time is linear
     in the answer and results (each source is indexed once, only for the claim kinds the
     answer has; the derived-number and item searches are bounded by

@@ -1,4 +1,5 @@
-"""``hallucination``: an LLM judge's share of unsupported claims (seed 000's secret mission)."""
+"""``hallucination``: an LLM judge's share of unsupported claims (the help-desk reference's secret
+mission)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,7 +65,8 @@ def render_tool_calls(ctx: EpisodeContext) -> str:
 
 
 def factual_claims(ctx: EpisodeContext) -> tuple[FactualClaim, ...]:
-    """Seed 003's ``factual_claims`` of the case (statement, expected truth)."""
+    """The tiered-composite reference's ``factual_claims`` of the case (statement, expected
+    truth)."""
     return ctx.case.factual_claims or ()
 
 

@@ -19,7 +19,7 @@ from evaltape.grader.metrics.grounding import Grounding
 from evaltape.grader.metrics.hallucination import Hallucination
 from evaltape.grader.metrics.rubric_judge import RubricJudge
 from evaltape.grader.metrics.irrelevance import Irrelevance
-from evaltape.grader.metrics.seed004_rules import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
+from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
@@ -31,17 +31,20 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
     ExpectedActionsCalled,  # opt-in; grade adds it when cases carry expected_actions
     BfclAst,  # opt-in; grade adds it when cases use matching: bfcl
-    # opt-in: trajectory and call matching, seed 004 rules, efficiency
+    # opt-in: trajectory and call matching, the task-manager pipeline reference rules, efficiency
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
-    Composite,  # seed 003's weighted score; weights/thresholds via [tool.evaltape]
+    # the tiered-composite reference's weighted score; weights and thresholds via
+    # [tool.evaltape]
+    Composite,
     # opt-in: hallucination checks
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
 )}
 
-#: Metrics a plain ``evaltape grade`` runs: seed 000's three, plus the offline ``grounding``
-#: check of its secret mission (deterministic, no judge needed).
+#: Metrics a plain ``evaltape grade`` runs: the help-desk reference's three, plus the offline
+# ``grounding``
+#: check of its goal of catching fabricated facts (deterministic, no judge needed).
 DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion",
                    "grounding")
 

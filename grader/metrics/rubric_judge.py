@@ -1,4 +1,5 @@
-"""``rubric_judge``: seed 004's weighted three-criterion rubric, judged by an LLM."""
+"""``rubric_judge``: the task-manager pipeline reference's weighted three-criterion rubric, judged
+by an LLM."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,13 +10,13 @@ from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
 
-#: Seed 004's criteria and weights (``WEIGHTED_METRICS``), in order.
+#: The task-manager pipeline reference's criteria and weights (``WEIGHTED_METRICS``), in order.
 CRITERIA = (("task_action_accuracy", 0.5), ("completeness", 0.3), ("conciseness", 0.2))
-#: Seed 004's overall passing threshold (``weighted_score >= 0.7``).
+#: The task-manager pipeline reference's overall passing threshold (``weighted_score >= 0.7``).
 PASS_AT = 0.7
 
 SYSTEM = "You are a strict evaluation judge. You only answer with one JSON object."
-#: Seed 004's evaluation steps, one block per criterion.
+#: The task-manager pipeline reference's evaluation steps, one block per criterion.
 TEMPLATE = """Score the agent's response on three criteria, each from 0.0 to 1.0.
 
 task_action_accuracy: Read the user's request and the agent's final response carefully.
@@ -54,7 +55,8 @@ def validate(obj: dict) -> dict[str, float]:
 
 
 def weighted(v: dict[str, float]) -> float:
-    """Seed 004's ``compute_weighted_score``: Σ score·weight / Σ weight (weights sum to 1)."""
+    """The task-manager pipeline reference's ``compute_weighted_score``: Σ score·weight / Σ weight
+    (weights sum to 1)."""
     total = sum(w for _k, w in CRITERIA)
     return sum(v[k] * w for k, w in CRITERIA) / total
 
@@ -63,7 +65,8 @@ def weighted(v: dict[str, float]) -> float:
 class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
-    ``details`` shows each criterion and PASS/FAIL at :data:`PASS_AT` (0.7, seed 004).
+    ``details`` shows each criterion and PASS/FAIL at :data:`PASS_AT` (0.7, the task-manager
+    pipeline reference).
     No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
     samples: the mean; stability label per sample: pass/fail at 0.7.
     """

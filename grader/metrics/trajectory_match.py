@@ -18,7 +18,8 @@ class TrajectoryMatch(Metric):
     """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes).
 
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
-    (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by ``args_mode``):
+    (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by
+    ``args_mode``):
 
     * ``strict``: |A| = |E| and call i matches expected call i, for every i, except that
       the calls of one parallel step may come in any order;
@@ -32,10 +33,12 @@ class TrajectoryMatch(Metric):
     scores ``None`` with a reason.
 
     ``args_mode`` defaults to ``superset``: every expected argument must be present and
-    equal, extra actual arguments are allowed (seed 000's ``expected_args`` list only the
+    equal, extra actual arguments are allowed (the help-desk reference's ``expected_args`` list only
+    the
     parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
     case's ``tools`` schemas (else the trace's) give the declared types (``integer``
-    refuses ``5.0``) and per-parameter options apply (:func:`evaltape.grader.matching.calls.args_mismatch`).
+    refuses ``5.0``) and per-parameter options apply
+    (:func:`evaltape.grader.matching.calls.args_mismatch`).
     """
 
     name: ClassVar[str] = "trajectory_match"

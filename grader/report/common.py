@@ -9,7 +9,8 @@ BAR_WIDTH = 30
 
 
 def bar(value: float | None, width: int = BAR_WIDTH) -> str:
-    """Seed 000's text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` → blanks."""
+    """The help-desk reference's text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` →
+    blanks."""
     if value is None:
         return " " * width
     n = max(0, min(width, int(value * width)))
@@ -22,9 +23,10 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def passes(value: float, lower_is_better: bool = False) -> bool:
-    """Seed 000's per-metric PASS: score >= 0.8. For a rate of unsupported claims, where
-    lower is better (``grounding``, ``hallucination``), one fabricated claim is already a
-    failure (seed 000's secret mission: catch the agent fabricating), so PASS is 0 only."""
+    """The help-desk reference's per-metric PASS: score >= 0.8. For a rate of unsupported
+    claims, where lower is better (``grounding``, ``hallucination``), one fabricated claim is
+    already a failure (the help-desk reference's goal: catch the agent fabricating), so PASS
+    is 0 only."""
     return value == 0.0 if lower_is_better else value >= PASS_THRESHOLD
 
 

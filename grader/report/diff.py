@@ -1,6 +1,7 @@
 """Compare two ``report.json`` objects: flipped verdicts, metric moves, alert levels.
 
-Alert levels follow seed 003 (``MetricsAggregator._detect_regressions``): a mean that got
+Alert levels follow the tiered-composite reference (``MetricsAggregator._detect_regressions``): a
+mean that got
 worse by more than 0.05 (5 points) is a ``warning``, by more than 0.10 a ``critical``. The
 flips are tested with McNemar's exact (binomial) test, the paired test for two verdicts on
 the same episodes.
@@ -49,7 +50,7 @@ def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
     kind :data:`NO_SHARED_EPISODE` or :data:`OTHER_DATASET`, or ``None``.
 
     Rule: a baseline comparison pairs episodes by (case id, trial) on one dataset's inputs
-    (DESIGN.md §1: expectations may change after recording, inputs may not). Two reports
+    (expectations may change after recording, inputs may not). Two reports
     with no episode in common, or whose ``run.dataset_sha256`` (the inputs' hash) differ,
     are gradings of different things.
     """

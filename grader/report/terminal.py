@@ -1,4 +1,5 @@
-"""The terminal report (rich): aggregate bars and a per-episode table, as seed 000 prints."""
+"""The terminal report (rich): aggregate bars and a per-episode table, as the help-desk reference
+prints."""
 from __future__ import annotations
 
 import os
@@ -63,7 +64,8 @@ def metric_groups(names: list[str], label_w: int, outcome_w: int, width: int
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    """Print seed 000's ``print_report`` layout with rich: totals, bars, per-episode results.
+    """Print the help-desk reference's ``print_report`` layout with rich: totals, bars, per-episode
+    results.
 
     Failing metrics (score < 0.8, or null) show their details under the episode. The table
     lists the first :data:`TERMINAL_EPISODE_LIMIT` episodes. Every

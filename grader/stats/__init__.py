@@ -1,1 +1,2 @@
-"""Aggregation: seed 002 outcomes, trials (pass@k, pass^k, intervals), breakdowns, agreement."""
+"""Aggregation: the scripted-harness reference outcomes, trials (pass@k, pass^k, intervals),
+breakdowns, agreement."""

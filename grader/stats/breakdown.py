@@ -1,4 +1,5 @@
-"""Seed 003's report sections: per-difficulty and per-tag breakdowns, the worst episodes."""
+"""The tiered-composite reference's report sections: per-difficulty and per-tag breakdowns, the
+worst episodes."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -23,12 +24,15 @@ def _group(rows: list[dict], composite: Any) -> dict[str, Any]:
 
 def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
                metrics: Sequence[Any]) -> dict[str, Any]:
-    """Summary keys for seed 003's template, added only when they have content.
+    """Summary keys for the tiered-composite reference's template, added only when they have
+    content.
 
     * ``by_difficulty`` (cases carry ``difficulty``) and ``by_tag`` (cases carry tags):
       ``{group: {episodes, passed, pass_rate[, avg_composite, composite_passed]}}`` where
-      ``passed`` is the seed 002 verdict and ``composite_passed`` counts composite scores at
-      or above the tier's threshold (seed 003: basic 0.8, advanced 0.6, challenge 0.4).
+      ``passed`` is the scripted-harness reference verdict and ``composite_passed`` counts composite
+      scores at
+      or above the tier's threshold (the tiered-composite reference: basic 0.8, advanced 0.6,
+      challenge 0.4).
     * ``worst_episodes`` (only with the ``composite`` metric): the 20 lowest composite
       scores (nulls excluded), ties by dataset order, with failure and an excerpt of the
       composite details.

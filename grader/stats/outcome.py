@@ -1,4 +1,4 @@
-"""Episode outcome and suite summary exactly as seed 002 (``evaluate_agent``).
+"""Episode outcome and suite summary exactly as the scripted-harness reference (``evaluate_agent``).
 
 Cases whose ``matching`` names a benchmark are decided by that benchmark's rules instead:
 ``bfcl`` by the Berkeley Function-Calling Leaderboard's AST checker
@@ -26,7 +26,8 @@ WRONG_CALL = "wrong_call:"
 
 
 def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
-    """Seed 002's list equality of called names, with the calls of one step compared as a
+    """The scripted-harness reference's list equality of called names, with the calls of one step
+    compared as a
     multiset: a step of ``g`` calls must hold the next ``g`` expected names in any order.
     With one call per step this is exactly ``tools_called == expected_tools``."""
     if len(calls) != len(expected):
@@ -54,16 +55,19 @@ def tau2_checks(trace: Trace, case: Case) -> list[tau2.ActionCheck]:
 
 
 def tools_match(trace: Trace, case: Case) -> bool:
-    """Seed 002's exact tool check: the called names equal ``expected_tools`` as lists
+    """The scripted-harness reference's exact tool check: the called names equal ``expected_tools``
+    as lists
     (the calls of one parallel step in any order, :func:`names_match_by_step`).
 
     ``matching: bfcl`` cases: the BFCL verdict; ``matching: tau2`` cases: every gold action
     matched by τ²'s rule.
 
-    A case without ``expected_tools`` expects no call (as seed 000 reads a missing key).
+    A case without ``expected_tools`` expects no call (as the help-desk reference reads a missing
+    key).
     A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
     every expected action called with equal arguments, order-insensitive, each call used
-    once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only feed
+    once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only
+    feed
     the tool-selection metric.
     """
     if case.matching == "bfcl":
@@ -81,10 +85,10 @@ def classify(trace: Trace, case: Case) -> str | None:
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
     such episodes are counted apart from the agent's own failures. Then the checks in
-    seed 002's order: (1) no final answer → ``"no_answer:" + stop_reason``;
+    the scripted-harness reference's order: (1) no final answer → ``"no_answer:" + stop_reason``;
     (2) called tools differ from ``expected_tools`` → ``"wrong_tools"``; (3) the answer
     lacks ``expected_answer_contains`` (case-insensitive substring) → ``"wrong_answer"``.
-    For seed 000 cases, which carry ``expected_outcome_keywords`` instead, check (3)
+    For the help-desk reference cases, which carry ``expected_outcome_keywords`` instead, check (3)
     requires every keyword (case-insensitive substring); a case with neither passes (3).
 
     ``matching: bfcl``: the item's answer is its calls alone (no final answer is expected):
@@ -119,7 +123,7 @@ def classify(trace: Trace, case: Case) -> str | None:
 
 
 class SummaryAccumulator:
-    """Streaming fold of episodes into seed 002's summary numbers.
+    """Streaming fold of episodes into the scripted-harness reference's summary numbers.
 
     Memory is O(number of failures), not O(number of episodes).
     """

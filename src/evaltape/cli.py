@@ -1,6 +1,6 @@
 """The ``evaltape`` command line: a thin, lazily-loaded layer over ``grader`` and ``recorder``.
 
-Exit codes (DESIGN.md §6): 0 ok; 1 a quality gate failed; 2 usage error; 3 bad input;
+Exit codes: 0 ok; 1 a quality gate failed; 2 usage error; 3 bad input;
 70 an internal error (a bug: see :func:`main`).
 Subcommands are imported only when invoked, so ``evaltape grade`` never imports the
 recorder, ``anthropic`` or ``vcrpy``.

@@ -71,7 +71,8 @@ class Episode:
 
     @property
     def tool_calls(self) -> tuple[Any, ...]:
-        """The calls themselves (:class:`evaltape.grader.model.ToolCall`: name, arguments, result)."""
+        """The calls themselves (:class:`evaltape.grader.model.ToolCall`: name, arguments,
+        result)."""
         return self.trace.tool_calls
 
     @property
@@ -86,7 +87,8 @@ class Episode:
 
     @property
     def expected_tools(self) -> list[str] | None:
-        """Expected tool names: seed 004 ``expected_tool_calls``, else ``expected_tools``.
+        """Expected tool names: the task-manager pipeline reference ``expected_tool_calls``, else
+        ``expected_tools``.
 
         ``None`` when the case states no tool expectation (not the same as ``[]``: "call
         no tool").

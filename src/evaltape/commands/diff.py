@@ -21,7 +21,8 @@ def diff(baseline: str, current: str, warning: float, critical: float,
          allow_unrelated: bool = False) -> None:
     """Print flipped episodes and moved metric means of CURRENT against BASELINE.
 
-    Exits 1 when any mean regressed by more than --critical (seed 003's alert levels).
+    Exits 1 when any mean regressed by more than --critical (the tiered-composite reference's alert
+    levels).
     Refuses (exit 2) two reports that share no episode, and two reports graded on datasets
     with different inputs unless --allow-unrelated: their "OK" would mean nothing.
     """

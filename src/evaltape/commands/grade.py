@@ -1,4 +1,4 @@
-"""``evaltape grade``: offline scoring of a recorded run (DESIGN.md §6).
+"""``evaltape grade``: offline scoring of a recorded run.
 
 A thin layer over :func:`evaltape.grade`: it writes the report files, prints the terminal
 view and turns gates into exit codes. The report itself is built by the API, so the CLI and
@@ -48,7 +48,7 @@ def _formats(value: str) -> list[str]:
 
 def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) -> None:
     """Warn when graded cases state no expectation at all (an import from traces alone, a
-    dataset of inputs only): seed 000's rules for missing expectations then decide their
+    dataset of inputs only): the rules for missing expectations then decide their
     scores (1.0 when no tool is called and an answer is given, 0.0 for any call), which
     say nothing about the task."""
     from evaltape.grader.io.run import open_run
@@ -58,7 +58,7 @@ def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) ->
     if bare:
         click.echo(f"warning: {len(bare)} of {len(cases)} graded case(s) state no expectation "
                    "(expected tools, arguments, answer keywords, actions...): their scores "
-                   "and verdicts follow seed 000's rules for missing expectations (any tool "
+                   "and verdicts follow the rules for missing expectations (any tool "
                    "call fails, an answer without calls passes), not the task: "
                    + ", ".join(bare[:5]) + (", ..." if len(bare) > 5 else ""), err=True)
 

@@ -1,4 +1,4 @@
-"""Seed 000's three metric formulas, with expected values worked out by hand."""
+"""The help-desk reference's three metric formulas, with expected values worked out by hand."""
 from __future__ import annotations
 
 import pytest
@@ -55,7 +55,8 @@ def test_argument_correctness_partial_and_first_call_only():
     s = ArgumentCorrectness().score(ctx(c, t))
     assert s.value == pytest.approx(2 / 3)
     assert "r.username: expected 'bob', got 'X'" in s.details
-    # a boolean expectation (no seed 000 case has one) compares typed: "true" is not true
+    # a boolean expectation (no the help-desk reference case has one) compares typed: "true" is not
+    # true
     c = case(expected_args={"r": {"force": True}})
     assert ArgumentCorrectness().score(ctx(c, t)).value == 0.0
 

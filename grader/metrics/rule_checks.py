@@ -1,8 +1,10 @@
-"""Seed 004's six stage-2 rule checks (``TestRuleBasedEval``), each a small metric.
+"""The task-manager pipeline reference's six stage-2 rule checks (``TestRuleBasedEval``), each a
+small metric.
 
 They live together because each is a one-line assertion of the same test class; each is
 still its own frozen dataclass with its own name and version. A rule that passes scores
-1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (seed 004
+1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (the task-manager
+pipeline reference
 ``pytest.skip``s the forbidden-content rule in that case).
 """
 from __future__ import annotations
@@ -68,7 +70,8 @@ class ResponseNotEmpty(Metric):
 
 @dataclass(frozen=True)
 class ResponseMinLength(Metric):
-    """The final response has at least ``min_chars`` characters (seed 004: 20)."""
+    """The final response has at least ``min_chars`` characters (the task-manager pipeline
+    reference: 20)."""
 
     name: ClassVar[str] = "response_min_length"
     version: ClassVar[int] = 1
@@ -88,7 +91,8 @@ class ResponseMinLength(Metric):
 class ExpectedTopicsPresent(Metric):
     """Fraction of ``expected_topics`` found case-insensitively in the answer.
 
-    Seed 004 asserts all of them; the fraction keeps partial credit visible (1.0 = the
+    The task-manager pipeline reference asserts all of them; the fraction keeps partial credit
+    visible (1.0 = the
     assertion passes). No ``expected_topics`` → ``None``.
     """
 
@@ -109,8 +113,10 @@ class ExpectedTopicsPresent(Metric):
 
 @dataclass(frozen=True)
 class ForbiddenContentAbsent(Metric):
-    """No phrase of ``should_not_contain`` (seed 004) / ``final_response_excludes``
-    (seed 003) occurs case-insensitively in the answer. Neither given → ``None``."""
+    """No phrase of ``should_not_contain`` (the task-manager pipeline reference) /
+    ``final_response_excludes``
+    (the tiered-composite reference) occurs case-insensitively in the answer. Neither given →
+    ``None``."""
 
     name: ClassVar[str] = "forbidden_content_absent"
     version: ClassVar[int] = 1
@@ -129,7 +135,8 @@ class ForbiddenContentAbsent(Metric):
 
 @dataclass(frozen=True)
 class NoExtraToolCalls(Metric):
-    """At most ``slack`` more calls than expected (seed 004: expected + 1, for retries)."""
+    """At most ``slack`` more calls than expected (the task-manager pipeline reference: expected +
+    1, for retries)."""
 
     name: ClassVar[str] = "no_extra_tool_calls"
     version: ClassVar[int] = 1
