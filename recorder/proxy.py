@@ -43,7 +43,7 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .vcr_ext.scrub import register_secret
+from .vcr_ext.scrub import register_secret, register_url_credentials, url_credentials
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -170,6 +170,8 @@ class ProxyServer(BackgroundServer):
         mode: ``"record"`` (forward to ``upstream`` and store) or ``"replay"`` (answer from
             the cassettes; no network).
         upstream: base URL of the Messages API (record mode), e.g. ``https://api.anthropic.com``.
+            Credentials in it (``http://user:token@host``) are sent as HTTP basic auth,
+            registered as live secrets, and kept out of every recorded URI and message.
         port: 0 picks a free port.
         idle_timeout: seconds of silence that end an episode (``None``: explicit ends only).
         finished: episodes that already have a trace (record mode refuses them).
@@ -179,6 +181,7 @@ class ProxyServer(BackgroundServer):
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>``.
+        upstream: the upstream base URL without credentials.
         book: the :class:`~.episodes.EpisodeBook`.
     """
 
@@ -189,13 +192,16 @@ class ProxyServer(BackgroundServer):
                  log: Callable[[str], None] | None = None) -> None:
         super().__init__(("127.0.0.1", port), ProxyHandler)
         self.mode = mode
-        self.upstream = (upstream or DEFAULT_UPSTREAM).rstrip("/")
+        given = (upstream or DEFAULT_UPSTREAM).rstrip("/")
+        register_url_credentials(given)
+        # credentials in the URL go as basic auth from the client, never in a URL
+        self.upstream, auth = url_credentials(given)
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
         self.book = EpisodeBook(run, mode, idle_timeout=idle_timeout, finished=finished,
                                 on_end=on_end)
         self.log = log
         self.client = (httpx.Client(timeout=httpx.Timeout(600.0, connect=10.0),
-                                    follow_redirects=False)
+                                    follow_redirects=False, auth=auth)
                        if mode == "record" else None)
 
     def __enter__(self) -> "ProxyServer":
