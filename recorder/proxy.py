@@ -83,11 +83,18 @@ class Route:
 def route(raw_path: str, headers: Any) -> Route:
     """Parse a request target and headers into a :class:`Route`.
 
+    Only origin-form targets (RFC 9112 §3.2.1: ``/path[?query]``) are taken, split as they
+    are (never read as a URL, so ``//host/...`` stays a path).
+
     Raises:
-        ValueError: ``x-evaltape-trial`` is not a non-negative integer.
+        ValueError: the target does not start with ``/`` (an absolute URL, ``@host...``,
+            ``*``), or ``x-evaltape-trial`` is not a non-negative integer.
     """
-    parts = urlsplit(raw_path)
-    path, query = parts.path or "/", ("?" + parts.query if parts.query else "")
+    if not raw_path.startswith("/"):
+        raise ValueError(f"the request target must be a path starting with '/', got "
+                         f"{raw_path[:100]!r}")
+    path, _, query = raw_path.split("#", 1)[0].partition("?")
+    query = "?" + query if query else ""
     m = _EPISODE_PATH.match(path)
     if m:
         key = EpisodeKey(unquote(m.group(1)), int(m.group(2)))
@@ -110,6 +117,35 @@ def route(raw_path: str, headers: Any) -> Route:
     if path == "/evaltape/health":
         return Route("health", None, path)
     return Route("forward", key, path + query)
+
+
+#: Bytes of a request target that are percent-encoded in the forwarded URL: all but
+#: printable ASCII, and ``#`` (a fragment is never part of a target).
+_ENCODE_IN_TARGET = re.compile(rb"[^\x21-\x7e]|#")
+
+
+def forward_url(upstream: httpx.URL, path: str) -> httpx.URL:
+    """The upstream URL of a request for ``path`` (a :class:`Route` path, query included).
+
+    The upstream's scheme, host and port, its base path, then ``path`` as raw bytes: the
+    result is built, never parsed from a string, so nothing in ``path`` (``//host``,
+    ``/\\host``, ``@host``) can name another server. Bytes outside printable ASCII are
+    percent-encoded (``path`` holds the target's bytes as Latin-1, as ``http.server``
+    decodes them).
+
+    Raises:
+        ValueError: ``path`` does not start with ``/``.
+    """
+    if not path.startswith("/"):
+        raise ValueError(f"the request target must be a path starting with '/', got "
+                         f"{path[:100]!r}")
+    try:
+        raw = path.encode("latin-1")
+    except UnicodeEncodeError:  # (a caller's str, not a target off the wire)
+        raw = path.encode("utf-8")
+    raw = _ENCODE_IN_TARGET.sub(lambda m: b"%%%02X" % m.group()[0], raw)
+    prefix = upstream.raw_path.split(b"?", 1)[0].rstrip(b"/")
+    return upstream.copy_with(raw_path=prefix + raw)
 
 
 def _error_body(kind: str, message: str) -> bytes:
@@ -196,6 +232,7 @@ class ProxyServer(BackgroundServer):
         register_url_credentials(given)
         # credentials in the URL go as basic auth from the client, never in a URL
         self.upstream, auth = url_credentials(given)
+        self._upstream_url = httpx.URL(self.upstream) if mode == "record" else None
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
         self.book = EpisodeBook(run, mode, idle_timeout=idle_timeout, finished=finished,
                                 on_end=on_end)
@@ -290,7 +327,8 @@ class ProxyServer(BackgroundServer):
         if r.key is not None:  # the episode travels on, as `evaltape record` sends it
             headers += [(CASE_HEADER, case_header(r.key.case_id)),
                         (TRIAL_HEADER, str(r.key.trial))]
-        url = self.upstream + r.path
+        assert self._upstream_url is not None
+        url = forward_url(self._upstream_url, r.path)
         with ep.lock:
             ep.inflight += 1
         try:
@@ -309,7 +347,7 @@ class ProxyServer(BackgroundServer):
             finally:
                 resp.close()
             if complete:
-                request = Request(h.command, url, body, dict(headers))
+                request = Request(h.command, str(url), body, dict(headers))
                 response = {"status": {"code": resp.status_code,
                                        "message": resp.reason_phrase},
                             "headers": {k: resp.headers.get_list(k)
