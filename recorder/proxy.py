@@ -31,6 +31,7 @@ headers, or none to end every open episode) end episodes and answer with a summa
 from __future__ import annotations
 
 import re
+import socket
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -153,6 +154,29 @@ def _error_body(kind: str, message: str) -> bytes:
     return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
 
 
+def _error_kind(status: int) -> str:
+    """The Anthropic error type of a refusal with HTTP ``status``."""
+    if status == 413:
+        return "request_too_large"
+    return "invalid_request_error" if status < 500 else "api_error"
+
+
+#: Largest request body the proxy reads (the Messages API's own request limit is 32 MB).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+_MAX_LINE = 4096
+_MAX_TRAILERS = 100
+_DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
+class BadRequest(Exception):
+    """A request the proxy cannot read (malformed framing); ``status`` 400 or 413."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class ProxyHandler(BaseHTTPRequestHandler):
     """One client connection: read a request, route it, forward or replay it."""
 
@@ -164,34 +188,142 @@ class ProxyHandler(BaseHTTPRequestHandler):
         """Silence the default per-request log line (the server runs inside tests and CLI runs)."""
         pass
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            out = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(out)
-                out.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+    def _read_exact(self, n: int, what: str) -> bytes:
+        """``n`` bytes of the body, read in pieces of at most 1 MiB (memory follows what
+        arrives, not what a header claims).
 
-    def send_json(self, status: int, body: bytes) -> None:
-        """Send a complete JSON answer with ``content-length``."""
+        Raises:
+            BadRequest: the client closed its side before ``n`` bytes came.
+        """
+        parts, got = [], 0
+        while got < n:
+            piece = self.rfile.read(min(n - got, 1 << 20))
+            if not piece:
+                raise BadRequest(f"the body ended after {got} of the {n} bytes {what}")
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
+
+    def _read_body(self) -> bytes:
+        """The request body, framed by ``transfer-encoding: chunked`` (RFC 9112 §7.1) or
+        ``content-length`` (§6.3); none is an empty body.
+
+        Raises:
+            BadRequest: a transfer coding other than ``chunked``; a ``content-length`` that
+                is not one decimal byte count; a chunk size that is not hexadecimal; chunk
+                data not followed by CRLF; a body cut short; more than
+                :data:`MAX_BODY_BYTES` (status 413).
+        """
+        codings = [c.strip().lower() for v in self.headers.get_all("transfer-encoding", [])
+                   for c in v.split(",") if c.strip()]
+        if codings:
+            if codings != ["chunked"]:
+                raise BadRequest(f"transfer-encoding {', '.join(codings)!r} is not "
+                                 "supported (only chunked)")
+            return self._read_chunked()
+        lengths = {v.strip() for h in self.headers.get_all("content-length", [])
+                   for v in h.split(",")}
+        if not lengths:
+            return b""
+        length = next(iter(lengths)) if len(lengths) == 1 else ""
+        if not _DIGITS.fullmatch(length):
+            raise BadRequest(f"content-length must be one byte count (decimal digits), got "
+                             f"{', '.join(sorted(lengths))[:60]!r}")
+        n = int(length)
+        if n > MAX_BODY_BYTES:
+            raise BadRequest(f"the body ({n} bytes) is larger than the proxy takes "
+                             f"({MAX_BODY_BYTES} bytes)", 413)
+        return self._read_exact(n, "its content-length announced")
+
+    def _read_chunked(self) -> bytes:
+        """A chunked body (RFC 9112 §7.1), trailers read and dropped; see :meth:`_read_body`."""
+        out, total = [], 0
+        while True:
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if not line.endswith(b"\n"):
+                raise BadRequest("the chunked body ended before its last chunk" if
+                                 len(line) <= _MAX_LINE else "a chunk-size line is too long")
+            size_text = line.split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(size_text):
+                raise BadRequest(f"bad chunk size {size_text[:40].decode('latin-1')!r} "
+                                 "(expected hexadecimal digits)")
+            size = int(size_text, 16)
+            if size == 0:
+                for _ in range(_MAX_TRAILERS + 1):
+                    trailer = self.rfile.readline(_MAX_LINE + 1)
+                    if trailer in (b"\r\n", b"\n"):
+                        return b"".join(out)
+                    if not trailer.endswith(b"\n"):
+                        break
+                raise BadRequest("the chunked body does not end with an empty line")
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise BadRequest(f"the body is larger than the proxy takes "
+                                 f"({MAX_BODY_BYTES} bytes)", 413)
+            out.append(self._read_exact(size, "of a chunk"))
+            end = self.rfile.readline(3)
+            if not end:
+                raise BadRequest("the chunked body ended before its last chunk")
+            if end not in (b"\r\n", b"\n"):
+                raise BadRequest("chunk data is not followed by CRLF (chunk size and data "
+                                 "disagree)")
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """``http.server``'s own refusals (a bad request line or header, an unsupported
+        method) as an Anthropic-shaped JSON error, and the connection closed."""
+        text = message or self.responses.get(code, ("error",))[0]
+        self.send_json(code, _error_body(_error_kind(code), f"evaltape proxy: {text}"),
+                       close=True)
+
+    def send_json(self, status: int, body: bytes, close: bool = False) -> None:
+        """Send a complete JSON answer with ``content-length``; ``close`` ends the
+        connection after it (the request's framing cannot be trusted)."""
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
+        if close:
+            self.send_header("connection", "close")  # (sets close_connection)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        if close:
+            self._linger()
+
+    def _linger(self) -> None:
+        """Close the sending half and discard what the client still sends (up to 1 MiB or
+        1 s), so that closing with unread bytes does not reset the connection before the
+        client has read the answer (RFC 9112 §9.6)."""
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(1.0)
+            left = 1 << 20
+            while left > 0:
+                chunk = self.connection.recv(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
 
     def _handle(self) -> None:
-        body = self._read_body()
+        """Read, route and answer one request; a malformed one gets a JSON 400 (413 when
+        too large), the connection is closed, and the server goes on with the next."""
+        try:
+            body = self._read_body()
+        except BadRequest as e:
+            self.send_json(e.status, _error_body(_error_kind(e.status), f"evaltape proxy: {e}"),
+                           close=True)
+            return
+        except OSError:  # the client went away (reset, timeout): nobody to answer
+            self.close_connection = True
+            return
         try:
             r = route(self.path, self.headers)
         except ValueError as e:
-            self.send_json(400, _error_body("invalid_request_error", f"evaltape proxy: {e}"))
+            self.send_json(400, _error_body("invalid_request_error", f"evaltape proxy: {e}"),
+                           close=True)
             return
         self.server.dispatch(self, r, body)
 

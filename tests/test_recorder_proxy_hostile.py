@@ -108,3 +108,57 @@ def test_the_forwarded_url_keeps_the_upstreams_scheme_host_and_port():
         "http://127.0.0.1:9/v1/messages"
     with pytest.raises(ValueError, match="must be a path starting with '/'"):
         forward_url(up, "@evil.example/v1/messages")
+
+
+# -- malformed bodies -----------------------------------------------------------------
+
+CT = {"content_type": "application/json", "x_evaltape_case": "tc_001"}
+
+
+@pytest.mark.parametrize("raw,half_close,status,message", [
+    (request("POST", "/v1/messages", b"zz\r\n{}\r\n0\r\n\r\n", transfer_encoding="chunked",
+             **CT), False, 400, "bad chunk size 'zz' (expected hexadecimal digits)"),
+    (request("POST", "/v1/messages", b"-5\r\n{}\r\n0\r\n\r\n", transfer_encoding="chunked",
+             **CT), False, 400, "bad chunk size '-5' (expected hexadecimal digits)"),
+    (request("POST", "/v1/messages", b"10\r\n{\"model\": \"m\"}", transfer_encoding="chunked",
+             **CT), True, 400, "the body ended after 14 of the 16 bytes of a chunk"),
+    (request("POST", "/v1/messages", b"2\r\n{}\r\n", transfer_encoding="chunked", **CT),
+     True, 400, "the chunked body ended before its last chunk"),
+    (request("POST", "/v1/messages", b"2\r\n{}xx\r\n0\r\n\r\n", transfer_encoding="chunked",
+             **CT), False, 400,
+     "chunk data is not followed by CRLF (chunk size and data disagree)"),
+    (request("POST", "/v1/messages", BODY, content_length="-5", **CT), False, 400,
+     "content-length must be one byte count (decimal digits), got '-5'"),
+    (request("POST", "/v1/messages", BODY, content_length="abc", **CT), False, 400,
+     "content-length must be one byte count (decimal digits), got 'abc'"),
+    (request("POST", "/v1/messages", BODY[:10], content_length=str(len(BODY)), **CT), True,
+     400, f"the body ended after 10 of the {len(BODY)} bytes its content-length announced"),
+    (request("POST", "/v1/messages", BODY, content_length="99999999999", **CT), False, 413,
+     "the body (99999999999 bytes) is larger than the proxy takes (67108864 bytes)"),
+    # refused by http.server itself, before the proxy reads anything: JSON all the same
+    (request("POST", "/v1/messages", BODY, x_big="a" * 70_000), False, 431, "Line too long"),
+], ids=["chunk-size-zz", "chunk-size-negative", "chunk-cut", "last-chunk-missing",
+        "chunk-longer-than-its-size", "content-length-negative", "content-length-abc",
+        "body-cut", "too-large", "header-too-long"])
+def test_a_malformed_request_gets_a_json_error_and_the_proxy_serves_the_next(
+        tmp_path, capfd, raw, half_close, status, message):
+    with FaultServer(SCRIPTS) as up, ProxyServer(tmp_path / "run", upstream=up.base_url) as px:
+        port = px.server_address[1]
+        got_status, headers, body = raw_exchange(port, raw, half_close=half_close)
+        assert up.connections == 0  # nothing was forwarded
+        # the next request, on a new connection, is served as usual
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/evaltape/tc_001/0/v1/messages", BODY,
+                     {"content-type": "application/json"})
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+        conn.close()
+    assert (got_status, headers["content-type"], headers["connection"]) == (
+        status, "application/json", "close")
+    kind = "request_too_large" if status == 413 else "invalid_request_error"
+    assert json.loads(body) == {"type": "error", "error": {
+        "type": kind, "message": f"evaltape proxy: {message}"}}
+    assert resp.status == 200 and answer["content"][0]["name"] == "unlock_account"
+    assert (up.connections, up.requests) == (1, 1)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception" not in err, err
