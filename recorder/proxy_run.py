@@ -26,8 +26,7 @@ from .vcr_ext.scrub import strip_userinfo
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,
                     cases: Sequence[Any] | None, model: str | None, idle_timeout: float | None,
                     command_line: Sequence[str]) -> dict:
-    """``manifest.json`` of a proxied run (DESIGN.md §5 fields that a proxy can know);
-    credentials in the upstream URL are left out of ``base_url_host`` and ``command_line``."""
+    """``manifest.json`` of a proxied run (DESIGN.md §5 fields that a proxy can know)."""
     import os
 
     from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256
@@ -36,6 +35,7 @@ def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | Non
     manifest: dict[str, Any] = {
         "schema": "evaltape.manifest/1", "agent": "proxy",
         "model": model or previous.get("model") or "chosen-by-client",
+        # never the credentials of a URL (user:token@): not in the host, not in the argv
         "base_url_host": urlsplit(strip_userinfo(upstream)).netloc,
         "versions": _versions(),
         "created_at": previous.get("created_at") or

@@ -33,7 +33,7 @@ from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
 from .vcr_ext.scrub import (find_secret, find_secret_deep, register_url_credentials,
-                          scrub_text, scrub_value, strip_userinfo, url_credentials)
+                            scrub_text, scrub_value, strip_userinfo, url_credentials)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -277,10 +277,7 @@ def _load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Seque
 
 def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, model: str,
                    base_url: str | None, previous: dict) -> dict:
-    """The run's ``manifest.json`` (DESIGN.md §5); keeps ``created_at`` of an earlier run.
-
-    Credentials in a URL (``http://user:token@host``) are left out of ``base_url_host``
-    and ``command_line``."""
+    """The run's ``manifest.json`` (DESIGN.md §5); keeps ``created_at`` of an earlier run."""
     spec = getattr(agent_fn, "spec", None)
     host = None
     if base_url:  # (never its credentials: base_url_host is host[:port])
@@ -308,7 +305,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "versions": _versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command_line": [strip_userinfo(a) for a in opts.command_line],
+        "command_line": [strip_userinfo(a) for a in opts.command_line],  # no user:token@
     }
     # --manifest-extra; a resumed run keeps the facts given at its start unless given again
     extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
