@@ -103,11 +103,10 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
     if not api_key and not base_url:
         raise UsageError("no judge to talk to: set ANTHROPIC_API_KEY, or pass --base-url "
                          "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
-    from .record import check_base_url
+    from .record import check_base_url, sdk_client
     check_base_url(base_url)
     store = JudgeStore.load(opened.root)
-    client = anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
-                                 max_retries=max_retries)
+    client = sdk_client(base_url, api_key, max_retries)
     vcr = make_vcr("new_episodes")
     out_dir = Path(opened.root) / JUDGE_DIR
     counts = {"requests": 0, "complete": 0, "sent": 0, "errors": 0}

@@ -289,12 +289,19 @@ class LocalAdapter(BackgroundServer):
     Args:
         upstream: base URL of the Messages-API server, e.g. ``http://127.0.0.1:8081``.
         host, port: where to listen (``port`` 0 picks a free one).
+
+    Raises:
+        ValueError: ``upstream`` is not ``http://HOST[:PORT]``, or carries credentials
+            (``user:password@``; the message does not repeat them).
     """
 
     def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0,
                  verbose: bool = False) -> None:
         super().__init__((host, port), AdapterHandler)
         self.upstream = urlsplit(upstream.rstrip("/"))
+        if "@" in self.upstream.netloc:  # (never echoed: it holds a password or token)
+            raise ValueError("upstream must be http://HOST:PORT without user:password@ "
+                             "(the adapter sends no credentials upstream)")
         if self.upstream.scheme != "http" or not self.upstream.hostname:
             raise ValueError(f"upstream must be http://HOST:PORT, got {upstream!r}")
         self.verbose = verbose
@@ -310,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     a = p.parse_args(argv)
-    server = LocalAdapter(a.upstream, a.host, a.port, a.verbose)
+    try:
+        server = LocalAdapter(a.upstream, a.host, a.port, a.verbose)
+    except ValueError as e:
+        p.error(str(e))  # exit 2 with the usage line, no traceback
     print(f"adapter {ADAPTER_VERSION}: {server.base_url} -> {a.upstream}", flush=True)
     try:
         server.serve_forever()

@@ -31,6 +31,7 @@ headers, or none to end every open episode) end episodes and answer with a summa
 from __future__ import annotations
 
 import re
+import socket
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -43,7 +44,7 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .vcr_ext.scrub import register_secret
+from .vcr_ext.scrub import register_secret, register_url_credentials, url_credentials
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -83,11 +84,18 @@ class Route:
 def route(raw_path: str, headers: Any) -> Route:
     """Parse a request target and headers into a :class:`Route`.
 
+    Only origin-form targets (RFC 9112 §3.2.1: ``/path[?query]``) are taken, split as they
+    are (never read as a URL, so ``//host/...`` stays a path).
+
     Raises:
-        ValueError: ``x-evaltape-trial`` is not a non-negative integer.
+        ValueError: the target does not start with ``/`` (an absolute URL, ``@host...``,
+            ``*``), or ``x-evaltape-trial`` is not a non-negative integer.
     """
-    parts = urlsplit(raw_path)
-    path, query = parts.path or "/", ("?" + parts.query if parts.query else "")
+    if not raw_path.startswith("/"):
+        raise ValueError(f"the request target must be a path starting with '/', got "
+                         f"{raw_path[:100]!r}")
+    path, _, query = raw_path.split("#", 1)[0].partition("?")
+    query = "?" + query if query else ""
     m = _EPISODE_PATH.match(path)
     if m:
         key = EpisodeKey(unquote(m.group(1)), int(m.group(2)))
@@ -112,9 +120,61 @@ def route(raw_path: str, headers: Any) -> Route:
     return Route("forward", key, path + query)
 
 
+#: Bytes of a request target that are percent-encoded in the forwarded URL: all but
+#: printable ASCII, and ``#`` (a fragment is never part of a target).
+_ENCODE_IN_TARGET = re.compile(rb"[^\x21-\x7e]|#")
+
+
+def forward_url(upstream: httpx.URL, path: str) -> httpx.URL:
+    """The upstream URL of a request for ``path`` (a :class:`Route` path, query included).
+
+    The upstream's scheme, host and port, its base path, then ``path`` as raw bytes: the
+    result is built, never parsed from a string, so nothing in ``path`` (``//host``,
+    ``/\\host``, ``@host``) can name another server. Bytes outside printable ASCII are
+    percent-encoded (``path`` holds the target's bytes as Latin-1, as ``http.server``
+    decodes them).
+
+    Raises:
+        ValueError: ``path`` does not start with ``/``.
+    """
+    if not path.startswith("/"):
+        raise ValueError(f"the request target must be a path starting with '/', got "
+                         f"{path[:100]!r}")
+    try:
+        raw = path.encode("latin-1")
+    except UnicodeEncodeError:  # (a caller's str, not a target off the wire)
+        raw = path.encode("utf-8")
+    raw = _ENCODE_IN_TARGET.sub(lambda m: b"%%%02X" % m.group()[0], raw)
+    prefix = upstream.raw_path.split(b"?", 1)[0].rstrip(b"/")
+    return upstream.copy_with(raw_path=prefix + raw)
+
+
 def _error_body(kind: str, message: str) -> bytes:
     """An Anthropic-shaped error object (so SDKs raise their usual error types)."""
     return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
+
+
+def _error_kind(status: int) -> str:
+    """The Anthropic error type of a refusal with HTTP ``status``."""
+    if status == 413:
+        return "request_too_large"
+    return "invalid_request_error" if status < 500 else "api_error"
+
+
+#: Largest request body the proxy reads (the Messages API's own request limit is 32 MB).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+_MAX_LINE = 4096
+_MAX_TRAILERS = 100
+_DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
+class BadRequest(Exception):
+    """A request the proxy cannot read (malformed framing); ``status`` 400 or 413."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ProxyHandler(BaseHTTPRequestHandler):
@@ -128,34 +188,142 @@ class ProxyHandler(BaseHTTPRequestHandler):
         """Silence the default per-request log line (the server runs inside tests and CLI runs)."""
         pass
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            out = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(out)
-                out.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+    def _read_exact(self, n: int, what: str) -> bytes:
+        """``n`` bytes of the body, read in pieces of at most 1 MiB (memory follows what
+        arrives, not what a header claims).
 
-    def send_json(self, status: int, body: bytes) -> None:
-        """Send a complete JSON answer with ``content-length``."""
+        Raises:
+            BadRequest: the client closed its side before ``n`` bytes came.
+        """
+        parts, got = [], 0
+        while got < n:
+            piece = self.rfile.read(min(n - got, 1 << 20))
+            if not piece:
+                raise BadRequest(f"the body ended after {got} of the {n} bytes {what}")
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
+
+    def _read_body(self) -> bytes:
+        """The request body, framed by ``transfer-encoding: chunked`` (RFC 9112 §7.1) or
+        ``content-length`` (§6.3); none is an empty body.
+
+        Raises:
+            BadRequest: a transfer coding other than ``chunked``; a ``content-length`` that
+                is not one decimal byte count; a chunk size that is not hexadecimal; chunk
+                data not followed by CRLF; a body cut short; more than
+                :data:`MAX_BODY_BYTES` (status 413).
+        """
+        codings = [c.strip().lower() for v in self.headers.get_all("transfer-encoding", [])
+                   for c in v.split(",") if c.strip()]
+        if codings:
+            if codings != ["chunked"]:
+                raise BadRequest(f"transfer-encoding {', '.join(codings)!r} is not "
+                                 "supported (only chunked)")
+            return self._read_chunked()
+        lengths = {v.strip() for h in self.headers.get_all("content-length", [])
+                   for v in h.split(",")}
+        if not lengths:
+            return b""
+        length = next(iter(lengths)) if len(lengths) == 1 else ""
+        if not _DIGITS.fullmatch(length):
+            raise BadRequest(f"content-length must be one byte count (decimal digits), got "
+                             f"{', '.join(sorted(lengths))[:60]!r}")
+        n = int(length)
+        if n > MAX_BODY_BYTES:
+            raise BadRequest(f"the body ({n} bytes) is larger than the proxy takes "
+                             f"({MAX_BODY_BYTES} bytes)", 413)
+        return self._read_exact(n, "its content-length announced")
+
+    def _read_chunked(self) -> bytes:
+        """A chunked body (RFC 9112 §7.1), trailers read and dropped; see :meth:`_read_body`."""
+        out, total = [], 0
+        while True:
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if not line.endswith(b"\n"):
+                raise BadRequest("the chunked body ended before its last chunk" if
+                                 len(line) <= _MAX_LINE else "a chunk-size line is too long")
+            size_text = line.split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(size_text):
+                raise BadRequest(f"bad chunk size {size_text[:40].decode('latin-1')!r} "
+                                 "(expected hexadecimal digits)")
+            size = int(size_text, 16)
+            if size == 0:
+                for _ in range(_MAX_TRAILERS + 1):
+                    trailer = self.rfile.readline(_MAX_LINE + 1)
+                    if trailer in (b"\r\n", b"\n"):
+                        return b"".join(out)
+                    if not trailer.endswith(b"\n"):
+                        break
+                raise BadRequest("the chunked body does not end with an empty line")
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise BadRequest(f"the body is larger than the proxy takes "
+                                 f"({MAX_BODY_BYTES} bytes)", 413)
+            out.append(self._read_exact(size, "of a chunk"))
+            end = self.rfile.readline(3)
+            if not end:
+                raise BadRequest("the chunked body ended before its last chunk")
+            if end not in (b"\r\n", b"\n"):
+                raise BadRequest("chunk data is not followed by CRLF (chunk size and data "
+                                 "disagree)")
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """``http.server``'s own refusals (a bad request line or header, an unsupported
+        method) as an Anthropic-shaped JSON error, and the connection closed."""
+        text = message or self.responses.get(code, ("error",))[0]
+        self.send_json(code, _error_body(_error_kind(code), f"evaltape proxy: {text}"),
+                       close=True)
+
+    def send_json(self, status: int, body: bytes, close: bool = False) -> None:
+        """Send a complete JSON answer with ``content-length``; ``close`` ends the
+        connection after it (the request's framing cannot be trusted)."""
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
+        if close:
+            self.send_header("connection", "close")  # (sets close_connection)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        if close:
+            self._linger()
+
+    def _linger(self) -> None:
+        """Close the sending half and discard what the client still sends (up to 1 MiB or
+        1 s), so that closing with unread bytes does not reset the connection before the
+        client has read the answer (RFC 9112 §9.6)."""
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(1.0)
+            left = 1 << 20
+            while left > 0:
+                chunk = self.connection.recv(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
 
     def _handle(self) -> None:
-        body = self._read_body()
+        """Read, route and answer one request; a malformed one gets a JSON 400 (413 when
+        too large), the connection is closed, and the server goes on with the next."""
+        try:
+            body = self._read_body()
+        except BadRequest as e:
+            self.send_json(e.status, _error_body(_error_kind(e.status), f"evaltape proxy: {e}"),
+                           close=True)
+            return
+        except OSError:  # the client went away (reset, timeout): nobody to answer
+            self.close_connection = True
+            return
         try:
             r = route(self.path, self.headers)
         except ValueError as e:
-            self.send_json(400, _error_body("invalid_request_error", f"evaltape proxy: {e}"))
+            self.send_json(400, _error_body("invalid_request_error", f"evaltape proxy: {e}"),
+                           close=True)
             return
         self.server.dispatch(self, r, body)
 
@@ -170,6 +338,8 @@ class ProxyServer(BackgroundServer):
         mode: ``"record"`` (forward to ``upstream`` and store) or ``"replay"`` (answer from
             the cassettes; no network).
         upstream: base URL of the Messages API (record mode), e.g. ``https://api.anthropic.com``.
+            Credentials in it (``http://user:token@host``) are sent as HTTP basic auth,
+            registered as live secrets, and kept out of every recorded URI and message.
         port: 0 picks a free port.
         idle_timeout: seconds of silence that end an episode (``None``: explicit ends only).
         finished: episodes that already have a trace (record mode refuses them).
@@ -179,6 +349,7 @@ class ProxyServer(BackgroundServer):
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>``.
+        upstream: the upstream base URL without credentials.
         book: the :class:`~.episodes.EpisodeBook`.
     """
 
@@ -189,13 +360,17 @@ class ProxyServer(BackgroundServer):
                  log: Callable[[str], None] | None = None) -> None:
         super().__init__(("127.0.0.1", port), ProxyHandler)
         self.mode = mode
-        self.upstream = (upstream or DEFAULT_UPSTREAM).rstrip("/")
+        given = (upstream or DEFAULT_UPSTREAM).rstrip("/")
+        register_url_credentials(given)
+        # credentials in the URL go as basic auth from the client, never in a URL
+        self.upstream, auth = url_credentials(given)
+        self._upstream_url = httpx.URL(self.upstream) if mode == "record" else None
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
         self.book = EpisodeBook(run, mode, idle_timeout=idle_timeout, finished=finished,
                                 on_end=on_end)
         self.log = log
         self.client = (httpx.Client(timeout=httpx.Timeout(600.0, connect=10.0),
-                                    follow_redirects=False)
+                                    follow_redirects=False, auth=auth)
                        if mode == "record" else None)
 
     def __enter__(self) -> "ProxyServer":
@@ -284,7 +459,8 @@ class ProxyServer(BackgroundServer):
         if r.key is not None:  # the episode travels on, as `evaltape record` sends it
             headers += [(CASE_HEADER, case_header(r.key.case_id)),
                         (TRIAL_HEADER, str(r.key.trial))]
-        url = self.upstream + r.path
+        assert self._upstream_url is not None
+        url = forward_url(self._upstream_url, r.path)
         with ep.lock:
             ep.inflight += 1
         try:
@@ -303,7 +479,7 @@ class ProxyServer(BackgroundServer):
             finally:
                 resp.close()
             if complete:
-                request = Request(h.command, url, body, dict(headers))
+                request = Request(h.command, str(url), body, dict(headers))
                 response = {"status": {"code": resp.status_code,
                                        "message": resp.reason_phrase},
                             "headers": {k: resp.headers.get_list(k)

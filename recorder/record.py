@@ -32,7 +32,8 @@ from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
+from .vcr_ext.scrub import (find_secret, find_secret_deep, register_url_credentials,
+                            scrub_text, scrub_value, strip_userinfo, url_credentials)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -279,8 +280,8 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
     """The run's ``manifest.json`` (DESIGN.md §5); keeps ``created_at`` of an earlier run."""
     spec = getattr(agent_fn, "spec", None)
     host = None
-    if base_url:
-        host = base_url.split("://", 1)[-1].split("/", 1)[0]
+    if base_url:  # (never its credentials: base_url_host is host[:port])
+        host = strip_userinfo(base_url).split("://", 1)[-1].split("/", 1)[0]
     scripted = opts.agent == "scripted" or bool(opts.standin_scripts)
     manifest = {
         "schema": "evaltape.manifest/1",
@@ -304,7 +305,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "versions": _versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command_line": list(opts.command_line),
+        "command_line": [strip_userinfo(a) for a in opts.command_line],  # no user:token@
     }
     # --manifest-extra; a resumed run keeps the facts given at its start unless given again
     extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
@@ -410,19 +411,26 @@ def _refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
 def check_base_url(url: str | None, option: str = "--base-url") -> None:
     """Refuse a malformed ``--base-url`` before any request (exit 2 instead of a traceback).
 
+    Credentials in the URL (``http://user:token@host``) are registered as live secrets
+    first (:func:`~.vcr_ext.scrub.register_url_credentials`: redacted wherever they would
+    be written or printed), and the messages show the URL without them.
+
     Raises:
         UsageError: not ``http(s)://host[:port][/path]``.
     """
     if url is None:
         return
+    register_url_credentials(url)
     from urllib.parse import urlsplit
+    shown = strip_userinfo(url)
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as e:
-        raise UsageError(f"{option} {url!r} is not a valid URL ({e})") from None
+        raise UsageError(f"{option} {shown!r} is not a valid URL "
+                         f"({scrub_text(strip_userinfo(str(e)))})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"{option} {url!r} is not a valid URL: expected "
+        raise UsageError(f"{option} {shown!r} is not a valid URL: expected "
                          "http(s)://host[:port]")
 
 
@@ -445,10 +453,25 @@ def shared_client(base_url: str | None, api_key: str | None,
     key = (base_url, api_key or "no-key", max_retries)
     client = _CLIENTS.get(key)
     if client is None:
-        client = _CLIENTS[key] = anthropic.Anthropic(api_key=api_key or "no-key",
-                                                     base_url=base_url,
-                                                     max_retries=max_retries)
+        client = _CLIENTS[key] = sdk_client(base_url, api_key, max_retries)
     return client
+
+
+def sdk_client(base_url: str | None, api_key: str | None,
+               max_retries: int) -> anthropic.Anthropic:
+    """A new Messages-API client for ``base_url`` (``None``: the SDK's default).
+
+    Credentials in the URL (``http://user:token@host``) are sent as HTTP basic auth, as
+    httpx does for such a URL, but from the client's ``auth``: the URL the client holds,
+    and so every request URI vcrpy records, has no userinfo.
+    """
+    creds = None
+    if base_url:
+        base_url, creds = url_credentials(base_url)
+    return anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
+                               max_retries=max_retries,
+                               http_client=anthropic.DefaultHttpxClient(auth=creds)
+                               if creds else None)
 
 
 def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:

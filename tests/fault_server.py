@@ -9,6 +9,9 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 (streamed tool input whose fragments do not parse). ``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
+``authorizations`` lists the ``authorization`` header of every answered request and
+``connections`` counts every TCP connection accepted (also those whose request never got
+an answer), so a test can tell that nothing reached a server.
 """
 from __future__ import annotations
 
@@ -40,12 +43,23 @@ class FaultServer(ScriptServer):
         self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
+        #: the ``authorization`` header of each request ``respond`` got (``None``: absent)
+        self.authorizations: list[str | None] = []
+        #: TCP connections accepted
+        self.connections = 0
         self._lock = threading.Lock()
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Count every accepted connection (socketserver hook; always accepts)."""
+        with self._lock:
+            self.connections += 1
+        return True
 
     def respond(self, handler: Any, body: dict) -> None:
         with self._lock:
             self.requests += 1
             n = self.requests
+            self.authorizations.append(handler.headers.get("authorization"))
         fault = self.faults.get(n)
         if fault:
             self.fault_log.append((n, fault))

@@ -7,9 +7,11 @@ streams as the client assembles them (a key echoed over several deltas).
 """
 from __future__ import annotations
 
+import base64
 import os
+import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
@@ -31,6 +33,61 @@ def register_secret(value: str) -> None:
     ignored (too short to tell from ordinary text)."""
     if isinstance(value, str) and len(value) >= 8:
         _SEEN_SECRETS.add(value)
+
+
+#: ``scheme://userinfo@`` (RFC 3986 §3.2.1): the authority ends at the first ``/``, ``?``,
+#: ``#`` or blank, and its userinfo at the last ``@`` in it (as :func:`urllib.parse.urlsplit`
+#: reads it).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s]*@")
+
+
+def strip_userinfo(text: str) -> str:
+    """``text`` with the ``user:password@`` part of every URL in it removed
+    (``http://bob:tok@host:8080/x`` → ``http://host:8080/x``); other text is unchanged.
+    For anything that shows or stores a URL (manifests, command lines, messages)."""
+    return _USERINFO.sub(r"\1", text) if "@" in text else text
+
+
+def url_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """Split the credentials off a base URL.
+
+    Returns:
+        ``(url without its userinfo, (user, password) percent-decoded)``, or ``(url,
+        None)`` when it has none. ``http://tok@host`` gives ``("http://host", ("tok",
+        ""))``. The pair is what HTTP basic auth sends (httpx's ``auth=``), as httpx would
+        for the URL itself.
+
+    Raises:
+        ValueError: ``url`` cannot be split (:func:`urllib.parse.urlsplit`'s refusals).
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return (urlunsplit(parts._replace(netloc=hostport)),
+            (unquote(user), unquote(password)))
+
+
+def register_url_credentials(url: str | None) -> None:
+    """Register the secret of a URL's userinfo with :func:`register_secret`: the password,
+    or the user part when there is no password (``http://TOKEN@host``), as written and
+    percent-decoded, and the basic-auth token (base64 of ``user:password``) a server might
+    echo. A URL without userinfo, or one that does not parse, registers nothing."""
+    if not url or "@" not in url:
+        return
+    try:
+        _, creds = url_credentials(url)
+        raw = urlsplit(url).netloc.rpartition("@")[0]
+    except ValueError:
+        return
+    if creds is None:
+        return
+    user_raw, _, password_raw = raw.partition(":")
+    secret = password_raw or user_raw
+    register_secret(secret)
+    register_secret(unquote(secret))
+    register_secret(base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode())
 
 
 def live_secrets() -> list[str]:
@@ -173,9 +230,11 @@ def _scrub_headers(headers: Any) -> Any:
 
 
 def scrub_request(request: Any) -> Any:
-    """vcrpy ``before_record_request``: drop secret headers, redact keys in the URL (query
-    string) and the body."""
+    """vcrpy ``before_record_request``: drop secret headers, remove the URL's userinfo
+    (``user:password@``), redact keys in the URL (query string) and the body."""
     _scrub_headers(request.headers)
+    if "@" in request.uri:  # credentials in the URL (``http://user:token@host``)
+        request.uri = strip_userinfo(request.uri)
     uri = request.uri
     clean_uri = scrub_text(unquote(uri)) if find_secret(unquote(uri)) else uri
     if clean_uri != uri:

@@ -76,7 +76,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                         + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
 
     from evaltape.grader.errors import EvaltapeError
-    from evaltape.recorder.vcr_ext.scrub import scrub_text
+    from evaltape.recorder.vcr_ext.scrub import scrub_text, strip_userinfo
     try:
         counts = do_record(opts, progress)
     except EvaltapeError as e:
@@ -94,7 +94,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
             click.echo(f"  not saved: {line}", err=True)
         from evaltape.cli import GateFailed
         unreachable = any("APIConnectionError" in line for line in counts["failed"])
-        target = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "the Anthropic API"
+        target = strip_userinfo(base_url or os.environ.get("ANTHROPIC_BASE_URL") or
+                                "the Anthropic API")
         if unreachable:
             click.echo(f"  (connection errors: nothing answered at {target})", err=True)
         raise GateFailed(f"{len(counts['failed'])} episode(s) ended in an error (the API's, "
