@@ -145,7 +145,7 @@ class Case:
     (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the
     task-manager pipeline reference (``expected_tool_calls``, ``expected_topics``,
     ``should_not_contain``) and
-    evaltape's ``expected_actions`` and ``reference_label``.
+    evaltape's ``expected_actions``, ``reference_label`` and ``budgets``.
 
     Attributes:
         id: case id (the help-desk reference ``id``, the scripted-harness reference ``name``; else
@@ -184,6 +184,9 @@ class Case:
         tags: free labels for breakdowns.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
+        budgets: evaltape's per-case limits ``{max_tool_calls, max_steps, max_cost_usd,
+            max_latency_s}`` (a ``None`` value: no budget, whatever the configured default),
+            or ``None`` when the case sets none.
     """
 
     id: str
@@ -210,13 +213,14 @@ class Case:
     reference_label: bool | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     matching: str | None = None
+    budgets: Mapping[str, float | int | None] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
         "expected_tools", "expected_args", "expected_calls", "expected_actions",
         "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
         "final_response_contains", "final_response_excludes", "should_not_contain",
-        "factual_claims", "expected_category", "must_mention", "reference_label")
+        "factual_claims", "expected_category", "must_mention", "reference_label", "budgets")
 
     @property
     def has_expectations(self) -> bool:
