@@ -299,6 +299,18 @@ def test_spec_hashes_the_criteria_not_the_text():
     assert metric_spec(steps)["args"]["criteria_sha256"] != spec["args"]["criteria_sha256"]
 
 
+@pytest.mark.parametrize("kw,fragment", [
+    ({"include": ("answer", "output")}, "include must list"),
+    ({"include": ()}, "include must list"),
+    ({"threshold": 1.5}, "threshold must be"),
+    ({"scale": "5"}, "scale: expected"),
+    ({"name": "Tone"}, "lower-case word"),
+])
+def test_a_judge_built_in_code_checks_its_fields(kw, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        CriteriaJudge(**{"name": "j", "criteria": "c", **kw})
+
+
 @pytest.mark.parametrize("table,field,fragment", [
     ({"judges": {"j": {"scale": "1-5"}}}, "judges.j.criteria", "needs its criteria"),
     ({"judges": {"j": {"criteria": "c", "scale": "5-1"}}}, "judges.j.scale", "LO-HI"),

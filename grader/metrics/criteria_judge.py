@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Collection, Mapping, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.expectations import FieldError
 from evaltape.grader.io.judges import (DEFAULT_INCLUDE, DEFAULT_SCALE, DEFAULT_THRESHOLD, INCLUDE,
                                        NAME, PASS_FAIL, parse_scale, scale_bounds)
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, parse_pass_fail
@@ -122,7 +123,20 @@ class CriteriaJudge(Metric):
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
             raise ValueError(f"a judge's name must be a lower-case word, got {self.name!r}")
-        object.__setattr__(self, "scale", parse_scale(self.scale))
+        try:
+            object.__setattr__(self, "scale", parse_scale(self.scale))
+        except FieldError as e:
+            raise ValueError(f"scale: {e.message}") from None
+        if self.criteria is not None and (not isinstance(self.criteria, str)
+                                          or not self.criteria.strip()):
+            raise ValueError("criteria must be a non-empty string (or None: the cases give them)")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) \
+                or not 0 <= self.threshold <= 1:
+            raise ValueError(f"threshold must be a number from 0 to 1, got {self.threshold!r}")
+        unknown = [x for x in self.include if x not in INCLUDE]
+        if unknown or not self.include or isinstance(self.include, str):
+            raise ValueError(f"include must list some of {', '.join(INCLUDE)}, got "
+                             f"{self.include!r}")
         object.__setattr__(self, "evaluation_steps", tuple(self.evaluation_steps))
         object.__setattr__(self, "include", tuple(x for x in INCLUDE if x in self.include))
         blob = orjson.dumps({"criteria": self.criteria, "steps": list(self.evaluation_steps),

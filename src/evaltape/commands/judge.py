@@ -14,7 +14,8 @@ import click
 @click.option("--judge-samples", "samples", type=click.IntRange(1, 20), default=1,
               show_default=True, help="Answers recorded per judge request (stability).")
 @click.option("--metrics", "metric_names", default="",
-              help="Judged metrics, comma-separated (default: all judged metrics).")
+              help="Judged metrics, comma-separated (default: every judged metric, the "
+                   "built-in ones and the judges of the configuration and the dataset).")
 @click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
 @click.option("--config", "config_path", default=None, metavar="FILE.toml",
               help="Configuration whose [judges.NAME] tables define judged metrics of your "
