@@ -29,19 +29,24 @@ def default_metric_names(cases: Sequence[Any]) -> list[str]:
 
 
 def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
-                    config: str | Path | Mapping[str, Any] | None = None) -> list[Any]:
-    """Metric objects from names (built-in or ``module:Class``) and/or metric objects.
+                    config: str | Path | Mapping[str, Any] | None = None, *,
+                    dataset_path: str | Path | None = None) -> list[Any]:
+    """Metric objects from names (built-in, a judge of the configuration or the dataset, or
+    ``module:Class``) and/or metric objects.
 
     Args:
         metrics: names and/or objects, or one comma-separated string of names; ``None`` →
             :func:`default_metric_names`.
-        cases: the dataset (for the default set).
-        config: metric arguments: a TOML file path (``[tool.evaltape]`` in a
+        cases: the dataset (for the default set and the judges its cases define).
+        config: metric arguments and judges: a TOML file path (``[tool.evaltape]`` in a
             pyproject.toml, or a plain evaltape TOML), or an already-loaded table.
+        dataset_path: the dataset file, named in errors about its judges.
 
     Raises:
         UsageError: an empty selection, a name given twice, an unknown or broken metric,
             two metrics with one name, or a bad configuration value.
+        BadInputError: a bad configuration file or table, or a judge named like a built-in
+            metric (:func:`evaltape.grader.metrics.criteria_judge.judge_metrics`).
     """
     if metrics is None:
         metrics = default_metric_names(cases)
@@ -57,24 +62,71 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"metric(s) named more than once: {', '.join(twice)}")
+    table, where = load_table(config)
+    judges = user_judges(cases, table, where, dataset_path)
     out = []
     for m in metrics:
-        out.extend(resolve([m]) if isinstance(m, str) else
-                   [check_own_name(check_metric(m, repr(m)), repr(m))])
-    check_unique(out, [m if isinstance(m, str) else repr(m) for m in metrics])
-    if config is not None:
-        from evaltape.grader.io.config import check_table, configure, load_config
-        if isinstance(config, (str, Path)):
-            table = load_config(config)
-        elif isinstance(config, Mapping):
-            table = dict(config)
-            check_table(table, "<config>")
+        if isinstance(m, str) and m in judges:
+            out.append(judges[m])
+        elif isinstance(m, str):
+            if judges and ":" not in m and m not in BUILTIN:
+                _unknown(m, judges)
+            out.extend(resolve([m]))
         else:
-            raise UsageError("config must be a TOML file path or a table (dict), got "
-                             f"{type(config).__name__}")
-        out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None,
-                        builtin=BUILTIN)
+            out.append(check_own_name(check_metric(m, repr(m)), repr(m)))
+    check_unique(out, [m if isinstance(m, str) else repr(m) for m in metrics])
+    if table is not None:
+        from evaltape.grader.io.config import configure
+        out = configure(out, table, where, builtin=BUILTIN)
     return out
+
+
+def load_table(config: str | Path | Mapping[str, Any] | None
+               ) -> tuple[dict[str, Any] | None, str | None]:
+    """``(table, file named in errors)`` of a ``config`` given as a TOML path or a table
+    (``(None, None)`` without one), checked (:func:`evaltape.grader.io.config.load_config`).
+
+    Raises:
+        UsageError: ``config`` is neither a path nor a table.
+        BadInputError: the file or table is bad.
+    """
+    if config is None:
+        return None, None
+    from evaltape.grader.io.config import check_table, load_config
+    if isinstance(config, (str, Path)):
+        return load_config(config), str(config)
+    if isinstance(config, Mapping):
+        table = dict(config)
+        check_table(table, "<config>")
+        return table, None
+    raise UsageError("config must be a TOML file path or a table (dict), got "
+                     f"{type(config).__name__}")
+
+
+def user_judges(cases: Sequence[Any], table: Mapping[str, Any] | None, where: str | None,
+                dataset_path: str | Path | None = None) -> dict[str, Any]:
+    """The judged metrics users write (``[judges.NAME]`` of the configuration table, and
+    the names the cases' ``judges`` define), by name.
+
+    Raises:
+        BadInputError: see :func:`evaltape.grader.metrics.criteria_judge.judge_metrics`.
+    """
+    from evaltape.grader.io.judges import config_judges
+    from evaltape.grader.metrics.criteria_judge import judge_metrics
+    configured = config_judges(table or {}, where or "<config>")
+    if not configured and not any(getattr(c, "judges", None) for c in cases):
+        return {}
+    return judge_metrics(configured, cases, builtin=BUILTIN, config_path=where or "<config>",
+                         dataset_path=None if dataset_path is None else str(dataset_path))
+
+
+def _unknown(name: str, judges: Mapping[str, Any]) -> None:
+    """Refuse a name that is neither built in nor a judge, suggesting the nearest of both."""
+    import difflib
+    near = difflib.get_close_matches(name, sorted(BUILTIN) + sorted(judges), n=1)
+    raise UsageError(f"unknown metric {name!r}" + (f"; did you mean '{near[0]}'?" if near else "")
+                     + f"; known: {', '.join(sorted(BUILTIN))}; judges defined: "
+                     + ", ".join(judges))
 
 
 def grade(run: str | Path | Run, dataset: str | Path | None = None,
@@ -129,7 +181,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     if baseline is not None:
         base = baseline if isinstance(baseline, Report) else read_report(baseline)
     opened = run if isinstance(run, Run) else open_run(run, dataset)
-    resolved = resolve_metrics(metrics, opened.cases, config)
+    resolved = resolve_metrics(metrics, opened.cases, config, dataset_path=opened.dataset_path)
     judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
     man = opened.manifest
     info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,

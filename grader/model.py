@@ -133,6 +133,33 @@ class FactualClaim:
 
 
 @dataclass(frozen=True)
+class JudgeCriteria:
+    """A judged metric the user writes (G-Eval's form: criteria, evaluation steps, a score
+    on a scale; Liu et al. 2023), as a ``[judges.NAME]`` table of the configuration or a
+    case's ``judges.NAME`` gives it (:mod:`evaltape.grader.io.judges` parses both).
+
+    ``None`` means "not set here": a case's entry inherits the configuration's value.
+
+    Attributes:
+        criteria: what the judge checks, in words.
+        evaluation_steps: the steps the judge follows, in order (``()``: none given).
+        scale: ``"LO-HI"`` (whole numbers, ``"1-5"``) or ``"pass/fail"``; scores are
+            normalised to [0, 1].
+        threshold: the normalised score at or above which a sample counts as a pass.
+        include: what the judge is shown, a subset of ``input``, ``tool_calls``,
+            ``expected_output``, ``answer``.
+        model: the model ``evaltape judge`` asks (the configuration only).
+    """
+
+    criteria: str | None = None
+    evaluation_steps: tuple[str, ...] | None = None
+    scale: str | None = None
+    threshold: float | None = None
+    include: tuple[str, ...] | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class Case:
     """One dataset case, every expectation parsed at load.
 
@@ -145,7 +172,8 @@ class Case:
     (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the
     task-manager pipeline reference (``expected_tool_calls``, ``expected_topics``,
     ``should_not_contain``) and
-    evaltape's ``expected_actions`` and ``reference_label``.
+    evaltape's ``expected_actions``, ``reference_label``, ``budgets``, ``expected_output``
+    and ``judges``.
 
     Attributes:
         id: case id (the help-desk reference ``id``, the scripted-harness reference ``name``; else
@@ -184,6 +212,13 @@ class Case:
         tags: free labels for breakdowns.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
+        expected_output: a reference answer a user-written judge may be shown
+            (``expected_output``), or ``None``.
+        judges: the case's user-written judges and overrides (``{name: JudgeCriteria}``),
+            or ``None``.
+        budgets: evaltape's per-case limits ``{max_tool_calls, max_steps, max_cost_usd,
+            max_latency_s}`` (a ``None`` value: no budget, whatever the configured default),
+            or ``None`` when the case sets none.
     """
 
     id: str
@@ -210,13 +245,17 @@ class Case:
     reference_label: bool | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     matching: str | None = None
+    budgets: Mapping[str, float | int | None] | None = None
+    expected_output: str | None = None
+    judges: Mapping[str, JudgeCriteria] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
         "expected_tools", "expected_args", "expected_calls", "expected_actions",
         "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
         "final_response_contains", "final_response_excludes", "should_not_contain",
-        "factual_claims", "expected_category", "must_mention", "reference_label")
+        "factual_claims", "expected_category", "must_mention", "reference_label", "budgets",
+        "expected_output", "judges")
 
     @property
     def has_expectations(self) -> bool:

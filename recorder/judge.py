@@ -19,22 +19,29 @@ import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.judge import DEFAULT_JUDGE_MODEL, JUDGE_DIR, JudgeStore, request_key
-from evaltape.grader.metrics import BUILTIN, resolve
+from evaltape.grader.metrics import BUILTIN
 from evaltape.grader.model import EpisodeContext
 from evaltape.grader.io.run import open_run
 
 from .cassette import cassette_name, make_vcr
 
 
-def judged_metrics(names: Sequence[str] | None) -> list[Any]:
-    """The judged metrics named (all built-in judged metrics when ``names`` is empty).
+def judged_metrics(names: Sequence[str] | None, cases: Sequence[Any] = (),
+                   config: Any = None, dataset_path: Any = None) -> list[Any]:
+    """The judged metrics named (default: every built-in judged metric and every judge the
+    configuration or the cases define), resolved as ``grade`` resolves them
+    (:func:`evaltape.grader.api.resolve_metrics`).
 
     Raises:
         UsageError: an unknown name, or a named metric that is not judged.
+        BadInputError: a bad configuration, or a judge named like a built-in metric.
     """
+    from evaltape.grader.api import load_table, resolve_metrics, user_judges
     if not names:
-        return [cls() for _n, cls in sorted(BUILTIN.items()) if cls.judged]
-    metrics = resolve(names)
+        table, where = load_table(config)
+        names = [n for n, cls in sorted(BUILTIN.items()) if cls.judged]
+        names += list(user_judges(cases, table, where, dataset_path))
+    metrics = resolve_metrics(list(names), cases, config, dataset_path=dataset_path)
     plain = [m.name for m in metrics if not m.judged]
     if plain:
         raise UsageError(f"not judged metric(s): {', '.join(plain)}; judged ones: "
@@ -75,7 +82,8 @@ def _all_used(cassette: Any) -> None:
 def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
               model: str | None = None, base_url: str | None = None, samples: int = 1,
               dataset: str | None = None, max_retries: int = 4,
-              progress: Callable[[dict], None] | None = None) -> dict[str, int]:
+              progress: Callable[[dict], None] | None = None,
+              config: Any = None) -> dict[str, int]:
     """Record the missing judge answers of ``run``.
 
     Args:
@@ -86,6 +94,8 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
         base_url: Messages-API server (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
         samples: answers wanted per request (``--judge-samples``), for stability.
         dataset: dataset override (default: the manifest's).
+        config: the configuration (a TOML path or a table) whose ``[judges.NAME]`` tables
+            define judged metrics of the user's, as for ``grade``.
 
     Returns:
         Counts: ``{"requests": unique requests, "complete": already had enough answers,
@@ -93,11 +103,12 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
 
     Raises:
         UsageError: ``samples`` < 1, no key and no base URL, or bad metric names.
+        BadInputError: bad run files, dataset or configuration.
     """
     if samples < 1:
         raise UsageError("--judge-samples must be at least 1")
-    metrics = judged_metrics(metric_names)
     opened = open_run(run, dataset)
+    metrics = judged_metrics(metric_names, opened.cases, config, opened.dataset_path)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL")
     if not api_key and not base_url:

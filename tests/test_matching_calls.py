@@ -201,23 +201,110 @@ def test_nested_dict_in_another_key_order_matches():
 # --- trajectory_match -----------------------------------------------------------------------
 
 TRAJ = [
-    # (actual, expected, {mode: score})
-    ([A, C], [EA, EC], dict(strict=1, unordered=1, subset=1, superset=1)),
-    ([C, A], [EA, EC], dict(strict=0, unordered=1, subset=1, superset=1)),   # reordered
-    ([A], [EA, EC], dict(strict=0, unordered=0, subset=1, superset=0)),      # C missing
-    ([A, C, B], [EA, EC], dict(strict=0, unordered=0, subset=0, superset=1)),  # B extra
-    ([A], [EA, EA], dict(strict=0, unordered=0, subset=1, superset=0)),      # duplicate short
-    ([A, A, A], [EA], dict(strict=0, unordered=0, subset=0, superset=1)),
-    ([], [], dict(strict=1, unordered=1, subset=1, superset=1)),
-    ([], [EA], dict(strict=0, unordered=0, subset=1, superset=0)),           # vacuous subset
-    ([A], [], dict(strict=0, unordered=0, subset=0, superset=1)),            # vacuous superset
+    # (actual, expected, {mode: score}); in_order: the expected calls as a subsequence
+    ([A, C], [EA, EC], dict(strict=1, unordered=1, subset=1, superset=1, in_order=1)),
+    ([C, A], [EA, EC], dict(strict=0, unordered=1, subset=1, superset=1, in_order=0)),  # C first
+    ([A], [EA, EC], dict(strict=0, unordered=0, subset=1, superset=0, in_order=0)),  # C missing
+    ([A, C, B], [EA, EC], dict(strict=0, unordered=0, subset=0, superset=1, in_order=1)),
+    # B between A and C: in order; C before A: not
+    ([A, B, C], [EA, EC], dict(strict=0, unordered=0, subset=0, superset=1, in_order=1)),
+    ([B, C, A], [EA, EC], dict(strict=0, unordered=0, subset=0, superset=1, in_order=0)),
+    ([A], [EA, EA], dict(strict=0, unordered=0, subset=1, superset=0, in_order=0)),  # one A short
+    ([A, B, A], [EA, EA], dict(strict=0, unordered=0, subset=0, superset=1, in_order=1)),
+    ([A, A, A], [EA], dict(strict=0, unordered=0, subset=0, superset=1, in_order=1)),
+    ([], [], dict(strict=1, unordered=1, subset=1, superset=1, in_order=1)),
+    # vacuous subset; vacuous superset (and in_order: nothing expected)
+    ([], [EA], dict(strict=0, unordered=0, subset=1, superset=0, in_order=0)),
+    ([A], [], dict(strict=0, unordered=0, subset=0, superset=1, in_order=1)),
 ]
 
 
 @pytest.mark.parametrize("actual,expected,scores", TRAJ)
-@pytest.mark.parametrize("mode", ["strict", "unordered", "subset", "superset"])
+@pytest.mark.parametrize("mode", ["strict", "unordered", "subset", "superset", "in_order"])
 def test_trajectory_match(actual, expected, scores, mode):
     assert TrajectoryMatch(mode=mode).score(ctx(actual, expected)).value == scores[mode]
+
+
+def test_in_order_details_name_the_positions_and_the_first_missing_call():
+    m = TrajectoryMatch(mode="in_order")
+    # A at call 1, C at call 3 (B between is allowed)
+    s = m.score(ctx([A, B, C], [EA, EC]))
+    assert s.details.endswith("; 2/2 expected calls found in order (at calls 1, 3)")
+    # C, B, A: lookup(1) is found at call 3, nothing is left after it for notify
+    s = m.score(ctx([C, B, A], [EA, EC]))
+    assert s.details.endswith("; 1/2 expected calls found in order (at calls 3); expected "
+                              "call 2 notify: not called after call 3")
+    # the later lookup has the wrong id: its mismatch is the reason
+    s = m.score(ctx([C, B], [EC, EA]))
+    assert s.details.endswith("; 1/2 expected calls found in order (at calls 1); expected "
+                              "call 2 lookup: $.id: 2 != 1")
+
+
+def test_in_order_takes_one_parallel_step_in_any_order():
+    def at(c, step):
+        return ToolCall(id=f"{c.id}_{step}", name=c.name, arguments=c.arguments, step=step)
+
+    m = TrajectoryMatch(mode="in_order")
+    # step 1 = {notify | lookup(1)}, step 2 = lookup(2): expected lookup(1), notify, lookup(2)
+    # pairs the whole of step 1 with the first two expected calls in either order
+    one_step = [at(C, 1), at(A, 1), at(B, 2)]
+    assert m.score(ctx(one_step, [EA, EC, EB])).value == 1.0
+    # the same calls in three steps: notify comes before lookup(1), so not in order
+    three_steps = [at(C, 1), at(A, 2), at(B, 3)]
+    assert m.score(ctx(three_steps, [EA, EC, EB])).value == 0.0
+
+
+def test_callable_override_names_itself_in_the_spec():
+    """Regression: a callable override made grade() raise 'Type is not JSON serializable:
+    function' when the spec was hashed."""
+    from evaltape.grader.engine import config_sha256
+    from evaltape.grader.metrics.base import metric_spec
+
+    def same_city(actual, expected):
+        return actual.get("city", "").lower() == expected.get("city", "").lower()
+
+    metric = TrajectoryMatch(mode="unordered", overrides={"get_weather": same_city})
+    assert metric_spec(metric) == {
+        "name": "trajectory_match", "version": 1,
+        "args": {"mode": "unordered", "overrides": {"get_weather": {
+            "callable": "test_matching_calls.test_callable_override_names_itself_in_the_spec"
+                        ".<locals>.same_city"}}}}
+    # the hash is a function of the name, not of the object's address: a second function
+    # object of the same name hashes alike, one of another name does not
+    def again():
+        def same_city(actual, expected):
+            return True
+        return same_city
+    twin = TrajectoryMatch(mode="unordered", overrides={"get_weather": again()})
+    assert metric_spec(twin)["args"]["overrides"]["get_weather"]["callable"].endswith(
+        "again.<locals>.same_city")
+    assert config_sha256([metric]) == config_sha256([metric])
+    assert config_sha256([metric]) != config_sha256([twin])
+
+
+def test_grade_accepts_a_callable_override(tmp_path):
+    import json
+    import evaltape
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps([{"id": "c1", "user_query": "q",
+                               "expected_tool_calls": [exp("lookup", id=1)]}]))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "traces.jsonl").write_text(json.dumps({
+        "schema": "evaltape.trace/1", "case_id": "c1", "trial": 0, "input": "q",
+        "tool_calls": [{"id": "t1", "name": "lookup", "arguments": {"id": "0001"},
+                        "result": "ok", "is_error": False, "step": 1}],
+        "final_response": "done", "stop_reason": "end_turn", "steps": 2}) + "\n")
+
+    def same_number(actual, expected):
+        return int(actual["id"]) == expected["id"]
+
+    report = evaltape.grade(run, ds, metrics=[TrajectoryMatch(overrides={
+        "lookup": same_number})])
+    # "0001" read as 1 by the predicate: the one expected call matches, 1.0
+    assert report.episodes[0].metrics["trajectory_match"].score == 1.0
+    assert evaltape.report_bytes(report) == evaltape.report_bytes(evaltape.grade(
+        run, ds, metrics=[TrajectoryMatch(overrides={"lookup": same_number})]))
 
 
 def test_trajectory_match_args_axis_and_null():

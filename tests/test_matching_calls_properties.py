@@ -225,11 +225,14 @@ def test_permuting_the_actual_calls_never_changes_an_unordered_score(actual, too
 @given(actual_calls(), EXPECTED_TOOLS, EXPECTED_ARGS)
 def test_trajectory_modes_nest_as_their_definitions_say(actual, tools, args):
     # strict ⇒ unordered (same calls in order are the same multiset); unordered ⇔ subset
-    # and superset (M = |A| = |E|); unordered ⇔ F1 = 1 when either list is non-empty.
+    # and superset (M = |A| = |E|); unordered ⇔ F1 = 1 when either list is non-empty;
+    # strict ⇒ in_order (the same calls in order are a subsequence) ⇒ superset (a
+    # subsequence of the calls is among them).
     ctx = episode(actual, tools, args)
     v = {mode: TrajectoryMatch(mode=mode).score(ctx).value
-         for mode in ("strict", "unordered", "subset", "superset")}
+         for mode in ("strict", "unordered", "subset", "superset", "in_order")}
     assert v["strict"] <= v["unordered"]
+    assert v["strict"] <= v["in_order"] <= v["superset"]
     assert v["unordered"] == min(v["subset"], v["superset"])
     f1 = ToolCallF1().score(ctx).value
     if actual or tools:

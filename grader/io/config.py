@@ -6,6 +6,9 @@ Shape::
     weights = {tools = 0.3, arguments = 0.25, response = 0.25, hallucination = 0.2}
     thresholds = {basic = 0.8, advanced = 0.6, challenge = 0.4, default = 0.7}
 
+    [tool.evaltape.judges.states_next_step]  # a judged metric of your own
+    criteria = "The answer tells the user what happens next."
+
 Metric arguments become dataclass fields, so they appear in the report's metric specs and
 ``config_sha256`` changes whenever any of them does.
 """
@@ -21,8 +24,9 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-#: Keys the evaltape table may hold.
-KNOWN_KEYS = ("metrics_args",)
+#: Keys the evaltape table may hold: metric arguments, and the judges users write
+#: (``[judges.NAME]``, :mod:`evaltape.grader.io.judges`).
+KNOWN_KEYS = ("metrics_args", "judges")
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -85,6 +89,11 @@ def _check(table: dict[str, Any], path: str) -> None:
         if not isinstance(kw, dict):
             raise BadInputError("expected a table of arguments", path=path,
                                 field=f"metrics_args.{name}")
+    from evaltape.grader.io.judges import config_judges
+    for name in config_judges(table, path):
+        if name in args:
+            raise BadInputError(f"judge {name!r} is configured in its [judges.{name}] table, "
+                                "not in metrics_args", path=path, field=f"metrics_args.{name}")
 
 
 def _kind(value: Any) -> str:

@@ -18,9 +18,10 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines, screen
-from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_claims,
-                                            parse_expected_calls, parse_matching, parse_tools,
-                                            str_list)
+from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_budgets,
+                                            parse_claims, parse_expected_calls,
+                                            parse_matching, parse_tools, str_list)
+from evaltape.grader.io.judges import parse_case_judges
 from evaltape.grader.model import Case
 
 ID_KEYS = ("id", "name")
@@ -40,7 +41,8 @@ MODELED_KEYS = {
     # the task-manager pipeline reference
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
-    "expected_actions", "reference_label", "tools", "matching",
+    "expected_actions", "reference_label", "tools", "matching", "budgets",
+    "expected_output", "judges",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -152,6 +154,9 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         reference_label=get("reference_label", _label),
         tools=get("tools", parse_tools),
         matching=get("matching", parse_matching),
+        budgets=get("budgets", parse_budgets),
+        expected_output=get("expected_output", _text),
+        judges=get("judges", parse_case_judges),
         script=get("script", str_list),
         max_steps=max_steps,
         tags=get("tags", str_list) or (),

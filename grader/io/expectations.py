@@ -261,3 +261,53 @@ def parse_claims(value: Any) -> tuple[FactualClaim, ...]:
             raise FieldError(f"{where}.source_ref", f"expected a string, got {_kind(ref)}")
         out.append(FactualClaim(c["statement"], truth, ref))
     return tuple(out)
+
+
+#: A case's ``budgets`` keys: whole-number ones (counts) and the others (USD, seconds).
+BUDGET_COUNTS = ("max_tool_calls", "max_steps")
+BUDGET_AMOUNTS = ("max_cost_usd", "max_latency_s")
+BUDGET_KEYS = BUDGET_COUNTS + BUDGET_AMOUNTS
+
+
+def check_budget(key: str, value: Any, where: str = "") -> int | float | None:
+    """One budget value: a whole number >= 0 for :data:`BUDGET_COUNTS`, a finite number
+    >= 0 for :data:`BUDGET_AMOUNTS`, or ``None`` (no budget).
+
+    Raises:
+        FieldError: a boolean, a string, a negative, fractional (counts) or infinite value.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FieldError(where, f"expected a number >= 0 or null, got {_kind(value)}")
+    if key in BUDGET_COUNTS:
+        if not (isinstance(value, int) or float(value).is_integer()) or value < 0:
+            raise FieldError(where, f"expected a whole number >= 0 (a count), got {value!r}")
+        return int(value)
+    if not 0 <= value < float("inf"):  # also refuses NaN
+        raise FieldError(where, f"expected a finite number >= 0, got {value!r}")
+    return value
+
+
+def parse_budgets(value: Any) -> dict[str, int | float | None]:
+    """A case's ``budgets``: ``{"max_tool_calls"?: int, "max_steps"?: int,
+    "max_cost_usd"?: number, "max_latency_s"?: number}``; a ``null`` value means "no
+    budget for this case" (a configured default does not apply).
+
+    Raises:
+        FieldError: not an object, an unknown key (the nearest known one suggested), or a
+            value :func:`check_budget` refuses (the key named).
+    """
+    import difflib
+
+    if not isinstance(value, Mapping):
+        raise FieldError("", f"expected an object {{budget: limit}}, got {_kind(value)}")
+    out = {}
+    for key, v in value.items():
+        if key not in BUDGET_KEYS:
+            near = difflib.get_close_matches(str(key), BUDGET_KEYS, n=1)
+            raise FieldError(str(key), "unknown budget" + (f"; did you mean '{near[0]}'?"
+                                                          if near else "")
+                             + f" (known: {', '.join(BUDGET_KEYS)})")
+        out[key] = check_budget(key, v, key)
+    return out

@@ -5,7 +5,8 @@ Two independent axes (STYLE.md §8, after openevals' ``trajectory/`` and ``types
 * **order** (:data:`OrderMode`) says how the two call lists must correspond:
   ``strict`` (same calls, same order), ``unordered`` (same multiset of calls),
   ``subset`` (every actual call is expected: no extra calls), ``superset`` (every expected
-  call was made: extra calls allowed).
+  call was made: extra calls allowed), ``in_order`` (the expected calls appear in their
+  order, other calls allowed between them: a subsequence).
 * **arguments** (:data:`ArgsMode`) say when one actual call's arguments match one expected
   call's: ``exact`` (same keys, equal values), ``ignore`` (names only), ``subset`` (the
   actual keys are a subset of the expected keys; given values equal), ``superset`` (the
@@ -37,7 +38,7 @@ from evaltape.grader.io.expectations import ArgsMode
 from evaltape.grader.matching.bfcl import standardize as standardize_string
 from evaltape.grader.model import ExpectedCall, ToolCall
 
-OrderMode = Literal["strict", "unordered", "subset", "superset"]
+OrderMode = Literal["strict", "unordered", "subset", "superset", "in_order"]
 #: A per-tool override: a mode, dotted key paths to compare, or a predicate.
 ArgsOverride = Union[str, Sequence[str], Callable[[Mapping[str, Any], Mapping[str, Any]], bool]]
 
@@ -414,6 +415,55 @@ def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                         f"{i + k + 1} has no partner" + (f": {near[0]}" if near else ""))
         i += len(group)
     return None
+
+
+def in_order_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
+                   **kw: Any) -> tuple[tuple[int, ...], str | None]:
+    """Find the expected calls in the actual ones, in their order, other calls allowed
+    between them (a subsequence match; the calls of one parallel step may come in any
+    order among themselves, as in :func:`strict_match`).
+
+    Scans the steps (:func:`step_groups`) left to right and gives each step the longest
+    run of the next expected calls that pairs one to one with its calls (Kuhn's matching,
+    :func:`max_matching`). Taking the longest run at the earliest step is optimal: it
+    leaves the shortest remainder of the expected list for the later steps, so the number
+    found is the length of the longest in-order prefix of the expected calls (a classic
+    greedy subsequence test, here over steps instead of single items).
+
+    Keyword arguments go to :func:`call_mismatch`.
+
+    Returns:
+        ``(positions, missing)``: for each expected call found, in order, the 0-based index
+        of the actual call it paired with; ``missing`` is ``None`` when every expected call
+        was found, else why the first one not found is missing (``"call 2 notify: not
+        called after call 1"``, or the mismatch against its first later namesake).
+    """
+    positions: list[int] = []
+    k, start, last = 0, 0, -1
+    for group in step_groups(actual):
+        if k == len(expected):
+            break
+        best: list[tuple[int, int]] = []
+        for j in range(1, min(len(group), len(expected) - k) + 1):
+            adj = [[call_mismatch(a, e, **kw) is None for a in group] for e in expected[k:k + j]]
+            pairs = max_matching(adj)
+            if len(pairs) < j:
+                break
+            best = pairs
+        if best:
+            found = [start + a for _e, a in sorted(best)]
+            positions.extend(found)
+            last = max(last, *found)
+            k += len(best)
+        start += len(group)
+    if k == len(expected):
+        return tuple(positions), None
+    want = expected[k]
+    after = f" after call {last + 1}" if last >= 0 else ""
+    later = [a for a in actual[last + 1:] if a.name.lower() == want.name.lower()]
+    reason = (call_mismatch(later[0], want, **kw) if later else None) \
+        or f"{want.name}: not called{after}"
+    return tuple(positions), f"expected call {k + 1} {reason}"
 
 
 def case_schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
+
+import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.model import EpisodeContext, Score
@@ -103,14 +105,48 @@ def metric_spec(metric: Any) -> dict[str, Any]:
     """The metric's name, version and the fields that differ from their defaults.
 
     Modelled on pydantic_evals' ``as_spec``: two metrics with equal specs compute the same
-    numbers, so ``report.json`` hashes these specs into ``config_sha256``.
+    numbers, so ``report.json`` hashes these specs into ``config_sha256``. The values are
+    made JSON (:func:`spec_value`): a callable argument (a ``trajectory_match`` per-tool
+    predicate) is named by its module and qualified name, so the spec serialises and its
+    hash is the same on every run. A field declared with ``metadata={"spec": False}`` is
+    left out (a judge's criteria text, which enters the spec as its hash instead).
     """
     args: dict[str, Any] = {}
     if dataclasses.is_dataclass(metric):
         for f in dataclasses.fields(metric):
+            if not f.metadata.get("spec", True):
+                continue
             value = getattr(metric, f.name)
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
             if value != default:
-                args[f.name] = value
+                args[f.name] = spec_value(value)
     return {"name": metric.name, "version": metric.version, "args": args}
+
+
+def spec_value(value: Any) -> Any:
+    """``value`` as plain JSON for a metric spec.
+
+    Mappings become objects (keys as strings), lists, tuples and sets lists (sets sorted
+    by their JSON form), a callable ``{"callable": "module.qualname"}`` (a lambda is
+    ``module.function.<locals>.<lambda>``; an object with ``__call__``, its class's name),
+    which is stable across runs because no memory address enters it. Its code is not
+    hashed: editing a function's body leaves the spec as it was. Strings, numbers,
+    booleans and ``None`` stay as they are; any other object becomes its ``repr``.
+    """
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): spec_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [spec_value(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [spec_value(v) for v in value]
+        return sorted(items, key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
+    if callable(value):
+        target = value if hasattr(value, "__qualname__") else type(value)
+        module = getattr(target, "__module__", None) or "?"
+        return {"callable": f"{module}.{target.__qualname__}"}
+    if dataclasses.is_dataclass(value):
+        return {f.name: spec_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return repr(value)

@@ -49,6 +49,24 @@ def price_for(model: str | None, prices: Mapping[str, Any]) -> tuple[float, ...]
     return p
 
 
+def check_prices(prices: Any) -> None:
+    """A price table must map model prefixes to 2 or 4 finite numbers >= 0.
+
+    Raises:
+        ValueError: not a table, or a row of the wrong shape (the model prefix named).
+    """
+    if not isinstance(prices, Mapping):
+        raise ValueError(f"prices must be a table of model prefix = [prices], got "
+                         f"{type(prices).__name__}")
+    for model, row in prices.items():
+        if not (isinstance(row, (list, tuple)) and len(row) in (2, 4) and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool)
+                and 0 <= x < float("inf") for x in row)):
+            raise ValueError(f"prices.{model} must be 2 or 4 finite numbers >= 0 (USD "
+                             "per million input, output[, cache write, cache read] "
+                             f"tokens), got {row!r}"[:200])
+
+
 def cost_usd(trace: Trace, prices: Mapping[str, Any]) -> float | None:
     """Episode cost in USD: ``(input × in + output × out + cache writes × write + cache
     reads × read) / 1e6`` from the trace's usage (``cache_creation_input_tokens``,
@@ -79,16 +97,7 @@ class Efficiency(Metric):
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.prices, Mapping):
-            raise ValueError(f"prices must be a table of model prefix = [prices], got "
-                             f"{type(self.prices).__name__}")
-        for model, row in self.prices.items():
-            if not (isinstance(row, (list, tuple)) and len(row) in (2, 4) and all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool)
-                    and 0 <= x < float("inf") for x in row)):
-                raise ValueError(f"prices.{model} must be 2 or 4 finite numbers >= 0 (USD "
-                                 "per million input, output[, cache write, cache read] "
-                                 f"tokens), got {row!r}"[:200])
+        check_prices(self.prices)
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

@@ -10,6 +10,7 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.bfcl_ast import BfclAst
+from evaltape.grader.metrics.budgets import BUDGET_METRICS
 from evaltape.grader.metrics.composite import Composite
 from evaltape.grader.metrics.efficiency import Efficiency
 from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
@@ -40,6 +41,8 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     Composite,
     # opt-in: hallucination checks
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
+    # opt-in: per-case budgets (max_tool_calls, max_steps, max_cost_usd, max_latency_s)
+    *BUDGET_METRICS,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: the help-desk reference's three, plus the offline

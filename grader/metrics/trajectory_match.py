@@ -5,8 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
-                                            check_overrides,
-                                            match_calls,
+                                            check_overrides, in_order_match, match_calls,
                                             show_steps, step_groups, strict_match,
                                             trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
@@ -15,7 +14,8 @@ from evaltape.grader.metrics.base import Metric
 
 @dataclass(frozen=True)
 class TrajectoryMatch(Metric):
-    """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes).
+    """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes, and
+    an in-order subsequence mode).
 
     With E the expected calls, A the actual calls and M the optimal one-to-one matching
     (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by
@@ -25,10 +25,16 @@ class TrajectoryMatch(Metric):
       the calls of one parallel step may come in any order;
     * ``unordered``: M = |A| = |E| (same multiset of calls);
     * ``subset``: M = |A| (every call made was expected; nothing extra);
-    * ``superset``: M = |E| (every expected call was made; extras allowed).
+    * ``superset``: M = |E| (every expected call was made; extras allowed);
+    * ``in_order``: E is a subsequence of A: indices i1 < i2 < ... < i|E| with A[ik]
+      matching E[k] (the expected calls in their order, any other calls before, between
+      or after them; the calls of one parallel step in any order among themselves),
+      :func:`evaltape.grader.matching.calls.in_order_match`. This is pydantic_evals'
+      ``in_order`` rule. ``superset`` ignores the order; ``strict`` allows no extra call.
 
     Empty lists follow the set definitions and say so in ``details``: E = A = [] matches
-    in every mode; A = [] is a vacuous ``subset``; E = [] is a vacuous ``superset``.
+    in every mode; A = [] is a vacuous ``subset``; E = [] is a vacuous ``superset`` and
+    ``in_order``.
     A case with no expectation at all (no ``expected_tool_calls``/``expected_tools``)
     scores ``None`` with a reason.
 
@@ -67,6 +73,15 @@ class TrajectoryMatch(Metric):
         if self.mode == "strict":
             diff = strict_match(actual, expected, **kw)
             return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""))
+        if self.mode == "in_order":
+            found, missing = in_order_match(actual, expected, **kw)
+            note = (f"; {len(found)}/{len(expected)} expected calls found in order"
+                    + (f" (at calls {', '.join(str(i + 1) for i in found)})" if found else ""))
+            if not expected:
+                note += "; vacuous (no calls expected)"
+            if missing:
+                note += f"; {missing}"
+            return Score(0.0 if missing else 1.0, head + note)
         m = match_calls(actual, expected, **kw)
         need = {"unordered": (m.n_expected, m.n_actual), "subset": (m.n_actual,),
                 "superset": (m.n_expected,)}[self.mode]

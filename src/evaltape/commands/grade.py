@@ -159,6 +159,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     from evaltape.grader.report.markdown import iter_markdown
     from evaltape.grader.results import iter_report_json
 
+    given_config = config_path  # named again in the judge command the notes suggest
     if config_path is None:
         from evaltape.grader.io.config import discover_config
         found = discover_config()
@@ -219,8 +220,12 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
     judge = s.judge
     if judge is not None and judge.not_recorded:
+        command = judge.record_command
+        if given_config is not None:
+            import shlex
+            command += f" --config {shlex.quote(given_config)}"
         click.echo(f"note: {judge.not_recorded} judge answer(s) not recorded; record "
-                   f"them with: {judge.record_command}", err=True)
+                   f"them with: {command}", err=True)
         if require_judge:
             raise GateFailed(f"--require-judge: {judge.not_recorded} judged score(s) "
                              "have no recorded judge answer")

@@ -6,22 +6,36 @@ import click
 
 @click.command()
 @click.argument("run", metavar="RUN_DIR")
-@click.option("--model", default=None, help="Judge model (default: claude-sonnet-4-6).")
+@click.option("--model", default=None,
+              help="Judge model (default: claude-sonnet-4-6); a [judges.NAME] table's own "
+                   "model wins for that judge.")
 @click.option("--base-url", default=None,
               help="Messages-API server (default: ANTHROPIC_BASE_URL or api.anthropic.com).")
 @click.option("--judge-samples", "samples", type=click.IntRange(1, 20), default=1,
               show_default=True, help="Answers recorded per judge request (stability).")
 @click.option("--metrics", "metric_names", default="",
-              help="Judged metrics, comma-separated (default: all judged metrics).")
+              help="Judged metrics, comma-separated (default: every judged metric, the "
+                   "built-in ones and the judges of the configuration and the dataset).")
 @click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
+@click.option("--config", "config_path", default=None, metavar="FILE.toml",
+              help="Configuration whose [judges.NAME] tables define judged metrics of your "
+                   "own (as for grade). Default: ./evaltape.toml, else ./pyproject.toml when "
+                   "it has [tool.evaltape].")
 def judge(run: str, model: str | None, base_url: str | None, samples: int,
-          metric_names: str, dataset: str | None) -> None:
+          metric_names: str, dataset: str | None, config_path: str | None = None) -> None:
     """Send every judge request of RUN_DIR that has no recorded answer yet into RUN_DIR/judge/."""
     from evaltape.recorder.judge import judge_run
 
     names = [n.strip() for n in metric_names.split(",") if n.strip()]
+    if config_path is None:
+        from evaltape.grader.io.config import discover_config
+        found = discover_config()
+        if found is not None:
+            config_path = str(found)
+            click.echo(f"config: {found} (found in the working directory; --config names "
+                       "another)", err=True)
     counts = judge_run(run, metric_names=names, model=model, base_url=base_url,
-                       samples=samples, dataset=dataset)
+                       samples=samples, dataset=dataset, config=config_path)
     click.echo(f"judge: {counts['requests']} request(s), {counts['complete']} already "
                f"recorded, {counts['sent']} answer(s) recorded now, {counts['errors']} "
                "error(s)", err=True)
