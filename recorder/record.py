@@ -174,22 +174,38 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
     """(case_id, trial) pairs already in ``traces.jsonl``.
 
-    A torn last line (the recorder was killed mid-write) is cut off so the file again ends
-    with a complete line; every earlier line must be valid JSON.
+    A last line without its line break is checked: when it parses as a whole valid trace
+    (everything was written but the ``\\n``), the line break is added and its episode
+    counts as finished; otherwise it is torn (the recorder was killed mid-write), it is cut
+    off so the file again ends with a complete line, and stderr says so (file, line, bytes):
+    its episode is recorded again. Every earlier line must be valid JSON.
+
+    Raises:
+        BadInputError: an earlier line is not JSON or not a valid trace (file and line
+            named).
+        OSError: the file could not be read, repaired or cut.
     """
     if not traces.exists():
         return set()
-    data = traces.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(traces, "r+b") as fh:
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
-        data = data[:cut]
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import iter_json_lines
     from evaltape.grader.io.traces import parse_trace
+    data = traces.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        if _whole_trace(data[cut:], str(traces)):
+            _finish_last_line(traces)
+            data += b"\n"
+        else:
+            with open(traces, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+            line = data.count(b"\n") + 1
+            print(f"warning: {traces}:{line}: cut off a torn last line ({len(data) - cut} "
+                  "bytes, not a complete trace: the recorder stopped while writing it); its "
+                  "episode is recorded again", file=sys.stderr)
+            data = data[:cut]
     done = set()
     for lineno, obj in iter_json_lines(data, path=str(traces), keep_going=True):
         if isinstance(obj, BadInputError):
@@ -198,6 +214,31 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
         t = parse_trace(obj, path=str(traces), line=lineno)
         done.add((t.case_id, t.trial))
     return done
+
+
+def _whole_trace(tail: bytes, where: str) -> bool:
+    """Whether ``tail`` (a last line without its line break) is one complete, valid trace
+    object; a JSON object's text ends with its closing brace, so no prefix of a longer
+    line parses as one."""
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.jsonfiles import iter_json_lines
+    from evaltape.grader.io.traces import parse_trace
+    try:
+        ((_line, obj),) = iter_json_lines(tail, path=where)
+        parse_trace(obj, path=where)
+    except (BadInputError, ValueError):
+        return False
+    return True
+
+
+def _finish_last_line(traces: Path) -> None:
+    """Append the line break a whole last trace line lacks, then fsync."""
+    fd = os.open(traces, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_trace(traces: Path, trace: dict) -> None:

@@ -415,3 +415,46 @@ def test_infrastructure_statuses():
     request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
     assert is_infra(anthropic.APIConnectionError(request=request))
     assert is_infra(anthropic.APITimeoutError(request=request))
+
+
+# --- resuming after a last trace line without its line break -------------------------------
+
+def _cassette_bytes(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run / "http").iterdir())}
+
+
+def test_a_whole_last_trace_line_without_its_line_break_is_kept(tmp_path):
+    run = tmp_path / "run"
+    with FaultServer(SCRIPTS) as server:
+        assert _record_helpdesk(run, server).returncode == 0
+        traces = run / "traces.jsonl"
+        whole = traces.read_bytes()
+        cassettes = _cassette_bytes(run)
+        traces.write_bytes(whole[:-1])  # everything written but the last "\n"
+        p = _record_helpdesk(run, server)
+    assert p.returncode == 0, p.stderr
+    assert "recorded 0 episode(s), skipped 8 already finished" in p.stderr
+    assert "torn" not in p.stderr
+    assert traces.read_bytes() == whole  # the line break added, nothing else changed
+    assert _cassette_bytes(run) == cassettes
+    assert server.requests == 16  # the 8 episodes' 2 turns each, none asked again
+
+
+def test_a_torn_last_trace_line_is_cut_with_a_message_and_recorded_again(tmp_path):
+    run = tmp_path / "run"
+    with FaultServer(SCRIPTS) as server:
+        assert _record_helpdesk(run, server).returncode == 0
+        traces = run / "traces.jsonl"
+        lines = traces.read_bytes().splitlines(keepends=True)
+        last = json.loads(lines[-1])
+        torn = lines[-1][:len(lines[-1]) // 2]
+        traces.write_bytes(b"".join(lines[:-1]) + torn)
+        p = _record_helpdesk(run, server)
+    assert p.returncode == 0, p.stderr
+    assert f"warning: {traces}:8: cut off a torn last line ({len(torn)} bytes, not a " \
+           "complete trace" in p.stderr
+    assert "recorded 1 episode(s), skipped 7 already finished" in p.stderr
+    again = read_jsonl(traces)
+    assert len(again) == 8 and traces.read_bytes().endswith(b"\n")
+    assert (again[-1]["case_id"], again[-1]["trial"]) == (last["case_id"], last["trial"])
+    assert server.requests == 18  # the torn episode's 2 turns asked again
