@@ -98,3 +98,28 @@ def test_bidi_overrides_and_line_breaks_of_ids_reach_no_terminal():
     assert plain("new\nline") == "new\nline"  # details keep their lines ...
     assert plain("new\nline", one_line=True) == "new\u21b5line"  # ... a label does not
     assert plain("nul\x00id\x1b[2J", one_line=True) == "nul\ufffdid\ufffd[2J"
+
+
+@pytest.mark.parametrize("workers", ["1", "2", None])
+def test_a_trace_nested_too_deep_is_bad_input_on_every_worker_count(tmp_path, monkeypatch,
+                                                                     workers):
+    """A trace nested 300 levels deep in the middle of a file graded in many ranges: exit 3
+    naming its line and JSON path on one process, on two, and on the default pool (every
+    core), never the internal error of the duplicate-key screen's re-serialisation."""
+    import json
+    from conftest import make_trace, write_json
+    from evaltape.grader import scale
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 2000)  # ~5 traces a range: many ranges
+    write_json(tmp_path / "d.json", [{"id": f"c{i}", "user_query": "q"} for i in range(60)])
+    lines = [json.dumps(make_trace(f"c{i}")) for i in range(60)]
+    lines[41] = lines[41].replace('"messages": []', '"messages": [' + "[" * 300 + "]" * 300
+                                  + "]")
+    (tmp_path / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    p = run_cli("grade", "traces.jsonl", "--dataset", "d.json", "--quiet", "--out", "out",
+                *(["--workers", workers] if workers else []), cwd=tmp_path)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 3, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"Error: traces.jsonl:42: field 'messages[0][0][0][0][0][0][0]…': nested deeper than "
+        "254 levels of arrays and objects (the most evaltape reads)")
+    assert not (tmp_path / "out").exists()

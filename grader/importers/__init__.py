@@ -23,7 +23,8 @@ from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
 from evaltape.grader.importers import (bfcl, cassette, inspect_log, messages_jsonl, otel,
                                        taubench, tau2)
-from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
+from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
+                                              Skipped, drop_unwritable)
 
 __all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
            "expand_sources", "import_sources", "write_run"]
@@ -134,7 +135,9 @@ def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
     for k in ("answers", "results"):
         if k in given and not Path(given[k]).exists():
             raise UsageError(f"--{k}: no such file or folder: {given[k]}")
-    return IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
+    result = IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
+    drop_unwritable(result)  # (listed as errors like any episode that cannot be imported)
+    return result
 
 
 def _sha256(path: str) -> str | None:
