@@ -376,6 +376,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         fields = agent_fn(case, client, **kwargs)
     except Exception as e:  # noqa: BLE001 - a crashing agent must not stop the whole run
         what = str(e)
+        if len(what) > 300:  # (an SDK error may quote the whole answer it could not parse)
+            what = what[:300] + "…"
         if not what:  # (an assert without a message) where it was raised
             frame = traceback.extract_tb(e.__traceback__)[-1]
             what = f"raised at {frame.filename}:{frame.lineno}"
@@ -386,7 +388,16 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
                             "trace fields (README: Your own agent)", path=f"case {case.id}")
     latency = round(time.perf_counter() - t0, 3)
     trace = {"error": None, "usage": {}, "messages": []}
-    trace.update(plain_json(fields, f"trace the agent returned for case {case.id!r}"))
+    where = f"trace the agent returned for case {case.id!r}"
+    try:
+        fields = plain_json(fields, where)
+    except RecursionError:
+        fields = {"steps": fields.get("steps"), "usage": fields.get("usage"),
+                  TOO_DEEP_KEY: "$"}
+    deep = fields.pop(TOO_DEEP_KEY, None) or _too_deep(fields)
+    if deep is not None:
+        fields = too_deep_trace(fields, deep)
+    trace.update(fields)
     trace.update({"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial,
                   "input": case.input, "model": model, "latency_s": latency})
     try:
@@ -395,6 +406,42 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
                             "DESIGN §3", path=e.path, field=e.field) from None
     return trace
+
+
+#: Marks fields too deep for :func:`plain_json` itself (Python's recursion limit).
+TOO_DEEP_KEY = "\x00too deep"
+
+
+def _too_deep(fields: dict) -> str | None:
+    """The JSON path of a trace's first value nested deeper than
+    :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (``tool_calls[0].arguments.q[0]…``),
+    else ``None``. One ``orjson.dumps`` (which refuses that depth); only a refused trace
+    is walked."""
+    from evaltape.grader.io.jsonfiles import value_depth_error
+    try:
+        orjson.dumps(fields)
+    except TypeError:
+        err = value_depth_error(fields, None)
+        return err.field if err is not None else None
+    return None
+
+
+def too_deep_trace(fields: dict, path: str) -> dict:
+    """The trace fields of an episode whose trace nests deeper than evaltape stores (a
+    model answer or tool input nested that deep, at JSON path ``path``): a failed
+    episode, ``stop_reason: "error"``, with nothing of the deep value (no calls, no
+    messages) and an ``error`` that says so; its steps and usage are kept when they are
+    plain. Saved or not as any episode the agent ended with an error."""
+    from evaltape.grader.io.jsonfiles import MAX_DEPTH
+    steps, usage = fields.get("steps"), fields.get("usage")
+    ok_usage = isinstance(usage, dict) and all(
+        isinstance(k, str) and type(v) is int for k, v in usage.items())
+    return {"tool_calls": [], "final_response": None, "stop_reason": "error",
+            "steps": steps if type(steps) is int and steps >= 0 else 0,
+            "messages": [], "usage": usage if ok_usage else {},
+            "error": f"trace_too_deep: the episode's trace nests deeper than {MAX_DEPTH} "
+                     f"levels of arrays and objects at '{path}' (a model answer or tool "
+                     "input nested that deep), more than evaltape stores"}
 
 
 def plain_json(value: Any, where: str, path: str = "$") -> Any:

@@ -458,3 +458,78 @@ def test_a_torn_last_trace_line_is_cut_with_a_message_and_recorded_again(tmp_pat
     assert len(again) == 8 and traces.read_bytes().endswith(b"\n")
     assert (again[-1]["case_id"], again[-1]["trial"]) == (last["case_id"], last["trial"])
     assert server.requests == 18  # the torn episode's 2 turns asked again
+
+
+# --- answers nested deeper than evaltape stores (254 levels of arrays and objects) --------
+
+def test_a_tool_input_nested_300_deep_fails_that_episode_and_the_run_goes_on(tmp_path):
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:  # tc_001's tool-calling turn
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 1, p.stderr  # one episode not saved, as any agent error
+    assert "not saved: tc_001#t0: trace_too_deep: turn 1 of the model holds a content " \
+           "block nested too deep to store" in p.stderr
+    assert "recorded 7 episode(s)" in p.stderr
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert sorted(t["case_id"] for t in traces) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+
+
+def test_a_kept_too_deep_episode_is_stored_within_the_depth_and_replays(tmp_path):
+    import orjson
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}["tc_001"]
+    assert (t["stop_reason"], t["tool_calls"], t["final_response"], t["steps"]) == \
+        ("error", [], None, 1)  # the one turn the model answered
+    assert t["error"].startswith("trace_too_deep: turn 1 of the model holds")
+    # the answer's body is kept as its text (it replays byte for byte); every line of the
+    # cassette is one that orjson (and so the grader) reads and writes back
+    lines = (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_bytes().splitlines()
+    (first,) = [orjson.loads(x) for x in lines[1:]]
+    assert set(first["response"]["body"]) == {"text"}
+    assert first["response"]["body"]["text"].count("[") == 1 + 300  # content, the input
+    assert all(orjson.dumps(orjson.loads(x)) for x in lines)
+    p = run_cli("replay", str(tmp_path / "run"))
+    assert p.returncode == 0, p.stderr
+
+
+#: A user agent storing the API's raw answer blocks (extra fields and all) in its messages.
+RAW_AGENT = '''
+def run(case, client, *, model, **kw):
+    raw = client.messages.with_raw_response.create(
+        model=model, max_tokens=64, messages=[{"role": "user", "content": case.input}])
+    body = raw.http_response.json()
+    return {"tool_calls": [], "final_response": body["content"][0]["text"],
+            "stop_reason": "end_turn", "steps": 1,
+            "messages": [{"role": "assistant", "content": body["content"]}]}
+'''
+
+
+def test_a_user_agents_trace_nested_300_deep_fails_that_episode(tmp_path):
+    (tmp_path / "raw_agent.py").write_text(RAW_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"},
+                                     {"id": "ok", "user_query": "hello"}])
+    with FaultServer({"c": ["deep"], "ok": ["fine"]}, {1: "deep_answer"}) as server:
+        p = run_cli("record", "d.json", "--agent", "raw_agent:run", "--out", "run",
+                    "--base-url", server.base_url, cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 1, p.stderr
+    assert "not saved: c#t0: trace_too_deep: the episode's trace nests deeper than 254 " \
+           "levels of arrays and objects at 'messages[0].content[0].annotations[0][0][0]…' " \
+           "(a model answer or tool input nested that deep), more than evaltape stores" \
+        in p.stderr
+    assert [t["final_response"] for t in read_jsonl(tmp_path / "run" / "traces.jsonl")] == \
+        ["fine"]
+
+
+def test_an_unparsable_streamed_input_is_named_in_a_short_line(tmp_path):
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 1, p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if "not saved: tc_001#t0" in x]
+    assert "Unable to parse tool parameter JSON" in line  # the SDK's own words, cut short
+    assert len(line) <= 360 and line.endswith("…")
+    assert "recorded 7 episode(s)" in p.stderr

@@ -7,6 +7,7 @@ streams as the client assembles them (a key echoed over several deltas).
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from urllib.parse import unquote
@@ -138,11 +139,14 @@ def scrub_body_text(text: str) -> str:
     if "\\" in text and text[:1] in ("{", "["):
         try:
             doc = orjson.loads(text)
-        except orjson.JSONDecodeError:
+            clean = scrub_value(doc)
+            if clean != doc:
+                try:
+                    return orjson.dumps(clean).decode()
+                except TypeError:  # nested deeper than orjson writes (254 levels)
+                    return json.dumps(clean, ensure_ascii=False, separators=(",", ":"))
+        except (orjson.JSONDecodeError, RecursionError):  # (too deep to walk: as text)
             return text
-        clean = scrub_value(doc)
-        if clean != doc:
-            return orjson.dumps(clean).decode()
     return text
 
 
