@@ -122,15 +122,22 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
         where counts starts the run's tally and ``progress("start", ...)`` has been told.
+
+    Raises:
+        UsageError: the manifest or ``traces.jsonl`` could not be written (names the file
+            and the system's reason: disk full, quota, read-only...).
     """
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
                                         **manifest["dataset"]["cases"]}
-    atomic_write_text(out / "manifest.json",
-                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
-                                   orjson.OPT_INDENT_2).decode() + "\n")
+    write_manifest(out / "manifest.json", manifest)
     traces = out / "traces.jsonl"
-    done = finished_episodes(traces)
+    try:
+        done = finished_episodes(traces)
+    except OSError as e:  # (the repair of a last line the OS refused)
+        raise UsageError(f"{traces}: cannot read or repair the run's traces ({e.strerror}); "
+                         "nothing recorded in this run: fix the cause and rerun the same "
+                         "command") from None
     mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
             if in_shard(p, t, opts.trials, opts.shard)]
     todo = [(c, t) for c, t in mine if (c.id, t) not in done]
@@ -139,6 +146,25 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     if progress:
         progress("start", {**counts, "total": len(todo)})
     return traces, done, todo, counts
+
+
+def write_manifest(path: Path, manifest: dict) -> None:
+    """Write a run's ``manifest.json`` atomically (an interrupted or refused write leaves
+    the previous manifest whole and no temp file).
+
+    Raises:
+        UsageError: the OS refused the write (disk full, quota, file size limit, a
+            read-only or vanished folder): names the file and the system's reason; nothing
+            was recorded yet, the episodes already finished are untouched.
+        SecretLeakError: the manifest would hold a key.
+    """
+    try:
+        atomic_write_text(path, orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
+                                             orjson.OPT_INDENT_2).decode() + "\n")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write the run's manifest ({e.strerror}); nothing "
+                         "recorded in this run, the episodes already finished are kept: fix "
+                         "the cause and rerun the same command") from None
 
 
 def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_errors: bool,

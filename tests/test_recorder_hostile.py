@@ -533,3 +533,69 @@ def test_an_unparsable_streamed_input_is_named_in_a_short_line(tmp_path):
     assert "Unable to parse tool parameter JSON" in line  # the SDK's own words, cut short
     assert len(line) <= 360 and line.endswith("…")
     assert "recorded 7 episode(s)" in p.stderr
+
+
+# --- the OS refusing the manifest's write ----------------------------------------------------
+
+def _fill(mnt: Path) -> None:
+    """Fill the file system at ``mnt`` (a small tmpfs) until a write is refused."""
+    with open(mnt / "filler", "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("limit", ["file_size", "full_disk"])
+def test_a_refused_manifest_write_exits_2_naming_it_and_keeps_the_run(tmp_path, limit):
+    import resource
+    import signal
+    import subprocess
+    import sys
+    where = tmp_path
+    if limit == "full_disk":
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root; the file-size-limit case covers it")
+        where = tmp_path / "mnt"
+        where.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+    try:
+        ds = write_json(tmp_path / "d.json", [{"id": f"c{i}", "task": f"hi {i}",
+                                               "script": ["fine"]} for i in range(3)])
+        run = where / "run"
+        p = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run))
+        assert p.returncode == 0, p.stderr
+        before = {f.relative_to(run): f.read_bytes() for f in run.rglob("*") if f.is_file()}
+
+        def small_files() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))  # the manifest is larger
+        if limit == "full_disk":
+            _fill(where)
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",
+                                                                "ANTHROPIC_BASE_URL")}
+        p = subprocess.run([sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent",
+                            "scripted", "--out", str(run), "--trials", "2"], cwd=str(tmp_path),
+                           env=env, capture_output=True, text=True, timeout=120,
+                           preexec_fn=small_files if limit == "file_size" else None)
+        cause = "File too large" if limit == "file_size" else "No space left on device"
+        assert "Traceback" not in p.stderr, p.stderr
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.strip().splitlines()[-1] == (
+            f"Error: {run}/manifest.json: cannot write the run's manifest ({cause}); nothing "
+            "recorded in this run, the episodes already finished are kept: fix the cause and "
+            "rerun the same command")
+        after = {f.relative_to(run): f.read_bytes() for f in run.rglob("*") if f.is_file()}
+        assert after == before  # the old manifest whole, no temp file, nothing else touched
+        if limit == "full_disk":
+            (where / "filler").unlink()
+        p = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run), "--trials",
+                    "2")
+        assert p.returncode == 0, p.stderr
+        assert "recorded 3 episode(s), skipped 3 already finished" in p.stderr
+    finally:
+        if limit == "full_disk":
+            subprocess.run(["umount", str(where)], capture_output=True)
