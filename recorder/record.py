@@ -386,7 +386,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
 
     The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
     ``latency_s``) always win over what the agent returns. An agent that raises ends the
-    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`).
+    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`), and
+    so does a trace nested deeper than evaltape stores (:func:`too_deep_trace`).
 
     Raises:
         BadInputError: the agent returned something other than a dict, or a trace that the
@@ -417,10 +418,9 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
     where = f"trace the agent returned for case {case.id!r}"
     try:
         fields = plain_json(fields, where)
-    except RecursionError:
-        fields = {"steps": fields.get("steps"), "usage": fields.get("usage"),
-                  TOO_DEEP_KEY: "$"}
-    deep = fields.pop(TOO_DEEP_KEY, None) or _too_deep(fields)
+        deep = _too_deep(fields)
+    except RecursionError:  # (deeper than plain_json itself can walk)
+        deep = "$"
     if deep is not None:
         fields = too_deep_trace(fields, deep)
     trace.update(fields)
@@ -432,10 +432,6 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
                             "DESIGN §3", path=e.path, field=e.field) from None
     return trace
-
-
-#: Marks fields too deep for :func:`plain_json` itself (Python's recursion limit).
-TOO_DEEP_KEY = "\x00too deep"
 
 
 def _too_deep(fields: dict) -> str | None:

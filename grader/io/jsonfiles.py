@@ -118,8 +118,9 @@ def depth_error(raw: bytes, path: str | None, line: int | None = None) -> BadInp
 def value_depth_error(value: Any, path: str | None, line: int | None = None
                       ) -> BadInputError | None:
     """:func:`depth_error` for a decoded value (a TOML document, an object built in code):
-    the error when ``value`` nests dicts and lists deeper than :data:`MAX_DEPTH`, else
-    ``None``. Walks the value without recursion."""
+    the error when ``value`` nests dicts and lists deeper than :data:`MAX_DEPTH` (the path
+    of the first such value in document order), else ``None``. Walks the value without
+    recursion."""
     todo: list[tuple[Any, list]] = [(value, [])]
     while todo:
         item, where = todo.pop()
@@ -130,7 +131,7 @@ def value_depth_error(value: Any, path: str | None, line: int | None = None
                                  "objects (the most evaltape reads)", path=path, line=line,
                                  field=_path_text(where))
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
-        todo.extend((v, where + [k]) for k, v in pairs)
+        todo.extend(reversed([(v, where + [k]) for k, v in pairs]))  # (in document order)
     return None
 
 
