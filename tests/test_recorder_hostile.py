@@ -599,3 +599,13 @@ def test_a_refused_manifest_write_exits_2_naming_it_and_keeps_the_run(tmp_path, 
     finally:
         if limit == "full_disk":
             subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_audit_reads_json_nested_as_deep_as_orjson_reads(tmp_path):
+    key = "sk-ant-api03-" + "Q" * 40
+    escaped = '"' + key.replace("-", "\\u002d") + '"'  # a JSON string; as text, no key
+    (tmp_path / "deep.jsonl").write_text("[" * 1000 + escaped + "]" * 1000 + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 3, p.stderr  # the key found in the decoded string, 1,000 deep
+    assert f"{tmp_path / 'deep.jsonl'}:1: key-shaped string" in p.stderr

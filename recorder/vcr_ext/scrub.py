@@ -219,15 +219,19 @@ def find_secret(text: str) -> str | None:
 
 
 def _strings(value: Any) -> Any:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    """Every string of a decoded JSON value (keys too), in document order; walked without
+    recursion, so a value nested as deep as ``orjson`` reads (1,024 levels) is no crash."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for k, v in reversed(list(item.items())):
+                todo.append(v)
+                todo.append(k)
+        elif isinstance(item, list):
+            todo.extend(reversed(item))
 
 
 def find_secret_deep(text: str) -> str | None:
