@@ -168,11 +168,12 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     numbers (records, errors) start at ``chunk.first_line``, or at 1 when it is ``None``.
 
     Raises:
-        BadInputError: a line is not JSON, repeats a key, a trace is invalid, names an
-            unknown case or carries a changed input (file, line and field named).
+        BadInputError: a line is not JSON, is nested too deep, repeats a key, a trace is
+            invalid, names an unknown case or carries a changed input (file, line and field
+            named).
     """
     from evaltape.grader.engine import grade_one
-    from evaltape.grader.io.jsonfiles import line_json_error, screen
+    from evaltape.grader.io.jsonfiles import depth_error, is_depth_error, line_json_error, screen
     from evaltape.grader.io.traces import parse_trace
     run = job.run
     where = str(run.traces_path)
@@ -196,9 +197,11 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError as e:
+                if is_depth_error(e):
+                    raise depth_error(raw, where, lineno) from None
                 raise BadInputError(line_json_error(raw, e), path=where,
                                     line=lineno) from None
-            obj, dup = screen(raw, obj)
+            obj, dup = screen(raw, obj, where, lineno)
             if dup is not None:
                 raise BadInputError("a key appears twice in one object; JSON readers keep "
                                     "the last value silently, so the line is ambiguous",

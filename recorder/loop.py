@@ -232,7 +232,9 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
     goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
     the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
-    ``malformed_tool_input: true``, and the tool is not run.
+    ``malformed_tool_input: true``, and the tool is not run. A turn whose content nests
+    too deep to be stored (a tool input 300 arrays deep) stops with ``error``
+    (``trace_too_deep: ...``), the turn itself left out.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
@@ -268,7 +270,12 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         steps += 1
         if resp.usage is not None:
             add_usage(usage, resp.usage.model_dump())
-        content = [_block_dict(b) for b in resp.content]
+        try:
+            content = [_block_dict(b) for b in resp.content]
+        except ValueError as e:  # pydantic refuses a block nested too deep to serialise
+            stop_reason, error = "error", (f"trace_too_deep: turn {steps} of the model holds "
+                                           f"a content block nested too deep to store ({e})")
+            break
         messages.append({"role": "assistant", "content": content})
         uses = [(i, b) for i, b in enumerate(content) if b.get("type") == "tool_use"]
         if not uses or resp.stop_reason != "tool_use":

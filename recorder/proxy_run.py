@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
-import orjson
-
 from evaltape.grader.errors import UsageError
 
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
-from .vcr_ext.persister import atomic_write_text
 from .vcr_ext.scrub import strip_userinfo
 
 
@@ -76,13 +73,15 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
     Raises:
         UsageError: both or neither of ``out``/``replay``; a bad upstream URL; another
             recorder holds the run; the run was recorded by something other than the proxy;
-            a replay folder without ``http/``; the port is taken.
+            a replay folder without ``http/``; the port is taken; the manifest cannot be
+            written (disk full...: names the file and the reason).
         BadInputError: invalid dataset, or its inputs changed since the run began.
     """
     from evaltape.grader.io.datasets import load_dataset
     from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
-    from .record import _lock_run, append_trace, check_base_url, finished_episodes
+    from .record import (_lock_run, append_trace, check_base_url, finished_episodes,
+                         write_manifest)
     if (out is None) == (replay is None):
         raise UsageError("give exactly one of --out RUN (record) and --replay RUN")
     if replay is not None:
@@ -117,8 +116,7 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
             check_inputs_unchanged(previous, cases, str(root / "manifest.json"))
         manifest = _proxy_manifest(root, previous, upstream, dataset, cases, model,
                                    idle_timeout, command_line)
-        atomic_write_text(root / "manifest.json", orjson.dumps(
-            manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n")
+        write_manifest(root / "manifest.json", manifest)
         traces = root / "traces.jsonl"
 
         def ended(trace: dict) -> None:

@@ -123,15 +123,22 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
         where counts starts the run's tally and ``progress("start", ...)`` has been told.
+
+    Raises:
+        UsageError: the manifest or ``traces.jsonl`` could not be written (names the file
+            and the system's reason: disk full, quota, read-only...).
     """
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
                                         **manifest["dataset"]["cases"]}
-    atomic_write_text(out / "manifest.json",
-                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
-                                   orjson.OPT_INDENT_2).decode() + "\n")
+    write_manifest(out / "manifest.json", manifest)
     traces = out / "traces.jsonl"
-    done = finished_episodes(traces)
+    try:
+        done = finished_episodes(traces)
+    except OSError as e:  # (the repair of a last line the OS refused)
+        raise UsageError(f"{traces}: cannot read or repair the run's traces ({e.strerror}); "
+                         "nothing recorded in this run: fix the cause and rerun the same "
+                         "command") from None
     mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
             if in_shard(p, t, opts.trials, opts.shard)]
     todo = [(c, t) for c, t in mine if (c.id, t) not in done]
@@ -140,6 +147,25 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     if progress:
         progress("start", {**counts, "total": len(todo)})
     return traces, done, todo, counts
+
+
+def write_manifest(path: Path, manifest: dict) -> None:
+    """Write a run's ``manifest.json`` atomically (an interrupted or refused write leaves
+    the previous manifest whole and no temp file).
+
+    Raises:
+        UsageError: the OS refused the write (disk full, quota, file size limit, a
+            read-only or vanished folder): names the file and the system's reason; nothing
+            was recorded yet, the episodes already finished are untouched.
+        SecretLeakError: the manifest would hold a key.
+    """
+    try:
+        atomic_write_text(path, orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
+                                             orjson.OPT_INDENT_2).decode() + "\n")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write the run's manifest ({e.strerror}); nothing "
+                         "recorded in this run, the episodes already finished are kept: fix "
+                         "the cause and rerun the same command") from None
 
 
 def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_errors: bool,
@@ -175,22 +201,38 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
     """(case_id, trial) pairs already in ``traces.jsonl``.
 
-    A torn last line (the recorder was killed mid-write) is cut off so the file again ends
-    with a complete line; every earlier line must be valid JSON.
+    A last line without its line break is checked: when it parses as a whole valid trace
+    (everything was written but the ``\\n``), the line break is added and its episode
+    counts as finished; otherwise it is torn (the recorder was killed mid-write), it is cut
+    off so the file again ends with a complete line, and stderr says so (file, line, bytes):
+    its episode is recorded again. Every earlier line must be valid JSON.
+
+    Raises:
+        BadInputError: an earlier line is not JSON or not a valid trace (file and line
+            named).
+        OSError: the file could not be read, repaired or cut.
     """
     if not traces.exists():
         return set()
-    data = traces.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(traces, "r+b") as fh:
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
-        data = data[:cut]
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import iter_json_lines
     from evaltape.grader.io.traces import parse_trace
+    data = traces.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        if _whole_trace(data[cut:], str(traces)):
+            _finish_last_line(traces)
+            data += b"\n"
+        else:
+            with open(traces, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+            line = data.count(b"\n") + 1
+            print(f"warning: {traces}:{line}: cut off a torn last line ({len(data) - cut} "
+                  "bytes, not a complete trace: the recorder stopped while writing it); its "
+                  "episode is recorded again", file=sys.stderr)
+            data = data[:cut]
     done = set()
     for lineno, obj in iter_json_lines(data, path=str(traces), keep_going=True):
         if isinstance(obj, BadInputError):
@@ -199,6 +241,31 @@ def finished_episodes(traces: Path) -> set[tuple[str, int]]:
         t = parse_trace(obj, path=str(traces), line=lineno)
         done.add((t.case_id, t.trial))
     return done
+
+
+def _whole_trace(tail: bytes, where: str) -> bool:
+    """Whether ``tail`` (a last line without its line break) is one complete, valid trace
+    object; a JSON object's text ends with its closing brace, so no prefix of a longer
+    line parses as one."""
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.jsonfiles import iter_json_lines
+    from evaltape.grader.io.traces import parse_trace
+    try:
+        ((_line, obj),) = iter_json_lines(tail, path=where)
+        parse_trace(obj, path=where)
+    except (BadInputError, ValueError):
+        return False
+    return True
+
+
+def _finish_last_line(traces: Path) -> None:
+    """Append the line break a whole last trace line lacks, then fsync."""
+    fd = os.open(traces, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_trace(traces: Path, trace: dict) -> None:
@@ -320,7 +387,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
 
     The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
     ``latency_s``) always win over what the agent returns. An agent that raises ends the
-    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`).
+    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`), and
+    so does a trace nested deeper than evaltape stores (:func:`too_deep_trace`).
 
     Raises:
         BadInputError: the agent returned something other than a dict, or a trace that the
@@ -336,6 +404,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         fields = agent_fn(case, client, **kwargs)
     except Exception as e:  # noqa: BLE001 - a crashing agent must not stop the whole run
         what = str(e)
+        if len(what) > 300:  # (an SDK error may quote the whole answer it could not parse)
+            what = what[:300] + "…"
         if not what:  # (an assert without a message) where it was raised
             frame = traceback.extract_tb(e.__traceback__)[-1]
             what = f"raised at {frame.filename}:{frame.lineno}"
@@ -346,7 +416,15 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
                             "trace fields (README: Your own agent)", path=f"case {case.id}")
     latency = round(time.perf_counter() - t0, 3)
     trace = {"error": None, "usage": {}, "messages": []}
-    trace.update(plain_json(fields, f"trace the agent returned for case {case.id!r}"))
+    where = f"trace the agent returned for case {case.id!r}"
+    try:
+        fields = plain_json(fields, where)
+        deep = _too_deep(fields)
+    except RecursionError:  # (deeper than plain_json itself can walk)
+        deep = "$"
+    if deep is not None:
+        fields = too_deep_trace(fields, deep)
+    trace.update(fields)
     trace.update({"schema": TRACE_SCHEMA, "case_id": case.id, "trial": trial,
                   "input": case.input, "model": model, "latency_s": latency})
     try:
@@ -355,6 +433,38 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
                             "DESIGN §3", path=e.path, field=e.field) from None
     return trace
+
+
+def _too_deep(fields: dict) -> str | None:
+    """The JSON path of a trace's first value nested deeper than
+    :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (``tool_calls[0].arguments.q[0]…``),
+    else ``None``. One ``orjson.dumps`` (which refuses that depth); only a refused trace
+    is walked."""
+    from evaltape.grader.io.jsonfiles import value_depth_error
+    try:
+        orjson.dumps(fields)
+    except TypeError:
+        err = value_depth_error(fields, None)
+        return err.field if err is not None else None
+    return None
+
+
+def too_deep_trace(fields: dict, path: str) -> dict:
+    """The trace fields of an episode whose trace nests deeper than evaltape stores (a
+    model answer or tool input nested that deep, at JSON path ``path``): a failed
+    episode, ``stop_reason: "error"``, with nothing of the deep value (no calls, no
+    messages) and an ``error`` that says so; its steps and usage are kept when they are
+    plain. Saved or not as any episode the agent ended with an error."""
+    from evaltape.grader.io.jsonfiles import MAX_DEPTH
+    steps, usage = fields.get("steps"), fields.get("usage")
+    ok_usage = isinstance(usage, dict) and all(
+        isinstance(k, str) and type(v) is int for k, v in usage.items())
+    return {"tool_calls": [], "final_response": None, "stop_reason": "error",
+            "steps": steps if type(steps) is int and steps >= 0 else 0,
+            "messages": [], "usage": usage if ok_usage else {},
+            "error": f"trace_too_deep: the episode's trace nests deeper than {MAX_DEPTH} "
+                     f"levels of arrays and objects at '{path}' (a model answer or tool "
+                     "input nested that deep), more than evaltape stores"}
 
 
 def plain_json(value: Any, where: str, path: str = "$") -> Any:

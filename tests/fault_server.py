@@ -6,7 +6,10 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 ``overloaded_error`` event), ``"midstream_partial"`` (the same after the first text deltas),
 ``"slow"`` (answer after ``slow_s`` seconds), ``"400echo"`` (HTTP 400 quoting the key),
 ``"pause_turn"`` / ``"weird_stop"`` (that stop reason on the answer), ``"malformed_input"``
-(streamed tool input whose fragments do not parse). ``split`` streams deltas in pieces;
+(streamed tool input whose fragments do not parse), ``"deep_input"`` (each tool call's
+input is ``{"q": v}`` with ``v`` arrays nested ``deep`` levels), ``"deep_answer"`` (each
+content block carries an extra field ``"annotations"`` nested ``deep`` levels).
+``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 ``authorizations`` lists the ``authorization`` header of every answered request and
@@ -31,7 +34,8 @@ class FaultServer(ScriptServer):
     def __init__(self, scripts: Mapping[str, Sequence[str]], faults: Mapping[int, str] = (),
                  *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False,
                  echo_format: str = " (your key is {key})", split: int = 0,
-                 raw_body: bytes | None = None, raw_headers: Mapping[str, str] = ()) -> None:
+                 raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
+                 deep: int = 300) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -41,6 +45,8 @@ class FaultServer(ScriptServer):
         self.split = split
         #: answer every request with these bytes and headers instead of a message
         self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
+        #: levels of nesting of the ``deep_input`` / ``deep_answer`` values
+        self.deep = deep
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         #: the ``authorization`` header of each request ``respond`` got (``None``: absent)
@@ -93,6 +99,12 @@ class FaultServer(ScriptServer):
         message = scripted_message(script, body)
         if fault in ("pause_turn", "weird_stop"):
             message["stop_reason"] = "pause_turn" if fault == "pause_turn" else "weird_stop"
+        if fault in ("deep_input", "deep_answer"):
+            for block in message["content"]:
+                if fault == "deep_answer":
+                    block["annotations"] = _nested(self.deep)
+                elif block["type"] == "tool_use":
+                    block["input"] = {"q": _nested(self.deep)}
         extra = {}
         if self.echo_key:
             key = handler.headers.get("x-api-key") or handler.headers.get(
@@ -116,6 +128,14 @@ class FaultServer(ScriptServer):
             handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
         else:
             handler._send(200, json.dumps(message).encode(), headers=extra)
+
+
+def _nested(depth: int) -> list:
+    """``depth`` lists, one inside the other (``[[[]]]`` for 3), built without recursion."""
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 def _split(event: tuple[str, dict], size: int) -> list[tuple[str, dict]]:

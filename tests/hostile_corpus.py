@@ -384,7 +384,99 @@ def corpus() -> list[Hostile]:
                                         "run/.keep": ""},
                 ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 2,
                 ["run"], setup=_chmod(0), teardown=_chmod(0o755)))
+    cases.extend(_nested_too_deep())
     return cases
+
+
+def _nest(depth: int, inner: str = "1") -> str:
+    """``depth`` arrays, one inside the other, around ``inner`` (JSON text)."""
+    return "[" * depth + inner + "]" * depth
+
+
+#: What stderr says of a value nested deeper than evaltape reads (254 levels).
+TOO_DEEP = "nested deeper than 254 levels of arrays and objects (the most evaltape reads)"
+
+
+def _nested_too_deep() -> list[Hostile]:
+    """Values nested deeper than the 254 levels evaltape reads (and orjson writes back), in
+    every JSON file the grader reads: 300 levels (orjson reads them, cannot write them) and
+    1,100 (beyond what orjson reads). Each is bad input naming file, line and JSON path."""
+    out: list[Hostile] = []
+    grade = ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet", "--out",
+             "{d}/out"]
+    good = json.dumps(trace()) + "\n"
+    for depth in (300, 1100):
+        deep = json.dumps(trace(trial=1)).replace('{"q": "x"}', '{"q": ' + _nest(depth) + "}")
+        out.append(Hostile(f"trace_nested_{depth}", {"d.json": DATASET,
+                                                     "traces.jsonl": good + deep + "\n"},
+                           grade, 3, ["traces.jsonl:2: field 'tool_calls[0].arguments.q[0][0]"
+                                      "[0][0]…': " + TOO_DEEP]))
+    # the dataset (an array: the line of the case; JSONL: the line), the run's manifest
+    out.append(Hostile("dataset_nested_300", {
+        "d.json": '[{"id": "c", "user_query": "hi"},\n {"id": "c2", "user_query": "hi", '
+                  '"tags": ' + _nest(300, '"t"') + "}]", "traces.jsonl": good}, grade, 3,
+        ["d.json:2: field '[1].tags[0][0][0][0][0][0]…': " + TOO_DEEP]))
+    out.append(Hostile("dataset_jsonl_nested_1100", {
+        "d.jsonl": '{"id": "c", "user_query": "hi"}\n{"id": "c2", "user_query": "hi", '
+                   '"tags": ' + _nest(1100, '"t"') + "}\n", "traces.jsonl": good},
+        ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.jsonl", "--quiet", "--out",
+         "{d}/out"], 3, ["d.jsonl:2: field 'tags[0][0][0][0][0][0][0]…': " + TOO_DEEP]))
+    out.append(Hostile("manifest_nested_300", {
+        "d.json": DATASET, "run/traces.jsonl": good,
+        "run/manifest.json": '{"schema": "evaltape.manifest/1", "agent": "a", "model": "m",\n'
+                             ' "dataset": {"path": "../d.json"}, "extra": {"k": '
+                             + _nest(300) + "}}"},
+        ["grade", "{d}/run", "--quiet", "--out", "{d}/out"], 3,
+        ["run/manifest.json:2: field 'extra.k[0][0][0][0][0][0]…': " + TOO_DEEP]))
+    # judge records, a baseline report, the configuration
+    answer = {"request": {"method": "POST", "uri": "http://x/v1/messages",
+                          "body": {"json": {"messages": []}}},
+              "response": {"status": {"code": 200}, "body": {"json": {"content": []}}}}
+    out.append(Hostile("judge_record_nested_300", {
+        "d.json": DATASET, "run/traces.jsonl": good,
+        "run/judge/c__t0.jsonl": '{"format": "evaltape.cassette/1"}\n'
+        + json.dumps(answer).replace('"content": []', '"content": ' + _nest(300)) + "\n"},
+        ["grade", "{d}/run", "--dataset", "{d}/d.json", "--metrics", "hallucination",
+         "--quiet", "--out", "{d}/out"], 3,
+        ["run/judge/c__t0.jsonl:2: field 'response.body.json.content[0][0][0][0]…': "
+         + TOO_DEEP]))
+    for depth in (300, 1100):
+        out.append(Hostile(f"baseline_nested_{depth}", {
+            "d.json": DATASET, "traces.jsonl": good,
+            "old/report.json": '{"schema": "evaltape.report/1",\n"summary": {"metrics": '
+                               + _nest(depth) + "}}"},
+            grade + ["--baseline", "{d}/old/report.json"], 3,
+            ["old/report.json:2: field 'summary.metrics[0][0][0][0][0][0]…': " + TOO_DEEP]))
+    out.append(Hostile("config_nested_300", {
+        "d.json": DATASET, "traces.jsonl": good,
+        "c.toml": "[metrics_args.composite]\nweights = " + _nest(300) + "\n"},
+        grade + ["--metrics", "composite", "--config", "{d}/c.toml"], 3,
+        ["c.toml: field 'metrics_args.composite.weights[0][0][0][0][0]…': " + TOO_DEEP]))
+    out.append(Hostile("config_nested_1100", {
+        "d.json": DATASET, "traces.jsonl": good,
+        "pyproject.toml": "[tool.evaltape.metrics_args.mine]\nx = " + _nest(1100) + "\n"},
+        grade + ["--config", "{d}/pyproject.toml"], 3,
+        ["pyproject.toml: nested deeper than 254 levels of arrays and tables"]))
+    # imports: a source line too deep, and a tool input that is too deep only once it sits
+    # inside the trace (a source line of 254 levels; the trace holds the message one level
+    # deeper)
+    chat = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "f",
+                                               "input": {"k": "INPUT"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1",
+                                          "content": "ok"}]},
+            {"role": "assistant", "content": "done"}]
+    line = json.dumps(chat)
+    out.append(Hostile("import_nested_1100", {
+        "src/a.jsonl": line.replace('"INPUT"', _nest(1100)) + "\n"},
+        ["import", "anthropic-messages", "{d}/src", "--out", "{d}/imp"], 3,
+        ["src/a.jsonl:1: [1].content[0].input.k[0][0][0]…: " + TOO_DEEP]))
+    out.append(Hostile("import_nested_inside_the_trace", {
+        "src/a.jsonl": line + "\n" + line.replace('"INPUT"', _nest(249)) + "\n"},
+        ["import", "anthropic-messages", "{d}/src", "--out", "{d}/imp"], 3,
+        ["src/a.jsonl: line 2: field 'messages[1].content[0].input.k[0][0]…': " + TOO_DEEP,
+         "imported 1 episode(s) of 1 case(s)"]))
+    return out
 
 
 def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2") -> None:

@@ -170,7 +170,7 @@ def test_import_help_and_unknown_format():
 def test_import_refuses_a_non_empty_out_folder(tmp_path):
     """Regression: importing into a recorded run used to replace its traces silently."""
     import shutil
-    from conftest import ROOT, run_cli, load_case
+    from conftest import ROOT, run_cli
     run = tmp_path / "rec"
     shutil.copytree(ROOT / "cassettes" / "scripted-harness", run)
     src = tmp_path / "conv.jsonl"

@@ -14,7 +14,7 @@ from evaltape.grader.metrics.explanation_judge import ExplanationJudge
 from evaltape.grader.metrics.hallucination import Hallucination, hallucination_request
 from evaltape.grader.metrics.factual_claims import FactualClaims
 from evaltape.grader.metrics.rubric_judge import RubricJudge, validate
-from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.model import EpisodeContext, ToolCall, Trace
 
 
 def msg(text: str, stop: str = "end_turn") -> dict:

@@ -11,7 +11,6 @@ from conftest import load_case
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.io.config import configure, load_config
 from evaltape.grader.engine import config_sha256
-from evaltape.grader.errors import UsageError
 from evaltape.grader.metrics.composite import Composite
 from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 

@@ -415,3 +415,197 @@ def test_infrastructure_statuses():
     request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
     assert is_infra(anthropic.APIConnectionError(request=request))
     assert is_infra(anthropic.APITimeoutError(request=request))
+
+
+# --- resuming after a last trace line without its line break -------------------------------
+
+def _cassette_bytes(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run / "http").iterdir())}
+
+
+def test_a_whole_last_trace_line_without_its_line_break_is_kept(tmp_path):
+    run = tmp_path / "run"
+    with FaultServer(SCRIPTS) as server:
+        assert _record_helpdesk(run, server).returncode == 0
+        traces = run / "traces.jsonl"
+        whole = traces.read_bytes()
+        cassettes = _cassette_bytes(run)
+        traces.write_bytes(whole[:-1])  # everything written but the last "\n"
+        p = _record_helpdesk(run, server)
+    assert p.returncode == 0, p.stderr
+    assert "recorded 0 episode(s), skipped 8 already finished" in p.stderr
+    assert "torn" not in p.stderr
+    assert traces.read_bytes() == whole  # the line break added, nothing else changed
+    assert _cassette_bytes(run) == cassettes
+    assert server.requests == 16  # the 8 episodes' 2 turns each, none asked again
+
+
+def test_a_torn_last_trace_line_is_cut_with_a_message_and_recorded_again(tmp_path):
+    run = tmp_path / "run"
+    with FaultServer(SCRIPTS) as server:
+        assert _record_helpdesk(run, server).returncode == 0
+        traces = run / "traces.jsonl"
+        lines = traces.read_bytes().splitlines(keepends=True)
+        last = json.loads(lines[-1])
+        torn = lines[-1][:len(lines[-1]) // 2]
+        traces.write_bytes(b"".join(lines[:-1]) + torn)
+        p = _record_helpdesk(run, server)
+    assert p.returncode == 0, p.stderr
+    assert f"warning: {traces}:8: cut off a torn last line ({len(torn)} bytes, not a " \
+           "complete trace" in p.stderr
+    assert "recorded 1 episode(s), skipped 7 already finished" in p.stderr
+    again = read_jsonl(traces)
+    assert len(again) == 8 and traces.read_bytes().endswith(b"\n")
+    assert (again[-1]["case_id"], again[-1]["trial"]) == (last["case_id"], last["trial"])
+    assert server.requests == 18  # the torn episode's 2 turns asked again
+
+
+# --- answers nested deeper than evaltape stores (254 levels of arrays and objects) --------
+
+def test_a_tool_input_nested_300_deep_fails_that_episode_and_the_run_goes_on(tmp_path):
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:  # tc_001's tool-calling turn
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 1, p.stderr  # one episode not saved, as any agent error
+    assert "not saved: tc_001#t0: trace_too_deep: turn 1 of the model holds a content " \
+           "block nested too deep to store" in p.stderr
+    assert "recorded 7 episode(s)" in p.stderr
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert sorted(t["case_id"] for t in traces) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+
+
+def test_a_kept_too_deep_episode_is_stored_within_the_depth_and_replays(tmp_path):
+    import orjson
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    t = {x["case_id"]: x for x in read_jsonl(tmp_path / "run" / "traces.jsonl")}["tc_001"]
+    assert (t["stop_reason"], t["tool_calls"], t["final_response"], t["steps"]) == \
+        ("error", [], None, 1)  # the one turn the model answered
+    assert t["error"].startswith("trace_too_deep: turn 1 of the model holds")
+    # the answer's body is kept as its text (it replays byte for byte); every line of the
+    # cassette is one that orjson (and so the grader) reads and writes back
+    lines = (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_bytes().splitlines()
+    (first,) = [orjson.loads(x) for x in lines[1:]]
+    assert set(first["response"]["body"]) == {"text"}
+    assert first["response"]["body"]["text"].count("[") == 1 + 300  # content, the input
+    assert all(orjson.dumps(orjson.loads(x)) for x in lines)
+    p = run_cli("replay", str(tmp_path / "run"))
+    assert p.returncode == 0, p.stderr
+
+
+#: A user agent storing the API's raw answer blocks (extra fields and all) in its messages.
+RAW_AGENT = '''
+def run(case, client, *, model, **kw):
+    raw = client.messages.with_raw_response.create(
+        model=model, max_tokens=64, messages=[{"role": "user", "content": case.input}])
+    body = raw.http_response.json()
+    return {"tool_calls": [], "final_response": body["content"][0]["text"],
+            "stop_reason": "end_turn", "steps": 1,
+            "messages": [{"role": "assistant", "content": body["content"]}]}
+'''
+
+
+def test_a_user_agents_trace_nested_300_deep_fails_that_episode(tmp_path):
+    (tmp_path / "raw_agent.py").write_text(RAW_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"},
+                                     {"id": "ok", "user_query": "hello"}])
+    with FaultServer({"c": ["deep"], "ok": ["fine"]}, {1: "deep_answer"}) as server:
+        p = run_cli("record", "d.json", "--agent", "raw_agent:run", "--out", "run",
+                    "--base-url", server.base_url, cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": "test-key-123456"})
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 1, p.stderr
+    assert "not saved: c#t0: trace_too_deep: the episode's trace nests deeper than 254 " \
+           "levels of arrays and objects at 'messages[0].content[0].annotations[0][0][0]…' " \
+           "(a model answer or tool input nested that deep), more than evaltape stores" \
+        in p.stderr
+    assert [t["final_response"] for t in read_jsonl(tmp_path / "run" / "traces.jsonl")] == \
+        ["fine"]
+
+
+def test_an_unparsable_streamed_input_is_named_in_a_short_line(tmp_path):
+    with FaultServer(SCRIPTS, {1: "deep_input"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 1, p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if "not saved: tc_001#t0" in x]
+    assert "Unable to parse tool parameter JSON" in line  # the SDK's own words, cut short
+    assert len(line) <= 360 and line.endswith("…")
+    assert "recorded 7 episode(s)" in p.stderr
+
+
+# --- the OS refusing the manifest's write ----------------------------------------------------
+
+def _fill(mnt: Path) -> None:
+    """Fill the file system at ``mnt`` (a small tmpfs) until a write is refused."""
+    with open(mnt / "filler", "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("limit", ["file_size", "full_disk"])
+def test_a_refused_manifest_write_exits_2_naming_it_and_keeps_the_run(tmp_path, limit):
+    import resource
+    import signal
+    import subprocess
+    import sys
+    where = tmp_path
+    if limit == "full_disk":
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root; the file-size-limit case covers it")
+        where = tmp_path / "mnt"
+        where.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+    try:
+        ds = write_json(tmp_path / "d.json", [{"id": f"c{i}", "task": f"hi {i}",
+                                               "script": ["fine"]} for i in range(3)])
+        run = where / "run"
+        p = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run))
+        assert p.returncode == 0, p.stderr
+        before = {f.relative_to(run): f.read_bytes() for f in run.rglob("*") if f.is_file()}
+
+        def small_files() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))  # the manifest is larger
+        if limit == "full_disk":
+            _fill(where)
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",
+                                                                "ANTHROPIC_BASE_URL")}
+        p = subprocess.run([sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent",
+                            "scripted", "--out", str(run), "--trials", "2"], cwd=str(tmp_path),
+                           env=env, capture_output=True, text=True, timeout=120,
+                           preexec_fn=small_files if limit == "file_size" else None)
+        cause = "File too large" if limit == "file_size" else "No space left on device"
+        assert "Traceback" not in p.stderr, p.stderr
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.strip().splitlines()[-1] == (
+            f"Error: {run}/manifest.json: cannot write the run's manifest ({cause}); nothing "
+            "recorded in this run, the episodes already finished are kept: fix the cause and "
+            "rerun the same command")
+        after = {f.relative_to(run): f.read_bytes() for f in run.rglob("*") if f.is_file()}
+        assert after == before  # the old manifest whole, no temp file, nothing else touched
+        if limit == "full_disk":
+            (where / "filler").unlink()
+        p = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run), "--trials",
+                    "2")
+        assert p.returncode == 0, p.stderr
+        assert "recorded 3 episode(s), skipped 3 already finished" in p.stderr
+    finally:
+        if limit == "full_disk":
+            subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_audit_reads_json_nested_as_deep_as_orjson_reads(tmp_path):
+    key = "sk-ant-api03-" + "Q" * 40
+    escaped = '"' + key.replace("-", "\\u002d") + '"'  # a JSON string; as text, no key
+    (tmp_path / "deep.jsonl").write_text("[" * 1000 + escaped + "]" * 1000 + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 3, p.stderr  # the key found in the decoded string, 1,000 deep
+    assert f"{tmp_path / 'deep.jsonl'}:1: key-shaped string" in p.stderr

@@ -23,7 +23,8 @@ from evaltape.grader.io.jsonfiles import atomic_write
 from evaltape.grader.model import Case
 from evaltape.grader.importers import (bfcl, cassette, inspect_log, messages_jsonl, otel,
                                        taubench, tau2)
-from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped
+from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
+                                              Skipped, drop_unwritable)
 
 __all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
            "expand_sources", "import_sources", "write_run"]
@@ -134,7 +135,9 @@ def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
     for k in ("answers", "results"):
         if k in given and not Path(given[k]).exists():
             raise UsageError(f"--{k}: no such file or folder: {given[k]}")
-    return IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
+    result = IMPORTERS[fmt](expand_sources(fmt, sources), model, **given)
+    drop_unwritable(result)  # (listed as errors like any episode that cannot be imported)
+    return result
 
 
 def _sha256(path: str) -> str | None:
@@ -171,7 +174,8 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
 
     Raises:
         BadInputError: nothing was imported and there were errors (names the first).
-        UsageError: nothing was imported and nothing failed (e.g. only skipped calls).
+        UsageError: nothing was imported and nothing failed (e.g. only skipped calls), or
+            the OS refused a write (disk full...: names the file and the reason).
     """
     dataset_only = not result.traces and fmt in DATASET_ONLY and bool(result.cases)
     if not result.traces and result.errors and not dataset_only:
@@ -216,14 +220,19 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
     }
     # everything computed first: a source that fails now leaves no half-written run; the
     # manifest last, so a folder without one is an import that did not finish
-    out.mkdir(parents=True, exist_ok=True)
     opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-    if not dataset_only:
-        atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
-                                                     for t in result.traces))
-    atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
-                                                  for c in result.cases.values()))
-    atomic_write(out / "manifest.json",
-                  orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
-                  + b"\n")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if not dataset_only:
+            atomic_write(out / "traces.jsonl", b"".join(orjson.dumps(t, option=opts)
+                                                         for t in result.traces))
+        atomic_write(out / "dataset.jsonl", b"".join(orjson.dumps(c, option=opts)
+                                                      for c in result.cases.values()))
+        atomic_write(out / "manifest.json",
+                     orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+                     + b"\n")
+    except OSError as e:  # disk full, quota, read-only: each file is whole or untouched
+        raise UsageError(f"{e.filename or out}: cannot write the imported run ({e.strerror}); "
+                         "its manifest.json is written last, so a folder without one holds "
+                         "an import that did not finish: fix the cause and rerun") from None
     return manifest

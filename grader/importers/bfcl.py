@@ -55,7 +55,7 @@ def _lines(path: str, result: ImportResult) -> list[tuple[int, Any]]:
     out = []
     for lineno, obj in iter_json_lines(data, path=path, keep_going=True):
         if isinstance(obj, BadInputError):
-            result.errors.append(EpisodeError(path, "", obj.message, line=lineno))
+            result.errors.append(EpisodeError(path, obj.field or "", obj.message, line=lineno))
         else:
             out.append((lineno, obj))
     return out

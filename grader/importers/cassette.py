@@ -31,7 +31,8 @@ import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
-from evaltape.grader.importers.common import sum_usage, unique_id
+from evaltape.grader.importers.common import depth_problem, sum_usage, too_deep, unique_id
+from evaltape.grader.io.jsonfiles import MAX_DEPTH, depth_error, is_depth_error, value_depth_error
 from evaltape.grader.importers.sse import assemble
 
 FORMAT = "anthropic-cassette"
@@ -63,6 +64,12 @@ def load_interactions(path: str) -> list[Any]:
             mark = getattr(e, "problem_mark", None)
             raise EpisodeProblem(f"not valid YAML ({getattr(e, 'problem', e)})",
                                  line=mark.line + 1 if mark else None) from None
+        except RecursionError:
+            raise EpisodeProblem(f"nested deeper than {MAX_DEPTH} levels (the most evaltape "
+                                 "reads)") from None
+        deep = value_depth_error(doc, None)
+        if deep is not None:
+            raise depth_problem(deep)
     elif suffix == ".jsonl":
         lines = [ln for ln in data.splitlines()]
         items = []
@@ -72,7 +79,10 @@ def load_interactions(path: str) -> list[Any]:
             try:
                 obj = orjson.loads(ln)
             except orjson.JSONDecodeError as e:
+                if is_depth_error(e):
+                    raise depth_problem(depth_error(ln, None, n)) from None
                 raise EpisodeProblem(f"not valid JSON ({e.msg})", line=n) from None
+            too_deep(ln, obj, n)
             if n == 1 and isinstance(obj, dict) and "request" not in obj:
                 continue  # header line
             items.append(obj)
@@ -81,7 +91,10 @@ def load_interactions(path: str) -> list[Any]:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as e:
+            if is_depth_error(e):
+                raise depth_problem(depth_error(data, None)) from None
             raise EpisodeProblem(f"not valid JSON ({e.msg})", line=e.lineno) from None
+        too_deep(data, doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise EpisodeProblem("not a vcrpy cassette: no 'interactions' list")
     return doc["interactions"]

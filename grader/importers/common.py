@@ -12,6 +12,9 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import (check_depth, depth_error, is_depth_error,
+                                         value_depth_error)
 from evaltape.grader.model import TRACE_SCHEMA
 
 #: Content block types the model emits that are tool calls. ``server_tool_use`` (web search,
@@ -268,17 +271,88 @@ def read_source(path: str, result: "ImportResult") -> bytes | None:
 
 def read_json_source(path: str, result: "ImportResult") -> Any:
     """The whole JSON document of one source file, or :data:`NOT_READ` after noting in
-    ``result.errors`` why it could not be read (unreadable, or not JSON: line and column
-    named), so the other sources still import."""
+    ``result.errors`` why it could not be read (unreadable, not JSON: line and column
+    named, or nested too deep: line and JSON path named), so the other sources still
+    import."""
     data = read_source(path, result)
     if data is None:
         return NOT_READ
     try:
-        return orjson.loads(data)
+        doc = orjson.loads(data)
+        check_depth(data, doc, path)
+        return doc
     except orjson.JSONDecodeError as e:
-        result.errors.append(EpisodeError(path, f"column {e.colno}",
-                                          f"not valid JSON ({e.msg})", line=e.lineno))
+        if is_depth_error(e):
+            result.errors.append(_depth_episode_error(depth_error(data, path)))
+        else:
+            result.errors.append(EpisodeError(path, f"column {e.colno}",
+                                              f"not valid JSON ({e.msg})", line=e.lineno))
+    except BadInputError as e:
+        result.errors.append(_depth_episode_error(e))
     return NOT_READ
+
+
+def _depth_episode_error(e: BadInputError) -> EpisodeError:
+    """A :func:`~evaltape.grader.io.jsonfiles.depth_error` as the import error it is."""
+    return EpisodeError(e.path or "", e.field or "", e.message, line=e.line)
+
+
+def depth_problem(e: BadInputError) -> EpisodeProblem:
+    """A :func:`~evaltape.grader.io.jsonfiles.depth_error` as an :class:`EpisodeProblem`
+    (the JSON path as its place, the line kept)."""
+    return EpisodeProblem(e.message, e.field or "", line=e.line)
+
+
+def too_deep(raw: bytes, decoded: Any, line: int | None = None) -> None:
+    """:func:`~evaltape.grader.io.jsonfiles.check_depth` for an importer's source text.
+
+    Raises:
+        EpisodeProblem: ``raw`` is nested deeper than
+            :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (line and JSON path named).
+    """
+    try:
+        check_depth(raw, decoded, None, line)
+    except BadInputError as e:
+        raise depth_problem(e) from None
+
+
+def drop_unwritable(result: "ImportResult") -> None:
+    """Move the episodes that JSON cannot write back from ``result.traces`` to
+    ``result.errors``, naming their source file and place: a value nested deeper than
+    :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` once placed in the trace or its case
+    (a tool input or an arguments string close to the limit in its source). A case that
+    cannot be written takes its episodes with it, and a case left without episodes goes
+    too; the other episodes import as usual."""
+    bad = {cid: f"its case's {why}" for cid, case in result.cases.items()
+           if (why := _unwritable(case)) is not None}
+    keep, dropped = [], set()
+    for t in result.traces:
+        why = bad.get(t.get("case_id")) or _unwritable(t)
+        if why is None:
+            keep.append(t)
+            continue
+        dropped.add(t.get("case_id"))
+        src = t.get("source") if isinstance(t.get("source"), dict) else {}
+        place = src.get("place") or (f"interactions {src['interactions']}"
+                                     if "interactions" in src else
+                                     f"episode {t.get('case_id')}#t{t.get('trial')}")
+        result.errors.append(EpisodeError(str(src.get("path") or ""), place, why))
+    result.traces[:] = keep
+    kept = {t.get("case_id") for t in keep}
+    for cid in (dropped | set(bad)) - kept:  # (as a case whose episodes all failed)
+        result.cases.pop(cid, None)
+
+
+def _unwritable(value: Any) -> str | None:
+    """Why ``orjson`` cannot write ``value`` (``"field '...': nested deeper than ..."``),
+    or ``None`` when it can (or fails for another reason, left to the writer)."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        err = value_depth_error(value, None)
+        if err is not None:
+            return f"field '{err.field}': {err.message}"
+    return None
 
 
 def sum_usage(usages: Any) -> dict[str, int]:

@@ -43,7 +43,7 @@ import orjson
 
 from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
                                               ImportResult, Skipped, episode_error,
-                                              read_source, trace_from_messages)
+                                              read_source, too_deep, trace_from_messages)
 
 FORMAT = "inspect"
 #: Inspect's score value constants (inspect_ai.scorer: CORRECT="C", INCORRECT="I").
@@ -184,15 +184,21 @@ def _samples(path: str, data: bytes) -> tuple[dict[str, Any], Iterator[tuple[str
 
         def from_zip() -> Iterator[tuple[str, Any]]:
             for n in names:
+                raw = z.read(n)
                 try:
-                    yield n, orjson.loads(z.read(n))
+                    sample = orjson.loads(raw)
+                    too_deep(raw, sample)
+                    yield n, sample
                 except orjson.JSONDecodeError as e:
                     yield n, EpisodeProblem(f"not valid JSON ({e})", n)
+                except EpisodeProblem as e:
+                    yield n, EpisodeProblem(e.message, f"{n}: {e.place}", line=e.line)
         return header["eval"], from_zip()
     try:
         log = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise EpisodeProblem(f"neither a JSON log nor a zip .eval log ({e})") from None
+    too_deep(data, log)
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise EpisodeProblem("not an Inspect log: expected an object with an 'eval' block")
     samples = log.get("samples") or []

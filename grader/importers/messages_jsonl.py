@@ -77,7 +77,7 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
     seen = {(t["case_id"], t["trial"]) for t in result.traces}
     for lineno, obj in iter_json_lines(data, path=str(path), keep_going=True):
         if isinstance(obj, BadInputError):
-            result.errors.append(EpisodeError(path, "", obj.message, line=lineno))
+            result.errors.append(EpisodeError(path, obj.field or "", obj.message, line=lineno))
             continue
         try:
             trace, case = _episode(obj, flavour, f"{stem}:{lineno}", path, lineno, model)

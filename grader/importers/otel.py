@@ -53,7 +53,8 @@ import orjson
 
 from evaltape.grader.importers.common import (EPISODE_FAILURES, EpisodeError, EpisodeProblem,
                                               ImportResult, Skipped, episode_error,
-                                              read_source, trace_from_messages, unique_id)
+                                              read_source, too_deep, trace_from_messages,
+                                              unique_id)
 
 FORMAT = "otel-genai"
 #: ``gen_ai.operation.name`` values that are a model call (semconv: chat, text_completion,
@@ -251,6 +252,7 @@ def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
     text = data.decode("utf-8", errors="replace")
     try:
         docs = [json.loads(text)]
+        too_deep(data, docs[0])
     except RecursionError:
         raise EpisodeProblem("nested deeper than Python's JSON reader allows; not a span "
                              "export") from None
@@ -260,6 +262,7 @@ def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
             if line.strip():
                 try:
                     docs.append(json.loads(line))
+                    too_deep(line.encode(), docs[-1], n)
                 except RecursionError:
                     raise EpisodeProblem("nested deeper than Python's JSON reader allows",
                                          f"line {n}", line=n) from None

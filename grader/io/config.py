@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.jsonfiles import MAX_DEPTH, value_depth_error
 
 try:
     import tomllib
@@ -34,8 +35,10 @@ def load_config(path: str | Path) -> dict[str, Any]:
     else the whole document); ``{}`` when a pyproject has no such table.
 
     Raises:
-        BadInputError: unreadable file or invalid TOML (named, with the parser's line), or
-            ``tool`` / ``tool.evaltape`` that is not a table (``tool = "x"``).
+        BadInputError: unreadable file or invalid TOML (named, with the parser's line),
+            nesting deeper than :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (the key
+            path named), or ``tool`` / ``tool.evaltape`` that is not a table
+            (``tool = "x"``).
     """
     p = Path(path)
     try:
@@ -46,6 +49,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise BadInputError("not a text (UTF-8) TOML file", path=str(p)) from None
     except tomllib.TOMLDecodeError as e:
         raise BadInputError(f"invalid TOML ({e})", path=str(p)) from None
+    except RecursionError:  # (the TOML reader recurses once per level of arrays and tables)
+        raise BadInputError(f"nested deeper than {MAX_DEPTH} levels of arrays and tables (the "
+                            "most evaltape reads)", path=str(p)) from None
+    deep = value_depth_error(doc, str(p))
+    if deep is not None:
+        raise deep
     tool = doc.get("tool", {})
     if not isinstance(tool, dict):
         raise BadInputError(f"expected a table [tool], got a {_kind(tool)}", path=str(p),
@@ -216,7 +225,7 @@ def discover_config(folder: str | Path = ".") -> Path | None:
     if py.is_file():
         try:
             doc = tomllib.loads(py.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
             return None  # not ours to judge: a project file evaltape may not even need
         tool = doc.get("tool")
         if isinstance(tool, dict) and "evaltape" in tool:

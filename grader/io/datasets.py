@@ -17,7 +17,8 @@ from typing import Any, Iterable
 import orjson
 
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.io.jsonfiles import iter_json_lines, screen
+from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error, iter_json_lines,
+                                         screen)
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_budgets,
                                             parse_claims, parse_expected_calls,
                                             parse_matching, parse_tools, str_list)
@@ -189,10 +190,12 @@ def load_dataset(path: str | Path) -> list[Case]:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as e:
+            if is_depth_error(e):
+                raise depth_error(data, p) from None
             raise BadInputError(f"not valid JSON ({e})", path=p) from None
         if not isinstance(doc, list):
             raise BadInputError("a .json dataset must be an array of cases", path=p)
-        doc, dup = screen(data, doc)
+        doc, dup = screen(data, doc, p)
         if dup is not None:
             raise BadInputError("a key appears twice in one object; JSON readers keep the "
                                 "last value silently, so the file is ambiguous", path=p,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -23,7 +24,8 @@ def read_json(path: str | Path, what: str) -> Any:
         what: what the file is, for the message (``"report"``, ``"stand-in script"``).
 
     Raises:
-        BadInputError: the file cannot be read or is not JSON (file, line and column named).
+        BadInputError: the file cannot be read, is not JSON (file, line and column named)
+            or is nested deeper than :data:`MAX_DEPTH` (file, line and JSON path named).
     """
     p = str(path)
     try:
@@ -31,10 +33,132 @@ def read_json(path: str | Path, what: str) -> Any:
     except OSError as e:
         raise BadInputError(f"cannot read {what}: {e.strerror}", path=p) from None
     try:
-        return orjson.loads(data)
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
+        if is_depth_error(e):
+            raise depth_error(data, p) from None
         raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
                             line=e.lineno) from None
+    check_depth(data, doc, p)
+    return doc
+
+
+#: The deepest nesting of arrays and objects evaltape reads, the outermost one counting as
+#: level 1: the most ``orjson`` writes back (it refuses level 255 on output, level 1025 on
+#: input), so every value accepted from a file can also be written into a report, a
+#: cassette or an imported run. Deeper values are bad input (:func:`depth_error`).
+MAX_DEPTH = 254
+
+#: A JSON string, or one structural character: what :func:`_deep_offset` steps through.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.S)
+
+
+def _deep_offset(raw: bytes) -> tuple[int, list] | None:
+    """``(byte offset, [key or index, ...])`` of the first array or object of ``raw`` that
+    opens at level :data:`MAX_DEPTH` + 1 (the list is its JSON path), else ``None``.
+
+    A pure-Python scan of the tokens up to that point: only for text already known to be
+    too deep (the error path), never per line."""
+    stack: list[list] = []  # per open container: [is object, current key or index]
+    want_key = False
+    for m in _TOKENS.finditer(raw):
+        c = raw[m.start()]
+        if c == 0x22:  # a string: a key when an object waits for one
+            if want_key and stack:
+                stack[-1][1] = m.group()
+                want_key = False
+        elif c in (0x5B, 0x7B):  # [ {
+            if len(stack) >= MAX_DEPTH:
+                return m.start(), [k for _o, k in stack]
+            stack.append([c == 0x7B, None if c == 0x7B else 0])
+            want_key = c == 0x7B
+        elif c in (0x5D, 0x7D):  # ] }
+            if stack:
+                stack.pop()
+            want_key = False
+        elif c == 0x2C and stack:  # ,
+            if stack[-1][0]:
+                want_key = True
+            else:
+                stack[-1][1] += 1
+    return None
+
+
+def _path_text(parts: list, shown: int = 8) -> str:
+    """A JSON path in the fields' notation (``tool_calls[0].arguments``), the first
+    ``shown`` steps of a longer one followed by ``…``."""
+    out = ""
+    for part in parts[:shown]:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        try:
+            key = json.loads(part) if isinstance(part, bytes) else str(part)
+        except ValueError:
+            key = part.decode("utf-8", "replace") if isinstance(part, bytes) else str(part)
+        out += f".{key}" if out else str(key)
+    return out + ("…" if len(parts) > shown else "") if out else "$"
+
+
+def depth_error(raw: bytes, path: str | None, line: int | None = None) -> BadInputError:
+    """The error for a JSON text ``raw`` nested deeper than :data:`MAX_DEPTH` (from
+    ``path``; ``line``: the line of a JSONL file ``raw`` is, else the line inside ``raw`` is
+    counted): names the file, the line and the JSON path of the first value too deep."""
+    found = _deep_offset(raw)
+    field = None
+    if found is not None:
+        offset, parts = found
+        field = _path_text(parts)
+        if line is None:
+            line = raw.count(b"\n", 0, offset) + 1
+    return BadInputError(f"nested deeper than {MAX_DEPTH} levels of arrays and objects (the "
+                         "most evaltape reads)", path=path, line=line, field=field)
+
+
+def value_depth_error(value: Any, path: str | None, line: int | None = None
+                      ) -> BadInputError | None:
+    """:func:`depth_error` for a decoded value (a TOML document, an object built in code):
+    the error when ``value`` nests dicts and lists deeper than :data:`MAX_DEPTH` (the path
+    of the first such value in document order), else ``None``. Walks the value without
+    recursion."""
+    todo: list[tuple[Any, list]] = [(value, [])]
+    while todo:
+        item, where = todo.pop()
+        if not isinstance(item, (dict, list, tuple)):
+            continue
+        if len(where) >= MAX_DEPTH:
+            return BadInputError(f"nested deeper than {MAX_DEPTH} levels of arrays and "
+                                 "objects (the most evaltape reads)", path=path, line=line,
+                                 field=_path_text(where))
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        todo.extend(reversed([(v, where + [k]) for k, v in pairs]))  # (in document order)
+    return None
+
+
+def check_depth(raw: bytes, decoded: Any, path: str | None, line: int | None = None) -> None:
+    """Refuse a decoded JSON text nested deeper than :data:`MAX_DEPTH`.
+
+    Cheap: a text with no more ``[`` and ``{`` bytes than the limit cannot be too deep (two
+    counts in C); only a text with more is written back with ``orjson`` (which refuses
+    the depth it cannot write), and only a refused one is scanned for the path. ``decoded``
+    may come from the standard library (integers beyond 64 bits, which ``orjson`` cannot
+    write either: such a value is walked instead).
+
+    Raises:
+        BadInputError: :func:`depth_error`.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return
+    try:
+        orjson.dumps(decoded)
+    except TypeError as e:
+        if "ecursion" in str(e) or value_depth_error(decoded, path, line) is not None:
+            raise depth_error(raw, path, line) from None
+
+
+def is_depth_error(error: orjson.JSONDecodeError) -> bool:
+    """Whether ``orjson`` refused a text for its nesting (deeper than 1024 levels)."""
+    return "depth limit" in error.msg
 
 
 def line_json_error(raw: bytes, error: orjson.JSONDecodeError) -> str:
@@ -68,7 +192,8 @@ def compact_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def screen(raw: bytes, decoded: Any) -> tuple[Any, str | None]:
+def screen(raw: bytes, decoded: Any, path: str | None = None,
+           line: int | None = None) -> tuple[Any, str | None]:
     """``(value, repeated key)`` of a JSON text ``raw`` that ``orjson`` decoded to
     ``decoded``: the value with exact integers, and the first key ``raw`` repeats inside one
     object (:func:`duplicate_key`), else ``None``.
@@ -78,9 +203,17 @@ def screen(raw: bytes, decoded: Any) -> tuple[Any, str | None]:
     least 9.2e18, and ``orjson`` writes every float of 1e16 or more with ``e+``: when the
     re-serialised value holds no ``e+``, no integer was rounded. Otherwise (or when a
     string holds ``e+``) the text is parsed again with the standard library, whose integers
-    are exact. One ``orjson.dumps`` serves both screens.
+    are exact. One ``orjson.dumps`` serves both screens, and a third: it refuses a value
+    nested deeper than :data:`MAX_DEPTH`, so the depth check costs nothing here.
+
+    Raises:
+        BadInputError: ``raw`` is nested deeper than :data:`MAX_DEPTH` (``path`` and
+            ``line`` name where it was read).
     """
-    dumped = orjson.dumps(decoded)
+    try:
+        dumped = orjson.dumps(decoded)
+    except TypeError:
+        raise depth_error(raw, path, line) from None
     dup = _repeated_key(raw, dumped)
     if b"e+" in dumped:
         decoded = json.loads(raw)
@@ -137,14 +270,15 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
     Args:
         source: a file path (read line by line: memory stays flat) or the file's bytes.
         path: the file named in errors when ``source`` is bytes.
-        keep_going: yield ``(line, BadInputError)`` for a line that is not JSON instead of
-            raising, so an importer can report the line and read on.
+        keep_going: yield ``(line, BadInputError)`` for a line that is not JSON (or too
+            deep, or repeats a key) instead of raising, so an importer can report the line
+            and read on.
         unique_keys: refuse a line that repeats a key inside one object
             (:func:`duplicate_key`).
 
     Raises:
         BadInputError: the file cannot be opened, or (unless ``keep_going``) a line is not
-            JSON; file and line named.
+            JSON or is nested deeper than :data:`MAX_DEPTH`; file and line named.
     """
     if isinstance(source, bytes):
         where = path or "<bytes>"
@@ -164,18 +298,25 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
-                err = BadInputError(line_json_error(raw, e), path=where, line=lineno)
+                err = (depth_error(raw, where, lineno) if is_depth_error(e) else
+                       BadInputError(line_json_error(raw, e), path=where, line=lineno))
                 if not keep_going:
                     raise err from None
                 value = err
-            if unique_keys and not isinstance(value, BadInputError):
-                value, dup = screen(raw, value)
-                if dup is not None:
-                    err = BadInputError("a key appears twice in one object; JSON readers "
-                                        "keep the last value silently, so the line is "
-                                        "ambiguous", path=where, line=lineno, field=dup)
+            if not isinstance(value, BadInputError):
+                try:
+                    if unique_keys:
+                        value, dup = screen(raw, value, where, lineno)
+                        if dup is not None:
+                            raise BadInputError("a key appears twice in one object; JSON "
+                                                "readers keep the last value silently, so "
+                                                "the line is ambiguous", path=where,
+                                                line=lineno, field=dup)
+                    else:
+                        check_depth(raw, value, where, lineno)
+                except BadInputError as err:
                     if not keep_going:
-                        raise err
+                        raise
                     value = err
             yield lineno, value
     finally:

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.io.jsonfiles import atomic_write, check_readable_tree, line_json_error
+from evaltape.grader.io.jsonfiles import (atomic_write, check_depth, check_readable_tree,
+                                         depth_error, is_depth_error, line_json_error)
 from evaltape.grader.io.names import cassette_name, cassette_path, legacy_cassette_name
 from evaltape.grader.io.run import dataset_path_for, locate_run
 
@@ -143,8 +144,11 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
+                if is_depth_error(e):
+                    raise depth_error(raw, str(p.traces), line) from None
                 raise BadInputError(line_json_error(raw, e), path=str(p.traces),
                                     line=line) from None
+            check_depth(raw, obj, str(p.traces), line)
             if not isinstance(obj, dict) or not isinstance(obj.get("case_id"), str) \
                     or not isinstance(obj.get("trial"), int):
                 raise BadInputError("expected a trace with case_id and trial",

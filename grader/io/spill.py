@@ -18,7 +18,9 @@ when the merge ends or the sorter is dropped.
 (one sequential read of the file) and indexing (one seek) work as on a tuple, but each
 episode is parsed when it is reached and dropped after, so iterating a million episodes
 keeps memory flat. The temporary files are deleted when the objects are garbage collected
-(``tempfile.TemporaryFile``).
+(``tempfile.TemporaryFile``). They live in the temporary folder (``TMPDIR``); a write the
+OS refuses there (a full disk, a quota, a file size limit) is a :class:`SpillWriteError`
+naming the folder and the cause, never a crash.
 """
 from __future__ import annotations
 
@@ -30,9 +32,12 @@ import weakref
 from array import array
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import orjson
+
+from evaltape.grader.errors import UsageError
 
 DEFAULT_BUFFER = 4096
 #: A run written by :func:`write_run` indexes the key and byte offset of every
@@ -40,6 +45,27 @@ DEFAULT_BUFFER = 4096
 INDEX_EVERY = 64
 #: Read-ahead shared by the run readers of one merge (bytes).
 MERGE_READ_BYTES = 8 << 20
+
+
+class SpillWriteError(UsageError):
+    """A temporary file of the grader could not be written (exit code 2): the message names
+    the file (or the temporary folder) and the system's reason."""
+
+
+@contextmanager
+def _spilling() -> Iterator[None]:
+    """Turn an ``OSError`` while writing the temporary files into a
+    :class:`SpillWriteError` (picklable: a pool worker's reaches the caller as it is)."""
+    try:
+        yield
+    except OSError as e:
+        folder = tempfile.gettempdir()
+        what = (f"the temporary file {e.filename}" if e.filename else
+                f"a temporary file in {folder}")
+        raise SpillWriteError(
+            f"cannot write {what} ({e.strerror or e}): grading keeps the graded episodes "
+            f"there until the report is written; free space in {folder} or point TMPDIR at "
+            "a folder with room, and rerun (no report was written)") from None
 
 
 def _read_run(path: str, start: int, count: int, buffering: int) -> Iterator[tuple[Any, bytes]]:
@@ -61,20 +87,24 @@ def write_run(records: Any) -> tuple[str, int, tuple]:
         :data:`INDEX_EVERY`-th record (0, 64, 128, ...), so that a merge of one key range
         can start near it (:func:`plan_ranges`). The file is the caller's to hand to
         :meth:`SpillSorter.add_run` (which deletes it) or to delete.
+
+    Raises:
+        SpillWriteError: the OS refused the write (nothing is left behind).
     """
     recs = sorted(records, key=_first)
-    fd, path = tempfile.mkstemp(prefix="evaltape-run-")
-    index = []
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 16) as fh:
-            dump = marshal.dump
-            for i, rec in enumerate(recs):
-                if not i % INDEX_EVERY:
-                    index.append((rec[0], fh.tell()))
-                dump(rec, fh)
-    except BaseException:
-        os.unlink(path)
-        raise
+    with _spilling():
+        fd, path = tempfile.mkstemp(prefix="evaltape-run-")
+        index = []
+        try:
+            with os.fdopen(fd, "wb", buffering=1 << 16) as fh:
+                dump = marshal.dump
+                for i, rec in enumerate(recs):
+                    if not i % INDEX_EVERY:
+                        index.append((rec[0], fh.tell()))
+                    dump(rec, fh)
+        except BaseException:
+            os.unlink(path)
+            raise
     return path, len(recs), tuple(index)
 
 
@@ -141,17 +171,22 @@ def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]],
         ``(path, offsets)``: ``offsets`` is ``array('q').tobytes()`` of ``n + 1`` byte
         offsets (payload ``i`` is ``file[offsets[i]:offsets[i + 1] - len(sep)]``); the file
         is the caller's (:meth:`SpilledRecords.from_files`).
+
+    Raises:
+        SpillWriteError: the OS refused the write (the file is deleted).
     """
     buffering = max(4096, MERGE_READ_BYTES // max(1, len(segments)))
     readers = [_read_range(p, start, n, lo, hi, buffering) for p, start, n in segments]
-    fd, path = tempfile.mkstemp(prefix="evaltape-merged-")
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 16) as out:
-            records = readers[0] if len(readers) == 1 else heapq.merge(*readers, key=_first)
-            offsets = _write_payloads(records, out, sep)
-    except BaseException:
-        delete_run(path)
-        raise
+    with _spilling():
+        fd, path = tempfile.mkstemp(prefix="evaltape-merged-")
+        try:
+            with os.fdopen(fd, "wb", buffering=1 << 16) as out:
+                records = readers[0] if len(readers) == 1 else heapq.merge(*readers,
+                                                                           key=_first)
+                offsets = _write_payloads(records, out, sep)
+        except BaseException:
+            delete_run(path)
+            raise
     return path, offsets.tobytes()
 
 
@@ -324,7 +359,11 @@ class SpillSorter:
         self.count = 0
 
     def add(self, key: Any, payload: bytes) -> None:
-        """Add one record."""
+        """Add one record.
+
+        Raises:
+            SpillWriteError: a full buffer could not be written to the temporary folder.
+        """
         if self._sorted_so_far and self._last_key is not None and key < self._last_key:
             self._sorted_so_far = False
         self._last_key = key
@@ -346,17 +385,18 @@ class SpillSorter:
     def _spill(self) -> None:
         if not self._pending:
             return
-        if self._fh is None:
-            fd, self._path = tempfile.mkstemp(prefix="evaltape-runs-")
-            self._fh = os.fdopen(fd, "w+b")
-        fh = self._fh
-        fh.seek(0, 2)
-        start = fh.tell()
-        if not self._sorted_so_far:
-            self._pending.sort(key=_first)
-        dump = marshal.dump
-        for rec in self._pending:
-            dump(rec, fh)
+        with _spilling():
+            if self._fh is None:
+                fd, self._path = tempfile.mkstemp(prefix="evaltape-runs-")
+                self._fh = os.fdopen(fd, "w+b")
+            fh = self._fh
+            fh.seek(0, 2)
+            start = fh.tell()
+            if not self._sorted_so_far:
+                self._pending.sort(key=_first)
+            dump = marshal.dump
+            for rec in self._pending:
+                dump(rec, fh)
         assert self._path is not None
         self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
@@ -372,6 +412,10 @@ class SpillSorter:
                 otherwise this process merges everything into one file.
             parts: key ranges to merge separately (:func:`plan_ranges`).
             sep: written after every payload (:class:`SpilledRecords`).
+
+        Raises:
+            SpillWriteError: the temporary folder refused a write (the sorter's files are
+                deleted).
         """
         if (merge is not None and parts > 1 and len(self._runs) > 1 and not self._pending
                 and self._fh is None and all(self._indexes)):
@@ -380,7 +424,13 @@ class SpillSorter:
                 files = merge([(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)])
             finally:
                 self.discard()
-            return SpilledRecords.from_files(files, sep)
+            with _spilling():
+                return SpilledRecords.from_files(files, sep)
+        with _spilling():
+            return self._merge_here(sep)
+
+    def _merge_here(self, sep: bytes) -> SpilledRecords:
+        """:meth:`finish` in this process, into one temporary file."""
         out = tempfile.TemporaryFile(prefix="evaltape-episodes-")
         try:
             if not self._runs:  # everything fits in one buffer: sort in memory
@@ -492,7 +542,8 @@ class FailureLog(Mapping):
     """
 
     def __init__(self) -> None:
-        self._fh: BinaryIO = tempfile.TemporaryFile(prefix="evaltape-failures-")
+        with _spilling():
+            self._fh: BinaryIO = tempfile.TemporaryFile(prefix="evaltape-failures-")
         self._n = 0
         self._blocks = 0  # marshalled lists in the file
         self.multi_trial = False
@@ -502,15 +553,21 @@ class FailureLog(Mapping):
         self.extend([record])
 
     def extend(self, records: list[tuple[str, int, str]]) -> None:
-        """Add failed episodes ``(case_id, trial, reason)``, in order (one write)."""
+        """Add failed episodes ``(case_id, trial, reason)``, in order (one write).
+
+        Raises:
+            SpillWriteError: the temporary folder refused the write.
+        """
         if records:
-            marshal.dump(records, self._fh)
+            with _spilling():
+                marshal.dump(records, self._fh)
             self._n += len(records)
             self._blocks += 1
 
     def close(self, multi_trial: bool) -> "FailureLog":
         """Stop appending; labels carry ``#tN`` when ``multi_trial``. Returns ``self``."""
-        self._fh.flush()
+        with _spilling():
+            self._fh.flush()
         self.multi_trial = multi_trial
         return self
 

@@ -25,7 +25,7 @@ import orjson
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.expectations import FieldError
 from evaltape.grader.io.judges import (DEFAULT_INCLUDE, DEFAULT_SCALE, DEFAULT_THRESHOLD, INCLUDE,
-                                       NAME, PASS_FAIL, parse_scale, scale_bounds)
+                                       NAME, parse_scale, scale_bounds)
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, parse_pass_fail
 from evaltape.grader.model import Case, EpisodeContext, JudgeCriteria, Score
 from evaltape.grader.metrics.base import Metric

@@ -12,7 +12,7 @@ from evaltape.grader.metrics.base import Metric
 
 
 def _ratio(num: int, den: int) -> str:
-    return f"{num / den:.3f} ({num}/{den})" if den else f"n/a (0/0)"
+    return f"{num / den:.3f} ({num}/{den})" if den else "n/a (0/0)"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """vcrpy serializer writing JSONL: a header line, then one interaction per line (orjson).
 
-JSON bodies are stored parsed (``"body": {"json": ...}``), other text as text
+JSON bodies are stored parsed (``"body": {"json": ...}``; as text when nested too deep to be
+written back parsed), other text as text
 (``"body": {"text": ...}``), so cassettes read and diff as data (DESIGN.md §5). Bytes that
 are not UTF-8 are stored as ``{"base64": ...}`` and replay byte for byte. Compressed bodies
 are decoded by vcrpy's ``decode_compressed_response`` (header dropped); a body it cannot
@@ -19,11 +20,12 @@ HEADER = {"format": "evaltape.cassette/1", "version": 1}
 _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
-def _pack_body(body: Any, encoded: bool = False) -> dict:
+def _pack_body(body: Any, encoded: bool = False, parse: bool = True) -> dict:
     """One body as stored: ``{"json": value}`` (a JSON text, parsed), ``{"text": str}``
     (UTF-8 text), or ``{"base64": str}`` (bytes that are not UTF-8, or a body still
     compressed: ``encoded``, its ``content-encoding`` header kept), so every body replays
-    byte for byte except JSON, which replays as equal JSON.
+    byte for byte except JSON, which replays as equal JSON. ``parse=False`` stores a JSON
+    text as text (for a body nested too deep to be written back parsed).
     """
     if body is None:
         return {"text": None}
@@ -40,7 +42,7 @@ def _pack_body(body: Any, encoded: bool = False) -> dict:
             return {"base64": base64.b64encode(bytes(body)).decode("ascii")}
     if isinstance(body, str) and encoded:
         return {"base64": base64.b64encode(body.encode("utf-8", "surrogateescape")).decode()}
-    if isinstance(body, str) and body[:1] in ("{", "["):
+    if parse and isinstance(body, str) and body[:1] in ("{", "["):
         try:
             return {"json": orjson.loads(body)}
         except orjson.JSONDecodeError:
@@ -100,14 +102,25 @@ def _is_encoded(headers: Any) -> bool:
 
 
 def serialize(cassette_dict: dict) -> str:
-    """vcrpy's ``{version, interactions}`` dict → JSONL text."""
+    """vcrpy's ``{version, interactions}`` dict → JSONL text.
+
+    An interaction whose JSON bodies nest deeper than ``orjson`` writes back (254 levels,
+    the line's own three included) keeps its bodies as text: it still replays byte for
+    byte, and every line stays within the depth the grader reads.
+    """
     out = [orjson.dumps(HEADER, option=_OPTS)]
     for it in cassette_dict.get("interactions", []):
         req = dict(it["request"])
         req["body"] = _pack_body(req.get("body"))
         resp = dict(it["response"])
         resp["body"] = _pack_body(resp.get("body"), _is_encoded(resp.get("headers")))
-        out.append(orjson.dumps({"request": req, "response": resp}, option=_OPTS))
+        try:
+            out.append(orjson.dumps({"request": req, "response": resp}, option=_OPTS))
+        except TypeError:  # a JSON body nested deeper than orjson writes: stored as text
+            req["body"] = _pack_body(it["request"].get("body"), parse=False)
+            resp["body"] = _pack_body(it["response"].get("body"),
+                                      _is_encoded(resp.get("headers")), parse=False)
+            out.append(orjson.dumps({"request": req, "response": resp}, option=_OPTS))
     return b"".join(out).decode()
 
 

@@ -8,6 +8,7 @@ streams as the client assembles them (a key echoed over several deltas).
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 from typing import Any
@@ -195,11 +196,14 @@ def scrub_body_text(text: str) -> str:
     if "\\" in text and text[:1] in ("{", "["):
         try:
             doc = orjson.loads(text)
-        except orjson.JSONDecodeError:
+            clean = scrub_value(doc)
+            if clean != doc:
+                try:
+                    return orjson.dumps(clean).decode()
+                except TypeError:  # nested deeper than orjson writes (254 levels)
+                    return json.dumps(clean, ensure_ascii=False, separators=(",", ":"))
+        except (orjson.JSONDecodeError, RecursionError):  # (too deep to walk: as text)
             return text
-        clean = scrub_value(doc)
-        if clean != doc:
-            return orjson.dumps(clean).decode()
     return text
 
 
@@ -274,15 +278,19 @@ def find_secret(text: str) -> str | None:
 
 
 def _strings(value: Any) -> Any:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    """Every string of a decoded JSON value (keys too), in document order; walked without
+    recursion, so a value nested as deep as ``orjson`` reads (1,024 levels) is no crash."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for k, v in reversed(list(item.items())):
+                todo.append(v)
+                todo.append(k)
+        elif isinstance(item, list):
+            todo.extend(reversed(item))
 
 
 def find_secret_deep(text: str) -> str | None:
