@@ -14,8 +14,12 @@ import anthropic
 
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
-#: Turns whose stream broke off with a transient error event are re-sent this many times.
+#: Turns the infrastructure spoiled with an HTTP 200 are re-sent this many times: a stream
+#: that broke off with a transient error event or ended before ``message_stop``, and an
+#: answer that is not a Messages API message (a gateway's HTML page).
 STREAM_RETRIES = 2
+#: Bytes of an unusable answer's body quoted in its error (redacted).
+BODY_PREVIEW = 120
 TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 
 #: Stop reasons of a turn that is not finished: the API paused it (server tools); the
@@ -59,6 +63,73 @@ class Turn:
     raw_inputs: dict[int, str]
 
 
+class InfraResponseError(anthropic.APIError):
+    """An HTTP 2xx answer the loop cannot use, which is the infrastructure's failure, not
+    the agent's: the trace's ``infra_error`` is :attr:`kind`. Re-sent like a transient
+    stream error (:data:`STREAM_RETRIES`).
+
+    Attributes:
+        kind: ``"bad_response"`` (:class:`BadResponse`) or ``"incomplete_stream"``
+            (:class:`IncompleteStream`).
+        response: the ``httpx`` response.
+        status_code: its HTTP status.
+    """
+
+    kind = "bad_response"
+
+    def __init__(self, message: str, response: Any) -> None:
+        super().__init__(message, response.request, body=None)
+        self.response, self.status_code = response, response.status_code
+
+
+class BadResponse(InfraResponseError):
+    """A 2xx answer that is not a Messages API message or stream (an HTML error page from a
+    gateway, a JSON body that does not parse); the message names the status, the
+    content-type and the first :data:`BODY_PREVIEW` bytes, redacted."""
+
+    kind = "bad_response"
+
+
+class IncompleteStream(InfraResponseError):
+    """A stream that ended (the body ended, or the server closed the connection cleanly)
+    before its ``message_stop`` event: what arrived is not a whole answer."""
+
+    kind = "incomplete_stream"
+
+
+def _bad_response(response: Any, why: str, body: bytes | str | None = None) -> BadResponse:
+    """A :class:`BadResponse` for ``response``; ``body`` defaults to its content."""
+    from .vcr_ext.scrub import scrub_text
+    if body is None:
+        body = response.content
+    if isinstance(body, bytes):
+        body = body[:BODY_PREVIEW].decode("utf-8", errors="replace")
+    ctype = response.headers.get("content-type") or "none"
+    return BadResponse(scrub_text(f"HTTP {response.status_code} answer is not a Messages API "
+                                  f"answer ({why}): content-type {ctype!r}, body starts "
+                                  f"{body[:BODY_PREVIEW]!r}"), response)
+
+
+def _parse_message(raw: Any) -> Any:
+    """The message of a non-streamed answer (the SDK's raw response ``raw``).
+
+    Raises:
+        BadResponse: the body is not a JSON object the SDK reads as a message.
+    """
+    from anthropic.types import Message
+    http = raw.http_response
+    try:
+        doc = json.loads(http.content)
+    except ValueError as e:  # (also a body that is not UTF-8)
+        raise _bad_response(http, f"the body is not JSON: {getattr(e, 'msg', e)}") from None
+    if not isinstance(doc, dict):
+        raise _bad_response(http, f"the body is a JSON {type(doc).__name__}, not an object")
+    message = raw.parse()
+    if not isinstance(message, Message):
+        raise _bad_response(http, "the SDK did not read it as a message")
+    return message
+
+
 class StreamBroke(Exception):
     """A streamed turn ended by an error after part of the answer arrived (no retry left).
 
@@ -82,30 +153,55 @@ def _snapshot_text(stream: Any) -> str | None:
 
 
 def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
-    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; a stream
-    that breaks off with a transient ``error`` event (HTTP 200, so the SDK does not retry)
-    is re-sent here, up to :data:`STREAM_RETRIES` times. Replay makes the same requests in
-    the same order, so it reproduces the recorded retries exactly.
+    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; an HTTP
+    200 the SDK does not retry but that is no whole answer is re-sent here, up to
+    :data:`STREAM_RETRIES` times: a stream that breaks off with a transient ``error``
+    event, a stream that ends before ``message_stop``, and a body that is not a Messages
+    API answer (:class:`InfraResponseError`). Replay makes the same requests in the same
+    order, so it reproduces the recorded retries exactly.
 
     Raises:
-        anthropic.APIError: the request failed (after the retries).
+        anthropic.APIError: the request failed (after the retries), including
+            :class:`InfraResponseError`.
         StreamBroke: the last attempt's stream broke off after some text arrived.
     """
     if not stream:
-        return Turn(client.messages.create(messages=messages, **kwargs), {})
+        for attempt in range(STREAM_RETRIES + 1):
+            raw = client.messages.with_raw_response.create(messages=messages, **kwargs)
+            try:
+                return Turn(_parse_message(raw), {})
+            except BadResponse:
+                if attempt == STREAM_RETRIES:
+                    raise
     for attempt in range(STREAM_RETRIES + 1):
-        raw: dict[int, list[str]] = {}
+        raw_inputs: dict[int, list[str]] = {}
         s = None
         try:
             with client.messages.stream(messages=messages, **kwargs) as s:
-                for event in s:
-                    delta = getattr(event, "delta", None)
-                    if event.type == "content_block_delta" and \
-                            getattr(delta, "type", None) == "input_json_delta":
-                        raw.setdefault(event.index, []).append(delta.partial_json)
-                return Turn(s.get_final_message(), {i: "".join(p) for i, p in raw.items()})
-        except anthropic.APIStatusError as e:
-            if attempt == STREAM_RETRIES or not _is_transient_stream_error(e):
+                ctype = s.response.headers.get("content-type") or ""
+                if "text/event-stream" not in ctype:
+                    raise _bad_response(s.response, "not an event stream",
+                                        s.response.read())
+                stopped = False
+                try:
+                    for event in s:
+                        stopped = stopped or event.type == "message_stop"
+                        delta = getattr(event, "delta", None)
+                        if event.type == "content_block_delta" and \
+                                getattr(delta, "type", None) == "input_json_delta":
+                            raw_inputs.setdefault(event.index, []).append(delta.partial_json)
+                except ValueError as e:  # an event's data is not JSON
+                    raise _bad_response(s.response, "an event's data is not JSON",
+                                        getattr(e, "doc", "")) from None
+                snapshot = getattr(s, "_current_snapshot_or_none", None)
+                if not stopped or (snapshot is not None and snapshot() is None):
+                    raise IncompleteStream("the stream ended before message_stop",
+                                           s.response)
+                return Turn(s.get_final_message(),
+                            {i: "".join(p) for i, p in raw_inputs.items()})
+        except (anthropic.APIStatusError, InfraResponseError) as e:
+            if attempt == STREAM_RETRIES or not (isinstance(e, InfraResponseError) or
+                                                 _is_transient_stream_error(e)):
                 partial = _snapshot_text(s) if s is not None else None
                 if partial is not None:
                     raise StreamBroke(e, partial) from e
@@ -125,11 +221,13 @@ REQUEST_ERRORS = frozenset({"invalid_request_error", "not_found_error", "request
 
 def is_infra(e: Exception) -> bool:
     """Whether an API error ended the episode for reasons outside the agent: no
-    connection, a timeout, an error type other than :data:`REQUEST_ERRORS` (a stream's error
-    event carries its type, not its status), else a status of :data:`INFRA_STATUSES` or
-    5xx. ``False`` for an error that answers the request itself
+    connection, a timeout, an unusable 2xx answer
+    (:class:`InfraResponseError`), an error type other than :data:`REQUEST_ERRORS` (a
+    stream's error event carries its type, not its status), else a status of
+    :data:`INFRA_STATUSES` or 5xx. ``False`` for an error that answers the request itself
     (``invalid_request_error``, 400), which is the agent's."""
-    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
+    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError,
+                      InfraResponseError)):
         return True
     kind = _error_type(e)
     if kind is not None:
@@ -149,7 +247,10 @@ def infra_kind(e: Exception) -> str:
     """The kind of an infrastructure failure, for the trace's ``infra_error`` and the
     grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
     (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
-    ``timeout`` or ``connection`` (anthropic SDK exception classes)."""
+    ``timeout`` or ``connection`` (anthropic SDK exception classes);
+    :attr:`InfraResponseError.kind` for an unusable 2xx answer."""
+    if isinstance(e, InfraResponseError):
+        return e.kind
     kind = _error_type(e)
     if kind is not None:
         return kind

@@ -135,7 +135,7 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
             if in_shard(p, t, opts.trials, opts.shard)]
     todo = [(c, t) for c, t in mine if (c.id, t) not in done]
     counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
-                              "errors": 0, "tokens": 0, "failed": []}
+                              "errors": 0, "infra_kept": 0, "tokens": 0, "failed": []}
     if progress:
         progress("start", {**counts, "total": len(todo)})
     return traces, done, todo, counts
@@ -149,8 +149,8 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     An episode that ended in an API/transport error is not a finished episode unless
     ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
     (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
-    ``counts`` (recorded, errors, tokens, failed) is updated and ``progress("episode", ...)``
-    told.
+    ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
+    failed) is updated and ``progress("episode", ...)`` told.
     """
     def finished(trace: dict) -> None:
         if trace.get("stop_reason") == "error" and not keep_errors:
@@ -163,6 +163,8 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
             append_trace(traces, trace)
             counts["recorded"] += 1
             counts["errors"] += trace.get("stop_reason") == "error"
+            counts["infra_kept"] += trace.get("stop_reason") == "error" and \
+                bool(trace.get("infra_error"))
         u = trace.get("usage") or {}
         counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
         if progress:
@@ -490,9 +492,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
     Returns:
-        Counts: ``{"recorded": n, "skipped": n, "errors": n, "tokens": n, "failed": [...]}``.
-        An episode that ended with an API error (after the SDK's retries) is not saved
-        unless ``keep_errors``: it is listed in ``failed`` and a rerun records it again.
+        Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
+        "failed": [...]}``. An episode that ended with an API error (after the SDK's
+        retries) is not saved unless ``keep_errors``: it is listed in ``failed`` and a rerun
+        records it again.
 
     Raises:
         UsageError: no key and no base URL for a live agent; bad trials/concurrency; a

@@ -6,7 +6,11 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 ``overloaded_error`` event), ``"midstream_partial"`` (the same after the first text deltas),
 ``"slow"`` (answer after ``slow_s`` seconds), ``"400echo"`` (HTTP 400 quoting the key),
 ``"pause_turn"`` / ``"weird_stop"`` (that stop reason on the answer), ``"malformed_input"``
-(streamed tool input whose fragments do not parse). ``split`` streams deltas in pieces;
+(streamed tool input whose fragments do not parse), ``"cut_stream"`` (the SSE body ends after
+every content block, before ``message_delta`` and ``message_stop``), ``"cut_close"`` (the
+stream without ``message_stop``, close-delimited: no content-length, then the connection is
+closed), ``"html200"`` (HTTP 200 with a gateway's HTML page), ``"garbage200"`` (HTTP 200,
+``application/json``, a body that is not JSON). ``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 """
@@ -70,6 +74,13 @@ class FaultServer(ScriptServer):
             return
         if fault == "slow":
             time.sleep(self.slow_s)
+        if fault in ("html200", "garbage200"):  # a gateway's answer, whatever was asked
+            if fault == "html200":
+                handler._send(200, b"<html><head><title>502 Bad Gateway</title></head><body>"
+                              b"<h1>502 Bad Gateway</h1></body></html>", "text/html")
+            else:
+                handler._send(200, b'{"type": "message", "content": [oops', "application/json")
+            return
         if self.raw_body is not None:
             handler._send(200, self.raw_body, self.raw_headers.get(
                 "content-type", "application/octet-stream"), headers={
@@ -99,9 +110,27 @@ class FaultServer(ScriptServer):
             if fault == "midstream_partial":  # the text block's first deltas arrive
                 events = events[:4] + [("error", {"type": "error", "error": {
                     "type": "overloaded_error", "message": "Overloaded"}})]
+            if fault == "cut_stream":  # every block arrives, the stream's end does not
+                events = events[:-2]
+            if fault == "cut_close":
+                _send_until_close(handler, encode_sse(events[:-1]), extra)
+                return
             handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
         else:
             handler._send(200, json.dumps(message).encode(), headers=extra)
+
+
+def _send_until_close(handler: Any, body: bytes, headers: Mapping[str, str]) -> None:
+    """HTTP 200 with a body delimited by closing the connection (no content-length)."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("connection", "close")
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    handler.close_connection = True
+    handler.wfile.write(body)
+    handler.wfile.flush()
 
 
 def _split(event: tuple[str, dict], size: int) -> list[tuple[str, dict]]:

@@ -415,3 +415,103 @@ def test_infrastructure_statuses():
     request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
     assert is_infra(anthropic.APIConnectionError(request=request))
     assert is_infra(anthropic.APITimeoutError(request=request))
+
+
+# --- answers the infrastructure spoiled with an HTTP 200 -----------------------------------
+
+#: tc_001's answer (request 2) and both of its re-sends
+SPOIL_ANSWER = (2, 3, 4)
+TC_001_ANSWER = SCRIPTS["tc_001"][1]
+
+
+def _traces(run: Path) -> dict:
+    return {t["case_id"]: t for t in read_jsonl(run / "traces.jsonl")}
+
+
+@pytest.mark.parametrize("fault", ["cut_stream", "cut_close"])
+def test_a_stream_cut_before_message_stop_is_retried_and_not_kept(tmp_path, fault):
+    # the answer's text arrives whole (its keywords would pass), message_stop never does
+    with FaultServer(SCRIPTS, {n: fault for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+        assert server.requests == 16 + 2  # tc_001's answer was sent three times
+    assert p.returncode == 1, p.stderr
+    assert "not saved: tc_001#t0: IncompleteStream: the stream ended before message_stop\n" \
+        in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+    # a rerun retries it, and with a whole stream it is recorded
+    with FaultServer(SCRIPTS) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+        assert server.requests == 2
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"]) == ("end_turn", TC_001_ANSWER)
+
+
+def test_a_kept_cut_stream_is_an_infra_error_that_grade_does_not_pass(tmp_path):
+    with FaultServer(SCRIPTS, {n: "cut_stream" for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream", "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    assert "1 of them ended in an error and were kept as they are (1 graded as " \
+           "infra_error, 0 as the agent's failure)" in p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["partial_response"], t["infra_error"],
+            t["steps"]) == ("error", None, TC_001_ANSWER, "incomplete_stream", 1)
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == \
+        "infra_error:incomplete_stream"
+    # replay plays the three cut streams and the same retries
+    p = run_cli("replay", str(tmp_path / "run"))
+    assert p.returncode == 0, p.stderr
+
+
+def test_one_cut_stream_is_re_sent_and_the_episode_replays(tmp_path):
+    with FaultServer(SCRIPTS, {2: "cut_close"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["steps"]) == \
+        ("end_turn", TC_001_ANSWER, 2)
+    # the cut stream and its re-send are both in the cassette, in order
+    assert len(read_jsonl(tmp_path / "run" / "http" / "tc_001__t0.jsonl")) == 1 + 3
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("fault,ctype,head", [
+    ("html200", "text/html", "<html><head><title>502 Bad Gateway</title></head>"),
+    ("garbage200", "application/json", '{"type": "message", "content": [oops'),
+])
+def test_a_200_that_is_not_a_messages_answer_is_an_infra_error(tmp_path, stream, fault,
+                                                                 ctype, head):
+    extra = ("--stream",) if stream else ()
+    with FaultServer(SCRIPTS, {n: fault for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors", *extra)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["infra_error"], t["steps"]) == \
+        ("error", None, "bad_response", 1)
+    why = "not an event stream" if stream else "the body is not JSON: Expecting value"
+    body = {"html200": head + "<body><h1>502 Bad Gateway</h1></body></html>",
+            "garbage200": head}[fault]
+    assert t["error"] == (f"BadResponse: HTTP 200 answer is not a Messages API answer "
+                          f"({why}): content-type {ctype!r}, body starts {body!r}")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:bad_response"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_a_gateway_page_is_retried_and_its_quoted_start_is_redacted(tmp_path):
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
+    page = f"<html>502 Bad Gateway for key {FAKE_KEY}</html>".encode()
+    with FaultServer({"c": ["Fine."]}, raw_body=page,
+                     raw_headers={"content-type": "text/html"}) as server:
+        p = run_cli("record", "d.json", "--agent", "helpdesk", "--out", "run", "--base-url",
+                    server.base_url, "--model", "stand-in", cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": FAKE_KEY})
+        assert server.requests == 3  # the answer and both re-sends
+    assert p.returncode == 1
+    assert ("not saved: c#t0: BadResponse: HTTP 200 answer is not a Messages API answer (the "
+            "body is not JSON: Expecting value): content-type 'text/html', body starts "
+            "'<html>502 Bad Gateway for key [REDACTED]</html>'") in p.stderr
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    assert _on_disk(tmp_path / "run") == []
+

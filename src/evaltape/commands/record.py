@@ -85,10 +85,12 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     finally:
         bar.stop()
     kept = counts["errors"] - len(counts["failed"])
+    infra = counts.get("infra_kept", 0)
     click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
                f"already finished, {counts['tokens']} tokens → {out}"
-               + (f"; {kept} of them ended in an API error and were kept as they are "
-                  "(graded as infra_error)" if kept else ""), err=True)
+               + (f"; {kept} of them ended in an error and were kept as they are "
+                  f"({infra} graded as infra_error, {kept - infra} as the agent's failure)"
+                  if kept else ""), err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)
