@@ -269,8 +269,26 @@ def _parses_as_object(text: str) -> bool:
         return False
 
 
+def _tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
+    """``(arguments, raw input or None)`` of one ``tool_use`` block.
+
+    ``raw`` is the streamed input's fragments joined (``None`` for a non-streamed turn).
+    A tool input that is not a JSON object (streamed fragments that do not parse as one; a
+    non-streamed ``input`` that is a string, list, number or null) gives ``{}`` and the raw
+    input as the model sent it (streamed: the fragments; else the value as JSON text):
+    the call is then malformed and its tool is never run.
+    """
+    if raw is not None and raw.strip() and not _parses_as_object(raw):
+        return {}, raw
+    value = use.get("input")  # (a null input is dropped from the dumped block)
+    if isinstance(value, dict):
+        return value, None
+    return {}, json.dumps(value, ensure_ascii=False)
+
+
 def _block_dict(block: Any) -> dict:
-    return block.model_dump(mode="json", exclude_none=True)
+    # (no serializer warning for a tool input that is not an object: it is flagged instead)
+    return block.model_dump(mode="json", exclude_none=True, warnings=False)
 
 
 def _call_key(name: str, args: Any) -> str:
@@ -331,9 +349,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
     called tools, ``max_steps``. An API error (after the SDK's retries) stops with
     ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
-    goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
-    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
-    ``malformed_tool_input: true``, and the tool is not run.
+    goes on; so does a tool input that is not a JSON object (streamed fragments that do
+    not parse as one, or a non-streamed ``input`` that is a string, list, number or null):
+    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined, or
+    the value as JSON text) and ``malformed_tool_input: true``, and the tool is not run.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
@@ -380,10 +399,11 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
                 # not an answer: the turn asked for tools under another stop reason, or
                 # paused; its calls are kept (not run), its text is not a final answer
                 final, extra = None, {"unfinished": True}
-                for _i, use in uses:
-                    calls.append({"id": use["id"], "name": use["name"],
-                                  "arguments": use.get("input") if isinstance(
-                                      use.get("input"), dict) else {},
+                for i, use in uses:
+                    args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+                    calls.append({"id": use["id"], "name": use["name"], "arguments": args,
+                                  **({"raw_arguments": bad, MALFORMED: True}
+                                     if bad is not None else {}),
                                   "result": None, "is_error": False, "step": steps,
                                   "not_run": f"stop_reason {stop_reason}"})
             break
@@ -395,18 +415,18 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             if repeats >= LOOP_REPEATS:
                 stop_reason = "loop_detected"
                 break
-            raw = turn.raw_inputs.get(i)
-            if raw is not None and raw.strip() and not _parses_as_object(raw):
+            args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+            if bad is not None:
                 # never run a tool on arguments the model did not send
                 result = json.dumps({"success": False, "error": MALFORMED + ": the tool "
-                                     "input the model streamed is not a JSON object"})
+                                     f"input the model {'streamed' if stream else 'sent'} "
+                                     "is not a JSON object"})
                 calls.append({"id": use["id"], "name": use["name"], "arguments": {},
-                              "raw_arguments": raw, MALFORMED: True, "result": result,
+                              "raw_arguments": bad, MALFORMED: True, "result": result,
                               "is_error": True, "step": steps})
                 results.append({"type": "tool_result", "tool_use_id": use["id"],
                                 "content": result, "is_error": True})
                 continue
-            args = use.get("input") if isinstance(use.get("input"), dict) else {}
             result, is_error = _run_tool(spec, names, use["name"], args)
             calls.append({"id": use["id"], "name": use["name"], "arguments": args,
                           "result": result, "is_error": is_error, "step": steps})

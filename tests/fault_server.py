@@ -10,7 +10,9 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 every content block, before ``message_delta`` and ``message_stop``), ``"cut_close"`` (the
 stream without ``message_stop``, close-delimited: no content-length, then the connection is
 closed), ``"html200"`` (HTTP 200 with a gateway's HTML page), ``"garbage200"`` (HTTP 200,
-``application/json``, a body that is not JSON). ``split`` streams deltas in pieces;
+``application/json``, a body that is not JSON), ``"tool_input:<JSON>"`` (every tool_use
+block's ``input`` is that JSON value, e.g. ``tool_input:"Paris"``). ``split`` streams deltas
+in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 """
@@ -90,6 +92,10 @@ class FaultServer(ScriptServer):
         message = scripted_message(script, body)
         if fault in ("pause_turn", "weird_stop"):
             message["stop_reason"] = "pause_turn" if fault == "pause_turn" else "weird_stop"
+        if fault and fault.startswith("tool_input:"):
+            for block in message["content"]:
+                if block["type"] == "tool_use":
+                    block["input"] = json.loads(fault[len("tool_input:"):])
         extra = {}
         if self.echo_key:
             key = handler.headers.get("x-api-key") or handler.headers.get(

@@ -515,3 +515,22 @@ def test_a_gateway_page_is_retried_and_its_quoted_start_is_redacted(tmp_path):
     assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
     assert _on_disk(tmp_path / "run") == []
 
+
+@pytest.mark.parametrize("value", ['"jsmith"', '["jsmith"]', "3", "null"])
+def test_a_tool_input_that_is_not_an_object_is_flagged_and_not_run(tmp_path, value):
+    # tc_001's first turn calls unlock_account; its input is replaced by `value`
+    with FaultServer(SCRIPTS, {1: "tool_input:" + value}) as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    (call,) = t["tool_calls"]
+    result = json.dumps({"success": False, "error": "malformed_tool_input: the tool input "
+                                                    "the model sent is not a JSON object"})
+    assert call == {"id": "toolu_s01_0", "name": "unlock_account", "arguments": {},
+                    "raw_arguments": value, "malformed_tool_input": True, "result": result,
+                    "is_error": True, "step": 1}
+    assert t["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_s01_0",
+                                            "content": result, "is_error": True}]
+    assert t["final_response"] == TC_001_ANSWER  # the model answered on its next turn
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
