@@ -165,7 +165,7 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
     trace = trace_from_cassette(path, key, latency_s=res.wall_s, input_text=case.input)
     stdout = res.stdout.strip()
     trace["exit_code"], trace["stdout"] = res.exit_code, res.stdout
-    if stdout:
+    if stdout and not trace.get("infra_error"):  # (an answer cut short is no answer)
         trace["final_response"] = stdout
     if res.exit_code != 0:
         why = (f"command timed out after {timeout_s:g} s" if res.exit_code is None else

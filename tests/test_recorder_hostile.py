@@ -534,3 +534,36 @@ def test_a_tool_input_that_is_not_an_object_is_flagged_and_not_run(tmp_path, val
     assert t["final_response"] == TC_001_ANSWER  # the model answered on its next turn
     assert run_cli("replay", str(tmp_path / "run")).returncode == 0
 
+
+# --- the same through the recording proxy (--command) ---------------------------------------
+
+SDK_COMMAND = f"{__import__('sys').executable} {ROOT / 'tests' / 'agents' / 'sdk_agent.py'} " \
+              "{input_file} --stream"
+
+
+def _two_cases(tmp_path: Path) -> str:
+    cases = [c for c in json.loads(Path(DATASET).read_text()) if c["id"] in ("tc_001", "tc_002")]
+    return str(write_json(tmp_path / "ds.json", cases))
+
+
+def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
+    # request 2 is tc_001's answer: the agent's SDK takes the cut stream as an answer and
+    # prints it, but the proxy stored a stream without message_stop
+    with FaultServer(SCRIPTS, {2: "cut_stream"}) as server:
+        p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                    str(tmp_path / "run"), "--base-url", server.base_url, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    c = t["tc_001"]
+    assert (c["stop_reason"], c["final_response"], c["partial_response"], c["infra_error"],
+            c["exit_code"], c["stdout"]) == ("error", None, TC_001_ANSWER, "incomplete_stream",
+                                             0, TC_001_ANSWER + "\n")
+    assert c["error"] == "IncompleteStream: the stream of interaction 2 ended before " \
+                         "message_stop"
+    assert (t["tc_002"]["stop_reason"], t["tc_002"]["final_response"]) == \
+        ("end_turn", SCRIPTS["tc_002"][1])
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == \
+        "infra_error:incomplete_stream"
+    p = run_cli("replay", str(tmp_path / "run"))
+    assert p.returncode == 0, p.stderr
+
