@@ -321,7 +321,10 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
 
     The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
     ``latency_s``) always win over what the agent returns. An agent that raises ends the
-    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`).
+    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`); when
+    what it raised is an API failure of the infrastructure (:func:`.loop.is_infra`: no
+    connection, a 5xx, an unusable 2xx answer...), the trace's ``infra_error`` names its
+    kind, as the tool loop's own traces do.
 
     Raises:
         BadInputError: the agent returned something other than a dict, or a trace that the
@@ -342,6 +345,12 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
             what = f"raised at {frame.filename}:{frame.lineno}"
         fields = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
                   "error": f"agent raised {type(e).__name__}: {what}"}
+        from .loop import StreamBroke, infra_kind, is_infra
+        cause = e.error if isinstance(e, StreamBroke) else e
+        if isinstance(cause, anthropic.APIError) and is_infra(cause):
+            fields["infra_error"] = infra_kind(cause)
+        if isinstance(e, StreamBroke):
+            fields["partial_response"] = e.partial_text
     if not isinstance(fields, dict):
         raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
                             "trace fields (README: Your own agent)", path=f"case {case.id}")

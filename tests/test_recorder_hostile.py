@@ -567,3 +567,41 @@ def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
     p = run_cli("replay", str(tmp_path / "run"))
     assert p.returncode == 0, p.stderr
 
+
+# --- the one-turn function-calling agent ---------------------------------------------------
+
+GEO = {"name": "geo.distance", "description": "Distance between two cities.",
+       "parameters": {"type": "dict", "required": ["origin"],
+                      "properties": {"origin": {"type": "string"}}}}
+
+
+def _record_bfcl(tmp_path: Path, faults: dict, *extra: str):
+    write_json(tmp_path / "d.json", [{"id": "x", "input": "How far is NYC?", "tools": [GEO],
+                                      "matching": "bfcl", "metadata": {"category": "simple"},
+                                      "expected_tool_calls": [{"geo.distance": {
+                                          "origin": ["NYC"]}}]}])
+    script = ['{"tool": "geo_distance", "arguments": {"origin": "NYC"}}']
+    with FaultServer({"x": script}, faults) as server:
+        return run_cli("record", "d.json", "--agent", "bfcl", "--out", "run", "--base-url",
+                       server.base_url, "--model", "stand-in", *extra, cwd=tmp_path,
+                       env={"ANTHROPIC_API_KEY": "test-key-123456"})
+
+
+def test_the_bfcl_agent_re_sends_a_cut_stream_and_keeps_its_infra_kind(tmp_path):
+    p = _record_bfcl(tmp_path, {1: "cut_stream", 2: "cut_stream", 3: "cut_stream"},
+                     "--stream", "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["error"], t["tool_calls"]) == \
+        ("error", "incomplete_stream", "agent raised IncompleteStream: the stream ended "
+         "before message_stop", [])
+    assert _grade_failures(tmp_path / "run", tmp_path)["x"] == "infra_error:incomplete_stream"
+
+
+def test_the_bfcl_agent_flags_a_tool_input_that_is_not_an_object(tmp_path):
+    p = _record_bfcl(tmp_path, {1: 'tool_input:"NYC"'})
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert t["tool_calls"] == [{"id": "toolu_s01_0", "name": "geo.distance", "arguments": {},
+                                "raw_arguments": '"NYC"', "malformed_tool_input": True,
+                                "result": None, "is_error": False, "step": 1}]
