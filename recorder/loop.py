@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
 
+from .deadline import EpisodeTimeout
+
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
 #: Turns the infrastructure spoiled with an HTTP 200 are re-sent this many times: a stream
@@ -164,6 +166,7 @@ def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: boo
         anthropic.APIError: the request failed (after the retries), including
             :class:`InfraResponseError`.
         StreamBroke: the last attempt's stream broke off after some text arrived.
+        EpisodeTimeout: the episode's deadline passed.
     """
     if not stream:
         for attempt in range(STREAM_RETRIES + 1):
@@ -221,13 +224,13 @@ REQUEST_ERRORS = frozenset({"invalid_request_error", "not_found_error", "request
 
 def is_infra(e: Exception) -> bool:
     """Whether an API error ended the episode for reasons outside the agent: no
-    connection, a timeout, an unusable 2xx answer
+    connection, a timeout (also the episode's deadline), an unusable 2xx answer
     (:class:`InfraResponseError`), an error type other than :data:`REQUEST_ERRORS` (a
     stream's error event carries its type, not its status), else a status of
     :data:`INFRA_STATUSES` or 5xx. ``False`` for an error that answers the request itself
     (``invalid_request_error``, 400), which is the agent's."""
     if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError,
-                      InfraResponseError)):
+                      InfraResponseError, EpisodeTimeout)):
         return True
     kind = _error_type(e)
     if kind is not None:
@@ -248,9 +251,15 @@ def infra_kind(e: Exception) -> str:
     grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
     (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
     ``timeout`` or ``connection`` (anthropic SDK exception classes);
-    :attr:`InfraResponseError.kind` for an unusable 2xx answer."""
+    :attr:`InfraResponseError.kind` for an unusable 2xx answer; ``timeout`` for the
+    episode's deadline (:class:`EpisodeTimeout`, also when the SDK wrapped it)."""
     if isinstance(e, InfraResponseError):
         return e.kind
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, EpisodeTimeout):
+            return "timeout"
+        cause = cause.__cause__
     kind = _error_type(e)
     if kind is not None:
         return kind
@@ -353,6 +362,8 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     not parse as one, or a non-streamed ``input`` that is a string, list, number or null):
     the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined, or
     the value as JSON text) and ``malformed_tool_input: true``, and the tool is not run.
+    The episode's deadline (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
+    ``infra_error: "timeout"``.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
@@ -383,6 +394,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             # an error answering the request itself (400 invalid_request_error) is the
             # agent's: no infra_error, so the grader counts it against the agent
             extra = {"infra_error": infra_kind(e)} if is_infra(e) else {}
+            break
+        except EpisodeTimeout as e:
+            stop_reason, error = "error", f"{type(e).__name__}: {e}"
+            extra = {"infra_error": "timeout"}
             break
         resp = turn.message
         steps += 1

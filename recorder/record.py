@@ -30,6 +30,8 @@ from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
+from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
+                       mark_timed_out, on_request)
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
 from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
@@ -63,6 +65,20 @@ class RecordOptions:
     command: str | None = None
     #: seconds a ``--command`` run may take before it is killed (an error episode)
     command_timeout: float = 600.0
+    #: ``--episode-timeout``: seconds an episode may take, for every agent; past it the
+    #: episode ends as an infrastructure timeout (``None``: no deadline)
+    episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
+
+
+def check_episode_timeout(value: float | None) -> None:
+    """Refuse an episode timeout that is not ``None`` or a finite number of seconds > 0.
+
+    Raises:
+        UsageError: names the value.
+    """
+    if value is not None and not (isinstance(value, (int, float)) and
+                                  0 < value < float("inf")):
+        raise UsageError(f"--episode-timeout wants seconds > 0 (or none), got {value!r}")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -347,7 +363,7 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
                   "error": f"agent raised {type(e).__name__}: {what}"}
         from .loop import StreamBroke, infra_kind, is_infra
         cause = e.error if isinstance(e, StreamBroke) else e
-        if isinstance(cause, anthropic.APIError) and is_infra(cause):
+        if isinstance(cause, (anthropic.APIError, EpisodeTimeout)) and is_infra(cause):
             fields["infra_error"] = infra_kind(cause)
         if isinstance(e, StreamBroke):
             fields["partial_response"] = e.partial_text
@@ -449,16 +465,20 @@ def shared_client(base_url: str | None, api_key: str | None,
     each worker of ``--concurrency N``), so the connection pool and the SSL context
     (certificates: ~16 ms a client) are set up once per process, not once per episode. The
     SDK's clients are safe to share between threads (anthropic-sdk-python README,
-    "Client"). Worker processes forked by :func:`record` inherit the client that
-    :func:`warm_up` built in the recorder, which never sends a request itself when it
-    forks, so the inherited connection pool is empty: each worker opens its own sockets.
+    "Client"). Its HTTP client is the SDK's default one plus the episode deadline's
+    request hook (:func:`.deadline.on_request`). Worker processes forked by :func:`record`
+    inherit the client that :func:`warm_up` built in the recorder, which never sends a
+    request itself when it forks, so the inherited connection pool is empty: each worker
+    opens its own sockets.
     """
     key = (base_url, api_key or "no-key", max_retries)
     client = _CLIENTS.get(key)
     if client is None:
+        http = anthropic.DefaultHttpxClient(event_hooks={"request": [on_request]})
         client = _CLIENTS[key] = anthropic.Anthropic(api_key=api_key or "no-key",
                                                      base_url=base_url,
-                                                     max_retries=max_retries)
+                                                     max_retries=max_retries,
+                                                     http_client=http)
     return client
 
 
@@ -500,6 +520,9 @@ def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
+    Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
+    requests are cut and it ends as an infrastructure timeout.
+
     Returns:
         Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
         "failed": [...]}``. An episode that ended with an API error (after the SDK's
@@ -512,6 +535,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         BadInputError: the dataset is invalid, or its inputs changed since the run began.
         SecretLeakError: a cassette or trace would hold a key.
     """
+    check_episode_timeout(opts.episode_timeout)
     if opts.command is not None:
         from .command import record_command
         return record_command(opts, progress)
@@ -541,7 +565,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             base_url, api_key = server.base_url, "scripted-no-key"
         jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
                                                         cassette_name(case.id, trial)),
-                           base_url, api_key, model, opts.stream) for case, trial in todo]
+                           base_url, api_key, model, opts.stream, opts.episode_timeout)
+                for case, trial in todo]
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
@@ -666,6 +691,8 @@ class EpisodeJob:
     api_key: str | None
     model: str
     stream: bool
+    #: seconds the episode may take (``None``: no deadline)
+    timeout_s: float | None = DEFAULT_EPISODE_TIMEOUT_S
 
 
 def record_episode(job: EpisodeJob) -> dict:
@@ -673,7 +700,9 @@ def record_episode(job: EpisodeJob) -> dict:
 
     Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
     so parallel episodes never share a cassette. A cassette left by an interrupted
-    attempt (no trace was written for it) is replaced.
+    attempt (no trace was written for it) is replaced. An episode still running at its
+    deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
+    timeout (:func:`.deadline.mark_timed_out`).
     """
     path = Path(job.cassette)
     if path.exists():
@@ -681,7 +710,11 @@ def record_episode(job: EpisodeJob) -> dict:
     agent_fn = resolve_agent(job.agent)
     client = make_client(job.base_url, job.api_key, job.case.id, job.trial)
     with make_vcr("all").use_cassette(str(path)) as cassette:
-        trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+        with episode_deadline(job.timeout_s) as deadline:
+            trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+            late = deadline.expired
+        if late:
+            mark_timed_out(trace, deadline.timeout_s)
         prune_retried(cassette)
     return trace
 

@@ -10,9 +10,10 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 every content block, before ``message_delta`` and ``message_stop``), ``"cut_close"`` (the
 stream without ``message_stop``, close-delimited: no content-length, then the connection is
 closed), ``"html200"`` (HTTP 200 with a gateway's HTML page), ``"garbage200"`` (HTTP 200,
-``application/json``, a body that is not JSON), ``"tool_input:<JSON>"`` (every tool_use
-block's ``input`` is that JSON value, e.g. ``tool_input:"Paris"``). ``split`` streams deltas
-in pieces;
+``application/json``, a body that is not JSON), ``"ping_forever"`` (HTTP 200, a stream that
+sends ``message_start`` and then an ``event: ping`` every 0.05 s until the client goes away or
+the server stops), ``"tool_input:<JSON>"`` (every tool_use block's ``input`` is that JSON
+value, e.g. ``tool_input:"Paris"``). ``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 """
@@ -47,6 +48,12 @@ class FaultServer(ScriptServer):
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         self._lock = threading.Lock()
+        #: set when the server stops: ends endless answers (``ping_forever``)
+        self.stopping = threading.Event()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
+        super().__exit__(*exc)
 
     def respond(self, handler: Any, body: dict) -> None:
         with self._lock:
@@ -82,6 +89,9 @@ class FaultServer(ScriptServer):
                               b"<h1>502 Bad Gateway</h1></body></html>", "text/html")
             else:
                 handler._send(200, b'{"type": "message", "content": [oops', "application/json")
+            return
+        if fault == "ping_forever":
+            self._ping_forever(handler, body)
             return
         if self.raw_body is not None:
             handler._send(200, self.raw_body, self.raw_headers.get(
@@ -124,6 +134,23 @@ class FaultServer(ScriptServer):
             handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
         else:
             handler._send(200, json.dumps(message).encode(), headers=extra)
+
+    def _ping_forever(self, handler: Any, body: dict) -> None:
+        """A stream kept alive by pings: ``message_start``, then a ping every 0.05 s."""
+        start = sse_events(scripted_message(["..."], body))[0]
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        try:
+            handler.wfile.write(encode_sse([start]))
+            handler.wfile.flush()
+            while not self.stopping.wait(0.05):
+                handler.wfile.write(b'event: ping\ndata: {"type": "ping"}\n\n')
+                handler.wfile.flush()
+        except OSError:
+            pass  # the client went away
 
 
 def _send_until_close(handler: Any, body: bytes, headers: Mapping[str, str]) -> None:

@@ -535,6 +535,53 @@ def test_a_tool_input_that_is_not_an_object_is_flagged_and_not_run(tmp_path, val
     assert run_cli("replay", str(tmp_path / "run")).returncode == 0
 
 
+# --- episodes that never end --------------------------------------------------------------
+
+def test_a_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+    import time
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = _record_helpdesk(tmp_path / "run", server, "--stream", "--episode-timeout", "1")
+        took = time.monotonic() - t0
+        assert server.requests == 1 + 14  # the hung request is not re-sent
+    assert took < 8, took
+    assert p.returncode == 1
+    assert "not saved: tc_001#t0: EpisodeTimeout: the episode ran past its deadline of 1 s " \
+           "(--episode-timeout)" in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+
+
+def test_a_kept_timed_out_episode_in_a_worker_is_graded_as_infrastructure(tmp_path):
+    import time
+    # two workers: the hung episode times out in its own process, the other records the rest
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = _record_helpdesk(tmp_path / "run", server, "--episode-timeout", "1.5",
+                             "--concurrency", "2", "--keep-errors")
+        took = time.monotonic() - t0
+    assert took < 10, took
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    assert len(t) == 8
+    assert (t["tc_001"]["stop_reason"], t["tc_001"]["infra_error"], t["tc_001"]["error"],
+            t["tc_001"]["final_response"], t["tc_001"]["steps"]) == \
+        ("error", "timeout", "EpisodeTimeout: the episode ran past its deadline of 1.5 s "
+         "(--episode-timeout)", None, 0)
+    assert all("infra_error" not in t[c] for c in t if c != "tc_001")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:timeout"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_episode_timeout_must_be_seconds(tmp_path, value):
+    p = run_cli("record", DATASET, "--agent", "scripted", "--out", str(tmp_path / "run"),
+                "--episode-timeout", value)
+    assert p.returncode == 2
+    assert f"--episode-timeout': wants a number of seconds > 0, or 0 / none for no deadline; " \
+           f"got {value!r}" in p.stderr
+    assert not (tmp_path / "run").exists()
+
+
 # --- the same through the recording proxy (--command) ---------------------------------------
 
 SDK_COMMAND = f"{__import__('sys').executable} {ROOT / 'tests' / 'agents' / 'sdk_agent.py'} " \
@@ -566,6 +613,49 @@ def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
         "infra_error:incomplete_stream"
     p = run_cli("replay", str(tmp_path / "run"))
     assert p.returncode == 0, p.stderr
+
+
+def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+    import time
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                    str(tmp_path / "run"), "--base-url", server.base_url,
+                    "--episode-timeout", "5", "--keep-errors")
+        took = time.monotonic() - t0
+    assert took < 30, took  # (the other episode's program needs a second or two to start)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    assert (t["tc_001"]["stop_reason"], t["tc_001"]["infra_error"], t["tc_001"]["error"],
+            t["tc_001"]["exit_code"]) == ("error", "timeout", "command timed out after 5 s",
+                                          None)
+    assert (t["tc_002"]["stop_reason"], t["tc_002"]["final_response"]) == \
+        ("end_turn", SCRIPTS["tc_002"][1]), t["tc_002"]["error"]
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:timeout"
+
+
+def test_the_proxy_cuts_a_silent_upstream_of_a_killed_command(tmp_path):
+    # the upstream accepts and never answers; the command is killed at its deadline and the
+    # proxy's forward must not wait for the upstream's own 600 s timeouts
+    import socket
+    import threading
+    import time
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held = []
+    threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(8)],
+                     daemon=True).start()
+    t0 = time.monotonic()
+    p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                str(tmp_path / "run"), "--base-url", f"http://127.0.0.1:{srv.getsockname()[1]}",
+                "--command-timeout", "1")
+    took = time.monotonic() - t0
+    srv.close()
+    assert took < 15, took
+    assert p.returncode == 1
+    assert "not saved: tc_001#t0: command timed out after 1 s" in p.stderr
+    assert "not saved: tc_002#t0: command timed out after 1 s" in p.stderr
 
 
 # --- the one-turn function-calling agent ---------------------------------------------------
