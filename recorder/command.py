@@ -202,7 +202,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     """
     from evaltape.grader.io.datasets import load_dataset
     from .record import (_refuse_secrets_in_inputs, build_manifest, check_base_url,
-                         episode_finisher, load_standin_scripts, open_run_folder, plan_run)
+                         episode_finisher, load_standin_scripts, open_run_folder, plan_run,
+                         worker_count)
     from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -252,7 +253,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
-        with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
+        with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
             futures = [pool.submit(one, c, t) for c, t in todo]
             for fut in as_completed(futures):
                 finished(fut.result())

@@ -81,6 +81,12 @@ def check_episode_timeout(value: float | None) -> None:
         raise UsageError(f"--episode-timeout wants seconds > 0 (or none), got {value!r}")
 
 
+def worker_count(concurrency: int, pending: int) -> int:
+    """How many episodes run at once: ``--concurrency``, but never more than the episodes
+    still to record (at least 1)."""
+    return max(1, min(concurrency, pending))
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """Read ``--shard i/N`` (1-based: ``1/4`` .. ``4/4``).
 
@@ -137,7 +143,8 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
 
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
-        where counts starts the run's tally and ``progress("start", ...)`` has been told.
+        where counts starts the run's tally and ``progress("start", ...)`` has been told
+        (with ``total`` episodes to record and ``workers``, :func:`worker_count`).
     """
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
@@ -153,7 +160,8 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
                               "errors": 0, "infra_kept": 0, "tokens": 0, "failed": []}
     if progress:
-        progress("start", {**counts, "total": len(todo)})
+        progress("start", {**counts, "total": len(todo),
+                           "workers": worker_count(opts.concurrency, len(todo))})
     return traces, done, todo, counts
 
 
@@ -571,7 +579,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
         try:
-            if opts.concurrency <= 1 or len(jobs) <= 1:
+            workers = worker_count(opts.concurrency, len(jobs))
+            if workers == 1:
                 for job in jobs:
                     finished(record_episode(job))
             else:
@@ -580,7 +589,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 # touching (and so copying) their pages in every worker
                 gc.freeze()
                 ctx = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_die_with_parent) as pool:
                     futures = [pool.submit(record_episode, job) for job in jobs]
                     for fut in as_completed(futures):

@@ -658,6 +658,51 @@ def test_the_proxy_cuts_a_silent_upstream_of_a_killed_command(tmp_path):
     assert "not saved: tc_002#t0: command timed out after 1 s" in p.stderr
 
 
+# --- worker pools ---------------------------------------------------------------------------
+
+#: A user agent answering with how many processes share its parent (the recorder's pool).
+SIBLINGS_AGENT = '''
+import os
+import time
+
+
+def run(case, client, *, model, **kw):
+    time.sleep(0.3)
+    n = 0
+    for pid in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        n += pid.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == os.getppid()
+    return {"tool_calls": [], "final_response": str(n), "stop_reason": "end_turn", "steps": 0}
+'''
+
+
+def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("counts processes through /proc (Linux)")
+    (tmp_path / "siblings.py").write_text(SIBLINGS_AGENT)
+    ids = [f"c{i}" for i in range(8)]
+    write_json(tmp_path / "d.json", [{"id": i, "task": "hi"} for i in ids])
+    write_json(tmp_path / "s.json", {i: ["hi"] for i in ids})
+    p = run_cli_subprocess("record", "d.json", "--agent", "siblings:run", "--out", "run",
+                           "--standin-script", "s.json", "--concurrency", "40", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "8 episode(s) to record, 8 at a time" in p.stderr
+    assert [t["final_response"] for t in read_jsonl(tmp_path / "run" / "traces.jsonl")] == \
+        ["8"] * 8
+
+
+def test_command_concurrency_above_the_episodes_is_capped(tmp_path):
+    scripts = write_json(tmp_path / "s.json", {i: SCRIPTS[i] for i in ("tc_001", "tc_002")})
+    p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                str(tmp_path / "run"), "--standin-script", str(scripts), "--concurrency", "40")
+    assert p.returncode == 0, p.stderr
+    assert "2 episode(s) to record, 2 at a time" in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == ["tc_001", "tc_002"]
+
+
 # --- the one-turn function-calling agent ---------------------------------------------------
 
 GEO = {"name": "geo.distance", "description": "Distance between two cities.",

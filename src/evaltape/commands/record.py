@@ -98,6 +98,9 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
 
     def progress(kind: str, info: dict) -> None:
         if kind == "start":  # validation passed: only now draw the bar
+            if info["total"]:
+                click.echo(f"{info['total']} episode(s) to record, {info['workers']} at a "
+                           "time", err=True)
             bar.start()
         kept = info["errors"] - len(info["failed"])  # API errors saved (--keep-errors)
         bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
