@@ -19,7 +19,10 @@ CLI, ``curl``) is recorded with no code change. Environment of each run:
 (:func:`.episodes.trace_from_cassette`), plus ``exit_code`` and ``stdout``; a non-empty
 stdout (stripped) is the ``final_response``, otherwise the conversation's last turn is; a
 non-zero exit or a timeout makes ``stop_reason: "error"`` (not saved unless
-``--keep-errors``, as for built-in agents).
+``--keep-errors``, as for built-in agents). The program is killed at the episode's deadline
+(the earlier of ``--command-timeout`` and ``--episode-timeout``), what it still had in
+flight through the proxy is cut, and the episode is an infrastructure timeout
+(``infra_error: "timeout"``).
 """
 from __future__ import annotations
 
@@ -165,7 +168,7 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
     trace = trace_from_cassette(path, key, latency_s=res.wall_s, input_text=case.input)
     stdout = res.stdout.strip()
     trace["exit_code"], trace["stdout"] = res.exit_code, res.stdout
-    if stdout:
+    if stdout and not trace.get("infra_error"):  # (an answer cut short is no answer)
         trace["final_response"] = stdout
     if res.exit_code != 0:
         why = (f"command timed out after {timeout_s:g} s" if res.exit_code is None else
@@ -173,6 +176,9 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
         tail = res.stderr.strip()[-STDERR_TAIL:]
         trace["stop_reason"] = "error"
         trace["error"] = why + (f": {tail}" if tail else "")
+        if res.exit_code is None:  # the episode's deadline: the infrastructure's failure
+            trace["infra_error"] = "timeout"
+            trace["final_response"] = None
     if trace.get("model") is None:
         trace["model"] = model
     parse_trace(trace, path=f"trace of command episode {key}")
@@ -196,7 +202,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     """
     from evaltape.grader.io.datasets import load_dataset
     from .record import (_refuse_secrets_in_inputs, build_manifest, check_base_url,
-                         episode_finisher, load_standin_scripts, open_run_folder, plan_run)
+                         episode_finisher, load_standin_scripts, open_run_folder, plan_run,
+                         worker_count)
     from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -233,15 +240,20 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
                                              finished=done))
 
+        limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
+
         def one(case: Case, trial: int) -> dict:
             key = EpisodeKey(case.id, trial)
-            res = run_command(px, argv, case, trial, opts.command_timeout)
+            px.set_deadline(key, time.monotonic() + limit)
+            res = run_command(px, argv, case, trial, limit)
+            if res.exit_code is None:  # killed at the deadline: cut what it left in flight
+                px.abort(key)
             px.book.end(key, notify=False)
-            return command_trace(out, key, case, res, opts.command_timeout, model)
+            return command_trace(out, key, case, res, limit, model)
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
-        with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
+        with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
             futures = [pool.submit(one, c, t) for c, t in todo]
             for fut in as_completed(futures):
                 finished(fut.result())

@@ -313,6 +313,35 @@ class EpisodeBook:
             self._sweeper.join(timeout=5)
 
 
+def stream_cut_short(path: Path, index: int) -> bool:
+    """Whether interaction ``index`` (0-based) of the cassette at ``path`` is a successful
+    (2xx) server-sent-event stream without a ``message_stop`` event: the body ended, or
+    the server closed the connection, before the answer was whole."""
+    from evaltape.grader.importers.cassette import load_interactions
+    from evaltape.grader.importers.common import EpisodeProblem
+    from evaltape.grader.importers.sse import iter_events
+    try:
+        resp = load_interactions(str(path))[index]["response"]
+    except (EpisodeProblem, LookupError, TypeError):
+        return False
+    code = (resp.get("status") or {}).get("code") if isinstance(resp, dict) else None
+    body = resp.get("body") if isinstance(resp, dict) else None
+    text = body.get("text", body.get("string")) if isinstance(body, dict) else None
+    if not (isinstance(code, int) and 200 <= code < 300 and isinstance(text, str)):
+        return False
+    headers = resp.get("headers") if isinstance(resp.get("headers"), dict) else {}
+    values = [v for k, v in headers.items() if str(k).lower() == "content-type"]
+    ctype = str(values[0][0] if values and isinstance(values[0], list) and values[0] else
+                values[0] if values else "")
+    if "text/event-stream" not in ctype and not text.lstrip().startswith("event:"):
+        return False
+    try:
+        return not any((data.get("type") if isinstance(data, dict) else name)
+                       == "message_stop" for name, data in iter_events(text))
+    except EpisodeProblem:
+        return False
+
+
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                         input_text: str | None = None) -> dict:
     """The ``evaltape.trace/1`` object (DESIGN.md §3) of one proxied episode.
@@ -325,7 +354,10 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
     when given, ``input`` (the dataset's) are the proxy's.
 
     With no readable Messages call (none made, or only HTTP errors) the trace has
-    ``stop_reason: "error"`` and ``error`` naming why.
+    ``stop_reason: "error"`` and ``error`` naming why. When the conversation's last answer
+    is a stream that ended before ``message_stop`` (:func:`stream_cut_short`), what it
+    delivered is no answer: ``stop_reason: "error"``, ``infra_error:
+    "incomplete_stream"``, its text kept as ``partial_response``.
     """
     from evaltape.grader.importers.cassette import import_file
     from evaltape.grader.importers.common import ImportResult
@@ -338,7 +370,13 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
             best = (n, t)
     if best is not None:
         trace = dict(best[1])
-        trace.pop("source", None)
+        last = (trace.pop("source", None) or {}).get("interactions") or []
+        if last and stream_cut_short(path, last[-1]):
+            trace.update({"stop_reason": "error", "infra_error": "incomplete_stream",
+                          "partial_response": trace.get("final_response"),
+                          "final_response": None,
+                          "error": f"IncompleteStream: the stream of interaction "
+                                   f"{last[-1] + 1} ended before message_stop"})
     else:
         why = "; ".join([str(e) for e in result.errors] +
                         [f"{s.place}: {s.reason}" for s in result.skipped]) or \

@@ -12,10 +12,16 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
 
+from .deadline import EpisodeTimeout
+
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
-#: Turns whose stream broke off with a transient error event are re-sent this many times.
+#: Turns the infrastructure spoiled with an HTTP 200 are re-sent this many times: a stream
+#: that broke off with a transient error event or ended before ``message_stop``, and an
+#: answer that is not a Messages API message (a gateway's HTML page).
 STREAM_RETRIES = 2
+#: Bytes of an unusable answer's body quoted in its error (redacted).
+BODY_PREVIEW = 120
 TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 
 #: Stop reasons of a turn that is not finished: the API paused it (server tools); the
@@ -59,6 +65,73 @@ class Turn:
     raw_inputs: dict[int, str]
 
 
+class InfraResponseError(anthropic.APIError):
+    """An HTTP 2xx answer the loop cannot use, which is the infrastructure's failure, not
+    the agent's: the trace's ``infra_error`` is :attr:`kind`. Re-sent like a transient
+    stream error (:data:`STREAM_RETRIES`).
+
+    Attributes:
+        kind: ``"bad_response"`` (:class:`BadResponse`) or ``"incomplete_stream"``
+            (:class:`IncompleteStream`).
+        response: the ``httpx`` response.
+        status_code: its HTTP status.
+    """
+
+    kind = "bad_response"
+
+    def __init__(self, message: str, response: Any) -> None:
+        super().__init__(message, response.request, body=None)
+        self.response, self.status_code = response, response.status_code
+
+
+class BadResponse(InfraResponseError):
+    """A 2xx answer that is not a Messages API message or stream (an HTML error page from a
+    gateway, a JSON body that does not parse); the message names the status, the
+    content-type and the first :data:`BODY_PREVIEW` bytes, redacted."""
+
+    kind = "bad_response"
+
+
+class IncompleteStream(InfraResponseError):
+    """A stream that ended (the body ended, or the server closed the connection cleanly)
+    before its ``message_stop`` event: what arrived is not a whole answer."""
+
+    kind = "incomplete_stream"
+
+
+def _bad_response(response: Any, why: str, body: bytes | str | None = None) -> BadResponse:
+    """A :class:`BadResponse` for ``response``; ``body`` defaults to its content."""
+    from .vcr_ext.scrub import scrub_text
+    if body is None:
+        body = response.content
+    if isinstance(body, bytes):
+        body = body[:BODY_PREVIEW].decode("utf-8", errors="replace")
+    ctype = response.headers.get("content-type") or "none"
+    return BadResponse(scrub_text(f"HTTP {response.status_code} answer is not a Messages API "
+                                  f"answer ({why}): content-type {ctype!r}, body starts "
+                                  f"{body[:BODY_PREVIEW]!r}"), response)
+
+
+def _parse_message(raw: Any) -> Any:
+    """The message of a non-streamed answer (the SDK's raw response ``raw``).
+
+    Raises:
+        BadResponse: the body is not a JSON object the SDK reads as a message.
+    """
+    from anthropic.types import Message
+    http = raw.http_response
+    try:
+        doc = json.loads(http.content)
+    except ValueError as e:  # (also a body that is not UTF-8)
+        raise _bad_response(http, f"the body is not JSON: {getattr(e, 'msg', e)}") from None
+    if not isinstance(doc, dict):
+        raise _bad_response(http, f"the body is a JSON {type(doc).__name__}, not an object")
+    message = raw.parse()
+    if not isinstance(message, Message):
+        raise _bad_response(http, "the SDK did not read it as a message")
+    return message
+
+
 class StreamBroke(Exception):
     """A streamed turn ended by an error after part of the answer arrived (no retry left).
 
@@ -82,30 +155,58 @@ def _snapshot_text(stream: Any) -> str | None:
 
 
 def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
-    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; a stream
-    that breaks off with a transient ``error`` event (HTTP 200, so the SDK does not retry)
-    is re-sent here, up to :data:`STREAM_RETRIES` times. Replay makes the same requests in
-    the same order, so it reproduces the recorded retries exactly.
+    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; an HTTP
+    200 the SDK does not retry but that is no whole answer is re-sent here, up to
+    :data:`STREAM_RETRIES` times: a stream that breaks off with a transient ``error``
+    event, a stream that ends before ``message_stop``, and a body that is not a Messages
+    API answer (:class:`InfraResponseError`). Replay makes the same requests in the same
+    order, so it reproduces the recorded retries exactly.
 
     Raises:
-        anthropic.APIError: the request failed (after the retries).
+        anthropic.APIError: the request failed (after the retries), including
+            :class:`InfraResponseError`.
         StreamBroke: the last attempt's stream broke off after some text arrived.
+        EpisodeTimeout: the episode's deadline passed.
     """
     if not stream:
-        return Turn(client.messages.create(messages=messages, **kwargs), {})
+        for attempt in range(STREAM_RETRIES + 1):
+            raw = client.messages.with_raw_response.create(messages=messages, **kwargs)
+            try:
+                return Turn(_parse_message(raw), {})
+            except BadResponse:
+                if attempt == STREAM_RETRIES:
+                    raise
     for attempt in range(STREAM_RETRIES + 1):
-        raw: dict[int, list[str]] = {}
+        raw_inputs: dict[int, list[str]] = {}
         s = None
         try:
             with client.messages.stream(messages=messages, **kwargs) as s:
-                for event in s:
-                    delta = getattr(event, "delta", None)
-                    if event.type == "content_block_delta" and \
-                            getattr(delta, "type", None) == "input_json_delta":
-                        raw.setdefault(event.index, []).append(delta.partial_json)
-                return Turn(s.get_final_message(), {i: "".join(p) for i, p in raw.items()})
-        except anthropic.APIStatusError as e:
-            if attempt == STREAM_RETRIES or not _is_transient_stream_error(e):
+                ctype = s.response.headers.get("content-type") or ""
+                if "text/event-stream" not in ctype:
+                    raise _bad_response(s.response, "not an event stream",
+                                        s.response.read())
+                stopped = False
+                try:
+                    for event in s:
+                        stopped = stopped or event.type == "message_stop"
+                        delta = getattr(event, "delta", None)
+                        if event.type == "content_block_delta" and \
+                                getattr(delta, "type", None) == "input_json_delta":
+                            raw_inputs.setdefault(event.index, []).append(delta.partial_json)
+                except json.JSONDecodeError as e:  # an event's data is not JSON
+                    raise _bad_response(s.response, "an event's data is not JSON",
+                                        e.doc) from None
+                # any other ValueError is the SDK refusing what the model sent (a tool
+                # input its partial-JSON parser cannot read): the agent's failure, raised
+                snapshot = getattr(s, "_current_snapshot_or_none", None)
+                if not stopped or (snapshot is not None and snapshot() is None):
+                    raise IncompleteStream("the stream ended before message_stop",
+                                           s.response)
+                return Turn(s.get_final_message(),
+                            {i: "".join(p) for i, p in raw_inputs.items()})
+        except (anthropic.APIStatusError, InfraResponseError) as e:
+            if attempt == STREAM_RETRIES or not (isinstance(e, InfraResponseError) or
+                                                 _is_transient_stream_error(e)):
                 partial = _snapshot_text(s) if s is not None else None
                 if partial is not None:
                     raise StreamBroke(e, partial) from e
@@ -125,11 +226,13 @@ REQUEST_ERRORS = frozenset({"invalid_request_error", "not_found_error", "request
 
 def is_infra(e: Exception) -> bool:
     """Whether an API error ended the episode for reasons outside the agent: no
-    connection, a timeout, an error type other than :data:`REQUEST_ERRORS` (a stream's error
-    event carries its type, not its status), else a status of :data:`INFRA_STATUSES` or
-    5xx. ``False`` for an error that answers the request itself
+    connection, a timeout (also the episode's deadline), an unusable 2xx answer
+    (:class:`InfraResponseError`), an error type other than :data:`REQUEST_ERRORS` (a
+    stream's error event carries its type, not its status), else a status of
+    :data:`INFRA_STATUSES` or 5xx. ``False`` for an error that answers the request itself
     (``invalid_request_error``, 400), which is the agent's."""
-    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
+    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError,
+                      InfraResponseError, EpisodeTimeout)):
         return True
     kind = _error_type(e)
     if kind is not None:
@@ -149,7 +252,16 @@ def infra_kind(e: Exception) -> str:
     """The kind of an infrastructure failure, for the trace's ``infra_error`` and the
     grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
     (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
-    ``timeout`` or ``connection`` (anthropic SDK exception classes)."""
+    ``timeout`` or ``connection`` (anthropic SDK exception classes);
+    :attr:`InfraResponseError.kind` for an unusable 2xx answer; ``timeout`` for the
+    episode's deadline (:class:`EpisodeTimeout`, also when the SDK wrapped it)."""
+    if isinstance(e, InfraResponseError):
+        return e.kind
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, EpisodeTimeout):
+            return "timeout"
+        cause = cause.__cause__
     kind = _error_type(e)
     if kind is not None:
         return kind
@@ -168,8 +280,26 @@ def _parses_as_object(text: str) -> bool:
         return False
 
 
+def _tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
+    """``(arguments, raw input or None)`` of one ``tool_use`` block.
+
+    ``raw`` is the streamed input's fragments joined (``None`` for a non-streamed turn).
+    A tool input that is not a JSON object (streamed fragments that do not parse as one; a
+    non-streamed ``input`` that is a string, list, number or null) gives ``{}`` and the raw
+    input as the model sent it (streamed: the fragments; else the value as JSON text):
+    the call is then malformed and its tool is never run.
+    """
+    if raw is not None and raw.strip() and not _parses_as_object(raw):
+        return {}, raw
+    value = use.get("input")  # (a null input is dropped from the dumped block)
+    if isinstance(value, dict):
+        return value, None
+    return {}, json.dumps(value, ensure_ascii=False)
+
+
 def _block_dict(block: Any) -> dict:
-    return block.model_dump(mode="json", exclude_none=True)
+    # (no serializer warning for a tool input that is not an object: it is flagged instead)
+    return block.model_dump(mode="json", exclude_none=True, warnings=False)
 
 
 def _call_key(name: str, args: Any) -> str:
@@ -230,11 +360,14 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
     called tools, ``max_steps``. An API error (after the SDK's retries) stops with
     ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
-    goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
-    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
-    ``malformed_tool_input: true``, and the tool is not run. A turn whose content nests
-    too deep to be stored (a tool input 300 arrays deep) stops with ``error``
-    (``trace_too_deep: ...``), the turn itself left out.
+    goes on; so does a tool input that is not a JSON object (streamed fragments that do
+    not parse as one, or a non-streamed ``input`` that is a string, list, number or null):
+    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined, or
+    the value as JSON text) and ``malformed_tool_input: true``, and the tool is not run.
+    A turn whose content nests too deep to be stored (a tool input 300 arrays deep) stops
+    with ``error`` (``trace_too_deep: ...``), the turn itself left out. The episode's
+    deadline (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
+    ``infra_error: "timeout"``.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
@@ -266,6 +399,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             # agent's: no infra_error, so the grader counts it against the agent
             extra = {"infra_error": infra_kind(e)} if is_infra(e) else {}
             break
+        except EpisodeTimeout as e:
+            stop_reason, error = "error", f"{type(e).__name__}: {e}"
+            extra = {"infra_error": "timeout"}
+            break
         resp = turn.message
         steps += 1
         if resp.usage is not None:
@@ -286,10 +423,11 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
                 # not an answer: the turn asked for tools under another stop reason, or
                 # paused; its calls are kept (not run), its text is not a final answer
                 final, extra = None, {"unfinished": True}
-                for _i, use in uses:
-                    calls.append({"id": use["id"], "name": use["name"],
-                                  "arguments": use.get("input") if isinstance(
-                                      use.get("input"), dict) else {},
+                for i, use in uses:
+                    args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+                    calls.append({"id": use["id"], "name": use["name"], "arguments": args,
+                                  **({"raw_arguments": bad, MALFORMED: True}
+                                     if bad is not None else {}),
                                   "result": None, "is_error": False, "step": steps,
                                   "not_run": f"stop_reason {stop_reason}"})
             break
@@ -301,18 +439,18 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             if repeats >= LOOP_REPEATS:
                 stop_reason = "loop_detected"
                 break
-            raw = turn.raw_inputs.get(i)
-            if raw is not None and raw.strip() and not _parses_as_object(raw):
+            args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+            if bad is not None:
                 # never run a tool on arguments the model did not send
                 result = json.dumps({"success": False, "error": MALFORMED + ": the tool "
-                                     "input the model streamed is not a JSON object"})
+                                     f"input the model {'streamed' if stream else 'sent'} "
+                                     "is not a JSON object"})
                 calls.append({"id": use["id"], "name": use["name"], "arguments": {},
-                              "raw_arguments": raw, MALFORMED: True, "result": result,
+                              "raw_arguments": bad, MALFORMED: True, "result": result,
                               "is_error": True, "step": steps})
                 results.append({"type": "tool_result", "tool_use_id": use["id"],
                                 "content": result, "is_error": True})
                 continue
-            args = use.get("input") if isinstance(use.get("input"), dict) else {}
             result, is_error = _run_tool(spec, names, use["name"], args)
             calls.append({"id": use["id"], "name": use["name"], "arguments": args,
                           "result": result, "is_error": is_error, "step": steps})

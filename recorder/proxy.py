@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -372,6 +373,11 @@ class ProxyServer(BackgroundServer):
         self.client = (httpx.Client(timeout=httpx.Timeout(600.0, connect=10.0),
                                     follow_redirects=False, auth=auth)
                        if mode == "record" else None)
+        #: episode → ``time.monotonic()`` deadline (:meth:`set_deadline`)
+        self.deadlines: dict[EpisodeKey, float] = {}
+        #: episode → the upstream responses being streamed back now (:meth:`abort`)
+        self._upstream: dict[EpisodeKey, set[Any]] = {}
+        self._upstream_lock = threading.Lock()
 
     def __enter__(self) -> "ProxyServer":
         self.book.start()
@@ -383,6 +389,42 @@ class ProxyServer(BackgroundServer):
         self.book.stop()
         if self.client is not None:
             self.client.close()
+
+    # -- deadlines ---------------------------------------------------------------------
+
+    def set_deadline(self, key: EpisodeKey, deadline: float) -> None:
+        """Forward episode ``key``'s requests with timeouts that end by ``deadline``
+        (``time.monotonic()`` seconds): connecting and each read wait at most until then."""
+        self.deadlines[key] = deadline
+
+    def abort(self, key: EpisodeKey) -> int:
+        """Cut the upstream answers episode ``key`` still has in flight (its client was
+        killed at its deadline): their sockets are shut down, so a read blocked on a silent
+        or pinging upstream ends at once and the exchange is not stored.
+
+        Returns:
+            How many answers were cut.
+        """
+        with self._upstream_lock:
+            responses = list(self._upstream.get(key, ()))
+        for resp in responses:
+            stream = resp.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                try:  # (the plain call also for TLS: see deadline._shutdown)
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        return len(responses)
+
+    def _timeout(self, key: EpisodeKey | None) -> Any:
+        """The upstream timeout of one request of episode ``key``: the client's, cut to the
+        time left before the episode's deadline (at least 1 ms)."""
+        deadline = self.deadlines.get(key) if key is not None else None
+        if deadline is None:
+            return httpx.USE_CLIENT_DEFAULT
+        left = max(0.001, deadline - time.monotonic())
+        return httpx.Timeout(min(600.0, left), connect=min(10.0, left))
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -466,17 +508,24 @@ class ProxyServer(BackgroundServer):
         try:
             assert self.client is not None
             try:
-                resp = self.client.send(self.client.build_request(h.command, url,
-                                                                  headers=headers,
-                                                                  content=body), stream=True)
+                resp = self.client.send(self.client.build_request(
+                    h.command, url, headers=headers, content=body,
+                    timeout=self._timeout(ep.key)), stream=True)
             except httpx.HTTPError as e:
                 h.send_json(502, _error_body("api_error", f"evaltape proxy: the upstream "
                                              f"{urlsplit(self.upstream).netloc} did not answer "
                                              f"({type(e).__name__})"))
                 return 502
+            with self._upstream_lock:
+                self._upstream.setdefault(ep.key, set()).add(resp)
             try:
                 parts, complete = self._stream_back(h, resp)
             finally:
+                with self._upstream_lock:
+                    live = self._upstream[ep.key]
+                    live.discard(resp)
+                    if not live:
+                        del self._upstream[ep.key]
                 resp.close()
             if complete:
                 request = Request(h.command, str(url), body, dict(headers))

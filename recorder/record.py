@@ -30,6 +30,8 @@ from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
 from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
+from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
+                       mark_timed_out, on_request)
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
 from .vcr_ext.scrub import (find_secret, find_secret_deep, register_url_credentials,
@@ -64,6 +66,26 @@ class RecordOptions:
     command: str | None = None
     #: seconds a ``--command`` run may take before it is killed (an error episode)
     command_timeout: float = 600.0
+    #: ``--episode-timeout``: seconds an episode may take, for every agent; past it the
+    #: episode ends as an infrastructure timeout (``None``: no deadline)
+    episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
+
+
+def check_episode_timeout(value: float | None) -> None:
+    """Refuse an episode timeout that is not ``None`` or a finite number of seconds > 0.
+
+    Raises:
+        UsageError: names the value.
+    """
+    if value is not None and not (isinstance(value, (int, float)) and
+                                  0 < value < float("inf")):
+        raise UsageError(f"--episode-timeout wants seconds > 0 (or none), got {value!r}")
+
+
+def worker_count(concurrency: int, pending: int) -> int:
+    """How many episodes run at once: ``--concurrency``, but never more than the episodes
+    still to record (at least 1)."""
+    return max(1, min(concurrency, pending))
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -122,7 +144,8 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
 
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
-        where counts starts the run's tally and ``progress("start", ...)`` has been told.
+        where counts starts the run's tally and ``progress("start", ...)`` has been told
+        (with ``total`` episodes to record and ``workers``, :func:`worker_count`).
 
     Raises:
         UsageError: the manifest or ``traces.jsonl`` could not be written (names the file
@@ -143,9 +166,10 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
             if in_shard(p, t, opts.trials, opts.shard)]
     todo = [(c, t) for c, t in mine if (c.id, t) not in done]
     counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
-                              "errors": 0, "tokens": 0, "failed": []}
+                              "errors": 0, "infra_kept": 0, "tokens": 0, "failed": []}
     if progress:
-        progress("start", {**counts, "total": len(todo)})
+        progress("start", {**counts, "total": len(todo),
+                           "workers": worker_count(opts.concurrency, len(todo))})
     return traces, done, todo, counts
 
 
@@ -176,8 +200,8 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     An episode that ended in an API/transport error is not a finished episode unless
     ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
     (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
-    ``counts`` (recorded, errors, tokens, failed) is updated and ``progress("episode", ...)``
-    told.
+    ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
+    failed) is updated and ``progress("episode", ...)`` told.
     """
     def finished(trace: dict) -> None:
         if trace.get("stop_reason") == "error" and not keep_errors:
@@ -190,6 +214,8 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
             append_trace(traces, trace)
             counts["recorded"] += 1
             counts["errors"] += trace.get("stop_reason") == "error"
+            counts["infra_kept"] += trace.get("stop_reason") == "error" and \
+                bool(trace.get("infra_error"))
         u = trace.get("usage") or {}
         counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
         if progress:
@@ -388,7 +414,10 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
     The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
     ``latency_s``) always win over what the agent returns. An agent that raises ends the
     episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`), and
-    so does a trace nested deeper than evaltape stores (:func:`too_deep_trace`).
+    so does a trace nested deeper than evaltape stores (:func:`too_deep_trace`); when
+    what it raised is an API failure of the infrastructure (:func:`.loop.is_infra`: no
+    connection, a 5xx, an unusable 2xx answer...), the trace's ``infra_error`` names its
+    kind, as the tool loop's own traces do.
 
     Raises:
         BadInputError: the agent returned something other than a dict, or a trace that the
@@ -411,6 +440,12 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
             what = f"raised at {frame.filename}:{frame.lineno}"
         fields = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
                   "error": f"agent raised {type(e).__name__}: {what}"}
+        from .loop import StreamBroke, infra_kind, is_infra
+        cause = e.error if isinstance(e, StreamBroke) else e
+        if isinstance(cause, (anthropic.APIError, EpisodeTimeout)) and is_infra(cause):
+            fields["infra_error"] = infra_kind(cause)
+        if isinstance(e, StreamBroke):
+            fields["partial_response"] = e.partial_text
     if not isinstance(fields, dict):
         raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
                             "trace fields (README: Your own agent)", path=f"case {case.id}")
@@ -556,9 +591,11 @@ def shared_client(base_url: str | None, api_key: str | None,
     each worker of ``--concurrency N``), so the connection pool and the SSL context
     (certificates: ~16 ms a client) are set up once per process, not once per episode. The
     SDK's clients are safe to share between threads (anthropic-sdk-python README,
-    "Client"). Worker processes forked by :func:`record` inherit the client that
-    :func:`warm_up` built in the recorder, which never sends a request itself when it
-    forks, so the inherited connection pool is empty: each worker opens its own sockets.
+    "Client"). Its HTTP client is the SDK's default one plus the episode deadline's
+    request hook (:func:`.deadline.on_request`). Worker processes forked by :func:`record`
+    inherit the client that :func:`warm_up` built in the recorder, which never sends a
+    request itself when it forks, so the inherited connection pool is empty: each worker
+    opens its own sockets.
     """
     key = (base_url, api_key or "no-key", max_retries)
     client = _CLIENTS.get(key)
@@ -569,7 +606,8 @@ def shared_client(base_url: str | None, api_key: str | None,
 
 def sdk_client(base_url: str | None, api_key: str | None,
                max_retries: int) -> anthropic.Anthropic:
-    """A new Messages-API client for ``base_url`` (``None``: the SDK's default).
+    """A new Messages-API client for ``base_url`` (``None``: the SDK's default), whose HTTP
+    client carries the episode deadline's request hook (:func:`.deadline.on_request`).
 
     Credentials in the URL (``http://user:token@host``) are sent as HTTP basic auth, as
     httpx does for such a URL, but from the client's ``auth``: the URL the client holds,
@@ -578,10 +616,9 @@ def sdk_client(base_url: str | None, api_key: str | None,
     creds = None
     if base_url:
         base_url, creds = url_credentials(base_url)
+    http = anthropic.DefaultHttpxClient(auth=creds, event_hooks={"request": [on_request]})
     return anthropic.Anthropic(api_key=api_key or "no-key", base_url=base_url,
-                               max_retries=max_retries,
-                               http_client=anthropic.DefaultHttpxClient(auth=creds)
-                               if creds else None)
+                               max_retries=max_retries, http_client=http)
 
 
 def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:
@@ -622,10 +659,14 @@ def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
+    Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
+    requests are cut and it ends as an infrastructure timeout.
+
     Returns:
-        Counts: ``{"recorded": n, "skipped": n, "errors": n, "tokens": n, "failed": [...]}``.
-        An episode that ended with an API error (after the SDK's retries) is not saved
-        unless ``keep_errors``: it is listed in ``failed`` and a rerun records it again.
+        Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
+        "failed": [...]}``. An episode that ended with an API error (after the SDK's
+        retries) is not saved unless ``keep_errors``: it is listed in ``failed`` and a rerun
+        records it again.
 
     Raises:
         UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
@@ -633,6 +674,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         BadInputError: the dataset is invalid, or its inputs changed since the run began.
         SecretLeakError: a cassette or trace would hold a key.
     """
+    check_episode_timeout(opts.episode_timeout)
     if opts.command is not None:
         from .command import record_command
         return record_command(opts, progress)
@@ -662,12 +704,14 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             base_url, api_key = server.base_url, "scripted-no-key"
         jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
                                                         cassette_name(case.id, trial)),
-                           base_url, api_key, model, opts.stream) for case, trial in todo]
+                           base_url, api_key, model, opts.stream, opts.episode_timeout)
+                for case, trial in todo]
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
         try:
-            if opts.concurrency <= 1 or len(jobs) <= 1:
+            workers = worker_count(opts.concurrency, len(jobs))
+            if workers == 1:
                 for job in jobs:
                     finished(record_episode(job))
             else:
@@ -676,7 +720,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 # touching (and so copying) their pages in every worker
                 gc.freeze()
                 ctx = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(max_workers=opts.concurrency, mp_context=ctx,
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_die_with_parent) as pool:
                     futures = [pool.submit(record_episode, job) for job in jobs]
                     for fut in as_completed(futures):
@@ -787,6 +831,8 @@ class EpisodeJob:
     api_key: str | None
     model: str
     stream: bool
+    #: seconds the episode may take (``None``: no deadline)
+    timeout_s: float | None = DEFAULT_EPISODE_TIMEOUT_S
 
 
 def record_episode(job: EpisodeJob) -> dict:
@@ -794,7 +840,9 @@ def record_episode(job: EpisodeJob) -> dict:
 
     Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
     so parallel episodes never share a cassette. A cassette left by an interrupted
-    attempt (no trace was written for it) is replaced.
+    attempt (no trace was written for it) is replaced. An episode still running at its
+    deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
+    timeout (:func:`.deadline.mark_timed_out`).
     """
     path = Path(job.cassette)
     if path.exists():
@@ -802,7 +850,11 @@ def record_episode(job: EpisodeJob) -> dict:
     agent_fn = resolve_agent(job.agent)
     client = make_client(job.base_url, job.api_key, job.case.id, job.trial)
     with make_vcr("all").use_cassette(str(path)) as cassette:
-        trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+        with episode_deadline(job.timeout_s) as deadline:
+            trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+            late = deadline.expired
+        if late:
+            mark_timed_out(trace, deadline.timeout_s)
         prune_retried(cassette)
     return trace
 

@@ -8,8 +8,14 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 ``"pause_turn"`` / ``"weird_stop"`` (that stop reason on the answer), ``"malformed_input"``
 (streamed tool input whose fragments do not parse), ``"deep_input"`` (each tool call's
 input is ``{"q": v}`` with ``v`` arrays nested ``deep`` levels), ``"deep_answer"`` (each
-content block carries an extra field ``"annotations"`` nested ``deep`` levels).
-``split`` streams deltas in pieces;
+content block carries an extra field ``"annotations"`` nested ``deep`` levels), ``"cut_stream"`` (the SSE body ends after
+every content block, before ``message_delta`` and ``message_stop``), ``"cut_close"`` (the
+stream without ``message_stop``, close-delimited: no content-length, then the connection is
+closed), ``"html200"`` (HTTP 200 with a gateway's HTML page), ``"garbage200"`` (HTTP 200,
+``application/json``, a body that is not JSON), ``"ping_forever"`` (HTTP 200, a stream that
+sends ``message_start`` and then an ``event: ping`` every 0.05 s until the client goes away or
+the server stops), ``"tool_input:<JSON>"`` (every tool_use block's ``input`` is that JSON
+value, e.g. ``tool_input:"Paris"``). ``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 ``authorizations`` lists the ``authorization`` header of every answered request and
@@ -54,6 +60,12 @@ class FaultServer(ScriptServer):
         #: TCP connections accepted
         self.connections = 0
         self._lock = threading.Lock()
+        #: set when the server stops: ends endless answers (``ping_forever``)
+        self.stopping = threading.Event()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
+        super().__exit__(*exc)
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         """Count every accepted connection (socketserver hook; always accepts)."""
@@ -90,6 +102,16 @@ class FaultServer(ScriptServer):
             return
         if fault == "slow":
             time.sleep(self.slow_s)
+        if fault in ("html200", "garbage200"):  # a gateway's answer, whatever was asked
+            if fault == "html200":
+                handler._send(200, b"<html><head><title>502 Bad Gateway</title></head><body>"
+                              b"<h1>502 Bad Gateway</h1></body></html>", "text/html")
+            else:
+                handler._send(200, b'{"type": "message", "content": [oops', "application/json")
+            return
+        if fault == "ping_forever":
+            self._ping_forever(handler, body)
+            return
         if self.raw_body is not None:
             handler._send(200, self.raw_body, self.raw_headers.get(
                 "content-type", "application/octet-stream"), headers={
@@ -105,6 +127,10 @@ class FaultServer(ScriptServer):
                     block["annotations"] = _nested(self.deep)
                 elif block["type"] == "tool_use":
                     block["input"] = {"q": _nested(self.deep)}
+        if fault and fault.startswith("tool_input:"):
+            for block in message["content"]:
+                if block["type"] == "tool_use":
+                    block["input"] = json.loads(fault[len("tool_input:"):])
         extra = {}
         if self.echo_key:
             key = handler.headers.get("x-api-key") or handler.headers.get(
@@ -125,9 +151,44 @@ class FaultServer(ScriptServer):
             if fault == "midstream_partial":  # the text block's first deltas arrive
                 events = events[:4] + [("error", {"type": "error", "error": {
                     "type": "overloaded_error", "message": "Overloaded"}})]
+            if fault == "cut_stream":  # every block arrives, the stream's end does not
+                events = events[:-2]
+            if fault == "cut_close":
+                _send_until_close(handler, encode_sse(events[:-1]), extra)
+                return
             handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
         else:
             handler._send(200, json.dumps(message).encode(), headers=extra)
+
+    def _ping_forever(self, handler: Any, body: dict) -> None:
+        """A stream kept alive by pings: ``message_start``, then a ping every 0.05 s."""
+        start = sse_events(scripted_message(["..."], body))[0]
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        try:
+            handler.wfile.write(encode_sse([start]))
+            handler.wfile.flush()
+            while not self.stopping.wait(0.05):
+                handler.wfile.write(b'event: ping\ndata: {"type": "ping"}\n\n')
+                handler.wfile.flush()
+        except OSError:
+            pass  # the client went away
+
+
+def _send_until_close(handler: Any, body: bytes, headers: Mapping[str, str]) -> None:
+    """HTTP 200 with a body delimited by closing the connection (no content-length)."""
+    handler.send_response(200)
+    handler.send_header("content-type", "text/event-stream")
+    handler.send_header("connection", "close")
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    handler.close_connection = True
+    handler.wfile.write(body)
+    handler.wfile.flush()
 
 
 def _nested(depth: int) -> list:

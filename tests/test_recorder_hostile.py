@@ -491,6 +491,51 @@ def test_a_kept_too_deep_episode_is_stored_within_the_depth_and_replays(tmp_path
     assert set(first["response"]["body"]) == {"text"}
     assert first["response"]["body"]["text"].count("[") == 1 + 300  # content, the input
     assert all(orjson.dumps(orjson.loads(x)) for x in lines)
+
+
+# --- answers the infrastructure spoiled with an HTTP 200 -----------------------------------
+
+#: tc_001's answer (request 2) and both of its re-sends
+SPOIL_ANSWER = (2, 3, 4)
+TC_001_ANSWER = SCRIPTS["tc_001"][1]
+
+
+def _traces(run: Path) -> dict:
+    return {t["case_id"]: t for t in read_jsonl(run / "traces.jsonl")}
+
+
+@pytest.mark.parametrize("fault", ["cut_stream", "cut_close"])
+def test_a_stream_cut_before_message_stop_is_retried_and_not_kept(tmp_path, fault):
+    # the answer's text arrives whole (its keywords would pass), message_stop never does
+    with FaultServer(SCRIPTS, {n: fault for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+        assert server.requests == 16 + 2  # tc_001's answer was sent three times
+    assert p.returncode == 1, p.stderr
+    assert "not saved: tc_001#t0: IncompleteStream: the stream ended before message_stop\n" \
+        in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+    # a rerun retries it, and with a whole stream it is recorded
+    with FaultServer(SCRIPTS) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+        assert server.requests == 2
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"]) == ("end_turn", TC_001_ANSWER)
+
+
+def test_a_kept_cut_stream_is_an_infra_error_that_grade_does_not_pass(tmp_path):
+    with FaultServer(SCRIPTS, {n: "cut_stream" for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream", "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    assert "1 of them ended in an error and were kept as they are (1 graded as " \
+           "infra_error, 0 as the agent's failure)" in p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["partial_response"], t["infra_error"],
+            t["steps"]) == ("error", None, TC_001_ANSWER, "incomplete_stream", 1)
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == \
+        "infra_error:incomplete_stream"
+    # replay plays the three cut streams and the same retries
     p = run_cli("replay", str(tmp_path / "run"))
     assert p.returncode == 0, p.stderr
 
@@ -609,3 +654,281 @@ def test_audit_reads_json_nested_as_deep_as_orjson_reads(tmp_path):
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == 3, p.stderr  # the key found in the decoded string, 1,000 deep
     assert f"{tmp_path / 'deep.jsonl'}:1: key-shaped string" in p.stderr
+
+
+def test_one_cut_stream_is_re_sent_and_the_episode_replays(tmp_path):
+    with FaultServer(SCRIPTS, {2: "cut_close"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["steps"]) == \
+        ("end_turn", TC_001_ANSWER, 2)
+    # the cut stream and its re-send are both in the cassette, in order
+    assert len(read_jsonl(tmp_path / "run" / "http" / "tc_001__t0.jsonl")) == 1 + 3
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("fault,ctype,head", [
+    ("html200", "text/html", "<html><head><title>502 Bad Gateway</title></head>"),
+    ("garbage200", "application/json", '{"type": "message", "content": [oops'),
+])
+def test_a_200_that_is_not_a_messages_answer_is_an_infra_error(tmp_path, stream, fault,
+                                                                 ctype, head):
+    extra = ("--stream",) if stream else ()
+    with FaultServer(SCRIPTS, {n: fault for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors", *extra)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["infra_error"], t["steps"]) == \
+        ("error", None, "bad_response", 1)
+    why = "not an event stream" if stream else "the body is not JSON: Expecting value"
+    body = {"html200": head + "<body><h1>502 Bad Gateway</h1></body></html>",
+            "garbage200": head}[fault]
+    assert t["error"] == (f"BadResponse: HTTP 200 answer is not a Messages API answer "
+                          f"({why}): content-type {ctype!r}, body starts {body!r}")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:bad_response"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_a_gateway_page_is_retried_and_its_quoted_start_is_redacted(tmp_path):
+    write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
+    page = f"<html>502 Bad Gateway for key {FAKE_KEY}</html>".encode()
+    with FaultServer({"c": ["Fine."]}, raw_body=page,
+                     raw_headers={"content-type": "text/html"}) as server:
+        p = run_cli("record", "d.json", "--agent", "helpdesk", "--out", "run", "--base-url",
+                    server.base_url, "--model", "stand-in", cwd=tmp_path,
+                    env={"ANTHROPIC_API_KEY": FAKE_KEY})
+        assert server.requests == 3  # the answer and both re-sends
+    assert p.returncode == 1
+    assert ("not saved: c#t0: BadResponse: HTTP 200 answer is not a Messages API answer (the "
+            "body is not JSON: Expecting value): content-type 'text/html', body starts "
+            "'<html>502 Bad Gateway for key [REDACTED]</html>'") in p.stderr
+    assert not [x for x in KEY_PIECES if x in p.stderr + p.stdout]
+    assert _on_disk(tmp_path / "run") == []
+
+
+@pytest.mark.parametrize("value", ['"jsmith"', '["jsmith"]', "3", "null"])
+def test_a_tool_input_that_is_not_an_object_is_flagged_and_not_run(tmp_path, value):
+    # tc_001's first turn calls unlock_account; its input is replaced by `value`
+    with FaultServer(SCRIPTS, {1: "tool_input:" + value}) as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    (call,) = t["tool_calls"]
+    result = json.dumps({"success": False, "error": "malformed_tool_input: the tool input "
+                                                    "the model sent is not a JSON object"})
+    assert call == {"id": "toolu_s01_0", "name": "unlock_account", "arguments": {},
+                    "raw_arguments": value, "malformed_tool_input": True, "result": result,
+                    "is_error": True, "step": 1}
+    assert t["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_s01_0",
+                                            "content": result, "is_error": True}]
+    assert t["final_response"] == TC_001_ANSWER  # the model answered on its next turn
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+# --- episodes that never end --------------------------------------------------------------
+
+def test_a_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+    import time
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = _record_helpdesk(tmp_path / "run", server, "--stream", "--episode-timeout", "1")
+        took = time.monotonic() - t0
+        assert server.requests == 1 + 14  # the hung request is not re-sent
+    assert took < 8, took
+    assert p.returncode == 1
+    assert "not saved: tc_001#t0: EpisodeTimeout: the episode ran past its deadline of 1 s " \
+           "(--episode-timeout)" in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == [f"tc_00{i}" for i in range(2, 9)]
+    assert not (tmp_path / "run" / "http" / "tc_001__t0.jsonl").exists()
+
+
+def test_a_kept_timed_out_episode_in_a_worker_is_graded_as_infrastructure(tmp_path):
+    import time
+    # two workers: the hung episode times out in its own process, the other records the rest
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = _record_helpdesk(tmp_path / "run", server, "--episode-timeout", "1.5",
+                             "--concurrency", "2", "--keep-errors")
+        took = time.monotonic() - t0
+    assert took < 10, took
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    assert len(t) == 8
+    assert (t["tc_001"]["stop_reason"], t["tc_001"]["infra_error"], t["tc_001"]["error"],
+            t["tc_001"]["final_response"], t["tc_001"]["steps"]) == \
+        ("error", "timeout", "EpisodeTimeout: the episode ran past its deadline of 1.5 s "
+         "(--episode-timeout)", None, 0)
+    assert all("infra_error" not in t[c] for c in t if c != "tc_001")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:timeout"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_episode_timeout_must_be_seconds(tmp_path, value):
+    p = run_cli("record", DATASET, "--agent", "scripted", "--out", str(tmp_path / "run"),
+                "--episode-timeout", value)
+    assert p.returncode == 2
+    assert f"--episode-timeout': wants a number of seconds > 0, or 0 / none for no deadline; " \
+           f"got {value!r}" in p.stderr
+    assert not (tmp_path / "run").exists()
+
+
+# --- the same through the recording proxy (--command) ---------------------------------------
+
+SDK_COMMAND = f"{__import__('sys').executable} {ROOT / 'tests' / 'agents' / 'sdk_agent.py'} " \
+              "{input_file} --stream"
+
+
+def _two_cases(tmp_path: Path) -> str:
+    cases = [c for c in json.loads(Path(DATASET).read_text()) if c["id"] in ("tc_001", "tc_002")]
+    return str(write_json(tmp_path / "ds.json", cases))
+
+
+def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
+    # request 2 is tc_001's answer: the agent's SDK takes the cut stream as an answer and
+    # prints it, but the proxy stored a stream without message_stop
+    with FaultServer(SCRIPTS, {2: "cut_stream"}) as server:
+        p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                    str(tmp_path / "run"), "--base-url", server.base_url, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    c = t["tc_001"]
+    assert (c["stop_reason"], c["final_response"], c["partial_response"], c["infra_error"],
+            c["exit_code"], c["stdout"]) == ("error", None, TC_001_ANSWER, "incomplete_stream",
+                                             0, TC_001_ANSWER + "\n")
+    assert c["error"] == "IncompleteStream: the stream of interaction 2 ended before " \
+                         "message_stop"
+    assert (t["tc_002"]["stop_reason"], t["tc_002"]["final_response"]) == \
+        ("end_turn", SCRIPTS["tc_002"][1])
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == \
+        "infra_error:incomplete_stream"
+    p = run_cli("replay", str(tmp_path / "run"))
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+    import time
+    with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        t0 = time.monotonic()
+        p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                    str(tmp_path / "run"), "--base-url", server.base_url,
+                    "--episode-timeout", "5", "--keep-errors")
+        took = time.monotonic() - t0
+    assert took < 30, took  # (the other episode's program needs a second or two to start)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")
+    assert (t["tc_001"]["stop_reason"], t["tc_001"]["infra_error"], t["tc_001"]["error"],
+            t["tc_001"]["exit_code"]) == ("error", "timeout", "command timed out after 5 s",
+                                          None)
+    assert (t["tc_002"]["stop_reason"], t["tc_002"]["final_response"]) == \
+        ("end_turn", SCRIPTS["tc_002"][1]), t["tc_002"]["error"]
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:timeout"
+
+
+def test_the_proxy_cuts_a_silent_upstream_of_a_killed_command(tmp_path):
+    # the upstream accepts and never answers; the command is killed at its deadline and the
+    # proxy's forward must not wait for the upstream's own 600 s timeouts
+    import socket
+    import threading
+    import time
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held = []
+    threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(8)],
+                     daemon=True).start()
+    t0 = time.monotonic()
+    p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                str(tmp_path / "run"), "--base-url", f"http://127.0.0.1:{srv.getsockname()[1]}",
+                "--command-timeout", "1")
+    took = time.monotonic() - t0
+    srv.close()
+    assert took < 15, took
+    assert p.returncode == 1
+    assert "not saved: tc_001#t0: command timed out after 1 s" in p.stderr
+    assert "not saved: tc_002#t0: command timed out after 1 s" in p.stderr
+
+
+# --- worker pools ---------------------------------------------------------------------------
+
+#: A user agent answering with how many processes share its parent (the recorder's pool).
+SIBLINGS_AGENT = '''
+import os
+import time
+
+
+def run(case, client, *, model, **kw):
+    time.sleep(0.3)
+    n = 0
+    for pid in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        n += pid.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == os.getppid()
+    return {"tool_calls": [], "final_response": str(n), "stop_reason": "end_turn", "steps": 0}
+'''
+
+
+def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("counts processes through /proc (Linux)")
+    (tmp_path / "siblings.py").write_text(SIBLINGS_AGENT)
+    ids = [f"c{i}" for i in range(8)]
+    write_json(tmp_path / "d.json", [{"id": i, "task": "hi"} for i in ids])
+    write_json(tmp_path / "s.json", {i: ["hi"] for i in ids})
+    p = run_cli_subprocess("record", "d.json", "--agent", "siblings:run", "--out", "run",
+                           "--standin-script", "s.json", "--concurrency", "40", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "8 episode(s) to record, 8 at a time" in p.stderr
+    assert [t["final_response"] for t in read_jsonl(tmp_path / "run" / "traces.jsonl")] == \
+        ["8"] * 8
+
+
+def test_command_concurrency_above_the_episodes_is_capped(tmp_path):
+    scripts = write_json(tmp_path / "s.json", {i: SCRIPTS[i] for i in ("tc_001", "tc_002")})
+    p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
+                str(tmp_path / "run"), "--standin-script", str(scripts), "--concurrency", "40")
+    assert p.returncode == 0, p.stderr
+    assert "2 episode(s) to record, 2 at a time" in p.stderr
+    assert sorted(_traces(tmp_path / "run")) == ["tc_001", "tc_002"]
+
+
+# --- the one-turn function-calling agent ---------------------------------------------------
+
+GEO = {"name": "geo.distance", "description": "Distance between two cities.",
+       "parameters": {"type": "dict", "required": ["origin"],
+                      "properties": {"origin": {"type": "string"}}}}
+
+
+def _record_bfcl(tmp_path: Path, faults: dict, *extra: str):
+    write_json(tmp_path / "d.json", [{"id": "x", "input": "How far is NYC?", "tools": [GEO],
+                                      "matching": "bfcl", "metadata": {"category": "simple"},
+                                      "expected_tool_calls": [{"geo.distance": {
+                                          "origin": ["NYC"]}}]}])
+    script = ['{"tool": "geo_distance", "arguments": {"origin": "NYC"}}']
+    with FaultServer({"x": script}, faults) as server:
+        return run_cli("record", "d.json", "--agent", "bfcl", "--out", "run", "--base-url",
+                       server.base_url, "--model", "stand-in", *extra, cwd=tmp_path,
+                       env={"ANTHROPIC_API_KEY": "test-key-123456"})
+
+
+def test_the_bfcl_agent_re_sends_a_cut_stream_and_keeps_its_infra_kind(tmp_path):
+    p = _record_bfcl(tmp_path, {1: "cut_stream", 2: "cut_stream", 3: "cut_stream"},
+                     "--stream", "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["error"], t["tool_calls"]) == \
+        ("error", "incomplete_stream", "agent raised IncompleteStream: the stream ended "
+         "before message_stop", [])
+    assert _grade_failures(tmp_path / "run", tmp_path)["x"] == "infra_error:incomplete_stream"
+
+
+def test_the_bfcl_agent_flags_a_tool_input_that_is_not_an_object(tmp_path):
+    p = _record_bfcl(tmp_path, {1: 'tool_input:"NYC"'})
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert t["tool_calls"] == [{"id": "toolu_s01_0", "name": "geo.distance", "arguments": {},
+                                "raw_arguments": '"NYC"', "malformed_tool_input": True,
+                                "result": None, "is_error": False, "step": 1}]

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from evaltape.grader.model import Case
 
-from ..loop import add_usage
+from ..loop import MALFORMED, _block_dict, _send, _tool_arguments, add_usage
 
 SYSTEM_PROMPT = ("You are a function-calling assistant. Answer the user's request by calling "
                  "the provided functions with the right arguments; call several functions in "
@@ -83,28 +83,35 @@ def run(case: Case, client: Any, *, model: str, stream: bool = False) -> dict:
     """One model turn with the case's functions as tools; its calls are recorded, not run.
 
     Returns:
-        Trace fields: ``tool_calls`` (original names, ``step`` 1, ``result`` ``None``),
-        ``final_response`` (the turn's text when it made no call, else ``None``),
-        ``stop_reason`` (the model's), ``steps`` 1, ``messages``, ``usage``.
+        Trace fields: ``tool_calls`` (original names, ``step`` 1, ``result`` ``None``; a call
+        whose input is not a JSON object has ``arguments: {}``, ``raw_arguments`` and
+        ``malformed_tool_input: true``), ``final_response`` (the turn's text when it made
+        no call, else ``None``), ``stop_reason`` (the model's), ``steps`` 1, ``messages``,
+        ``usage``.
+
+    Raises:
+        anthropic.APIError: the turn failed (after the retries of the tool loop's
+            ``_send``: a stream cut before ``message_stop`` and a 2xx answer that is not a
+            message are re-sent); the recorder keeps the error's infrastructure kind.
     """
     tools, back = offered_tools(case)
     messages: list[dict] = [{"role": "user", "content": case.input}]
-    kwargs = dict(model=model, max_tokens=MAX_TOKENS, system=SYSTEM_PROMPT, tools=tools,
-                  messages=messages)
-    if stream:
-        with client.messages.stream(**kwargs) as s:
-            resp = s.get_final_message()
-    else:
-        resp = client.messages.create(**kwargs)
-    content = [b.model_dump(mode="json", exclude_none=True) for b in resp.content]
+    kwargs = dict(model=model, max_tokens=MAX_TOKENS, system=SYSTEM_PROMPT, tools=tools)
+    turn = _send(client, messages, kwargs, stream)
+    resp = turn.message
+    content = [_block_dict(b) for b in resp.content]
     messages.append({"role": "assistant", "content": content})
     usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
     if resp.usage is not None:
         add_usage(usage, resp.usage.model_dump())
-    calls = [{"id": b["id"], "name": back.get(b["name"], b["name"]),
-              "arguments": b.get("input") if isinstance(b.get("input"), dict) else {},
-              "result": None, "is_error": False, "step": 1}
-             for b in content if b.get("type") == "tool_use"]
+    calls = []
+    for i, b in enumerate(content):
+        if b.get("type") == "tool_use":
+            args, bad = _tool_arguments(b, turn.raw_inputs.get(i))
+            calls.append({"id": b["id"], "name": back.get(b["name"], b["name"]),
+                          "arguments": args, **({"raw_arguments": bad, MALFORMED: True}
+                                                if bad is not None else {}),
+                          "result": None, "is_error": False, "step": 1})
     texts = [b["text"] for b in content if b.get("type") == "text"]
     return {"tool_calls": calls,
             "final_response": None if calls else ("\n".join(texts) if texts else None),

@@ -7,6 +7,28 @@ import sys
 import click
 
 
+def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
+    """``--episode-timeout``: seconds > 0, or ``0`` / ``none`` for no deadline.
+
+    Raises:
+        click.BadParameter: anything else (negative, not a number, nan, inf): exit 2.
+    """
+    import math
+    text = value.strip().lower()
+    if text == "none":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if seconds == 0:
+        return None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise click.BadParameter(f"wants a number of seconds > 0, or 0 / none for no "
+                                 f"deadline; got {value!r}"[:200])
+    return seconds
+
+
 @click.command()
 @click.argument("dataset")
 @click.option("--agent", default=None,
@@ -17,7 +39,13 @@ import click
                    "proxy (any language; ANTHROPIC_BASE_URL points at the proxy). "
                    "{input_file}, {case_id}, {trial} are replaced; see docs/proxy.md.")
 @click.option("--command-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              show_default=True, help="Seconds one --command run may take.")
+              show_default=True, help="Seconds one --command run may take (the earlier of "
+                                      "this and --episode-timeout applies).")
+@click.option("--episode-timeout", "episode_timeout", default="600", show_default=True,
+              callback=_episode_timeout, metavar="SECONDS",
+              help="Seconds one episode may take, for every agent; past it its requests are "
+                   "cut and it ends as an infrastructure timeout (infra_error 'timeout'). "
+                   "0 or none: no deadline.")
 @click.option("--out", required=True, help="Run directory, e.g. cassettes/my-run.")
 @click.option("--model", default=None, help="Model id (default claude-sonnet-4-6; "
               "'scripted' for scripted runs).")
@@ -43,7 +71,8 @@ import click
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
-           keep_errors: bool, shard: str | None = None) -> None:
+           keep_errors: bool, shard: str | None = None,
+           episode_timeout: float | None = 600.0) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
     (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -61,7 +90,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
                          manifest_extra={k.strip(): v for k, _s, v in pairs},
                          keep_errors=keep_errors, command=command,
-                         command_timeout=command_timeout,
+                         command_timeout=command_timeout, episode_timeout=episode_timeout,
                          shard=None if shard is None else parse_shard(shard))
     bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
@@ -69,6 +98,9 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
 
     def progress(kind: str, info: dict) -> None:
         if kind == "start":  # validation passed: only now draw the bar
+            if info["total"]:
+                click.echo(f"{info['total']} episode(s) to record, {info['workers']} at a "
+                           "time", err=True)
             bar.start()
         kept = info["errors"] - len(info["failed"])  # API errors saved (--keep-errors)
         bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
@@ -85,10 +117,12 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     finally:
         bar.stop()
     kept = counts["errors"] - len(counts["failed"])
+    infra = counts.get("infra_kept", 0)
     click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
                f"already finished, {counts['tokens']} tokens → {out}"
-               + (f"; {kept} of them ended in an API error and were kept as they are "
-                  "(graded as infra_error)" if kept else ""), err=True)
+               + (f"; {kept} of them ended in an error and were kept as they are "
+                  f"({infra} graded as infra_error, {kept - infra} as the agent's failure)"
+                  if kept else ""), err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)
