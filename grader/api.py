@@ -19,6 +19,7 @@ from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_ow
                                               check_unique, resolve)
 from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
+from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
@@ -43,6 +44,35 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         UsageError: an empty selection, a name given twice, an unknown or broken metric,
             two metrics with one name, or a bad configuration value.
     """
+    table, path = load_config_table(config)
+    return _resolve(metrics, cases, table, path)
+
+
+def load_config_table(config: str | Path | Mapping[str, Any] | None
+                      ) -> tuple[dict[str, Any] | None, str | None]:
+    """``(table, path)`` of a configuration given as a TOML path or a table, checked
+    (:func:`evaltape.grader.io.config.load_config`); ``(None, None)`` for no configuration.
+
+    Raises:
+        UsageError: ``config`` is neither a path nor a table.
+        BadInputError: an unreadable file, invalid TOML, an unknown key or a wrong shape.
+    """
+    if config is None:
+        return None, None
+    from evaltape.grader.io.config import check_table, load_config
+    if isinstance(config, (str, Path)):
+        return load_config(config), str(config)
+    if isinstance(config, Mapping):
+        table = dict(config)
+        check_table(table, "<config>")
+        return table, None
+    raise UsageError("config must be a TOML file path or a table (dict), got "
+                     f"{type(config).__name__}")
+
+
+def _resolve(metrics: Sequence[Any] | None, cases: Sequence[Any],
+             table: dict[str, Any] | None, path: str | None) -> list[Any]:
+    """:func:`resolve_metrics` with the configuration already loaded."""
     if metrics is None:
         metrics = default_metric_names(cases)
     if isinstance(metrics, str):  # "a,b" as on the command line
@@ -62,19 +92,53 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         out.extend(resolve([m]) if isinstance(m, str) else
                    [check_own_name(check_metric(m, repr(m)), repr(m))])
     check_unique(out, [m if isinstance(m, str) else repr(m) for m in metrics])
-    if config is not None:
-        from evaltape.grader.io.config import check_table, configure, load_config
-        if isinstance(config, (str, Path)):
-            table = load_config(config)
-        elif isinstance(config, Mapping):
-            table = dict(config)
-            check_table(table, "<config>")
-        else:
-            raise UsageError("config must be a TOML file path or a table (dict), got "
-                             f"{type(config).__name__}")
-        out = configure(out, table, str(config) if isinstance(config, (str, Path)) else None,
-                        builtin=BUILTIN)
+    if table is not None:
+        from evaltape.grader.io.config import configure
+        out = configure(out, table, path, builtin=BUILTIN)
     return out
+
+
+def resolve_policy(metrics: Sequence[Any], cases: Sequence[Any],
+                   table: dict[str, Any] | None = None, path: str | None = None,
+                   dataset_path: str | Path | None = None) -> VerdictPolicy:
+    """The verdict policy of a run: the configuration's ``[thresholds]`` and ``[verdict]``
+    checked against the selected ``metrics``, and the cases' own ``thresholds`` checked to
+    name metrics (:mod:`evaltape.grader.stats.verdict`).
+
+    Args:
+        metrics: the resolved metric objects of the run.
+        cases: the dataset.
+        table, path: the loaded configuration and its file (:func:`load_config_table`).
+        dataset_path: the dataset file, named in errors about a case's thresholds.
+
+    Raises:
+        BadInputError: a threshold for an unknown metric (in the configuration or a case;
+            the nearest name suggested, the file, line and field named), or a ``gate``
+            naming a metric the run does not grade.
+    """
+    import difflib
+
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.config import verdict_settings
+    selected = [m.name for m in metrics]
+    known = set(BUILTIN) | set(selected)
+    for case in cases:
+        for name in (case.thresholds or {}):
+            if name in known:
+                continue
+            near = difflib.get_close_matches(name, sorted(known), n=1)
+            where = str(dataset_path) if dataset_path is not None else "<dataset>"
+            jsonl = where.endswith(".jsonl")
+            raise BadInputError(
+                f"case {case.id!r}: no such metric {name!r}"
+                + (f"; did you mean '{near[0]}'?" if near else ""), path=where,
+                line=case.line if jsonl and case.line else None,
+                field=(f"thresholds.{name}" if jsonl or not case.line
+                       else f"[{case.line - 1}].thresholds.{name}"))
+    if table is None:
+        return DEFAULT_POLICY
+    thresholds, gate, informational = verdict_settings(table, path, selected, BUILTIN)
+    return VerdictPolicy(thresholds=thresholds, gate=gate, informational=informational)
 
 
 def grade(run: str | Path | Run, dataset: str | Path | None = None,
@@ -94,7 +158,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             default: ``tool_selection_accuracy``, ``argument_correctness``,
             ``task_completion``, ``grounding`` (+ ``expected_actions_called`` for cases
             with expected actions).
-        config: metric arguments (a TOML path or a loaded table), see ``--config``.
+        config: metric arguments, ``[thresholds]`` and ``[verdict]`` (a TOML path or a
+            loaded table), see ``--config``.
         baseline: an earlier report (path or :class:`Report`) to compare with; the
             comparison is the report's ``baseline_comparison``.
         on_episode: called with each graded episode (progress display).
@@ -129,7 +194,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     if baseline is not None:
         base = baseline if isinstance(baseline, Report) else read_report(baseline)
     opened = run if isinstance(run, Run) else open_run(run, dataset)
-    resolved = resolve_metrics(metrics, opened.cases, config)
+    table, config_path = load_config_table(config)
+    resolved = _resolve(metrics, opened.cases, table, config_path)
+    policy = resolve_policy(resolved, opened.cases, table, config_path, opened.dataset_path)
     judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
     man = opened.manifest
     info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,
@@ -140,13 +207,13 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers = default_workers()
     if judge is not None:
         workers, engine = 1, "local"  # the judge store's observations live in this process
-    job = GradeJob(opened, resolved, judge)
+    job = GradeJob(opened, resolved, judge, policy)
     opened.reset_seen()
     parts = chunk_results(job, workers=workers, engine=engine, address=address,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
                           run_label=opened.label, on_episode=on_episode,
-                          check=opened.note_episodes)
+                          check=opened.note_episodes, policy=policy)
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated

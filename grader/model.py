@@ -182,6 +182,10 @@ class Case:
         script: the scripted model's turns (the scripted-harness reference), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
+        thresholds: this case's own pass thresholds, ``{metric name: number in [0, 1]}``
+            (``"thresholds": {"tool_selection_accuracy": 0.6}``); they win over the
+            configuration's ``[thresholds]`` and the metric's default
+            (:mod:`evaltape.grader.stats.verdict`), or ``None``.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
     """
@@ -210,6 +214,7 @@ class Case:
     reference_label: bool | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     matching: str | None = None
+    thresholds: Mapping[str, float] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (

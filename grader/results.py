@@ -30,11 +30,19 @@ class MetricResult:
         score: in [0, 1], or ``None``.
         details: the human message (numerators, denominators, why null).
         code: the machine code of a null score (``Score.code``); JSON key ``reason``.
+        threshold: the score this episode had to reach (a lower-is-better rate: not
+            exceed), :mod:`evaltape.grader.stats.verdict`; ``None`` in reports written
+            before thresholds were recorded.
+        passed: whether the score passes ``threshold`` (``None``: a null score, a skipped
+            check; a metric that raised is ``False``). The one meaning of PASS in every
+            report format.
     """
 
     score: float | None
     details: str = ""
     code: str | None = None
+    threshold: float | None = None
+    passed: bool | None = None
 
     @property
     def is_error(self) -> bool:
@@ -42,8 +50,9 @@ class MetricResult:
         return self.code == ERROR_CODE
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object ``{"score", "details", "reason"}``."""
-        return {"score": self.score, "details": self.details, "reason": self.code}
+        """The JSON object ``{"score", "details", "reason", "threshold", "passed"}``."""
+        return {"score": self.score, "details": self.details, "reason": self.code,
+                "threshold": self.threshold, "passed": self.passed}
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,9 @@ class EpisodeResult:
 
     Attributes:
         case_id, trial: the episode's key.
-        passed: the scripted-harness reference's verdict; ``failure`` its reason (``None`` when
-            passed).
+        passed: the verdict (:mod:`evaltape.grader.stats.verdict`: the outcome checks, then
+            every gating metric against its threshold); ``failure`` its reason (``None``
+            when passed).
         steps, stop_reason: copied from the trace.
         metrics: ``{metric name: MetricResult}`` in the run's metric order.
     """
@@ -171,6 +181,11 @@ class Summary:
     computed: trials (:mod:`evaltape.grader.stats.trials`), breakdowns
     (:mod:`evaltape.grader.stats.breakdown`), reference agreement
     (:mod:`evaltape.grader.stats.agreement`) and the judge block (:class:`JudgeSummary`).
+    ``thresholds`` lists each metric's run-level threshold (configured, else its default;
+    ``composite``'s tier table); ``verdict`` says which metrics gate (``gate``,
+    ``informational``), how many gating checks failed and were skipped per metric
+    (``failed``, ``skipped``) and how many cases set their own thresholds
+    (``case_thresholds``), :mod:`evaltape.grader.stats.verdict`.
     """
 
     cases: int
@@ -195,6 +210,8 @@ class Summary:
     worst_episodes: tuple[Mapping[str, Any], ...] | None = None
     reference_agreement: Mapping[str, Any] | None = None
     judge: JudgeSummary | None = None
+    thresholds: Mapping[str, Any] | None = None
+    verdict: Mapping[str, Any] | None = None
 
     def to_json(self, failures: bool = True) -> dict[str, Any]:
         """The ``summary`` object (optional blocks only when present); ``failures=False``
@@ -211,7 +228,7 @@ class Summary:
         if self.infra_failures:
             out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
-                    "by_tag", "reference_agreement"):
+                    "by_tag", "reference_agreement", "thresholds", "verdict"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = dict(value)
@@ -421,8 +438,11 @@ class Report:
                         _is_num(score) and 0 <= score <= 1)):
                     raise BadInputError("expected {score: number from 0 to 1 or null, ...}",
                                         path=path, field=f"episodes[{i}].metrics.{name}")
+                thr, ok = m.get("threshold"), m.get("passed")
                 results[name] = MetricResult(score, str(m.get("details") or ""),
-                                             m.get("reason"))
+                                             m.get("reason"),
+                                             float(thr) if _is_num(thr) else None,
+                                             ok if isinstance(ok, bool) else None)
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
                                           str(e.get("stop_reason") or ""), results))
@@ -454,7 +474,7 @@ class Report:
                 infra_failures=int(s.get("infra_failures") or 0),
                 **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
                                          "k_cases", "by_difficulty", "by_tag",
-                                         "reference_agreement")},
+                                         "reference_agreement", "thresholds", "verdict")},
                 worst_episodes=(None if s.get("worst_episodes") is None
                                 else tuple(s["worst_episodes"])),
                 judge=None if not isinstance(judge, dict) else JudgeSummary(

@@ -64,11 +64,14 @@ class GradeJob:
             per-trace checks).
         metrics: metric objects.
         judge: the judge store, or ``None``.
+        policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
+            or ``None`` for the default.
     """
 
     run: Any
     metrics: Sequence[Any]
     judge: Any = None
+    policy: Any = None
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
@@ -174,9 +177,11 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     from evaltape.grader.engine import grade_one
     from evaltape.grader.io.jsonfiles import line_json_error, screen
     from evaltape.grader.io.traces import parse_trace
+    from evaltape.grader.stats.verdict import DEFAULT_POLICY
     run = job.run
     where = str(run.traces_path)
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
+    policy = job.policy or DEFAULT_POLICY
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -205,7 +210,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
-            yield grade_one(trace, case, metrics, judge, where)
+            yield grade_one(trace, case, metrics, judge, where, policy)
     return lineno - (chunk.first_line or 1) + 1
 
 

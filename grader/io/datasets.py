@@ -40,7 +40,7 @@ MODELED_KEYS = {
     # the task-manager pipeline reference
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
-    "expected_actions", "reference_label", "tools", "matching",
+    "expected_actions", "reference_label", "tools", "matching", "thresholds",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -74,6 +74,30 @@ def _label(value: Any) -> bool:
     if not isinstance(value, bool):
         raise FieldError("", f"expected true/false/null, got {value!r}")
     return value
+
+
+def unit_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number from 0 to 1 (a boolean is not a number)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and 0 <= value <= 1)
+
+
+def parse_thresholds(value: Any) -> dict[str, float]:
+    """A case's ``thresholds``: ``{metric name: pass threshold}``, each a finite number in
+    [0, 1] (NaN fails the range check).
+
+    Raises:
+        FieldError: not an object, or an entry that is not such a number (the entry named).
+    """
+    if not isinstance(value, dict):
+        raise FieldError("", "expected {metric: threshold from 0 to 1}, e.g. "
+                         '{"tool_selection_accuracy": 0.6}')
+    out = {}
+    for name, v in value.items():
+        if not unit_number(v):
+            raise FieldError(name, f"a threshold must be a number from 0 to 1, got {v!r}")
+        out[name] = float(v)
+    return out
 
 
 def _args(value: Any) -> dict:
@@ -155,6 +179,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         script=get("script", str_list),
         max_steps=max_steps,
         tags=get("tags", str_list) or (),
+        thresholds=get("thresholds", parse_thresholds),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )
