@@ -147,7 +147,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
           baseline: str | Path | Report | None = None,
           on_episode: Callable[[EpisodeResult], None] | None = None,
           workers: int | None = 1, engine: str = "local",
-          address: str | None = None) -> Report:
+          address: str | None = None, allow_missing: bool = False) -> Report:
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
@@ -161,7 +161,10 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         config: metric arguments, ``[thresholds]`` and ``[verdict]`` (a TOML path or a
             loaded table), see ``--config``.
         baseline: an earlier report (path or :class:`Report`) to compare with; the
-            comparison is the report's ``baseline_comparison``.
+            comparison is the report's ``baseline_comparison``
+            (:func:`evaltape.grader.report.diff.compare_reports`).
+        allow_missing: in the comparison, accept episodes of the baseline this run lacks
+            (a warning instead of a failure).
         on_episode: called with each graded episode (progress display).
         workers: processes grading chunks of the traces file (``None``: every core,
             :func:`evaltape.grader.scale.default_workers`); the report's bytes are the same
@@ -221,7 +224,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         if problem and problem[0] == NO_SHARED_EPISODE:  # other datasets: warned in the diff
             raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
-            baseline, Report) else str(baseline))
+            baseline, Report) else str(baseline), allow_missing=allow_missing)
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
 

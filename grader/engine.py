@@ -23,7 +23,9 @@ from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
                                           Report, RunInfo, Summary)
+from evaltape.grader.io.datasets import case_digest
 from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
+from evaltape.grader.io.traces import trace_digest
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
@@ -72,14 +74,20 @@ EpisodeRecord = tuple
 
 def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
               traces_path: str | None = None,
-              policy: VerdictPolicy = DEFAULT_POLICY) -> EpisodeRecord:
+              policy: VerdictPolicy = DEFAULT_POLICY,
+              digest: str | None = None) -> EpisodeRecord:
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
 
+    Args:
+        digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
+            per case by the caller), or ``None`` to compute it here.
+
     Returns:
         An :data:`EpisodeRecord`; small except for ``payload``
-        (:func:`~evaltape.grader.results.episode_text`).
+        (:func:`~evaltape.grader.results.episode_text`), which carries the episode's
+        ``trace_digest`` and ``case_digest``.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -120,7 +128,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     # EpisodeResult(...).to_json() laid out as episode_text() lays it out
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
-           "metrics": scores}
+           "metrics": scores, "case_digest": digest or case_digest(case)}
+    recording = trace_digest(trace)
+    if recording is not None:
+        doc["trace_digest"] = recording
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
             label, tuple(values), payload)
@@ -142,7 +153,8 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
                              d["stop_reason"],
                              {n: MetricResult(ms[n]["score"], ms[n]["details"],
                                               ms[n]["reason"], ms[n]["threshold"],
-                                              ms[n]["passed"]) for n in names if n in ms})
+                                              ms[n]["passed"]) for n in names if n in ms},
+                             d.get("trace_digest"), d.get("case_digest"))
     return decode
 
 
@@ -200,7 +212,14 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
             suite).
         BadInputError: a trace's reference label has the wrong type.
     """
-    records = (grade_one(t, c, metrics, judge, traces_path, policy) for t, c in episodes)
+    digests: dict[str, str] = {}
+
+    def digest(case: Case) -> str:
+        if case.id not in digests:
+            digests[case.id] = case_digest(case)
+        return digests[case.id]
+    records = (grade_one(t, c, metrics, judge, traces_path, policy, digest(c))
+               for t, c in episodes)
     return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
                         run_label=run_label, on_episode=on_episode, policy=policy)
 

@@ -66,6 +66,11 @@ class EpisodeResult:
             when passed).
         steps, stop_reason: copied from the trace.
         metrics: ``{metric name: MetricResult}`` in the run's metric order.
+        trace_digest: the recording's fingerprint
+            (:func:`evaltape.grader.io.traces.trace_digest`): equal in two reports when
+            both graded the same recording of this episode; ``None`` when unknown.
+        case_digest: the fingerprint of the case it was graded against
+            (:func:`evaltape.grader.io.datasets.case_digest`), or ``None``.
     """
 
     case_id: str
@@ -75,6 +80,8 @@ class EpisodeResult:
     steps: int
     stop_reason: str
     metrics: Mapping[str, MetricResult]
+    trace_digest: str | None = None
+    case_digest: str | None = None
 
     @property
     def label(self) -> str:
@@ -82,10 +89,15 @@ class EpisodeResult:
         return f"{self.case_id}#t{self.trial}"
 
     def to_json(self) -> dict[str, Any]:
-        """The report's episode object."""
-        return {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
-                "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
-                "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
+        """The report's episode object (the digests only when known)."""
+        out = {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
+               "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
+               "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
+        if self.trace_digest is not None:
+            out["trace_digest"] = self.trace_digest
+        if self.case_digest is not None:
+            out["case_digest"] = self.case_digest
+        return out
 
 
 @dataclass(frozen=True)
@@ -241,7 +253,12 @@ class Summary:
 
 @dataclass(frozen=True)
 class Flip:
-    """An episode whose verdict changed between the baseline and this run."""
+    """An episode whose verdict changed between the baseline and this run.
+
+    ``same_recording``: both reports graded the same recording of it (equal
+    ``trace_digest``), so the flip comes from grading (code, configuration, dataset), not
+    from the agent; ``False`` for a new recording or when a report lacks the digest.
+    """
 
     case_id: str
     trial: int
@@ -249,12 +266,58 @@ class Flip:
     after: bool
     failure: str | None
     failure_before: str | None
+    same_recording: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of one flip."""
         return {"case_id": self.case_id, "trial": self.trial, "before": self.before,
                 "after": self.after, "failure": self.failure,
-                "failure_before": self.failure_before}
+                "failure_before": self.failure_before, "same_recording": self.same_recording}
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """A case whose pass count fell in new recordings: ``passed_before`` of
+    ``trials_before`` episodes in the baseline, ``passed_after`` of ``trials_after`` now.
+
+    ``p``: Fisher's exact test, one-sided (:func:`evaltape.grader.report.diff.fisher_one_sided`);
+    ``level``: ``critical`` (every trial passed before and none now, or ``p`` at most the
+    comparison's alpha) or ``warning`` (fewer passes, not significant).
+    """
+
+    case_id: str
+    passed_before: int
+    trials_before: int
+    passed_after: int
+    trials_after: int
+    p: float
+    level: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one case change."""
+        return {"case_id": self.case_id, "passed_before": self.passed_before,
+                "trials_before": self.trials_before, "passed_after": self.passed_after,
+                "trials_after": self.trials_after, "p": self.p, "level": self.level}
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """Something that decides the numbers and differs between the two reports.
+
+    ``kind``: ``threshold``, ``gate``, ``metric_version``, ``metric_args``, ``metric_added``,
+    ``metric_removed``, ``dataset_inputs``, ``case_expectations``, ``grader_version``;
+    ``name``: what changed (a metric, a case list); ``before``/``after``: the two values.
+    """
+
+    kind: str
+    name: str
+    before: Any
+    after: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one change."""
+        return {"kind": self.kind, "name": self.name, "before": self.before,
+                "after": self.after}
 
 
 @dataclass(frozen=True)
@@ -287,6 +350,17 @@ class BaselineComparison:
             ``means_over`` says which episodes the means were compared over.
         datasets_differ: the two runs were graded on datasets with different inputs.
         baseline: the baseline report's path, when it was read from a file.
+        regraded, rerecorded: shared episodes graded from the same recording in both
+            reports (equal ``trace_digest``) and from different (or unknown) ones.
+        cases: the cases whose pass count fell in new recordings (:class:`CaseChange`).
+        changes: configuration, metric, dataset and case changes between the reports
+            (:class:`ConfigChange`).
+        metric_flips: per metric, shared episodes whose metric verdict (``passed``) went
+            ``{"regressed": pass→fail, "fixed": fail→pass}``.
+        failures, warnings: every reason the gate fails (``level`` ``critical``) or
+            warns, in words, one per finding.
+        alpha: the significance level of the per-case test; ``allow_missing``: whether
+            episodes only in the baseline were accepted.
     """
 
     flips: tuple[Flip, ...]
@@ -301,11 +375,24 @@ class BaselineComparison:
     means_over: str
     datasets_differ: bool
     baseline: str | None = None
+    regraded: int = 0
+    rerecorded: int = 0
+    cases: tuple[CaseChange, ...] = ()
+    changes: tuple[ConfigChange, ...] = ()
+    metric_flips: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    failures: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    alpha: float = 0.05
+    allow_missing: bool = False
 
     @property
     def critical_metrics(self) -> list[str]:
         """Names of the numbers that regressed past the critical threshold."""
         return [m.name for m in self.metrics if m.level == "critical"]
+
+    def gate_failed(self, strict: bool = False) -> bool:
+        """Whether the gate fails: any failure, or with ``strict`` any warning too."""
+        return bool(self.failures) or (strict and bool(self.warnings))
 
     def to_json(self) -> dict[str, Any]:
         """The ``baseline_comparison`` object."""
@@ -315,7 +402,12 @@ class BaselineComparison:
                "thresholds": dict(self.thresholds),
                "only_in_baseline": list(self.only_in_baseline),
                "only_in_current": list(self.only_in_current), "means_over": self.means_over,
-               "datasets_differ": self.datasets_differ}
+               "datasets_differ": self.datasets_differ, "regraded": self.regraded,
+               "rerecorded": self.rerecorded, "cases": [c.to_json() for c in self.cases],
+               "changes": [c.to_json() for c in self.changes],
+               "metric_flips": {k: dict(v) for k, v in self.metric_flips.items()},
+               "failures": list(self.failures), "warnings": list(self.warnings),
+               "alpha": self.alpha, "allow_missing": self.allow_missing}
         if self.baseline is not None:
             out["baseline"] = self.baseline
         return out
@@ -443,9 +535,11 @@ class Report:
                                              m.get("reason"),
                                              float(thr) if _is_num(thr) else None,
                                              ok if isinstance(ok, bool) else None)
+            digests = [e.get(k) if isinstance(e.get(k), str) else None
+                       for k in ("trace_digest", "case_digest")]
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
-                                          str(e.get("stop_reason") or ""), results))
+                                          str(e.get("stop_reason") or ""), results, *digests))
         stated = s.get("episodes")
         if stated is not None and (type(stated) is not int or stated != len(episodes)):
             raise BadInputError(f"the summary counts {stated!r} episodes but the report "

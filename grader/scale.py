@@ -76,6 +76,16 @@ class GradeJob:
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
         self._position: dict | None = None
+        self._digests: dict | None = None
+
+    @property
+    def digests(self) -> dict:
+        """``{case id: case digest}`` (:func:`evaltape.grader.io.datasets.case_digest`),
+        built once per process."""
+        if self._digests is None:
+            from evaltape.grader.io.datasets import case_digest
+            self._digests = {c.id: case_digest(c) for c in self.run.cases}
+        return self._digests
 
     @property
     def by_id(self) -> dict:
@@ -93,7 +103,7 @@ class GradeJob:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_by_id"] = state["_position"] = None
+        state["_by_id"] = state["_position"] = state["_digests"] = None
         return state
 
 
@@ -182,6 +192,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     where = str(run.traces_path)
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
     policy = job.policy or DEFAULT_POLICY
+    digests = job.digests
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -210,7 +221,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
-            yield grade_one(trace, case, metrics, judge, where, policy)
+            yield grade_one(trace, case, metrics, judge, where, policy, digests[case.id])
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -254,6 +254,39 @@ def case_input_sha256(case: Case) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+def _plain(value: Any) -> Any:
+    """A case field as plain JSON: dataclasses as objects, tuples as lists, sets sorted."""
+    import dataclasses
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (frozenset, set)):
+        return sorted((_plain(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+#: Hex digits of a case or trace digest kept in ``report.json`` (64 bits: enough to tell
+#: two versions of one case or episode apart, 16 bytes per episode).
+DIGEST_HEX = 16
+
+
+def case_digest(case: Case) -> str:
+    """The first :data:`DIGEST_HEX` hex digits of the sha256 of everything a case states
+    (inputs, every expectation, its thresholds), as canonical JSON; the case's place in
+    its file (``line``) is left out.
+
+    Two reports whose episodes of one case carry different digests were graded against
+    different versions of that case (``evaltape diff`` names it).
+    """
+    doc = _plain(case)
+    doc.pop("line", None)
+    blob = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(blob).hexdigest()[:DIGEST_HEX]
+
+
 def inputs_sha256(cases: Iterable[Case]) -> str:
     """sha256 (hex) over the per-case input hashes, in case-id order."""
     h = hashlib.sha256()

@@ -277,3 +277,24 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
 def trace_to_json(trace: Mapping[str, Any]) -> bytes:
     """Serialise one trace object to a single JSONL line (sorted keys, trailing newline)."""
     return orjson.dumps(dict(trace), option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+#: Hex digits of a trace digest (:func:`trace_digest`), as :data:`evaltape.grader.io
+#: .datasets.DIGEST_HEX`.
+TRACE_DIGEST_HEX = 16
+
+
+def trace_digest(trace: Trace) -> str | None:
+    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of the episode's trace
+    line as canonical JSON (keys sorted, no spaces), or ``None`` for a trace built in code
+    (no line read).
+
+    The recording's fingerprint: re-grading the same recording gives the same digest (any
+    key order or spacing of the line), a new recording differs (at least its
+    ``latency_s``), so a baseline comparison tells a re-grade from a re-recording.
+    """
+    if not trace.raw:
+        return None
+    import hashlib
+    blob = orjson.dumps(trace.raw, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(blob).hexdigest()[:TRACE_DIGEST_HEX]

@@ -78,10 +78,24 @@ def _baseline(cmp: Any) -> str:
            "<span class=pass>fail → pass</span>")
         + (f" ({escape(str(f.failure))})" if f.failure else "") + "</li>"
         for f in cmp.flips)
+    from evaltape.grader.report.diff import describe_change, gate_lines
+    gate = gate_lines(cmp)
+    findings = "".join(f"<li class=critical>{escape(r)}</li>" for r in cmp.failures) + "".join(
+        f"<li class=warning>{escape(r)}</li>" for r in cmp.warnings)
+    changes = "".join(f"<li>{escape(describe_change(c))}</li>" for c in cmp.changes)
+    cases = "".join(
+        f"<tr><td>{escape(c.case_id)}</td><td class=num>{c.passed_before}/{c.trials_before}"
+        f"</td><td class=num>{c.passed_after}/{c.trials_after}</td><td class=num>"
+        f"{c.p:.4f}</td><td class=\"{c.level}\">{c.level}</td></tr>" for c in cmp.cases)
     return (f"<h2>Baseline comparison: <span class=\"{cmp.level}\">{cmp.level}</span></h2>"
-            f"<p>{cmp.regressed} pass→fail, {cmp.fixed} fail→pass "
+            f"<p>{escape(gate[0])}</p>" + (f"<ul>{findings}</ul>" if findings else "")
+            + (f"<p>Changed between the reports:</p><ul>{changes}</ul>" if changes else "")
+            + f"<p>{cmp.regressed} pass→fail, {cmp.fixed} fail→pass "
             f"(McNemar exact p = {cmp.mcnemar_p:.4f})</p><ul>{flips}</ul>"
-            "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
+            + ("<table><tr><th>case</th><th>passing before</th><th>passing now</th>"
+               f"<th>Fisher p (one-sided)</th><th>alert</th></tr>{cases}</table>"
+               if cases else "")
+            + "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
             f"<th>alert</th></tr>{rows}</table>")
 
 
