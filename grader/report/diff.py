@@ -424,6 +424,8 @@ def gate_lines(diff: BaselineComparison, strict: bool = False) -> list[str]:
                "no mean worse by more than " + str(diff.thresholds.get("critical", CRITICAL))]
     if diff.warnings and not strict:
         checked.append(f"{len(diff.warnings)} warning(s), not failing without strict mode")
+    elif strict:
+        checked.append("no warning (strict)")
     return ["gate: pass (" + "; ".join(checked) + ")"]
 
 
