@@ -25,14 +25,13 @@ from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, Met
                                           Report, RunInfo, Summary)
 from evaltape.grader.io.datasets import case_digest
 from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
-from evaltape.grader.io.traces import trace_digest
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
 from evaltape.grader.stats.trials import counts_summary
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
                                            GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
-                                           judge_episode)
+                                           describe, judge_episode)
 
 MEAN_DIGITS = 4
 
@@ -75,7 +74,9 @@ EpisodeRecord = tuple
 def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
               traces_path: str | None = None,
               policy: VerdictPolicy = DEFAULT_POLICY,
-              digest: str | None = None) -> EpisodeRecord:
+              digest: str | None = None,
+              plan: Sequence[tuple[float, bool]] | None = None,
+              recording: str | None = None) -> EpisodeRecord:
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -83,6 +84,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     Args:
         digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
             per case by the caller), or ``None`` to compute it here.
+        plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
+            ``None`` to compute it here.
+        recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
+            episode's ``trace_digest``), or ``None`` when no line was read (unknown).
 
     Returns:
         An :data:`EpisodeRecord`; small except for ``payload``
@@ -98,10 +103,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
-    checks = []
+    failed = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
-    for m in metrics:
+    if plan is None:
+        plan = policy.plan(metrics, case)
+    for m, (threshold, gating) in zip(metrics, plan):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
@@ -114,22 +121,25 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             s = score_episode(m, user_ctx)
         else:
             s = score_episode(m, ctx)
-        threshold = policy.threshold(m, case)
-        higher = m.higher_is_better
-        passed = None if infra else check(s.value, s.code, threshold, higher)
-        gating = policy.gating(m.name, case)
+        value = s.value
+        passed = check(value, s.code, threshold, m.higher_is_better)
         # MetricResult(...).to_json(), without the object
-        scores[m.name] = {"score": s.value, "details": s.details, "reason": s.code,
+        scores[m.name] = {"score": value, "details": s.details, "reason": s.code,
                           "threshold": threshold, "passed": passed}
-        values.append((s.value, s.code, NOT_GATING if not gating else GATE_SKIPPED
-                       if passed is None else GATE_PASSED if passed else GATE_FAILED))
-        checks.append((m.name, s.value, passed, gating, threshold, higher))
-    failure = judge_episode(outcome, checks)
+        if not gating:
+            values.append((value, s.code, NOT_GATING))
+        elif passed is None:
+            values.append((value, s.code, GATE_SKIPPED))
+        elif passed:
+            values.append((value, s.code, GATE_PASSED))
+        else:
+            values.append((value, s.code, GATE_FAILED))
+            failed.append(describe(m.name, value, threshold, m.higher_is_better))
+    failure = judge_episode(outcome, failed)
     # EpisodeResult(...).to_json() laid out as episode_text() lays it out
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
            "metrics": scores, "case_digest": digest or case_digest(case)}
-    recording = trace_digest(trace)
     if recording is not None:
         doc["trace_digest"] = recording
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
@@ -212,13 +222,13 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
             suite).
         BadInputError: a trace's reference label has the wrong type.
     """
-    digests: dict[str, str] = {}
+    prepared: dict[str, tuple] = {}
 
-    def digest(case: Case) -> str:
-        if case.id not in digests:
-            digests[case.id] = case_digest(case)
-        return digests[case.id]
-    records = (grade_one(t, c, metrics, judge, traces_path, policy, digest(c))
+    def prepare(case: Case) -> tuple:
+        if case.id not in prepared:
+            prepared[case.id] = (case_digest(case), policy.plan(metrics, case))
+        return prepared[case.id]
+    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c))
                for t, c in episodes)
     return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
                         run_label=run_label, on_episode=on_episode, policy=policy)

@@ -66,8 +66,8 @@ class EpisodeResult:
             when passed).
         steps, stop_reason: copied from the trace.
         metrics: ``{metric name: MetricResult}`` in the run's metric order.
-        trace_digest: the recording's fingerprint
-            (:func:`evaltape.grader.io.traces.trace_digest`): equal in two reports when
+        trace_digest: the recording's fingerprint, the trace line's
+            (:func:`evaltape.grader.io.traces.line_digest`): equal in two reports when
             both graded the same recording of this episode; ``None`` when unknown.
         case_digest: the fingerprint of the case it was graded against
             (:func:`evaltape.grader.io.datasets.case_digest`), or ``None``.

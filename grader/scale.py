@@ -78,14 +78,20 @@ class GradeJob:
         self._position: dict | None = None
         self._digests: dict | None = None
 
-    @property
-    def digests(self) -> dict:
-        """``{case id: case digest}`` (:func:`evaltape.grader.io.datasets.case_digest`),
-        built once per process."""
+    def prepared(self, case: Any) -> tuple:
+        """``(case digest, verdict plan)`` of ``case``
+        (:func:`evaltape.grader.io.datasets.case_digest`,
+        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
+        and process."""
         if self._digests is None:
+            self._digests = {}
+        got = self._digests.get(case.id)
+        if got is None:
             from evaltape.grader.io.datasets import case_digest
-            self._digests = {c.id: case_digest(c) for c in self.run.cases}
-        return self._digests
+            from evaltape.grader.stats.verdict import DEFAULT_POLICY
+            policy = self.policy or DEFAULT_POLICY
+            got = self._digests[case.id] = (case_digest(case), policy.plan(self.metrics, case))
+        return got
 
     @property
     def by_id(self) -> dict:
@@ -186,13 +192,13 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     """
     from evaltape.grader.engine import grade_one
     from evaltape.grader.io.jsonfiles import line_json_error, screen
-    from evaltape.grader.io.traces import parse_trace
+    from evaltape.grader.io.traces import line_digest, parse_trace
     from evaltape.grader.stats.verdict import DEFAULT_POLICY
     run = job.run
     where = str(run.traces_path)
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
     policy = job.policy or DEFAULT_POLICY
-    digests = job.digests
+    prepared = job.prepared
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -221,7 +227,8 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
-            yield grade_one(trace, case, metrics, judge, where, policy, digests[case.id])
+            yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
+                            line_digest(raw))
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -282,6 +282,7 @@ def test_check_and_describe_by_hand():
     from evaltape.grader.stats.verdict import check, describe
     assert check(0.8, None, 0.8) is True                       # >= passes
     assert check(0.7 + 0.1, None, 0.8) is True                 # 0.7999999999999999: noise
+    assert check(0.8 - 2e-9, None, 0.8) is False               # beyond the tolerance
     assert check(0.79, None, 0.8) is False
     assert check(0.0, None, 0.0, higher_is_better=False) is True
     assert check(0.2, None, 0.0, higher_is_better=False) is False

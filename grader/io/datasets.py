@@ -254,18 +254,14 @@ def case_input_sha256(case: Case) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _plain(value: Any) -> Any:
-    """A case field as plain JSON: dataclasses as objects, tuples as lists, sets sorted."""
-    import dataclasses
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
+def _json_default(value: Any) -> Any:
+    """What orjson does not write itself inside a case: sets (sorted) and mappings that are
+    not dicts."""
     if isinstance(value, (frozenset, set)):
-        return sorted((_plain(v) for v in value), key=repr)
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+        return sorted(value, key=repr)
+    if hasattr(value, "items"):
+        return dict(value.items())
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 #: Hex digits of a case or trace digest kept in ``report.json`` (64 bits: enough to tell
@@ -281,9 +277,9 @@ def case_digest(case: Case) -> str:
     Two reports whose episodes of one case carry different digests were graded against
     different versions of that case (``evaltape diff`` names it).
     """
-    doc = _plain(case)
-    doc.pop("line", None)
-    blob = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    import dataclasses
+    blob = orjson.dumps(dataclasses.replace(case, line=0), default=_json_default,
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     return hashlib.sha256(blob).hexdigest()[:DIGEST_HEX]
 
 

@@ -1,6 +1,7 @@
 """Read and write ``traces.jsonl``, streaming, one orjson line at a time."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -279,22 +280,19 @@ def trace_to_json(trace: Mapping[str, Any]) -> bytes:
     return orjson.dumps(dict(trace), option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
-#: Hex digits of a trace digest (:func:`trace_digest`), as :data:`evaltape.grader.io
+
+#: Hex digits of a trace digest (:func:`line_digest`), as :data:`evaltape.grader.io
 #: .datasets.DIGEST_HEX`.
 TRACE_DIGEST_HEX = 16
 
 
-def trace_digest(trace: Trace) -> str | None:
-    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of the episode's trace
-    line as canonical JSON (keys sorted, no spaces), or ``None`` for a trace built in code
-    (no line read).
+def line_digest(line: bytes) -> str:
+    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of one trace line of
+    ``traces.jsonl`` as stored (surrounding whitespace and the line end left out).
 
-    The recording's fingerprint: re-grading the same recording gives the same digest (any
-    key order or spacing of the line), a new recording differs (at least its
-    ``latency_s``), so a baseline comparison tells a re-grade from a re-recording.
+    The recording's fingerprint: grading the same recording again (the same file, or a
+    merge, which keeps each line's bytes) gives the same digest; a new recording differs
+    (at least its ``latency_s``), so a baseline comparison tells a re-grade from a
+    re-recording.
     """
-    if not trace.raw:
-        return None
-    import hashlib
-    blob = orjson.dumps(trace.raw, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(blob).hexdigest()[:TRACE_DIGEST_HEX]
+    return hashlib.sha256(line.strip()).hexdigest()[:TRACE_DIGEST_HEX]

@@ -34,9 +34,10 @@ from typing import Any, Mapping, Sequence
 from evaltape.grader.metrics.base import default_threshold
 from evaltape.grader.model import ERROR_CODE, Case
 
-#: Scores are compared with thresholds rounded to this many places, so float noise
-#: (0.7 + 0.1 = 0.7999999999999999) does not fail a 0.8 threshold.
-COMPARE_DIGITS = 9
+#: How far a score may miss its threshold and still pass: float noise (0.7 + 0.1 =
+#: 0.7999999999999999) must not fail a 0.8 threshold; no score a metric reports as a
+#: fraction of checks comes this close without being equal.
+TOLERANCE = 1e-9
 
 #: Gate states of one metric on one episode, as the engine counts them.
 NOT_GATING, GATE_PASSED, GATE_FAILED, GATE_SKIPPED = 0, 1, 2, 3
@@ -54,12 +55,13 @@ def check(value: float | None, code: str | None, threshold: float,
     (null) score. A null with code ``error`` (the metric raised) is ``False``.
 
     Higher is better: ``value >= threshold``; lower is better: ``value <= threshold``;
-    both sides rounded to :data:`COMPARE_DIGITS` places.
+    within :data:`TOLERANCE`.
     """
     if value is None:
         return False if code == ERROR_CODE else None
-    v, t = round(value, COMPARE_DIGITS), round(threshold, COMPARE_DIGITS)
-    return v >= t if higher_is_better else v <= t
+    if higher_is_better:
+        return value >= threshold - TOLERANCE
+    return value <= threshold + TOLERANCE
 
 
 def _pair(value: float, threshold: float) -> tuple[str, str]:
@@ -140,26 +142,27 @@ class VerdictPolicy:
                 "informational": list(self.informational)}
 
 
+    def plan(self, metrics: Sequence[Any], case: Case) -> tuple[tuple[float, bool], ...]:
+        """Per metric of ``metrics``, ``(threshold, gating)`` on ``case``'s episodes (the
+        same for every trial: callers compute it once per case)."""
+        return tuple((self.threshold(m, case), self.gating(m.name, case)) for m in metrics)
+
+
 DEFAULT_POLICY = VerdictPolicy()
 
 
-def judge_episode(outcome: str | None, checks: Sequence[tuple[str, float | None, bool | None,
-                                                              bool, float, bool]]
-                  ) -> str | None:
+def judge_episode(outcome: str | None, failed: Sequence[str]) -> str | None:
     """The episode's ``failure`` (``None``: passed).
 
     Args:
         outcome: the outcome checks' failure (:func:`~evaltape.grader.stats.outcome.classify`),
             or ``None``.
-        checks: per metric ``(name, score, passed, gating, threshold, higher_is_better)``.
+        failed: the failing gates, each as :func:`describe` words it, in metric order.
 
     Returns:
-        ``outcome`` when it failed; else the failing gates described and joined by ``"; "``
-        (:func:`describe`), or ``None`` when every gate passed or was skipped.
+        ``outcome`` when it failed; else the failing gates joined by ``"; "``, or ``None``
+        when every gate passed or was skipped.
     """
     if outcome is not None:
         return outcome
-    failed = [describe(name, value, thr, higher)
-              for name, value, passed, gating, thr, higher in checks
-              if gating and passed is False]
     return "; ".join(failed) if failed else None
