@@ -241,6 +241,21 @@ def test_composite_tiers_are_its_thresholds_in_every_report(tmp_path):
     md = (tmp_path / "out" / "report.md").read_text()
     assert "| ok | FAIL `composite 0.80 &lt; 0.90` | 0.80 FAIL |" in md
     assert "| args | PASS | 0.55 PASS |" in md
+    # the terminal and the HTML page read the same passed flags (not a fixed 0.8)
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o2"),
+                "--metrics", "composite", "--config", str(tmp_path / "c.toml"),
+                "--format", "html", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split("│")[1].strip(): line for line in p.stdout.splitlines()
+            if line.count("│") >= 4}
+    assert "composite 0.80 < 0.90" in rows["ok"] and "0.80 FAIL" in rows["ok"]
+    assert "0.55 PASS" in rows["args"]
+    assert "composite                 [" in p.stdout and "pass by difficulty: basic 0.80, " \
+        "advanced 0.60, challenge 0.50, default 0.90" in p.stdout
+    html = (tmp_path / "o2" / "report.html").read_text()
+    assert ('<td class="num fail" title="FAIL (threshold ≥ 0.90): tools=1.000, arguments='
+            '1.000') in html
+    assert '<td class="num" title="PASS (threshold ≥ 0.50): tools=1.000, arguments=0.000' in html
 
 
 def test_default_gate_reproduces_the_scripted_harness_numbers(tmp_path):

@@ -68,8 +68,9 @@ class Composite(Metric):
     hallucination (no judge record) means no penalty, also named. If every positive
     component is null the score is null. ``details`` ends with the case's difficulty; its
     threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite reference:
-    basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL. Weights and thresholds are configuration (``[tool.evaltape
-    .metrics.composite]``), recorded in the report's metric specs and config hash.
+    basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
+    Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
+    recorded in the report's metric specs and config hash.
     """
 
     name: ClassVar[str] = "composite"

@@ -76,7 +76,7 @@ def threshold_text(threshold: Any, lower_is_better: bool = False) -> str:
     return "n/a"
 
 
-def gate_lines(summary: Any, lower: Any) -> list[str]:
+def verdict_lines(summary: Any, lower: Any) -> list[str]:
     """What the verdict means for this report, in words (one line each): the gating
     metrics with their thresholds, the informational ones, the skipped gating checks and
     the cases with thresholds of their own. ``[]`` for a report without a verdict block."""

@@ -10,7 +10,7 @@ from html import escape
 from itertools import islice
 from typing import Any, Iterator, Mapping
 
-from evaltape.grader.report.common import (episode_label, fmt, gate_lines, gating, is_failing,
+from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
                                            k_coverage, status, threshold_text)
 from evaltape.grader.results import Report
 
@@ -157,7 +157,7 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
     lower = report.lower_is_better
     gates = gating(s)
     failed = (s.verdict or {}).get("failed") or {}
-    out.append("".join(f"<p class=muted>{escape(line)}</p>" for line in gate_lines(s, lower)))
+    out.append("".join(f"<p class=muted>{escape(line)}</p>" for line in verdict_lines(s, lower)))
     out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>threshold</th>"
                "<th>gates the verdict</th><th>failed</th><th>skipped</th></tr>")
     for name, value in s.metrics.items():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from evaltape.grader.report.common import (episode_label, fmt, gate_lines, gating, is_failing,
+from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
                                            plain, status, threshold_text, trial_lines)
 from evaltape.grader.results import Report
 
@@ -47,7 +47,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
                "graded, not in pass_rate): " + _cell(", ".join(s.unrecorded_cases[:20]))
                + (", ..." if len(s.unrecorded_cases) > 20 else "")]
               if s.unrecorded_cases else []), "",
-            *[f"- {_cell(line)}" for line in gate_lines(s, lower)], "",
+            *[f"- {_cell(line)}" for line in verdict_lines(s, lower)], "",
             "## Metrics", "",
             "| metric | mean | threshold | gates the verdict | failed | skipped |",
             "|---|---:|---|---|---:|---:|"]

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaltape.grader.report.common import (bar, episode_label, fmt, gate_lines, gating,
+from evaltape.grader.report.common import (bar, episode_label, fmt, gating, verdict_lines,
                                            is_failing, status, threshold_text, trial_lines)
 from evaltape.grader.report.common import plain
 from evaltape.grader.results import Report
@@ -91,7 +91,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     if s.infra_failures:
         console.print(Text(f"  {s.infra_failures} episode(s) ended by the infrastructure "
                            "(infra_error), not by the agent", style="yellow"))
-    for line in gate_lines(s, lower):
+    for line in verdict_lines(s, lower):
         console.print(Text(plain(f"  {line}")))
     gates = gating(s)
     console.print("\n  [bold]AGGREGATE SCORES")
