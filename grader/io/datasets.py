@@ -278,8 +278,14 @@ def case_digest(case: Case) -> str:
     different versions of that case (``evaltape diff`` names it).
     """
     import dataclasses
-    blob = orjson.dumps(dataclasses.replace(case, line=0), default=_json_default,
-                        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    placeless = dataclasses.replace(case, line=0)
+    try:
+        blob = orjson.dumps(placeless, default=_json_default,
+                            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # an integer beyond 64 bits (kept exact at load): the slow writer
+        import json
+        blob = json.dumps(dataclasses.asdict(placeless), default=_json_default,
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()[:DIGEST_HEX]
 
 
