@@ -19,6 +19,7 @@ from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_ow
                                               check_unique, resolve)
 from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
+from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
@@ -48,6 +49,36 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
         BadInputError: a bad configuration file or table, or a judge named like a built-in
             metric (:func:`evaltape.grader.metrics.criteria_judge.judge_metrics`).
     """
+    table, path = load_config_table(config)
+    return _resolve(metrics, cases, table, path, dataset_path)
+
+
+def load_config_table(config: str | Path | Mapping[str, Any] | None
+                      ) -> tuple[dict[str, Any] | None, str | None]:
+    """``(table, path)`` of a configuration given as a TOML path or a table, checked
+    (:func:`evaltape.grader.io.config.load_config`); ``(None, None)`` for no configuration.
+
+    Raises:
+        UsageError: ``config`` is neither a path nor a table.
+        BadInputError: an unreadable file, invalid TOML, an unknown key or a wrong shape.
+    """
+    if config is None:
+        return None, None
+    from evaltape.grader.io.config import check_table, load_config
+    if isinstance(config, (str, Path)):
+        return load_config(config), str(config)
+    if isinstance(config, Mapping):
+        table = dict(config)
+        check_table(table, "<config>")
+        return table, None
+    raise UsageError("config must be a TOML file path or a table (dict), got "
+                     f"{type(config).__name__}")
+
+
+def _resolve(metrics: Sequence[Any] | None, cases: Sequence[Any],
+             table: dict[str, Any] | None, path: str | None,
+             dataset_path: str | Path | None = None) -> list[Any]:
+    """:func:`resolve_metrics` with the configuration already loaded."""
     if metrics is None:
         metrics = default_metric_names(cases)
     if isinstance(metrics, str):  # "a,b" as on the command line
@@ -62,8 +93,7 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"metric(s) named more than once: {', '.join(twice)}")
-    table, where = load_table(config)
-    judges = user_judges(cases, table, where, dataset_path)
+    judges = user_judges(cases, table, path, dataset_path)
     out = []
     for m in metrics:
         if isinstance(m, str) and m in judges:
@@ -77,30 +107,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
     check_unique(out, [m if isinstance(m, str) else repr(m) for m in metrics])
     if table is not None:
         from evaltape.grader.io.config import configure
-        out = configure(out, table, where, builtin=BUILTIN)
+        out = configure(out, table, path, builtin=BUILTIN)
     return out
-
-
-def load_table(config: str | Path | Mapping[str, Any] | None
-               ) -> tuple[dict[str, Any] | None, str | None]:
-    """``(table, file named in errors)`` of a ``config`` given as a TOML path or a table
-    (``(None, None)`` without one), checked (:func:`evaltape.grader.io.config.load_config`).
-
-    Raises:
-        UsageError: ``config`` is neither a path nor a table.
-        BadInputError: the file or table is bad.
-    """
-    if config is None:
-        return None, None
-    from evaltape.grader.io.config import check_table, load_config
-    if isinstance(config, (str, Path)):
-        return load_config(config), str(config)
-    if isinstance(config, Mapping):
-        table = dict(config)
-        check_table(table, "<config>")
-        return table, None
-    raise UsageError("config must be a TOML file path or a table (dict), got "
-                     f"{type(config).__name__}")
 
 
 def user_judges(cases: Sequence[Any], table: Mapping[str, Any] | None, where: str | None,
@@ -129,13 +137,56 @@ def _unknown(name: str, judges: Mapping[str, Any]) -> None:
                      + ", ".join(judges))
 
 
+def resolve_policy(metrics: Sequence[Any], cases: Sequence[Any],
+                   table: dict[str, Any] | None = None, path: str | None = None,
+                   dataset_path: str | Path | None = None) -> VerdictPolicy:
+    """The verdict policy of a run: the configuration's ``[thresholds]`` and ``[verdict]``
+    checked against the selected ``metrics``, and the cases' own ``thresholds`` checked to
+    name metrics (:mod:`evaltape.grader.stats.verdict`).
+
+    Args:
+        metrics: the resolved metric objects of the run.
+        cases: the dataset.
+        table, path: the loaded configuration and its file (:func:`load_config_table`).
+        dataset_path: the dataset file, named in errors about a case's thresholds.
+
+    Raises:
+        BadInputError: a threshold for an unknown metric (in the configuration or a case;
+            the nearest name suggested, the file, line and field named), or a ``gate``
+            naming a metric the run does not grade.
+    """
+    import difflib
+
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.config import verdict_settings
+    selected = [m.name for m in metrics]
+    known = set(BUILTIN) | set(selected)
+    for case in cases:
+        for name in (case.thresholds or {}):
+            if name in known:
+                continue
+            near = difflib.get_close_matches(name, sorted(known), n=1)
+            where = str(dataset_path) if dataset_path is not None else "<dataset>"
+            jsonl = where.endswith(".jsonl")
+            raise BadInputError(
+                f"case {case.id!r}: no such metric {name!r}"
+                + (f"; did you mean '{near[0]}'?" if near else ""), path=where,
+                line=case.line if jsonl and case.line else None,
+                field=(f"thresholds.{name}" if jsonl or not case.line
+                       else f"[{case.line - 1}].thresholds.{name}"))
+    if table is None:
+        return DEFAULT_POLICY
+    thresholds, gate, informational = verdict_settings(table, path, selected, BUILTIN)
+    return VerdictPolicy(thresholds=thresholds, gate=gate, informational=informational)
+
+
 def grade(run: str | Path | Run, dataset: str | Path | None = None,
           metrics: Sequence[Any] | None = None,
           config: str | Path | Mapping[str, Any] | None = None, *,
           baseline: str | Path | Report | None = None,
           on_episode: Callable[[EpisodeResult], None] | None = None,
           workers: int | None = 1, engine: str = "local",
-          address: str | None = None) -> Report:
+          address: str | None = None, allow_missing: bool = False) -> Report:
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
@@ -146,9 +197,13 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             default: ``tool_selection_accuracy``, ``argument_correctness``,
             ``task_completion``, ``grounding`` (+ ``expected_actions_called`` for cases
             with expected actions).
-        config: metric arguments (a TOML path or a loaded table), see ``--config``.
+        config: metric arguments, ``[thresholds]`` and ``[verdict]`` (a TOML path or a
+            loaded table), see ``--config``.
         baseline: an earlier report (path or :class:`Report`) to compare with; the
-            comparison is the report's ``baseline_comparison``.
+            comparison is the report's ``baseline_comparison``
+            (:func:`evaltape.grader.report.diff.compare_reports`).
+        allow_missing: in the comparison, accept episodes of the baseline this run lacks
+            (a warning instead of a failure).
         on_episode: called with each graded episode (progress display).
         workers: processes grading chunks of the traces file (``None``: every core,
             :func:`evaltape.grader.scale.default_workers`); the report's bytes are the same
@@ -181,7 +236,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     if baseline is not None:
         base = baseline if isinstance(baseline, Report) else read_report(baseline)
     opened = run if isinstance(run, Run) else open_run(run, dataset)
-    resolved = resolve_metrics(metrics, opened.cases, config, dataset_path=opened.dataset_path)
+    table, config_path = load_config_table(config)
+    resolved = _resolve(metrics, opened.cases, table, config_path, opened.dataset_path)
+    policy = resolve_policy(resolved, opened.cases, table, config_path, opened.dataset_path)
     judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
     man = opened.manifest
     info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,
@@ -192,13 +249,13 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers = default_workers()
     if judge is not None:
         workers, engine = 1, "local"  # the judge store's observations live in this process
-    job = GradeJob(opened, resolved, judge)
+    job = GradeJob(opened, resolved, judge, policy)
     opened.reset_seen()
     parts = chunk_results(job, workers=workers, engine=engine, address=address,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
                           run_label=opened.label, on_episode=on_episode,
-                          check=opened.note_episodes)
+                          check=opened.note_episodes, policy=policy)
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
@@ -206,7 +263,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         if problem and problem[0] == NO_SHARED_EPISODE:  # other datasets: warned in the diff
             raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
-            baseline, Report) else str(baseline))
+            baseline, Report) else str(baseline), allow_missing=allow_missing)
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
 

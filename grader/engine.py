@@ -23,11 +23,15 @@ from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace
 from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
                                           Report, RunInfo, Summary)
+from evaltape.grader.io.datasets import case_digest
 from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
 from evaltape.grader.stats.trials import counts_summary
+from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
+                                           GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
+                                           describe, judge_episode)
 
 MEAN_DIGITS = 4
 
@@ -47,8 +51,13 @@ def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
         return Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
 
 
-def config_sha256(metrics: Sequence[Any], extra: dict | None = None) -> str:
-    """sha256 (hex) of the metric specs (name, version, non-default args) and extra config."""
+def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
+                  policy: VerdictPolicy = DEFAULT_POLICY) -> str:
+    """sha256 (hex) of the metric specs (name, version, non-default args), extra config and
+    a verdict policy other than the default (its thresholds, gate and informational
+    metrics: they decide verdicts, so a report graded with other ones hashes apart)."""
+    if policy != DEFAULT_POLICY:
+        extra = {**(extra or {}), "verdict": policy.spec()}
     blob = orjson.dumps({"metrics": [metric_spec(m) for m in metrics], "extra": extra or {}},
                         option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(blob).hexdigest()
@@ -57,33 +66,51 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None) -> str:
 #: What grading one episode produces, computed wherever the episode is graded (this process,
 #: a worker process, a cluster worker) and folded into the summary by the caller, in file
 #: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code), ...) per metric, payload)``.
+#: ((score, code, gate state), ...) per metric, payload)``; the gate states are
+#: :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
 EpisodeRecord = tuple
 
 
 def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
-              traces_path: str | None = None) -> EpisodeRecord:
-    """Grade one checked episode: the scripted-harness reference's verdict, each metric's score, the
-    report text.
+              traces_path: str | None = None,
+              policy: VerdictPolicy = DEFAULT_POLICY,
+              digest: str | None = None,
+              plan: Sequence[tuple[float, bool]] | None = None,
+              recording: str | None = None) -> EpisodeRecord:
+    """Grade one checked episode: each metric's score against its threshold, the verdict
+    (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
+    the report text.
+
+    Args:
+        digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
+            per case by the caller), or ``None`` to compute it here.
+        plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
+            ``None`` to compute it here.
+        recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
+            episode's ``trace_digest``), or ``None`` when no line was read (unknown).
 
     Returns:
         An :data:`EpisodeRecord`; small except for ``payload``
-        (:func:`~evaltape.grader.results.episode_text`).
+        (:func:`~evaltape.grader.results.episode_text`), which carries the episode's
+        ``trace_digest`` and ``case_digest``.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
     """
     ctx = EpisodeContext(trace=trace, case=case, judge=judge)
-    failure = classify(trace, case)
+    outcome = classify(trace, case)
     tool_match = tools_match(trace, case)
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
+    failed = []
     user_ctx = None
-    infra = failure is not None and failure.startswith(INFRA_ERROR)
-    for m in metrics:
+    infra = outcome is not None and outcome.startswith(INFRA_ERROR)
+    if plan is None:
+        plan = policy.plan(metrics, case)
+    for m, (threshold, gating) in zip(metrics, plan):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
-            s = Score(None, f"not scored: the episode ended in {failure} (the "
+            s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
         elif type(m) not in _BUILTIN_TYPES:
             # a user metric gets its own copy of the episode: one that edits the case's
@@ -94,13 +121,27 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             s = score_episode(m, user_ctx)
         else:
             s = score_episode(m, ctx)
-        # MetricResult(s.value, s.details, s.code).to_json(), without the object
-        scores[m.name] = {"score": s.value, "details": s.details, "reason": s.code}
-        values.append((s.value, s.code))
+        value = s.value
+        passed = check(value, s.code, threshold, m.higher_is_better)
+        # MetricResult(...).to_json(), without the object
+        scores[m.name] = {"score": value, "details": s.details, "reason": s.code,
+                          "threshold": threshold, "passed": passed}
+        if not gating:
+            values.append((value, s.code, NOT_GATING))
+        elif passed is None:
+            values.append((value, s.code, GATE_SKIPPED))
+        elif passed:
+            values.append((value, s.code, GATE_PASSED))
+        else:
+            values.append((value, s.code, GATE_FAILED))
+            failed.append(describe(m.name, value, threshold, m.higher_is_better))
+    failure = judge_episode(outcome, failed)
     # EpisodeResult(...).to_json() laid out as episode_text() lays it out
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
-           "metrics": scores}
+           "metrics": scores, "case_digest": digest or case_digest(case)}
+    if recording is not None:
+        doc["trace_digest"] = recording
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
             label, tuple(values), payload)
@@ -121,7 +162,9 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
         return EpisodeResult(d["case_id"], d["trial"], d["passed"], d["failure"], d["steps"],
                              d["stop_reason"],
                              {n: MetricResult(ms[n]["score"], ms[n]["details"],
-                                              ms[n]["reason"]) for n in names if n in ms})
+                                              ms[n]["reason"], ms[n]["threshold"],
+                                              ms[n]["passed"]) for n in names if n in ms},
+                             d.get("trace_digest"), d.get("case_digest"))
     return decode
 
 
@@ -152,7 +195,8 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                    metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
                    run_label: str | None = None,
                    on_episode: Callable[[EpisodeResult], None] | None = None,
-                   traces_path: str | None = None) -> Report:
+                   traces_path: str | None = None,
+                   policy: VerdictPolicy = DEFAULT_POLICY) -> Report:
     """Grade checked ``(trace, case)`` pairs in this process and build the report
    .
 
@@ -165,6 +209,9 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         run_label: the run as the user named it, for the judge block's record command.
         on_episode: called with each episode result as it is graded (progress display).
         traces_path: the traces file, named in reference-label errors.
+        policy: which metrics gate the verdict and at which thresholds
+            (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`; default: every metric
+            gates at its default threshold).
 
     Returns:
         The typed :class:`Report`; its ``episodes`` are a :class:`LazyEpisodes` sequence
@@ -175,9 +222,16 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
             suite).
         BadInputError: a trace's reference label has the wrong type.
     """
-    records = (grade_one(t, c, metrics, judge, traces_path) for t, c in episodes)
+    prepared: dict[str, tuple] = {}
+
+    def prepare(case: Case) -> tuple:
+        if case.id not in prepared:
+            prepared[case.id] = (case_digest(case), policy.plan(metrics, case))
+        return prepared[case.id]
+    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c))
+               for t, c in episodes)
     return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
-                        run_label=run_label, on_episode=on_episode)
+                        run_label=run_label, on_episode=on_episode, policy=policy)
 
 
 class Batch:
@@ -198,7 +252,8 @@ class Batch:
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
-            per metric, its not-applicable and error nulls.
+            per metric, its not-applicable and error nulls; ``gate_failed``,
+            ``gate_skipped``: per metric, its failed and skipped gating checks.
         error: the bad input that ended the range, raised after these episodes.
         range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
             numbers; else the batch is a whole range whose lines were numbered from 1, and
@@ -208,7 +263,8 @@ class Batch:
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
-                 "skipped", "errors", "error", "run", "range_lines", "infra")
+                 "skipped", "errors", "error", "run", "range_lines", "infra", "gate_failed",
+                 "gate_skipped")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -222,6 +278,8 @@ class Batch:
         self.values = [array("d") for _ in range(n_metrics)]
         self.skipped = [0] * n_metrics
         self.errors = [0] * n_metrics
+        self.gate_failed = [0] * n_metrics
+        self.gate_skipped = [0] * n_metrics
         self.error: BaseException | None = None
         self.run: tuple[str, int] | None = None
         self.range_lines: int | None = None
@@ -261,13 +319,17 @@ class Batch:
             nc = self.per_case[case_id] = [0, 0]
         nc[0] += 1
         nc[1] += ok
-        for i, (value, code) in enumerate(values):
+        for i, (value, code, gate) in enumerate(values):
             if value is not None:
                 self.values[i].append(value)
             elif code == ERROR_CODE:
                 self.errors[i] += 1
             else:
                 self.skipped[i] += 1
+            if gate == GATE_FAILED:
+                self.gate_failed[i] += 1
+            elif gate == GATE_SKIPPED:
+                self.gate_skipped[i] += 1
 
 
 #: Key ranges per pool worker in the final merge of the workers' run files (more than one,
@@ -306,7 +368,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  run_label: str | None = None,
                  on_episode: Callable[[EpisodeResult], None] | None = None,
                  check: Callable[[Sequence[str], Sequence[tuple[int, int]], Sequence[int], int],
-                                 None] | None = None) -> Report:
+                                 None] | None = None,
+                 policy: VerdictPolicy = DEFAULT_POLICY) -> Report:
     """Fold graded episodes, in file order, into the report, in memory flat in their number.
 
     The means are summed in file order, one score at a time, whatever graded the batches
@@ -322,6 +385,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
             its episodes are counted (the duplicate-episode check: ``keys`` are
             ``(dataset position, trial)``, an episode's line is ``line + line_offset``,
             :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
+        policy: the verdict policy the batches were graded with (for the summary's
+            ``thresholds`` and ``verdict`` blocks and the config hash).
         Others as :func:`grade_episodes`.
 
     Raises:
@@ -333,6 +398,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     counts = [0] * len(names)
     skipped = [0] * len(names)
     errors = [0] * len(names)
+    gate_failed = [0] * len(names)
+    gate_skipped = [0] * len(names)
     acc = SummaryAccumulator()
     failures = FailureLog()
     agreement = AgreementAccumulator()
@@ -371,6 +438,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                     counts[i] += len(vals)
                     skipped[i] += part.skipped[i]
                     errors[i] += part.errors[i]
+                    gate_failed[i] += part.gate_failed[i]
+                    gate_skipped[i] += part.gate_skipped[i]
                 add = spill.add
                 for key, payload in zip(part.keys, part.payloads):
                     add(key, payload)
@@ -431,13 +500,27 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         worst_episodes=None if worst is None else tuple(worst),
         reference_agreement=agreement.summary() if agreement.n else None,
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
+        thresholds=policy.run_thresholds(metrics),
+        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
         **extra)
-    grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics),
+    grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
+                                                                         policy=policy),
                         metrics=tuple(names),
                         metric_specs=tuple(metric_spec(m) for m in metrics),
                         lower_is_better=tuple(m.name for m in metrics
                                               if not m.higher_is_better))
     return Report(run=run_info, grader=grader, summary=summary, episodes=results)
+
+
+def _verdict_block(policy: VerdictPolicy, names: Sequence[str], failed: Sequence[int],
+                   skipped: Sequence[int], cases: Sequence[Case]) -> dict[str, Any]:
+    """``summary.verdict``: the gating and informational metrics, per gating metric its
+    failed and skipped (null) checks, and how many cases set thresholds of their own."""
+    gates = policy.gates(names)
+    return {"gate": list(gates), "informational": [n for n in names if n not in gates],
+            "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
+            "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
+            "case_thresholds": sum(1 for c in cases if c.thresholds)}
 
 
 def _shift_line(error: BaseException, lines: int) -> BaseException:

@@ -210,6 +210,10 @@ class Case:
         script: the scripted model's turns (the scripted-harness reference), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
+        thresholds: this case's own pass thresholds, ``{metric name: number in [0, 1]}``
+            (``"thresholds": {"tool_selection_accuracy": 0.6}``); they win over the
+            configuration's ``[thresholds]`` and the metric's default
+            (:mod:`evaltape.grader.stats.verdict`), or ``None``.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
         expected_output: a reference answer a user-written judge may be shown
@@ -248,6 +252,7 @@ class Case:
     budgets: Mapping[str, float | int | None] | None = None
     expected_output: str | None = None
     judges: Mapping[str, JudgeCriteria] | None = None
+    thresholds: Mapping[str, float] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (

@@ -30,11 +30,19 @@ class MetricResult:
         score: in [0, 1], or ``None``.
         details: the human message (numerators, denominators, why null).
         code: the machine code of a null score (``Score.code``); JSON key ``reason``.
+        threshold: the score this episode had to reach (a lower-is-better rate: not
+            exceed), :mod:`evaltape.grader.stats.verdict`; ``None`` in reports written
+            before thresholds were recorded.
+        passed: whether the score passes ``threshold`` (``None``: a null score, a skipped
+            check; a metric that raised is ``False``). The one meaning of PASS in every
+            report format.
     """
 
     score: float | None
     details: str = ""
     code: str | None = None
+    threshold: float | None = None
+    passed: bool | None = None
 
     @property
     def is_error(self) -> bool:
@@ -42,8 +50,9 @@ class MetricResult:
         return self.code == ERROR_CODE
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object ``{"score", "details", "reason"}``."""
-        return {"score": self.score, "details": self.details, "reason": self.code}
+        """The JSON object ``{"score", "details", "reason", "threshold", "passed"}``."""
+        return {"score": self.score, "details": self.details, "reason": self.code,
+                "threshold": self.threshold, "passed": self.passed}
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,16 @@ class EpisodeResult:
 
     Attributes:
         case_id, trial: the episode's key.
-        passed: the scripted-harness reference's verdict; ``failure`` its reason (``None`` when
-            passed).
+        passed: the verdict (:mod:`evaltape.grader.stats.verdict`: the outcome checks, then
+            every gating metric against its threshold); ``failure`` its reason (``None``
+            when passed).
         steps, stop_reason: copied from the trace.
         metrics: ``{metric name: MetricResult}`` in the run's metric order.
+        trace_digest: the recording's fingerprint, the trace line's
+            (:func:`evaltape.grader.io.traces.line_digest`): equal in two reports when
+            both graded the same recording of this episode; ``None`` when unknown.
+        case_digest: the fingerprint of the case it was graded against
+            (:func:`evaltape.grader.io.datasets.case_digest`), or ``None``.
     """
 
     case_id: str
@@ -65,6 +80,8 @@ class EpisodeResult:
     steps: int
     stop_reason: str
     metrics: Mapping[str, MetricResult]
+    trace_digest: str | None = None
+    case_digest: str | None = None
 
     @property
     def label(self) -> str:
@@ -72,10 +89,15 @@ class EpisodeResult:
         return f"{self.case_id}#t{self.trial}"
 
     def to_json(self) -> dict[str, Any]:
-        """The report's episode object."""
-        return {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
-                "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
-                "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
+        """The report's episode object (the digests only when known)."""
+        out = {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
+               "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
+               "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
+        if self.trace_digest is not None:
+            out["trace_digest"] = self.trace_digest
+        if self.case_digest is not None:
+            out["case_digest"] = self.case_digest
+        return out
 
 
 @dataclass(frozen=True)
@@ -171,6 +193,11 @@ class Summary:
     computed: trials (:mod:`evaltape.grader.stats.trials`), breakdowns
     (:mod:`evaltape.grader.stats.breakdown`), reference agreement
     (:mod:`evaltape.grader.stats.agreement`) and the judge block (:class:`JudgeSummary`).
+    ``thresholds`` lists each metric's run-level threshold (configured, else its default;
+    ``composite``'s tier table); ``verdict`` says which metrics gate (``gate``,
+    ``informational``), how many gating checks failed and were skipped per metric
+    (``failed``, ``skipped``) and how many cases set their own thresholds
+    (``case_thresholds``), :mod:`evaltape.grader.stats.verdict`.
     """
 
     cases: int
@@ -195,6 +222,8 @@ class Summary:
     worst_episodes: tuple[Mapping[str, Any], ...] | None = None
     reference_agreement: Mapping[str, Any] | None = None
     judge: JudgeSummary | None = None
+    thresholds: Mapping[str, Any] | None = None
+    verdict: Mapping[str, Any] | None = None
 
     def to_json(self, failures: bool = True) -> dict[str, Any]:
         """The ``summary`` object (optional blocks only when present); ``failures=False``
@@ -211,7 +240,7 @@ class Summary:
         if self.infra_failures:
             out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
-                    "by_tag", "reference_agreement"):
+                    "by_tag", "reference_agreement", "thresholds", "verdict"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = dict(value)
@@ -224,7 +253,12 @@ class Summary:
 
 @dataclass(frozen=True)
 class Flip:
-    """An episode whose verdict changed between the baseline and this run."""
+    """An episode whose verdict changed between the baseline and this run.
+
+    ``same_recording``: both reports graded the same recording of it (equal
+    ``trace_digest``), so the flip comes from grading (code, configuration, dataset), not
+    from the agent; ``False`` for a new recording or when a report lacks the digest.
+    """
 
     case_id: str
     trial: int
@@ -232,12 +266,58 @@ class Flip:
     after: bool
     failure: str | None
     failure_before: str | None
+    same_recording: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of one flip."""
         return {"case_id": self.case_id, "trial": self.trial, "before": self.before,
                 "after": self.after, "failure": self.failure,
-                "failure_before": self.failure_before}
+                "failure_before": self.failure_before, "same_recording": self.same_recording}
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """A case whose pass count fell in new recordings: ``passed_before`` of
+    ``trials_before`` episodes in the baseline, ``passed_after`` of ``trials_after`` now.
+
+    ``p``: Fisher's exact test, one-sided (:func:`evaltape.grader.report.diff.fisher_one_sided`);
+    ``level``: ``critical`` (every trial passed before and none now, or ``p`` at most the
+    comparison's alpha) or ``warning`` (fewer passes, not significant).
+    """
+
+    case_id: str
+    passed_before: int
+    trials_before: int
+    passed_after: int
+    trials_after: int
+    p: float
+    level: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one case change."""
+        return {"case_id": self.case_id, "passed_before": self.passed_before,
+                "trials_before": self.trials_before, "passed_after": self.passed_after,
+                "trials_after": self.trials_after, "p": self.p, "level": self.level}
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """Something that decides the numbers and differs between the two reports.
+
+    ``kind``: ``threshold``, ``gate``, ``metric_version``, ``metric_args``, ``metric_added``,
+    ``metric_removed``, ``dataset_inputs``, ``case_expectations``, ``grader_version``;
+    ``name``: what changed (a metric, a case list); ``before``/``after``: the two values.
+    """
+
+    kind: str
+    name: str
+    before: Any
+    after: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of one change."""
+        return {"kind": self.kind, "name": self.name, "before": self.before,
+                "after": self.after}
 
 
 @dataclass(frozen=True)
@@ -270,6 +350,17 @@ class BaselineComparison:
             ``means_over`` says which episodes the means were compared over.
         datasets_differ: the two runs were graded on datasets with different inputs.
         baseline: the baseline report's path, when it was read from a file.
+        regraded, rerecorded: shared episodes graded from the same recording in both
+            reports (equal ``trace_digest``) and from different (or unknown) ones.
+        cases: the cases whose pass count fell in new recordings (:class:`CaseChange`).
+        changes: configuration, metric, dataset and case changes between the reports
+            (:class:`ConfigChange`).
+        metric_flips: per metric, shared episodes whose metric verdict (``passed``) went
+            ``{"regressed": pass→fail, "fixed": fail→pass}``.
+        failures, warnings: every reason the gate fails (``level`` ``critical``) or
+            warns, in words, one per finding.
+        alpha: the significance level of the per-case test; ``allow_missing``: whether
+            episodes only in the baseline were accepted.
     """
 
     flips: tuple[Flip, ...]
@@ -284,11 +375,24 @@ class BaselineComparison:
     means_over: str
     datasets_differ: bool
     baseline: str | None = None
+    regraded: int = 0
+    rerecorded: int = 0
+    cases: tuple[CaseChange, ...] = ()
+    changes: tuple[ConfigChange, ...] = ()
+    metric_flips: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    failures: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    alpha: float = 0.05
+    allow_missing: bool = False
 
     @property
     def critical_metrics(self) -> list[str]:
         """Names of the numbers that regressed past the critical threshold."""
         return [m.name for m in self.metrics if m.level == "critical"]
+
+    def gate_failed(self, strict: bool = False) -> bool:
+        """Whether the gate fails: any failure, or with ``strict`` any warning too."""
+        return bool(self.failures) or (strict and bool(self.warnings))
 
     def to_json(self) -> dict[str, Any]:
         """The ``baseline_comparison`` object."""
@@ -298,7 +402,12 @@ class BaselineComparison:
                "thresholds": dict(self.thresholds),
                "only_in_baseline": list(self.only_in_baseline),
                "only_in_current": list(self.only_in_current), "means_over": self.means_over,
-               "datasets_differ": self.datasets_differ}
+               "datasets_differ": self.datasets_differ, "regraded": self.regraded,
+               "rerecorded": self.rerecorded, "cases": [c.to_json() for c in self.cases],
+               "changes": [c.to_json() for c in self.changes],
+               "metric_flips": {k: dict(v) for k, v in self.metric_flips.items()},
+               "failures": list(self.failures), "warnings": list(self.warnings),
+               "alpha": self.alpha, "allow_missing": self.allow_missing}
         if self.baseline is not None:
             out["baseline"] = self.baseline
         return out
@@ -421,11 +530,16 @@ class Report:
                         _is_num(score) and 0 <= score <= 1)):
                     raise BadInputError("expected {score: number from 0 to 1 or null, ...}",
                                         path=path, field=f"episodes[{i}].metrics.{name}")
+                thr, ok = m.get("threshold"), m.get("passed")
                 results[name] = MetricResult(score, str(m.get("details") or ""),
-                                             m.get("reason"))
+                                             m.get("reason"),
+                                             float(thr) if _is_num(thr) else None,
+                                             ok if isinstance(ok, bool) else None)
+            digests = [e.get(k) if isinstance(e.get(k), str) else None
+                       for k in ("trace_digest", "case_digest")]
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
-                                          str(e.get("stop_reason") or ""), results))
+                                          str(e.get("stop_reason") or ""), results, *digests))
         stated = s.get("episodes")
         if stated is not None and (type(stated) is not int or stated != len(episodes)):
             raise BadInputError(f"the summary counts {stated!r} episodes but the report "
@@ -454,7 +568,7 @@ class Report:
                 infra_failures=int(s.get("infra_failures") or 0),
                 **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
                                          "k_cases", "by_difficulty", "by_tag",
-                                         "reference_agreement")},
+                                         "reference_agreement", "thresholds", "verdict")},
                 worst_episodes=(None if s.get("worst_episodes") is None
                                 else tuple(s["worst_episodes"])),
                 judge=None if not isinstance(judge, dict) else JudgeSummary(

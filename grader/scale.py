@@ -64,15 +64,34 @@ class GradeJob:
             per-trace checks).
         metrics: metric objects.
         judge: the judge store, or ``None``.
+        policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
+            or ``None`` for the default.
     """
 
     run: Any
     metrics: Sequence[Any]
     judge: Any = None
+    policy: Any = None
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
         self._position: dict | None = None
+        self._digests: dict | None = None
+
+    def prepared(self, case: Any) -> tuple:
+        """``(case digest, verdict plan)`` of ``case``
+        (:func:`evaltape.grader.io.datasets.case_digest`,
+        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
+        and process."""
+        if self._digests is None:
+            self._digests = {}
+        got = self._digests.get(case.id)
+        if got is None:
+            from evaltape.grader.io.datasets import case_digest
+            from evaltape.grader.stats.verdict import DEFAULT_POLICY
+            policy = self.policy or DEFAULT_POLICY
+            got = self._digests[case.id] = (case_digest(case), policy.plan(self.metrics, case))
+        return got
 
     @property
     def by_id(self) -> dict:
@@ -90,7 +109,7 @@ class GradeJob:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_by_id"] = state["_position"] = None
+        state["_by_id"] = state["_position"] = state["_digests"] = None
         return state
 
 
@@ -174,10 +193,13 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     """
     from evaltape.grader.engine import grade_one
     from evaltape.grader.io.jsonfiles import depth_error, is_depth_error, line_json_error, screen
-    from evaltape.grader.io.traces import parse_trace
+    from evaltape.grader.io.traces import line_digest, parse_trace
+    from evaltape.grader.stats.verdict import DEFAULT_POLICY
     run = job.run
     where = str(run.traces_path)
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
+    policy = job.policy or DEFAULT_POLICY
+    prepared = job.prepared
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -208,7 +230,8 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
-            yield grade_one(trace, case, metrics, judge, where)
+            yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
+                            line_digest(raw))
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -36,9 +36,9 @@ def judged_metrics(names: Sequence[str] | None, cases: Sequence[Any] = (),
         UsageError: an unknown name, or a named metric that is not judged.
         BadInputError: a bad configuration, or a judge named like a built-in metric.
     """
-    from evaltape.grader.api import load_table, resolve_metrics, user_judges
+    from evaltape.grader.api import load_config_table, resolve_metrics, user_judges
     if not names:
-        table, where = load_table(config)
+        table, where = load_config_table(config)
         names = [n for n, cls in sorted(BUILTIN.items()) if cls.judged]
         names += list(user_judges(cases, table, where, dataset_path))
     metrics = resolve_metrics(list(names), cases, config, dataset_path=dataset_path)

@@ -58,12 +58,14 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Human-readable differences between two reports; ``[]`` when they are equal.
 
     First one line per metric whose episode scores moved, naming each episode with its
-    old and new score; then changed verdicts; then every other changed key path.
+    old and new score; then changed verdicts; then, per other episode key (``failure``,
+    ``trace_digest``...), how many episodes changed it; then every other changed key path.
     """
     lines: list[str] = []
     old = {(e["case_id"], e["trial"]): e for e in golden.get("episodes", [])}
     new = {(e["case_id"], e["trial"]): e for e in current.get("episodes", [])}
     moved: dict[str, list[str]] = {}
+    other: dict[str, list[str]] = {}
     texts: list[str] = []
     for key in sorted(old.keys() & new.keys(), key=lambda k: (str(k[0]), k[1])):
         om, nm = old[key]["metrics"], new[key]["metrics"]
@@ -81,8 +83,14 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
         if old[key]["passed"] != new[key]["passed"]:
             lines.append(f"verdict {key[0]}#t{key[1]}: {old[key]['passed']} → "
                          f"{new[key]['passed']}")
+        for field in sorted((old[key].keys() | new[key].keys()) - {"metrics", "passed"}):
+            a, b = old[key].get(field, "absent"), new[key].get(field, "absent")
+            if a != b:
+                other.setdefault(field, []).append(f"{key[0]}#t{key[1]} {a!r} → {b!r}")
     for name, eps in sorted(moved.items()):
         lines.insert(0, f"metric {name}: {len(eps)} episode(s) moved: {'; '.join(eps)}")
+    for field, eps in sorted(other.items()):
+        lines.append(f"episode {field}: {len(eps)} episode(s) changed; first: {eps[0]}")
     for key in sorted(old.keys() ^ new.keys(), key=lambda k: (str(k[0]), k[1])):
         lines.append(f"episode {key[0]}#t{key[1]} only in the "
                      f"{'golden' if key in old else 'current'} report")

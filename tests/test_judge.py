@@ -150,7 +150,10 @@ def test_rubric_weighted():
     s = RubricJudge().score(_with(ctx, store))
     # 0.5·0.9 + 0.3·0.5 + 0.2·1.0 = 0.45 + 0.15 + 0.20 = 0.80 ≥ 0.7 → PASS
     assert s.value == pytest.approx(0.8)
-    assert s.details.endswith("PASS at 0.7")
+    assert s.details.startswith("weighted 0.800 (task_action_accuracy=0.90×0.5")
+    # the reference's pass mark, 0.7, is the metric's default threshold (the report's PASS)
+    from evaltape.grader.metrics.base import default_threshold
+    assert default_threshold(RubricJudge()) == 0.7
 
 
 def _triage(category: str) -> EpisodeContext:

@@ -11,7 +11,9 @@ from conftest import load_case
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.io.config import configure, load_config
 from evaltape.grader.engine import config_sha256
+from evaltape.grader.metrics.base import default_threshold
 from evaltape.grader.metrics.composite import Composite
+from evaltape.grader.stats.verdict import check
 from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 
 
@@ -35,9 +37,14 @@ def test_composite_and_thresholds(difficulty, verdict):
     # tools 1.0·0.30 + args 1.0·0.25 + response (1/2 keywords) 0.5·0.25 = 0.675;
     # no judge record → no hallucination penalty. 0.675 ≥ 0.6 advanced, < 0.8 basic,
     # ≥ 0.4 challenge, < 0.7 default.
-    s = Composite().score(ctx(difficulty))
+    c = ctx(difficulty)
+    s = Composite().score(c)
     assert s.value == pytest.approx(0.675)
-    assert s.details.endswith(verdict)
+    assert s.details.endswith(f"difficulty={difficulty or 'n/a'}")
+    # the tier is the metric's default threshold; the report applies it (PASS at >=)
+    thr = default_threshold(Composite(), c.case)
+    assert thr == {"advanced": 0.6, "basic": 0.8, "challenge": 0.4, None: 0.7}[difficulty]
+    assert check(s.value, s.code, thr) is (verdict == "PASS")
 
 
 def test_composite_response_content_with_excludes():

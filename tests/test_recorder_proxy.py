@@ -132,8 +132,13 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
     assert g.returncode == 0, g.stderr
     summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
-    # both cases call exactly the expected tools and the answers hold every keyword
-    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (4, 1.0, 1.0)
+    # both cases call exactly the expected tools and the answers hold every keyword; the
+    # example agent's tools answer a bare {"success", "tool", "username"}, so tc_002's
+    # "A temporary password was sent to bwilson@company.com." states an e-mail and an
+    # action no result holds: grounding 2 of its 5 claims = 0.40 > 0, a failing gate
+    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (4, 0.5, 1.0)
+    assert summary["failures"] == {"tc_002#t0": "grounding 0.40 > 0.00",
+                                   "tc_002#t1": "grounding 0.40 > 0.00"}
 
 
 def test_replay_of_a_changed_agent_names_the_json_path(tmp_path):

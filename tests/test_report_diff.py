@@ -57,7 +57,15 @@ def test_compare_reports_lists_flips_and_moves():
     # pass_rate 0.75 → 0.75 does not move; m: 0.90 → 0.82 = -0.08 → warning
     assert d["metrics"] == [{"name": "m", "before": 0.9, "after": 0.82, "delta": -0.08,
                              "level": "warning"}]
-    assert d["level"] == "warning"
+    # no trace digests: new recordings, so b's one trial going from pass to fail is a
+    # case that passed in every trial and now in none (Fisher's p = 1/2 alone would not)
+    assert d["cases"] == [{"case_id": "b", "passed_before": 1, "trials_before": 1,
+                           "passed_after": 0, "trials_after": 1, "p": 0.5,
+                           "level": "critical"}]
+    assert d["failures"] == ["case b: 1/1 → 0/1 trials passing in new recordings (passed in "
+                             "every trial before, in none now)"]
+    assert d["warnings"] == ["m 0.900 → 0.820 (-0.080: worse by more than 0.05)"]
+    assert d["level"] == "critical"
 
 
 @pytest.fixture
@@ -86,7 +94,11 @@ def test_grade_baseline_exits_1_and_names_the_episode(two_runs):
     # pass_rate 2/5 → 1/5: -20 points > 10 → critical
     assert p.returncode == 1, p.stderr
     assert "`weather-paris#t0`: pass → FAIL (wrong_answer)" in p.stderr
-    assert "critical regression" in p.stderr and "pass_rate" in p.stderr
+    # the edited trace is a new recording of weather-paris: 1/1 → 0/1, every trial to none
+    assert "regression against the baseline" in p.stderr
+    assert ("case weather-paris: 1/1 → 0/1 trials passing in new recordings (passed in "
+            "every trial before, in none now)") in p.stderr
+    assert "pass_rate 0.400 → 0.200 (-0.200: worse by more than 0.1)" in p.stderr
     report = json.loads((tmp / "new" / "report.json").read_text())
     assert report["baseline_comparison"]["flips"][0]["case_id"] == "weather-paris"
     assert "Baseline comparison: CRITICAL" in (tmp / "new" / "report.md").read_text()
@@ -151,9 +163,15 @@ def test_reports_over_different_episodes_compare_shared_means():
            "episodes": [ep(0, 0.0)],
            "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
     d = compare_reports(old, new).to_json()
-    assert d["metrics"] == [] and d["level"] == "ok"      # trial 0: 0.0 vs 0.0
+    assert d["metrics"] == []                              # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
     assert d["means_over"] == "the 1 episodes both reports have"
+    # the two vanished episodes fail the gate unless allowed
+    assert d["level"] == "critical" and d["failures"] == [
+        "2 episode(s) of the baseline are missing now: a#t1, a#t2 (allow with "
+        "--allow-missing)"]
+    allowed = compare_reports(old, new, allow_missing=True).to_json()
+    assert allowed["failures"] == [] and allowed["level"] == "warning"
 
 
 def test_junit_stays_well_formed_with_control_characters_in_ids():

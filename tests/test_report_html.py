@@ -4,14 +4,17 @@ Grades the committed run cassettes/helpdesk-scripted-standin to HTML, then check
 rendered DOM and a 1280x2000 screenshot. Values worked out by hand from its traces and
 datasets/helpdesk_eval.json (see README "What make grade shows"):
 
-- bars (240 px wide, 14 px high): pass_rate 7/8 = 87.5%, tool_accuracy 7/8 = 87.5%,
+- bars (240 px wide, 14 px high): pass_rate 5/8 = 62.5% (tc_004 fails its grounding
+  gate, tc_005 its argument_correctness gate, tc_006 the outcome's wrong_tools),
+  tool_accuracy 7/8 = 87.5%,
   tool_selection_accuracy (7 + 2/3)/8 = 0.9583 -> 95.8%, argument_correctness 7/8 = 87.5%
   (tc_005 0/1), task_completion (7 + 1/2)/8 = 0.9375 -> 93.8%, grounding (lower is better,
   red) 0.2/8 = 0.025 -> 2.5% (tc_005's one claim, the "VPN Setup Guide" its search result
   names, is supported: 0.0, so 8 episodes are scored).
-- green bar pixels: 14 x (210 + 210 + 229.9 + 210 + 225.1) ~ 14 x 1085 = 15190.
+- green bar pixels: 14 x (150 + 210 + 229.9 + 210 + 225.1) ~ 14 x 1025 = 14350.
 - failing cells: tc_004 grounding 0.200, tc_005 argument_correctness 0.000, tc_006
-  tool_selection_accuracy 0.667 and task_completion 0.500; tc_006's outcome wrong_tools.
+  tool_selection_accuracy 0.667 and task_completion 0.500; verdicts: tc_004
+  "grounding 0.20 > 0.00", tc_005 "argument_correctness 0.00 < 0.80", tc_006 wrong_tools.
 
 Chromium is installed by .ci/run. Without it the test skips locally, with the reason, and
 fails under CI=true, so CI never passes without having looked at the page.
@@ -193,7 +196,7 @@ def test_page_is_self_contained(rendered):
 def test_dom_has_metric_bars(rendered):
     dom = rendered["dom"]
     bars = [(b.classes, b.find("span")[0].attrs["style"]) for b in dom.find("span", "bar")]
-    assert bars == [(["bar"], "width:87.5%"), (["bar"], "width:87.5%"),      # pass, tools
+    assert bars == [(["bar"], "width:62.5%"), (["bar"], "width:87.5%"),      # pass, tools
                     (["bar"], "width:95.8%"), (["bar"], "width:87.5%"),      # tsa, args
                     (["bar"], "width:93.8%"), (["bar", "low"], "width:2.5%")]  # task, grounding
     metric_rows = [r.find("td")[0].text() for r in table(dom, "metric").find("tr")[1:]]
@@ -214,7 +217,9 @@ def test_dom_has_case_table_with_expandable_trajectories(rendered):
     assert "memory usage is at 94%" in by_case["tc_004"]        # and the answer
     episodes = table(dom, "episode")
     outcomes = [row.find("td")[1].text() for row in episodes.find("tr")[1:]]
-    assert outcomes == ["pass"] * 5 + ["wrong_tools"] + ["pass"] * 2
+    assert outcomes == ["pass"] * 3 + ["grounding 0.20 > 0.00",
+                                       "argument_correctness 0.00 < 0.80",
+                                       "wrong_tools"] + ["pass"] * 2
 
 
 def test_dom_shows_failure_reasons(rendered):
@@ -243,9 +248,9 @@ def test_screenshot_is_the_rendered_report(rendered):
             colours[tuple(row[i:i + 3])] += 1
     assert len(colours) > 100                       # text antialiasing, not one flat colour
     assert colours[WHITE] < 0.99 * w * h            # the page is not blank
-    # the five green bars, 14 px high: 210 + 210 + 229.9 + 210 + 225.1 px wide (see top);
-    # the fractional edges are antialiased, so 1084 to 1086 full-colour columns
-    assert 1084 * 14 <= colours[GREEN] <= 1086 * 14, colours[GREEN]
+    # the five green bars, 14 px high: 150 + 210 + 229.9 + 210 + 225.1 px wide (see top);
+    # the fractional edges are antialiased, so 1024 to 1026 full-colour columns
+    assert 1024 * 14 <= colours[GREEN] <= 1026 * 14, colours[GREEN]
     # grounding's red bar: 2.5% of 240 px = 6 px -> at least 5 full columns x 14 px (an
     # edge may fall between pixels)
     assert colours[RED] >= 5 * 14

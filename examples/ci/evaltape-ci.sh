@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Re-grade the agent runs committed to this repository against their committed baseline
-# reports, offline (no API key, no network besides the install), and fail on a gate.
+# Replay and re-grade the agent runs committed to this repository against their committed
+# baseline reports, offline (no API key, no network besides the install), and fail on a gate.
 #
-#   examples/ci/evaltape-ci.sh            # grade every run, compare, gate
+#   examples/ci/evaltape-ci.sh            # replay every run, grade it, compare, gate
 #   examples/ci/evaltape-ci.sh --update   # write the new reports as the baselines (review the diff)
 #
 # Layout (change with the variables below):
@@ -11,28 +11,41 @@
 #   evaltape-reports/<name>/        written here: report.json, report.md, report.html, junit.xml
 #
 # Variables:
-#   EVALTAPE_INSTALL    pip requirement to install first ("" = evaltape is already installed)
+#   EVALTAPE_INSTALL    pip requirement to install first ("" = evaltape is already installed;
+#                       replay needs the recorder: evaltape[record])
 #   EVALTAPE_RUNS       folder of runs                       (default: runs)
 #   EVALTAPE_BASELINES  folder of baseline reports          (default: evaltape-baselines)
 #   EVALTAPE_OUT        folder for the new reports           (default: evaltape-reports)
 #   EVALTAPE_METRICS    metrics to grade with (default: those the baseline report used,
 #                       else evaltape's default set)
+#   EVALTAPE_CONFIG     --config file for grade (default: grade's own discovery of
+#                       ./evaltape.toml or [tool.evaltape] in ./pyproject.toml)
 #   EVALTAPE_THRESHOLD  also fail when a run's pass_rate is below this (0..1; default: none)
-#   EVALTAPE_STRICT     1 = also fail when any episode went from pass to fail or any metric
-#                       mean got worse by more than 0.05 ("warning" level) (default: 0)
+#   EVALTAPE_STRICT     1 = fail on the comparison's warnings too: any case with fewer
+#                       passes, a mean worse by more than 0.05, a metric no longer graded
+#                       (default: 1); 0 = fail on its failures only
+#   EVALTAPE_REPLAY     1 = replay each recorded run first (default: 1); 0 = skip (say so)
 #   GITHUB_STEP_SUMMARY set by GitHub Actions: the Markdown reports are appended to it
 #
-# The gate: `evaltape grade --baseline` exits 1 when a metric mean got worse by more than
-# 0.10 (evaltape's "critical" level); --threshold and EVALTAPE_STRICT add their own checks.
-# A run without a baseline fails (write one with --update). Exit codes: 0 all runs pass the
-# gates; 1 a gate failed; 2 usage; 3 bad input (a run or report evaltape cannot read).
+# Each run: `evaltape replay RUN` re-runs its agent against its cassettes (a run whose
+# agent changed since recording no longer reproduces: the job fails with the divergence);
+# an imported run has no agent to re-run and is graded only. Then `evaltape grade
+# --baseline` applies evaltape's gate: an episode of the same recording that went from pass
+# to fail, a case whose new recordings pass significantly less often (Fisher's exact test)
+# or no longer at all, an episode of the baseline missing now, a mean worse by more than
+# 0.10 -- and, strict, every warning. Every run prints why it passed or failed.
+# A run without a baseline fails (write one with --update). Exit codes: 0 all runs pass;
+# 1 a gate failed (replay divergence included); 2 usage; 3 bad input (a run or report
+# evaltape cannot read).
 set -uo pipefail
 
 RUNS="${EVALTAPE_RUNS:-runs}"
 BASELINES="${EVALTAPE_BASELINES:-evaltape-baselines}"
 OUT="${EVALTAPE_OUT:-evaltape-reports}"
 THRESHOLD="${EVALTAPE_THRESHOLD:-}"
-STRICT="${EVALTAPE_STRICT:-0}"
+STRICT="${EVALTAPE_STRICT:-1}"
+REPLAY="${EVALTAPE_REPLAY:-1}"
+CONFIG="${EVALTAPE_CONFIG:-}"
 PYTHON="${EVALTAPE_PYTHON:-python3}"
 UPDATE=0
 case "${1:-}" in
@@ -62,14 +75,13 @@ except (OSError, ValueError, KeyError, TypeError):
 PY
 }
 
-strict_findings() {  # pass→fail flips and warning-level metric drops, from the comparison
+imported() {  # the import format when the run was imported (no agent to replay), else ""
   "$PYTHON" - "$1" <<'PY'
 import json, sys
-cmp = json.load(open(sys.argv[1])).get("baseline_comparison") or {}
-found = [f"{f['case_id']}#t{f['trial']} pass→fail" for f in cmp.get("flips", []) if f["before"]]
-found += [f"{m['name']} {m['before']}→{m['after']}" for m in cmp.get("metrics", [])
-          if m.get("level") in ("warning", "critical")]
-print("; ".join(found))
+try:
+    print((json.load(open(sys.argv[1])).get("imported") or {}).get("format") or "")
+except (OSError, ValueError, AttributeError):
+    print("")
 PY
 }
 
@@ -82,36 +94,66 @@ for run in "$RUNS"/*/; do
   found=$((found + 1))
   name="$(basename "$run")"
   base="$BASELINES/$name/report.json"
+  log="$OUT/$name.log"
+  : > "$log"
+
+  # 1. replay: the committed recording must still be what the agent does
+  replayed=""
+  rrc=0
+  if [ "$REPLAY" != 1 ]; then
+    replayed="replay skipped (EVALTAPE_REPLAY=$REPLAY)"
+  elif [ -n "$(imported "$run/manifest.json")" ]; then
+    replayed="replay skipped (imported from $(imported "$run/manifest.json"): no agent to re-run)"
+  else
+    evaltape replay "$run" 2>> "$log"
+    rrc=$?
+    if [ "$rrc" -eq 0 ]; then
+      replayed="$(grep -m1 '^replay ok: ' "$log" || echo "replay ok")"
+    else
+      replayed="replay FAILED: $(grep -m1 '^Error: ' "$log" | sed 's/^Error: //' || true)"
+    fi
+  fi
+
+  # 2. grade against the baseline
   args=(grade "$run" --out "$OUT/$name" --format json,md,html,junit --quiet)
   metrics="${EVALTAPE_METRICS:-}"
   if [ -z "$metrics" ] && [ -f "$base" ]; then metrics="$(baseline_metrics "$base")"; fi
   [ -n "$metrics" ] && args+=(--metrics "$metrics")
+  [ -n "$CONFIG" ] && args+=(--config "$CONFIG")
   [ -n "$THRESHOLD" ] && args+=(--threshold "$THRESHOLD")
-  [ "$UPDATE" = 0 ] && [ -f "$base" ] && args+=(--baseline "$base")
-
-  evaltape "${args[@]}" 2> "$OUT/$name.log"
+  if [ "$UPDATE" = 0 ] && [ -f "$base" ]; then
+    args+=(--baseline "$base")
+    [ "$STRICT" = 1 ] && args+=(--strict)
+  fi
+  evaltape "${args[@]}" 2>> "$log"
   rc=$?
-  verdict="pass"
+  gate="$(grep -m1 '^gate: ' "$log" || true)"
   if [ "$rc" -ge 2 ]; then
-    verdict="error (exit $rc)"
+    verdict="error (exit $rc): $(grep -m1 '^Error: ' "$log" | sed 's/^Error: //' || true)"
+  elif [ "$rrc" -ge 2 ]; then
+    verdict="error (replay exit $rrc): ${replayed#replay FAILED: }"
+    rc=$rrc
   elif [ "$UPDATE" = 1 ]; then
     mkdir -p "$BASELINES/$name" && cp "$OUT/$name/report.json" "$base"
     verdict="baseline written: $base"
-    rc=0
+    rc=$rrc
   elif [ ! -f "$base" ]; then
     verdict="FAIL: no baseline $base (run with --update to write it)"
     rc=1
+  elif [ "$rrc" -eq 1 ]; then
+    verdict="FAIL: $replayed"
+    rc=1
   elif [ "$rc" -eq 1 ]; then
-    verdict="FAIL: $(grep -m1 '^Error: ' "$OUT/$name.log" | sed 's/^Error: //' \
-      || true)"
-  elif [ "$STRICT" = 1 ]; then
-    findings="$(strict_findings "$OUT/$name/report.json")"
-    if [ -n "$findings" ]; then verdict="FAIL (strict): $findings"; rc=1; fi
+    verdict="FAIL: $(grep '^Error: ' "$log" | tail -1 | sed 's/^Error: //' || true)"
+  else
+    verdict="pass: $replayed; ${gate:-gate: not compared}"
   fi
   echo "$name: $verdict" >&2
-  [ "$rc" -ne 0 ] && cat "$OUT/$name.log" >&2
+  cat "$log" >&2  # why, in both cases: replay, notes, the comparison and its gate
   {
     echo "# evaltape: \`$name\` — $verdict"
+    echo
+    echo "- $replayed"
     echo
     [ -f "$OUT/$name/report.md" ] && cat "$OUT/$name/report.md"
     echo

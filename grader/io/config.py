@@ -11,6 +11,15 @@ Shape::
 
 Metric arguments become dataclass fields, so they appear in the report's metric specs and
 ``config_sha256`` changes whenever any of them does.
+
+What decides an episode's verdict (:mod:`evaltape.grader.stats.verdict`)::
+
+    [thresholds]                 # per metric: the score it must reach (a rate: not exceed)
+    task_completion = 1.0
+
+    [verdict]                    # which metrics gate the verdict; default: every selected
+    gate = ["tool_selection_accuracy", "argument_correctness"]   # only these gate, or
+    informational = ["grounding"]                                 # all selected but these
 """
 from __future__ import annotations
 
@@ -25,9 +34,11 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-#: Keys the evaltape table may hold: metric arguments, and the judges users write
-#: (``[judges.NAME]``, :mod:`evaltape.grader.io.judges`).
-KNOWN_KEYS = ("metrics_args", "judges")
+#: Keys the evaltape table may hold: metric arguments, the judges users write
+#: (``[judges.NAME]``, :mod:`evaltape.grader.io.judges`), thresholds and the verdict's gate.
+KNOWN_KEYS = ("metrics_args", "judges", "thresholds", "verdict")
+#: Keys of the ``[verdict]`` table.
+VERDICT_KEYS = ("gate", "informational")
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -103,6 +114,94 @@ def _check(table: dict[str, Any], path: str) -> None:
         if name in args:
             raise BadInputError(f"judge {name!r} is configured in its [judges.{name}] table, "
                                 "not in metrics_args", path=path, field=f"metrics_args.{name}")
+    _check_verdict_shapes(table, path)
+
+
+def _check_verdict_shapes(table: dict[str, Any], path: str) -> None:
+    """``[thresholds]``: a table of finite numbers in [0, 1]; ``[verdict]``: ``gate`` and
+    ``informational``, each a list of metric names, no name in both."""
+    import difflib
+
+    thresholds = table.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise BadInputError("expected a table {metric = threshold from 0 to 1}", path=path,
+                            field="thresholds")
+    for name, value in thresholds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0 <= value <= 1:  # NaN and infinities fail the range check
+            raise BadInputError(f"a threshold must be a finite number from 0 to 1, got a "
+                                f"{_kind(value)} {value!r}", path=path,
+                                field=f"thresholds.{name}")
+    verdict = table.get("verdict", {})
+    if not isinstance(verdict, dict):
+        raise BadInputError("expected a table with gate = [...] and/or informational = "
+                            "[...]", path=path, field="verdict")
+    for key, names in verdict.items():
+        if key not in VERDICT_KEYS:
+            near = difflib.get_close_matches(key, VERDICT_KEYS, n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else ""
+            raise BadInputError(f"unknown key{hint} (known: {', '.join(VERDICT_KEYS)})",
+                                path=path, field=f"verdict.{key}")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadInputError("expected a list of metric names", path=path,
+                                field=f"verdict.{key}")
+    both = sorted(set(verdict.get("gate", ())) & set(verdict.get("informational", ())))
+    if both:
+        raise BadInputError(f"{', '.join(both)} named both in gate and in informational",
+                            path=path, field="verdict")
+
+
+def verdict_settings(config: dict[str, Any], path: str | None, selected: Sequence[str],
+                     builtin: Collection[str] = ()
+                     ) -> tuple[dict[str, float], tuple[str, ...] | None, tuple[str, ...]]:
+    """The checked ``[thresholds]`` and ``[verdict]`` of a configuration:
+    ``(thresholds, gate, informational)``.
+
+    Args:
+        config: a table checked by :func:`load_config` or :func:`check_table`.
+        path: the configuration file, named in errors.
+        selected: the names of the metrics this run grades.
+        builtin: the built-in metric names (passed in by the caller, as for
+            :func:`configure`).
+
+    Returns:
+        ``thresholds``: ``{metric: number}``; ``gate``: the metrics named in
+        ``verdict.gate`` (``None`` when the key is absent: every selected metric gates);
+        ``informational``: those named in ``verdict.informational``.
+
+    Raises:
+        BadInputError: a threshold for a metric that is neither built in nor selected (the
+            nearest name suggested), a ``gate`` naming a metric this run does not grade (a
+            gate that checks nothing), or an ``informational`` name that is no metric.
+    """
+    import difflib
+
+    known = set(builtin) | set(selected)
+
+    def refuse(name: str, field: str, why: str) -> None:
+        near = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"; did you mean '{near[0]}'?" if near else ""
+        raise BadInputError(f"{why}{hint}", path=path, field=field)
+
+    thresholds = {}
+    for name, value in config.get("thresholds", {}).items():
+        if name not in known:
+            refuse(name, f"thresholds.{name}", f"no such metric {name!r} (neither built in "
+                   "nor selected)")
+        thresholds[name] = float(value)
+    verdict = config.get("verdict", {})
+    gate = None
+    if "gate" in verdict:
+        for name in verdict["gate"]:
+            if name not in selected:
+                refuse(name, "verdict.gate", f"{name!r} is not graded in this run (add it "
+                       "to --metrics, or leave it out of the gate)")
+        gate = tuple(dict.fromkeys(verdict["gate"]))
+    informational = tuple(dict.fromkeys(verdict.get("informational", ())))
+    for name in informational:
+        if name not in known:
+            refuse(name, "verdict.informational", f"no such metric {name!r}")
+    return thresholds, gate, informational
 
 
 def _kind(value: Any) -> str:

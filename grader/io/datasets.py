@@ -43,7 +43,7 @@ MODELED_KEYS = {
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching", "budgets",
-    "expected_output", "judges",
+    "expected_output", "judges", "thresholds",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -77,6 +77,30 @@ def _label(value: Any) -> bool:
     if not isinstance(value, bool):
         raise FieldError("", f"expected true/false/null, got {value!r}")
     return value
+
+
+def unit_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number from 0 to 1 (a boolean is not a number)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and 0 <= value <= 1)
+
+
+def parse_thresholds(value: Any) -> dict[str, float]:
+    """A case's ``thresholds``: ``{metric name: pass threshold}``, each a finite number in
+    [0, 1] (NaN fails the range check).
+
+    Raises:
+        FieldError: not an object, or an entry that is not such a number (the entry named).
+    """
+    if not isinstance(value, dict):
+        raise FieldError("", "expected {metric: threshold from 0 to 1}, e.g. "
+                         '{"tool_selection_accuracy": 0.6}')
+    out = {}
+    for name, v in value.items():
+        if not unit_number(v):
+            raise FieldError(name, f"a threshold must be a number from 0 to 1, got {v!r}")
+        out[name] = float(v)
+    return out
 
 
 def _args(value: Any) -> dict:
@@ -161,6 +185,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         script=get("script", str_list),
         max_steps=max_steps,
         tags=get("tags", str_list) or (),
+        thresholds=get("thresholds", parse_thresholds),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )
@@ -235,6 +260,44 @@ def case_input_sha256(case: Case) -> str:
         fed["tools"] = list(case.tools)
     blob = orjson.dumps(fed, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(blob).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    """What orjson does not write itself inside a case: sets (sorted) and mappings that are
+    not dicts."""
+    if isinstance(value, (frozenset, set)):
+        return sorted(value, key=repr)
+    if hasattr(value, "items"):
+        return dict(value.items())
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+#: Hex digits of a case or trace digest kept in ``report.json`` (64 bits: enough to tell
+#: two versions of one case or episode apart, 16 bytes per episode).
+DIGEST_HEX = 16
+
+
+def case_digest(case: Case) -> str:
+    """The first :data:`DIGEST_HEX` hex digits of the sha256 of everything a case states
+    (inputs, every expectation, its thresholds), as canonical JSON; the case's place in
+    its file (``line``) and the fields it leaves unset (``None``) are left out, so a field
+    evaltape adds later does not change the digest of a case that does not use it.
+
+    Two reports whose episodes of one case carry different digests were graded against
+    different versions of that case (``evaltape diff`` names it).
+    """
+    import dataclasses
+    stated = {f.name: getattr(case, f.name) for f in dataclasses.fields(case)
+              if f.name != "line" and getattr(case, f.name) is not None}
+    try:
+        blob = orjson.dumps(stated, default=_json_default,
+                            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # an integer beyond 64 bits (kept exact at load): the slow writer
+        import json
+        whole = dataclasses.asdict(case)
+        blob = json.dumps({k: whole[k] for k in stated}, default=_json_default,
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:DIGEST_HEX]
 
 
 def inputs_sha256(cases: Iterable[Case]) -> str:

@@ -1,6 +1,7 @@
 """Read and write ``traces.jsonl``, streaming, one orjson line at a time."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -277,3 +278,21 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
 def trace_to_json(trace: Mapping[str, Any]) -> bytes:
     """Serialise one trace object to a single JSONL line (sorted keys, trailing newline)."""
     return orjson.dumps(dict(trace), option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+
+#: Hex digits of a trace digest (:func:`line_digest`), as :data:`evaltape.grader.io
+#: .datasets.DIGEST_HEX`.
+TRACE_DIGEST_HEX = 16
+
+
+def line_digest(line: bytes) -> str:
+    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of one trace line of
+    ``traces.jsonl`` as stored (surrounding whitespace and the line end left out).
+
+    The recording's fingerprint: grading the same recording again (the same file, or a
+    merge, which keeps each line's bytes) gives the same digest; a new recording differs
+    (at least its ``latency_s``), so a baseline comparison tells a re-grade from a
+    re-recording.
+    """
+    return hashlib.sha256(line.strip()).hexdigest()[:TRACE_DIGEST_HEX]

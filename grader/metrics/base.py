@@ -9,6 +9,9 @@ A metric is an object with
   ``hallucination``): reports then pass only 0 and draw their bars red;
 - ``judged`` (bool): whether the score reads recorded LLM-judge answers; ``grade`` loads
   the run's ``judge/`` records only when a selected metric is judged;
+- optionally ``pass_threshold`` (float in [0, 1]): the score the metric's own reference
+  passes at, when it is not the default (:func:`default_threshold`), or a method
+  ``case_threshold(case) -> float`` for a threshold that depends on the case;
 - ``score(ctx) -> Score``: the verdict on one episode (:class:`EpisodeContext` in,
   :class:`Score` out);
 - ``requests(ctx, model=None) -> list[dict]``: the judge requests ``score`` will look up
@@ -34,6 +37,27 @@ from evaltape.grader.model import EpisodeContext, Score
 #: Per-metric PASS threshold, as the help-desk reference's ``print_report`` prints it (score >=
 # 0.8).
 PASS_THRESHOLD = 0.8
+#: The threshold of a lower-is-better rate (``grounding``, ``hallucination``): one
+#: unsupported claim already fails (the help-desk reference's goal: catch fabrication).
+RATE_THRESHOLD = 0.0
+
+
+def default_threshold(metric: Any, case: Any = None) -> float:
+    """A metric's own pass threshold on ``case`` (before any configuration).
+
+    In order: the metric's ``case_threshold(case)`` (``composite``: its tier by
+    difficulty, the tiered-composite reference; with no case, the ``default`` tier), its
+    ``pass_threshold`` attribute (``rubric_judge``: 0.7, the task-manager pipeline
+    reference), else :data:`PASS_THRESHOLD` (0.8, the help-desk reference's report) for a
+    score and :data:`RATE_THRESHOLD` (0) for a lower-is-better rate.
+    """
+    tier = getattr(metric, "case_threshold", None)
+    if callable(tier):
+        return float(tier(case))
+    own = getattr(metric, "pass_threshold", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
+    return PASS_THRESHOLD if metric.higher_is_better else RATE_THRESHOLD
 
 
 class Metric:
@@ -91,6 +115,10 @@ def check_metric(metric: Any, label: str) -> Any:
     version = getattr(metric, "version", None)
     if isinstance(version, int) and not isinstance(version, bool) and not 0 <= version < 2 ** 31:
         problems.append(f"'version' {version!r} is not from 0 to 2**31 - 1")
+    own = getattr(metric, "pass_threshold", None)
+    if own is not None and (isinstance(own, bool) or not isinstance(own, (int, float))
+                            or not 0 <= own <= 1):
+        problems.append(f"'pass_threshold' {own!r} is not a number from 0 to 1")
     for method in ("score", "requests"):
         if not callable(getattr(metric, method, None)):
             problems.append(f"no '{method}' method")

@@ -66,11 +66,11 @@ class Composite(Metric):
     ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
     rate. A null component contributes 0 to the sum and is named in ``details``; a null
     hallucination (no judge record) means no penalty, also named. If every positive
-    component is null the score is null. ``details`` ends with the case's difficulty, its
-    threshold (``thresholds``; the tiered-composite reference: basic 0.8, advanced 0.6, challenge
-    0.4, other
-    0.7) and ``PASS``/``FAIL``. Weights and thresholds are configuration (``[tool.evaltape
-    .metrics.composite]``), recorded in the report's metric specs and config hash.
+    component is null the score is null. ``details`` ends with the case's difficulty; its
+    threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite reference:
+    basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
+    Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
+    recorded in the report's metric specs and config hash.
     """
 
     name: ClassVar[str] = "composite"
@@ -102,6 +102,12 @@ class Composite(Metric):
         """The pass threshold for a difficulty tier (``default`` when unknown)."""
         return float(self.thresholds.get(str(difficulty), self.thresholds.get("default", 0.7)))
 
+    def case_threshold(self, case: Any) -> float:
+        """The pass threshold of ``case``'s episodes: its difficulty's tier (``default``
+        for no case or no difficulty), the metric's default threshold
+        (:func:`evaltape.grader.metrics.base.default_threshold`)."""
+        return self.threshold(getattr(case, "difficulty", None))
+
     def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
         """The judge requests of the judged parts (the hallucination judge's)."""
         return [r for p in self.parts.values() if p.judged for r in p().requests(ctx, model)]
@@ -123,8 +129,6 @@ class Composite(Metric):
                  for k, p in parts.items()]
         notes.append("hallucination=" + ("null (no penalty: " + str(hall.code) + ")"
                                          if hall.value is None else f"{hall.value:.3f}"))
-        diff = ctx.case.difficulty
-        thr = self.threshold(diff)
-        verdict = "PASS" if value >= thr else "FAIL"
-        return Score(value, ", ".join(notes) + f"; difficulty={diff or 'n/a'} threshold="
-                     f"{thr:.2f} {verdict}")
+        # (the pass/fail against the tier's threshold is the report's, with the threshold:
+        # a configured one may replace the tier)
+        return Score(value, ", ".join(notes) + f"; difficulty={ctx.case.difficulty or 'n/a'}")

@@ -65,8 +65,8 @@ def weighted(v: dict[str, float]) -> float:
 class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
-    ``details`` shows each criterion and PASS/FAIL at :data:`PASS_AT` (0.7, the task-manager
-    pipeline reference).
+    ``details`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the
+    task-manager pipeline reference: its ``pass_threshold``, which the report applies).
     No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
     samples: the mean; stability label per sample: pass/fail at 0.7.
     """
@@ -74,6 +74,7 @@ class RubricJudge(Metric):
     name: ClassVar[str] = "rubric_judge"
     version: ClassVar[int] = 1
     judged: ClassVar[bool] = True
+    pass_threshold: ClassVar[float] = PASS_AT
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | None:
         if ctx.trace.final_response is None:
@@ -97,7 +98,7 @@ class RubricJudge(Metric):
         def describe(v: dict) -> str:
             w = weighted(v)
             parts = ", ".join(f"{k}={v[k]:.2f}×{wt}" for k, wt in CRITERIA)
-            return f"weighted {w:.3f} ({parts}): {'PASS' if w >= PASS_AT else 'FAIL'} at {PASS_AT}"
+            return f"weighted {w:.3f} ({parts})"
 
         return judged_score(ctx, self.name, req,
                             lambda m: parse_json_verdict(m, validate), weighted,

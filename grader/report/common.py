@@ -23,11 +23,22 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def passes(value: float, lower_is_better: bool = False) -> bool:
-    """The help-desk reference's per-metric PASS: score >= 0.8. For a rate of unsupported
-    claims, where lower is better (``grounding``, ``hallucination``), one fabricated claim is
-    already a failure (the help-desk reference's goal: catch the agent fabricating), so PASS
-    is 0 only."""
+    """The default per-metric PASS, for reports written before each metric result carried
+    its threshold: score >= 0.8 (the help-desk reference); for a rate of unsupported claims
+    (``grounding``, ``hallucination``, lower is better) 0 only."""
     return value == 0.0 if lower_is_better else value >= PASS_THRESHOLD
+
+
+def result_passed(m: Any, lower_is_better: bool = False) -> bool | None:
+    """Whether a metric result (:class:`evaltape.grader.results.MetricResult`) passes its
+    threshold: its recorded ``passed`` (the verdict's, :mod:`evaltape.grader.stats.verdict`);
+    for an older report without thresholds, :func:`passes`. ``None`` for a skipped (null)
+    score; a metric error is ``False``."""
+    if m.threshold is not None or m.passed is not None:
+        return m.passed
+    if m.score is None:
+        return False if m.code == "error" else None
+    return passes(m.score, lower_is_better)
 
 
 #: Null-score reasons that mean "could not be computed" (shown as failing details), as
@@ -35,20 +46,69 @@ def passes(value: float, lower_is_better: bool = False) -> bool:
 PROBLEM_REASONS = ("error", "judge_")
 
 
-def is_failing(value: float | None, lower_is_better: bool = False,
-               reason: str | None = None) -> bool:
-    """True for a score that does not pass, or a null score that could not be computed
-    (a metric error or a judge problem); a not-applicable null is not a failure."""
-    if value is None:
-        return reason is None or str(reason).startswith(PROBLEM_REASONS)
-    return not passes(value, lower_is_better)
+def is_failing(m: Any, lower_is_better: bool = False) -> bool:
+    """True for a metric result that does not pass its threshold, or a null score that
+    could not be computed (a metric error or a judge problem); a not-applicable null is not
+    a failure."""
+    if m.score is None:
+        return m.code is None or str(m.code).startswith(PROBLEM_REASONS)
+    return result_passed(m, lower_is_better) is False
 
 
-def status(value: float | None, lower_is_better: bool = False) -> str:
-    """``PASS``/``FAIL`` per :func:`passes`; ``N/A`` for a null score."""
-    if value is None:
+def status(m: Any, lower_is_better: bool = False) -> str:
+    """``PASS``/``FAIL`` against the result's threshold (:func:`result_passed`), ``ERROR``
+    for a metric that raised, ``N/A`` for a skipped (null) score."""
+    ok = result_passed(m, lower_is_better)
+    if ok is None:
         return "N/A"
-    return "PASS" if passes(value, lower_is_better) else "FAIL"
+    if m.score is None:
+        return "ERROR"
+    return "PASS" if ok else "FAIL"
+
+
+def threshold_text(threshold: Any, lower_is_better: bool = False) -> str:
+    """A run-level threshold (``summary.thresholds``) in words: ``≥ 0.80``, ``≤ 0.00``
+    for a lower-is-better rate, ``by difficulty: basic 0.80, ...`` for a tier table."""
+    if isinstance(threshold, dict):
+        return "by difficulty: " + ", ".join(f"{k} {v:.2f}" for k, v in threshold.items())
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+        return f"{'≤' if lower_is_better else '≥'} {threshold:.2f}"
+    return "n/a"
+
+
+def verdict_lines(summary: Any, lower: Any) -> list[str]:
+    """What the verdict means for this report, in words (one line each): the gating
+    metrics with their thresholds, the informational ones, the skipped gating checks and
+    the cases with thresholds of their own. ``[]`` for a report without a verdict block."""
+    v = summary.verdict
+    if not isinstance(v, dict):
+        return []
+    thr = summary.thresholds or {}
+    gates = [n for n in v.get("gate") or () if n in summary.metrics]
+    out = ["verdict: PASS when the outcome checks pass (an answer, the expected tools and "
+           "text) and " + ("every gating metric passes its threshold: " + "; ".join(
+               f"{n} {threshold_text(thr.get(n), n in lower)}" for n in gates)
+                          if gates else "no metric gates (every metric is informational)")]
+    info = [n for n in v.get("informational") or () if n in summary.metrics]
+    if info:
+        out.append("informational (shown, never gate): " + ", ".join(info))
+    skipped = {n: k for n, k in (v.get("skipped") or {}).items() if k}
+    if skipped:
+        out.append("gating checks skipped (null score, not a failure): " + ", ".join(
+            f"{n} {k}" for n, k in skipped.items()))
+    if v.get("case_thresholds"):
+        out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
+                   "case's win)")
+    return out
+
+
+def gating(summary: Any) -> frozenset[str]:
+    """The metrics that gate the verdict (``summary.verdict.gate``; none for an older
+    report without the block: its verdict was the outcome checks alone)."""
+    v = summary.verdict
+    if isinstance(v, dict) and isinstance(v.get("gate"), list):
+        return frozenset(v["gate"])
+    return frozenset()
 
 
 def trial_lines(summary: Any) -> list[str]:

@@ -1,9 +1,25 @@
-"""Compare two ``report.json`` objects: flipped verdicts, metric moves, alert levels.
+"""Compare two ``report.json`` objects: the regression gate of ``grade --baseline`` and
+``evaltape diff``.
 
-Alert levels follow the tiered-composite reference (``MetricsAggregator._detect_regressions``): a
-mean that got
-worse by more than 0.05 (5 points) is a ``warning``, by more than 0.10 a ``critical``. The
-flips are tested with McNemar's exact (binomial) test, the paired test for two verdicts on
+The gate fails (level ``critical``, exit 1), naming each finding, when
+
+1. an episode graded from the *same recording* in both reports (equal ``trace_digest``:
+   re-grading is deterministic) went from pass to fail;
+2. a case with *new recordings* lost passes beyond chance: Fisher's exact test, one-sided,
+   on its 2x2 table of passes and fails (:func:`fisher_one_sided`) at ``p <=``
+   :data:`ALPHA`; a case that passed in every trial before and in none now is always
+   critical (with 1 or 2 trials a side the test cannot reach 0.05);
+3. an episode of the baseline is missing now (unless ``allow_missing``);
+4. a metric mean (or ``pass_rate``, ``tool_accuracy``) got worse by more than 0.10, the
+   tiered-composite reference's ``critical`` level (``MetricsAggregator._detect_regressions``;
+   worse by more than 0.05 is a ``warning``).
+
+Warnings (a failure only in strict mode): a case with fewer passes that the test does not
+single out, a mean worse by more than 0.05, a metric the baseline graded and this report
+does not, episodes missing but allowed, other dataset inputs. Configuration, metric,
+dataset and case changes between the reports are named (:func:`config_changes`) but are
+not failures by themselves: their effect is (a flipped verdict, a moved mean). The flips are
+also summarised by McNemar's exact (binomial) test, the paired test for two verdicts on
 the same episodes.
 """
 from __future__ import annotations
@@ -13,8 +29,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-from evaltape.grader.results import (BaselineComparison, Flip, MetricMove, Report,
-                                          read_report)
+from evaltape.grader.results import (BaselineComparison, CaseChange, ConfigChange, Flip,
+                                     MetricMove, Report, read_report)
 
 WARNING = 0.05
 CRITICAL = 0.10
@@ -124,21 +140,143 @@ def _metric_means(report: Report, keys: set | None = None) -> dict[str, Any]:
     return out
 
 
+#: Significance level of the per-case test of new recordings (:func:`fisher_one_sided`).
+ALPHA = 0.05
+#: Labels listed in one finding before "and N more".
+LIST_LIMIT = 10
+
+
+def fisher_one_sided(passed_before: int, n_before: int, passed_after: int,
+                     n_after: int) -> float:
+    """One-sided p-value of Fisher's exact test that the current run passes less often than
+    the baseline, from the 2x2 table (passes, fails) x (baseline, current).
+
+    Given the total passes ``K = passed_before + passed_after`` of ``N = n_before +
+    n_after`` episodes, the baseline's pass count is hypergeometric under "one pass rate
+    for both" (Fisher 1935, *The Design of Experiments*, ch. 2; the one-sided form as in
+    Agresti 2002, *Categorical Data Analysis*, 2nd ed., sec. 3.5.1):
+    p = Σ_{x >= passed_before} C(K, x) C(N - K, n_before - x) / C(N, n_before).
+    3/3 → 0/3 gives 1/20 = 0.05; 2/3 → 0/3 gives 4/20 = 0.2; 2/2 → 0/2 gives 1/6.
+    An empty side gives 1.0.
+    """
+    if n_before <= 0 or n_after <= 0:
+        return 1.0
+    n, k = n_before + n_after, passed_before + passed_after
+    hits = sum(comb(k, x) * comb(n - k, n_before - x)
+               for x in range(passed_before, min(k, n_before) + 1))
+    return hits / comb(n, n_before)
+
+
+def _labels(labels: list[str]) -> str:
+    shown = ", ".join(labels[:LIST_LIMIT])
+    return shown + (f" and {len(labels) - LIST_LIMIT} more" if len(labels) > LIST_LIMIT else "")
+
+
+def _specs(report: Report) -> dict[str, dict]:
+    out = {}
+    for spec in report.grader.metric_specs:
+        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+            out[spec["name"]] = dict(spec)
+    return out
+
+
+def config_changes(old: Report, new: Report, episodes_old: Any = None,
+                   episodes_new: Any = None) -> list[ConfigChange]:
+    """What decides the numbers and differs between ``old`` and ``new``: the metrics'
+    versions and arguments (``grader.metric_specs``), metrics added or removed, each
+    metric's run-level threshold (``summary.thresholds``), the gating metrics
+    (``summary.verdict.gate``), the dataset's inputs (``run.dataset_sha256``), the cases
+    whose expectations or thresholds changed (episodes' ``case_digest``) and evaltape's
+    version. A side that does not record a value (an older report) is not compared for it.
+    ``episodes_old``/``episodes_new``: the reports' episodes when the caller holds them
+    already (a graded report's are read from disk at each pass).
+    """
+    out: list[ConfigChange] = []
+    a, b = _specs(old), _specs(new)
+    for name in sorted(a.keys() | b.keys()):
+        if name not in b:
+            out.append(ConfigChange("metric_removed", name, a[name].get("version"), None))
+        elif name not in a:
+            out.append(ConfigChange("metric_added", name, None, b[name].get("version")))
+        else:
+            if a[name].get("version") != b[name].get("version"):
+                out.append(ConfigChange("metric_version", name, a[name].get("version"),
+                                        b[name].get("version")))
+            if (a[name].get("args") or {}) != (b[name].get("args") or {}):
+                out.append(ConfigChange("metric_args", name, a[name].get("args") or {},
+                                        b[name].get("args") or {}))
+    ta, tb = old.summary.thresholds, new.summary.thresholds
+    if isinstance(ta, Mapping) and isinstance(tb, Mapping):
+        for name in sorted(ta.keys() & tb.keys()):
+            if ta[name] != tb[name]:
+                out.append(ConfigChange("threshold", name, ta[name], tb[name]))
+    va, vb = old.summary.verdict, new.summary.verdict
+    if isinstance(va, Mapping) and isinstance(vb, Mapping):
+        shared = set(a) & set(b) if a and b else None
+        ga = [n for n in va.get("gate") or () if shared is None or n in shared]
+        gb = [n for n in vb.get("gate") or () if shared is None or n in shared]
+        if ga != gb:
+            out.append(ConfigChange("gate", "verdict.gate", ga, gb))
+    da, db = old.run.dataset_sha256, new.run.dataset_sha256
+    if da and db and da != db:
+        out.append(ConfigChange("dataset_inputs", "run.dataset_sha256", da, db))
+    ca = {e.case_id: e.case_digest for e in (episodes_old or old.episodes) if e.case_digest}
+    cb = {e.case_id: e.case_digest for e in (episodes_new or new.episodes) if e.case_digest}
+    changed = sorted(c for c in ca.keys() & cb.keys() if ca[c] != cb[c])
+    if changed:
+        out.append(ConfigChange("case_expectations", _labels(changed), len(changed),
+                                len(changed)))
+    if old.grader.version and new.grader.version and old.grader.version != new.grader.version:
+        out.append(ConfigChange("grader_version", "grader.version", old.grader.version,
+                                new.grader.version))
+    return out
+
+
+def describe_change(c: ConfigChange) -> str:
+    """One configuration change in words."""
+    if c.kind == "threshold":
+        return f"threshold of {c.name}: {c.before} → {c.after}"
+    if c.kind == "gate":
+        return (f"gating metrics: {', '.join(c.before) or 'none'} → "
+                f"{', '.join(c.after) or 'none'}")
+    if c.kind == "metric_version":
+        return f"{c.name}: formula version {c.before} → {c.after}"
+    if c.kind == "metric_args":
+        return f"{c.name}: arguments {c.before} → {c.after}"
+    if c.kind == "metric_added":
+        return f"{c.name}: graded now, not in the baseline"
+    if c.kind == "metric_removed":
+        return f"{c.name}: graded in the baseline, not now"
+    if c.kind == "dataset_inputs":
+        return f"dataset inputs: sha256 {str(c.before)[:12]}… → {str(c.after)[:12]}…"
+    if c.kind == "case_expectations":
+        return f"expectations or thresholds of {c.before} case(s) changed: {c.name}"
+    if c.kind == "grader_version":
+        return f"evaltape {c.before} → {c.after}"
+    return f"{c.kind} {c.name}: {c.before} → {c.after}"
+
+
 def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *,
                     warning: float = WARNING, critical: float = CRITICAL,
-                    baseline: str | None = None) -> BaselineComparison:
-    """The regression comparison of ``new`` against the baseline ``old``.
+                    baseline: str | None = None, alpha: float = ALPHA,
+                    allow_missing: bool = False) -> BaselineComparison:
+    """The regression comparison of ``new`` against the baseline ``old`` (the rules are in
+    the module docstring).
 
     Args:
         old, new: reports (:class:`Report`, or ``report.json`` objects, read with
             :meth:`Report.from_json`).
-
+        warning, critical: the alert levels of a worse mean (0.05, 0.10).
         baseline: the baseline's path, kept in the result.
+        alpha: the per-case test's significance level (:data:`ALPHA`).
+        allow_missing: accept episodes of the baseline that the current report lacks (a
+            warning instead of a failure).
 
     Returns:
-        A :class:`BaselineComparison`: the flips, every mean that moved (or became or
-        stopped being null) with its alert level, and the worst level (``"critical"``,
-        ``"warning"`` or ``"ok"``).
+        A :class:`BaselineComparison`: the flips, the cases that lost passes, every mean
+        that moved (or became or stopped being null) with its alert level, the changes of
+        configuration, every failure and warning in words, and the worst level
+        (``"critical"`` when anything fails, else ``"warning"`` or ``"ok"``).
 
     Raises:
         BadInputError: a report object of the wrong shape.
@@ -146,16 +284,57 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
     old, new = _typed(old), _typed(new)
     before = {(e.case_id, e.trial): e for e in old.episodes}
     after = {(e.case_id, e.trial): e for e in new.episodes}
+    shared_keys = sorted(before.keys() & after.keys(), key=lambda k: (str(k[0]), k[1]))
+    label = lambda k: f"{k[0]}#t{k[1]}"  # noqa: E731
+    same = {k for k in shared_keys if before[k].trace_digest is not None
+            and before[k].trace_digest == after[k].trace_digest}
+    failures: list[str] = []
+    warnings: list[str] = []
     flips = []
-    for key in sorted(before.keys() & after.keys(), key=lambda k: (str(k[0]), k[1])):
+    for key in shared_keys:
         b, a = before[key], after[key]
         if b.passed != a.passed:
-            flips.append(Flip(key[0], key[1], b.passed, a.passed, a.failure, b.failure))
+            flips.append(Flip(key[0], key[1], b.passed, a.passed, a.failure, b.failure,
+                              key in same))
     regressed = sum(1 for f in flips if f.before)
     fixed = len(flips) - regressed
+    # 1. the same recording re-graded: deterministic, so any pass → fail is a regression
+    for f in flips:
+        if f.before and f.same_recording:
+            failures.append(f"{f.case_id}#t{f.trial}: pass → fail on the same recording "
+                            f"({f.failure})")
+    # 2. new recordings: each case's passes, baseline vs now, by Fisher's exact test
+    cases: list[CaseChange] = []
+    rerecorded_cases = sorted({k[0] for k in shared_keys if k not in same}, key=str)
+    counts_old = _case_counts(before.values())
+    counts_new = _case_counts(after.values())
+    for cid in rerecorded_cases:
+        pb, nb = counts_old[cid]
+        pa, na = counts_new[cid]
+        if pa * nb >= pb * na:  # the share of passes did not fall
+            continue
+        p = fisher_one_sided(pb, nb, pa, na)
+        every_to_none = pb == nb and pa == 0
+        lvl = "critical" if every_to_none or p <= alpha else "warning"
+        cases.append(CaseChange(cid, pb, nb, pa, na, round(p, 4), lvl))
+        why = ("passed in every trial before, in none now" if every_to_none else
+               f"Fisher's exact test, one-sided, p = {p:.4f} "
+               f"{'<=' if p <= alpha else '>'} {alpha}")
+        (failures if lvl == "critical" else warnings).append(
+            f"case {cid}: {pb}/{nb} → {pa}/{na} trials passing in new recordings ({why})")
+    # 3. episodes that vanished
+    missing = sorted((label(k) for k in before.keys() - after.keys()))
+    if missing:
+        text = (f"{len(missing)} episode(s) of the baseline are missing now: "
+                f"{_labels(missing)}")
+        if allow_missing:
+            warnings.append(text + " (allowed)")
+        else:
+            failures.append(text + " (allow with --allow-missing)")
+    # 4. means
     metrics = []
-    same = before.keys() == after.keys()
-    shared = None if same else set(before.keys() & after.keys())
+    means_same = before.keys() == after.keys()
+    shared = None if means_same else set(shared_keys)
     mb, ma = _metric_means(old, shared), _metric_means(new, shared)
     lower = set(LOWER_IS_BETTER) | old.lower_is_better | new.lower_is_better
     # a metric the baseline graded and this report does not: a gate that stopped checking
@@ -165,45 +344,133 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         x, y = mb.get(name), ma.get(name)
         if name in dropped:
             metrics.append(MetricMove(name, x, None, None, "warning"))
+            warnings.append(f"{name}: graded in the baseline, not in this report (a gate "
+                            "that stopped checking)")
             continue
         if x == y:
             continue
         delta = None if x is None or y is None else round(y - x, 4)
-        metrics.append(MetricMove(name, x, y, delta, level(
-            delta, lower_is_better=name in lower, warning=warning, critical=critical)))
-    levels = {m.level for m in metrics}
-    worst = "critical" if "critical" in levels else "warning" if "warning" in levels else "ok"
-    label = lambda k: f"{k[0]}#t{k[1]}"  # noqa: E731
+        move = MetricMove(name, x, y, delta, level(
+            delta, lower_is_better=name in lower, warning=warning, critical=critical))
+        metrics.append(move)
+        if move.level in ("critical", "warning"):
+            limit = critical if move.level == "critical" else warning
+            (failures if move.level == "critical" else warnings).append(
+                f"{name} {x:.3f} → {y:.3f} ({delta:+.3f}: worse by more than {limit})")
+    datasets_differ = bool(old.run.dataset_sha256 and new.run.dataset_sha256
+                           and old.run.dataset_sha256 != new.run.dataset_sha256)
+    if datasets_differ:
+        warnings.append("the two reports were graded on datasets with different inputs")
+    worst = "critical" if failures else "warning" if warnings else "ok"
     return BaselineComparison(
         flips=tuple(flips), regressed=regressed, fixed=fixed,
         mcnemar_p=round(mcnemar_exact(regressed, fixed), 4), metrics=tuple(metrics),
         level=worst, thresholds={"warning": warning, "critical": critical},
-        only_in_baseline=tuple(sorted(label(k) for k in before.keys() - after.keys())),
+        only_in_baseline=tuple(missing),
         only_in_current=tuple(sorted(label(k) for k in after.keys() - before.keys())),
         means_over="all episodes" if shared is None else
         f"the {len(shared)} episodes both reports have",
-        datasets_differ=bool(old.run.dataset_sha256 and new.run.dataset_sha256
-                             and old.run.dataset_sha256 != new.run.dataset_sha256),
-        baseline=baseline)
+        datasets_differ=datasets_differ, baseline=baseline, regraded=len(same),
+        rerecorded=len(shared_keys) - len(same), cases=tuple(cases),
+        changes=tuple(config_changes(old, new, list(before.values()),
+                                     list(after.values()))),
+        metric_flips=_metric_flips(before, after, shared_keys),
+        failures=tuple(failures), warnings=tuple(warnings), alpha=alpha,
+        allow_missing=allow_missing)
+
+
+def _case_counts(episodes: Any) -> dict[str, tuple[int, int]]:
+    """``{case id: (passed episodes, episodes)}`` of some episodes."""
+    out: dict[str, list[int]] = {}
+    for e in episodes:
+        c = out.setdefault(e.case_id, [0, 0])
+        c[0] += e.passed
+        c[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _metric_flips(before: Mapping, after: Mapping, keys: list) -> dict[str, dict[str, int]]:
+    """Per metric, the shared episodes whose metric verdict (``passed``, both recorded)
+    went pass → fail (``regressed``) and fail → pass (``fixed``); metrics with none are
+    left out."""
+    out: dict[str, dict[str, int]] = {}
+    for key in keys:
+        mb, ma = before[key].metrics, after[key].metrics
+        for name in mb.keys() & ma.keys():
+            x, y = mb[name].passed, ma[name].passed
+            if x is None or y is None or x == y:
+                continue
+            d = out.setdefault(name, {"regressed": 0, "fixed": 0})
+            d["regressed" if x else "fixed"] += 1
+    return {k: out[k] for k in sorted(out)}
+
+
+def gate_lines(diff: BaselineComparison, strict: bool = False) -> list[str]:
+    """Why the gate passed or failed, in words: the first line is the result, then one
+    line per failure (and per warning in strict mode); when it passes, what was checked."""
+    failed = diff.gate_failed(strict)
+    reasons = list(diff.failures) + (list(diff.warnings) if strict else [])
+    if failed:
+        return [f"gate: FAIL ({len(reasons)} finding(s){', strict' if strict else ''})"] + [
+            f"- {r}" for r in reasons]
+    shared = diff.regraded + diff.rerecorded
+    checked = [f"{shared} shared episode(s): {diff.regraded} re-graded from the same "
+               f"recordings ({sum(1 for f in diff.flips if f.same_recording and f.before)} "
+               f"pass → fail), {diff.rerecorded} from new or unknown recordings "
+               f"({sum(1 for c in diff.cases if c.level == 'critical')} case(s) fell "
+               f"significantly at alpha {diff.alpha})",
+               "no episode of the baseline missing" if not diff.only_in_baseline else
+               f"{len(diff.only_in_baseline)} episode(s) missing, allowed",
+               "no mean worse by more than " + str(diff.thresholds.get("critical", CRITICAL))]
+    if diff.warnings and not strict:
+        checked.append(f"{len(diff.warnings)} warning(s), not failing without strict mode")
+    elif strict:
+        checked.append("no warning (strict)")
+    return ["gate: pass (" + "; ".join(checked) + ")"]
+
+
+def gate_message(diff: BaselineComparison, baseline: str, strict: bool = False) -> str:
+    """The one-line error of a failed gate, naming every finding (``evaltape grade
+    --baseline`` and ``evaltape diff`` print the same)."""
+    reasons = list(diff.failures) + (list(diff.warnings) if strict else [])
+    return (f"regression against the baseline {baseline}"
+            + (" (strict)" if strict else "") + ": " + "; ".join(reasons))
 
 
 def _num(v: Any) -> str:
     return "null" if v is None else f"{v:.3f}"
 
 
-def render_diff(diff: BaselineComparison) -> str:
+def render_diff(diff: BaselineComparison, strict: bool = False) -> str:
     """Plain-text/Markdown rendering of :func:`compare_reports` (ends with a newline)."""
     out = [f"## Baseline comparison: {diff.level.upper()}", ""]
+    out += gate_lines(diff, strict) + [""]
+    if diff.warnings and not strict:
+        out += ["Warnings:"] + [f"- {w}" for w in diff.warnings] + [""]
+    if diff.changes:
+        out += ["Changed between the reports (their effect is compared below):"]
+        out += [f"- {describe_change(c)}" for c in diff.changes] + [""]
     if diff.flips:
         out += [f"Flipped episodes: {diff.regressed} pass→fail, {diff.fixed} fail→pass "
                 f"(McNemar exact p = {diff.mcnemar_p:.4f})", ""]
         for f in diff.flips:
             arrow = "pass → FAIL" if f.before else "fail → pass"
             why = f" ({f.failure})" if f.failure else ""
-            out.append(f"- `{f.case_id}#t{f.trial}`: {arrow}{why}")
+            rec = " [same recording]" if f.same_recording else ""
+            out.append(f"- `{f.case_id}#t{f.trial}`: {arrow}{why}{rec}")
         out.append("")
     else:
         out += ["No episode changed verdict.", ""]
+    if diff.metric_flips:
+        out += ["Per-metric verdicts that flipped (episodes): " + "; ".join(
+            f"{n} {d['regressed']} pass→fail, {d['fixed']} fail→pass"
+            for n, d in diff.metric_flips.items()), ""]
+    if diff.cases:
+        out += ["| case | passing before | passing now | Fisher p (one-sided) | alert |",
+                "|---|---:|---:|---:|---|"]
+        out += [f"| {c.case_id} | {c.passed_before}/{c.trials_before} | "
+                f"{c.passed_after}/{c.trials_after} | {c.p:.4f} | {c.level} |"
+                for c in diff.cases] + [""]
     if diff.datasets_differ:
         out += ["Warning: the two reports were graded on datasets with different inputs; "
                 "they may not be comparable.", ""]

@@ -10,7 +10,8 @@ from html import escape
 from itertools import islice
 from typing import Any, Iterator, Mapping
 
-from evaltape.grader.report.common import episode_label, fmt, is_failing, k_coverage
+from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
+                                           k_coverage, status, threshold_text)
 from evaltape.grader.results import Report
 
 CSS = """
@@ -36,11 +37,12 @@ def _bar(value: float | None, lower_is_better: bool = False) -> str:
     return f'<span class="{cls}"><span style="width:{pct:.1f}%"></span></span> {value:.3f}'
 
 
-def _cell_class(value: float | None, lower_is_better: bool) -> str:
-    """``num`` plus ``fail`` for a failing score and ``muted`` for a null one."""
-    if value is None:
+def _cell_class(m: Any, lower_is_better: bool) -> str:
+    """``num`` plus ``fail`` for a score that misses its threshold (or a metric error) and
+    ``muted`` for a skipped null one."""
+    if m.score is None and m.code != "error":
         return "num muted"
-    return "num fail" if is_failing(value, lower_is_better) else "num"
+    return "num fail" if is_failing(m, lower_is_better) else "num"
 
 
 def _trajectory(trace: Any) -> str:
@@ -76,11 +78,33 @@ def _baseline(cmp: Any) -> str:
            "<span class=pass>fail → pass</span>")
         + (f" ({escape(str(f.failure))})" if f.failure else "") + "</li>"
         for f in cmp.flips)
+    from evaltape.grader.report.diff import describe_change, gate_lines
+    gate = gate_lines(cmp)
+    findings = "".join(f"<li class=critical>{escape(r)}</li>" for r in cmp.failures) + "".join(
+        f"<li class=warning>{escape(r)}</li>" for r in cmp.warnings)
+    changes = "".join(f"<li>{escape(describe_change(c))}</li>" for c in cmp.changes)
+    cases = "".join(
+        f"<tr><td>{escape(c.case_id)}</td><td class=num>{c.passed_before}/{c.trials_before}"
+        f"</td><td class=num>{c.passed_after}/{c.trials_after}</td><td class=num>"
+        f"{c.p:.4f}</td><td class=\"{c.level}\">{c.level}</td></tr>" for c in cmp.cases)
     return (f"<h2>Baseline comparison: <span class=\"{cmp.level}\">{cmp.level}</span></h2>"
-            f"<p>{cmp.regressed} pass→fail, {cmp.fixed} fail→pass "
+            f"<p>{escape(gate[0])}</p>" + (f"<ul>{findings}</ul>" if findings else "")
+            + (f"<p>Changed between the reports:</p><ul>{changes}</ul>" if changes else "")
+            + f"<p>{cmp.regressed} pass→fail, {cmp.fixed} fail→pass "
             f"(McNemar exact p = {cmp.mcnemar_p:.4f})</p><ul>{flips}</ul>"
-            "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
+            + ("<table><tr><th>case</th><th>passing before</th><th>passing now</th>"
+               f"<th>Fisher p (one-sided)</th><th>alert</th></tr>{cases}</table>"
+               if cases else "")
+            + "<table><tr><th>metric</th><th>before</th><th>after</th><th>delta</th>"
             f"<th>alert</th></tr>{rows}</table>")
+
+
+def _title(m: Any, lower_is_better: bool) -> str:
+    """A cell's hover text: PASS/FAIL against its threshold, then the details."""
+    head = status(m, lower_is_better)
+    if m.threshold is not None:
+        head += f" (threshold {threshold_text(m.threshold, lower_is_better)})"
+    return f"{head}: {m.details or m.code or ''}"
 
 
 #: Episodes listed in the page (rows and failing details); a longer run's page says how
@@ -131,10 +155,18 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
                    + "".join(f"<td class=num>{s.pass_hat_k[k]:.3f}</td>" for k in ks)
                    + "</tr></table>")
     lower = report.lower_is_better
-    out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>skipped</th></tr>")
+    gates = gating(s)
+    failed = (s.verdict or {}).get("failed") or {}
+    out.append("".join(f"<p class=muted>{escape(line)}</p>" for line in verdict_lines(s, lower)))
+    out.append("<h2>Metrics</h2><table><tr><th>metric</th><th>mean</th><th>threshold</th>"
+               "<th>gates the verdict</th><th>failed</th><th>skipped</th></tr>")
     for name, value in s.metrics.items():
         note = " <span class=muted>(lower is better)</span>" if name in lower else ""
+        thr = threshold_text((s.thresholds or {}).get(name), name in lower)
         out.append(f"<tr><td>{escape(name)}{note}</td><td>{_bar(value, name in lower)}</td>"
+                   f"<td>{escape(thr)}</td>"
+                   f"<td>{'yes' if name in gates else 'no (informational)'}</td>"
+                   f"<td class=num>{failed.get(name, '') if name in gates else ''}</td>"
                    "<td class=num>"
                    f"{s.metrics_skipped.get(name, 0)}"
                    + (f" ({s.metrics_errors[name]} errors)" if s.metrics_errors.get(name) else "")
@@ -143,8 +175,13 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
     if report.baseline_comparison:
         out.append(_baseline(report.baseline_comparison))
     names = report.grader.metrics
-    out.append("<h2>Episodes</h2><table><tr><th>episode</th><th>outcome</th>"
-               + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>")
+    out.append("<h2>Episodes</h2><p class=muted>A metric cell in red misses the episode's "
+               "threshold (hover for it); the verdict is pass when the outcome checks and "
+               "every gating metric pass (columns marked (info) do not gate).</p>"
+               "<table><tr><th>episode</th><th>verdict</th>"
+               + "".join(f"<th>{escape(n)}" + ("" if n in gates else
+                                                " <span class=muted>(info)</span>")
+                         + "</th>" for n in names) + "</tr>")
     yield "\n".join(out)
     out = [""]
     total = 0
@@ -155,8 +192,8 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
         outcome = ('<span class=pass>pass</span>' if ep.passed else
                    f'<span class=fail>{escape(str(ep.failure))}</span>')
         cells = "".join(
-            f"<td class=\"{_cell_class(ep.metrics[n].score, n in lower)}\" "
-            f"title=\"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}\">"
+            f"<td class=\"{_cell_class(ep.metrics[n], n in lower)}\" "
+            f"title=\"{escape(_title(ep.metrics[n], n in lower))}\">"
             f"{fmt(ep.metrics[n].score, 3)}</td>" for n in names)
         trace = (traces or {}).get((ep.case_id, ep.trial))
         out.append(f"<tr><td><details><summary>{escape(episode_label(ep, multi))}</summary>"
@@ -170,11 +207,14 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
                    "listed here (and their failing metric details); <a href=\"report.json\">"
                    "report.json</a> holds every episode.</p>")
     failing = [(ep, n) for ep in islice(report.episodes, HTML_EPISODE_LIMIT) for n in names
-               if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
+               if is_failing(ep.metrics[n], n in lower)]
     if failing:  # the reasons, visible without hovering (and in print)
         out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
             f"<li><code>{escape(episode_label(ep, multi))}</code> <b>{escape(n)}</b> "
-            f"{fmt(ep.metrics[n].score, 3)}: "
+            f"{fmt(ep.metrics[n].score, 3)}"
+            + ("" if ep.metrics[n].threshold is None else escape(
+                f" (threshold {threshold_text(ep.metrics[n].threshold, n in lower)})"))
+            + ("" if n in gates else " (info)") + ": "
             f"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}"
             "</li>" for ep, n in failing) + "</ul>")
     out.append("</body></html>\n")

@@ -8,7 +8,7 @@ from typing import Iterator
 #: Characters XML 1.0 forbids even when escaped (C0 controls but tab/newline/CR, and more).
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
-from evaltape.grader.report.common import episode_label
+from evaltape.grader.report.common import episode_label, gating, status, threshold_text
 from evaltape.grader.results import Report
 
 
@@ -17,8 +17,11 @@ def render_junit(report: Report) -> str:
 
     Shape: ``<testsuites><testsuite name=RUN tests failures skipped=0><properties>`` with
     the summary numbers, then one ``<testcase classname="evaltape.RUN" name=EPISODE>`` per
-    episode; a failed episode carries ``<failure type=REASON message=REASON>`` whose text
-    lists each metric's score and details. No timestamps, so the file diffs cleanly.
+    episode; a failed episode (the report's verdict: the outcome checks, then every gating
+    metric against its threshold) carries ``<failure type=KIND message=FAILURE>`` (``KIND``
+    the outcome reason, or ``gate`` when only metrics failed) whose text lists each
+    metric's score, threshold, PASS/FAIL and details. No timestamps, so the file diffs
+    cleanly.
     """
     return "".join(iter_junit(report))
 
@@ -47,6 +50,10 @@ def iter_junit(report: Report) -> Iterator[str]:
     for metric, value in s.metrics.items():
         ET.SubElement(props, "property", name=f"metric.{metric}",
                       value="null" if value is None else str(value))
+    gates = gating(s)
+    if s.verdict is not None:
+        ET.SubElement(props, "property", name="verdict.gate", value=",".join(
+            n for n in s.metrics if n in gates))
     ET.indent(suites)
     head = ET.tostring(suites, encoding="unicode")
     cut = head.index("</properties>") + len("</properties>")
@@ -55,11 +62,18 @@ def iter_junit(report: Report) -> Iterator[str]:
         tc = ET.Element("testcase", classname=f"evaltape.{name}",
                         name=episode_label(ep, multi))
         lines = []
+        lower = report.lower_is_better
         for metric, m in ep.metrics.items():
             score = "null" if m.score is None else f"{m.score:.3f}"
-            lines.append(f"{metric}: {score} {m.details or m.code or ''}".rstrip())
+            thr = ("" if m.threshold is None else
+                   f" (threshold {threshold_text(m.threshold, metric in lower)})")
+            info = "" if metric in gates else " (info)"
+            lines.append(f"{metric}: {score} {status(m, metric in lower)}{thr}{info} "
+                         f"{m.details or m.code or ''}".rstrip())
         if not ep.passed:
-            f = ET.SubElement(tc, "failure", type=str(ep.failure), message=str(ep.failure))
+            failure = str(ep.failure)
+            kind = "gate" if " " in failure else failure  # outcome reasons have no space
+            f = ET.SubElement(tc, "failure", type=kind, message=failure)
             f.text = "\n".join(lines)
         elif lines:
             ET.SubElement(tc, "system-out").text = "\n".join(lines)

@@ -1,15 +1,23 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
-from evaltape.grader.report.common import episode_label, fmt, is_failing, plain, status, trial_lines
+from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
+                                           plain, status, threshold_text, trial_lines)
 from evaltape.grader.results import Report
 
 
 def _cell(text: str) -> str:
     return (plain(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+
+
+def _score_vs(m: Any, lower_is_better: bool) -> str:
+    """``0.00 (threshold >= 0.80)``, or the score alone when no threshold was recorded."""
+    if m.threshold is None:
+        return fmt(m.score)
+    return f"{fmt(m.score)} (threshold {threshold_text(m.threshold, lower_is_better)})"
 
 
 def render_markdown(report: Report) -> str:
@@ -39,12 +47,21 @@ def iter_markdown(report: Report) -> Iterator[str]:
                "graded, not in pass_rate): " + _cell(", ".join(s.unrecorded_cases[:20]))
                + (", ..." if len(s.unrecorded_cases) > 20 else "")]
               if s.unrecorded_cases else []), "",
-            "## Metrics", "", "| metric | mean | skipped |", "|---|---:|---:|"]
+            *[f"- {_cell(line)}" for line in verdict_lines(s, lower)], "",
+            "## Metrics", "",
+            "| metric | mean | threshold | gates the verdict | failed | skipped |",
+            "|---|---:|---|---|---:|---:|"]
+    gates = gating(s)
+    failed = (s.verdict or {}).get("failed") or {}
     for name, value in s.metrics.items():
         note = " (lower is better)" if name in lower else ""
         errors = s.metrics_errors.get(name, 0)
         err = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
-        out.append(f"| {_cell(name)}{note} | {fmt(value, 3)} | {s.metrics_skipped.get(name, 0)}{err} |")
+        thr = threshold_text((s.thresholds or {}).get(name), name in lower)
+        out.append(f"| {_cell(name)}{note} | {fmt(value, 3)} | {_cell(thr)} | "
+                   f"{'yes' if name in gates else 'no (informational)'} | "
+                   f"{failed.get(name, '') if name in gates else ''} | "
+                   f"{s.metrics_skipped.get(name, 0)}{err} |")
     out.append("")
     if s.failures:
         out += ["## Failures", "", "| episode | reason |", "|---|---|"]
@@ -54,23 +71,29 @@ def iter_markdown(report: Report) -> Iterator[str]:
         from evaltape.grader.report.diff import render_diff
         out.append(render_diff(report.baseline_comparison))
     names = report.grader.metrics
-    out += ["## Episodes", "", "| episode | outcome | " + " | ".join(map(_cell, names)) + " |",
+    heads = [_cell(n) + ("" if n in gates else " (info)") for n in names]
+    out += ["## Episodes", "",
+            "A metric cell is PASS when its score meets the episode's threshold; the "
+            "verdict is PASS when the outcome checks and every gating metric pass "
+            "(columns marked (info) do not gate).", "",
+            "| episode | verdict | " + " | ".join(heads) + " |",
             "|---|---|" + "---:|" * len(names)]
     yield "\n".join(out)
     for ep in report.episodes:
-        cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n].score, n in lower)}"
+        cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n], n in lower)}"
                  for n in names]
-        outcome = "pass" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
+        outcome = "PASS" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
     header = False
     for ep in report.episodes:
         for n in names:
             m = ep.metrics[n]
-            if is_failing(m.score, n in lower, m.code):
+            if is_failing(m, n in lower):
                 if not header:
                     yield "\n\n## Failing metric details\n"
                     header = True
-                yield (f"\n- **{_cell(episode_label(ep, multi))}** `{n}`: "
+                yield (f"\n- **{_cell(episode_label(ep, multi))}** `{n}` "
+                       f"{_score_vs(m, n in lower)}{'' if n in gates else ' (info)'}: "
                        f"{_cell(m.details or m.code or '')}")
     yield "\n"

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaltape.grader.report.common import bar, episode_label, fmt, is_failing, status, trial_lines
+from evaltape.grader.report.common import (bar, episode_label, fmt, gating, verdict_lines,
+                                           is_failing, status, threshold_text, trial_lines)
 from evaltape.grader.report.common import plain
 from evaltape.grader.results import Report
 
@@ -67,7 +68,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
     """Print the help-desk reference's ``print_report`` layout with rich: totals, bars, per-episode
     results.
 
-    Failing metrics (score < 0.8, or null) show their details under the episode. The table
+    Failing metrics (a score that misses its threshold, or a null that could not be
+    computed) show their details under the episode; the verdict column is the episode's
+    verdict (the outcome checks and every gating metric). The table
     lists the first :data:`TERMINAL_EPISODE_LIMIT` episodes. Every
     text that comes from a run (names, answers, details) is printed as plain text: rich
     markup in it is not interpreted and terminal control characters are replaced
@@ -88,6 +91,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
     if s.infra_failures:
         console.print(Text(f"  {s.infra_failures} episode(s) ended by the infrastructure "
                            "(infra_error), not by the agent", style="yellow"))
+    for line in verdict_lines(s, lower):
+        console.print(Text(plain(f"  {line}")))
+    gates = gating(s)
     console.print("\n  [bold]AGGREGATE SCORES")
     for name, value in s.metrics.items():
         skipped = s.metrics_skipped.get(name, 0)
@@ -97,10 +103,12 @@ def print_report(report: Report, console: Console | None = None) -> None:
             extra += f"  ({errors} error{'s' if errors != 1 else ''})"
         if name in lower:
             extra = "  (lower is better)" + extra
+        thr = threshold_text((s.thresholds or {}).get(name), name in lower)
+        extra = f"  pass {thr}" + ("" if name in gates else " (info)") + extra
         console.print(Text(plain(f"  {name:<25} [{bar(value)}] {fmt(value)}{extra}")))
     shown = list(islice(report.episodes, TERMINAL_EPISODE_LIMIT))
     labels = [plain(episode_label(ep, multi), one_line=True) for ep in shown]
-    outcomes = ["pass" if ep.passed else plain(ep.failure or "") for ep in shown]
+    outcomes = ["PASS" if ep.passed else plain(ep.failure or "") for ep in shown]
     label_w = min(max(map(len, labels), default=7), LABEL_WIDTH)
     outcome_w = min(max(map(len, outcomes), default=7), LABEL_WIDTH)
     groups = metric_groups(list(report.grader.metrics), label_w, outcome_w, console.width)
@@ -109,18 +117,18 @@ def print_report(report: Report, console: Console | None = None) -> None:
         table = Table(title=title, show_lines=False, expand=False)
         table.add_column("episode", overflow="fold", min_width=label_w)
         if g == 0:
-            table.add_column("outcome", overflow="fold", min_width=outcome_w)
+            table.add_column("verdict", overflow="fold", min_width=outcome_w)
         for name in names:
-            table.add_column(Text(plain(name.replace("_", "\n"))), justify="right",
-                             no_wrap=True)
+            head = name.replace("_", "\n") + ("" if name in gates else "\n(info)")
+            table.add_column(Text(plain(head)), justify="right", no_wrap=True)
         for ep, label, outcome in zip(shown, labels, outcomes):
             cells = [Text(label)]
             if g == 0:
                 cells.append(Text(outcome, style="green" if ep.passed else "red"))
             for name in names:
-                v = ep.metrics[name].score
-                st = status(v, name in lower)
-                cells.append(Text(f"{fmt(v)} {st}", style="green" if st == "PASS" else
+                m = ep.metrics[name]
+                st = status(m, name in lower)
+                cells.append(Text(f"{fmt(m.score)} {st}", style="green" if st == "PASS" else
                                   ("yellow" if st == "N/A" else "red")))
             table.add_row(*cells)
         console.print(table)
@@ -128,10 +136,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
                       "(report.json, report.md)")
     details = [(ep, n, ep.metrics[n]) for ep in shown for n in report.grader.metrics
-               if is_failing(ep.metrics[n].score, n in lower, ep.metrics[n].code)]
+               if is_failing(ep.metrics[n], n in lower)]
     if details:
         console.print("  [bold]FAILING DETAILS")
         for ep, n, m in details:
-            console.print(Text(plain(f"  [{plain(episode_label(ep, multi), True)}] {n}: -> "
-                                     f"{m.details or m.code}")))
+            thr = ("" if m.threshold is None else
+                   f" (threshold {threshold_text(m.threshold, n in lower)})")
+            info = "" if n in gates else " (info)"
+            console.print(Text(plain(f"  [{plain(episode_label(ep, multi), True)}] {n} "
+                                     f"{fmt(m.score)}{thr}{info}: -> {m.details or m.code}")))
     console.rule()

@@ -17,8 +17,7 @@ def _group(rows: list[dict], composite: Any) -> dict[str, Any]:
     if composite is not None:
         vals = [r["composite"] for r in rows if r["composite"] is not None]
         out["avg_composite"] = round(sum(vals) / len(vals), DIGITS) if vals else None
-        out["composite_passed"] = sum(1 for r in rows if r["composite"] is not None and
-                                      r["composite"] >= composite.threshold(r["difficulty"]))
+        out["composite_passed"] = sum(1 for r in rows if r["composite_passed"])
     return out
 
 
@@ -29,10 +28,10 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
 
     * ``by_difficulty`` (cases carry ``difficulty``) and ``by_tag`` (cases carry tags):
       ``{group: {episodes, passed, pass_rate[, avg_composite, composite_passed]}}`` where
-      ``passed`` is the scripted-harness reference verdict and ``composite_passed`` counts composite
-      scores at
-      or above the tier's threshold (the tiered-composite reference: basic 0.8, advanced 0.6,
-      challenge 0.4).
+      ``passed`` is the episode verdict and ``composite_passed`` counts the composite
+      scores that pass the episode's threshold (its result's ``passed``: the tier's, the
+      tiered-composite reference: basic 0.8, advanced 0.6, challenge 0.4, unless the
+      configuration or the case sets one).
     * ``worst_episodes`` (only with the ``composite`` metric): the 20 lowest composite
       scores (nulls excluded), ties by dataset order, with failure and an excerpt of the
       composite details.
@@ -46,6 +45,9 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
         rows.append({"i": i, "ep": ep, "passed": bool(ep.passed),
                      "difficulty": case.difficulty, "tags": case.tags,
                      "composite": None if comp is None else comp.score,
+                     "composite_passed": comp is not None and comp.score is not None and (
+                         comp.passed if comp.threshold is not None
+                         else comp.score >= composite.threshold(case.difficulty)),
                      "details": "" if comp is None else comp.details})
     out: dict[str, Any] = {}
     tiers = sorted({r["difficulty"] for r in rows if r["difficulty"]})

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from evaltape.grader.report.diff import (NO_SHARED_EPISODE, compare_reports, load_report,
-                                         render_diff, unrelated)
+from evaltape.grader.report.diff import (NO_SHARED_EPISODE, compare_reports, gate_message,
+                                         load_report, render_diff, unrelated)
 
 
 @click.command()
@@ -17,12 +17,24 @@ from evaltape.grader.report.diff import (NO_SHARED_EPISODE, compare_reports, loa
 @click.option("--allow-unrelated", is_flag=True,
               help="Compare even when the reports were graded on datasets with different "
                    "inputs (a warning is printed instead of refusing).")
+@click.option("--allow-missing", is_flag=True,
+              help="Accept episodes of BASELINE that CURRENT lacks (a warning, not a "
+                   "failure).")
+@click.option("--strict", is_flag=True,
+              help="Fail on warnings too (any case with fewer passes, a mean worse by more "
+                   "than --warning, a metric no longer graded).")
 def diff(baseline: str, current: str, warning: float, critical: float,
-         allow_unrelated: bool = False) -> None:
-    """Print flipped episodes and moved metric means of CURRENT against BASELINE.
+         allow_unrelated: bool = False, allow_missing: bool = False,
+         strict: bool = False) -> None:
+    """Print the regression gate of CURRENT against BASELINE: flipped episodes, cases that
+    lost passes, missing episodes, moved metric means, changed configuration.
 
-    Exits 1 when any mean regressed by more than --critical (the tiered-composite reference's alert
-    levels).
+    Exits 1 when the gate fails, naming each finding: an episode graded from the same
+    recording in both that went pass → fail; a case whose new recordings pass
+    significantly less often (Fisher's exact test, one-sided, p <= 0.05) or that passed in
+    every trial and now in none; an episode of BASELINE missing from CURRENT (unless
+    --allow-missing); a mean worse by more than --critical (the tiered-composite
+    reference's alert levels). Same rules as grade --baseline.
     Refuses (exit 2) two reports that share no episode, and two reports graded on datasets
     with different inputs unless --allow-unrelated: their "OK" would mean nothing.
     """
@@ -36,9 +48,9 @@ def diff(baseline: str, current: str, warning: float, critical: float,
                                    + ("" if kind == NO_SHARED_EPISODE else
                                       "; pass --allow-unrelated to compare them anyway"))
         click.echo(f"warning: {why}", err=True)
-    result = compare_reports(old, new, warning=warning, critical=critical)
-    click.echo(render_diff(result), nl=False)
-    if result.level == "critical":
+    result = compare_reports(old, new, warning=warning, critical=critical,
+                             allow_missing=allow_missing)
+    click.echo(render_diff(result, strict), nl=False)
+    if result.gate_failed(strict):
         from evaltape.cli import GateFailed
-        bad = result.critical_metrics
-        raise GateFailed(f"critical regression against the baseline: {', '.join(bad)}")
+        raise GateFailed(gate_message(result, baseline, strict))

@@ -87,7 +87,14 @@ def _make_out(out_dir: Path) -> None:
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="Fail (exit 1) when pass_rate is below this.")
 @click.option("--baseline", default=None, metavar="OLD/report.json",
-              help="Compare with an earlier report; exit 1 on a critical regression.")
+              help="Compare with an earlier report; exit 1 when the gate fails (a pass→fail "
+                   "on the same recording, a case that lost passes significantly in new "
+                   "recordings, a missing episode, a mean worse by more than 0.10).")
+@click.option("--allow-missing", is_flag=True,
+              help="With --baseline: accept episodes of the baseline this run lacks.")
+@click.option("--strict", is_flag=True,
+              help="With --baseline: fail on warnings too (any case with fewer passes, a "
+                   "mean worse by more than 0.05, a metric no longer graded).")
 @click.option("--metrics", "metric_names", default=None,
               help="Comma-separated metric names or module:Class paths [default: "
                    + ",".join(DEFAULT_METRICS) + " (+ expected_actions_called when cases "
@@ -117,9 +124,12 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
           baseline: str | None = None, config_path: str | None = None,
           require_complete: bool = False, workers: int | None = None,
-          engine: str = "local", address: str | None = None) -> None:
+          engine: str = "local", address: str | None = None, allow_missing: bool = False,
+          strict: bool = False) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
+    if (allow_missing or strict) and baseline is None:
+        raise click.UsageError("--allow-missing and --strict apply to --baseline")
     if threshold is not None and threshold != threshold:
         raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
     names = None
@@ -134,7 +144,7 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         _make_out(Path(out))
     try:
         _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers, engine,
-               address, threshold, require_complete, require_judge)
+               address, threshold, require_complete, require_judge, allow_missing, strict)
     except BaseException:
         if made:  # nothing written (the reports are written last, as one set)
             _remove_if_empty(Path(out))
@@ -152,7 +162,8 @@ def _remove_if_empty(folder: Path) -> None:
 def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: list[str],
            names: list[str] | None, config_path: str | None, baseline: str | None,
            workers: int | None, engine: str, address: str | None, threshold: float | None,
-           require_complete: bool, require_judge: bool) -> None:
+           require_complete: bool, require_judge: bool, allow_missing: bool = False,
+           strict: bool = False) -> None:
     """The body of :func:`grade` once its options are checked (see there)."""
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
@@ -168,7 +179,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
     report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
-                       engine=engine, address=address)
+                       engine=engine, address=address, allow_missing=allow_missing)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
     files: list[tuple[Path, Iterable[bytes]]] = []
@@ -231,13 +242,10 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
                              "have no recorded judge answer")
     cmp = report.baseline_comparison
     if cmp is not None:
-        from evaltape.grader.report.diff import render_diff
-        click.echo(render_diff(cmp), err=True, nl=False)
-        if cmp.level == "critical":
-            bad = cmp.critical_metrics
-            flips = [f"{f.case_id}#t{f.trial}" for f in cmp.flips if f.before]
-            raise GateFailed(f"critical regression against {baseline}: {', '.join(bad)}"
-                             + (f"; pass→fail: {', '.join(flips)}" if flips else ""))
+        from evaltape.grader.report.diff import gate_message, render_diff
+        click.echo(render_diff(cmp, strict), err=True, nl=False)
+        if cmp.gate_failed(strict):
+            raise GateFailed(gate_message(cmp, str(baseline), strict))
     if threshold is not None:
         verdict = threshold_gate(s.passed, s.episodes, threshold)
         if verdict:
