@@ -104,7 +104,8 @@ def _kill_group(p: subprocess.Popen) -> None:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """One run of the command: exit code (``None`` on timeout), output, wall time (s)."""
+    """One run of the command: exit code (``None`` on timeout), output (redacted:
+    :func:`redact_output`), wall time (s)."""
 
     exit_code: int | None
     stdout: str
@@ -144,8 +145,16 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
             _kill_group(p)
             raise
         wall = round(time.perf_counter() - t0, 3)
-    dec = lambda b: b.decode("utf-8", errors="replace") if isinstance(b, bytes) else (b or "")
-    return CommandResult(code, dec(out), dec(err), wall)
+    return CommandResult(code, redact_output(out), redact_output(err), wall)
+
+
+def redact_output(data: bytes | str | None) -> str:
+    """A program's stdout or stderr as text (UTF-8, undecodable bytes replaced), redacted
+    line by line before it is shown or stored: live keys, every piece of 12 or more
+    characters of one (a key printed in two halves) and key-shaped strings
+    (:func:`.vcr_ext.scrub.scrub_text`)."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
+    return "".join(scrub_text(line) for line in text.splitlines(keepends=True))
 
 
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
@@ -220,7 +229,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    if previous and previous.get("command") != opts.command:
+    if previous and previous.get("command") not in (opts.command, scrub_text(opts.command)):
         raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
                          f"command asks for {opts.command!r}. Record into another --out, or "
                          "repeat the original options to resume it")

@@ -28,6 +28,7 @@ from vcr.cassette import Cassette, CassetteContextDecorator
 from evaltape.grader.model import TRACE_SCHEMA
 
 from .cassette import cassette_name, make_vcr, prune_retried
+from .vcr_ext.scrub import scrub_text
 
 Mode = Literal["record", "replay"]
 #: Seconds an episode's end waits for exchanges still being stored.
@@ -266,7 +267,8 @@ class EpisodeBook:
             try:
                 got = self.end(key)
             except Exception as e:  # noqa: BLE001 - one bad episode must not lose the others
-                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+                print(scrub_text(f"evaltape proxy: episode {key} could not be saved: {e}"),
+                      file=sys.stderr)
                 continue
             if got is not None:
                 out.append(got)
@@ -290,7 +292,8 @@ class EpisodeBook:
                 if self.end(key) is not None:
                     ended.append(key)
             except Exception as e:  # noqa: BLE001 - reported, the proxy keeps serving
-                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+                print(scrub_text(f"evaltape proxy: episode {key} could not be saved: {e}"),
+                      file=sys.stderr)
         return ended
 
     def start(self) -> None:

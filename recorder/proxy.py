@@ -43,7 +43,7 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .vcr_ext.scrub import register_secret
+from .vcr_ext.scrub import register_secret, scrub_text
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -261,8 +261,8 @@ class ProxyServer(BackgroundServer):
             status = self._replay(h, r, body, ep)
         if self.log:
             where = f" ({ep.key})" if ep is not None else ""
-            self.log(f"{h.command} {r.path.split('?')[0]} → {status}{where} "
-                     f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+            self.log(scrub_text(f"{h.command} {r.path.split('?')[0]} → {status}{where} "
+                                f"{(time.perf_counter() - t0) * 1000:.0f} ms"))
 
     # -- record ------------------------------------------------------------------------
 

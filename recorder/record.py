@@ -116,8 +116,9 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
              ) -> tuple[Path, set[tuple[str, int]], list[tuple[Any, int]], dict[str, Any]]:
     """Write the run's manifest and list the episodes still to record (a rerun resumes).
 
-    A resumed run keeps the union of recorded case input hashes. The episodes are this
-    shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
+    A resumed run keeps the union of recorded case input hashes. The manifest's strings
+    are redacted as a trace's are (:func:`.vcr_ext.scrub.scrub_value`). The episodes are
+    this shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
 
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
@@ -126,8 +127,9 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
                                         **manifest["dataset"]["cases"]}
+    # a command line may hold a key (or a piece of one): redacted like a trace
     atomic_write_text(out / "manifest.json",
-                      orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS |
+                      orjson.dumps(scrub_value(manifest), option=orjson.OPT_SORT_KEYS |
                                    orjson.OPT_INDENT_2).decode() + "\n")
     traces = out / "traces.jsonl"
     done = finished_episodes(traces)

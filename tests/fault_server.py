@@ -9,6 +9,8 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 (streamed tool input whose fragments do not parse). ``split`` streams deltas in pieces;
 ``raw_body`` answers every request with fixed bytes. Every answer can
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
+``echo_format`` may also place the key's two halves (``{key_head}``, ``{key_tail}``), and
+``echo_blocks`` puts the second half into a text block of its own after each text block.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ class FaultServer(ScriptServer):
     def __init__(self, scripts: Mapping[str, Sequence[str]], faults: Mapping[int, str] = (),
                  *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False,
                  echo_format: str = " (your key is {key})", split: int = 0,
-                 raw_body: bytes | None = None, raw_headers: Mapping[str, str] = ()) -> None:
+                 raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
+                 echo_blocks: bool = False) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -38,6 +41,8 @@ class FaultServer(ScriptServer):
         self.split = split
         #: answer every request with these bytes and headers instead of a message
         self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
+        #: echo the key's second half in a text block of its own (after each text block)
+        self.echo_blocks = echo_blocks
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         self._lock = threading.Lock()
@@ -84,9 +89,16 @@ class FaultServer(ScriptServer):
             key = handler.headers.get("x-api-key") or handler.headers.get(
                 "authorization", "").removeprefix("Bearer ")
             extra["x-echo-key"] = key
+            half = len(key) // 2
+            content = []
             for block in message["content"]:
+                content.append(block)
                 if block["type"] == "text":
-                    block["text"] += self.echo_format.format(key=key)
+                    block["text"] += self.echo_format.format(key=key, key_head=key[:half],
+                                                             key_tail=key[half:])
+                    if self.echo_blocks:
+                        content.append({"type": "text", "text": key[half:] + " (end)"})
+            message["content"] = content
         if body.get("stream"):
             events = sse_events(message)
             if fault == "malformed_input":

@@ -415,3 +415,133 @@ def test_infrastructure_statuses():
     request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
     assert is_infra(anthropic.APIConnectionError(request=request))
     assert is_infra(anthropic.APITimeoutError(request=request))
+
+
+# --- a key shaped like the real ones, and where it could be found ---------------------------
+
+import base64  # noqa: E402
+import gzip  # noqa: E402
+import hashlib  # noqa: E402
+import sys  # noqa: E402
+
+#: A key shaped like the real ones: "sk-ant-api03-" and 90 characters (made up here, so no
+#: real key sits in the source).
+LIVE_KEY = "sk-ant-api03-" + base64.urlsafe_b64encode(
+    hashlib.sha512(b"evaltape hostile 1").digest() +
+    hashlib.sha512(b"evaltape hostile 2").digest()).decode()[:88] + "AA"
+
+
+def _unpacked(data: bytes) -> bytes:
+    """``data`` with gzip layers undone (stdlib only: the check does not trust evaltape)."""
+    while data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _texts_on_disk(run: Path) -> dict[str, str]:
+    """Every file under ``run`` as text, plus each ``{"base64": ...}`` body of a cassette
+    decoded (and gunzipped): where a stored key could hide."""
+    out = {}
+    for f in run.rglob("*"):
+        if not f.is_file():
+            continue
+        text = f.read_text(errors="replace")
+        out[str(f)] = text
+        for n, line in enumerate(text.splitlines()):
+            if '"base64"' not in line:
+                continue
+            obj = json.loads(line)
+            for side in ("request", "response"):
+                b64 = obj.get(side, {}).get("body", {}).get("base64")
+                if b64:
+                    raw = _unpacked(base64.b64decode(b64))
+                    out[f"{f}:{n + 1}:{side}"] = raw.decode("latin-1")
+    return out
+
+
+def _leaks(texts: dict[str, str] | list[str], key: str = LIVE_KEY) -> list[str]:
+    """``where: window`` for every 12-character run of ``key`` found in ``texts``."""
+    items = texts.items() if isinstance(texts, dict) else enumerate(texts)
+    windows = [key[i:i + 12] for i in range(len(key) - 11)]
+    return [f"{where}: {w}" for where, t in items for w in windows if w in t]
+
+
+def _record_live(run: Path, server: FaultServer, *extra: str, dataset: str = DATASET):
+    return run_cli("record", dataset, "--agent", "helpdesk", "--out", str(run),
+                   "--base-url", server.base_url, "--model", "stand-in", *extra,
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY})
+
+
+ONE_CASE = [{"id": "tc_001", "user_query": "My account is locked, username jsmith"}]
+
+
+# --- pieces of a live key: every run of 12 characters of it is redacted everywhere ---------
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_key_split_over_two_text_blocks_lands_nowhere(tmp_path, stream):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=" key: {key_head}",
+                     echo_blocks=True) as server:
+        p = _record_live(tmp_path / "run", server, *(["--stream"] if stream else []))
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    answer = SCRIPTS["tc_001"][1].replace("{last_tool_result}", t["tool_calls"][0]["result"])
+    assert t["final_response"] == f"{answer} key: [REDACTED]\n[REDACTED] (end)"
+    assert t["messages"][-1]["content"] == [
+        {"type": "text", "text": f"{answer} key: [REDACTED]"},
+        {"type": "text", "text": "[REDACTED] (end)"}]
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run"),
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY}).returncode == 0
+
+
+def test_key_split_by_a_line_break_lands_nowhere(tmp_path):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=" key: {key_head}\n{key_tail}.",
+                     split=9) as server:
+        p = _record_live(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"].endswith(" key: [REDACTED]\n[REDACTED].")
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+HALVES_AGENT = '''
+import os, sys
+key = os.environ["ANTHROPIC_API_KEY"]
+half = len(key) // 2
+print("key part 1:", key[:half], file=sys.stderr, flush=True)
+print("key part 2:", key[half:], file=sys.stderr, flush=True)
+print(key[:half])
+print(key[half:])
+sys.exit(1)
+'''
+
+
+def test_command_agent_printing_the_key_in_halves_is_redacted(tmp_path):
+    (tmp_path / "halves.py").write_text(HALVES_AGENT)
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    cmd = f"{sys.executable} {tmp_path / 'halves.py'} {{input_file}}"
+    with FaultServer(SCRIPTS) as server:
+        shown = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "run"),
+                        "--base-url", server.base_url, env={"ANTHROPIC_API_KEY": LIVE_KEY})
+        kept = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "kept"),
+                       "--base-url", server.base_url, "--keep-errors",
+                       "--manifest-extra", f"note=key tail {LIVE_KEY[40:]}",
+                       env={"ANTHROPIC_API_KEY": LIVE_KEY})
+    assert shown.returncode == 1, shown.stderr
+    assert "not saved: tc_001#t0: command exited with status 1: key part 1: [REDACTED]\n" \
+           "key part 2: [REDACTED]" in shown.stderr
+    assert kept.returncode == 0, kept.stderr
+    (t,) = read_jsonl(tmp_path / "kept" / "traces.jsonl")
+    assert t["error"] == ("command exited with status 1: key part 1: [REDACTED]\n"
+                          "key part 2: [REDACTED]")
+    assert (t["stdout"], t["final_response"]) == ("[REDACTED]\n[REDACTED]\n",
+                                                  "[REDACTED]\n[REDACTED]")
+    manifest = json.loads((tmp_path / "kept" / "manifest.json").read_text())
+    assert manifest["extra"] == {"note": "key tail [REDACTED]"}
+    for run in ("run", "kept"):
+        assert _leaks(_texts_on_disk(tmp_path / run)) == []
+    assert _leaks([shown.stdout, shown.stderr, kept.stdout, kept.stderr]) == []

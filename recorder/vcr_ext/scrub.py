@@ -4,10 +4,16 @@ Removes ``x-api-key``, ``authorization``, cookies and organisation ids from requ
 responses, and replaces key-shaped strings (and the live key's value) in header values,
 query strings and bodies: in the text as stored, in JSON strings as decoded, and in SSE
 streams as the client assembles them (a key echoed over several deltas).
+
+A live key is also redacted in pieces: every run of :data:`FRAGMENT_MIN` or more
+consecutive characters of it (a key split over two text blocks, a line break or two
+writes) becomes ``[REDACTED]``.
 """
 from __future__ import annotations
 
 import os
+import re
+import threading
 from typing import Any
 from urllib.parse import unquote
 
@@ -23,6 +29,8 @@ from evaltape.grader.io.secrets import KEY_PATTERN, REDACTED  # noqa: E402 - one
 #: Key values seen at run time (the recording proxy adds each ``x-api-key`` / bearer token
 #: its clients send), redacted like the environment's keys. Process-wide, never persisted.
 _SEEN_SECRETS: set[str] = set()
+_SEEN_LOCK = threading.Lock()  # (proxy threads register while others scan)
+_ENV_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 
 def register_secret(value: str) -> None:
@@ -30,35 +38,231 @@ def register_secret(value: str) -> None:
     file or trace still holding it is refused. Values shorter than 8 characters are
     ignored (too short to tell from ordinary text)."""
     if isinstance(value, str) and len(value) >= 8:
-        _SEEN_SECRETS.add(value)
+        with _SEEN_LOCK:
+            _SEEN_SECRETS.add(value)
 
 
 def live_secrets() -> list[str]:
     """Secret values present in this process's environment (API keys) or registered with
     :func:`register_secret`, longest first."""
-    vals = [os.environ.get(k, "") for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")]
-    vals += list(_SEEN_SECRETS)
+    vals = [os.environ.get(k, "") for k in _ENV_KEYS]
+    with _SEEN_LOCK:
+        vals += list(_SEEN_SECRETS)
     return sorted({v for v in vals if len(v) >= 8}, key=len, reverse=True)
 
 
-def scrub_text(text: str) -> str:
-    """Replace the live key values and key-shaped strings in ``text`` with ``[REDACTED]``."""
-    for secret in live_secrets():
+#: Shortest piece of a live secret that is redacted on its own: 12 consecutive characters
+#: of a key anywhere in a text (a key split over two text blocks, a line break or two
+#: writes) are taken for a piece of it. Shorter remnants cannot be told from text.
+FRAGMENT_MIN = 12
+#: Length of the anchors searched for, and their spacing in the secret: every window of
+#: FRAGMENT_MIN characters of a secret holds the anchor starting at a multiple of
+#: _STRIDE inside it, so finding the anchors finds every piece. (Each anchor costs one
+#: ``str.find`` pass of about the same time whatever its length from 4 to 8; 5 gives
+#: the fewest passes without frequent chance hits.)
+_ANCHOR = 5
+_STRIDE = FRAGMENT_MIN - _ANCHOR + 1
+
+
+class SecretPieces:
+    """Finds the pieces of one secret (``len(secret) >= FRAGMENT_MIN``) in texts.
+
+    Any run of FRAGMENT_MIN or more characters of a text that equals characters of the
+    secret holds one of about ``len(secret) / 8`` anchors (5 characters of the secret at
+    offsets 0, 8, 16...). Each anchor is looked for with ``str.find`` (C speed), each hit
+    is extended left and right for as long as text and secret agree, and a run of
+    FRAGMENT_MIN or more characters is a piece. Cost: one ``str.find`` pass per anchor
+    (13 for a 103-character key: about 0.11 s on 20 MB of text).
+    """
+
+    __slots__ = ("secret", "anchors")
+
+    def __init__(self, secret: str) -> None:
+        if len(secret) < FRAGMENT_MIN:
+            raise ValueError(f"a secret shorter than {FRAGMENT_MIN} characters has no pieces")
+        self.secret = secret
+        anchors: dict[str, list[int]] = {}
+        for j in range(0, len(secret) - _ANCHOR + 1, _STRIDE):
+            anchors.setdefault(secret[j:j + _ANCHOR], []).append(j)
+        #: (anchor text, its offsets in the secret that are multiples of _STRIDE)
+        self.anchors = list(anchors.items())
+
+    def spans(self, text: str, first: bool = False) -> list[tuple[int, int]]:
+        """``[(start, end)]`` of the runs of ``text`` that equal FRAGMENT_MIN or more
+        consecutive characters of the secret, each extended as far as text and secret
+        agree (spans may overlap; unsorted). With ``first``, stop at the first run."""
+        s, n, ls = self.secret, len(text), len(self.secret)
+        out: list[tuple[int, int]] = []
+        found: dict[int, tuple[int, int]] = {}  # text offset - secret offset → run
+        for anchor, offsets in self.anchors:
+            i = text.find(anchor)
+            while i >= 0:
+                for j in offsets:
+                    known = found.get(i - j)
+                    if known is not None and known[0] <= i < known[1]:
+                        continue  # another anchor of a run already found
+                    a, k = i, j
+                    while a > 0 and k > 0 and text[a - 1] == s[k - 1]:
+                        a -= 1
+                        k -= 1
+                    b, k = i + _ANCHOR, j + _ANCHOR
+                    while b < n and k < ls and text[b] == s[k]:
+                        b += 1
+                        k += 1
+                    if b - a >= FRAGMENT_MIN:
+                        found[i - j] = (a, b)
+                        out.append((a, b))
+                        if first:
+                            return out
+                i = text.find(anchor, i + 1)
+        return out
+
+
+class _Live:
+    """What the scan needs of one set of live secrets (built once per set).
+
+    Attributes:
+        pieces: a :class:`SecretPieces` per secret of FRAGMENT_MIN characters or more.
+        short: the shorter secrets (matched whole).
+        table: ``bytes.translate`` table mapping every Latin-1 character of the secrets
+            to ``a`` and every other byte to a space (``None`` when a secret has a
+            character beyond Latin-1): a piece lies inside a run of such characters.
+        escaped: whether a secret holds a character JSON must escape (``"``, ``\\``, a
+            control character), so a piece may hide behind such an escape.
+    """
+
+    __slots__ = ("pieces", "short", "table", "escaped")
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.pieces = [SecretPieces(s) for s in secrets if len(s) >= FRAGMENT_MIN]
+        self.short = [s for s in secrets if len(s) < FRAGMENT_MIN]
+        chars = {c for p in self.pieces for c in p.secret}
+        self.table = None if any(ord(c) > 0xFF for c in chars) else \
+            bytes(0x61 if chr(i) in chars else 0x20 for i in range(256))
+        self.escaped = any(c in '"\\' or ord(c) < 0x20 for c in chars)
+
+
+#: ``[(environment keys, number of registered secrets), their _Live)]``: the last built
+_LIVE: list[tuple[tuple, _Live]] = [((), None)]  # type: ignore[list-item]
+#: Texts at least this long are first cut into runs of the secrets' characters.
+_LONG_TEXT = 4096
+#: Most runs looked at one by one; a text with more (base64) gets whole-text passes.
+_MAX_RUNS = 256
+_RUN = b"a" * FRAGMENT_MIN
+
+
+def _live() -> _Live:
+    """The :class:`_Live` of the current live secrets (rebuilt when the environment's keys
+    change or a secret is registered: the registered set only grows)."""
+    key = (*(os.environ.get(k) for k in _ENV_KEYS), len(_SEEN_SECRETS))
+    last_key, live = _LIVE[0]
+    if last_key != key:
+        live = _Live(tuple(live_secrets()))
+        _LIVE[0] = (key, live)
+    return live
+
+
+def _piece_spans(text: str, live: _Live, first: bool = False) -> list[tuple[int, int]]:
+    """The pieces of the live secrets in ``text`` (:meth:`SecretPieces.spans`, unsorted).
+
+    A long text is first cut into runs of the secrets' characters at C speed (Latin-1
+    bytes translated to ``a`` / space, then ``bytes.find``): a text without a run of
+    FRAGMENT_MIN such characters holds no piece, and a few runs are searched alone.
+    """
+    if not live.pieces or len(text) < FRAGMENT_MIN:
+        return []
+    if len(text) < _LONG_TEXT or live.table is None:
+        regions = [(0, text)]
+    else:
+        marks = text.encode("latin-1", "replace").translate(live.table)  # 1 byte a char
+        regions, pos = [], 0
+        while (i := marks.find(_RUN, pos)) >= 0:
+            if len(regions) == _MAX_RUNS:  # many runs (prose, base64): whole-text passes
+                regions = [(0, text)]
+                break
+            j = marks.find(b" ", i)
+            pos = len(marks) if j < 0 else j
+            regions.append((i, text[i:pos]))
+    out: list[tuple[int, int]] = []
+    for offset, region in regions:
+        for finder in live.pieces:
+            for a, b in finder.spans(region, first):
+                out.append((a + offset, b + offset))
+                if first:
+                    return out
+    return out
+
+
+def _redact_pieces(text: str, live: _Live) -> str:
+    """``text`` with every piece of the live secrets (merged where they overlap or touch)
+    replaced by ``[REDACTED]``."""
+    spans = _piece_spans(text, live)
+    if not spans:
+        return text
+    spans.sort()
+    out, pos = [], 0
+    a, b = spans[0]
+    for c, d in spans[1:]:
+        if c <= b:
+            b = max(b, d)
+            continue
+        out += [text[pos:a], REDACTED]
+        pos, (a, b) = b, (c, d)
+    out += [text[pos:a], REDACTED, text[b:]]
+    return "".join(out)
+
+
+def scrub_text(text: str, *, pieces: bool = True) -> str:
+    """Replace the live key values, every piece of FRAGMENT_MIN or more consecutive
+    characters of one (:class:`SecretPieces`: the longest run that matches) and
+    key-shaped strings in ``text`` with ``[REDACTED]``.
+
+    ``pieces=False`` skips the pieces search (whole live keys and key-shaped strings are
+    still redacted): for strings decoded from a JSON text already scanned for pieces,
+    when no escape could have hidden one (:func:`_escapes_may_hide`)."""
+    live = _live()
+    if pieces:
+        text = _redact_pieces(text, live)
+    else:
+        for finder in live.pieces:
+            text = text.replace(finder.secret, REDACTED)
+    for secret in live.short:
         text = text.replace(secret, REDACTED)
     return KEY_PATTERN.sub(REDACTED, text)
 
 
-def scrub_value(value: Any) -> Any:
+def _escapes_may_hide(raw: str) -> bool:
+    """Whether a piece of a live secret could be in a string decoded from the JSON text
+    ``raw`` but not in ``raw`` as it stands: only an escape of one of the secret's own
+    characters can break its run, and keys hold none that JSON escapes unless written
+    as ``\\uXXXX`` (or ``\\/``)."""
+    return _live().escaped or _ESCAPE.search(raw) is not None
+
+
+_ESCAPE = re.compile(r"\\[u/]")  # (a regex: 4x faster than two `in` tests on 20 MB)
+
+
+def scrub_value(value: Any, *, pieces: bool = True, _seen: dict | None = None) -> Any:
     """A JSON value with :func:`scrub_text` applied to every string in it (keys too), so a
     key is found in the text a reader decodes, whatever escapes the JSON used (``\\n``
-    before the key, ``\\u002d`` inside it)."""
+    before the key, ``\\u002d`` inside it). ``pieces`` as for :func:`scrub_text`. A long
+    string held twice (a trace's answer is also its last message's text) is scanned
+    once."""
     if isinstance(value, str):
-        return scrub_text(value)
+        if len(value) < _LONG_TEXT:
+            return scrub_text(value, pieces=pieces)
+        seen = {} if _seen is None else _seen
+        got = seen.get(id(value))  # (value is alive until the call ends: ids stay unique)
+        if got is None or got[0] is not value:
+            got = seen[id(value)] = (value, scrub_text(value, pieces=pieces))
+        return got[1]
+    if isinstance(value, (dict, list)) and _seen is None:
+        _seen = {}
     if isinstance(value, dict):
-        return {scrub_text(k) if isinstance(k, str) else k: scrub_value(v)
-                for k, v in value.items()}
+        return {scrub_text(k, pieces=pieces) if isinstance(k, str) else k:
+                scrub_value(v, pieces=pieces, _seen=_seen) for k, v in value.items()}
     if isinstance(value, list):
-        return [scrub_value(v) for v in value]
+        return [scrub_value(v, pieces=pieces, _seen=_seen) for v in value]
     return value
 
 
@@ -140,7 +344,7 @@ def scrub_body_text(text: str) -> str:
             doc = orjson.loads(text)
         except orjson.JSONDecodeError:
             return text
-        clean = scrub_value(doc)
+        clean = scrub_value(doc, pieces=_escapes_may_hide(text))
         if clean != doc:
             return orjson.dumps(clean).decode()
     return text
@@ -205,9 +409,22 @@ def scrub_response(response: dict) -> dict:
     return response
 
 
-def find_secret(text: str) -> str | None:
-    """The first secret-looking substring of ``text`` (masked for display), or ``None``."""
-    for secret in live_secrets():
+def find_secret(text: str, *, pieces: bool = True) -> str | None:
+    """The first secret-looking substring of ``text`` (masked for display), or ``None``:
+    a live key, a piece of FRAGMENT_MIN or more characters of one (unless ``pieces`` is
+    false: see :func:`scrub_text`), or a key-shaped string."""
+    live = _live()
+    if not pieces:
+        for f in live.pieces:
+            if f.secret in text:
+                return f.secret[:6] + "…"
+    hit = _piece_spans(text, live, first=True) if pieces else None
+    if hit:
+        (a, b), = hit
+        secret = next(f.secret for f in live.pieces if text[a:b] in f.secret)
+        return secret[:6] + "…" + ("" if b - a == len(secret) else
+                                   f" ({b - a} characters of a live key)")
+    for secret in live.short:
         if secret in text:
             return secret[:6] + "…"
     m = KEY_PATTERN.search(text)
@@ -238,15 +455,18 @@ def find_secret_deep(text: str) -> str | None:
     hit = find_secret(text)
     if hit:
         return hit
-    candidates = [text]
+    candidates = [(text, True)]
     for line in text.splitlines():
         if line[:1] in ("{", "["):
             try:
-                candidates.extend(_strings(orjson.loads(line)))
+                obj = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-    for s in candidates:
-        hit = find_secret(s) if s is not text else None
+            # (pieces in the line as stored were looked for above)
+            hidden = _escapes_may_hide(line)
+            candidates.extend((s, hidden) for s in _strings(obj))
+    for s, pieces in candidates:
+        hit = find_secret(s, pieces=pieces) if s is not text else None
         if hit:
             return hit
         if "content_block_delta" in s:
