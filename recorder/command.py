@@ -41,7 +41,7 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import Case
 
 from .cassette import cassette_name, cassette_path
-from .episodes import EpisodeKey, trace_from_cassette
+from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .script_server import CASE_HEADER, case_header
 from .vcr_ext.jsonl_serializer import HEADER
@@ -158,11 +158,13 @@ def redact_output(data: bytes | str | None) -> str:
 
 
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
-                  timeout_s: float, model: str | None) -> dict:
+                  timeout_s: float, model: str | None, refused: str | None = None) -> dict:
     """The trace of one command episode from its (closed) cassette and the process result.
 
     An episode that made no request gets a cassette with only the header line, so every
-    trace has its cassette (replay checks that).
+    trace has its cassette (replay checks that). ``refused``: why the proxy refused to
+    store an answer of the episode (:attr:`.episodes.EpisodeBook.refused`); the episode
+    is then an infrastructure error whatever the program did.
 
     Raises:
         BadInputError: the resulting trace fails the trace reader (a bug; names the field).
@@ -182,6 +184,8 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
         tail = res.stderr.strip()[-STDERR_TAIL:]
         trace["stop_reason"] = "error"
         trace["error"] = why + (f": {tail}" if tail else "")
+    if refused is not None:
+        mark_refused(trace, refused)
     if trace.get("model") is None:
         trace["model"] = model
     parse_trace(trace, path=f"trace of command episode {key}")
@@ -246,7 +250,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             key = EpisodeKey(case.id, trial)
             res = run_command(px, argv, case, trial, opts.command_timeout)
             px.book.end(key, notify=False)
-            return command_trace(out, key, case, res, opts.command_timeout, model)
+            return command_trace(out, key, case, res, opts.command_timeout, model,
+                                 px.book.refused.get(key))
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 

@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
 
+from .vcr_ext.scrub import UnscannableBody
+
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
 #: Turns whose stream broke off with a transient error event are re-sent this many times.
@@ -229,7 +231,8 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     The same tool with equal arguments ``LOOP_REPEATS`` times in a row stops with
     ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
     called tools, ``max_steps``. An API error (after the SDK's retries) stops with
-    ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
+    ``error``; so does an answer the recorder refuses to store because it cannot decode
+    it (infra kind ``undecodable_response``). An unknown tool or a raising tool becomes an error tool result and the loop
     goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
     the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
     ``malformed_tool_input: true``, and the tool is not run.
@@ -257,6 +260,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             extra = {"partial_response": e.partial_text}
             if is_infra(e.error):
                 extra["infra_error"] = infra_kind(e.error)
+            break
+        except UnscannableBody as e:  # an answer the recorder refused to store
+            stop_reason, error = "error", str(e)
+            extra = {"infra_error": e.infra_kind}
             break
         except anthropic.APIError as e:
             stop_reason, error = "error", f"{type(e).__name__}: {e}"

@@ -32,7 +32,8 @@ from .agents import resolve_agent
 from .cassette import cassette_name, make_vcr, prune_retried
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import find_secret, find_secret_deep, scrub_text, scrub_value
+from .vcr_ext.scrub import (UnscannableBody, find_secret, find_secret_deep, scrub_text,
+                            scrub_value)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -342,6 +343,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
             what = f"raised at {frame.filename}:{frame.lineno}"
         fields = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
                   "error": f"agent raised {type(e).__name__}: {what}"}
+        if isinstance(e, UnscannableBody):  # an answer the recorder refused to store
+            fields["infra_error"] = e.infra_kind
     if not isinstance(fields, dict):
         raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
                             "trace fields (README: Your own agent)", path=f"case {case.id}")

@@ -11,6 +11,10 @@ connection without answering), ``"midstream"`` (HTTP 200, stream starts, then an
 also echo the request's API key (``x-api-key`` or bearer token) in a header and in the text (``echo_key``).
 ``echo_format`` may also place the key's two halves (``{key_head}``, ``{key_tail}``), and
 ``echo_blocks`` puts the second half into a text block of its own after each text block.
+``content_encoding`` sends every message answer with that ``content-encoding`` header,
+its body compressed by each gzip / x-gzip / deflate coding named (any case, comma
+separated, in order); other codings leave the bytes as they are (the HTTP client reads
+them so: it ignores codings it does not know).
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class FaultServer(ScriptServer):
                  *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False,
                  echo_format: str = " (your key is {key})", split: int = 0,
                  raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
-                 echo_blocks: bool = False) -> None:
+                 echo_blocks: bool = False, content_encoding: str | None = None) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -43,6 +47,8 @@ class FaultServer(ScriptServer):
         self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
         #: echo the key's second half in a text block of its own (after each text block)
         self.echo_blocks = echo_blocks
+        #: ``content-encoding`` of every message answer (see the module docstring)
+        self.content_encoding = content_encoding
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         self._lock = threading.Lock()
@@ -99,6 +105,8 @@ class FaultServer(ScriptServer):
                     if self.echo_blocks:
                         content.append({"type": "text", "text": key[half:] + " (end)"})
             message["content"] = content
+        if self.content_encoding is not None:
+            extra["content-encoding"] = self.content_encoding
         if body.get("stream"):
             events = sse_events(message)
             if fault == "malformed_input":
@@ -111,9 +119,22 @@ class FaultServer(ScriptServer):
             if fault == "midstream_partial":  # the text block's first deltas arrive
                 events = events[:4] + [("error", {"type": "error", "error": {
                     "type": "overloaded_error", "message": "Overloaded"}})]
-            handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
+            handler._send(200, self._encode(encode_sse(events)), "text/event-stream",
+                          headers=extra)
         else:
-            handler._send(200, json.dumps(message).encode(), headers=extra)
+            handler._send(200, self._encode(json.dumps(message).encode()), headers=extra)
+
+    def _encode(self, data: bytes) -> bytes:
+        """``data`` compressed as :attr:`content_encoding` names (module docstring)."""
+        import gzip
+        import zlib
+        for coding in (self.content_encoding or "").split(","):
+            coding = coding.strip().lower()
+            if coding in ("gzip", "x-gzip"):
+                data = gzip.compress(data)
+            elif coding == "deflate":
+                data = zlib.compress(data)
+        return data
 
 
 def _split(event: tuple[str, dict], size: int) -> list[tuple[str, dict]]:

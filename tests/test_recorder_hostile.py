@@ -259,12 +259,9 @@ def run(case, client, *, model, **kw):
 BLOB = bytes.fromhex("fffe0001808190a0b0c0d0e0f0f1f2f3f4f5")  # 18 bytes, not UTF-8
 
 
-@pytest.mark.parametrize("headers", [
-    {"content-type": "application/octet-stream"},
-    {"content-type": "application/json", "content-encoding": "br"},  # no brotli installed
-])
-def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
+def test_binary_bodies_round_trip_byte_for_byte(tmp_path):
     import base64
+    headers = {"content-type": "application/octet-stream"}
     (tmp_path / "blob_agent.py").write_text(BLOB_AGENT)
     write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
     with FaultServer({"c": ["x"]}, raw_body=BLOB, raw_headers=headers) as server:
@@ -276,8 +273,6 @@ def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
     (line,) = (tmp_path / "run" / "http" / "c__t0.jsonl").read_text().splitlines()[1:]
     stored = json.loads(line)["response"]
     assert base64.b64decode(stored["body"]["base64"]) == BLOB
-    if "content-encoding" in headers:  # raw bytes keep their header, never the mix
-        assert stored["headers"]["content-encoding"] == ["br"]
     p = run_cli("replay", "run", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
 
@@ -545,3 +540,115 @@ def test_command_agent_printing_the_key_in_halves_is_redacted(tmp_path):
     for run in ("run", "kept"):
         assert _leaks(_texts_on_disk(tmp_path / run)) == []
     assert _leaks([shown.stdout, shown.stderr, kept.stdout, kept.stderr]) == []
+
+
+# --- compressed answers: decoded before they are scrubbed, or refused ---------------------
+
+@pytest.mark.parametrize("encoding,stream", [
+    ("GZIP", False),          # upper case: vcrpy's decoder looks the name up as sent
+    ("gzip, gzip", False),    # stacked in one header
+    ("Gzip ,GZIP", True),     # both, on a stream
+])
+def test_compressed_answer_is_decoded_then_redacted(tmp_path, encoding, stream):
+    with FaultServer(SCRIPTS, echo_key=True, content_encoding=encoding) as server:
+        p = _record_live(tmp_path / "run", server, *(["--stream"] if stream else []))
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    lines = (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:]
+    for line in lines:  # stored decoded, as the client read it, without the header
+        resp = json.loads(line)["response"]
+        assert set(resp["body"]) == {"text" if stream else "json"}
+        assert "content-encoding" not in {k.lower() for k in resp["headers"]}
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"] == SCRIPTS["tc_001"][1].replace(
+        "{last_tool_result}", t["tool_calls"][0]["result"]) + " (your key is [REDACTED])"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run"),
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY}).returncode == 0
+
+
+@pytest.mark.parametrize("encoding", ["compress", "br"])  # (br: the body is not brotli)
+def test_an_answer_that_cannot_be_decoded_is_refused_not_stored(tmp_path, encoding):
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    # the client ignores a coding it does not know and reads the JSON, key and all
+    with FaultServer(SCRIPTS, echo_key=True, content_encoding=encoding) as server:
+        p = _record_live(tmp_path / "run", server, dataset=ds)
+        assert server.requests == 1  # refused, not retried: the answer would not change
+        kept = _record_live(tmp_path / "kept", server, "--keep-errors", dataset=ds)
+    assert p.returncode == 1, p.stderr
+    why = (f"the server's answer could not be decoded to scan it for keys (content-encoding "
+           f"{encoding!r} cannot be decoded here: evaltape decodes ")
+    assert f"not saved: tc_001#t0: {why}" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "run" / "traces.jsonl").exists()
+    assert kept.returncode == 0, kept.stderr
+    (t,) = read_jsonl(tmp_path / "kept" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["final_response"]) == \
+        ("error", "undecodable_response", None)
+    assert t["error"].startswith(why) and t["error"].endswith("); it was not stored")
+    # no answer is stored: the kept episode's cassette has no interaction
+    kept_cassette = tmp_path / "kept" / "http" / "tc_001__t0.jsonl"
+    assert not kept_cassette.exists() or kept_cassette.read_text().splitlines()[1:] == []
+    for run in ("run", "kept"):
+        assert _leaks(_texts_on_disk(tmp_path / run)) == []
+    assert _leaks([p.stdout, p.stderr, kept.stdout, kept.stderr]) == []
+    assert _grade_failures(tmp_path / "kept", tmp_path) == {
+        "tc_001": "infra_error:undecodable_response"}
+
+
+def _cassette_line(body: bytes, headers: dict) -> str:
+    return json.dumps({"request": {"method": "POST", "uri": "http://h/v1/messages",
+                                   "body": {"text": None}, "headers": {}},
+                       "response": {"status": {"code": 200, "message": "OK"},
+                                    "headers": headers,
+                                    "body": {"base64": base64.b64encode(body).decode()}}})
+
+
+def test_audit_and_final_scan_decode_compressed_stored_bodies(tmp_path):
+    from evaltape.recorder.vcr_ext.persister import SecretLeakError, atomic_write_text
+    answer = json.dumps({"content": [{"type": "text", "text": f"key {FAKE_KEY}"}]}).encode()
+    files = {
+        "header.jsonl": _cassette_line(gzip.compress(answer), {"content-encoding": ["GZIP"]}),
+        "stacked.jsonl": _cassette_line(gzip.compress(gzip.compress(answer)),
+                                        {"Content-Encoding": ["gzip, x-gzip"]}),
+        "sniffed.jsonl": _cassette_line(gzip.compress(answer), {}),  # header lost
+        "broken.jsonl": _cassette_line(b"\x1f\x8b not gzip", {}),
+        "unknown.jsonl": _cassette_line(b"\x00\x01", {"content-encoding": ["compress"]}),
+    }
+    head = '{"format": "evaltape.cassette/1", "version": 1}\n'
+    for name, line in files.items():
+        (tmp_path / name).write_text(head + line + "\n")
+        with pytest.raises(SecretLeakError) as e:  # the recorder's final scan refuses it
+            atomic_write_text(tmp_path / "out" / name, head + line + "\n")
+        assert not (tmp_path / "out" / name).exists()
+        if name in ("broken.jsonl", "unknown.jsonl"):
+            assert "holds a stored body that cannot be decoded to scan it for keys" in str(e.value)
+        else:
+            assert "holds a key-shaped string (sk-ant-api…)" in str(e.value)
+    (tmp_path / "plain.jsonl").write_text(head + _cassette_line(b"\xff\xfeno key", {}) + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert p.returncode == 3
+    for name in ("header.jsonl", "stacked.jsonl", "sniffed.jsonl"):
+        assert f"{tmp_path / name}:2: key-shaped string (sk-ant-api…)" in p.stderr
+    assert f"{tmp_path / 'broken.jsonl'}:2: stored body that cannot be decoded to scan " \
+           "it for keys (response: content-encoding 'gzip': the body does not decode " \
+           "(Error -3 while decompressing data: " in p.stderr
+    assert f"{tmp_path / 'unknown.jsonl'}:2: stored body that cannot be decoded to scan it " \
+           "for keys (response: content-encoding 'compress' cannot be decoded here: " \
+           "evaltape decodes " in p.stderr
+    assert "plain.jsonl" not in p.stderr and "5 secret(s) found in 6 file(s)" in p.stderr
+
+
+def test_scrub_response_decodes_x_gzip_and_deflate_before_redacting():
+    import zlib
+    from evaltape.recorder.vcr_ext.scrub import scrub_response
+    body = json.dumps({"text": f"echo {FAKE_KEY}"}).encode()
+    for headers, packed in [({"Content-Encoding": ["x-gzip"], "content-length": ["9"]},
+                             gzip.compress(body)),
+                            ({"content-encoding": ["deflate", "GZIP"]},
+                             gzip.compress(zlib.compress(body)))]:
+        resp = scrub_response({"status": {"code": 200}, "headers": dict(headers),
+                               "body": {"string": packed}})
+        assert resp["body"]["string"] == b'{"text": "echo [REDACTED]"}'
+        assert "content-encoding" not in {k.lower() for k in resp["headers"]}
