@@ -46,7 +46,7 @@ from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .script_server import CASE_HEADER, case_header
 from .vcr_ext.jsonl_serializer import HEADER
 from .vcr_ext.persister import atomic_write_text
-from .vcr_ext.scrub import scrub_text
+from .vcr_ext.scrub import scrub_text, scrub_value
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -313,8 +313,8 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                 a = {k: v for k, v in rec.items() if k != "latency_s"}
                 b = {k: v for k, v in now.items() if k != "latency_s"}
                 d = first_difference(a, b)
-                if d:
-                    sa, sb = shorten_pair(d[1], d[2])
+                if d:  # (values redacted before they are cut for display)
+                    sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
                     msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
             out.append((key.case_id, key.trial, msg))
     return out

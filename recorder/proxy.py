@@ -384,8 +384,8 @@ class ProxyServer(BackgroundServer):
                     msg = f"episode {ep.key}: " + _miss_message(ep.cassette, [request])
                     ep.misses.append(msg)
             else:
-                msg = (f"no cassette of {self.book.run / 'http'} holds an unplayed match "
-                       f"for {h.command} {r.path}")
+                msg = scrub_text(f"no cassette of {self.book.run / 'http'} holds an "
+                                 f"unplayed match for {h.command} {r.path}")
                 with self.book.lock:
                     self.book.unmatched.append(msg)
             h.send_json(404, _error_body("not_found_error", f"evaltape replay miss: {msg}"))

@@ -652,3 +652,38 @@ def test_scrub_response_decodes_x_gzip_and_deflate_before_redacting():
                                "body": {"string": packed}})
         assert resp["body"]["string"] == b'{"text": "echo [REDACTED]"}'
         assert "content-encoding" not in {k.lower() for k in resp["headers"]}
+
+
+# --- replay prints what it compares: redacted --------------------------------------------
+
+LEAK_AGENT = '''
+import os
+
+def run(case, client, *, model, **kw):
+    msgs = [{"role": "user", "content": case.input + os.environ.get("LEAK_REQUEST", "")}]
+    resp = client.messages.create(model=model, max_tokens=64, messages=msgs)
+    return {"tool_calls": [], "final_response": resp.content[0].text
+            + os.environ.get("LEAK_ANSWER", ""), "stop_reason": resp.stop_reason, "steps": 1}
+'''
+SPLIT_KEY = f" {LIVE_KEY[:40]}\n{LIVE_KEY[40:]}"  # the live key over two lines
+
+
+@pytest.mark.parametrize("leak", ["LEAK_REQUEST", "LEAK_ANSWER"])
+def test_replay_divergence_messages_are_redacted(tmp_path, leak):
+    (tmp_path / "leak_agent.py").write_text(LEAK_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "task": "say hi"}])
+    write_json(tmp_path / "s.json", {"c": ["hi"]})
+    p = run_cli("record", "d.json", "--agent", "leak_agent:run", "--out", "run",
+                "--standin-script", "s.json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("replay", "run", cwd=tmp_path,
+                env={"ANTHROPIC_API_KEY": LIVE_KEY, leak: SPLIT_KEY})
+    assert p.returncode == 1
+    if leak == "LEAK_REQUEST":
+        assert "DIVERGED case 'c' trial 0: interaction 1 has no recorded match; against the " \
+               "nearest recorded request the body first differs at $.messages[0].content: " \
+               "recorded 'say hi', now 'say hi [REDACTED]\\n[REDACTED]'" in p.stderr
+    else:
+        assert "DIVERGED case 'c' trial 0: trace differs at $.final_response: recorded 'hi', " \
+               "replayed 'hi [REDACTED]\\n[REDACTED]'" in p.stderr
+    assert _leaks([p.stdout, p.stderr]) == []
