@@ -232,10 +232,11 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
     called tools, ``max_steps``. An API error (after the SDK's retries) stops with
     ``error``; so does an answer the recorder refuses to store because it cannot decode
-    it (infra kind ``undecodable_response``). An unknown tool or a raising tool becomes an error tool result and the loop
-    goes on; so does a streamed tool input whose fragments do not parse as a JSON object:
-    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined) and
-    ``malformed_tool_input: true``, and the tool is not run.
+    it (infra kind ``undecodable_response``). An unknown tool or a raising tool becomes
+    an error tool result and the loop goes on; so does a streamed tool input whose
+    fragments do not parse as a JSON object: the call is kept with ``arguments: {}``,
+    ``raw_arguments`` (the fragments joined) and ``malformed_tool_input: true``, and the
+    tool is not run.
     """
     names = {t["name"] for t in spec.tools}
     messages: list[dict] = [{"role": "user", "content": user_input}]
