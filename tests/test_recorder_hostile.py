@@ -598,6 +598,41 @@ def test_an_answer_that_cannot_be_decoded_is_refused_not_stored(tmp_path, encodi
         "tc_001": "infra_error:undecodable_response"}
 
 
+POST_AGENT = '''
+import json, os, sys, urllib.request
+body = json.dumps({"model": "m", "max_tokens": 8,
+                   "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", body,
+                             {"content-type": "application/json",
+                              "x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+with urllib.request.urlopen(req) as resp:  # reads the bytes as sent: no decoding
+    resp.read()
+print("done")
+'''
+
+
+def test_a_proxied_answer_that_cannot_be_decoded_is_refused_not_stored(tmp_path):
+    (tmp_path / "post.py").write_text(POST_AGENT)
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    cmd = f"{sys.executable} {tmp_path / 'post.py'}"
+    with FaultServer({"tc_001": ["hello"]}, echo_key=True,
+                     content_encoding="compress") as server:
+        p = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "run"),
+                    "--base-url", server.base_url, "--keep-errors",
+                    env={"ANTHROPIC_API_KEY": LIVE_KEY})
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["final_response"], t["stdout"]) == \
+        ("error", "undecodable_response", None, "done\n")
+    assert t["error"].startswith("the server's answer could not be decoded to scan it for "
+                                 "keys (content-encoding 'compress' cannot be decoded here: "
+                                 "evaltape decodes ")
+    assert t["error"].endswith("); it was not stored")
+    assert (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:] == []
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+
+
 def _cassette_line(body: bytes, headers: dict) -> str:
     return json.dumps({"request": {"method": "POST", "uri": "http://h/v1/messages",
                                    "body": {"text": None}, "headers": {}},
