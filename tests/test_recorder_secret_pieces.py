@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,14 @@ from evaltape.recorder.vcr_ext.scrub import (find_secret, find_secret_deep, regi
                                              scrub_text)
 
 KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i in range(45))
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch):
+    """Keys registered by earlier in-process runs (the recording proxy registers each key
+    its clients send) are not live here."""
+    from evaltape.recorder.vcr_ext import scrub
+    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
 
 
 def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
@@ -28,6 +37,11 @@ def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
     # two pieces that touch become one
     assert scrub_text(KEY[70:90] + KEY[10:30]) == "[REDACTED]"
     assert scrub_text("plain text, no key") == "plain text, no key"
+    # another key-shaped string sharing the live key's first 13 characters goes whole
+    other = "sk-ant-api03-" + "Q" * 40
+    assert scrub_text(f"x {other} y") == "x [REDACTED] y"
+    # a key glued behind a piece looks like a key once the piece is cut: it goes too
+    assert scrub_text(KEY[40:60] + "sk-" + "Q" * 30) == "[REDACTED][REDACTED]"
     assert find_secret(f"say {KEY[30:60]}") == "sk-ant… (30 characters of a live key)"
     assert find_secret(f"say {KEY}") == "sk-ant…"
     assert find_secret(f"say {KEY[30:41]}") is None
@@ -42,15 +56,11 @@ def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
 
 
 def test_registered_secrets_are_cut_in_pieces_too(monkeypatch):
-    from evaltape.recorder.vcr_ext import scrub
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     token = "proxy-token-0123456789abcdef"
     register_secret(token)  # what the recording proxy does with a key a client sends
-    try:
-        assert scrub_text(f"[{token[:14]}|{token[14:]}]") == "[[REDACTED]|[REDACTED]]"
-        assert scrub_text(token[:13]) == "[REDACTED]" and scrub_text(token[:11]) == token[:11]
-    finally:
-        scrub._SEEN_SECRETS.discard(token)
+    assert scrub_text(f"[{token[:14]}|{token[14:]}]") == "[[REDACTED]|[REDACTED]]"
+    assert scrub_text(token[:13]) == "[REDACTED]" and scrub_text(token[:11]) == token[:11]
 
 
 def _reference(text: str, secret: str) -> str:
@@ -92,13 +102,15 @@ def secret_and_text(draw):
 @given(secret_and_text())
 def test_pieces_match_the_brute_force_rule(case):
     import os
+    from evaltape.recorder.vcr_ext import scrub
     secret, text = case
-    before = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = secret
+    before, seen = os.environ.get("ANTHROPIC_API_KEY"), scrub._SEEN_SECRETS
+    os.environ["ANTHROPIC_API_KEY"], scrub._SEEN_SECRETS = secret, set()
     try:
         assert scrub_text(text) == _reference(text, secret)
         assert (find_secret(text) is None) == (_reference(text, secret) == text)
     finally:
+        scrub._SEEN_SECRETS = seen
         if before is None:
             del os.environ["ANTHROPIC_API_KEY"]
         else:

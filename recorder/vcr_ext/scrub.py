@@ -222,18 +222,25 @@ def scrub_text(text: str, *, pieces: bool = True) -> str:
     characters of one (:class:`SecretPieces`: the longest run that matches) and
     key-shaped strings in ``text`` with ``[REDACTED]``.
 
+    Key-shaped strings go before pieces: one that shares a piece with a live key (the 13
+    characters ``sk-ant-api03-`` of another key) is redacted whole, not cut into a piece
+    and a rest that no longer looks like a key.
+
     ``pieces=False`` skips the pieces search (whole live keys and key-shaped strings are
     still redacted): for strings decoded from a JSON text already scanned for pieces,
     when no escape could have hidden one (:func:`_escapes_may_hide`)."""
     live = _live()
+    for secret in live.short:
+        text = text.replace(secret, REDACTED)
+    text = KEY_PATTERN.sub(REDACTED, text)
     if pieces:
-        text = _redact_pieces(text, live)
+        cut = _redact_pieces(text, live)
+        if cut is not text:  # (a key glued behind a piece looks like a key only now)
+            text = KEY_PATTERN.sub(REDACTED, cut)
     else:
         for finder in live.pieces:
             text = text.replace(finder.secret, REDACTED)
-    for secret in live.short:
-        text = text.replace(secret, REDACTED)
-    return KEY_PATTERN.sub(REDACTED, text)
+    return text
 
 
 def _escapes_may_hide(raw: str) -> bool:
@@ -576,21 +583,18 @@ def find_secret(text: str, *, pieces: bool = True) -> str | None:
     a live key, a piece of FRAGMENT_MIN or more characters of one (unless ``pieces`` is
     false: see :func:`scrub_text`), or a key-shaped string."""
     live = _live()
-    if not pieces:
-        for f in live.pieces:
-            if f.secret in text:
-                return f.secret[:6] + "…"
+    for secret in [f.secret for f in live.pieces] + live.short:
+        if secret in text:
+            return secret[:6] + "…"
+    m = KEY_PATTERN.search(text)
+    if m:
+        return m.group(0)[:10] + "…"
     hit = _piece_spans(text, live, first=True) if pieces else None
     if hit:
         (a, b), = hit
         secret = next(f.secret for f in live.pieces if text[a:b] in f.secret)
-        return secret[:6] + "…" + ("" if b - a == len(secret) else
-                                   f" ({b - a} characters of a live key)")
-    for secret in live.short:
-        if secret in text:
-            return secret[:6] + "…"
-    m = KEY_PATTERN.search(text)
-    return m.group(0)[:10] + "…" if m else None
+        return f"{secret[:6]}… ({b - a} characters of a live key)"
+    return None
 
 
 def _strings(value: Any) -> Any:
