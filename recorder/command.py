@@ -44,12 +44,12 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import Case
 
 from .cassette import cassette_name, cassette_path
-from .episodes import EpisodeKey, trace_from_cassette
+from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .script_server import CASE_HEADER, case_header
 from .vcr_ext.jsonl_serializer import HEADER
 from .vcr_ext.persister import atomic_write_text
-from .vcr_ext.scrub import scrub_text
+from .vcr_ext.scrub import scrub_text, scrub_value
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -107,7 +107,8 @@ def _kill_group(p: subprocess.Popen) -> None:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """One run of the command: exit code (``None`` on timeout), output, wall time (s)."""
+    """One run of the command: exit code (``None`` on timeout), output (redacted:
+    :func:`redact_output`), wall time (s)."""
 
     exit_code: int | None
     stdout: str
@@ -147,16 +148,26 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
             _kill_group(p)
             raise
         wall = round(time.perf_counter() - t0, 3)
-    dec = lambda b: b.decode("utf-8", errors="replace") if isinstance(b, bytes) else (b or "")
-    return CommandResult(code, dec(out), dec(err), wall)
+    return CommandResult(code, redact_output(out), redact_output(err), wall)
+
+
+def redact_output(data: bytes | str | None) -> str:
+    """A program's stdout or stderr as text (UTF-8, undecodable bytes replaced), redacted
+    line by line before it is shown or stored: live keys, every piece of 12 or more
+    characters of one (a key printed in two halves) and key-shaped strings
+    (:func:`.vcr_ext.scrub.scrub_text`)."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
+    return "".join(scrub_text(line) for line in text.splitlines(keepends=True))
 
 
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
-                  timeout_s: float, model: str | None) -> dict:
+                  timeout_s: float, model: str | None, refused: str | None = None) -> dict:
     """The trace of one command episode from its (closed) cassette and the process result.
 
     An episode that made no request gets a cassette with only the header line, so every
-    trace has its cassette (replay checks that).
+    trace has its cassette (replay checks that). ``refused``: why the proxy refused to
+    store an answer of the episode (:attr:`.episodes.EpisodeBook.refused`); the episode
+    is then an infrastructure error whatever the program did.
 
     Raises:
         BadInputError: the resulting trace fails the trace reader (a bug; names the field).
@@ -179,6 +190,8 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
         if res.exit_code is None:  # the episode's deadline: the infrastructure's failure
             trace["infra_error"] = "timeout"
             trace["final_response"] = None
+    if refused is not None:
+        mark_refused(trace, refused)
     if trace.get("model") is None:
         trace["model"] = model
     parse_trace(trace, path=f"trace of command episode {key}")
@@ -227,7 +240,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    if previous and previous.get("command") != opts.command:
+    if previous and previous.get("command") not in (opts.command, scrub_text(opts.command)):
         raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
                          f"command asks for {opts.command!r}. Record into another --out, or "
                          "repeat the original options to resume it")
@@ -249,7 +262,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             if res.exit_code is None:  # killed at the deadline: cut what it left in flight
                 px.abort(key)
             px.book.end(key, notify=False)
-            return command_trace(out, key, case, res, limit, model)
+            return command_trace(out, key, case, res, limit, model, px.book.refused.get(key))
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
 
@@ -311,8 +324,8 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                 a = {k: v for k, v in rec.items() if k != "latency_s"}
                 b = {k: v for k, v in now.items() if k != "latency_s"}
                 d = first_difference(a, b)
-                if d:
-                    sa, sb = shorten_pair(d[1], d[2])
+                if d:  # (values redacted before they are cut for display)
+                    sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
                     msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
             out.append((key.case_id, key.trial, msg))
     return out

@@ -28,6 +28,7 @@ from vcr.cassette import Cassette, CassetteContextDecorator
 from evaltape.grader.model import TRACE_SCHEMA
 
 from .cassette import cassette_name, make_vcr, prune_retried
+from .vcr_ext.scrub import UnscannableBody, scrub_text
 
 Mode = Literal["record", "replay"]
 #: Seconds an episode's end waits for exchanges still being stored.
@@ -136,6 +137,9 @@ class EpisodeBook:
         self.results: list[dict] = []
         #: replay mode: misses of requests that named no episode
         self.unmatched: list[str] = []
+        #: record mode: episode → why an answer of it was refused, not stored (an answer
+        #: that cannot be decoded to be scanned for keys); its trace is an infra error
+        self.refused: dict[EpisodeKey, str] = {}
 
     # -- opening -----------------------------------------------------------------------
 
@@ -216,9 +220,16 @@ class EpisodeBook:
         """Append one exchange to the episode's cassette in memory (scrubbed by the vcrpy
         hooks). The file is written once, atomically, when the episode ends: an episode
         cut short has no trace and is recorded again from scratch on resume, so saving
-        every exchange would buy nothing but a full rewrite per request."""
+        every exchange would buy nothing but a full rewrite per request.
+
+        An answer that cannot be decoded to be scanned for keys is not stored: the episode
+        is marked in :attr:`refused` (the first reason kept) and ends as an infra error.
+        """
         with ep.lock:
-            ep.cassette.append(request, response)
+            try:
+                ep.cassette.append(request, response)
+            except UnscannableBody as e:
+                self.refused.setdefault(ep.key, str(e))
             ep.last = time.monotonic()
 
     # -- ending ------------------------------------------------------------------------
@@ -255,6 +266,8 @@ class EpisodeBook:
             ep.cassette._save(force=True)
         trace = trace_from_cassette(Path(ep.cassette.path), key,
                                     latency_s=round(ep.last - ep.started, 3))
+        if key in self.refused:
+            mark_refused(trace, self.refused[key])
         if notify and self.on_end:
             self.on_end(trace)
         return trace
@@ -266,7 +279,8 @@ class EpisodeBook:
             try:
                 got = self.end(key)
             except Exception as e:  # noqa: BLE001 - one bad episode must not lose the others
-                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+                print(scrub_text(f"evaltape proxy: episode {key} could not be saved: {e}"),
+                      file=sys.stderr)
                 continue
             if got is not None:
                 out.append(got)
@@ -290,7 +304,8 @@ class EpisodeBook:
                 if self.end(key) is not None:
                     ended.append(key)
             except Exception as e:  # noqa: BLE001 - reported, the proxy keeps serving
-                print(f"evaltape proxy: episode {key} could not be saved: {e}", file=sys.stderr)
+                print(scrub_text(f"evaltape proxy: episode {key} could not be saved: {e}"),
+                      file=sys.stderr)
         return ended
 
     def start(self) -> None:
@@ -340,6 +355,16 @@ def stream_cut_short(path: Path, index: int) -> bool:
                        == "message_stop" for name, data in iter_events(text))
     except EpisodeProblem:
         return False
+
+
+def mark_refused(trace: dict, why: str) -> dict:
+    """Make ``trace`` (in place) an infrastructure error: an answer of its episode was
+    refused, not stored (``why``), so the cassette misses it and the trace cannot stand
+    for what the agent did: ``stop_reason: "error"``, no final answer, ``error: why`` and
+    ``infra_error: "undecodable_response"``."""
+    trace.update({"stop_reason": "error", "final_response": None, "error": why,
+                  "infra_error": UnscannableBody.infra_kind})
+    return trace
 
 
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,

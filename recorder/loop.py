@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import anthropic
 
 from .deadline import EpisodeTimeout
+from .vcr_ext.scrub import UnscannableBody
 
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
@@ -359,14 +360,16 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     The same tool with equal arguments ``LOOP_REPEATS`` times in a row stops with
     ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
     called tools, ``max_steps``. An API error (after the SDK's retries) stops with
-    ``error``. An unknown tool or a raising tool becomes an error tool result and the loop
-    goes on; so does a tool input that is not a JSON object (streamed fragments that do
-    not parse as one, or a non-streamed ``input`` that is a string, list, number or null):
-    the call is kept with ``arguments: {}``, ``raw_arguments`` (the fragments joined, or
-    the value as JSON text) and ``malformed_tool_input: true``, and the tool is not run.
-    A turn whose content nests too deep to be stored (a tool input 300 arrays deep) stops
-    with ``error`` (``trace_too_deep: ...``), the turn itself left out. The episode's
-    deadline (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
+    ``error``; so does an answer the recorder refuses to store because it cannot decode
+    it (infra kind ``undecodable_response``). An unknown tool or a raising tool becomes
+    an error tool result and the loop goes on; so does a tool input that is not a JSON
+    object (streamed fragments that do not parse as one, or a non-streamed ``input`` that
+    is a string, list, number or null): the call is kept with ``arguments: {}``,
+    ``raw_arguments`` (the fragments joined, or the value as JSON text) and
+    ``malformed_tool_input: true``, and the tool is not run. A turn whose content nests
+    too deep to be stored (a tool input 300 arrays deep) stops with ``error``
+    (``trace_too_deep: ...``), the turn itself left out. The episode's deadline
+    (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
     ``infra_error: "timeout"``.
     """
     names = {t["name"] for t in spec.tools}
@@ -392,6 +395,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             extra = {"partial_response": e.partial_text}
             if is_infra(e.error):
                 extra["infra_error"] = infra_kind(e.error)
+            break
+        except UnscannableBody as e:  # an answer the recorder refused to store
+            stop_reason, error = "error", str(e)
+            extra = {"infra_error": e.infra_kind}
             break
         except anthropic.APIError as e:
             stop_reason, error = "error", f"{type(e).__name__}: {e}"

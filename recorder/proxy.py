@@ -45,7 +45,8 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .vcr_ext.scrub import register_secret, register_url_credentials, url_credentials
+from .vcr_ext.scrub import (register_secret, register_url_credentials, scrub_text,
+                            url_credentials)
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -478,8 +479,8 @@ class ProxyServer(BackgroundServer):
             status = self._replay(h, r, body, ep)
         if self.log:
             where = f" ({ep.key})" if ep is not None else ""
-            self.log(f"{h.command} {r.path.split('?')[0]} → {status}{where} "
-                     f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+            self.log(scrub_text(f"{h.command} {r.path.split('?')[0]} → {status}{where} "
+                                f"{(time.perf_counter() - t0) * 1000:.0f} ms"))
 
     # -- record ------------------------------------------------------------------------
 
@@ -609,8 +610,8 @@ class ProxyServer(BackgroundServer):
                     msg = f"episode {ep.key}: " + _miss_message(ep.cassette, [request])
                     ep.misses.append(msg)
             else:
-                msg = (f"no cassette of {self.book.run / 'http'} holds an unplayed match "
-                       f"for {h.command} {r.path}")
+                msg = scrub_text(f"no cassette of {self.book.run / 'http'} holds an "
+                                 f"unplayed match for {h.command} {r.path}")
                 with self.book.lock:
                     self.book.unmatched.append(msg)
             h.send_json(404, _error_body("not_found_error", f"evaltape replay miss: {msg}"))

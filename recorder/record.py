@@ -34,8 +34,9 @@ from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadli
                        mark_timed_out, on_request)
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .vcr_ext.persister import SecretLeakError, atomic_write_text
-from .vcr_ext.scrub import (find_secret, find_secret_deep, register_url_credentials,
-                            scrub_text, scrub_value, strip_userinfo, url_credentials)
+from .vcr_ext.scrub import (UnscannableBody, find_secret, find_secret_deep,
+                            register_url_credentials, scrub_text, scrub_value, strip_userinfo,
+                            url_credentials)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
 SCRIPTED_MODEL = "scripted"
@@ -139,8 +140,9 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
              ) -> tuple[Path, set[tuple[str, int]], list[tuple[Any, int]], dict[str, Any]]:
     """Write the run's manifest and list the episodes still to record (a rerun resumes).
 
-    A resumed run keeps the union of recorded case input hashes. The episodes are this
-    shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
+    A resumed run keeps the union of recorded case input hashes. The manifest's strings
+    are redacted as a trace's are (:func:`.vcr_ext.scrub.scrub_value`). The episodes are
+    this shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
 
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
@@ -154,7 +156,8 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
                                         **manifest["dataset"]["cases"]}
-    write_manifest(out / "manifest.json", manifest)
+    # a command line may hold a key (or a piece of one): redacted like a trace
+    write_manifest(out / "manifest.json", scrub_value(manifest))
     traces = out / "traces.jsonl"
     try:
         done = finished_episodes(traces)
@@ -446,6 +449,8 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
             fields["infra_error"] = infra_kind(cause)
         if isinstance(e, StreamBroke):
             fields["partial_response"] = e.partial_text
+        if isinstance(e, UnscannableBody):  # an answer the recorder refused to store
+            fields["infra_error"] = e.infra_kind
     if not isinstance(fields, dict):
         raise BadInputError(f"agent returned {type(fields).__name__}, expected a dict of "
                             "trace fields (README: Your own agent)", path=f"case {case.id}")

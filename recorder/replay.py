@@ -15,7 +15,7 @@ from .cassette import cassette_name, cassette_path, make_vcr
 from .record import make_client, run_episode
 from .vcr_ext.jsonpath import first_difference
 from .vcr_ext.matchers import parse_body, shorten_pair
-from .vcr_ext.scrub import scrub_request
+from .vcr_ext.scrub import scrub_request, scrub_text, scrub_value
 
 #: Trace keys that legitimately differ between recording and replay.
 VOLATILE_KEYS = ("latency_s",)
@@ -38,23 +38,38 @@ def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str,
 
 @dataclass(frozen=True)
 class Divergence:
-    """Where a replayed episode first differs from the recorded one."""
+    """Where a replayed episode first differs from the recorded one.
+
+    ``message`` is redacted when the divergence is made, and the whole text again when it
+    is shown (live keys, pieces of 12 or more characters of one, key-shaped strings:
+    :func:`.vcr_ext.scrub.scrub_text`): a replayed agent may send or answer with a key
+    the recording never held.
+    """
 
     case_id: str
     trial: int
     message: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", scrub_text(self.message))
+
     def __str__(self) -> str:
-        return f"case {self.case_id!r} trial {self.trial}: {self.message}"
+        return scrub_text(f"case {self.case_id!r} trial {self.trial}: {self.message}")
 
 
 def _miss_message(cassette: Any, seen: list) -> str:
-    """Explain a replay miss: the interaction number and the first differing JSON path.
+    """Explain a replay miss: the interaction number and the first differing JSON path,
+    redacted (:func:`.vcr_ext.scrub.scrub_text`; the two values before they are cut).
 
     A request that equals recorded ones which were all played already (the agent sent it
     once more than when recording) says so: ``interaction #i matched but was already
     played (k of k used)``.
     """
+    return scrub_text(_explain_miss(cassette, seen))
+
+
+def _explain_miss(cassette: Any, seen: list) -> str:
+    """:func:`_miss_message` before redaction."""
     played = sum(cassette.play_counts.values())
     number = played + 1
     misses = getattr(cassette, "misses", None)
@@ -77,7 +92,7 @@ def _miss_message(cassette: Any, seen: list) -> str:
     if diff is None:
         return f"interaction {number}: request equals a recorded one that was already played"
     path, a, b = diff
-    sa, sb = shorten_pair(a, b)
+    sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
     return (f"interaction {number} has no recorded match; against the nearest recorded "
             f"request the body first differs at {path}: recorded {sa}, now {sb}")
 
@@ -182,8 +197,8 @@ def replay_run(run: str, dataset: str | None = None,
             b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
             b = comparable_usage(a, b)
             d = first_difference(a, b)
-            if d:
-                sa, sb = shorten_pair(d[1], d[2])
+            if d:  # (values redacted before they are cut for display)
+                sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
                 div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
                                  f"{sa}, replayed {sb}")
         if div:

@@ -21,6 +21,12 @@ also echo the request's API key (``x-api-key`` or bearer token) in a header and 
 ``authorizations`` lists the ``authorization`` header of every answered request and
 ``connections`` counts every TCP connection accepted (also those whose request never got
 an answer), so a test can tell that nothing reached a server.
+``echo_format`` may also place the key's two halves (``{key_head}``, ``{key_tail}``), and
+``echo_blocks`` puts the second half into a text block of its own after each text block.
+``content_encoding`` sends every message answer with that ``content-encoding`` header,
+its body compressed by each gzip / x-gzip / deflate coding named (any case, comma
+separated, in order); other codings leave the bytes as they are (the HTTP client reads
+them so: it ignores codings it does not know).
 """
 from __future__ import annotations
 
@@ -41,7 +47,8 @@ class FaultServer(ScriptServer):
                  *, delay_s: float = 0.0, slow_s: float = 1.0, echo_key: bool = False,
                  echo_format: str = " (your key is {key})", split: int = 0,
                  raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
-                 deep: int = 300) -> None:
+                 deep: int = 300, echo_blocks: bool = False,
+                 content_encoding: str | None = None) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -53,6 +60,10 @@ class FaultServer(ScriptServer):
         self.raw_body, self.raw_headers = raw_body, dict(raw_headers or {})
         #: levels of nesting of the ``deep_input`` / ``deep_answer`` values
         self.deep = deep
+        #: echo the key's second half in a text block of its own (after each text block)
+        self.echo_blocks = echo_blocks
+        #: ``content-encoding`` of every message answer (see the module docstring)
+        self.content_encoding = content_encoding
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         #: the ``authorization`` header of each request ``respond`` got (``None``: absent)
@@ -136,9 +147,18 @@ class FaultServer(ScriptServer):
             key = handler.headers.get("x-api-key") or handler.headers.get(
                 "authorization", "").removeprefix("Bearer ")
             extra["x-echo-key"] = key
+            half = len(key) // 2
+            content = []
             for block in message["content"]:
+                content.append(block)
                 if block["type"] == "text":
-                    block["text"] += self.echo_format.format(key=key)
+                    block["text"] += self.echo_format.format(key=key, key_head=key[:half],
+                                                             key_tail=key[half:])
+                    if self.echo_blocks:
+                        content.append({"type": "text", "text": key[half:] + " (end)"})
+            message["content"] = content
+        if self.content_encoding is not None:
+            extra["content-encoding"] = self.content_encoding
         if body.get("stream"):
             events = sse_events(message)
             if fault == "malformed_input":
@@ -154,11 +174,24 @@ class FaultServer(ScriptServer):
             if fault == "cut_stream":  # every block arrives, the stream's end does not
                 events = events[:-2]
             if fault == "cut_close":
-                _send_until_close(handler, encode_sse(events[:-1]), extra)
+                _send_until_close(handler, self._encode(encode_sse(events[:-1])), extra)
                 return
-            handler._send(200, encode_sse(events), "text/event-stream", headers=extra)
+            handler._send(200, self._encode(encode_sse(events)), "text/event-stream",
+                          headers=extra)
         else:
-            handler._send(200, json.dumps(message).encode(), headers=extra)
+            handler._send(200, self._encode(json.dumps(message).encode()), headers=extra)
+
+    def _encode(self, data: bytes) -> bytes:
+        """``data`` compressed as :attr:`content_encoding` names (module docstring)."""
+        import gzip
+        import zlib
+        for coding in (self.content_encoding or "").split(","):
+            coding = coding.strip().lower()
+            if coding in ("gzip", "x-gzip"):
+                data = gzip.compress(data)
+            elif coding == "deflate":
+                data = zlib.compress(data)
+        return data
 
     def _ping_forever(self, handler: Any, body: dict) -> None:
         """A stream kept alive by pings: ``message_start``, then a ping every 0.05 s."""

@@ -259,12 +259,9 @@ def run(case, client, *, model, **kw):
 BLOB = bytes.fromhex("fffe0001808190a0b0c0d0e0f0f1f2f3f4f5")  # 18 bytes, not UTF-8
 
 
-@pytest.mark.parametrize("headers", [
-    {"content-type": "application/octet-stream"},
-    {"content-type": "application/json", "content-encoding": "br"},  # no brotli installed
-])
-def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
+def test_binary_bodies_round_trip_byte_for_byte(tmp_path):
     import base64
+    headers = {"content-type": "application/octet-stream"}
     (tmp_path / "blob_agent.py").write_text(BLOB_AGENT)
     write_json(tmp_path / "d.json", [{"id": "c", "user_query": "hi"}])
     with FaultServer({"c": ["x"]}, raw_body=BLOB, raw_headers=headers) as server:
@@ -276,8 +273,6 @@ def test_binary_and_br_bodies_round_trip_byte_for_byte(tmp_path, headers):
     (line,) = (tmp_path / "run" / "http" / "c__t0.jsonl").read_text().splitlines()[1:]
     stored = json.loads(line)["response"]
     assert base64.b64decode(stored["body"]["base64"]) == BLOB
-    if "content-encoding" in headers:  # raw bytes keep their header, never the mix
-        assert stored["headers"]["content-encoding"] == ["br"]
     p = run_cli("replay", "run", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
 
@@ -932,3 +927,316 @@ def test_the_bfcl_agent_flags_a_tool_input_that_is_not_an_object(tmp_path):
     assert t["tool_calls"] == [{"id": "toolu_s01_0", "name": "geo.distance", "arguments": {},
                                 "raw_arguments": '"NYC"', "malformed_tool_input": True,
                                 "result": None, "is_error": False, "step": 1}]
+
+
+# --- a key shaped like the real ones, and where it could be found ---------------------------
+
+import base64  # noqa: E402
+import gzip  # noqa: E402
+import hashlib  # noqa: E402
+import sys  # noqa: E402
+
+#: A key shaped like the real ones: "sk-ant-api03-" and 90 characters (made up here, so no
+#: real key sits in the source).
+LIVE_KEY = "sk-ant-api03-" + base64.urlsafe_b64encode(
+    hashlib.sha512(b"evaltape hostile 1").digest() +
+    hashlib.sha512(b"evaltape hostile 2").digest()).decode()[:88] + "AA"
+
+
+def _unpacked(data: bytes) -> bytes:
+    """``data`` with gzip layers undone (stdlib only: the check does not trust evaltape)."""
+    while data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _texts_on_disk(run: Path) -> dict[str, str]:
+    """Every file under ``run`` as text, plus each ``{"base64": ...}`` body of a cassette
+    decoded (and gunzipped): where a stored key could hide."""
+    out = {}
+    for f in run.rglob("*"):
+        if not f.is_file():
+            continue
+        text = f.read_text(errors="replace")
+        out[str(f)] = text
+        for n, line in enumerate(text.splitlines()):
+            if '"base64"' not in line:
+                continue
+            obj = json.loads(line)
+            for side in ("request", "response"):
+                b64 = obj.get(side, {}).get("body", {}).get("base64")
+                if b64:
+                    raw = _unpacked(base64.b64decode(b64))
+                    out[f"{f}:{n + 1}:{side}"] = raw.decode("latin-1")
+    return out
+
+
+def _leaks(texts: dict[str, str] | list[str], key: str = LIVE_KEY) -> list[str]:
+    """``where: window`` for every 12-character run of ``key`` found in ``texts``."""
+    items = texts.items() if isinstance(texts, dict) else enumerate(texts)
+    windows = [key[i:i + 12] for i in range(len(key) - 11)]
+    return [f"{where}: {w}" for where, t in items for w in windows if w in t]
+
+
+def _record_live(run: Path, server: FaultServer, *extra: str, dataset: str = DATASET):
+    return run_cli("record", dataset, "--agent", "helpdesk", "--out", str(run),
+                   "--base-url", server.base_url, "--model", "stand-in", *extra,
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY})
+
+
+ONE_CASE = [{"id": "tc_001", "user_query": "My account is locked, username jsmith"}]
+
+
+# --- pieces of a live key: every run of 12 characters of it is redacted everywhere ---------
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_key_split_over_two_text_blocks_lands_nowhere(tmp_path, stream):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=" key: {key_head}",
+                     echo_blocks=True) as server:
+        p = _record_live(tmp_path / "run", server, *(["--stream"] if stream else []))
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    answer = SCRIPTS["tc_001"][1].replace("{last_tool_result}", t["tool_calls"][0]["result"])
+    assert t["final_response"] == f"{answer} key: [REDACTED]\n[REDACTED] (end)"
+    assert t["messages"][-1]["content"] == [
+        {"type": "text", "text": f"{answer} key: [REDACTED]"},
+        {"type": "text", "text": "[REDACTED] (end)"}]
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run"),
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY}).returncode == 0
+
+
+def test_key_split_by_a_line_break_lands_nowhere(tmp_path):
+    with FaultServer(SCRIPTS, echo_key=True, echo_format=" key: {key_head}\n{key_tail}.",
+                     split=9) as server:
+        p = _record_live(tmp_path / "run", server, "--stream")
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"].endswith(" key: [REDACTED]\n[REDACTED].")
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+HALVES_AGENT = '''
+import os, sys
+key = os.environ["ANTHROPIC_API_KEY"]
+half = len(key) // 2
+print("key part 1:", key[:half], file=sys.stderr, flush=True)
+print("key part 2:", key[half:], file=sys.stderr, flush=True)
+print(key[:half])
+print(key[half:])
+sys.exit(1)
+'''
+
+
+def test_command_agent_printing_the_key_in_halves_is_redacted(tmp_path):
+    (tmp_path / "halves.py").write_text(HALVES_AGENT)
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    cmd = f"{sys.executable} {tmp_path / 'halves.py'} {{input_file}}"
+    with FaultServer(SCRIPTS) as server:
+        shown = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "run"),
+                        "--base-url", server.base_url, env={"ANTHROPIC_API_KEY": LIVE_KEY})
+        kept = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "kept"),
+                       "--base-url", server.base_url, "--keep-errors",
+                       "--manifest-extra", f"note=key tail {LIVE_KEY[40:]}",
+                       env={"ANTHROPIC_API_KEY": LIVE_KEY})
+    assert shown.returncode == 1, shown.stderr
+    assert "not saved: tc_001#t0: command exited with status 1: key part 1: [REDACTED]\n" \
+           "key part 2: [REDACTED]" in shown.stderr
+    assert kept.returncode == 0, kept.stderr
+    (t,) = read_jsonl(tmp_path / "kept" / "traces.jsonl")
+    assert t["error"] == ("command exited with status 1: key part 1: [REDACTED]\n"
+                          "key part 2: [REDACTED]")
+    assert (t["stdout"], t["final_response"]) == ("[REDACTED]\n[REDACTED]\n",
+                                                  "[REDACTED]\n[REDACTED]")
+    manifest = json.loads((tmp_path / "kept" / "manifest.json").read_text())
+    assert manifest["extra"] == {"note": "key tail [REDACTED]"}
+    for run in ("run", "kept"):
+        assert _leaks(_texts_on_disk(tmp_path / run)) == []
+    assert _leaks([shown.stdout, shown.stderr, kept.stdout, kept.stderr]) == []
+
+
+# --- compressed answers: decoded before they are scrubbed, or refused ---------------------
+
+@pytest.mark.parametrize("encoding,stream", [
+    ("GZIP", False),          # upper case: vcrpy's decoder looks the name up as sent
+    ("gzip, gzip", False),    # stacked in one header
+    ("Gzip ,GZIP", True),     # both, on a stream
+])
+def test_compressed_answer_is_decoded_then_redacted(tmp_path, encoding, stream):
+    with FaultServer(SCRIPTS, echo_key=True, content_encoding=encoding) as server:
+        p = _record_live(tmp_path / "run", server, *(["--stream"] if stream else []))
+    assert p.returncode == 0, p.stderr
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+    lines = (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:]
+    for line in lines:  # stored decoded, as the client read it, without the header
+        resp = json.loads(line)["response"]
+        assert set(resp["body"]) == {"text" if stream else "json"}
+        assert "content-encoding" not in {k.lower() for k in resp["headers"]}
+    t = read_jsonl(tmp_path / "run" / "traces.jsonl")[0]
+    assert t["final_response"] == SCRIPTS["tc_001"][1].replace(
+        "{last_tool_result}", t["tool_calls"][0]["result"]) + " (your key is [REDACTED])"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+    assert run_cli("audit", str(tmp_path / "run"),
+                   env={"ANTHROPIC_API_KEY": LIVE_KEY}).returncode == 0
+
+
+@pytest.mark.parametrize("encoding", ["compress", "br"])  # (br: the body is not brotli)
+def test_an_answer_that_cannot_be_decoded_is_refused_not_stored(tmp_path, encoding):
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    # the client ignores a coding it does not know and reads the JSON, key and all
+    with FaultServer(SCRIPTS, echo_key=True, content_encoding=encoding) as server:
+        p = _record_live(tmp_path / "run", server, dataset=ds)
+        assert server.requests == 1  # refused, not retried: the answer would not change
+        kept = _record_live(tmp_path / "kept", server, "--keep-errors", dataset=ds)
+    assert p.returncode == 1, p.stderr
+    # (with a brotli package, br is tried and fails: "... 'br': the body does not decode")
+    why = (f"the server's answer could not be decoded to scan it for keys (content-encoding "
+           f"{encoding!r}")
+    assert f"not saved: tc_001#t0: {why}" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "run" / "traces.jsonl").exists()
+    assert kept.returncode == 0, kept.stderr
+    (t,) = read_jsonl(tmp_path / "kept" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["final_response"]) == \
+        ("error", "undecodable_response", None)
+    assert t["error"].startswith(why) and t["error"].endswith("); it was not stored")
+    # no answer is stored: the kept episode's cassette has no interaction
+    kept_cassette = tmp_path / "kept" / "http" / "tc_001__t0.jsonl"
+    assert not kept_cassette.exists() or kept_cassette.read_text().splitlines()[1:] == []
+    for run in ("run", "kept"):
+        assert _leaks(_texts_on_disk(tmp_path / run)) == []
+    assert _leaks([p.stdout, p.stderr, kept.stdout, kept.stderr]) == []
+    assert _grade_failures(tmp_path / "kept", tmp_path) == {
+        "tc_001": "infra_error:undecodable_response"}
+
+
+POST_AGENT = '''
+import json, os, sys, urllib.request
+body = json.dumps({"model": "m", "max_tokens": 8,
+                   "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", body,
+                             {"content-type": "application/json",
+                              "x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+with urllib.request.urlopen(req) as resp:  # reads the bytes as sent: no decoding
+    resp.read()
+print("done")
+'''
+
+
+def test_a_proxied_answer_that_cannot_be_decoded_is_refused_not_stored(tmp_path):
+    (tmp_path / "post.py").write_text(POST_AGENT)
+    ds = str(write_json(tmp_path / "d.json", ONE_CASE))
+    cmd = f"{sys.executable} {tmp_path / 'post.py'}"
+    with FaultServer({"tc_001": ["hello"]}, echo_key=True,
+                     content_encoding="compress") as server:
+        p = run_cli("record", ds, "--command", cmd, "--out", str(tmp_path / "run"),
+                    "--base-url", server.base_url, "--keep-errors",
+                    env={"ANTHROPIC_API_KEY": LIVE_KEY})
+    assert p.returncode == 0, p.stderr
+    (t,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert (t["stop_reason"], t["infra_error"], t["final_response"], t["stdout"]) == \
+        ("error", "undecodable_response", None, "done\n")
+    assert t["error"].startswith("the server's answer could not be decoded to scan it for "
+                                 "keys (content-encoding 'compress' cannot be decoded here: "
+                                 "evaltape decodes ")
+    assert t["error"].endswith("); it was not stored")
+    assert (tmp_path / "run" / "http" / "tc_001__t0.jsonl").read_text().splitlines()[1:] == []
+    assert _leaks(_texts_on_disk(tmp_path / "run")) == []
+    assert _leaks([p.stdout, p.stderr]) == []
+
+
+def _cassette_line(body: bytes, headers: dict) -> str:
+    return json.dumps({"request": {"method": "POST", "uri": "http://h/v1/messages",
+                                   "body": {"text": None}, "headers": {}},
+                       "response": {"status": {"code": 200, "message": "OK"},
+                                    "headers": headers,
+                                    "body": {"base64": base64.b64encode(body).decode()}}})
+
+
+def test_audit_and_final_scan_decode_compressed_stored_bodies(tmp_path):
+    from evaltape.recorder.vcr_ext.persister import SecretLeakError, atomic_write_text
+    answer = json.dumps({"content": [{"type": "text", "text": f"key {FAKE_KEY}"}]}).encode()
+    files = {
+        "header.jsonl": _cassette_line(gzip.compress(answer), {"content-encoding": ["GZIP"]}),
+        "stacked.jsonl": _cassette_line(gzip.compress(gzip.compress(answer)),
+                                        {"Content-Encoding": ["gzip, x-gzip"]}),
+        "sniffed.jsonl": _cassette_line(gzip.compress(answer), {}),  # header lost
+        "broken.jsonl": _cassette_line(b"\x1f\x8b not gzip", {}),
+        "unknown.jsonl": _cassette_line(b"\x00\x01", {"content-encoding": ["compress"]}),
+    }
+    head = '{"format": "evaltape.cassette/1", "version": 1}\n'
+    for name, line in files.items():
+        (tmp_path / name).write_text(head + line + "\n")
+        with pytest.raises(SecretLeakError) as e:  # the recorder's final scan refuses it
+            atomic_write_text(tmp_path / "out" / name, head + line + "\n")
+        assert not (tmp_path / "out" / name).exists()
+        if name in ("broken.jsonl", "unknown.jsonl"):
+            assert "holds a stored body that cannot be decoded to scan it for keys" in str(e.value)
+        else:
+            assert "holds a key-shaped string (sk-ant-api…)" in str(e.value)
+    (tmp_path / "plain.jsonl").write_text(head + _cassette_line(b"\xff\xfeno key", {}) + "\n")
+    p = run_cli("audit", str(tmp_path))
+    assert p.returncode == 3
+    for name in ("header.jsonl", "stacked.jsonl", "sniffed.jsonl"):
+        assert f"{tmp_path / name}:2: key-shaped string (sk-ant-api…)" in p.stderr
+    assert f"{tmp_path / 'broken.jsonl'}:2: stored body that cannot be decoded to scan " \
+           "it for keys (response: content-encoding 'gzip': the body does not decode " \
+           "(Error -3 while decompressing data: " in p.stderr
+    assert f"{tmp_path / 'unknown.jsonl'}:2: stored body that cannot be decoded to scan it " \
+           "for keys (response: content-encoding 'compress' cannot be decoded here: " \
+           "evaltape decodes " in p.stderr
+    assert "plain.jsonl" not in p.stderr and "5 secret(s) found in 6 file(s)" in p.stderr
+
+
+def test_scrub_response_decodes_x_gzip_and_deflate_before_redacting():
+    import zlib
+    from evaltape.recorder.vcr_ext.scrub import scrub_response
+    body = json.dumps({"text": f"echo {FAKE_KEY}"}).encode()
+    for headers, packed in [({"Content-Encoding": ["x-gzip"], "content-length": ["9"]},
+                             gzip.compress(body)),
+                            ({"content-encoding": ["deflate", "GZIP"]},
+                             gzip.compress(zlib.compress(body)))]:
+        resp = scrub_response({"status": {"code": 200}, "headers": dict(headers),
+                               "body": {"string": packed}})
+        assert resp["body"]["string"] == b'{"text": "echo [REDACTED]"}'
+        assert "content-encoding" not in {k.lower() for k in resp["headers"]}
+
+
+# --- replay prints what it compares: redacted --------------------------------------------
+
+LEAK_AGENT = '''
+import os
+
+def run(case, client, *, model, **kw):
+    msgs = [{"role": "user", "content": case.input + os.environ.get("LEAK_REQUEST", "")}]
+    resp = client.messages.create(model=model, max_tokens=64, messages=msgs)
+    return {"tool_calls": [], "final_response": resp.content[0].text
+            + os.environ.get("LEAK_ANSWER", ""), "stop_reason": resp.stop_reason, "steps": 1}
+'''
+SPLIT_KEY = f" {LIVE_KEY[:40]}\n{LIVE_KEY[40:]}"  # the live key over two lines
+
+
+@pytest.mark.parametrize("leak", ["LEAK_REQUEST", "LEAK_ANSWER"])
+def test_replay_divergence_messages_are_redacted(tmp_path, leak):
+    (tmp_path / "leak_agent.py").write_text(LEAK_AGENT)
+    write_json(tmp_path / "d.json", [{"id": "c", "task": "say hi"}])
+    write_json(tmp_path / "s.json", {"c": ["hi"]})
+    p = run_cli("record", "d.json", "--agent", "leak_agent:run", "--out", "run",
+                "--standin-script", "s.json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = run_cli("replay", "run", cwd=tmp_path,
+                env={"ANTHROPIC_API_KEY": LIVE_KEY, leak: SPLIT_KEY})
+    assert p.returncode == 1
+    if leak == "LEAK_REQUEST":
+        assert "DIVERGED case 'c' trial 0: interaction 1 has no recorded match; against the " \
+               "nearest recorded request the body first differs at $.messages[0].content: " \
+               "recorded 'say hi', now 'say hi [REDACTED]\\n[REDACTED]'" in p.stderr
+    else:
+        assert "DIVERGED case 'c' trial 0: trace differs at $.final_response: recorded 'hi', " \
+               "replayed 'hi [REDACTED]\\n[REDACTED]'" in p.stderr
+    assert _leaks([p.stdout, p.stderr]) == []

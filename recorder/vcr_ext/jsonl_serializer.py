@@ -4,9 +4,10 @@ JSON bodies are stored parsed (``"body": {"json": ...}``; as text when nested to
 written back parsed), other text as text
 (``"body": {"text": ...}``), so cassettes read and diff as data (DESIGN.md §5). Bytes that
 are not UTF-8 are stored as ``{"base64": ...}`` and replay byte for byte. Compressed bodies
-are decoded by vcrpy's ``decode_compressed_response`` (header dropped); a body it cannot
-decode (``br`` without a brotli package) keeps its header and is stored raw, in base64:
-never a decoded body with the header, never garbled bytes.
+are decoded before they are scrubbed (:func:`.scrub.decode_response`, header dropped); one
+that cannot be decoded is refused there, never stored. A body that still carries a
+``content-encoding`` here would be stored raw, in base64: never a decoded body with the
+header, never garbled bytes.
 """
 from __future__ import annotations
 
@@ -92,8 +93,8 @@ def _headers(value: Any, where: str) -> dict:
 
 
 def _is_encoded(headers: Any) -> bool:
-    """Whether a response still carries a ``content-encoding`` (vcrpy decodes gzip and
-    deflate, and br only when a brotli package is installed, dropping the header)."""
+    """Whether a response still carries a ``content-encoding`` (the scrubbing hook decodes
+    every coding and drops the header, or refuses the body)."""
     for name, value in (headers or {}).items():
         if name.lower() == "content-encoding":
             values = value if isinstance(value, list) else [value]

@@ -10,7 +10,7 @@ from vcr.serialize import deserialize, serialize
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import atomic_write
 
-from .scrub import find_secret_deep
+from .scrub import describe_hit, find_secret_deep
 
 
 class SecretLeakError(BadInputError):
@@ -21,12 +21,14 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically, refusing content that holds a secret.
 
     Raises:
-        SecretLeakError: ``text`` contains the live API key or a key-shaped string, also
-            once JSON strings are decoded and streams assembled; nothing is written.
+        SecretLeakError: ``text`` contains the live API key, a piece of 12 or more
+            characters of it or a key-shaped string, also once JSON strings are decoded,
+            streams assembled and stored compressed bodies decoded, or a compressed body
+            that does not decode; nothing is written.
     """
     leak = find_secret_deep(text)
     if leak:
-        raise SecretLeakError(f"refusing to write: holds a key-shaped string ({leak})",
+        raise SecretLeakError(f"refusing to write: holds a {describe_hit(leak)}",
                               path=str(path))
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

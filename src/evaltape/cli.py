@@ -40,13 +40,31 @@ class GateFailed(click.ClickException):
     exit_code = 1
 
 
+def redacted(text: str) -> str:
+    """``text`` as an error message may show it: the live keys (of the environment, or
+    seen by the recording proxy), every piece of 12 or more characters of one and
+    key-shaped strings replaced by ``[REDACTED]``
+    (:func:`evaltape.recorder.vcr_ext.scrub.scrub_text`). With no live key the
+    recorder's scrubber is not loaded: the key-shaped strings are redacted alone."""
+    import os
+    scrub = sys.modules.get("evaltape.recorder.vcr_ext.scrub")
+    if scrub is None and (os.environ.get("ANTHROPIC_API_KEY") or
+                          os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        from evaltape.recorder.vcr_ext import scrub
+    if scrub is None:
+        from evaltape.grader.io.secrets import redact
+        return redact(text)
+    return scrub.scrub_text(text)
+
+
 def to_click(exc: EvaltapeError) -> click.ClickException:
-    """Map a domain error onto the click exception carrying its exit code."""
+    """Map a domain error onto the click exception carrying its exit code (its message
+    :func:`redacted`)."""
     if isinstance(exc, BadInputError):
-        return BadInput(str(exc))
+        return BadInput(redacted(str(exc)))
     if isinstance(exc, UsageError):
-        return click.UsageError(str(exc))
-    return click.ClickException(str(exc))
+        return click.UsageError(redacted(str(exc)))
+    return click.ClickException(redacted(str(exc)))
 
 
 #: Modules of the ``record`` extra (pyproject.toml) → the package that provides them.
@@ -134,9 +152,10 @@ def main() -> None:
         if os.environ.get("EVALTAPE_DEBUG"):
             raise
         frame = traceback.extract_tb(e.__traceback__)[-1]
-        click.echo(f"evaltape: internal error (a bug, not your input and not a failed gate): "
-                   f"{type(e).__name__}: {e} (at {frame.filename}:{frame.lineno}); rerun with "
-                   "EVALTAPE_DEBUG=1 for the traceback and report it", err=True)
+        click.echo(redacted(f"evaltape: internal error (a bug, not your input and not a "
+                            f"failed gate): {type(e).__name__}: {e} (at {frame.filename}:"
+                            f"{frame.lineno}); rerun with EVALTAPE_DEBUG=1 for the "
+                            "traceback and report it"), err=True)
         sys.exit(INTERNAL_ERROR)
 
 

@@ -11,13 +11,16 @@ import click
 def audit(paths: tuple[str, ...]) -> None:
     """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit.
 
-    Each line is scanned as stored, with its JSON strings decoded, and with SSE streams
-    assembled as the client would (a key split over deltas is found).
+    Each line is scanned as stored, with its JSON strings decoded, with SSE streams
+    assembled as the client would (a key split over deltas is found) and with a stored
+    compressed body decoded (a compressed body that does not decode is listed too). With
+    ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN set, any 12 characters of that key are
+    found as well.
     """
     from evaltape.cli import BadInput
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import check_readable_tree
-    from evaltape.recorder.vcr_ext.scrub import find_secret_deep
+    from evaltape.recorder.vcr_ext.scrub import describe_hit, find_secret_deep
 
     hits, unread, scanned = [], [], 0
     for root in paths:
@@ -40,7 +43,7 @@ def audit(paths: tuple[str, ...]) -> None:
             for lineno, line in enumerate(text.splitlines(), start=1):
                 leak = find_secret_deep(line)
                 if leak:
-                    hits.append(f"{f}:{lineno}: key-shaped string ({leak})")
+                    hits.append(f"{f}:{lineno}: {describe_hit(leak)}")
     for h in hits + unread:
         click.echo(h, err=True)
     if hits or unread:

@@ -1,0 +1,117 @@
+"""Pieces of a live key: every run of 12 or more characters of a live secret is redacted
+(``scrub_text``) and found (``find_secret``, the final scan), extended to the longest run
+that matches; shorter remnants and other text are left alone."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaltape.recorder.vcr_ext.scrub import (find_secret, find_secret_deep, register_secret,
+                                             scrub_text)
+
+KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i in range(45))
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch):
+    """Keys registered by earlier in-process runs (the recording proxy registers each key
+    its clients send) are not live here."""
+    from evaltape.recorder.vcr_ext import scrub
+    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
+
+
+def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    assert len(KEY) == 103
+    # split over a line break: both halves go, each as one [REDACTED]
+    assert scrub_text(f"key: {KEY[:50]}\n{KEY[50:]} end") == "key: [REDACTED]\n[REDACTED] end"
+    # a piece in the middle, glued to other text: exactly its characters go
+    assert scrub_text(f"x{KEY[40:52]}y") == "x[REDACTED]y"
+    # 11 characters are not a piece (the prefix alone is not key-shaped either)
+    assert scrub_text(f"a {KEY[60:71]} b {KEY[:11]}") == f"a {KEY[60:71]} b {KEY[:11]}"
+    # the run is extended as far as it matches: 12 found, 30 redacted, no remnant
+    assert scrub_text(f"<{KEY[20:50]}>") == "<[REDACTED]>"
+    # two pieces that touch become one
+    assert scrub_text(KEY[70:90] + KEY[10:30]) == "[REDACTED]"
+    assert scrub_text("plain text, no key") == "plain text, no key"
+    # another key-shaped string sharing the live key's first 13 characters goes whole
+    other = "sk-ant-api03-" + "Q" * 40
+    assert scrub_text(f"x {other} y") == "x [REDACTED] y"
+    # a key glued behind a piece looks like a key once the piece is cut: it goes too
+    assert scrub_text(KEY[40:60] + "sk-" + "Q" * 30) == "[REDACTED][REDACTED]"
+    assert find_secret(f"say {KEY[30:60]}") == "sk-ant… (30 characters of a live key)"
+    assert find_secret(f"say {KEY}") == "sk-ant…"
+    assert find_secret(f"say {KEY[30:41]}") is None
+    # JSON escapes are undone before the final scan looks for pieces: every fifth
+    # character of this piece is written as \uXXXX, so the line as stored holds no run
+    # of 12 characters of the key
+    piece = KEY[50:80]
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 5 == 0 else c for i, c in enumerate(piece))
+    line = '{"text": "' + escaped + '"}'
+    assert json.loads(line) == {"text": piece} and find_secret(line) is None
+    assert find_secret_deep(line) == "sk-ant… (30 characters of a live key)"
+
+
+def test_registered_secrets_are_cut_in_pieces_too(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    token = "proxy-token-0123456789abcdef"
+    register_secret(token)  # what the recording proxy does with a key a client sends
+    assert scrub_text(f"[{token[:14]}|{token[14:]}]") == "[[REDACTED]|[REDACTED]]"
+    assert scrub_text(token[:13]) == "[REDACTED]" and scrub_text(token[:11]) == token[:11]
+
+
+def _reference(text: str, secret: str) -> str:
+    """Brute force: cover every text[a:b] (b - a >= 12) that occurs in ``secret``, merge
+    covered runs that overlap or touch, replace each with [REDACTED]."""
+    covered = []
+    for a in range(len(text)):
+        b = a + 12
+        if text[a:b] not in secret or b > len(text):
+            continue
+        while b < len(text) and text[a:b + 1] in secret:
+            b += 1
+        covered.append((a, b))
+    out, pos = [], 0
+    merged: list[list[int]] = []
+    for a, b in covered:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    for a, b in merged:
+        out += [text[pos:a], "[REDACTED]"]
+        pos = b
+    return "".join(out) + text[pos:]
+
+
+@st.composite
+def secret_and_text(draw):
+    # a small alphabet: repeats inside the secret and near-misses in the text are common
+    secret = draw(st.text("abc-", min_size=12, max_size=40))
+    parts = draw(st.lists(st.one_of(
+        st.text("abcx-\n", max_size=8),
+        st.tuples(st.integers(0, len(secret)), st.integers(0, len(secret))).map(
+            lambda ij: secret[min(ij):max(ij)])), max_size=8))
+    return secret, "".join(parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(secret_and_text())
+def test_pieces_match_the_brute_force_rule(case):
+    import os
+    from evaltape.recorder.vcr_ext import scrub
+    secret, text = case
+    before, seen = os.environ.get("ANTHROPIC_API_KEY"), scrub._SEEN_SECRETS
+    os.environ["ANTHROPIC_API_KEY"], scrub._SEEN_SECRETS = secret, set()
+    try:
+        assert scrub_text(text) == _reference(text, secret)
+        assert (find_secret(text) is None) == (_reference(text, secret) == text)
+    finally:
+        scrub._SEEN_SECRETS = seen
+        if before is None:
+            del os.environ["ANTHROPIC_API_KEY"]
+        else:
+            os.environ["ANTHROPIC_API_KEY"] = before
