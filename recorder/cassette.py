@@ -1,5 +1,9 @@
-"""The vcrpy configuration evaltape records and replays with."""
+"""The cassette store: the vcrpy configuration evaltape records and replays with, the
+pruning of retried answers, and the explanation of a replay miss."""
 from __future__ import annotations
+
+import copy
+from typing import Any
 
 import vcr
 
@@ -8,14 +12,15 @@ import vcr
 from evaltape.grader.io.names import (MAX_NAME_ID, SAFE_NAME_CHARS, cassette_name,
                                       cassette_path, legacy_cassette_name)
 
-from .vcr_ext import jsonl_serializer
-from .vcr_ext.matchers import canonical_body
-from .vcr_ext.indexed import IndexedCassette
-from .vcr_ext.persister import AtomicPersister
-from .vcr_ext.scrub import UnscannableBody, scrub_request, scrub_response
+from .wire import jsonl_serializer
+from .wire.indexed import IndexedCassette
+from .wire.jsonpath import first_difference
+from .wire.matchers import canonical_body, parse_body, shorten_pair
+from .wire.persister import AtomicPersister
+from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_text, scrub_value
 
 __all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "cassette_path",
-           "legacy_cassette_name", "make_vcr", "prune_retried", "MATCH_ON"]
+           "legacy_cassette_name", "make_vcr", "miss_message", "prune_retried", "MATCH_ON"]
 
 MATCH_ON = ("method", "path", "canonical_body")
 
@@ -66,7 +71,7 @@ class _IndexedVCR(vcr.VCR):
 
 def make_vcr(record_mode: str) -> vcr.VCR:
     """A ``vcr.VCR`` with the JSONL serializer, atomic persister and body matcher; its
-    cassettes look requests up by index (:mod:`.vcr_ext.indexed`), so replay is linear.
+    cassettes look requests up by index (:mod:`.wire.indexed`), so replay is linear.
     Responses are decoded and scrubbed before they are stored (:func:`_scrub_answer`).
 
     Args:
@@ -95,7 +100,7 @@ def prune_retried(cassette) -> int:
     Returns:
         How many interactions were removed.
     """
-    from .vcr_ext.matchers import parse_body
+    from .wire.matchers import parse_body
     data = cassette.data
     keep = []
     for i, (req, resp) in enumerate(data):
@@ -111,3 +116,43 @@ def prune_retried(cassette) -> int:
         cassette.data[:] = keep
         cassette.dirty = True
     return removed
+
+
+def miss_message(cassette: Any, seen: list) -> str:
+    """Explain a replay miss: the interaction number and the first differing JSON path,
+    redacted (:func:`.wire.scrub.scrub_text`; the two values before they are cut).
+
+    A request that equals recorded ones which were all played already (the agent sent it
+    once more than when recording) says so: ``interaction #i matched but was already
+    played (k of k used)``.
+    """
+    return scrub_text(_explain_miss(cassette, seen))
+
+
+def _explain_miss(cassette: Any, seen: list) -> str:
+    """:func:`miss_message` before redaction."""
+    played = sum(cassette.play_counts.values())
+    number = played + 1
+    misses = getattr(cassette, "misses", None)
+    if misses:
+        request = scrub_request(copy.deepcopy(misses[0]))
+        matches = cassette.recorded_matches(request)
+        if matches:
+            k = len(matches)
+            return (f"request {number}: interaction #{matches[-1] + 1} matched but was "
+                    f"already played ({k} of {k} used)")
+    elif not seen:
+        return f"interaction {number} has no recorded match"
+    else:
+        request = seen[-1]
+    recorded = [r for r in cassette.requests if r.path == request.path]
+    if not recorded:
+        return f"interaction {number}: no recorded request for {request.method} {request.path}"
+    nearest = recorded[min(played, len(recorded) - 1)]
+    diff = first_difference(parse_body(nearest), parse_body(request))
+    if diff is None:
+        return f"interaction {number}: request equals a recorded one that was already played"
+    path, a, b = diff
+    sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
+    return (f"interaction {number} has no recorded match; against the nearest recorded "
+            f"request the body first differs at {path}: recorded {sa}, now {sb}")

@@ -46,10 +46,13 @@ from evaltape.grader.model import Case
 from .cassette import cassette_name, cassette_path
 from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .script_server import CASE_HEADER, case_header
-from .vcr_ext.jsonl_serializer import HEADER
-from .vcr_ext.persister import atomic_write_text
-from .vcr_ext.scrub import scrub_text, scrub_value
+from .runfolder import (build_manifest, check_base_url, episode_finisher,
+                        load_standin_scripts, open_run_folder, plan_run,
+                        refuse_secrets_in_inputs, worker_count)
+from .script_server import CASE_HEADER, ScriptServer, case_header
+from .wire.jsonl_serializer import HEADER
+from .wire.persister import atomic_write_text
+from .wire.scrub import scrub_text, scrub_value
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -155,7 +158,7 @@ def redact_output(data: bytes | str | None) -> str:
     """A program's stdout or stderr as text (UTF-8, undecodable bytes replaced), redacted
     line by line before it is shown or stored: live keys, every piece of 12 or more
     characters of one (a key printed in two halves) and key-shaped strings
-    (:func:`.vcr_ext.scrub.scrub_text`)."""
+    (:func:`.wire.scrub.scrub_text`)."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
     return "".join(scrub_text(line) for line in text.splitlines(keepends=True))
 
@@ -214,10 +217,6 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         SecretLeakError: a cassette or trace would hold a key.
     """
     from evaltape.grader.io.datasets import load_dataset
-    from .record import (_refuse_secrets_in_inputs, build_manifest, check_base_url,
-                         episode_finisher, load_standin_scripts, open_run_folder, plan_run,
-                         worker_count)
-    from .script_server import ScriptServer
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
     if opts.stream:
@@ -233,7 +232,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                                 "program (environment variables and arguments end at NUL); "
                                 "rename the case", path=str(opts.dataset), line=c.line,
                                 field="id")
-    _refuse_secrets_in_inputs(cases, opts.dataset)
+    refuse_secrets_in_inputs(cases, opts.dataset)
     scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
     upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
     check_base_url(upstream, "--base-url (or ANTHROPIC_BASE_URL, the upstream)")
@@ -292,8 +291,8 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
             a cassette is missing.
         UsageError: the program is not found.
     """
-    from .vcr_ext.jsonpath import first_difference
-    from .vcr_ext.matchers import shorten_pair
+    from .wire.jsonpath import first_difference
+    from .wire.matchers import shorten_pair
     command = manifest.get("command")
     if not isinstance(command, str):
         raise BadInputError("a command run needs its command: missing or not a string",

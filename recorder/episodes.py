@@ -28,7 +28,7 @@ from vcr.cassette import Cassette, CassetteContextDecorator
 from evaltape.grader.model import TRACE_SCHEMA
 
 from .cassette import cassette_name, make_vcr, prune_retried
-from .vcr_ext.scrub import UnscannableBody, scrub_text
+from .wire.scrub import UnscannableBody, scrub_text
 
 Mode = Literal["record", "replay"]
 #: Seconds an episode's end waits for exchanges still being stored.

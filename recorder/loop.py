@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import anthropic
 
 from .deadline import EpisodeTimeout
-from .vcr_ext.scrub import UnscannableBody
+from .wire.scrub import UnscannableBody
 
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3
@@ -102,7 +102,7 @@ class IncompleteStream(InfraResponseError):
 
 def _bad_response(response: Any, why: str, body: bytes | str | None = None) -> BadResponse:
     """A :class:`BadResponse` for ``response``; ``body`` defaults to its content."""
-    from .vcr_ext.scrub import scrub_text
+    from .wire.scrub import scrub_text
     if body is None:
         body = response.content
     if isinstance(body, bytes):
@@ -155,7 +155,7 @@ def _snapshot_text(stream: Any) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _send(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
+def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
     """One model turn. The SDK retries 429/529/5xx and dropped connections itself; an HTTP
     200 the SDK does not retry but that is no whole answer is re-sent here, up to
     :data:`STREAM_RETRIES` times: a stream that breaks off with a transient ``error``
@@ -281,7 +281,7 @@ def _parses_as_object(text: str) -> bool:
         return False
 
 
-def _tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
+def tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
     """``(arguments, raw input or None)`` of one ``tool_use`` block.
 
     ``raw`` is the streamed input's fragments joined (``None`` for a non-streamed turn).
@@ -298,8 +298,9 @@ def _tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
     return {}, json.dumps(value, ensure_ascii=False)
 
 
-def _block_dict(block: Any) -> dict:
-    # (no serializer warning for a tool input that is not an object: it is flagged instead)
+def block_dict(block: Any) -> dict:
+    """A content block of the SDK's message as a plain JSON dict (``None`` fields left out;
+    no serializer warning for a tool input that is not an object: it is flagged instead)."""
     return block.model_dump(mode="json", exclude_none=True, warnings=False)
 
 
@@ -389,7 +390,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             stop_reason = "max_steps"
             break
         try:
-            turn = _send(client, messages, kwargs, stream)
+            turn = send_turn(client, messages, kwargs, stream)
         except StreamBroke as e:
             stop_reason, error = "error", f"{type(e.error).__name__}: {e.error}"
             extra = {"partial_response": e.partial_text}
@@ -415,7 +416,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         if resp.usage is not None:
             add_usage(usage, resp.usage.model_dump())
         try:
-            content = [_block_dict(b) for b in resp.content]
+            content = [block_dict(b) for b in resp.content]
         except ValueError as e:  # pydantic refuses a block nested too deep to serialise
             stop_reason, error = "error", (f"trace_too_deep: turn {steps} of the model holds "
                                            f"a content block nested too deep to store ({e})")
@@ -431,7 +432,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
                 # paused; its calls are kept (not run), its text is not a final answer
                 final, extra = None, {"unfinished": True}
                 for i, use in uses:
-                    args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+                    args, bad = tool_arguments(use, turn.raw_inputs.get(i))
                     calls.append({"id": use["id"], "name": use["name"], "arguments": args,
                                   **({"raw_arguments": bad, MALFORMED: True}
                                      if bad is not None else {}),
@@ -446,7 +447,7 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             if repeats >= LOOP_REPEATS:
                 stop_reason = "loop_detected"
                 break
-            args, bad = _tool_arguments(use, turn.raw_inputs.get(i))
+            args, bad = tool_arguments(use, turn.raw_inputs.get(i))
             if bad is not None:
                 # never run a tool on arguments the model did not send
                 result = json.dumps({"success": False, "error": MALFORMED + ": the tool "

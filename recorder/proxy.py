@@ -45,7 +45,7 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .vcr_ext.scrub import (register_secret, register_url_credentials, scrub_text,
+from .wire.scrub import (register_secret, register_url_credentials, scrub_text,
                             url_credentials)
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
@@ -592,7 +592,7 @@ class ProxyServer(BackgroundServer):
         Returns:
             The HTTP status sent.
         """
-        from .replay import _miss_message
+        from .cassette import miss_message
         candidates = [ep] if ep is not None else self.book.replay_pool()
         for cand in candidates:
             request = Request(h.command, _recorded_uri(cand.cassette, r.path), body,
@@ -607,7 +607,7 @@ class ProxyServer(BackgroundServer):
                 request = Request(h.command, _recorded_uri(ep.cassette, r.path), body,
                                   dict(h.headers.items()))
                 with ep.lock:
-                    msg = f"episode {ep.key}: " + _miss_message(ep.cassette, [request])
+                    msg = f"episode {ep.key}: " + miss_message(ep.cassette, [request])
                     ep.misses.append(msg)
             else:
                 msg = scrub_text(f"no cassette of {self.book.run / 'http'} holds an "

@@ -17,7 +17,9 @@ from urllib.parse import urlsplit
 from evaltape.grader.errors import UsageError
 
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
-from .vcr_ext.scrub import strip_userinfo
+from .runfolder import (append_trace, check_base_url, finished_episodes, lock_run, versions,
+                        write_manifest)
+from .wire.scrub import strip_userinfo
 
 
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,
@@ -28,13 +30,12 @@ def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | Non
 
     from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256
 
-    from .record import _versions
     manifest: dict[str, Any] = {
         "schema": "evaltape.manifest/1", "agent": "proxy",
         "model": model or previous.get("model") or "chosen-by-client",
         # never the credentials of a URL (user:token@): not in the host, not in the argv
         "base_url_host": urlsplit(strip_userinfo(upstream)).netloc,
-        "versions": _versions(),
+        "versions": versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": [strip_userinfo(a) for a in command_line],
@@ -80,8 +81,6 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
     from evaltape.grader.io.datasets import load_dataset
     from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
 
-    from .record import (_lock_run, append_trace, check_base_url, finished_episodes,
-                         write_manifest)
     if (out is None) == (replay is None):
         raise UsageError("give exactly one of --out RUN (record) and --replay RUN")
     if replay is not None:
@@ -102,7 +101,7 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
         (root / "http").mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
-    lock = _lock_run(root)
+    lock = lock_run(root)
     try:
         for stale in (root / "http").glob(".*.tmp"):
             stale.unlink()

@@ -1,7 +1,6 @@
 """Replay a recorded run offline and check the agent reproduces its stored traces."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -11,11 +10,11 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.run import open_run
 
 from .agents import resolve_agent
-from .cassette import cassette_name, cassette_path, make_vcr
+from .cassette import cassette_name, cassette_path, make_vcr, miss_message
 from .record import make_client, run_episode
-from .vcr_ext.jsonpath import first_difference
-from .vcr_ext.matchers import parse_body, shorten_pair
-from .vcr_ext.scrub import scrub_request, scrub_text, scrub_value
+from .wire.jsonpath import first_difference
+from .wire.matchers import shorten_pair
+from .wire.scrub import scrub_request, scrub_text, scrub_value
 
 #: Trace keys that legitimately differ between recording and replay.
 VOLATILE_KEYS = ("latency_s",)
@@ -42,7 +41,7 @@ class Divergence:
 
     ``message`` is redacted when the divergence is made, and the whole text again when it
     is shown (live keys, pieces of 12 or more characters of one, key-shaped strings:
-    :func:`.vcr_ext.scrub.scrub_text`): a replayed agent may send or answer with a key
+    :func:`.wire.scrub.scrub_text`): a replayed agent may send or answer with a key
     the recording never held.
     """
 
@@ -55,46 +54,6 @@ class Divergence:
 
     def __str__(self) -> str:
         return scrub_text(f"case {self.case_id!r} trial {self.trial}: {self.message}")
-
-
-def _miss_message(cassette: Any, seen: list) -> str:
-    """Explain a replay miss: the interaction number and the first differing JSON path,
-    redacted (:func:`.vcr_ext.scrub.scrub_text`; the two values before they are cut).
-
-    A request that equals recorded ones which were all played already (the agent sent it
-    once more than when recording) says so: ``interaction #i matched but was already
-    played (k of k used)``.
-    """
-    return scrub_text(_explain_miss(cassette, seen))
-
-
-def _explain_miss(cassette: Any, seen: list) -> str:
-    """:func:`_miss_message` before redaction."""
-    played = sum(cassette.play_counts.values())
-    number = played + 1
-    misses = getattr(cassette, "misses", None)
-    if misses:
-        request = scrub_request(copy.deepcopy(misses[0]))
-        matches = cassette.recorded_matches(request)
-        if matches:
-            k = len(matches)
-            return (f"request {number}: interaction #{matches[-1] + 1} matched but was "
-                    f"already played ({k} of {k} used)")
-    elif not seen:
-        return f"interaction {number} has no recorded match"
-    else:
-        request = seen[-1]
-    recorded = [r for r in cassette.requests if r.path == request.path]
-    if not recorded:
-        return f"interaction {number}: no recorded request for {request.method} {request.path}"
-    nearest = recorded[min(played, len(recorded) - 1)]
-    diff = first_difference(parse_body(nearest), parse_body(request))
-    if diff is None:
-        return f"interaction {number}: request equals a recorded one that was already played"
-    path, a, b = diff
-    sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
-    return (f"interaction {number} has no recorded match; against the nearest recorded "
-            f"request the body first differs at {path}: recorded {sa}, now {sb}")
 
 
 def replay_run(run: str, dataset: str | None = None,
@@ -185,7 +144,7 @@ def replay_run(run: str, dataset: str | None = None,
                 now = None
             if cassette.misses or now is None or (now.get("stop_reason") == "error"
                                                    and not cassette.all_played):
-                miss = _miss_message(cassette, seen)
+                miss = miss_message(cassette, seen)
         finally:
             ctx.__exit__(None, None, None)
         checked += 1

@@ -46,7 +46,7 @@ print(read_s, replay_s)
 def write_run(tmp: Path) -> int:
     """The run folder: dataset, agent module, manifest, trace and cassette; returns the
     cassette's size in bytes."""
-    from evaltape.recorder.vcr_ext import jsonl_serializer
+    from evaltape.recorder.wire import jsonl_serializer
     (tmp / "long_agent.py").write_text(AGENT)
     (tmp / "d.json").write_text(json.dumps([{"id": "long", "user_query": "go"}]))
     run = tmp / "run"

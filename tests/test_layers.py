@@ -33,15 +33,17 @@ GRADER_LAYERS = (
     ("evaltape.grader.api",),
 )
 
-#: The recorder's layers, lowest first: wire format and scrubbing, the cassette store, the
-#: run folder, the episode runners (the tool loop and the agents), the drivers (an agent in
-#: process; a command behind the recording proxy), replay, then the commands built on them.
+#: The recorder's layers, lowest first: wire format and scrubbing (with the scripted
+#: Messages-API server and the episode deadline, which import nothing of the recorder), the
+#: cassette store, the run folder, the episode runners (the tool loop and the agents), the
+#: drivers (an agent in process; a command behind the recording proxy), replay, then the
+#: commands built on them.
 RECORDER_LAYERS = (
     ("evaltape.recorder",),
-    ("evaltape.recorder.wire",),
+    ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline"),
     ("evaltape.recorder.cassette",),
     ("evaltape.recorder.runfolder", "evaltape.recorder.episodes"),
-    ("evaltape.recorder.loop", "evaltape.recorder.script_server"),
+    ("evaltape.recorder.loop",),
     ("evaltape.recorder.agents", "evaltape.recorder.local_adapter"),
     ("evaltape.recorder.record", "evaltape.recorder.proxy"),
     ("evaltape.recorder.command",),
@@ -184,17 +186,21 @@ def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def _layer(name: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
+    """The layer of module ``name``: that of the longest prefix naming it; the package
+    itself (``layers[0][0]``) names only its ``__init__``, so every module is placed."""
+    top = layers[0][0]
     best: tuple[int, int] | None = None
     for i, prefixes in enumerate(layers):
         for p in prefixes:
-            if (name == p or name.startswith(p + ".")) and (best is None or len(p) > best[1]):
+            hit = name == p or (p != top and name.startswith(p + "."))
+            if hit and (best is None or len(p) > best[1]):
                 best = (i, len(p))
     return best[0] if best else None
 
 
 def test_the_scan_sees_the_package_and_its_lazy_imports(graph):
     """The scan is not vacuous: it finds the package's modules and an import made inside a
-    function (``scale._work`` imports the engine lazily, so each worker process loads it)."""
+    function (the pool's worker in ``scale`` imports the engine lazily)."""
     mods, edges, _private = graph
     assert {"evaltape.cli", "evaltape.grader.engine", "evaltape.recorder.loop"} <= set(mods)
     assert "evaltape.grader.engine" in edges["evaltape.grader.scale"]

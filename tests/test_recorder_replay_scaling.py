@@ -9,7 +9,7 @@ import orjson
 from vcr.request import Request
 
 from evaltape.recorder.cassette import make_vcr
-from evaltape.recorder.vcr_ext import jsonl_serializer
+from evaltape.recorder.wire import jsonl_serializer
 
 N = 2000
 URI = "http://127.0.0.1:9/v1/messages"

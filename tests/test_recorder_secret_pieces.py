@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.recorder.vcr_ext.scrub import (find_secret, find_secret_deep, register_secret,
+from evaltape.recorder.wire.scrub import (find_secret, find_secret_deep, register_secret,
                                              scrub_text)
 
 KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i in range(45))
@@ -19,7 +19,7 @@ KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i
 def no_registered_secrets(monkeypatch):
     """Keys registered by earlier in-process runs (the recording proxy registers each key
     its clients send) are not live here."""
-    from evaltape.recorder.vcr_ext import scrub
+    from evaltape.recorder.wire import scrub
     monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
 
 
@@ -102,7 +102,7 @@ def secret_and_text(draw):
 @given(secret_and_text())
 def test_pieces_match_the_brute_force_rule(case):
     import os
-    from evaltape.recorder.vcr_ext import scrub
+    from evaltape.recorder.wire import scrub
     secret, text = case
     before, seen = os.environ.get("ANTHROPIC_API_KEY"), scrub._SEEN_SECRETS
     os.environ["ANTHROPIC_API_KEY"], scrub._SEEN_SECRETS = secret, set()

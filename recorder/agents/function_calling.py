@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from evaltape.grader.model import Case
 
-from ..loop import MALFORMED, _block_dict, _send, _tool_arguments, add_usage
+from ..loop import MALFORMED, add_usage, block_dict, send_turn, tool_arguments
 
 SYSTEM_PROMPT = ("You are a function-calling assistant. Answer the user's request by calling "
                  "the provided functions with the right arguments; call several functions in "
@@ -91,15 +91,15 @@ def run(case: Case, client: Any, *, model: str, stream: bool = False) -> dict:
 
     Raises:
         anthropic.APIError: the turn failed (after the retries of the tool loop's
-            ``_send``: a stream cut before ``message_stop`` and a 2xx answer that is not a
+            ``send_turn``: a stream cut before ``message_stop`` and a 2xx answer that is not a
             message are re-sent); the recorder keeps the error's infrastructure kind.
     """
     tools, back = offered_tools(case)
     messages: list[dict] = [{"role": "user", "content": case.input}]
     kwargs = dict(model=model, max_tokens=MAX_TOKENS, system=SYSTEM_PROMPT, tools=tools)
-    turn = _send(client, messages, kwargs, stream)
+    turn = send_turn(client, messages, kwargs, stream)
     resp = turn.message
-    content = [_block_dict(b) for b in resp.content]
+    content = [block_dict(b) for b in resp.content]
     messages.append({"role": "assistant", "content": content})
     usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
     if resp.usage is not None:
@@ -107,7 +107,7 @@ def run(case: Case, client: Any, *, model: str, stream: bool = False) -> dict:
     calls = []
     for i, b in enumerate(content):
         if b.get("type") == "tool_use":
-            args, bad = _tool_arguments(b, turn.raw_inputs.get(i))
+            args, bad = tool_arguments(b, turn.raw_inputs.get(i))
             calls.append({"id": b["id"], "name": back.get(b["name"], b["name"]),
                           "arguments": args, **({"raw_arguments": bad, MALFORMED: True}
                                                 if bad is not None else {}),

@@ -44,13 +44,13 @@ def redacted(text: str) -> str:
     """``text`` as an error message may show it: the live keys (of the environment, or
     seen by the recording proxy), every piece of 12 or more characters of one and
     key-shaped strings replaced by ``[REDACTED]``
-    (:func:`evaltape.recorder.vcr_ext.scrub.scrub_text`). With no live key the
+    (:func:`evaltape.recorder.wire.scrub.scrub_text`). With no live key the
     recorder's scrubber is not loaded: the key-shaped strings are redacted alone."""
     import os
-    scrub = sys.modules.get("evaltape.recorder.vcr_ext.scrub")
+    scrub = sys.modules.get("evaltape.recorder.wire.scrub")
     if scrub is None and (os.environ.get("ANTHROPIC_API_KEY") or
                           os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        from evaltape.recorder.vcr_ext import scrub
+        from evaltape.recorder.wire import scrub
     if scrub is None:
         from evaltape.grader.io.secrets import redact
         return redact(text)

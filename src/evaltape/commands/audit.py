@@ -20,7 +20,7 @@ def audit(paths: tuple[str, ...]) -> None:
     from evaltape.cli import BadInput
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import check_readable_tree
-    from evaltape.recorder.vcr_ext.scrub import describe_hit, find_secret_deep
+    from evaltape.recorder.wire.scrub import describe_hit, find_secret_deep
 
     hits, unread, scanned = [], [], 0
     for root in paths:

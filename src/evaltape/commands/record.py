@@ -77,7 +77,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from evaltape.recorder.record import RecordOptions, parse_shard, record as do_record
+    from evaltape.recorder.run import record_run as do_record
+    from evaltape.recorder.runfolder import RecordOptions, parse_shard
 
     if (agent is None) == (command is None):
         raise click.UsageError("give exactly one of --agent NAME and --command CMD")
@@ -108,7 +109,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                         + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
 
     from evaltape.grader.errors import EvaltapeError
-    from evaltape.recorder.vcr_ext.scrub import scrub_text, strip_userinfo
+    from evaltape.recorder.wire.scrub import scrub_text, strip_userinfo
     try:
         counts = do_record(opts, progress)
     except EvaltapeError as e:
