@@ -56,8 +56,12 @@ def test_node_sdk_agent_recorded_replayed_graded(tmp_path):
     assert r.returncode == 0, r.stderr
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
     assert g.returncode == 0, g.stderr
-    summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
-    assert (summary["episodes"], summary["pass_rate"]) == (2, 1.0)
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert (report["summary"]["episodes"], report["summary"]["pass_rate"]) == (2, 0.5)
+    # this agent's reset_password result names no e-mail address, so the scripted answer's
+    # "sent to bwilson@company.com" is unsupported: 2 of its 5 claims, and grounding gates
+    assert {e["case_id"]: e["failure"] for e in report["episodes"]} == {
+        "tc_001": None, "tc_002": "grounding 0.40 > 0.00"}
 
 
 def test_claude_code_cli_recorded_replayed_graded(tmp_path):
