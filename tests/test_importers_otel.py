@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import read_jsonl
+from conftest import CORPUS, corpus_mark, read_jsonl
 from evaltape.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-OTEL = ROOT.parent / "shared" / "corpus" / "otel"
+OTEL = CORPUS / "otel"
 ANY = OTEL / "any-agent/tests/assets"
 OI_SAMPLE = OTEL / "any-agent/tests/unit/sample_traces/OPENAI.json"
 LF = OTEL / "langfuse/worker/src/__tests__/chatml/framework-traces"
 VERCEL = OTEL / "openinference/js/packages/openinference-vercel/test/__fixtures__/v6-spans"
-needs_corpus = pytest.mark.skipif(not OI_SAMPLE.exists(), reason=f"corpus absent: {OTEL} "
-                                  "(see ../shared/corpus/README.md; CI always has it)")
+needs_corpus = corpus_mark(ANY, OI_SAMPLE, LF, VERCEL, what="31 OpenTelemetry span dumps "
+                           "of real agent frameworks (mozilla-ai/any-agent, langfuse/langfuse, "
+                           "Arize-ai/openinference)")
 
 
 def _import(*args: str, out: Path):
