@@ -252,7 +252,8 @@ class Batch:
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
-            per metric, its not-applicable and error nulls; ``gate_failed``,
+            per metric, its not-applicable and error nulls; ``skip_codes``: per metric,
+            ``{reason code: count}`` of its skipped nulls; ``gate_failed``,
             ``gate_skipped``: per metric, its failed and skipped gating checks.
         error: the bad input that ended the range, raised after these episodes.
         range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
@@ -263,8 +264,8 @@ class Batch:
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
-                 "skipped", "errors", "error", "run", "range_lines", "infra", "gate_failed",
-                 "gate_skipped")
+                 "skipped", "skip_codes", "errors", "error", "run", "range_lines", "infra",
+                 "gate_failed", "gate_skipped")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -277,6 +278,7 @@ class Batch:
         self.per_case: dict[str, list[int]] = {}
         self.values = [array("d") for _ in range(n_metrics)]
         self.skipped = [0] * n_metrics
+        self.skip_codes: list[dict[str, int]] = [{} for _ in range(n_metrics)]
         self.errors = [0] * n_metrics
         self.gate_failed = [0] * n_metrics
         self.gate_skipped = [0] * n_metrics
@@ -326,6 +328,8 @@ class Batch:
                 self.errors[i] += 1
             else:
                 self.skipped[i] += 1
+                codes = self.skip_codes[i]
+                codes[code] = codes.get(code, 0) + 1
             if gate == GATE_FAILED:
                 self.gate_failed[i] += 1
             elif gate == GATE_SKIPPED:
@@ -397,6 +401,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     sums = [0.0] * len(names)
     counts = [0] * len(names)
     skipped = [0] * len(names)
+    skip_codes: list[dict[str, int]] = [{} for _ in names]
     errors = [0] * len(names)
     gate_failed = [0] * len(names)
     gate_skipped = [0] * len(names)
@@ -437,6 +442,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                     sums[i] = total
                     counts[i] += len(vals)
                     skipped[i] += part.skipped[i]
+                    for code, k in part.skip_codes[i].items():
+                        skip_codes[i][code] = skip_codes[i].get(code, 0) + k
                     errors[i] += part.errors[i]
                     gate_failed[i] += part.gate_failed[i]
                     gate_skipped[i] += part.gate_skipped[i]
@@ -495,6 +502,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
         metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
+        metrics_skipped_reasons={n: dict(sorted(skip_codes[i].items()))
+                                 for i, n in enumerate(names) if skip_codes[i]},
         infra_failures=infra,
         unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
         worst_episodes=None if worst is None else tuple(worst),

@@ -183,8 +183,12 @@ class Summary:
     ``avg_steps``
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
-    ``metrics_skipped`` counts not-applicable nulls, ``metrics_errors`` the episodes where
-    the metric raised (JSON key present only when some metric raised). ``infra_failures``
+    ``metrics_skipped`` counts not-applicable nulls, ``metrics_skipped_reasons`` splits
+    those counts by the nulls' reason codes (``{"grounding": {"no_answer": 19,
+    "not_applicable": 3}}``; only metrics with a skipped null; JSON key present only when
+    some null was skipped; ``None`` for a report written before it existed),
+    ``metrics_errors`` the episodes where the metric raised (JSON key present only when
+    some metric raised). ``infra_failures``
     counts the failed episodes the infrastructure ended (``infra_error:<kind>``: the API
     failed, not the agent); they count against ``pass_rate`` as the scripted-harness reference
     counts every
@@ -224,6 +228,7 @@ class Summary:
     judge: JudgeSummary | None = None
     thresholds: Mapping[str, Any] | None = None
     verdict: Mapping[str, Any] | None = None
+    metrics_skipped_reasons: Mapping[str, Mapping[str, int]] | None = None
 
     def to_json(self, failures: bool = True) -> dict[str, Any]:
         """The ``summary`` object (optional blocks only when present); ``failures=False``
@@ -237,6 +242,9 @@ class Summary:
             "unrecorded_cases": list(self.unrecorded_cases)}
         if any(self.metrics_errors.values()):
             out["metrics_errors"] = dict(self.metrics_errors)
+        if self.metrics_skipped_reasons:
+            out["metrics_skipped_reasons"] = {n: dict(c) for n, c in
+                                              self.metrics_skipped_reasons.items()}
         if self.infra_failures:
             out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
@@ -565,6 +573,7 @@ class Report:
                 metrics=dict(metrics), metrics_skipped=dict(s.get("metrics_skipped") or {}),
                 unrecorded_cases=tuple(s.get("unrecorded_cases") or ()),
                 metrics_errors=dict(s.get("metrics_errors") or {}),
+                metrics_skipped_reasons=_skip_reasons(s.get("metrics_skipped_reasons")),
                 infra_failures=int(s.get("infra_failures") or 0),
                 **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
                                          "k_cases", "by_difficulty", "by_tag",
@@ -578,6 +587,16 @@ class Report:
                     tuple(judge.get("not_recorded_episodes") or ()),
                     str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
             episodes=tuple(episodes))
+
+
+def _skip_reasons(value: Any) -> dict[str, dict[str, int]] | None:
+    """``summary.metrics_skipped_reasons`` as read back: the ``{metric: {code: count}}``
+    entries whose counts are whole numbers; ``None`` when absent (an older report) or not
+    an object."""
+    if not isinstance(value, dict):
+        return None
+    return {str(n): {str(c): k for c, k in codes.items() if type(k) is int}
+            for n, codes in value.items() if isinstance(codes, dict)}
 
 
 def _is_num(v: Any) -> bool:

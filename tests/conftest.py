@@ -13,6 +13,45 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+#: Third-party data some tests read: public files of other projects (real trajectories,
+#: cassettes, span dumps, logs, benchmark questions) that evaltape does not ship. They sit
+#: in the ``shared/corpus`` folder beside the repository on evaltape's developer and CI
+#: machines (its README.md lists each file's source repository, commit and licence).
+CORPUS = SHARED / "corpus"
+
+
+def corpus_mark(*paths: Path, what: str) -> pytest.MarkDecorator:
+    """Mark a test that reads third-party data from :data:`CORPUS` (``paths``, absolute).
+
+    When a path is missing (a user's clone), the test is skipped with a reason that says
+    what it needs (``what``: the data and where it comes from) and the path looked for;
+    with ``CI=true`` (evaltape's CI always has the corpus) it fails instead, so a CI run
+    never passes without these tests. Applied by :func:`pytest_runtest_setup`, before any
+    fixture (a module fixture importing the corpus included) is set up.
+    """
+    return pytest.mark.corpus(*paths, what=what)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``corpus`` marker (:func:`corpus_mark`)."""
+    config.addinivalue_line("markers", "corpus(*paths, what): the test reads third-party "
+                            "data from the corpus folder beside the repository")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or, with ``CI=true``, fail) a :func:`corpus_mark` test whose data is missing."""
+    mark = item.get_closest_marker("corpus")
+    if mark is None:
+        return
+    missing = [Path(p) for p in mark.args if not Path(p).exists()]
+    if not missing:
+        return
+    msg = (f"needs {mark.kwargs['what']}: third-party data evaltape does not ship, looked "
+           f"for at {missing[0]} (the corpus folder beside the repository, which evaltape's "
+           "developer and CI machines have); this file's hand-made tests run without it")
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg + " -- CI=true, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(msg)
 
 
 #: Environment every CLI run starts from: no real key or server leaks in from the developer's
@@ -115,11 +154,3 @@ def load_case(obj: dict):
     """A :class:`Case` read by the dataset loader from one case object (as in a file)."""
     from evaltape.grader.io.datasets import parse_case
     return parse_case(obj, path="<test>", line=1, position=0)
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    """``../shared`` beside the repo; skips when absent (a user's fresh clone)."""
-    if not SHARED.exists():
-        pytest.skip("../shared is absent (only CI and developer machines have it)")
-    return SHARED

@@ -1,4 +1,5 @@
-"""BFCL: one test per rule of the AST checker, the importer end to end, the agreement figure,
+"""BFCL: one test per rule of the AST checker, the importer end to end (on hand-made files, and
+on the real question files of the corpus when it is there), the agreement figure,
 and the bfcl agent recorded through ``make record`` against the stand-in script server.
 
 Every expected verdict is read off the rule text of BFCL's ``ast_checker.py`` (module doc of
@@ -16,14 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED, run_cli, write_jsonl
+from conftest import CORPUS, ROOT, corpus_mark, run_cli, write_jsonl
 from evaltape.grader.io.datasets import parse_case
 from evaltape.grader.matching import bfcl
 from evaltape.grader.model import ToolCall, Trace
 from evaltape.grader.stats.outcome import classify
 
-BFCL = SHARED / "corpus" / "bfcl"
-needs_corpus = pytest.mark.skipif(not BFCL.exists(), reason=f"corpus absent: {BFCL}")
+BFCL = CORPUS / "bfcl"
+needs_corpus = corpus_mark(BFCL / "BFCL_v4_parallel_multiple.json",
+                           BFCL / "possible_answer" / "BFCL_v4_parallel_multiple.json",
+                           what="the Berkeley Function-Calling Leaderboard v4 question and "
+                                "answer files (ShishirPatil/gorilla, "
+                                "berkeley-function-call-leaderboard/bfcl_eval/data/)")
 
 GEO = {"name": "geo.distance", "description": "Distance between two cities.",
        "parameters": {"type": "dict", "required": ["origin", "count"], "properties": {
@@ -203,13 +208,76 @@ def test_import_with_results_end_to_end(tmp_path):
         "wrong_call:parallel_function_checker_no_order:wrong_count"
 
 
-@needs_corpus
+# Hand-made files in BFCL's layout (one question a line; the ground truth in
+# possible_answer/ under the same name), so the importer runs end to end without the
+# corpus. The verdicts follow the rules tested one by one above.
+PRIMES = {"name": "math_toolkit.product_of_primes", "description": "Product of the first n "
+          "primes.", "parameters": {"type": "dict", "required": ["count"],
+                                    "properties": {"count": {"type": "integer"}}}}
+AREA = {"name": "circle.area", "description": "Area of a circle.",
+        "parameters": {"type": "dict", "required": ["radius"],
+                       "properties": {"radius": {"type": "integer"}}}}
+
+
+def _bfcl_files(tmp_path: Path, category: str, questions: list[dict],
+                answers: list[dict]) -> Path:
+    q = write_jsonl(tmp_path / "data" / f"BFCL_v4_{category}.json", questions)
+    write_jsonl(tmp_path / "data" / "possible_answer" / f"BFCL_v4_{category}.json", answers)
+    return q
+
+
+def test_import_with_results_end_to_end_on_hand_made_files(tmp_path):
+    ask = lambda text: [[{"role": "user", "content": text}]]  # noqa: E731
+    q = _bfcl_files(tmp_path, "parallel_multiple", [
+        {"id": "pm_0", "question": ask("Product of the first 5 primes; area of radius 2."),
+         "function": [PRIMES, AREA]},
+        {"id": "pm_1", "question": ask("Area of radius 3, product of the first 2 primes."),
+         "function": [PRIMES, AREA]},
+        {"id": "pm_2", "question": ask("Area of radius 4 and of radius 5."),
+         "function": [AREA]}], [
+        {"id": "pm_0", "ground_truth": [{"math_toolkit.product_of_primes": {"count": [5]}},
+                                        {"circle.area": {"radius": [2]}}]},
+        {"id": "pm_1", "ground_truth": [{"circle.area": {"radius": [3]}},
+                                        {"math_toolkit.product_of_primes": {"count": [2]}}]},
+        {"id": "pm_2", "ground_truth": [{"circle.area": {"radius": [4]}},
+                                        {"circle.area": {"radius": [5]}}]}])
+    results = write_jsonl(tmp_path / "BFCL_v4_parallel_multiple_result.json", [
+        # pm_0: both calls, in reverse order, the dotted name sent with an underscore and
+        # the arguments as a JSON string (BFCL's FC result format): accepted
+        {"id": "pm_0", "result": [{"circle_area": json.dumps({"radius": 2})},
+                                  {"math_toolkit_product_of_primes": {"count": 5}}]},
+        # pm_1: radius 3.0 for an integer parameter: no answer pairs with that call
+        {"id": "pm_1", "result": [{"circle.area": {"radius": 3.0}},
+                                  {"math_toolkit.product_of_primes": {"count": 2}}]},
+        # pm_2: text, no call: two answers, zero calls
+        {"id": "pm_2", "result": "I cannot call functions."}])
+    out = tmp_path / "run"
+    p = run_cli("import", "bfcl", str(q), "--results", str(results), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    dataset = [json.loads(x) for x in (out / "dataset.jsonl").read_text().splitlines()]
+    assert [c["id"] for c in dataset] == ["pm_0", "pm_1", "pm_2"]
+    assert dataset[0]["tools"] == [PRIMES, AREA] and dataset[0]["matching"] == "bfcl"
+    assert dataset[0]["input"] == "Product of the first 5 primes; area of radius 2."
+    p = run_cli("grade", str(out), "--out", str(tmp_path / "rep"))
+    assert p.returncode == 0, p.stderr
+    by = {e["case_id"]: e for e in
+          json.loads((tmp_path / "rep" / "report.json").read_text())["episodes"]}
+    assert by["pm_0"]["passed"] is True
+    assert by["pm_1"]["failure"] == \
+        "wrong_call:parallel_function_checker_no_order:cannot_find_match"
+    assert by["pm_2"]["failure"] == "wrong_call:parallel_function_checker_no_order:wrong_count"
+
+
 def test_import_refuses_other_languages_and_misplaced_options(tmp_path):
-    p = run_cli("import", "bfcl", str(BFCL / "BFCL_v4_simple_java.json"),
-                "--out", str(tmp_path / "a"))
+    java = _bfcl_files(tmp_path, "simple_java", [
+        {"id": "simple_java_0", "question": [[{"role": "user", "content": "Sort [3, 1]."}]],
+         "function": [{"name": "Sorter.sort", "parameters": {"type": "dict", "properties": {
+             "items": {"type": "String", "description": "a Java array literal"}}}}]}],
+        [{"id": "simple_java_0", "ground_truth": [{"Sorter.sort": {"items": ["new int[]{3, 1}"]}}]}])
+    p = run_cli("import", "bfcl", str(java), "--out", str(tmp_path / "a"))
     assert p.returncode == 3 and "simple_java" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli("import", "taubench", str(BFCL / "BFCL_v4_simple_python.json"), "--results",
-                str(BFCL), "--out", str(tmp_path / "b"))
+    p = run_cli("import", "taubench", str(java), "--results", str(tmp_path), "--out",
+                str(tmp_path / "b"))
     assert p.returncode == 2 and "--results applies to bfcl" in p.stderr
 
 

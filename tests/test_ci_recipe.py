@@ -8,6 +8,11 @@ The red case's number, worked out from tests/golden/helpdesk-qwen1.5b/report.jso
 golden claiming 0.95 makes the re-grade 0.158 worse, past evaltape's 0.10 "critical" level.
 The warning case: argument_correctness is 16.5/24 = 0.6875; a golden claiming 0.75 makes
 it 0.0625 worse: past 0.05 (a warning), not 0.10.
+
+The install case runs the workflow's own EVALTAPE_INSTALL line as a user's repository runs
+it: into a fresh virtual environment, from a git repository (this checkout, committed and
+tagged as the line's ref, in place of the hosted clone the line names), with no network
+but the package index for evaltape's dependencies.
 """
 from __future__ import annotations
 
@@ -191,3 +196,69 @@ def test_workflow_yaml_is_a_valid_github_actions_workflow():
     script = SCRIPT.read_text()
     for name in job["env"]:
         assert name in script, name
+
+
+def _as_released(tmp_path: Path, ref: str) -> Path:
+    """This checkout's files as a git repository whose tag ``ref`` is the release the
+    workflow pins (what its URL names once ``<owner>`` is filled in)."""
+    ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build",
+                                    "reports", "runs", ".pytest_cache", ".hypothesis",
+                                    "node_modules", "*.tmp", ".lock")
+    src = tmp_path / "evaltape"
+    shutil.copytree(ROOT, src, ignore=ignore)
+    git = ["git", "-c", "user.name=evaltape test", "-c", "user.email=test@example.invalid",
+           "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c",
+           "tag.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "release"],
+                 ["tag", ref]):
+        subprocess.run(git + args, cwd=src, check=True, capture_output=True)
+    return src
+
+
+def test_the_workflow_install_line_installs_evaltape_from_git_into_a_fresh_venv(tmp_path):
+    """The line names a git repository and the tag of this version (pyproject.toml's), with
+    the recorder extra. Installed by the recipe into a new venv, it gives an evaltape that
+    replays and re-grades a committed run copied into a user's repository layout (runs/,
+    evaltape-baselines/, ci/evaltape-ci.sh, the run's dataset) and passes against its
+    golden, as in test_green_against_the_committed_golden."""
+    import re
+    job = next(iter(yaml.safe_load(WORKFLOW.read_text())["jobs"].values()))
+    line = job["env"]["EVALTAPE_INSTALL"]
+    version = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(),
+                        re.M).group(1)
+    hosted = "https://github.com/<owner>/evaltape"
+    assert line == f"evaltape[record] @ git+{hosted}@v{version}"
+    # the recipe refuses the line as copied, naming what to change
+    user = tmp_path / "user-repo"
+    (user / "ci").mkdir(parents=True)
+    shutil.copy(SCRIPT, user / "ci" / "evaltape-ci.sh")
+    shutil.copytree(ROOT / "cassettes" / RUN, user / "runs" / RUN)
+    shutil.copytree(ROOT / "datasets", user / "datasets")
+    shutil.copytree(ROOT / "tests" / "golden" / RUN, user / "evaltape-baselines" / RUN)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("EVALTAPE_", "GITHUB_", "VIRTUAL_ENV", "PYTHON"))}
+    env = {**base, **{k: str(v) for k, v in job["env"].items()},
+           "PATH": f"{venv / 'bin'}{os.pathsep}{base.get('PATH', '')}",
+           "EVALTAPE_PYTHON": str(venv / "bin" / "python"),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=user, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "EVALTAPE_INSTALL still says <owner>" in res.stderr
+    assert not (venv / "bin" / "evaltape").exists()
+    # with <owner>'s repository here: a git URL pip clones, at the tag the line pins
+    src = _as_released(tmp_path, f"v{version}")
+    # (file://localhost/...: the pip a new venv starts with refuses git+file:/// without a
+    # host in a name @ URL requirement; git reads both)
+    env["EVALTAPE_INSTALL"] = line.replace(hosted, f"file://localhost{src.as_posix()}")
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=user, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"{RUN}: pass: replay ok: 24 episode(s) reproduced exactly from runs/{RUN}" \
+        in res.stderr
+    # the evaltape that ran is the one the line installed, with the recorder's packages
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import evaltape, anthropic, vcr; print(evaltape.__file__)"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.startswith(str(venv)), probe.stdout

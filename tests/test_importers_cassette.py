@@ -12,15 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import CORPUS, corpus_mark
 from evaltape.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
 DD = CORPUS / "dd-trace-py" / "tests" / "contrib" / "anthropic" / "cassettes"
 PA = CORPUS / "pydantic-ai" / "tests" / "models" / "cassettes" / "test_anthropic"
-needs_corpus = pytest.mark.skipif(not (DD.exists() and PA.exists()),
-                                  reason="corpus absent: ../shared/corpus (see its README.md; "
-                                  "CI always has it)")
+needs_corpus = corpus_mark(DD, PA, what="112 vcrpy cassettes of real Anthropic API traffic "
+                           "(DataDog/dd-trace-py tests/contrib/anthropic/cassettes, "
+                           "pydantic/pydantic-ai tests/models/cassettes/test_anthropic)")
 
 
 def _lines(path: Path) -> list[dict]:

@@ -1,7 +1,7 @@
 """``evaltape import inspect``: the real Inspect logs of the shared corpus, and hand-made ones.
 
-Expected numbers come from reading the corpus files (../shared/corpus/README.md and the logs
-themselves), not from the program's output: the docent log holds 15 samples of epoch 1 with
+Expected numbers come from reading the corpus files (the corpus folder's README.md and the
+logs themselves), not from the program's output: the docent log holds 15 samples of epoch 1 with
 121 assistant tool calls, 9 scored C and 6 scored I; the browser log 1 sample with 4 tool
 calls (web_browser_go then 3 web_browser_click) scored C; the deduplication log 1 sample with
 5 bash calls scored closeness_log 0.0 (not pass/fail: no label); log_formats.json and
@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import read_jsonl
+from conftest import CORPUS, corpus_mark, read_jsonl
 from evaltape.cli import cli
 from evaltape.grader.importers.inspect_log import score_label
 
-ROOT = Path(__file__).resolve().parents[1]
-INSPECT = ROOT.parent / "shared" / "corpus" / "inspect"
+INSPECT = CORPUS / "inspect"
 DOCENT = INSPECT / "docent/docent/docent/samples/log.eval"
 BROWSER = INSPECT / "inspect_ai/tests/analysis/test_logs/2025-05-12T20-27-36-04-00_browser.json"
 DEDUP = INSPECT / "inspect_ai/tests/log/test_eval_log/log_message_deduplication.eval"
 FORMATS_JSON = INSPECT / "inspect_ai/tests/log/test_eval_log/log_formats.json"
 FORMATS_EVAL = INSPECT / "inspect_ai/tests/log/test_eval_log/log_formats.eval"
-needs_corpus = pytest.mark.skipif(not DOCENT.exists(), reason=f"corpus absent: {INSPECT} "
-                                  "(see ../shared/corpus/README.md; CI always has it)")
+needs_corpus = corpus_mark(DOCENT, BROWSER, DEDUP, FORMATS_JSON, FORMATS_EVAL,
+                           what="5 real Inspect eval logs (UKGovernmentBEIS/inspect_ai, "
+                                "TransluceAI/docent)")
 
 
 def _import(*args: str, out: Path):

@@ -230,3 +230,93 @@ def test_trials_and_tool_results_the_grader_would_refuse_are_import_errors(tmp_p
     # what was imported grades
     p = run_cli("grade", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--quiet")
     assert p.returncode == 0, p.stderr
+
+
+# A call whose arguments are not a JSON object is kept as the recorder keeps one
+# (recorder/loop.py: arguments {}, raw_arguments, malformed_tool_input true), not a reason
+# to drop the conversation. The recorded result stays as the source has it.
+MALFORMED_OPENAI = {"id": "weather", "expected_tools": ["get_weather", "get_time"],
+                    "messages": [
+    {"role": "user", "content": "Weather and time in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function",            # cut off mid-string: not JSON
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}},
+        {"id": "c2", "type": "function",
+         "function": {"name": "get_time", "arguments": "{\"city\": \"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "error: arguments are not JSON"},
+    {"role": "tool", "tool_call_id": "c2", "content": "10:00"},
+    {"role": "assistant", "content": "It is 10:00 in Paris.",
+     "function_call": {"name": "log", "arguments": "[1, 2]"}}]}   # JSON, not an object
+
+
+def test_openai_call_with_arguments_that_are_not_json_is_kept_and_flagged(tmp_path):
+    src = tmp_path / "m.jsonl"
+    src.write_text(json.dumps(MALFORMED_OPENAI) + "\n")
+    out = tmp_path / "run"
+    p = run_cli("import", "openai-messages", str(src), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    (t,) = _lines(out / "traces.jsonl")
+    assert t["tool_calls"] == [
+        {"id": "c1", "name": "get_weather", "arguments": {}, "raw_arguments": '{"city": "Par',
+         "malformed_tool_input": True, "result": "error: arguments are not JSON",
+         "is_error": False, "step": 1},
+        {"id": "c2", "name": "get_time", "arguments": {"city": "Paris"}, "result": "10:00",
+         "is_error": False, "step": 1},
+        {"id": "function_call_4", "name": "log", "arguments": {}, "raw_arguments": "[1, 2]",
+         "malformed_tool_input": True, "result": None, "is_error": False, "step": 2}]
+    assert (f"warning {src.as_posix()}:1: weather#t0: tool call c1 (get_weather): "
+            "malformed_tool_input, its arguments are not a JSON object: '{\"city\": \"Par'"
+            ) in p.stderr
+    assert "tool call function_call_4 (log): malformed_tool_input" in p.stderr
+    # graded like a recorded one: tool names as called, no argument for the expected city
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps([{"id": "weather", "input": "Weather and time in Paris?",
+                               "expected_tools": ["get_weather", "get_time"],
+                               "expected_args": {"get_weather": {"city": "Paris"}}}]))
+    p = run_cli("grade", str(out), "--dataset", str(ds), "--out", str(tmp_path / "r"),
+                "--quiet")
+    assert p.returncode == 0, p.stderr
+    (ep,) = json.loads((tmp_path / "r" / "report.json").read_text())["episodes"]
+    # the one expected parameter (get_weather's city) is missing from its first call: 0/1
+    assert ep["metrics"]["argument_correctness"]["score"] == 0.0
+
+
+def test_anthropic_tool_input_that_is_not_an_object_is_kept_and_flagged(tmp_path):
+    conv = {"id": "a", "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "get_weather", "input": "city=Paris"},
+            {"type": "tool_use", "id": "t2", "name": "get_weather", "input": None},
+            {"type": "tool_use", "id": "t3", "name": "get_weather",
+             "input": {"city": "Paris"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "bad"},
+            {"type": "tool_result", "tool_use_id": "t3", "content": "18C"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "18C."}]}]}
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(conv) + "\n")
+    out = tmp_path / "run"
+    p = run_cli("import", "anthropic-messages", str(src), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    (t,) = _lines(out / "traces.jsonl")
+    # a non-object input is kept as JSON text, as the recorder keeps a non-streamed one
+    got = [(c["id"], c["arguments"], c.get("raw_arguments"), c.get("malformed_tool_input"),
+            c["result"], c["is_error"]) for c in t["tool_calls"]]
+    assert got == [("t1", {}, '"city=Paris"', True, "bad", True),
+                   ("t2", {}, "null", True, None, False),
+                   ("t3", {"city": "Paris"}, None, None, "18C", False)]
+    assert p.stderr.count("malformed_tool_input") == 2
+    assert t["messages"][1]["content"][0]["input"] == "city=Paris"  # the source, verbatim
+
+
+def test_the_openai_conversion_refuses_such_arguments_unless_asked_to_keep_them():
+    """The message-list importers ask to keep such calls; taubench (its trajectories come
+    from a harness that parsed every call) still refuses them."""
+    from evaltape.grader.importers.common import EpisodeProblem
+    from evaltape.grader.importers.openai_chat import openai_to_anthropic
+    with pytest.raises(EpisodeProblem, match="not valid JSON"):
+        openai_to_anthropic(MALFORMED_OPENAI["messages"])
+    raw: dict[str, str] = {}
+    msgs = openai_to_anthropic(MALFORMED_OPENAI["messages"], malformed=raw)
+    assert raw == {"c1": '{"city": "Par', "function_call_4": "[1, 2]"}
+    assert msgs[1]["content"][0]["input"] == {}

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import read_jsonl
+from conftest import CORPUS, corpus_mark, read_jsonl
 from evaltape.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-OTEL = ROOT.parent / "shared" / "corpus" / "otel"
+OTEL = CORPUS / "otel"
 ANY = OTEL / "any-agent/tests/assets"
 OI_SAMPLE = OTEL / "any-agent/tests/unit/sample_traces/OPENAI.json"
 LF = OTEL / "langfuse/worker/src/__tests__/chatml/framework-traces"
 VERCEL = OTEL / "openinference/js/packages/openinference-vercel/test/__fixtures__/v6-spans"
-needs_corpus = pytest.mark.skipif(not OI_SAMPLE.exists(), reason=f"corpus absent: {OTEL} "
-                                  "(see ../shared/corpus/README.md; CI always has it)")
+needs_corpus = corpus_mark(ANY, OI_SAMPLE, LF, VERCEL, what="31 OpenTelemetry span dumps "
+                           "of real agent frameworks (mozilla-ai/any-agent, langfuse/langfuse, "
+                           "Arize-ai/openinference)")
 
 
 def _import(*args: str, out: Path):
@@ -331,3 +331,99 @@ def test_python_sdk_dump_with_hex_ids_and_iso_times(tmp_path):
     t = _one(f, tmp_path)
     assert t["input"] == "weather in Paris?" and t["final_response"] == "Rain, 12C."
     assert t["latency_s"] == pytest.approx(2.5)
+
+
+# ---------------------------------------------------------------- spans without ids
+
+P = "39d6e9b3ddec9996"   # the wrapper's span id, which the dump does not carry
+Q_IN = [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}]
+
+
+def _js(name, t, attrs, parent=None):
+    """A JS SDK ReadableSpan as JSON.stringify writes it: spanContext() is a method, so no
+    traceId or spanId; the parent only as parentSpanId."""
+    d = {"name": name, "kind": 0, "attributes": attrs, "status": {"code": 0}, "events": [],
+         "startTime": [1770131990 + t, 0], "endTime": [1770131991 + t, 0]}
+    if parent:
+        d["parentSpanId"] = parent
+    return d
+
+
+def _js_agent_run():
+    """ai.generateText (the root: Vercel's wrapper) over two doGenerate calls and the tool
+    span between them, all three naming the root as parent."""
+    return [
+        _js("ai.generateText", 0, {"ai.operationId": "ai.generateText",
+                                   "ai.prompt": json.dumps({"prompt": "Weather in Paris?"}),
+                                   "ai.response.text": "Rain, 12C."}),
+        _js("ai.generateText.doGenerate", 1, {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps(Q_IN),
+            "ai.response.toolCalls": json.dumps([{"toolCallType": "function",
+                                                  "toolCallId": "c1", "toolName": "get_weather",
+                                                  "args": '{"city": "Paris"}'}]),
+            "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5}, P),
+        _js("execute_tool get_weather", 2, {"gen_ai.operation.name": "execute_tool",
+                                            "gen_ai.tool.name": "get_weather",
+                                            "gen_ai.tool.call.id": "c1",
+                                            "gen_ai.tool.call.result": "rain, 12C"}, P),
+        _js("ai.generateText.doGenerate", 3, {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps(Q_IN), "ai.response.text": "Rain, 12C.",
+            "gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 4}, P),
+    ]
+
+
+def test_js_dump_without_span_ids_imports_as_far_as_the_parent_links_allow(tmp_path):
+    """Spans 2-4 name the same parent, so they are one trace (siblings); the root (span #1)
+    carries no id, so nothing can be linked to it: it is named and left out, and the three
+    siblings are the episode (10 + 20 input, 5 + 4 output tokens; 3 s from the first
+    sibling's start at +1 s to the last one's end at +4 s)."""
+    f = tmp_path / "js.json"
+    f.write_text(json.dumps(_js_agent_run()))
+    res = _import(str(f), out=tmp_path / "run")
+    assert res.exit_code == 0, res.output
+    [t] = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert t["case_id"] == f"js:parent-{P}" and t["input"] == "Weather in Paris?"
+    assert _calls(t) == [("get_weather", {"city": "Paris"}, "rain, 12C")]
+    assert (t["steps"], t["final_response"]) == (2, "Rain, 12C.")
+    assert t["usage"] == {"input_tokens": 30, "output_tokens": 9}
+    assert t["latency_s"] == pytest.approx(3.0)
+    assert t["source"]["place"] == f"spans under parent {P}"
+    skipped = json.loads((tmp_path / "run" / "manifest.json").read_text())["imported"][
+        "skipped"]
+    assert [(s["place"], s["reason"][:40]) for s in skipped] == [
+        ("span #1", "span #1 (ai.generateText) carries no spa"),
+        (f"spans under parent {P}", f"3 span(s) without a trace id whose paren")]
+    assert "it may be their parent but cannot be linked to them" in skipped[0]["reason"]
+
+
+def test_spans_without_ids_and_without_parents_are_one_episode_each(tmp_path):
+    """No span names a parent: each span is a whole trace by itself. Two files with such a
+    span each are two episodes (the place ``span #1`` names a span of its own file, not a
+    trace another file could repeat)."""
+    one = _js("ai.generateText.doGenerate", 0, {
+        "ai.operationId": "ai.generateText.doGenerate", "ai.prompt.messages": json.dumps(Q_IN),
+        "ai.response.text": "Rain."})
+    other = dict(one, attributes=dict(one["attributes"], **{"ai.response.text": "Sun."}))
+    (tmp_path / "a.json").write_text(json.dumps([one]))
+    (tmp_path / "b.json").write_text(json.dumps([other]))
+    res = _import(str(tmp_path / "a.json"), str(tmp_path / "b.json"), out=tmp_path / "run")
+    assert res.exit_code == 0, res.output
+    got = [(t["case_id"], t["final_response"]) for t in
+           read_jsonl(tmp_path / "run" / "traces.jsonl")]
+    assert got == [("a:span-1", "Rain."), ("b:span-1", "Sun.")]
+
+
+def test_spans_without_ids_that_link_to_no_model_call_are_bad_input(tmp_path):
+    """Only tool spans under a parent the file lacks: no episode, and the file is named
+    (exit 3, bad input), not a usage error."""
+    spans = [s for s in _js_agent_run() if s["name"].startswith("execute_tool")]
+    f = tmp_path / "tools.json"
+    f.write_text(json.dumps(spans))
+    res = _import(str(f), out=tmp_path / "run")
+    assert res.exit_code == 3, res.output
+    assert (f"{f.as_posix()}: 1 of its 1 span(s) carry no span id (a JS span dump without "
+            "spanContext?)") in res.output
+    assert f"spans under parent {P}: no model-call span (spans: execute_tool get_weather)" \
+        in res.output

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED, read_jsonl, run_cli, write_json
+from conftest import CORPUS, corpus_mark, read_jsonl, run_cli, write_json
 from evaltape.grader.metrics.expected_actions import per_action
 from evaltape.grader.stats.agreement import cohen_kappa
 
-TAU2 = SHARED / "corpus" / "tau2" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
-needs_corpus = pytest.mark.skipif(not TAU2.exists(), reason=f"corpus absent: {TAU2}")
+TAU2 = CORPUS / "tau2" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"
+needs_corpus = corpus_mark(TAU2, what="a τ²-bench results file of 20 airline simulations "
+                           "(sierra-research/tau2-bench, src/experiments/model_training/"
+                           "results/)")
 
 
 def _grade(tmp_path: Path, *sources: Path) -> tuple[dict, list[dict], str]:

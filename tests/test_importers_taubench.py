@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import CORPUS, corpus_mark
 from evaltape.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
 TAU = CORPUS / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
-needs_corpus = pytest.mark.skipif(not TAU.exists(), reason=f"corpus absent: {TAU} (see "
-                                  "../shared/corpus/README.md; CI always has it)")
+needs_corpus = corpus_mark(TAU, what="tau-bench's 200 GPT-4o airline trajectories "
+                           "(sierra-research/tau-bench, historical_trajectories/"
+                           "gpt-4o-airline.json)")
 
 
 def _lines(path: Path) -> list[dict]:

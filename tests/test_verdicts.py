@@ -115,7 +115,11 @@ def test_default_verdict_fails_wrong_arguments_and_unsupported_number(tmp_path):
     assert junit_failures(out) == s["failures"]
     md = (out / "report.md").read_text()
     assert "| number | FAIL `grounding 0.33 &gt; 0.00` |" in md
-    assert "| grounding (lower is better) | 0.167 | ≤ 0.00 | yes | 1 | 3 |" in md
+    # the 3 skipped, by reason: args' and half's answers state no checkable claim
+    # (no_claims), chat called no tool (not_applicable)
+    assert s["metrics_skipped_reasons"] == {"grounding": {"no_claims": 2, "not_applicable": 1}}
+    assert ("| grounding (lower is better) | 0.167 | ≤ 0.00 | yes | 1 | 3 (2 no_claims, 1 "
+            "not_applicable) |") in md
 
 
 def test_config_thresholds_change_the_verdicts(tmp_path):
@@ -153,7 +157,8 @@ def test_informational_metrics_and_an_explicit_gate(tmp_path):
     assert s["verdict"]["informational"] == ["grounding"]
     # grounding still has its PASS/FAIL: one meaning of PASS, shown, not gating
     md = (out / "report.md").read_text()
-    assert "| grounding (lower is better) | 0.167 | ≤ 0.00 | no (informational) |  | 3 |" in md
+    assert ("| grounding (lower is better) | 0.167 | ≤ 0.00 | no (informational) |  | 3 (2 "
+            "no_claims, 1 not_applicable) |") in md
     # an empty gate: the outcome checks alone decide (every episode here has the right
     # tools and text)
     p, out = suite(tmp_path, config="[verdict]\ngate = []\n")

@@ -12,7 +12,10 @@
 #
 # Variables:
 #   EVALTAPE_INSTALL    pip requirement to install first ("" = evaltape is already installed;
-#                       replay needs the recorder: evaltape[record])
+#                       replay needs the recorder: evaltape[record]); no package index
+#                       serves evaltape: a git URL, "evaltape[record] @
+#                       git+https://github.com/<owner>/evaltape@v0.1.0", or a path,
+#                       "./vendor/evaltape[record]"
 #   EVALTAPE_RUNS       folder of runs                       (default: runs)
 #   EVALTAPE_BASELINES  folder of baseline reports          (default: evaltape-baselines)
 #   EVALTAPE_OUT        folder for the new reports           (default: evaltape-reports)
@@ -55,7 +58,16 @@ case "${1:-}" in
 esac
 
 if [ -n "${EVALTAPE_INSTALL:-}" ]; then
-  "$PYTHON" -m pip install --quiet "$EVALTAPE_INSTALL" || exit 2
+  case "$EVALTAPE_INSTALL" in
+    *"<owner>"*)
+      echo "EVALTAPE_INSTALL still says <owner> ($EVALTAPE_INSTALL): name the git" \
+           "repository your evaltape comes from, or a path to it (see evaltape.yml)" >&2
+      exit 2 ;;
+  esac
+  "$PYTHON" -m pip install --quiet "$EVALTAPE_INSTALL" || {
+    echo "cannot install EVALTAPE_INSTALL=$EVALTAPE_INSTALL (pip's message above)" >&2
+    exit 2
+  }
 fi
 command -v evaltape >/dev/null || { echo "evaltape is not on PATH" >&2; exit 2; }
 [ -d "$RUNS" ] || { echo "no runs folder: $RUNS (set EVALTAPE_RUNS)" >&2; exit 2; }

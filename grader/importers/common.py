@@ -6,9 +6,10 @@ that decides what a tool call, a result, a step and a final answer are.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
@@ -133,7 +134,8 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
                         final: str = "last_text", usage: dict | None = None,
                         model: str | None = None,
                         place_of: Callable[[int], str] = lambda k: f"messages[{k}]",
-                        extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                        extra: dict[str, Any] | None = None,
+                        malformed: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Build one trace object from an Anthropic-format conversation (system excluded).
 
     Rules:
@@ -149,10 +151,15 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
           (the agent was still working); ``None`` when there is no such text.
         * ``stop_reason``: as given, else ``tool_use`` when the last assistant message
           calls a tool and ``end_turn`` otherwise.
+        * ``malformed`` (``None``: refuse such calls): a call whose ``input`` is not a JSON
+          object, or whose id ``malformed`` lists (a converter that set its input to
+          ``{}``), is kept the way the recorder keeps one (README, "Your own agent"):
+          ``arguments: {}``, ``raw_arguments`` (``malformed[id]``, else the input as JSON
+          text) and ``malformed_tool_input: true``; its result pairs as usual.
 
     Raises:
         EpisodeProblem: a message that is not ``{role, content}``, a call whose ``input`` is
-            not an object, a duplicate call id, or a result whose id matches no call; the
+            not an object (when ``malformed`` is ``None``), a duplicate call id, or a result whose id matches no call; the
             place comes from ``place_of(message_index)``.
     """
     calls: list[dict[str, Any]] = []
@@ -187,14 +194,23 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
                 if not isinstance(cid, str) or not isinstance(name, str):
                     raise EpisodeProblem(f"{btype} block without a string id and name",
                                          f"{place_of(k)}.content[{j}]")
+                raw = malformed.get(cid) if malformed is not None else None
                 if not isinstance(args, dict):
-                    raise EpisodeProblem(f"{btype} input must be an object, got "
-                                         f"{type(args).__name__}", f"{place_of(k)}.content[{j}]")
+                    if malformed is None:
+                        raise EpisodeProblem(f"{btype} input must be an object, got "
+                                             f"{type(args).__name__}",
+                                             f"{place_of(k)}.content[{j}]")
+                    # the value as JSON text, as the recorder writes it
+                    raw = json.dumps(args, ensure_ascii=False)
+                    args = {}
                 if cid in by_id:
                     raise EpisodeProblem(f"duplicate tool call id {cid!r}",
                                          f"{place_of(k)}.content[{j}]")
                 call = {"id": cid, "name": name, "arguments": args, "result": None,
                         "is_error": False, "step": step}
+                if raw is not None:  # never guessed: the recorder's shape (recorder/loop.py)
+                    call.update({"arguments": {}, "raw_arguments": raw,
+                                 "malformed_tool_input": True})
                 if btype != "tool_use":
                     call["server"] = True
                 calls.append(call)

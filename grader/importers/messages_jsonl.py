@@ -13,6 +13,13 @@ messages are dropped). The case id is ``id``, else ``<file stem>:<line>``; the i
 first user message's text. Final answer: the last assistant text (dialogue rule of
 :func:`evaltape.grader.importers.common.trace_from_messages`). A bad line is one error naming
 file and line; the other lines still import.
+
+A tool call whose arguments are not a JSON object (OpenAI ``function.arguments`` that do
+not parse as one; an Anthropic ``tool_use`` ``input`` that is a string, list, number or
+null) does not reject its conversation: it is kept the way the recorder keeps such a call
+(``arguments: {}``, ``raw_arguments``, ``malformed_tool_input: true``; its recorded result
+stays as the source has it), graded as a call with none of the expected arguments, and one
+warning names the file, line, episode and call.
 """
 from __future__ import annotations
 
@@ -36,8 +43,9 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
     if not isinstance(raw, list):
         raise EpisodeProblem("expected a list of messages (or {\"messages\": [...]})",
                              "messages")
+    malformed: dict[str, str] = {}  # call id → the raw arguments, not a JSON object
     if flavour == "openai":
-        messages = openai_to_anthropic(raw, "messages")
+        messages = openai_to_anthropic(raw, "messages", malformed)
     else:
         messages = [m for m in raw if not (isinstance(m, dict) and m.get("role") == "system")]
     if not any(isinstance(m, dict) and m.get("role") == "user" for m in messages):
@@ -57,7 +65,8 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
     if label is not None:
         extra["reference_label"] = label
     trace = trace_from_messages(messages, case_id=case_id, trial=trial, final="last_text",
-                                model=meta.get("model", model), extra=extra)
+                                model=meta.get("model", model), extra=extra,
+                                malformed=malformed)
     case = {"id": case_id, "input": trace["input"]}
     case.update({k: meta[k] for k in CASE_KEYS if meta.get(k) is not None})
     return trace, case
@@ -96,3 +105,10 @@ def import_file(path: str, result: ImportResult, *, flavour: str,
         seen.add((trace["case_id"], trace["trial"]))
         result.add_case(case)
         result.traces.append(trace)
+        for call in trace["tool_calls"]:
+            if call.get("malformed_tool_input"):
+                result.warnings.append(
+                    f"{path}:{lineno}: {trace['case_id']}#t{trace['trial']}: tool call "
+                    f"{call['id']} ({call['name']}): malformed_tool_input, its arguments are "
+                    f"not a JSON object: {call['raw_arguments'][:60]!r}; kept with arguments "
+                    "{} (graded as a call without the expected arguments)")

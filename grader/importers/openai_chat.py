@@ -15,6 +15,14 @@ Nothing that carries content is dropped silently: a message key outside
 :data:`KNOWN_KEYS` with a non-empty value, or a ``content`` that is neither a string, a
 list of parts nor null, is an error naming the message and the key.
 
+Arguments that are not a JSON object (a string that does not parse, or parses to a list,
+a number, a string or null; a non-string value other than an object) are refused by
+default; given a ``malformed`` dict, the call is kept instead, as the recorder keeps such a
+call: its ``tool_use`` input is ``{}`` and ``malformed[call id]`` holds the arguments as the
+source wrote them (a string verbatim, another value as JSON text), for
+:func:`~evaltape.grader.importers.common.trace_from_messages` to flag the call
+``malformed_tool_input``.
+
 Repeated call ids: real OpenAI logs reuse ids within one conversation (49 of tau-bench's
 200 airline trajectories do, always as call → result → call → result). A repeated id is
 made unique as ``<id>~2``, ``<id>~3``...; a ``tool`` message pairs with the earliest
@@ -22,6 +30,7 @@ unanswered call carrying its ``tool_call_id``.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -40,16 +49,31 @@ KNOWN_KEYS = {
 }
 
 
-def _parse_args(raw: Any, where: str) -> dict:
+def _parse_args(raw: Any, where: str, malformed: dict[str, str] | None = None,
+                cid: str = "") -> dict:
+    """The arguments object of one call (``None`` or ``""`` is ``{}``).
+
+    Raises:
+        EpisodeProblem: the arguments are not a JSON object (a string that is not JSON or
+            is JSON of another type, or a non-string value other than an object), when
+            ``malformed`` is ``None``; otherwise ``{}`` is returned and ``malformed[cid]``
+            holds the raw arguments (a string verbatim, another value as JSON text).
+    """
     if isinstance(raw, str):
         try:
             args = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as e:
+            if malformed is not None:
+                malformed[cid] = raw
+                return {}
             raise EpisodeProblem(f"arguments string is not valid JSON ({e}): "
                                  f"{raw[:80]!r}", where) from None
     else:
         args = raw if raw is not None else {}
     if not isinstance(args, dict):
+        if malformed is not None:
+            malformed[cid] = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+            return {}
         raise EpisodeProblem(f"arguments must be a JSON object, got {type(args).__name__}",
                              where)
     return args
@@ -62,17 +86,21 @@ def _parts(content: Any) -> Any:
     return content
 
 
-def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str, Any]]:
+def openai_to_anthropic(messages: Any, place: str = "messages",
+                        malformed: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Convert one OpenAI chat conversation.
 
     Args:
         messages: the list of OpenAI messages.
         place: location prefix used in error messages (e.g. ``"[12].traj"``).
+        malformed: when given, a call whose arguments are not a JSON object is kept (input
+            ``{}``) and its raw arguments are added here under its (unique) call id; when
+            ``None`` such a call is an error.
 
     Raises:
         EpisodeProblem: not a list; an unknown role; an unknown key with a value, or a
             ``content`` of another shape; a tool call whose ``function.arguments`` is not JSON
-            or not a JSON object; a ``tool`` message whose ``tool_call_id`` matches no earlier
+            or not a JSON object (unless ``malformed`` is given); a ``tool`` message whose ``tool_call_id`` matches no earlier
             call, or a ``function`` message whose ``name`` matches no unanswered
             ``function_call``. The place names the original OpenAI path.
     """
@@ -113,10 +141,11 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
                 fn = tc.get("function") if isinstance(tc, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                     raise EpisodeProblem("expected {id, function: {name, arguments}}", tw)
-                args = _parse_args(fn.get("arguments"), tw + ".function.arguments")
                 orig = str(tc.get("id") or f"call_{i}_{j}")
                 uses[orig] = uses.get(orig, 0) + 1
                 cid = orig if uses[orig] == 1 else f"{orig}~{uses[orig]}"
+                args = _parse_args(fn.get("arguments"), tw + ".function.arguments",
+                                   malformed, cid)
                 pending.setdefault(orig, []).append(cid)
                 blocks.append({"type": "tool_use", "id": cid, "name": fn["name"],
                                "input": args})
@@ -128,7 +157,8 @@ def openai_to_anthropic(messages: Any, place: str = "messages") -> list[dict[str
                 cid = f"function_call_{i}"
                 legacy.setdefault(fc["name"], []).append(cid)
                 blocks.append({"type": "tool_use", "id": cid, "name": fc["name"],
-                               "input": _parse_args(fc.get("arguments"), fw + ".arguments")})
+                               "input": _parse_args(fc.get("arguments"), fw + ".arguments",
+                                                    malformed, cid)})
             out.append({"role": "assistant", "content": blocks})
         elif role == "function":
             name = m.get("name")

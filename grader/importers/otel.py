@@ -11,12 +11,14 @@ Containers, detected from the content (never from the file name):
   ``start_time`` (ns or ISO 8601), ``attributes`` as an object (any-agent writes this);
 * a span dump of the JS SDK's ``ReadableSpan``: ``spanContext.{traceId, spanId}``,
   ``parentSpanId`` / ``parentSpanContext``, ``startTime`` as ``[seconds, nanos]``; as a list,
-  or as an object of such lists (keyed by operation);
+  or as an object of such lists (keyed by operation); also without ``spanContext``
+  (``JSON.stringify`` leaves out a method), the spans then grouped as far as their parent
+  links allow (:func:`link_traces`);
 * a Langfuse trace export ``{"trace": {...}, "observations": [...]}``: one observation per
   span, the span's attributes under ``metadata.attributes`` (``metadata`` may be a JSON
   string), the message content Langfuse moved out of the attributes in ``input``/``output``.
 
-Spans are grouped by trace id; each trace holding at least one model call is one episode
+Spans are grouped by trace id (:func:`link_traces`); each trace holding at least one model call is one episode
 (trial 0, case id ``<file stem>:<first 16 hex digits of the trace id>``). A model-call span is
 one whose attributes say so: ``gen_ai.operation.name`` in :data:`LLM_OPERATIONS`,
 ``openinference.span.kind = LLM``, a Vercel ``ai.*.doGenerate``/``doStream`` operation, or
@@ -102,7 +104,10 @@ class Span:
 
     @property
     def where(self) -> str:
-        """``trace <id> span <id> (<name>)`` for error messages."""
+        """``trace <id> span <id> (<name>)`` for error messages (``span #<n> (<name>)``
+        for a span that carries no ids, :func:`link_traces`)."""
+        if not self.trace_id:
+            return f"span {self.span_id} ({self.name})"
         return f"trace {self.trace_id} span {self.span_id} ({self.name})"
 
 
@@ -185,9 +190,11 @@ def _from_otlp(s: dict[str, Any]) -> Span:
 
 
 def _from_sdk(s: dict[str, Any]) -> Span:
-    """Python ``ReadableSpan`` JSON (``context``) or JS ``ReadableSpan`` (``spanContext``)."""
-    if "spanContext" in s:
-        ctx = s["spanContext"] or {}
+    """Python ``ReadableSpan`` JSON (``context``) or JS ``ReadableSpan`` (``spanContext``;
+    ``_spanContext``, the field an SDK ``Span`` object holds it in; or none at all, when a
+    dump left out the ids: they stay empty, :func:`link_traces`)."""
+    if "context" not in s:
+        ctx = s.get("spanContext") or s.get("_spanContext") or {}
         parent = s.get("parentSpanId") or (s.get("parentSpanContext") or {}).get("spanId")
         tid, sid = ctx.get("traceId"), ctx.get("spanId")
         start, end = s.get("startTime"), s.get("endTime")
@@ -235,8 +242,18 @@ def _from_langfuse(trace: dict[str, Any], o: dict[str, Any]) -> Span:
                 error=o.get("level") == "ERROR")
 
 
+#: Keys of the JS SDK's ``ReadableSpan`` besides ``name`` and ``attributes``: an object with
+#: a ``name``, an ``attributes`` object and one of these is a JS span even without its
+#: ``spanContext`` (``JSON.stringify`` leaves out ``spanContext()``, a method).
+JS_SPAN_KEYS = ("startTime", "endTime", "parentSpanId", "parentSpanContext", "kind",
+                "instrumentationLibrary", "instrumentationScope", "ended", "duration")
+
+
 def _is_sdk_span(x: Any) -> bool:
-    return isinstance(x, dict) and ("context" in x or "spanContext" in x) and "name" in x
+    if not isinstance(x, dict) or "name" not in x:
+        return False
+    return ("context" in x or "spanContext" in x or "_spanContext" in x
+            or (isinstance(x.get("attributes"), dict) and any(k in x for k in JS_SPAN_KEYS)))
 
 
 def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
@@ -957,11 +974,134 @@ def model_call_spans(spans: list[Span]) -> tuple[list[Span], list[str]]:
     return keep, notes
 
 
-def _episode(spans: list[Span], path: str, case_id: str, model: str | None,
+@dataclass
+class TraceGroup:
+    """The spans of one episode as :func:`link_traces` groups them.
+
+    Attributes:
+        spans: its spans, in file order.
+        place: where it is, in messages and the trace's ``source.place``: ``trace <id>``,
+            ``spans under parent <id>`` (spans whose parent is not in the file),
+            ``span <id>`` or ``span #<n>`` (a tree whose spans carry no trace id).
+        case_part: the case id after ``<file stem>:`` (``<16 hex of the trace id>``,
+            ``parent-<16 hex>``, ``span-<id or n>``).
+        trace_id: the trace id, or ``None`` when none of its spans carries one.
+        dedupe: the key under which another file's copy of it is recognised (``None``: a
+            group no other file can hold, named only by its place in this file).
+        note: why it may not be the whole trace (``None`` when it is).
+    """
+
+    spans: list[Span]
+    place: str
+    case_part: str
+    trace_id: str | None
+    dedupe: str | None
+    note: str | None = None
+
+
+def link_traces(spans: list[Span]) -> tuple[list[TraceGroup], list[tuple[Span, str]]]:
+    """Group one file's spans into traces, as far as their ids and parent links allow.
+
+    Rules:
+        * a span without a span id (a JS SDK dump without ``spanContext``) is named by its
+          place in the file, ``#<n>`` (1-based), which no parent link can name;
+        * spans that carry a trace id are grouped by it (the OpenTelemetry data model:
+          the trace id identifies the trace);
+        * a span without a trace id joins the group of its parent when a span of the file
+          has its ``parentSpanId`` as span id; spans without a trace id that name the same
+          parent not in the file are siblings under it, one group (``spans under parent
+          <id>``, noted as imported without that parent);
+        * a span with neither a trace id nor a parent starts its own group; when it carries
+          no span id while a group of spans under a missing parent holds a model call, it
+          may be that parent but cannot be linked to them: it is left out and returned in
+          ``unlinked`` with the reason (its children, if they are, are imported in their
+          own group, so no model call is counted twice).
+
+    Returns:
+        ``(groups in the order of their first span, unlinked spans with the reason)``.
+    """
+    n = len(spans)
+    for i, sp in enumerate(spans):
+        if not sp.span_id:
+            sp.span_id = f"#{i + 1}"
+    by_id: dict[str, int] = {}
+    for i, sp in enumerate(spans):
+        if not sp.span_id.startswith("#"):
+            by_id.setdefault(sp.span_id, i)
+    up = list(range(n))
+
+    def find(i: int) -> int:
+        while up[i] != i:
+            up[i] = up[up[i]]
+            i = up[i]
+        return i
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            up[max(ra, rb)] = min(ra, rb)
+
+    first_of: dict[tuple[str, str], int] = {}
+    for i, sp in enumerate(spans):
+        if sp.trace_id:
+            union(i, first_of.setdefault(("trace", sp.trace_id), i))
+    for i, sp in enumerate(spans):
+        if sp.trace_id or not sp.parent_id:
+            continue
+        j = by_id.get(sp.parent_id)
+        union(i, j if j is not None else first_of.setdefault(("parent", sp.parent_id), i))
+    members: dict[int, list[int]] = {}
+    for i in range(n):
+        members.setdefault(find(i), []).append(i)
+    groups: list[TraceGroup] = []
+    lone: list[tuple[int, list[int]]] = []  # groups of a root without any id
+    fragments = 0
+    for top, ms in members.items():
+        ss = [spans[i] for i in ms]
+        tid = next((sp.trace_id for sp in ss if sp.trace_id), None)
+        missing = [sp.parent_id for sp in ss if sp.parent_id and sp.parent_id not in by_id]
+        if tid:
+            groups.append(TraceGroup(ss, f"trace {tid}", tid[:16], tid, f"trace {tid}"))
+        elif missing:
+            pid = missing[0]
+            fragments += any(llm_strength(sp) for sp in ss)
+            groups.append(TraceGroup(
+                ss, f"spans under parent {pid}", f"parent-{pid[:16]}", None,
+                f"spans under parent {pid}",
+                note=f"{len(ss)} span(s) without a trace id whose parent {pid} is not in the "
+                     "file: imported as one episode without that parent"))
+        else:
+            head = next(sp for sp in ss if not sp.parent_id)
+            if head.span_id.startswith("#"):
+                lone.append((len(groups), ms))
+                groups.append(TraceGroup(ss, f"span {head.span_id}",
+                                         f"span-{head.span_id[1:]}", None, None))
+            else:
+                groups.append(TraceGroup(ss, f"span {head.span_id}",
+                                         f"span-{head.span_id[:16]}", None,
+                                         f"span {head.span_id}"))
+    unlinked: list[tuple[Span, str]] = []
+    if fragments and lone:
+        drop = set()
+        for k, ms in lone:
+            drop.add(k)
+            for i in ms:
+                unlinked.append((spans[i], (
+                    f"span {spans[i].span_id} ({spans[i].name}) carries no span id, and "
+                    f"{fragments} group(s) of spans with a model call name a parent that is "
+                    "not in the file: it may be their parent but cannot be linked to them; "
+                    "left out (the spans under that parent are imported on their own)")))
+        groups = [g for k, g in enumerate(groups) if k not in drop]
+    return groups, unlinked
+
+
+def _episode(group: TraceGroup, path: str, case_id: str, model: str | None,
              final_output: Any) -> tuple[dict[str, Any], list[str]]:
+    spans, place = group.spans, group.place
     llm, notes = model_call_spans(spans)
     tools = [s for s in spans if is_tool_span(s)]
-    messages = conversation(llm, tools, spans[0].trace_id[:8], notes)
+    tag = (group.trace_id or group.case_part.replace("#", ""))[:8]
+    messages = conversation(llm, tools, tag, notes)
     usage: dict[str, int] = {}
     for s in llm:
         for k, v in span_usage(s).items():
@@ -969,16 +1109,14 @@ def _episode(spans: list[Span], path: str, case_id: str, model: str | None,
     trace_model = model or next((m for m in (span_model(s) for s in llm) if m), None)
     starts = [s.start for s in spans if s.start]
     ends = [s.end for s in spans if s.end]
-    extra = {"source": {"format": FORMAT, "path": path,
-                        "place": f"trace {spans[0].trace_id}"}}
+    extra = {"source": {"format": FORMAT, "path": path, "place": place}}
     first_user = next((m for m in messages if m["role"] == "user"), None)
     if first_user is None:
         raise EpisodeProblem("no user message in any model-call span's input "
-                             f"(spans: {', '.join(s.name for s in llm)})",
-                             f"trace {spans[0].trace_id}")
+                             f"(spans: {', '.join(s.name for s in llm)})", place)
     trace = trace_from_messages(messages, case_id=case_id, final="last_text", usage=usage,
                                 model=trace_model,
-                                place_of=lambda k: f"trace {spans[0].trace_id} message {k}",
+                                place_of=lambda k: f"{place} message {k}",
                                 extra=extra)
     if trace["final_response"] is None and final_output is not None:
         trace["final_response"] = _as_text(final_output)
@@ -992,10 +1130,15 @@ def _episode(spans: list[Span], path: str, case_id: str, model: str | None,
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
     """Import one span file: every trace with a model call becomes an episode.
 
-    Skips (with reasons, in ``result.skipped``): a file that holds no spans; a trace with no
-    model-call span; a trace already imported from an earlier file (the same trace id);
-    tool spans that pair with no tool call. Errors (file, trace/span/attribute, message):
-    unreadable or malformed files, a trace whose messages cannot be converted.
+    Traces are grouped by :func:`link_traces` (by trace id, else as far as the parent
+    links allow). Skips (with reasons, in ``result.skipped``): a file that holds no spans;
+    a trace with no model-call span; a trace already imported from an earlier file (the
+    same trace id, or the same missing parent); tool spans that pair with no tool call; a
+    span without ids that cannot be linked to the spans it may be the parent of; and a
+    note for each group imported without its parent. Errors (file, trace/span/attribute,
+    message): unreadable or malformed files, a trace whose messages cannot be converted,
+    and a file whose spans carry no ids when nothing of it could be imported (bad input,
+    not a file to skip).
     """
     data = read_source(path, result)
     if data is None:
@@ -1008,33 +1151,50 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     if not spans:
         result.skipped.append(Skipped(path, "", kind))
         return
-    traces: dict[str, list[Span]] = {}
-    for s in spans:
-        traces.setdefault(s.trace_id, []).append(s)
+    without_ids = sum(1 for s in spans if not s.span_id)
+    groups, unlinked = link_traces(spans)
+    for s, why in unlinked:
+        result.skipped.append(Skipped(path, f"span {s.span_id}", why))
     done = {t["source"]["place"]: t["source"]["path"] for t in result.traces
-            if t.get("source", {}).get("format") == FORMAT}
-    with_llm = [tid for tid, ss in traces.items() if any(llm_strength(s) for s in ss)]
+            if t.get("source", {}).get("format") == FORMAT
+            and not str(t["source"].get("place", "")).startswith("span #")}
+    with_llm = [g for g in groups if any(llm_strength(s) for s in g.spans)]
+    has_llm = {id(g) for g in with_llm}
     stem = Path(path).stem
-    for tid, ss in traces.items():
-        place = f"trace {tid}"
-        if tid not in with_llm:
-            names = sorted({s.name for s in ss})[:4]
+    imported = 0
+    for g in groups:
+        place = g.place
+        if id(g) not in has_llm:
+            names = sorted({s.name for s in g.spans})[:4]
             result.skipped.append(Skipped(path, place, "no model-call span (spans: "
                                           f"{', '.join(names)})"))
             continue
-        if place in done:
-            result.skipped.append(Skipped(path, place, f"already imported from {done[place]}"))
+        if g.dedupe is not None and g.dedupe in done:
+            result.skipped.append(Skipped(path, place,
+                                          f"already imported from {done[g.dedupe]}"))
             continue
-        case_id = unique_id(f"{stem}:{tid[:16]}", result.cases)
+        case_id = unique_id(f"{stem}:{g.case_part}", result.cases)
         try:
-            trace, notes = _episode(ss, path, case_id, model,
+            trace, notes = _episode(g, path, case_id, model,
                                     final_output if len(with_llm) == 1 else None)
         except EPISODE_FAILURES as e:
             result.errors.append(episode_error(path, place, e, "span data"))
             continue
+        if g.note:
+            result.skipped.append(Skipped(path, place, g.note))
         for n in notes:
             result.skipped.append(Skipped(path, place, n))
-        result.add_case({"id": case_id, "input": trace["input"],
-                         "metadata": {"source": "otel", "container": kind, "trace_id": tid}})
+        meta: dict[str, Any] = {"source": "otel", "container": kind, "trace_id": g.trace_id}
+        if g.trace_id is None:
+            meta["spans"] = place
+        result.add_case({"id": case_id, "input": trace["input"], "metadata": meta})
         result.traces.append(trace)
-        done[place] = path
+        imported += 1
+        if g.dedupe is not None:
+            done[g.dedupe] = path
+    if without_ids and not imported and not any(e.source == path for e in result.errors):
+        result.errors.append(EpisodeError(path, "", (
+            f"{without_ids} of its {len(spans)} span(s) carry no span id (a JS span dump "
+            "without spanContext?), so the parents their parentSpanId names cannot be found "
+            "and no group of spans that could be linked holds a model call: nothing "
+            "imported from this file (skipped lines above say what could not be linked)")))

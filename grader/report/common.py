@@ -1,7 +1,7 @@
 """Small helpers shared by the report renderers."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from evaltape.grader.metrics.base import PASS_THRESHOLD
 
@@ -156,3 +156,91 @@ def plain(text: str, one_line: bool = False) -> str:
     id in a table cell or a label)."""
     from evaltape.grader.io.secrets import redact
     return redact(str(text).translate(_ONE_LINE if one_line else _CONTROL))
+
+
+def skip_reasons(summary: Any, name: str) -> str:
+    """Why metric ``name``'s skipped (null) scores were skipped: ``"19 no_answer, 3
+    not_applicable"``, the reason codes of ``summary.metrics_skipped_reasons`` with their
+    counts, most frequent first, then by name (the codes of docs/metrics.md's table of null
+    reasons); ``""`` when none was skipped or the report predates the reason counts."""
+    codes = (getattr(summary, "metrics_skipped_reasons", None) or {}).get(name) or {}
+    ordered = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {code}" for code, k in ordered)
+
+
+def skipped_text(summary: Any, name: str) -> str:
+    """How many of metric ``name``'s scores were skipped (null) and why: ``"22 skipped: 19
+    no_answer, 3 not_applicable"`` (:func:`skip_reasons`); ``"22 skipped"`` for a report
+    written before the reasons were counted; ``""`` when none was skipped."""
+    n = (summary.metrics_skipped or {}).get(name, 0)
+    if not n:
+        return ""
+    why = skip_reasons(summary, name)
+    return f"{n} skipped: {why}" if why else f"{n} skipped"
+
+
+def cell_text(m: Any, lower_is_better: bool = False) -> str:
+    """A metric cell of the per-episode tables: the score and its status (``0.00 FAIL``,
+    ``1.00 PASS``); a null score reads ``n/a`` alone (its reason is in the summary's
+    skipped counts and, when it could not be computed, in the failing details), a metric
+    that raised ``ERROR``."""
+    st = status(m, lower_is_better)
+    if m.score is None:
+        return "ERROR" if st == "ERROR" or m.code == "error" else "n/a"
+    return f"{fmt(m.score)} {st}"
+
+
+def trials_text(trials: list[int]) -> str:
+    """Trial numbers as an episode label's suffix: ``t0,t2``; a run of three or more
+    consecutive trials is written as a range, ``t0-t2`` (``[0, 1, 2, 5]`` → ``t0-t2,t5``)."""
+    parts: list[str] = []
+    i = 0
+    ts = sorted(trials)
+    while i < len(ts):
+        j = i
+        while j + 1 < len(ts) and ts[j + 1] == ts[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"t{ts[i]}-t{ts[j]}")
+        else:
+            parts.extend(f"t{t}" for t in ts[i:j + 1])
+        i = j + 1
+    return ",".join(parts)
+
+
+def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
+                    ) -> Iterator[tuple[str, str, Any]]:
+    """The failing metric results (:func:`is_failing`) of ``episodes`` as
+    ``(label, metric name, result)``, with the identical lines of one case's trials given
+    once: results of one metric whose score, threshold, reason code and details are all
+    equal share one line labelled with every trial they hold, ``tc_001#t0-t2`` (see
+    :func:`trials_text`); a single-trial run's label is the case id.
+
+    ``episodes`` is iterated once, in report order (dataset order, then trial, so a case's
+    episodes are consecutive); only one case's lines are held at a time. Lines come in the
+    order of their first trial, then the metric order of ``names``.
+    """
+    def flush(case_id: str, groups: dict) -> Iterator[tuple[str, str, Any]]:
+        for (name, *_), (m, trials) in groups.items():
+            label = f"{case_id}#{trials_text(trials)}" if multi_trial else case_id
+            yield label, name, m
+
+    case_id: str | None = None
+    groups: dict[tuple, tuple[Any, list[int]]] = {}
+    for ep in episodes:
+        if ep.case_id != case_id:
+            if case_id is not None:
+                yield from flush(case_id, groups)
+            case_id, groups = ep.case_id, {}
+        for n in names:
+            m = ep.metrics[n]
+            if not is_failing(m, n in lower):
+                continue
+            key = (n, m.score, m.threshold if not isinstance(m.threshold, dict) else
+                   tuple(sorted(m.threshold.items())), m.code, m.details)
+            if key in groups:
+                groups[key][1].append(ep.trial)
+            else:
+                groups[key] = (m, [ep.trial])
+    if case_id is not None:
+        yield from flush(case_id, groups)

@@ -10,8 +10,9 @@ from html import escape
 from itertools import islice
 from typing import Any, Iterator, Mapping
 
-from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
-                                           k_coverage, status, threshold_text)
+from evaltape.grader.report.common import (episode_label, failing_details, fmt, gating,
+                                           verdict_lines, is_failing, k_coverage, skip_reasons,
+                                           status, threshold_text)
 from evaltape.grader.results import Report
 
 CSS = """
@@ -169,6 +170,7 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
                    f"<td class=num>{failed.get(name, '') if name in gates else ''}</td>"
                    "<td class=num>"
                    f"{s.metrics_skipped.get(name, 0)}"
+                   + (f" ({escape(skip_reasons(s, name))})" if skip_reasons(s, name) else "")
                    + (f" ({s.metrics_errors[name]} errors)" if s.metrics_errors.get(name) else "")
                    + "</td></tr>")
     out.append("</table>")
@@ -206,16 +208,19 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
         out.append(f"<p class=muted>The first {HTML_EPISODE_LIMIT} of {total} episodes are "
                    "listed here (and their failing metric details); <a href=\"report.json\">"
                    "report.json</a> holds every episode.</p>")
-    failing = [(ep, n) for ep in islice(report.episodes, HTML_EPISODE_LIMIT) for n in names
-               if is_failing(ep.metrics[n], n in lower)]
+    failing = list(failing_details(islice(report.episodes, HTML_EPISODE_LIMIT), names, lower,
+                                   multi))
     if failing:  # the reasons, visible without hovering (and in print)
-        out.append("<h2>Failing metric details</h2><ul class=reasons>" + "".join(
-            f"<li><code>{escape(episode_label(ep, multi))}</code> <b>{escape(n)}</b> "
-            f"{fmt(ep.metrics[n].score, 3)}"
-            + ("" if ep.metrics[n].threshold is None else escape(
-                f" (threshold {threshold_text(ep.metrics[n].threshold, n in lower)})"))
+        out.append("<h2>Failing metric details</h2>" + (
+            "<p class=muted>The trials of a case that fail a metric with the same details "
+            "share one line (#t0-t2: trials 0 to 2).</p>" if multi else "")
+            + "<ul class=reasons>" + "".join(
+            f"<li><code>{escape(label)}</code> <b>{escape(n)}</b> "
+            f"{fmt(m.score, 3)}"
+            + ("" if m.threshold is None else escape(
+                f" (threshold {threshold_text(m.threshold, n in lower)})"))
             + ("" if n in gates else " (info)") + ": "
-            f"{escape(ep.metrics[n].details or ep.metrics[n].code or '')}"
-            "</li>" for ep, n in failing) + "</ul>")
+            f"{escape(m.details or m.code or '')}"
+            "</li>" for label, n, m in failing) + "</ul>")
     out.append("</body></html>\n")
     yield "\n".join(out)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
-                                           plain, status, threshold_text, trial_lines)
+from evaltape.grader.report.common import (cell_text, failing_details, fmt, gating,
+                                           episode_label, verdict_lines, plain, skip_reasons,
+                                           threshold_text, trial_lines)
 from evaltape.grader.results import Report
 
 
@@ -58,10 +59,12 @@ def iter_markdown(report: Report) -> Iterator[str]:
         errors = s.metrics_errors.get(name, 0)
         err = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
         thr = threshold_text((s.thresholds or {}).get(name), name in lower)
+        why = skip_reasons(s, name)
         out.append(f"| {_cell(name)}{note} | {fmt(value, 3)} | {_cell(thr)} | "
                    f"{'yes' if name in gates else 'no (informational)'} | "
                    f"{failed.get(name, '') if name in gates else ''} | "
-                   f"{s.metrics_skipped.get(name, 0)}{err} |")
+                   f"{s.metrics_skipped.get(name, 0)}{f' ({_cell(why)})' if why else ''}"
+                   f"{err} |")
     out.append("")
     if s.failures:
         out += ["## Failures", "", "| episode | reason |", "|---|---|"]
@@ -80,20 +83,19 @@ def iter_markdown(report: Report) -> Iterator[str]:
             "|---|---|" + "---:|" * len(names)]
     yield "\n".join(out)
     for ep in report.episodes:
-        cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n], n in lower)}"
-                 for n in names]
+        cells = [cell_text(ep.metrics[n], n in lower) for n in names]
         outcome = "PASS" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
     header = False
-    for ep in report.episodes:
-        for n in names:
-            m = ep.metrics[n]
-            if is_failing(m, n in lower):
-                if not header:
-                    yield "\n\n## Failing metric details\n"
-                    header = True
-                yield (f"\n- **{_cell(episode_label(ep, multi))}** `{n}` "
-                       f"{_score_vs(m, n in lower)}{'' if n in gates else ' (info)'}: "
-                       f"{_cell(m.details or m.code or '')}")
+    for label, n, m in failing_details(report.episodes, names, lower, multi):
+        if not header:
+            yield "\n\n## Failing metric details\n"
+            if multi:
+                yield ("\nThe trials of a case that fail a metric with the same details "
+                       "share one line (`#t0-t2`: trials 0 to 2).\n")
+            header = True
+        yield (f"\n- **{_cell(label)}** `{n}` "
+               f"{_score_vs(m, n in lower)}{'' if n in gates else ' (info)'}: "
+               f"{_cell(m.details or m.code or '')}")
     yield "\n"

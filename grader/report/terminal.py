@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaltape.grader.report.common import (bar, episode_label, fmt, gating, verdict_lines,
-                                           is_failing, status, threshold_text, trial_lines)
+from evaltape.grader.report.common import (bar, cell_text, episode_label, failing_details, fmt,
+                                           gating, verdict_lines, skipped_text, status,
+                                           threshold_text, trial_lines)
 from evaltape.grader.report.common import plain
 from evaltape.grader.results import Report
 
@@ -69,7 +70,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
     results.
 
     Failing metrics (a score that misses its threshold, or a null that could not be
-    computed) show their details under the episode; the verdict column is the episode's
+    computed) show their details below the tables, the trials of a case that fail one
+    metric with the same line given once (``[tc_001#t0-t2]``,
+    :func:`~evaltape.grader.report.common.failing_details`); a null cell reads ``n/a``
+    and each metric's skipped count names its reason codes
+    (:func:`~evaltape.grader.report.common.skipped_text`). The verdict column is the episode's
     verdict (the outcome checks and every gating metric). The table
     lists the first :data:`TERMINAL_EPISODE_LIMIT` episodes. Every
     text that comes from a run (names, answers, details) is printed as plain text: rich
@@ -96,9 +101,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
     gates = gating(s)
     console.print("\n  [bold]AGGREGATE SCORES")
     for name, value in s.metrics.items():
-        skipped = s.metrics_skipped.get(name, 0)
+        skipped = skipped_text(s, name)
         errors = s.metrics_errors.get(name, 0)
-        extra = f"  ({skipped} skipped)" if skipped else ""
+        extra = f"  ({skipped})" if skipped else ""
         if errors:
             extra += f"  ({errors} error{'s' if errors != 1 else ''})"
         if name in lower:
@@ -128,21 +133,22 @@ def print_report(report: Report, console: Console | None = None) -> None:
             for name in names:
                 m = ep.metrics[name]
                 st = status(m, name in lower)
-                cells.append(Text(f"{fmt(m.score)} {st}", style="green" if st == "PASS" else
-                                  ("yellow" if st == "N/A" else "red")))
+                cells.append(Text(cell_text(m, name in lower), style="green" if st == "PASS"
+                                  else ("yellow" if st == "N/A" else "red")))
             table.add_row(*cells)
         console.print(table)
     if len(report.episodes) > len(shown):
         console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
                       "(report.json, report.md)")
-    details = [(ep, n, ep.metrics[n]) for ep in shown for n in report.grader.metrics
-               if is_failing(ep.metrics[n], n in lower)]
+    details = list(failing_details(shown, report.grader.metrics, lower, multi))
     if details:
-        console.print("  [bold]FAILING DETAILS")
-        for ep, n, m in details:
+        console.print("  [bold]FAILING DETAILS" + (
+            "[/] (trials of a case that fail alike share a line: #t0-t2 = trials 0 to 2)"
+            if multi else ""))
+        for label, n, m in details:
             thr = ("" if m.threshold is None else
                    f" (threshold {threshold_text(m.threshold, n in lower)})")
             info = "" if n in gates else " (info)"
-            console.print(Text(plain(f"  [{plain(episode_label(ep, multi), True)}] {n} "
+            console.print(Text(plain(f"  [{plain(label, True)}] {n} "
                                      f"{fmt(m.score)}{thr}{info}: -> {m.details or m.code}")))
     console.rule()
