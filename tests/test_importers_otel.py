@@ -394,7 +394,7 @@ def test_js_dump_without_span_ids_imports_as_far_as_the_parent_links_allow(tmp_p
         "skipped"]
     assert [(s["place"], s["reason"][:40]) for s in skipped] == [
         ("span #1", "span #1 (ai.generateText) carries no spa"),
-        (f"spans under parent {P}", f"3 span(s) without a trace id whose paren")]
+        (f"spans under parent {P}", "3 span(s) without a trace id whose paren")]
     assert "it may be their parent but cannot be linked to them" in skipped[0]["reason"]
 
 

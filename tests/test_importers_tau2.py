@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from conftest import CORPUS, corpus_mark, read_jsonl, run_cli, write_json
 from evaltape.grader.metrics.expected_actions import per_action
