@@ -363,3 +363,20 @@ def test_unknown_name_suggests_a_judge(tmp_path):
     run, ds, cfg = _write_run(tmp_path)
     with pytest.raises(UsageError, match="did you mean 'next_step'"):
         evaltape.grade(run, ds, metrics=["next_stp"], config=cfg)
+
+
+def test_a_judges_threshold_is_its_pass_threshold_in_the_verdict():
+    """``[judges.NAME] threshold = 0.6`` is the verdict's threshold too (a 4 on 1-5 is
+    0.75: PASS at 0.6, where the default 0.8 of a score would fail it); a case's own
+    judge threshold wins for that case, a ``[thresholds]`` entry wins over both."""
+    from evaltape.grader.stats.verdict import VerdictPolicy
+    judge = CriteriaJudge(name="next_step", criteria="Says what happens next.", threshold=0.6)
+    plain = parse_case({"id": "a", "user_query": "hi"}, path="<test>", line=1, position=0)
+    own = parse_case({"id": "b", "user_query": "hi",
+                      "judges": {"next_step": {"threshold": 0.9}}},
+                     path="<test>", line=2, position=1)
+    policy = VerdictPolicy(thresholds={}, gate=None, informational=())
+    assert (policy.threshold(judge, plain), policy.threshold(judge, own)) == (0.6, 0.9)
+    configured = VerdictPolicy(thresholds={"next_step": 0.7}, gate=None, informational=())
+    assert (configured.threshold(judge, plain), configured.threshold(judge, own)) == (0.7, 0.7)
+    assert policy.run_thresholds([judge]) == {"next_step": 0.6}

@@ -208,3 +208,27 @@ def test_fisher_one_sided_by_hand():
     assert fisher_one_sided(5, 5, 1, 5) == pytest.approx(6 / 252)
     assert fisher_one_sided(0, 3, 0, 3) == 1.0
     assert fisher_one_sided(1, 0, 0, 3) == 1.0
+
+
+def test_a_metric_that_scores_nothing_now_is_a_warning_not_an_unmoved_mean(tmp_path):
+    """A budget metric scored 1.0 on both episodes; the budgets are gone from the second
+    dataset, so every score is null (``not_applicable``): the gate checks nothing there.
+    That is a warning (a failure with ``--strict``), where before it passed unnoticed
+    (a judge whose criteria changed, every answer ``judge_not_recorded``, is the same)."""
+    with_budget = [dict(c, budgets={"max_tool_calls": 3}) for c in CASES[:2]]
+    ds1 = write_json(tmp_path / "ds1.json", with_budget)
+    ds2 = write_json(tmp_path / "ds2.json", CASES[:2])
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl", [trace("c01", 0), trace("c02", 0)])
+    for ds, out in ((ds1, "a"), (ds2, "b")):
+        p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / out),
+                    "--quiet", "--metrics", "task_completion,max_tool_calls")
+        assert p.returncode == 0, p.stderr
+    a, b = str(tmp_path / "a" / "report.json"), str(tmp_path / "b" / "report.json")
+    warning = ("max_tool_calls: mean 1.000 in the baseline, no score now (every episode "
+               "skipped: 2 not_applicable), so it checks nothing")
+    d = run_cli("diff", a, b)
+    assert d.returncode == 0, d.stderr
+    assert warning in d.stdout + d.stderr
+    d = run_cli("diff", a, b, "--strict")
+    assert d.returncode == 1
+    assert warning in d.stderr

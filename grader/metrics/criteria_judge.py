@@ -143,6 +143,16 @@ class CriteriaJudge(Metric):
                              "cases": self.case_criteria_sha256}, option=orjson.OPT_SORT_KEYS)
         object.__setattr__(self, "criteria_sha256", hashlib.sha256(blob).hexdigest())
 
+    def case_threshold(self, case: Case | None) -> float:
+        """The verdict's pass threshold of this judge on ``case``: the case's own
+        ``judges.NAME.threshold`` when it sets one, else the judge's ``threshold``, the
+        same number its details and sample labels say PASS/FAIL at (a ``[thresholds]``
+        entry for the judge still wins, as for every metric)."""
+        own = ((case.judges or {}).get(self.name) if case is not None else None)
+        if own is not None and own.threshold is not None:
+            return float(own.threshold)
+        return float(self.threshold)
+
     def settings(self, case: Case) -> Resolved | None:
         """The settings for ``case``, or ``None`` when no criteria apply to it."""
         own = (case.judges or {}).get(self.name) or JudgeCriteria()

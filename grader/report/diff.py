@@ -349,6 +349,14 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
             continue
         if x == y:
             continue
+        if x is not None and y is None:  # every score skipped now: a gate checking nothing
+            reasons = (getattr(new.summary, "metrics_skipped_reasons", None) or {}).get(name)
+            why = ", ".join(f"{n} {code}" for code, n in sorted(reasons.items())) \
+                if reasons else "null"
+            metrics.append(MetricMove(name, x, None, None, "warning"))
+            warnings.append(f"{name}: mean {x:.3f} in the baseline, no score now (every "
+                            f"episode skipped: {why}), so it checks nothing")
+            continue
         delta = None if x is None or y is None else round(y - x, 4)
         move = MetricMove(name, x, y, delta, level(
             delta, lower_is_better=name in lower, warning=warning, critical=critical))
