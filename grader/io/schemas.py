@@ -1,0 +1,85 @@
+"""The JSON Schemas (draft 2020-12) of every file evaltape reads or writes, shipped with the
+package (``evaltape/grader/schemas/*.json``) and printed by ``evaltape schema NAME``.
+
+One file per format, each field with its type, unit (``x-unit``), the version that added it
+(``x-since``) and a description; docs/formats.md explains them in words. A schema that uses
+another one refers to it by ``$id`` (``urn:evaltape:schema:<name>``); :func:`load_schema`
+returns it bundled (the schemas it refers to embedded under ``$defs``), so the printed
+document validates on its own with any draft 2020-12 validator.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from typing import Any
+
+from evaltape.grader.errors import UsageError
+
+#: The schema names, in the order ``evaltape schema`` lists them.
+SCHEMAS = ("trace", "dataset", "dataset-case", "manifest", "cassette", "judge-record",
+           "report")
+#: ``$id`` prefix of every evaltape schema.
+ID_PREFIX = "urn:evaltape:schema:"
+
+
+def _read(name: str) -> dict[str, Any]:
+    """The schema file ``name.json`` as shipped, parsed."""
+    text = resources.files("evaltape.grader").joinpath("schemas", f"{name}.json").read_text(
+        encoding="utf-8")
+    return json.loads(text)
+
+
+def _refs(node: Any) -> set[str]:
+    """Names of the evaltape schemas ``node`` refers to (``$ref`` values under ``$id``
+    :data:`ID_PREFIX`), at any depth."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(ID_PREFIX):
+            out.add(ref[len(ID_PREFIX):].split("#", 1)[0])
+        for v in node.values():
+            out |= _refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            out |= _refs(v)
+    return out
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """The schema ``name`` (one of :data:`SCHEMAS`) as a JSON object, bundled: every
+    evaltape schema it refers to, directly or through another, is embedded under
+    ``$defs["<name>"]`` with its own ``$id`` (JSON Schema 2020-12, "bundling": an embedded
+    schema resource is found by its ``$id``).
+
+    Raises:
+        UsageError: an unknown name (the known ones listed).
+    """
+    if name not in SCHEMAS:
+        raise UsageError(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
+    root = _read(name)
+    todo, done = sorted(_refs(root) - {name}), {name}
+    embedded: dict[str, Any] = {}
+    while todo:
+        other = todo.pop(0)
+        if other in done:
+            continue
+        done.add(other)
+        doc = _read(other)
+        doc.pop("$schema", None)
+        embedded[other] = doc
+        todo.extend(sorted(_refs(doc) - done))
+    if embedded:
+        root = copy.copy(root)
+        root["$defs"] = {**root.get("$defs", {}), **dict(sorted(embedded.items()))}
+    return root
+
+
+def schema_text(name: str) -> str:
+    """:func:`load_schema` as JSON text (2-space indent, keys in file order, a trailing
+    newline), what ``evaltape schema NAME`` prints.
+
+    Raises:
+        UsageError: an unknown name.
+    """
+    return json.dumps(load_schema(name), indent=2, ensure_ascii=False) + "\n"
