@@ -7,7 +7,7 @@ sends, or, when neither is present, by grouping requests into conversations with
 the cassette importer (``grader/importers/cassette.py``: a call continues the most recent
 conversation whose last request it extends, same first message and strictly more messages).
 
-Files are the ones ``evaltape record`` writes (DESIGN.md §5): ``http/<case>__t<trial>.jsonl``
+Files are the ones ``evaltape record`` writes: ``http/<case>__t<trial>.jsonl``
 through our vcrpy serializer, scrubbing hooks and atomic, secret-scanned persister, and one
 ``traces.jsonl`` line per finished episode (:func:`evaltape.recorder.record.append_trace`).
 The trace is derived from the cassette by the importer's conversation → trace rules
@@ -369,7 +369,7 @@ def mark_refused(trace: dict, why: str) -> dict:
 
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                         input_text: str | None = None) -> dict:
-    """The ``evaltape.trace/1`` object (DESIGN.md §3) of one proxied episode.
+    """The ``evaltape.trace/1`` object of one proxied episode.
 
     The cassette is read by the ``anthropic-cassette`` importer (its conversation grouping
     and conversation → trace rules). An agent that also makes side calls (a title, a

@@ -1,7 +1,7 @@
 """The manual tool-use loop every built-in agent runs on the ``anthropic`` SDK.
 
 It records every tool call with its arguments, result and step, and stops with a
-``stop_reason`` as DESIGN.md §2 defines: the model's own, or ``max_steps``,
+``stop_reason``: the model's own, or ``max_steps``,
 ``loop_detected`` or ``error``.
 """
 from __future__ import annotations
@@ -341,12 +341,12 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         spec: system prompt, tool schemas and executor.
         user_input: the case's input (first user message).
         model: model id sent with every request.
-        max_steps: the most model turns (seed 002: default 8).
+        max_steps: the most model turns (the scripted-harness reference: default 8).
         stream: use ``messages.stream`` and build the turn from the final message.
         request_extra: extra request fields (e.g. ``{"temperature": 0}``).
 
     Returns:
-        The trace fields this loop owns (DESIGN.md §3): ``tool_calls``, ``final_response``
+        The trace fields this loop owns (docs/formats.md): ``tool_calls``, ``final_response``
         (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
         ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``; and when they
         apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API

@@ -25,7 +25,7 @@ from .wire.scrub import strip_userinfo
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,
                     cases: Sequence[Any] | None, model: str | None, idle_timeout: float | None,
                     command_line: Sequence[str]) -> dict:
-    """``manifest.json`` of a proxied run (DESIGN.md §5 fields that a proxy can know)."""
+    """``manifest.json`` of a proxied run (the manifest fields a proxy can know)."""
     import os
 
     from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256

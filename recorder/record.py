@@ -96,7 +96,7 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
         parse_trace(trace, path=f"trace the agent returned for case {case.id!r}")
     except BadInputError as e:
         raise BadInputError(f"{e.message}; the agent must return the trace fields of "
-                            "DESIGN §3", path=e.path, field=e.field) from None
+                            "docs/formats.md (trace)", path=e.path, field=e.field) from None
     return trace
 
 

@@ -368,7 +368,7 @@ def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequen
 
 def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, model: str,
                    base_url: str | None, previous: dict) -> dict:
-    """The run's ``manifest.json`` (DESIGN.md §5); keeps ``created_at`` of an earlier run."""
+    """The run's ``manifest.json``; keeps ``created_at`` of an earlier run."""
     spec = getattr(agent_fn, "spec", None)
     host = None
     if base_url:  # (never its credentials: base_url_host is host[:port])

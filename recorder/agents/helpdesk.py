@@ -1,4 +1,5 @@
-"""The IT Help Desk agent of seed 000: 5 tools over simulated users, servers and docs."""
+"""The IT Help Desk agent of the help-desk reference: 5 tools over simulated users, servers and
+docs."""
 from __future__ import annotations
 
 import json
@@ -76,7 +77,8 @@ SIMULATED_DATA: dict[str, dict[str, Any]] = {
 
 
 def execute_tool(name: str, args: dict[str, Any]) -> str:
-    """Seed 000's ``execute_tool``: deterministic JSON answers from :data:`SIMULATED_DATA`.
+    """The help-desk reference's ``execute_tool``: deterministic JSON answers from
+    :data:`SIMULATED_DATA`.
 
     The data is read, never mutated, so every episode starts from the same state.
     """

@@ -1,4 +1,5 @@
-"""The scripted agent of seed 002: four deterministic tools; the case's script is the model.
+"""The scripted agent of the scripted-harness reference: four deterministic tools; the case's script
+is the model.
 
 The recorder serves each case's ``script`` from a local Messages-API server
 (:mod:`evaltape.recorder.script_server`), so this agent runs the very same loop as the others.
@@ -40,7 +41,7 @@ TOOLS = [
 
 
 def execute_tool(name: str, args: dict[str, Any]) -> str:
-    """Seed 002's sandbox tools; a result is the plain ``str`` of the value.
+    """The scripted-harness reference's sandbox tools; a result is the plain ``str`` of the value.
 
     Raises:
         KeyError: unknown city or document; ZeroDivisionError: ``divide`` by 0 (the loop

@@ -1,4 +1,5 @@
-"""The task-manager agent of seed 004: tasks in an in-memory store plus a knowledge base.
+"""The task-manager agent of the task-manager pipeline reference: tasks in an in-memory store plus a
+knowledge base.
 
 Every episode gets a fresh copy of :data:`INITIAL_TASKS`, so episodes are independent and
 replay deterministically.

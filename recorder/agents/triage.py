@@ -1,7 +1,7 @@
-"""The support-triage agent of seed 001: one tool, ``classify_ticket(category)``.
+"""The support-triage agent of the triage reference: one tool, ``classify_ticket(category)``.
 
 Built on the ``anthropic`` SDK directly (the Claude Agent SDK drives a CLI subprocess that
-vcrpy cannot record; DESIGN.md §2).
+vcrpy cannot record).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 JSON bodies are stored parsed (``"body": {"json": ...}``; as text when nested too deep to be
 written back parsed), other text as text
-(``"body": {"text": ...}``), so cassettes read and diff as data (DESIGN.md §5). Bytes that
+(``"body": {"text": ...}``), so cassettes read and diff as data (docs/formats.md). Bytes that
 are not UTF-8 are stored as ``{"base64": ...}`` and replay byte for byte. Compressed bodies
 are decoded before they are scrubbed (:func:`.scrub.decode_response`, header dropped); one
 that cannot be decoded is refused there, never stored. A body that still carries a
