@@ -68,14 +68,16 @@ class RecordOptions:
 
 
 def check_episode_timeout(value: float | None) -> None:
-    """Refuse an episode timeout that is not ``None`` or a finite number of seconds > 0.
+    """Refuse an episode timeout that is not ``None`` or a number of seconds > 0 and at
+    most 30 days (a timer cannot wait past the platform's ``time_t``).
 
     Raises:
         UsageError: names the value.
     """
     if value is not None and not (isinstance(value, (int, float)) and
-                                  0 < value < float("inf")):
-        raise UsageError(f"--episode-timeout wants seconds > 0 (or none), got {value!r}")
+                                  0 < value <= 30 * 24 * 3600):
+        raise UsageError(f"--episode-timeout wants seconds > 0 and at most 30 days (or none), "
+                         f"got {value!r}")
 
 
 def worker_count(concurrency: int, pending: int) -> int:

@@ -761,6 +761,15 @@ def test_a_kept_timed_out_episode_in_a_worker_is_graded_as_infrastructure(tmp_pa
     assert _grade_failures(tmp_path / "run", tmp_path)[hung] == "infra_error:timeout"
 
 
+def test_episode_timeout_beyond_30_days_is_a_usage_error(tmp_path):
+    p = run_cli("record", DATASET, "--agent", "scripted", "--out", str(tmp_path / "run"),
+                "--episode-timeout", "1e10")
+    assert p.returncode == 2
+    assert "at most 2,592,000 seconds (30 days; 0 or none for no deadline); got '1e10'" \
+        in p.stderr
+    assert "Traceback" not in p.stderr
+
+
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
 def test_episode_timeout_must_be_seconds(tmp_path, value):
     p = run_cli("record", DATASET, "--agent", "scripted", "--out", str(tmp_path / "run"),
@@ -1242,3 +1251,18 @@ def test_replay_divergence_messages_are_redacted(tmp_path, leak):
         assert "DIVERGED case 'c' trial 0: trace differs at $.final_response: recorded 'hi', " \
                "replayed 'hi [REDACTED]\\n[REDACTED]'" in p.stderr
     assert _leaks([p.stdout, p.stderr]) == []
+
+
+def test_a_stream_the_http_client_cannot_decode_is_the_infrastructures_failure(tmp_path):
+    """``x-gzip`` in any case is stored decoded, but the HTTP client hands the agent the
+    compressed bytes: a streamed turn then fails to read as text. That is a bad answer
+    (retried, then an infrastructure error listed as not saved), not the agent's
+    UnicodeDecodeError."""
+    with FaultServer(SCRIPTS, content_encoding="X-GZIP") as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--stream")
+    assert p.returncode == 1, p.stderr
+    lines = [x for x in p.stderr.splitlines() if "not saved: " in x]
+    assert len(lines) == 8
+    assert all("BadResponse: HTTP 200 answer is not a Messages API answer (the stream is "
+               "not UTF-8 text)" in x for x in lines), lines[0]
+    assert "UnicodeDecodeError" not in p.stderr

@@ -26,7 +26,8 @@ def no_registered_secrets(monkeypatch):
 def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     assert len(KEY) == 103
-    # split over a line break: both halves go, each as one [REDACTED]
+    # split over a line break: both halves go (the first is key-shaped on its own, so it
+    # goes before the pieces are looked for; the second is a piece)
     assert scrub_text(f"key: {KEY[:50]}\n{KEY[50:]} end") == "key: [REDACTED]\n[REDACTED] end"
     # a piece in the middle, glued to other text: exactly its characters go
     assert scrub_text(f"x{KEY[40:52]}y") == "x[REDACTED]y"
@@ -92,7 +93,7 @@ def secret_and_text(draw):
     # a small alphabet: repeats inside the secret and near-misses in the text are common
     secret = draw(st.text("abc-", min_size=12, max_size=40))
     parts = draw(st.lists(st.one_of(
-        st.text("abcx-\n", max_size=8),
+        st.text("abcx-|", max_size=8),  # (whitespace joins pieces: worked by hand below)
         st.tuples(st.integers(0, len(secret)), st.integers(0, len(secret))).map(
             lambda ij: secret[min(ij):max(ij)])), max_size=8))
     return secret, "".join(parts)
@@ -115,3 +116,23 @@ def test_pieces_match_the_brute_force_rule(case):
             del os.environ["ANTHROPIC_API_KEY"]
         else:
             os.environ["ANTHROPIC_API_KEY"] = before
+
+
+def test_a_key_in_pieces_shorter_than_a_piece_joined_by_whitespace_is_one_run(monkeypatch):
+    """Ten characters a line (or a text block each, which an agent joins with line
+    breaks), or pieces separated by spaces and tabs: no piece has 12 characters, but the
+    whitespace between characters of the key is stepped over, so the whole key is one run
+    (worked by hand: 103 characters in 11 lines; the text around it stays)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    lines = "\n".join(KEY[i:i + 10] for i in range(0, len(KEY), 10))
+    assert len(lines.splitlines()) == 11
+    assert scrub_text(f"Here:\n{lines}\nDone.") == "Here:\n[REDACTED]\nDone."
+    spaced = " \t ".join(KEY[i:i + 7] for i in range(0, len(KEY), 7))
+    assert scrub_text(f"({spaced})") == "([REDACTED])"
+    assert find_secret(lines) is not None and find_secret_deep(json.dumps({"t": lines}))
+    # a long text takes the run prefilter: the same result
+    filler = "lorem ipsum dolor " * 400
+    assert scrub_text(filler + lines + filler) == filler + "[REDACTED]" + filler
+    # whitespace is stepped over only between characters of the key: 11 of them and then
+    # unrelated text are no piece
+    assert scrub_text(f"{KEY[:6]}\n{KEY[6:11]} other") == f"{KEY[:6]}\n{KEY[6:11]} other"

@@ -7,11 +7,18 @@ import sys
 import click
 
 
+#: The longest ``--episode-timeout`` (30 days): a timer cannot wait past the platform's
+#: ``time_t`` (1e10 s crashed every episode's deadline); for longer, use no deadline.
+MAX_EPISODE_TIMEOUT_S = 30 * 24 * 3600
+
+
 def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
-    """``--episode-timeout``: seconds > 0, or ``0`` / ``none`` for no deadline.
+    """``--episode-timeout``: seconds > 0 and at most :data:`MAX_EPISODE_TIMEOUT_S`, or
+    ``0`` / ``none`` for no deadline.
 
     Raises:
-        click.BadParameter: anything else (negative, not a number, nan, inf): exit 2.
+        click.BadParameter: anything else (negative, not a number, nan, inf, beyond the
+            most a timer can wait): exit 2.
     """
     import math
     text = value.strip().lower()
@@ -26,6 +33,9 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
     if not (seconds > 0 and math.isfinite(seconds)):
         raise click.BadParameter(f"wants a number of seconds > 0, or 0 / none for no "
                                  f"deadline; got {value!r}"[:200])
+    if seconds > MAX_EPISODE_TIMEOUT_S:
+        raise click.BadParameter(f"at most {MAX_EPISODE_TIMEOUT_S:,} seconds (30 days; 0 or "
+                                 f"none for no deadline); got {value!r}"[:200])
     return seconds
 
 
