@@ -165,15 +165,16 @@ def test_config_and_case_judges_recorded_then_graded_offline(tmp_path, monkeypat
     assert (tmp_path / "r1" / "report.json").read_bytes() == (out / "report.json").read_bytes()
     m = {e["case_id"]: e["metrics"] for e in rep["episodes"]}
     assert m["c1"]["next_step"]["score"] == 0.75
-    assert m["c1"]["next_step"]["details"] == ("score 4 on 1-5 = 0.750: PASS at 0.6; reason: "
+    assert (m["c1"]["next_step"]["threshold"], m["c1"]["next_step"]["passed"]) == (0.6, True)
+    assert (m["c2"]["next_step"]["threshold"], m["c2"]["next_step"]["passed"]) == (0.6, False)
+    assert m["c1"]["next_step"]["details"] == ("score 4 on 1-5 = 0.750; reason: "
                                                "Says to check e-mail. [repaired]")
     assert m["c2"]["next_step"]["score"] == 0.25
-    assert m["c2"]["next_step"]["details"] == ("score 2 on 1-5 = 0.250: FAIL at 0.6 (the "
+    assert m["c2"]["next_step"]["details"] == ("score 2 on 1-5 = 0.250 (the "
                                                "case's criteria); reason: No ticket number.")
     assert m["c3"]["next_step"]["score"] == 1.0
     assert m["c1"]["matches_reference"]["score"] == pytest.approx(0.7)
-    assert m["c1"]["matches_reference"]["details"].startswith("score 7 on 0-10 = 0.700: PASS "
-                                                              "at 0.5")
+    assert m["c1"]["matches_reference"]["details"].startswith("score 7 on 0-10 = 0.700")
     for cid in ("c2", "c3"):
         assert (m[cid]["matches_reference"]["score"], m[cid]["matches_reference"]["reason"]) \
             == (None, "not_applicable")

@@ -232,8 +232,9 @@ class CriteriaJudge(Metric):
             return (v[0] - lo) / (hi - lo)
 
         def describe(v: Any) -> str:
-            text = (f"score {v[0]:g} on {s.scale} = {normalised(v):.3f}: {verdict(v)} at "
-                    f"{s.threshold:g}{mark}")
+            # (no PASS/FAIL here: the verdict's threshold may be another, [thresholds] or
+            # the case's; the report shows the one it used beside the score)
+            text = f"score {v[0]:g} on {s.scale} = {normalised(v):.3f}{mark}"
             if v[1]:
                 reason = v[1] if len(v[1]) <= REASON_CHARS else v[1][:REASON_CHARS] + "…"
                 text += f"; reason: {reason}"
