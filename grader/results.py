@@ -497,6 +497,17 @@ class Report:
         run = _obj(doc, "run", path, required=False)
         grader = _obj(doc, "grader", path, required=False)
         s = _obj(doc, "summary", path)
+        for key in ("path", "name", "agent", "model", "model_note", "dataset_sha256"):
+            if run.get(key) is not None and not isinstance(run[key], str):
+                raise BadInputError("expected a string or null", path=path, field=f"run.{key}")
+        for key in ("failures", "metrics_skipped", "metrics_errors", "thresholds"):
+            if s.get(key) is not None and not isinstance(s[key], dict):
+                raise BadInputError("expected an object", path=path, field=f"summary.{key}")
+        for key in ("metrics_skipped", "metrics_errors"):
+            for name, n in (s.get(key) or {}).items():
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise BadInputError(f"expected a count (a whole number >= 0), got {n!r}",
+                                        path=path, field=f"summary.{key}.{name}")
         metrics = s.get("metrics", {})
         if not isinstance(metrics, dict) or not all(v is None or _is_num(v)
                                                     for v in metrics.values()):

@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import ROOT, run_cli
+
+GOLDEN = ROOT / "tests" / "golden"
 from evaltape.grader.report.diff import compare_reports, level, mcnemar_exact
 
 RUN = ROOT / "cassettes" / "scripted-harness"
@@ -275,3 +277,22 @@ def test_report_md_names_the_cases_without_an_episode(tmp_path):
     md = (tmp_path / "o" / "report.md").read_text()
     assert "- 1 dataset case(s) have no recorded episode (not graded, not in pass_rate): " \
            "missing1" in md
+
+
+@pytest.mark.parametrize("edit, field", [
+    (("run", "dataset_sha256", 5), "run.dataset_sha256"),
+    (("summary", "metrics_skipped", "x"), "summary.metrics_skipped"),
+    (("summary", "failures", [1]), "summary.failures"),
+])
+def test_a_hand_edited_report_of_the_wrong_shape_is_bad_input(tmp_path, edit, field):
+    """Fields of the wrong type in a baseline are exit 3 naming the file and field (they
+    crashed with exit 70: 'int' object is not subscriptable)."""
+    import json as _json
+    block, key, value = edit
+    doc = _json.loads((GOLDEN / "scripted-harness" / "report.json").read_text())
+    doc[block][key] = value
+    bad = tmp_path / "m.json"
+    bad.write_text(_json.dumps(doc))
+    p = run_cli("diff", str(GOLDEN / "scripted-harness" / "report.json"), str(bad))
+    assert p.returncode == 3, p.stderr
+    assert f"{bad}: field '{field}'" in p.stderr
