@@ -171,6 +171,36 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     return traces, done, todo, counts
 
 
+#: Trace keys that hold measured times (seconds), beside each tool call's ``duration_s``.
+TIMING_KEYS = ("latency_s", "timing")
+
+
+def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` (a trace replayed from its cassette) with the times of ``recorded`` (the
+    trace as recorded) in place of the ones measured while replaying: ``latency_s``,
+    ``timing`` and each tool call's ``duration_s`` (by position), taken when the recording
+    has them and dropped when it has not (a recording made before they were measured).
+    Replay keeps what the recording measured; every other field is left to compare."""
+    out = dict(now)
+    for key in TIMING_KEYS:
+        if key in recorded:
+            out[key] = recorded[key]
+        else:
+            out.pop(key, None)
+    old, new = recorded.get("tool_calls"), out.get("tool_calls")
+    if isinstance(old, list) and isinstance(new, list):
+        calls = []
+        for i, call in enumerate(new):
+            was = old[i] if i < len(old) else None
+            if isinstance(call, dict) and isinstance(was, dict):
+                call = {k: v for k, v in call.items() if k != "duration_s"}
+                if "duration_s" in was:
+                    call["duration_s"] = was["duration_s"]
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
+
+
 def write_manifest(path: Path, manifest: dict) -> None:
     """Write a run's ``manifest.json`` atomically (an interrupted or refused write leaves
     the previous manifest whole and no temp file).
