@@ -28,6 +28,7 @@ from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
+from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
 from evaltape.grader.stats.trials import counts_summary
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
                                            GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
@@ -66,8 +67,9 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
 #: What grading one episode produces, computed wherever the episode is graded (this process,
 #: a worker process, a cluster worker) and folded into the summary by the caller, in file
 #: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code, gate state), ...) per metric, payload)``; the gate states are
-#: :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
+#: ((score, code, gate state), ...) per metric, payload, timing)``; the gate states are
+#: :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``; ``timing``
+#: is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block or ``None``.
 EpisodeRecord = tuple
 
 
@@ -142,9 +144,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
            "metrics": scores, "case_digest": digest or case_digest(case)}
     if recording is not None:
         doc["trace_digest"] = recording
+    timing = episode_timing(trace)
+    if timing is not None:
+        doc["timing"] = timing
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload)
+            label, tuple(values), payload, timing)
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
@@ -164,7 +169,7 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
                              {n: MetricResult(ms[n]["score"], ms[n]["details"],
                                               ms[n]["reason"], ms[n]["threshold"],
                                               ms[n]["passed"]) for n in names if n in ms},
-                             d.get("trace_digest"), d.get("case_digest"))
+                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"))
     return decode
 
 
@@ -254,6 +259,8 @@ class Batch:
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
             per metric, its not-applicable and error nulls; ``gate_failed``,
             ``gate_skipped``: per metric, its failed and skipped gating checks.
+        timing: the :func:`~evaltape.grader.stats.timing.episode_timing` blocks of the
+            episodes that recorded times, in file order.
         error: the bad input that ended the range, raised after these episodes.
         range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
             numbers; else the batch is a whole range whose lines were numbered from 1, and
@@ -264,7 +271,7 @@ class Batch:
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
                  "skipped", "errors", "error", "run", "range_lines", "infra", "gate_failed",
-                 "gate_skipped")
+                 "gate_skipped", "timing")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -284,6 +291,7 @@ class Batch:
         self.run: tuple[str, int] | None = None
         self.range_lines: int | None = None
         self.infra = 0
+        self.timing: list[dict] = []
 
     def spill(self) -> None:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
@@ -295,7 +303,7 @@ class Batch:
 
     def add(self, rec: EpisodeRecord, position: int) -> None:
         """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
-        line, case_id, trial, failure, steps, tool_match, label, values, payload = rec
+        line, case_id, trial, failure, steps, tool_match, label, values, payload, timing = rec
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -319,6 +327,8 @@ class Batch:
             nc = self.per_case[case_id] = [0, 0]
         nc[0] += 1
         nc[1] += ok
+        if timing is not None:
+            self.timing.append(timing)
         for i, (value, code, gate) in enumerate(values):
             if value is not None:
                 self.values[i].append(value)
@@ -403,6 +413,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     acc = SummaryAccumulator()
     failures = FailureLog()
     agreement = AgreementAccumulator()
+    timing = TimingAccumulator()
     per_case: dict[str, list[int]] = {}
     trials: set[int] = set()
     spill = SpillSorter()
@@ -422,6 +433,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                 acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
                 failures.extend(part.failures)
                 infra += part.infra
+                for block in part.timing:  # file order, one episode at a time
+                    timing.add(block)
                 agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
                 for case_id, (k, c) in part.per_case.items():
                     nc = per_case.get(case_id)
@@ -502,7 +515,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
         verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
-        **extra)
+        timing=timing.summary(), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
                                                                          policy=policy),
                         metrics=tuple(names),

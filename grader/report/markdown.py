@@ -6,6 +6,7 @@ from typing import Any, Iterator
 from evaltape.grader.report.common import (episode_label, fmt, gating, verdict_lines, is_failing,
                                            plain, status, threshold_text, trial_lines)
 from evaltape.grader.results import Report
+from evaltape.grader.stats.timing import timing_lines
 
 
 def _cell(text: str) -> str:
@@ -40,7 +41,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
             "|---:|---:|---:|---:|---:|---:|",
             f"| {s.cases} | {s.trials} | {s.episodes} | {s.pass_rate:.3f} | "
             f"{s.tool_accuracy:.3f} | {s.avg_steps:.2f} |", "",
-            *[f"- {line}" for line in trial_lines(s)],
+            *[f"- {_cell(line)}" for line in trial_lines(s) + timing_lines(s.timing)],
             *([f"- {s.infra_failures} episode(s) ended by the infrastructure (infra_error), "
                "not by the agent"] if s.infra_failures else []),
             *([f"- {len(s.unrecorded_cases)} dataset case(s) have no recorded episode (not "
