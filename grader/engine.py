@@ -29,7 +29,7 @@ from evaltape.grader.stats.agreement import AgreementAccumulator, reference_labe
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
 from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
-from evaltape.grader.stats.trials import counts_summary
+from evaltape.grader.stats.trials import answer_digest, counts_summary, identical_trials
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
                                            GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
                                            describe, judge_episode)
@@ -67,9 +67,10 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
 #: What grading one episode produces, computed wherever the episode is graded (this process,
 #: a worker process, a cluster worker) and folded into the summary by the caller, in file
 #: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code, gate state), ...) per metric, payload, timing)``; the gate states are
-#: :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``; ``timing``
-#: is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block or ``None``.
+#: ((score, code, gate state), ...) per metric, payload, timing, answer)``; the gate
+#: states are :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``;
+#: ``timing`` is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block
+#: or ``None``; ``answer`` its :func:`~evaltape.grader.stats.trials.answer_digest`.
 EpisodeRecord = tuple
 
 
@@ -149,7 +150,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         doc["timing"] = timing
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload, timing)
+            label, tuple(values), payload, timing, answer_digest(trace))
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
@@ -256,6 +257,9 @@ class Batch:
             reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
+        answers: ``{case_id: answer digest}`` while every episode of the case in the batch
+            recorded the same answer (:func:`~evaltape.grader.stats.trials.answer_digest`),
+            ``None`` once two differ.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
             per metric, its not-applicable and error nulls; ``gate_failed``,
             ``gate_skipped``: per metric, its failed and skipped gating checks.
@@ -271,7 +275,7 @@ class Batch:
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
                  "skipped", "errors", "error", "run", "range_lines", "infra", "gate_failed",
-                 "gate_skipped", "timing")
+                 "gate_skipped", "timing", "answers")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -292,6 +296,7 @@ class Batch:
         self.range_lines: int | None = None
         self.infra = 0
         self.timing: list[dict] = []
+        self.answers: dict[str, bytes | None] = {}
 
     def spill(self) -> None:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
@@ -303,7 +308,8 @@ class Batch:
 
     def add(self, rec: EpisodeRecord, position: int) -> None:
         """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
-        line, case_id, trial, failure, steps, tool_match, label, values, payload, timing = rec
+        (line, case_id, trial, failure, steps, tool_match, label, values, payload, timing,
+         answer) = rec
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -325,6 +331,9 @@ class Batch:
         nc = self.per_case.get(case_id)
         if nc is None:
             nc = self.per_case[case_id] = [0, 0]
+            self.answers[case_id] = answer
+        elif self.answers[case_id] != answer:
+            self.answers[case_id] = None
         nc[0] += 1
         nc[1] += ok
         if timing is not None:
@@ -379,7 +388,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  on_episode: Callable[[EpisodeResult], None] | None = None,
                  check: Callable[[Sequence[str], Sequence[tuple[int, int]], Sequence[int], int],
                                  None] | None = None,
-                 policy: VerdictPolicy = DEFAULT_POLICY) -> Report:
+                 policy: VerdictPolicy = DEFAULT_POLICY,
+                 by_construction: str | None = None) -> Report:
     """Fold graded episodes, in file order, into the report, in memory flat in their number.
 
     The means are summed in file order, one score at a time, whatever graded the batches
@@ -397,6 +407,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
             :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
         policy: the verdict policy the batches were graded with (for the summary's
             ``thresholds`` and ``verdict`` blocks and the config hash).
+        by_construction: why the run's trials are identical by construction
+            (:func:`~evaltape.grader.stats.trials.identical_by_construction` of its
+            manifest), or ``None``; for ``summary.identical_trials``.
         Others as :func:`grade_episodes`.
 
     Raises:
@@ -415,6 +428,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     agreement = AgreementAccumulator()
     timing = TimingAccumulator()
     per_case: dict[str, list[int]] = {}
+    answers: dict[str, bytes | None] = {}
     trials: set[int] = set()
     spill = SpillSorter()
     decode = episode_decoder(names)
@@ -440,9 +454,12 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                     nc = per_case.get(case_id)
                     if nc is None:
                         per_case[case_id] = [k, c]
+                        answers[case_id] = part.answers[case_id]
                     else:
                         nc[0] += k
                         nc[1] += c
+                        if answers[case_id] != part.answers[case_id]:
+                            answers[case_id] = None
                 for i, vals in enumerate(part.values):
                     total = sums[i]
                     for v in vals:  # one addition at a time, in file order
@@ -494,7 +511,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     graded = [c.id for c in cases if c.id in per_case]
     # pass_rate_ci95; pass@k, pass^k with trials > 1: from each case's (trials, passed), in
     # dataset order, as the sorted episodes list them
-    extra = counts_summary({cid: (per_case[cid][0], per_case[cid][1]) for cid in graded})
+    case_counts = {cid: (per_case[cid][0], per_case[cid][1]) for cid in graded}
+    extra = counts_summary(case_counts)
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
         # the tiered-composite reference's by_difficulty / by_tag
@@ -515,7 +533,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
         verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
-        timing=timing.summary(), **extra)
+        timing=timing.summary(),
+        identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
                                                                          policy=policy),
                         metrics=tuple(names),

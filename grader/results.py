@@ -205,7 +205,10 @@ class Summary:
     (``failed``, ``skipped``) and how many cases set their own thresholds
     (``case_thresholds``), :mod:`evaltape.grader.stats.verdict`. ``timing`` summarises the
     recorded times (:class:`evaltape.grader.stats.timing.TimingAccumulator`; absent when
-    no trace records any).
+    no trace records any). ``identical_trials`` says how many cases recorded the same
+    answer in every trial, so that pass@k and pass^k say nothing about them
+    (:func:`evaltape.grader.stats.trials.identical_trials`; absent with one trial a case,
+    or when every case's trials differ).
     """
 
     cases: int
@@ -233,6 +236,7 @@ class Summary:
     thresholds: Mapping[str, Any] | None = None
     verdict: Mapping[str, Any] | None = None
     timing: Mapping[str, Any] | None = None
+    identical_trials: Mapping[str, Any] | None = None
 
     def to_json(self, failures: bool = True) -> dict[str, Any]:
         """The ``summary`` object (optional blocks only when present); ``failures=False``
@@ -249,7 +253,8 @@ class Summary:
         if self.infra_failures:
             out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
-                    "by_tag", "reference_agreement", "thresholds", "verdict", "timing"):
+                    "by_tag", "reference_agreement", "thresholds", "verdict", "timing",
+                    "identical_trials"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = dict(value)
@@ -581,6 +586,8 @@ class Report:
                                          "k_cases", "by_difficulty", "by_tag",
                                          "reference_agreement", "thresholds", "verdict")},
                 timing=s.get("timing") if isinstance(s.get("timing"), dict) else None,
+                identical_trials=(s.get("identical_trials")
+                                  if isinstance(s.get("identical_trials"), dict) else None),
                 worst_episodes=(None if s.get("worst_episodes") is None
                                 else tuple(s["worst_episodes"])),
                 judge=None if not isinstance(judge, dict) else JudgeSummary(

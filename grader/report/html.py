@@ -160,6 +160,9 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
                                                    for k in ks) + "</tr><tr><td>pass^k</td>"
                    + "".join(f"<td class=num>{s.pass_hat_k[k]:.3f}</td>" for k in ks)
                    + "</tr></table>")
+    same = s.identical_trials
+    if isinstance(same, dict) and same.get("note"):
+        out.append(f"<p class=warning>trials: {escape(str(same['note']))}</p>")
     out.append("".join(f"<p class=muted>{escape(line)}</p>" for line in timing_lines(s.timing)))
     lower = report.lower_is_better
     gates = gating(s)
