@@ -352,11 +352,11 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         The trace fields this loop owns (DESIGN.md §3): ``tool_calls``, ``final_response``
         (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
         ``stop_reason``, ``steps``, ``messages``, ``usage``, ``error`` and ``timing``
-        (seconds from the loop's start, :data:`TIME_DIGITS` places: ``turns``, each
-        model turn's ``step``, ``start_s`` and ``latency_s``, retries included;
-        ``first_tool_call_s``, when the answer holding the first tool call had arrived;
-        each executed call's ``duration_s``: the tiered-composite reference's timing
-        metrics); and when they
+        (``turns``: each model turn's ``step``, ``start_s`` and ``latency_s``, retries
+        included; ``first_tool_call_s``: when the answer with the first tool call had
+        arrived; seconds from the loop's start, :data:`TIME_DIGITS` places), with each
+        executed call's ``duration_s`` (the tiered-composite reference's timing metrics:
+        time to the first tool call, per-tool latency); and when they
         apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API
         failure, :func:`infra_kind`) and ``partial_response`` (the text a broken stream
         delivered before the error; not a final answer).
