@@ -94,7 +94,7 @@ def test_trials_of_a_scripted_model_are_flagged_when_recording_and_in_the_report
             "pass@k / pass^k will say nothing beyond pass_rate; record one trial, or a real "
             "model for trials that can differ") in rec.stderr
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--metrics",
-                "task_completion")
+                "task_completion", "--format", "json,md,html")
     assert g.returncode == 0, g.stderr
     s = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
     assert (s["pass_rate"], s["pass_at_k"], s["pass_hat_k"]) == (
@@ -110,6 +110,9 @@ def test_trials_of_a_scripted_model_are_flagged_when_recording_and_in_the_report
     assert f"trials: {note}" in " ".join(g.stdout.split())  # the terminal (lines wrapped)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert f"- trials: {note}" in md
+    from html import escape
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert f"<p class=warning>trials: {escape(note)}</p>" in page
     # one trial: no warning
     one = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "one"))
     assert one.returncode == 0 and "warning" not in one.stderr
