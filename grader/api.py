@@ -19,6 +19,7 @@ from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_ow
                                               check_unique, resolve)
 from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
+from evaltape.grader.stats.trials import identical_by_construction
 from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
 
@@ -255,7 +256,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
                           run_label=opened.label, on_episode=on_episode,
-                          check=opened.note_episodes, policy=policy)
+                          check=opened.note_episodes, policy=policy,
+                          by_construction=identical_by_construction(man))
     report = dataclasses.replace(report, coverage=opened.coverage())
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated

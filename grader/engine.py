@@ -28,7 +28,8 @@ from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
-from evaltape.grader.stats.trials import counts_summary
+from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
+from evaltape.grader.stats.trials import answer_digest, counts_summary, identical_trials
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
                                            GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
                                            describe, judge_episode)
@@ -66,8 +67,10 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
 #: What grading one episode produces, computed wherever the episode is graded (this process,
 #: a worker process, a cluster worker) and folded into the summary by the caller, in file
 #: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code, gate state), ...) per metric, payload)``; the gate states are
-#: :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
+#: ((score, code, gate state), ...) per metric, payload, timing, answer)``; the gate
+#: states are :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``;
+#: ``timing`` is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block
+#: or ``None``; ``answer`` its :func:`~evaltape.grader.stats.trials.answer_digest`.
 EpisodeRecord = tuple
 
 
@@ -142,9 +145,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
            "metrics": scores, "case_digest": digest or case_digest(case)}
     if recording is not None:
         doc["trace_digest"] = recording
+    timing = episode_timing(trace)
+    if timing is not None:
+        doc["timing"] = timing
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload)
+            label, tuple(values), payload, timing, answer_digest(trace))
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
@@ -164,7 +170,7 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
                              {n: MetricResult(ms[n]["score"], ms[n]["details"],
                                               ms[n]["reason"], ms[n]["threshold"],
                                               ms[n]["passed"]) for n in names if n in ms},
-                             d.get("trace_digest"), d.get("case_digest"))
+                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"))
     return decode
 
 
@@ -251,10 +257,15 @@ class Batch:
             reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
+        answers: ``{case_id: answer digest}`` while every episode of the case in the batch
+            recorded the same answer (:func:`~evaltape.grader.stats.trials.answer_digest`),
+            ``None`` once two differ.
         values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
             per metric, its not-applicable and error nulls; ``skip_codes``: per metric,
             ``{reason code: count}`` of its skipped nulls; ``gate_failed``,
             ``gate_skipped``: per metric, its failed and skipped gating checks.
+        timing: the :func:`~evaltape.grader.stats.timing.episode_timing` blocks of the
+            episodes that recorded times, in file order.
         error: the bad input that ended the range, raised after these episodes.
         range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
             numbers; else the batch is a whole range whose lines were numbered from 1, and
@@ -265,7 +276,7 @@ class Batch:
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
                  "tool_matches", "failures", "cells", "unlabelled", "per_case", "values",
                  "skipped", "skip_codes", "errors", "error", "run", "range_lines", "infra",
-                 "gate_failed", "gate_skipped")
+                 "gate_failed", "gate_skipped", "timing", "answers")
 
     def __init__(self, n_metrics: int) -> None:
         self.case_ids: list[str] = []
@@ -286,6 +297,8 @@ class Batch:
         self.run: tuple[str, int] | None = None
         self.range_lines: int | None = None
         self.infra = 0
+        self.timing: list[dict] = []
+        self.answers: dict[str, bytes | None] = {}
 
     def spill(self) -> None:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
@@ -297,7 +310,8 @@ class Batch:
 
     def add(self, rec: EpisodeRecord, position: int) -> None:
         """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
-        line, case_id, trial, failure, steps, tool_match, label, values, payload = rec
+        (line, case_id, trial, failure, steps, tool_match, label, values, payload, timing,
+         answer) = rec
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -319,8 +333,13 @@ class Batch:
         nc = self.per_case.get(case_id)
         if nc is None:
             nc = self.per_case[case_id] = [0, 0]
+            self.answers[case_id] = answer
+        elif self.answers[case_id] != answer:
+            self.answers[case_id] = None
         nc[0] += 1
         nc[1] += ok
+        if timing is not None:
+            self.timing.append(timing)
         for i, (value, code, gate) in enumerate(values):
             if value is not None:
                 self.values[i].append(value)
@@ -373,7 +392,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  on_episode: Callable[[EpisodeResult], None] | None = None,
                  check: Callable[[Sequence[str], Sequence[tuple[int, int]], Sequence[int], int],
                                  None] | None = None,
-                 policy: VerdictPolicy = DEFAULT_POLICY) -> Report:
+                 policy: VerdictPolicy = DEFAULT_POLICY,
+                 by_construction: str | None = None) -> Report:
     """Fold graded episodes, in file order, into the report, in memory flat in their number.
 
     The means are summed in file order, one score at a time, whatever graded the batches
@@ -391,6 +411,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
             :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
         policy: the verdict policy the batches were graded with (for the summary's
             ``thresholds`` and ``verdict`` blocks and the config hash).
+        by_construction: why the run's trials are identical by construction
+            (:func:`~evaltape.grader.stats.trials.identical_by_construction` of its
+            manifest), or ``None``; for ``summary.identical_trials``.
         Others as :func:`grade_episodes`.
 
     Raises:
@@ -408,7 +431,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     acc = SummaryAccumulator()
     failures = FailureLog()
     agreement = AgreementAccumulator()
+    timing = TimingAccumulator()
     per_case: dict[str, list[int]] = {}
+    answers: dict[str, bytes | None] = {}
     trials: set[int] = set()
     spill = SpillSorter()
     decode = episode_decoder(names)
@@ -427,14 +452,19 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                 acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
                 failures.extend(part.failures)
                 infra += part.infra
+                for block in part.timing:  # file order, one episode at a time
+                    timing.add(block)
                 agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
                 for case_id, (k, c) in part.per_case.items():
                     nc = per_case.get(case_id)
                     if nc is None:
                         per_case[case_id] = [k, c]
+                        answers[case_id] = part.answers[case_id]
                     else:
                         nc[0] += k
                         nc[1] += c
+                        if answers[case_id] != part.answers[case_id]:
+                            answers[case_id] = None
                 for i, vals in enumerate(part.values):
                     total = sums[i]
                     for v in vals:  # one addition at a time, in file order
@@ -488,7 +518,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     graded = [c.id for c in cases if c.id in per_case]
     # pass_rate_ci95; pass@k, pass^k with trials > 1: from each case's (trials, passed), in
     # dataset order, as the sorted episodes list them
-    extra = counts_summary({cid: (per_case[cid][0], per_case[cid][1]) for cid in graded})
+    case_counts = {cid: (per_case[cid][0], per_case[cid][1]) for cid in graded}
+    extra = counts_summary(case_counts)
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
         # the tiered-composite reference's by_difficulty / by_tag
@@ -511,7 +542,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
         verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
-        **extra)
+        timing=timing.summary(),
+        identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
                                                                          policy=policy),
                         metrics=tuple(names),

@@ -21,6 +21,8 @@ class ToolCall:
         result: the tool result text, or ``None`` when the call was not executed.
         is_error: whether the tool result was flagged as an error.
         step: 1-based model turn that issued the call; parallel calls share a step.
+        duration_s: seconds the tool took to run (the trace's ``duration_s``; recorded for
+            in-process agents), or ``None`` when not recorded or the tool was not run.
     """
 
     id: str
@@ -29,6 +31,44 @@ class ToolCall:
     result: str | None = None
     is_error: bool = False
     step: int = 0
+    duration_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnTiming:
+    """One model turn's timing, as recorded in the trace's ``timing.turns``.
+
+    Attributes:
+        step: the 1-based model turn (``steps`` counts them).
+        latency_s: seconds from sending the request to having the whole answer (retries
+            the client made for the turn included).
+        start_s: seconds from the start of the episode to sending the request, or ``None``.
+        ttfb_s: seconds from sending the request to the answer's first byte (recorded by
+            the proxy for ``--command`` agents), or ``None``.
+    """
+
+    step: int
+    latency_s: float
+    start_s: float | None = None
+    ttfb_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The trace's timing: what the tiered-composite reference's task executor records
+    (time to the first tool call, time to completion, per-tool latency), per model turn.
+    Time to completion is the trace's ``latency_s``; each tool's time is its call's
+    :attr:`ToolCall.duration_s`.
+
+    Attributes:
+        first_tool_call_s: seconds from the start of the episode to the arrival of the
+            model answer that made the first tool call, or ``None`` (no call, or not
+            recorded).
+        turns: the model turns' timings, in order (:class:`TurnTiming`).
+    """
+
+    first_tool_call_s: float | None = None
+    turns: tuple[TurnTiming, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -36,8 +76,10 @@ class Trace:
     """One episode (a case run once, in one trial) as recorded.
 
     ``final_response`` is ``None`` when the agent gave no final answer. ``steps`` counts
-    model turns. ``raw`` keeps the parsed JSON object for metrics that need keys this
-    class does not model (forward compatibility).
+    model turns. ``timing`` (:class:`Timing`) is ``None`` for a trace that records no
+    timing at all (no ``timing`` object and no call's ``duration_s``). ``raw`` keeps the
+    parsed JSON object for metrics that need keys this class does not model (forward
+    compatibility).
     """
 
     case_id: str
@@ -52,6 +94,7 @@ class Trace:
     latency_s: float | None = None
     model: str | None = None
     error: str | None = None
+    timing: Timing | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     source_line: int = field(default=0, compare=False)
 

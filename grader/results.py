@@ -71,6 +71,9 @@ class EpisodeResult:
             both graded the same recording of this episode; ``None`` when unknown.
         case_digest: the fingerprint of the case it was graded against
             (:func:`evaltape.grader.io.datasets.case_digest`), or ``None``.
+        timing: the recorded times (:func:`evaltape.grader.stats.timing.episode_timing`:
+            ``first_tool_call_s``, ``model_turn_s``, ``tool_s``, ``ttfb_s``), or ``None``
+            when the trace records none (the JSON key is then absent).
     """
 
     case_id: str
@@ -82,6 +85,7 @@ class EpisodeResult:
     metrics: Mapping[str, MetricResult]
     trace_digest: str | None = None
     case_digest: str | None = None
+    timing: Mapping[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -89,7 +93,7 @@ class EpisodeResult:
         return f"{self.case_id}#t{self.trial}"
 
     def to_json(self) -> dict[str, Any]:
-        """The report's episode object (the digests only when known)."""
+        """The report's episode object (the digests and the timing only when known)."""
         out = {"case_id": self.case_id, "trial": self.trial, "passed": self.passed,
                "failure": self.failure, "steps": self.steps, "stop_reason": self.stop_reason,
                "metrics": {n: m.to_json() for n, m in self.metrics.items()}}
@@ -97,6 +101,8 @@ class EpisodeResult:
             out["trace_digest"] = self.trace_digest
         if self.case_digest is not None:
             out["case_digest"] = self.case_digest
+        if self.timing is not None:
+            out["timing"] = dict(self.timing)
         return out
 
 
@@ -201,7 +207,12 @@ class Summary:
     ``composite``'s tier table); ``verdict`` says which metrics gate (``gate``,
     ``informational``), how many gating checks failed and were skipped per metric
     (``failed``, ``skipped``) and how many cases set their own thresholds
-    (``case_thresholds``), :mod:`evaltape.grader.stats.verdict`.
+    (``case_thresholds``), :mod:`evaltape.grader.stats.verdict`. ``timing`` summarises the
+    recorded times (:class:`evaltape.grader.stats.timing.TimingAccumulator`; absent when
+    no trace records any). ``identical_trials`` says how many cases recorded the same
+    answer in every trial, so that pass@k and pass^k say nothing about them
+    (:func:`evaltape.grader.stats.trials.identical_trials`; absent with one trial a case,
+    or when every case's trials differ).
     """
 
     cases: int
@@ -229,6 +240,8 @@ class Summary:
     thresholds: Mapping[str, Any] | None = None
     verdict: Mapping[str, Any] | None = None
     metrics_skipped_reasons: Mapping[str, Mapping[str, int]] | None = None
+    timing: Mapping[str, Any] | None = None
+    identical_trials: Mapping[str, Any] | None = None
 
     def to_json(self, failures: bool = True) -> dict[str, Any]:
         """The ``summary`` object (optional blocks only when present); ``failures=False``
@@ -248,7 +261,8 @@ class Summary:
         if self.infra_failures:
             out["infra_failures"] = self.infra_failures
         for key in ("pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases", "by_difficulty",
-                    "by_tag", "reference_agreement", "thresholds", "verdict"):
+                    "by_tag", "reference_agreement", "thresholds", "verdict", "timing",
+                    "identical_trials"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = dict(value)
@@ -556,9 +570,11 @@ class Report:
                                              ok if isinstance(ok, bool) else None)
             digests = [e.get(k) if isinstance(e.get(k), str) else None
                        for k in ("trace_digest", "case_digest")]
+            timing = e.get("timing") if isinstance(e.get("timing"), dict) else None
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
-                                          str(e.get("stop_reason") or ""), results, *digests))
+                                          str(e.get("stop_reason") or ""), results, *digests,
+                                          timing))
         stated = s.get("episodes")
         if stated is not None and (type(stated) is not int or stated != len(episodes)):
             raise BadInputError(f"the summary counts {stated!r} episodes but the report "
@@ -589,6 +605,9 @@ class Report:
                 **{k: s.get(k) for k in ("pass_rate_ci95", "pass_at_k", "pass_hat_k",
                                          "k_cases", "by_difficulty", "by_tag",
                                          "reference_agreement", "thresholds", "verdict")},
+                timing=s.get("timing") if isinstance(s.get("timing"), dict) else None,
+                identical_trials=(s.get("identical_trials")
+                                  if isinstance(s.get("identical_trials"), dict) else None),
                 worst_episodes=(None if s.get("worst_episodes") is None
                                 else tuple(s["worst_episodes"])),
                 judge=None if not isinstance(judge, dict) else JudgeSummary(

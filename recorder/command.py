@@ -48,7 +48,7 @@ from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .runfolder import (build_manifest, check_base_url, episode_finisher,
                         load_standin_scripts, open_run_folder, plan_run,
-                        refuse_secrets_in_inputs, worker_count)
+                        refuse_secrets_in_inputs, with_recorded_times, worker_count)
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
@@ -281,7 +281,8 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
 
     A divergence is, in order: a request with no recorded match (the proxy's message: the
     interaction number and the first differing JSON path), recorded exchanges the program
-    no longer made, or the first JSON path where the traces differ (``latency_s`` ignored).
+    no longer made, or the first JSON path where the traces differ (the times are the
+    recording's: :func:`.runfolder.with_recorded_times`).
 
     Returns:
         ``[(case_id, trial, divergence message or None)]`` in trace order.
@@ -320,9 +321,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
             else:
                 now = command_trace_replayed(cpath, key, case, res, timeout_s,
                                              manifest.get("model"))
-                a = {k: v for k, v in rec.items() if k != "latency_s"}
-                b = {k: v for k, v in now.items() if k != "latency_s"}
-                d = first_difference(a, b)
+                d = first_difference(rec, with_recorded_times(rec, now))
                 if d:  # (values redacted before they are cut for display)
                     sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
                     msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"

@@ -367,6 +367,53 @@ def mark_refused(trace: dict, why: str) -> dict:
     return trace
 
 
+def _seconds(value: Any) -> float | None:
+    """A stored time: a number from 0, else ``None``."""
+    ok = type(value) in (int, float) and 0 <= value < 2 ** 63
+    return float(value) if ok else None
+
+
+def conversation_timing(path: Path, indices: list[int], trace: dict) -> dict | None:
+    """The trace's ``timing`` from the times the proxy stored with each answer of the
+    conversation (``response.timing`` of the interactions at ``indices``, in order,
+    :func:`.proxy.exchange_timing`): one turn per Messages call, ``{step, start_s,
+    latency_s, ttfb_s}``, and ``first_tool_call_s``, the time from the episode's first
+    request to the end of the answer that made the trace's first tool call (its
+    ``step``; ``None`` without a call, or when the conversation's calls and the trace's
+    model turns do not pair one to one).
+
+    Returns:
+        ``None`` when an answer lacks its times (a cassette recorded before they were
+        stored, or written by another tool): no ``timing`` rather than a partial one.
+    """
+    from evaltape.grader.importers.cassette import load_interactions
+    from evaltape.grader.importers.common import EpisodeProblem
+    if not indices:
+        return None
+    try:
+        items = load_interactions(str(path))
+    except EpisodeProblem:
+        return None
+    turns = []
+    for step, i in enumerate(indices, start=1):
+        resp = items[i].get("response") if 0 <= i < len(items) and \
+            isinstance(items[i], dict) else None
+        t = resp.get("timing") if isinstance(resp, dict) else None
+        if not isinstance(t, dict) or _seconds(t.get("latency_s")) is None:
+            return None
+        turns.append({"step": step, "start_s": _seconds(t.get("start_s")),
+                      "latency_s": _seconds(t["latency_s"]),
+                      "ttfb_s": _seconds(t.get("ttfb_s"))})
+    first = None
+    calls = trace.get("tool_calls") or []
+    k = calls[0].get("step") if calls and isinstance(calls[0], dict) else None
+    if type(k) is int and trace.get("steps") == len(turns) and 1 <= k <= len(turns):
+        turn = turns[k - 1]
+        if turn["start_s"] is not None:
+            first = round(turn["start_s"] + turn["latency_s"], 6)
+    return {"first_tool_call_s": first, "turns": turns}
+
+
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                         input_text: str | None = None) -> dict:
     """The ``evaltape.trace/1`` object of one proxied episode.
@@ -377,6 +424,9 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
     most Messages calls (the first of equals), and ``conversations`` counts them all.
     ``case_id``, ``trial``, ``latency_s`` (first request to last response, seconds) and,
     when given, ``input`` (the dataset's) are the proxy's.
+
+    ``timing`` comes from the times the proxy stored with each answer
+    (:func:`conversation_timing`); a cassette recorded without them gives no ``timing``.
 
     With no readable Messages call (none made, or only HTTP errors) the trace has
     ``stop_reason: "error"`` and ``error`` naming why. When the conversation's last answer
@@ -396,6 +446,9 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
     if best is not None:
         trace = dict(best[1])
         last = (trace.pop("source", None) or {}).get("interactions") or []
+        timing = conversation_timing(path, last, trace)
+        if timing is not None:
+            trace["timing"] = timing
         if last and stream_cut_short(path, last[-1]):
             trace.update({"stop_reason": "error", "infra_error": "incomplete_stream",
                           "partial_response": trace.get("final_response"),

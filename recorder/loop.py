@@ -7,6 +7,7 @@ It records every tool call with its arguments, result and step, and stops with a
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -30,6 +31,8 @@ TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 UNFINISHED_STOPS = frozenset({"pause_turn"})
 #: Flag (and failure text) of a streamed tool call whose input fragments do not parse.
 MALFORMED = "malformed_tool_input"
+#: Decimal places of the recorded timings (seconds): microseconds.
+TIME_DIGITS = 6
 
 #: ``execute(name, arguments) -> result``: a string, or any JSON value (dumped to a string).
 Executor = Callable[[str, dict], Any]
@@ -351,7 +354,12 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     Returns:
         The trace fields this loop owns (docs/formats.md): ``tool_calls``, ``final_response``
         (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
-        ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``; and when they
+        ``stop_reason``, ``steps``, ``messages``, ``usage``, ``error`` and ``timing``
+        (``turns``: each model turn's ``step``, ``start_s`` and ``latency_s``, retries
+        included; ``first_tool_call_s``: when the answer with the first tool call had
+        arrived; seconds from the loop's start, :data:`TIME_DIGITS` places), with each
+        executed call's ``duration_s`` (the tiered-composite reference's timing metrics:
+        time to the first tool call, per-tool latency); and when they
         apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API
         failure, :func:`infra_kind`) and ``partial_response`` (the text a broken stream
         delivered before the error; not a final answer).
@@ -388,10 +396,13 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     kwargs = dict(model=model, max_tokens=spec.max_tokens, system=spec.system,
                   tools=list(spec.tools), **(request_extra or {}))
     extra: dict[str, Any] = {}
+    clock, started = time.perf_counter, time.perf_counter()
+    timing: dict[str, Any] = {"first_tool_call_s": None, "turns": []}
     while stop_reason is None:
         if steps >= max_steps:
             stop_reason = "max_steps"
             break
+        sent = clock()
         try:
             turn = send_turn(client, messages, kwargs, stream)
         except StreamBroke as e:
@@ -416,6 +427,10 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             break
         resp = turn.message
         steps += 1
+        arrived = clock()
+        timing["turns"].append({"step": steps,
+                                "start_s": round(sent - started, TIME_DIGITS),
+                                "latency_s": round(arrived - sent, TIME_DIGITS)})
         if resp.usage is not None:
             add_usage(usage, resp.usage.model_dump())
         try:
@@ -426,6 +441,8 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             break
         messages.append({"role": "assistant", "content": content})
         uses = [(i, b) for i, b in enumerate(content) if b.get("type") == "tool_use"]
+        if uses and timing["first_tool_call_s"] is None:
+            timing["first_tool_call_s"] = round(arrived - started, TIME_DIGITS)
         if not uses or resp.stop_reason != "tool_use":
             texts = [b["text"] for b in content if b.get("type") == "text"]
             final = "\n".join(texts) if texts else None
@@ -462,9 +479,11 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
                 results.append({"type": "tool_result", "tool_use_id": use["id"],
                                 "content": result, "is_error": True})
                 continue
+            ran = clock()
             result, is_error = _run_tool(spec, names, use["name"], args)
             calls.append({"id": use["id"], "name": use["name"], "arguments": args,
-                          "result": result, "is_error": is_error, "step": steps})
+                          "result": result, "is_error": is_error, "step": steps,
+                          "duration_s": round(clock() - ran, TIME_DIGITS)})
             block = {"type": "tool_result", "tool_use_id": use["id"], "content": result}
             if is_error:
                 block["is_error"] = True
@@ -473,4 +492,4 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
             messages.append({"role": "user", "content": results})
     return {"tool_calls": calls, "final_response": final, "stop_reason": stop_reason,
             "steps": steps, "messages": messages,
-            "usage": usage, "error": error, **extra}
+            "usage": usage, "error": error, "timing": timing, **extra}

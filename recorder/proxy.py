@@ -151,6 +151,24 @@ def forward_url(upstream: httpx.URL, path: str) -> httpx.URL:
     return upstream.copy_with(raw_path=prefix + raw)
 
 
+#: Decimal places of the times stored with each exchange (seconds): microseconds.
+TIME_DIGITS = 6
+
+
+def exchange_timing(episode_start: float, sent: float, first_byte: float,
+                    done: float) -> dict[str, float]:
+    """The times the proxy stores with a recorded answer (``response.timing`` in the
+    cassette), in seconds rounded to :data:`TIME_DIGITS` places, from ``time.monotonic()``
+    readings: ``start_s`` (the episode's first request → this request forwarded),
+    ``ttfb_s`` (forwarded → the upstream's status line and headers in: the time to the
+    first byte) and ``latency_s`` (forwarded → the answer's last byte passed on). The
+    trace's ``timing`` is built from them (:func:`.episodes.trace_from_cassette`), so a
+    replay, which reads the cassette, keeps them."""
+    return {"start_s": round(sent - episode_start, TIME_DIGITS),
+            "ttfb_s": round(first_byte - sent, TIME_DIGITS),
+            "latency_s": round(done - sent, TIME_DIGITS)}
+
+
 def _error_body(kind: str, message: str) -> bytes:
     """An Anthropic-shaped error object (so SDKs raise their usual error types)."""
     return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
@@ -508,10 +526,12 @@ class ProxyServer(BackgroundServer):
             ep.inflight += 1
         try:
             assert self.client is not None
+            sent = time.monotonic()
             try:
                 resp = self.client.send(self.client.build_request(
                     h.command, url, headers=headers, content=body,
                     timeout=self._timeout(ep.key)), stream=True)
+                first_byte = time.monotonic()  # (the status line and headers are in)
             except httpx.HTTPError as e:
                 h.send_json(502, _error_body("api_error", f"evaltape proxy: the upstream "
                                              f"{urlsplit(self.upstream).netloc} did not answer "
@@ -534,7 +554,9 @@ class ProxyServer(BackgroundServer):
                                        "message": resp.reason_phrase},
                             "headers": {k: resp.headers.get_list(k)
                                         for k in resp.headers.keys()},
-                            "body": {"string": b"".join(parts)}}
+                            "body": {"string": b"".join(parts)},
+                            "timing": exchange_timing(ep.started, sent, first_byte,
+                                                      time.monotonic())}
                 self.book.record(ep, request, response)
             return resp.status_code
         finally:

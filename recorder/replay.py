@@ -12,12 +12,11 @@ from evaltape.grader.io.run import open_run
 from .agents import resolve_agent
 from .cassette import cassette_name, cassette_path, make_vcr, miss_message
 from .record import make_client, run_episode
+from .runfolder import with_recorded_times
 from .wire.jsonpath import first_difference
 from .wire.matchers import shorten_pair
 from .wire.scrub import scrub_request, scrub_text, scrub_value
 
-#: Trace keys that legitimately differ between recording and replay.
-VOLATILE_KEYS = ("latency_s",)
 OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
 
 
@@ -62,7 +61,8 @@ def replay_run(run: str, dataset: str | None = None,
 
     Returns:
         ``(episodes_checked, divergences)``; an empty list means every trace reproduced
-        (all keys but ``latency_s`` equal).
+        (every key equal; the times are the recording's, never measured again:
+        :func:`.runfolder.with_recorded_times`).
 
     Raises:
         BadInputError: missing cassette, invalid traces, or dataset inputs changed since
@@ -152,10 +152,8 @@ def replay_run(run: str, dataset: str | None = None,
         if miss:
             div = Divergence(cid, trial, miss)
         else:
-            a = {k: v_ for k, v_ in recorded.items() if k not in VOLATILE_KEYS}
-            b = {k: v_ for k, v_ in now.items() if k not in VOLATILE_KEYS}
-            b = comparable_usage(a, b)
-            d = first_difference(a, b)
+            b = comparable_usage(recorded, with_recorded_times(recorded, now))
+            d = first_difference(recorded, b)
             if d:  # (values redacted before they are cut for display)
                 sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
                 div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "

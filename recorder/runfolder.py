@@ -162,6 +162,9 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
         raise UsageError(f"{traces}: cannot read or repair the run's traces ({e.strerror}); "
                          "nothing recorded in this run: fix the cause and rerun the same "
                          "command") from None
+    warning = identical_trials_warning(opts.trials, manifest)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
             if in_shard(p, t, opts.trials, opts.shard)]
     todo = [(c, t) for c, t in mine if (c.id, t) not in done]
@@ -171,6 +174,51 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
         progress("start", {**counts, "total": len(todo),
                            "workers": worker_count(opts.concurrency, len(todo))})
     return traces, done, todo, counts
+
+
+#: Trace keys that hold measured times (seconds), beside each tool call's ``duration_s``.
+TIMING_KEYS = ("latency_s", "timing")
+
+
+def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` (a trace replayed from its cassette) with the times of ``recorded`` (the
+    trace as recorded) in place of the ones measured while replaying: ``latency_s``,
+    ``timing`` and each tool call's ``duration_s`` (by position), taken when the recording
+    has them and dropped when it has not (a recording made before they were measured).
+    Replay keeps what the recording measured; every other field is left to compare."""
+    out = dict(now)
+    for key in TIMING_KEYS:
+        if key in recorded:
+            out[key] = recorded[key]
+        else:
+            out.pop(key, None)
+    old, new = recorded.get("tool_calls"), out.get("tool_calls")
+    if isinstance(old, list) and isinstance(new, list):
+        calls = []
+        for i, call in enumerate(new):
+            was = old[i] if i < len(old) else None
+            if isinstance(call, dict) and isinstance(was, dict):
+                call = {k: v for k, v in call.items() if k != "duration_s"}
+                if "duration_s" in was:
+                    call["duration_s"] = was["duration_s"]
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
+
+
+def identical_trials_warning(trials: int, manifest: dict[str, Any]) -> str | None:
+    """The warning ``record`` prints when the run's trials are byte-identical by
+    construction (a scripted stand-in model or the scripted agent:
+    :func:`evaltape.grader.stats.trials.identical_by_construction`) and more than one is
+    asked for; ``None`` otherwise. ``evaltape grade`` says the same in the report
+    (``summary.identical_trials``)."""
+    from evaltape.grader.stats.trials import identical_by_construction
+    why = identical_by_construction(manifest)
+    if trials < 2 or why is None:
+        return None
+    return (f"--trials {trials}: {why}, so the {trials} trials of each case are identical "
+            "by construction and pass@k / pass^k will say nothing beyond pass_rate; "
+            "record one trial, or a real model for trials that can differ")
 
 
 def write_manifest(path: Path, manifest: dict) -> None:

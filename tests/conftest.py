@@ -145,6 +145,16 @@ def make_trace(case_id: str, *, tools=(), final="ok", trial: int = 0, input: str
             "model": "m", "error": None}
 
 
+def without_times(trace: dict) -> dict:
+    """``trace`` without what the recorder measured (``latency_s``, ``timing`` and each
+    tool call's ``duration_s``): the fields two recordings of the same episode differ in."""
+    out = {k: v for k, v in trace.items() if k not in ("latency_s", "timing")}
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [{k: v for k, v in c.items() if k != "duration_s"}
+                             for c in out["tool_calls"]]
+    return out
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """The JSON objects of a JSONL file, blank lines skipped."""
     return [json.loads(x) for x in Path(path).read_text().split("\n") if x.strip()]

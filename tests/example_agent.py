@@ -41,3 +41,21 @@ def not_a_dict(case, client, *, model, stream=False):
 def bad_fields(case, client, *, model, stream=False):
     """Returns a dict that is not a trace."""
     return {"final_response": "hi", "steps": "many"}
+
+
+#: Seconds the ``slow_tool`` agent's tool sleeps.
+TOOL_SLEEP_S = 0.2
+
+
+def _slow_execute(name, args):
+    import time
+    time.sleep(TOOL_SLEEP_S)
+    return execute(name, args)
+
+
+SLOW_SPEC = AgentSpec(system=SPEC.system, tools=TOOLS, execute=_slow_execute)
+
+
+def slow_tool(case, client, *, model, stream=False):
+    """The shop agent whose tool takes :data:`TOOL_SLEEP_S` seconds."""
+    return run_tool_loop(client, SLOW_SPEC, case.input, model=model, stream=stream)

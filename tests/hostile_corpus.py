@@ -133,6 +133,11 @@ def corpus() -> list[Hostile]:
     add(_grade_trace("trace_infra_error_int", trace(infra_error=5), line_field="infra_error"))
     add(_grade_trace("trace_unfinished_string", trace(unfinished="yes"),
                      line_field="unfinished"))
+    add(_grade_trace("trace_timing_turn_latency_string",
+                     trace(timing={"turns": [{"step": 1, "latency_s": "slow"}]}),
+                     line_field="timing.turns[0].latency_s"))
+    add(_grade_trace("trace_call_duration_negative", trace(tool_calls=[call(duration_s=-1)]),
+                     line_field="tool_calls[0].duration_s"))
     # --- traces that are not JSON (handled before; kept as regression)
     for name, raw in (("trace_truncated_line", b'{"schema": "evaltape.trace/1", "case_'),
                       ("trace_invalid_utf8", b'{"schema": "\xff\xfe"}'),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conftest import make_trace, run_cli, write_json
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import duplicate_key
-from evaltape.grader.io.traces import iter_traces
+from evaltape.grader.io.traces import iter_traces, parse_trace
 
 
 @pytest.mark.parametrize("raw,key", [
@@ -206,3 +206,62 @@ def test_a_negative_latency_is_bad_input(tmp_path):
         list(iter_traces(path))
     assert (e.value.line, e.value.field, e.value.message) == (
         1, "latency_s", "expected seconds from 0, got -0.5")
+
+
+# -- timing (optional trace fields) ----------------------------------------------------
+
+def test_a_trace_without_timing_loads_with_none_on_both_paths(monkeypatch):
+    from evaltape.grader.io import traces
+    row = make_trace("c", tools=["lookup"])
+    fast = traces._fast_trace(row, 1)
+    assert fast.timing is None and fast.tool_calls[0].duration_s is None
+    monkeypatch.setattr(traces, "_fast_trace", lambda obj, line: None)  # the checking path
+    assert parse_trace(row) == fast
+
+
+def test_timing_fields_are_read_on_both_paths(monkeypatch):
+    from evaltape.grader.io import traces
+    from evaltape.grader.model import Timing, TurnTiming
+    row = make_trace("c", tools=["lookup"])
+    row["tool_calls"][0]["duration_s"] = 0.25
+    row["timing"] = {"first_tool_call_s": 1, "future_key": "kept in raw, ignored",
+                     "turns": [{"step": 1, "start_s": 0, "latency_s": 1, "ttfb_s": 0.5},
+                               {"latency_s": 2.5}]}
+    want = Timing(1.0, (TurnTiming(1, 1.0, 0.0, 0.5), TurnTiming(2, 2.5, None, None)))
+    fast = traces._fast_trace(row, 1)
+    assert fast.timing == want and fast.tool_calls[0].duration_s == 0.25
+    monkeypatch.setattr(traces, "_fast_trace", lambda obj, line: None)  # the checking path
+    slow = parse_trace(row)
+    assert slow == fast and slow.timing == want and slow.tool_calls[0].duration_s == 0.25
+
+
+def test_a_call_duration_alone_gives_an_empty_timing():
+    from evaltape.grader.model import Timing
+    row = make_trace("c", tools=["lookup"])
+    row["tool_calls"][0]["duration_s"] = 0
+    assert parse_trace(row).timing == Timing(None, ())
+
+
+@pytest.mark.parametrize("edit,field,message", [
+    (lambda r: r.update(timing=[1]), "timing", "expected an object of timings, got list"),
+    (lambda r: r.update(timing={"first_tool_call_s": -1}), "timing.first_tool_call_s",
+     "expected seconds (a number from 0), got -1"),
+    (lambda r: r.update(timing={"turns": {"latency_s": 1}}), "timing.turns",
+     "expected a list of model turns, got dict"),
+    (lambda r: r.update(timing={"turns": [{"latency_s": 1}, {"ttfb_s": 1}]}),
+     "timing.turns[1].latency_s", "required key is missing"),
+    (lambda r: r.update(timing={"turns": [{"latency_s": True}]}),
+     "timing.turns[0].latency_s", "expected seconds (a number from 0), got True"),
+    (lambda r: r.update(timing={"turns": [{"latency_s": 1, "step": "one"}]}),
+     "timing.turns[0].step", "expected the model turn (a whole number from 0), got 'one'"),
+    (lambda r: r["tool_calls"][0].update(duration_s="fast"), "tool_calls[0].duration_s",
+     "expected seconds (a number from 0), got 'fast'"),
+])
+def test_bad_timing_is_bad_input_naming_the_field(tmp_path, edit, field, message):
+    row = make_trace("c", tools=["lookup"])
+    edit(row)
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(BadInputError) as e:
+        list(iter_traces(path))
+    assert (e.value.line, e.value.field, e.value.message) == (1, field, message)

@@ -63,3 +63,26 @@ def test_usage_keeps_every_token_count():
     want = {"input_tokens": 10, "output_tokens": 15, "cache_read_input_tokens": 1163,
             "cache_creation_input_tokens": 20}
     assert total == want and sum_usage(responses + [None, "x"]) == want
+
+
+def test_details_end_with_the_recorded_times_and_the_score_ignores_them():
+    from evaltape.grader.model import Timing, TurnTiming
+    case = load_case({"id": "c", "user_query": "q", "expected_tools": ["a"]})
+    calls = (ToolCall("t1", "lookup", {}, duration_s=0.0004),
+             ToolCall("t2", "notify", {}, duration_s=0.0125))
+    timing = Timing(0.812, (TurnTiming(1, 0.812, 0.0, 0.2), TurnTiming(2, 0.7, 0.83, 0.1)))
+    t = Trace(case_id="c", trial=0, input="q", tool_calls=calls, final_response="ok",
+              stop_reason="end_turn", steps=2, latency_s=1.6, timing=timing)
+    s = Efficiency().score(EpisodeContext(t, case))
+    # 1 needed / 2 made; model 0.812 + 0.7 = 1.512 s, slowest 0.812, first byte (0.2 +
+    # 0.1) / 2 = 0.150; tools 0.0004 + 0.0125 = 0.0129 s, slowest notify
+    assert s.value == 0.5
+    assert s.details.endswith(
+        "latency=1.60s, cost=n/a (model not in price table); first tool call 0.812s; "
+        "model 2 turns 1.512s (slowest 0.812s, first byte mean 0.150s); "
+        "tools 2 calls 0.013s (slowest notify 0.013s)")
+    # a tool faster than a millisecond shows its microseconds
+    only = Trace(case_id="c", trial=0, input="q", tool_calls=calls[:1], final_response="ok",
+                 stop_reason="end_turn", steps=2, timing=Timing())
+    assert Efficiency().score(EpisodeContext(only, case)).details.endswith(
+        "; tools 1 call 0.000400s (slowest lookup 0.000400s)")

@@ -79,3 +79,40 @@ def test_harness_empty_suite_is_usage_error(tmp_path):
     assert g.returncode == 2
     assert "no episodes to grade" in g.stderr
     assert "Traceback" not in g.stderr
+
+
+def test_trials_of_a_scripted_model_are_flagged_when_recording_and_in_the_report(tmp_path):
+    """The scripted agent's trials are identical by construction: record warns, and the
+    report says pass@k and pass^k carry no information (here the pass rate 1 of 2 cases:
+    SUM passes, HALLUCINATED answers wrong, in both trials)."""
+    ds = write_json(tmp_path / "cases.json", [SUM, HALLUCINATED])
+    run = tmp_path / "run"
+    rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run), "--trials", "2")
+    assert rec.returncode == 0, rec.stderr
+    assert ("warning: --trials 2: the scripted agent, whose model is each case's script in "
+            "every trial, so the 2 trials of each case are identical by construction and "
+            "pass@k / pass^k will say nothing beyond pass_rate; record one trial, or a real "
+            "model for trials that can differ") in rec.stderr
+    g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--metrics",
+                "task_completion", "--format", "json,md,html")
+    assert g.returncode == 0, g.stderr
+    s = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    assert (s["pass_rate"], s["pass_at_k"], s["pass_hat_k"]) == (
+        0.5, {"1": 0.5, "2": 0.5}, {"1": 0.5, "2": 0.5})
+    note = ("every trial of each of the 2 cases recorded the same answer and tool calls (by "
+            "construction: the scripted agent, whose model is each case's script in every "
+            "trial): pass@k and pass^k equal the pass rate and carry no information about how "
+            "often a retry succeeds; record one trial, or trials of a model that can answer "
+            "differently (sampled, temperature above 0)")
+    assert s["identical_trials"] == {
+        "cases": 2, "of": 2, "by_construction": "the scripted agent, whose model is each "
+        "case's script in every trial", "note": note}
+    assert f"trials: {note}" in " ".join(g.stdout.split())  # the terminal (lines wrapped)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"- trials: {note}" in md
+    from html import escape
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert f"<p class=warning>trials: {escape(note)}</p>" in page
+    # one trial: no warning
+    one = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "one"))
+    assert one.returncode == 0 and "warning" not in one.stderr

@@ -123,3 +123,37 @@ def test_agent_returning_a_non_trace_is_exit_3(tmp_path, fn, message):
     p = _record_example(tmp_path, fn)
     assert p.returncode == 3 and message in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
+
+
+def test_the_loop_records_each_turns_latency_the_tools_time_and_the_first_call(tmp_path):
+    from example_agent import TOOL_SLEEP_S
+    ds = write_json(tmp_path / "cases.json", [{"id": "o1", "user_query": "Where is order 42?"}])
+    scripts = {"o1": [call("lookup_order", order_id="42"), "Order 42: {last_tool_result}"]}
+    # request 2 (the turn after the tool result) is answered 0.5 s late
+    with FaultServer(scripts, {2: "slow"}, slow_s=0.5) as server:
+        p = run_cli("record", str(ds), "--agent", "example_agent:slow_tool", "--out",
+                    str(tmp_path / "run"), "--base-url", server.base_url, "--model", "m",
+                    env={"ANTHROPIC_API_KEY": "k-123456789"})
+    assert p.returncode == 0, p.stderr
+    t = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
+    [c] = t["tool_calls"]
+    turn1, turn2 = t["timing"]["turns"]
+    assert (turn1["step"], turn2["step"], turn1["start_s"]) == (1, 2, pytest.approx(0, abs=0.05))
+    # the tool slept 0.2 s; the second answer came 0.5 s late; loopback answers at once
+    assert TOOL_SLEEP_S <= c["duration_s"] < TOOL_SLEEP_S + 0.3
+    assert 0.5 <= turn2["latency_s"] < 2 and turn1["latency_s"] < 0.5
+    # turn 2 was sent after turn 1's answer and the tool's run
+    assert turn2["start_s"] >= turn1["latency_s"] + c["duration_s"]
+    # the first tool call came with turn 1's answer (6 decimal places each)
+    assert t["timing"]["first_tool_call_s"] == pytest.approx(
+        turn1["start_s"] + turn1["latency_s"], abs=2e-6)
+    assert t["latency_s"] >= turn2["start_s"] + turn2["latency_s"] - 0.001
+    # replay measures nothing new: the recorded times are kept and the trace reproduces
+    r = run_cli("replay", str(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_turn_without_tool_calls_leaves_the_first_tool_call_null(tmp_path):
+    [t] = record_scripted(tmp_path, [{"name": "n", "task": "t", "script": ["no tools"]}])
+    assert t["timing"]["first_tool_call_s"] is None
+    assert [turn["step"] for turn in t["timing"]["turns"]] == [1]

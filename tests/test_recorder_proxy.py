@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, run_cli, write_json
+from conftest import ROOT, run_cli, without_times, write_json
 from fault_server import FaultServer
 
 from evaltape.recorder.episodes import EpisodeKey
@@ -90,7 +90,7 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     all_traces = lines(run / "traces.jsonl")
     assert sorted((t["case_id"], t["trial"]) for t in all_traces) == [
         ("tc_001", 0), ("tc_001", 1), ("tc_002", 0), ("tc_002", 1)]
-    strip = lambda t: {k: v for k, v in t.items() if k not in ("trial", "latency_s")}
+    strip = lambda t: {k: v for k, v in without_times(t).items() if k != "trial"}
     # parallel episodes land in their own cassettes: both trials of a case are equal
     by = {(t["case_id"], t["trial"]): t for t in all_traces}
     assert strip(by[("tc_001", 0)]) == strip(by[("tc_001", 1)])
@@ -501,3 +501,85 @@ def test_printable_ascii_case_ids_travel_as_they_are():
     assert case_header("tc_001") == "tc_001" and case_header("a b/c:d") == "a b/c:d"
     assert case_header("café") == "caf%C3%A9" and case_header("50%") == "50%25"
     assert case_header(" lead") == "%20lead" and case_header("a b ") == "a%20b%20"
+
+
+# -- timing ---------------------------------------------------------------------------
+
+class SlowBody(BackgroundServer):
+    """Answers each Messages call with its status line and headers at once and the body
+    ``BODY_DELAY`` s later: turn 1 calls ``lookup``, turn 2 answers in text."""
+
+    BODY_DELAY = 0.3
+
+    def __init__(self) -> None:
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if len(req["messages"]) == 1:
+                    content = [{"type": "tool_use", "id": "toolu_1", "name": "lookup",
+                                "input": {"q": "x"}}]
+                    stop = "tool_use"
+                else:
+                    content, stop = [{"type": "text", "text": "found it"}], "end_turn"
+                body = json.dumps({"id": "m", "type": "message", "role": "assistant",
+                                   "model": "slow", "content": content, "stop_reason": stop,
+                                   "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.flush()
+                time.sleep(outer.BODY_DELAY)
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), H)
+        self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def test_the_proxy_stores_each_answers_times_and_the_trace_gets_them(tmp_path):
+    import urllib.request
+
+    from evaltape.recorder.episodes import trace_from_cassette
+    key = EpisodeKey("c1", 0)
+    user = {"role": "user", "content": "find x"}
+    with SlowBody() as up, ProxyServer(tmp_path, mode="record", upstream=up.base_url) as px:
+        url = episode_base_url(px.base_url, "c1", 0) + "/v1/messages"
+
+        def ask(messages):
+            req = urllib.request.Request(url, method="POST", data=json.dumps(
+                {"model": "slow", "max_tokens": 10, "messages": messages}).encode(),
+                headers={"content-type": "application/json", "x-api-key": "k-1234567890"})
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.loads(resp.read())
+
+        first = ask([user])
+        time.sleep(0.2)  # the agent runs its tool
+        ask([user, {"role": "assistant", "content": first["content"]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                           "content": "x is here"}]}])
+        trace = px.book.end(key)
+    stored = [i["response"]["timing"] for i in lines(tmp_path / "http" / "c1__t0.jsonl")[1:]]
+    assert [sorted(t) for t in stored] == [["latency_s", "start_s", "ttfb_s"]] * 2
+    t1, t2 = trace["timing"]["turns"]
+    assert (t1["step"], t2["step"]) == (1, 2)
+    # the headers came at once, the body 0.3 s later: first byte well before the last
+    for turn in (t1, t2):
+        assert turn["ttfb_s"] < SlowBody.BODY_DELAY <= turn["latency_s"] < 3
+    # turn 2 was sent after turn 1's answer and the agent's 0.2 s of tool work
+    assert t1["start_s"] < 0.05 and t2["start_s"] >= t1["latency_s"] + 0.2
+    assert trace["timing"]["first_tool_call_s"] == pytest.approx(
+        t1["start_s"] + t1["latency_s"], abs=2e-6)
+    assert trace["tool_calls"][0]["name"] == "lookup" and trace["steps"] == 2
+    # a replay rebuilds the trace from the cassette: the recorded times, not new ones
+    again = trace_from_cassette(tmp_path / "http" / "c1__t0.jsonl", key, latency_s=0)
+    assert again["timing"] == trace["timing"]
+    # a cassette recorded before the proxy stored times: no timing rather than a guess
+    old = ROOT / "cassettes" / "helpdesk-scripted-standin" / "http" / "tc_001__t0.jsonl"
+    assert "timing" not in trace_from_cassette(old, EpisodeKey("tc_001", 0), latency_s=1.0)

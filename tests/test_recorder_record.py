@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli, run_cli_subprocess
+from conftest import ROOT, run_cli, run_cli_subprocess, without_times
 from fault_server import FaultServer
 
 SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
@@ -76,7 +76,7 @@ def test_streaming_and_plain_runs_give_equal_traces(tmp_path):
     with FaultServer(SCRIPTS) as server:
         assert record(tmp_path / "plain", server).returncode == 0
         assert record(tmp_path / "stream", server, "--stream").returncode == 0
-    strip = lambda ts: [{k: v for k, v in t.items() if k != "latency_s"} for t in ts]
+    strip = lambda ts: [without_times(t) for t in ts]
     assert strip(traces_of(tmp_path / "plain")) == strip(traces_of(tmp_path / "stream"))
     body = interactions(tmp_path / "stream" / "http" / "tc_003__t0.jsonl")[0]["response"]["body"]
     assert body["text"].startswith("event: message_start\n")  # SSE stored verbatim

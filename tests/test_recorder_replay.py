@@ -126,3 +126,42 @@ def test_newer_manifest_schema_is_refused(tmp_path):
     (run / "manifest.json").write_text(json.dumps(m))
     p = run_cli("grade", str(run), "--dataset", str(ROOT / "datasets" / "scripted_eval.json"))
     assert p.returncode == 3 and "field 'schema'" in p.stderr
+
+
+def test_replay_keeps_the_recorded_times(tmp_path):
+    """A replayed episode is never timed again: the recorded latency_s, timing and tool
+    durations stand (here edited to values no replay could measure) and the trace still
+    reproduces; a trace recorded without them is compared without them."""
+    from evaltape.recorder.replay import replay_run
+    run = tmp_path / "run"
+    p = run_cli("record", str(ROOT / "datasets" / "scripted_eval.json"), "--agent", "scripted",
+                "--out", str(run))
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(x) for x in (run / "traces.jsonl").read_text().splitlines()]
+    assert all("timing" in r for r in rows)
+    rows[0]["latency_s"] = 99.0
+    rows[0]["timing"]["turns"][0]["latency_s"] = 42.0
+    timed = next(r for r in rows if r["tool_calls"])
+    timed["tool_calls"][0]["duration_s"] = 7.5
+    untimed = rows[-1]
+    del untimed["timing"]
+    for c in untimed["tool_calls"]:
+        c.pop("duration_s", None)
+    (run / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    checked, divs = replay_run(str(run))
+    assert (checked, divs) == (5, [])
+
+
+def test_with_recorded_times_takes_the_recordings_times_by_position():
+    from evaltape.recorder.runfolder import with_recorded_times
+    recorded = {"latency_s": 2.0, "timing": {"turns": [{"step": 1, "latency_s": 1.5}]},
+                "tool_calls": [{"id": "a", "duration_s": 0.25}, {"id": "b"}]}
+    now = {"latency_s": 0.01, "timing": {"turns": [{"step": 1, "latency_s": 0.001}]},
+           "tool_calls": [{"id": "a", "duration_s": 0.0001}, {"id": "b", "duration_s": 0.2}],
+           "final_response": "x"}
+    assert with_recorded_times(recorded, now) == {
+        "latency_s": 2.0, "timing": {"turns": [{"step": 1, "latency_s": 1.5}]},
+        "tool_calls": [{"id": "a", "duration_s": 0.25}, {"id": "b"}], "final_response": "x"}
+    # a recording made before times were measured: the replay's are dropped
+    assert with_recorded_times({"tool_calls": [{"id": "a"}]}, now) == {
+        "tool_calls": [{"id": "a"}, {"id": "b", "duration_s": 0.2}], "final_response": "x"}

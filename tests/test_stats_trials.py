@@ -97,3 +97,88 @@ def test_counts_summary_is_trial_summary_of_the_counts():
     assert out["pass_at_k"] == {"1": 0.3333, "2": 1.0, "3": 1.0}
     assert out["pass_hat_k"] == {"1": 0.3333, "2": 0.3333, "3": 0.0}
     assert out["k_cases"] == {"1": 2, "2": 1, "3": 1}
+
+
+# -- trials that recorded the same answer ----------------------------------------------
+
+def _trace(final="ok", result="r", call_id="toolu_1", duration=None, args=None, tokens=3):
+    from evaltape.grader.model import Timing, ToolCall, Trace
+    return Trace(case_id="c", trial=0, input="q", final_response=final, stop_reason="end_turn",
+                 steps=2, tool_calls=(ToolCall(call_id, "lookup", args or {"id": 1}, result,
+                                               duration_s=duration),),
+                 latency_s=duration, timing=None if duration is None else Timing(duration),
+                 usage={"input_tokens": tokens})
+
+
+def test_answer_digest_compares_the_answer_and_calls_not_ids_times_or_tokens():
+    from evaltape.grader.stats.trials import answer_digest
+    base = answer_digest(_trace())
+    assert answer_digest(_trace(call_id="toolu_other", duration=1.5, tokens=9)) == base
+    assert answer_digest(_trace(args={"id": 1})) == base
+    assert answer_digest(_trace(final="ok!")) != base
+    assert answer_digest(_trace(result="r2")) != base
+    assert answer_digest(_trace(args={"id": 2})) != base
+    # an integer beyond 64 bits (orjson writes none) still gives a digest
+    assert answer_digest(_trace(args={"id": 2 ** 70})) != answer_digest(_trace(args={"id": 0}))
+
+
+def test_identical_trials_counts_the_cases_whose_trials_all_agree():
+    from evaltape.grader.stats.trials import identical_trials
+    d = b"12345678"
+    # a, b: 3 trials each, the same answer; c: 3 trials that differ; e: one trial only
+    counts = {"a": (3, 3), "b": (3, 0), "c": (3, 1), "e": (1, 1)}
+    got = identical_trials(counts, {"a": d, "b": d, "c": None, "e": d})
+    assert got == {"cases": 2, "of": 3, "by_construction": None,
+                   "note": "2 of 3 cases recorded the same answer and tool calls in every "
+                           "trial: for them pass@k = pass^k = their pass rate, so pass@k and "
+                           "pass^k measure retries on the other 1 only"}
+    assert identical_trials({"a": (2, 1)}, {"a": None}) is None       # they differ
+    assert identical_trials({"a": (1, 1)}, {"a": d}) is None          # one trial
+    every = identical_trials({"a": (2, 2)}, {"a": d}, "the scripted agent, whose model is "
+                             "each case's script in every trial")
+    assert every["note"] == (
+        "every trial of the 1 case recorded the same answer and tool calls (by construction: "
+        "the scripted agent, whose model is each case's script in every trial): pass@k and "
+        "pass^k equal the pass rate and carry no information about how often a retry "
+        "succeeds; record one trial, or trials of a model that can answer differently "
+        "(sampled, temperature above 0)")
+
+
+def test_identical_by_construction_reads_the_manifest():
+    from evaltape.grader.stats.trials import identical_by_construction
+    assert identical_by_construction({"agent": "helpdesk", "standin_scripts": "s.json"}) == (
+        "the model is the scripted stand-in s.json, which serves every trial of a case the "
+        "same turns")
+    assert identical_by_construction({"agent": "scripted", "standin_scripts": None}) == (
+        "the scripted agent, whose model is each case's script in every trial")
+    assert identical_by_construction({"agent": "helpdesk", "model": "claude-x"}) is None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_identical_trials_are_found_across_ranges_and_workers(tmp_path, monkeypatch, workers):
+    """12 cases × 3 trials, ranges of about two traces: a case's trials fall into
+    different ranges. Cases c00, c03, c06, c09 answer differently in trial 2; the other 8
+    answer the same in all three."""
+    import json
+
+    import evaltape
+    from conftest import make_trace, write_json, write_jsonl
+    from evaltape.grader import scale
+    rows = []
+    for i in range(12):
+        for t in range(3):
+            final = f"answer {i}" + (" (changed)" if i % 3 == 0 and t == 2 else "")
+            row = make_trace(f"c{i:02d}", tools=[("lookup", {"q": i})], final=final, trial=t)
+            row["tool_calls"][0]["id"] = f"toolu_{i}_{t}"  # ids differ in every trial
+            row["latency_s"] = 0.1 * (t + 1)              # and so do the times
+            rows.append(row)
+    write_jsonl(tmp_path / "traces.jsonl", rows)
+    write_json(tmp_path / "ds.json", [{"id": f"c{i:02d}", "input": "q"} for i in range(12)])
+    monkeypatch.setattr(scale, "CHUNK_BYTES", 700)
+    one = evaltape.report_bytes(evaltape.grade(tmp_path / "traces.jsonl", tmp_path / "ds.json"))
+    got = evaltape.report_bytes(evaltape.grade(tmp_path / "traces.jsonl", tmp_path / "ds.json",
+                                               workers=workers))
+    assert got == one
+    same = json.loads(one)["summary"]["identical_trials"]
+    assert (same["cases"], same["of"], same["by_construction"]) == (8, 12, None)
+    assert same["note"].startswith("8 of 12 cases recorded the same answer")

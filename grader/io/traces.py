@@ -9,7 +9,7 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import compact_json, iter_json_lines
-from evaltape.grader.model import TRACE_SCHEMA, ToolCall, Trace
+from evaltape.grader.model import TRACE_SCHEMA, Timing, ToolCall, Trace, TurnTiming
 
 REQUIRED_KEYS = ("schema", "case_id", "trial", "input", "tool_calls", "final_response",
                  "stop_reason", "steps")
@@ -77,14 +77,89 @@ _set = object.__setattr__
 
 
 def _fast_call(cid: str, name: str, args: dict, result: str | None, is_error: bool,
-               step: int) -> ToolCall:
+               step: int, duration: float | None = None) -> ToolCall:
     """``ToolCall(...)`` for checked fields, built without the frozen class's per-field
     ``object.__setattr__`` (a quarter of the time; the object is the same: equal, same repr,
     same ``__dict__`` in field order)."""
     c = _new(ToolCall)
     _set(c, "__dict__", {"id": cid, "name": name, "arguments": args, "result": result,
-                         "is_error": is_error, "step": step})
+                         "is_error": is_error, "step": step, "duration_s": duration})
     return c
+
+
+def _seconds(value: Any, path: str, line: int | None, field: str) -> float | None:
+    """A recorded duration: ``None``, or a number of seconds from 0 to :data:`INT_MAX`,
+    returned as a float.
+
+    Raises:
+        BadInputError: anything else (names ``field``).
+    """
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not 0 <= value <= INT_MAX:
+        raise BadInputError(f"expected seconds (a number from 0), got {value!r}"[:120],
+                            path=path, line=line, field=field)
+    return float(value)
+
+
+def parse_timing(value: Any, timed_calls: bool, *, path: str = "<trace>",
+                 line: int | None = None) -> Timing | None:
+    """The trace's optional ``timing`` object as a :class:`~evaltape.grader.model.Timing`.
+
+    Shape (every key optional; unknown keys are ignored, forward compatible)::
+
+        {"first_tool_call_s": 0.84,
+         "turns": [{"step": 1, "start_s": 0.0, "latency_s": 0.84, "ttfb_s": 0.21}, ...]}
+
+    Each ``turns`` item needs ``latency_s``; ``step`` defaults to its position (1-based).
+    Seconds are numbers from 0 (``null`` for unknown ones).
+
+    Args:
+        value: the trace's ``timing`` value (``None`` when absent).
+        timed_calls: whether a tool call records its ``duration_s``: a trace without a
+            ``timing`` object then still gets an (empty) :class:`Timing`.
+
+    Returns:
+        ``None`` when the trace records no timing at all (neither ``timing`` nor a call's
+        ``duration_s``): a trace recorded before timing was, which loads unchanged.
+
+    Raises:
+        BadInputError: not an object, or a value of the wrong type (names the field, e.g.
+            ``timing.turns[1].latency_s``).
+    """
+    if value is None:
+        return Timing() if timed_calls else None
+    if type(value) is not dict:
+        raise BadInputError(f"expected an object of timings, got {type(value).__name__}",
+                            path=path, line=line, field="timing")
+    first = _seconds(value.get("first_tool_call_s"), path, line, "timing.first_tool_call_s")
+    raw_turns = value.get("turns")
+    if raw_turns is None:
+        raw_turns = []
+    if type(raw_turns) is not list:
+        raise BadInputError(f"expected a list of model turns, got {type(raw_turns).__name__}",
+                            path=path, line=line, field="timing.turns")
+    turns = []
+    for i, t in enumerate(raw_turns):
+        where = f"timing.turns[{i}]"
+        if type(t) is not dict:
+            raise BadInputError(f"expected an object, got {type(t).__name__}", path=path,
+                                line=line, field=where)
+        step = t.get("step", i + 1)
+        if type(step) is not int or not 0 <= step <= INT_MAX:
+            raise BadInputError(f"expected the model turn (a whole number from 0), got "
+                                f"{step!r}"[:120], path=path, line=line, field=where + ".step")
+        if "latency_s" not in t:
+            raise BadInputError("required key is missing", path=path, line=line,
+                                field=where + ".latency_s")
+        latency = _seconds(t["latency_s"], path, line, where + ".latency_s")
+        if latency is None:
+            raise BadInputError("expected seconds (a number from 0), got None", path=path,
+                                line=line, field=where + ".latency_s")
+        turns.append(TurnTiming(step, latency,
+                                _seconds(t.get("start_s"), path, line, where + ".start_s"),
+                                _seconds(t.get("ttfb_s"), path, line, where + ".ttfb_s")))
+    return Timing(first, tuple(turns))
 
 
 _REQUIRED = frozenset(REQUIRED_KEYS)
@@ -102,6 +177,7 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     case_id, trial, steps = obj["case_id"], obj["trial"], obj["steps"]
     inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
     calls_raw = obj["tool_calls"]
+    timed = False
     if not (type(case_id) is str and type(trial) is int and type(steps) is int
             and 0 <= trial <= INT_MAX and 0 <= steps <= INT_MAX and type(inp) is str
             and type(stop) is str
@@ -112,15 +188,21 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
         if type(c) is not dict or not _CALL_REQUIRED <= c.keys():
             return None
         args, name, result, cid = c["arguments"], c["name"], c.get("result"), c["id"]
-        step, is_error = c.get("step"), c.get("is_error")
+        step, is_error, duration = c.get("step"), c.get("is_error"), c.get("duration_s")
         if (type(args) is not dict or type(name) is not str
                 or type(cid) not in (str, int)
                 or not (step is None or (type(step) is int and 0 <= step <= INT_MAX))
                 or not (is_error is None or type(is_error) is bool)):
             return None
+        if duration is not None:
+            if type(duration) not in (int, float) or not 0 <= duration <= INT_MAX:
+                return None
+            duration = float(duration)
+            timed = True
         if result is not None and type(result) is not str:
             result = compact_json(result)
-        calls.append(_fast_call(str(cid), name, args, result, bool(is_error), step or 0))
+        calls.append(_fast_call(str(cid), name, args, result, bool(is_error), step or 0,
+                                duration))
     usage = obj.get("usage")
     if usage is None:
         usage = {}
@@ -145,13 +227,19 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     if latency is not None and (type(latency) not in (int, float)
                                 or not 0 <= latency <= INT_MAX):
         return None
+    timing = obj.get("timing")
+    if timing is not None or timed:
+        try:
+            timing = parse_timing(timing, timed, line=line)
+        except BadInputError:
+            return None
     trace = _new(Trace)  # as _fast_call: Trace(...) without per-field __setattr__
     _set(trace, "__dict__", {
         "case_id": case_id, "trial": trial, "input": inp, "tool_calls": tuple(calls),
         "final_response": final, "stop_reason": stop, "steps": steps,
         "messages": tuple(messages), "usage": usage,
         "latency_s": float(latency) if latency is not None else None,
-        "model": obj.get("model"), "error": obj.get("error"), "raw": obj,
+        "model": obj.get("model"), "error": obj.get("error"), "timing": timing, "raw": obj,
         "source_line": line or 0})
     return trace
 
@@ -221,9 +309,10 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         if is_error is not None and not isinstance(is_error, bool):
             raise BadInputError(f"expected true/false, got {type(is_error).__name__}",
                                 path=path, line=line, field=where + "is_error")
+        duration = _seconds(c.get("duration_s"), path, line, where + "duration_s")
         calls.append(ToolCall(id=str(call_id), name=_typed(c, "name", (str,), path, line, where),
                               arguments=args, result=result, is_error=bool(is_error),
-                              step=step or 0))
+                              step=step or 0, duration_s=duration))
     usage = _check_usage(obj.get("usage"), path, line)
     messages = obj.get("messages")
     if messages is None:
@@ -249,6 +338,8 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     if isinstance(latency, (int, float)) and not 0 <= latency <= INT_MAX:
         raise BadInputError(f"expected seconds from 0, got {latency!r}"[:120], path=path,
                             line=line, field="latency_s")
+    timing = parse_timing(obj.get("timing"), any(c.duration_s is not None for c in calls),
+                          path=path, line=line)
     return Trace(
         case_id=case_id, trial=trial,
         input=_typed(obj, "input", (str,), path, line),
@@ -259,7 +350,8 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         messages=tuple(messages),
         usage=usage,
         latency_s=float(latency) if isinstance(latency, (int, float)) else None,
-        model=obj.get("model"), error=obj.get("error"), raw=obj, source_line=line or 0)
+        model=obj.get("model"), error=obj.get("error"), timing=timing, raw=obj,
+        source_line=line or 0)
 
 
 def iter_traces(path: str | Path) -> Iterator[Trace]:

@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.base import Metric
+from evaltape.grader.stats.timing import timing_text
 
 #: When :data:`DEFAULT_PRICES` was last checked, and against what.
 PRICES_AS_OF = "2025-11"
@@ -89,7 +90,11 @@ class Efficiency(Metric):
     case states no expectation, or when no call was made (0 calls: the ratio is undefined;
     correctness metrics judge whether calls were missing). ``details`` always lists steps,
     calls, input/output (and prompt-cache) tokens, latency and cost (USD, from ``prices``
-    keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`).
+    keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`), and when the
+    trace records them the times of the tiered-composite reference's task executor: the
+    time to the first tool call, the model turns' latency (and time to the first byte) and
+    the tools' run time (:func:`evaltape.grader.stats.timing.timing_text`). The times do
+    not enter the score.
     """
 
     name: ClassVar[str] = "efficiency"
@@ -113,6 +118,9 @@ class Efficiency(Metric):
                  + ("n/a" if t.latency_s is None else f"{t.latency_s:.2f}s")
                  + ", cost=" + ("n/a (model not in price table)" if cost is None
                                 else f"${cost:.6f}"))
+        times = timing_text(t)
+        if times:
+            facts += "; " + times
         expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls; " + facts, code="not_applicable")

@@ -113,7 +113,8 @@ def gating(summary: Any) -> frozenset[str]:
 
 def trial_lines(summary: Any) -> list[str]:
     """One-line texts for pass@k, pass^k and the interval on pass_rate, when the summary
-    (:class:`evaltape.grader.results.Summary`) has them."""
+    (:class:`evaltape.grader.results.Summary`) has them, and the note on trials that
+    recorded the same answer (``summary.identical_trials``, ``trials: ...``)."""
     out = []
     ci = summary.pass_rate_ci95
     if ci and ci.get("low") is not None:
@@ -124,6 +125,9 @@ def trial_lines(summary: Any) -> list[str]:
             out.append(f"{label}: " + "  ".join(
                 f"k={k} {v:.3f} ({k_coverage(summary, k)})" for k, v in
                 sorted(getattr(summary, key).items(), key=lambda kv: int(kv[0]))))
+    same = getattr(summary, "identical_trials", None)
+    if isinstance(same, dict) and same.get("note"):
+        out.append(f"trials: {same['note']}")
     return out
 
 

@@ -14,6 +14,7 @@ from evaltape.grader.report.common import (episode_label, failing_details, fmt, 
                                            verdict_lines, is_failing, k_coverage, skip_reasons,
                                            status, threshold_text)
 from evaltape.grader.results import Report
+from evaltape.grader.stats.timing import timing_lines, timing_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1f2328}
@@ -50,12 +51,17 @@ def _trajectory(trace: Any) -> str:
     if trace is None:
         return '<span class="muted">trace not available</span>'
     parts = [f"<p><b>input</b>: {escape(trace.input)}</p>"]
+    times = timing_text(trace)
+    if times:
+        parts.append(f"<p class=muted>timing: {escape(times)}</p>")
     per_step: dict[int, int] = {}
     for c in trace.tool_calls:
         per_step[c.step] = per_step.get(c.step, 0) + 1
     for i, c in enumerate(trace.tool_calls, 1):
         args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
         err = ' <span class="fail">(error)</span>' if c.is_error else ""
+        if c.duration_s is not None:
+            err += f' <span class="muted">(ran {c.duration_s:.6f} s)</span>'
         n = per_step.get(c.step, 1)
         par = (f' <span class="muted">(parallel: {n} calls in this step, any order)</span>'
                if n > 1 and c.step else "")
@@ -155,6 +161,10 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
                                                    for k in ks) + "</tr><tr><td>pass^k</td>"
                    + "".join(f"<td class=num>{s.pass_hat_k[k]:.3f}</td>" for k in ks)
                    + "</tr></table>")
+    same = s.identical_trials
+    if isinstance(same, dict) and same.get("note"):
+        out.append(f"<p class=warning>trials: {escape(str(same['note']))}</p>")
+    out.append("".join(f"<p class=muted>{escape(line)}</p>" for line in timing_lines(s.timing)))
     lower = report.lower_is_better
     gates = gating(s)
     failed = (s.verdict or {}).get("failed") or {}

@@ -7,6 +7,7 @@ from evaltape.grader.report.common import (cell_text, failing_details, fmt, gati
                                            episode_label, verdict_lines, plain, skip_reasons,
                                            threshold_text, trial_lines)
 from evaltape.grader.results import Report
+from evaltape.grader.stats.timing import timing_lines
 
 
 def _cell(text: str) -> str:
@@ -41,7 +42,7 @@ def iter_markdown(report: Report) -> Iterator[str]:
             "|---:|---:|---:|---:|---:|---:|",
             f"| {s.cases} | {s.trials} | {s.episodes} | {s.pass_rate:.3f} | "
             f"{s.tool_accuracy:.3f} | {s.avg_steps:.2f} |", "",
-            *[f"- {line}" for line in trial_lines(s)],
+            *[f"- {_cell(line)}" for line in trial_lines(s) + timing_lines(s.timing)],
             *([f"- {s.infra_failures} episode(s) ended by the infrastructure (infra_error), "
                "not by the agent"] if s.infra_failures else []),
             *([f"- {len(s.unrecorded_cases)} dataset case(s) have no recorded episode (not "

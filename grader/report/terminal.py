@@ -15,6 +15,7 @@ from evaltape.grader.report.common import (bar, cell_text, episode_label, failin
                                            threshold_text, trial_lines)
 from evaltape.grader.report.common import plain
 from evaltape.grader.results import Report
+from evaltape.grader.stats.timing import timing_lines
 
 
 #: Episodes in the per-episode table (and their failing details); a longer run's view ends
@@ -91,8 +92,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console.print(f"  cases: {s.cases}   trials: {s.trials}   episodes: {s.episodes}")
     console.print(f"  pass_rate: [bold]{s.pass_rate:.3f}[/]   tool_accuracy: "
                   f"{s.tool_accuracy:.3f}   avg_steps: {s.avg_steps:.2f}")
-    for line in trial_lines(s):
-        console.print(Text(f"  {line}"))
+    for line in trial_lines(s) + timing_lines(s.timing):
+        console.print(Text(plain(f"  {line}")))
     if s.infra_failures:
         console.print(Text(f"  {s.infra_failures} episode(s) ended by the infrastructure "
                            "(infra_error), not by the agent", style="yellow"))

@@ -5,9 +5,12 @@ always give the same numbers (``report.json`` must be byte-identical).
 """
 from __future__ import annotations
 
+import hashlib
 from math import comb, sqrt
 from statistics import NormalDist
 from typing import Any, Iterable, Mapping
+
+import orjson
 
 DIGITS = 4
 #: How the interval on pass_rate is computed (written into the report).
@@ -139,3 +142,82 @@ def counts_summary(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))
     return out
+
+
+def answer_digest(trace: Any) -> bytes:
+    """8 bytes that are equal for two trials that recorded the same answer: the same
+    ``final_response``, ``stop_reason`` and tool calls (name, arguments, result, error
+    flag, in order; call ids, times and token counts left out), as canonical JSON hashed
+    with BLAKE2b. Two trials of a case with equal digests give pass@k no information
+    beyond one of them."""
+    doc = [trace.final_response, trace.stop_reason,
+           [[c.name, c.arguments, c.result, c.is_error] for c in trace.tool_calls]]
+    try:
+        blob = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, or deeper than orjson writes
+        import json
+        try:
+            blob = json.dumps(doc, sort_keys=True, separators=(",", ":"),
+                              ensure_ascii=False).encode("utf-8", "surrogatepass")
+        except RecursionError:
+            blob = repr(doc).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(blob, digest_size=8).digest()
+
+
+def identical_by_construction(manifest: Mapping[str, Any]) -> str | None:
+    """Why every trial of a run gets the same model turns by construction, from its
+    ``manifest.json``, or ``None``: a scripted stand-in model (``standin_scripts``: the
+    script server answers each case with the same turns in every trial) or the scripted
+    agent (``agent: "scripted"``: each case's ``script`` is its model, the
+    scripted-harness reference's)."""
+    scripts = manifest.get("standin_scripts")
+    if isinstance(scripts, str) and scripts:
+        return (f"the model is the scripted stand-in {scripts}, which serves every trial "
+                "of a case the same turns")
+    if manifest.get("agent") == "scripted":
+        return "the scripted agent, whose model is each case's script in every trial"
+    return None
+
+
+def identical_trials(counts: Mapping[str, tuple[int, int]],
+                     answers: Mapping[str, bytes | None],
+                     by_construction: str | None = None) -> dict[str, Any] | None:
+    """``summary.identical_trials``: how many cases with two or more trials recorded the
+    same answer in every one (:func:`answer_digest`), and what that means for pass@k and
+    pass^k. A case whose trials all agree passes in all or none of them, so its pass@k
+    and pass^k are 1 or 0 for every k (both equal its pass rate): its trials tell nothing
+    about how often a retry succeeds.
+
+    Args:
+        counts: ``{case_id: (n trials, c passed)}``.
+        answers: ``{case_id: digest}`` when all the case's trials share one, ``None`` when
+            they differ.
+        by_construction: :func:`identical_by_construction` of the run, or ``None``.
+
+    Returns:
+        ``{"cases": n identical, "of": n with 2+ trials, "by_construction": reason or
+        None, "note": the meaning in words}``; ``None`` when no case has two trials, or
+        none is identical and nothing makes them so.
+    """
+    multi = [cid for cid, (n, _c) in counts.items() if n >= 2]
+    if not multi:
+        return None
+    same = sum(1 for cid in multi if answers.get(cid) is not None)
+    if not same and by_construction is None:
+        return None
+    of = len(multi)
+    why = f" (by construction: {by_construction})" if by_construction else ""
+    if same == of:
+        note = (f"every trial of {'the' if of == 1 else 'each of the'} {of} "
+                f"case{'s' if of != 1 else ''} recorded the same answer and tool calls"
+                f"{why}: pass@k and pass^k equal the pass rate and carry no information "
+                "about how often a retry succeeds; record one trial, or trials of a model "
+                "that can answer differently (sampled, temperature above 0)")
+    elif same:
+        note = (f"{same} of {of} cases recorded the same answer and tool calls in every "
+                f"trial{why}: for them pass@k = pass^k = their pass rate, so pass@k and "
+                f"pass^k measure retries on the other {of - same} only")
+    else:
+        note = (f"{by_construction}, yet no case recorded the same answer and tool calls "
+                "in every trial: its tools answered differently")
+    return {"cases": same, "of": of, "by_construction": by_construction, "note": note}

@@ -60,7 +60,8 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option("--model", default=None, help="Model id (default claude-sonnet-4-6; "
               "'scripted' for scripted runs).")
 @click.option("--trials", type=click.IntRange(1), default=1, show_default=True,
-              help="Independent episodes per case.")
+              help="Independent episodes per case (a scripted model's trials are identical: "
+                   "record warns).")
 @click.option("--concurrency", type=click.IntRange(1), default=1, show_default=True,
               help="Episodes run in parallel.")
 @click.option("--base-url", default=None,
