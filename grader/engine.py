@@ -20,7 +20,8 @@ from evaltape.grader import __version__
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
-from evaltape.grader.model import ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace
+from evaltape.grader.model import (ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace,
+                                   check_evidence)
 from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
                                           Report, RunInfo, Summary)
 from evaltape.grader.io.datasets import case_digest
@@ -122,13 +123,20 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
                 user_ctx = EpisodeContext(trace=copy.deepcopy(trace), case=copy.deepcopy(case),
                                           judge=judge)
             s = score_episode(m, user_ctx)
+            if s.evidence is not None:
+                try:
+                    check_evidence(s.evidence)
+                except (TypeError, ValueError) as e:
+                    s = Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
         else:
             s = score_episode(m, ctx)
         value = s.value
         passed = check(value, s.code, threshold, m.higher_is_better)
         # MetricResult(...).to_json(), without the object
-        scores[m.name] = {"score": value, "details": s.details, "reason": s.code,
-                          "threshold": threshold, "passed": passed}
+        entry = scores[m.name] = {"score": value, "details": s.details, "reason": s.code,
+                                  "threshold": threshold, "passed": passed}
+        if s.evidence is not None:
+            entry["evidence"] = s.evidence
         if not gating:
             values.append((value, s.code, NOT_GATING))
         elif passed is None:
@@ -169,7 +177,8 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
                              d["stop_reason"],
                              {n: MetricResult(ms[n]["score"], ms[n]["details"],
                                               ms[n]["reason"], ms[n]["threshold"],
-                                              ms[n]["passed"]) for n in names if n in ms},
+                                              ms[n]["passed"], ms[n].get("evidence"))
+                              for n in names if n in ms},
                              d.get("trace_digest"), d.get("case_digest"), d.get("timing"))
     return decode
 

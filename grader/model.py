@@ -348,6 +348,80 @@ INFRA_CODE = "infra_error"
 _CODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
+#: How deep a score's ``evidence`` may nest arrays and objects: ``report.json`` holds it
+#: five levels down (report, episodes, episode, metrics, metric result), and a report is
+#: read back (as a baseline) only when it nests at most 254 levels, the most the JSON
+#: reader accepts (:data:`evaltape.grader.io.jsonfiles.MAX_DEPTH`): 254 - 5.
+MAX_EVIDENCE_DEPTH = 249
+
+
+def check_evidence(value: Any) -> None:
+    """Refuse an ``evidence`` value that ``report.json`` cannot hold as written.
+
+    Evidence is JSON: objects (``dict`` with ``str`` keys), arrays (``list`` or
+    ``tuple``), strings, finite numbers (integers within 64 bits, what ``orjson`` writes),
+    booleans and ``None``, nested at most :data:`MAX_EVIDENCE_DEPTH` levels.
+
+    Raises:
+        TypeError: a value of another type (a set, a non-``str`` key, an object), naming
+            its JSON path (``evidence.pairs[0].actual``).
+        ValueError: a number that is NaN, infinite or an integer beyond 64 bits, or
+            nesting deeper than :data:`MAX_EVIDENCE_DEPTH`, naming the path.
+    """
+    if _plain_json(value, 0):
+        return  # the common case, checked without building paths
+    stack: list[tuple[Any, str, int]] = [(value, "evidence", 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        if v is None or isinstance(v, (str, bool)):
+            continue
+        if isinstance(v, int):
+            if not -2 ** 63 <= v < 2 ** 64:
+                raise ValueError(f"score {path} is an integer beyond 64 bits, which "
+                                 "report.json cannot hold as a number (give it as a string)")
+            continue
+        if isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError(f"score {path} is {v!r}, not a finite number")
+            continue
+        if isinstance(v, (dict, list, tuple)):
+            if depth >= MAX_EVIDENCE_DEPTH:
+                raise ValueError(f"score {path} nests deeper than {MAX_EVIDENCE_DEPTH} levels "
+                                 "of arrays and objects")
+            if isinstance(v, dict):
+                for k, item in v.items():
+                    if not isinstance(k, str):
+                        raise TypeError(f"score {path} has a key {k!r} of type "
+                                        f"{type(k).__name__}; JSON keys are strings")
+                    stack.append((item, f"{path}.{k}", depth + 1))
+            else:
+                stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(v))
+            continue
+        raise TypeError(f"score {path} is a {type(v).__name__}, not JSON (an object, "
+                        "array, string, number, boolean or None)")
+
+
+_INF = (float("inf"), float("-inf"))
+
+
+def _plain_json(v: Any, depth: int) -> bool:
+    """Whether ``v`` is JSON :func:`check_evidence` accepts, built of the exact built-in
+    types (a fast test; ``False`` sends :func:`check_evidence` to its path-naming walk)."""
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return True
+    if t is int:
+        return -2 ** 63 <= v < 2 ** 64
+    if t is float:
+        return v == v and v not in _INF
+    if t is dict:
+        return depth < MAX_EVIDENCE_DEPTH and all(
+            type(k) is str and _plain_json(x, depth + 1) for k, x in v.items())
+    if t is list or t is tuple:
+        return depth < MAX_EVIDENCE_DEPTH and all(_plain_json(x, depth + 1) for x in v)
+    return False
+
+
 @dataclass(frozen=True)
 class Score:
     """A metric's verdict on one episode.
@@ -358,6 +432,13 @@ class Score:
         code: ``None`` for a value; for a null, a machine code (lower-case ``[a-z0-9_]``):
             one of :data:`NULL_CODES` for built-in metrics, any such word for user metrics.
             ``report.json`` writes it as the metric entry's ``reason``.
+        evidence: what the score was computed from, as JSON for programs (``None``: none):
+            per-action results, per-call results, call pairings and their argument
+            differences (docs/metrics.md, "Evidence"). ``report.json`` writes it as the
+            metric entry's ``evidence``, keys sorted; ``details`` stays the human message.
+            The grading engine checks a user metric's evidence (:func:`check_evidence`)
+            and records a score whose evidence is not JSON as the metric's ``error``; the
+            built-in metrics' evidence is JSON by construction.
 
     Raises:
         ValueError: a null without a code, a value with one, a code that is not a
@@ -368,6 +449,7 @@ class Score:
     value: float | None
     details: str = ""
     code: str | None = None
+    evidence: Any = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.details, str):

@@ -36,6 +36,9 @@ class MetricResult:
         passed: whether the score passes ``threshold`` (``None``: a null score, a skipped
             check; a metric that raised is ``False``). The one meaning of PASS in every
             report format.
+        evidence: the score's machine-readable evidence (``Score.evidence``: JSON), or
+            ``None`` when the metric gives none; JSON key ``evidence``, absent when
+            ``None``.
     """
 
     score: float | None
@@ -43,6 +46,7 @@ class MetricResult:
     code: str | None = None
     threshold: float | None = None
     passed: bool | None = None
+    evidence: Any = field(default=None, hash=False)
 
     @property
     def is_error(self) -> bool:
@@ -50,9 +54,13 @@ class MetricResult:
         return self.code == ERROR_CODE
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object ``{"score", "details", "reason", "threshold", "passed"}``."""
-        return {"score": self.score, "details": self.details, "reason": self.code,
-                "threshold": self.threshold, "passed": self.passed}
+        """The JSON object ``{"score", "details", "reason", "threshold", "passed"}``, with
+        ``"evidence"`` when there is some."""
+        out = {"score": self.score, "details": self.details, "reason": self.code,
+               "threshold": self.threshold, "passed": self.passed}
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        return out
 
 
 @dataclass(frozen=True)
@@ -567,7 +575,8 @@ class Report:
                 results[name] = MetricResult(score, str(m.get("details") or ""),
                                              m.get("reason"),
                                              float(thr) if _is_num(thr) else None,
-                                             ok if isinstance(ok, bool) else None)
+                                             ok if isinstance(ok, bool) else None,
+                                             m.get("evidence"))
             digests = [e.get(k) if isinstance(e.get(k), str) else None
                        for k in ("trace_digest", "case_digest")]
             timing = e.get("timing") if isinstance(e.get("timing"), dict) else None

@@ -59,7 +59,9 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
 
     First one line per metric whose episode scores moved, naming each episode with its
     old and new score; then changed verdicts; then, per other episode key (``failure``,
-    ``trace_digest``...), how many episodes changed it; then every other changed key path.
+    ``trace_digest``...), how many episodes changed it; then every other changed key path;
+    then, per metric, the episodes whose ``evidence`` changed (``absent`` when the golden
+    had none) and the entries whose text changed with equal scores.
     """
     lines: list[str] = []
     old = {(e["case_id"], e["trial"]): e for e in golden.get("episodes", [])}
@@ -67,6 +69,7 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
     moved: dict[str, list[str]] = {}
     other: dict[str, list[str]] = {}
     texts: list[str] = []
+    evidence: dict[str, list[str]] = {}
     for key in sorted(old.keys() & new.keys(), key=lambda k: (str(k[0]), k[1])):
         om, nm = old[key]["metrics"], new[key]["metrics"]
         for name in sorted(om.keys() | nm.keys()):
@@ -80,6 +83,10 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
                     if ot.get(field) != nt.get(field):
                         texts.append(f"{key[0]}#t{key[1]} {name}.{field}: "
                                      f"{ot.get(field)!r} → {nt.get(field)!r}")
+                if ot.get("evidence") != nt.get("evidence"):
+                    evidence.setdefault(name, []).append(
+                        f"{key[0]}#t{key[1]} {'absent' if 'evidence' not in ot else 'changed'}"
+                        f"{' → absent' if 'evidence' not in nt else ''}")
         if old[key]["passed"] != new[key]["passed"]:
             lines.append(f"verdict {key[0]}#t{key[1]}: {old[key]['passed']} → "
                          f"{new[key]['passed']}")
@@ -99,6 +106,9 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
     for path in sorted(fo.keys() | fn.keys()):
         if fo.get(path, "absent") != fn.get(path, "absent"):
             lines.append(f"{path}: {fo.get(path, 'absent')} → {fn.get(path, 'absent')}")
+    for name, eps in sorted(evidence.items()):
+        lines.append(f"metric {name}: evidence changed in {len(eps)} episode(s) with equal "
+                     f"scores; first: {eps[0]}")
     if texts:
         lines.append(f"{len(texts)} metric entr{'y' if len(texts) == 1 else 'ies'} changed "
                      f"text with equal scores; first: {texts[0]}")

@@ -41,7 +41,7 @@ def test_per_action_results_equal_tau2s_own_action_checks(tmp_path):
         for s in doc["simulations"]}
     compared = 0
     for e in report["episodes"]:
-        ours = per_action(e["metrics"]["expected_actions_called"]["details"])
+        ours = per_action(e["metrics"]["expected_actions_called"])
         assert ours == own[(e["case_id"], e["trial"])], e["case_id"]
         compared += len(ours)
     assert compared == 61
@@ -110,7 +110,7 @@ def test_tau2_rules_on_a_hand_made_simulation(tmp_path):
     assert t["user_tool_calls"][0]["result"] == "airplane mode off"
     assert t["reference_label"] is True  # 0.9999999 is within 1e-6 of 1
     ep = report["episodes"][0]
-    assert per_action(ep["metrics"]["expected_actions_called"]["details"]) == [
+    assert per_action(ep["metrics"]["expected_actions_called"]) == [
         {"action_id": "a0", "name": "get_line", "matched": True},
         {"action_id": "a1", "name": "get_line", "matched": True},   # one call serves both
         {"action_id": "a2", "name": "transfer", "matched": True},   # compare_args []
@@ -119,6 +119,12 @@ def test_tau2_rules_on_a_hand_made_simulation(tmp_path):
         {"action_id": "a5", "name": "refuel", "matched": False},    # gb 2 != 3
     ]
     assert ep["passed"] is False and ep["failure"] == "wrong_tools"
+    # report.json holds them as JSON objects in the metric's evidence; details stay prose
+    result = ep["metrics"]["expected_actions_called"]
+    assert result["evidence"]["per_action"][5] == {"action_id": "a5", "name": "refuel",
+                                                   "matched": False}
+    assert result["details"] == ("Matched 5/6 gold actions (τ² rule: any call matches, "
+                                 "compare_args); unmatched: a5 (refuel)")
 
 
 def test_communicate_info_and_default_compare_args(tmp_path):
@@ -133,7 +139,7 @@ def test_communicate_info_and_default_compare_args(tmp_path):
     report, traces, _ = _grade(tmp_path, _results(tmp_path, actions, messages, 0.0,
                                                   ["1200 dollars"]))
     ep = report["episodes"][0]
-    assert per_action(ep["metrics"]["expected_actions_called"]["details"])[0]["matched"] is True
+    assert per_action(ep["metrics"]["expected_actions_called"])[0]["matched"] is True
     assert ep["passed"] is True  # "1,200" with commas removed contains "1200 dollars"
     assert traces[0]["reference_label"] is False
 

@@ -1,11 +1,15 @@
-"""argument_correctness: the help-desk reference's string rule kept; typed JSON comparison for the
-rest."""
+"""argument_correctness: the help-desk reference's test, ``str(actual).lower() ==
+str(expected).lower()``, kept on every pair of values; the typed JSON comparison (with the
+reference's case rule at every depth) only adds what that test misses."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import load_case
-from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+from evaltape.grader.metrics.argument_correctness import (ArgumentCorrectness, check,
+                                                          reference_equal)
 from evaltape.grader.model import EpisodeContext, ToolCall, Trace
 
 
@@ -31,10 +35,8 @@ def score(expected_value, actual_args, param="p"):
     ({"lang": "en", "year": 2024}, {"p": {"year": 2024, "lang": "en"}}, 1.0),  # key order
     ([12.0, 15.0], {"p": [12, 15]}, 1.0),      # numbers by value
     (12, {"p": 12.0}, 1.0),
-    (1, {"p": "1"}, 0.0),                      # a string is not a number
-    (1, {"p": True}, 0.0),                     # a boolean is not a number
+    (1, {"p": True}, 0.0),                     # a boolean is not a number: "true" != "1"
     (None, {"p": None}, 1.0),                  # an explicit null equals null
-    (None, {"p": "None"}, 0.0),                # the string "None" is not null
     (None, {}, 0.0),                           # a missing parameter is not null
     ([1, 2], {"p": [2, 1]}, 0.0),              # list order matters
 ])
@@ -51,3 +53,77 @@ def test_messages_show_look_alike_strings_apart():
                          "($.a: type mismatch: string '1' vs number 1)")
     s = score(None, {})
     assert s.details == "Correct: 0/1. Issues: t.p: expected null, got nothing"
+
+
+#: ``(expected, actual, score)``, each worked out from the reference's str() forms
+NESTED = [
+    # str() of both differs only in case, keys in the same order: the reference's
+    # "{'city': 'paris', 'country': 'fr'}" on both sides
+    ({"city": "Paris", "country": "FR"}, {"city": "paris", "country": "fr"}, 1.0),
+    ({"City": "Paris"}, {"city": "PARIS"}, 1.0),          # keys lower-cased too
+    (["Boston", "DC"], ["boston", "dc"], 1.0),            # "['boston', 'dc']"
+    ({"stops": [{"Code": "BOS"}]}, {"stops": [{"code": "bos"}]}, 1.0),
+    # another key order: the reference's str() differs ("{'year': 2024, 'lang': 'en'}"),
+    # the typed comparison, with the same case rule, does not
+    ({"lang": "EN", "year": 2024}, {"year": 2024, "lang": "en"}, 1.0),
+    # str() equal, so the reference counts them: str("1") == str(1), "True" for true,
+    # "None" for null, the text "['a', 'b']" for the list
+    (1, "1", 1.0),
+    (True, "true", 1.0),
+    (None, "None", 1.0),
+    (["a", "b"], "['A', 'B']", 1.0),
+    # still wrong: another order of a list, another letter, another type inside
+    (["Boston", "DC"], ["DC", "Boston"], 0.0),
+    ({"city": "Paris"}, {"city": "Pari"}, 0.0),
+    ({"n": 1}, {"n": "1"}, 0.0),                          # "{'n': '1'}" != "{'n': 1}"
+    # two keys that differ only in case: the reference compares in key order
+    # ("{'a': 1, 'a': 2}" both); in the other order they differ, and typed keys pair exactly
+    ({"A": 1, "a": 2}, {"a": 1, "A": 2}, 1.0),
+    ({"A": 1, "a": 2}, {"A": 2, "a": 1}, 0.0),
+]
+
+
+def test_nested_values_follow_the_reference_case_rule():
+    got = [(e, a, score(e, {"p": a}).value) for e, a, _v in NESTED]
+    assert got == NESTED
+
+
+def test_a_nested_difference_names_its_path_in_evidence():
+    s = score({"stops": [{"code": "BOS"}, {"code": "JFK"}]},
+              {"p": {"stops": [{"code": "bos"}, {"code": "LGA"}]}})
+    assert s.value == 0.0
+    wrong = s.evidence["tools"][0]["wrong"][0]
+    assert wrong["kind"] == "value_differs" and wrong["path"] == "$.p.stops[1].code"
+    assert wrong["message"].endswith("($.stops[1].code: 'LGA' != 'JFK')")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-10 ** 6, 10 ** 6) | st.floats(allow_nan=False,
+                                                                           allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+
+
+def _recase(value, upper):
+    """``value`` with every string and key in upper or lower case (key order kept)."""
+    if isinstance(value, str):
+        return value.upper() if upper else value.lower()
+    if isinstance(value, list):
+        return [_recase(v, upper) for v in value]
+    if isinstance(value, dict):
+        return {_recase(k, upper): _recase(v, upper) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(expected=_json, actual=_json, upper=st.booleans(), kind=st.sampled_from(
+    ["recased", "as_text", "independent"]))
+def test_whatever_the_reference_counts_correct_is_correct(expected, actual, upper, kind):
+    """On any pair of JSON values the help-desk reference's test can be given: re-cased
+    copies, the value's own str() as a string, or unrelated values."""
+    got = {"recased": lambda: _recase(expected, upper), "as_text": lambda: str(expected),
+           "independent": lambda: actual}[kind]()
+    if reference_equal(got, expected):
+        assert check({"p": got}, "p", expected) is None, (expected, got)

@@ -55,9 +55,11 @@ def test_argument_correctness_partial_and_first_call_only():
     s = ArgumentCorrectness().score(ctx(c, t))
     assert s.value == pytest.approx(2 / 3)
     assert "r.username: expected 'bob', got 'X'" in s.details
-    # a boolean expectation (no the help-desk reference case has one) compares typed: "true" is not
-    # true
+    # a boolean expectation (no help-desk reference case has one): the reference's
+    # str(True).lower() is "true", so the first r call's "true" meets it; 1 does not ("1")
     c = case(expected_args={"r": {"force": True}})
+    assert ArgumentCorrectness().score(ctx(c, t)).value == 1.0
+    t = make_trace("c", tools=[("r", {"username": "bob", "force": 1})])
     assert ArgumentCorrectness().score(ctx(c, t)).value == 0.0
 
 

@@ -38,3 +38,22 @@ def test_golden_roundtrip_and_named_change(tmp_path):
     # restoring it makes the check pass again
     assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
     assert check("--runs", str(runs), "--golden", str(gold)).returncode == 0
+
+
+def test_a_golden_without_evidence_is_named_per_metric(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copytree(ROOT / "cassettes" / "scripted-harness", runs / "scripted-harness")
+    gold = tmp_path / "gold"
+    assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
+    # a golden written before tool_call_f1 gave evidence: the 'sum' episode has none
+    path = gold / "scripted-harness" / "report.json"
+    report = json.loads(path.read_text())
+    sum_ep = next(e for e in report["episodes"] if e["case_id"] == "sum")
+    del sum_ep["metrics"]["tool_call_f1"]["evidence"]
+    path.write_text(json.dumps(report))
+    bad = check("--runs", str(runs), "--golden", str(gold))
+    assert bad.returncode == 1
+    assert ("metric tool_call_f1: evidence changed in 1 episode(s) with equal scores; "
+            "first: sum#t0 absent") in bad.stderr
+    assert "differ in a key not listed above" not in bad.stderr

@@ -56,6 +56,27 @@ def standardize(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class CallCheck:
+    """One ground-truth call's result in an item (:func:`check_calls`).
+
+    Attributes:
+        expected_index: its 0-based position in the ground truth.
+        name: its function name.
+        actual_index: the 0-based position of the model's call it paired with (the one it
+            was checked against in ``simple``/``multiple``), or ``None`` when no unpaired
+            call passes.
+        verdict: the single-call check (:func:`check_call`) against that call; for a call
+            with no partner, ``parallel_function_checker_no_order:cannot_find_match`` with
+            the nearest failure.
+    """
+
+    expected_index: int
+    name: str
+    actual_index: int | None
+    verdict: "Verdict"
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One BFCL check's outcome.
 
@@ -63,11 +84,14 @@ class Verdict:
         valid: the call list (or call) passes.
         error_type: BFCL's error kind (``"value_error:string"``...), ``None`` when valid.
         message: what failed, naming the parameter and values.
+        calls: for an item (:func:`check_calls`) whose call count is right, each
+            ground-truth call's result (:class:`CallCheck`), in order; ``()`` otherwise.
     """
 
     valid: bool
     error_type: str | None = None
     message: str = ""
+    calls: tuple[CallCheck, ...] = ()
 
 
 _OK = Verdict(True)
@@ -279,8 +303,14 @@ def check_calls(calls: Sequence[ToolCall], expected: Sequence[ExpectedCall],
         return _fail(f"{prefix}:wrong_count",
                      f"{len(calls)} call(s) made, {len(expected)} expected")
     if category in ("simple", "multiple"):
-        return check_call(_find_tool(tools, expected[0].name), calls[0], expected[0])
+        v = check_call(_find_tool(tools, expected[0].name), calls[0], expected[0])
+        return Verdict(v.valid, v.error_type, v.message,
+                       (CallCheck(0, expected[0].name, 0, v),))
+    # BFCL stops at the first ground-truth call without a partner; the later ones are
+    # still paired (greedily, from the calls left) for the per-call results
     used: set[int] = set()
+    checks: list[CallCheck] = []
+    failure: Verdict | None = None
     for i, e in enumerate(expected):
         tool = _find_tool(tools, e.name)
         first: Verdict | None = None
@@ -290,14 +320,32 @@ def check_calls(calls: Sequence[ToolCall], expected: Sequence[ExpectedCall],
             v = check_call(tool, c, e)
             if v.valid:
                 used.add(j)
+                checks.append(CallCheck(i, e.name, j, v))
                 break
             first = first or v
         else:
             why = f"; nearest: {first.error_type}: {first.message}" if first else ""
-            return _fail("parallel_function_checker_no_order:cannot_find_match",
+            miss = _fail("parallel_function_checker_no_order:cannot_find_match",
                          f"expected call {i} ({e.name}) matches none of the unpaired calls"
                          + why)
-    return _OK
+            checks.append(CallCheck(i, e.name, None, miss))
+            failure = failure or miss
+    if failure is not None:
+        return Verdict(False, failure.error_type, failure.message, tuple(checks))
+    return Verdict(True, calls=tuple(checks))
+
+
+def verdict_evidence(v: Verdict, category: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """An item's :class:`Verdict` as evidence: ``{"category", "valid", "error_type",
+    "calls": [...]}``, one ``{"expected_index", "name", "actual_index", "call_id", "valid",
+    "error_type", "message"}`` per ground-truth call (``None`` where it does not apply;
+    ``calls`` is empty when the call count is wrong)."""
+    return {"category": category, "valid": v.valid, "error_type": v.error_type,
+            "calls": [{"expected_index": c.expected_index, "name": c.name,
+                       "actual_index": c.actual_index,
+                       "call_id": None if c.actual_index is None else calls[c.actual_index].id,
+                       "valid": c.verdict.valid, "error_type": c.verdict.error_type,
+                       "message": c.verdict.message or None} for c in v.calls]}
 
 
 def case_category(extra: Mapping[str, Any]) -> str:

@@ -99,7 +99,7 @@ def _kind(x: Any) -> str:
 
 def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                    path: str = "$", standardize: bool = False,
-                   tolerance: float | None = None) -> str | None:
+                   tolerance: float | None = None, ignore_case: bool = False) -> str | None:
     """Compare two JSON values recursively; ``None`` when equal, else the first difference.
 
     Rules: strings compare in Unicode normal form C (:func:`nfc`), and differing ones are
@@ -110,53 +110,101 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
     items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
     ``standardize`` compares strings after BFCL's standardisation
     (:func:`evaltape.grader.matching.bfcl.standardize`); ``tolerance`` makes numbers within
-    that absolute difference equal. Both apply at every depth.
+    that absolute difference equal; ``ignore_case`` compares strings and object keys in
+    lower case (:func:`value_difference`). All apply at every depth.
 
     Returns:
-        ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``.
+        ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``
+        (the path and text of :func:`value_difference`).
+    """
+    diff = value_difference(actual, expected, unordered_lists=unordered_lists, path=path,
+                            standardize=standardize, tolerance=tolerance,
+                            ignore_case=ignore_case)
+    return None if diff is None else f"{diff[1]}: {diff[2]}"
+
+
+#: The kinds of difference :func:`value_difference` names.
+VALUE_KINDS = ("type_mismatch", "keys_differ", "length_differs", "items_differ",
+               "value_differs")
+
+
+def _fold_keys(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """``{lower-case key: key}`` of an object, or ``None`` when two keys differ only in case
+    (then the keys compare exactly)."""
+    out = {nfc(k).lower(): k for k in obj}
+    return out if len(out) == len(obj) else None
+
+
+def value_difference(actual: Any, expected: Any, *, unordered_lists: bool = False,
+                     path: str = "$", standardize: bool = False,
+                     tolerance: float | None = None,
+                     ignore_case: bool = False) -> tuple[str, str, str] | None:
+    """The first difference between two JSON values as ``(kind, path, text)``, or ``None``
+    when they are equal under the rules of :func:`compare_values`.
+
+    ``kind`` is one of :data:`VALUE_KINDS`; ``path`` is the JSON path of the differing
+    value (``$.time.start``, ``$.ids[1]``); ``text`` says what differs (``'a' != 'b'``).
+    With ``ignore_case``, strings are equal when their lower-case NFC forms are (or their
+    plain lower-case forms, ``str.lower``), and object keys pair by their lower-case form
+    (in an object with two keys that differ only in case, keys pair exactly).
     """
     ka, ke = _kind(actual), _kind(expected)
     if ka != ke:
-        return f"{path}: type mismatch: {ka} {actual!r} vs {ke} {expected!r}"
+        return "type_mismatch", path, f"type mismatch: {ka} {actual!r} vs {ke} {expected!r}"
     if ka == "object":
-        missing = sorted(set(expected) - set(actual))
-        extra = sorted(set(actual) - set(expected))
+        fa = _fold_keys(actual) if ignore_case else None
+        fe = _fold_keys(expected) if fa is not None else None
+        if fa is not None and fe is not None:
+            keys = {k: (fa.get(k), fe[k]) for k in fe}
+            missing = sorted(fe[k] for k in set(fe) - set(fa))
+            extra = sorted(fa[k] for k in set(fa) - set(fe))
+        else:
+            keys = {k: (k, k) for k in expected}
+            missing = sorted(set(expected) - set(actual))
+            extra = sorted(set(actual) - set(expected))
         if missing or extra:
-            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
-        for k in sorted(expected):
-            diff = compare_values(actual[k], expected[k], unordered_lists=unordered_lists,
-                                  path=f"{path}.{k}", standardize=standardize,
-                                  tolerance=tolerance)
+            return "keys_differ", path, f"keys differ (missing {missing}, unexpected {extra})"
+        for k in sorted(keys):
+            ak, ek = keys[k]
+            diff = value_difference(actual[ak], expected[ek], unordered_lists=unordered_lists,
+                                    path=f"{path}.{ek}", standardize=standardize,
+                                    tolerance=tolerance, ignore_case=ignore_case)
             if diff:
                 return diff
         return None
     if ka == "array":
         if len(actual) != len(expected):
-            return f"{path}: length {len(actual)} vs {len(expected)}"
+            return "length_differs", path, f"length {len(actual)} vs {len(expected)}"
         if unordered_lists:
-            adj = [[compare_values(a, e, unordered_lists=True, standardize=standardize,
-                                   tolerance=tolerance) is None for a in actual]
-                   for e in expected]
+            adj = [[value_difference(a, e, unordered_lists=True, standardize=standardize,
+                                     tolerance=tolerance, ignore_case=ignore_case) is None
+                    for a in actual] for e in expected]
             pairs = max_matching(adj)
             if len(pairs) < len(expected):
-                return f"{path}: items differ (as multisets, {len(pairs)}/{len(expected)} paired)"
+                return "items_differ", path, (f"items differ (as multisets, {len(pairs)}/"
+                                              f"{len(expected)} paired)")
             return None
         for i, (a, e) in enumerate(zip(actual, expected)):
-            diff = compare_values(a, e, unordered_lists=False, path=f"{path}[{i}]",
-                                  standardize=standardize, tolerance=tolerance)
+            diff = value_difference(a, e, unordered_lists=False, path=f"{path}[{i}]",
+                                    standardize=standardize, tolerance=tolerance,
+                                    ignore_case=ignore_case)
             if diff:
                 return diff
         return None
     if actual != expected:  # numbers (12 == 12.0), strings, booleans, null
         if ka == "string" and nfc(actual) == nfc(expected):
             return None  # the same text in another Unicode normal form
+        if ka == "string" and ignore_case and (actual.lower() == expected.lower() or
+                                               nfc(actual).lower() == nfc(expected).lower()):
+            return None
         if ka == "string" and standardize and \
                 standardize_string(nfc(actual)) == standardize_string(nfc(expected)):
             return None
         if ka == "number" and tolerance is not None and abs(actual - expected) <= tolerance:
             return None
-        return f"{path}: {ascii(actual) if ka == 'string' else repr(actual)} != " \
-               f"{ascii(expected) if ka == 'string' else repr(expected)}"
+        return "value_differs", path, (
+            f"{ascii(actual) if ka == 'string' else repr(actual)} != "
+            f"{ascii(expected) if ka == 'string' else repr(expected)}")
     return None
 
 
@@ -205,6 +253,40 @@ def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
     return True, value
 
 
+@dataclass(frozen=True)
+class Mismatch:
+    """Why one actual call does not match one expected call, in parts a program can read.
+
+    Attributes:
+        kind: what differs: ``name`` or ``name_case`` (the tool names), ``missing_arguments``
+            or ``unexpected_arguments`` (keys, listed in ``arguments``), ``schema_type``
+            (the tool's schema declares ``integer``, the call gives a float),
+            ``not_in_expected`` (a compared key path the expected call lacks),
+            ``no_acceptable_value``, ``custom`` (a user predicate said no), or one of
+            :data:`VALUE_KINDS` (a value differs at ``path``).
+        message: the human text (what :func:`args_mismatch` and :func:`call_mismatch`
+            return).
+        path: the JSON path of the differing value in the arguments (``$.time.start``), or
+            ``None`` when no single value differs.
+        arguments: the top-level arguments concerned (the missing or unexpected ones; the
+            argument holding ``path``).
+    """
+
+    kind: str
+    message: str
+    path: str | None = None
+    arguments: tuple[str, ...] = ()
+
+    def prefixed(self, prefix: str) -> "Mismatch":
+        """The same mismatch with ``prefix`` before its message."""
+        return Mismatch(self.kind, prefix + self.message, self.path, self.arguments)
+
+
+def _value_mismatch(diff: tuple[str, str, str], argument: str) -> Mismatch:
+    kind, path, text = diff
+    return Mismatch(kind, f"{path}: {text}", path, (argument,))
+
+
 def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
                   override: ArgsOverride | None = None,
                   schema: Mapping[str, Any] | None = None) -> str | None:
@@ -223,25 +305,39 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
     matches. Key rules per mode: ``exact``: no unexpected key, every required key present;
     ``superset``: every required key present; ``subset``: no unexpected key. Values of keys
     present on both sides must equal one acceptable value.
+
+    The same check in parts: :func:`args_difference`.
     """
+    diff = args_difference(actual, expected, mode, override, schema)
+    return None if diff is None else diff.message
+
+
+def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
+                    override: ArgsOverride | None = None,
+                    schema: Mapping[str, Any] | None = None) -> Mismatch | None:
+    """:func:`args_mismatch` as a :class:`Mismatch` (kind, JSON path, arguments, message),
+    or ``None`` when the arguments match."""
     if expected.acceptable is None:
         return None
     if callable(override) and not isinstance(override, str):
-        return None if override(actual, expected.literal_args()) else "custom comparator said no"
+        return None if override(actual, expected.literal_args()) else \
+            Mismatch("custom", "custom comparator said no")
     unordered = expected.unordered_lists
     if override is not None and not isinstance(override, str):
         for dotted in override:
             top, *rest = dotted.split(".")
             ok_a, a = _dig(actual, [top, *rest])
             if not ok_a:
-                return f"$.{dotted}: missing in actual call"
-            diffs = [compare_values(a, v, unordered_lists=unordered, path=f"$.{dotted}")
+                return Mismatch("missing_arguments", f"$.{dotted}: missing in actual call",
+                                f"$.{dotted}", (top,))
+            diffs = [value_difference(a, v, unordered_lists=unordered, path=f"$.{dotted}")
                      for ok, v in (_dig({top: c}, [top, *rest])
                                    for c in expected.acceptable.get(top, ())) if ok]
             if not diffs:
-                return f"$.{dotted}: not in expected call"
+                return Mismatch("not_in_expected", f"$.{dotted}: not in expected call",
+                                f"$.{dotted}", (top,))
             if all(diffs):
-                return diffs[0]
+                return _value_mismatch(diffs[0], top)
         return None
     mode = check_mode(override or mode, ArgsMode, "args mode")
     if mode == "ignore":
@@ -252,21 +348,30 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
     required = keys_e - expected.optional
     props = (schema or {}).get("properties") or {}
     if mode in ("exact", "subset") and keys_a - keys_e:
-        return f"unexpected argument(s) {sorted(keys_a - keys_e)}"
+        extra = sorted(keys_a - keys_e)
+        return Mismatch("unexpected_arguments", f"unexpected argument(s) {extra}", None,
+                        tuple(extra))
     if mode in ("exact", "superset") and required - keys_a:
-        return f"missing argument(s) {sorted(required - keys_a)}"
+        missing = sorted(required - keys_a)
+        return Mismatch("missing_arguments", f"missing argument(s) {missing}", None,
+                        tuple(missing))
     for k in sorted(keys_a & keys_e):
         declared = (props.get(k) or {}).get("type") if isinstance(props.get(k), Mapping) else None
         if declared == "integer" and isinstance(actual[k], float):
-            return f"$.{k}: type mismatch: the schema declares integer, got {actual[k]!r}"
+            return Mismatch("schema_type", f"$.{k}: type mismatch: the schema declares "
+                            f"integer, got {actual[k]!r}", f"$.{k}", (k,))
         o = opts.get(k)
         options = expected.acceptable[k]
-        diffs = [compare_values(actual[k], v, unordered_lists=unordered or bool(o and o.unordered),
-                                path=f"$.{k}", standardize=bool(o and o.standardize),
-                                tolerance=o.tolerance if o else None)
+        diffs = [value_difference(actual[k], v,
+                                  unordered_lists=unordered or bool(o and o.unordered),
+                                  path=f"$.{k}", standardize=bool(o and o.standardize),
+                                  tolerance=o.tolerance if o else None)
                  for v in options]
-        if not options or all(diffs):
-            return diffs[0] if diffs else f"$.{k}: no acceptable value"
+        if not options:
+            return Mismatch("no_acceptable_value", f"$.{k}: no acceptable value", f"$.{k}",
+                            (k,))
+        if all(diffs):
+            return _value_mismatch(diffs[0], k)
     return None
 
 
@@ -279,16 +384,29 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
     still a mismatch). Arguments are first coerced with the tool's ``input_schema`` from
     ``schemas`` (JSON strings → objects), then compared with :func:`args_mismatch` using
     the per-tool override, else the expected call's own mode, else ``args_mode``.
+
+    The same check in parts: :func:`call_difference`.
     """
+    diff = call_difference(actual, expected, args_mode=args_mode, overrides=overrides,
+                           schemas=schemas)
+    return None if diff is None else diff.message
+
+
+def call_difference(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = "exact",
+                    overrides: Mapping[str, ArgsOverride] | None = None,
+                    schemas: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> Mismatch | None:
+    """:func:`call_mismatch` as a :class:`Mismatch`, or ``None`` when the call matches."""
     if actual.name != expected.name:
         if actual.name.lower() == expected.name.lower():
-            return f"name differs only in case: {actual.name!r} vs {expected.name!r}"
-        return f"name {actual.name!r} != {expected.name!r}"
+            return Mismatch("name_case", f"name differs only in case: {actual.name!r} vs "
+                            f"{expected.name!r}")
+        return Mismatch("name", f"name {actual.name!r} != {expected.name!r}")
     schema = (schemas or {}).get(actual.name)
     args = coerce_arguments(actual.arguments, schema)
     override = (overrides or {}).get(expected.name)
-    diff = args_mismatch(args, expected, expected.args_mode or args_mode, override, schema)
-    return None if diff is None else f"{expected.name}: {diff}"
+    diff = args_difference(args, expected, expected.args_mode or args_mode, override, schema)
+    return None if diff is None else diff.prefixed(f"{expected.name}: ")
 
 
 def max_matching(adj: Sequence[Sequence[bool]]) -> list[tuple[int, int]]:
@@ -318,6 +436,26 @@ def max_matching(adj: Sequence[Sequence[bool]]) -> list[tuple[int, int]]:
 
 
 @dataclass(frozen=True)
+class MissedCall:
+    """An expected call no actual call matched, and why.
+
+    Attributes:
+        expected_index: its 0-based position among the expected calls.
+        name: its tool name.
+        actual_index: the 0-based position of the actual call it was compared with (the
+            nearest namesake, :func:`match_calls`), or ``None`` when there is none.
+        mismatch: why: a :class:`Mismatch` against that call, or kind ``not_called`` (no
+            call of the tool) or ``already_paired`` (every call that matches it is paired
+            with another expected call).
+    """
+
+    expected_index: int | None
+    name: str | None
+    actual_index: int | None
+    mismatch: Mismatch
+
+
+@dataclass(frozen=True)
 class CallMatch:
     """Result of pairing actual calls with expected calls one to one.
 
@@ -325,12 +463,14 @@ class CallMatch:
         pairs: ``(expected_index, actual_index)`` pairs of the optimal matching.
         n_expected, n_actual: list lengths.
         misses: for each unmatched expected call, why the nearest candidate failed.
+        missed: the same, in parts (:class:`MissedCall`), in expected order.
     """
 
     pairs: tuple[tuple[int, int], ...]
     n_expected: int
     n_actual: int
     misses: tuple[str, ...] = field(default=())
+    missed: tuple[MissedCall, ...] = field(default=())
 
     @property
     def matched(self) -> int:
@@ -344,29 +484,66 @@ def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
     """Optimally pair actual with expected calls (see :func:`max_matching`).
 
     ``misses`` explains each unmatched expected call: the mismatch against the first
-    unmatched actual call with the same name (ignoring case), or ``"<name>: not called"``.
+    unmatched actual call with the same name (ignoring case), else against the first call
+    with that name, or ``"<name>: not called"``.
     """
-    reasons = [[call_mismatch(a, e, args_mode=args_mode, overrides=overrides, schemas=schemas)
+    reasons = [[call_difference(a, e, args_mode=args_mode, overrides=overrides,
+                                schemas=schemas)
                 for a in actual] for e in expected]
     pairs = max_matching([[r is None for r in row] for row in reasons])
     used_e = {i for i, _ in pairs}
     used_a = {j for _, j in pairs}
-    misses = []
+    missed = []
     for i, e in enumerate(expected):
         if i in used_e:
             continue
-        near = [reasons[i][j] for j, a in enumerate(actual)
+        near = [j for j, a in enumerate(actual)
                 if j not in used_a and a.name.lower() == e.name.lower()]
-        near = near or [reasons[i][j] for j, a in enumerate(actual)
-                        if a.name.lower() == e.name.lower()]
+        near = near or [j for j, a in enumerate(actual) if a.name.lower() == e.name.lower()]
         if not near:
-            misses.append(f"{e.name}: not called")
-        elif near[0] is None:
-            misses.append(f"{e.name}: every matching call is already paired with another "
-                          "expected call (duplicates need one call each)")
+            missed.append(MissedCall(i, e.name, None,
+                                     Mismatch("not_called", f"{e.name}: not called")))
+        elif reasons[i][near[0]] is None:
+            missed.append(MissedCall(i, e.name, None, Mismatch(
+                "already_paired", f"{e.name}: every matching call is already paired with "
+                "another expected call (duplicates need one call each)")))
         else:
-            misses.append(near[0])
-    return CallMatch(tuple(pairs), len(expected), len(actual), tuple(misses))
+            missed.append(MissedCall(i, e.name, near[0], reasons[i][near[0]]))
+    return CallMatch(tuple(pairs), len(expected), len(actual),
+                     tuple(m.mismatch.message for m in missed), tuple(missed))
+
+
+def pair_json(expected_index: int, actual_index: int, actual: Sequence[ToolCall]
+              ) -> dict[str, Any]:
+    """One pairing as evidence: ``{"expected_index", "actual_index", "name", "call_id"}``
+    (0-based positions in the case's expected calls and the trace's ``tool_calls``)."""
+    call = actual[actual_index]
+    return {"expected_index": expected_index, "actual_index": actual_index,
+            "name": call.name, "call_id": call.id}
+
+
+def difference_json(expected_index: int | None, name: str | None, actual_index: int | None,
+                    mismatch: Mismatch, actual: Sequence[ToolCall]) -> dict[str, Any]:
+    """One call difference as evidence: ``{"expected_index", "name", "actual_index",
+    "call_id", "kind", "path", "arguments", "message"}`` (``None`` where it does not apply;
+    ``kind``, ``path`` and ``arguments`` from the :class:`Mismatch`)."""
+    return {"expected_index": expected_index, "name": name, "actual_index": actual_index,
+            "call_id": None if actual_index is None else actual[actual_index].id,
+            "kind": mismatch.kind, "path": mismatch.path,
+            "arguments": list(mismatch.arguments), "message": mismatch.message}
+
+
+def match_evidence(m: CallMatch, actual: Sequence[ToolCall]) -> dict[str, Any]:
+    """The evidence of a one-to-one matching: ``{"pairs": [...], "unmatched_expected":
+    [...], "unmatched_actual": [...]}`` (:func:`pair_json`, :func:`difference_json`, and
+    ``{"actual_index", "name", "call_id"}`` for each actual call left unpaired), each list
+    in order of position."""
+    used = {j for _, j in m.pairs}
+    return {"pairs": [pair_json(i, j, actual) for i, j in m.pairs],
+            "unmatched_expected": [difference_json(x.expected_index, x.name, x.actual_index,
+                                                   x.mismatch, actual) for x in m.missed],
+            "unmatched_actual": [{"actual_index": j, "name": a.name, "call_id": a.id}
+                                 for j, a in enumerate(actual) if j not in used]}
 
 
 def step_groups(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
@@ -387,34 +564,77 @@ def show_steps(calls: Sequence[ToolCall]) -> str:
                      for g in step_groups(calls))
 
 
+@dataclass(frozen=True)
+class SequenceMatch:
+    """Result of an order-keeping comparison (:func:`strict_sequence`,
+    :func:`in_order_sequence`), which stops at the first difference.
+
+    Attributes:
+        pairs: ``(expected_index, actual_index)`` pairs found before it, by expected index.
+        difference: the first difference as a message, or ``None`` when the lists match.
+        missed: the same in parts (:class:`MissedCall`; for a call count that differs,
+            ``expected_index`` and ``name`` are ``None`` and the kind is ``call_count``), or
+            ``None``.
+    """
+
+    pairs: tuple[tuple[int, int], ...]
+    difference: str | None = None
+    missed: MissedCall | None = None
+
+
 def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                  **kw: Any) -> str | None:
     """``None`` when the lists have equal length and call ``i`` matches call ``i``, the calls
     of one parallel step (:func:`step_groups`) in any order: a step of ``g`` calls must pair
     one to one with the next ``g`` expected calls.
 
-    Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference.
+    Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference
+    (:func:`strict_sequence` gives the pairs and the difference in parts).
     """
+    return strict_sequence(actual, expected, **kw).difference
+
+
+def strict_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
+                    **kw: Any) -> SequenceMatch:
+    """:func:`strict_match` with the pairs found before the first difference, and that
+    difference in parts."""
     if len(actual) != len(expected):
-        return f"{len(actual)} calls made, {len(expected)} expected"
+        text = f"{len(actual)} calls made, {len(expected)} expected"
+        return SequenceMatch((), text, MissedCall(None, None, None,
+                                                  Mismatch("call_count", text)))
+    found: list[tuple[int, int]] = []
     i = 0
     for group in step_groups(actual):
         want = expected[i:i + len(group)]
         if len(group) == 1:
-            diff = call_mismatch(group[0], want[0], **kw)
+            diff = call_difference(group[0], want[0], **kw)
             if diff:
-                return f"call {i + 1}: {diff}"
+                diff = diff.prefixed(f"call {i + 1}: ")
+                return SequenceMatch(tuple(found), diff.message,
+                                     MissedCall(i, want[0].name, i, diff))
+            found.append((i, i))
         else:
-            reasons = [[call_mismatch(a, e, **kw) for a in group] for e in want]
+            reasons = [[call_difference(a, e, **kw) for a in group] for e in want]
             pairs = max_matching([[r is None for r in row] for row in reasons])
             if len(pairs) < len(want):
                 used = {k for k, _ in pairs}
                 k = next(k for k in range(len(want)) if k not in used)
-                near = [r for r in reasons[k] if r]
-                return (f"calls {i + 1}-{i + len(group)} (one parallel step): expected call "
-                        f"{i + k + 1} has no partner" + (f": {near[0]}" if near else ""))
+                near = [(j, r) for j, r in enumerate(reasons[k]) if r]
+                text = (f"calls {i + 1}-{i + len(group)} (one parallel step): expected call "
+                        f"{i + k + 1} has no partner"
+                        + (f": {near[0][1].message}" if near else ""))
+                if near:
+                    j, r = near[0]
+                    missed = MissedCall(i + k, want[k].name, i + j,
+                                        Mismatch(r.kind, text, r.path, r.arguments))
+                else:
+                    missed = MissedCall(i + k, want[k].name, None,
+                                        Mismatch("already_paired", text))
+                found.extend((i + e, i + a) for e, a in pairs)
+                return SequenceMatch(tuple(sorted(found)), text, missed)
+            found.extend((i + e, i + a) for e, a in pairs)
         i += len(group)
-    return None
+    return SequenceMatch(tuple(sorted(found)))
 
 
 def in_order_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
@@ -437,7 +657,18 @@ def in_order_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
         of the actual call it paired with; ``missing`` is ``None`` when every expected call
         was found, else why the first one not found is missing (``"call 2 notify: not
         called after call 1"``, or the mismatch against its first later namesake).
+        :func:`in_order_sequence` gives the same in parts.
     """
+    m = in_order_sequence(actual, expected, **kw)
+    return tuple(a for _e, a in m.pairs), m.difference
+
+
+def in_order_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
+                      **kw: Any) -> SequenceMatch:
+    """:func:`in_order_match` as a :class:`SequenceMatch`: the pairs found, and the first
+    expected call not found in parts (kind ``not_called`` when no call has its name,
+    ``out_of_order`` when its namesakes all come before the calls already paired, else
+    the mismatch against its first later namesake)."""
     positions: list[int] = []
     k, start, last = 0, 0, -1
     for group in step_groups(actual):
@@ -456,14 +687,32 @@ def in_order_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
             last = max(last, *found)
             k += len(best)
         start += len(group)
+    pairs = tuple(enumerate(positions))
     if k == len(expected):
-        return tuple(positions), None
+        return SequenceMatch(pairs)
     want = expected[k]
     after = f" after call {last + 1}" if last >= 0 else ""
-    later = [a for a in actual[last + 1:] if a.name.lower() == want.name.lower()]
-    reason = (call_mismatch(later[0], want, **kw) if later else None) \
-        or f"{want.name}: not called{after}"
-    return tuple(positions), f"expected call {k + 1} {reason}"
+    later = [j for j in range(last + 1, len(actual))
+             if actual[j].name.lower() == want.name.lower()]
+    diff = call_difference(actual[later[0]], want, **kw) if later else None
+    prefix = f"expected call {k + 1} "
+    if diff is not None:
+        missed = MissedCall(k, want.name, later[0], diff.prefixed(prefix))
+    else:
+        called = any(a.name.lower() == want.name.lower() for a in actual)
+        missed = MissedCall(k, want.name, None, Mismatch(
+            "out_of_order" if called else "not_called",
+            f"{prefix}{want.name}: not called{after}"))
+    return SequenceMatch(pairs, missed.mismatch.message, missed)
+
+
+def sequence_evidence(m: SequenceMatch, actual: Sequence[ToolCall]) -> dict[str, Any]:
+    """The evidence of an order-keeping comparison: ``{"pairs": [...], "difference": ...}``
+    (:func:`pair_json`; the first difference as :func:`difference_json`, or ``None``)."""
+    x = m.missed
+    return {"pairs": [pair_json(i, j, actual) for i, j in m.pairs],
+            "difference": None if x is None else difference_json(
+                x.expected_index, x.name, x.actual_index, x.mismatch, actual)}
 
 
 def case_schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:

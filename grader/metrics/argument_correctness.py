@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.io.jsonfiles import compact_json
-from evaltape.grader.matching.calls import compare_values, nfc
+from evaltape.grader.matching.calls import Mismatch, nfc, value_difference
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -21,25 +21,37 @@ class ArgumentCorrectness(Metric):
     counts all its expected parameters wrong. Score = correct / checks; no ``expected_args``
     (or zero checks) → 1.0.
 
-    When is one check correct:
+    When is one check correct (:func:`check_difference`): the actual value is present (not
+    null) and the help-desk reference's own test holds,
+    ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
+    value, so ``{"city": "Paris"}`` and ``{"city": "paris"}`` are equal, and so are ``1``
+    and ``"1"``); or, when it does not:
 
-    - expected value a string (every help-desk reference case): the help-desk reference's rule, the
-      actual value is
-      present (not null) and ``str(actual).lower() == expected.lower()``, both in Unicode
-      normal form C (so "Zu\\u0308rich" equals "Z\\u00fcrich"; the help-desk reference compares the
-      raw
-      strings, which no the help-desk reference case can tell apart);
-    - any other expected value (number, object, array, boolean, null; the help-desk reference's
-      str()
-      comparison would make ``{"a": 1, "b": 2}`` differ from ``{"b": 2, "a": 1}`` and
-      ``12`` from ``12.0``): a typed JSON comparison
-      (:func:`evaltape.grader.matching.calls.compare_values`): object key order never
-      matters, numbers compare by value, ``true`` never equals ``1``, ``null`` equals only an
-      explicit ``null`` (a missing parameter is wrong).
+    - expected value a string (every help-desk reference case): both sides in Unicode
+      normal form C, ``nfc(str(actual)).lower() == nfc(expected).lower()`` (so
+      "Zu\\u0308rich" equals "Z\\u00fcrich"; the reference compares the raw strings,
+      which no reference case can tell apart);
+    - any other expected value (number, object, array, boolean, null): a typed JSON
+      comparison with the reference's case rule at every depth
+      (:func:`evaltape.grader.matching.calls.value_difference` with ``ignore_case``):
+      strings and object keys compare in lower case, object key order never matters,
+      numbers compare by value (``12 == 12.0``), ``true`` never equals ``1``, and an
+      expected ``null`` is met by an explicit ``null`` (the reference never counts a null
+      actual value).
+
+    So every check the reference's formula counts correct is correct here too (on any
+    pair of JSON values); the typed comparison only adds what its ``str()`` form misses
+    (another key order, ``12.0`` for ``12``, another Unicode normal form, ``null``).
+
+    ``evidence``: ``{"tools": [...]}``, one ``{"tool", "actual_index", "call_id", "correct",
+    "wrong"}`` per tool of ``expected_args`` in order: its first call (``None`` when never
+    called), the arguments found right (names), and the others as ``{"argument", "kind",
+    "path", "message"}`` (``kind`` ``not_called``, ``missing_arguments`` or a value kind,
+    :func:`check_difference`).
     """
 
     name: ClassVar[str] = "argument_correctness"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -48,44 +60,85 @@ class ArgumentCorrectness(Metric):
             return Score(1.0, "No expected arguments specified")
         total = correct = 0
         issues: list[str] = []
+        tools: list[dict[str, Any]] = []
+        calls = ctx.trace.tool_calls
         for tool, params in expected_args.items():
-            calls = [c for c in ctx.trace.tool_calls if c.name == tool]
-            if not calls:
+            first = next((j for j, c in enumerate(calls) if c.name == tool), None)
+            entry: dict[str, Any] = {"tool": tool, "actual_index": first,
+                                     "call_id": None if first is None else calls[first].id,
+                                     "correct": [], "wrong": []}
+            tools.append(entry)
+            if first is None:
                 total += len(params)
                 issues.append(f"Tool '{tool}' was never called")
+                entry["wrong"] = [_wrong(p, Mismatch("not_called",
+                                                     f"Tool '{tool}' was never called"))
+                                  for p in params]
                 continue
-            actual_args = calls[0].arguments
             for param, want in params.items():
                 total += 1
-                problem = check(actual_args, param, want)
+                problem = check_difference(calls[first].arguments, param, want)
                 if problem is None:
                     correct += 1
+                    entry["correct"].append(param)
                 else:
-                    issues.append(f"{tool}.{param}: {problem}")
+                    issues.append(f"{tool}.{param}: {problem.message}")
+                    entry["wrong"].append(_wrong(param, problem))
         value = correct / total if total else 1.0
         details = f"Correct: {correct}/{total}"
         if issues:
             details += ". Issues: " + "; ".join(issues)
-        return Score(value, details)
+        return Score(value, details, evidence={"tools": tools})
+
+
+def _wrong(param: str, problem: Mismatch) -> dict[str, Any]:
+    return {"argument": param, "kind": problem.kind, "path": problem.path,
+            "message": problem.message}
+
+
+def reference_equal(actual: Any, expected: Any) -> bool:
+    """The help-desk reference's test of one value: ``actual`` is not ``None`` and
+    ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
+    values: ``"{'city': 'Paris'}"``, ``"[1, 2]"``, ``"True"``, ``"None"``)."""
+    return actual is not None and str(actual).lower() == str(expected).lower()
 
 
 def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
     """``None`` when ``args[param]`` matches ``want`` (rules in :class:`ArgumentCorrectness`),
-    else what differs."""
+    else what differs (:func:`check_difference`'s message)."""
+    diff = check_difference(args, param, want)
+    return None if diff is None else diff.message
+
+
+def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch | None:
+    """``None`` when ``args[param]`` matches ``want`` (rules in :class:`ArgumentCorrectness`),
+    else what differs as a :class:`~evaltape.grader.matching.calls.Mismatch`: kind
+    ``missing_arguments`` (the parameter is absent), ``value_differs`` (a string
+    expectation not met) or the typed comparison's kind
+    (:data:`~evaltape.grader.matching.calls.VALUE_KINDS`), with the JSON path
+    (``$.param...``) and the message shown in ``details``."""
     got = args.get(param)
+    if got is not None and type(got) is type(want) and (
+            got == want if type(want) in (str, int, float, bool)
+            else compact_json(got) == compact_json(want)):
+        return None  # the same JSON value (fast path; the rules below decide the rest)
+    if reference_equal(got, want):
+        return None
     if isinstance(want, str):
         if got is not None and nfc(str(got)).lower() == nfc(want).lower():
             return None
-        return f"expected {_quoted(want)}, got {_quoted(got)}"
+        return Mismatch("missing_arguments" if param not in args else "value_differs",
+                        f"expected {_quoted(want)}, got {_quoted(got)}", f"$.{param}",
+                        (param,))
     if param not in args:
-        return f"expected {compact_json(want)}, got nothing"
-    if type(got) is type(want) and (got == want if type(want) in (int, float, bool)
-                                    else compact_json(got) == compact_json(want)):
-        return None  # the same JSON value (fast path; compare_values decides the rest)
-    diff = compare_values(got, want)
+        return Mismatch("missing_arguments", f"expected {compact_json(want)}, got nothing",
+                        f"$.{param}", (param,))
+    diff = value_difference(got, want, path="$", ignore_case=True)
     if diff is None:
         return None
-    return f"expected {compact_json(want)}, got {compact_json(got)} ({diff})"
+    kind, path, text = diff
+    return Mismatch(kind, f"expected {compact_json(want)}, got {compact_json(got)} "
+                          f"({path}: {text})", f"$.{param}" + path[1:], (param,))
 
 
 def _quoted(value: Any) -> str:

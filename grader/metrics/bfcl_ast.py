@@ -17,7 +17,9 @@ class BfclAst(Metric):
     schemas (``tools``) and ground truth (``expected_tool_calls`` in BFCL's form), under the
     category the importer stored (``simple``/``multiple``: exactly one call;
     ``parallel``/``parallel_multiple``: as many calls as answers, any order, one to one).
-    ``details`` names BFCL's failing rule (``value_error:string``...) and the parameter.
+    ``details`` names BFCL's failing rule (``value_error:string``...) and the parameter;
+    ``evidence`` holds each ground-truth call's own result, which call it paired with and
+    BFCL's error for it (:func:`evaltape.grader.matching.bfcl.verdict_evidence`).
     A case whose ``matching`` is not ``bfcl`` → null (``not_applicable``).
     """
 
@@ -25,12 +27,15 @@ class BfclAst(Metric):
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
         case = ctx.case
         if case.matching != "bfcl" or case.expected_calls is None:
             return Score(None, "the case is not a BFCL item (matching: bfcl)",
                          code="not_applicable")
         cat = bfcl.case_category(case.extra)
-        v = bfcl.check_calls(ctx.trace.tool_calls, case.expected_calls, case.tools, cat)
+        calls = ctx.trace.tool_calls
+        v = bfcl.check_calls(calls, case.expected_calls, case.tools, cat)
+        evidence = bfcl.verdict_evidence(v, cat, calls)
         if v.valid:
-            return Score(1.0, f"{cat}: {len(ctx.trace.tool_calls)} call(s) accepted")
-        return Score(0.0, f"{cat}: {v.error_type}: {v.message}")
+            return Score(1.0, f"{cat}: {len(calls)} call(s) accepted", evidence=evidence)
+        return Score(0.0, f"{cat}: {v.error_type}: {v.message}", evidence=evidence)

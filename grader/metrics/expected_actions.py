@@ -1,12 +1,12 @@
 """``expected_actions_called``: every expected action was called with matching arguments."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching import tau2
 from evaltape.grader.matching.actions import all_called, match_actions
+from evaltape.grader.matching.calls import match_evidence
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -20,14 +20,16 @@ class ExpectedActionsCalled(Metric):
     tool-call outcome users of tau-bench-style benchmarks check ("all ground-truth actions
     were taken"); tau-bench's own reward compares database state instead (see
     docs/importers.md). A case without ``expected_actions`` → null with a reason; an
-    empty list → 1.0 (nothing was required). ``details`` gives matched/expected.
+    empty list → 1.0 (nothing was required). ``details`` gives matched/expected;
+    ``evidence`` the pairing of actions (expected calls) with calls, each unmatched action
+    with its argument difference (:func:`evaltape.grader.matching.calls.match_evidence`).
 
     ``matching: tau2`` cases use τ²-bench's semantics instead
     (:func:`evaltape.grader.matching.tau2.check_actions`: any call, the agent's or the
     simulated user's, may satisfy an action, calls are not consumed, ``compare_args``
-    restricts the compared arguments); ``details`` then ends with ``per_action=`` and a JSON
-    list with one ``{"action_id", "name", "matched"}`` object per gold action, in order
-    (:func:`per_action`).
+    restricts the compared arguments); ``evidence`` is then ``{"per_action": [...]}``, one
+    ``{"action_id", "name", "matched"}`` object per gold action, in order (τ²'s own
+    ``action_checks``), and ``details`` names the unmatched ones.
     """
 
     name: ClassVar[str] = "expected_actions_called"
@@ -41,27 +43,28 @@ class ExpectedActionsCalled(Metric):
         if ctx.case.matching == "tau2":
             checks = tau2.check_actions(tau2.candidate_calls(ctx.trace), expected)
             ok = sum(c.matched for c in checks)
-            return Score(1.0 if ok == len(checks) else 0.0,
-                         f"Matched {ok}/{len(checks)} gold actions (τ² rule: any call matches, "
-                         f"compare_args) per_action=" + json.dumps(
-                             [c.as_dict() for c in checks], ensure_ascii=False,
-                             separators=(",", ":")))
+            details = (f"Matched {ok}/{len(checks)} gold actions (τ² rule: any call matches, "
+                       "compare_args)")
+            if ok < len(checks):
+                details += "; unmatched: " + ", ".join(
+                    f"{c.action_id} ({c.name})" for c in checks if not c.matched)
+            return Score(1.0 if ok == len(checks) else 0.0, details,
+                         evidence={"per_action": [c.as_dict() for c in checks]})
         m = match_actions(ctx.trace.tool_calls, expected)
         details = (f"Matched {m.matched}/{m.n_expected} expected actions "
                    f"({m.n_actual} calls made)")
         if m.misses:
             details += ". Missed: " + "; ".join(m.misses)
-        return Score(1.0 if all_called(m) else 0.0, details)
+        return Score(1.0 if all_called(m) else 0.0, details,
+                     evidence=match_evidence(m, ctx.trace.tool_calls))
 
 
-def per_action(details: str) -> list[dict] | None:
-    """The per-action list of a τ² episode's ``details`` (after ``per_action=``), or ``None``.
-
-    Raises:
-        ValueError: the text after ``per_action=`` is not JSON.
-    """
-    head, sep, tail = details.partition(" per_action=")
-    return json.loads(tail) if sep else None
+def per_action(result: Mapping[str, Any]) -> list[dict] | None:
+    """The per-action list of a τ² episode's ``expected_actions_called`` result (a
+    ``report.json`` metric object, or :class:`~evaltape.grader.results.MetricResult`'s
+    ``to_json()``): its ``evidence.per_action``, or ``None`` when it has none."""
+    evidence = result.get("evidence")
+    return evidence.get("per_action") if isinstance(evidence, Mapping) else None
 
 
 def actions_metric_for(cases) -> list[str]:

@@ -5,8 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import (ArgsMode, case_schemas, check_mode, check_overrides,
-                                            match_calls,
-                                            trace_schemas)
+                                            match_calls, match_evidence, trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -26,7 +25,9 @@ class ToolCallF1(Metric):
     2 expected, 1 actual → P = 1, R = 0.5, F1 = 2/3; 1 expected, 3 identical actual →
     P = 1/3, R = 1, F1 = 0.5. E = A = [] → ``None`` (0/0; the ``irrelevance`` metric
     scores that case); no expectation at all → ``None``. Precision and recall are in
-    ``details`` (``n/a`` when their denominator is 0).
+    ``details`` (``n/a`` when their denominator is 0). ``evidence`` holds the pairs, the
+    unmatched expected calls with their argument differences and the unmatched actual calls
+    (:func:`evaltape.grader.matching.calls.match_evidence`).
     """
 
     name: ClassVar[str] = "tool_call_f1"
@@ -55,4 +56,4 @@ class ToolCallF1(Metric):
                    f"recall={_ratio(m.matched, m.n_expected)}")
         if m.misses:
             details += "; missed: " + "; ".join(m.misses)
-        return Score(f1, details)
+        return Score(f1, details, evidence=match_evidence(m, ctx.trace.tool_calls))

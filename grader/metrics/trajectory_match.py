@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
-                                            check_overrides, in_order_match, match_calls,
-                                            show_steps, step_groups, strict_match,
-                                            trace_schemas)
+                                            check_overrides, in_order_sequence, match_calls,
+                                            match_evidence, sequence_evidence, show_steps,
+                                            step_groups, strict_sequence, trace_schemas)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -45,6 +45,13 @@ class TrajectoryMatch(Metric):
     case's ``tools`` schemas (else the trace's) give the declared types (``integer``
     refuses ``5.0``) and per-parameter options apply
     (:func:`evaltape.grader.matching.calls.args_mismatch`).
+
+    ``evidence``: ``{"mode", "pairs", ...}``; in ``strict`` and ``in_order`` mode the pairs
+    found before the first difference and that ``difference``
+    (:func:`evaltape.grader.matching.calls.sequence_evidence`), in the other modes the
+    optimal pairs with ``unmatched_expected`` (each with its argument difference against
+    its nearest namesake) and ``unmatched_actual``
+    (:func:`evaltape.grader.matching.calls.match_evidence`).
     """
 
     name: ClassVar[str] = "trajectory_match"
@@ -71,17 +78,21 @@ class TrajectoryMatch(Metric):
         if any(len(g) > 1 for g in step_groups(actual)):
             head += f" (steps: {show_steps(actual)})"
         if self.mode == "strict":
-            diff = strict_match(actual, expected, **kw)
-            return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""))
+            seq = strict_sequence(actual, expected, **kw)
+            diff = seq.difference
+            return Score(0.0 if diff else 1.0, head + (f"; {diff}" if diff else ""),
+                         evidence={"mode": self.mode, **sequence_evidence(seq, actual)})
         if self.mode == "in_order":
-            found, missing = in_order_match(actual, expected, **kw)
+            seq = in_order_sequence(actual, expected, **kw)
+            found, missing = [a for _e, a in seq.pairs], seq.difference
             note = (f"; {len(found)}/{len(expected)} expected calls found in order"
                     + (f" (at calls {', '.join(str(i + 1) for i in found)})" if found else ""))
             if not expected:
                 note += "; vacuous (no calls expected)"
             if missing:
                 note += f"; {missing}"
-            return Score(0.0 if missing else 1.0, head + note)
+            return Score(0.0 if missing else 1.0, head + note,
+                         evidence={"mode": self.mode, **sequence_evidence(seq, actual)})
         m = match_calls(actual, expected, **kw)
         need = {"unordered": (m.n_expected, m.n_actual), "subset": (m.n_actual,),
                 "superset": (m.n_expected,)}[self.mode]
@@ -93,4 +104,5 @@ class TrajectoryMatch(Metric):
                 "; no calls expected and none made"
         if m.misses:
             note += "; missed: " + "; ".join(m.misses)
-        return Score(1.0 if ok else 0.0, head + note)
+        return Score(1.0 if ok else 0.0, head + note,
+                     evidence={"mode": self.mode, **match_evidence(m, actual)})
