@@ -278,6 +278,24 @@ def test_labels_glosses_and_dates(answer, claims):
     assert _keys(answer) == claims
 
 
+def test_a_bold_line_is_a_heading():
+    # "- **One Checked Bag Added**": a section heading, its words no name; a bold name in a
+    # sentence still is one
+    assert _keys("- **One Checked Bag Added**\n- Flight HAT084") == [("identifier", "hat084")]
+    assert _keys("Thanks. **Noah Hernandez** is upgraded.") == [("name", "hernandez")]
+
+
+def test_the_last_digits_of_a_stated_identifier():
+    # "ending in 1784": the payment id gift_card_1591784 ends with it → 0/1; digits no id
+    # ends with are unsupported → 1/1
+    look = call("get_user_details", {"user_id": "u1"},
+                {"payment_methods": {"gift_card_1591784": {"amount": 57}}})
+    assert Grounding().score(ctx("It goes to the gift card ending in 1784.", [look])).details \
+        == "0/1 claims unsupported"
+    assert Grounding().score(ctx("It goes to the gift card ending in 1785.", [look])).value \
+        == 1.0
+
+
 def test_ranges():
     # one claim, the unit of the second end on both
     assert _keys("It takes 5-7 business days.") == [("range", "5-7 day")]

@@ -161,9 +161,12 @@ _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 # markdown field labels and headings ("- **Payment Method:** Visa", "**Cabin Class**:
-# Economy", "### Payment Distribution"): their words name a field, they state no name
+# Economy", "### Payment Distribution", a line that is all bold: "- **One Bag Added**"):
+# their words name a field or a section, they state no name
 LABEL = re.compile(r"(?:\*\*|__)(?P<l>[^*_\n]{1,80}?)(?::(?:\*\*|__)|(?:\*\*|__)[ \t]*:)"
-                   r"|^[ \t]*#{1,6}[ \t]+(?P<h>[^\n]+)$", re.MULTILINE)
+                   r"|^[ \t]*#{1,6}[ \t]+(?P<h>[^\n]+)$"
+                   r"|^[ \t]*(?:[-*•][ \t]+)?(?:\*\*|__)(?P<b>[^*_\n]{1,80})(?:\*\*|__)[ \t]*$",
+                   re.MULTILINE)
 # the number of a labelled item ("**Flight 1:**", "**Option 2**:"): a list marker
 _LABEL_NUMBER = led(r"\d", re.compile(r"(?<=[A-Za-z] )\d{1,2}(?=:(?:\*\*|__)|(?:\*\*|__):)"))
 # the number of an item in a plain list ("- Certificate 1: $500", "Option 2: ...")
@@ -349,7 +352,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
         bold = "**" in norm or "__" in norm
         if bold or "#" in norm:
-            labels = [m.span("l" if m.group("l") is not None else "h")
+            labels = [m.span(next(g for g in ("l", "h", "b") if m.group(g) is not None))
                       for m in LABEL.finditer(norm)]
         if ":" in norm:
             for rx, g in ((_LABEL_NUMBER, 0), (_ITEM_NUMBER, 1)) if bold else \

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, NamedTuple
 
 import orjson
 
@@ -197,6 +197,33 @@ class Grounding(Metric):
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
+        got = self.verdicts(ctx)
+        if isinstance(got, Score):
+            return got
+        claims, verdicts = got
+        unsupported = [(v.claim, v.reason, v.searched) for v in verdicts if v.reason]
+        via: dict[str, list[str]] = {}
+        for v in verdicts:
+            if v.reason is None and v.support is not None:
+                via.setdefault(v.support, []).append(v.claim.text)
+        n, bad = len(claims), len(unsupported)
+        details = f"{bad}/{n} claims unsupported"
+        if unsupported:
+            details += ": " + "; ".join(
+                f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
+                for c, why, where in unsupported)
+        for how in sorted(via):
+            texts = list(dict.fromkeys(via[how]))
+            shown = ", ".join(f"'{t}'" for t in texts[:8])
+            details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
+                                             if len(texts) > 8 else "")
+        return Score(bad / n, details)
+
+    def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """Every claim of the final answer with its verdict (what :meth:`score` counts and
+        quotes; the labelled benchmark reads the flagged ones), or the null
+        :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
+        the class docstring)."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
@@ -219,25 +246,30 @@ class Grounding(Metric):
                          system=_system(ctx) if "system" in sources else None,
                          schemas=schemas)
         check.note_stated(claims)
-        unsupported, via = [], {}
+        out = []
         for c in claims:
             why, how = check.check(c)
-            if why is not None:
-                unsupported.append((c, why, check.searched(c)))
-            elif how is not None:
-                via.setdefault(how, []).append(c.text)
-        n, bad = len(claims), len(unsupported)
-        details = f"{bad}/{n} claims unsupported"
-        if unsupported:
-            details += ": " + "; ".join(
-                f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
-                for c, why, where in unsupported)
-        for how in sorted(via):
-            texts = list(dict.fromkeys(via[how]))
-            shown = ", ".join(f"'{t}'" for t in texts[:8])
-            details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
-                                             if len(texts) > 8 else "")
-        return Score(bad / n, details)
+            out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
+        return claims, out
+
+
+class ClaimVerdict(NamedTuple):
+    """One claim of an answer and what grounding found.
+
+    Attributes:
+        claim: the :class:`~evaltape.grader.matching.claims.Claim` (kind, text, offset
+            ``start`` in the NFC-cleaned answer, sentence).
+        reason: why no source supports it, or ``None`` when one does.
+        support: for a supported claim, a support other than a tool call or the input
+            (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
+            ``None``.
+        searched: for an unsupported claim, the sources it was looked up in.
+    """
+
+    claim: Claim
+    reason: str | None
+    support: str | None
+    searched: str
 
 
 class _Checker:
@@ -451,6 +483,8 @@ class _Checker:
         found = next((s for s in scope if s.supports(claim)), None)
         if found is not None:
             return None, _via(found)
+        if claim.kind == "number" and self._last_digits(claim, scope):
+            return None, None  # "the card ending in 1784" of gift_card_1591784
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
             silent = [c for j, (c, _f) in enumerate(self.calls)
@@ -594,6 +628,15 @@ class _Checker:
                 pool.append(x)
         return derive(n, pool, frozenset(x.key for x in recent),
                       frozenset(self.rates) & frozenset(x.key for x in recent))
+
+    def _last_digits(self, claim: Claim, scope: list[SourceFacts]) -> bool:
+        """A number said to be the end of an identifier ("card ending in 1784", "last four
+        digits 6644") is supported when a token of a source ends with those digits."""
+        digits = claim.text
+        if not (digits.isdigit() and 3 <= len(digits) <= 6) or not _ENDING.search(
+                self.text, max(0, claim.start - 30), claim.start):
+            return False
+        return any(t.endswith(digits) and t != digits for s in scope for t in s.tokens)
 
     def _shown_total(self, n: Num, at: int) -> str | None:
         """A total the answer adds up itself: the sum of the 2 to 8 stated numbers right
@@ -788,6 +831,9 @@ def _weekday_of(d: str) -> int | None:
 
 
 _ARITHMETIC = re.compile(r" [+−×÷] ")
+#: the words before the last digits of an identifier ("ending in", "last four digits")
+_ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?:\s+digits)?"
+                     r"(?:\s+of)?)\s*$", re.IGNORECASE)
 #: a sentence that speaks of a rule, not of this case's facts
 _GENERIC = re.compile(r"\b(?:polic(?:y|ies)|typically|usually|generally|normally|in general|"
                       r"as a rule)\b", re.IGNORECASE)
