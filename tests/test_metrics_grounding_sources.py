@@ -385,3 +385,23 @@ def test_a_recorded_runs_system_prompt_and_tools_come_from_its_requests(tmp_path
     del man["system_prompt_sha256"], man["tools_sha256"]
     (run / "manifest.json").write_text(json.dumps(man))
     assert open_run(run).context is None
+
+
+def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
+    import evaltape
+    good = tmp_path / "evaltape.toml"
+    good.write_text('[metrics_args.grounding]\nsources = ["input"]\n')
+    report = evaltape.grade(ROOT / "cassettes" / "helpdesk-scripted-standin",
+                            metrics=["grounding"], config=str(good))
+    tc4 = next(e for e in report.episodes if e.case_id == "tc_004")
+    # the run's system prompt and tools are not read: only the input and the call searched
+    assert "searched: input, 1 tool call (check_server_status))" in \
+        tc4.metrics["grounding"].details
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[metrics_args.grounding]\nsources = ["policy"]\n')
+    with pytest.raises(BadInputError) as e:
+        evaltape.grade(ROOT / "cassettes" / "helpdesk-scripted-standin", metrics=["grounding"],
+                       config=str(bad))
+    assert e.value.field == "metrics_args.grounding"
+    assert "unknown source 'policy' (sources: input, user, system, tool_schemas)" in \
+        e.value.message
