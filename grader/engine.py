@@ -80,7 +80,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               policy: VerdictPolicy = DEFAULT_POLICY,
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
-              recording: str | None = None) -> EpisodeRecord:
+              recording: str | None = None, run_context: Any = None) -> EpisodeRecord:
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -92,6 +92,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             ``None`` to compute it here.
         recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
+        run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
+            and tool schemas of its recorded requests), passed to metrics, or ``None``.
 
     Returns:
         An :data:`EpisodeRecord`; small except for ``payload``
@@ -101,7 +103,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     Raises:
         BadInputError: the trace's reference label has the wrong type.
     """
-    ctx = EpisodeContext(trace=trace, case=case, judge=judge)
+    ctx = EpisodeContext(trace=trace, case=case, judge=judge, run=run_context)
     outcome = classify(trace, case)
     tool_match = tools_match(trace, case)
     label = reference_label(trace, case, traces_path)
@@ -121,7 +123,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:
                 user_ctx = EpisodeContext(trace=copy.deepcopy(trace), case=copy.deepcopy(case),
-                                          judge=judge)
+                                          judge=judge, run=run_context)
             s = score_episode(m, user_ctx)
             if s.evidence is not None:
                 try:

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 TRACE_SCHEMA = "evaltape.trace/1"
+#: What ``grounding`` reads besides the tool calls (docs/metrics.md, "grounding"): the
+#: input, what the user said in the conversation, the agent's system prompt or policy and
+#: the tool schemas it was offered. A configuration (``[metrics_args.grounding] sources``)
+#: or a case (``grounding_sources``) narrows them.
+GROUNDING_SOURCES = ("input", "user", "system", "tool_schemas")
 
 
 @dataclass(frozen=True)
@@ -266,6 +271,9 @@ class Case:
         budgets: evaltape's per-case limits ``{max_tool_calls, max_steps, max_cost_usd,
             max_latency_s}`` (a ``None`` value: no budget, whatever the configured default),
             or ``None`` when the case sets none.
+        grounding_sources: the sources ``grounding`` may read besides the tool calls, for
+            this case (names of :data:`GROUNDING_SOURCES`; ``[]``: the tool calls alone),
+            narrowing the configured ones, or ``None``.
     """
 
     id: str
@@ -296,6 +304,7 @@ class Case:
     expected_output: str | None = None
     judges: Mapping[str, JudgeCriteria] | None = None
     thresholds: Mapping[str, float] | None = None
+    grounding_sources: tuple[str, ...] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
@@ -483,6 +492,24 @@ class Score:
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What every episode of a recorded run shares and its traces do not carry, read once
+    per run from the run's recorded requests (:meth:`evaltape.grader.io.run.Run.context`).
+
+    A trace's own ``system`` and ``tools`` keys win over these (imported traces carry
+    them).
+
+    Attributes:
+        system: the agent's system prompt as text (text blocks joined by a blank line), or
+            ``None``.
+        tools: the tool schemas offered (``{name, description, input_schema}``), or ``()``.
+    """
+
+    system: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
 class EpisodeContext:
     """The only argument of a metric: one trace, its case, and the run's extras.
 
@@ -490,8 +517,11 @@ class EpisodeContext:
         trace: the recorded episode.
         case: its dataset case.
         judge: a judge-answer lookup (``None`` when the run has no judge records).
+        run: what the run's episodes share and a recorded trace does not carry (the
+            agent's system prompt and tool schemas from its recorded requests), or ``None``.
     """
 
     trace: Trace
     case: Case
     judge: Any = None
+    run: "RunContext | None" = None

@@ -200,6 +200,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
     policy = job.policy or DEFAULT_POLICY
     prepared = job.prepared
+    context = getattr(run, "context", None)
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -231,7 +232,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
-                            line_digest(raw))
+                            line_digest(raw), context)
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -15,7 +15,11 @@ and noisy):
 4. recording 16 episodes against a local Messages-API server answering after 0.5 s:
    ``--concurrency 8`` >= 6.8x ``--concurrency 1``; replaying an 8-case run <= 1 s
    (next to it, the time of ``import anthropic`` in a fresh process);
-5. ``grounding`` on a 1 MB answer <= 1 s;
+5. ``grounding`` on a 1 MB answer <= 1 s; ``grounding``'s CPU time per trace on
+   ``BENCH_GROUNDING_TRACES`` generated traces (default 20,000) <= the same on the base
+   revision ``BENCH_BASE`` (default: where this branch left ``main``), both measured in
+   this run (the base's ``grader`` and ``src/evaltape`` taken from git); next to it, the
+   same ratio on tau-bench's conversations when the corpus is there (shown, no target);
 6. other bench scripts in this folder (``bench_*.py``), printed as they are.
 
 ``BENCH_REPEATS`` (default 1) repeats each timed process and keeps the median.
@@ -78,6 +82,25 @@ from evaltape.cli import main
 sys.argv = ["evaltape", *sys.argv[1:]]
 main()
 """
+
+#: CPU seconds of ``grounding`` over every trace of a traces file (parsing left out)
+GROUNDING_PER_TRACE = r"""
+import sys, time, orjson
+from evaltape.grader.io.traces import parse_trace
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.model import Case, EpisodeContext
+ctxs = []
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        t = parse_trace(orjson.loads(line))
+        ctxs.append(EpisodeContext(trace=t, case=Case(id=t.case_id, input=t.input)))
+metric = Grounding()
+t0 = time.process_time()
+for c in ctxs:
+    metric.score(c)
+print(time.process_time() - t0, len(ctxs))
+"""
+N_GROUNDING = int(os.environ.get("BENCH_GROUNDING_TRACES", "20000"))
 
 results: list[tuple[str, float, float, bool]] = []  # (figure, value, target, higher is ok)
 
@@ -228,6 +251,82 @@ def bench_grounding() -> None:
     check("grounding on a 1 MB answer, seconds", seconds, 1.0, False)
 
 
+def base_revision() -> str | None:
+    """``BENCH_BASE``, else the commit where this branch left ``main`` (``None`` when git
+    or a ``main`` branch is missing)."""
+    if os.environ.get("BENCH_BASE"):
+        return os.environ["BENCH_BASE"]
+    got = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
+                         capture_output=True, text=True)
+    return got.stdout.strip() or None
+
+
+def export_base(rev: str, into: Path) -> Path:
+    """The ``evaltape`` package (``src/evaltape`` with ``grader`` inside it, as installed)
+    of git revision ``rev``, written under ``into``; returns the folder to put on
+    ``PYTHONPATH``."""
+    import io
+    import tarfile
+    blob = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/evaltape", "grader"],
+                          capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        try:
+            tar.extractall(into / "tree", filter="data")
+        except TypeError:  # a Python without extraction filters (the archive is git's own)
+            tar.extractall(into / "tree")
+    pkg = into / "pkg"
+    pkg.mkdir(parents=True)
+    (into / "tree" / "src" / "evaltape").rename(pkg / "evaltape")
+    (into / "tree" / "grader").rename(pkg / "evaltape" / "grader")
+    return pkg
+
+
+def grounding_cpu(traces: Path, pythonpath: Path | None) -> float:
+    """The least CPU seconds of ``grounding`` over ``traces`` in
+    ``max(3, BENCH_REPEATS)`` fresh processes (``pythonpath`` first on the path: another
+    revision's package)."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    runs = []
+    for _ in range(max(3, REPEATS)):
+        out = subprocess.run([sys.executable, "-c", GROUNDING_PER_TRACE, str(traces)],
+                             capture_output=True, text=True, check=True, env=env,
+                             cwd=ROOT)
+        runs.append(float(out.stdout.split()[0]))
+    return min(runs)
+
+
+def bench_grounding_speed(tmp: Path) -> None:
+    """grounding's CPU time per trace against the base revision's, in this run."""
+    rev = base_revision()
+    print(f"grounding per trace against the base revision {rev or '(none)'} (CPU time, the "
+          f"least of {max(3, REPEATS)} processes each):", flush=True)
+    if rev is None:
+        print("  not measured (no BENCH_BASE and no main branch)")
+        return
+    base = export_base(rev, tmp / "base")
+    traces, _ds = generate(N_GROUNDING, tmp / "grounding")
+    sets = [("generated traces", traces, True)]
+    tau = tmp / "tau"
+    src = ROOT.parent / "shared" / "corpus" / "tau-bench" / "historical_trajectories" / \
+        "gpt-4o-airline.json"
+    if src.is_file():
+        subprocess.run([sys.executable, "-m", "evaltape.cli", "import", "taubench", str(src),
+                        "--out", str(tau)], capture_output=True, check=True)
+        sets.append(("tau-bench conversations", tau / "traces.jsonl", False))
+    for title, path, gated in sets:
+        n = sum(1 for _ in open(path, "rb"))
+        old, new = grounding_cpu(path, base), grounding_cpu(path, None)
+        note = (f"  [{n:,} traces: {old / n * 1e6:.0f} -> {new / n * 1e6:.0f} µs per trace]")
+        if gated:
+            check(f"grounding per trace, {title}, this tree / {rev[:12]}", new / old, 1.0,
+                  False, note)
+        else:
+            print(f"  grounding per trace, {title}, this tree / {rev[:12]}: "
+                  f"{new / old:.3f} (shown){note}")
+
+
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else the platform's guess)."""
     try:
@@ -254,6 +353,9 @@ def main() -> None:
             results.append(("grading corpus available", 0, 1, False))
         bench_recording(tmp)
     bench_grounding()
+    if GEN.exists():
+        with tempfile.TemporaryDirectory() as d:
+            bench_grounding_speed(Path(d))
     for other in sorted(Path(__file__).parent.glob("bench_*.py")):
         print(f"--- {other.name}", flush=True)
         subprocess.run([sys.executable, str(other)], cwd=ROOT, env=dict(os.environ))

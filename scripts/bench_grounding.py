@@ -16,10 +16,28 @@ reach of a deterministic check) are left out of grounding's numbers and counted 
 own line. Judge answers are looked up offline in ``<judge-run>/judge/*.jsonl`` (default
 ``bench/grounding/judge``); episodes without a recorded answer are counted as not
 recorded and left out of the judge's numbers.
+
+Real conversations (``--corpus DIR``, else ``$EVALTAPE_CORPUS``, else the ``corpus``
+folder of the ``shared`` folder next to the repository): τ-bench's GPT-4o airline
+trajectories and τ²-bench's gpt-4.1 airline results are imported as ``evaltape import``
+does and graded by ``grounding``. ``bench/grounding/corpus_labels.jsonl`` holds labels
+only, one line per claim that a version of ``grounding`` flagged: the corpus file (relative
+to the corpus folder), the episode (``<case>#t<trial>``), the split, the claim's kind, its
+offset in the final answer (``start``, after NFC cleaning) and the first 8 hex digits of
+the sha256 of its text (``claim_sha``), the label (``invention`` or ``false_alarm``) and a
+note; the conversations are read from the corpus at run time. Claim-level counts: TP a
+flagged invention, FP a flagged false alarm, FN a labelled invention not flagged (recall is
+against the inventions any labelled version found), an unlabelled flag is listed. The
+false-alarm rate is the share of episodes the benchmark itself scored successful (reward 1)
+that ``grounding`` flags (score > 0). Held back while the rules were written
+(:func:`held_out`): τ-bench tasks whose number is 3 modulo 4 and τ² tasks with an odd id.
+A missing corpus is reported ("corpus not found") and the rest still runs.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,12 +95,199 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+#: the environment variable that names the corpus folder
+CORPUS_ENV = "EVALTAPE_CORPUS"
+#: the labels of the flagged claims of the corpus conversations
+LABELS = ROOT / "bench" / "grounding" / "corpus_labels.jsonl"
+#: the corpus files graded: (evaltape import format, path in the corpus folder, name)
+CORPUS_FILES = (
+    ("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "τ-bench airline"),
+    ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "τ² airline"),
+)
+LABEL_KEYS = ("file", "episode", "split", "kind", "start", "claim_sha", "label", "note")
+SPLITS = ("dev", "held-out")
+
+
+def default_corpus() -> Path:
+    """``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared`` folder beside the
+    repository (where the project keeps its third-party data)."""
+    env = os.environ.get(CORPUS_ENV)
+    return Path(env) if env else ROOT.parent / "shared" / "corpus"
+
+
+def held_out(fmt: str, case_id: str) -> bool:
+    """Whether an episode was held back while the rules were written: τ-bench tasks whose
+    number is 3 modulo 4 (12 of 50 tasks), τ²-bench tasks with an odd id."""
+    n = int(case_id.rsplit("_", 1)[-1] if fmt == "taubench" else case_id.rsplit(".", 1)[-1])
+    return n % 4 == 3 if fmt == "taubench" else n % 2 == 1
+
+
+def claim_sha(text: str) -> str:
+    """The first 8 hex digits of the sha256 of a claim's text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def load_labels(path: Path) -> dict[tuple, dict[str, Any]]:
+    """``{(file, episode, kind, start, claim_sha): label line}``.
+
+    Raises:
+        ValueError: a line that is not a JSON object with :data:`LABEL_KEYS`, an unknown
+            label or split, or a claim labelled twice (the file and line named).
+    """
+    out: dict[tuple, dict[str, Any]] = {}
+    for n, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            o = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise ValueError(f"{path}:{n}: not JSON ({e})") from None
+        if not isinstance(o, dict):
+            raise ValueError(f"{path}:{n}: expected an object")
+        missing = [k for k in LABEL_KEYS if k not in o]
+        if missing:
+            raise ValueError(f"{path}:{n}: field '{missing[0]}' is missing")
+        if o["label"] not in ("invention", "false_alarm"):
+            raise ValueError(f"{path}:{n}: field 'label': expected 'invention' or "
+                             f"'false_alarm', got {o['label']!r}")
+        if o["split"] not in SPLITS:
+            raise ValueError(f"{path}:{n}: field 'split': expected 'dev' or 'held-out', got "
+                             f"{o['split']!r}")
+        if not isinstance(o["start"], int) or isinstance(o["start"], bool):
+            raise ValueError(f"{path}:{n}: field 'start': expected an offset (integer)")
+        key = (o["file"], o["episode"], o["kind"], o["start"], o["claim_sha"])
+        if key in out:
+            raise ValueError(f"{path}:{n}: this claim is labelled twice")
+        out[key] = o
+    return out
+
+
+def corpus_episodes(corpus: Path) -> list[tuple[str, str, str, str, Any, bool]]:
+    """``(file, name, episode id, split, EpisodeContext, successful)`` for every episode of
+    :data:`CORPUS_FILES`, imported as ``evaltape import`` imports them; files the corpus
+    lacks are left out."""
+    from evaltape.grader.importers import import_sources
+    from evaltape.grader.io.traces import parse_trace
+    out = []
+    for fmt, rel, name in CORPUS_FILES:
+        path = corpus / rel
+        if not path.is_file():
+            continue
+        result = import_sources(fmt, [str(path)])
+        for t in result.traces:
+            trace = parse_trace(t, path=str(path))
+            case = Case(id=trace.case_id, input=trace.input)
+            split = "held-out" if held_out(fmt, trace.case_id) else "dev"
+            out.append((rel, name, f"{trace.case_id}#t{trace.trial}", split,
+                        EpisodeContext(trace=trace, case=case), t.get("reference_label") is True))
+    return out
+
+
+def bench_corpus(corpus: Path, labels_path: Path, verbose: bool) -> dict[str, Any] | None:
+    """Grade the corpus conversations and print claim-level precision and recall against
+    the labels, with the false-alarm rate on successful episodes, per file and split.
+
+    Returns:
+        ``{(name, split): {"tp", "fp", "fn", "unlabelled", "successful", "flagged"}}``, or
+        ``None`` when the corpus is not found.
+
+    Raises:
+        ValueError: a bad labels file (see :func:`load_labels`).
+    """
+    if not corpus.is_dir():
+        print(f"corpus not found: {corpus} (set {CORPUS_ENV} or pass --corpus); real "
+              f"conversations not measured")
+        return None
+    labels = load_labels(labels_path)
+    episodes = corpus_episodes(corpus)
+    if not episodes:
+        print(f"corpus not found: {corpus} holds none of "
+              f"{', '.join(rel for _f, rel, _n in CORPUS_FILES)}; real conversations not "
+              f"measured")
+        return None
+    metric = Grounding()
+    rows: dict[Any, dict[str, int]] = {}
+    flagged_keys: set[tuple] = set()
+    notes: list[str] = []
+    present = set()
+    for rel, name, episode, split, ctx, ok in episodes:
+        present.add((rel, episode))
+        row = rows.setdefault((name, split), dict.fromkeys(
+            ("tp", "fp", "fn", "unlabelled", "successful", "flagged"), 0))
+        got = metric.verdicts(ctx)
+        flags = [v for v in got[1] if v.reason] if isinstance(got, tuple) else []
+        if ok:
+            row["successful"] += 1
+            row["flagged"] += bool(flags)
+        for v in flags:
+            key = (rel, episode, v.claim.kind, v.claim.start, claim_sha(v.claim.text))
+            flagged_keys.add(key)
+            label = labels.get(key)
+            if label is None:
+                row["unlabelled"] += 1
+                notes.append(f"  unlabelled {episode} {v.claim.kind} at {v.claim.start}: "
+                             f"{v.reason}")
+            elif label["label"] == "invention":
+                row["tp"] += 1
+            else:
+                row["fp"] += 1
+                notes.append(f"  FP {episode} {v.claim.kind} at {v.claim.start}: "
+                             f"{label['note']}")
+    by_file = {rel: name for _f, rel, name in CORPUS_FILES}
+    for key, label in labels.items():
+        rel, episode = key[0], key[1]
+        if label["label"] == "invention" and key not in flagged_keys and \
+                (rel, episode) in present:
+            row = rows.setdefault((by_file.get(rel, rel), label["split"]), dict.fromkeys(
+                ("tp", "fp", "fn", "unlabelled", "successful", "flagged"), 0))
+            row["fn"] += 1
+            notes.append(f"  FN {episode} {label['kind']} at {label['start']}: "
+                         f"{label['note']}")
+    print(f"grounding on real conversations ({corpus}; labels {labels_path.name}: claim-level "
+          f"counts; successful = episodes the benchmark scored 1)")
+    print(f"{'set':<28} {'TP':>3} {'FP':>3} {'FN':>3} {'precision':>9} {'recall':>7} "
+          f"{'successful flagged':>20}")
+    totals: dict[str, dict[str, int]] = {}
+    for (name, split), r in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
+        for group in (split, name):
+            t = totals.setdefault(group, dict.fromkeys(r, 0))
+            for k, v in r.items():
+                t[k] += v
+        print(_corpus_row(f"{name}, {split}", r))
+    for split in SPLITS:
+        if split in totals:
+            print(_corpus_row(f"both files, {split}", totals[split]))
+    for _f, _rel, name in CORPUS_FILES:
+        if name in totals:
+            print(_corpus_row(f"{name}, both splits", totals[name]))
+    unlabelled = sum(r["unlabelled"] for r in rows.values())
+    if unlabelled:
+        print(f"unlabelled flags: {unlabelled} (label them in {labels_path.name})")
+    if verbose and notes:
+        print("corpus misses:")
+        print("\n".join(notes))
+    return rows
+
+
+def _corpus_row(title: str, r: dict[str, int]) -> str:
+    p = r["tp"] / (r["tp"] + r["fp"]) if r["tp"] + r["fp"] else None
+    rec = r["tp"] / (r["tp"] + r["fn"]) if r["tp"] + r["fn"] else None
+    share = f"{r['flagged']}/{r['successful']}" + (
+        f" = {r['flagged'] / r['successful']:.1%}" if r["successful"] else "")
+    return (f"{title:<28} {r['tp']:>3} {r['fp']:>3} {r['fn']:>3} {_fmt(p):>9} "
+            f"{_fmt(rec):>7} {share:>20}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table; returns 0 (3 when the data file is unreadable or malformed)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT / "bench" / "grounding" / "episodes.jsonl"))
     ap.add_argument("--judge-run", default=str(ROOT / "bench" / "grounding" / "judge"))
     ap.add_argument("-v", "--verbose", action="store_true", help="list every miss")
+    ap.add_argument("--corpus", default=None,
+                    help=f"the corpus folder (default: ${CORPUS_ENV}, else the shared corpus "
+                         "beside the repository)")
+    ap.add_argument("--labels", default=str(LABELS), help="the corpus labels (JSONL)")
     args = ap.parse_args(argv)
     try:
         data = load(Path(args.data))
@@ -129,6 +334,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(misses))
     elif misses:
         print(f"grounding misses: {len(misses)} (-v lists them)")
+    print()
+    try:
+        bench_corpus(Path(args.corpus) if args.corpus else default_corpus(),
+                     Path(args.labels), args.verbose)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -202,3 +202,22 @@ def test_truncated_yaml_exits_3(tmp_path):
                                    str(tmp_path / "run")])
     assert res.exit_code == 3
     assert f"{src.as_posix()}:" in res.output and "not valid YAML" in res.output
+
+
+def test_system_prompt_and_tools_of_the_request_are_kept(tmp_path):
+    it = _interaction([{"role": "user", "content": "hi"}], [{"type": "text", "text": "hello"}])
+    body = json.loads(it["request"]["body"])
+    body["system"] = [{"type": "text", "text": "You are a help desk.",
+                       "cache_control": {"type": "ephemeral"}}]
+    body["tools"] = [{"name": "lookup", "description": "Look a user up.",
+                      "input_schema": {"type": "object"}}]
+    it["request"]["body"] = json.dumps(body)
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps({"version": 1, "interactions": [it]}))
+    res = CliRunner().invoke(cli, ["import", "anthropic-cassette", str(src), "--out",
+                                   str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    (t,) = _lines(tmp_path / "run" / "traces.jsonl")
+    assert t["system"] == "You are a help desk."
+    assert t["tools"] == [{"name": "lookup", "description": "Look a user up.",
+                           "input_schema": {"type": "object"}}]

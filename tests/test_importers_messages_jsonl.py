@@ -45,6 +45,7 @@ def test_openai_messages_with_bad_line(tmp_path):
     t1, t2 = _lines(out / "traces.jsonl")
     assert (t1["case_id"], t1["input"], t1["final_response"], t1["reference_label"]) == (
         "refund_1", "Refund order 7", "Refunded.", True)
+    assert t1["system"] == "be nice" and "system" not in t2  # kept apart from messages
     assert t1["tool_calls"] == [{"id": "c1", "name": "refund", "arguments": {"order": 7},
                                  "result": "ok", "is_error": False, "step": 1}]
     assert t1["messages"][1]["content"] == [
@@ -320,3 +321,24 @@ def test_the_openai_conversion_refuses_such_arguments_unless_asked_to_keep_them(
     msgs = openai_to_anthropic(MALFORMED_OPENAI["messages"], malformed=raw)
     assert raw == {"c1": '{"city": "Par', "function_call_4": "[1, 2]"}
     assert msgs[1]["content"][0]["input"] == {}
+
+
+def test_anthropic_messages_keep_system_and_tools(tmp_path):
+    line = {"id": "a1", "system": [{"type": "text", "text": "Refunds take 5 to 7 days."},
+                                   {"type": "text", "text": "Be brief."}],
+            "tools": [{"type": "function", "function": {
+                "name": "refund", "description": "Refund an order.",
+                "parameters": {"type": "object"}}}, {"no": "name"}],
+            "messages": [{"role": "user", "content": "Refund order 7"},
+                         {"role": "assistant", "content": "Done."}]}
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(line) + "\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli, ["import", "anthropic-messages", str(src), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (t,) = _lines(out / "traces.jsonl")
+    # the blocks joined by a blank line; OpenAI's schema shape turned into the Messages API's,
+    # the entry without a name left out
+    assert t["system"] == "Refunds take 5 to 7 days.\n\nBe brief."
+    assert t["tools"] == [{"name": "refund", "description": "Refund an order.",
+                           "input_schema": {"type": "object"}}]

@@ -60,7 +60,10 @@ def test_per_action_results_equal_tau2s_own_action_checks(tmp_path):
 def _results(tmp_path: Path, actions: list[dict], messages: list[dict], reward: float,
              info: list[str] | None = None) -> Path:
     return write_json(tmp_path / "r.json", {
-        "timestamp": "t", "info": {"environment_info": {"domain_name": "telecom"},
+        "timestamp": "t", "info": {"environment_info": {
+            "domain_name": "telecom", "policy": "Data refuels are 2 GB.",
+            "tool_defs": [{"name": "refuel", "description": "Add data to a line.",
+                           "parameters": {"type": "object"}}]},
                                    "agent_info": {"llm": "m"}},
         "tasks": [{"id": "7", "user_scenario": {"instructions": "Fix my phone."},
                    "evaluation_criteria": {"actions": actions, "communicate_info": info or []}}],
@@ -109,6 +112,9 @@ def test_tau2_rules_on_a_hand_made_simulation(tmp_path):
     assert [c["name"] for c in t["user_tool_calls"]] == ["toggle_airplane_mode"]
     assert t["user_tool_calls"][0]["result"] == "airplane mode off"
     assert t["reference_label"] is True  # 0.9999999 is within 1e-6 of 1
+    assert t["system"] == "Data refuels are 2 GB."      # the policy the agent was given
+    assert t["tools"] == [{"name": "refuel", "description": "Add data to a line.",
+                           "input_schema": {"type": "object"}}]
     ep = report["episodes"][0]
     assert per_action(ep["metrics"]["expected_actions_called"]) == [
         {"action_id": "a0", "name": "get_line", "matched": True},

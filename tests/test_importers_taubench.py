@@ -123,6 +123,7 @@ def test_small_file_imports_and_grades(tmp_path):
                                  "step": 1}]
     assert [m["role"] for m in t0["messages"]] == ["user", "assistant", "user", "assistant",
                                                    "user"]
+    assert t0["system"] == "policy"  # the system message: the agent's policy, for grounding
     res = CliRunner().invoke(cli, ["grade", str(out), "--out", str(tmp_path / "r"), "--quiet"])
     assert res.exit_code == 0, res.output
     s = json.loads((tmp_path / "r" / "report.json").read_text())["summary"]

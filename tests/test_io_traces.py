@@ -265,3 +265,18 @@ def test_bad_timing_is_bad_input_naming_the_field(tmp_path, edit, field, message
     with pytest.raises(BadInputError) as e:
         list(iter_traces(path))
     assert (e.value.line, e.value.field, e.value.message) == (1, field, message)
+
+
+@pytest.mark.parametrize("key,value,field,words", [
+    ("system", 5, "system", "expected str or null, got int"),
+    ("tools", "lookup", "tools", "expected a list of tool schemas, got str"),
+    ("tools", [{"name": "a"}, 3], "tools[1]", "expected a tool schema object, got int"),
+])
+def test_system_and_tools_of_a_trace_are_checked(tmp_path, key, value, field, words):
+    obj = make_trace("c", tools=[("lookup", {"q": "b"})])
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(obj) + "\n" + json.dumps({**obj, "trial": 1, key: value}) + "\n")
+    with pytest.raises(BadInputError) as e:
+        list(iter_traces(path))
+    assert (e.value.line, e.value.field) == (2, field) and words in e.value.message
+

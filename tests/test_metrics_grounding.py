@@ -43,9 +43,11 @@ def test_fabricated_cpu_figure():
                   [status_call("prod-api-01", SERVER_A)])
     s = Grounding().score(ctx)
     assert s.value == pytest.approx(1 / 3)
+    # the evidence names the claim, its kind, why nothing supports it and where it looked
     assert s.details == ("1/3 claims unsupported: number '67%' (no source states this "
                          "number, nor a count, sum, difference, product or ratio of stated "
-                         "ones) in \"prod-api-01 is healthy, with CPU usage at 67%.\"")
+                         "ones; searched: input, 1 tool call (check_server_status)) in "
+                         "\"prod-api-01 is healthy, with CPU usage at 67%.\"")
 
 
 def test_paraphrased_numbers_are_supported():
@@ -141,7 +143,7 @@ def test_parallel_calls_results_not_mixed_up():
         "prod-api-01 is degraded at 89% CPU. staging-db-02 is healthy at 23% CPU."))
     assert s.value == pytest.approx(4 / 6)
     assert "status 'degraded' (stated for another call: check_server_status#toolu_B, not " \
-           "for prod-api-01)" in s.details
+           "for prod-api-01; searched:" in s.details
 
 
 def test_unicode_and_case_normalisation():
@@ -202,7 +204,7 @@ FLIGHT = {"flight": "UA 1482", "departure": "2026-03-18T07:42:10Z", "status": "d
 ])
 def test_faithful_restatements_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details == f"0/{n_claims} claims unsupported", s.details
+    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
 
 
 TICKETS = {"tickets": [{"id": "INC-1", "status": "open"}, {"id": "INC-2", "status": "closed"},
@@ -229,14 +231,14 @@ TICKETS = {"tickets": [{"id": "INC-1", "status": "open"}, {"id": "INC-2", "statu
 ])
 def test_derived_numbers_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details == f"0/{n_claims} claims unsupported", s.details
+    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
 
 
 def test_product_with_a_stated_rate_is_supported():
     # $500 comes from the request, the rate from the result: 500 × 1.0842 = 542.10 → 0/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$542.10.", inp="How much is $500 in euros?"))
-    assert s.details == "0/3 claims unsupported", s.details
+    assert s.details == "0/3 claims unsupported; derived (1.0842 × 500): '$542.10'", s.details
     # and 472.10 is no product, sum, difference or ratio of 500 and 1.0842 → 1/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$472.10.", inp="How much is $500 in euros?"))
@@ -281,7 +283,8 @@ def test_success_claimed_after_an_error(result, is_error):
                                "Your password has been reset.", is_error=is_error))
     assert s.value == 1.0
     assert s.details.startswith("1/1 claims unsupported: action 'reset' (reset_password#"
-                                "toolu_1 failed, and no call of it succeeded)")
+                                "toolu_1 failed, and no call of it succeeded; searched: 1 "
+                                "tool call (reset_password))")
 
 
 def test_failure_reported_honestly_is_not_flagged():
@@ -314,15 +317,15 @@ def test_parallel_results_swapped_between_entities():
     # Paris opens the sentence, so it is not read as a name claim → 2/3
     s = Grounding().score(_weather("Paris is 23.4°C and Rome is 17.8°C."))
     assert s.value == pytest.approx(2 / 3)
-    assert "number '17.8°C' (stated for another call: get_weather#toolu_P, not for Rome)" \
-        in s.details
+    assert "number '17.8°C' (stated for another call: get_weather#toolu_P, not for Rome; " \
+        "searched: input, 2 tool calls (get_weather ×2))" in s.details
 
 
 def test_parallel_difference_across_entities_is_supported():
     # 23.4 − 17.8 = 5.6 combines both calls; the two figures stand in a clause of their
     # own; claims 5.6°C, Paris, 23.4°C, 17.8°C (Rome opens the sentence) → 0/4
     s = Grounding().score(_weather("Rome is 5.6°C warmer than Paris (23.4°C vs 17.8°C)."))
-    assert s.details == "0/4 claims unsupported", s.details
+    assert s.details == "0/4 claims unsupported; derived (23.4 − 17.8): '5.6°C'", s.details
 
 
 def test_list_items_swapped():
@@ -390,7 +393,7 @@ def test_deterministic_and_linear_in_answer_size():
 ])
 def test_more_derived_values_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details == f"0/{n_claims} claims unsupported", s.details
+    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
 
 
 @pytest.mark.parametrize("result,answer", [
@@ -416,7 +419,7 @@ def test_unitless_difference_needs_operands_the_answer_states():
     # "38 of 40 seats are used, so 2 remain": both operands are stated → 0/3
     s = Grounding().score(_one("get_license", {}, {"seats_total": 40, "seats_used": 38},
                                "38 of 40 seats are used, so 2 remain."))
-    assert s.details == "0/3 claims unsupported", s.details
+    assert s.details == "0/3 claims unsupported; derived (40 − 38): '2'", s.details
 
 
 def test_read_only_tool_performs_no_action():
@@ -425,7 +428,8 @@ def test_read_only_tool_performs_no_action():
                                {"eligible": True, "cabin": "Business"},
                                "I've upgraded you."))
     assert s.details == ("1/1 claims unsupported: action 'upgraded' (no successful tool call "
-                         "or result reports this action) in \"I've upgraded you.\"")
+                         "or result reports this action; searched: 1 tool call "
+                         "(check_upgrade)) in \"I've upgraded you.\"")
 
 
 def test_awaiting_approval_states_no_approval():
@@ -455,7 +459,7 @@ def test_awaiting_approval_states_no_approval():
 ])
 def test_more_faithful_restatements(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details == f"0/{n_claims} claims unsupported", s.details
+    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
 
 
 def test_sum_needs_operands_the_answer_states():
@@ -503,7 +507,7 @@ def test_status_swapped_between_list_items():
 ])
 def test_schedule_totals_and_rounded_percents(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details == f"0/{n_claims} claims unsupported", s.details
+    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
 
 
 def test_a_key_does_not_support_a_status_the_values_contradict():
@@ -512,7 +516,8 @@ def test_a_key_does_not_support_a_status_the_values_contradict():
     result = {"build": 4817, "status": "failed", "tests": {"passed": 1271, "failed": 17}}
     s = Grounding().score(_one("get_build", {}, result, "Build #4817 passed."))
     assert s.value == 0.5, s.details
-    assert "status 'passed' (the tool results say 'failed')" in s.details
+    assert "status 'passed' (the tool results say 'failed'; searched: 1 tool call " \
+        "(get_build))" in s.details
 
 
 @pytest.mark.parametrize("tool,args,result,answer,value", [

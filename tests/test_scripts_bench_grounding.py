@@ -1,9 +1,13 @@
 """The labelled grounding set: size, balance, and grounding's precision and recall on it."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "grounding" / "episodes.jsonl"
@@ -68,3 +72,72 @@ def test_details_do_not_depend_on_hash_order():
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout
             for seed in ("1", "2")]
     assert outs[0] == outs[1] and outs[0].count("\n") == len(_bench().load(DATA))
+
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
+
+
+def test_a_missing_corpus_is_reported_and_the_rest_still_runs(tmp_path, capsys):
+    assert _bench().main(["--corpus", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("metric ")           # the hand-written table ran
+    assert (f"corpus not found: {tmp_path / 'none'} (set EVALTAPE_CORPUS or pass --corpus); "
+            "real conversations not measured") in out
+
+
+@pytest.mark.parametrize("line,words", [
+    ('{"file": "f", "episode": "e", "split": "dev", "kind": "name", "start": 3, '
+     '"claim_sha": "00000000", "label": "invention"}', "field 'note' is missing"),
+    ('{"file": "f", "episode": "e", "split": "test", "kind": "name", "start": 3, '
+     '"claim_sha": "00000000", "label": "invention", "note": "x"}', "field 'split'"),
+    ('{"file": "f", "episode": "e", "split": "dev", "kind": "name", "start": 3, '
+     '"claim_sha": "00000000", "label": "maybe", "note": "x"}', "field 'label'"),
+])
+def test_a_bad_label_line_is_named(tmp_path, capsys, line, words):
+    (tmp_path / "corpus").mkdir()
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(line + "\n")
+    assert _bench().main(["--corpus", str(tmp_path / "corpus"), "--labels", str(labels)]) == 3
+    err = capsys.readouterr().err
+    assert f"{labels}:1: {words}" in err
+
+
+def test_the_labels_hold_no_conversation_text():
+    # each line names a claim by file, episode, offset and a hash of its text, never the
+    # text: the corpus stays out of the repository
+    bench = _bench()
+    for line in (ROOT / "bench" / "grounding" / "corpus_labels.jsonl").read_text().splitlines():
+        o = json.loads(line)
+        assert tuple(o) == bench.LABEL_KEYS and len(o["claim_sha"]) == 8
+    assert bench.claim_sha("Las Vegas") == hashlib.sha256(b"Las Vegas").hexdigest()[:8]
+
+
+def test_held_out_episodes_by_hand():
+    bench = _bench()
+    # τ-bench tasks 3, 7, ... 47 (3 modulo 4), τ² tasks with an odd id
+    assert [n for n in range(12) if bench.held_out("taubench", f"task_{n:03d}")] == [3, 7, 11]
+    assert bench.held_out("tau2", "airline.29") and not bench.held_out("tau2", "airline.30")
+
+
+@needs_corpus
+def test_real_conversations_precision_recall_and_false_alarms(capsys):
+    # worked out from the labels: dev: one invention flagged (a refund called a charge),
+    # one false alarm (a correct bag count derived from the policy); held out: τ-bench 2
+    # inventions flagged (a waiver that was a refund, a charge of the wrong amount), one
+    # missed (a cost said to be charged where money went back), one false alarm (a city an
+    # airport code stands for); τ² 3 false alarms in one successful episode. Successful
+    # episodes: τ-bench 84 (69 dev, 15 held out), τ² 10 (5 and 5).
+    assert _bench().main([]) == 0
+    out = capsys.readouterr().out
+    rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()
+            if line.startswith(("τ-bench", "τ²", "both files"))}
+    assert rows["τ-bench airline, dev"] == ["1", "1", "0", "0.500", "1.000", "1/69", "=",
+                                            "1.4%"]
+    assert rows["τ-bench airline, held-out"][:5] == ["2", "1", "1", "0.667", "0.667"]
+    assert rows["τ-bench airline, held-out"][5] == "0/15"
+    assert rows["τ² airline, held-out"][:3] == ["0", "3", "0"]
+    assert rows["τ² airline, held-out"][5:] == ["1/5", "=", "20.0%"]
+    assert rows["τ-bench airline, both splits"][5:] == ["1/84", "=", "1.2%"]
+    assert rows["τ² airline, both splits"][5:] == ["1/10", "=", "10.0%"]
+    assert "unlabelled" not in out

@@ -18,6 +18,8 @@ conversation = one episode: its messages are the last request's
 messages plus the last response as an assistant turn. Case id = file stem, with ``#2``,
 ``#3``... for further conversations in the same file; input = first user message text.
 Final answer rule ``last_turn`` (None when the last response stopped for ``tool_use``).
+The last request's ``system`` is the trace's ``system`` (text blocks joined) and its
+``tools`` the trace's ``tools``.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ import orjson
 
 from evaltape.grader.errors import UsageError
 from evaltape.grader.importers.common import EpisodeError, EpisodeProblem, ImportResult, Skipped, trace_from_messages
-from evaltape.grader.importers.common import depth_problem, sum_usage, too_deep, unique_id
+from evaltape.grader.importers.common import (depth_problem, sum_usage, system_text,
+                                              too_deep, tool_schemas, unique_id)
 from evaltape.grader.io.jsonfiles import MAX_DEPTH, depth_error, is_depth_error, value_depth_error
 from evaltape.grader.importers.sse import assemble
 
@@ -260,7 +263,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                 place_of=lambda m, li=last_i, n=n: (f"interactions[{li}].request.messages[{m}]"
                                                     if m < n else
                                                     f"interactions[{li}].response"),
-                extra={"source": {"format": FORMAT, "path": path, "interactions": indices}})
+                extra={"source": {"format": FORMAT, "path": path, "interactions": indices}},
+                system=system_text(request.get("system")), tools=tool_schemas(request.get("tools")))
         except EpisodeProblem as p:
             result.errors.append(EpisodeError(path, p.place, p.message))
             continue

@@ -118,6 +118,56 @@ def block_text(content: Any) -> str:
     return ""
 
 
+def system_text(value: Any) -> str | None:
+    """The agent's instructions as one text: a string as is, a list of ``text`` blocks
+    (the Messages API's ``system`` as blocks) or of system messages' contents joined with
+    a blank line; ``None`` when there is no text.
+
+    What grounding reads as the system prompt (docs/metrics.md, "grounding"): the
+    importers keep it in the trace's ``system`` key.
+    """
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, list):
+        parts = [t for t in (system_text(v) if isinstance(v, (str, list)) else
+                             block_text([v]) if isinstance(v, dict) else None for v in value)
+                 if t]
+        return "\n\n".join(parts) if parts else None
+    return None
+
+
+def system_messages(messages: Any) -> str | None:
+    """The text of the ``role: system`` (and ``developer``) messages of a conversation,
+    joined with a blank line (:func:`system_text`); ``None`` when there is none."""
+    if not isinstance(messages, list):
+        return None
+    return system_text([block_text(m.get("content")) for m in messages
+                        if isinstance(m, dict) and m.get("role") in ("system", "developer")])
+
+
+def tool_schemas(value: Any) -> list[dict[str, Any]] | None:
+    """Tool schemas in the Messages API's shape, ``[{name, description, input_schema}]``,
+    from that shape or OpenAI's (``{type: "function", function: {name, description,
+    parameters}}``, or ``{name, description, parameters}``); entries without a string
+    name are left out; ``None`` when nothing is left (or ``value`` is no list)."""
+    if not isinstance(value, list):
+        return None
+    out = []
+    for t in value:
+        if isinstance(t, dict) and isinstance(t.get("function"), dict):
+            t = t["function"]
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            continue
+        schema = t.get("input_schema", t.get("parameters"))
+        entry: dict[str, Any] = {"name": t["name"]}
+        if isinstance(t.get("description"), str):
+            entry["description"] = t["description"]
+        if isinstance(schema, dict):
+            entry["input_schema"] = schema
+        out.append(entry)
+    return out or None
+
+
 def _result_text(content: Any) -> str:
     """A tool result's content as text: strings as is, text blocks joined, else JSON."""
     import orjson
@@ -135,7 +185,8 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
                         model: str | None = None,
                         place_of: Callable[[int], str] = lambda k: f"messages[{k}]",
                         extra: dict[str, Any] | None = None,
-                        malformed: Mapping[str, str] | None = None) -> dict[str, Any]:
+                        malformed: Mapping[str, str] | None = None, system: str | None = None,
+                        tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Build one trace object from an Anthropic-format conversation (system excluded).
 
     Rules:
@@ -156,6 +207,10 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
           ``{}``), is kept the way the recorder keeps one (README, "Your own agent"):
           ``arguments: {}``, ``raw_arguments`` (``malformed[id]``, else the input as JSON
           text) and ``malformed_tool_input: true``; its result pairs as usual.
+        * ``system``: the agent's system prompt or policy (text), kept as the trace's
+          ``system`` key when given; ``tools``: the tool schemas offered to the agent
+          (``{name, description, input_schema}``), kept as ``tools`` when given. Both
+          are left out of the trace when empty.
 
     Raises:
         EpisodeProblem: a message that is not ``{role, content}``, a call whose ``input`` is
@@ -253,6 +308,10 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
              "tool_calls": calls, "final_response": final_response,
              "stop_reason": stop_reason, "steps": step, "messages": messages,
              "usage": usage or {}, "latency_s": None, "model": model, "error": None}
+    if system:
+        trace["system"] = system
+    if tools:
+        trace["tools"] = tools
     trace.update(extra or {})
     return trace
 

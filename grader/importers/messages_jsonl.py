@@ -8,8 +8,10 @@ Each non-blank line is one episode, either a bare JSON array of messages or an o
 
 ``openai-messages`` lines hold OpenAI chat messages (converted by
 :func:`evaltape.grader.importers.openai_chat.openai_to_anthropic`); ``anthropic-messages`` lines hold
-Anthropic Messages API messages (a top-level ``system`` key is ignored; ``role: "system"``
-messages are dropped). The case id is ``id``, else ``<file stem>:<line>``; the input is the
+Anthropic Messages API messages. The system prompt (``role: "system"``/``"developer"``
+messages, and a top-level ``system`` key, a string or text blocks) is kept as the trace's
+``system``, and a top-level ``tools`` list (either API's schemas) as its ``tools``; system
+messages are not part of ``messages``. The case id is ``id``, else ``<file stem>:<line>``; the input is the
 first user message's text. Final answer: the last assistant text (dialogue rule of
 :func:`evaltape.grader.importers.common.trace_from_messages`). A bad line is one error naming
 file and line; the other lines still import.
@@ -29,7 +31,8 @@ from typing import Any
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              read_source, trace_from_messages, unique_id)
+                                              read_source, system_messages, system_text,
+                                              tool_schemas, trace_from_messages, unique_id)
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 from evaltape.grader.io.traces import INT_MAX
 
@@ -64,9 +67,12 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
                                         "place": f"line {lineno}"}}
     if label is not None:
         extra["reference_label"] = label
+    system = system_text([system_text(meta.get("system")) or "",
+                          system_messages(raw) or ""])
     trace = trace_from_messages(messages, case_id=case_id, trial=trial, final="last_text",
                                 model=meta.get("model", model), extra=extra,
-                                malformed=malformed)
+                                malformed=malformed, system=system,
+                                tools=tool_schemas(meta.get("tools")))
     case = {"id": case_id, "input": trace["input"]}
     case.update({k: meta[k] for k in CASE_KEYS if meta.get(k) is not None})
     return trace, case

@@ -14,7 +14,9 @@ input = the user scenario's instructions (the same for every trial). The agent's
 (``requestor: assistant``) are the trace's ``tool_calls``, each paired with its tool
 message by id; the simulated user's own calls (telecom) are kept apart in the trace key
 ``user_tool_calls`` (not agent calls, not errors) and their results with them. The stop
-reason is ``termination_reason`` verbatim.
+reason is ``termination_reason`` verbatim. The agent's policy
+(``info.environment_info.policy``) is the trace's ``system``, and the tool definitions
+(``tool_defs``, when the file has them) its ``tools``.
 
 The case carries ``expected_actions`` (the gold actions with ``action_id``,
 ``compare_args`` and ``requestor``), ``expected_outputs`` (``communicate_info``) and
@@ -28,7 +30,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
-                                              read_json_source,
+                                              read_json_source, system_messages, system_text,
+                                              tool_schemas,
                                               trace_from_messages)
 
 FORMAT = "tau2"
@@ -169,6 +172,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     domain = env.get("domain_name")
     agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
     model = model or agent.get("llm")
+    policy = system_text(env.get("policy"))
+    tools = tool_schemas(env.get("tool_defs"))
     tasks = {str(t.get("id")): (i, t) for i, t in enumerate(doc["tasks"]) if isinstance(t, dict)}
     seen = {(t["case_id"], t["trial"]) for t in result.traces}
     for idx, sim in enumerate(doc["simulations"]):
@@ -204,7 +209,8 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             trace = trace_from_messages(
                 messages, case_id=case_id, trial=trial, input_text=case["input"],
                 stop_reason=stop if isinstance(stop, str) and stop else None,
-                final="last_text", model=model,
+                final="last_text", model=model, tools=tools,
+                system=system_text([policy or "", system_messages(sim.get("messages")) or ""]),
                 extra={"reference_label": is_success(float(reward)),
                        "reference": {"source": "tau2-bench reward", "reward": reward,
                                      "action_checks": checks},

@@ -8,7 +8,7 @@ traj}`` where ``traj`` is an OpenAI chat conversation (system prompt first, assi
 Each entry becomes one episode: case id ``task_NNN`` (``<file stem>.task_NNN`` when several
 files are imported together), trial = ``trial``, input = the task ``instruction`` (the same
 for every trial, as the grader requires; the simulated user's first message is in
-``messages``). The case carries ``expected_actions`` (``info.task.actions``, in order),
+``messages``), ``system`` = the text of the system message (the agent's policy). The case carries ``expected_actions`` (``info.task.actions``, in order),
 ``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
 the help-desk reference's ``argument_correctness``) and ``expected_outputs``
 (``info.task.outputs``). The
@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
-                                              read_json_source, trace_from_messages)
+                                              read_json_source, system_messages,
+                                              trace_from_messages)
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 FORMAT = "taubench"
@@ -102,7 +103,7 @@ def import_file(path: str, result: ImportResult, *, prefix: str = "",
             messages = openai_to_anthropic(entry.get("traj"), place + ".traj")
             trace = trace_from_messages(
                 messages, case_id=case_id, trial=trial, input_text=case["input"],
-                final="last_text", model=model,
+                final="last_text", model=model, system=system_messages(entry.get("traj")),
                 extra={"reference_label": is_success(reward),
                        "reference": {"source": "tau-bench reward", "reward": reward},
                        "source": {"format": FORMAT, "path": path, "place": f"[{idx}]"}})

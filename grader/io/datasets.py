@@ -23,7 +23,7 @@ from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_bu
                                             parse_claims, parse_expected_calls,
                                             parse_matching, parse_tools, str_list)
 from evaltape.grader.io.judges import parse_case_judges
-from evaltape.grader.model import Case
+from evaltape.grader.model import GROUNDING_SOURCES, Case
 
 ID_KEYS = ("id", "name")
 INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
@@ -43,7 +43,7 @@ MODELED_KEYS = {
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching", "budgets",
-    "expected_output", "judges", "thresholds",
+    "expected_output", "judges", "thresholds", "grounding_sources",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -71,6 +71,17 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise FieldError("", f"expected a string, got {type(value).__name__}")
     return value
+
+
+def _grounding_sources(value: Any) -> tuple[str, ...]:
+    """A case's ``grounding_sources``: names of :data:`~evaltape.grader.model
+    .GROUNDING_SOURCES`, each once."""
+    names = str_list(value)
+    for i, name in enumerate(names):
+        if name not in GROUNDING_SOURCES:
+            raise FieldError(f"[{i}]", f"unknown source {name!r} (sources: "
+                             f"{', '.join(GROUNDING_SOURCES)})")
+    return tuple(dict.fromkeys(names))
 
 
 def _label(value: Any) -> bool:
@@ -186,6 +197,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         max_steps=max_steps,
         tags=get("tags", str_list) or (),
         thresholds=get("thresholds", parse_thresholds),
+        grounding_sources=get("grounding_sources", _grounding_sources),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )

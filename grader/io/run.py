@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import read_json
-from evaltape.grader.model import Case, Trace
+from evaltape.grader.model import Case, RunContext, Trace
 
 MANIFEST_SCHEMA = "evaltape.manifest/1"
 
@@ -246,6 +246,8 @@ class Run:
         dataset_path: the dataset graded against.
         cases: the dataset's cases, in file order.
         label: the run as the user named it (for messages and commands to copy).
+        context: the system prompt and tool schemas every episode was recorded with
+            (:func:`recorded_context`), or ``None``.
     """
 
     root: Path
@@ -256,6 +258,7 @@ class Run:
     label: str
     _seen: dict[str, "TrialSet"] = field(default_factory=dict, repr=False)
     _read: bool = field(default=False, repr=False)
+    context: RunContext | None = field(default=None, repr=False)
 
     @property
     def case_by_id(self) -> dict[str, Case]:
@@ -376,4 +379,92 @@ def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
     ds_path = dataset_path_for(paths, None if dataset is None else str(dataset))
     cases = load_dataset(ds_path)
     check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
-    return Run(paths.root, paths.traces, paths.manifest, ds_path, tuple(cases), str(target))
+    return Run(paths.root, paths.traces, paths.manifest, ds_path, tuple(cases), str(target),
+               context=recorded_context(paths.root, paths.manifest))
+
+
+#: at most this many cassettes are opened to find the run's system prompt and tools
+CONTEXT_FILES = 16
+
+
+def recorded_context(root: Path, manifest: dict[str, Any]) -> RunContext | None:
+    """The system prompt and tool schemas a recorded run sent with every request.
+
+    A run recorded by ``evaltape record`` names them by hash in its manifest
+    (``system_prompt_sha256``, ``tools_sha256``: the sha256 of the value as sorted-key
+    JSON); the value itself is in the requests of its cassettes (``http/*.jsonl``). The
+    first request of up to :data:`CONTEXT_FILES` cassettes (in name order) is read, and a
+    value is taken only when its hash is the manifest's, so it is the one every episode
+    got. ``None`` without those hashes (an imported run: its traces carry ``system`` and
+    ``tools`` themselves; a ``--command`` run, whose agents may send several) or when no
+    cassette holds them; a cassette that cannot be read is passed over (grading never
+    needs it; ``replay`` reports it).
+    """
+    import hashlib
+
+    import orjson
+    want = {k: manifest.get(k) for k in ("system_prompt_sha256", "tools_sha256")
+            if isinstance(manifest.get(k), str)}
+    http = root / "http"
+    if not want or not http.is_dir():
+        return None
+    found: dict[str, Any] = {}
+    try:
+        files = sorted(http.glob("*.jsonl"))[:CONTEXT_FILES]
+    except OSError:
+        return None
+    for path in files:
+        body = _first_request_body(path)
+        if not isinstance(body, dict):
+            continue
+        for key, field_name in (("system_prompt_sha256", "system"), ("tools_sha256", "tools")):
+            value = body.get(field_name)
+            if key in want and key not in found and value is not None and hashlib.sha256(
+                    orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest() == want[key]:
+                found[key] = value
+        if len(found) == len(want):
+            break
+    system = _system_text(found.get("system_prompt_sha256"))
+    tools = tuple(t for t in found.get("tools_sha256") or ()
+                  if isinstance(t, dict) and isinstance(t.get("name"), str))
+    if system is None and not tools:
+        return None
+    return RunContext(system=system, tools=tools)
+
+
+def _first_request_body(path: Path) -> Any:
+    """The JSON body of the first request of an evaltape cassette, or ``None``."""
+    import orjson
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(4):
+                line = fh.readline()
+                if not line:
+                    return None
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    return None
+                req = obj.get("request") if isinstance(obj, dict) else None
+                if isinstance(req, dict):
+                    body = req.get("body")
+                    if isinstance(body, dict) and "json" in body:
+                        return body["json"]
+                    text = body.get("string", body.get("text")) if isinstance(body, dict) \
+                        else body
+                    return orjson.loads(text) if isinstance(text, str) else None
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return None
+
+
+def _system_text(value: Any) -> str | None:
+    """A request's ``system`` as text: a string, or its text blocks joined by a blank
+    line."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, list):
+        parts = [b["text"] for b in value if isinstance(b, dict)
+                 and isinstance(b.get("text"), str) and b["text"]]
+        return "\n\n".join(parts) or None
+    return None

@@ -217,10 +217,14 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
         messages = []
     elif type(messages) is not list or any(type(m) is not dict for m in messages):
         return None
-    for key in ("model", "error", "infra_error", "partial_response"):
+    for key in ("model", "error", "infra_error", "partial_response", "system"):
         v = obj.get(key)
         if v is not None and type(v) is not str:
             return None
+    tools = obj.get("tools")
+    if tools is not None and (type(tools) is not list
+                              or any(type(t) is not dict for t in tools)):
+        return None
     if obj.get("unfinished") is not None and type(obj["unfinished"]) is not bool:
         return None
     latency = obj.get("latency_s")
@@ -252,7 +256,10 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         path, line: where it came from, for error messages.
 
     Returns:
-        A frozen :class:`Trace`; unknown keys are kept in ``raw`` and otherwise ignored.
+        A frozen :class:`Trace`; unknown keys are kept in ``raw`` and otherwise ignored,
+        and so are the optional ``system`` (the agent's system prompt or policy: a string
+        or null) and ``tools`` (the tool schemas offered: a list of objects), which
+        metrics read from ``raw``.
 
     Raises:
         BadInputError: not an object, a required key missing, a wrong type, or an
@@ -324,9 +331,18 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
         if not isinstance(m, dict):
             raise BadInputError(f"expected a message object, got {type(m).__name__}",
                                 path=path, line=line, field=f"messages[{i}]")
-    for key in ("model", "error", "infra_error", "partial_response"):
+    for key in ("model", "error", "infra_error", "partial_response", "system"):
         if key in obj:
             _typed(obj, key, (str,), path, line, nullable=True)
+    tools = obj.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise BadInputError(f"expected a list of tool schemas, got {type(tools).__name__}",
+                                path=path, line=line, field="tools")
+        for i, t in enumerate(tools):
+            if not isinstance(t, dict):
+                raise BadInputError(f"expected a tool schema object, got {type(t).__name__}",
+                                    path=path, line=line, field=f"tools[{i}]")
     if "unfinished" in obj:
         _typed(obj, "unfinished", (bool,), path, line, nullable=True)
     if "latency_s" in obj:

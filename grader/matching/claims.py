@@ -10,12 +10,21 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
 - ``time`` of day (``07:42``, ``9:30 AM`` = ``09:30``, ``9 pm`` = ``21:00``; seconds and a
   ``Z`` suffix are dropped);
 - ``identifier``: host names, ticket and order ids (letters/digits joined by ``-``, ``_`` or
-  ``.``), codes that mix letters and digits (``A320``, ``UA123``), quoted single tokens and
-  the name after ``username``/``account``;
+  ``.``), codes that mix letters and digits (``A320``, ``UA123``, ``#W2378156``), quoted
+  single tokens shaped like an identifier (a digit, ``_``, ``-``, ``.`` or an inner
+  capital: ``'prod-api-01'``; a quoted everyday word such as ``'once'`` is none, unless an
+  account word precedes it: ``the account called 'akhan'``) and the name after
+  ``username``/``account`` (not a preposition: ``account within``);
 - ``name``: a proper name in Title or camel case that is not the first word of a
-  sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim;
+  sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim. The
+  words of a markdown field label or heading (``**Payment Method:**``) and a name glossing
+  a code in parentheses (``Newark (EWR)``, ``LAX (Los Angeles)``: world knowledge) are not;
+- ``range``: two numbers as one claim, ``5 to 7 business days``, ``5-7 days``,
+  ``between 2 and 4 hours`` (:data:`evaltape.grader.matching.numbers.RANGE`; ``from 8 to
+  12`` is a change, two numbers);
 - ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words,
-  signs, ordinals; ``1 hour 15 minutes`` is one duration of 75 min);
+  signs, ordinals; ``1 hour 15 minutes`` is one duration of 75 min; the number of a
+  labelled list item, ``**Flight 1:**``, ``- Certificate 2:``, is a marker, no claim);
 - ``weekday`` (``Wednesday``), checked against the date it is said of;
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
   is the verb's stem (:func:`evaltape.grader.matching.states.stem`);
@@ -40,16 +49,16 @@ import unicodedata
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from evaltape.grader.matching.numbers import (NUMBER, NUMBER_WORD, NUMBER_WORDS, Num,
-                                              parse_match, parse_word)
+from evaltape.grader.matching.numbers import (NUMBER, NUMBER_WORD, NUMBER_WORDS, RANGE, Num,
+                                              parse_match, parse_range, parse_word)
 from evaltape.grader.matching.patterns import led
 from evaltape.grader.matching.states import (ACTION_RE, ACTION_VERBS, ANY_ACTION_RE,
                                              STATUS_ANY, STATUS_COPULA, STATUS_RE, asserted,
                                              stem)
 
 #: Claim kinds, in the order they are extracted (earlier kinds mask their spans).
-KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "number",
-         "name")
+KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "range",
+         "number", "name")
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
 
@@ -76,7 +85,7 @@ _MON = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?=T\d|[^\w-]|$)")
 # "May" only with a day next to it: both patterns need the day number.
 DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
-                      r"(?:,?\s+(?P<y>\d{4}))?(?![\w:])", re.IGNORECASE)
+                      r"(?:,?\s+(?P<y>\d{4}))?(?!\w|:\d)", re.IGNORECASE)
 DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON +
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
 TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?"
@@ -94,6 +103,12 @@ IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
+# a quoted token is an identifier by its shape (a digit, '_', '-', '.', a capital after the
+# first letter: ``'prod-api-01'``, ``'jSmith'``) or after a word that names an account
+# (``the account called 'akhan'``); a quoted everyday word (``'once'``, ``"hot"``) is not
+_ID_SHAPE = re.compile(r".[\w.-]*(?:[\d_.-]|[A-Z])")
+_ID_TRIGGER = re.compile(r"(?:user\s*name|username|user|login|account|handle|alias|user\s*id|"
+                         r"\bid)\b(?:\s+(?:is|called|named|of))?\s*[:=]?\s*$", re.IGNORECASE)
 NAMED = re.compile(r"\b(?P<trig>user\s*name|username|user\s*id|login|user|account)"
                    r"\s*(?P<sep>is|:|=)?\s+"
                    r"[`'\"‘“]?(?P<tok>[a-z][a-z0-9._-]{2,31})\b", re.IGNORECASE)
@@ -108,6 +123,8 @@ page profile portal policy policies login logins credentials directory record re
 account accounts attempt attempts here there then than if please recovery verification
 called named ending ends linked tied associated under number balance today right
 only just currently earns holds needs shows has been being got gets remains
+within once about after before during since across through into onto over under without
+until via per upon while whenever once more less soon later below above instead either
 """.split())
 
 # -- proper names ---------------------------------------------------------------------------
@@ -121,6 +138,11 @@ celsius fahrenheit mr mrs ms dr am pm today tomorrow yesterday tonight next last
 meanwhile otherwise alternatively additionally let great perfect welcome happy summary
 status order ticket flight account booking reservation invoice payment refund total
 """.split())
+# a name that glosses a code in parentheses ("Newark (EWR)", "Chicago O'Hare (ORD)",
+# "LAX (Los Angeles)") says what the code stands for: world knowledge no tool states, so it
+# is not a claim; the code is (an identifier, checked)
+_GLOSS_AFTER = re.compile(r"(?:\s+[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
+_GLOSS_BEFORE = re.compile(r"\b[A-Z][A-Z0-9]{1,4}\s*\(\s*$")
 _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
 # "before 9", "until 5 and": a bare hour after a preposition, as a time of day
@@ -138,6 +160,20 @@ _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\
                          re.IGNORECASE)
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
+# markdown field labels and headings ("- **Payment Method:** Visa", "**Cabin Class**:
+# Economy", "### Payment Distribution", a line that is all bold: "- **One Bag Added**"):
+# their words name a field or a section, they state no name
+LABEL = re.compile(r"(?:\*\*|__)(?P<l>[^*_\n]{1,80}?)(?::(?:\*\*|__)|(?:\*\*|__)[ \t]*:)"
+                   r"|^[ \t]*#{1,6}[ \t]+(?P<h>[^\n]+)$"
+                   r"|^[ \t]*(?:[-*•][ \t]+)?(?:\*\*|__)(?P<b>[^*_\n]{1,80})(?:\*\*|__)[ \t]*$",
+                   re.MULTILINE)
+# the number of a labelled item ("**Flight 1:**", "**Option 2**:"): a list marker
+_LABEL_NUMBER = led(r"\d", re.compile(r"(?<=[A-Za-z] )\d{1,2}(?=:(?:\*\*|__)|(?:\*\*|__):)"))
+# the number of an item in a plain list ("- Certificate 1: $500", "Option 2: ...")
+_ITEM_NUMBER = re.compile(r"^[ \t]*(?:[-*•][ \t]+)?[A-Z][a-z]+ (\d{1,2}):(?!\d)", re.MULTILINE)
+# a cheap screen for RANGE: two numbers joined by a dash, "to", "and" or "through"
+_RANGE_HINT = led(r"\d", re.compile(r"\d(?:\s*[-–—]\s*|\s+(?:to|and|through)\s+)[$€£]?\d",
+                                    re.IGNORECASE))
 
 
 # Characters that re.IGNORECASE matches to an ASCII letter although str.lower() does not
@@ -207,7 +243,11 @@ class Claim(NamedTuple):
 
 
 def clean(text: str) -> str:
-    """NFC, zero-width characters removed, non-breaking spaces as spaces (case kept)."""
+    """NFC, zero-width characters removed, non-breaking spaces as spaces (case kept).
+
+    ASCII text is returned as it is (it is NFC and holds none of those characters)."""
+    if text.isascii():
+        return text
     text = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
     return text.replace("\u00a0", " ").replace("\u202f", " ")
 
@@ -306,9 +346,20 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
     norm = clean(text)
     low = norm.lower()
     sp = _Spans(norm)
+    labels: list[tuple[int, int]] = []
     if answer:
         for m in _LIST_MARKER.finditer(norm):
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+        bold = "**" in norm or "__" in norm
+        if bold or "#" in norm:
+            labels = [m.span(next(g for g in ("l", "h", "b") if m.group(g) is not None))
+                      for m in LABEL.finditer(norm)]
+        if ":" in norm:
+            for rx, g in ((_LABEL_NUMBER, 0), (_ITEM_NUMBER, 1)) if bold else \
+                    ((_ITEM_NUMBER, 1),):
+                for m in rx.finditer(norm):
+                    a, b = m.span(g)
+                    sp.taken[a:b] = b"\x01" * (b - a)
     digits = _DIGIT.search(norm) is not None
     vocab = words_of(folded(norm))  # screens the patterns that need a word of a list
     if "@" in norm:
@@ -355,6 +406,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not m.group("sep") and low_tok.endswith("s") \
                         and not re.search(r"[\d._]", low_tok):
                     continue  # "account earns", "user needs": a verb, not a user name
+                if rx is QUOTED and not _ID_SHAPE.match(tok) \
+                        and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
+                    continue  # a quoted everyday word ('once', "hot"), no identifier
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
         for m in ACTION_RE.finditer(norm) if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
@@ -386,6 +440,11 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             else ():
         if sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "weekday", WEEKDAYS[m.group(0)])
+    for m in RANGE.finditer(norm) if digits and _RANGE_HINT.search(norm) else ():
+        ends = parse_range(m, norm) if sp.free(m.start(), m.end()) else None
+        if ends is not None:  # "5 to 7 business days": one claim, both ends in days
+            a = m.start("cur") if m.group("cur") else m.start("a")
+            sp.take(a, m.end(), "range", ends, ends[0])
     for m in DURATION.finditer(norm) if digits else ():
         if sp.free(m.start(), m.end()):
             n = Num(Decimal(int(m.group("h")) * 60 + int(m.group("mi"))), "min")
@@ -404,23 +463,36 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 n = parse_word(m, norm)
                 sp.take(m.start(), m.end(), "number", n.key, n)
     if answer:  # last: a capitalised unit after a number ("611 Mi") is the number's
+        starts = [a for a, _b in labels]
+        glosses = "(" in norm
         for m in NAME.finditer(norm):
-            _take_name(sp, m)
+            if labels:
+                i = bisect.bisect_right(starts, m.start()) - 1
+                if i >= 0 and m.start() < labels[i][1]:
+                    continue  # a field label's words ("Payment Method"), no name
+            _take_name(sp, m, glosses)
     sp.spans.sort(key=lambda s: (s[0], s[1]))
     return [(a, b, kind, norm[a:b], key, num) for a, b, kind, key, num in sp.spans]
 
 
-def _take_name(sp: _Spans, m: re.Match) -> None:
-    words = [(w.start(), w.end(), w.group(0)) for w in re.finditer(r"\S+", m.group(0))]
+_NONSPACE = re.compile(r"\S+")
+_CAMEL = re.compile(r"[a-z]+[A-Z]")
+
+
+def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
+    words = [(w.start(), w.end(), w.group(0)) for w in _NONSPACE.finditer(m.group(0))]
     words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
     if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \
-            and not re.match(r"[a-z]+[A-Z]", words[0][2]):
+            and not _CAMEL.match(words[0][2]):
         words = words[1:]  # the first word of a sentence is capitalised anyway
     keep = [w for w in words if w[2].lower() not in _NAME_STOP
             and w[2].lower() not in MONTHS and w[2].lower() not in WEEKDAYS]
     if not keep or not sp.free(keep[0][0], keep[-1][1]):
         return
     a, b = keep[0][0], keep[-1][1]
+    if glosses and (_GLOSS_AFTER.match(sp.text, b)
+                    or _GLOSS_BEFORE.search(sp.text, max(0, m.start() - 12), m.start())):
+        return  # "Newark (EWR)", "LAX (Los Angeles)": the name glosses a code, see below
     sp.take(a, b, "name", " ".join(w[2].lower() for w in keep))
 
 

@@ -80,6 +80,18 @@ NUMBER = re.compile(
     r"(?:\s*(?P<unit>°\s?[cf]|" + _UNIT_RE + r")(?![\w])|(?P<cf>[cf])(?![\w]))?"
     r"(?![\w]|[.,]\d)", re.IGNORECASE)
 NUMBER = led(r"[-−$€£ueg\d]", NUMBER)  # a sign, a currency, or the digits
+_NUM_BODY = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+#: a range of two numbers, one claim: ``5 to 7 business days``, ``5-7 days``, ``$10–$20``,
+#: ``between 2 and 4 hours`` (the unit written after the second number applies to both,
+#: ``business``/``working``/``calendar`` days are days;
+#: ``and`` only after ``between``, checked by :func:`parse_range`)
+RANGE = re.compile(
+    r"(?<![\w.,/−-])(?P<between>between\s+)?(?P<cur>\$|€|£)?(?P<a>" + _NUM_BODY + r")"
+    r"(?:\s*(?P<ua>%))?(?:\s*(?:-|–|—)\s*|\s+(?P<sep>to|and|through)\s+)(?P<cur2>(?P=cur))?"
+    r"(?P<b>" + _NUM_BODY + r")(?:\s*(?:(?:business|working|calendar)\s+)?"
+    r"(?P<unit>%|°\s?[cf]|" + _UNIT_RE + r")(?![\w]))?"
+    r"(?![\w]|[.,]\d|-\d)", re.IGNORECASE)
+RANGE = led(r"[bB$€£\d]", RANGE)
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "a dozen": 12,
           "half": Decimal("0.5"), "a third": Decimal(1) / 3, "one third": Decimal(1) / 3,
@@ -177,6 +189,36 @@ def parse_match(m: re.Match, text: str) -> Num:
     return Num(value, unit, places, hedged)
 
 
+def parse_range(m: re.Match, text: str) -> tuple[Num, Num] | None:
+    """The two ends of a :data:`RANGE` match, each with the range's unit (``5 to 7 days``:
+    5 days and 7 days; a currency sign before the first number is the unit of both), or
+    ``None`` when the match is no range: ``and`` without ``between``, ``from 8 to 12`` or
+    ``$84,000 to $86,940`` (a change: ``to`` with a unit on each end), or the first number
+    not below the second (``3-1`` is a score, ``555-0199`` a phone number)."""
+    if (m.group("sep") or "").lower() == "and" and not m.group("between"):
+        return None
+    if re.search(r"\bfrom\s+$", text[max(0, m.start() - 6):m.start()], re.IGNORECASE):
+        return None  # "from 8 to 12 replicas": a change between two numbers
+    if m.group("sep") and m.group("sep").lower() != "and" and (m.group("cur2")
+                                                               or m.group("ua")):
+        return None  # "takes $84,000 to $86,940": each end in its own unit, a change
+    ends = []
+    for g in ("a", "b"):
+        raw = m.group(g).replace(",", "")
+        ends.append((Decimal(raw), len(raw.split(".")[1]) if "." in raw else 0))
+    if not ends[0][0] < ends[1][0]:
+        return None
+    unit_raw = (m.group("unit") or m.group("ua") or "").lower().replace(" ", "")
+    unit = UNITS.get(unit_raw, "") if unit_raw else ""
+    if unit_raw.startswith("°"):
+        unit = "°" + unit_raw[-1]
+    if m.group("cur"):
+        unit = _CURRENCY[m.group("cur")]
+    start = m.start("cur") if m.group("cur") else m.start("a")
+    hedged = _HEDGE.search(text, max(0, start - 20), start) is not None
+    return (Num(ends[0][0], unit, ends[0][1], hedged), Num(ends[1][0], unit, ends[1][1], hedged))
+
+
 def parse_word(m: re.Match, text: str) -> Num:
     """The :class:`Num` of a :data:`NUMBER_WORD` match (``three`` → 3, ``half`` → 0.5)."""
     w = " ".join(m.group("w").lower().split())
@@ -240,8 +282,8 @@ def source_values(n: Num) -> list[Num]:
     return out
 
 
-def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = frozenset()
-           ) -> str | None:
+def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = frozenset(),
+           rates: frozenset[tuple[str, str]] = frozenset()) -> str | None:
     """A sum, difference, product or ratio of two pool numbers that gives ``claim``.
 
     Rules (the first match is returned as text, e.g. ``"1250 + 750"``):
@@ -251,7 +293,9 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
       seats are used, so 2 remain"): the numbers of a result (a floor and a capacity, a
       net pay and one deduction) are too easy to combine by chance;
     - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
-      equal it exactly with a non-integer factor (a rate: 500 × 1.0842); see also
+      equal it exactly with a non-integer factor (a rate: 500 × 1.0842), or with two whole
+      numbers the answer itself states of which one is in ``rates`` (written as a rate:
+      "3 free bags per passenger" and "two passengers" give 6 bags); see also
       :func:`priced_product`;
     - ``a ± b%`` (a raise, a discount, a tax) likewise;
     - ``a ÷ b`` (× 100 for a percent claim) likewise, a percent rounded to the digits it
@@ -293,8 +337,10 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
             prod = a.value * b.value
             if b is a or (a.unit and b.unit):
                 continue
-            if (abs(prod - c) <= tol) if tol else (prod == c and not (whole(a.value)
-                                                                      and whole(b.value))):
+            if (abs(prod - c) <= tol) if tol else (prod == c and (
+                    not (whole(a.value) and whole(b.value))
+                    or (a.key in stated and b.key in stated
+                        and (a.key in rates or b.key in rates)))):
                 return f"{fmt(a.value)} × {fmt(b.value)}"
         # a ± b% ≈ c: b = ±(100·c / a − 100), within 100·tol / |a|
         if compatible(a.unit, claim.unit) and a.unit != "%":
@@ -325,6 +371,34 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
             r = scale * a.value / b.value
             if r == c or (tol and abs(r - c) <= tol):
                 return f"{fmt(a.value)} ÷ {fmt(b.value)}" + (" × 100" if scale == 100 else "")
+    return None
+
+
+def amount_sum_or_difference(claim: Num, amounts: list[Num]) -> str | None:
+    """A sum or difference of two sums of money the sources state that equals a money
+    claim exactly: the price difference of two fares (``$174 − $136 = $38``), a refund of
+    two payments. Only for a claim in a currency (``$``, ``€``, ``£``), with operands of a
+    compatible unit, the first :data:`POOL_LIMIT` amounts (0 and 1 skipped, each value
+    once); the amounts are the sources' own (:attr:`SourceFacts.amounts
+    <evaltape.grader.matching.sources.SourceFacts>`: numbers with a currency or under a
+    price or amount key), so a floor number or a net pay is no operand.
+    """
+    if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0:
+        return None
+    seen: dict[Decimal, Num] = {}
+    for n in amounts:
+        if n.value not in (0, 1) and n.value not in seen and compatible(n.unit, claim.unit):
+            seen[n.value] = n
+            if len(seen) >= POOL_LIMIT:
+                break
+    c = claim.value
+    for v, a in seen.items():
+        b = seen.get(v - c)
+        if b is not None and b is not a:
+            return f"{fmt(v)} − {fmt(b.value)}"
+        b = seen.get(c - v)
+        if b is not None and b is not a and v < c - v:
+            return f"{fmt(v)} + {fmt(b.value)}"
     return None
 
 

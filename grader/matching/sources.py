@@ -21,7 +21,13 @@ is then checked in constant (or logarithmic) time:
   a call's target currency argument (``to: "EUR"``) is the unit of its result's amount
   (``result``, ``amount``, ``total`` …); a number in a key (``pages_last_24h``) is stated;
 - a boolean whose key is a state: ``"locked": true`` states ``locked``, ``false`` states
-  ``not locked`` and ``unlocked``.
+  ``not locked`` and ``unlocked``;
+- sums of money (:attr:`SourceFacts.amounts`): numbers with a currency and numbers under a
+  price or amount key, the operands of derived amounts; a range of a text (``5 to 7
+  business days``) states both its ends.
+
+The string values of a JSON result are read as one text (joined by `` | ``, which no
+pattern reads across), so each pattern runs once per source, not once per value.
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
 false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
@@ -30,6 +36,7 @@ Pure functions; no model, no network.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,6 +55,13 @@ from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _DIGIT = re.compile(r"\d")
+_PARTS = re.compile(r"[_']")
+_SEPARATOR = " | "
+_TOKEN_CORE = re.compile(r"[\w@+](?:[\w@+.'-]*[\w@+])?")
+_CURRENCIES = frozenset({"usd", "eur", "gbp"})
+#: JSON keys whose numbers are sums of money (a key part, or the key of their object)
+_MONEY_KEY = re.compile(r"(?:^|_)(?:price|prices|amount|amounts|fare|fares|cost|costs|fee|"
+                        r"fees|balance|refund|refunds|total|subtotal|charge|charges|paid)(?:$|_)")
 #: the opposite state a false boolean states ("locked": false → unlocked)
 _ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
             "enabled": ("disabled",), "disabled": ("enabled",), "active": ("inactive",),
@@ -90,6 +104,10 @@ class SourceFacts:
             weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
             in order (a bounded slice of a set would depend on hash order);
             value_statuses: the statuses its values state (not the call's outcome).
+        amounts: the sums of money it states, in order: numbers with a currency, and
+            numbers under a key that names a price or an amount (``"prices":
+            {"economy": 109}``, ``"amount": 150``, ``fare``, ``cost``, ``fee``, ``balance``,
+            ``refund``, ``total``); the operands of derived amounts.
     """
 
     label: str
@@ -110,6 +128,8 @@ class SourceFacts:
     weekdays: set[int] = field(default_factory=set)
     sorted_times: list[str] = field(default_factory=list)
     value_statuses: set[str] = field(default_factory=set)
+    amounts: list[Num] = field(default_factory=list)
+    _strings: list[str] = field(default_factory=list, repr=False)
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
@@ -126,6 +146,7 @@ class SourceFacts:
         no number parsing of the results).
         """
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
+        f._strings = []  # the string values, read as one text after the walk
         if arguments:
             f._walk(dict(arguments), "")
         parsed: Any = None
@@ -149,8 +170,13 @@ class SourceFacts:
                 if ok is True and not f.failed:
                     f.statuses.add("succeeded")
         elif s:
-            f._text(s)
+            f._strings.append(s)
             f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
+        if f._strings:
+            # one pass over all of them: each pattern is set up once per source, not once
+            # per value; " | " keeps values apart (no pattern reads across it)
+            f._text(_SEPARATOR.join(f._strings))
+        f._strings = []
         f.failed = f.failed or is_error
         if f.failed:
             f.statuses.add("failed")
@@ -169,7 +195,9 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
-    def _walk(self, value: Any, key: str, currency: str = "") -> None:
+    def _walk(self, value: Any, key: str, currency: str = "", money: bool = False) -> None:
+        if not money and key and "number" in self.needs:
+            money = _money_key(key)
         if isinstance(value, dict):
             code = value.get("currency")
             if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
@@ -182,7 +210,7 @@ class SourceFacts:
                 self._tokens(str(k))
                 if "number" in self.needs and _DIGIT.search(str(k)):
                     self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
-                self._walk(v, str(k), currency)
+                self._walk(v, str(k), currency, money)
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
             tallies: Counter = Counter()
@@ -194,7 +222,7 @@ class SourceFacts:
                             tallies[(k, str(x).lower())] += 1
                         if isinstance(x, (int, float)) and not isinstance(x, bool):
                             sums[k] = sums.get(k, Decimal(0)) + _decimal(x)
-                self._walk(v, key, currency)
+                self._walk(v, key, currency, money)
             for n in sorted(set(tallies.values())):
                 self._count(Decimal(n))
             for k, total in sums.items():
@@ -209,10 +237,13 @@ class SourceFacts:
                 return
             # convert(to="EUR") → {"result": 292.5} states €292.50, not $292.50
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
-            self._number(Num(d, _key_unit(key) or currency or target))
+            n = Num(d, _key_unit(key) or currency or target)
+            self._number(n)
+            if money or n.unit in _CURRENCIES:
+                self.amounts.append(n)
             self.tokens.add(fmt(d))
         else:
-            self._text(str(value))
+            self._strings.append(str(value))
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
@@ -248,22 +279,29 @@ class SourceFacts:
         for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
             if kind == "number" and num is not None:
                 self._number(num)
+                if num.unit in _CURRENCIES:  # "$50 per passenger" in a text
+                    self.amounts.append(num)
+            elif kind == "range":  # "5 to 7 business days": 5 days and 7 days
+                self._number(key[0])
+                self._number(key[1])
             elif kind == "date":
                 self.dates.add(key)
             elif kind == "time":
                 self.times.add(key)
 
     def _tokens(self, text: str) -> None:
-        for m in _TOKEN.finditer(clean(text).lower()):
-            tok = m.group(0).strip(".'-")
-            if not tok:
-                continue
-            self.tokens.add(tok)
-            if "_" in tok or "'" in tok:
-                self.tokens.update(p for p in re.split(r"[_']", tok) if p)
+        low = clean(text).lower()
+        tokens = self.tokens
+        # runs of [\w@+.'-] without the '.', "'" and '-' at their ends
+        found = _TOKEN_CORE.findall(low)
+        tokens.update(found)
+        if "_" in low or "'" in low:
+            for tok in found:
+                if "_" in tok or "'" in tok:
+                    tokens.update(p for p in _PARTS.split(tok) if p)
         if "action" in self.needs:
             # "awaiting_approval", "not cancelled": a word after these states no action
-            words = _WORD.findall(clean(text).lower())
+            words = _WORD.findall(low)
             for prev, w in zip([""] + words, words):
                 if prev not in _UNDONE:
                     self.stems.add(stem(w))
@@ -340,6 +378,12 @@ def _decimal(x: int | float) -> Decimal:
         return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
     except InvalidOperation:  # pragma: no cover - repr of a float is always valid
         return Decimal("NaN")
+
+
+@functools.lru_cache(maxsize=4096)
+def _money_key(key: str) -> bool:
+    """Whether a JSON key names a sum of money (:data:`_MONEY_KEY`)."""
+    return _MONEY_KEY.search(key.lower()) is not None
 
 
 def _key_unit(key: str) -> str:

@@ -83,11 +83,12 @@ ANY_ACTION_RE = re.compile(
     r"we have|i|we|successfully)\s+(?:(?:also|successfully|now|just|already|been)\s+)*"
     r"(?P<v>[a-z]{3,}ed)\b", re.IGNORECASE)
 ANY_ACTION_RE = led("[hwias]", ANY_ACTION_RE)
-_IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "gone": "go", "rebuilt": "rebuild",
+_IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "done": "do", "gone": "go", "rebuilt": "rebuild",
               "built": "build", "held": "hold"}
-# a negation, modal or condition in the few words before a status or action
+# a negation, modal or condition in the few words before a status or action ("no
+# insurance was added": the subject is negated)
 _NOT_ASSERTED = re.compile(
-    r"(?:\b|(?<='))(?:not|n't|never|no longer|yet to be|will|ll|would|should|could|can|"
+    r"(?:\b|(?<='))(?:not|n't|never|no|yet to be|will|ll|would|should|could|can|"
     r"may|might|must|"
     r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
     r"after|whether|expect(?:ed)?|hasn't|haven't|"
@@ -101,11 +102,15 @@ def stem(word: str) -> str:
 
     Rule: lower case; irregular past forms mapped; one of ``ing``, ``ed``, ``es``, ``s``,
     ``e`` removed when at least three letters stay (``al`` when four stay: ``approval``);
-    a doubled final consonant undoubled when four or more letters stay.
+    a doubled final consonant undoubled when four or more letters stay; a final ``y``
+    after a consonant read as ``i`` (``modify`` and ``modified`` → ``modifi``, ``apply``
+    and ``applied`` → ``appli``; ``pay`` stays).
     """
     w = word.lower()
     if w in _IRREGULAR:
         return _IRREGULAR[w]
+    if len(w) >= 4 and w[-1] == "y" and w[-2] not in "aeiou":
+        return w[:-1] + "i"
     for suffix in ("ing", "ed", "es", "al", "s", "e"):
         if w.endswith(suffix) and len(w) - len(suffix) >= (4 if suffix == "al" else 3):
             w = w[: -len(suffix)]

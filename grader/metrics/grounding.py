@@ -13,16 +13,17 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, NamedTuple
 
 import orjson
 
 from evaltape.grader.matching.claims import Claim, clean, extract_claims, split_sentences
-from evaltape.grader.matching.numbers import POOL_LIMIT, Num, derive, fmt, priced_product
+from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
+                                              derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.base import Metric
-from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
+from evaltape.grader.model import GROUNDING_SOURCES, EpisodeContext, Score, ToolCall, Trace
 
 #: claim kinds checked against the calls about the entity they are said of
 SCOPED_KINDS = ("number", "date", "time", "status", "weekday")
@@ -31,13 +32,43 @@ SCOPED_KINDS = ("number", "date", "time", "status", "weekday")
 ITEM_LIMIT = 50
 #: verb stems that name the same action as a tool-name part (``opened`` ↔ ``create_ticket``)
 ACTION_SYNONYMS = [frozenset(g.split()) for g in (
-    "creat open fil log submit rais", "send email notifi", "book reserv", "cancel void",
+    "creat open fil log submit rais", "send email notifi", "book reserv rebook", "cancel void",
     "restart reboot", "updat chang modifi edit add", "delet remov", "refund issu credit",
     "reset", "unlock", "escalat", "schedul reschedul", "rollback revert", "deploy releas",
-    "transfer mov")]
+    "transfer mov", "upgrad downgrad switch", "return exchang")]
+#: verbs that say only that a request went through ("has been processed", "completed",
+#: "submitted", "applied"): supported by any successful call of a tool that changes
+#: something (not a read-only one, :data:`READ_ONLY`)
+GENERIC_ACTIONS = frozenset(stem(w) for w in """processed completed submitted placed
+initiated finalized confirmed applied done executed handled""".split())
+#: verbs of a payment ("charged to your card", "billed"): supported by a successful call
+#: that changes something and names a payment in its name or argument keys
+#: (:data:`PAYMENT_WORDS`); a refund only by such a call that changes or cancels something
+MONEY_ACTIONS = frozenset(stem(w) for w in """charged billed paid debited deducted collected
+credited refunded""".split()) | {"creditback"}
+PAYMENT_WORDS = frozenset("pay payment payments card amount price charge refund bill fee "
+                          "cost purchase checkout invoice".split())
+#: verbs whose object the answer names ("booked on HAT266", "upgraded to business"):
+#: besides a tool named for them, a successful changing call whose argument values
+#: hold a word or code of the claim's clause supports them
+ANCHORED_ACTIONS = frozenset(stem(w) for w in """booked reserved rebooked upgraded downgraded
+switched updated changed modified edited added moved scheduled rescheduled assigned
+set""".split())
+#: statuses that say only that a request went through ("your booking is complete",
+#: "confirmed"): supported by any successful changing call
+OUTCOME_STATUSES = frozenset({"completed", "confirmed", "succeeded", "booked", "scheduled"})
 #: first words of tool names that only read (their results may still state an action)
 READ_ONLY = frozenset("""get list search find lookup look fetch check show query describe
-read view verify validate quote compare count estimate preview calculate track""".split())
+read view verify validate quote compare count estimate preview calculate track think
+""".split())
+#: the sources besides the tool calls, by name (``[metrics_args.grounding] sources`` and a
+#: case's ``grounding_sources`` narrow them); the label each has in ``details``
+SOURCES = dict(zip(GROUNDING_SOURCES, ("input", "user turns", "system prompt",
+                                        "tool schemas")))
+_INSTRUCTIONS = ("system prompt", "tool schemas")
+_STOP = frozenset("""the and for your you our has have had been was were are is with from
+this that these those will would can all any its it's into onto per via new now just also
+""".split())
 _TOKEN = re.compile(r"[\w@+.'-]+")
 # item values that are facts, not names: statuses, dates, times, numbers ("degraded" in one
 # region's item names no region)
@@ -89,15 +120,22 @@ def _norm_tokens(text: str) -> str:
 class Grounding(Metric):
     """Unsupported share of the final answer's checkable claims (lower is better).
 
-    Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales,
-    identifiers, e-mails, names, dates, times, weekdays, statuses, and actions reported
-    as done. Sources (:mod:`evaltape.grader.matching.sources`): the user input and each
-    executed tool call (its arguments and its result, paired by ``tool_use_id``).
+    Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales, ranges
+    ("5 to 7 business days"), identifiers (by their shape), e-mails, names, dates, times,
+    weekdays, statuses, and actions reported as done. Sources
+    (:mod:`evaltape.grader.matching.sources`): each executed tool call (its arguments and
+    its result, paired by ``tool_use_id``), always; and, unless the configuration
+    (``sources``, :data:`SOURCES`) or the case (``grounding_sources``) leaves them out, the
+    input, what the user said (the user turns), the agent's system prompt or policy (the
+    trace's ``system``, else the run's recorded requests') and the tool schemas it was
+    offered (the trace's ``tools``, else the run's, else the case's). The system prompt and
+    schemas are indexed once per process (:func:`_instruction_facts`).
 
-    Support rules (docs/metrics.md, "grounding", has the full list and the measured
-    precision and recall):
+    Support rules (docs/metrics.md, "grounding", has the full list, the measured
+    precision and recall and what it cannot catch):
 
-    - identifiers, e-mails and names: stated by any source;
+    - identifiers, e-mails and names: stated by any source (a name glossing a code in
+      parentheses, "Newark (EWR)", and the words of a markdown field label are no claims);
     - numbers, dates, times, statuses and weekdays are *scoped* by the entity their clause
       names (nearest before the claim, else first after): when an argument value tells
       apart calls of one tool (``get_weather(Rome)`` / ``get_weather(Paris)``) the other
@@ -105,18 +143,28 @@ class Grounding(Metric):
       the claim must hold for that item, so a figure of Paris's result is unsupported for
       Rome ("stated for another call");
     - a number is also supported when it is a count or total of a listed result, a price
-      times a quantity of one record, a span between two stated times, or a sum,
-      difference, product, ratio or percent change of two numbers
-      (:func:`evaltape.grader.matching.numbers.derive`; sums and differences only of
-      numbers the answer itself states); a value stated with another unit is unsupported;
-    - a status must be one its scope states (``shipped`` against ``"status": "pending"``
-      is unsupported), or reached by a successful call that performs it; a failed call
-      states ``failed``; the user input never supports a status or an action;
+      times a quantity of one record, a span between two stated times, a total of the
+      numbers the answer lists just before it, a sum or difference of two sums of money
+      the sources state (``$174 − $136``), or a sum, difference, product, ratio or percent
+      change of two numbers (:func:`evaltape.grader.matching.numbers.derive`; sums,
+      differences and whole-number products only of numbers the answer itself states, a
+      product only with a rate: "3 bags per passenger"); a value stated with another unit
+      is unsupported; a range needs both ends;
+    - a status must be one a tool result in scope states (``shipped`` against ``"status":
+      "pending"`` is unsupported), one the user asserts ("my flight was delayed"), a rule
+      of the system prompt when the sentence speaks of a policy, or reached by a
+      successful call that performs it (any changing call for ``completed``,
+      ``confirmed``: :data:`OUTCOME_STATUSES`); a failed call states ``failed``;
     - an action (``has been reset``) is supported by a successful call of a tool whose
-      name names it (``reset_password``; :data:`ACTION_SYNONYMS`; a read-only tool such
-      as ``check_upgrade`` names none, :data:`READ_ONLY`), else by a successful result
-      using the word (not after ``awaiting``, ``pending``, ``not`` …); when every such
-      call failed it is unsupported;
+      name or description names it (``reset_password``; :data:`ACTION_SYNONYMS`; a
+      read-only tool such as ``check_upgrade`` names none, :data:`READ_ONLY`); by any
+      successful changing call for a generic verb (``processed``, ``submitted``:
+      :data:`GENERIC_ACTIONS`), one that names a payment for a payment verb
+      (:data:`MONEY_ACTIONS`; a charge the result records as negative is contradicted),
+      one whose arguments hold a word of the claim's sentence for an action on an object
+      (``booked on HAT266``: :data:`ANCHORED_ACTIONS`); else by a successful result using
+      the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call
+      failed it is unsupported; the user's words never support an action;
     - a date a stated number of days from a stated date is supported; a weekday must match
       the date it is said of (the year taken from the sources when the answer gives none).
 
@@ -125,19 +173,57 @@ class Grounding(Metric):
     quoted in a joke or the keys of structured output are not fabricated facts); null
     ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer
     leaves out is not counted.
-    ``details`` quotes each unsupported claim with its reason and sentence. Time is linear
-    in the answer and results (each source is indexed once, only for the claim kinds the
-    answer has; the derived-number and item searches are bounded by
-    :data:`evaltape.grader.matching.numbers.POOL_LIMIT` and :data:`ITEM_LIMIT`).
+    ``details`` quotes each unsupported claim with its kind, the reason, the sources
+    searched and its sentence, then names the claims supported by the user's words
+    (``user-stated``), the system prompt or the tool schemas, and the derived numbers with
+    their arithmetic. Time is linear in the answer and results (each source is indexed
+    once, only for the claim kinds the answer has; the derived-number and item searches are
+    bounded by :data:`evaltape.grader.matching.numbers.POOL_LIMIT` and :data:`ITEM_LIMIT`).
     """
 
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
+    #: the sources read besides the tool calls (:data:`SOURCES`); a case's
+    #: ``grounding_sources`` narrows them further
+    sources: tuple[str, ...] = tuple(SOURCES)
+
+    def __post_init__(self) -> None:
+        bad = [x for x in self.sources if x not in SOURCES]
+        if bad:
+            raise ValueError(f"unknown source {bad[0]!r} (sources: {', '.join(SOURCES)})")
+        object.__setattr__(self, "sources", tuple(self.sources))
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
+        got = self.verdicts(ctx)
+        if isinstance(got, Score):
+            return got
+        claims, verdicts = got
+        unsupported = [(v.claim, v.reason, v.searched) for v in verdicts if v.reason]
+        via: dict[str, list[str]] = {}
+        for v in verdicts:
+            if v.reason is None and v.support is not None:
+                via.setdefault(v.support, []).append(v.claim.text)
+        n, bad = len(claims), len(unsupported)
+        details = f"{bad}/{n} claims unsupported"
+        if unsupported:
+            details += ": " + "; ".join(
+                f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
+                for c, why, where in unsupported)
+        for how in sorted(via):
+            texts = list(dict.fromkeys(via[how]))
+            shown = ", ".join(f"'{t}'" for t in texts[:8])
+            details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
+                                             if len(texts) > 8 else "")
+        return Score(bad / n, details)
+
+    def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """Every claim of the final answer with its verdict (what :meth:`score` counts and
+        quotes; the labelled benchmark reads the flagged ones), or the null
+        :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
+        the class docstring)."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
@@ -146,30 +232,74 @@ class Grounding(Metric):
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
         answer = trace.final_response
-        verbs = frozenset(v for c in trace.tool_calls for v in _action_stems(c.name))
+        sources = frozenset(self.sources)
+        narrowed = getattr(ctx.case, "grounding_sources", None)
+        if narrowed is not None:
+            sources &= frozenset(narrowed)
+        schemas = _schemas(ctx) if "tool_schemas" in sources else {}
+        verbs = frozenset(v for c in trace.tool_calls
+                          for v in _action_stems(c.name) | _described(schemas, c.name))
         claims = extract_claims(answer, verbs)
         if not claims:
             return Score(None, "no checkable claims in the final answer", code="no_claims")
-        check = _Checker(trace, answer, claims, results)
+        check = _Checker(trace, answer, claims, results, sources=sources,
+                         system=_system(ctx) if "system" in sources else None,
+                         schemas=schemas)
         check.note_stated(claims)
-        unsupported = [(c, why) for c in claims if (why := check.reason(c)) is not None]
-        n, bad = len(claims), len(unsupported)
-        details = f"{bad}/{n} claims unsupported"
-        if unsupported:
-            details += ": " + "; ".join(f"{c.kind} '{c.text}' ({why}) in \"{c.sentence}\""
-                                        for c, why in unsupported)
-        return Score(bad / n, details)
+        out = []
+        for c in claims:
+            why, how = check.check(c)
+            out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
+        return claims, out
+
+
+class ClaimVerdict(NamedTuple):
+    """One claim of an answer and what grounding found.
+
+    Attributes:
+        claim: the :class:`~evaltape.grader.matching.claims.Claim` (kind, text, offset
+            ``start`` in the NFC-cleaned answer, sentence).
+        reason: why no source supports it, or ``None`` when one does.
+        support: for a supported claim, a support other than a tool call or the input
+            (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
+            ``None``.
+        searched: for an unsupported claim, the sources it was looked up in.
+    """
+
+    claim: Claim
+    reason: str | None
+    support: str | None
+    searched: str
 
 
 class _Checker:
     """The sources of one episode, indexed once, and the per-claim support rules."""
 
     def __init__(self, trace: Trace, answer: str, claims: list[Claim],
-                 results: dict[str, str]) -> None:
+                 results: dict[str, str], *, sources: frozenset[str] = frozenset(SOURCES),
+                 system: str | None = None,
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         errors = error_ids(trace)
         self.results = results
-        self.needs = frozenset(c.kind for c in claims)
-        self.input = SourceFacts.of("input", trace.input, needs=self.needs)
+        self.needs = frozenset(c.kind for c in claims) | (
+            {"number"} if any(c.kind == "range" for c in claims) else set())
+        self.input = SourceFacts.of("input", trace.input if "input" in sources else "",
+                                    needs=self.needs)
+        # what the user said (the user turns of the conversation, else the input): any
+        # fact it states, and the statuses it asserts (not those it asks about)
+        self._user_text = user = user_text(trace) if "user" in sources else ""
+        self._user_statuses: set[str] | None = None
+        self._user_low: str | None = None
+        # (the input itself, when the conversation holds no user turn: a source already)
+        self.user = _instruction_facts(SOURCES["user"], "") \
+            if user == trace.input else SourceFacts.of(SOURCES["user"], user, needs=self.needs)
+        # the agent's own instructions: the same for every episode of a run, indexed once
+        self.extra = [f for f in (self.user,
+                                  _instruction_facts(SOURCES["system"], system or ""),
+                                  _instruction_facts(SOURCES["tool_schemas"],
+                                                     _schemas_text(schemas)))
+                      if f.tokens or f.nums]
+        self.schemas = schemas or {}
         # every call, those without a result too: a claim about the entity of a call that
         # returned nothing has nothing in scope (its facts are empty), and a sibling call's
         # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
@@ -178,18 +308,36 @@ class _Checker:
                                arguments=c.arguments, is_error=c.id in errors,
                                needs=self.needs))
             for c in trace.tool_calls]
+        self.claims = claims
+        self.calls_by_id = {c.id: f for c, f in self.calls}
         self.acts: list[tuple[frozenset[str], SourceFacts]] = [
-            (_action_stems(c.name), f) for c, f in self.calls if c.id in results]
+            (_action_stems(c.name) | _described(self.schemas, c.name), f)
+            for c, f in self.calls if c.id in results]
         self.text = clean(answer)
         self.sentences = split_sentences(self.text)
         self.starts = [s[0] for s in self.sentences]
         self._subjects()
         self.stated: list[tuple[int, Num]] = []
+        self.rates: set[tuple[str, str]] = set()
         self.dates_by_sentence: dict[int, list[str]] = {}
         for c in claims:
             if c.kind == "date":
                 self.dates_by_sentence.setdefault(self._sentence_of(c), []).append(c.key)
         self._item_cache: dict[int, SourceFacts] = {}
+
+    def _user_says(self, claim: Claim) -> bool:
+        """Whether the user's words hold the status word at all (a cheap screen before
+        their claims are read)."""
+        if self._user_low is None:
+            self._user_low = clean(self._user_text).lower()
+        return claim.text.lower() in self._user_low or claim.key in self._user_low
+
+    @property
+    def user_statuses(self) -> set[str]:
+        """The statuses the user asserts (read when a status claim needs them)."""
+        if self._user_statuses is None:
+            self._user_statuses = _asserted_statuses(self._user_text)
+        return self._user_statuses
 
     def _sentence_of(self, claim: Claim) -> int:
         return bisect.bisect_right(self.starts, claim.start) - 1
@@ -240,12 +388,16 @@ class _Checker:
         longest = max(len(k.split()) for k in itertools.chain(subj, self.items))
         toks = [(m.start(), m.end(), m.group(0).lower().strip(".'-"))
                 for m in _TOKEN.finditer(self.text)]
+        words = [t[2] for t in toks]
+        items = self.items
         for j in range(len(toks)):
+            key = words[j]
             for n in range(1, longest + 1):
-                if j + n > len(toks):
-                    break
-                key = " ".join(t[2] for t in toks[j:j + n])
-                if key in subj or key in self.items:
+                if n > 1:
+                    if j + n > len(toks):
+                        break
+                    key = key + " " + words[j + n - 1]
+                if key in subj or key in items:
                     self.mentions.append((toks[j][0], toks[j + n - 1][1], key))
         self.mention_starts = [m[0] for m in self.mentions]
 
@@ -266,13 +418,14 @@ class _Checker:
     def _scope(self, claim: Claim, pick: tuple[int, int, str] | None
                ) -> tuple[list[SourceFacts], list[SourceFacts], str | None]:
         """``(sources in scope, sibling sources left out, subject)`` for a claim."""
-        everything = [self.input] + [f for _c, f in self.calls]
+        everything = [self.input] + [f for _c, f in self.calls] + self.extra
         if pick is None or pick[2] not in self.subject_calls:
             return everything, [], None
         about = self.subject_calls[pick[2]]
         tools = {self.calls[j][0].name for j in about}
         siblings = {j for t in tools for j in self.by_tool[t]} - about
-        scope = [self.input] + [f for j, (_c, f) in enumerate(self.calls) if j not in siblings]
+        scope = [self.input] + [f for j, (_c, f) in enumerate(self.calls)
+                                if j not in siblings] + self.extra
         return scope, [self.calls[j][1] for j in sorted(siblings)], self.text[pick[0]:pick[1]]
 
     def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
@@ -297,22 +450,41 @@ class _Checker:
         return facts
 
     # -- rules -----------------------------------------------------------------------------
-    def reason(self, claim: Claim) -> str | None:
-        """``None`` when the claim is supported, else why it is not (quoted in details)."""
+    def check(self, claim: Claim) -> tuple[str | None, str | None]:
+        """``(why the claim is unsupported, None)``, or ``(None, how)`` when it is
+        supported: ``how`` names a support other than a tool call or the input
+        (``"user-stated"``, ``"from the system prompt"``, ``"derived"`` with the
+        arithmetic), ``None`` for a tool call or the input."""
         if claim.kind == "action":
-            return self._action(claim)
+            return self._action(claim), None
+        if claim.kind == "range":
+            return self._range(claim)
         pick = self._subject(claim)
         swapped = self._item_swap(claim, pick)
         if swapped:
-            return swapped
+            return swapped, None
         scope, siblings, subject = self._scope(claim, pick)
         if claim.kind == "status":
-            # the user asks about a state ("has it shipped?"); only a tool result states it
-            scope = [s for s in scope if s is not self.input]
+            # the user asks about a state ("has it shipped?"); a tool result states it, or
+            # the user asserts it ("my flight was delayed"); instructions state rules
+            scope = [s for s in scope if s is not self.input and s not in self.extra]
+            told = any(s.supports(claim) for s in scope)
+            if not told and self._user_says(claim) and claim.key in self.user_statuses:
+                return None, "user-stated"
+            if not told and _GENERIC.search(claim.sentence):
+                # "the policy for canceled flights", "refunds for canceled reservations
+                # typically ...": a rule of the agent's instructions, no fact of this case
+                rule = next((s for s in self.extra if s.label == SOURCES["system"]
+                             and s.supports(claim)), None)
+                if rule is not None:
+                    return None, _via(rule)
         if claim.kind == "weekday":
-            return self._weekday(claim, scope)
-        if any(s.supports(claim) for s in scope):
-            return None
+            return self._weekday(claim, scope), None
+        found = next((s for s in scope if s.supports(claim)), None)
+        if found is not None:
+            return None, _via(found)
+        if claim.kind == "number" and self._last_digits(claim, scope):
+            return None, None  # "the card ending in 1784" of gift_card_1591784
         elsewhere = [s.label for s in siblings if s.supports(claim)]
         if elsewhere:
             silent = [c for j, (c, _f) in enumerate(self.calls)
@@ -320,50 +492,109 @@ class _Checker:
                       and c.id not in self.results]
             if silent:
                 return (f"the call about {subject} ({silent[0].name}#{silent[0].id}) returned "
-                        f"no result; stated for another call: {', '.join(elsewhere)}")
-            return f"stated for another call: {', '.join(elsewhere)}, not for {subject}"
+                        f"no result; stated for another call: {', '.join(elsewhere)}"), None
+            return f"stated for another call: {', '.join(elsewhere)}, not for {subject}", None
         if claim.kind == "date" and self._date_after(claim.key, scope):
-            return None
+            return None, None
         if claim.kind == "number" and claim.num is not None and claim.num.unit:
             units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
             if units and "" not in units:
                 # the very value is stated, in another unit: that, not a derivation, is it
-                return f"stated with another unit: {', '.join(sorted(units))}"
+                return f"stated with another unit: {', '.join(sorted(units))}", None
         if claim.kind == "number" and claim.num is not None:
             # a derived number may combine figures of several entities ("5.6°C warmer")
-            if self._derived(claim.num, claim.start, scope + siblings):
+            how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
+            if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
                 bisect.insort(self.stated, (claim.start, claim.num), key=lambda x: x[0])
-                return None
+                return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
             if units:
-                return f"stated with another unit: {', '.join(units)}"
-            return "no source states this number, nor a count, sum, difference, product " \
-                   "or ratio of stated ones"
+                return f"stated with another unit: {', '.join(units)}", None
+            return ("no source states this number, nor a count, sum, difference, product "
+                    "or ratio of stated ones"), None
         if claim.kind == "status" and any(
                 not f.failed and stem(claim.key.split()[-1]) in acts
                 for acts, f in self.acts):
-            return None  # "the order is cancelled" after cancel_order succeeded
+            return None, None  # "the order is cancelled" after cancel_order succeeded
+        if claim.kind == "status" and claim.key in OUTCOME_STATUSES and self._changed():
+            return None, None  # "your booking is complete" after a successful booking
         if claim.kind == "status":
             said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
             if not said and claim.key not in STATUS_ANY.values():
-                return None  # "the store is open on Sunday": no state stated to contradict
+                return None, None  # "the store is open on Sunday": no state to contradict
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
-                else "no tool result states this status"
-        return f"no source states this {claim.kind}"
+                else "no tool result states this status", None
+        return f"no source states this {claim.kind}", None
+
+    def reason(self, claim: Claim) -> str | None:
+        """``None`` when the claim is supported, else why it is not (quoted in details)."""
+        return self.check(claim)[0]
+
+    def searched(self, claim: Claim) -> str:
+        """The sources a claim was looked up in, for its evidence: ``input, user turns,
+        system prompt, 3 tool calls (get_user_details, search_direct_flight ×2)``."""
+        if claim.kind == "action":
+            parts: list[str] = []
+        else:
+            parts = [s.label for s in [self.input] + self.extra
+                     if (s.tokens or s.nums)
+                     and not (claim.kind == "status" and (s is self.input
+                                                          or s.label in _INSTRUCTIONS))]
+        names = [c.name for c, _f in self.calls if c.id in self.results]
+        if names:
+            counted = {n: names.count(n) for n in dict.fromkeys(names)}
+            shown = ", ".join(n if k == 1 else f"{n} ×{k}" for n, k in counted.items())
+            parts.append(f"{len(names)} tool call{'s' if len(names) > 1 else ''} ({shown})")
+        return ", ".join(parts) or "none"
+
+    def _range(self, claim: Claim) -> tuple[str | None, str | None]:
+        """A range ("5 to 7 business days") is supported when both its ends are, each
+        checked as a number with the range's unit."""
+        whys, hows = [], []
+        for end in claim.key:
+            sub = Claim("number", f"{claim.text} ({fmt(end.value)})", end.key, claim.sentence,
+                        claim.start, end, claim.clause)
+            why, how = self.check(sub)
+            if why is not None:
+                whys.append(f"{fmt(end.value)}: {why}")
+            elif how:
+                hows.append(how)
+        if whys:
+            return "; ".join(whys), None
+        return None, (hows[0] if hows and all(h == hows[0] for h in hows) else
+                      next((h for h in hows if not h.startswith("derived")), None))
+
+    def _changed(self) -> bool:
+        """Whether a call of a tool that changes something succeeded."""
+        return any(not f.failed for _c, f in self._writes())
+
+    def _writes(self) -> list[tuple[ToolCall, SourceFacts]]:
+        """The calls that returned, of tools that change something (not read-only)."""
+        return [(c, f) for c, f in self.calls
+                if c.id in self.results and _action_stems(c.name)]
 
     def note_stated(self, claims: list[Claim]) -> None:
         """Record the answer's numbers that a source in scope states directly: the operands
         the answer shows for its derived numbers ("38 of 40 used, so 2 remain")."""
         for c in claims:
-            if c.kind == "number" and c.num is not None:
-                pick = self._subject(c)
-                if self._item_swap(c, pick) is None and \
-                        any(s.supports(c) for s in self._scope(c, pick)[0]):
-                    self.stated.append((c.start, c.num))
+            nums = [(c, c.num)] if c.kind == "number" and c.num is not None else [
+                (Claim("number", c.text, end.key, c.sentence, c.start, end, c.clause), end)
+                for end in c.key] if c.kind == "range" else []
+            for sub, num in nums:
+                pick = self._subject(sub)
+                if self._item_swap(sub, pick) is None and \
+                        any(s.supports(sub) for s in self._scope(sub, pick)[0]):
+                    self.stated.append((c.start, num))
+                    if _RATE.match(self.text, c.start + len(c.text)):
+                        self.rates.add(num.key)  # "3 free bags per passenger": a rate
 
-    def _derived(self, n: Num, at: int, scope: list[SourceFacts]) -> str | None:
+    def _derived(self, n: Num, at: int, scope: list[SourceFacts],
+                 sentence: str = "") -> str | None:
+        shown = self._shown_total(n, at) if _TOTAL.search(sentence) else None
+        if shown:
+            return shown
         key = fmt(n.value)
         for s in scope:
             units = s.count_index.get(key)
@@ -379,6 +610,9 @@ class _Checker:
             how = priced_product(n, s.nums)
             if how:
                 return how
+        how = amount_sum_or_difference(n, [a for s in scope for a in s.amounts])
+        if how:
+            return how
         # the pool: the answer's stated numbers nearest to the claim, then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
         pool: list[Num] = []
@@ -392,7 +626,34 @@ class _Checker:
             if x.key not in seen:
                 seen.add(x.key)
                 pool.append(x)
-        return derive(n, pool, frozenset(x.key for x in recent))
+        return derive(n, pool, frozenset(x.key for x in recent),
+                      frozenset(self.rates) & frozenset(x.key for x in recent))
+
+    def _last_digits(self, claim: Claim, scope: list[SourceFacts]) -> bool:
+        """A number said to be the end of an identifier ("card ending in 1784", "last four
+        digits 6644") is supported when a token of a source ends with those digits."""
+        digits = claim.text
+        if not (digits.isdigit() and 3 <= len(digits) <= 6) or not _ENDING.search(
+                self.text, max(0, claim.start - 30), claim.start):
+            return False
+        return any(t.endswith(digits) and t != digits for s in scope for t in s.tokens)
+
+    def _shown_total(self, n: Num, at: int) -> str | None:
+        """A total the answer adds up itself: the sum of the 2 to 8 stated numbers right
+        before the claim ("Certificate 1: $500, Certificate 2: $250, Certificate 3: $250,
+        Total: $1,000"); for a claim with a unit, only numbers of that unit count."""
+        i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
+        run, total = [], Decimal(0)
+        for _a, x in reversed(self.stated[max(0, i - 12):i]):
+            if n.unit and x.unit != n.unit:
+                continue  # "Certificate 2: $250": the item's number is no operand
+            run.append(x)
+            if len(run) > 8:
+                break
+            total += x.value
+            if len(run) >= 2 and total == n.value:
+                return " + ".join(fmt(y.value) for y in reversed(run))
+        return None
 
     def _date_after(self, key: str, scope: list[SourceFacts]) -> bool:
         """A date some days after or before a stated date ("30 days from February 20":
@@ -434,8 +695,12 @@ class _Checker:
         return "no date in scope falls on this weekday"
 
     def _action(self, claim: Claim) -> str | None:
-        group = next((g for g in ACTION_SYNONYMS if claim.key in g), frozenset([claim.key]))
-        named = [(c, f) for (c, f), (acts, _f) in zip(self.calls, self.acts) if group & acts]
+        key = claim.key
+        if key.endswith("back") and len(key) > 4 and not any(key in g for g in ACTION_SYNONYMS):
+            key = key[:-4]  # "credited back" is credited
+        group = next((g for g in ACTION_SYNONYMS if key in g), frozenset([key]))
+        named = [(c, f) for c, f in self.calls
+                 if c.id in self.results and group & self._stems(c)]
         ok = [f for _c, f in named if not f.failed]
         state = STATUS_ANY.get(claim.text.lower())
         if ok and state:
@@ -449,9 +714,65 @@ class _Checker:
         if named:
             return "; ".join(f"{f.label} failed" for _c, f in named) + \
                 ", and no call of it succeeded"
+        writes = self._writes()
+        good = [c for c, f in writes if not f.failed]
+        done = self._done_by(key, group, claim, good) if good else False
+        if isinstance(done, str):
+            return done
+        if done:
+            return None
         if any(group & f.stems for _c, f in self.calls if not f.failed):
             return None
+        if writes and not good:
+            return "; ".join(f"{f.label} failed" for _c, f in writes) + \
+                ", and no call that changes something succeeded"
         return "no successful tool call or result reports this action"
+
+    def _done_by(self, key: str, group: frozenset[str], claim: Claim,
+                 good: list[ToolCall]) -> bool | str:
+        """Whether a successful changing call (``good``) did an action that no tool is named
+        for: a generic one (:data:`GENERIC_ACTIONS`), a payment by a call that names one
+        (:data:`MONEY_ACTIONS`), or an action whose object the claim's clause names and the
+        call's arguments hold (:data:`ANCHORED_ACTIONS`; a word or code of the claim's
+        sentence: "booked on HAT266", "upgraded to business class"). A charge of an amount
+        that the paying call's result records only as money back (``"amount": -114``) is
+        contradicted: the reason is returned instead."""
+        if key in GENERIC_ACTIONS:
+            return True
+        if key in MONEY_ACTIONS or group & MONEY_ACTIONS:
+            refund = bool(group & {"refund", "credit"})
+            payers = [c for c in good
+                      if _pays(c) and (not refund or _action_stems(c.name) & _REFUNDING)]
+            if payers and not refund:
+                back = self._money_back(claim, payers)
+                if back:
+                    return back
+            if payers:
+                return True
+        if key in ANCHORED_ACTIONS or group & ANCHORED_ACTIONS:
+            anchors = {t for t in _words(claim.sentence) if t not in _STOP} - {claim.key}
+            if any(anchors & _argument_tokens(c) for c in good):
+                return True
+        return False
+
+    def _money_back(self, claim: Claim, payers: list[ToolCall]) -> str | None:
+        """Why a charge ("$114 has been charged") is contradicted: a paying call's result
+        records that amount only as negative (money back), never as positive."""
+        said = {c.num.value for c in self.claims if c.kind == "number" and c.num is not None
+                and c.sentence == claim.sentence and c.num.unit in ("usd", "eur", "gbp")}
+        facts = dict(self.calls_by_id)
+        for c in payers:
+            values = {n.value for n in facts[c.id].amounts}
+            for v in sorted(said):
+                if -v in values and v not in values:
+                    return (f"{facts[c.id].label} records -{fmt(v)}: money back, not a "
+                            f"charge")
+        return None
+
+    def _stems(self, call: ToolCall) -> frozenset[str]:
+        """The action stems a call's tool names: its name's parts and, from the tool
+        schemas, its description's words (none for a read-only tool)."""
+        return _action_stems(call.name) | _described(self.schemas, call.name)
 
 
 def _listed_objects(result: str | None) -> list[list[dict]]:
@@ -507,3 +828,157 @@ def _weekday_of(d: str) -> int | None:
         return date(y, m, dd).weekday()
     except ValueError:
         return None
+
+
+_ARITHMETIC = re.compile(r" [+−×÷] ")
+#: the words before the last digits of an identifier ("ending in", "last four digits")
+_ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?:\s+digits)?"
+                     r"(?:\s+of)?)\s*$", re.IGNORECASE)
+#: a sentence that speaks of a rule, not of this case's facts
+_GENERIC = re.compile(r"\b(?:polic(?:y|ies)|typically|usually|generally|normally|in general|"
+                      r"as a rule)\b", re.IGNORECASE)
+#: a sentence that states a total
+_TOTAL = re.compile(r"\b(?:total|totals|totaling|totalling|sum|altogether|in all|combined)\b",
+                    re.IGNORECASE)
+#: after a number, the words that make it a rate ("$50 per passenger", "3 bags each")
+_RATE = re.compile(r"(?:\s+[A-Za-z-]+){0,3}\s+(?:per|each|every|apiece|a\s+piece)\b|\s*/\s*[a-z]",
+                   re.IGNORECASE)
+#: the changes after which money goes back (a refund): their tools' name stems
+_REFUNDING = frozenset(stem(w) for w in """update change modify cancel return exchange
+downgrade refund""".split())
+_WORD_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case word and code tokens of a text, ``_``-joined parts too."""
+    out = set()
+    for t in _WORD_RE.findall(clean(text).lower()):
+        t = t.strip(".-")
+        if len(t) >= 3 or any(ch.isdigit() for ch in t):
+            out.add(t)
+            if "_" in t:
+                out.update(p for p in t.split("_") if len(p) >= 3)
+    return out
+
+
+def _argument_tokens(call: ToolCall) -> set[str]:
+    """The words and codes of a call's argument values (``{"cabin": "business",
+    "flights": [{"flight_number": "HAT266"}]}`` → ``business``, ``hat266``)."""
+    out: set[str] = set()
+    stack: list[Any] = [call.arguments]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, str):
+            out |= _words(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.add(str(v))
+    return out
+
+
+def _pays(call: ToolCall) -> bool:
+    """Whether a call names a payment: a part of its tool name or of an argument key is
+    one of :data:`PAYMENT_WORDS` (``payment_id``, ``payment_methods``, ``charge_card``)."""
+    parts = set(re.split(r"[_\W]+", call.name.lower()))
+    stack: list[Any] = [call.arguments]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                parts.update(re.split(r"[_\W]+", str(k).lower()))
+                stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return not parts.isdisjoint(PAYMENT_WORDS)
+
+
+def _via(source: SourceFacts) -> str | None:
+    """How a source outside the tool calls and the input supports a claim, for details."""
+    return {"user turns": "user-stated", "system prompt": "from the system prompt",
+            "tool schemas": "from the tool schemas"}.get(source.label)
+
+
+def user_text(trace: Trace) -> str:
+    """What the user said: the text of the user turns of ``trace.messages`` (tool results
+    left out), joined by new lines; the input when the messages hold none."""
+    parts = []
+    for msg in trace.messages:
+        if not isinstance(msg, Mapping) or msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(b["text"] for b in content if isinstance(b, Mapping)
+                         and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return "\n".join(p for p in parts if p.strip()) or trace.input
+
+
+def _asserted_statuses(text: str) -> set[str]:
+    """The statuses a user text asserts ("my flight was delayed"), not those it asks about
+    or negates (the answer's own claim rules, :func:`extract_claims`)."""
+    out = set()
+    for c in extract_claims(text) if text else ():
+        if c.kind == "status":
+            out.add(c.key)
+        elif c.kind == "action":  # "my flight was canceled": a state of the flight
+            state = STATUS_ANY.get(c.text.lower()) or STATUS_COPULA.get(c.text.lower())
+            if state:
+                out.add(state)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _instruction_facts(label: str, text: str) -> SourceFacts:
+    """A source text indexed once, for every claim kind: the system prompt and the tool
+    schemas are the same for every episode of a run, so they are indexed once per process,
+    not once per episode or claim. The result is never changed by its users."""
+    return SourceFacts.of(label, text)
+
+
+def _system(ctx: EpisodeContext) -> str | None:
+    """The agent's system prompt or policy: the trace's ``system``, else the run's (its
+    recorded requests', :class:`~evaltape.grader.model.RunContext`)."""
+    own = ctx.trace.raw.get("system") if isinstance(ctx.trace.raw, Mapping) else None
+    if isinstance(own, str) and own.strip():
+        return own
+    run = getattr(ctx, "run", None)
+    return getattr(run, "system", None)
+
+
+def _schemas(ctx: EpisodeContext) -> dict[str, Mapping[str, Any]]:
+    """``{tool name: schema}`` of the tools offered: the trace's ``tools``, else the run's
+    (its recorded requests'), else the case's (BFCL's function schemas)."""
+    raw = ctx.trace.raw.get("tools") if isinstance(ctx.trace.raw, Mapping) else None
+    if not isinstance(raw, list) or not raw:
+        raw = getattr(getattr(ctx, "run", None), "tools", None) or ctx.case.tools or ()
+    return {t["name"]: t for t in raw
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
+
+
+def _schemas_text(schemas: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """The tool schemas as one JSON text (sorted keys: the same text, so the same cached
+    index, for every episode of a run)."""
+    if not schemas:
+        return ""
+    return orjson.dumps(list(schemas.values()), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _described(schemas: Mapping[str, Mapping[str, Any]], tool: str) -> frozenset[str]:
+    """Stems of the words of a changing tool's description in the schemas (``Cancel the
+    reservation; the refund goes to the original payment`` → ``cancel``, ``refund`` …);
+    none for a read-only tool or one without a description."""
+    desc = (schemas.get(tool) or {}).get("description") if schemas else None
+    if not isinstance(desc, str) or not _action_stems(tool):
+        return frozenset()
+    return _description_stems(desc)
+
+
+@functools.lru_cache(maxsize=1024)
+def _description_stems(desc: str) -> frozenset[str]:
+    words = re.findall(r"[a-z]+", desc.lower())
+    return frozenset(stem(w) for prev, w in zip([""] + words, words)
+                     if len(w) >= 4 and prev not in ("not", "no", "cannot", "never"))

@@ -42,12 +42,17 @@ class Episode:
         trace: the recorded episode (:class:`evaltape.grader.model.Trace`).
         case: its dataset case (:class:`evaltape.grader.model.Case`).
         judge: the run's recorded judge answers (used by judged metrics), or ``None``.
+        run_context: the system prompt and tool schemas of the run's recorded requests
+            (:class:`evaltape.grader.model.RunContext`, as ``grade`` passes them to
+            metrics), or ``None``.
     """
 
-    def __init__(self, trace: Any, case: Any, judge: Any = None) -> None:
+    def __init__(self, trace: Any, case: Any, judge: Any = None,
+                 run_context: Any = None) -> None:
         self.trace = trace
         self.case = case
         self.judge = judge
+        self.run_context = run_context
 
     @property
     def id(self) -> str:
@@ -112,7 +117,8 @@ class Episode:
         metric = resolve([metric_name])[0]
         if params:
             metric = dataclasses.replace(metric, **params)
-        return metric.score(EpisodeContext(self.trace, self.case, self.judge))
+        return metric.score(EpisodeContext(self.trace, self.case, self.judge,
+                                           self.run_context))
 
     def __repr__(self) -> str:
         return f"<Episode {self.id}>"
@@ -158,7 +164,8 @@ def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
     opened = open_run(run, dataset)
     judge = JudgeStore.load(opened.root)
     position = {c.id: i for i, c in enumerate(opened.cases)}
-    episodes = [Episode(trace, case, judge) for trace, case in opened.episodes()]
+    episodes = [Episode(trace, case, judge, opened.context)
+                for trace, case in opened.episodes()]
     if not episodes:
         raise UsageError(f"the run {run} has no episodes")
     episodes.sort(key=lambda e: (position[e.case_id], e.trial))

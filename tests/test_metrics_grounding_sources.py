@@ -1,0 +1,407 @@
+"""``grounding`` on real agents' conversations: sources beyond tool results (the system
+prompt, what the user said, the tool schemas), actions done under another name, identifiers
+by shape, derived amounts, ranges, and the evidence of each flag. Every expected value is
+worked out in the comments; the episodes are written here, modelled on the τ-bench and
+τ²-bench conversations the issue names (no corpus text is copied)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT, write_json
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.datasets import load_dataset
+from evaltape.grader.matching.claims import extract_claims
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.model import Case, EpisodeContext, RunContext, ToolCall, Trace
+
+POLICY = ("# Airline policy\nThe refund goes to the original payment method in 5 to 7 "
+          "business days. Compensation for a cancelled flight is $100 per passenger.")
+
+
+def ctx(answer: str, calls=(), *, inp: str = "Help me with my trip.", messages=(),
+        system: str | None = None, tools=None, run: RunContext | None = None,
+        case: Case | None = None) -> EpisodeContext:
+    raw = {}
+    if system is not None:
+        raw["system"] = system
+    if tools is not None:
+        raw["tools"] = tools
+    trace = Trace(case_id="c", trial=0, input=inp, tool_calls=tuple(calls),
+                  final_response=answer, stop_reason="end_turn", steps=len(calls) + 1,
+                  messages=tuple(messages), raw=raw)
+    return EpisodeContext(trace=trace, case=case or Case(id="c", input=inp), run=run)
+
+
+def call(name: str, args: dict, result, cid: str = "call_1") -> ToolCall:
+    return ToolCall(cid, name, args, result if isinstance(result, str) else json.dumps(result),
+                    False, 1)
+
+
+ORDER = call("get_order_details", {"order_id": "#W1"}, {"order_id": "#W1", "status": "pending"},
+             "call_0")
+
+
+# --- actions done by a successful call under another name --------------------------------
+
+@pytest.mark.parametrize("tool,args,answer", [
+    # "changed" and modify_pending_order_payment: modify and modified share the stem modifi,
+    # which is in the change/update group (modify used to stem to "modify", never matching)
+    ("modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "gift_card_1"},
+     "Your payment method for order #W1 has been changed."),
+    ("modify_pending_order_address", {"order_id": "#W1", "address1": "12 Elm St"},
+     "The shipping address of order #W1 has been updated."),
+    # "submitted" says only that the request went through: any successful changing call
+    ("return_delivered_order_items", {"order_id": "#W1", "item_ids": ["1008"]},
+     "Your return request for order #W1 has been submitted."),
+    ("exchange_delivered_order_items", {"order_id": "#W1", "item_ids": ["1008"]},
+     "Your exchange request for order #W1 has been submitted."),
+])
+def test_actions_done_under_another_name(tool, args, answer):
+    # claims: identifier #W1 → w1 (in the arguments), the action → 0/2
+    s = Grounding().score(ctx(answer, [ORDER, call(tool, args, {"order_id": "#W1"})]))
+    assert s.details == "0/2 claims unsupported", s.details
+
+
+def test_an_action_no_changing_call_did_stays_unsupported():
+    # only a read-only call: "submitted" has nothing that went through → 1/2
+    s = Grounding().score(ctx("Your return request for order #W1 has been submitted.",
+                              [ORDER]))
+    assert s.value == 0.5
+    assert ("action 'submitted' (no successful tool call or result reports this action; "
+            "searched: 1 tool call (get_order_details))") in s.details
+
+
+def test_a_failed_changing_call_does_not_support_a_generic_action():
+    # the return call failed: "submitted" → 1/2, and the reason names the failed call
+    failed = call("return_delivered_order_items", {"order_id": "#W1"},
+                  {"error": "order is not delivered"})
+    s = Grounding().score(ctx("Your return request for order #W1 has been submitted.",
+                              [ORDER, failed]))
+    assert s.value == 0.5
+    assert ("return_delivered_order_items#call_1 failed, and no call that changes something "
+            "succeeded") in s.details
+
+
+UPDATE = call("update_reservation_flights",
+              {"reservation_id": "ZFA04Y", "cabin": "business",
+               "flights": [{"flight_number": "HAT266", "date": "2024-05-19"}],
+               "payment_id": "credit_card_7815826"},
+              {"reservation_id": "ZFA04Y", "payment_history": [{"amount": 597}]})
+
+
+@pytest.mark.parametrize("answer,n", [
+    # upgraded: the sentence names "business", which the call's arguments hold; claims
+    # ZFA04Y ✓, upgraded ✓ → 0/2
+    ("Reservation ZFA04Y has been upgraded to business class.", 2),
+    # booked on a flight the update call's arguments hold: HAT266 ✓, booked ✓ → 0/2
+    ("You are now booked on flight HAT266.", 2),
+    # a payment verb after a call with a payment argument: $597 ✓, charged ✓ → 0/2
+    ("The difference of $597 has been charged to your card.", 2),
+    # a generic verb after any successful changing call: processed ✓ → 0/1
+    ("The payment for the price difference has been processed.", 1),
+])
+def test_actions_the_arguments_of_a_successful_call_denote(answer, n):
+    s = Grounding().score(ctx(answer, [UPDATE]))
+    assert s.details == f"0/{n} claims unsupported", s.details
+
+
+def test_an_upgrade_the_arguments_do_not_name_is_unsupported():
+    # the call changed reservation ZFA04Y to business; this sentence names neither (no
+    # word of it is in the arguments) → upgraded unsupported, 1/1; naming the reservation,
+    # the same claim is supported (0/2, ZFA04Y ✓)
+    s = Grounding().score(ctx("Your other booking has been upgraded to economy class.",
+                              [UPDATE]))
+    assert s.value == 1.0 and "action 'upgraded'" in s.details
+    s = Grounding().score(ctx("ZFA04Y has been upgraded.", [UPDATE]))
+    assert s.details == "0/2 claims unsupported", s.details
+
+
+def test_a_charge_the_result_records_as_money_back_is_contradicted():
+    # the update's result records -114: the money went back; "$114 has been charged" →
+    # the number 114 is stated (as the magnitude of -114) but the charge is not → 1/2
+    refund = call("update_reservation_flights",
+                  {"reservation_id": "OWZ4XL", "payment_id": "gift_card_9823297"},
+                  {"payment_history": [{"payment_id": "gift_card_9823297", "amount": 522},
+                                       {"payment_id": "gift_card_9823297", "amount": -114}]})
+    s = Grounding().score(ctx("The additional cost of $114 has been charged to your card.",
+                              [refund]))
+    assert s.value == 0.5
+    assert ("action 'charged' (update_reservation_flights#call_1 records -114: money back, "
+            "not a charge;") in s.details
+
+
+def test_the_tool_description_denotes_the_action():
+    # cancel_reservation's description says the refund goes back: "refunded" after it
+    # succeeded is supported (0/1); without the schema no call names a refund (1/1)
+    tools = [{"name": "cancel_reservation",
+              "description": "Cancel the whole reservation; the refund goes to the original "
+                             "payment methods.", "input_schema": {"type": "object"}}]
+    cancel = call("cancel_reservation", {"reservation_id": "ZFA04Y"}, {"status": "ok"})
+    answer = "Your ticket price has been refunded to your card."
+    assert Grounding().score(ctx(answer, [cancel], tools=tools)).value == 0.0
+    assert Grounding().score(ctx(answer, [cancel])).value == 1.0
+
+
+def test_a_negated_subject_is_no_action():
+    # "no insurance was added": the subject is negated, so "added" is no action claim; the
+    # only claim left is the date (stated by the call) → 0/1
+    s = Grounding().score(ctx("You are set for May 19, and no insurance was added.", [UPDATE]))
+    assert s.details == "0/1 claims unsupported", s.details
+
+
+# --- the system prompt and the user's words -----------------------------------------------
+
+REFUND = call("cancel_reservation", {"reservation_id": "ZFA04Y"}, {"status": "cancelled"})
+
+
+def test_a_fact_of_the_system_prompt_is_supported_and_marked():
+    # "5 to 7 business days" is one range claim; both ends are days of the policy; claims
+    # cancelled ✓ (the result), the range ✓ (system prompt) → 0/2
+    answer = "Reservation ZFA04Y is cancelled; the refund arrives in 5 to 7 business days."
+    s = Grounding().score(ctx(answer, [REFUND], system=POLICY))
+    assert s.details == ("0/3 claims unsupported; from the system prompt: "
+                         "'5 to 7 business days'"), s.details
+    # without the policy the range is unsupported, and the evidence says where it looked
+    s = Grounding().score(ctx(answer, [REFUND]))
+    assert s.value == pytest.approx(1 / 3)
+    assert ("range '5 to 7 business days' (5: no source states this number, nor a count, sum, "
+            "difference, product or ratio of stated ones; 7: no source states this number, nor "
+            "a count, sum, difference, product or ratio of stated ones; searched: input, 1 tool "
+            "call (cancel_reservation))") in s.details
+
+
+def test_the_run_context_gives_the_system_prompt_of_a_recorded_run():
+    # a recorded trace carries no system key: the run's recorded requests give it
+    answer = "The refund arrives in 5 to 7 business days."
+    assert Grounding().score(ctx(answer, [REFUND], run=RunContext(system=POLICY))).value == 0.0
+    assert Grounding().score(ctx(answer, [REFUND])).value == 1.0
+
+
+def test_what_the_user_said_is_supported_and_marked_user_stated():
+    # the user names the cities; the tools speak in codes. Claims: Chicago ✓ (user), HAT271 ✓
+    # (the result), Philadelphia ✓ (user) → 0/3, two of them user-stated
+    messages = [{"role": "user", "content": "I flew from Chicago to Philadelphia last week."},
+                {"role": "assistant", "content": "Let me look."}]
+    search = call("search_direct_flight", {"origin": "ORD", "destination": "PHL"},
+                  [{"flight_number": "HAT271", "origin": "ORD", "destination": "PHL"}])
+    s = Grounding().score(ctx("The flight from Chicago is HAT271, landing in Philadelphia.",
+                              [search], messages=messages, inp="Book me a flight."))
+    assert s.details == "0/3 claims unsupported; user-stated: 'Chicago', 'Philadelphia'"
+
+
+def test_a_status_the_user_asserts_is_user_stated_one_they_ask_about_is_not():
+    # "my flight was delayed": asserted; the answer restates it → 0/2 ($50 in the result)
+    cert = call("send_certificate", {"user_id": "u1", "amount": 50}, {"status": "sent"})
+    told = [{"role": "user", "content": "My last flight was delayed by four hours."}]
+    answer = "A $50 certificate is yours as compensation for the delayed flight."
+    s = Grounding().score(ctx(answer, [cert], messages=told))
+    assert s.details == "0/2 claims unsupported; user-stated: 'delayed'", s.details
+    # "was my flight delayed?" asks, it states nothing → delayed unsupported, 1/2
+    asked = [{"role": "user", "content": "Was my last flight delayed?"}]
+    assert Grounding().score(ctx(answer, [cert], messages=asked)).value == 0.5
+
+
+def test_a_rule_of_the_policy_is_no_fact_of_this_case():
+    # "the policy for cancelled flights": the status is said of a rule, and the policy
+    # states it; claims cancelled ✓ (system prompt), $100 ✓ (system prompt) → 0/2
+    look = call("get_reservation_details", {"reservation_id": "ZFA04Y"}, {"status": "active"})
+    answer = "The compensation policy for cancelled flights is $100 per passenger."
+    s = Grounding().score(ctx(answer, [look], system=POLICY))
+    assert s.details == ("0/2 claims unsupported; from the system prompt: 'cancelled', "
+                         "'$100'"), s.details
+    # said of this case ("your flight was cancelled"), the policy does not support it → 1/1
+    s = Grounding().score(ctx("Your flight was cancelled.", [look], system=POLICY))
+    assert s.value == 1.0
+
+
+def test_configuration_and_case_narrow_the_sources():
+    answer = "The refund arrives in 5 to 7 business days."
+    # the configuration leaves the system prompt out: the range is unsupported
+    assert Grounding(sources=("input", "user")).score(
+        ctx(answer, [REFUND], system=POLICY)).value == 1.0
+    # a case narrows further: grounding_sources [] keeps the tool calls alone
+    case = Case(id="c", input="Help me with my trip.", grounding_sources=())
+    assert Grounding().score(ctx(answer, [REFUND], system=POLICY, case=case)).value == 1.0
+    with pytest.raises(ValueError, match="unknown source 'policy'"):
+        Grounding(sources=("policy",))
+
+
+def test_a_bad_grounding_sources_entry_names_the_field(tmp_path):
+    path = write_json(tmp_path / "d.json", [{"id": "c", "user_query": "q",
+                                             "grounding_sources": ["user", "memory"]}])
+    with pytest.raises(BadInputError) as e:
+        load_dataset(path)
+    assert e.value.field == "[0].grounding_sources[1]"
+    assert "unknown source 'memory' (sources: input, user, system, tool_schemas)" in \
+        e.value.message
+    ok = write_json(tmp_path / "ok.json", [{"id": "c", "user_query": "q",
+                                            "grounding_sources": ["user", "user"]}])
+    assert load_dataset(ok)[0].grounding_sources == ("user",)
+
+
+# --- identifiers by shape, labels, glosses ------------------------------------------------
+
+def _keys(answer: str) -> list[tuple[str, str]]:
+    out = []
+    for c in extract_claims(answer):
+        if c.kind == "range":
+            out.append((c.kind, f"{c.key[0].key[0]}-{c.key[1].key[0]} {c.key[0].unit}"))
+        elif c.kind == "number":
+            out.append((c.kind, f"{c.key[0]} {c.key[1]}"))
+        else:
+            out.append((c.kind, c.key))
+    return out
+
+
+def test_identifiers_by_shape():
+    # quoted everyday words are no identifiers; a quoted code, and a quoted name after
+    # "account", still are
+    assert _keys("You may change it 'once', and the \"hot\" line works.") == []
+    assert _keys("Use the host 'prod-api-01'.") == [("identifier", "prod-api-01")]
+    assert _keys("The on-call is the account called 'akhan'.") == [("identifier", "akhan")]
+    # "account within": a preposition after "account" is no user name
+    assert _keys("It shows in your account within 5 to 7 days.") == [("range", "5-7 day")]
+
+
+@pytest.mark.parametrize("answer,claims", [
+    # field labels and item numbers of a markdown list, and a name glossing a code
+    ("- **Payment Method:** Visa\n- **Flight 1:** HAT227 from Newark (EWR)",
+     [("identifier", "hat227")]),
+    ("- Certificate 1: $500\n- Certificate 2: $250", [("number", "500 usd"),
+                                                      ("number", "250 usd")]),
+    # a year before a colon belongs to the date (not the number 2024)
+    ("You are booked for May 24, 2024:", [("date", "2024-05-24")]),
+])
+def test_labels_glosses_and_dates(answer, claims):
+    assert _keys(answer) == claims
+
+
+def test_a_bold_line_is_a_heading():
+    # "- **One Checked Bag Added**": a section heading, its words no name; a bold name in a
+    # sentence still is one
+    assert _keys("- **One Checked Bag Added**\n- Flight HAT084") == [("identifier", "hat084")]
+    assert _keys("Thanks. **Noah Hernandez** is upgraded.") == [("name", "hernandez")]
+
+
+def test_the_last_digits_of_a_stated_identifier():
+    # "ending in 1784": the payment id gift_card_1591784 ends with it → 0/1; digits no id
+    # ends with are unsupported → 1/1
+    look = call("get_user_details", {"user_id": "u1"},
+                {"payment_methods": {"gift_card_1591784": {"amount": 57}}})
+    assert Grounding().score(ctx("It goes to the gift card ending in 1784.", [look])).details \
+        == "0/1 claims unsupported"
+    assert Grounding().score(ctx("It goes to the gift card ending in 1785.", [look])).value \
+        == 1.0
+
+
+def test_ranges():
+    # one claim, the unit of the second end on both
+    assert _keys("It takes 5-7 business days.") == [("range", "5-7 day")]
+    assert _keys("Between 2 and 4 hours.") == [("range", "2-4 h")]
+    # a change between two numbers, and no range from higher to lower: numbers
+    assert _keys("Scaled from 8 to 12 replicas.") == [("number", "8 "), ("number", "12 ")]
+    assert _keys("A raise takes $84,000 to $86,940.") == [("number", "84000 usd"),
+                                                          ("number", "86940 usd")]
+    assert _keys("Call 555-0199.") == [("number", "555 ")]
+
+
+# --- derived numbers ------------------------------------------------------------------------
+
+def test_a_price_difference_of_two_fares_is_derived():
+    # 174 − 136 = 38: both are fares the tools returned (keys "price"), the answer states
+    # neither; claims $38 ✓ (derived) → 0/1
+    old = call("get_reservation_details", {"reservation_id": "OWZ4XL"},
+               {"flights": [{"flight_number": "HAT041", "price": 174}]}, "call_0")
+    new = call("search_direct_flight", {"origin": "EWR"},
+               [{"flight_number": "HAT041", "prices": {"economy": 136, "business": 400}}])
+    s = Grounding().score(ctx("You get $38 back.", [old, new]))
+    assert s.details == "0/1 claims unsupported; derived (174 − 136): '$38'", s.details
+    # a floor and a capacity are no sums of money: 8 − 3 = 5 floors stays unsupported → 1/1
+    room = call("book_room", {}, {"floor": 3, "capacity": 8})
+    assert Grounding().score(ctx("Your room is on floor 5.", [room])).value == 1.0
+
+
+def test_a_product_of_a_stated_rate_and_a_stated_count():
+    # "3 free bags per passenger" is a rate, "two passengers" a count the result lists;
+    # 3 × 2 = 6. Claims 3 ✓ (policy), two ✓ (2 passengers listed), 6 ✓ (derived) → 0/3
+    res = call("get_reservation_details", {"reservation_id": "JMO1MG"},
+               {"passengers": [{"first_name": "A"}, {"first_name": "B"}]})
+    system = "Gold members get 3 free checked bags per economy passenger."
+    s = Grounding().score(ctx("You get 3 free bags per passenger, and with two passengers "
+                              "that makes 6 bags.", [res], system=system))
+    assert s.value == 0.0 and "derived (3 × 2): '6'" in s.details, s.details
+    # two bag prices, neither a rate: 45 × 2 = 90 is no derivation. Claims $35 ✓, $45 ✓,
+    # two ✗ (nothing counts two), $90 ✗ → 2/4
+    bags = call("get_bag_fees", {}, {"first_bag_usd": 35, "second_bag_usd": 45})
+    s = Grounding().score(ctx("The first bag is $35 and the second is $45, so two checked "
+                              "bags come to $90.", [bags]))
+    assert s.value == 0.5 and "number '$90'" in s.details, s.details
+
+
+def test_a_total_the_answer_adds_up():
+    # 500 + 250 + 250 = 1000, all three stated just before the total → 0/4
+    pay = call("get_user_details", {"user_id": "u1"},
+               {"payment_methods": [{"id": "certificate_1", "amount": 500},
+                                    {"id": "certificate_2", "amount": 250},
+                                    {"id": "certificate_3", "amount": 250}]})
+    s = Grounding().score(ctx("- Certificate 1: $500\n- Certificate 2: $250\n"
+                              "- Certificate 3: $250\n- Total from certificates: $1,000",
+                              [pay]))
+    assert s.details.startswith("0/4 claims unsupported"), s.details
+    assert "derived (500 + 250 + 250): '$1,000'" in s.details
+
+
+# --- a recorded run: the system prompt and tools of its recorded requests -----------------
+
+def test_a_recorded_runs_system_prompt_and_tools_come_from_its_requests(tmp_path):
+    import shutil
+
+    import evaltape
+    from evaltape.grader.io.run import open_run
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+    (run / "manifest.json").write_text((run / "manifest.json").read_text().replace(
+        '"path": "datasets/helpdesk_eval.json"',
+        f'"path": "{(ROOT / "datasets" / "helpdesk_eval.json").as_posix()}"'))
+    got = open_run(run).context
+    # the help-desk agent's prompt and its five tools, as every request of the run sent them
+    assert got.system.startswith("You are an IT Help Desk agent.")
+    assert [t["name"] for t in got.tools] == ["reset_password", "unlock_account",
+                                              "check_server_status", "search_documentation",
+                                              "create_ticket"]
+    report = evaltape.grade(run, metrics=["grounding"])
+    tc4 = next(e for e in report.episodes if e.case_id == "tc_004")
+    assert ("searched: input, system prompt, tool schemas, 1 tool call "
+            "(check_server_status))") in tc4.metrics["grounding"].details
+    # a prompt whose hash is not the manifest's is not the run's: only the tools are kept
+    man = json.loads((run / "manifest.json").read_text())
+    man["system_prompt_sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(man))
+    got = open_run(run).context
+    assert got.system is None and len(got.tools) == 5
+    # without the hashes nothing says the requests share one prompt: no context
+    del man["system_prompt_sha256"], man["tools_sha256"]
+    (run / "manifest.json").write_text(json.dumps(man))
+    assert open_run(run).context is None
+
+
+def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
+    import evaltape
+    good = tmp_path / "evaltape.toml"
+    good.write_text('[metrics_args.grounding]\nsources = ["input"]\n')
+    report = evaltape.grade(ROOT / "cassettes" / "helpdesk-scripted-standin",
+                            metrics=["grounding"], config=str(good))
+    tc4 = next(e for e in report.episodes if e.case_id == "tc_004")
+    # the run's system prompt and tools are not read: only the input and the call searched
+    assert "searched: input, 1 tool call (check_server_status))" in \
+        tc4.metrics["grounding"].details
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[metrics_args.grounding]\nsources = ["policy"]\n')
+    with pytest.raises(BadInputError) as e:
+        evaltape.grade(ROOT / "cassettes" / "helpdesk-scripted-standin", metrics=["grounding"],
+                       config=str(bad))
+    assert e.value.field == "metrics_args.grounding"
+    assert "unknown source 'policy' (sources: input, user, system, tool_schemas)" in \
+        e.value.message

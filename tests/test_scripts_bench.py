@@ -1,0 +1,50 @@
+"""``scripts/bench.py``'s grounding speed figure: another revision's package, built from git,
+and the per-trace timing snippet."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import make_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+needs_git = pytest.mark.skipif(subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+                                              capture_output=True).returncode != 0,
+                               reason="not a git checkout")
+
+
+@needs_git
+def test_the_base_revision_is_exported_as_an_importable_package(tmp_path):
+    bench = _bench()
+    pkg = bench.export_base("HEAD", tmp_path / "base")
+    assert (pkg / "evaltape" / "__init__.py").is_file()
+    assert (pkg / "evaltape" / "grader" / "metrics" / "grounding.py").is_file()
+    # the snippet grades every trace of a file with that package and counts them: 2
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(make_trace(f"c{i}", tools=[("lookup", {"q": "x"})],
+                                                    final="It is 42."))
+                              + "\n" for i in range(2)))
+    out = subprocess.run([sys.executable, "-c", bench.GROUNDING_PER_TRACE, str(traces)],
+                         capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"}, cwd=ROOT)
+    seconds, n = out.stdout.split()
+    assert n == "2" and float(seconds) >= 0
+    # and it is that package, not the installed one, that ran
+    where = subprocess.run([sys.executable, "-c", "import evaltape; print(evaltape.__file__)"],
+                           capture_output=True, text=True, check=True,
+                           env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"}, cwd=ROOT)
+    assert where.stdout.strip() == str(pkg / "evaltape" / "__init__.py")
