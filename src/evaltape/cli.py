@@ -25,6 +25,7 @@ COMMANDS = {
     "merge": "evaltape.commands.merge:merge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
+    "view": "evaltape.commands.view:view",
 }
 
 
