@@ -308,6 +308,20 @@ def test_large_run_spills_its_chunks_into_files(tmp_path):
     assert not (tmp_path / "out" / "index-data").exists()
 
 
+def test_grade_html_is_the_view_page(tmp_path):
+    p = run_cli("grade", str(STANDIN), "--out", str(tmp_path / "r"), "--quiet",
+                "--format", "json,html")
+    assert p.returncode == 0, p.stderr
+    page = read_page(tmp_path / "r" / "report.html")
+    assert page["meta"]["runs"][0]["label"] == "helpdesk-scripted-standin"
+    assert page["chunks"]["r0-index-0"][4][3] == "argument_correctness 0.00 < 0.80"
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "http://" not in html.replace("http://127.0.0.1", "")
+    assert "https://" not in html and "<link" not in html and "@import" not in html
+    assert re.search(r'http-equiv="Content-Security-Policy" content="default-src \'none\'',
+                     html)
+
+
 def test_hostile_strings_stay_text_in_the_page_data(tmp_path):
     hostile = '</script><script>window.pwned=1</script>\u202eevil'
     write_json(tmp_path / "d.json", [{"id": "x</script>", "user_query": hostile}])
