@@ -107,14 +107,23 @@
       run.eps = eps;
       var reasons = {};
       eps.forEach(function (e) {
-        var key = e[V] ? null : (e[O] || "gate");
-        if (key) reasons[key] = (reasons[key] || 0) + 1;
+        reasonsOf(run, e).forEach(function (key) { reasons[key] = (reasons[key] || 0) + 1; });
       });
       run.reasons = reasons;
       return run;
     });
     return run.ready;
   }
+  /* why an episode failed: its outcome reason, else "gate:<metric>" for each gating metric
+     that failed (an episode may fail several) */
+  function reasonsOf(run, e) {
+    if (e[V]) return [];
+    if (e[O]) return [e[O]];
+    var out = [];
+    run.m.metrics.forEach(function (m, j) { if (m.gate && (e[FL][j] === "F" || e[FL][j] === "E")) out.push("gate:" + m.name); });
+    return out.length ? out : ["gate"];
+  }
+  function reasonLabel(k) { return k === "gate" ? "a gating metric" : k.slice(0, 5) === "gate:" ? k.slice(5) + " (gating metric)" : k; }
   function textChunkOf(i) { return Math.floor(i / LIM.text_chunk); }
   function textOf(run, i) {
     var name = run.m.chunks.text[textChunkOf(i)];
@@ -264,7 +273,7 @@
       return h("tr", null,
         h("td", null, h("a", { href: "#episodes/" + run.r + "?m=" + encodeURIComponent(x.name), title: "episodes failing " + x.name }, x.name),
           x.lower ? h("span", { class: "muted" }, " (lower is better)") : null),
-        h("td", null, bar(x.mean, x.lower)),
+        h("td", { class: "nowrap" }, bar(x.mean, x.lower)),
         h("td", { class: "num" }, x.ci && x.ci[0] !== null ? fmt(x.ci[0]) + " to " + fmt(x.ci[1]) : "n/a"),
         h("td", null, x.threshold),
         h("td", null, x.gate ? badge("info", "gates") : badge("na", "informational")),
@@ -275,18 +284,20 @@
       h("thead", null, h("tr", null, h("th", null, "metric"), h("th", null, "mean"),
         h("th", { class: "num", title: "t interval over cases (cases as clusters)" }, "95% interval"),
         h("th", null, "threshold"), h("th", null, "verdict"),
-        h("th", { class: "num" }, "episodes failing"), h("th", { class: "num" }, "skipped (null)"))),
+        h("th", { class: "num", title: "episodes whose score misses the threshold (or the metric raised)" }, "failing"),
+        h("th", { class: "num", title: "null scores: the metric did not apply" }, "skipped"))),
       h("tbody", null, rows))));
     m.verdict_lines.forEach(function (line) { main.appendChild(h("p", { class: "muted small" }, line)); });
 
     var reasons = Object.keys(run.reasons).sort(function (a, b) { return run.reasons[b] - run.reasons[a] || collator.compare(a, b); });
     if (reasons.length) {
       main.appendChild(h("h2", null, "Why episodes fail"));
+      main.appendChild(h("p", { class: "muted small" }, "The first outcome check that failed, else each gating metric that failed (an episode can fail several)."));
       main.appendChild(h("div", { class: "tablewrap" }, h("table", { class: "reasons" },
         h("thead", null, h("tr", null, h("th", null, "reason"), h("th", { class: "num" }, "episodes"))),
         h("tbody", null, reasons.map(function (k) {
           return h("tr", null, h("td", null, h("a", { href: "#episodes/" + run.r + "?r=" + encodeURIComponent(k) },
-            k === "gate" ? "the outcome passed; a gating metric failed" : k)),
+            reasonLabel(k))),
             h("td", { class: "num" }, int(run.reasons[k])));
         })))));
     }
@@ -370,7 +381,7 @@
     if (f.m >= 0 && e[FL][f.m] !== "F" && e[FL][f.m] !== "E") return false;
     if (f.tag >= 0 && c[1].indexOf(f.tag) < 0) return false;
     if (f.diff >= 0 && c[2] !== f.diff) return false;
-    if (f.r && (e[V] || (e[O] || "gate") !== f.r)) return false;
+    if (f.r && reasonsOf(run, e).indexOf(f.r) < 0) return false;
     if (f.q) {
       var t = textOf(run, i);
       var hay = (c[0] + "\n" + (e[F] || "") + "\n" + (t ? (t[0] || "") + "\n" + (t[1] || "") : "")).toLowerCase();
@@ -469,7 +480,7 @@
         })));
     }
     var reasonOpts = [["", "any"]].concat(Object.keys(run.reasons).sort().map(function (k) {
-      return [k, k === "gate" ? "a gating metric" : k];
+      return [k, reasonLabel(k)];
     }));
     var tools = h("div", { class: "toolbar" }, search,
       select("v", "verdict", [["all", "all"], ["fail", "failing"], ["pass", "passing"], ["mixed", "mixed (cases with passing and failing trials)"]], f.v),
@@ -512,11 +523,12 @@
       var head = [["", null], ["case", "case"], multi ? ["trials", "pass"] : ["verdict", "pass"], ["failure", "fail"]];
       cols.forEach(function (j) { head.push([run.names[j], "m:" + run.names[j]]); });
       head.push(["steps", "steps"], ["tokens", "tokens"], ["latency", "latency"], ["answer", null]);
+      var optCols = { steps: 1, tokens: 1, latency: 1 };
       var thead = h("tr", null, head.map(function (hd) {
         if (!hd[1]) return h("th", { class: hd[0] === "answer" ? "answer" : null }, hd[0]);
         var on = f.sort === hd[1];
         var isMetric = hd[1].slice(0, 2) === "m:";
-        return h("th", { class: "sortable" + (["steps", "tokens", "latency", "pass"].indexOf(hd[1]) >= 0 || isMetric ? " num" : "") + (isMetric ? " metric" : "") + (hd[1] === "fail" ? " failure" : ""),
+        return h("th", { class: "sortable" + (["steps", "tokens", "latency", "pass"].indexOf(hd[1]) >= 0 || isMetric ? " num" : "") + (isMetric ? " metric" : "") + (hd[1] === "fail" ? " failure" : "") + (optCols[hd[1]] ? " opt" : ""),
           "aria-sort": on ? (f.dir > 0 ? "ascending" : "descending") : "none", title: "sort by " + hd[0],
           onclick: function () {
             // first click: ascending; second: descending; third: back to dataset order
@@ -600,7 +612,8 @@
     cells.push(h("td", null, h("div", { class: "cid" }, c[0]),
       c[1].map(function (t) { return h("span", { class: "chip" }, run.m.tags[t]); }),
       c[2] >= 0 ? h("span", { class: "chip" }, run.m.difficulties[c[2]]) : null,
-      t0 && t0[0] ? h("div", { class: "snip" }, t0[0]) : null));
+      t0 && t0[0] ? h("div", { class: "snip" }, t0[0]) : null,
+      h("div", { class: "ans-inline" }, h("span", { class: "lbl" }, "answer"), answerSnip(run, first, textOf(run, g.hits[0])))));
     if (multi) {
       var dots = h("span", { class: "dots" });
       for (var i = c[3]; i < c[3] + c[4]; i++) {
@@ -622,16 +635,16 @@
         cells.push(scoreCell(run, j, mm, bad === "-" ? (mm === null ? "-" : "P") : bad,
           run.names[j] + ": " + vals.map(function (v, n) { return "t" + run.eps[g.hits[n]][T] + " " + fmt(v, 2); }).join(", ")));
       });
-      cells.push(h("td", { class: "num" }, num1(mean(run, g.hits, function (e) { return e[S]; }))));
-      cells.push(h("td", { class: "num" }, tok(mean(run, g.hits, function (e) { return e[TI]; }), mean(run, g.hits, function (e) { return e[TO]; }))));
-      cells.push(h("td", { class: "num" }, secs(mean(run, g.hits, function (e) { return e[L]; }))));
+      cells.push(h("td", { class: "num opt" }, num1(mean(run, g.hits, function (e) { return e[S]; }))));
+      cells.push(h("td", { class: "num opt" }, tok(mean(run, g.hits, function (e) { return e[TI]; }), mean(run, g.hits, function (e) { return e[TO]; }))));
+      cells.push(h("td", { class: "num opt" }, secs(mean(run, g.hits, function (e) { return e[L]; }))));
     } else {
       cells.push(h("td", null, first[V] ? badge("pass", "PASS") : badge("fail", "FAIL")));
       cells.push(h("td", { class: "failure" }, first[F] ? cut(first[F], 200) : ""));
       cols.forEach(function (j) { cells.push(scoreCell(run, j, first[SC][j], first[FL][j], run.names[j])); });
-      cells.push(h("td", { class: "num" }, first[S]));
-      cells.push(h("td", { class: "num" }, tok(first[TI], first[TO])));
-      cells.push(h("td", { class: "num" }, secs(first[L])));
+      cells.push(h("td", { class: "num opt" }, first[S]));
+      cells.push(h("td", { class: "num opt" }, tok(first[TI], first[TO])));
+      cells.push(h("td", { class: "num opt" }, secs(first[L])));
     }
     var ta = textOf(run, g.hits[0]);
     cells.push(h("td", { class: "answer" }, answerSnip(run, first, ta)));
@@ -641,11 +654,11 @@
   function trialRow(run, i, cols) {
     var e = run.eps[i];
     var cells = [h("td", { class: "tog" }, ""),
-      h("td", null, "trial " + e[T]),
+      h("td", null, "trial " + e[T], h("div", { class: "ans-inline" }, h("span", { class: "lbl" }, "answer"), answerSnip(run, e, textOf(run, i)))),
       h("td", null, e[V] ? badge("pass", "PASS") : badge("fail", "FAIL")),
       h("td", { class: "failure" }, e[F] ? cut(e[F], 200) : "")];
     cols.forEach(function (j) { cells.push(scoreCell(run, j, e[SC][j], e[FL][j], run.names[j])); });
-    cells.push(h("td", { class: "num" }, e[S]), h("td", { class: "num" }, tok(e[TI], e[TO])), h("td", { class: "num" }, secs(e[L])),
+    cells.push(h("td", { class: "num opt" }, e[S]), h("td", { class: "num opt" }, tok(e[TI], e[TO])), h("td", { class: "num opt" }, secs(e[L])),
       h("td", { class: "answer" }, answerSnip(run, e, textOf(run, i))));
     return h("tr", { class: "trial", "data-i": i }, cells);
   }
