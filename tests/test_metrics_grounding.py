@@ -596,19 +596,3 @@ def test_parallel_call_without_a_result_supports_nothing():
 def test_numbers_copied_exactly_are_supported(result, answer):
     call = ToolCall("toolu_1", "lookup", {"q": "x"}, json.dumps(result), False, 1)
     assert Grounding().score(episode("q", answer, [call])).value == 0.0
-
-
-def test_checked_claims_give_each_unsupported_claim_with_its_offset():
-    """What the view page marks in the answer: the claims the score counts, each
-    unsupported one with its reason and where it is in the answer."""
-    from evaltape.grader.metrics.grounding import checked_claims
-    answer = "staging-db-02 is degraded: CPU usage is at 89% and memory usage is at 94%."
-    ctx = episode("The staging database server staging-db-02 seems slow.", answer,
-                  [status_call("staging-db-02", SERVER_B)])
-    claims, unsupported = checked_claims(ctx.trace)
-    # staging-db-02 (input and result), degraded (result), 89% (result), 94% (nowhere)
-    assert [c.text for c in claims] == ["staging-db-02", "degraded", "89%", "94%"]
-    assert [(c.text, c.start) for c, _why in unsupported] == [("94%", answer.index("94%"))]
-    assert Grounding().score(ctx).value == 1 / 4
-    # no tool result: nothing to ground against (the score's not_applicable)
-    assert checked_claims(episode("q", answer).trace) is None

@@ -294,12 +294,12 @@ def test_large_run_spills_its_chunks_into_files(tmp_path):
     src = ViewSource(grade(run, metrics=["tool_selection_accuracy"]), run, index_traces(run))
     write_page([src], tmp_path / "out", inline_limit=1000)
     files = sorted(f.name for f in (tmp_path / "out" / "index-data").iterdir())
-    # 240 episodes: 1 index chunk (5,000 a chunk), 1 text chunk (500), 5 detail chunks (50)
-    assert files == ["r0-cases.js", "r0-ep-0.js", "r0-ep-1.js", "r0-ep-2.js", "r0-ep-3.js",
-                     "r0-ep-4.js", "r0-index-0.js", "r0-text-0.js"]
+    # 240 episodes: 1 index chunk (5,000 a chunk), 1 text chunk (500), 3 detail chunks (100)
+    assert files == ["r0-cases.js", "r0-ep-0.js", "r0-ep-1.js", "r0-ep-2.js",
+                     "r0-index-0.js", "r0-text-0.js"]
     page = read_page(tmp_path / "out" / "index.html")
     assert page["meta"]["data_dir"] == "index-data"
-    assert len(page["chunks"]["r0-ep-4"]) == 40 and len(page["chunks"]["r0-index-0"]) == 240
+    assert len(page["chunks"]["r0-ep-2"]) == 40 and len(page["chunks"]["r0-index-0"]) == 240
     assert '<script type="application/json" data-chunk=' not in (
         tmp_path / "out" / "index.html").read_text()
     small = ViewSource(grade(run, metrics=["tool_selection_accuracy"]), run,
@@ -362,3 +362,33 @@ def test_served_page_on_loopback(tmp_path):
         proc.send_signal(signal.SIGINT)
         rest = proc.communicate(timeout=30)[1]
     assert proc.returncode == 0 and "stopped" in rest
+
+
+def test_a_run_past_the_list_limit_lists_the_first_episodes_and_counts_all(tmp_path,
+                                                                        monkeypatch):
+    """Past LIST_LIMIT episodes the page lists the first ones (dataset order, then trial)
+    and says so; the overview's counts and means cover every episode."""
+    from evaltape.grader.api import grade
+    from evaltape.grader.io.run import open_run
+    from evaltape.grader.report import view
+    from evaltape.grader.report.view_files import write_page
+    monkeypatch.setattr(view, "LIST_LIMIT", 5)
+    cases = [{"id": f"c{i}", "user_query": f"q{i}", "expected_tools": ["t"]} for i in range(4)]
+    write_json(tmp_path / "d.json", cases)
+    # c0..c3 x 2 trials; only c3's trials call no tool (tool F1 0.0, wrong_tools)
+    write_jsonl(tmp_path / "run" / "traces.jsonl",
+                [make_trace(c["id"], tools=[] if c["id"] == "c3" else ["t"], trial=t,
+                            input=c["user_query"]) for c in cases for t in range(2)])
+    run = open_run(tmp_path / "run", tmp_path / "d.json")
+    src = view.ViewSource(grade(run, metrics=["tool_selection_accuracy"]), run,
+                          view.index_traces(run))
+    write_page([src], tmp_path / "out")
+    page = read_page(tmp_path / "out" / "index.html")
+    meta = page["meta"]["runs"][0]
+    assert (meta["episodes"], meta["listed"]) == (8, 5)
+    assert len(page["chunks"]["r0-index-0"]) == 5                 # c0 t0..c2 t0
+    assert [c[0] for c in page["chunks"]["r0-cases"]] == ["c0", "c1", "c2"]
+    # the two unlisted c3 episodes still count: 2 failures, mean (6 x 1.0 + 2 x 0.0) / 8
+    assert meta["metrics"][0]["fails"] == 2 and meta["metrics"][0]["mean"] == 0.75
+    assert meta["reasons"] == [["wrong_tools", 2]]
+    assert meta["usage"]["with_usage"] == 8

@@ -357,10 +357,10 @@ def test_a_run_of_10000_episodes_opens_quickly(browser, tmp_path):
     export_s = time.perf_counter() - t0
     assert p.returncode == 0, p.stderr
     data = tmp_path / "page" / "index-data"
-    # 10,000 episodes: 2 index chunks, 20 text chunks, 200 detail chunks, the cases
+    # 10,000 episodes: 2 index chunks, 20 text chunks, 100 detail chunks, the cases
     assert len(list(data.glob("r0-index-*.js"))) == 2
     assert len(list(data.glob("r0-text-*.js"))) == 20
-    assert len(list(data.glob("r0-ep-*.js"))) == 200
+    assert len(list(data.glob("r0-ep-*.js"))) == 100
     page = Page(browser, tmp_path / "page" / "index.html")
     t0 = time.perf_counter()
     page.go("episodes/0", "#episodes tbody tr.case")
@@ -382,7 +382,7 @@ def test_a_run_of_10000_episodes_opens_quickly(browser, tmp_path):
     page.tab.click("tr.trial[data-i='9979']")
     page.tab.wait_for_selector("#conversation")
     assert "answer 997.9" in page.tab.inner_text("#conversation")
-    assert [u.rsplit("/", 1)[1] for u in page.requests if "r0-ep-" in u] == ["r0-ep-199.js"]
+    assert [u.rsplit("/", 1)[1] for u in page.requests if "r0-ep-" in u] == ["r0-ep-99.js"]
     page.close()
     print(f"10,000 episodes: export {export_s:.1f} s, page open {open_s:.2f} s, "
           f"search over every answer {search_s:.2f} s")

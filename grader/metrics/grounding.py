@@ -141,44 +141,24 @@ class Grounding(Metric):
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
-        found = checked_claims(trace)
-        if found is None:
+        results = results_by_id(trace)
+        if not results:
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
-        claims, unsupported = found
+        answer = trace.final_response
+        verbs = frozenset(v for c in trace.tool_calls for v in _action_stems(c.name))
+        claims = extract_claims(answer, verbs)
         if not claims:
             return Score(None, "no checkable claims in the final answer", code="no_claims")
+        check = _Checker(trace, answer, claims, results)
+        check.note_stated(claims)
+        unsupported = [(c, why) for c in claims if (why := check.reason(c)) is not None]
         n, bad = len(claims), len(unsupported)
         details = f"{bad}/{n} claims unsupported"
         if unsupported:
             details += ": " + "; ".join(f"{c.kind} '{c.text}' ({why}) in \"{c.sentence}\""
                                         for c, why in unsupported)
         return Score(bad / n, details)
-
-
-def checked_claims(trace: Trace) -> tuple[list[Claim], list[tuple[Claim, str]]] | None:
-    """The claims of ``trace``'s final answer and the unsupported ones with the reason
-    each is unsupported, by :class:`Grounding`'s rules (its score is
-    ``len(unsupported) / len(claims)``); each :class:`~evaltape.grader.matching.claims.Claim`
-    carries its text and its offset in the NFC-normalised answer, so a report can mark it.
-
-    Returns:
-        ``(claims, unsupported)`` (both empty without a final answer), or ``None`` when no
-        tool returned anything (nothing to ground against: the score is ``not_applicable``).
-    """
-    results = results_by_id(trace)
-    if not results:
-        return None
-    answer = trace.final_response
-    if answer is None:
-        return [], []
-    verbs = frozenset(v for c in trace.tool_calls for v in _action_stems(c.name))
-    claims = extract_claims(answer, verbs)
-    if not claims:
-        return [], []
-    check = _Checker(trace, answer, claims, results)
-    check.note_stated(claims)
-    return claims, [(c, why) for c in claims if (why := check.reason(c)) is not None]
 
 
 class _Checker:

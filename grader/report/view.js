@@ -106,9 +106,7 @@
       for (var i = 1; i < parts.length; i++) for (var j = 0; j < parts[i].length; j++) eps.push(parts[i][j]);
       run.eps = eps;
       var reasons = {};
-      eps.forEach(function (e) {
-        reasonsOf(run, e).forEach(function (key) { reasons[key] = (reasons[key] || 0) + 1; });
-      });
+      run.m.reasons.forEach(function (kv) { reasons[kv[0]] = kv[1]; });
       run.reasons = reasons;
       return run;
     });
@@ -268,8 +266,9 @@
       " judge answer(s) not recorded; record them with: ", h("code", null, s.judge_command)));
 
     main.appendChild(h("h2", null, "Metrics"));
-    var fails = failCounts(run);
-    var rows = m.metrics.map(function (x, j) {
+    if (m.listed < m.episodes) main.appendChild(h("p", { class: "note" }, "The episode list holds the first " + int(m.listed) +
+      " of " + int(m.episodes) + " episodes (dataset order, then trial); the numbers on this page cover all of them, and report.json lists every one."));
+    var rows = m.metrics.map(function (x) {
       return h("tr", null,
         h("td", null, h("a", { href: "#episodes/" + run.r + "?m=" + encodeURIComponent(x.name), title: "episodes failing " + x.name }, x.name),
           x.lower ? h("span", { class: "muted" }, " (lower is better)") : null),
@@ -277,7 +276,7 @@
         h("td", { class: "num" }, x.ci && x.ci[0] !== null ? fmt(x.ci[0]) + " to " + fmt(x.ci[1]) : "n/a"),
         h("td", null, x.threshold),
         h("td", null, x.gate ? badge("info", "gates") : badge("na", "informational")),
-        h("td", { class: "num" }, fails[j] ? h("a", { href: "#episodes/" + run.r + "?m=" + encodeURIComponent(x.name), class: "fail" }, int(fails[j])) : "0"),
+        h("td", { class: "num" }, x.fails ? h("a", { href: "#episodes/" + run.r + "?m=" + encodeURIComponent(x.name), class: "fail" }, int(x.fails)) : "0"),
         h("td", { class: "num" }, int(x.skipped) + (x.errors ? " (" + x.errors + " errors)" : "")));
     });
     main.appendChild(h("div", { class: "tablewrap" }, h("table", { class: "metrics-summary" },
@@ -323,11 +322,6 @@
         h("tr", null, h("td", null, "pass@k"), ks.map(function (k) { return h("td", { class: "num" }, fmt(s.pass_at_k[k])); })),
         h("tr", null, h("td", null, "pass^k"), ks.map(function (k) { return h("td", { class: "num" }, fmt(s.pass_hat_k[k])); }))),
       h("div", { class: "s" }, "cases with k trials: " + ks.map(function (k) { return "k=" + k + " " + s.k_cases[k]; }).join(", ")));
-  }
-  function failCounts(run) {
-    var out = run.names.map(function () { return 0; });
-    run.eps.forEach(function (e) { for (var j = 0; j < out.length; j++) { var f = e[FL][j]; if (f === "F" || f === "E") out[j]++; } });
-    return out;
   }
   function breakdown(run, rows, param, names) {
     return h("div", { class: "tablewrap" }, h("table", null,
@@ -492,6 +486,8 @@
       h("button", { type: "button", id: "clear", onclick: function () { go("episodes/" + run.r); } }, "clear"));
     main.appendChild(tools);
     if (!run.m.has_traces) main.appendChild(h("p", { class: "note" }, run.m.note || "No traces: conversations and answers are not shown."));
+    if (run.m.listed < run.m.episodes) main.appendChild(h("p", { class: "note" }, "This list holds the first " + int(run.m.listed) + " of " +
+      int(run.m.episodes) + " episodes (dataset order, then trial); report.json lists every one."));
     var status = h("p", { class: "count", id: "count", "aria-live": "polite" });
     var holder = h("div", { id: "list" });
     main.appendChild(status);

@@ -25,6 +25,7 @@ page inserts them as text, never as markup.
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +33,13 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import orjson
 
+from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.io.names import cassette_name
 from evaltape.grader.io.run import Run
 from evaltape.grader.io.traces import line_digest, parse_trace
 from evaltape.grader.matching.calls import compare_values, match_calls
+from evaltape.grader.matching.claims import KINDS as CLAIM_KINDS
 from evaltape.grader.model import Case, ExpectedCall, ToolCall, Trace
 from evaltape.grader.report.common import (gating, k_coverage, plain, threshold_text,
                                            verdict_lines)
@@ -50,7 +53,7 @@ INDEX_CHUNK = 5000
 #: Episodes per search-text chunk.
 TEXT_CHUNK = 500
 #: Episodes per detail chunk (one is loaded when an episode is opened).
-DETAIL_CHUNK = 50
+DETAIL_CHUNK = 100
 #: Characters of an input or an answer kept for the list and the search.
 TEXT_LIMIT = 2000
 #: Characters of one text (a message, a tool result, an answer) kept in an episode's detail.
@@ -61,6 +64,10 @@ TURN_LIMIT = 400
 ID_LIMIT = 300
 #: Distinct cases, flips or labels listed in the comparison (the counts are always given).
 COMPARE_LIST_LIMIT = 50_000
+#: Episodes of one run the page lists (dataset order, then trial); the overview's numbers
+#: and the comparison cover every episode. 250,000 index rows are about 20 MB of memory in
+#: the browser and open in a few seconds (docs/view.md has the measurements).
+LIST_LIMIT = 250_000
 
 
 @dataclass
@@ -79,10 +86,11 @@ class TraceIndex:
     path: Path
     lines: dict[tuple[str, int], int]
     starts: array = field(repr=False)
+    _fh: Any = field(default=None, repr=False, compare=False)
 
     def get(self, case_id: str, trial: int) -> tuple[Trace, str, int] | None:
         """``(trace, trace digest, line)`` of one episode, or ``None`` when the run has no
-        trace for it.
+        trace for it. The file stays open between calls (:meth:`close` closes it).
 
         Raises:
             BadInputError: the line changed since :func:`index_traces` read it and no
@@ -91,11 +99,23 @@ class TraceIndex:
         line = self.lines.get((case_id, trial))
         if line is None:
             return None
-        with open(self.path, "rb") as fh:
-            fh.seek(self.starts[line - 1])
-            raw = fh.readline()
-        trace = parse_trace(orjson.loads(raw), path=str(self.path), line=line)
+        if self._fh is None:
+            self._fh = open(self.path, "rb")
+        self._fh.seek(self.starts[line - 1])
+        raw = self._fh.readline()
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise BadInputError("the line changed since it was read (not JSON now)",
+                                path=str(self.path), line=line) from None
+        trace = parse_trace(obj, path=str(self.path), line=line)
         return trace, line_digest(raw), line
+
+    def close(self) -> None:
+        """Close the traces file (:meth:`get` opens it again when called)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def index_traces(run: Run) -> TraceIndex:
@@ -155,12 +175,19 @@ def text(value: Any, limit: int = DETAIL_TEXT_LIMIT) -> str:
     return s
 
 
+_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def _json_text(value: Any, limit: int = DETAIL_TEXT_LIMIT) -> str:
-    """A JSON value pretty-printed (sorted keys, 2-space indent) for the page."""
+    """A JSON value pretty-printed (sorted keys, 2-space indent) for the page (orjson; the
+    standard library's writer for what orjson refuses, an integer beyond 64 bits)."""
     try:
-        raw = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        raw = repr(value)
+        raw = orjson.dumps(value, option=_PRETTY).decode()
+    except TypeError:
+        try:
+            raw = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            raw = repr(value)
     return text(raw, limit)
 
 
@@ -186,6 +213,18 @@ def outcome_reason(ep: EpisodeResult) -> str | None:
     if ep.passed or not f:
         return None
     return f if f.split(":", 1)[0].split(" ", 1)[0] in OUTCOME_PREFIXES else None
+
+
+def episode_reasons(ep: EpisodeResult, failing_gates: Sequence[str]) -> list[str]:
+    """Why an episode failed, as the page groups failures: its outcome reason
+    (:func:`outcome_reason`), else ``gate:<metric>`` for each gating metric that failed
+    (an episode may fail several), else ``gate``; ``[]`` for a passing episode."""
+    if ep.passed:
+        return []
+    reason = outcome_reason(ep)
+    if reason is not None:
+        return [reason]
+    return [f"gate:{n}" for n in failing_gates] or ["gate"]
 
 
 def flags(ep: EpisodeResult, names: Sequence[str]) -> str:
@@ -486,35 +525,37 @@ def expectations(case: Case | None) -> list[list[str]]:
     return out
 
 
-def claim_marks(trace: Trace, answer: str, metric: Any) -> list[list[Any]]:
+#: One unsupported claim as grounding's ``details`` quote it: ``kind 'text' (why) in
+#: "sentence"``, items joined by ``; `` (:class:`evaltape.grader.metrics.grounding.Grounding`).
+_CLAIM = re.compile(r"(?:^|; |: )(?P<kind>" + "|".join(CLAIM_KINDS) + r") '(?P<text>.+?)' "
+                    r"\((?P<why>.+?)\) in \"(?P<sentence>.*?)\"(?=; (?:"
+                    + "|".join(CLAIM_KINDS) + r") '|$)", re.S)
+
+
+def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
     """Grounding's unsupported claims as ``[[start, end, kind, why], ...]`` offsets in
-    ``answer`` (the answer as the page shows it), for an episode whose ``grounding`` score
-    is above 0. The claims come from the grounding metric's own check
-    (:func:`evaltape.grader.metrics.grounding.checked_claims`) and are kept only when the
-    report's details quote them (a report graded by another version may differ); each is
-    found in the answer at or after its offset, else anywhere."""
-    from evaltape.grader.metrics.grounding import checked_claims
-    if metric is None or not metric.score or trace.final_response is None:
+    ``answer`` (the answer as the page shows it), read from the report's ``grounding``
+    details (what the report says, whichever version graded it; no second grounding
+    pass). Each claim is looked for in its sentence, else anywhere in the answer; a claim
+    not found, or overlapping one already marked, is left unmarked (it stays in the
+    details)."""
+    if metric is None or not metric.score or not metric.details:
         return []
-    found = checked_claims(trace)
-    if not found:
-        return []
-    details = metric.details or ""
     marks: list[list[Any]] = []
     taken: list[tuple[int, int]] = []
-    for claim, why in found[1]:
-        if f"'{claim.text}'" not in details:
-            continue
-        start = answer.find(claim.text, max(0, claim.start - 40))
+    for m in _CLAIM.finditer(metric.details):
+        claim, sentence = m.group("text"), m.group("sentence")
+        at = answer.find(sentence[:200]) if sentence else -1
+        start = answer.find(claim, at) if at >= 0 else -1
         if start < 0:
-            start = answer.find(claim.text)
+            start = answer.find(claim)
         if start < 0:
             continue
-        end = start + len(claim.text)
+        end = start + len(claim)
         if any(a < end and start < b for a, b in taken):
             continue
         taken.append((start, end))
-        marks.append([start, end, claim.kind, text(why, 2000)])
+        marks.append([start, end, m.group("kind"), text(m.group("why"), 2000)])
     return sorted(marks)
 
 
@@ -611,8 +652,7 @@ def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
                          c_raw := _raw_call(raw, i), Mapping) else False}
                     for i, c in enumerate(trace.tool_calls)]
     out["pairs"] = call_pairs(None if case is None else case.expected_calls, trace.tool_calls)
-    out["claims"] = [] if answer is None else claim_marks(trace, answer,
-                                                          ep.metrics.get("grounding"))
+    out["claims"] = [] if answer is None else claim_marks(answer, ep.metrics.get("grounding"))
     out["judge"] = judge_answers(run, ep.case_id, ep.trial)
     return out
 
@@ -695,7 +735,10 @@ class _Acc:
     """What one run's pass over its episodes adds up for the page's overview."""
 
     names: Sequence[str]
+    gates: frozenset[str] = frozenset()
     scores: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    fails: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
@@ -708,12 +751,21 @@ class _Acc:
 
     def add(self, pos: int, ep: EpisodeResult, trace: Trace | None, cost: float | None,
             digest: str | None) -> None:
+        failing = []
         for n in self.names:
             m = ep.metrics.get(n)
-            if m is not None and m.score is not None:
+            if m is None:
+                continue
+            if m.score is not None:
                 s = self.scores.setdefault(n, {}).setdefault(pos, [0.0, 0])
                 s[0] += m.score
                 s[1] += 1
+            if m.passed is False:
+                self.fails[n] = self.fails.get(n, 0) + 1
+                if n in self.gates:
+                    failing.append(n)
+        for key in episode_reasons(ep, failing):
+            self.reasons[key] = self.reasons.get(key, 0) + 1
         cc = self.case_counts.setdefault(pos, [0, 0])
         cc[0] += int(ep.passed)
         cc[1] += 1
@@ -845,7 +897,7 @@ class ViewBuilder:
                      "limits": {"index_chunk": INDEX_CHUNK, "text_chunk": TEXT_CHUNK,
                                 "detail_chunk": DETAIL_CHUNK, "text_limit": TEXT_LIMIT,
                                 "detail_text_limit": DETAIL_TEXT_LIMIT,
-                                "turn_limit": TURN_LIMIT}}
+                                "turn_limit": TURN_LIMIT, "list_limit": LIST_LIMIT}}
 
     def _run_chunks(self, r: int, source: ViewSource, runs_meta: list) -> Iterator[
             tuple[str, Any]]:
@@ -859,7 +911,7 @@ class ViewBuilder:
         tag_ix = {t: i for i, t in enumerate(tags)}
         diff_ix = {d: i for i, d in enumerate(diffs)}
         pos_of = {cid: p for p, cid in enumerate(case_ids)}
-        acc = _Acc(names)
+        acc = _Acc(names, gating(report.summary))
         index: list[list[Any]] = []
         texts: list[list[Any]] = []
         details: list[dict[str, Any]] = []
@@ -870,6 +922,13 @@ class ViewBuilder:
         for k, i in enumerate(order):
             ep = eps[i]
             pos = pos_of[ep.case_id]
+            if k >= LIST_LIMIT:  # counted in the overview, not listed
+                found = None if source.traces is None else source.traces.get(ep.case_id,
+                                                                             ep.trial)
+                trace = None if found is None else found[0]
+                acc.add(pos, ep, trace, None if trace is None else cost_usd(trace, self.prices),
+                        None if found is None else found[1])
+                continue
             if pos == len(case_rows):
                 case = by_id.get(ep.case_id)
                 case_rows.append([text(ep.case_id, ID_LIMIT),
@@ -901,6 +960,8 @@ class ViewBuilder:
                 name = f"r{r}-{kind}-{len(names_out[kind])}"
                 names_out[kind].append(name)
                 yield name, list(buf)
+        if source.traces is not None:
+            source.traces.close()
         yield f"r{r}-cases", case_rows
         self._keys.append(keys)
         self._case_ids.append(case_ids)
@@ -928,7 +989,7 @@ class ViewBuilder:
                 "lower": n in lower, "gate": n in gates,
                 "failed": failed.get(n) if n in gates else None,
                 "skipped": s.metrics_skipped.get(n, 0),
-                "errors": (s.metrics_errors or {}).get(n, 0)})
+                "errors": (s.metrics_errors or {}).get(n, 0), "fails": acc.fails.get(n, 0)})
         ci = s.pass_rate_ci95 or {}
         label = source.label or report.run.name or report.run.path or f"run {r + 1}"
         return {
@@ -938,7 +999,10 @@ class ViewBuilder:
             "model": None if report.run.model is None else text(report.run.model, 300),
             "model_note": None if report.run.model_note is None
             else text(report.run.model_note, 1000),
-            "episodes": episodes, "cases": len(case_ids), "trials": s.trials,
+            "episodes": episodes, "listed": min(episodes, LIST_LIMIT),
+            "cases": len(case_ids), "trials": s.trials,
+            "reasons": sorted(([k, v] for k, v in acc.reasons.items()),
+                              key=lambda kv: (-kv[1], kv[0])),
             "has_traces": source.traces is not None, "has_dataset": source.run is not None,
             "metrics": metrics,
             "summary": {
