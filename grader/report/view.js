@@ -288,25 +288,23 @@
       h("tbody", null, rows))));
     m.verdict_lines.forEach(function (line) { main.appendChild(h("p", { class: "muted small" }, line)); });
 
+    var grid = h("div", { class: "grid2" });
     var reasons = Object.keys(run.reasons).sort(function (a, b) { return run.reasons[b] - run.reasons[a] || collator.compare(a, b); });
     if (reasons.length) {
-      main.appendChild(h("h2", null, "Why episodes fail"));
-      main.appendChild(h("p", { class: "muted small" }, "The first outcome check that failed, else each gating metric that failed (an episode can fail several)."));
-      main.appendChild(h("div", { class: "tablewrap" }, h("table", { class: "reasons" },
-        h("thead", null, h("tr", null, h("th", null, "reason"), h("th", { class: "num" }, "episodes"))),
-        h("tbody", null, reasons.map(function (k) {
-          return h("tr", null, h("td", null, h("a", { href: "#episodes/" + run.r + "?r=" + encodeURIComponent(k) },
-            reasonLabel(k))),
-            h("td", { class: "num" }, int(run.reasons[k])));
-        })))));
+      grid.appendChild(h("div", { id: "reasons" }, h("h2", null, "Why episodes fail"),
+        h("p", { class: "muted small" }, "The first outcome check that failed, else each gating metric that failed (an episode can fail several)."),
+        h("div", { class: "tablewrap" }, h("table", { class: "reasons" },
+          h("thead", null, h("tr", null, h("th", null, "reason"), h("th", { class: "num" }, "episodes"))),
+          h("tbody", null, reasons.map(function (k) {
+            return h("tr", null, h("td", null, h("a", { href: "#episodes/" + run.r + "?r=" + encodeURIComponent(k) },
+              reasonLabel(k))),
+              h("td", { class: "num" }, int(run.reasons[k])));
+          }))))));
     }
     var b = m.breakdowns;
-    if (b.tag.length || b.difficulty.length) {
-      var two = h("div", { class: b.tag.length && b.difficulty.length ? "two" : null });
-      if (b.tag.length) two.appendChild(h("div", null, h("h2", null, "By tag"), breakdown(run, b.tag, "tag", m.tags)));
-      if (b.difficulty.length) two.appendChild(h("div", null, h("h2", null, "By difficulty"), breakdown(run, b.difficulty, "diff", m.difficulties)));
-      main.appendChild(two);
-    }
+    if (b.tag.length) grid.appendChild(h("div", { id: "by-tag" }, h("h2", null, "By tag"), breakdown(run, b.tag, "tag", m.tags)));
+    if (b.difficulty.length) grid.appendChild(h("div", { id: "by-difficulty" }, h("h2", null, "By difficulty"), breakdown(run, b.difficulty, "diff", m.difficulties)));
+    if (grid.firstChild) main.appendChild(grid);
     main.appendChild(h("h2", null, "Setup"));
     main.appendChild(setupTable(m.setup));
   }
@@ -350,7 +348,12 @@
     return h("div", { class: "setup" }, sections.map(function (sec) {
       return h("div", { class: "panel" }, h("div", { class: "ph" }, sec.name),
         h("div", { class: "pb flush" }, h("table", { class: "kv" }, h("tbody", null, sec.rows.map(function (row) {
-          return h("tr", null, h("td", null, row[1]), h("td", { class: "mono" }, row[2]));
+          var long = row[2].length > 240;
+          var clip = h("div", { class: long ? "clip closed" : null }, row[2]);
+          var cell = h("td", { class: "mono" }, clip);
+          if (long) cell.appendChild(h("button", { type: "button", class: "btn more", onclick: function () {
+            clip.classList.toggle("closed"); this.textContent = clip.classList.contains("closed") ? "show all" : "show less"; } }, "show all"));
+          return h("tr", null, h("td", null, row[1]), cell);
         })))));
     }));
   }
@@ -825,7 +828,7 @@
       var lArgs = h("div"), rArgs = h("div");
       p.args.forEach(function (a) {
         var name = a[0], evs = a[1], av = a[2], state = a[3];
-        var note = { same: "", diff: "differs", case: "differs in letter case only", missing: "missing", optional: "optional, absent", extra: "not expected", any: "" }[state];
+        var note = { diff: "differs", case: "differs in letter case only", missing: "missing", optional: "optional, absent", extra: "not expected" }[state] || "";
         if (ex) lArgs.appendChild(h("div", { class: "arg " + (state === "missing" || state === "diff" ? "diff" : state === "case" ? "case" : "") },
           name + ": ", evs ? evs.join(" | ") : h("span", { class: "st" }, state === "any" ? "any" : "—")));
         if (ac) rArgs.appendChild(h("div", { class: "arg " + state }, name + ": ", av === null ? h("span", { class: "st" }, "—") : av,

@@ -423,7 +423,8 @@ def call_pairs(expected: Sequence[ExpectedCall] | None, calls: Sequence[ToolCall
     "differs" | "missing" | "extra", "args": [[name, expected values as JSON text or None,
     actual value as JSON text or None, state], ...]}`` where state is ``same``, ``case``
     (only letter case differs), ``diff``, ``missing``, ``optional`` (absent and allowed),
-    ``extra`` (not expected) or ``any`` (the case names the tool only). Rows follow the
+    ``extra`` (not expected), ``any`` (the case names the tool only) or ``unpaired`` (an
+    argument of a call no expected call pairs with). Rows follow the
     expected order; extra calls come last, in call order.
     """
     exp = list(expected or ())
@@ -473,7 +474,7 @@ def call_pairs(expected: Sequence[ExpectedCall] | None, calls: Sequence[ToolCall
     for j, c in enumerate(calls):
         if j not in used:
             rows.append({"e": None, "a": j, "status": "extra", "args": [
-                [text(k, 200), None, _json_text(v, 2000), "extra"]
+                [text(k, 200), None, _json_text(v, 2000), "unpaired"]
                 for k, v in sorted(c.arguments.items())]})
     return rows
 
