@@ -4,8 +4,8 @@ The trials of one case are not independent observations (the same task, often th
 answer), so, as the Wilson interval on ``pass_rate`` does (:mod:`evaltape.grader.stats.trials`),
 these intervals count cases, not episodes: a case is a cluster of episodes and the mean
 score per episode is a ratio estimate over clusters (Cochran 1977, *Sampling Techniques*,
-3rd ed.: the ratio estimate's variance, sec. 6.4, applied to cluster sampling with
-clusters of unequal size, sec. 9.8). With n cases, ``S_c`` the sum of a case's non-null
+3rd ed.: the ratio estimate's variance, ch. 6, applied to single-stage cluster sampling
+with clusters of unequal sizes, ch. 9A). With n cases, ``S_c`` the sum of a case's non-null
 scores and ``m_c`` their number, ``M = Σ m_c`` and the mean ``μ = Σ S_c / M``:
 
     v(μ) = n / (n − 1) · Σ_c (S_c − μ · m_c)² / M²
