@@ -392,3 +392,21 @@ def test_a_run_past_the_list_limit_lists_the_first_episodes_and_counts_all(tmp_p
     assert meta["metrics"][0]["fails"] == 2 and meta["metrics"][0]["mean"] == 0.75
     assert meta["reasons"] == [["wrong_tools", 2]]
     assert meta["usage"]["with_usage"] == 8
+
+
+def test_compare_names_metrics_graded_on_one_side(tmp_path):
+    """The golden stand-in report grades every built-in metric, a default grading four:
+    those four come first, the others show the baseline's mean and 'not graded' now."""
+    golden = ROOT / "tests" / "golden" / "helpdesk-scripted-standin" / "report.json"
+    p = run_cli("view", str(golden), str(STANDIN), "--export", str(tmp_path / "page"))
+    assert p.returncode == 0, p.stderr
+    cmp = read_page(tmp_path / "page" / "index.html")["chunks"]["compare"]
+    names = [m["name"] for m in cmp["metrics"]]
+    assert names[:5] == ["pass_rate", "tool_selection_accuracy", "argument_correctness",
+                         "task_completion", "grounding"]
+    composite = {m["name"]: m for m in cmp["metrics"]}["composite"]
+    base = json.loads(golden.read_text())["summary"]["metrics"]["composite"]
+    assert (composite["before"], composite["after"], composite["delta"],
+            composite["graded"]) == (base, None, None, [True, False])
+    # the same recordings graded again: every episode is a re-grade, none re-recorded
+    assert (cmp["regraded"], cmp["rerecorded"]) == (8, 0)

@@ -1000,8 +1000,8 @@
         h("thead", null, h("tr", null, h("th", null, ""), h("th", null, "baseline"), h("th", null, "current"))),
         h("tbody", null, rows.map(function (r) {
           return h("tr", { class: r[4] ? "changed" : null }, h("td", null, r[0] + ": " + r[1]),
-            h("td", { class: "mono" + (r[4] ? " fail" : "") }, r[2] === null ? "—" : r[2]),
-            h("td", { class: "mono" + (r[4] ? " pass" : "") }, r[3] === null ? "—" : r[3]));
+            h("td", { class: "mono" + (r[4] ? " was" : "") }, r[2] === null ? "—" : r[2]),
+            h("td", { class: "mono" + (r[4] ? " now" : "") }, r[3] === null ? "—" : r[3]));
         })))) : h("p", { class: "muted" }, "The two runs' setups are the same."));
     }
     diffOnly.addEventListener("change", setup);

@@ -1060,7 +1060,8 @@ def compare_data(old: ViewSource, new: ViewSource, keys: Sequence[Mapping],
     ka, kb = keys
     shared = ka.keys() & kb.keys()
     # per case and metric, sums over the shared episodes (both sides)
-    names = list(dict.fromkeys([*a.grader.metrics, *b.grader.metrics]))
+    both = [n for n in b.grader.metrics if n in a.grader.metrics]
+    names = list(dict.fromkeys([*both, *b.grader.metrics, *a.grader.metrics]))
     sums: dict[str, dict[str, list[float]]] = {}
     for side, report in ((0, a), (1, b)):
         for ep in report.episodes:
@@ -1079,7 +1080,13 @@ def compare_data(old: ViewSource, new: ViewSource, keys: Sequence[Mapping],
     lower = a.lower_is_better | b.lower_is_better
     metrics = []
     for n in ["pass_rate", *names]:
-        d = cluster_delta(tuple(v) for v in sums.get(n, {}).values())
+        rows = list(sums.get(n, {}).values())
+        d = cluster_delta(tuple(v) for v in rows)
+        if d is None and rows:  # scored on one side only: that side's mean, no change
+            mb, ma = sum(r[1] for r in rows), sum(r[3] for r in rows)
+            d = {"before": round(sum(r[0] for r in rows) / mb, 4) if mb else None,
+                 "after": round(sum(r[2] for r in rows) / ma, 4) if ma else None,
+                 "delta": None, "low": None, "n": len(rows)}
         mv = moves.get(n)
         in_a = n == "pass_rate" or n in a.summary.metrics
         in_b = n == "pass_rate" or n in b.summary.metrics
