@@ -700,6 +700,13 @@
 
   /* ------------------------------------------------------------------ one episode */
   function renderEpisode(main, run, route) {
+    // a search in the list's address needs every answer to find this episode's neighbours
+    var pending = route.params.get("q") ? allText(run) : null;
+    if (pending) {
+      main.appendChild(h("p", { class: "loading" }, "Loading…"));
+      pending.then(function () { if (current.main === main) { clear(main); renderEpisode(main, run, route); } });
+      return;
+    }
     var i = route.i, e = run.eps[i], c = run.cases[e[C]];
     var params = route.params;
     var listQ = params.toString();
@@ -718,7 +725,7 @@
         ev.preventDefault();
         loadRun(other).then(function () {
           var j = keyIndex(other)[c[0] + "\u0000" + e[T]];
-          if (j === undefined) alert("This episode is not in " + other.m.label + ".");
+          if (j === undefined) ev.target.textContent = "not in " + (other.r === 0 ? "the baseline" : "the current run");
           else go("episode/" + other.r + "/" + j);
         });
       } }, "same episode in " + (other.r === 0 ? "the baseline" : "the current run")) : null,
@@ -1052,7 +1059,6 @@
         if (row) listState.toggle(row.c, k === "ArrowRight");
       } else if (k === "]") listState.page(1);
       else if (k === "[") listState.page(-1);
-      else if (k === "Escape" && listState.params().toString()) go("episodes/" + current.r);
       else done = false;
     } else if (view === "episode" && current.nav) {
       var nav = current.nav;
