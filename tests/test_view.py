@@ -410,3 +410,18 @@ def test_compare_names_metrics_graded_on_one_side(tmp_path):
             composite["graded"]) == (base, None, None, [True, False])
     # the same recordings graded again: every episode is a re-grade, none re-recorded
     assert (cmp["regraded"], cmp["rerecorded"]) == (8, 0)
+
+
+def test_the_page_is_the_same_bytes_every_time(tmp_path):
+    """No clock, no randomness: exporting the same run twice gives the same page, and
+    grade --format html writes the same page under the name report.html."""
+    pages = []
+    for n in (1, 2):
+        p = run_cli("view", str(STANDIN), "--export", str(tmp_path / f"p{n}"))
+        assert p.returncode == 0, p.stderr
+        pages.append((tmp_path / f"p{n}" / "index.html").read_bytes())
+    assert pages[0] == pages[1]
+    p = run_cli("grade", str(STANDIN), "--out", str(tmp_path / "r"), "--quiet",
+                "--format", "html")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "r" / "report.html").read_bytes() == pages[0]
