@@ -110,11 +110,18 @@ def test_grade_baseline_exits_1_and_names_the_episode(two_runs):
     failure = suite.find("testcase[@name='weather-paris']/failure")
     assert failure.get("type") == "wrong_answer"
 
+    # report.html is the view page: the baseline is its first run, the flip is in its
+    # comparison, and the changed episode's call and arguments are in its detail
+    from evaltape.grader.report.view_files import read_page
     html = (tmp / "new" / "report.html").read_text()
-    assert "<script" not in html and "http://" not in html and "https://" not in html
-    assert "<details><summary>weather-paris</summary>" in html
-    assert "get_weather" in html and "&quot;city&quot;: &quot;Paris&quot;" in html
-    assert "pass → fail" in html
+    assert "https://" not in html and "<link" not in html
+    page = read_page(tmp / "new" / "report.html")
+    cmp = page["chunks"]["compare"]
+    assert [(f[0], f[2], f[3]) for f in cmp["flips"]] == [("weather-paris", True, False)]
+    cases = [c[0] for c in page["chunks"]["r1-cases"]]
+    detail = page["chunks"]["r1-ep-0"][cases.index("weather-paris")]
+    assert [(c["name"], c["args"]) for c in detail["calls"]] == [
+        ("get_weather", '{\n  "city": "Paris"\n}')]
 
 
 def test_diff_command(two_runs):

@@ -270,14 +270,19 @@ def test_dask_local_cluster_gives_the_local_bytes(monkeypatch, tmp_path):
     assert report_bytes(remote) == report_bytes(local)
 
 
-def test_html_lists_a_stated_number_of_episodes(monkeypatch):
-    from evaltape.grader.report import html
+def test_html_page_of_a_graded_report_holds_every_episode_in_chunks(tmp_path, monkeypatch):
+    """report.html (the view page) lists every episode, in chunks: with 10 episodes a
+    detail chunk, the 24 episodes take chunks of 10, 10 and 4."""
+    from evaltape.grader.report import view
+    from evaltape.grader.report.view_files import read_page
 
-    monkeypatch.setattr(html, "HTML_EPISODE_LIMIT", 2)
-    page = html.render_html(grade(RUN, metrics=METRICS, workers=1))
-    assert "The first 2 of 24 episodes are listed here" in page
-    assert page.count("<tr><td><details><summary>") == 2
-    assert 'href="report.json"' in page
+    monkeypatch.setattr(view, "DETAIL_CHUNK", 10)
+    p = run_cli("grade", str(RUN), "--metrics", ",".join(METRICS), "--workers", "1",
+                "--out", str(tmp_path / "r"), "--format", "html", "--quiet")
+    assert p.returncode == 0, p.stderr
+    chunks = read_page(tmp_path / "r" / "report.html")["chunks"]
+    assert [len(chunks[f"r0-ep-{k}"]) for k in range(3)] == [10, 10, 4]
+    assert len(chunks["r0-index-0"]) == 24
 
 
 def test_checked_trace_reading_gives_the_same_trace_on_both_paths():

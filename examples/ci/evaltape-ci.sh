@@ -8,7 +8,9 @@
 # Layout (change with the variables below):
 #   runs/<name>/                    a recorded or imported run (traces.jsonl, manifest.json)
 #   evaltape-baselines/<name>/report.json   its accepted report, committed
-#   evaltape-reports/<name>/        written here: report.json, report.md, report.html, junit.xml
+#   evaltape-reports/<name>/        written here: report.json, report.md, report.html (the
+#                                   evaltape view page; report-data/ beside it for a large
+#                                   run), junit.xml
 #
 # Variables:
 #   EVALTAPE_INSTALL    pip requirement to install first ("" = evaltape is already installed;

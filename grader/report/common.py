@@ -1,6 +1,7 @@
 """Small helpers shared by the report renderers."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from evaltape.grader.metrics.base import PASS_THRESHOLD
@@ -150,6 +151,9 @@ def episode_label(ep: Any, multi_trial: bool) -> str:
 _CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0x80, 0xa0),
                           *range(0x202a, 0x202f), *range(0x2066, 0x206a)], "\ufffd")
 _ONE_LINE = {**_CONTROL, 0x0a: "\u21b5"}  # a line break shown as ↵
+#: Any character of those tables (a search in C is faster than translating every text)
+_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_CONTROL)) + "]")
+_UNSAFE_LINE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_ONE_LINE)) + "]")
 
 
 def plain(text: str, one_line: bool = False) -> str:
@@ -159,7 +163,10 @@ def plain(text: str, one_line: bool = False) -> str:
     (:mod:`evaltape.grader.io.secrets`). ``one_line``: a line break becomes ``↵`` too (an
     id in a table cell or a label)."""
     from evaltape.grader.io.secrets import redact
-    return redact(str(text).translate(_ONE_LINE if one_line else _CONTROL))
+    text = str(text)
+    if (_UNSAFE_LINE if one_line else _UNSAFE).search(text):
+        text = text.translate(_ONE_LINE if one_line else _CONTROL)
+    return redact(text)
 
 
 def skip_reasons(summary: Any, name: str) -> str:

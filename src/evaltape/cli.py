@@ -26,6 +26,7 @@ COMMANDS = {
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
     "schema": "evaltape.commands.schema:schema",
+    "view": "evaltape.commands.view:view",
 }
 
 

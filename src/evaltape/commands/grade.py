@@ -6,7 +6,7 @@ a script calling ``evaltape.grade`` write byte-identical ``report.json``.
 """
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -23,7 +23,7 @@ def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
         yield piece.encode()
 
 
-def _write(files: list[tuple[Path, Iterable[bytes]]]) -> None:
+def _write(files: Iterable[tuple[Path, Iterable[bytes]]]) -> None:
     """Write the report files as one set (all renamed into place after all are written:
     an interruption leaves the previous set whole), key-shaped strings redacted (as
     report_bytes does)."""
@@ -190,14 +190,13 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     if "junit" in fmts:
         from evaltape.grader.report.junit import iter_junit
         files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))
+    written: set[str] = set()
     if "html" in fmts:
-        from evaltape.grader.io.run import open_run
-        from evaltape.grader.report.html import HTML_EPISODE_LIMIT, iter_html
-        shown = {(e.case_id, e.trial) for e in islice(report.episodes, HTML_EPISODE_LIMIT)}
-        traces = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
-                  if (t.case_id, t.trial) in shown}
-        files.append((out_dir / "report.html", _encoded(iter_html(report, traces))))
+        files = chain(files, _html_files(report, run, dataset, baseline, out_dir, written))
     _write(files)
+    if "html" in fmts:
+        from evaltape.grader.report.view_files import stale_chunks
+        stale_chunks(out_dir, "report.html", written)
     if not quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)  # (a reader that closes the pipe stops the printing only)
@@ -250,6 +249,28 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         verdict = threshold_gate(s.passed, s.episodes, threshold)
         if verdict:
             raise GateFailed(verdict)
+
+
+def _html_files(report, run: str, dataset: str | None, baseline: str | None, out_dir: Path,
+                written: set[str]) -> Iterator[tuple[Path, list[bytes]]]:
+    """``report.html``: the page of ``evaltape view`` (its data folder ``report-data/``
+    beside it for a large run), with the baseline as the first run when there is one (the
+    page's Compare view). ``written`` collects the files' paths relative to ``out_dir``."""
+    from evaltape.commands.view import report_source
+    from evaltape.grader.io.run import open_run
+    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_files import page_files
+    opened = open_run(run, dataset)
+    sources = [ViewSource(report, opened, index_traces(opened), label=opened.root.name,
+                          source=run)]
+    if baseline is not None:
+        sources.insert(0, report_source(baseline, dataset))
+    for rel, data in page_files(sources, "report.html"):
+        path = out_dir / rel
+        if path.parent != out_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        written.add(rel)
+        yield path, [data]
 
 
 def threshold_gate(passed: int, episodes: int, threshold: float) -> str | None:

@@ -1,0 +1,169 @@
+"""Intervals on metric means and on their change between two runs, with cases as clusters.
+
+The trials of one case are not independent observations (the same task, often the same
+answer), so, as the Wilson interval on ``pass_rate`` does (:mod:`evaltape.grader.stats.trials`),
+these intervals count cases, not episodes: a case is a cluster of episodes and the mean
+score per episode is a ratio estimate over clusters (Cochran 1977, *Sampling Techniques*,
+3rd ed.: the ratio estimate's variance, ch. 6, applied to single-stage cluster sampling
+with clusters of unequal sizes, ch. 9A). With n cases, ``S_c`` the sum of a case's non-null
+scores and ``m_c`` their number, ``M = Σ m_c`` and the mean ``μ = Σ S_c / M``:
+
+    v(μ) = n / (n − 1) · Σ_c (S_c − μ · m_c)² / M²
+
+and the interval is ``μ ± t · √v`` with Student's t on n − 1 degrees of freedom. When
+every case has the same number of scores this is the t interval on the cases' own means
+(``s / √n``). For the change between two runs graded on the same cases, each case's
+residuals of the two runs are differenced first (the linearised difference of two ratio
+estimates on the same clusters), so what the cases share cancels out, as in a paired test.
+
+Pure functions, no randomness: the same scores always give the same bounds.
+"""
+from __future__ import annotations
+
+from math import atan, cos, pi, sin, sqrt
+from statistics import NormalDist
+from typing import Any, Iterable
+
+DIGITS = 4
+#: How :func:`cluster_mean` and :func:`cluster_delta` compute their bounds, in words.
+METHOD = "t interval, cases as clusters"
+
+
+def t_two_sided(t: float, df: int) -> float:
+    """P(|T| ≤ t) for Student's t with ``df`` degrees of freedom (``t ≥ 0``, ``df ≥ 1``).
+
+    Abramowitz and Stegun (1964), *Handbook of Mathematical Functions*, 26.7.3 (odd
+    ``df``) and 26.7.4 (even ``df``): finite sums in θ = arctan(t / √df), exact for
+    whole degrees of freedom.
+    """
+    theta = atan(t / sqrt(df))
+    c2 = cos(theta) ** 2
+    if df % 2 == 0:
+        term, total = 1.0, 1.0
+        for j in range(1, df // 2):   # (1·3···(2j−1)) / (2·4···2j) · cos^2j θ
+            term *= c2 * (2 * j - 1) / (2 * j)
+            total += term
+        return sin(theta) * total
+    if df == 1:
+        return 2 * theta / pi
+    term = cos(theta)
+    total = term
+    for j in range(1, (df - 1) // 2):  # (2·4···2j) / (1·3···(2j+1)) · cos^(2j+1) θ
+        term *= c2 * (2 * j) / (2 * j + 1)
+        total += term
+    return 2 / pi * (theta + sin(theta) * total)
+
+
+def t_quantile(level: float, df: int) -> float:
+    """The two-sided critical value q with P(|T| ≤ q) = ``level`` on ``df`` degrees of
+    freedom (2.776 for 0.95 and 4; 1.960 as ``df`` grows).
+
+    Bisection on :func:`t_two_sided` up to 1,000 degrees of freedom; beyond, the
+    Cornish-Fisher expansion of t in the normal quantile z (Abramowitz and Stegun 26.7.5,
+    three terms: its error there is below 1e-9).
+
+    Raises:
+        ValueError: ``level`` outside (0, 1) or ``df`` below 1.
+    """
+    if not 0 < level < 1 or df < 1:
+        raise ValueError(f"need 0 < level < 1 and df >= 1, got {level!r}, {df!r}")
+    if df > 1000:
+        z = NormalDist().inv_cdf((1 + level) / 2)
+        return (z + (z ** 3 + z) / (4 * df)
+                + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+                + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+    lo, hi = 0.0, 1.0
+    while t_two_sided(hi, df) < level:
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if t_two_sided(mid, df) < level:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def cluster_mean(groups: Iterable[tuple[float, int]], *, level: float = 0.95,
+                 bounds: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any] | None:
+    """The mean score per episode with its interval, cases as clusters (module docstring).
+
+    Args:
+        groups: ``(sum of the case's non-null scores, how many)`` per case; cases with no
+            score are left out.
+        level: the interval's coverage.
+        bounds: the range the mean lives in (scores: [0, 1]); the bounds are clipped to it.
+
+    Returns:
+        ``{"mean", "low", "high", "n", "level", "method"}`` rounded to 4 places (``low`` and
+        ``high`` ``None`` with fewer than 2 cases: no spread to measure), or ``None`` when
+        no case has a score.
+    """
+    rows = [(float(s), int(m)) for s, m in groups if m]
+    if not rows:
+        return None
+    n = len(rows)
+    total = sum(m for _, m in rows)
+    mean = sum(s for s, _ in rows) / total
+    out: dict[str, Any] = {"mean": round(mean, DIGITS), "low": None, "high": None, "n": n,
+                           "level": level, "method": METHOD}
+    if n < 2:
+        return out
+    var = n / (n - 1) * sum((s - mean * m) ** 2 for s, m in rows) / total ** 2
+    half = t_quantile(level, n - 1) * sqrt(var)
+    out["low"] = round(max(bounds[0], mean - half), DIGITS)
+    out["high"] = round(min(bounds[1], mean + half), DIGITS)
+    return out
+
+
+def cluster_delta(groups: Iterable[tuple[float, int, float, int]], *, level: float = 0.95
+                  ) -> dict[str, Any] | None:
+    """The change of a mean score between two runs graded on the same cases, with its
+    interval (module docstring: each case's two residuals are differenced).
+
+    Args:
+        groups: per case, ``(sum before, count before, sum after, count after)`` of the
+            non-null scores of the episodes both runs have; a case scored on one side only
+            still counts on that side.
+        level: the interval's coverage.
+
+    Returns:
+        ``{"before", "after", "delta", "low", "high", "n", "level", "method"}`` (4 places;
+        ``delta`` = after − before; ``low``/``high`` ``None`` with fewer than 2 cases), or
+        ``None`` when either side has no score.
+    """
+    rows = [(float(sb), int(mb), float(sa), int(ma)) for sb, mb, sa, ma in groups
+            if mb or ma]
+    mb_total = sum(r[1] for r in rows)
+    ma_total = sum(r[3] for r in rows)
+    if not mb_total or not ma_total:
+        return None
+    before = sum(r[0] for r in rows) / mb_total
+    after = sum(r[2] for r in rows) / ma_total
+    delta = after - before
+    n = len(rows)
+    out: dict[str, Any] = {"before": round(before, DIGITS), "after": round(after, DIGITS),
+                           "delta": round(delta, DIGITS), "low": None, "high": None, "n": n,
+                           "level": level, "method": METHOD}
+    if n < 2:
+        return out
+    resid = [(sa - after * ma) / ma_total - (sb - before * mb) / mb_total
+             for sb, mb, sa, ma in rows]
+    var = n / (n - 1) * sum(e * e for e in resid)
+    half = t_quantile(level, n - 1) * sqrt(var)
+    out["low"] = round(max(-1.0, delta - half), DIGITS)
+    out["high"] = round(min(1.0, delta + half), DIGITS)
+    return out
+
+
+def nearest_rank(values: list[float], pct: float) -> float | None:
+    """The ``pct``-th percentile of ``values`` by the nearest-rank definition: the
+    smallest value with at least ``pct`` % of the values at or below it (the ⌈pct/100 ·
+    n⌉-th smallest: Hyndman and Fan 1996, "Sample quantiles in statistical
+    packages", definition 1, the inverse of the empirical distribution). ``None`` for no values.
+    ``values`` is sorted in place."""
+    if not values:
+        return None
+    values.sort()
+    k = max(1, -(-len(values) * pct // 100))
+    return values[int(min(k, len(values))) - 1]
