@@ -102,3 +102,82 @@ def show(value: Any, limit: int = 60) -> str:
     ``limit`` characters."""
     text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def state_case(case: Any) -> bool:
+    """Whether a case states an end state (``expected_state`` or ``gold_actions``): the
+    state then decides its outcome, as τ-bench's and τ²-bench's reward does."""
+    return case.expected_state is not None or case.gold_actions is not None
+
+
+class EndStateCheck:
+    """An episode's end state against its case's expectation.
+
+    Attributes:
+        checked: whether there was anything to check (the case states an end state and
+            the trace holds one).
+        why_not: why nothing was checked (``None`` when checked).
+        mismatches: ``[(path, expected, actual)]``: the ``expected_state`` paths the end
+            state does not hold, then every path where it differs from the state the gold
+            actions lead to (:func:`state_diff`, whole documents, as τ-bench compares its
+            database hashes).
+        problems: gold actions the environment refused (their effect left out).
+        paths: how many paths ``expected_state`` names (its leaves).
+    """
+
+    def __init__(self, checked: bool, why_not: str | None = None,
+                 mismatches: list | None = None, problems: list | None = None,
+                 paths: int = 0) -> None:
+        self.checked, self.why_not = checked, why_not
+        self.mismatches, self.problems = mismatches or [], problems or []
+        self.paths = paths
+
+    @property
+    def matched(self) -> bool:
+        """Checked, and no path differs."""
+        return self.checked and not self.mismatches
+
+
+def _leaves(doc: Any) -> int:
+    if isinstance(doc, dict) and doc:
+        return sum(_leaves(v) for v in doc.values())
+    return 1
+
+
+def check_end_state(trace: Any, case: Any) -> EndStateCheck:
+    """Compare the trace's ``final_state`` with the case's ``expected_state`` (a partial
+    document, :func:`partial_mismatches`) and with the state its ``gold_actions`` lead
+    to from the episode's initial state (the trace's ``initial_state``, else the case's,
+    else the environment's), run through the environment named by the case's ``env``
+    (else the trace's).
+
+    Raises:
+        LookupError: gold actions to apply and an environment that cannot be loaded.
+    """
+    from evaltape.grader.envs import resolve_env
+    if not state_case(case):
+        return EndStateCheck(False, "the case states no expected_state or gold_actions")
+    raw = trace.raw if isinstance(trace.raw, dict) else {}
+    final = raw.get("final_state")
+    if not isinstance(final, dict):
+        return EndStateCheck(False, "the trace holds no final_state (the agent's tools kept "
+                                    "no environment state)")
+    mismatches: list = []
+    paths = 0
+    if case.expected_state is not None:
+        mismatches.extend(partial_mismatches(case.expected_state, final))
+        paths = _leaves(case.expected_state)
+    problems: list = []
+    if case.gold_actions is not None:
+        name = case.env or raw.get("env")
+        if not isinstance(name, str):
+            raise LookupError("gold_actions need an environment: the case names no env "
+                              "and the trace none")
+        env = resolve_env(name)
+        start = raw.get("initial_state")
+        if not isinstance(start, dict):
+            start = case.initial_state
+        expected = env.initial_state(start)
+        problems = env.apply(expected, case.gold_actions)
+        mismatches.extend(state_diff(expected, final))
+    return EndStateCheck(True, mismatches=mismatches, problems=problems, paths=paths)

@@ -67,9 +67,12 @@ def per_action(details: str) -> list[dict] | None:
 def actions_metric_for(cases) -> list[str]:
     """Metrics ``evaltape grade`` adds to the defaults for imported benchmark runs:
     ``expected_actions_called`` when any case carries ``expected_actions``, ``bfcl_ast``
-    when any case uses ``matching: bfcl``."""
+    when any case uses ``matching: bfcl``, ``state_match`` when any case states an end
+    state (``expected_state`` or ``gold_actions``)."""
     out = [ExpectedActionsCalled.name] if any(
         c.expected_actions is not None for c in cases) else []
     if any(c.matching == "bfcl" for c in cases):
         out.append("bfcl_ast")
+    if any(c.expected_state is not None or c.gold_actions is not None for c in cases):
+        out.append("state_match")
     return out
