@@ -21,8 +21,8 @@ from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP, UserSpec
 
 from .script_server import SPEAKER_HEADER
 from .loop import (DEFAULT_MAX_STEPS, REQUEST_FAILURES, TRANSFER, AgentSpec, EpisodeLog,
-                   add_usage, agent_turn, api_failure, request_kwargs, run_tool_loop,
-                   send_turn)
+                   add_usage, agent_turn, api_failure, infra_kind, request_kwargs,
+                   run_tool_loop, send_turn)
 
 #: How a conversation ended (the trace's ``conversation.end``).
 ENDS = ("user_stop", "max_turns", "transfer", "agent_stopped", "error")
@@ -163,9 +163,10 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
         the one holding the stop text, included though the agent never gets it), and
         ``conversation``: ``{"end": one of ENDS, "user": "scripted" | "model",
         "user_turns": user messages, "user_usage": the user model's tokens}``. A failed
-        request of the user model ends the episode like the agent's (``stop_reason``
-        ``error``, ``infra_error`` when it is the infrastructure's), its error text
-        starting ``user model:``.
+        request of the user model ends the episode as an infrastructure error (the user
+        model is not the agent): ``stop_reason`` ``error``, ``infra_error``
+        ``user_model:<kind>`` (:func:`.loop.infra_kind`), its error text starting
+        ``user model:``.
     """
     log = EpisodeLog(messages=[{"role": "user", "content": first_message}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})
@@ -190,7 +191,10 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
         try:
             said = user.reply(transcript)
         except REQUEST_FAILURES as e:
+            # the user model is the infrastructure of the agent's episode, whatever failed
             error, log.extra = api_failure(e)
+            kind = log.extra.get("infra_error") or infra_kind(e)
+            log.extra["infra_error"] = f"user_model:{kind}"
             log.error, stop_reason, end = f"user model: {error}", "error", "error"
             final = None
             break

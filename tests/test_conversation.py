@@ -195,3 +195,109 @@ def test_sigkill_mid_conversation_then_rerun_leaves_one_whole_episode_each(tmp_p
     assert sorted(json.loads(x)["case_id"] for x in lines) == ["c1", "c2"]
     assert len(interactions(run / "http" / "c2__t0.jsonl")) == 4  # whole, recorded again
     assert run_cli("replay", str(run)).returncode == 0
+
+
+#: The same two conversations with simulated users: instructions instead of turns; the
+#: user model's answers are scripted on the server (USER), so no model is needed.
+SIMULATED = [
+    {"id": "c1", "user_query": "Hi, I want to move my appointment.",
+     "user": {"instructions": "Move your appointment A-5001 to slot S-202.",
+              "known_facts": {"email": "ana.lopez@example.com"}}},
+    {"id": "c2", "user_query": "Can I update my phone number?",
+     "user": {"instructions": "Change your phone to 555-0199.", "persona": "brief"}},
+]
+USER = {"c1": ["My e-mail is ana.lopez@example.com", "Yes, please move it to S-202.",
+               "###STOP###"],
+        "c2": ["ben.okafor@example.com, new number 555-0199",
+               "Thanks, that is all. ###STOP###"]}
+
+
+def test_simulated_user_talks_over_the_messages_api_into_the_same_cassette(tmp_path):
+    from evaltape.recorder.script_server import ScriptServer
+    ds, _sc = write(tmp_path, SIMULATED)
+    run = tmp_path / "run"
+    with ScriptServer(AGENT, user_scripts=USER) as server:
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                    server.base_url, "--model", "stand-in", env={"ANTHROPIC_API_KEY": "k-1"})
+    assert p.returncode == 0, p.stderr
+    c1 = traces(run)["c1"]
+    said = [text_of(m) for m in c1["messages"] if m["speaker"] == "user"]
+    assert said == ["Hi, I want to move my appointment.", "My e-mail is ana.lopez@example.com",
+                    "Yes, please move it to S-202.", "###STOP###"]
+    assert c1["conversation"]["end"] == "user_stop"
+    assert c1["conversation"]["user"] == "model" and c1["conversation"]["user_turns"] == 4
+    assert set(c1["conversation"]["user_usage"]) >= {"input_tokens", "output_tokens"}
+    # 5 agent requests and 3 of the user's, in conversation order, in one cassette
+    inter = interactions(run / "http" / "c1__t0.jsonl")
+    who = ["user" if i["request"]["headers"].get("x-evaltape-speaker") == ["user"] else "agent"
+           for i in inter]
+    assert who == ["agent", "user", "agent", "agent", "user", "agent", "agent", "user"]
+    first_user = inter[1]["request"]["body"]["json"]
+    assert "Move your appointment A-5001 to slot S-202." in first_user["system"]
+    assert "- email: ana.lopez@example.com" in first_user["system"]
+    assert "tools" not in first_user  # the user sees no tools
+    # the user's view: its own messages are assistant turns, the agent's replies user turns
+    assert [m["role"] for m in first_user["messages"]] == ["user", "assistant", "user"]
+    assert first_user["messages"][1]["content"] == "Hi, I want to move my appointment."
+    assert first_user["messages"][2]["content"] == "What is the e-mail address on your file?"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["users"] == {"scripted": 0, "simulated": 2, "model": "stand-in",
+                                 "base_url_host": manifest["base_url_host"]}
+    p = run_cli("replay", str(run))  # offline: both sides from the cassette
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+class Counting:
+    """A script server that counts the requests it answers."""
+
+    def __new__(cls, scripts, user_scripts=None):
+        from evaltape.recorder.script_server import ScriptServer
+
+        class _Server(ScriptServer):
+            requests = 0
+
+            def respond(self, handler, body):
+                type(self).requests += 1
+                super().respond(handler, body)
+        return _Server(scripts, user_scripts=user_scripts)
+
+
+def test_user_model_and_user_base_url_send_the_users_requests_elsewhere(tmp_path):
+    ds, _sc = write(tmp_path, SIMULATED[1:])
+    run = tmp_path / "run"
+    with Counting(AGENT) as agent_server, Counting({}, USER) as user_server:
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                    agent_server.base_url, "--model", "stand-in", "--user-model", "user-m",
+                    "--user-base-url", user_server.base_url, env={"ANTHROPIC_API_KEY": "k-1"})
+        assert p.returncode == 0, p.stderr
+        # c2: 4 agent turns; the user answers twice (its second answer stops)
+        assert (agent_server.requests, user_server.requests) == (4, 2)
+    inter = interactions(run / "http" / "c2__t0.jsonl")
+    models = [i["request"]["body"]["json"]["model"] for i in inter]
+    assert models == ["stand-in", "user-m", "stand-in", "stand-in", "stand-in", "user-m"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["users"]["model"] == "user-m"
+    assert manifest["users"]["base_url_host"] == user_server.base_url.split("://")[1]
+    assert run_cli("replay", str(run)).returncode == 0
+    # resuming with another user model is refused (the recorded requests name user-m)
+    p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                "http://127.0.0.1:9", "--model", "stand-in", "--user-model", "other",
+                env={"ANTHROPIC_API_KEY": "k-1"})
+    assert p.returncode == 2 and "user model 'user-m'" in p.stderr
+
+
+def test_a_failing_user_model_ends_the_episode_as_an_infra_error(tmp_path):
+    ds, _sc = write(tmp_path, SIMULATED[1:])
+    run = tmp_path / "run"
+    with Counting(AGENT) as agent_server, Counting({}) as user_server:
+        # no user script for c2 on this server: it answers 404 not_found_error, which the
+        # SDK does not retry; kept with --keep-errors, the user model's error named
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                    agent_server.base_url, "--model", "stand-in", "--user-base-url",
+                    user_server.base_url, "--keep-errors", env={"ANTHROPIC_API_KEY": "k-1"})
+    assert p.returncode == 0, p.stderr
+    t = traces(run)["c2"]
+    assert t["stop_reason"] == "error" and t["error"].startswith("user model: NotFoundError")
+    assert t["conversation"]["end"] == "error" and t["final_response"] is None
+    # the user model is not the agent: graded infra_error, not the agent's failure
+    assert t["infra_error"] == "user_model:not_found_error"
