@@ -355,6 +355,8 @@ NULL_CODES = {
     "infra_error": "the infrastructure (API, network) ended the episode: no agent "
                    "behaviour to score",
     "no_state": "the trace holds no end state of a stateful environment to compare",
+    "no_facts": "the user gave no fact the agent could lose (an id, an e-mail, a date ...)",
+    "no_tool_errors": "no tool call failed: there was nothing to recover from",
     "error": "the metric raised an exception",
 }
 ERROR_CODE = "error"

@@ -71,6 +71,9 @@ class EpisodeResult:
             both graded the same recording of this episode; ``None`` when unknown.
         case_digest: the fingerprint of the case it was graded against
             (:func:`evaltape.grader.io.datasets.case_digest`), or ``None``.
+        failure_class: a failed episode's class, ``"step"`` or ``"plan"``
+            (:mod:`evaltape.grader.stats.failure_class`); ``None`` when it passed or the
+            infrastructure ended it.
     """
 
     case_id: str
@@ -82,6 +85,7 @@ class EpisodeResult:
     metrics: Mapping[str, MetricResult]
     trace_digest: str | None = None
     case_digest: str | None = None
+    failure_class: str | None = None
 
     @property
     def label(self) -> str:
@@ -97,6 +101,8 @@ class EpisodeResult:
             out["trace_digest"] = self.trace_digest
         if self.case_digest is not None:
             out["case_digest"] = self.case_digest
+        if self.failure_class is not None:
+            out["failure_class"] = self.failure_class
         return out
 
 
@@ -539,7 +545,9 @@ class Report:
                        for k in ("trace_digest", "case_digest")]
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
-                                          str(e.get("stop_reason") or ""), results, *digests))
+                                          str(e.get("stop_reason") or ""), results, *digests,
+                                          e.get("failure_class") if e.get("failure_class")
+                                          in ("step", "plan") else None))
         stated = s.get("episodes")
         if stated is not None and (type(stated) is not int or stated != len(episodes)):
             raise BadInputError(f"the summary counts {stated!r} episodes but the report "

@@ -45,9 +45,47 @@ def _cell_class(m: Any, lower_is_better: bool) -> str:
     return "num fail" if is_failing(m, lower_is_better) else "num"
 
 
+def _conversation(trace: Any) -> str:
+    """A conversation turn by turn: each user message, the agent's text, its calls with
+    their arguments, results and state changes, then how the conversation ended."""
+    from evaltape.grader.matching.conversation import events
+    parts = []
+    turn = 0
+    for ev in events(trace):
+        if ev.kind == "user":
+            turn += 1
+            parts.append(f"<p><b>turn {turn} · user</b>: {escape(ev.text)}</p>")
+        elif ev.kind == "agent":
+            parts.append(f"<p><b>agent</b>: {escape(ev.text)}</p>")
+        else:
+            c = ev.call
+            args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
+            err = ' <span class="fail">(error)</span>' if c.is_error else ""
+            parts.append(f"<p>step {c.step}: <code>{escape(c.name)}</code>{err}</p>"
+                         f"<pre><span class=lbl>arguments </span>{escape(args)}</pre>"
+                         f"<pre><span class=lbl>result </span>{escape(str(c.result))}</pre>")
+            changes = trace.raw.get("tool_calls") or []
+            for raw_call in changes if isinstance(changes, list) else ():
+                if isinstance(raw_call, dict) and str(raw_call.get("id")) == c.id:
+                    for ch in raw_call.get("state_changes") or ():
+                        if isinstance(ch, dict):
+                            parts.append(
+                                "<pre><span class=lbl>state </span>"
+                                f"{escape(str(ch.get('path')))}: "
+                                f"{escape(json.dumps(ch.get('before'), ensure_ascii=False))} → "
+                                f"{escape(json.dumps(ch.get('after'), ensure_ascii=False))}"
+                                "</pre>")
+    conv = trace.raw.get("conversation")
+    end = conv.get("end") if isinstance(conv, dict) else None
+    parts.append(f"<p><b>ended</b>: {escape(str(end or trace.stop_reason))}</p>")
+    return "".join(parts)
+
+
 def _trajectory(trace: Any) -> str:
     if trace is None:
         return '<span class="muted">trace not available</span>'
+    if isinstance(trace.raw, dict) and isinstance(trace.raw.get("conversation"), dict):
+        return _conversation(trace)
     parts = [f"<p><b>input</b>: {escape(trace.input)}</p>"]
     per_step: dict[int, int] = {}
     for c in trace.tool_calls:
@@ -190,7 +228,8 @@ def iter_html(report: Report, traces: Mapping[tuple[str, int], Any] | None = Non
         if total > HTML_EPISODE_LIMIT:
             continue
         outcome = ('<span class=pass>pass</span>' if ep.passed else
-                   f'<span class=fail>{escape(str(ep.failure))}</span>')
+                   f'<span class=fail>{escape(ep.failure_class + ": ") if ep.failure_class else ""}'
+                   f'{escape(str(ep.failure))}</span>')
         cells = "".join(
             f"<td class=\"{_cell_class(ep.metrics[n], n in lower)}\" "
             f"title=\"{escape(_title(ep.metrics[n], n in lower))}\">"

@@ -82,7 +82,8 @@ def iter_markdown(report: Report) -> Iterator[str]:
     for ep in report.episodes:
         cells = [f"{fmt(ep.metrics[n].score)} {status(ep.metrics[n], n in lower)}"
                  for n in names]
-        outcome = "PASS" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
+        outcome = "PASS" if ep.passed else (
+            f"FAIL{' ' + ep.failure_class if ep.failure_class else ''} `{_cell(ep.failure)}`")
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
     header = False
