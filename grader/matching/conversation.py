@@ -225,7 +225,9 @@ def mentions(text: str, fact: Fact) -> bool:
 
 
 def sentences(text: str) -> Iterable[str]:
-    """``text`` cut at sentence ends and line breaks."""
-    for part in re.split(r"(?<=[.!?])\s+|\n+", text):
+    """``text`` cut at sentence ends and line breaks (not after ``Dr.``, ``Mr.``, ``Ms.``,
+    ``Mrs.``, ``St.``)."""
+    for part in re.split(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)"
+                         r"(?<=[.!?])\s+|\n+", text):
         if part.strip():
             yield part.strip()

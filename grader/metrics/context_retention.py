@@ -134,7 +134,7 @@ class ContextRetention(Metric):
                          "the agent did nothing after the user's first fact", code="no_facts")
         lost = list(dict.fromkeys(lost))
         if lost:
-            return Score(0.0, f"{len(lost)} fact(s) lost of {len(given)} given: "
+            return Score(0.0, f"{len(lost)} lapse(s), {len(given)} fact(s) given: "
                          + "; ".join(lost[:5]) + ("; ..." if len(lost) > 5 else ""))
         return Score(1.0, f"{len(given)} fact(s) given, none asked again or used after a "
                           "correction")
