@@ -301,3 +301,24 @@ def test_a_failing_user_model_ends_the_episode_as_an_infra_error(tmp_path):
     assert t["conversation"]["end"] == "error" and t["final_response"] is None
     # the user model is not the agent: graded infra_error, not the agent's failure
     assert t["infra_error"] == "user_model:not_found_error"
+
+
+def test_report_md_and_html_show_each_conversation_turn_by_turn(tmp_path):
+    cases = json.loads(json.dumps(CASES))
+    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}}}
+    ds, sc = write(tmp_path, cases)
+    run = tmp_path / "run"
+    assert run_cli("record", ds, "--agent", "clinic", "--standin-script", sc,
+                   "--out", str(run)).returncode == 0
+    p = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--format", "md,html",
+                "--metrics", "state_match,context_retention")
+    assert p.returncode in (0, 1), p.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    part = md[md.index("### c1: PASS"):]
+    assert "state_match 1.00, context_retention 1.00" in part
+    lines = part.splitlines()
+    assert "- turn 2, **user**: My e-mail is ana.lopez@example.com" in lines
+    assert "    - state $.appointments.A-5001.slot_id: \"S-201\" → \"S-202\"" in lines
+    assert "- ended: user_stop" in lines
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "<b>turn 3 · user</b>: Yes, please move it to S-202." in html

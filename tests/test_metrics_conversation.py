@@ -187,3 +187,15 @@ def test_failure_class_of_a_state_case_that_changed_nothing_is_plan():
                    initial_state=state, final_state=dict(state)) == "plan"
     assert _failed([U("x"), A("", FIND_OK), R(FIND_OK), A("Ok.")], case, "wrong_state",
                    initial_state=state, final_state={"a": 2}) == "step"
+
+
+def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
+    up = call("t1", "upgrade_seat", {"flight": "UA-220"},
+              {"success": False, "error": "no upgrades available"})
+    bag = call("t2", "add_bag", {"flight": "UA-220"}, {"success": False, "error": "timeout"})
+    ctx = episode([U("Upgrade my seat on UA-220 and add a bag."), A("", up, bag), R(up, bag),
+                   A("No upgrades are available on UA-220, sorry. Your bag has been added.")])
+    s = ErrorRecovery().score(ctx)
+    # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
+    assert s.value == 0.5
+    assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details

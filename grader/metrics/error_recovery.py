@@ -30,8 +30,27 @@ CHECK_WORDS = re.compile(r"\b(?:double[- ]check|check|again|correct|right|sure|v
                          r"confirm|spell|typo|another|different|other)\b", re.I)
 
 
+#: Words of a tool name that say nothing about which action it is.
+GENERIC = frozenset({"get", "set", "add", "do", "make", "run", "create", "update", "check",
+                     "find", "list", "new", "the", "for", "by", "tool", "api"})
+
+
+def _about(text: str, call) -> str:
+    """The sentences of ``text`` about ``call``'s action (they name a word of its tool's
+    name: ``bag`` for ``add_bag``, ``upgrade`` for ``upgrade_seat``), else all of it: in
+    a reply about two failed calls, each is judged on what is said about it."""
+    words = [w for w in call.name.lower().replace("-", "_").split("_")
+             if len(w) >= 3 and w not in GENERIC]
+    if not words:
+        return text
+    mine = [s for s in sentences(text)
+            if any(re.search(r"\b" + re.escape(w), s.lower()) for w in words)]
+    return " ".join(mine) if mine else text
+
+
 def _reply_verdict(text: str, call) -> tuple[bool, str]:
     """Whether the agent's first reply after the failure of ``call`` is good, and why."""
+    text = _about(text, call)
     claims = any(SUCCESS.search(s) and not FAILURE_WORDS.search(s) for s in sentences(text))
     if FAILURE_WORDS.search(text):
         return True, "reported the failure to the user"
@@ -59,7 +78,9 @@ class ErrorRecovery(Metric):
     - a call of the same tool with **changed arguments**: good (a retry; if it fails too, it
       is judged as a failure of its own);
     - the same tool with **identical arguments**: bad (repeating the failing call);
-    - its next reply to the user: good when it **reports the failure** (could not, unable,
+    - its next reply to the user (the sentences naming the tool's action when some do: a
+      reply about two failures judges each on its own sentences): good when it **reports
+      the failure** (could not, unable,
       not found, failed, already booked, a problem, sorry ... with no success claimed) or
       asks the user to check the failed input (a question naming the argument or "double-
       check", "again", "correct"); bad when it **claims success** (done, successfully, has

@@ -25,6 +25,11 @@ class StateMatch(Metric):
     (:func:`evaltape.grader.matching.state.same_value`). ``details`` name the differing
     JSON paths, expected against actual (the first :data:`SHOWN`, and the count).
 
+    An imported τ²-bench episode (no state of its own) reports its results file's end-state
+    check instead (``reference.state_match``: ``reward_info.db_check.db_match``, the
+    database after the episode against the database after the gold actions, computed by
+    τ²-bench), saying so in ``details``.
+
     Null: ``not_applicable`` when the case states no end state; ``no_state`` when the
     trace holds none (an agent whose tools keep no state). A gold action the environment
     refuses is named in ``details`` (its effect is left out of the expected state).
@@ -36,6 +41,13 @@ class StateMatch(Metric):
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         check = check_end_state(ctx.trace, ctx.case)
+        ref = ctx.trace.raw.get("reference") if isinstance(ctx.trace.raw, dict) else None
+        if not check.checked and isinstance(ref, dict) and isinstance(ref.get("state_match"),
+                                                                      bool):
+            # an imported τ² episode: its results file's own end-state check
+            return Score(1.0 if ref["state_match"] else 0.0,
+                         "the results file's end-state check (τ²-bench reward_info.db_check"
+                         f".db_match: {str(ref['state_match']).lower()}), not computed here")
         if not check.checked:
             code = "not_applicable" if "states no" in (check.why_not or "") else "no_state"
             return Score(None, check.why_not or "", code=code)

@@ -63,6 +63,12 @@ def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) ->
                    + ", ".join(bare[:5]) + (", ..." if len(bare) > 5 else ""), err=True)
 
 
+def _cases_of(run: str, dataset: str | None) -> list:
+    """The cases of the run being graded (its dataset, as ``grade`` found it)."""
+    from evaltape.grader.io.run import open_run
+    return list(open_run(run, dataset).cases)
+
+
 def _make_out(out_dir: Path) -> None:
     """Create the report folder (and its parents).
 
@@ -186,7 +192,14 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     if "json" in fmts:
         files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
-        files.append((out_dir / "report.md", _encoded(iter_markdown(report))))
+        convs = None
+        if any(c.user is not None for c in _cases_of(run, dataset)):
+            from evaltape.grader.io.run import open_run
+            from evaltape.grader.report.html import HTML_EPISODE_LIMIT
+            shown = {(e.case_id, e.trial) for e in islice(report.episodes, HTML_EPISODE_LIMIT)}
+            convs = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
+                     if (t.case_id, t.trial) in shown and "conversation" in t.raw}
+        files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
     if "junit" in fmts:
         from evaltape.grader.report.junit import iter_junit
         files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))
