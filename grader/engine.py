@@ -27,6 +27,7 @@ from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, Met
 from evaltape.grader.io.datasets import case_digest
 from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
+from evaltape.grader.stats.failure_class import failure_class
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
 from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
@@ -153,6 +154,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
            "metrics": scores, "case_digest": digest or case_digest(case)}
+    klass = failure_class(trace, case, failure)
+    if klass is not None:
+        doc["failure_class"] = klass
     if recording is not None:
         doc["trace_digest"] = recording
     timing = episode_timing(trace)
@@ -181,7 +185,8 @@ def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
                                               ms[n]["reason"], ms[n]["threshold"],
                                               ms[n]["passed"], ms[n].get("evidence"))
                               for n in names if n in ms},
-                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"))
+                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"),
+                             d.get("failure_class"))
     return decode
 
 

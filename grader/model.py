@@ -207,6 +207,48 @@ class JudgeCriteria:
     model: str | None = None
 
 
+#: The default text a simulated user sends to end the conversation (τ-bench's and
+#: τ²-bench's user simulators end with a stop token the same way).
+USER_STOP = "###STOP###"
+#: The most user messages of a conversation when the case does not say (the first
+#: message, the case's input, included).
+DEFAULT_MAX_TURNS = 10
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """The user of a multi-turn case (the case's ``user`` key): a scripted user (``turns``,
+    no model) or a simulated one (a model over the Messages API given ``instructions``).
+
+    The case's input is always the user's first message; the user writes the ones after
+    it, each time the agent replies. The conversation ends when the user's message holds
+    :attr:`stop` (or a scripted user runs out of turns), when the agent calls one of the
+    agent's transfer tools, or after :attr:`max_turns` user messages.
+
+    Attributes:
+        instructions: what the simulated user wants and how to behave (its goal), in words.
+        persona: who the user is (tone, background), in words, or ``None``.
+        known_facts: ``{name: value}`` the user knows and gives only when the agent asks
+            (an id, an e-mail, a date), or ``None``.
+        turns: a scripted user's messages after the first, in order, or ``None`` for a
+            simulated user.
+        max_turns: the most user messages, the first included.
+        stop: the text that ends the conversation when a user message contains it.
+    """
+
+    instructions: str | None = None
+    persona: str | None = None
+    known_facts: Mapping[str, str] | None = None
+    turns: tuple[str, ...] | None = None
+    max_turns: int = DEFAULT_MAX_TURNS
+    stop: str = USER_STOP
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the user's messages are written in the case (no user model)."""
+        return self.turns is not None
+
+
 @dataclass(frozen=True)
 class Case:
     """One dataset case, every expectation parsed at load.
@@ -274,6 +316,16 @@ class Case:
         grounding_sources: the sources ``grounding`` may read besides the tool calls, for
             this case (names of :data:`GROUNDING_SOURCES`; ``[]``: the tool calls alone),
             narrowing the configured ones, or ``None``.
+        user: the user of a multi-turn case (:class:`UserSpec`), or ``None`` (one user
+            message, the input).
+        env: the stateful tool environment the agent's tools act on (a built-in name of
+            :mod:`evaltape.grader.envs` or ``module:object``), or ``None``.
+        initial_state: the environment's state at the start of each episode (a JSON
+            object; ``None``: the environment's own initial state).
+        expected_state: the end state the episode must leave, a partial document: every
+            key it names must hold the value it gives (``None``: not checked).
+        gold_actions: the actions (``{name, kwargs}``) whose effect on the initial state
+            is the expected end state, as τ-bench derives it, or ``None``.
     """
 
     id: str
@@ -305,6 +357,11 @@ class Case:
     judges: Mapping[str, JudgeCriteria] | None = None
     thresholds: Mapping[str, float] | None = None
     grounding_sources: tuple[str, ...] | None = None
+    user: UserSpec | None = None
+    env: str | None = None
+    initial_state: Mapping[str, Any] | None = None
+    expected_state: Mapping[str, Any] | None = None
+    gold_actions: tuple[ExpectedCall, ...] | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
@@ -312,7 +369,7 @@ class Case:
         "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
         "final_response_contains", "final_response_excludes", "should_not_contain",
         "factual_claims", "expected_category", "must_mention", "reference_label", "budgets",
-        "expected_output", "judges")
+        "expected_output", "judges", "expected_state", "gold_actions")
 
     @property
     def has_expectations(self) -> bool:
@@ -349,6 +406,9 @@ NULL_CODES = {
     "judge_ambiguous": "the judge named both verdicts and no marker says which is final",
     "infra_error": "the infrastructure (API, network) ended the episode: no agent "
                    "behaviour to score",
+    "no_state": "the trace holds no end state of a stateful environment to compare",
+    "no_facts": "the user gave no fact the agent could lose (an id, an e-mail, a date ...)",
+    "no_tool_errors": "no tool call failed: there was nothing to recover from",
     "error": "the metric raised an exception",
 }
 ERROR_CODE = "error"

@@ -82,6 +82,9 @@ class EpisodeResult:
         timing: the recorded times (:func:`evaltape.grader.stats.timing.episode_timing`:
             ``first_tool_call_s``, ``model_turn_s``, ``tool_s``, ``ttfb_s``), or ``None``
             when the trace records none (the JSON key is then absent).
+        failure_class: a failed episode's class, ``"step"`` or ``"plan"``
+            (:mod:`evaltape.grader.stats.failure_class`); ``None`` when it passed or the
+            infrastructure ended it.
     """
 
     case_id: str
@@ -94,6 +97,7 @@ class EpisodeResult:
     trace_digest: str | None = None
     case_digest: str | None = None
     timing: Mapping[str, Any] | None = None
+    failure_class: str | None = None
 
     @property
     def label(self) -> str:
@@ -111,6 +115,8 @@ class EpisodeResult:
             out["case_digest"] = self.case_digest
         if self.timing is not None:
             out["timing"] = dict(self.timing)
+        if self.failure_class is not None:
+            out["failure_class"] = self.failure_class
         return out
 
 
@@ -583,7 +589,9 @@ class Report:
             episodes.append(EpisodeResult(e["case_id"], e["trial"], e["passed"],
                                           e.get("failure"), int(e.get("steps") or 0),
                                           str(e.get("stop_reason") or ""), results, *digests,
-                                          timing))
+                                          timing,
+                                          e.get("failure_class") if e.get("failure_class")
+                                          in ("step", "plan") else None))
         stated = s.get("episodes")
         if stated is not None and (type(stated) is not int or stated != len(episodes)):
             raise BadInputError(f"the summary counts {stated!r} episodes but the report "

@@ -1,14 +1,17 @@
 """The manual tool-use loop every built-in agent runs on the ``anthropic`` SDK.
 
 It records every tool call with its arguments, result and step, and stops with a
-``stop_reason``: the model's own, or ``max_steps``,
-``loop_detected`` or ``error``.
+``stop_reason``: the model's own, or ``max_steps``, ``loop_detected`` or ``error``
+(docs/formats.md). :func:`agent_turn` is one agent turn (model turns until the
+agent replies); a multi-turn conversation (:mod:`.conversation`) runs it once per user
+message.
 """
 from __future__ import annotations
 
+import copy
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import anthropic
@@ -29,10 +32,10 @@ TRANSIENT_ERROR_TYPES = ("overloaded_error", "api_error", "rate_limit_error")
 #: Stop reasons of a turn that is not finished: the API paused it (server tools); the
 #: client may send it back to continue (Anthropic Messages API, "pause_turn").
 UNFINISHED_STOPS = frozenset({"pause_turn"})
-#: Flag (and failure text) of a streamed tool call whose input fragments do not parse.
-MALFORMED = "malformed_tool_input"
 #: Decimal places of the recorded timings (seconds): microseconds.
 TIME_DIGITS = 6
+#: Flag (and failure text) of a streamed tool call whose input fragments do not parse.
+MALFORMED = "malformed_tool_input"
 
 #: ``execute(name, arguments) -> result``: a string, or any JSON value (dumped to a string).
 Executor = Callable[[str, dict], Any]
@@ -40,12 +43,24 @@ Executor = Callable[[str, dict], Any]
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """What an agent sends the model: system prompt, tools and the executor of those tools."""
+    """What an agent sends the model: system prompt, tools and the executor of those tools.
+
+    Attributes:
+        system, tools, execute, max_tokens: the system prompt, the tool schemas, the
+            executor (:data:`Executor`) and each request's ``max_tokens``.
+        state: for tools acting on an episode-scoped state, a function returning that
+            state (a JSON object) as it is now; each call's changes to it are recorded
+            (``state_changes``). ``None``: stateless tools.
+        end_tools: tool names whose successful call ends the conversation (a transfer to
+            a human agent, as τ-bench's ``transfer_to_human_agents``).
+    """
 
     system: str
     tools: Sequence[dict]
     execute: Executor
     max_tokens: int = 1024
+    state: Callable[[], Any] | None = None
+    end_tools: frozenset[str] = frozenset()
 
 
 def _is_transient_stream_error(e: Exception) -> bool:
@@ -200,9 +215,6 @@ def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream:
                 except json.JSONDecodeError as e:  # an event's data is not JSON
                     raise _bad_response(s.response, "an event's data is not JSON",
                                         e.doc) from None
-                except UnicodeDecodeError as e:  # not text: still compressed (x-gzip)...
-                    raise _bad_response(s.response, "the stream is not UTF-8 text",
-                                        e.object) from None
                 # any other ValueError is the SDK refusing what the model sent (a tool
                 # input its partial-JSON parser cannot read): the agent's failure, raised
                 snapshot = getattr(s, "_current_snapshot_or_none", None)
@@ -337,6 +349,187 @@ def add_usage(total: dict[str, int], usage: Mapping[str, Any]) -> None:
             total[key] = total.get(key, 0) + value
 
 
+@dataclass
+class EpisodeLog:
+    """What one episode's model turns have produced so far (shared by the turns of a
+    conversation).
+
+    Attributes:
+        messages: the Anthropic-format conversation sent to the model.
+        calls: every tool call, as the trace stores it.
+        usage: token counts summed over the agent's responses (:func:`add_usage`).
+        steps: model turns so far (a call's ``step`` is the 1-based turn that made it).
+        error: the error that ended the episode, or ``None``.
+        extra: trace fields an ending adds (``infra_error``, ``partial_response``,
+            ``unfinished``).
+        timing: the trace's ``timing``: ``turns`` (each model turn's ``step``,
+            ``start_s`` and ``latency_s``, retries included) and ``first_tool_call_s``
+            (when the answer with the first tool call had arrived); seconds from
+            ``started``, :data:`TIME_DIGITS` places; each executed call gets its
+            ``duration_s`` (the tiered-composite reference's timing metrics: time to the
+            first tool call, per-tool latency).
+        started: the episode's start on :func:`time.perf_counter`.
+    """
+
+    messages: list
+    calls: list
+    usage: dict
+    steps: int = 0
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=lambda: {"first_tool_call_s": None, "turns": []})
+    started: float = field(default_factory=time.perf_counter)
+
+
+#: Stop reason of an agent turn that called one of the agent's transfer tools
+#: (:attr:`AgentSpec.end_tools`): the conversation ends there.
+TRANSFER = "transfer"
+
+
+def api_failure(e: Exception) -> tuple[str, dict]:
+    """``(error text, extra trace fields)`` of an exception that ended an episode's request:
+    an API error (``infra_error`` set when it is the infrastructure's, :func:`is_infra`),
+    a broken stream (its ``partial_response`` kept), an answer the recorder refused to
+    store, or the episode's deadline."""
+    if isinstance(e, StreamBroke):
+        extra: dict = {"partial_response": e.partial_text}
+        if is_infra(e.error):
+            extra["infra_error"] = infra_kind(e.error)
+        return f"{type(e.error).__name__}: {e.error}", extra
+    if isinstance(e, UnscannableBody):
+        return str(e), {"infra_error": e.infra_kind}
+    if isinstance(e, EpisodeTimeout):
+        return f"{type(e).__name__}: {e}", {"infra_error": "timeout"}
+    # an error answering the request itself (400 invalid_request_error) is the agent's:
+    # no infra_error, so the grader counts it against the agent
+    return f"{type(e).__name__}: {e}", ({"infra_error": infra_kind(e)} if is_infra(e) else {})
+
+
+#: Exceptions of a request that end the episode (see :func:`api_failure`).
+REQUEST_FAILURES = (StreamBroke, UnscannableBody, anthropic.APIError, EpisodeTimeout)
+
+
+def state_changes(before: Any, after: Any) -> list[dict]:
+    """The changes one tool call made to the episode's state, ``[{path, before, after}]``
+    in path order (:func:`evaltape.grader.matching.state.state_diff`; ``None`` for a side
+    that does not hold the path)."""
+    from evaltape.grader.matching.state import state_diff
+    return [{"path": p, "before": a, "after": b} for p, a, b in state_diff(before, after)]
+
+
+def agent_turn(client: anthropic.Anthropic, spec: AgentSpec, log: EpisodeLog, kwargs: dict,
+               *, stream: bool, max_steps: int) -> tuple[str, str | None]:
+    """Run model turns on ``log.messages`` until the agent replies or a limit stops it
+    (the rules of :func:`run_tool_loop`), appending to ``log``.
+
+    Returns:
+        ``(stop_reason, final text or None)``: the model's stop reason when it replied
+        (its text blocks joined with ``\\n``), else ``max_steps``, ``loop_detected``,
+        ``error``, or :data:`TRANSFER` after a call of one of ``spec.end_tools``.
+    """
+    names = {t["name"] for t in spec.tools}
+    turn_steps = 0
+    last_key, repeats = None, 0
+    final: str | None = None
+    stop_reason: str | None = None
+    while stop_reason is None:
+        if turn_steps >= max_steps:
+            stop_reason = "max_steps"
+            break
+        sent = time.perf_counter()
+        try:
+            turn = send_turn(client, log.messages, kwargs, stream)
+        except REQUEST_FAILURES as e:
+            stop_reason = "error"
+            log.error, log.extra = api_failure(e)
+            break
+        resp = turn.message
+        arrived = time.perf_counter()
+        log.steps += 1
+        turn_steps += 1
+        steps = log.steps
+        log.timing["turns"].append({"step": steps,
+                                    "start_s": round(sent - log.started, TIME_DIGITS),
+                                    "latency_s": round(arrived - sent, TIME_DIGITS)})
+        if resp.usage is not None:
+            add_usage(log.usage, resp.usage.model_dump())
+        try:
+            content = [block_dict(b) for b in resp.content]
+        except ValueError as e:  # pydantic refuses a block nested too deep to serialise
+            stop_reason, log.error = "error", (f"trace_too_deep: turn {steps} of the model "
+                                               "holds a content block nested too deep to "
+                                               f"store ({e})")
+            break
+        log.messages.append({"role": "assistant", "content": content})
+        uses = [(i, b) for i, b in enumerate(content) if b.get("type") == "tool_use"]
+        if uses and log.timing["first_tool_call_s"] is None:
+            log.timing["first_tool_call_s"] = round(arrived - log.started, TIME_DIGITS)
+        if not uses or resp.stop_reason != "tool_use":
+            texts = [b["text"] for b in content if b.get("type") == "text"]
+            final = "\n".join(texts) if texts else None
+            stop_reason = resp.stop_reason or "end_turn"
+            if uses or stop_reason in UNFINISHED_STOPS:
+                # not an answer: the turn asked for tools under another stop reason, or
+                # paused; its calls are kept (not run), its text is not a final answer
+                final, log.extra = None, {"unfinished": True}
+                for i, use in uses:
+                    args, bad = tool_arguments(use, turn.raw_inputs.get(i))
+                    log.calls.append({"id": use["id"], "name": use["name"], "arguments": args,
+                                      **({"raw_arguments": bad, MALFORMED: True}
+                                         if bad is not None else {}),
+                                      "result": None, "is_error": False, "step": steps,
+                                      "not_run": f"stop_reason {stop_reason}"})
+            break
+        results = []
+        transferred = False
+        for i, use in uses:
+            key = _call_key(use["name"], use.get("input"))
+            repeats = repeats + 1 if key == last_key else 1
+            last_key = key
+            if repeats >= LOOP_REPEATS:
+                stop_reason = "loop_detected"
+                break
+            args, bad = tool_arguments(use, turn.raw_inputs.get(i))
+            if bad is not None:
+                # never run a tool on arguments the model did not send
+                result = json.dumps({"success": False, "error": MALFORMED + ": the tool "
+                                     f"input the model {'streamed' if stream else 'sent'} "
+                                     "is not a JSON object"})
+                log.calls.append({"id": use["id"], "name": use["name"], "arguments": {},
+                                  "raw_arguments": bad, MALFORMED: True, "result": result,
+                                  "is_error": True, "step": steps})
+                results.append({"type": "tool_result", "tool_use_id": use["id"],
+                                "content": result, "is_error": True})
+                continue
+            before = copy.deepcopy(spec.state()) if spec.state is not None else None
+            ran = time.perf_counter()
+            result, is_error = _run_tool(spec, names, use["name"], args)
+            call = {"id": use["id"], "name": use["name"], "arguments": args,
+                    "result": result, "is_error": is_error, "step": steps,
+                    "duration_s": round(time.perf_counter() - ran, TIME_DIGITS)}
+            if spec.state is not None:
+                changes = state_changes(before, spec.state())
+                if changes:
+                    call["state_changes"] = changes
+            log.calls.append(call)
+            transferred = transferred or (use["name"] in spec.end_tools and not is_error)
+            block = {"type": "tool_result", "tool_use_id": use["id"], "content": result}
+            if is_error:
+                block["is_error"] = True
+            results.append(block)
+        if stop_reason is None:
+            log.messages.append({"role": "user", "content": results})
+            if transferred:
+                stop_reason = TRANSFER
+    return stop_reason, final
+
+
+def request_kwargs(spec: AgentSpec, model: str, request_extra: dict | None) -> dict:
+    """The fields every request of the agent carries besides its messages."""
+    return dict(model=model, max_tokens=spec.max_tokens, system=spec.system,
+                tools=list(spec.tools), **(request_extra or {}))
+
+
 def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str, *,
                   model: str, max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                   request_extra: dict | None = None) -> dict:
@@ -347,19 +540,15 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         spec: system prompt, tool schemas and executor.
         user_input: the case's input (first user message).
         model: model id sent with every request.
-        max_steps: the most model turns (the scripted-harness reference: default 8).
+        max_steps: the most model turns (default 8).
         stream: use ``messages.stream`` and build the turn from the final message.
         request_extra: extra request fields (e.g. ``{"temperature": 0}``).
 
     Returns:
-        The trace fields this loop owns (docs/formats.md): ``tool_calls``, ``final_response``
+        The trace fields this loop owns (README, "Your own agent"): ``tool_calls``,
+        ``final_response``
         (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
-        ``stop_reason``, ``steps``, ``messages``, ``usage``, ``error`` and ``timing``
-        (``turns``: each model turn's ``step``, ``start_s`` and ``latency_s``, retries
-        included; ``first_tool_call_s``: when the answer with the first tool call had
-        arrived; seconds from the loop's start, :data:`TIME_DIGITS` places), with each
-        executed call's ``duration_s`` (the tiered-composite reference's timing metrics:
-        time to the first tool call, per-tool latency); and when they
+        ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``; and when they
         apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API
         failure, :func:`infra_kind`) and ``partial_response`` (the text a broken stream
         delivered before the error; not a final answer).
@@ -382,114 +571,18 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
     too deep to be stored (a tool input 300 arrays deep) stops with ``error``
     (``trace_too_deep: ...``), the turn itself left out. The episode's deadline
     (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
-    ``infra_error: "timeout"``.
+    ``infra_error: "timeout"``. With a stateful spec (:attr:`AgentSpec.state`) each call
+    that changed the state carries ``state_changes``; a call of one of
+    :attr:`AgentSpec.end_tools` stops with :data:`TRANSFER` after its result.
     """
-    names = {t["name"] for t in spec.tools}
-    messages: list[dict] = [{"role": "user", "content": user_input}]
-    calls: list[dict] = []
-    usage = {"input_tokens": 0, "output_tokens": 0}
-    steps = 0
-    last_key, repeats = None, 0
-    final: str | None = None
-    stop_reason: str | None = None
-    error: str | None = None
-    kwargs = dict(model=model, max_tokens=spec.max_tokens, system=spec.system,
-                  tools=list(spec.tools), **(request_extra or {}))
-    extra: dict[str, Any] = {}
-    clock, started = time.perf_counter, time.perf_counter()
-    timing: dict[str, Any] = {"first_tool_call_s": None, "turns": []}
-    while stop_reason is None:
-        if steps >= max_steps:
-            stop_reason = "max_steps"
-            break
-        sent = clock()
-        try:
-            turn = send_turn(client, messages, kwargs, stream)
-        except StreamBroke as e:
-            stop_reason, error = "error", f"{type(e.error).__name__}: {e.error}"
-            extra = {"partial_response": e.partial_text}
-            if is_infra(e.error):
-                extra["infra_error"] = infra_kind(e.error)
-            break
-        except UnscannableBody as e:  # an answer the recorder refused to store
-            stop_reason, error = "error", str(e)
-            extra = {"infra_error": e.infra_kind}
-            break
-        except anthropic.APIError as e:
-            stop_reason, error = "error", f"{type(e).__name__}: {e}"
-            # an error answering the request itself (400 invalid_request_error) is the
-            # agent's: no infra_error, so the grader counts it against the agent
-            extra = {"infra_error": infra_kind(e)} if is_infra(e) else {}
-            break
-        except EpisodeTimeout as e:
-            stop_reason, error = "error", f"{type(e).__name__}: {e}"
-            extra = {"infra_error": "timeout"}
-            break
-        resp = turn.message
-        steps += 1
-        arrived = clock()
-        timing["turns"].append({"step": steps,
-                                "start_s": round(sent - started, TIME_DIGITS),
-                                "latency_s": round(arrived - sent, TIME_DIGITS)})
-        if resp.usage is not None:
-            add_usage(usage, resp.usage.model_dump())
-        try:
-            content = [block_dict(b) for b in resp.content]
-        except ValueError as e:  # pydantic refuses a block nested too deep to serialise
-            stop_reason, error = "error", (f"trace_too_deep: turn {steps} of the model holds "
-                                           f"a content block nested too deep to store ({e})")
-            break
-        messages.append({"role": "assistant", "content": content})
-        uses = [(i, b) for i, b in enumerate(content) if b.get("type") == "tool_use"]
-        if uses and timing["first_tool_call_s"] is None:
-            timing["first_tool_call_s"] = round(arrived - started, TIME_DIGITS)
-        if not uses or resp.stop_reason != "tool_use":
-            texts = [b["text"] for b in content if b.get("type") == "text"]
-            final = "\n".join(texts) if texts else None
-            stop_reason = resp.stop_reason or "end_turn"
-            if uses or stop_reason in UNFINISHED_STOPS:
-                # not an answer: the turn asked for tools under another stop reason, or
-                # paused; its calls are kept (not run), its text is not a final answer
-                final, extra = None, {"unfinished": True}
-                for i, use in uses:
-                    args, bad = tool_arguments(use, turn.raw_inputs.get(i))
-                    calls.append({"id": use["id"], "name": use["name"], "arguments": args,
-                                  **({"raw_arguments": bad, MALFORMED: True}
-                                     if bad is not None else {}),
-                                  "result": None, "is_error": False, "step": steps,
-                                  "not_run": f"stop_reason {stop_reason}"})
-            break
-        results = []
-        for i, use in uses:
-            key = _call_key(use["name"], use.get("input"))
-            repeats = repeats + 1 if key == last_key else 1
-            last_key = key
-            if repeats >= LOOP_REPEATS:
-                stop_reason = "loop_detected"
-                break
-            args, bad = tool_arguments(use, turn.raw_inputs.get(i))
-            if bad is not None:
-                # never run a tool on arguments the model did not send
-                result = json.dumps({"success": False, "error": MALFORMED + ": the tool "
-                                     f"input the model {'streamed' if stream else 'sent'} "
-                                     "is not a JSON object"})
-                calls.append({"id": use["id"], "name": use["name"], "arguments": {},
-                              "raw_arguments": bad, MALFORMED: True, "result": result,
-                              "is_error": True, "step": steps})
-                results.append({"type": "tool_result", "tool_use_id": use["id"],
-                                "content": result, "is_error": True})
-                continue
-            ran = clock()
-            result, is_error = _run_tool(spec, names, use["name"], args)
-            calls.append({"id": use["id"], "name": use["name"], "arguments": args,
-                          "result": result, "is_error": is_error, "step": steps,
-                          "duration_s": round(clock() - ran, TIME_DIGITS)})
-            block = {"type": "tool_result", "tool_use_id": use["id"], "content": result}
-            if is_error:
-                block["is_error"] = True
-            results.append(block)
-        if stop_reason is None:
-            messages.append({"role": "user", "content": results})
-    return {"tool_calls": calls, "final_response": final, "stop_reason": stop_reason,
-            "steps": steps, "messages": messages,
-            "usage": usage, "error": error, "timing": timing, **extra}
+    log = EpisodeLog(messages=[{"role": "user", "content": user_input}], calls=[],
+                     usage={"input_tokens": 0, "output_tokens": 0})
+    stop_reason, final = agent_turn(client, spec, log, request_kwargs(spec, model,
+                                                                      request_extra),
+                                    stream=stream, max_steps=max_steps)
+    if stop_reason in ("error", "max_steps", "loop_detected", TRANSFER) or log.extra.get(
+            "unfinished"):
+        final = None
+    return {"tool_calls": log.calls, "final_response": final, "stop_reason": stop_reason,
+            "steps": log.steps, "messages": log.messages,
+            "usage": log.usage, "error": log.error, "timing": log.timing, **log.extra}

@@ -25,19 +25,23 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.model import TRACE_SCHEMA, Case
 
 from .agents import resolve_agent
+from .conversation import accepts_user, make_user
 from .cassette import cassette_name, make_vcr, prune_retried
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
 from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, build_manifest,
                         check_base_url, check_episode_timeout, episode_finisher, load_scripts,
                         open_run_folder, plan_run, refuse_secrets_in_inputs, worker_count)
-from .script_server import CASE_HEADER, ScriptServer, case_header
+from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header
 from .wire.scrub import (UnscannableBody, url_credentials)
 
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,
-                model: str, stream: bool) -> dict:
+                model: str, stream: bool, user: Any = None) -> dict:
     """Run one episode and complete its trace with the recorder-owned fields.
+
+    ``user`` (:mod:`.conversation`: a scripted or simulated user) is passed to the agent
+    as ``user=`` for a case with a ``user`` (a multi-turn conversation).
 
     The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
     ``latency_s``) always win over what the agent returns. An agent that raises ends the
@@ -54,9 +58,11 @@ def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: A
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.traces import parse_trace
     t0 = time.perf_counter()
-    kwargs = {"model": model}
+    kwargs: dict[str, Any] = {"model": model}
     if stream:
         kwargs["stream"] = True
+    if case.user is not None:
+        kwargs["user"] = user
     try:
         fields = agent_fn(case, client, **kwargs)
     except Exception as e:  # noqa: BLE001 - a crashing agent must not stop the whole run
@@ -235,12 +241,15 @@ def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:
 
 
 def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: int,
-                max_retries: int = 4) -> anthropic.Anthropic:
+                max_retries: int = 4, speaker: str | None = None) -> anthropic.Anthropic:
     """The client of one episode: the process's :func:`shared_client` with the episode's
     headers (``with_options`` copies share its HTTP client and connection pool); the case
-    id and trial travel in headers for the script server."""
-    return shared_client(base_url, api_key, max_retries).with_options(
-        default_headers={CASE_HEADER: case_header(case_id), "x-evaltape-trial": str(trial)})
+    id and trial travel in headers for the script server. ``speaker="user"`` marks the
+    simulated user's requests (header :data:`.script_server.SPEAKER_HEADER`)."""
+    headers = {CASE_HEADER: case_header(case_id), "x-evaltape-trial": str(trial)}
+    if speaker is not None:
+        headers[SPEAKER_HEADER] = speaker
+    return shared_client(base_url, api_key, max_retries).with_options(default_headers=headers)
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
@@ -272,6 +281,12 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         raise UsageError(f"{opts.dataset}: the dataset has no cases")
     refuse_secrets_in_inputs(cases, opts.dataset)
     agent_fn = resolve_agent(opts.agent)
+    talking = [c.id for c in cases if c.user is not None]
+    if talking and not accepts_user(agent_fn):
+        raise UsageError(f"agent {opts.agent!r} takes no user (no 'user' keyword), but "
+                         f"case(s) {', '.join(talking[:5])} are conversations with a user: "
+                         "use an agent built on evaltape.recorder.conversation.run_case "
+                         "(built-in: clinic, helpdesk, scripted)")
     scripts = load_scripts(opts, cases)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL")
@@ -280,6 +295,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                          "or pass --base-url (or set ANTHROPIC_BASE_URL) for a Messages-API "
                          "server such as llama-server on 127.0.0.1")
     check_base_url(base_url)
+    check_base_url(opts.user_base_url, "--user-base-url")
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
@@ -289,9 +305,13 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         if scripts is not None:
             server = stack.enter_context(ScriptServer(scripts))
             base_url, api_key = server.base_url, "scripted-no-key"
+        users = UserOptions(opts.user_model or model, opts.user_base_url or base_url,
+                            api_key if opts.user_base_url is None else
+                            (os.environ.get("ANTHROPIC_API_KEY") or "no-key"))
         jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
                                                         cassette_name(case.id, trial)),
-                           base_url, api_key, model, opts.stream, opts.episode_timeout)
+                           base_url, api_key, model, opts.stream, opts.episode_timeout,
+                           users if case.user is not None else None)
                 for case, trial in todo]
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
@@ -324,6 +344,16 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
 
 
 @dataclass(frozen=True)
+class UserOptions:
+    """Where a simulated user's model is (``--user-model``, ``--user-base-url``; by
+    default the run's model and server) and the key sent to it."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+
+
+@dataclass(frozen=True)
 class EpisodeJob:
     """Everything one worker needs to record one episode (picklable)."""
 
@@ -337,6 +367,8 @@ class EpisodeJob:
     stream: bool
     #: seconds the episode may take (``None``: no deadline)
     timeout_s: float | None = DEFAULT_EPISODE_TIMEOUT_S
+    #: the simulated user's model and server, for a case with a ``user``
+    user: UserOptions | None = None
 
 
 def record_episode(job: EpisodeJob) -> dict:
@@ -353,9 +385,14 @@ def record_episode(job: EpisodeJob) -> dict:
         path.unlink()
     agent_fn = resolve_agent(job.agent)
     client = make_client(job.base_url, job.api_key, job.case.id, job.trial)
+    u = job.user
+    user = make_user(job.case, lambda: make_client(u.base_url, u.api_key, job.case.id,
+                                                   job.trial, speaker="user"),
+                     u.model if u else None, job.stream)
     with make_vcr("all").use_cassette(str(path)) as cassette:
         with episode_deadline(job.timeout_s) as deadline:
-            trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream)
+            trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream,
+                                user)
             late = deadline.expired
         if late:
             mark_timed_out(trace, deadline.timeout_s)

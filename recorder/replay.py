@@ -10,6 +10,7 @@ from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.run import open_run
 
 from .agents import resolve_agent
+from .conversation import make_user
 from .cassette import cassette_name, cassette_path, make_vcr, miss_message
 from .record import make_client, run_episode
 from .runfolder import with_recorded_times
@@ -101,6 +102,7 @@ def replay_run(run: str, dataset: str | None = None,
     agent_fn = resolve_agent(opened.manifest["agent"])
     model = opened.manifest["model"]
     stream = bool(opened.manifest.get("stream"))
+    user_model = (opened.manifest.get("users") or {}).get("model")  # simulated users
     divergences: list[Divergence] = []
     checked = 0
     for t, case in opened.episodes():
@@ -128,6 +130,9 @@ def replay_run(run: str, dataset: str | None = None,
         v = make_vcr("none")
         v.before_record_request = hook
         client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
+        user = make_user(case, lambda: make_client(OFFLINE_URL, "replay-no-key", cid, trial,
+                                                   max_retries=0, speaker="user"),
+                         user_model, stream)
         miss = None
         try:
             ctx = v.use_cassette(str(cpath))
@@ -139,7 +144,7 @@ def replay_run(run: str, dataset: str | None = None,
             raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
         try:
             try:
-                now = run_episode(agent_fn, case, trial, client, model, stream)
+                now = run_episode(agent_fn, case, trial, client, model, stream, user)
             except CannotOverwriteExistingCassetteException:
                 now = None
             if cassette.misses or now is None or (now.get("stop_reason") == "error"

@@ -65,6 +65,10 @@ class RecordOptions:
     #: ``--episode-timeout``: seconds an episode may take, for every agent; past it the
     #: episode ends as an infrastructure timeout (``None``: no deadline)
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
+    #: ``--user-model``, ``--user-base-url``: the simulated users' model and server
+    #: (``None``: the run's own)
+    user_model: str | None = None
+    user_base_url: str | None = None
 
 
 def check_episode_timeout(value: float | None) -> None:
@@ -448,6 +452,18 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": [strip_userinfo(a) for a in opts.command_line],  # no user:token@
     }
+    talking = [c for c in cases if c.user is not None]
+    if talking:  # (only runs with conversations: other manifests stay as they were)
+        simulated = sum(1 for c in talking if not c.user.scripted)
+        users: dict[str, Any] = {"scripted": len(talking) - simulated, "simulated": simulated}
+        if simulated:
+            users["model"] = opts.user_model or model
+            ubase = opts.user_base_url or base_url
+            users["base_url_host"] = manifest["base_url_host"] if not opts.user_base_url \
+                else strip_userinfo(ubase).split("://", 1)[-1].split("/", 1)[0]
+        if len(talking) > simulated:
+            users["note"] = "scripted users: their turns are written in the dataset, no model"
+        manifest["users"] = users
     # --manifest-extra; a resumed run keeps the facts given at its start unless given again
     extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
     if extra:
@@ -464,7 +480,14 @@ def refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
     """
     from evaltape.grader.errors import BadInputError
     for c in cases:
-        for field_name, text in [("input", c.input)] + [("script", t) for t in c.script or ()]:
+        user = c.user
+        said = [("user.turns", t) for t in (user.turns or ())] if user else []
+        if user is not None:
+            said += [(f"user.{k}", v) for k, v in (("instructions", user.instructions),
+                                                   ("persona", user.persona)) if v]
+            said += [(f"user.known_facts.{k}", v) for k, v in (user.known_facts or {}).items()]
+        for field_name, text in [("input", c.input)] + [("script", t) for t in c.script or ()] \
+                + said:
             leak = find_secret(text)
             if leak:
                 raise BadInputError(f"case {c.id!r} holds a key-shaped string ({leak}); "
@@ -519,6 +542,11 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         raise UsageError(f"{out} was recorded as shard {_shard_text(previous.get('shard'))}; "
                          f"this command asks for {_shard_text(shard)}. Record into another "
                          "--out, or repeat the original options to resume it")
+    old_user = (previous.get("users") or {}).get("model")
+    if old_user is not None and opts.user_model is not None and old_user != opts.user_model:
+        raise UsageError(f"{out} was recorded with user model {old_user!r}; this command "
+                         f"asks for {opts.user_model!r}. Record into another --out, or "
+                         "repeat the original options to resume it")
     for name in SETUP_FIELDS:
         if name in previous and previous[name] != asked[name]:
             raise UsageError(f"{out} was recorded with {name} {previous[name]!r}; this command "

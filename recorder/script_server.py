@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote, unquote
 
 CASE_HEADER = "x-evaltape-case"
+#: Header marking a simulated user's requests (value ``user``); the agent's carry none.
+SPEAKER_HEADER = "x-evaltape-speaker"
 #: Characters a case id may carry in :data:`CASE_HEADER` as they are: printable ASCII but
 #: ``%`` (HTTP sends header values as Latin-1, and a line break would end the header).
 _HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7f) if chr(c) != "%")  # (space encoded)
@@ -193,20 +195,31 @@ class ScriptServer(BackgroundServer):
     Args:
         scripts: case id → the model's turns.
         port: 0 picks a free port.
+        user_scripts: case id → a simulated user's messages after the first: requests
+            marked ``{SPEAKER_HEADER}: user`` are answered from these (the k-th user
+            request gets message k; an answer with no text after the last one), so a
+            conversation with a model-backed user can be recorded with no model.
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>`` once constructed.
     """
 
-    def __init__(self, scripts: Mapping[str, Sequence[str]], port: int = 0) -> None:
+    def __init__(self, scripts: Mapping[str, Sequence[str]], port: int = 0,
+                 user_scripts: Mapping[str, Sequence[str]] | None = None) -> None:
         super().__init__(("127.0.0.1", port), MessagesHandler)
         self.scripts = dict(scripts)
+        self.user_scripts = dict(user_scripts or {})
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
 
     def respond(self, handler: MessagesHandler, body: dict) -> None:
         """Answer one request (override to inject faults in tests)."""
         case = case_from_header(handler.headers.get(CASE_HEADER, ""))
         script = self.scripts.get(case)
+        if handler.headers.get(SPEAKER_HEADER) == "user":
+            # the user's own first message (the case's input) is the first assistant
+            # message of its conversation: a blank turn stands for it
+            turns = self.user_scripts.get(case)
+            script = None if turns is None else ("",) + tuple(turns)
         if script is None:
             handler._send(404, json.dumps({"type": "error", "error": {
                 "type": "not_found_error",

@@ -158,3 +158,30 @@ def test_bad_tau2_file_exits_3_naming_the_place(tmp_path):
     p = run_cli("import", "tau2", str(path), "--out", str(tmp_path / "o"))
     assert p.returncode == 3
     assert "simulations[0].messages[0].role" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_tau2_end_state_check_is_reported_by_state_match(tmp_path):
+    messages = [{"role": "user", "content": "Hi, my phone has no data."},
+                {"role": "assistant", "content": "Fixed."}]
+    src = _results(tmp_path, [], messages, 0.0)
+    doc = json.loads(src.read_text())
+    doc["simulations"][0]["reward_info"]["db_check"] = {"db_match": False, "db_reward": 0.0}
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "run"
+    assert run_cli("import", "tau2", str(src), "--out", str(out)).returncode == 0
+    p = run_cli("grade", str(out), "--out", str(tmp_path / "rep"), "--metrics", "state_match")
+    assert p.returncode in (0, 1), p.stderr
+    m = json.loads((tmp_path / "rep" / "report.json").read_text())["episodes"][0]["metrics"]
+    assert m["state_match"]["score"] == 0.0
+    assert "db_check.db_match: false" in m["state_match"]["details"]
+
+
+@needs_corpus
+def test_tau2_corpus_db_checks_become_state_match(tmp_path):
+    out = tmp_path / "run"
+    assert run_cli("import", "tau2", str(TAU2), "--out", str(out)).returncode == 0
+    p = run_cli("grade", str(out), "--out", str(tmp_path / "rep"), "--metrics", "state_match")
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    doc = json.loads(TAU2.read_text())
+    matched = sum(s["reward_info"]["db_check"]["db_match"] for s in doc["simulations"])
+    assert sum(e["metrics"]["state_match"]["score"] for e in rep["episodes"]) == matched

@@ -22,7 +22,7 @@ import pytest
 #: The grader's layers, lowest first. A module belongs to the longest prefix that names it.
 GRADER_LAYERS = (
     ("evaltape.grader", "evaltape.grader.errors"),
-    ("evaltape.grader.model",),
+    ("evaltape.grader.model", "evaltape.grader.envs"),
     ("evaltape.grader.io",),
     ("evaltape.grader.results",),
     ("evaltape.grader.matching",),
@@ -43,7 +43,7 @@ RECORDER_LAYERS = (
     ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline"),
     ("evaltape.recorder.cassette",),
     ("evaltape.recorder.runfolder", "evaltape.recorder.episodes"),
-    ("evaltape.recorder.loop",),
+    ("evaltape.recorder.loop", "evaltape.recorder.conversation"),
     ("evaltape.recorder.agents", "evaltape.recorder.local_adapter"),
     ("evaltape.recorder.record", "evaltape.recorder.proxy"),
     ("evaltape.recorder.command",),

@@ -45,7 +45,7 @@ def _trace() -> dict:
 
 # --------------------------------------------------------------------- committed files
 def test_there_are_committed_runs_and_goldens():
-    assert len(RUNS) == 4 and len(GOLDEN) == 4
+    assert len(RUNS) == 5 and len(GOLDEN) == 5  # the four single-turn runs and the clinic one
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
@@ -89,8 +89,8 @@ def _datasets() -> list[Path]:
 
 def test_every_committed_dataset_validates():
     names = [p.name for p in _datasets()]
-    assert names == ["helpdesk_eval.json", "scripted_eval.json", "taskmanager_eval.json",
-                     "triage_eval.json"]
+    assert names == ["clinic_eval.json", "clinic_scripted_eval.json", "helpdesk_eval.json",
+                     "scripted_eval.json", "taskmanager_eval.json", "triage_eval.json"]
     for p in _datasets():
         doc = json.loads(p.read_text())
         assert _errors("dataset", doc) == [], p.name

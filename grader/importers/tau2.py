@@ -23,7 +23,9 @@ The case carries ``expected_actions`` (the gold actions with ``action_id``,
 ``matching: "tau2"`` so the grader uses τ²'s semantics. The trace keeps τ²'s verdict:
 ``reference_label`` = the reward within 1e-6 of 1 (τ²-bench ``metrics/agent_metrics.py``
 ``is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``) and ``reference`` = ``{"source",
-"reward", "action_checks": [{action_id, name, matched}]}`` (the file's own checks).
+"reward", "action_checks": [{action_id, name, matched}], "state_match"?: bool}`` (the
+file's own checks; ``state_match`` is ``reward_info.db_check.db_match`` when the file has
+it, τ²'s end-state check, which the ``state_match`` metric reports).
 """
 from __future__ import annotations
 
@@ -206,14 +208,20 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                       for c in reward_info.get("action_checks") or [] if isinstance(c, dict)]
             messages, user_calls = _convert(sim.get("messages"), place + ".messages")
             stop = sim.get("termination_reason")
+            reference = {"source": "tau2-bench reward", "reward": reward,
+                         "action_checks": checks}
+            db = reward_info.get("db_check")
+            if isinstance(db, dict) and isinstance(db.get("db_match"), bool):
+                # τ²'s own end-state check: the environment's database after the episode
+                # against the one after the gold actions (state_match reads it)
+                reference["state_match"] = db["db_match"]
             trace = trace_from_messages(
                 messages, case_id=case_id, trial=trial, input_text=case["input"],
                 stop_reason=stop if isinstance(stop, str) and stop else None,
                 final="last_text", model=model, tools=tools,
                 system=system_text([policy or "", system_messages(sim.get("messages")) or ""]),
                 extra={"reference_label": is_success(float(reward)),
-                       "reference": {"source": "tau2-bench reward", "reward": reward,
-                                     "action_checks": checks},
+                       "reference": reference,
                        "user_tool_calls": user_calls,
                        "source": {"format": FORMAT, "path": path, "place": place}})
         except EpisodeProblem as p:

@@ -20,15 +20,16 @@ from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error, iter_json_lines,
                                          screen)
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_budgets,
-                                            parse_claims, parse_expected_calls,
-                                            parse_matching, parse_tools, str_list)
+                                            parse_claims, parse_env, parse_expected_calls,
+                                            parse_matching, parse_state, parse_tools,
+                                            parse_user, str_list)
 from evaltape.grader.io.judges import parse_case_judges
 from evaltape.grader.model import GROUNDING_SOURCES, Case
 
 ID_KEYS = ("id", "name")
 INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
 #: Keys parsed into typed :class:`Case` fields. The recorded inputs among them (id, input,
-#: script, max_steps) may not change after recording (:func:`case_input_sha256`); every
+#: script, max_steps, tools, user, env, initial_state) may not change after recording (:func:`case_input_sha256`); every
 #: other key is an expectation and may change freely.
 MODELED_KEYS = {
     "id", "name", "user_query", "task", "ticket", "user_input", "input", "script",
@@ -44,6 +45,8 @@ MODELED_KEYS = {
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching", "budgets",
     "expected_output", "judges", "thresholds", "grounding_sources",
+    # multi-turn conversations and stateful tools
+    "user", "env", "initial_state", "expected_state", "gold_actions",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -198,6 +201,11 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         tags=get("tags", str_list) or (),
         thresholds=get("thresholds", parse_thresholds),
         grounding_sources=get("grounding_sources", _grounding_sources),
+        user=get("user", parse_user),
+        env=get("env", parse_env),
+        initial_state=get("initial_state", parse_state),
+        expected_state=get("expected_state", parse_state),
+        gold_actions=get("gold_actions", parse_actions),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )
@@ -261,7 +269,9 @@ def load_dataset(path: str | Path) -> list[Case]:
 
 def case_input_sha256(case: Case) -> str:
     """sha256 (hex) of what a case feeds the agent: id, input, script, max_steps, and the
-    offered ``tools`` when the case carries them (cases without tools hash as before).
+    offered ``tools``, the ``user`` (scripted turns or the simulated user's instructions),
+    the ``env`` and its ``initial_state`` when the case carries them (cases without them
+    hash as before).
 
     Expectations are excluded on purpose: they may change after recording.
     """
@@ -270,6 +280,16 @@ def case_input_sha256(case: Case) -> str:
            "max_steps": case.max_steps}
     if case.tools is not None:
         fed["tools"] = list(case.tools)
+    if case.user is not None:
+        u = case.user
+        fed["user"] = {"instructions": u.instructions, "persona": u.persona,
+                       "known_facts": dict(u.known_facts) if u.known_facts else None,
+                       "turns": list(u.turns) if u.turns is not None else None,
+                       "max_turns": u.max_turns, "stop": u.stop}
+    if case.env is not None:
+        fed["env"] = case.env
+    if case.initial_state is not None:
+        fed["initial_state"] = case.initial_state
     blob = orjson.dumps(fed, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(blob).hexdigest()
 

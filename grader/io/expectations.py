@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, get_args
 
-from evaltape.grader.model import ArgOptions, ExpectedCall, FactualClaim
+from evaltape.grader.model import ArgOptions, ExpectedCall, FactualClaim, UserSpec
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 #: Values of a case's ``matching`` key: the Berkeley Function-Calling Leaderboard's AST
@@ -311,3 +311,88 @@ def parse_budgets(value: Any) -> dict[str, int | float | None]:
                              + f" (known: {', '.join(BUDGET_KEYS)})")
         out[key] = check_budget(key, v, key)
     return out
+
+
+#: Keys of a case's ``user`` object.
+USER_KEYS = ("instructions", "persona", "known_facts", "turns", "max_turns", "stop")
+
+
+def parse_user(value: Any) -> UserSpec:
+    """A case's ``user``: ``{"instructions"?: str, "persona"?: str, "known_facts"?: {name:
+    value}, "turns"?: [str, ...], "max_turns"?: int >= 1, "stop"?: str}``. A scripted user
+    gives ``turns``; a simulated one ``instructions`` (one of the two is required).
+    Without ``max_turns`` a user may send
+    :data:`~evaltape.grader.model.DEFAULT_MAX_TURNS` messages (a scripted user at least
+    all of its turns and the first message), so a scripted user ends by running out of
+    turns.
+
+    Raises:
+        FieldError: not an object, an unknown key (the nearest known one suggested), a
+            value of the wrong type (the key named), or neither ``turns`` nor
+            ``instructions``.
+    """
+    import difflib
+
+    from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP
+    if not isinstance(value, dict):
+        raise FieldError("", f"expected an object {{instructions | turns, ...}}, got "
+                         f"{_kind(value)}")
+    for key in value:
+        if key not in USER_KEYS:
+            near = difflib.get_close_matches(key, USER_KEYS, n=1, cutoff=0.6)
+            raise FieldError(key, "unknown key" + (f"; did you mean '{near[0]}'?" if near
+                                                   else f" (known: {', '.join(USER_KEYS)})"))
+    for key in ("instructions", "persona", "stop"):
+        v = value.get(key)
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            raise FieldError(key, f"expected a non-empty string, got {_kind(v)}")
+    facts = value.get("known_facts")
+    if facts is not None:
+        if not isinstance(facts, dict):
+            raise FieldError("known_facts", f"expected {{name: value}}, got {_kind(facts)}")
+        for k, v in facts.items():
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise FieldError(f"known_facts.{k}", f"expected a string or number, got "
+                                 f"{_kind(v)}")
+        facts = {k: str(v) for k, v in facts.items()}
+    turns = value.get("turns")
+    if turns is not None:
+        turns = str_list(turns, "turns")
+        for i, t in enumerate(turns):
+            if not t.strip():
+                raise FieldError(f"turns[{i}]", "a user message may not be empty")
+    if turns is None and value.get("instructions") is None:
+        raise FieldError("", "a user needs 'turns' (a scripted user) or 'instructions' "
+                         "(a simulated user)")
+    max_turns = value.get("max_turns")
+    if max_turns is None:
+        max_turns = max(DEFAULT_MAX_TURNS, len(turns) + 1 if turns is not None else 0)
+    elif type(max_turns) is not int or max_turns < 1:
+        raise FieldError("max_turns", f"expected a whole number >= 1, got {max_turns!r}"[:120])
+    return UserSpec(instructions=value.get("instructions"), persona=value.get("persona"),
+                    known_facts=facts, turns=turns, max_turns=max_turns,
+                    stop=value.get("stop") or USER_STOP)
+
+
+def parse_state(value: Any) -> dict:
+    """An ``initial_state`` or ``expected_state``: a JSON object.
+
+    Raises:
+        FieldError: not an object.
+    """
+    if not isinstance(value, dict):
+        raise FieldError("", f"expected a JSON object (the environment's state), got "
+                         f"{_kind(value)}")
+    return value
+
+
+def parse_env(value: Any) -> str:
+    """A case's ``env``: a built-in environment name or ``module:object``.
+
+    Raises:
+        FieldError: not a non-empty string.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise FieldError("", f"expected an environment name (e.g. 'clinic') or "
+                         f"module:object, got {_kind(value)}")
+    return value

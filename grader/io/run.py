@@ -160,7 +160,7 @@ def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> 
     for c in cases:
         if c.id in recorded and recorded[c.id] != case_input_sha256(c):
             raise BadInputError(f"case {c.id!r}: its input changed since recording (input, "
-                                "script or max_steps); restore it or record into a new run",
+                                "script, max_steps, tools, user, env or initial_state); restore it or record into a new run",
                                 path=where, field="dataset.cases")
 
 

@@ -70,9 +70,15 @@ def per_action(result: Mapping[str, Any]) -> list[dict] | None:
 def actions_metric_for(cases) -> list[str]:
     """Metrics ``evaltape grade`` adds to the defaults for imported benchmark runs:
     ``expected_actions_called`` when any case carries ``expected_actions``, ``bfcl_ast``
-    when any case uses ``matching: bfcl``."""
+    when any case uses ``matching: bfcl``, ``state_match`` when any case states an end
+    state (``expected_state`` or ``gold_actions``), ``context_retention`` and
+    ``error_recovery`` when any case is a conversation (``user``)."""
     out = [ExpectedActionsCalled.name] if any(
         c.expected_actions is not None for c in cases) else []
     if any(c.matching == "bfcl" for c in cases):
         out.append("bfcl_ast")
+    if any(c.expected_state is not None or c.gold_actions is not None for c in cases):
+        out.append("state_match")
+    if any(c.user is not None for c in cases):
+        out += ["context_retention", "error_recovery"]
     return out

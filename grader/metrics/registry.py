@@ -22,6 +22,9 @@ from evaltape.grader.metrics.rubric_judge import RubricJudge
 from evaltape.grader.metrics.irrelevance import Irrelevance
 from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
+from evaltape.grader.metrics.context_retention import ContextRetention
+from evaltape.grader.metrics.error_recovery import ErrorRecovery
+from evaltape.grader.metrics.state_match import StateMatch
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
 from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
@@ -43,6 +46,8 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
     # opt-in: per-case budgets (max_tool_calls, max_steps, max_cost_usd, max_latency_s)
     *BUDGET_METRICS,
+    # opt-in: multi-turn conversations and stateful environments
+    StateMatch, ContextRetention, ErrorRecovery,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: the help-desk reference's three, plus the offline

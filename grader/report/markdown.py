@@ -1,7 +1,7 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from evaltape.grader.report.common import (cell_text, failing_details, fmt, gating,
                                            episode_label, verdict_lines, plain, skip_reasons,
@@ -22,14 +22,51 @@ def _score_vs(m: Any, lower_is_better: bool) -> str:
     return f"{fmt(m.score)} (threshold {threshold_text(m.threshold, lower_is_better)})"
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] | None = None
+                    ) -> str:
     """Render a :class:`Report` as Markdown (deterministic text, ends with a newline)."""
-    return "".join(iter_markdown(report))
+    return "".join(iter_markdown(report, conversations))
 
 
-def iter_markdown(report: Report) -> Iterator[str]:
+def conversation_md(trace: Any) -> list[str]:
+    """A conversation turn by turn as Markdown list lines: each user message, the agent's
+    text, its calls with arguments and results (errors marked) and the state changes each
+    call made, then how the conversation ended."""
+    import json
+
+    from evaltape.grader.matching.conversation import events
+    changes = {str(c.get("id")): c.get("state_changes") or []
+               for c in (trace.raw.get("tool_calls") or []) if isinstance(c, dict)}
+    lines, turn = [], 0
+    for ev in events(trace):
+        if ev.kind == "user":
+            turn += 1
+            lines.append(f"- turn {turn}, **user**: {_cell(ev.text)}")
+        elif ev.kind == "agent":
+            lines.append(f"  - **agent**: {_cell(ev.text)}")
+        else:
+            c = ev.call
+            args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
+            lines.append(f"  - call `{_cell(c.name)}` {_cell(args)} → "
+                         f"{'**error** ' if c.is_error else ''}{_cell(str(c.result))[:200]}")
+            for ch in changes.get(c.id, ()):
+                if isinstance(ch, dict):
+                    lines.append(f"    - state {_cell(str(ch.get('path')))}: "
+                                 f"{_cell(json.dumps(ch.get('before'), ensure_ascii=False))} → "
+                                 f"{_cell(json.dumps(ch.get('after'), ensure_ascii=False))}")
+    conv = trace.raw.get("conversation")
+    end = conv.get("end") if isinstance(conv, dict) else trace.stop_reason
+    lines.append(f"- ended: {_cell(str(end))}")
+    return lines
+
+
+def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] | None = None
+                  ) -> Iterator[str]:
     """:func:`render_markdown` in pieces: the episodes are read twice (table, then failing
-    details) one at a time, so a report on disk is rendered in flat memory."""
+    details) one at a time, so a report on disk is rendered in flat memory.
+    ``conversations`` (``{(case_id, trial): Trace}`` of multi-turn episodes) adds a
+    "Conversations" section: each one turn by turn (:func:`conversation_md`) with its
+    metrics."""
     run, s = report.run, report.summary
     multi = report.multi_trial
     lower = report.lower_is_better
@@ -88,6 +125,31 @@ def iter_markdown(report: Report) -> Iterator[str]:
         outcome = "PASS" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
+    classes: dict[str, list[str]] = {}
+    for ep in report.episodes:
+        if ep.failure_class:
+            classes.setdefault(ep.failure_class, []).append(episode_label(ep, multi))
+    if classes:
+        yield ("\n\n## Failure classes\n\n`plan`: the objective was lost (a loop, no answer, "
+               "out of turns, giving up, the required tools or state change missing); `step`: "
+               "the plan was followed, a call, argument or value was wrong.\n")
+        for klass in ("plan", "step"):
+            eps = classes.get(klass, [])
+            if eps:
+                yield (f"\n- `{klass}` ({len(eps)}): " + ", ".join(_cell(e) for e in eps[:50])
+                       + (", ..." if len(eps) > 50 else ""))
+    if conversations:
+        yield "\n\n## Conversations\n"
+        for ep in report.episodes:
+            trace = conversations.get((ep.case_id, ep.trial))
+            if trace is None:
+                continue
+            verdict = "PASS" if ep.passed else (
+                f"FAIL `{_cell(ep.failure)}`" + (f" ({ep.failure_class})"
+                                                  if ep.failure_class else ""))
+            scores = ", ".join(f"{_cell(n)} {fmt(ep.metrics[n].score)}" for n in names)
+            yield (f"\n### {_cell(episode_label(ep, multi))}: {verdict}\n\n{scores}\n\n"
+                   + "\n".join(conversation_md(trace)) + "\n")
     header = False
     for label, n, m in failing_details(report.episodes, names, lower, multi):
         if not header:

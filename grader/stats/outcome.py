@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 from evaltape.grader.matching import bfcl, tau2
 from evaltape.grader.matching.actions import all_called, match_actions
 from evaltape.grader.matching.calls import step_groups
+from evaltape.grader.matching.state import check_end_state, state_case
 from evaltape.grader.model import Case, ToolCall, Trace
 
 NO_ANSWER = "no_answer:"
@@ -23,6 +24,8 @@ INFRA_ERROR = "infra_error:"
 WRONG_TOOLS = "wrong_tools"
 WRONG_ANSWER = "wrong_answer"
 WRONG_CALL = "wrong_call:"
+#: The end state differs from the case's expected one (or the trace holds none).
+WRONG_STATE = "wrong_state"
 
 
 def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
@@ -76,6 +79,9 @@ def tools_match(trace: Trace, case: Case) -> bool:
         if case.matching == "tau2":
             return all(c.matched for c in tau2_checks(trace, case))
         return all_called(match_actions(trace.tool_calls, case.expected_actions))
+    if state_case(case) and case.expected_tools is None:
+        # the end state is the expectation: the gold actions, each called (any order)
+        return all_called(match_actions(trace.tool_calls, case.gold_actions or ()))
     return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
@@ -96,6 +102,7 @@ def classify(trace: Trace, case: Case) -> str | None:
     ``matching: tau2``: ``wrong_tools`` when a gold action is unmatched (τ²'s rule), then
     ``wrong_answer`` when an ``expected_outputs`` item (τ²'s ``communicate_info``) was not
     communicated; no final answer is required (τ² rewards state, not a last message).
+    A case with ``expected_state`` or ``gold_actions``: :func:`state_outcome`.
     """
     infra = trace.raw.get("infra_error") if isinstance(trace.raw, dict) else None
     if trace.stop_reason == "error" and isinstance(infra, str) and infra:
@@ -108,6 +115,8 @@ def classify(trace: Trace, case: Case) -> str | None:
             return WRONG_TOOLS
         info = case.extra.get("expected_outputs") or ()
         return WRONG_ANSWER if tau2.communicated(trace, info) else None
+    if state_case(case):
+        return state_outcome(trace, case)
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
     if not tools_match(trace, case):
@@ -119,6 +128,32 @@ def classify(trace: Trace, case: Case) -> str | None:
     elif case.expected_outcome_keywords:
         if any(k.lower() not in answer for k in case.expected_outcome_keywords):
             return WRONG_ANSWER
+    return None
+
+
+def state_outcome(trace: Trace, case: Case) -> str | None:
+    """The outcome of a case that states an end state (``expected_state``,
+    ``gold_actions``): ``wrong_state`` when the end state differs or the trace holds none
+    (:func:`evaltape.grader.matching.state.check_end_state`), then ``wrong_tools`` only
+    when the case gives ``expected_tools``, then ``wrong_answer`` only when it gives
+    keywords. No final answer is required: a conversation may end with the user's stop
+    or a transfer, and the state is what it achieved (τ-bench's reward).
+
+    Raises:
+        LookupError: the case's environment cannot be loaded (gold actions to apply).
+    """
+    if not check_end_state(trace, case).matched:
+        return WRONG_STATE
+    if case.expected_tools is not None and not names_match_by_step(
+            trace.tool_calls, list(case.expected_tools)):
+        return WRONG_TOOLS
+    answer = (trace.final_response or "").lower()
+    if case.expected_answer_contains is not None and \
+            case.expected_answer_contains.lower() not in answer:
+        return WRONG_ANSWER
+    if case.expected_outcome_keywords and any(k.lower() not in answer
+                                              for k in case.expected_outcome_keywords):
+        return WRONG_ANSWER
     return None
 
 

@@ -15,6 +15,7 @@ BUILTIN = {
     "triage": "evaltape.recorder.agents.triage:run",
     "taskmanager": "evaltape.recorder.agents.taskmanager:run",
     "bfcl": "evaltape.recorder.agents.function_calling:run",
+    "clinic": "evaltape.recorder.agents.clinic:run",
 }
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from evaltape.grader.model import Case
 
-from ..loop import DEFAULT_MAX_STEPS, AgentSpec, run_tool_loop
+from ..conversation import User, run_case
+from ..loop import AgentSpec
 
 SYSTEM_PROMPT = (
     "You are an IT Help Desk agent. You help employees with technical issues "
@@ -127,10 +128,11 @@ def execute_tool(name: str, args: dict[str, Any]) -> str:
 SPEC = AgentSpec(system=SYSTEM_PROMPT, tools=TOOLS, execute=execute_tool)
 
 
-def run(case: Case, client: Any, *, model: str, stream: bool = False) -> dict:
-    """Run the help-desk agent on one case; returns the loop's trace fields."""
-    return run_tool_loop(client, SPEC, case.input, model=model,
-                         max_steps=case.max_steps or DEFAULT_MAX_STEPS, stream=stream)
+def run(case: Case, client: Any, *, model: str, stream: bool = False,
+        user: User | None = None) -> dict:
+    """Run the help-desk agent on one case (a conversation when the case has a ``user``);
+    returns the loop's trace fields."""
+    return run_case(client, SPEC, case, model=model, stream=stream, user=user)
 
 
 run.spec = SPEC  # type: ignore[attr-defined]

@@ -10,7 +10,8 @@ from typing import Any
 
 from evaltape.grader.model import Case
 
-from ..loop import DEFAULT_MAX_STEPS, AgentSpec, run_tool_loop
+from ..conversation import User, run_case
+from ..loop import AgentSpec
 
 WEATHER = {"paris": "18C, light rain", "tokyo": "24C, clear", "lima": "16C, overcast"}
 DOCS = {
@@ -67,10 +68,11 @@ def execute_tool(name: str, args: dict[str, Any]) -> str:
 SPEC = AgentSpec(system=SYSTEM_PROMPT, tools=TOOLS, execute=execute_tool)
 
 
-def run(case: Case, client: Any, *, model: str, stream: bool = False) -> dict:
-    """Run the scripted agent on one case; the model's turns come from the script server."""
-    return run_tool_loop(client, SPEC, case.input, model=model,
-                         max_steps=case.max_steps or DEFAULT_MAX_STEPS, stream=stream)
+def run(case: Case, client: Any, *, model: str, stream: bool = False,
+        user: User | None = None) -> dict:
+    """Run the scripted agent on one case (a conversation when the case has a ``user``);
+    the model's turns come from the script server."""
+    return run_case(client, SPEC, case, model=model, stream=stream, user=user)
 
 
 run.spec = SPEC  # type: ignore[attr-defined]

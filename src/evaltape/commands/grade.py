@@ -6,7 +6,7 @@ a script calling ``evaltape.grade`` write byte-identical ``report.json``.
 """
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -61,6 +61,16 @@ def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) ->
                    "and verdicts follow the rules for missing expectations (any tool "
                    "call fails, an answer without calls passes), not the task: "
                    + ", ".join(bare[:5]) + (", ..." if len(bare) > 5 else ""), err=True)
+
+
+#: report.md shows the conversations of at most this many episodes (the first, report order).
+MD_CONVERSATIONS = 2000
+
+
+def _cases_of(run: str, dataset: str | None) -> list:
+    """The cases of the run being graded (its dataset, as ``grade`` found it)."""
+    from evaltape.grader.io.run import open_run
+    return list(open_run(run, dataset).cases)
 
 
 def _make_out(out_dir: Path) -> None:
@@ -186,7 +196,13 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     if "json" in fmts:
         files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
-        files.append((out_dir / "report.md", _encoded(iter_markdown(report))))
+        convs = None
+        if any(c.user is not None for c in _cases_of(run, dataset)):
+            from evaltape.grader.io.run import open_run
+            shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
+            convs = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
+                     if (t.case_id, t.trial) in shown and "conversation" in t.raw}
+        files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
     if "junit" in fmts:
         from evaltape.grader.report.junit import iter_junit
         files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))

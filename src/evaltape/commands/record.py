@@ -42,7 +42,7 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.command()
 @click.argument("dataset")
 @click.option("--agent", default=None,
-              help="Built-in agent (helpdesk, triage, taskmanager, scripted, bfcl) or "
+              help="Built-in agent (helpdesk, triage, taskmanager, scripted, bfcl, clinic) or "
                    "module:function (importable from the working directory).")
 @click.option("--command", "command", default=None, metavar="CMD",
               help="Instead of --agent: run CMD once per case and trial behind the recording "
@@ -76,6 +76,10 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option("--shard", "shard", default=None, metavar="i/N",
               help="Record only shard i of N (1-based): episodes dealt round-robin in "
                    "dataset order, for N parallel jobs; join them with 'evaltape merge'.")
+@click.option("--user-model", "user_model", default=None, metavar="M",
+              help="Model of the simulated users of multi-turn cases (default: --model).")
+@click.option("--user-base-url", "user_base_url", default=None, metavar="URL",
+              help="Messages-API server of the simulated users (default: --base-url).")
 @click.option("--keep-errors", is_flag=True,
               help="Save episodes that ended in an API error as finished (default: leave "
                    "them for a rerun to retry, and exit 1).")
@@ -83,7 +87,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
            keep_errors: bool, shard: str | None = None,
-           episode_timeout: float | None = 600.0) -> None:
+           episode_timeout: float | None = 600.0, user_model: str | None = None,
+           user_base_url: str | None = None) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
     (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -103,7 +108,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          manifest_extra={k.strip(): v for k, _s, v in pairs},
                          keep_errors=keep_errors, command=command,
                          command_timeout=command_timeout, episode_timeout=episode_timeout,
-                         shard=None if shard is None else parse_shard(shard))
+                         shard=None if shard is None else parse_shard(shard),
+                         user_model=user_model, user_base_url=user_base_url)
     bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
     task = bar.add_task("record", total=None, info="")

@@ -1,0 +1,139 @@
+"""Stateful tool environments: tools acting on an episode-scoped state (a JSON document).
+
+An :class:`Environment` is a set of tools (Messages-API schemas) and their functions
+``(state, arguments) -> result``, which read and change ``state`` in place, and the state
+each episode starts from. The recorder runs an agent's tools on a fresh copy of that state
+per episode and stores the end state in the trace; the grader applies a case's gold
+actions to the initial state to derive the expected end state, as τ-bench does (Yao et al.
+2024: the reward compares the database after the episode with the database after the
+gold actions). Environments are pure Python: no model, no network.
+
+Built-in environments are named in :data:`BUILTIN_ENVS`; any other is ``module:object``
+(an :class:`Environment`, importable from the working directory).
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+#: ``(state, arguments) -> result``: a JSON value; raises :class:`ToolError` to refuse.
+ToolFunction = Callable[[dict, dict], Any]
+
+
+class ToolError(Exception):
+    """A tool's refusal (an unknown id, a slot already taken): the agent gets an error tool
+    result with this message, and the state is left as it was before the call."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A stateful tool environment.
+
+    Attributes:
+        name: how cases and reports name it.
+        tools: the tools' Messages-API schemas (``{name, description, input_schema}``).
+        functions: ``{tool name: function}`` (:data:`ToolFunction`).
+        initial: the state every episode starts from unless the case gives its own
+            ``initial_state`` (a JSON object; copied for each episode).
+        end_tools: tools whose successful call ends the conversation (a transfer to a
+            human agent).
+    """
+
+    name: str
+    tools: tuple[Mapping[str, Any], ...]
+    functions: Mapping[str, ToolFunction]
+    initial: Mapping[str, Any]
+    end_tools: frozenset[str] = field(default_factory=frozenset)
+
+    def initial_state(self, override: Mapping[str, Any] | None = None) -> dict:
+        """A fresh copy of the state an episode starts from: ``override`` (a case's
+        ``initial_state``) when given, else :attr:`initial`."""
+        return copy.deepcopy(dict(override if override is not None else self.initial))
+
+    def call(self, state: dict, name: str, arguments: dict) -> Any:
+        """Run tool ``name`` on ``state``; a refused or failed call leaves ``state`` as it
+        was (the function works on a copy that replaces the state only on success).
+
+        Raises:
+            ToolError: the tool refused (its message is the agent's error result); an
+                unknown tool name; any other exception the function raised (a
+                ``KeyError`` for a missing argument), the state unchanged.
+        """
+        fn = self.functions.get(name)
+        if fn is None:
+            raise ToolError(f"unknown tool {name!r}")
+        work = copy.deepcopy(state)
+        result = fn(work, dict(arguments))
+        state.clear()
+        state.update(work)
+        return result
+
+    def apply(self, state: dict, actions: Any) -> list[str]:
+        """Apply gold actions (``ExpectedCall`` items: ``name`` and literal arguments) to
+        ``state`` in order; returns one message per action that failed (its effect left
+        out), as τ-bench runs its gold actions through the environment."""
+        problems = []
+        for i, action in enumerate(actions):
+            try:
+                self.call(state, action.name, action.literal_args())
+            except Exception as e:  # noqa: BLE001 - a gold action the environment refuses
+                problems.append(f"gold action {i + 1} {action.name}: {type(e).__name__}: {e}")
+        return problems
+
+
+#: Built-in environments by name → ``module:object``.
+BUILTIN_ENVS = {"clinic": "evaltape.grader.envs.clinic:ENV"}
+
+
+def resolve_env(name: str) -> Environment:
+    """The environment a case names: a built-in name or ``module:object``.
+
+    Raises:
+        LookupError: an unknown name, a module that cannot be imported, or an object that
+            is not an :class:`Environment` (the message names it).
+    """
+    target = BUILTIN_ENVS.get(name, name)
+    if ":" not in target:
+        raise LookupError(f"unknown environment {name!r}; built-in: "
+                          f"{', '.join(sorted(BUILTIN_ENVS))}, or give module:object")
+    module, _, attr = target.partition(":")
+    import os
+    import sys
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        env = getattr(importlib.import_module(module), attr)
+    except Exception as e:  # noqa: BLE001 - ImportError, AttributeError, or raising on import
+        raise LookupError(f"cannot load environment {name!r}: {type(e).__name__}: {e}"
+                          ) from None
+    if not isinstance(env, Environment):
+        raise LookupError(f"environment {name!r} is a {type(env).__name__}, not an "
+                          "evaltape.grader.envs.Environment")
+    return env
+
+
+class Session:
+    """One episode's state in one environment (fresh for each episode): the executor and
+    the state snapshot a recorder's agent needs.
+
+    Attributes:
+        env: the environment.
+        state: the state now (changed in place by :meth:`execute`).
+        initial: a copy of the state the episode started from.
+    """
+
+    def __init__(self, env: Environment, initial_state: Mapping[str, Any] | None = None
+                 ) -> None:
+        self.env = env
+        self.state = env.initial_state(initial_state)
+        self.initial = copy.deepcopy(self.state)
+
+    def execute(self, name: str, arguments: dict) -> Any:
+        """Run one tool call on the episode's state (:meth:`Environment.call`)."""
+        return self.env.call(self.state, name, arguments)
+
+    def snapshot(self) -> dict:
+        """The state now (the object itself: callers copy what they keep)."""
+        return self.state

@@ -1,0 +1,266 @@
+"""Multi-turn conversations: the agent and a user, turn by turn.
+
+The case's input is the user's first message. Each time the agent replies (its turn ends
+with text and no tool call), the user answers: a scripted user with the case's next
+``user.turns`` entry (no model), a simulated user with a model over the Messages API
+(:class:`ModelUser`, the peers' design: τ-bench's and τ²-bench's user simulators get the
+task's instructions, answer as the user one message at a time and end with a stop token).
+The conversation ends when a user message holds the case's stop text (a scripted user
+that runs out of turns stops too), when the agent calls one of its transfer tools
+(:attr:`~.loop.AgentSpec.end_tools`), after ``max_turns`` user messages, or when an agent
+turn ends without a reply (``max_steps``, ``loop_detected``, an unfinished turn, an error).
+
+The trace's ``messages`` carry who spoke (``speaker``: ``user``, ``agent`` or ``tool``);
+``conversation`` holds how it ended, the kind of user and the count of user messages.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP, UserSpec
+
+from .loop import (DEFAULT_MAX_STEPS, REQUEST_FAILURES, TRANSFER, AgentSpec, EpisodeLog,
+                   add_usage, agent_turn, api_failure, infra_kind, request_kwargs,
+                   run_tool_loop, send_turn)
+
+#: How a conversation ended (the trace's ``conversation.end``).
+ENDS = ("user_stop", "max_turns", "transfer", "agent_stopped", "error")
+#: The first message of the simulated user's own conversation: the Messages API starts
+#: with a user message, and the user's first message (the case's input) is already given.
+USER_OPENING = "[The agent is ready. Write your first message.]"
+#: Tokens of one simulated-user message.
+USER_MAX_TOKENS = 512
+
+
+class User(Protocol):
+    """The user of a conversation: ``reply(transcript)`` gives the user's next message
+    (``None``: the user has nothing more to say, the conversation ends).
+
+    ``transcript`` is ``[(speaker, text)]`` so far, ``speaker`` ``"user"`` or ``"agent"``,
+    starting with the user's first message and ending with the agent's reply.
+    """
+
+    kind: str
+
+    def reply(self, transcript: Sequence[tuple[str, str]]) -> str | None:
+        """The user's next message, or ``None`` to end the conversation."""
+
+
+class ScriptedUser:
+    """A user whose messages are written in the case (``user.turns``): the k-th reply is
+    ``turns[k-1]`` (the 0th message is the input), ``None`` after the last one. Needs no
+    model: a conversation with a scripted user (and a scripted or recorded agent) is
+    fully deterministic."""
+
+    kind = "scripted"
+
+    def __init__(self, spec: UserSpec) -> None:
+        self.turns = tuple(spec.turns or ())
+        self.usage: dict[str, int] = {}
+
+    def reply(self, transcript: Sequence[tuple[str, str]]) -> str | None:
+        """The next scripted message, chosen by the number of user messages so far."""
+        said = sum(1 for who, _text in transcript if who == "user")
+        return self.turns[said - 1] if said - 1 < len(self.turns) else None
+
+
+def user_system_prompt(spec: UserSpec) -> str:
+    """The simulated user's system prompt: its instructions, persona and known facts, and
+    the rules (one message at a time, facts only when asked, nothing invented, the stop
+    text when done), written for this project after τ-bench's user simulator rules."""
+    parts = ["You play the user (a customer) in a conversation with a customer-service "
+             "agent. Write only the user's next message, in the first person, as that "
+             "person would type it. Never write the agent's part and never call tools.",
+             f"Your situation and goal:\n{spec.instructions or '(none given)'}"]
+    if spec.persona:
+        parts.append(f"Who you are:\n{spec.persona}")
+    if spec.known_facts:
+        parts.append("Facts you know (give one only when the agent asks for it; never "
+                     "invent others):\n" + "\n".join(f"- {k}: {v}" for k, v in
+                                                     spec.known_facts.items()))
+    parts.append("Rules:\n- Give the information step by step, as the agent asks for it; "
+                 "do not say everything at once.\n- If the agent asks for something you "
+                 "were not given, say you do not know it.\n- When your goal is reached, "
+                 "or clearly cannot be reached, write "
+                 f"{spec.stop} as your whole message to end the conversation.")
+    return "\n\n".join(parts)
+
+
+class ModelUser:
+    """A simulated user: a model over the Messages API given the case's ``user``
+    instructions (:func:`user_system_prompt`). Its conversation is the agent's seen from
+    the other side: the user's own messages are ``assistant`` turns, the agent's replies
+    ``user`` turns (after :data:`USER_OPENING`); the agent's tool calls are not shown.
+
+    Its requests go through ``client`` (built with the :data:`~.script_server.SPEAKER_HEADER`
+    header, so
+    the cassette marks them as the user's) and count in :attr:`usage`, apart from the
+    agent's tokens. A reply without text ends the conversation.
+    """
+
+    kind = "model"
+
+    def __init__(self, client: Any, model: str, spec: UserSpec, *, stream: bool = False,
+                 request_extra: dict | None = None) -> None:
+        self.client, self.model, self.spec, self.stream = client, model, spec, stream
+        self.kwargs = dict(model=model, max_tokens=USER_MAX_TOKENS,
+                           system=user_system_prompt(spec), **(request_extra or {}))
+        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+
+    def reply(self, transcript: Sequence[tuple[str, str]]) -> str | None:
+        """Ask the user model for the next message.
+
+        Raises:
+            anthropic.APIError, StreamBroke, EpisodeTimeout: as :func:`.loop.send_turn`.
+        """
+        messages: list[dict] = [{"role": "user", "content": USER_OPENING}]
+        for who, text in transcript:
+            messages.append({"role": "assistant" if who == "user" else "user",
+                             "content": text or "(no reply)"})
+        turn = send_turn(self.client, messages, self.kwargs, self.stream)
+        if turn.message.usage is not None:
+            add_usage(self.usage, turn.message.usage.model_dump())
+        texts = [b.text for b in turn.message.content if getattr(b, "type", None) == "text"]
+        text = "\n".join(t for t in texts if t).strip()
+        return text or None
+
+
+def speaker(message: dict) -> str:
+    """Who wrote a message of the agent's conversation: ``agent`` (assistant), ``tool`` (a
+    user-role message of tool results), else ``user``."""
+    if message.get("role") == "assistant":
+        return "agent"
+    content = message.get("content")
+    if isinstance(content, list) and content and all(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return "tool"
+    return "user"
+
+
+def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: User,
+                     model: str, max_turns: int, stop: str,
+                     max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
+                     request_extra: dict | None = None) -> dict:
+    """Run the agent and ``user`` turn by turn (module doc) and return the trace fields.
+
+    Args:
+        client: the agent's client (its cassette is active).
+        spec: the agent's system prompt, tools and executor.
+        first_message: the user's first message (the case's input).
+        user: who answers the agent (:class:`ScriptedUser`, :class:`ModelUser`).
+        model: the agent's model.
+        max_turns: the most user messages, the first included.
+        stop: the text that ends the conversation when a user message holds it.
+        max_steps: the most model turns of one agent turn (per user message).
+        stream, request_extra: as :func:`.loop.run_tool_loop`.
+
+    Returns:
+        :func:`.loop.run_tool_loop`'s fields over the whole conversation (``steps`` and
+        ``usage`` summed, a call's ``step`` counted from the first turn), with
+        ``final_response`` the agent's last reply (``None`` when its last turn ended
+        without one), ``messages`` each carrying ``speaker`` (the user's last message,
+        the one holding the stop text, included though the agent never gets it), and
+        ``conversation``: ``{"end": one of ENDS, "user": "scripted" | "model",
+        "user_turns": user messages, "user_usage": the user model's tokens}``. A failed
+        request of the user model ends the episode as an infrastructure error (the user
+        model is not the agent): ``stop_reason`` ``error``, ``infra_error``
+        ``user_model:<kind>`` (:func:`.loop.infra_kind`), its error text starting
+        ``user model:``.
+    """
+    log = EpisodeLog(messages=[{"role": "user", "content": first_message}], calls=[],
+                     usage={"input_tokens": 0, "output_tokens": 0})
+    kwargs = request_kwargs(spec, model, request_extra)
+    transcript: list[tuple[str, str]] = [("user", first_message)]
+    user_turns, closing = 1, None
+    while True:
+        stop_reason, final = agent_turn(client, spec, log, kwargs, stream=stream,
+                                        max_steps=max_steps)
+        if stop_reason == TRANSFER:
+            end, final = "transfer", None
+            break
+        if stop_reason in ("error", "max_steps", "loop_detected") or \
+                log.extra.get("unfinished") or final is None:
+            end = "error" if stop_reason == "error" else "agent_stopped"
+            final = None
+            break
+        transcript.append(("agent", final))
+        if user_turns >= max_turns:
+            end = "max_turns"
+            break
+        try:
+            said = user.reply(transcript)
+        except REQUEST_FAILURES as e:
+            # the user model is the infrastructure of the agent's episode, whatever failed
+            error, log.extra = api_failure(e)
+            kind = log.extra.get("infra_error") or infra_kind(e)
+            log.extra["infra_error"] = f"user_model:{kind}"
+            log.error, stop_reason, end = f"user model: {error}", "error", "error"
+            final = None
+            break
+        if said is None:
+            end = "user_stop"
+            break
+        user_turns += 1
+        if stop in said:
+            end, closing = "user_stop", said
+            break
+        transcript.append(("user", said))
+        log.messages.append({"role": "user", "content": said})
+    messages = [dict(m, speaker=speaker(m)) for m in log.messages]
+    if closing is not None:
+        messages.append({"role": "user", "content": closing, "speaker": "user"})
+    conversation = {"end": end, "user": user.kind, "user_turns": user_turns}
+    if getattr(user, "usage", None):
+        conversation["user_usage"] = dict(user.usage)
+    return {"tool_calls": log.calls, "final_response": final, "stop_reason": stop_reason,
+            "steps": log.steps, "messages": messages, "usage": log.usage,
+            "error": log.error, **log.extra, "conversation": conversation}
+
+
+def run_case(client: Any, spec: AgentSpec, case: Any, *, model: str, stream: bool = False,
+             user: User | None = None, request_extra: dict | None = None) -> dict:
+    """The agent on one case: one user message (:func:`.loop.run_tool_loop`, exactly as
+    before conversations existed) when ``user`` is ``None``, else a conversation
+    (:func:`run_conversation`) with the case's ``user`` limits."""
+    max_steps = case.max_steps or DEFAULT_MAX_STEPS
+    if user is None:
+        return run_tool_loop(client, spec, case.input, model=model, max_steps=max_steps,
+                             stream=stream, request_extra=request_extra)
+    limits = case.user
+    return run_conversation(client, spec, case.input, user=user, model=model,
+                            max_turns=limits.max_turns if limits else DEFAULT_MAX_TURNS,
+                            stop=limits.stop if limits else USER_STOP,
+                            max_steps=max_steps, stream=stream, request_extra=request_extra)
+
+
+def stateful_fields(session: Any) -> dict:
+    """The trace fields of an episode's state (a :class:`evaltape.grader.envs.Session`):
+    ``env`` (its name), ``initial_state`` and ``final_state`` (JSON objects; the trace
+    is written with sorted keys, so both are canonical)."""
+    return {"env": session.env.name, "initial_state": session.initial,
+            "final_state": session.state}
+
+
+def accepts_user(agent_fn: Any) -> bool:
+    """Whether an agent function takes the ``user`` keyword (or ``**kwargs``), which a
+    multi-turn case needs."""
+    import inspect
+    try:
+        params = inspect.signature(agent_fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "user" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def make_user(case: Any, user_client: Any, user_model: str | None, stream: bool = False
+              ) -> User | None:
+    """The user of one episode: ``None`` for a case without ``user``; a
+    :class:`ScriptedUser` for scripted turns; else a :class:`ModelUser` on
+    ``user_client`` with ``user_model`` (``user_client`` is only called then: a function
+    returning the client)."""
+    spec = case.user
+    if spec is None:
+        return None
+    if spec.scripted:
+        return ScriptedUser(spec)
+    return ModelUser(user_client(), user_model or "", spec, stream=stream)

@@ -1,0 +1,201 @@
+"""context_retention, error_recovery and the step/plan failure class, on conversations
+written by hand (Anthropic message lists, as imported or recorded). Each expected score
+is the documented rule applied by hand."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaltape.grader.matching.conversation import events, facts_in
+from evaltape.grader.metrics.context_retention import ContextRetention
+from evaltape.grader.metrics.error_recovery import ErrorRecovery
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
+from evaltape.grader.stats.failure_class import failure_class
+
+
+def U(text):
+    return {"role": "user", "content": text}
+
+
+def A(text, *calls):
+    blocks = [{"type": "text", "text": text}] if text else []
+    return {"role": "assistant", "content": blocks + [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+        for c in calls]}
+
+
+def R(*calls):
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": c.id,
+                                         "content": c.result} for c in calls]}
+
+
+def call(cid, name, args, result, error=False):
+    return ToolCall(cid, name, args, result if isinstance(result, str) else json.dumps(result),
+                    error)
+
+
+def episode(messages, case=None, **raw):
+    calls = []
+    for m in messages:
+        for b in m["content"] if isinstance(m["content"], list) else ():
+            if b.get("type") == "tool_use":
+                calls.append(b)
+    results = {b["tool_use_id"]: b for m in messages if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"}
+    tcs = tuple(ToolCall(b["id"], b["name"], b["input"], results.get(b["id"], {}).get("content"),
+                         "error" in str(results.get(b["id"], {}).get("content", "")).lower())
+                for b in calls)
+    finals = [b["text"] for m in messages if m["role"] == "assistant"
+              for b in m["content"] if b.get("type") == "text"]
+    t = Trace(case_id="k", trial=0, input=messages[0]["content"], tool_calls=tcs,
+              final_response=finals[-1] if finals else None,
+              stop_reason=raw.pop("stop_reason", "end_turn"), steps=1,
+              messages=tuple(messages), raw=raw)
+    return EpisodeContext(trace=t, case=case or Case(id="k", input=""))
+
+
+FIND_FAIL = call("t1", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient with e-mail 'ana@x.com'"})
+FIND_OK = call("t2", "find_patient", {"email": "ana.lopez@example.com"},
+               {"patient_id": "P-1001", "name": "Ana Lopez"})
+
+
+def test_facts_of_each_kind_are_read_with_their_labels():
+    got = [(f.kind, f.value) for f in facts_in(
+        "I'm Ana Lopez, booking BK-1042 for March 3; e-mail ana@x.com, phone 555-0199")]
+    assert got == [("name", "Ana Lopez"), ("id", "BK-1042"), ("date", "March 3"),
+                   ("email", "ana@x.com"), ("phone", "555-0199")]
+    (bk,) = [f for f in facts_in("booking BK-1042") if f.kind == "id"]
+    assert bk.labels[0] == "booking"
+
+
+def test_speakers_come_from_roles_when_the_trace_does_not_say():
+    ctx = episode([U("my e-mail is ana.lopez@example.com"), A("Looking you up.", FIND_OK),
+                   R(FIND_OK), A("Found you, Ana.")])
+    assert [e.kind for e in events(ctx.trace)] == ["user", "agent", "call", "agent"]
+
+
+@pytest.mark.parametrize("messages, score", [
+    # asks for the e-mail the user gave: lost
+    ([U("Hi, my e-mail is ana.lopez@example.com"), A("What is your e-mail address?")], 0.0),
+    # quotes it to confirm: kept
+    ([U("Hi, my e-mail is ana.lopez@example.com"),
+      A("Is ana.lopez@example.com the address on file?")], 1.0),
+    # asks for a new e-mail (an update): not a re-ask
+    ([U("Update my contact, I'm on ana.lopez@example.com"),
+      A("Sure. What is the new e-mail address?")], 1.0),
+    # asks for the booking reference the user gave
+    ([U("I need to cancel booking BK-1042."), A("Of course. What is your booking number?")],
+     0.0),
+    # asks after the lookup with that value failed: recovery, not forgetting
+    ([U("my e-mail is ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL),
+      A("I couldn't find that. Could you give me the e-mail address on file?")], 1.0),
+])
+def test_context_retention_re_asks(messages, score):
+    assert ContextRetention().score(episode(messages)).value == score
+
+
+def test_context_retention_acting_on_a_corrected_value_is_lost():
+    book = call("t9", "book_appointment", {"date": "2026-03-03"}, {"status": "booked"})
+    ctx = episode([U("Book me on 2026-03-03 please"), A("Which time?"),
+                   U("Actually, make it 2026-03-04, at 10:00"), A("Booking now.", book),
+                   R(book), A("Booked.")])
+    s = ContextRetention().score(ctx)
+    assert s.value == 0.0
+    assert "called book_appointment with '2026-03-03' after the user corrected it to " \
+           "'2026-03-04'" in s.details
+    good = call("t9", "book_appointment", {"date": "2026-03-04"}, {"status": "booked"})
+    ctx = episode([U("Book me on 2026-03-03 please"), A("Which time?"),
+                   U("Actually, make it 2026-03-04, at 10:00"), A("Booking now.", good),
+                   R(good), A("Booked for 2026-03-04.")])
+    assert ContextRetention().score(ctx).value == 1.0
+
+
+def test_context_retention_nothing_to_judge_is_null():
+    s = ContextRetention().score(episode([U("hello there"), A("Hi! How can I help?")]))
+    assert (s.value, s.code) == (None, "no_facts")
+
+
+@pytest.mark.parametrize("after, score, why", [
+    ([A("", FIND_FAIL)], 0.0, "repeated the identical failing call"),
+    ([A("", FIND_OK)], 1.0, "retried with changed arguments"),
+    ([A("I couldn't find a patient with that e-mail.")], 1.0, "reported the failure"),
+    ([A("Is ana@x.com spelt correctly? Could you double-check it?")], 1.0,
+     "asked the user to check the failed input"),
+    ([A("All done, your appointment has been booked.")], 0.0, "claimed success"),
+    ([A("Which slot would you like?")], 0.0, "went on as if the call had succeeded"),
+    ([], 0.0, "never reported"),
+])
+def test_error_recovery_after_one_failed_call(after, score, why):
+    # (the repeat reuses the failing call's id in the message; the rule reads name and
+    # arguments only)
+    msgs = [U("my e-mail is ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL)] + after
+    if after and after[0]["content"] and after[0]["content"][-1].get("type") == "tool_use":
+        again = after[0]["content"][-1]
+        again["id"] = "t3"
+        msgs += [R(call("t3", "find_patient", again["input"], {"patient_id": "P-1"}))]
+    s = ErrorRecovery().score(episode(msgs))
+    assert s.value == score and why in s.details
+
+
+def test_error_recovery_is_the_share_of_failures_recovered_and_null_without_any():
+    retry = call("t3", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient"})
+    # fail, identical retry (bad), fail again, then an honest report (good): 1/2
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
+                   A("Sorry, I could not find you.")])
+    s = ErrorRecovery().score(ctx)
+    assert s.value == 0.5 and s.details.startswith("1/2 failed call(s) recovered")
+    s = ErrorRecovery().score(episode([U("hi"), A("Hello!")]))
+    assert (s.value, s.code) == (None, "no_tool_errors")
+
+
+def test_text_beside_the_next_call_is_not_the_reply():
+    # "Let me look again" beside a changed retry: the retry decides (good)
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL),
+                   A("Let me look again.", FIND_OK), R(FIND_OK), A("Found you.")])
+    assert ErrorRecovery().score(ctx).value == 1.0
+
+
+def _failed(messages, case, failure, **raw):
+    return failure_class(episode(messages, **raw).trace, case, failure)
+
+
+def test_failure_class_plan_and_step():
+    case = Case(id="k", input="", expected_tools=("find_patient", "cancel_appointment"))
+    msgs = [U("cancel A-5001"), A("Done.")]
+    # a loop, no answer, running out of turns, giving up: the objective was lost
+    assert _failed(msgs, case, "no_answer:loop_detected", stop_reason="loop_detected") == "plan"
+    assert _failed(msgs, case, "wrong_state", conversation={"end": "max_turns"}) == "plan"
+    assert _failed([U("x"), A("I'm unable to help with that, please contact support.")],
+                   case, "wrong_tools") == "plan"
+    # neither expected tool called: more than half missing
+    assert _failed(msgs, case, "wrong_tools") == "plan"
+    # one of two called: the plan was followed, one step is wrong
+    assert _failed([U("x"), A("", FIND_OK), R(FIND_OK), A("Cancelled.")], case,
+                   "wrong_tools") == "step"
+    # passed or infrastructure: no class
+    assert _failed(msgs, case, None) is None
+    assert _failed(msgs, case, "infra_error:timeout") is None
+
+
+def test_failure_class_of_a_state_case_that_changed_nothing_is_plan():
+    case = Case(id="k", input="", expected_state={"a": 1})
+    state = {"a": 0}
+    assert _failed([U("x"), A("", FIND_OK), R(FIND_OK), A("Ok.")], case, "wrong_state",
+                   initial_state=state, final_state=dict(state)) == "plan"
+    assert _failed([U("x"), A("", FIND_OK), R(FIND_OK), A("Ok.")], case, "wrong_state",
+                   initial_state=state, final_state={"a": 2}) == "step"
+
+
+def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
+    up = call("t1", "upgrade_seat", {"flight": "UA-220"},
+              {"success": False, "error": "no upgrades available"})
+    bag = call("t2", "add_bag", {"flight": "UA-220"}, {"success": False, "error": "timeout"})
+    ctx = episode([U("Upgrade my seat on UA-220 and add a bag."), A("", up, bag), R(up, bag),
+                   A("No upgrades are available on UA-220, sorry. Your bag has been added.")])
+    s = ErrorRecovery().score(ctx)
+    # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
+    assert s.value == 0.5
+    assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details
