@@ -1,5 +1,7 @@
 """The in-process driver: record a dataset with an agent function, one cassette and one
-trace per (case, trial), the episodes run in forked worker processes.
+trace per (case, trial), the episodes run in forked worker processes; with ``--refresh``,
+replay every finished episode first and record again only those that no longer reproduce
+(:func:`refresh_episode`).
 
 The run folder (manifest, ``traces.jsonl``, resume, the lock) is :mod:`.runfolder`'s; a
 program run behind the recording proxy is :mod:`.command`'s; :mod:`.run` picks the driver.
@@ -9,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import shutil
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,12 +28,16 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.model import TRACE_SCHEMA, Case
 
 from .agents import resolve_agent
-from .cassette import cassette_name, make_vcr, prune_retried
+from .cassette import (cassette_name, make_vcr, miss_message, prune_retried,
+                       recorded_lines_kept, refreshed_interactions)
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
-from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, build_manifest,
-                        check_base_url, check_episode_timeout, episode_finisher, load_scripts,
-                        open_run_folder, plan_run, refuse_secrets_in_inputs, worker_count)
+from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, RefreshLedger,
+                        build_manifest, check_base_url, check_episode_timeout,
+                        check_fingerprint, episode_finisher, finish_manifest, load_scripts,
+                        open_run_folder, plan_run, read_trace_lines, refresh_outcome_handler,
+                        refuse_secrets_in_inputs, work_cassette, worker_count)
+from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.scrub import (UnscannableBody, url_credentials)
 
@@ -283,24 +290,36 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
+    try:
+        manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
+    except OSError as e:
+        raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
+                         f"fingerprint it ({e.strerror})") from None
+    check_fingerprint(previous, manifest, opts, out)
+    ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
     traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+    recorded = read_trace_lines(traces) if opts.refresh else {}
     with ExitStack() as stack:
         if scripts is not None:
             server = stack.enter_context(ScriptServer(scripts))
             base_url, api_key = server.base_url, "scripted-no-key"
-        jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
-                                                        cassette_name(case.id, trial)),
-                           base_url, api_key, model, opts.stream, opts.episode_timeout)
-                for case, trial in todo]
+        jobs: list[EpisodeJob | RefreshJob] = []
+        for case, trial in todo:
+            job = EpisodeJob(opts.agent, case, trial,
+                             str(out / "http" / cassette_name(case.id, trial)), base_url,
+                             api_key, model, opts.stream, opts.episode_timeout)
+            line = recorded.get((case.id, trial))
+            jobs.append(job if line is None else RefreshJob(job, orjson.loads(line)))
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+        handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                         opts.keep_errors, len(todo), progress)
 
         try:
             workers = worker_count(opts.concurrency, len(jobs))
             if workers == 1:
                 for job in jobs:
-                    finished(record_episode(job))
+                    handle(run_job(job))
             else:
                 warm_up(opts.agent, base_url, api_key)
                 # objects alive now are shared with the forked workers: keep the collector from
@@ -309,9 +328,12 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                 ctx = multiprocessing.get_context("fork")
                 with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_die_with_parent) as pool:
-                    futures = [pool.submit(record_episode, job) for job in jobs]
+                    futures = [pool.submit(run_job, job) for job in jobs]
                     for fut in as_completed(futures):
-                        finished(fut.result())
+                        handle(fut.result())
+            if ledger is not None:
+                ledger.finish(counts)
+            finish_manifest(out, manifest, traces)
         except OSError as e:
             # disk full, quota, a read-only or vanished folder: the finished episodes are
             # saved whole (atomic cassettes, one complete trace line each); say so
@@ -339,6 +361,55 @@ class EpisodeJob:
     timeout_s: float | None = DEFAULT_EPISODE_TIMEOUT_S
 
 
+@dataclass(frozen=True)
+class RefreshJob:
+    """A finished episode to refresh (picklable): its recording job and its trace as
+    stored."""
+
+    episode: EpisodeJob
+    recorded: dict
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one worker did with one episode (picklable).
+
+    Attributes:
+        case_id, trial: the episode.
+        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
+            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
+            was recorded again into ``work``, not yet in place).
+        trace: the trace of this run of the episode.
+        live: requests sent to the model (the SDK's retries included).
+        replayed: requests answered from the episode's previous cassette.
+        request: the 1-based number of the first request that diverged, or of the first
+            recorded request the agent no longer sent; ``None`` when every request matched
+            (and only the trace differs, or nothing does).
+        difference: the first difference (a request's JSON path, or the trace's), redacted;
+            ``None`` for a kept or new episode.
+        work: the refreshed cassette, beside the old one, for the recorder to put in place.
+    """
+
+    case_id: str
+    trial: int
+    kind: str
+    trace: dict
+    live: int
+    replayed: int = 0
+    request: int | None = None
+    difference: str | None = None
+    work: str | None = None
+
+
+def run_job(job: "EpisodeJob | RefreshJob") -> EpisodeOutcome:
+    """Run one job of :func:`record`: a new episode (:func:`record_episode`) or a refresh
+    (:func:`refresh_episode`)."""
+    if isinstance(job, RefreshJob):
+        return refresh_episode(job)
+    trace, live = record_counted(job)
+    return EpisodeOutcome(job.case.id, job.trial, "new", trace, live)
+
+
 def record_episode(job: EpisodeJob) -> dict:
     """Record one episode into its own cassette (atomic write) and return its trace.
 
@@ -348,6 +419,12 @@ def record_episode(job: EpisodeJob) -> dict:
     deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
     timeout (:func:`.deadline.mark_timed_out`).
     """
+    return record_counted(job)[0]
+
+
+def record_counted(job: EpisodeJob) -> tuple[dict, int]:
+    """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
+    counted before they are pruned)."""
     path = Path(job.cassette)
     if path.exists():
         path.unlink()
@@ -359,8 +436,65 @@ def record_episode(job: EpisodeJob) -> dict:
             late = deadline.expired
         if late:
             mark_timed_out(trace, deadline.timeout_s)
+        live = len(cassette.data)
         prune_retried(cassette)
-    return trace
+    return trace, live
+
+
+def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
+    """Replay a finished episode against its cassette and, from its first request with no
+    recorded match on, record it live (vcrpy's ``new_episodes`` mode on an
+    :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``: the requests before the
+    divergence are answered from the cassette, every later one goes to the model).
+
+    Works on a copy of the cassette (:func:`.runfolder.work_cassette`); the recorder puts
+    a refreshed one in place (:class:`.runfolder.RefreshLedger`). The episode is kept when
+    it sent no live request, asked for every recorded interaction and its trace equals the
+    recorded one (:func:`.stale.trace_difference`); otherwise it is refreshed: the new
+    cassette holds the interactions it played, in order, then the live ones
+    (:func:`.cassette.refreshed_interactions`), retried errors pruned. The deadline
+    applies as for a new episode.
+    """
+    ep = job.episode
+    path = Path(ep.cassette)
+    work = work_cassette(path)
+    if path.is_file():
+        shutil.copyfile(path, work)
+    else:
+        work.unlink(missing_ok=True)
+    agent_fn = resolve_agent(ep.agent)
+    client = make_client(ep.base_url, ep.api_key, ep.case.id, ep.trial)
+    with make_vcr("new_episodes").use_cassette(str(work)) as cassette:
+        cassette.prefix_only = True
+        loaded = len(cassette.data)
+        positions = {id(pair): i for i, pair in enumerate(cassette.data)}
+        with episode_deadline(ep.timeout_s) as deadline:
+            trace = run_episode(agent_fn, ep.case, ep.trial, client, ep.model, ep.stream)
+            late = deadline.expired
+        if late:
+            mark_timed_out(trace, deadline.timeout_s)
+        live = len(cassette.data) - loaded
+        replayed = len(cassette.played_order)
+        request: int | None = None
+        if cassette.misses:
+            request, difference = replayed + 1, miss_message(cassette, [], upto=loaded)
+        elif replayed < loaded:
+            request = replayed + 1
+            difference = (f"the agent stopped with {loaded - replayed} recorded request(s) "
+                          "not sent")
+        else:
+            difference = trace_difference(job.recorded, trace)
+        if difference is not None:
+            cassette.data[:] = refreshed_interactions(cassette, loaded)
+            prune_retried(cassette)
+            cassette.dirty = True
+    if difference is None:
+        work.unlink(missing_ok=True)
+        return EpisodeOutcome(ep.case.id, ep.trial, "kept", trace, live, replayed)
+    if path.is_file() and work.is_file():
+        recorded_lines_kept(work, path, cassette.data, positions)
+    return EpisodeOutcome(ep.case.id, ep.trial, "refreshed", trace, live, replayed, request,
+                          difference, str(work))
 
 
 def _die_with_parent() -> None:
