@@ -21,7 +21,9 @@ from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_te
 
 __all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "cassette_path",
            "legacy_cassette_name", "make_vcr", "miss_message", "miss_request_number",
-           "prune_retried", "refreshed_interactions", "MATCH_ON"]
+           "prune_retried", "recorded_lines_kept", "refresh_divergence",
+           "refreshed_interactions",
+           "work_cassette", "MATCH_ON", "REFRESH_FOLDER"]
 
 MATCH_ON = ("method", "path", "canonical_body")
 
@@ -145,6 +147,37 @@ def refreshed_interactions(cassette: Any, loaded: int) -> list:
     asked for are left out, so the new cassette replays whole."""
     played = [i for i in getattr(cassette, "played_order", ()) if i < loaded]
     return [cassette.data[i] for i in played] + list(cassette.data[loaded:])
+
+
+def refresh_divergence(cassette: Any, loaded: int) -> tuple[int | None, str | None]:
+    """Where a refreshed episode left its recording, from its cassette after the run (an
+    ``IndexedCassette`` with ``prefix_only`` whose first ``loaded`` interactions are the
+    recording): ``(request number, first difference)`` for the first request with no
+    recorded match (:func:`miss_message`), else for the first recorded request the agent
+    no longer sent, else ``(None, None)`` (every recorded request was asked for, in some
+    order: only the trace can still differ)."""
+    replayed = len(getattr(cassette, "played_order", ()))
+    if getattr(cassette, "misses", None):
+        return replayed + 1, miss_message(cassette, [], upto=loaded)
+    if replayed < loaded:
+        return replayed + 1, (f"the agent stopped with {loaded - replayed} recorded "
+                              "request(s) not sent")
+    return None, None
+
+
+#: The folder (inside ``http/``) where a refresh records episodes before their new
+#: cassettes take the old ones' places; reopening the run folder empties it.
+REFRESH_FOLDER = ".refresh"
+
+
+def work_cassette(path: Any) -> Any:
+    """Where a refresh records an episode before the new cassette takes the place of
+    ``path`` (a :class:`pathlib.Path` in ``http/``): the same name in ``http/.refresh/``
+    (created), so it reads as a cassette and no reader of ``http/`` takes it for one of
+    the run's."""
+    folder = path.parent / REFRESH_FOLDER
+    folder.mkdir(exist_ok=True)
+    return folder / path.name
 
 
 def recorded_lines_kept(work: Any, original: Any, data: list,

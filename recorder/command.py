@@ -43,12 +43,14 @@ import orjson
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import Case
 
-from .cassette import cassette_name, cassette_path
+from .cassette import cassette_name, cassette_path, work_cassette
 from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .runfolder import (build_manifest, check_base_url, episode_finisher,
-                        load_standin_scripts, open_run_folder, plan_run,
-                        refuse_secrets_in_inputs, worker_count)
+from .runfolder import (EpisodeOutcome, RefreshLedger, build_manifest, check_base_url,
+                        check_fingerprint, episode_finisher, finish_manifest,
+                        load_standin_scripts, open_run_folder, plan_run, read_trace_lines,
+                        refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
+from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
@@ -164,19 +166,21 @@ def redact_output(data: bytes | str | None) -> str:
 
 
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
-                  timeout_s: float, model: str | None, refused: str | None = None) -> dict:
+                  timeout_s: float, model: str | None, refused: str | None = None,
+                  path: Path | None = None) -> dict:
     """The trace of one command episode from its (closed) cassette and the process result.
 
     An episode that made no request gets a cassette with only the header line, so every
     trace has its cassette (replay checks that). ``refused``: why the proxy refused to
     store an answer of the episode (:attr:`.episodes.EpisodeBook.refused`); the episode
-    is then an infrastructure error whatever the program did.
+    is then an infrastructure error whatever the program did. ``path``: the cassette, when
+    it is not the episode's own under ``run/http/`` (a refresh's new one beside it).
 
     Raises:
         BadInputError: the resulting trace fails the trace reader (a bug; names the field).
     """
     from evaltape.grader.io.traces import parse_trace
-    path = run / "http" / cassette_name(key.case_id, key.trial)
+    path = path or run / "http" / cassette_name(key.case_id, key.trial)
     if not path.exists():
         atomic_write_text(path, orjson.dumps(HEADER).decode() + "\n")
     trace = trace_from_cassette(path, key, latency_s=res.wall_s, input_text=case.input)
@@ -239,36 +243,74 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    if previous and previous.get("command") not in (opts.command, scrub_text(opts.command)):
+    if previous and not opts.refresh and \
+            previous.get("command") not in (opts.command, scrub_text(opts.command)):
         raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
                          f"command asks for {opts.command!r}. Record into another --out, or "
                          "repeat the original options to resume it")
-    manifest = build_manifest(opts, cases, None, model, None if scripts else upstream, previous)
-    manifest["command"] = opts.command
+    try:
+        manifest = build_manifest(opts, cases, None, model, None if scripts else upstream,
+                                  previous)
+    except OSError as e:
+        raise UsageError(f"{e.filename}: cannot read a file the command names to "
+                         f"fingerprint it ({e.strerror})") from None
+    check_fingerprint(previous, manifest, opts, out)
+    ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
     traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+    recorded = read_trace_lines(traces) if opts.refresh else {}
+    refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
     with ExitStack() as stack:
         if scripts is not None:
             upstream = stack.enter_context(ScriptServer(scripts)).base_url
         px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
-                                             finished=done))
+                                             finished=done - refreshing,
+                                             refreshing=refreshing))
 
         limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
 
-        def one(case: Case, trial: int) -> dict:
+        def one(case: Case, trial: int) -> EpisodeOutcome:
             key = EpisodeKey(case.id, trial)
             px.set_deadline(key, time.monotonic() + limit)
             res = run_command(px, argv, case, trial, limit)
             if res.exit_code is None:  # killed at the deadline: cut what it left in flight
                 px.abort(key)
             px.book.end(key, notify=False)
-            return command_trace(out, key, case, res, limit, model, px.book.refused.get(key))
+            live = px.book.live.pop(key, 0)
+            info = px.book.refreshed.pop(key, None)
+            if (case.id, trial) not in refreshing:
+                return EpisodeOutcome(case.id, trial, "new", command_trace(
+                    out, key, case, res, limit, model, px.book.refused.get(key)), live)
+            if info is None:  # the program sent no request: nothing was replayed
+                work = work_cassette(cassette_path(out / "http", case.id, trial))
+                info = {"live": 0, "replayed": 0, "work": str(work), "request": None,
+                        "difference": None}
+                path = cassette_path(out / "http", case.id, trial)
+                if path.is_file() and len(path.read_bytes().splitlines()) > 1:
+                    info.update(request=1, difference="the program sent no request")
+            work = Path(info["work"])
+            trace = command_trace(out, key, case, res, limit, model, px.book.refused.get(key),
+                                  path=work)
+            request, difference = info["request"], info["difference"]
+            if request is None:  # every request matched: compare what it did with the trace
+                now = orjson.loads(scrub_text(orjson.dumps(trace).decode()))
+                difference = trace_difference(orjson.loads(recorded[(case.id, trial)]), now)
+            if difference is None:
+                work.unlink(missing_ok=True)
+                return EpisodeOutcome(case.id, trial, "kept", trace, live, info["replayed"])
+            return EpisodeOutcome(case.id, trial, "refreshed", trace, live, info["replayed"],
+                                  request, difference, str(work))
 
         finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+        handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                         opts.keep_errors, len(todo), progress)
 
         with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
             futures = [pool.submit(one, c, t) for c, t in todo]
             for fut in as_completed(futures):
-                finished(fut.result())
+                handle(fut.result())
+        if ledger is not None:
+            ledger.finish(counts)
+        finish_manifest(out, manifest, traces)
     lock.close()
     return counts
 

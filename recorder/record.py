@@ -28,15 +28,15 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.model import TRACE_SCHEMA, Case
 
 from .agents import resolve_agent
-from .cassette import (cassette_name, make_vcr, miss_message, prune_retried,
-                       recorded_lines_kept, refreshed_interactions)
+from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_kept,
+                       refresh_divergence, refreshed_interactions, work_cassette)
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
-from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, RefreshLedger,
-                        build_manifest, check_base_url, check_episode_timeout,
+from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOptions,
+                        RefreshLedger, build_manifest, check_base_url, check_episode_timeout,
                         check_fingerprint, episode_finisher, finish_manifest, load_scripts,
                         open_run_folder, plan_run, read_trace_lines, refresh_outcome_handler,
-                        refuse_secrets_in_inputs, work_cassette, worker_count)
+                        refuse_secrets_in_inputs, worker_count)
 from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.scrub import (UnscannableBody, url_credentials)
@@ -370,37 +370,6 @@ class RefreshJob:
     recorded: dict
 
 
-@dataclass(frozen=True)
-class EpisodeOutcome:
-    """What one worker did with one episode (picklable).
-
-    Attributes:
-        case_id, trial: the episode.
-        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
-            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
-            was recorded again into ``work``, not yet in place).
-        trace: the trace of this run of the episode.
-        live: requests sent to the model (the SDK's retries included).
-        replayed: requests answered from the episode's previous cassette.
-        request: the 1-based number of the first request that diverged, or of the first
-            recorded request the agent no longer sent; ``None`` when every request matched
-            (and only the trace differs, or nothing does).
-        difference: the first difference (a request's JSON path, or the trace's), redacted;
-            ``None`` for a kept or new episode.
-        work: the refreshed cassette, beside the old one, for the recorder to put in place.
-    """
-
-    case_id: str
-    trial: int
-    kind: str
-    trace: dict
-    live: int
-    replayed: int = 0
-    request: int | None = None
-    difference: str | None = None
-    work: str | None = None
-
-
 def run_job(job: "EpisodeJob | RefreshJob") -> EpisodeOutcome:
     """Run one job of :func:`record`: a new episode (:func:`record_episode`) or a refresh
     (:func:`refresh_episode`)."""
@@ -447,7 +416,7 @@ def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
     :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``: the requests before the
     divergence are answered from the cassette, every later one goes to the model).
 
-    Works on a copy of the cassette (:func:`.runfolder.work_cassette`); the recorder puts
+    Works on a copy of the cassette (:func:`.cassette.work_cassette`); the recorder puts
     a refreshed one in place (:class:`.runfolder.RefreshLedger`). The episode is kept when
     it sent no live request, asked for every recorded interaction and its trace equals the
     recorded one (:func:`.stale.trace_difference`); otherwise it is refreshed: the new
@@ -475,14 +444,8 @@ def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
             mark_timed_out(trace, deadline.timeout_s)
         live = len(cassette.data) - loaded
         replayed = len(cassette.played_order)
-        request: int | None = None
-        if cassette.misses:
-            request, difference = replayed + 1, miss_message(cassette, [], upto=loaded)
-        elif replayed < loaded:
-            request = replayed + 1
-            difference = (f"the agent stopped with {loaded - replayed} recorded request(s) "
-                          "not sent")
-        else:
+        request, difference = refresh_divergence(cassette, loaded)
+        if request is None:
             difference = trace_difference(job.recorded, trace)
         if difference is not None:
             cassette.data[:] = refreshed_interactions(cassette, loaded)

@@ -24,7 +24,7 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.model import Case
 from evaltape.grader.io.run import read_manifest
 
-from .cassette import cassette_name, cassette_path
+from .cassette import REFRESH_FOLDER, cassette_name, cassette_path
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S)
 from .wire.persister import SecretLeakError, atomic_write_text
 from .wire.scrub import (find_secret, find_secret_deep,
@@ -641,8 +641,10 @@ def open_run_folder(out: Path, cases: Sequence[Case], opts: Any, model: str
     except OSError as e:
         raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
     lock = lock_run(out)
-    for stale in [*(out / "http").glob(".*.tmp"), *out.glob(".traces.jsonl.*.tmp")]:
-        stale.unlink()  # a temp file of a write that a killed recorder never finished
+    for stale in [*(out / "http").glob(".*.tmp"), *out.glob(".traces.jsonl.*.tmp"),
+                  *(out / "http" / REFRESH_FOLDER).glob("*")]:
+        if stale.is_file():  # a temp file of a write that a killed recorder never finished
+            stale.unlink()
     previous = read_manifest(out / "manifest.json")
     check_same_setup(previous, opts, model, out)
     return lock, previous
@@ -823,13 +825,41 @@ class RefreshLedger:
         self.entry["refreshed"] = len(done)
         if not failed:
             self.entry["finished_at"] = now
+        try:
+            (self.out / "http" / REFRESH_FOLDER).rmdir()  # (empty once every episode is in)
+        except OSError:
+            pass
 
 
-def work_cassette(path: Path) -> Path:
-    """Where a refresh records an episode before the new cassette takes the place of
-    ``path``: ``.<name>.refresh.tmp`` beside it (a temp file that :func:`open_run_folder`
-    deletes when a killed recorder left it)."""
-    return path.with_name(f".{path.name}.refresh.tmp")
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one recording run of one episode gave (picklable: forked workers return it).
+
+    Attributes:
+        case_id, trial: the episode.
+        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
+            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
+            was recorded again into ``work``, not yet in place).
+        trace: the trace of this run of the episode.
+        live: requests sent to the model (the SDK's retries included).
+        replayed: requests answered from the episode's previous cassette.
+        request: the 1-based number of the first request that diverged, or of the first
+            recorded request the agent no longer sent; ``None`` when every request matched
+            (and only the trace differs, or nothing does).
+        difference: the first difference (a request's JSON path, or the trace's), redacted;
+            ``None`` for a kept or new episode.
+        work: the refreshed cassette, beside the old one, for the recorder to put in place.
+    """
+
+    case_id: str
+    trial: int
+    kind: str
+    trace: dict
+    live: int
+    replayed: int = 0
+    request: int | None = None
+    difference: str | None = None
+    work: str | None = None
 
 
 def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callable[..., None],
