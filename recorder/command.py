@@ -54,7 +54,7 @@ from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
-from .wire.scrub import scrub_text, scrub_value
+from .wire.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -317,59 +317,66 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
 
 def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                        recorded: list[tuple[int, dict]], traces_path: Path,
-                       timeout_s: float = 600.0) -> list[tuple[str, int, str | None]]:
+                       timeout_s: float = 600.0, workers: int = 1
+                       ) -> list[tuple[str, int, int | None, str | None]]:
     """Re-run a ``--command`` run's program against its cassettes through the proxy in
-    replay mode (no network) and compare each new trace with the recorded one.
+    replay mode (no network) and compare each new trace with the recorded one; ``workers``
+    programs at once (threads: each program is a process of its own), with the same
+    result as one.
 
     A divergence is, in order: a request with no recorded match (the proxy's message: the
     interaction number and the first differing JSON path), recorded exchanges the program
     no longer made, or the first JSON path where the traces differ (``latency_s`` ignored).
 
     Returns:
-        ``[(case_id, trial, divergence message or None)]`` in trace order.
+        ``[(case_id, trial, request number or None, divergence message or None)]`` in trace
+        order; the request is the one with no recorded match, or the first recorded one
+        the program no longer sent (``None``: every request matched).
 
     Raises:
         BadInputError: the manifest has no command, a case is missing from the dataset, or
             a cassette is missing.
         UsageError: the program is not found.
     """
-    from .wire.jsonpath import first_difference
-    from .wire.matchers import shorten_pair
     command = manifest.get("command")
     if not isinstance(command, str):
         raise BadInputError("a command run needs its command: missing or not a string",
                             path=str(root / "manifest.json"), field="command")
     argv = parse_command(command)
-    out = []
+    jobs = []
+    for lineno, rec in recorded:
+        key = EpisodeKey(rec["case_id"], rec["trial"])
+        case = cases.get(key.case_id)
+        if case is None:
+            raise BadInputError(f"case {key.case_id!r} is not in the dataset",
+                                path=str(traces_path), line=lineno, field="case_id")
+        cpath = cassette_path(root / "http", key.case_id, key.trial)
+        if not cpath.exists():
+            raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+        jobs.append((key, case, cpath, rec))
     with ProxyServer(root, mode="replay") as px:
-        for lineno, rec in recorded:
-            key = EpisodeKey(rec["case_id"], rec["trial"])
-            case = cases.get(key.case_id)
-            if case is None:
-                raise BadInputError(f"case {key.case_id!r} is not in the dataset",
-                                    path=str(traces_path), line=lineno, field="case_id")
-            cpath = cassette_path(root / "http", key.case_id, key.trial)
-            if not cpath.exists():
-                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+
+        def one(job: tuple) -> tuple[str, int, int | None, str | None]:
+            key, case, cpath, rec = job
             res = run_command(px, argv, case, key.trial, timeout_s)
-            played = px.book.end(key) or {"misses": [], "unplayed": 0}
-            msg = None
+            played = px.book.end(key) or {"misses": [], "unplayed": 0, "miss_at": None,
+                                          "played": 0}
+            msg = request = None
             if played["misses"]:
                 msg = played["misses"][0].split(": ", 1)[-1]
+                request = played.get("miss_at")
             elif played["unplayed"]:
                 msg = (f"the program stopped with {played['unplayed']} recorded "
                        "interaction(s) not requested")
+                request = played.get("played", 0) + 1
             else:
                 now = command_trace_replayed(cpath, key, case, res, timeout_s,
                                              manifest.get("model"))
-                a = {k: v for k, v in rec.items() if k != "latency_s"}
-                b = {k: v for k, v in now.items() if k != "latency_s"}
-                d = first_difference(a, b)
-                if d:  # (values redacted before they are cut for display)
-                    sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
-                    msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
-            out.append((key.case_id, key.trial, msg))
-    return out
+                msg = trace_difference(rec, now)
+            return key.case_id, key.trial, request, msg
+
+        with ThreadPoolExecutor(max_workers=worker_count(workers, len(jobs))) as pool:
+            return list(pool.map(one, jobs))
 
 
 def command_trace_replayed(cpath: Path, key: EpisodeKey, case: Case, res: CommandResult,

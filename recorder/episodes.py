@@ -102,6 +102,7 @@ class Episode:
         first, n: grouping state: the first message (canonical JSON) and the message count
             of the conversation's latest request.
         misses: replay misses, each a message naming the interaction and JSON path.
+        miss_at: replay mode: the 1-based number of the first request that missed.
         live: record mode: exchanges forwarded to the upstream and stored.
         original: an episode being refreshed: its recorded cassette (``cassette`` is a copy
             of it, :func:`load_refresh_cassette`); ``None`` otherwise.
@@ -125,6 +126,7 @@ class Episode:
         self.first: bytes | None = None
         self.n = 0
         self.misses: list[str] = []
+        self.miss_at: int | None = None
 
 
 def first_message(body: Any) -> tuple[bytes, int] | None:
@@ -294,8 +296,9 @@ class EpisodeBook:
         return its trace (also passed to ``on_end`` when ``notify``).
 
         Returns:
-            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n}``
-            (replay mode: miss messages and recorded exchanges never requested), or
+            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n,
+            "played": n, "miss_at": n}`` (replay mode: miss messages, recorded exchanges
+            never requested and played, the number of the first request that missed), or
             ``None`` when the episode is not open.
         """
         with self.lock:
@@ -309,9 +312,10 @@ class EpisodeBook:
         with ep.lock:  # a client may exit as soon as it has read the last byte
             ep.settled.wait_for(lambda: ep.inflight == 0, timeout=SETTLE_TIMEOUT_S)
         if self.mode == "replay":
-            unplayed = len(ep.cassette.data) - len(ep.cassette.play_counts)
+            played = len(ep.cassette.play_counts)
+            unplayed = len(ep.cassette.data) - played
             result = {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),
-                      "unplayed": unplayed}
+                      "unplayed": unplayed, "played": played, "miss_at": ep.miss_at}
             with self.lock:
                 self.results.append(result)
             return result

@@ -615,7 +615,7 @@ class ProxyServer(BackgroundServer):
         Returns:
             The HTTP status sent.
         """
-        from .cassette import miss_message
+        from .cassette import miss_message, miss_request_number
         candidates = [ep] if ep is not None else self.book.replay_pool()
         for cand in candidates:
             request = Request(h.command, _recorded_uri(cand.cassette, r.path), body,
@@ -632,6 +632,8 @@ class ProxyServer(BackgroundServer):
                 with ep.lock:
                     msg = f"episode {ep.key}: " + miss_message(ep.cassette, [request])
                     ep.misses.append(msg)
+                    if ep.miss_at is None:
+                        ep.miss_at = miss_request_number(ep.cassette)
             else:
                 msg = scrub_text(f"no cassette of {self.book.run / 'http'} holds an "
                                  f"unplayed match for {h.command} {r.path}")

@@ -509,7 +509,8 @@ def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> l
         return changes
     listed = "; ".join(changes[:12]) + (f"; and {len(changes) - 12} more"
                                         if len(changes) > 12 else "")
-    if opts.allow_changed and not changed_inputs(previous, manifest):
+    inputs = changed_inputs(previous, manifest)
+    if opts.allow_changed and not inputs:
         manifest["appended_changed"] = list(manifest.get("appended_changed") or []) + [{
             "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "changes": changes}]
@@ -521,8 +522,8 @@ def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> l
                      f"{listed}. Nothing was recorded. {why}Rerun with --refresh to replay "
                      "every finished episode and record again only those that no longer "
                      "reproduce (`evaltape replay " + str(out) + " --list-stale` lists them "
-                     "without a model)" + ("" if opts.allow_changed else ", or with "
-                     "--allow-changed to record the missing episodes and leave the "
+                     "without a model)" + ("" if opts.allow_changed or inputs else ", or "
+                     "with --allow-changed to record the missing episodes and leave the "
                      "finished ones as they are"))
 
 
