@@ -243,76 +243,78 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    if previous and not opts.refresh and \
-            previous.get("command") not in (opts.command, scrub_text(opts.command)):
-        raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
-                         f"command asks for {opts.command!r}. Record into another --out, or "
-                         "repeat the original options to resume it")
     try:
-        manifest = build_manifest(opts, cases, None, model, None if scripts else upstream,
-                                  previous)
-    except OSError as e:
-        raise UsageError(f"{e.filename}: cannot read a file the command names to "
-                         f"fingerprint it ({e.strerror})") from None
-    check_fingerprint(previous, manifest, opts, out)
-    ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
-    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-    recorded = read_trace_lines(traces) if opts.refresh else {}
-    refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
-    with ExitStack() as stack:
-        if scripts is not None:
-            upstream = stack.enter_context(ScriptServer(scripts)).base_url
-        px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
-                                             finished=done - refreshing,
-                                             refreshing=refreshing))
+        if previous and not opts.refresh and \
+                previous.get("command") not in (opts.command, scrub_text(opts.command)):
+            raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
+                             f"command asks for {opts.command!r}. Record into another --out, or "
+                             "repeat the original options to resume it")
+        try:
+            manifest = build_manifest(opts, cases, None, model, None if scripts else upstream,
+                                      previous)
+        except OSError as e:
+            raise UsageError(f"{e.filename}: cannot read a file the command names to "
+                             f"fingerprint it ({e.strerror})") from None
+        check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
+        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+        recorded = read_trace_lines(traces) if opts.refresh else {}
+        refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
+        with ExitStack() as stack:
+            if scripts is not None:
+                upstream = stack.enter_context(ScriptServer(scripts)).base_url
+            px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
+                                                 finished=done - refreshing,
+                                                 refreshing=refreshing))
 
-        limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
+            limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
 
-        def one(case: Case, trial: int) -> EpisodeOutcome:
-            key = EpisodeKey(case.id, trial)
-            px.set_deadline(key, time.monotonic() + limit)
-            res = run_command(px, argv, case, trial, limit)
-            if res.exit_code is None:  # killed at the deadline: cut what it left in flight
-                px.abort(key)
-            px.book.end(key, notify=False)
-            live = px.book.live.pop(key, 0)
-            info = px.book.refreshed.pop(key, None)
-            if (case.id, trial) not in refreshing:
-                return EpisodeOutcome(case.id, trial, "new", command_trace(
-                    out, key, case, res, limit, model, px.book.refused.get(key)), live)
-            if info is None:  # the program sent no request: nothing was replayed
-                work = work_cassette(cassette_path(out / "http", case.id, trial))
-                info = {"live": 0, "replayed": 0, "work": str(work), "request": None,
-                        "difference": None}
-                path = cassette_path(out / "http", case.id, trial)
-                if path.is_file() and len(path.read_bytes().splitlines()) > 1:
-                    info.update(request=1, difference="the program sent no request")
-            work = Path(info["work"])
-            trace = command_trace(out, key, case, res, limit, model, px.book.refused.get(key),
-                                  path=work)
-            request, difference = info["request"], info["difference"]
-            if request is None:  # every request matched: compare what it did with the trace
-                now = orjson.loads(scrub_text(orjson.dumps(trace).decode()))
-                difference = trace_difference(orjson.loads(recorded[(case.id, trial)]), now)
-            if difference is None:
-                work.unlink(missing_ok=True)
-                return EpisodeOutcome(case.id, trial, "kept", trace, live, info["replayed"])
-            return EpisodeOutcome(case.id, trial, "refreshed", trace, live, info["replayed"],
-                                  request, difference, str(work))
+            def one(case: Case, trial: int) -> EpisodeOutcome:
+                key = EpisodeKey(case.id, trial)
+                px.set_deadline(key, time.monotonic() + limit)
+                res = run_command(px, argv, case, trial, limit)
+                if res.exit_code is None:  # killed at the deadline: cut what it left in flight
+                    px.abort(key)
+                px.book.end(key, notify=False)
+                live = px.book.live.pop(key, 0)
+                info = px.book.refreshed.pop(key, None)
+                if (case.id, trial) not in refreshing:
+                    return EpisodeOutcome(case.id, trial, "new", command_trace(
+                        out, key, case, res, limit, model, px.book.refused.get(key)), live)
+                if info is None:  # the program sent no request: nothing was replayed
+                    work = work_cassette(cassette_path(out / "http", case.id, trial))
+                    info = {"live": 0, "replayed": 0, "work": str(work), "request": None,
+                            "difference": None}
+                    path = cassette_path(out / "http", case.id, trial)
+                    if path.is_file() and len(path.read_bytes().splitlines()) > 1:
+                        info.update(request=1, difference="the program sent no request")
+                work = Path(info["work"])
+                trace = command_trace(out, key, case, res, limit, model, px.book.refused.get(key),
+                                      path=work)
+                request, difference = info["request"], info["difference"]
+                if request is None:  # every request matched: compare what it did with the trace
+                    now = orjson.loads(scrub_text(orjson.dumps(trace).decode()))
+                    difference = trace_difference(orjson.loads(recorded[(case.id, trial)]), now)
+                if difference is None:
+                    work.unlink(missing_ok=True)
+                    return EpisodeOutcome(case.id, trial, "kept", trace, live, info["replayed"])
+                return EpisodeOutcome(case.id, trial, "refreshed", trace, live, info["replayed"],
+                                      request, difference, str(work))
 
-        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
-        handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
-                                         opts.keep_errors, len(todo), progress)
+            finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+            handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                             opts.keep_errors, len(todo), progress)
 
-        with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
-            futures = [pool.submit(one, c, t) for c, t in todo]
-            for fut in as_completed(futures):
-                handle(fut.result())
-        if ledger is not None:
-            ledger.finish(counts)
-        finish_manifest(out, manifest, traces)
-    lock.close()
-    return counts
+            with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
+                futures = [pool.submit(one, c, t) for c, t in todo]
+                for fut in as_completed(futures):
+                    handle(fut.result())
+            if ledger is not None:
+                ledger.finish(counts)
+            finish_manifest(out, manifest, traces)
+        return counts
+    finally:
+        lock.close()  # (also when a check refuses the run)
 
 
 def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],

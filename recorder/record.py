@@ -291,58 +291,60 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
     try:
-        manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
-    except OSError as e:
-        raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
-                         f"fingerprint it ({e.strerror})") from None
-    check_fingerprint(previous, manifest, opts, out)
-    ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
-    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-    recorded = read_trace_lines(traces) if opts.refresh else {}
-    with ExitStack() as stack:
-        if scripts is not None:
-            server = stack.enter_context(ScriptServer(scripts))
-            base_url, api_key = server.base_url, "scripted-no-key"
-        jobs: list[EpisodeJob | RefreshJob] = []
-        for case, trial in todo:
-            job = EpisodeJob(opts.agent, case, trial,
-                             str(out / "http" / cassette_name(case.id, trial)), base_url,
-                             api_key, model, opts.stream, opts.episode_timeout)
-            line = recorded.get((case.id, trial))
-            jobs.append(job if line is None else RefreshJob(job, orjson.loads(line)))
-
-        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
-        handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
-                                         opts.keep_errors, len(todo), progress)
-
         try:
-            workers = worker_count(opts.concurrency, len(jobs))
-            if workers == 1:
-                for job in jobs:
-                    handle(run_job(job))
-            else:
-                warm_up(opts.agent, base_url, api_key)
-                # objects alive now are shared with the forked workers: keep the collector from
-                # touching (and so copying) their pages in every worker
-                gc.freeze()
-                ctx = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                         initializer=_die_with_parent) as pool:
-                    futures = [pool.submit(run_job, job) for job in jobs]
-                    for fut in as_completed(futures):
-                        handle(fut.result())
-            if ledger is not None:
-                ledger.finish(counts)
-            finish_manifest(out, manifest, traces)
+            manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
         except OSError as e:
-            # disk full, quota, a read-only or vanished folder: the finished episodes are
-            # saved whole (atomic cassettes, one complete trace line each); say so
-            raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
-                             f"{counts['recorded']} episode(s) saved in this run, the rest "
-                             "not: fix the cause and rerun the same command to resume"
-                             ) from None
-    lock.close()
-    return counts
+            raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
+                             f"fingerprint it ({e.strerror})") from None
+        check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
+        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+        recorded = read_trace_lines(traces) if opts.refresh else {}
+        with ExitStack() as stack:
+            if scripts is not None:
+                server = stack.enter_context(ScriptServer(scripts))
+                base_url, api_key = server.base_url, "scripted-no-key"
+            jobs: list[EpisodeJob | RefreshJob] = []
+            for case, trial in todo:
+                job = EpisodeJob(opts.agent, case, trial,
+                                 str(out / "http" / cassette_name(case.id, trial)), base_url,
+                                 api_key, model, opts.stream, opts.episode_timeout)
+                line = recorded.get((case.id, trial))
+                jobs.append(job if line is None else RefreshJob(job, orjson.loads(line)))
+
+            finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+            handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                             opts.keep_errors, len(todo), progress)
+
+            try:
+                workers = worker_count(opts.concurrency, len(jobs))
+                if workers == 1:
+                    for job in jobs:
+                        handle(run_job(job))
+                else:
+                    warm_up(opts.agent, base_url, api_key)
+                    # objects alive now are shared with the forked workers: keep the collector from
+                    # touching (and so copying) their pages in every worker
+                    gc.freeze()
+                    ctx = multiprocessing.get_context("fork")
+                    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                             initializer=_die_with_parent) as pool:
+                        futures = [pool.submit(run_job, job) for job in jobs]
+                        for fut in as_completed(futures):
+                            handle(fut.result())
+                if ledger is not None:
+                    ledger.finish(counts)
+                finish_manifest(out, manifest, traces)
+            except OSError as e:
+                # disk full, quota, a read-only or vanished folder: the finished episodes are
+                # saved whole (atomic cassettes, one complete trace line each); say so
+                raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
+                                 f"{counts['recorded']} episode(s) saved in this run, the rest "
+                                 "not: fix the cause and rerun the same command to resume"
+                                 ) from None
+        return counts
+    finally:
+        lock.close()  # (also when a check refuses the run)
 
 
 @dataclass(frozen=True)

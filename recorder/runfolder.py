@@ -646,8 +646,12 @@ def open_run_folder(out: Path, cases: Sequence[Case], opts: Any, model: str
                   *(out / "http" / REFRESH_FOLDER).glob("*")]:
         if stale.is_file():  # a temp file of a write that a killed recorder never finished
             stale.unlink()
-    previous = read_manifest(out / "manifest.json")
-    check_same_setup(previous, opts, model, out)
+    try:
+        previous = read_manifest(out / "manifest.json")
+        check_same_setup(previous, opts, model, out)
+    except BaseException:
+        lock.close()  # (a refused run leaves the lock free for the next command)
+        raise
     return lock, previous
 
 
