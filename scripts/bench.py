@@ -298,24 +298,29 @@ def bench_record_scale(tmp: Path) -> None:
     cids = [f"c{i:03d}" for i in range(N_COMMAND)]
     cds = tmp / "command.json"
     cds.write_text(json.dumps([{"id": c, "user_query": "hi"} for c in cids]))
+
+    def gaps(arrivals: list[float]) -> list[float]:
+        return [b - a for a, b in zip(arrivals, arrivals[1:])]
+
     with _first_request_server({c: ["answer"] for c in cids}, 0.0) as server:
-        alone = []
-        for c in cids:  # the program's own start and request, straight to the server
-            t0 = time.monotonic()
-            subprocess.run([sys.executable, str(prog)], check=True, capture_output=True,
-                           env=dict(env, ANTHROPIC_BASE_URL=server.base_url,
-                                    EVALTAPE_CASE_ID=c))
-            alone.append(time.monotonic() - t0)
-        wall, startup = _record_timed(
-            [sys.executable, "-m", "evaltape.cli", "record", str(cds), "--command",
-             f"{sys.executable} {prog} {{input_file}}", "--out", str(tmp / "command_run"),
-             "--base-url", server.base_url], server, env)
-    per_alone = statistics.median(alone)
-    # the first request comes after the first program's own start: that part of the
-    # start-up belongs to an episode
-    per_episode = (wall - startup + per_alone) / N_COMMAND
-    print(f"  the program alone {per_alone * 1000:.0f} ms (median); per episode under "
-          f"`record --command` {per_episode * 1000:.0f} ms (start-up {startup:.2f} s apart): "
+        alone: list[float] = []
+        for half in (0, 1):  # the program alone before and after the recording (drift)
+            server.arrivals.clear()
+            for c in cids[half::2]:  # its own start and request, straight to the server
+                subprocess.run([sys.executable, str(prog)], check=True, capture_output=True,
+                               env=dict(env, ANTHROPIC_BASE_URL=server.base_url,
+                                        EVALTAPE_CASE_ID=c))
+            alone += gaps(server.arrivals)
+            if half == 0:
+                _record_timed([sys.executable, "-m", "evaltape.cli", "record", str(cds),
+                               "--command", f"{sys.executable} {prog} {{input_file}}",
+                               "--out", str(tmp / "command_run"), "--base-url",
+                               server.base_url], server, env)
+                recorded = gaps(server.arrivals)
+    # one episode = the time between two requests the server sees, start-up left out
+    per_alone, per_episode = statistics.median(alone), statistics.median(recorded)
+    print(f"  between two requests: the program run alone {per_alone * 1000:.0f} ms, under "
+          f"`record --command` {per_episode * 1000:.0f} ms (medians): "
           f"{(per_episode - per_alone) * 1000:.0f} ms added per episode, "
           f"{per_episode / per_alone:.2f}x the program alone (reported, no target)")
 
