@@ -311,7 +311,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                     handle(fut.result())
             if ledger is not None:
                 ledger.finish(counts)
-            finish_manifest(out, manifest, traces)
+            finish_manifest(out, manifest, traces,
+                            None if opts.refresh else [(c.id, t) for c, t in todo])
         return counts
     finally:
         lock.close()  # (also when a check refuses the run)

@@ -334,7 +334,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                             handle(fut.result())
                 if ledger is not None:
                     ledger.finish(counts)
-                finish_manifest(out, manifest, traces)
+                finish_manifest(out, manifest, traces,
+                                None if opts.refresh else [(c.id, t) for c, t in todo])
             except OSError as e:
                 # disk full, quota, a read-only or vanished folder: the finished episodes are
                 # saved whole (atomic cassettes, one complete trace line each); say so

@@ -468,19 +468,25 @@ def run_fingerprint(opts: RecordOptions, agent_fn: Any, model: str,
             "wire": old.get("wire")}
 
 
-def finish_manifest(out: Path, manifest: dict, traces: Path) -> None:
+def finish_manifest(out: Path, manifest: dict, traces: Path,
+                    recorded: Sequence[tuple[str, int]] | None = None) -> None:
     """Write the manifest once more at the end of a recording, its fingerprint's ``wire``
-    part measured from the cassettes of every episode ``traces.jsonl`` now holds
-    (:func:`.stale.wire_fingerprint`).
+    part measured (:func:`.stale.wire_fingerprint`): from the cassettes of the episodes
+    ``recorded`` in this run added to the earlier ``wire`` values, or, with ``recorded``
+    ``None`` or no earlier values (a refresh, a run recorded before fingerprints), from
+    the cassette of every episode ``traces.jsonl`` now holds.
 
     Raises:
         UsageError: as :func:`write_manifest`.
     """
     from .stale import wire_fingerprint
-    keys = sorted(finished_episodes(traces)) if traces.exists() else []
-    paths = [cassette_path(out / "http", cid, trial) for cid, trial in keys]
-    manifest.setdefault("fingerprint", {})["wire"] = wire_fingerprint(
-        p for p in paths if p.is_file())
+    fp = manifest.setdefault("fingerprint", {})
+    previous = fp.get("wire") if isinstance(fp.get("wire"), dict) else None
+    if recorded is None or previous is None:
+        previous = None
+        recorded = sorted(finished_episodes(traces)) if traces.exists() else []
+    paths = [cassette_path(out / "http", cid, trial) for cid, trial in recorded]
+    fp["wire"] = wire_fingerprint((p for p in paths if p.is_file()), previous)
     write_manifest(out / "manifest.json", scrub_value(manifest))
 
 
@@ -672,20 +678,29 @@ def lock_run(out: Path) -> Any:
 
 
 def read_trace_lines(traces: Path) -> dict[tuple[str, int], bytes]:
-    """``{(case_id, trial): the line as stored}`` of ``traces.jsonl`` (each line with its line
-    break); ``{}`` when there is none. Call after :func:`finished_episodes` has checked and
-    repaired the file.
+    """``{(case_id, trial): the line as stored}`` of a JSONL file of traces (each line with
+    its line break; the last line of a key wins); ``{}`` when there is none. For
+    ``traces.jsonl``, call after :func:`finished_episodes` has checked and repaired it.
 
     Raises:
         OSError: the file cannot be read.
+        BadInputError: a line is not a JSON object with ``case_id`` and ``trial`` (file and
+            line named).
     """
     if not traces.exists():
         return {}
+    from evaltape.grader.errors import BadInputError
     out = {}
-    for raw in traces.read_bytes().splitlines(keepends=True):
+    for n, raw in enumerate(traces.read_bytes().splitlines(keepends=True), start=1):
         if raw.strip():
-            obj = orjson.loads(raw)
-            out[(obj["case_id"], obj["trial"])] = raw if raw.endswith(b"\n") else raw + b"\n"
+            try:
+                obj = orjson.loads(raw)
+                key = (obj["case_id"], obj["trial"])
+                hash(key)
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise BadInputError("expected a JSON object with case_id and trial",
+                                    path=str(traces), line=n) from None
+            out[key] = raw if raw.endswith(b"\n") else raw + b"\n"
     return out
 
 
@@ -732,11 +747,16 @@ class RefreshLedger:
         self.out, self.manifest, self.traces = out, manifest, traces
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         entries = manifest.setdefault("refreshes", [])
-        if entries and isinstance(entries[-1], dict) and entries[-1].get("finished_at") is None:
-            self.entry = entries[-1]
+        numbers = [e.get("number") for e in entries if isinstance(e, dict)
+                   and type(e.get("number")) is int]
+        last = entries[-1] if entries else None
+        if isinstance(last, dict) and last.get("finished_at") is None and \
+                type(last.get("number")) is int and \
+                last.get("folder") == f"superseded/{last['number']}" and \
+                isinstance(last.get("runs"), list):
+            self.entry = last  # (only an entry this recorder wrote: its folder is its number)
         else:
-            number = 1 + max((int(e.get("number") or 0) for e in entries
-                              if isinstance(e, dict)), default=0)
+            number = 1 + max(numbers, default=0)
             self.entry = {"number": number, "folder": f"superseded/{number}",
                           "started_at": now, "finished_at": None, "refreshed": 0, "runs": []}
             entries.append(self.entry)

@@ -191,7 +191,8 @@ def _sha(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def wire_fingerprint(cassettes: Iterable[Path]) -> dict[str, Any]:
+def wire_fingerprint(cassettes: Iterable[Path],
+                     previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256":
     [...], "tools_sha256": [...], "models": [...], "parameters": [{...}, ...],
     "parameter_sets": n}``, each list sorted and without repeats. A system prompt or
@@ -200,11 +201,21 @@ def wire_fingerprint(cassettes: Iterable[Path]) -> dict[str, Any]:
     ``tool_choice``...), at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
     counts them all). Requests without a ``messages`` list (token counting), bodies that
     are not JSON, and files that cannot be read or parsed are skipped: this records what
-    was sent, it is not a check of the cassettes (replay is)."""
-    systems: set[str] = set()
-    tools: set[str] = set()
-    models: set[str] = set()
-    params: set[bytes] = set()
+    was sent, it is not a check of the cassettes (replay is).
+
+    ``previous``: an earlier wire fingerprint of the same run whose values are added (a
+    resumed recording reads only its new cassettes); ``parameter_sets`` is then at least
+    the earlier count."""
+    prev = previous if isinstance(previous, Mapping) else {}
+
+    def strings(key: str) -> set[str]:
+        vals = prev.get(key)
+        return {v for v in vals if isinstance(v, str)} if isinstance(vals, list) else set()
+
+    systems, tools, models = strings("system_sha256"), strings("tools_sha256"), \
+        strings("models")
+    params: set[bytes] = {orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+                          for v in prev.get("parameters") or () if isinstance(v, dict)}
     for path in cassettes:
         try:
             lines = Path(path).read_bytes().splitlines()
@@ -225,10 +236,11 @@ def wire_fingerprint(cassettes: Iterable[Path]) -> dict[str, Any]:
                                      if k not in NOT_PARAMETERS},
                                     option=orjson.OPT_SORT_KEYS))
     ordered = sorted(params)
+    earlier = prev.get("parameter_sets")
     return {"system_sha256": sorted(systems), "tools_sha256": sorted(tools),
             "models": sorted(models),
             "parameters": [orjson.loads(p) for p in ordered[:MAX_PARAMETER_SETS]],
-            "parameter_sets": len(ordered)}
+            "parameter_sets": max(len(ordered), earlier if type(earlier) is int else 0)}
 
 
 def _short(sha: Any) -> str:

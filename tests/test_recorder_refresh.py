@@ -487,3 +487,44 @@ def test_a_recorded_manifest_holds_the_fingerprint(tmp_path):
     system = hashlib.sha256(json.dumps("You are a shop assistant.").encode()).hexdigest()
     assert fp["wire"]["system_sha256"] == [system] and fp["wire"]["models"] == ["stand-in"]
     assert fp["wire"]["parameters"] == [{"max_tokens": 1024, "stream": True}]
+
+
+def test_wire_fingerprint_adds_a_resumed_recordings_cassettes_to_the_earlier_values(tmp_path):
+    from evaltape.recorder.stale import wire_fingerprint
+    earlier = {"system_sha256": ["a" * 64], "tools_sha256": ["none"], "models": ["m"],
+               "parameters": [{"max_tokens": 5}], "parameter_sets": 1}
+    assert wire_fingerprint([], earlier) == earlier
+    body = {"model": "m2", "system": "T", "max_tokens": 9, "messages": []}
+    (tmp_path / "b.jsonl").write_text(json.dumps(
+        {"request": {"method": "POST", "uri": "http://h/v1/messages", "headers": {},
+                     "body": {"json": body}},
+         "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                      "body": {"text": "{}"}}}) + "\n")
+    sha = hashlib.sha256(b'"T"').hexdigest()
+    assert wire_fingerprint([tmp_path / "b.jsonl"], earlier) == {
+        "system_sha256": sorted(["a" * 64, sha]), "tools_sha256": ["none"],
+        "models": ["m", "m2"], "parameters": [{"max_tokens": 5}, {"max_tokens": 9}],
+        "parameter_sets": 2}
+
+
+def test_a_refresh_entry_this_recorder_did_not_write_is_not_resumed(tmp_path):
+    from evaltape.recorder.runfolder import RefreshLedger
+    manifest = {"refreshes": [{"number": 1, "folder": "../elsewhere", "finished_at": None,
+                               "runs": []}]}
+    ledger = RefreshLedger(tmp_path, manifest, tmp_path / "traces.jsonl")
+    assert (ledger.entry["number"], ledger.entry["folder"]) == (2, "superseded/2")
+    assert ledger.folder == tmp_path / "superseded" / "2"
+    assert len(manifest["refreshes"]) == 2
+
+
+def test_a_damaged_superseded_trace_file_is_bad_input_naming_its_line(tmp_path):
+    from evaltape.grader.errors import BadInputError
+    from evaltape.recorder.runfolder import RefreshLedger
+    folder = tmp_path / "superseded" / "1"
+    folder.mkdir(parents=True)
+    (folder / "traces.jsonl").write_text('{"case_id": "a", "trial": 0}\nnot json\n')
+    manifest = {"refreshes": [{"number": 1, "folder": "superseded/1", "finished_at": None,
+                               "runs": []}]}
+    with pytest.raises(BadInputError) as e:
+        RefreshLedger(tmp_path, manifest, tmp_path / "traces.jsonl")
+    assert str(folder / "traces.jsonl") in str(e.value) and ":2" in str(e.value)
