@@ -209,15 +209,20 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     """``evaltape record DATASET --command CMD``: record every unfinished (case, trial).
 
     Same contract as :func:`evaltape.recorder.record.record` (lock, resume, atomic trace
-    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``); the
-    manifest's ``agent`` is ``"command"`` and ``command`` holds ``CMD``.
+    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``, the
+    fingerprint check, ``--refresh``); the manifest's ``agent`` is ``"command"`` and
+    ``command`` holds ``CMD``. A refresh re-runs the program for every finished episode
+    against the proxy, which answers from the episode's cassette while its requests match
+    (:class:`~.episodes.EpisodeBook`, ``refreshing``).
 
     Returns:
-        ``{"recorded", "skipped", "errors", "tokens", "failed"}`` as ``record`` does.
+        ``{"recorded", "skipped", "errors", "tokens", "failed", "live_requests"}`` (and the
+        refresh's counts) as ``record`` does.
 
     Raises:
-        UsageError: bad ``--command``, trials, URL, or a run recorded with another setup.
-        BadInputError: invalid dataset or stand-in script, inputs changed since recording.
+        UsageError: bad ``--command``, trials, URL, a run recorded with another setup, or
+            a fingerprint that differs.
+        BadInputError: invalid dataset or stand-in script.
         SecretLeakError: a cassette or trace would hold a key.
     """
     from evaltape.grader.io.datasets import load_dataset
@@ -255,8 +260,9 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         except OSError as e:
             raise UsageError(f"{e.filename}: cannot read a file the command names to "
                              f"fingerprint it ({e.strerror})") from None
-        check_fingerprint(previous, manifest, opts, out)
-        ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
+        changes = check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
+            if opts.refresh else None
         traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
         recorded = read_trace_lines(traces) if opts.refresh else {}
         refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}

@@ -254,18 +254,25 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
     Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
-    requests are cut and it ends as an infrastructure timeout.
+    requests are cut and it ends as an infrastructure timeout. A run whose fingerprint
+    differs from this recording's is refused before any request
+    (:func:`.runfolder.check_fingerprint`) unless ``opts.allow_changed``; with
+    ``opts.refresh`` every finished episode is replayed first and only those that no
+    longer reproduce are recorded again, from their first diverging request
+    (:func:`refresh_episode`, :class:`.runfolder.RefreshLedger`).
 
     Returns:
         Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
-        "failed": [...]}``. An episode that ended with an API error (after the SDK's
-        retries) is not saved unless ``keep_errors``: it is listed in ``failed`` and a rerun
-        records it again.
+        "failed": [...], "live_requests": n}`` (with ``opts.refresh`` also ``"kept"``,
+        ``"refreshed"``, ``"new"`` and ``"replayed_requests"``). An episode that ended
+        with an API error (after the SDK's retries) is not saved unless ``keep_errors``:
+        it is listed in ``failed`` and a rerun records it again.
 
     Raises:
         UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
-            file of the run could not be written (disk full...: finished episodes stay).
-        BadInputError: the dataset is invalid, or its inputs changed since the run began.
+            file of the run could not be written (disk full...: finished episodes stay);
+            the run's fingerprint differs (names each change).
+        BadInputError: the dataset is invalid.
         SecretLeakError: a cassette or trace would hold a key.
     """
     check_episode_timeout(opts.episode_timeout)
@@ -296,8 +303,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         except OSError as e:
             raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
                              f"fingerprint it ({e.strerror})") from None
-        check_fingerprint(previous, manifest, opts, out)
-        ledger = RefreshLedger(out, manifest, out / "traces.jsonl") if opts.refresh else None
+        changes = check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
+            if opts.refresh else None
         traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
         recorded = read_trace_lines(traces) if opts.refresh else {}
         with ExitStack() as stack:

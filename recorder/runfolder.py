@@ -725,7 +725,8 @@ class RefreshLedger:
     """The files ``record --refresh`` writes in a run folder besides new episodes.
 
     A refresh is numbered (1, 2, ...) and recorded in the manifest's ``refreshes`` list:
-    ``{"number", "folder", "started_at", "finished_at", "refreshed", "runs": [{"started_at",
+    ``{"number", "folder", "started_at", "finished_at", "changes" (what the fingerprint
+    found changed, :func:`check_fingerprint`), "refreshed", "runs": [{"started_at",
     "finished_at", "kept", "refreshed", "new", "failed", "live_requests",
     "replayed_requests"}]}`` (one ``runs`` item per ``record --refresh`` run that reached
     its end; ``refreshed`` counts the episodes refreshed by all of them). A refreshed
@@ -743,7 +744,8 @@ class RefreshLedger:
     stop between the new cassette and its trace line keeps the true previous recording.
     """
 
-    def __init__(self, out: Path, manifest: dict, traces: Path) -> None:
+    def __init__(self, out: Path, manifest: dict, traces: Path,
+                 changes: Sequence[str] = ()) -> None:
         self.out, self.manifest, self.traces = out, manifest, traces
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         entries = manifest.setdefault("refreshes", [])
@@ -758,7 +760,8 @@ class RefreshLedger:
         else:
             number = 1 + max(numbers, default=0)
             self.entry = {"number": number, "folder": f"superseded/{number}",
-                          "started_at": now, "finished_at": None, "refreshed": 0, "runs": []}
+                          "started_at": now, "finished_at": None, "refreshed": 0, "runs": [],
+                          "changes": list(changes)}
             entries.append(self.entry)
         self.started_at = now
         self.folder = out / self.entry["folder"]

@@ -161,6 +161,8 @@ def test_changed_tool_result_refuses_record_then_refresh_sends_one_request_per_c
     manifest = json.loads((run / "manifest.json").read_text())
     (entry,) = manifest["refreshes"]
     assert (entry["number"], entry["folder"], entry["refreshed"]) == (1, "superseded/1", 4)
+    assert len(entry["changes"]) == 1
+    assert entry["changes"][0].startswith("agent source shopagent changed (sha256 ")
     assert entry["finished_at"] is not None
     assert [(r["kept"], r["refreshed"], r["new"], r["live_requests"], r["replayed_requests"])
             for r in entry["runs"]] == [(8, 4, 0, 4, 20)]
