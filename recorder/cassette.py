@@ -20,7 +20,10 @@ from .wire.persister import AtomicPersister
 from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_text, scrub_value
 
 __all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "cassette_path",
-           "legacy_cassette_name", "make_vcr", "miss_message", "prune_retried", "MATCH_ON"]
+           "legacy_cassette_name", "make_vcr", "miss_message", "miss_request_number",
+           "prune_retried", "recorded_lines_kept", "refresh_divergence",
+           "refreshed_interactions",
+           "work_cassette", "MATCH_ON", "REFRESH_FOLDER"]
 
 MATCH_ON = ("method", "path", "canonical_body")
 
@@ -75,7 +78,8 @@ def make_vcr(record_mode: str) -> vcr.VCR:
     Responses are decoded and scrubbed before they are stored (:func:`_scrub_answer`).
 
     Args:
-        record_mode: vcrpy mode: ``"all"`` to record, ``"none"`` to replay offline.
+        record_mode: vcrpy mode: ``"all"`` to record, ``"none"`` to replay offline,
+            ``"new_episodes"`` to play what matches and record the rest (a refresh).
     """
     v = _IndexedVCR(serializer="evaltape_jsonl", record_mode=record_mode,
                     match_on=list(MATCH_ON), decode_compressed_response=False,
@@ -118,25 +122,103 @@ def prune_retried(cassette) -> int:
     return removed
 
 
-def miss_message(cassette: Any, seen: list) -> str:
+def miss_message(cassette: Any, seen: list, upto: int | None = None) -> str:
     """Explain a replay miss: the interaction number and the first differing JSON path,
     redacted (:func:`.wire.scrub.scrub_text`; the two values before they are cut).
 
     A request that equals recorded ones which were all played already (the agent sent it
     once more than when recording) says so: ``interaction #i matched but was already
-    played (k of k used)``.
+    played (k of k used)``. ``upto``: only the first ``upto`` interactions are the
+    recording (a refresh appends the live ones after them).
     """
-    return scrub_text(_explain_miss(cassette, seen))
+    return scrub_text(_explain_miss(cassette, seen, upto))
 
 
-def _explain_miss(cassette: Any, seen: list) -> str:
+def miss_request_number(cassette: Any) -> int:
+    """The 1-based number of the request a replay miss happened at: one more than the
+    interactions played (a refresh plays none after its first miss)."""
+    return sum(cassette.play_counts.values()) + 1
+
+
+def refreshed_interactions(cassette: Any, loaded: int) -> list:
+    """A refreshed episode's interactions: those of the first ``loaded`` (the recording)
+    that were played, in the order they were played (``IndexedCassette.played_order``),
+    then the ones recorded live after them. The recorded interactions the agent no longer
+    asked for are left out, so the new cassette replays whole."""
+    played = [i for i in getattr(cassette, "played_order", ()) if i < loaded]
+    return [cassette.data[i] for i in played] + list(cassette.data[loaded:])
+
+
+def refresh_divergence(cassette: Any, loaded: int) -> tuple[int | None, str | None]:
+    """Where a refreshed episode left its recording, from its cassette after the run (an
+    ``IndexedCassette`` with ``prefix_only`` whose first ``loaded`` interactions are the
+    recording): ``(request number, first difference)`` for the first request with no
+    recorded match (:func:`miss_message`), else for the first recorded request the agent
+    no longer sent, else ``(None, None)`` (every recorded request was asked for, in some
+    order: only the trace can still differ)."""
+    replayed = len(getattr(cassette, "played_order", ()))
+    if getattr(cassette, "misses", None):
+        return replayed + 1, miss_message(cassette, [], upto=loaded)
+    if replayed < loaded:
+        return replayed + 1, (f"the agent stopped with {loaded - replayed} recorded "
+                              "request(s) not sent")
+    return None, None
+
+
+#: The folder (inside ``http/``) where a refresh records episodes before their new
+#: cassettes take the old ones' places; reopening the run folder empties it.
+REFRESH_FOLDER = ".refresh"
+
+
+def work_cassette(path: Any) -> Any:
+    """Where a refresh records an episode before the new cassette takes the place of
+    ``path`` (a :class:`pathlib.Path` in ``http/``): the same name in ``http/.refresh/``
+    (created), so it reads as a cassette and no reader of ``http/`` takes it for one of
+    the run's."""
+    folder = path.parent / REFRESH_FOLDER
+    folder.mkdir(exist_ok=True)
+    return folder / path.name
+
+
+def recorded_lines_kept(work: Any, original: Any, data: list,
+                        positions: dict[int, int]) -> None:
+    """Make the interactions a refreshed cassette took from the recording byte-identical to
+    their lines in the ``original`` cassette file.
+
+    vcrpy writes every interaction of ``data`` anew (line ``j + 2`` of ``work`` is
+    ``data[j]``), and a stored response's ``content-length`` is the one measured when the
+    file was read, so a copied interaction could differ from its recorded line in that
+    header. ``positions`` maps ``id()`` of each recorded interaction (the ``(request,
+    response)`` pairs as loaded) to its 0-based position in ``original``; those lines are
+    copied as they are, the live ones stay as vcrpy wrote them.
+
+    Raises:
+        OSError: a file cannot be read or written.
+        SecretLeakError: (never for lines already stored) the scan refuses the file.
+    """
+    from pathlib import Path
+
+    from .wire.persister import atomic_write_text
+    old = [ln for ln in Path(original).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    new = [ln for ln in Path(work).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if len(new) != len(data) + 1:
+        return  # (not the file vcrpy wrote from ``data``: leave it)
+    for j, pair in enumerate(data):
+        i = positions.get(id(pair))
+        if i is not None and i + 1 < len(old):
+            new[j + 1] = old[i + 1]
+    atomic_write_text(work, "\n".join(new) + "\n")
+
+
+def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     """:func:`miss_message` before redaction."""
     played = sum(cassette.play_counts.values())
     number = played + 1
     misses = getattr(cassette, "misses", None)
     if misses:
         request = scrub_request(copy.deepcopy(misses[0]))
-        matches = cassette.recorded_matches(request)
+        matches = [i for i in cassette.recorded_matches(request)
+                   if upto is None or i < upto]
         if matches:
             k = len(matches)
             return (f"request {number}: interaction #{matches[-1] + 1} matched but was "
@@ -145,7 +227,7 @@ def _explain_miss(cassette: Any, seen: list) -> str:
         return f"interaction {number} has no recorded match"
     else:
         request = seen[-1]
-    recorded = [r for r in cassette.requests if r.path == request.path]
+    recorded = [r for r in cassette.requests[:upto] if r.path == request.path]
     if not recorded:
         return f"interaction {number}: no recorded request for {request.method} {request.path}"
     nearest = recorded[min(played, len(recorded) - 1)]

@@ -43,16 +43,18 @@ import orjson
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import Case
 
-from .cassette import cassette_name, cassette_path
+from .cassette import cassette_name, cassette_path, work_cassette
 from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .runfolder import (build_manifest, check_base_url, episode_finisher,
-                        load_standin_scripts, open_run_folder, plan_run,
-                        refuse_secrets_in_inputs, with_recorded_times, worker_count)
+from .runfolder import (EpisodeOutcome, RefreshLedger, build_manifest, check_base_url,
+                        check_fingerprint, episode_finisher, finish_manifest,
+                        load_standin_scripts, open_run_folder, plan_run, read_trace_lines,
+                        refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
+from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
-from .wire.scrub import scrub_text, scrub_value
+from .wire.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 NO_KEY = "evaltape-proxy-no-key"
@@ -164,19 +166,21 @@ def redact_output(data: bytes | str | None) -> str:
 
 
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
-                  timeout_s: float, model: str | None, refused: str | None = None) -> dict:
+                  timeout_s: float, model: str | None, refused: str | None = None,
+                  path: Path | None = None) -> dict:
     """The trace of one command episode from its (closed) cassette and the process result.
 
     An episode that made no request gets a cassette with only the header line, so every
     trace has its cassette (replay checks that). ``refused``: why the proxy refused to
     store an answer of the episode (:attr:`.episodes.EpisodeBook.refused`); the episode
-    is then an infrastructure error whatever the program did.
+    is then an infrastructure error whatever the program did. ``path``: the cassette, when
+    it is not the episode's own under ``run/http/`` (a refresh's new one beside it).
 
     Raises:
         BadInputError: the resulting trace fails the trace reader (a bug; names the field).
     """
     from evaltape.grader.io.traces import parse_trace
-    path = run / "http" / cassette_name(key.case_id, key.trial)
+    path = path or run / "http" / cassette_name(key.case_id, key.trial)
     if not path.exists():
         atomic_write_text(path, orjson.dumps(HEADER).decode() + "\n")
     trace = trace_from_cassette(path, key, latency_s=res.wall_s, input_text=case.input)
@@ -205,15 +209,20 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     """``evaltape record DATASET --command CMD``: record every unfinished (case, trial).
 
     Same contract as :func:`evaltape.recorder.record.record` (lock, resume, atomic trace
-    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``); the
-    manifest's ``agent`` is ``"command"`` and ``command`` holds ``CMD``.
+    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``, the
+    fingerprint check, ``--refresh``); the manifest's ``agent`` is ``"command"`` and
+    ``command`` holds ``CMD``. A refresh re-runs the program for every finished episode
+    against the proxy, which answers from the episode's cassette while its requests match
+    (:class:`~.episodes.EpisodeBook`, ``refreshing``).
 
     Returns:
-        ``{"recorded", "skipped", "errors", "tokens", "failed"}`` as ``record`` does.
+        ``{"recorded", "skipped", "errors", "tokens", "failed", "live_requests"}`` (and the
+        refresh's counts) as ``record`` does.
 
     Raises:
-        UsageError: bad ``--command``, trials, URL, or a run recorded with another setup.
-        BadInputError: invalid dataset or stand-in script, inputs changed since recording.
+        UsageError: bad ``--command``, trials, URL, a run recorded with another setup, or
+            a fingerprint that differs.
+        BadInputError: invalid dataset or stand-in script.
         SecretLeakError: a cassette or trace would hold a key.
     """
     from evaltape.grader.io.datasets import load_dataset
@@ -239,94 +248,145 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     model = opts.model or "chosen-by-command"
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    if previous and previous.get("command") not in (opts.command, scrub_text(opts.command)):
-        raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
-                         f"command asks for {opts.command!r}. Record into another --out, or "
-                         "repeat the original options to resume it")
-    manifest = build_manifest(opts, cases, None, model, None if scripts else upstream, previous)
-    manifest["command"] = opts.command
-    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-    with ExitStack() as stack:
-        if scripts is not None:
-            upstream = stack.enter_context(ScriptServer(scripts)).base_url
-        px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
-                                             finished=done))
+    try:
+        if previous and not opts.refresh and \
+                previous.get("command") not in (opts.command, scrub_text(opts.command)):
+            raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
+                             f"command asks for {opts.command!r}. Record into another --out, or "
+                             "repeat the original options to resume it")
+        try:
+            manifest = build_manifest(opts, cases, None, model, None if scripts else upstream,
+                                      previous)
+        except OSError as e:
+            raise UsageError(f"{e.filename}: cannot read a file the command names to "
+                             f"fingerprint it ({e.strerror})") from None
+        changes = check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
+            if opts.refresh else None
+        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+        recorded = read_trace_lines(traces) if opts.refresh else {}
+        refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
+        with ExitStack() as stack:
+            if scripts is not None:
+                upstream = stack.enter_context(ScriptServer(scripts)).base_url
+            px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
+                                                 finished=done - refreshing,
+                                                 refreshing=refreshing))
 
-        limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
+            limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
 
-        def one(case: Case, trial: int) -> dict:
-            key = EpisodeKey(case.id, trial)
-            px.set_deadline(key, time.monotonic() + limit)
-            res = run_command(px, argv, case, trial, limit)
-            if res.exit_code is None:  # killed at the deadline: cut what it left in flight
-                px.abort(key)
-            px.book.end(key, notify=False)
-            return command_trace(out, key, case, res, limit, model, px.book.refused.get(key))
+            def one(case: Case, trial: int) -> EpisodeOutcome:
+                key = EpisodeKey(case.id, trial)
+                px.set_deadline(key, time.monotonic() + limit)
+                res = run_command(px, argv, case, trial, limit)
+                if res.exit_code is None:  # killed at the deadline: cut what it left in flight
+                    px.abort(key)
+                px.book.end(key, notify=False)
+                live = px.book.live.pop(key, 0)
+                info = px.book.refreshed.pop(key, None)
+                if (case.id, trial) not in refreshing:
+                    return EpisodeOutcome(case.id, trial, "new", command_trace(
+                        out, key, case, res, limit, model, px.book.refused.get(key)), live)
+                if info is None:  # the program sent no request: nothing was replayed
+                    work = work_cassette(cassette_path(out / "http", case.id, trial))
+                    info = {"live": 0, "replayed": 0, "work": str(work), "request": None,
+                            "difference": None}
+                    path = cassette_path(out / "http", case.id, trial)
+                    if path.is_file() and len(path.read_bytes().splitlines()) > 1:
+                        info.update(request=1, difference="the program sent no request")
+                work = Path(info["work"])
+                trace = command_trace(out, key, case, res, limit, model, px.book.refused.get(key),
+                                      path=work)
+                request, difference = info["request"], info["difference"]
+                if request is None:  # every request matched: compare what it did with the trace
+                    now = orjson.loads(scrub_text(orjson.dumps(trace).decode()))
+                    difference = trace_difference(orjson.loads(recorded[(case.id, trial)]), now)
+                if difference is None:
+                    work.unlink(missing_ok=True)
+                    return EpisodeOutcome(case.id, trial, "kept", trace, live, info["replayed"])
+                return EpisodeOutcome(case.id, trial, "refreshed", trace, live, info["replayed"],
+                                      request, difference, str(work))
 
-        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+            finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+            handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                             opts.keep_errors, len(todo), progress)
 
-        with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
-            futures = [pool.submit(one, c, t) for c, t in todo]
-            for fut in as_completed(futures):
-                finished(fut.result())
-    lock.close()
-    return counts
+            with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
+                futures = [pool.submit(one, c, t) for c, t in todo]
+                for fut in as_completed(futures):
+                    handle(fut.result())
+            if ledger is not None:
+                ledger.finish(counts)
+            finish_manifest(out, manifest, traces,
+                            None if opts.refresh else [(c.id, t) for c, t in todo])
+        return counts
+    finally:
+        lock.close()  # (also when a check refuses the run)
 
 
 def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                        recorded: list[tuple[int, dict]], traces_path: Path,
-                       timeout_s: float = 600.0) -> list[tuple[str, int, str | None]]:
+                       timeout_s: float = 600.0, workers: int = 1
+                       ) -> list[tuple[str, int, int | None, str | None]]:
     """Re-run a ``--command`` run's program against its cassettes through the proxy in
-    replay mode (no network) and compare each new trace with the recorded one.
+    replay mode (no network) and compare each new trace with the recorded one; ``workers``
+    programs at once (threads: each program is a process of its own), with the same
+    result as one.
 
     A divergence is, in order: a request with no recorded match (the proxy's message: the
     interaction number and the first differing JSON path), recorded exchanges the program
     no longer made, or the first JSON path where the traces differ (the times are the
-    recording's: :func:`.runfolder.with_recorded_times`).
+    recording's: :func:`.stale.with_recorded_times`).
 
     Returns:
-        ``[(case_id, trial, divergence message or None)]`` in trace order.
+        ``[(case_id, trial, request number or None, divergence message or None)]`` in trace
+        order; the request is the one with no recorded match, or the first recorded one
+        the program no longer sent (``None``: every request matched).
 
     Raises:
         BadInputError: the manifest has no command, a case is missing from the dataset, or
             a cassette is missing.
         UsageError: the program is not found.
     """
-    from .wire.jsonpath import first_difference
-    from .wire.matchers import shorten_pair
     command = manifest.get("command")
     if not isinstance(command, str):
         raise BadInputError("a command run needs its command: missing or not a string",
                             path=str(root / "manifest.json"), field="command")
     argv = parse_command(command)
-    out = []
+    jobs = []
+    for lineno, rec in recorded:
+        key = EpisodeKey(rec["case_id"], rec["trial"])
+        case = cases.get(key.case_id)
+        if case is None:
+            raise BadInputError(f"case {key.case_id!r} is not in the dataset",
+                                path=str(traces_path), line=lineno, field="case_id")
+        cpath = cassette_path(root / "http", key.case_id, key.trial)
+        if not cpath.exists():
+            raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+        jobs.append((key, case, cpath, rec))
     with ProxyServer(root, mode="replay") as px:
-        for lineno, rec in recorded:
-            key = EpisodeKey(rec["case_id"], rec["trial"])
-            case = cases.get(key.case_id)
-            if case is None:
-                raise BadInputError(f"case {key.case_id!r} is not in the dataset",
-                                    path=str(traces_path), line=lineno, field="case_id")
-            cpath = cassette_path(root / "http", key.case_id, key.trial)
-            if not cpath.exists():
-                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+
+        def one(job: tuple) -> tuple[str, int, int | None, str | None]:
+            key, case, cpath, rec = job
             res = run_command(px, argv, case, key.trial, timeout_s)
-            played = px.book.end(key) or {"misses": [], "unplayed": 0}
-            msg = None
+            played = px.book.end(key) or {"misses": [], "unplayed": 0, "miss_at": None,
+                                          "played": 0}
+            msg = request = None
             if played["misses"]:
                 msg = played["misses"][0].split(": ", 1)[-1]
+                request = played.get("miss_at")
             elif played["unplayed"]:
                 msg = (f"the program stopped with {played['unplayed']} recorded "
                        "interaction(s) not requested")
+                request = played.get("played", 0) + 1
             else:
                 now = command_trace_replayed(cpath, key, case, res, timeout_s,
                                              manifest.get("model"))
-                d = first_difference(rec, with_recorded_times(rec, now))
-                if d:  # (values redacted before they are cut for display)
-                    sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
-                    msg = f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
-            out.append((key.case_id, key.trial, msg))
-    return out
+                msg = trace_difference(rec, now)
+            return key.case_id, key.trial, request, msg
+
+        with ThreadPoolExecutor(max_workers=worker_count(workers, len(jobs))) as pool:
+            return list(pool.map(one, jobs))
 
 
 def command_trace_replayed(cpath: Path, key: EpisodeKey, case: Case, res: CommandResult,

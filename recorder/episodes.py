@@ -27,7 +27,8 @@ from vcr.cassette import Cassette, CassetteContextDecorator
 
 from evaltape.grader.model import TRACE_SCHEMA
 
-from .cassette import cassette_name, make_vcr, prune_retried
+from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_kept,
+                       refresh_divergence, refreshed_interactions, work_cassette)
 from .wire.scrub import UnscannableBody, scrub_text
 
 Mode = Literal["record", "replay"]
@@ -70,6 +71,26 @@ def load_cassette(path: Path, mode: Mode) -> Cassette:
     return Cassette.load(**kwargs)
 
 
+def load_refresh_cassette(path: Path) -> Any:
+    """The cassette of an episode being refreshed, loaded from ``path`` (a copy of its
+    recording): vcrpy's ``new_episodes`` mode on an
+    :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``, configured as
+    :func:`load_cassette` configures the others. The proxy answers a request from it
+    while the requests match the recording, and forwards every request from the first
+    that does not.
+
+    Raises:
+        ValueError: the cassette file cannot be parsed.
+    """
+    from .wire.indexed import IndexedCassette
+    cfg = make_vcr("new_episodes").get_merged_config(path=str(path))
+    kwargs = {k: v for k, v in cfg.items()
+              if k not in CassetteContextDecorator._non_cassette_arguments}
+    cassette = IndexedCassette.load(**kwargs)
+    cassette.prefix_only = True
+    return cassette
+
+
 class Episode:
     """Live state of one episode: its cassette, requests in flight, last activity.
 
@@ -81,10 +102,22 @@ class Episode:
         first, n: grouping state: the first message (canonical JSON) and the message count
             of the conversation's latest request.
         misses: replay misses, each a message naming the interaction and JSON path.
+        miss_at: replay mode: the 1-based number of the first request that missed.
+        live: record mode: exchanges forwarded to the upstream and stored.
+        original: an episode being refreshed: its recorded cassette (``cassette`` is a copy
+            of it, :func:`load_refresh_cassette`); ``None`` otherwise.
+        loaded: an episode being refreshed: how many recorded interactions it started with.
     """
 
-    def __init__(self, key: EpisodeKey, cassette: Cassette) -> None:
+    def __init__(self, key: EpisodeKey, cassette: Cassette,
+                 original: Path | None = None) -> None:
         self.key, self.cassette = key, cassette
+        self.original = original
+        self.loaded = len(cassette.data) if original is not None else 0
+        #: ``id()`` of each recorded interaction → its position (see recorded_lines_kept)
+        self.positions = {id(pair): i for i, pair in enumerate(cassette.data)} \
+            if original is not None else {}
+        self.live = 0
         self.lock = threading.Lock()
         #: notified when ``inflight`` drops (an end waits for answers still being stored)
         self.settled = threading.Condition(self.lock)
@@ -93,6 +126,7 @@ class Episode:
         self.first: bytes | None = None
         self.n = 0
         self.misses: list[str] = []
+        self.miss_at: int | None = None
 
 
 def first_message(body: Any) -> tuple[bytes, int] | None:
@@ -117,13 +151,25 @@ class EpisodeBook:
         finished: episodes that already have a trace (record mode refuses them again).
         on_end: called with the trace of each episode ended by idle timeout, an explicit
             end request or shutdown (record mode; e.g. append it to ``traces.jsonl``).
+        refreshing: record mode: finished episodes recorded again from their first
+            diverging request (``record --refresh``): each is opened on a copy of its
+            cassette (:func:`load_refresh_cassette`) and, when it ends, its new cassette
+            is left beside the old one (:func:`.cassette.work_cassette`) with what
+            :attr:`refreshed` says of it.
     """
 
     def __init__(self, run: Path, mode: Mode, *, idle_timeout: float | None = None,
                  finished: set[tuple[str, int]] | None = None,
-                 on_end: Callable[[dict], None] | None = None) -> None:
+                 on_end: Callable[[dict], None] | None = None,
+                 refreshing: set[tuple[str, int]] | None = None) -> None:
         self.run, self.mode, self.idle_timeout = run, mode, idle_timeout
         self.finished = set(finished or ())
+        self.refreshing = set(refreshing or ())
+        #: record mode: episode → requests forwarded and stored (set when it ends)
+        self.live: dict[EpisodeKey, int] = {}
+        #: refreshing episodes, when they end: ``{"live", "replayed", "request",
+        #: "difference", "work"}`` (:func:`.cassette.refresh_divergence`)
+        self.refreshed: dict[EpisodeKey, dict] = {}
         self.on_end = on_end
         self.open: dict[EpisodeKey, Episode] = {}
         self.lock = threading.Lock()
@@ -163,6 +209,15 @@ class EpisodeBook:
                                       "or use another trial (if it ended while the agent was "
                                       "still working, raise --idle-timeout)")
             path = self.run / "http" / cassette_name(key.case_id, key.trial)
+            if self.mode == "record" and (key.case_id, key.trial) in self.refreshing:
+                work = work_cassette(path)
+                if path.is_file():
+                    work.write_bytes(path.read_bytes())
+                else:
+                    work.unlink(missing_ok=True)
+                ep = Episode(key, load_refresh_cassette(work), original=path)
+                self.open[key] = ep
+                return ep
             if self.mode == "record":
                 path.unlink(missing_ok=True)
             elif not path.is_file():
@@ -226,6 +281,7 @@ class EpisodeBook:
         is marked in :attr:`refused` (the first reason kept) and ends as an infra error.
         """
         with ep.lock:
+            ep.live += 1
             try:
                 ep.cassette.append(request, response)
             except UnscannableBody as e:
@@ -240,8 +296,9 @@ class EpisodeBook:
         return its trace (also passed to ``on_end`` when ``notify``).
 
         Returns:
-            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n}``
-            (replay mode: miss messages and recorded exchanges never requested), or
+            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n,
+            "played": n, "miss_at": n}`` (replay mode: miss messages, recorded exchanges
+            never requested and played, the number of the first request that missed), or
             ``None`` when the episode is not open.
         """
         with self.lock:
@@ -255,15 +312,27 @@ class EpisodeBook:
         with ep.lock:  # a client may exit as soon as it has read the last byte
             ep.settled.wait_for(lambda: ep.inflight == 0, timeout=SETTLE_TIMEOUT_S)
         if self.mode == "replay":
-            unplayed = len(ep.cassette.data) - len(ep.cassette.play_counts)
+            played = len(ep.cassette.play_counts)
+            unplayed = len(ep.cassette.data) - played
             result = {"case_id": key.case_id, "trial": key.trial, "misses": list(ep.misses),
-                      "unplayed": unplayed}
+                      "unplayed": unplayed, "played": played, "miss_at": ep.miss_at}
             with self.lock:
                 self.results.append(result)
             return result
         with ep.lock:
+            self.live[key] = ep.live
+            if ep.original is not None:
+                request, difference = refresh_divergence(ep.cassette, ep.loaded)
+                self.refreshed[key] = {"live": ep.live,
+                                       "replayed": len(ep.cassette.played_order),
+                                       "request": request, "difference": difference,
+                                       "work": ep.cassette.path}
+                ep.cassette.data[:] = refreshed_interactions(ep.cassette, ep.loaded)
             prune_retried(ep.cassette)
             ep.cassette._save(force=True)
+            if ep.original is not None and ep.original.is_file():
+                recorded_lines_kept(Path(ep.cassette.path), ep.original, ep.cassette.data,
+                                    ep.positions)
         trace = trace_from_cassette(Path(ep.cassette.path), key,
                                     latency_s=round(ep.last - ep.started, 3))
         if key in self.refused:

@@ -363,6 +363,10 @@ class ProxyServer(BackgroundServer):
         port: 0 picks a free port.
         idle_timeout: seconds of silence that end an episode (``None``: explicit ends only).
         finished: episodes that already have a trace (record mode refuses them).
+        refreshing: record mode: finished episodes to record again from their first
+            diverging request (``record --refresh``): their requests are answered from
+            their cassettes while they match the recording, and forwarded from the first
+            one that does not (:class:`~.episodes.EpisodeBook`).
         on_end: receives each trace of an episode ended by the proxy (idle/explicit/shutdown).
         log: receives one line per exchange (method, path, status, episode, milliseconds);
             never headers or bodies.
@@ -377,7 +381,8 @@ class ProxyServer(BackgroundServer):
                  port: int = 0, idle_timeout: float | None = None,
                  finished: set[tuple[str, int]] | None = None,
                  on_end: Callable[[dict], None] | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None,
+                 refreshing: set[tuple[str, int]] | None = None) -> None:
         super().__init__(("127.0.0.1", port), ProxyHandler)
         self.mode = mode
         given = (upstream or DEFAULT_UPSTREAM).rstrip("/")
@@ -387,7 +392,7 @@ class ProxyServer(BackgroundServer):
         self._upstream_url = httpx.URL(self.upstream) if mode == "record" else None
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}"
         self.book = EpisodeBook(run, mode, idle_timeout=idle_timeout, finished=finished,
-                                on_end=on_end)
+                                on_end=on_end, refreshing=refreshing)
         self.log = log
         self.client = (httpx.Client(timeout=httpx.Timeout(600.0, connect=10.0),
                                     follow_redirects=False, auth=auth)
@@ -492,7 +497,9 @@ class ProxyServer(BackgroundServer):
             return
         t0 = time.perf_counter()
         if self.mode == "record":
-            status = self._forward(h, r, body, ep)
+            response = self._from_recording(h, r, body, ep)
+            status = self._send_recorded(h, response) if response is not None else \
+                self._forward(h, r, body, ep)
         else:
             status = self._replay(h, r, body, ep)
         if self.log:
@@ -501,6 +508,22 @@ class ProxyServer(BackgroundServer):
                                 f"{(time.perf_counter() - t0) * 1000:.0f} ms"))
 
     # -- record ------------------------------------------------------------------------
+
+    def _from_recording(self, h: ProxyHandler, r: Route, body: bytes, ep: Any) -> Any:
+        """The recorded answer to a request of an episode being refreshed, while its
+        requests still match the recording (its first unplayed match); ``None`` for any
+        other episode, and from the first request with no recorded match on (the
+        cassette's ``prefix_only``), which is then forwarded and stored."""
+        if ep is None or getattr(ep, "original", None) is None:
+            return None
+        assert self._upstream_url is not None
+        request = Request(h.command, str(forward_url(self._upstream_url, r.path)), body,
+                          dict(h.headers.items()))
+        with ep.lock:
+            if not ep.cassette.can_play_response_for(request):
+                return None
+            ep.last = time.monotonic()
+            return ep.cassette.play_response(request)
 
     def _forward(self, h: ProxyHandler, r: Route, body: bytes, ep: Any) -> int:
         """Forward to the upstream, stream the answer back, store the exchange.
@@ -614,7 +637,7 @@ class ProxyServer(BackgroundServer):
         Returns:
             The HTTP status sent.
         """
-        from .cassette import miss_message
+        from .cassette import miss_message, miss_request_number
         candidates = [ep] if ep is not None else self.book.replay_pool()
         for cand in candidates:
             request = Request(h.command, _recorded_uri(cand.cassette, r.path), body,
@@ -631,6 +654,8 @@ class ProxyServer(BackgroundServer):
                 with ep.lock:
                     msg = f"episode {ep.key}: " + miss_message(ep.cassette, [request])
                     ep.misses.append(msg)
+                    if ep.miss_at is None:
+                        ep.miss_at = miss_request_number(ep.cassette)
             else:
                 msg = scrub_text(f"no cassette of {self.book.run / 'http'} holds an "
                                  f"unplayed match for {h.command} {r.path}")
@@ -638,6 +663,16 @@ class ProxyServer(BackgroundServer):
                     self.book.unmatched.append(msg)
             h.send_json(404, _error_body("not_found_error", f"evaltape replay miss: {msg}"))
             return 404
+        return self._send_recorded(h, response)
+
+    @staticmethod
+    def _send_recorded(h: ProxyHandler, response: dict) -> int:
+        """Send a recorded answer (status, headers but the hop-by-hop ones and those the
+        stored body no longer has, the body with its own ``content-length``).
+
+        Returns:
+            The HTTP status sent.
+        """
         data = response["body"]["string"] or b""
         if isinstance(data, str):
             data = data.encode()

@@ -1,5 +1,7 @@
 """The in-process driver: record a dataset with an agent function, one cassette and one
-trace per (case, trial), the episodes run in forked worker processes.
+trace per (case, trial), the episodes run in forked worker processes; with ``--refresh``,
+replay every finished episode first and record again only those that no longer reproduce
+(:func:`refresh_episode`).
 
 The run folder (manifest, ``traces.jsonl``, resume, the lock) is :mod:`.runfolder`'s; a
 program run behind the recording proxy is :mod:`.command`'s; :mod:`.run` picks the driver.
@@ -9,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import shutil
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -26,12 +29,16 @@ from evaltape.grader.model import TRACE_SCHEMA, Case
 
 from .agents import resolve_agent
 from .conversation import accepts_user, make_user
-from .cassette import cassette_name, make_vcr, prune_retried
+from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_kept,
+                       refresh_divergence, refreshed_interactions, work_cassette)
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
-from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, build_manifest,
-                        check_base_url, check_episode_timeout, episode_finisher, load_scripts,
-                        open_run_folder, plan_run, refuse_secrets_in_inputs, worker_count)
+from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOptions,
+                        RefreshLedger, build_manifest, check_base_url, check_episode_timeout,
+                        check_fingerprint, episode_finisher, finish_manifest, load_scripts,
+                        open_run_folder, plan_run, read_trace_lines, refresh_outcome_handler,
+                        refuse_secrets_in_inputs, worker_count)
+from .stale import trace_difference
 from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header
 from .wire.scrub import (UnscannableBody, url_credentials)
 
@@ -256,18 +263,25 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
     Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
-    requests are cut and it ends as an infrastructure timeout.
+    requests are cut and it ends as an infrastructure timeout. A run whose fingerprint
+    differs from this recording's is refused before any request
+    (:func:`.runfolder.check_fingerprint`) unless ``opts.allow_changed``; with
+    ``opts.refresh`` every finished episode is replayed first and only those that no
+    longer reproduce are recorded again, from their first diverging request
+    (:func:`refresh_episode`, :class:`.runfolder.RefreshLedger`).
 
     Returns:
         Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
-        "failed": [...]}``. An episode that ended with an API error (after the SDK's
-        retries) is not saved unless ``keep_errors``: it is listed in ``failed`` and a rerun
-        records it again.
+        "failed": [...], "live_requests": n}`` (with ``opts.refresh`` also ``"kept"``,
+        ``"refreshed"``, ``"new"`` and ``"replayed_requests"``). An episode that ended
+        with an API error (after the SDK's retries) is not saved unless ``keep_errors``:
+        it is listed in ``failed`` and a rerun records it again.
 
     Raises:
         UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
-            file of the run could not be written (disk full...: finished episodes stay).
-        BadInputError: the dataset is invalid, or its inputs changed since the run began.
+            file of the run could not be written (disk full...: finished episodes stay);
+            the run's fingerprint differs (names each change).
+        BadInputError: the dataset is invalid.
         SecretLeakError: a cassette or trace would hold a key.
     """
     check_episode_timeout(opts.episode_timeout)
@@ -299,48 +313,67 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
-    manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
-    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-    with ExitStack() as stack:
-        if scripts is not None:
-            server = stack.enter_context(ScriptServer(scripts))
-            base_url, api_key = server.base_url, "scripted-no-key"
-        users = UserOptions(opts.user_model or model, opts.user_base_url or base_url,
-                            api_key if opts.user_base_url is None else
-                            (os.environ.get("ANTHROPIC_API_KEY") or "no-key"))
-        jobs = [EpisodeJob(opts.agent, case, trial, str(out / "http" /
-                                                        cassette_name(case.id, trial)),
-                           base_url, api_key, model, opts.stream, opts.episode_timeout,
-                           users if case.user is not None else None)
-                for case, trial in todo]
-
-        finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
-
+    try:
         try:
-            workers = worker_count(opts.concurrency, len(jobs))
-            if workers == 1:
-                for job in jobs:
-                    finished(record_episode(job))
-            else:
-                warm_up(opts.agent, base_url, api_key)
-                # objects alive now are shared with the forked workers: keep the collector from
-                # touching (and so copying) their pages in every worker
-                gc.freeze()
-                ctx = multiprocessing.get_context("fork")
-                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                         initializer=_die_with_parent) as pool:
-                    futures = [pool.submit(record_episode, job) for job in jobs]
-                    for fut in as_completed(futures):
-                        finished(fut.result())
+            manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
         except OSError as e:
-            # disk full, quota, a read-only or vanished folder: the finished episodes are
-            # saved whole (atomic cassettes, one complete trace line each); say so
-            raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
-                             f"{counts['recorded']} episode(s) saved in this run, the rest "
-                             "not: fix the cause and rerun the same command to resume"
-                             ) from None
-    lock.close()
-    return counts
+            raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
+                             f"fingerprint it ({e.strerror})") from None
+        changes = check_fingerprint(previous, manifest, opts, out)
+        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
+            if opts.refresh else None
+        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+        recorded = read_trace_lines(traces) if opts.refresh else {}
+        with ExitStack() as stack:
+            if scripts is not None:
+                server = stack.enter_context(ScriptServer(scripts))
+                base_url, api_key = server.base_url, "scripted-no-key"
+            users = UserOptions(opts.user_model or model, opts.user_base_url or base_url,
+                                api_key if opts.user_base_url is None else
+                                (os.environ.get("ANTHROPIC_API_KEY") or "no-key"))
+            jobs: list[EpisodeJob | RefreshJob] = []
+            for case, trial in todo:
+                job = EpisodeJob(opts.agent, case, trial,
+                                 str(out / "http" / cassette_name(case.id, trial)), base_url,
+                                 api_key, model, opts.stream, opts.episode_timeout,
+                                 users if case.user is not None else None)
+                line = recorded.get((case.id, trial))
+                jobs.append(job if line is None else RefreshJob(job, orjson.loads(line)))
+
+            finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
+            handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
+                                             opts.keep_errors, len(todo), progress)
+
+            try:
+                workers = worker_count(opts.concurrency, len(jobs))
+                if workers == 1:
+                    for job in jobs:
+                        handle(run_job(job))
+                else:
+                    warm_up(opts.agent, base_url, api_key)
+                    # objects alive now are shared with the forked workers: keep the collector from
+                    # touching (and so copying) their pages in every worker
+                    gc.freeze()
+                    ctx = multiprocessing.get_context("fork")
+                    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                             initializer=_die_with_parent) as pool:
+                        futures = [pool.submit(run_job, job) for job in jobs]
+                        for fut in as_completed(futures):
+                            handle(fut.result())
+                if ledger is not None:
+                    ledger.finish(counts)
+                finish_manifest(out, manifest, traces,
+                                None if opts.refresh else [(c.id, t) for c, t in todo])
+            except OSError as e:
+                # disk full, quota, a read-only or vanished folder: the finished episodes are
+                # saved whole (atomic cassettes, one complete trace line each); say so
+                raise UsageError(f"{e.filename or out}: cannot save the episode ({e.strerror}); "
+                                 f"{counts['recorded']} episode(s) saved in this run, the rest "
+                                 "not: fix the cause and rerun the same command to resume"
+                                 ) from None
+        return counts
+    finally:
+        lock.close()  # (also when a check refuses the run)
 
 
 @dataclass(frozen=True)
@@ -371,6 +404,24 @@ class EpisodeJob:
     user: UserOptions | None = None
 
 
+@dataclass(frozen=True)
+class RefreshJob:
+    """A finished episode to refresh (picklable): its recording job and its trace as
+    stored."""
+
+    episode: EpisodeJob
+    recorded: dict
+
+
+def run_job(job: "EpisodeJob | RefreshJob") -> EpisodeOutcome:
+    """Run one job of :func:`record`: a new episode (:func:`record_episode`) or a refresh
+    (:func:`refresh_episode`)."""
+    if isinstance(job, RefreshJob):
+        return refresh_episode(job)
+    trace, live = record_counted(job)
+    return EpisodeOutcome(job.case.id, job.trial, "new", trace, live)
+
+
 def record_episode(job: EpisodeJob) -> dict:
     """Record one episode into its own cassette (atomic write) and return its trace.
 
@@ -380,6 +431,12 @@ def record_episode(job: EpisodeJob) -> dict:
     deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
     timeout (:func:`.deadline.mark_timed_out`).
     """
+    return record_counted(job)[0]
+
+
+def record_counted(job: EpisodeJob) -> tuple[dict, int]:
+    """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
+    counted before they are pruned)."""
     path = Path(job.cassette)
     if path.exists():
         path.unlink()
@@ -396,8 +453,64 @@ def record_episode(job: EpisodeJob) -> dict:
             late = deadline.expired
         if late:
             mark_timed_out(trace, deadline.timeout_s)
+        live = len(cassette.data)
         prune_retried(cassette)
-    return trace
+    return trace, live
+
+
+def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
+    """Replay a finished episode against its cassette and, from its first request with no
+    recorded match on, record it live (vcrpy's ``new_episodes`` mode on an
+    :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``: the requests before the
+    divergence are answered from the cassette, every later one goes to the model).
+
+    Works on a copy of the cassette (:func:`.cassette.work_cassette`); the recorder puts
+    a refreshed one in place (:class:`.runfolder.RefreshLedger`). The episode is kept when
+    it sent no live request, asked for every recorded interaction and its trace equals the
+    recorded one (:func:`.stale.trace_difference`); otherwise it is refreshed: the new
+    cassette holds the interactions it played, in order, then the live ones
+    (:func:`.cassette.refreshed_interactions`), retried errors pruned. The deadline
+    applies as for a new episode.
+    """
+    ep = job.episode
+    path = Path(ep.cassette)
+    work = work_cassette(path)
+    if path.is_file():
+        shutil.copyfile(path, work)
+    else:
+        work.unlink(missing_ok=True)
+    agent_fn = resolve_agent(ep.agent)
+    client = make_client(ep.base_url, ep.api_key, ep.case.id, ep.trial)
+    u = ep.user
+    user = make_user(ep.case, lambda: make_client(u.base_url, u.api_key, ep.case.id,
+                                                  ep.trial, speaker="user"),
+                     u.model if u else None, ep.stream)
+    with make_vcr("new_episodes").use_cassette(str(work)) as cassette:
+        cassette.prefix_only = True
+        loaded = len(cassette.data)
+        positions = {id(pair): i for i, pair in enumerate(cassette.data)}
+        with episode_deadline(ep.timeout_s) as deadline:
+            trace = run_episode(agent_fn, ep.case, ep.trial, client, ep.model, ep.stream,
+                                user)
+            late = deadline.expired
+        if late:
+            mark_timed_out(trace, deadline.timeout_s)
+        live = len(cassette.data) - loaded
+        replayed = len(cassette.played_order)
+        request, difference = refresh_divergence(cassette, loaded)
+        if request is None:
+            difference = trace_difference(job.recorded, trace)
+        if difference is not None:
+            cassette.data[:] = refreshed_interactions(cassette, loaded)
+            prune_retried(cassette)
+            cassette.dirty = True
+    if difference is None:
+        work.unlink(missing_ok=True)
+        return EpisodeOutcome(ep.case.id, ep.trial, "kept", trace, live, replayed)
+    if path.is_file() and work.is_file():
+        recorded_lines_kept(work, path, cassette.data, positions)
+    return EpisodeOutcome(ep.case.id, ep.trial, "refreshed", trace, live, replayed, request,
+                          difference, str(work))
 
 
 def _die_with_parent() -> None:

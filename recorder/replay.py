@@ -1,38 +1,39 @@
-"""Replay a recorded run offline and check the agent reproduces its stored traces."""
+"""Replay a recorded run offline and check the agent reproduces its stored traces.
+
+Every episode is re-run against its cassette with no network (vcrpy's ``none`` mode for an
+in-process agent; the proxy in replay mode for a ``--command`` program). With ``workers``
+> 1 the episodes run on that many forked processes (an in-process agent: vcrpy patches HTTP
+per process) or threads (a program: each is its own process already); the result, and the
+order in which divergences are reported, are those of one worker: trace order.
+"""
 from __future__ import annotations
 
+import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from vcr.errors import CannotOverwriteExistingCassetteException
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.run import open_run
+from evaltape.grader.model import Case
 
 from .agents import resolve_agent
 from .conversation import make_user
-from .cassette import cassette_name, cassette_path, make_vcr, miss_message
-from .record import make_client, run_episode
-from .runfolder import with_recorded_times
-from .wire.jsonpath import first_difference
-from .wire.matchers import shorten_pair
-from .wire.scrub import scrub_request, scrub_text, scrub_value
+from .cassette import cassette_name, cassette_path, make_vcr, miss_message, miss_request_number
+from .record import make_client, run_episode, warm_up
+from .stale import VOLATILE_KEYS, comparable_usage, trace_difference
+from .wire.scrub import scrub_request, scrub_text
+
+__all__ = ["VOLATILE_KEYS", "comparable_usage", "Divergence", "ReplayJob", "replay_episode",
+           "replay_run", "OFFLINE_URL", "CHANGED_INPUT"]
 
 OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
-
-
-def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``now`` with its ``usage`` cut to the token counts the recorded trace has.
-
-    Recorders before the one that kept every usage count stored only ``input_tokens`` and
-    ``output_tokens``; the same exchange replayed now also yields the prompt-cache counts
-    the server reported. Those are not a divergence of the agent. Counts both traces hold
-    must still be equal.
-    """
-    old, new = recorded.get("usage"), now.get("usage")
-    if isinstance(old, dict) and isinstance(new, dict) and set(new) - set(old):
-        now = dict(now, usage={k: v for k, v in new.items() if k in old})
-    return now
+#: What ``list_stale`` says of an episode whose case input changed since recording.
+CHANGED_INPUT = "the case's input changed since recording"
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,21 @@ class Divergence:
     is shown (live keys, pieces of 12 or more characters of one, key-shaped strings:
     :func:`.wire.scrub.scrub_text`): a replayed agent may send or answer with a key
     the recording never held.
+
+    Attributes:
+        case_id, trial: the episode.
+        message: the first difference: a request with no recorded match (its number and
+            the first differing JSON path), recorded requests no longer sent, or the first
+            JSON path where the traces differ.
+        request: the 1-based number of the request that had no recorded match, or of the
+            first recorded request no longer sent; ``None`` when every request matched and
+            only the trace differs.
     """
 
     case_id: str
     trial: int
     message: str
+    request: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", scrub_text(self.message))
@@ -56,36 +67,133 @@ class Divergence:
         return scrub_text(f"case {self.case_id!r} trial {self.trial}: {self.message}")
 
 
-def replay_run(run: str, dataset: str | None = None,
-               progress: Callable[[Divergence | None], None] | None = None) -> tuple[int, list[Divergence]]:
-    """Re-run every recorded episode against its cassette with no network.
+@dataclass(frozen=True)
+class ReplayJob:
+    """Everything one worker needs to replay one in-process episode (picklable)."""
+
+    agent: str
+    case: Case
+    trial: int
+    recorded: dict
+    cassette: str
+    model: str
+    stream: bool
+    #: the simulated users' model the run was recorded with (manifest ``users.model``)
+    user_model: str | None = None
+
+
+def replay_episode(job: ReplayJob) -> tuple[str, int | None, str | None]:
+    """Replay one episode against its cassette with no network.
 
     Returns:
-        ``(episodes_checked, divergences)``; an empty list means every trace reproduced
-        (every key equal; the times are the recording's, never measured again:
-        :func:`.runfolder.with_recorded_times`).
+        ``("ok", None, None)``; ``("diverged", request number or None, message)``; or
+        ``("unreadable", None, why)`` when the cassette cannot be read (the caller raises:
+        an exception from a worker process would lose its file name).
+    """
+    seen: list = []
+
+    def hook(request: Any) -> Any:
+        seen.append(request)
+        return scrub_request(request)
+
+    v = make_vcr("none")
+    v.before_record_request = hook
+    agent_fn = resolve_agent(job.agent)
+    client = make_client(OFFLINE_URL, "replay-no-key", job.case.id, job.trial, max_retries=0)
+    user = make_user(job.case, lambda: make_client(OFFLINE_URL, "replay-no-key", job.case.id,
+                                                   job.trial, max_retries=0, speaker="user"),
+                     job.user_model, job.stream)
+    try:
+        ctx = v.use_cassette(job.cassette)
+        cassette = ctx.__enter__()
+    except OSError as e:  # (mode 000)
+        return "unreadable", None, f"cannot read the cassette ({e.strerror})"
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        return "unreadable", None, f"cassette cannot be read: {e}"
+    miss = request = None
+    try:
+        try:
+            now = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream,
+                              user)
+        except CannotOverwriteExistingCassetteException:
+            now = None
+        if cassette.misses or now is None or (now.get("stop_reason") == "error"
+                                               and not cassette.all_played):
+            miss = miss_message(cassette, seen)
+            request = miss_request_number(cassette)
+        elif not cassette.all_played:
+            request = len(cassette.play_counts) + 1  # the first recorded request not sent
+    finally:
+        ctx.__exit__(None, None, None)
+    if miss:
+        return "diverged", request, miss
+    diff = trace_difference(job.recorded, now)
+    return ("diverged", request, diff) if diff else ("ok", None, None)
+
+
+def _checked_cassette(root: Path, cid: str, trial: int) -> Path:
+    """The cassette of a recorded episode, checked to be a non-empty file.
 
     Raises:
-        BadInputError: missing cassette, invalid traces, or dataset inputs changed since
-            recording (names the case).
+        BadInputError: missing, not a file, empty or unreadable (names the file).
     """
-    opened = open_run(run, dataset)
+    cpath = root / "http" / cassette_name(cid, trial)
+    try:
+        cpath = cassette_path(root / "http", cid, trial)
+        if not cpath.exists():
+            raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
+        if not cpath.is_file():
+            raise BadInputError("cassette is not a file", path=str(cpath))
+        if cpath.stat().st_size == 0:
+            raise BadInputError("cassette is empty: a recorded episode's interactions "
+                                "are missing", path=str(cpath))
+    except OSError as e:  # a folder we may not enter (mode 000)
+        raise BadInputError(f"cannot read the cassette ({e.strerror})",
+                            path=str(cpath)) from None
+    return cpath
+
+
+def replay_run(run: str, dataset: str | None = None,
+               progress: Callable[[Divergence | None], None] | None = None,
+               workers: int = 1, list_stale: bool = False
+               ) -> tuple[int, list[Divergence]]:
+    """Re-run every recorded episode against its cassette with no network.
+
+    Args:
+        workers: episodes replayed at once (see the module docstring); the result is the
+            same for every value.
+        list_stale: list the episodes that no longer describe the agent rather than
+            refuse the run: an episode whose case input changed since recording is
+            reported (request 1, :data:`CHANGED_INPUT`) without being run.
+
+    Returns:
+        ``(episodes_checked, divergences)`` in trace order; an empty list means every trace
+        reproduced (all keys but ``latency_s`` equal). ``progress`` is told of each
+        episode (its divergence or ``None``), in trace order.
+
+    Raises:
+        BadInputError: missing cassette, invalid traces, or (unless ``list_stale``)
+            dataset inputs changed since recording (names the case).
+        UsageError: a run recorded by ``evaltape proxy`` or imported (nothing to re-run),
+            or no episodes.
+    """
+    if workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+    opened = open_run(run, dataset, check_inputs=not list_stale)
     where = str(opened.root / "manifest.json")
     if opened.manifest.get("agent") == "command":
         from .command import replay_command_run
-        recorded = [(t.source_line, t.raw) for t, _case in opened.episodes()]
-        results = replay_command_run(opened.root, opened.manifest, opened.case_by_id,
-                                     recorded, opened.traces_path)
-        if not results:
+        entries = [(t.source_line, t.raw, t.input != case.input)
+                   for t, case in opened.episodes()]
+        replayed = iter(replay_command_run(
+            opened.root, opened.manifest, opened.case_by_id,
+            [(line, raw) for line, raw, changed in entries if not changed],
+            opened.traces_path, workers=workers))
+        rows = [(raw["case_id"], raw["trial"], 1, CHANGED_INPUT) if changed else
+                next(replayed) for _line, raw, changed in entries]
+        if not rows:
             raise UsageError(f"{opened.traces_path}: no episodes to replay")
-        divergences = []
-        for cid, trial, msg in results:
-            div = Divergence(cid, trial, msg) if msg else None
-            if div:
-                divergences.append(div)
-            if progress:
-                progress(div)
-        return len(results), divergences
+        return len(rows), _report(rows, progress)
     agent = opened.manifest.get("agent")
     if agent == "proxy":
         raise UsageError(f"{opened.root} was recorded by `evaltape proxy`: replay it with "
@@ -99,74 +207,59 @@ def replay_run(run: str, dataset: str | None = None,
         if not isinstance(opened.manifest.get(key), str):
             raise BadInputError("replay needs the recorded agent and model: missing or not a "
                                 "string", path=where, field=key)
-    agent_fn = resolve_agent(opened.manifest["agent"])
+    resolve_agent(opened.manifest["agent"])  # (a usage error before any episode)
     model = opened.manifest["model"]
     stream = bool(opened.manifest.get("stream"))
-    user_model = (opened.manifest.get("users") or {}).get("model")  # simulated users
-    divergences: list[Divergence] = []
-    checked = 0
+    jobs: list[ReplayJob | tuple[str, int]] = []
     for t, case in opened.episodes():
-        recorded = t.raw
-        cid, trial = t.case_id, t.trial
-        cpath = opened.root / "http" / cassette_name(cid, trial)
-        try:
-            cpath = cassette_path(opened.root / "http", cid, trial)
-            if not cpath.exists():
-                raise BadInputError("cassette missing for a recorded episode", path=str(cpath))
-            if not cpath.is_file():
-                raise BadInputError("cassette is not a file", path=str(cpath))
-            if cpath.stat().st_size == 0:
-                raise BadInputError("cassette is empty: a recorded episode's interactions "
-                                    "are missing", path=str(cpath))
-        except OSError as e:  # a folder we may not enter (mode 000)
-            raise BadInputError(f"cannot read the cassette ({e.strerror})",
-                                path=str(cpath)) from None
-        seen: list = []
+        if t.input != case.input:  # (list_stale only: open_run refuses it otherwise)
+            jobs.append((t.case_id, t.trial))
+            continue
+        cpath = _checked_cassette(opened.root, t.case_id, t.trial)
+        jobs.append(ReplayJob(opened.manifest["agent"], case, t.trial, t.raw, str(cpath),
+                              model, stream,
+                              (opened.manifest.get("users") or {}).get("model")))
+    if not jobs:
+        raise UsageError(f"{opened.traces_path}: no episodes to replay")
+    runnable = [j for j in jobs if isinstance(j, ReplayJob)]
+    results = iter(_replay_all(runnable, workers))
+    rows = []
+    for job in jobs:
+        if not isinstance(job, ReplayJob):
+            rows.append((job[0], job[1], 1, CHANGED_INPUT))
+            continue
+        status, request, msg = next(results)
+        if status == "unreadable":
+            raise BadInputError(msg or "cassette cannot be read", path=job.cassette)
+        rows.append((job.case.id, job.trial, request, msg if status == "diverged" else None))
+    return len(rows), _report(rows, progress)
 
-        def hook(request: Any, seen: list = seen) -> Any:
-            seen.append(request)
-            return scrub_request(request)
 
-        v = make_vcr("none")
-        v.before_record_request = hook
-        client = make_client(OFFLINE_URL, "replay-no-key", cid, trial, max_retries=0)
-        user = make_user(case, lambda: make_client(OFFLINE_URL, "replay-no-key", cid, trial,
-                                                   max_retries=0, speaker="user"),
-                         user_model, stream)
-        miss = None
-        try:
-            ctx = v.use_cassette(str(cpath))
-            cassette = ctx.__enter__()
-        except OSError as e:  # (mode 000)
-            raise BadInputError(f"cannot read the cassette ({e.strerror})",
-                                path=str(cpath)) from None
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-            raise BadInputError(f"cassette cannot be read: {e}", path=str(cpath)) from None
-        try:
-            try:
-                now = run_episode(agent_fn, case, trial, client, model, stream, user)
-            except CannotOverwriteExistingCassetteException:
-                now = None
-            if cassette.misses or now is None or (now.get("stop_reason") == "error"
-                                                   and not cassette.all_played):
-                miss = miss_message(cassette, seen)
-        finally:
-            ctx.__exit__(None, None, None)
-        checked += 1
-        div = None
-        if miss:
-            div = Divergence(cid, trial, miss)
-        else:
-            b = comparable_usage(recorded, with_recorded_times(recorded, now))
-            d = first_difference(recorded, b)
-            if d:  # (values redacted before they are cut for display)
-                sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
-                div = Divergence(cid, trial, f"trace differs at {d[0]}: recorded "
-                                 f"{sa}, replayed {sb}")
+def _replay_all(jobs: list[ReplayJob], workers: int) -> list[tuple[str, int | None, str | None]]:
+    """:func:`replay_episode` of every job, in order: in this process, or on ``workers``
+    forked processes (warmed up first, as ``record`` does)."""
+    n = min(workers, len(jobs))
+    if n <= 1:
+        return [replay_episode(j) for j in jobs]
+    warm_up(jobs[0].agent, OFFLINE_URL, "replay-no-key")
+    gc.freeze()  # (pages shared with the forked workers stay shared)
+    try:
+        with ProcessPoolExecutor(max_workers=n,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(replay_episode, jobs))
+    finally:
+        gc.unfreeze()
+
+
+def _report(rows: list[tuple[str, int, int | None, str | None]],
+            progress: Callable[[Divergence | None], None] | None) -> list[Divergence]:
+    """The divergences of ``rows`` (``(case, trial, request, message or None)`` in trace
+    order), ``progress`` told of each row."""
+    out = []
+    for cid, trial, request, msg in rows:
+        div = Divergence(cid, trial, msg, request) if msg else None
         if div:
-            divergences.append(div)
+            out.append(div)
         if progress:
             progress(div)
-    if checked == 0:
-        raise UsageError(f"{opened.traces_path}: no episodes to replay")
-    return checked, divergences
+    return out

@@ -22,9 +22,9 @@ import orjson
 from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256
 from evaltape.grader.errors import UsageError
 from evaltape.grader.model import Case
-from evaltape.grader.io.run import check_inputs_unchanged, read_manifest
+from evaltape.grader.io.run import read_manifest
 
-from .cassette import cassette_name
+from .cassette import REFRESH_FOLDER, cassette_name, cassette_path
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S)
 from .wire.persister import SecretLeakError, atomic_write_text
 from .wire.scrub import (find_secret, find_secret_deep,
@@ -69,6 +69,12 @@ class RecordOptions:
     #: (``None``: the run's own)
     user_model: str | None = None
     user_base_url: str | None = None
+    #: ``--refresh``: replay every finished episode against its cassette, keep those that
+    #: reproduce, record the others again from their first diverging request
+    refresh: bool = False
+    #: ``--allow-changed``: record the unfinished episodes although the run's fingerprint
+    #: differs (the finished ones stay as they are)
+    allow_changed: bool = False
 
 
 def check_episode_timeout(value: float | None) -> None:
@@ -148,7 +154,8 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
     Returns:
         ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
         where counts starts the run's tally and ``progress("start", ...)`` has been told
-        (with ``total`` episodes to record and ``workers``, :func:`worker_count`).
+        (with ``total`` episodes to record and ``workers``, :func:`worker_count`). With
+        ``opts.refresh`` the episodes listed are all of this shard's, finished or not.
 
     Raises:
         UsageError: the manifest or ``traces.jsonl`` could not be written (names the file
@@ -171,43 +178,16 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
         print(f"warning: {warning}", file=sys.stderr)
     mine = [(c, t) for p, c in enumerate(cases) for t in range(opts.trials)
             if in_shard(p, t, opts.trials, opts.shard)]
-    todo = [(c, t) for c, t in mine if (c.id, t) not in done]
+    # a refresh checks the finished episodes too (the driver tells them apart by ``done``)
+    todo = mine if getattr(opts, "refresh", False) else \
+        [(c, t) for c, t in mine if (c.id, t) not in done]
     counts: dict[str, Any] = {"recorded": 0, "skipped": len(mine) - len(todo),
-                              "errors": 0, "infra_kept": 0, "tokens": 0, "failed": []}
+                              "errors": 0, "infra_kept": 0, "tokens": 0, "failed": [],
+                              "live_requests": 0}
     if progress:
         progress("start", {**counts, "total": len(todo),
                            "workers": worker_count(opts.concurrency, len(todo))})
     return traces, done, todo, counts
-
-
-#: Trace keys that hold measured times (seconds), beside each tool call's ``duration_s``.
-TIMING_KEYS = ("latency_s", "timing")
-
-
-def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``now`` (a trace replayed from its cassette) with the times of ``recorded`` (the
-    trace as recorded) in place of the ones measured while replaying: ``latency_s``,
-    ``timing`` and each tool call's ``duration_s`` (by position), taken when the recording
-    has them and dropped when it has not (a recording made before they were measured).
-    Replay keeps what the recording measured; every other field is left to compare."""
-    out = dict(now)
-    for key in TIMING_KEYS:
-        if key in recorded:
-            out[key] = recorded[key]
-        else:
-            out.pop(key, None)
-    old, new = recorded.get("tool_calls"), out.get("tool_calls")
-    if isinstance(old, list) and isinstance(new, list):
-        calls = []
-        for i, call in enumerate(new):
-            was = old[i] if i < len(old) else None
-            if isinstance(call, dict) and isinstance(was, dict):
-                call = {k: v for k, v in call.items() if k != "duration_s"}
-                if "duration_s" in was:
-                    call["duration_s"] = was["duration_s"]
-            calls.append(call)
-        out["tool_calls"] = calls
-    return out
 
 
 def identical_trials_warning(trials: int, manifest: dict[str, Any]) -> str | None:
@@ -253,9 +233,11 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
     (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
     ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
-    failed) is updated and ``progress("episode", ...)`` told.
+    failed, live_requests: the requests the episode sent to the model, passed as ``live``)
+    is updated and ``progress("episode", ...)`` told.
     """
-    def finished(trace: dict) -> None:
+    def finished(trace: dict, live: int = 0) -> None:
+        counts["live_requests"] = counts.get("live_requests", 0) + live
         if trace.get("stop_reason") == "error" and not keep_errors:
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
@@ -346,6 +328,23 @@ def _finish_last_line(traces: Path) -> None:
         os.close(fd)
 
 
+def trace_line(trace: dict, traces: Path) -> bytes:
+    """One trace as the line ``traces.jsonl`` stores (sorted keys, a line break at the end),
+    redacted as cassettes are: live key values and key-shaped strings, in every string as
+    decoded, so the trace and its replay agree.
+
+    Raises:
+        SecretLeakError: a key-shaped string is left after redaction (names ``traces``).
+    """
+    line = orjson.dumps(scrub_value(trace),
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    leak = find_secret_deep(line.decode())
+    if leak:
+        raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
+                              path=str(traces))
+    return line
+
+
 def append_trace(traces: Path, trace: dict) -> None:
     """Append one trace as a single line with one write, then fsync.
 
@@ -356,14 +355,7 @@ def append_trace(traces: Path, trace: dict) -> None:
         OSError: the write failed (disk full...); the file is cut back to its earlier
             size, so it still ends with a complete line.
     """
-    # Redact what the cassette redacts (the model may echo a key), in every string as
-    # decoded, so the trace and its replay agree; then refuse anything key-shaped left.
-    line = orjson.dumps(scrub_value(trace),
-                        option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
-    leak = find_secret_deep(line.decode())
-    if leak:
-        raise SecretLeakError(f"refusing to append a trace holding a key ({leak})",
-                              path=str(traces))
+    line = trace_line(trace, traces)
     fd = os.open(traces, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         start = os.fstat(fd).st_size
@@ -422,7 +414,16 @@ def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequen
 
 def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, model: str,
                    base_url: str | None, previous: dict) -> dict:
-    """The run's ``manifest.json``; keeps ``created_at`` of an earlier run."""
+    """The run's ``manifest.json``: what was recorded (agent, model, dataset and each case's
+    input hash, trials, versions) and its ``fingerprint`` (:func:`run_fingerprint`).
+
+    Keeps from an earlier run of the folder its ``created_at``, the ``wire`` part of its
+    fingerprint (until the recording's end rewrites it: :func:`finish_manifest`), its
+    ``refreshes`` and ``appended_changed`` records, and its ``--manifest-extra`` facts.
+
+    Raises:
+        OSError: a source file of the agent (or a file its command names) cannot be read.
+    """
     spec = getattr(agent_fn, "spec", None)
     host = None
     if base_url:  # (never its credentials: base_url_host is host[:port])
@@ -464,11 +465,108 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         if len(talking) > simulated:
             users["note"] = "scripted users: their turns are written in the dataset, no model"
         manifest["users"] = users
+    if opts.command is not None:
+        manifest["command"] = opts.command
+    manifest["fingerprint"] = run_fingerprint(opts, agent_fn, model, previous)
+    for key in ("refreshes", "appended_changed"):
+        if isinstance(previous.get(key), list):
+            manifest[key] = previous[key]
     # --manifest-extra; a resumed run keeps the facts given at its start unless given again
     extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
     if extra:
         manifest["extra"] = extra
     return manifest
+
+
+def run_fingerprint(opts: RecordOptions, agent_fn: Any, model: str,
+                    previous: dict) -> dict[str, Any]:
+    """What the recordings depend on (:mod:`.stale`): ``{"agent": {"name", "module",
+    "sources"}}`` for an in-process agent (:func:`.stale.agent_sources`) or ``{"agent":
+    {"command", "files"}}`` for a ``--command`` agent (:func:`.stale.command_files`),
+    ``"model": {"model", "stream", "standin_scripts_sha256"}``, and ``"wire"``: what the
+    recorded requests sent, as the earlier recording of the folder found it (``None`` for a
+    new run; :func:`finish_manifest` measures it again at the end).
+
+    Raises:
+        OSError: a source file or a named file cannot be read.
+    """
+    from .stale import agent_sources, command_files, file_sha256
+    if opts.command is not None:
+        agent: dict[str, Any] = {"command": opts.command, "files": command_files(opts.command)}
+    else:
+        module = getattr(agent_fn, "__module__", None) or opts.agent.partition(":")[0]
+        agent = {"name": opts.agent, "module": module, "sources": agent_sources(module)}
+    old = previous.get("fingerprint") if isinstance(previous.get("fingerprint"), dict) else {}
+    return {"agent": agent,
+            "model": {"model": model, "stream": opts.stream,
+                      "standin_scripts_sha256": file_sha256(opts.standin_scripts)
+                      if opts.standin_scripts else None},
+            "wire": old.get("wire")}
+
+
+def finish_manifest(out: Path, manifest: dict, traces: Path,
+                    recorded: Sequence[tuple[str, int]] | None = None) -> None:
+    """Write the manifest once more at the end of a recording, its fingerprint's ``wire``
+    part measured (:func:`.stale.wire_fingerprint`): from the cassettes of the episodes
+    ``recorded`` in this run added to the earlier ``wire`` values, or, with ``recorded``
+    ``None`` or no earlier values (a refresh, a run recorded before fingerprints), from
+    the cassette of every episode ``traces.jsonl`` now holds.
+
+    Raises:
+        UsageError: as :func:`write_manifest`.
+    """
+    from .stale import wire_fingerprint
+    fp = manifest.setdefault("fingerprint", {})
+    previous = fp.get("wire") if isinstance(fp.get("wire"), dict) else None
+    if recorded is None or previous is None:
+        previous = None
+        recorded = sorted(finished_episodes(traces)) if traces.exists() else []
+    paths = [cassette_path(out / "http", cid, trial) for cid, trial in recorded]
+    fp["wire"] = wire_fingerprint((p for p in paths if p.is_file()), previous)
+    write_manifest(out / "manifest.json", scrub_value(manifest))
+
+
+def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> list[str]:
+    """Refuse to add episodes to a run whose recordings no longer match this agent.
+
+    Compares the run's recorded manifest with the one this recording would write
+    (:func:`.stale.fingerprint_changes`: the agent's sources or command files, a stand-in
+    script's content, a spec'd system prompt or tools, each case's input). With
+    ``opts.refresh`` every change is allowed (the refresh re-records what no longer
+    reproduces); with ``opts.allow_changed`` the unfinished episodes are recorded anyway,
+    the finished ones stay as they are, and ``manifest["appended_changed"]`` records when
+    and what changed.
+
+    Returns:
+        The changes (empty when nothing recorded differs).
+
+    Raises:
+        UsageError: the fingerprint differs and neither flag is given (nothing has been
+            sent or written yet), or ``--allow-changed`` is given while a case's input
+            changed (its finished episodes carry the old input, which grading refuses).
+    """
+    from .stale import changed_inputs, fingerprint_changes
+    changes = fingerprint_changes(previous, scrub_value(manifest))
+    if not changes or opts.refresh:
+        return changes
+    listed = "; ".join(changes[:12]) + (f"; and {len(changes) - 12} more"
+                                        if len(changes) > 12 else "")
+    inputs = changed_inputs(previous, manifest)
+    if opts.allow_changed and not inputs:
+        manifest["appended_changed"] = list(manifest.get("appended_changed") or []) + [{
+            "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "changes": changes}]
+        return changes
+    why = ("--allow-changed cannot add episodes while a case's input changed: its finished "
+           "episodes hold the old input, which grading refuses. " if opts.allow_changed
+           else "")
+    raise UsageError(f"{out}: the recordings no longer match what this command records: "
+                     f"{listed}. Nothing was recorded. {why}Rerun with --refresh to replay "
+                     "every finished episode and record again only those that no longer "
+                     "reproduce (`evaltape replay " + str(out) + " --list-stale` lists them "
+                     "without a model)" + ("" if opts.allow_changed or inputs else ", or "
+                     "with --allow-changed to record the missing episodes and leave the "
+                     "finished ones as they are"))
 
 
 def refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
@@ -528,7 +626,10 @@ SETUP_FIELDS = ("agent", "model", "stream", "standin_scripts")
 def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path) -> None:
     """Refuse to continue a run with another agent, model, dataset or stand-in script.
 
-    Mixing them would put traces of two setups into one run under one manifest.
+    Mixing them would put traces of two setups into one run under one manifest. A refresh
+    (``opts.refresh``) re-records every episode that no longer reproduces, so it may change
+    the agent (of the same kind), model, streaming and stand-in script; never the shard or
+    the dataset.
 
     Raises:
         UsageError: names the field, the recorded value and the requested one.
@@ -547,7 +648,14 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
         raise UsageError(f"{out} was recorded with user model {old_user!r}; this command "
                          f"asks for {opts.user_model!r}. Record into another --out, or "
                          "repeat the original options to resume it")
-    for name in SETUP_FIELDS:
+    refresh = getattr(opts, "refresh", False)
+    if refresh and "agent" in previous and \
+            (previous["agent"] == "command") != (opts.agent == "command"):
+        was = "a --command program" if previous["agent"] == "command" else \
+            f"the in-process agent {previous['agent']!r}"
+        raise UsageError(f"{out} was recorded with {was}: --refresh re-records with the same "
+                         "kind of agent (--command, or --agent); record into another --out")
+    for name in () if refresh else SETUP_FIELDS:
         if name in previous and previous[name] != asked[name]:
             raise UsageError(f"{out} was recorded with {name} {previous[name]!r}; this command "
                              f"asks for {asked[name]!r}. Record into another --out, or repeat "
@@ -572,24 +680,32 @@ def open_run_folder(out: Path, cases: Sequence[Case], opts: Any, model: str
     """Create (or reopen) the run folder ``out`` for recording: ``(lock, previous manifest)``.
 
     Locks the run (one recorder per run), deletes the temp files of writes a killed
-    recorder never finished, and checks that a resumed run records the same inputs with the
-    same setup (``opts``: the options of ``record`` or ``record --command``).
+    recorder never finished, and checks that a resumed run records with the same setup
+    (``opts``: the options of ``record`` or ``record --command``): the same agent, model,
+    streaming, stand-in script, shard and dataset. A refresh (``opts.refresh``) may change
+    all but the shard, the dataset and the kind of agent (in process or ``--command``);
+    a changed case input is :func:`check_fingerprint`'s to refuse, after the manifest is
+    built.
 
     Raises:
         UsageError: the folder cannot be created, another recorder holds it, or the setup
             differs from the manifest's.
-        BadInputError: a case's input changed since the run was recorded.
     """
     try:
         (out / "http").mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out {out}: cannot create the run folder ({e.strerror})") from None
     lock = lock_run(out)
-    for stale in (out / "http").glob(".*.tmp"):
-        stale.unlink()  # a temp file of a write that a killed recorder never finished
-    previous = read_manifest(out / "manifest.json")
-    check_inputs_unchanged(previous, cases, str(out / "manifest.json"))
-    check_same_setup(previous, opts, model, out)
+    for stale in [*(out / "http").glob(".*.tmp"), *out.glob(".traces.jsonl.*.tmp"),
+                  *(out / "http" / REFRESH_FOLDER).glob("*")]:
+        if stale.is_file():  # a temp file of a write that a killed recorder never finished
+            stale.unlink()
+    try:
+        previous = read_manifest(out / "manifest.json")
+        check_same_setup(previous, opts, model, out)
+    except BaseException:
+        lock.close()  # (a refused run leaves the lock free for the next command)
+        raise
     return lock, previous
 
 
@@ -607,3 +723,271 @@ def lock_run(out: Path) -> Any:
         fh.close()
         raise UsageError(f"{out}: another evaltape record is writing this run") from None
     return fh
+
+
+def read_trace_lines(traces: Path) -> dict[tuple[str, int], bytes]:
+    """``{(case_id, trial): the line as stored}`` of a JSONL file of traces (each line with
+    its line break; the last line of a key wins); ``{}`` when there is none. For
+    ``traces.jsonl``, call after :func:`finished_episodes` has checked and repaired it.
+
+    Raises:
+        OSError: the file cannot be read.
+        BadInputError: a line is not a JSON object with ``case_id`` and ``trial`` (file and
+            line named).
+    """
+    if not traces.exists():
+        return {}
+    from evaltape.grader.errors import BadInputError
+    out = {}
+    for n, raw in enumerate(traces.read_bytes().splitlines(keepends=True), start=1):
+        if raw.strip():
+            try:
+                obj = orjson.loads(raw)
+                key = (obj["case_id"], obj["trial"])
+                hash(key)
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise BadInputError("expected a JSON object with case_id and trial",
+                                    path=str(traces), line=n) from None
+            out[key] = raw if raw.endswith(b"\n") else raw + b"\n"
+    return out
+
+
+#: Seconds between two rewrites of ``traces.jsonl`` while a refresh replaces lines.
+REWRITE_INTERVAL_S = 2.0
+
+
+def _append_fsynced(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created if missing) with as many writes as the OS takes,
+    then fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class RefreshLedger:
+    """The files ``record --refresh`` writes in a run folder besides new episodes.
+
+    A refresh is numbered (1, 2, ...) and recorded in the manifest's ``refreshes`` list:
+    ``{"number", "folder", "started_at", "finished_at", "changes" (what the fingerprint
+    found changed, :func:`check_fingerprint`), "refreshed", "runs": [{"started_at",
+    "finished_at", "kept", "refreshed", "new", "failed", "live_requests",
+    "replayed_requests"}]}`` (one ``runs`` item per ``record --refresh`` run that reached
+    its end; ``refreshed`` counts the episodes refreshed by all of them). A refreshed
+    episode's previous cassette and trace line move to ``superseded/<number>/http/`` and
+    ``superseded/<number>/traces.jsonl`` (never deleted; ``grade`` reads only
+    ``traces.jsonl`` and ``http/``), and ``superseded/<number>/refreshed.jsonl`` gets one
+    line ``{"case_id", "trial", "request", "difference", "live_requests",
+    "replayed_requests"}`` for it; then the new cassette takes the old one's place and the
+    new trace replaces the old line in ``traces.jsonl``, in place (the file is rewritten
+    atomically at most every :data:`REWRITE_INTERVAL_S` seconds, and at the end).
+
+    Interrupted, a refresh resumes: a rerun continues the refresh whose ``finished_at`` is
+    still ``null``, in the same folder. An episode is superseded at most once per refresh
+    (one already in the folder's ``traces.jsonl`` is not copied again), so a rerun after a
+    stop between the new cassette and its trace line keeps the true previous recording.
+    """
+
+    def __init__(self, out: Path, manifest: dict, traces: Path,
+                 changes: Sequence[str] = ()) -> None:
+        self.out, self.manifest, self.traces = out, manifest, traces
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        entries = manifest.setdefault("refreshes", [])
+        numbers = [e.get("number") for e in entries if isinstance(e, dict)
+                   and type(e.get("number")) is int]
+        last = entries[-1] if entries else None
+        if isinstance(last, dict) and last.get("finished_at") is None and \
+                type(last.get("number")) is int and \
+                last.get("folder") == f"superseded/{last['number']}" and \
+                isinstance(last.get("runs"), list):
+            self.entry = last  # (only an entry this recorder wrote: its folder is its number)
+        else:
+            number = 1 + max(numbers, default=0)
+            self.entry = {"number": number, "folder": f"superseded/{number}",
+                          "started_at": now, "finished_at": None, "refreshed": 0, "runs": [],
+                          "changes": list(changes)}
+            entries.append(self.entry)
+        self.started_at = now
+        self.folder = out / self.entry["folder"]
+        self.superseded: set[tuple[str, int]] = set(read_trace_lines(
+            self.folder / "traces.jsonl"))
+        self._pending: dict[tuple[str, int], bytes] = {}
+        self._last_rewrite = 0.0
+
+    def supersede(self, key: tuple[str, int], old_line: bytes, details: dict) -> None:
+        """Move episode ``key``'s previous recording aside, before its new one is put in
+        place: its cassette is copied to ``superseded/<n>/http/``, ``details`` (where it
+        diverged, what it cost) appended to ``refreshed.jsonl`` and its trace line to
+        ``traces.jsonl`` there, each fsynced. An episode this refresh superseded already
+        keeps its first copy (only ``details`` are appended again: the last line of a key
+        is the one that counts).
+
+        Raises:
+            OSError: a write failed (disk full...).
+        """
+        from evaltape.grader.io.jsonfiles import atomic_write
+        (self.folder / "http").mkdir(parents=True, exist_ok=True)
+        line = orjson.dumps({"case_id": key[0], "trial": key[1], **details},
+                            option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+        if key in self.superseded:
+            _append_fsynced(self.folder / "refreshed.jsonl", line)
+            return
+        src = cassette_path(self.out / "http", *key)
+        if src.is_file():
+            atomic_write(self.folder / "http" / src.name, src.read_bytes())
+        _append_fsynced(self.folder / "refreshed.jsonl", line)
+        _append_fsynced(self.folder / "traces.jsonl", old_line)
+        self.superseded.add(key)
+
+    def replace(self, key: tuple[str, int], trace: dict) -> None:
+        """Put episode ``key``'s refreshed trace in place of its old line (written by the
+        next :meth:`flush`, which runs when :data:`REWRITE_INTERVAL_S` have passed since
+        the last one).
+
+        Raises:
+            SecretLeakError: the trace holds a key-shaped string.
+            OSError: a rewrite of ``traces.jsonl`` failed.
+        """
+        import time
+        self._pending[key] = trace_line(trace, self.traces)
+        if time.monotonic() - self._last_rewrite >= REWRITE_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Rewrite ``traces.jsonl`` atomically with every pending refreshed line in place of
+        its episode's line (order kept; lines appended since are kept).
+
+        Raises:
+            OSError: the write failed; the file is as it was.
+        """
+        import time
+        self._last_rewrite = time.monotonic()
+        if not self._pending:
+            return
+        from evaltape.grader.io.jsonfiles import atomic_write
+        lines = []
+        for raw in self.traces.read_bytes().splitlines(keepends=True):
+            if raw.strip():
+                obj = orjson.loads(raw)
+                raw = self._pending.get((obj["case_id"], obj["trial"]), raw)
+            lines.append(raw if raw.endswith(b"\n") else raw + b"\n")
+        atomic_write(self.traces, b"".join(lines))
+        self._pending.clear()
+
+    def finish(self, counts: dict[str, Any]) -> None:
+        """Flush, then close the refresh entry: this run's tallies (``counts``: ``kept``,
+        ``refreshed``, ``new``, ``failed``, ``live_requests``, ``replayed_requests``) as one
+        ``runs`` item, ``refreshed`` the episodes of ``refreshed.jsonl``, and
+        ``finished_at`` set unless episodes failed (a rerun then continues the same
+        refresh). The caller writes the manifest.
+
+        Raises:
+            OSError: the rewrite of ``traces.jsonl`` failed.
+        """
+        self.flush()
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        failed = len(counts.get("failed") or ())
+        self.entry["runs"].append({
+            "started_at": self.started_at, "finished_at": now,
+            **{k: int(counts.get(k) or 0) for k in ("kept", "refreshed", "new",
+                                                     "live_requests", "replayed_requests")},
+            "failed": failed})
+        done = read_trace_lines(self.folder / "refreshed.jsonl") if \
+            (self.folder / "refreshed.jsonl").exists() else {}
+        self.entry["refreshed"] = len(done)
+        if not failed:
+            self.entry["finished_at"] = now
+        try:
+            (self.out / "http" / REFRESH_FOLDER).rmdir()  # (empty once every episode is in)
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one recording run of one episode gave (picklable: forked workers return it).
+
+    Attributes:
+        case_id, trial: the episode.
+        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
+            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
+            was recorded again into ``work``, not yet in place).
+        trace: the trace of this run of the episode.
+        live: requests sent to the model (the SDK's retries included).
+        replayed: requests answered from the episode's previous cassette.
+        request: the 1-based number of the first request that diverged, or of the first
+            recorded request the agent no longer sent; ``None`` when every request matched
+            (and only the trace differs, or nothing does).
+        difference: the first difference (a request's JSON path, or the trace's), redacted;
+            ``None`` for a kept or new episode.
+        work: the refreshed cassette, beside the old one, for the recorder to put in place.
+    """
+
+    case_id: str
+    trial: int
+    kind: str
+    trace: dict
+    live: int
+    replayed: int = 0
+    request: int | None = None
+    difference: str | None = None
+    work: str | None = None
+
+
+def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callable[..., None],
+                            ledger: "RefreshLedger | None",
+                            recorded: dict[tuple[str, int], bytes], keep_errors: bool,
+                            total: int, progress: Any = None) -> Callable[[Any], None]:
+    """The callback that files each outcome of a (refreshing) run, in the recorder process,
+    one at a time. ``outcome`` has ``case_id``, ``trial``, ``kind`` (``new``, ``kept``,
+    ``refreshed``), ``trace``, ``live``, ``replayed``, ``request``, ``difference`` and
+    ``work`` (the new cassette of a refreshed episode).
+
+    - ``new``: filed by ``finished`` (:func:`episode_finisher`);
+    - ``kept``: counted; its cassette and trace line stay byte for byte;
+    - ``refreshed``: the previous recording is superseded (:meth:`RefreshLedger.supersede`),
+      the new cassette renamed into place, the new trace put in the old one's line. One
+      whose new run ended in an API error is not saved unless ``keep_errors`` (the old
+      recording stays; listed in ``counts["failed"]``; a rerun retries it).
+
+    ``counts`` gains ``kept``, ``refreshed``, ``new``, ``live_requests`` and
+    ``replayed_requests``; ``progress("episode", ...)`` is told.
+    """
+    for k in ("kept", "refreshed", "new", "replayed_requests"):
+        counts.setdefault(k, 0)
+
+    def handle(o: Any) -> None:
+        key = (o.case_id, o.trial)
+        if o.kind == "new":
+            before = counts["recorded"]
+            finished(o.trace, o.live)
+            counts["new"] += counts["recorded"] - before
+            return
+        counts["replayed_requests"] += o.replayed
+        counts["live_requests"] += o.live
+        if o.kind == "kept":
+            counts["kept"] += 1
+        elif o.trace.get("stop_reason") == "error" and not keep_errors:
+            Path(o.work).unlink(missing_ok=True)
+            counts["errors"] += 1
+            counts["failed"].append(scrub_text(f"{o.case_id}#t{o.trial}: {o.trace.get('error')}"
+                                               " (refresh; the previous recording is kept)"))
+        else:
+            assert ledger is not None
+            ledger.supersede(key, recorded[key], {
+                "request": o.request, "difference": o.difference, "live_requests": o.live,
+                "replayed_requests": o.replayed})
+            os.replace(o.work, cassette_path(out / "http", *key))
+            ledger.replace(key, o.trace)
+            counts["refreshed"] += 1
+            counts["errors"] += o.trace.get("stop_reason") == "error"
+            u = o.trace.get("usage") or {}  # (a refreshed trace's tokens, replayed ones too)
+            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+        if progress:
+            progress("episode", {"case_id": o.case_id, "trial": o.trial, **counts,
+                                 "total": total})
+    return handle

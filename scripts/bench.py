@@ -15,12 +15,17 @@ and noisy):
 4. recording 16 episodes against a local Messages-API server answering after 0.5 s:
    ``--concurrency 8`` >= 6.8x ``--concurrency 1``; replaying an 8-case run <= 1 s
    (next to it, the time of ``import anthropic`` in a fresh process);
-5. ``grounding`` on a 1 MB answer <= 1 s; ``grounding``'s CPU time per trace on
+5. recording at scale: ``BENCH_RECORD_N`` episodes (default 200, one request each) against a
+   server answering after ``BENCH_RECORD_LATENCY`` s (default 1): ``--concurrency 8`` within
+   85% of the ideal ``N x latency / 8``, its start-up (process start to the first request
+   the server sees) counted apart; and the time ``record --command`` adds per episode to a
+   program that makes one request, against that program run alone (no target: reported);
+6. ``grounding`` on a 1 MB answer <= 1 s; ``grounding``'s CPU time per trace on
    ``BENCH_GROUNDING_TRACES`` generated traces (default 20,000) <= the same on the base
    revision ``BENCH_BASE`` (default: where this branch left ``main``), both measured in
    this run (the base's ``grader`` and ``src/evaltape`` taken from git); next to it, the
    same ratio on tau-bench's conversations when the corpus is there (shown, no target);
-6. other bench scripts in this folder (``bench_*.py``), printed as they are.
+7. other bench scripts in this folder (``bench_*.py``), printed as they are.
 
 ``BENCH_REPEATS`` (default 1) repeats each timed process and keeps the median.
 """
@@ -41,6 +46,23 @@ GEN = ROOT.parent / "shared" / "bench" / "gen_traces.py"
 N_TRACES = int(os.environ.get("BENCH_TRACES", "100000"))
 N_LARGE = int(os.environ.get("BENCH_LARGE", "1000000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "1"))
+N_RECORD = int(os.environ.get("BENCH_RECORD_N", "200"))
+RECORD_LATENCY = float(os.environ.get("BENCH_RECORD_LATENCY", "1.0"))
+N_COMMAND = int(os.environ.get("BENCH_COMMAND_N", "40"))
+
+#: The program of the ``--command`` overhead figure: one request to ANTHROPIC_BASE_URL with
+#: the standard library, its answer's text printed (what a minimal agent program does).
+ONE_REQUEST_PROGRAM = r"""
+import json, os, sys, urllib.request
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + "/v1/messages",
+                             method="POST", headers={"content-type": "application/json",
+                                                     "x-evaltape-case": os.environ.get(
+                                                         "EVALTAPE_CASE_ID", "c0")},
+                             data=json.dumps({"model": "stand-in", "max_tokens": 16,
+                                              "messages": [{"role": "user",
+                                                            "content": "hi"}]}).encode())
+print(json.load(urllib.request.urlopen(req, timeout=30))["content"][0]["text"])
+"""
 HELPDESK_METRICS = "tool_selection_accuracy,argument_correctness,task_completion"
 
 FLOOR_SNIPPET = r"""
@@ -239,6 +261,93 @@ def bench_recording(tmp: Path) -> None:
           f"  [{replay / imp:.1f}x the `import anthropic` time]")
 
 
+def _first_request_server(scripts: dict, delay_s: float):
+    """The tests' scripted server (``delay_s`` before each answer) that also notes, on
+    this machine's monotonic clock, when it received each request."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fault_server import FaultServer
+
+    class Timed(FaultServer):
+        arrivals: list[float] = []
+
+        def respond(self, handler, body):
+            self.arrivals.append(time.monotonic())
+            super().respond(handler, body)
+
+    server = Timed(scripts, delay_s=delay_s)
+    server.arrivals = []
+    return server
+
+
+def _record_timed(cmd: list[str], server, env: dict) -> tuple[float, float]:
+    """Run a ``record`` process; ``(wall s, start-up s)``: start-up is the time from its
+    start to the first request ``server`` received. Exits on failure."""
+    server.arrivals.clear()
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd[3:6])} ... failed ({proc.returncode}):\n"
+                 f"{proc.stderr[-2000:]}")
+    return wall, (server.arrivals[0] - t0) if server.arrivals else 0.0
+
+
+def bench_record_scale(tmp: Path) -> None:
+    print(f"recording at scale ({N_RECORD} episodes x 1 request, {RECORD_LATENCY:g} s per "
+          "response):", flush=True)
+    ids = [f"r{i:04d}" for i in range(N_RECORD)]
+    ds = tmp / "scale.json"
+    ds.write_text(json.dumps([{"id": c, "user_query": f"question {c}"} for c in ids]))
+    env = dict(os.environ, ANTHROPIC_API_KEY="bench-key-000000")
+    with _first_request_server({c: ["answer"] for c in ids}, RECORD_LATENCY) as server:
+        runs = []
+        for r in range(REPEATS):
+            runs.append(_record_timed(
+                [sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent", "helpdesk",
+                 "--out", str(tmp / f"scale_{r}"), "--base-url", server.base_url, "--model",
+                 "stand-in", "--concurrency", "8"], server, env))
+    wall, startup = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    ideal = N_RECORD * RECORD_LATENCY / 8
+    print(f"  wall {wall:.1f} s, start-up {startup:.2f} s (to the first request), ideal "
+          f"{ideal:.1f} s; {(wall - startup - ideal) / N_RECORD * 8 * 1000:.0f} ms per "
+          "episode beyond the server's wait, per worker")
+    check("record --concurrency 8: ideal / (wall - start-up)", ideal / (wall - startup), 0.85,
+          True)
+
+    print(f"--command overhead ({N_COMMAND} episodes of a one-request program, no latency):",
+          flush=True)
+    prog = tmp / "one_request.py"
+    prog.write_text(ONE_REQUEST_PROGRAM)
+    cids = [f"c{i:03d}" for i in range(N_COMMAND)]
+    cds = tmp / "command.json"
+    cds.write_text(json.dumps([{"id": c, "user_query": "hi"} for c in cids]))
+
+    def gaps(arrivals: list[float]) -> list[float]:
+        return [b - a for a, b in zip(arrivals, arrivals[1:])]
+
+    with _first_request_server({c: ["answer"] for c in cids}, 0.0) as server:
+        alone: list[float] = []
+        for half in (0, 1):  # the program alone before and after the recording (drift)
+            server.arrivals.clear()
+            for c in cids[half::2]:  # its own start and request, straight to the server
+                subprocess.run([sys.executable, str(prog)], check=True, capture_output=True,
+                               env=dict(env, ANTHROPIC_BASE_URL=server.base_url,
+                                        EVALTAPE_CASE_ID=c))
+            alone += gaps(server.arrivals)
+            if half == 0:
+                _record_timed([sys.executable, "-m", "evaltape.cli", "record", str(cds),
+                               "--command", f"{sys.executable} {prog} {{input_file}}",
+                               "--out", str(tmp / "command_run"), "--base-url",
+                               server.base_url], server, env)
+                recorded = gaps(server.arrivals)
+    # one episode = the time between two requests the server sees, start-up left out
+    per_alone, per_episode = statistics.median(alone), statistics.median(recorded)
+    print(f"  between two requests: the program run alone {per_alone * 1000:.0f} ms, under "
+          f"`record --command` {per_episode * 1000:.0f} ms (medians): "
+          f"{(per_episode - per_alone) * 1000:.0f} ms added per episode, "
+          f"{per_episode / per_alone:.2f}x the program alone (reported, no target)")
+
+
 def bench_grounding() -> None:
     print("grounding on one long answer:", flush=True)
     try:
@@ -352,6 +461,7 @@ def main() -> None:
             print("grading and memory: not measured (../shared/bench/gen_traces.py not found)")
             results.append(("grading corpus available", 0, 1, False))
         bench_recording(tmp)
+        bench_record_scale(tmp)
     bench_grounding()
     if GEN.exists():
         with tempfile.TemporaryDirectory() as d:

@@ -35,13 +35,13 @@ GRADER_LAYERS = (
 
 #: The recorder's layers, lowest first: wire format and scrubbing (with the scripted
 #: Messages-API server and the episode deadline, which import nothing of the recorder), the
-#: cassette store, the run folder, the episode runners (the tool loop and the agents), the
-#: drivers (an agent in process; a command behind the recording proxy), replay, then the
-#: commands built on them.
+#: cassette store and the run fingerprint (stale.py), the run folder, the episode runners
+#: (the tool loop and the agents), the drivers (an agent in process; a command behind the
+#: recording proxy), replay, then the commands built on them.
 RECORDER_LAYERS = (
     ("evaltape.recorder",),
     ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline"),
-    ("evaltape.recorder.cassette",),
+    ("evaltape.recorder.cassette", "evaltape.recorder.stale"),
     ("evaltape.recorder.runfolder", "evaltape.recorder.episodes"),
     ("evaltape.recorder.loop", "evaltape.recorder.conversation"),
     ("evaltape.recorder.agents", "evaltape.recorder.local_adapter"),

@@ -153,7 +153,7 @@ def test_replay_keeps_the_recorded_times(tmp_path):
 
 
 def test_with_recorded_times_takes_the_recordings_times_by_position():
-    from evaltape.recorder.runfolder import with_recorded_times
+    from evaltape.recorder.stale import with_recorded_times
     recorded = {"latency_s": 2.0, "timing": {"turns": [{"step": 1, "latency_s": 1.5}]},
                 "tool_calls": [{"id": "a", "duration_s": 0.25}, {"id": "b"}]}
     now = {"latency_s": 0.01, "timing": {"turns": [{"step": 1, "latency_s": 0.001}]},

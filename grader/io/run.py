@@ -256,6 +256,9 @@ class Run:
     dataset_path: Path
     cases: tuple[Case, ...]
     label: str
+    #: compare each trace's recorded input with its case's (``False``: a caller that lists
+    #: stale episodes, and reads a changed input as one)
+    check_inputs: bool = True
     _seen: dict[str, "TrialSet"] = field(default_factory=dict, repr=False)
     _read: bool = field(default=False, repr=False)
     context: RunContext | None = field(default=None, repr=False)
@@ -302,7 +305,7 @@ class Run:
             raise BadInputError(f"trace names case {trace.case_id!r}, which the dataset "
                                 f"{self.dataset_path} does not have", path=where,
                                 line=line, field="case_id")
-        if trace.input != case.input:
+        if trace.input != case.input and self.check_inputs:
             raise BadInputError(f"case {case.id!r}: the recorded input differs from the "
                                 "dataset's; inputs may not change after recording "
                                 "(re-record the case)", path=where, line=line,
@@ -356,12 +359,16 @@ class Run:
                         tuple(missing))
 
 
-def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
+def open_run(target: str | Path, dataset: str | Path | None = None,
+             check_inputs: bool = True) -> Run:
     """Open a run directory (or its ``traces.jsonl``) with its dataset, checked.
 
     Args:
         target: ``cassettes/RUN`` or ``cassettes/RUN/traces.jsonl``.
         dataset: the dataset to grade against; default: the one the manifest names.
+        check_inputs: refuse a case whose input changed since recording (the manifest's
+            hashes, and each trace's ``input``); ``False`` lets a caller that lists stale
+            episodes (``evaltape replay --list-stale``) see them. Grading always checks.
 
     Returns:
         A :class:`Run`; iterate :meth:`Run.episodes` for checked ``(trace, case)`` pairs.
@@ -378,9 +385,10 @@ def open_run(target: str | Path, dataset: str | Path | None = None) -> Run:
     paths = locate_run(target)
     ds_path = dataset_path_for(paths, None if dataset is None else str(dataset))
     cases = load_dataset(ds_path)
-    check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
+    if check_inputs:
+        check_inputs_unchanged(paths.manifest, cases, str(paths.root / "manifest.json"))
     return Run(paths.root, paths.traces, paths.manifest, ds_path, tuple(cases), str(target),
-               context=recorded_context(paths.root, paths.manifest))
+               check_inputs, context=recorded_context(paths.root, paths.manifest))
 
 
 #: at most this many cassettes are opened to find the run's system prompt and tools

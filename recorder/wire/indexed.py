@@ -11,7 +11,11 @@ linear in the cassette's size. When the index has no unplayed hit, vcrpy's own s
 decides, so the answer is always the one vcrpy would give.
 
 The cassette also remembers the requests it could not serve (``misses``), so replay can say
-*why* (no recorded match, or a match that was already played).
+*why* (no recorded match, or a match that was already played), and the order in which it
+played its interactions (``played_order``). With ``prefix_only`` set, it stops playing at
+the first request it cannot serve: in vcrpy's ``new_episodes`` mode the requests before
+the first divergence are answered from the cassette and every later one goes to the
+server (``evaltape record --refresh``).
 """
 from __future__ import annotations
 
@@ -52,7 +56,13 @@ class IndexedCassette(Cassette):
     Attributes:
         misses: requests as the client sent them (before the ``before_record_request``
             hook) that could not be served, in order.
+        played_order: positions of the interactions played, in the order they were first
+            played.
+        prefix_only: once a request could not be served, serve no later one either (set
+            it before the first request; default ``False``).
     """
+
+    prefix_only = False
 
     #: matcher names the index is exact for
     INDEXED_MATCHERS = ("method", "path", "canonical_body")
@@ -62,6 +72,7 @@ class IndexedCassette(Cassette):
         self._index: dict[tuple, list[int]] = defaultdict(list)
         self._indexed = 0
         self.misses: list = []
+        self.played_order: list[int] = []
 
     def _exact(self) -> bool:
         return tuple(m.__name__ for m in self._match_on) == self.INDEXED_MATCHERS
@@ -121,6 +132,19 @@ class IndexedCassette(Cassette):
                   and (self.rewound or self.allow_playback_repeats))
         else:
             ok = super().can_play_response_for(request)
+        if ok and self.prefix_only and self.misses:
+            ok = False  # past the first divergence: every request goes to the server
         if not ok:
             self.misses.append(request)
         return ok
+
+    def play_response(self, request: Any) -> Any:
+        """vcrpy's ``play_response`` (the first unplayed match), noting its position in
+        :attr:`played_order` the first time it is played."""
+        index = next((i for i, _r in self._responses(request)
+                      if self.play_counts[i] == 0 or self.allow_playback_repeats), None)
+        first = index is not None and self.play_counts[index] == 0
+        response = super().play_response(request)
+        if first:
+            self.played_order.append(index)
+        return response

@@ -83,14 +83,25 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option("--keep-errors", is_flag=True,
               help="Save episodes that ended in an API error as finished (default: leave "
                    "them for a rerun to retry, and exit 1).")
+@click.option("--refresh", is_flag=True,
+              help="Replay every finished episode against its cassette: keep those that "
+                   "reproduce, record the others again from their first diverging request "
+                   "(the earlier requests are answered from the cassette), keep the "
+                   "superseded recordings under RUN/superseded/, and record the missing "
+                   "episodes.")
+@click.option("--allow-changed", is_flag=True,
+              help="Record the missing episodes into a run whose fingerprint (agent "
+                   "sources, command files, stand-in script, prompt, tools) differs; the "
+                   "finished episodes stay as they are.")
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
            keep_errors: bool, shard: str | None = None,
            episode_timeout: float | None = 600.0, user_model: str | None = None,
-           user_base_url: str | None = None) -> None:
+           user_base_url: str | None = None, refresh: bool = False,
+           allow_changed: bool = False) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
-    (resumable)."""
+    (resumable; --refresh re-records what no longer reproduces)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from evaltape.recorder.run import record_run as do_record
@@ -98,6 +109,9 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
 
     if (agent is None) == (command is None):
         raise click.UsageError("give exactly one of --agent NAME and --command CMD")
+    if refresh and allow_changed:
+        raise click.UsageError("give one of --refresh (re-record what no longer reproduces) "
+                               "and --allow-changed (leave the finished episodes as they are)")
     pairs = [e.partition("=") for e in extra]
     bad = [e for e, (k, sep, _v) in zip(extra, pairs) if not sep or not k.strip()]
     if bad:
@@ -109,19 +123,23 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          keep_errors=keep_errors, command=command,
                          command_timeout=command_timeout, episode_timeout=episode_timeout,
                          shard=None if shard is None else parse_shard(shard),
-                         user_model=user_model, user_base_url=user_base_url)
-    bar = Progress(TextColumn("[bold]recording"), BarColumn(), MofNCompleteColumn(),
+                         user_model=user_model, user_base_url=user_base_url,
+                         refresh=refresh, allow_changed=allow_changed)
+    bar = Progress(TextColumn("[bold]refreshing" if refresh else "[bold]recording"),
+                   BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
     task = bar.add_task("record", total=None, info="")
 
     def progress(kind: str, info: dict) -> None:
         if kind == "start":  # validation passed: only now draw the bar
             if info["total"]:
-                click.echo(f"{info['total']} episode(s) to record, {info['workers']} at a "
-                           "time", err=True)
+                click.echo(f"{info['total']} episode(s) to "
+                           f"{'check and refresh' if refresh else 'record'}, "
+                           f"{info['workers']} at a time", err=True)
             bar.start()
         kept = info["errors"] - len(info["failed"])  # API errors saved (--keep-errors)
-        bar.update(task, total=info["total"], completed=info["recorded"] + len(info["failed"]),
+        done = info["recorded"] + info.get("kept", 0) + info.get("refreshed", 0)
+        bar.update(task, total=info["total"], completed=done + len(info["failed"]),
                    info=f"failed {len(info['failed'])}  "
                         + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
 
@@ -136,11 +154,20 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
         bar.stop()
     kept = counts["errors"] - len(counts["failed"])
     infra = counts.get("infra_kept", 0)
-    click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
-               f"already finished, {counts['tokens']} tokens → {out}"
-               + (f"; {kept} of them ended in an error and were kept as they are "
-                  f"({infra} graded as infra_error, {kept - infra} as the agent's failure)"
-                  if kept else ""), err=True)
+    if refresh:
+        click.echo(f"refresh: {counts['kept']} episode(s) kept (reproduced), "
+                   f"{counts['refreshed']} refreshed, {counts['new']} new; "
+                   f"{counts['live_requests']} live request(s) to the model, "
+                   f"{counts['replayed_requests']} answered from the cassettes, "
+                   f"{counts['tokens']} tokens → {out}"
+                   + (f" (superseded recordings in {out}/superseded/)"
+                      if counts["refreshed"] else ""), err=True)
+    else:
+        click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
+                   f"already finished, {counts['tokens']} tokens → {out}"
+                   + (f"; {kept} of them ended in an error and were kept as they are "
+                      f"({infra} graded as infra_error, {kept - infra} as the agent's "
+                      "failure)" if kept else ""), err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)

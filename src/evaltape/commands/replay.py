@@ -7,11 +7,28 @@ import click
 @click.command()
 @click.argument("run", metavar="RUN_DIR")
 @click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
-def replay(run: str, dataset: str | None) -> None:
+@click.option("--workers", "--concurrency", "workers", type=click.IntRange(1), default=1,
+              show_default=True,
+              help="Episodes replayed at once (forked processes for an in-process agent, "
+                   "programs for a --command run); the result is the same for every N.")
+@click.option("--list-stale", is_flag=True,
+              help="List the episodes that no longer reproduce (case#trial, the request "
+                   "that first diverges, the first difference) on stdout, one a line, "
+                   "episodes whose case input changed included; exit 0 whatever it finds.")
+def replay(run: str, dataset: str | None, workers: int, list_stale: bool) -> None:
     """Check that RUN_DIR's agent reproduces its stored traces with no network."""
     from evaltape.recorder.replay import replay_run
 
-    checked, divergences = replay_run(run, dataset)
+    checked, divergences = replay_run(run, dataset, workers=workers, list_stale=list_stale)
+    if list_stale:
+        from evaltape.recorder.wire.scrub import scrub_text
+        for d in divergences:
+            where = f"request {d.request}" if d.request is not None else "every request matched"
+            click.echo(scrub_text(f"{d.case_id}#t{d.trial}\t{where}\t{d.message}"))
+        click.echo(f"{len(divergences)} of {checked} episode(s) stale in {run}"
+                   + ("; `evaltape record ... --refresh` records them again from their first "
+                      "diverging request" if divergences else ""), err=True)
+        return
     if divergences:
         for d in divergences:
             click.echo(f"DIVERGED {d}", err=True)

@@ -1,0 +1,372 @@
+"""What a recording depends on, and how a stale one is told apart: the run fingerprint.
+
+A run's recordings stand for one agent on one model. The manifest's ``fingerprint`` records
+what they depend on, so that ``evaltape record`` into an existing run can refuse an agent
+that is no longer the recorded one before it sends a request:
+
+- ``agent``: an in-process agent's module and the sha256 of its source files
+  (:func:`agent_sources`), or a ``--command`` agent's command line and the sha256 of the
+  files it names (:func:`command_files`);
+- ``model``: the model, streaming, and the sha256 of a ``--standin-script`` file;
+- ``wire``: what the recorded requests sent (:func:`wire_fingerprint`: the system prompts,
+  tool schemas, models and other request parameters seen in the cassettes). A change that
+  shows only on the wire (a prompt read from a file the fingerprint does not hash) is found
+  by replaying, not by comparing fingerprints; the wire part says what was sent.
+
+Each case's input is fingerprinted by the manifest's ``dataset.cases`` (hashes of
+:func:`evaltape.grader.io.datasets.case_input_sha256`), and a spec'd agent's system prompt
+and tools by ``system_prompt_sha256`` / ``tools_sha256``. :func:`fingerprint_changes`
+names every difference. :func:`trace_difference` is the rule replay, ``replay
+--list-stale`` and ``record --refresh`` use to decide that a replayed episode no longer
+reproduces its trace.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import os
+import shlex
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import orjson
+
+from .wire.jsonpath import first_difference
+from .wire.matchers import shorten_pair
+from .wire.scrub import scrub_value
+
+#: Trace keys that legitimately differ between recording and replay.
+VOLATILE_KEYS = ("latency_s",)
+#: Request body keys that are not "parameters" in :func:`wire_fingerprint` (the
+#: conversation, the prompt and tools, which are hashed apart, and per-request metadata).
+NOT_PARAMETERS = frozenset({"messages", "system", "tools", "model", "metadata"})
+#: Distinct parameter sets a wire fingerprint keeps (the rest are counted).
+MAX_PARAMETER_SETS = 20
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 (hex) of a file's bytes.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _installed_roots() -> list[Path]:
+    """Folders whose modules are not the user's: the standard library and every
+    site-packages folder (``sys.prefix``, ``sys.base_prefix`` and ``sysconfig``'s paths)."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            roots.add(sysconfig.get_paths()[key])
+        except KeyError:
+            pass
+    return [Path(r).resolve() for r in roots if r]
+
+
+def _module_file(name: str) -> Path | None:
+    """The ``.py`` file of module ``name`` (already imported, or found without importing it
+    when its parent package is imported), or ``None`` (a built-in, an extension module, a
+    namespace package, a module that cannot be found)."""
+    mod = sys.modules.get(name)
+    origin = getattr(mod, "__file__", None) if mod is not None else None
+    if origin is None and mod is None:
+        parent = name.rpartition(".")[0]
+        if parent and parent not in sys.modules:
+            return None  # (finding it would import its parent package)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError, AttributeError):
+            return None
+        origin = spec.origin if spec is not None else None
+    if not origin or not str(origin).endswith(".py"):
+        return None
+    return Path(origin)
+
+
+def _imported_names(path: Path, name: str) -> set[str]:
+    """The modules a module's file imports (``import a.b``, ``from a import b`` gives ``a``
+    and ``a.b``; relative imports resolved against ``name``), imports inside functions
+    included. A file that does not parse imports nothing here (its hash still counts)."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (SyntaxError, ValueError, OSError):
+        return set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target:
+                out.add(target)
+                out.update(f"{target}.{a.name}" for a in node.names if a.name != "*")
+    return out
+
+
+def agent_sources(module: str) -> dict[str, str]:
+    """``{module name: sha256 of its file}`` for an in-process agent's source files.
+
+    The files are the agent's module and, transitively, every module it imports that is the
+    user's code: a ``.py`` file of the agent's own top-level package, or one in the agent
+    module's folder, and neither in the standard library nor in an installed package
+    (site-packages). evaltape's own modules (the tool loop a built-in agent runs on) are
+    not hashed, except a built-in agent's own module: they are the tool, recorded by
+    version in the manifest's ``versions``. A module evaltape cannot find (not imported,
+    not a ``.py`` file) is left out.
+
+    Raises:
+        OSError: a source file cannot be read.
+    """
+    start = _module_file(module)
+    if start is None:
+        return {}
+    top = module.split(".")[0]
+    folder = start.resolve().parent
+    installed = _installed_roots()
+
+    def users(name: str, path: Path) -> bool:
+        if name == module:
+            return True
+        if name.split(".")[0] == "evaltape":
+            return False
+        real = path.resolve()
+        if any(r == real or r in real.parents for r in installed):
+            return False
+        return name.split(".")[0] == top or real.parent == folder
+
+    found: dict[str, Path] = {module: start}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        for imported in sorted(_imported_names(found[name], name)):
+            if imported in found:
+                continue
+            path = _module_file(imported)
+            if path is not None and users(imported, path):
+                found[imported] = path
+                todo.append(imported)
+    return {name: file_sha256(path) for name, path in sorted(found.items())}
+
+
+def command_files(command: str) -> dict[str, str]:
+    """``{path as written: sha256}`` of the files a ``--command`` line names: every argument
+    (or the value of a ``--name=value`` argument) that is an existing file relative to the
+    working directory, and the program itself when it is given as a path (``./agent.sh``);
+    a program found on ``PATH`` (``node``, ``python``) is not hashed. Placeholders such as
+    ``{input_file}`` name no file.
+
+    Raises:
+        OSError: a named file cannot be read.
+    """
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return {}
+    out: dict[str, str] = {}
+    for i, arg in enumerate(argv):
+        if i == 0 and "/" not in arg:
+            continue
+        for cand in (arg, arg.partition("=")[2] if arg.startswith("-") else ""):
+            if cand and "{" not in cand and Path(cand).is_file():
+                out[cand] = file_sha256(cand)
+    return dict(sorted(out.items()))
+
+
+def _sha(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def wire_fingerprint(cassettes: Iterable[Path],
+                     previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256":
+    [...], "tools_sha256": [...], "models": [...], "parameters": [{...}, ...],
+    "parameter_sets": n}``, each list sorted and without repeats. A system prompt or
+    tool list a request did not send is ``"none"``; ``parameters`` are the request body
+    keys other than :data:`NOT_PARAMETERS` (``max_tokens``, ``temperature``, ``stream``,
+    ``tool_choice``...), at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
+    counts them all). Requests without a ``messages`` list (token counting), bodies that
+    are not JSON, and files that cannot be read or parsed are skipped: this records what
+    was sent, it is not a check of the cassettes (replay is).
+
+    ``previous``: an earlier wire fingerprint of the same run whose values are added (a
+    resumed recording reads only its new cassettes); ``parameter_sets`` is then at least
+    the earlier count."""
+    prev = previous if isinstance(previous, Mapping) else {}
+
+    def strings(key: str) -> set[str]:
+        vals = prev.get(key)
+        return {v for v in vals if isinstance(v, str)} if isinstance(vals, list) else set()
+
+    systems, tools, models = strings("system_sha256"), strings("tools_sha256"), \
+        strings("models")
+    params: set[bytes] = {orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+                          for v in prev.get("parameters") or () if isinstance(v, dict)}
+    for path in cassettes:
+        try:
+            lines = Path(path).read_bytes().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                obj = orjson.loads(line)
+                body = obj["request"]["body"].get("json")
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+                continue
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                continue
+            systems.add("none" if body.get("system") is None else _sha(body["system"]))
+            tools.add("none" if body.get("tools") is None else _sha(body["tools"]))
+            models.add(str(body.get("model")))
+            params.add(orjson.dumps({k: v for k, v in body.items()
+                                     if k not in NOT_PARAMETERS},
+                                    option=orjson.OPT_SORT_KEYS))
+    ordered = sorted(params)
+    earlier = prev.get("parameter_sets")
+    return {"system_sha256": sorted(systems), "tools_sha256": sorted(tools),
+            "models": sorted(models),
+            "parameters": [orjson.loads(p) for p in ordered[:MAX_PARAMETER_SETS]],
+            "parameter_sets": max(len(ordered), earlier if type(earlier) is int else 0)}
+
+
+def _short(sha: Any) -> str:
+    return f"{sha[:12]}…" if isinstance(sha, str) and len(sha) > 12 else repr(sha)
+
+
+def _changed_hashes(what: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Lines naming the entries of two ``{name: sha256}`` maps that differ."""
+    out = []
+    for name in sorted(set(old) | set(new)):
+        if name not in new:
+            out.append(f"{what} {name} is gone (was {_short(old[name])})")
+        elif name not in old:
+            out.append(f"{what} {name} is new ({_short(new[name])})")
+        elif old[name] != new[name]:
+            out.append(f"{what} {name} changed (sha256 {_short(old[name])} → "
+                       f"{_short(new[name])})")
+    return out
+
+
+def fingerprint_changes(previous: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    """What differs between a run's recorded manifest ``previous`` and the manifest this
+    recording would write (``manifest``), one plain line each, in a fixed order: the
+    agent, its source files or command and the files it names, the model, streaming,
+    the stand-in script and its content, a spec'd system prompt and tools, then each case
+    whose input changed. A part that ``previous`` does not record (a run recorded before
+    fingerprints) is not compared; an empty list means nothing recorded differs.
+    """
+    if not previous:
+        return []
+    out: list[str] = []
+    old_fp = previous.get("fingerprint") if isinstance(previous.get("fingerprint"), dict) \
+        else {}
+    new_fp = manifest.get("fingerprint") or {}
+    for key in ("agent", "command"):
+        if key in previous and previous.get(key) != manifest.get(key):
+            out.append(f"{key} {previous.get(key)!r} → {manifest.get(key)!r}")
+    old_agent = old_fp.get("agent") if isinstance(old_fp.get("agent"), dict) else {}
+    new_agent = new_fp.get("agent") or {}
+    for part, what in (("sources", "agent source"), ("files", "command file")):
+        if isinstance(old_agent.get(part), dict):
+            out += _changed_hashes(what, old_agent[part], new_agent.get(part) or {})
+    for key in ("model", "stream", "standin_scripts"):
+        if key in previous and previous.get(key) != manifest.get(key):
+            out.append(f"{key} {previous.get(key)!r} → {manifest.get(key)!r}")
+    old_model = old_fp.get("model") if isinstance(old_fp.get("model"), dict) else {}
+    new_model = new_fp.get("model") or {}
+    if "standin_scripts_sha256" in old_model and \
+            old_model["standin_scripts_sha256"] != new_model.get("standin_scripts_sha256") \
+            and previous.get("standin_scripts") == manifest.get("standin_scripts"):
+        out.append(f"stand-in script {manifest.get('standin_scripts')} changed (sha256 "
+                   f"{_short(old_model['standin_scripts_sha256'])} → "
+                   f"{_short(new_model.get('standin_scripts_sha256'))})")
+    for key, what in (("system_prompt_sha256", "system prompt"), ("tools_sha256", "tools")):
+        if previous.get(key) is not None and previous.get(key) != manifest.get(key):
+            out.append(f"{what} (the agent's spec) changed (sha256 {_short(previous[key])} → "
+                       f"{_short(manifest.get(key))})")
+    out += [f"case {cid!r}: its input changed" for cid in changed_inputs(previous, manifest)]
+    return out
+
+
+def changed_inputs(previous: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    """The ids of the cases both manifests record whose input hash differs, in the order of
+    ``manifest``'s ``dataset.cases``."""
+    old = (previous.get("dataset") or {}).get("cases") if isinstance(
+        previous.get("dataset"), dict) else None
+    new = (manifest.get("dataset") or {}).get("cases") or {}
+    if not isinstance(old, dict):
+        return []
+    return [cid for cid, sha in new.items() if cid in old and old[cid] != sha]
+
+
+def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` with its ``usage`` cut to the token counts the recorded trace has.
+
+    Recorders before the one that kept every usage count stored only ``input_tokens`` and
+    ``output_tokens``; the same exchange replayed now also yields the prompt-cache counts
+    the server reported. Those are not a divergence of the agent. Counts both traces hold
+    must still be equal.
+    """
+    old, new = recorded.get("usage"), now.get("usage")
+    if isinstance(old, dict) and isinstance(new, dict) and set(new) - set(old):
+        now = dict(now, usage={k: v for k, v in new.items() if k in old})
+    return now
+
+
+def trace_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """Where a replayed episode's trace ``now`` first differs from the ``recorded`` one
+    (every key but :data:`VOLATILE_KEYS`; usage counts the recording did not keep are
+    ignored, :func:`comparable_usage`), as ``trace differs at $.PATH: recorded A,
+    replayed B`` with both values redacted and cut for display; ``None`` when equal."""
+    now = with_recorded_times(dict(recorded), dict(now))  # (times are never measured again)
+    a = {k: v for k, v in recorded.items() if k not in VOLATILE_KEYS}
+    b = comparable_usage(a, {k: v for k, v in now.items() if k not in VOLATILE_KEYS})
+    d = first_difference(a, b)
+    if d is None:
+        return None
+    sa, sb = shorten_pair(scrub_value(d[1]), scrub_value(d[2]))
+    return f"trace differs at {d[0]}: recorded {sa}, replayed {sb}"
+
+
+#: Trace keys that hold measured times (seconds), beside each tool call's ``duration_s``.
+TIMING_KEYS = ("latency_s", "timing")
+
+
+def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` (a trace replayed from its cassette) with the times of ``recorded`` (the
+    trace as recorded) in place of the ones measured while replaying: ``latency_s``,
+    ``timing`` and each tool call's ``duration_s`` (by position), taken when the recording
+    has them and dropped when it has not (a recording made before they were measured).
+    Replay keeps what the recording measured; every other field is left to compare."""
+    out = dict(now)
+    for key in TIMING_KEYS:
+        if key in recorded:
+            out[key] = recorded[key]
+        else:
+            out.pop(key, None)
+    old, new = recorded.get("tool_calls"), out.get("tool_calls")
+    if isinstance(old, list) and isinstance(new, list):
+        calls = []
+        for i, call in enumerate(new):
+            was = old[i] if i < len(old) else None
+            if isinstance(call, dict) and isinstance(was, dict):
+                call = {k: v for k, v in call.items() if k != "duration_s"}
+                if "duration_s" in was:
+                    call["duration_s"] = was["duration_s"]
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
