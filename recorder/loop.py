@@ -215,6 +215,9 @@ def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream:
                 except json.JSONDecodeError as e:  # an event's data is not JSON
                     raise _bad_response(s.response, "an event's data is not JSON",
                                         e.doc) from None
+                except UnicodeDecodeError as e:  # not text: still compressed (x-gzip)...
+                    raise _bad_response(s.response, "the stream is not UTF-8 text",
+                                        e.object) from None
                 # any other ValueError is the SDK refusing what the model sent (a tool
                 # input its partial-JSON parser cannot read): the agent's failure, raised
                 snapshot = getattr(s, "_current_snapshot_or_none", None)
