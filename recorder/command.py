@@ -46,9 +46,8 @@ from evaltape.grader.model import Case
 from .cassette import cassette_name, cassette_path, work_cassette
 from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .runfolder import (EpisodeOutcome, RefreshLedger, build_manifest, check_base_url,
-                        check_fingerprint, episode_finisher, finish_manifest,
-                        load_standin_scripts, open_run_folder, plan_run, read_trace_lines,
+from .runfolder import (EpisodeOutcome, check_base_url, episode_finisher, finish_manifest,
+                        load_standin_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
 from .stale import trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
@@ -254,17 +253,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             raise UsageError(f"{out} was recorded with command {previous.get('command')!r}; this "
                              f"command asks for {opts.command!r}. Record into another --out, or "
                              "repeat the original options to resume it")
-        try:
-            manifest = build_manifest(opts, cases, None, model, None if scripts else upstream,
-                                      previous)
-        except OSError as e:
-            raise UsageError(f"{e.filename}: cannot read a file the command names to "
-                             f"fingerprint it ({e.strerror})") from None
-        changes = check_fingerprint(previous, manifest, opts, out)
-        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
-            if opts.refresh else None
-        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-        recorded = read_trace_lines(traces) if opts.refresh else {}
+        plan = plan_recording(out, opts, cases, None, model, None if scripts else upstream,
+                              previous, progress, "a file the command names")
+        manifest, ledger, traces, done = plan.manifest, plan.ledger, plan.traces, plan.done
+        todo, counts, recorded = plan.todo, plan.counts, plan.recorded
         refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
         with ExitStack() as stack:
             if scripts is not None:

@@ -34,10 +34,9 @@ from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_ke
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
 from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOptions,
-                        RefreshLedger, build_manifest, check_base_url, check_episode_timeout,
-                        check_fingerprint, episode_finisher, finish_manifest, load_scripts,
-                        open_run_folder, plan_run, read_trace_lines, refresh_outcome_handler,
-                        refuse_secrets_in_inputs, worker_count)
+                        check_base_url, check_episode_timeout, episode_finisher,
+                        finish_manifest, load_scripts, open_run_folder, plan_recording,
+                        refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
 from .stale import trace_difference
 from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header
 from .wire.scrub import (UnscannableBody, url_credentials)
@@ -314,16 +313,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     out = Path(opts.out)
     lock, previous = open_run_folder(out, cases, opts, model)
     try:
-        try:
-            manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
-        except OSError as e:
-            raise UsageError(f"{e.filename}: cannot read a source file of the agent to "
-                             f"fingerprint it ({e.strerror})") from None
-        changes = check_fingerprint(previous, manifest, opts, out)
-        ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
-            if opts.refresh else None
-        traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
-        recorded = read_trace_lines(traces) if opts.refresh else {}
+        plan = plan_recording(out, opts, cases, agent_fn, model, base_url, previous, progress,
+                              "a source file of the agent")
+        manifest, ledger, traces, todo = plan.manifest, plan.ledger, plan.traces, plan.todo
+        counts, recorded = plan.counts, plan.recorded
         with ExitStack() as stack:
             if scripts is not None:
                 server = stack.enter_context(ScriptServer(scripts))
@@ -434,18 +427,26 @@ def record_episode(job: EpisodeJob) -> dict:
     return record_counted(job)[0]
 
 
-def record_counted(job: EpisodeJob) -> tuple[dict, int]:
-    """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
-    counted before they are pruned)."""
-    path = Path(job.cassette)
-    if path.exists():
-        path.unlink()
+def _episode_parts(job: EpisodeJob) -> tuple[Callable[..., dict], Any, Any]:
+    """``(agent function, agent's client, user or None)`` of one episode to record: the
+    client wired to the episode's case and trial, the user (a case with a ``user``) on
+    its own client marked as the user's (:func:`.conversation.make_user`)."""
     agent_fn = resolve_agent(job.agent)
     client = make_client(job.base_url, job.api_key, job.case.id, job.trial)
     u = job.user
     user = make_user(job.case, lambda: make_client(u.base_url, u.api_key, job.case.id,
                                                    job.trial, speaker="user"),
                      u.model if u else None, job.stream)
+    return agent_fn, client, user
+
+
+def record_counted(job: EpisodeJob) -> tuple[dict, int]:
+    """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
+    counted before they are pruned)."""
+    path = Path(job.cassette)
+    if path.exists():
+        path.unlink()
+    agent_fn, client, user = _episode_parts(job)
     with make_vcr("all").use_cassette(str(path)) as cassette:
         with episode_deadline(job.timeout_s) as deadline:
             trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream,
@@ -479,12 +480,7 @@ def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
         shutil.copyfile(path, work)
     else:
         work.unlink(missing_ok=True)
-    agent_fn = resolve_agent(ep.agent)
-    client = make_client(ep.base_url, ep.api_key, ep.case.id, ep.trial)
-    u = ep.user
-    user = make_user(ep.case, lambda: make_client(u.base_url, u.api_key, ep.case.id,
-                                                  ep.trial, speaker="user"),
-                     u.model if u else None, ep.stream)
+    agent_fn, client, user = _episode_parts(ep)
     with make_vcr("new_episodes").use_cassette(str(work)) as cassette:
         cassette.prefix_only = True
         loaded = len(cassette.data)

@@ -142,6 +142,50 @@ def _sha(obj: Any) -> str:
     return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+@dataclass
+class RecordingPlan:
+    """What both drivers know before they record: the manifest, the refresh ledger
+    (``None`` without ``--refresh``), ``traces.jsonl``, the finished and the pending
+    episodes, the run's tally, and the finished trace lines a refresh replays
+    (``{(case, trial): line}``, empty without ``--refresh``)."""
+
+    manifest: dict[str, Any]
+    ledger: Any
+    traces: Path
+    done: set[tuple[str, int]]
+    todo: list[tuple[Any, int]]
+    counts: dict[str, Any]
+    recorded: dict[tuple[str, int], bytes]
+
+
+def plan_recording(out: Path, opts: "RecordOptions", cases: Sequence[Any], agent_fn: Any,
+                   model: str, base_url: str | None, previous: dict[str, Any],
+                   progress: Any, sources: str) -> RecordingPlan:
+    """Build the manifest (:func:`build_manifest`), refuse a changed fingerprint
+    (:func:`check_fingerprint`), open the refresh ledger and write the manifest and list
+    the pending episodes (:func:`plan_run`): the start both drivers share.
+
+    Args:
+        sources: what the fingerprint reads, for the error (``"a source file of the
+            agent"``, ``"a file the command names"``).
+
+    Raises:
+        UsageError: a file the fingerprint reads cannot be read (named), the fingerprint
+            changed (:func:`check_fingerprint`), or the manifest cannot be written.
+    """
+    try:
+        manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
+    except OSError as e:
+        raise UsageError(f"{e.filename}: cannot read {sources} to fingerprint it "
+                         f"({e.strerror})") from None
+    changes = check_fingerprint(previous, manifest, opts, out)
+    ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
+        if opts.refresh else None
+    traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+    recorded = read_trace_lines(traces) if opts.refresh else {}
+    return RecordingPlan(manifest, ledger, traces, done, todo, counts, recorded)
+
+
 def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
              cases: Sequence[Any], opts: "RecordOptions", progress: Any = None
              ) -> tuple[Path, set[tuple[str, int]], list[tuple[Any, int]], dict[str, Any]]:

@@ -248,6 +248,23 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     return trace
 
 
+def _list_of_objects(value: Any, field: str, plural: str, singular: str, path: str | None,
+                     line: int | None) -> None:
+    """Refuse a trace field that is not a list of JSON objects (``messages``, ``tools``).
+
+    Raises:
+        BadInputError: ``expected a list of PLURAL`` naming ``field``, or ``expected a
+            SINGULAR`` naming ``field[i]``.
+    """
+    if not isinstance(value, list):
+        raise BadInputError(f"expected a list of {plural}, got {type(value).__name__}",
+                            path=path, line=line, field=field)
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise BadInputError(f"expected a {singular}, got {type(item).__name__}",
+                                path=path, line=line, field=f"{field}[{i}]")
+
+
 def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> Trace:
     """Validate one decoded trace object and build a :class:`Trace`.
 
@@ -324,25 +341,13 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
     messages = obj.get("messages")
     if messages is None:
         messages = []
-    if not isinstance(messages, list):
-        raise BadInputError(f"expected a list of messages, got {type(messages).__name__}",
-                            path=path, line=line, field="messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise BadInputError(f"expected a message object, got {type(m).__name__}",
-                                path=path, line=line, field=f"messages[{i}]")
+    _list_of_objects(messages, "messages", "messages", "message object", path, line)
     for key in ("model", "error", "infra_error", "partial_response", "system"):
         if key in obj:
             _typed(obj, key, (str,), path, line, nullable=True)
     tools = obj.get("tools")
     if tools is not None:
-        if not isinstance(tools, list):
-            raise BadInputError(f"expected a list of tool schemas, got {type(tools).__name__}",
-                                path=path, line=line, field="tools")
-        for i, t in enumerate(tools):
-            if not isinstance(t, dict):
-                raise BadInputError(f"expected a tool schema object, got {type(t).__name__}",
-                                    path=path, line=line, field=f"tools[{i}]")
+        _list_of_objects(tools, "tools", "tool schemas", "tool schema object", path, line)
     if "unfinished" in obj:
         _typed(obj, "unfinished", (bool,), path, line, nullable=True)
     if "latency_s" in obj:
