@@ -424,3 +424,156 @@ def test_the_page_is_the_same_bytes_every_time(tmp_path):
                 "--format", "html")
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "r" / "report.html").read_bytes() == pages[0]
+
+
+# --------------------------------------------------------------------------- hostile clients
+def _page_server(tmp_path, **kw):
+    """The page server over a one-file folder, serving in a thread; (server, port, log)."""
+    import io
+    import threading
+    from evaltape.grader.report.view_files import serve
+    (tmp_path / "index.html").write_text("<p>secret conversation</p>", "utf-8")
+    log = io.StringIO()
+    server = serve(tmp_path, 0, log=log, **kw)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1], log
+
+
+def _raw(port, data: bytes, timeout=5.0) -> bytes:
+    """Send ``data`` on a fresh loopback connection and read until the server closes."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            piece = s.recv(65536)
+            if not piece:
+                return out
+            out += piece
+
+
+def test_page_server_answers_only_loopback_hosts(tmp_path):
+    server, port, _ = _page_server(tmp_path)
+    try:
+        def status(host_line: bytes) -> tuple[int, bytes]:
+            out = _raw(port, b"GET /index.html HTTP/1.1\r\n" + host_line + b"Connection: close\r\n\r\n")
+            return int(out.split(b" ", 2)[1]), out
+        for ok in (b"127.0.0.1", b"127.0.0.1:%d" % port, b"localhost", b"LOCALHOST:1",
+                   b"[::1]", b"[::1]:%d" % port):
+            code, out = status(b"Host: " + ok + b"\r\n")
+            assert code == 200 and b"secret conversation" in out, ok
+        # a rebinding site sends its own name; no Host at all is refused too
+        for bad in (b"Host: attacker.example\r\n", b"Host: attacker.example:%d\r\n" % port,
+                    b"Host: 127.0.0.1.attacker.example\r\n", b"Host: localhost.\r\n",
+                    b"Host: 127.0.0.2\r\n", b"Host: [::1]x\r\n", b""):
+            code, out = status(bad)
+            assert code == 421 and b"secret conversation" not in out, bad
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_page_server_closes_silent_and_slow_connections_and_caps_them(tmp_path):
+    import socket
+    import time
+    server, port, log = _page_server(tmp_path, idle_timeout=0.5, read_timeout=1.5,
+                                     max_connections=3)
+    try:
+        # silent: nothing sent; closed after the idle timeout (0.5 s), well before 5 s
+        t0 = time.monotonic()
+        assert _raw(port, b"") == b""
+        assert time.monotonic() - t0 < 3
+        # slow: a header byte every 0.3 s (never idle 0.5 s) is closed at the read deadline
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            t0 = time.monotonic()
+            s.sendall(b"GET / HTTP/1.1\r\n")
+            closed = False
+            for _ in range(30):
+                try:
+                    s.sendall(b"X")
+                    time.sleep(0.3)
+                except OSError:
+                    closed = True
+                    break
+                s.settimeout(0.01)
+                try:
+                    if s.recv(10) == b"":
+                        closed = True
+                        break
+                except TimeoutError:
+                    pass
+                s.settimeout(5)
+            assert closed and time.monotonic() - t0 < 4
+        time.sleep(0.2)
+        assert log.getvalue() == ""                  # timeouts are quiet
+        # the cap: 3 half-sent connections held, the 4th is answered 503
+        held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+        for h in held:
+            h.sendall(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.2)
+        out = _raw(port, b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        assert out.startswith(b"HTTP/1.0 503 ")
+        for h in held:
+            h.close()
+        time.sleep(0.3)
+        out = _raw(port, b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        assert out.startswith(b"HTTP/1.0 200 ")          # slots are freed when they close
+    finally:
+        server.shutdown()
+        server.server_close()
+    # the held clients went away before their answer: at most a line each, no traceback
+    lines = log.getvalue().splitlines()
+    assert len(lines) <= 3 and all(ln.startswith("evaltape view: 127.0.0.1:") for ln in lines)
+
+
+def test_page_server_bad_paths_and_early_disconnects_are_one_line(tmp_path):
+    import socket
+    import struct
+    import time
+    (tmp_path / "big.js").write_bytes(b"x" * (8 << 20))
+    server, port, log = _page_server(tmp_path)
+    try:
+        for path in (b"/%00", b"/index.html%00.js", b"/%ed%a0%80", b"/a/%ed%a0%80/b"):
+            out = _raw(port, b"GET " + path + b" HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            assert out.startswith(b"HTTP/1.0 404 "), path
+        assert log.getvalue() == ""
+        # a client that asks for a large file and resets the connection mid-answer
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"GET /big.js HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        s.recv(100)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()                                    # RST
+        for _ in range(50):
+            if log.getvalue():
+                break
+            time.sleep(0.1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("evaltape view: 127.0.0.1:") and "went away" in lines[0]
+    assert "Traceback" not in log.getvalue()
+
+
+def test_served_page_refuses_other_hosts_and_prints_no_traceback(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "view", str(STANDIN),
+                             "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for _ in range(50):
+            m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stderr.readline())
+            if m:
+                port = int(m.group(1))
+                break
+        assert port, "no URL printed"
+        out = _raw(port, b"GET / HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n")
+        assert out.startswith(b"HTTP/1.0 421 ") and b"helpdesk" not in out
+        for path in (b"/%00", b"/%ed%a0%80"):
+            assert _raw(port, b"GET " + path + b" HTTP/1.0\r\nHost: localhost\r\n\r\n"
+                        ).startswith(b"HTTP/1.0 404 ")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 0 and "stopped" in rest and "Traceback" not in rest

@@ -207,23 +207,101 @@ def read_page(path: str | Path) -> dict[str, Any]:
     return {"meta": meta, "chunks": chunks}
 
 
-def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1") -> Any:
+#: Host names the page server answers to (any port): a request naming another host (a
+#: site that rebinds its own name to 127.0.0.1, "DNS rebinding") gets 421 and nothing else.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: Seconds a connection may stay silent (no byte received) before it is closed.
+IDLE_TIMEOUT = 10.0
+#: Seconds a client has to send its whole request line and headers.
+READ_TIMEOUT = 20.0
+#: Connections served at once; one more is answered 503 and closed.
+MAX_CONNECTIONS = 64
+_HOST = re.compile(r"^(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?$", re.I)
+
+
+def loopback_host(value: str | None) -> bool:
+    """Whether a request's ``Host`` header names this machine's loopback address:
+    ``127.0.0.1``, ``localhost`` or ``[::1]`` (letter case ignored), with or without a
+    port. A missing header is refused too (every browser sends one). This is the defence
+    against DNS rebinding named in the WHATWG Fetch and OWASP guidance: the browser sends the
+    attacker's host name, so checking it refuses the page to that site."""
+    return bool(value) and _HOST.match(value.strip()) is not None
+
+
+def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
+          idle_timeout: float = IDLE_TIMEOUT, read_timeout: float = READ_TIMEOUT,
+          max_connections: int = MAX_CONNECTIONS, log: Any = None) -> Any:
     """An HTTP server for the page in ``folder`` on ``host`` (loopback only) and ``port``
     (0: any free port), with the standard library's ``http.server``: files of ``folder``
     only (no listing of folders), the page's Content-Security-Policy as a header, no
     caching. Call ``serve_forever()`` on the result; its ``server_address`` says the port.
 
+    Hostile clients: a request whose ``Host`` is not :data:`LOOPBACK_HOSTS` gets 421; a
+    connection silent for ``idle_timeout`` seconds, or that has not sent its request line
+    and headers within ``read_timeout`` seconds, is closed; past ``max_connections`` open
+    connections a new one gets 503 and is closed; a request that fails (a path the file
+    system refuses, such as one holding ``%00`` or an encoded lone surrogate, or a client
+    that goes away early) is one line on ``log`` (a text stream, ``sys.stderr`` when
+    ``None``), never a traceback.
+
     Raises:
         OSError: the port is taken or refused.
     """
+    import socket
+    import sys
+    import threading
+    import time
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
+    def say(line: str) -> None:
+        out = log if log is not None else sys.stderr
+        try:
+            out.write(line + "\n")
+            out.flush()
+        except (OSError, ValueError):
+            pass
+
     class Handler(SimpleHTTPRequestHandler):
-        """GET/HEAD of the page's files; quiet; no folder listing."""
+        """GET/HEAD of the page's files for loopback hosts; quiet; no folder listing."""
 
         extensions_map = {**SimpleHTTPRequestHandler.extensions_map,
                           ".js": "text/javascript; charset=utf-8",
                           ".html": "text/html; charset=utf-8"}
+        timeout = idle_timeout
+
+        def setup(self) -> None:
+            """The socket's idle timeout, and the connection put on the server's list."""
+            super().setup()
+            self.server.opened(self.connection)
+
+        def finish(self) -> None:
+            """The connection taken off the server's list (a client gone already is no
+            error)."""
+            try:
+                super().finish()
+            except OSError:
+                pass
+            finally:
+                self.server.closed(self.connection)
+
+        def parse_request(self) -> bool:
+            """The request line and headers read: the read deadline no longer applies."""
+            ok = super().parse_request()
+            self.server.read_done(self.connection)
+            return ok
+
+        def send_head(self):  # noqa: ANN201 - the base class's signature
+            """421 for a host other than loopback; 404 for a path the file system
+            refuses (a NUL byte, an encoded lone surrogate); else the file."""
+            if not loopback_host(self.headers.get("Host")):
+                self.send_error(421, "Misdirected Request",
+                                "this server answers only for 127.0.0.1, localhost and [::1]")
+                return None
+            try:
+                return super().send_head()
+            except (ValueError, UnicodeError):
+                self.send_error(404, "File not found")
+                return None
 
         def list_directory(self, path):  # noqa: ANN001 - the base class's signature
             """Folders are not listed (404)."""
@@ -240,7 +318,95 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1") -> Any:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             """No log line per request."""
 
-    server = ThreadingHTTPServer((host, port), functools.partial(Handler,
-                                                                directory=str(folder)))
-    server.daemon_threads = True
-    return server
+    class Server(ThreadingHTTPServer):
+        """A threading server that caps and times its connections (see :func:`serve`)."""
+
+        daemon_threads = True
+        block_on_close = False
+
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            super().__init__(*args, **kw)
+            self._lock = threading.Lock()
+            self._reading: dict[Any, float] = {}     # connection -> read deadline
+            self._reaped: set[Any] = set()            # connections closed at the deadline
+            self._open = 0
+            self._stop = threading.Event()
+            threading.Thread(target=self._reap, daemon=True,
+                             name="evaltape-view-reaper").start()
+
+        def opened(self, conn: Any) -> None:
+            """A connection begins reading its request."""
+            with self._lock:
+                self._reading[conn] = time.monotonic() + read_timeout
+
+        def read_done(self, conn: Any) -> None:
+            """A connection's request is read."""
+            with self._lock:
+                self._reading.pop(conn, None)
+
+        def closed(self, conn: Any) -> None:
+            """A connection is done."""
+            with self._lock:
+                self._reading.pop(conn, None)
+
+        def _reap(self) -> None:
+            """Close every connection still reading its request past the deadline."""
+            step = max(0.05, min(1.0, read_timeout / 4))
+            while not self._stop.wait(step):
+                now = time.monotonic()
+                with self._lock:
+                    late = [c for c, t in self._reading.items() if t <= now]
+                    for c in late:
+                        self._reading.pop(c, None)
+                        self._reaped.add(c)
+                for c in late:
+                    try:
+                        c.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            """Serve in a thread, or answer 503 and close past the cap."""
+            with self._lock:
+                full = self._open >= max_connections
+                if not full:
+                    self._open += 1
+            if full:
+                try:
+                    request.settimeout(1.0)
+                    request.sendall(b"HTTP/1.0 503 Service Unavailable\r\n"
+                                    b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+                self.shutdown_request(request)
+                return
+            super().process_request(request, client_address)
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            """One connection, then its slot freed."""
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                with self._lock:
+                    self._open -= 1
+                    self._reaped.discard(request)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            """One line naming the client and what went wrong, no traceback."""
+            err = sys.exc_info()[1]
+            with self._lock:
+                if request in self._reaped:          # closed at the read deadline: quiet
+                    return
+            where = ":".join(str(p) for p in client_address[:2]) if client_address else "?"
+            if isinstance(err, (ConnectionError, TimeoutError)):
+                what = "the client went away or went silent"
+            else:
+                what = "the request failed"
+            say(f"evaltape view: {where}: {what} ({type(err).__name__}: {err})")
+
+        def server_close(self) -> None:
+            """Stop the reaper too."""
+            self._stop.set()
+            super().server_close()
+
+    return Server((host, port), functools.partial(Handler, directory=str(folder)))
