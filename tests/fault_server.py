@@ -22,6 +22,7 @@ also echo the request's API key (``x-api-key`` or bearer token) in a header and 
 ``connections`` counts every TCP connection accepted (also those whose request never got
 an answer), so a test can tell that nothing reached a server.
 ``echo_format`` may also place the key's two halves (``{key_head}``, ``{key_tail}``), and
+``echo_encode`` (a function of the key) echoes its result instead, and
 ``echo_blocks`` puts the second half into a text block of its own after each text block.
 ``content_encoding`` sends every message answer with that ``content-encoding`` header,
 its body compressed by each gzip / x-gzip / deflate coding named (any case, comma
@@ -48,7 +49,7 @@ class FaultServer(ScriptServer):
                  echo_format: str = " (your key is {key})", split: int = 0,
                  raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
                  deep: int = 300, echo_blocks: bool = False,
-                 content_encoding: str | None = None) -> None:
+                 content_encoding: str | None = None, echo_encode: Any = None) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -64,6 +65,9 @@ class FaultServer(ScriptServer):
         self.echo_blocks = echo_blocks
         #: ``content-encoding`` of every message answer (see the module docstring)
         self.content_encoding = content_encoding
+        #: with ``echo_key``: a function of the key whose text is echoed instead of
+        #: ``echo_format`` (the key in base64, hex, reversed...)
+        self.echo_encode = echo_encode
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         #: the ``authorization`` header of each request ``respond`` got (``None``: absent)
@@ -151,7 +155,9 @@ class FaultServer(ScriptServer):
             content = []
             for block in message["content"]:
                 content.append(block)
-                if block["type"] == "text":
+                if block["type"] == "text" and self.echo_encode is not None:
+                    block["text"] += self.echo_encode(key)
+                elif block["type"] == "text":
                     block["text"] += self.echo_format.format(key=key, key_head=key[:half],
                                                              key_tail=key[half:])
                     if self.echo_blocks:

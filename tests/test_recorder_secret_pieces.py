@@ -65,16 +65,21 @@ def test_registered_secrets_are_cut_in_pieces_too(monkeypatch):
 
 
 def _reference(text: str, secret: str) -> str:
-    """Brute force: cover every text[a:b] (b - a >= 12) that occurs in ``secret``, merge
-    covered runs that overlap or touch, replace each with [REDACTED]."""
+    """Brute force: cover every text[a:b] (b - a >= 12) that occurs in ``secret``, and
+    (b - a >= 24, or the whole of a shorter secret) in the secret reversed (a server may
+    hand the key back reversed), merge covered runs that overlap or touch, replace each
+    with [REDACTED]. (The secret's base64 and hex forms
+    hold upper-case letters or digits, which the texts drawn below never do.)"""
     covered = []
-    for a in range(len(text)):
-        b = a + 12
-        if text[a:b] not in secret or b > len(text):
-            continue
-        while b < len(text) and text[a:b + 1] in secret:
-            b += 1
-        covered.append((a, b))
+    for form, least in ((secret, 12), (secret[::-1], min(24, len(secret)))):
+        for a in range(len(text)):
+            b = a + least
+            if text[a:b] not in form or b > len(text):
+                continue
+            while b < len(text) and text[a:b + 1] in form:
+                b += 1
+            covered.append((a, b))
+    covered.sort()
     out, pos = [], 0
     merged: list[list[int]] = []
     for a, b in covered:

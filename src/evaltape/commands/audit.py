@@ -15,7 +15,7 @@ def audit(paths: tuple[str, ...]) -> None:
     assembled as the client would (a key split over deltas is found) and with a stored
     compressed body decoded (a compressed body that does not decode is listed too). With
     ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN set, any 12 characters of that key are
-    found as well.
+    found as well, and the key in base64, hex, reversed or one character a word.
     """
     from evaltape.cli import BadInput
     from evaltape.grader.errors import BadInputError
