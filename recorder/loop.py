@@ -131,6 +131,40 @@ def _bad_response(response: Any, why: str, body: bytes | str | None = None) -> B
                                   f"{body[:BODY_PREVIEW]!r}"), response)
 
 
+def not_a_message(doc: dict) -> str | None:
+    """Why a JSON object is not a Messages API answer, or ``None`` when it is one: the
+    Messages API's message object has ``"type": "message"`` (a server that leaves the
+    field out is accepted), ``role`` ``"assistant"`` when given, and ``content`` a list of
+    content blocks, each an object with a string ``type`` (Anthropic Messages API
+    reference, "Message" response). A gateway's ``{"type": "error", ...}`` sent with HTTP
+    200, ``{}`` or a message whose ``content`` is a string is none."""
+    kind = doc.get("type")
+    if kind == "error":
+        err = doc.get("error")
+        what = err.get("type") if isinstance(err, dict) else None
+        return f"an error object{f' ({what})' if isinstance(what, str) else ''} sent with " \
+               "a success status"
+    if "type" in doc and kind != "message":
+        return f"its type is {str(kind)[:40]!r}, not 'message'"
+    if "role" in doc and doc["role"] != "assistant":
+        return f"its role is {str(doc['role'])[:40]!r}, not 'assistant'"
+    content = doc.get("content")
+    if "content" not in doc:
+        return "it has no content"
+    if not isinstance(content, list):
+        return f"its content is a JSON {_json_kind(content)}, not a list of blocks"
+    for i, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return f"its content block {i} is not an object with a type"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON name of a decoded value's type (string, number, object...)."""
+    return {str: "string", bool: "boolean", int: "number", float: "number", dict: "object",
+            list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+
+
 def _parse_message(raw: Any) -> Any:
     """The message of a non-streamed answer (the SDK's raw response ``raw``).
 
@@ -145,6 +179,10 @@ def _parse_message(raw: Any) -> Any:
         raise _bad_response(http, f"the body is not JSON: {getattr(e, 'msg', e)}") from None
     if not isinstance(doc, dict):
         raise _bad_response(http, f"the body is a JSON {type(doc).__name__}, not an object")
+    problem = not_a_message(doc)
+    if problem:  # (quoted as the cassette stores it, keys sorted: replay quotes the same)
+        import orjson
+        raise _bad_response(http, problem, orjson.dumps(doc, option=orjson.OPT_SORT_KEYS))
     message = raw.parse()
     if not isinstance(message, Message):
         raise _bad_response(http, "the SDK did not read it as a message")

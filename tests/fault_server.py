@@ -12,7 +12,8 @@ content block carries an extra field ``"annotations"`` nested ``deep`` levels), 
 every content block, before ``message_delta`` and ``message_stop``), ``"cut_close"`` (the
 stream without ``message_stop``, close-delimited: no content-length, then the connection is
 closed), ``"html200"`` (HTTP 200 with a gateway's HTML page), ``"garbage200"`` (HTTP 200,
-``application/json``, a body that is not JSON), ``"ping_forever"`` (HTTP 200, a stream that
+``application/json``, a body that is not JSON), ``"json200:<JSON>"`` (HTTP 200,
+``application/json``, that JSON text: a gateway's error object, ``{}``), ``"ping_forever"`` (HTTP 200, a stream that
 sends ``message_start`` and then an ``event: ping`` every 0.05 s until the client goes away or
 the server stops), ``"tool_input:<JSON>"`` (every tool_use block's ``input`` is that JSON
 value, e.g. ``tool_input:"Paris"``). ``split`` streams deltas in pieces;
@@ -123,6 +124,9 @@ class FaultServer(ScriptServer):
                               b"<h1>502 Bad Gateway</h1></body></html>", "text/html")
             else:
                 handler._send(200, b'{"type": "message", "content": [oops', "application/json")
+            return
+        if fault and fault.startswith("json200:"):  # HTTP 200 with that JSON, whatever asked
+            handler._send(200, fault[len("json200:"):].encode(), "application/json")
             return
         if fault == "ping_forever":
             self._ping_forever(handler, body)

@@ -1266,3 +1266,72 @@ def test_a_stream_the_http_client_cannot_decode_is_the_infrastructures_failure(t
     assert all("BadResponse: HTTP 200 answer is not a Messages API answer (the stream is "
                "not UTF-8 text)" in x for x in lines), lines[0]
     assert "UnicodeDecodeError" not in p.stderr
+
+
+# --- a JSON 200 that is no Messages answer -------------------------------------------------
+
+NOT_MESSAGES = [
+    ('{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+     "an error object (overloaded_error) sent with a success status"),
+    ("{}", "it has no content"),
+    ('{"type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn"}',
+     "it has no content"),
+    ('{"content": "x"}', "its content is a JSON string, not a list of blocks"),
+    ('{"type": "message", "content": [1]}', "its content block 0 is not an object with a type"),
+    ('{"type": "completion", "content": []}', "its type is 'completion', not 'message'"),
+]
+
+
+@pytest.mark.parametrize("body,why", NOT_MESSAGES)
+def test_a_json_200_that_is_no_message_is_the_infrastructures_and_retried(tmp_path, body,
+                                                                             why):
+    # tc_001's second model turn (request 2) is spoiled on every attempt: the answer and
+    # its 2 re-sends (requests 2, 3, 4); kept, it is graded as the infrastructure's
+    with FaultServer(SCRIPTS, {n: "json200:" + body for n in SPOIL_ANSWER}) as server:
+        p = _record_helpdesk(tmp_path / "run", server, "--keep-errors")
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["infra_error"], t["steps"]) == \
+        ("error", None, "bad_response", 1)
+    # the body quoted as the cassette stores it (keys sorted, compact), so replay agrees
+    stored = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"))
+    assert t["error"] == (f"BadResponse: HTTP 200 answer is not a Messages API answer "
+                          f"({why}): content-type 'application/json', body starts "
+                          f"{stored[:120]!r}")
+    assert _grade_failures(tmp_path / "run", tmp_path)["tc_001"] == "infra_error:bad_response"
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
+
+
+def test_one_json_200_that_is_no_message_is_re_sent_and_the_episode_passes(tmp_path):
+    with FaultServer(SCRIPTS, {2: "json200:{}"}) as server:
+        p = _record_helpdesk(tmp_path / "run", server)
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["tc_001"]
+    assert (t["stop_reason"], t["final_response"], t["steps"]) == ("end_turn", TC_001_ANSWER, 2)
+    assert len(read_jsonl(tmp_path / "run" / "http" / "tc_001__t0.jsonl")) == 1 + 3
+
+
+@pytest.mark.parametrize("body,why", NOT_MESSAGES[:4])
+def test_a_user_models_json_200_that_is_no_message_is_the_user_models_bad_response(
+        tmp_path, body, why):
+    from evaltape.recorder.script_server import ScriptServer
+    cases = [{"id": "c1", "user_query": "Hi, I want to move my appointment.",
+              "user": {"instructions": "Move your appointment A-5001 to slot S-202."}}]
+    write_json(tmp_path / "d.json", cases)
+    with ScriptServer({"c1": ["Which appointment?", "Done."]}) as agent, \
+            FaultServer({}, raw_body=body.encode(),
+                        raw_headers={"content-type": "application/json"}) as user:
+        p = run_cli("record", "d.json", "--agent", "clinic", "--out", "run", "--base-url",
+                    agent.base_url, "--model", "stand-in", "--user-base-url", user.base_url,
+                    "--keep-errors", cwd=tmp_path, env={"ANTHROPIC_API_KEY": "k-1"})
+        assert user.requests == 3                 # the answer and both re-sends
+    assert p.returncode == 0, p.stderr
+    t = _traces(tmp_path / "run")["c1"]
+    assert (t["stop_reason"], t["infra_error"], t["conversation"]["end"]) == \
+        ("error", "user_model:bad_response", "error")
+    stored = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"))
+    assert t["error"] == (f"user model: BadResponse: HTTP 200 answer is not a Messages API "
+                          f"answer ({why}): content-type 'application/json', body starts "
+                          f"{stored[:120]!r}")
+    assert run_cli("replay", str(tmp_path / "run")).returncode == 0
