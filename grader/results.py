@@ -525,6 +525,7 @@ class Report:
         run = _obj(doc, "run", path, required=False)
         grader = _obj(doc, "grader", path, required=False)
         s = _obj(doc, "summary", path)
+        _check_shapes(grader, s, doc.get("episodes"), path)
         for key in ("path", "name", "agent", "model", "model_note", "dataset_sha256"):
             if run.get(key) is not None and not isinstance(run[key], str):
                 raise BadInputError("expected a string or null", path=path, field=f"run.{key}")
@@ -634,6 +635,104 @@ class Report:
                     tuple(judge.get("not_recorded_episodes") or ()),
                     str(judge.get("record_command") or ""), dict(judge.get("stability") or {}))),
             episodes=tuple(episodes))
+
+
+def _count(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _strs(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _objs(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, dict) for x in v)
+
+
+def _num_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(x is None or _is_num(x) for x in v.values())
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+#: ``(block, key, check, what it must be)`` of the report fields a reader uses as they are
+#: (counted, iterated, looked up): a field present with another shape is bad input. Absent
+#: and ``null`` fields are left to the reader's defaults.
+_SHAPES = (
+    ("grader", "metrics", _strs, "a list of metric names"),
+    ("grader", "metric_specs", _objs, "a list of objects"),
+    ("grader", "lower_is_better", _strs, "a list of metric names"),
+    ("grader", "version", _text, "a string"),
+    ("grader", "config_sha256", _text, "a string"),
+    ("summary", "cases", _count, "a count (a whole number >= 0)"),
+    ("summary", "trials", _count, "a count (a whole number >= 0)"),
+    ("summary", "passed", _count, "a count (a whole number >= 0)"),
+    ("summary", "infra_failures", _count, "a count (a whole number >= 0)"),
+    ("summary", "unrecorded_cases", _strs, "a list of case ids"),
+    ("summary", "worst_episodes", _objs, "a list of objects"),
+    ("summary", "pass_at_k", _num_map, "an object of numbers"),
+    ("summary", "pass_hat_k", _num_map, "an object of numbers"),
+    ("summary", "k_cases", lambda v: isinstance(v, dict) and all(
+        _count(x) for x in v.values()), "an object of counts"),
+    ("summary", "pass_rate_ci95", lambda v: isinstance(v, dict), "an object"),
+    ("summary", "by_difficulty", lambda v: isinstance(v, dict), "an object"),
+    ("summary", "by_tag", lambda v: isinstance(v, dict), "an object"),
+    ("summary", "verdict", lambda v: isinstance(v, dict), "an object"),
+    ("summary", "judge", lambda v: isinstance(v, dict), "an object"),
+)
+#: The same for ``summary.verdict``'s fields.
+_VERDICT_SHAPES = (("gate", _strs, "a list of metric names"),
+                   ("informational", _strs, "a list of metric names"),
+                   ("failed", lambda v: isinstance(v, dict) and all(
+                       _count(x) for x in v.values()), "an object of counts"),
+                   ("skipped", lambda v: isinstance(v, dict) and all(
+                       _count(x) for x in v.values()), "an object of counts"),
+                   ("case_thresholds", _count, "a count (a whole number >= 0)"))
+#: The same for each episode's fields.
+_EPISODE_SHAPES = (("steps", _count, "a count (a whole number >= 0)"),
+                   ("failure", _text, "a string or null"),
+                   ("stop_reason", _text, "a string or null"),
+                   ("trace_digest", _text, "a string or null"),
+                   ("case_digest", _text, "a string or null"))
+
+
+def _check_shapes(grader: Mapping[str, Any], summary: Mapping[str, Any], episodes: Any,
+                  path: str) -> None:
+    """Refuse a report whose fields named in :data:`_SHAPES`, :data:`_VERDICT_SHAPES` and
+    :data:`_EPISODE_SHAPES` have another shape (a hand-edited or foreign report), naming
+    the field: ``evaltape diff``, ``grade --baseline`` and ``view`` read them as they are.
+
+    Raises:
+        BadInputError: the first such field (``summary.cases``, ``episodes[3].steps``).
+    """
+    blocks = {"grader": grader, "summary": summary}
+    for block, key, check, what in _SHAPES:
+        v = blocks[block].get(key)
+        if v is not None and not check(v):
+            raise BadInputError(f"expected {what}, got {_shape(v)}", path=path,
+                                field=f"{block}.{key}")
+    verdict = summary.get("verdict")
+    for key, check, what in _VERDICT_SHAPES if isinstance(verdict, dict) else ():
+        v = verdict.get(key)
+        if v is not None and not check(v):
+            raise BadInputError(f"expected {what}, got {_shape(v)}", path=path,
+                                field=f"summary.verdict.{key}")
+    for i, e in enumerate(episodes if isinstance(episodes, list) else ()):
+        for key, check, what in _EPISODE_SHAPES if isinstance(e, dict) else ():
+            v = e.get(key)
+            if v is not None and not check(v):
+                raise BadInputError(f"expected {what}, got {_shape(v)}", path=path,
+                                    field=f"episodes[{i}].{key}")
+
+
+def _shape(v: Any) -> str:
+    """A value as a message names it: its JSON type and, when short, the value."""
+    kind = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+            dict: "an object", list: "a list", type(None): "null"}.get(type(v), "a value")
+    shown = repr(v)
+    return f"{kind} {shown}" if len(shown) <= 40 else kind
 
 
 def _skip_reasons(value: Any) -> dict[str, dict[str, int]] | None:

@@ -24,7 +24,7 @@ import anthropic
 import orjson
 
 from evaltape.grader.io.datasets import load_dataset
-from evaltape.grader.errors import UsageError
+from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import TRACE_SCHEMA, Case
 
 from .agents import resolve_agent
@@ -331,6 +331,8 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                                  api_key, model, opts.stream, opts.episode_timeout,
                                  users if case.user is not None else None)
                 line = recorded.get((case.id, trial))
+                if line is not None:
+                    check_refresh_cassette(Path(job.cassette))
                 jobs.append(job if line is None else RefreshJob(job, orjson.loads(line)))
 
             finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
@@ -404,6 +406,34 @@ class RefreshJob:
 
     episode: EpisodeJob
     recorded: dict
+
+
+def check_refresh_cassette(path: Path) -> None:
+    """Refuse to refresh over a finished episode's cassette that does not read (as
+    ``replay`` refuses it): not a file, not UTF-8 text, or lines that are not a cassette's
+    (:func:`.wire.jsonl_serializer.deserialize`). A missing cassette is recorded again.
+
+    Raises:
+        BadInputError: naming the cassette in ``http/`` and what is wrong with it.
+    """
+    from .wire.jsonl_serializer import deserialize
+    try:
+        if not path.exists():
+            return
+        if not path.is_file():
+            raise BadInputError("cassette is not a file; move it away to record the episode "
+                                "again", path=str(path))
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"cannot read the cassette ({e.strerror})", path=str(path)) from None
+    try:
+        deserialize(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"cassette is not UTF-8 text (byte {e.start})",
+                            path=str(path)) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise BadInputError(f"cassette cannot be read: {e}; move it away to record the "
+                            "episode again", path=str(path)) from None
 
 
 def run_job(job: "EpisodeJob | RefreshJob") -> EpisodeOutcome:

@@ -390,7 +390,143 @@ def corpus() -> list[Hostile]:
                 ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"], 2,
                 ["run"], setup=_chmod(0), teardown=_chmod(0o755)))
     cases.extend(_nested_too_deep())
+    cases.extend(_break_round())
     return cases
+
+
+#: Report fields of the wrong type (``(block path, value)``) that crashed ``diff``,
+#: ``grade --baseline`` and ``view`` (exit 70) before they were checked.
+WRONG_REPORT_FIELDS = [
+    (("summary", "cases"), "x"), (("summary", "trials"), [1]),
+    (("summary", "infra_failures"), {"a": 1}), (("summary", "unrecorded_cases"), 7),
+    (("summary", "verdict", "gate"), 7), (("summary", "verdict", "gate"), [[1]]),
+    (("summary", "pass_at_k"), "x"), (("summary", "k_cases"), {"1": "x"}),
+    (("grader", "metrics"), 7), (("grader", "lower_is_better"), [{"a": 1}]),
+    (("grader", "metric_specs"), True), (("episodes", 0, "steps"), "x"),
+    (("episodes", 0, "steps"), [1]),
+]
+
+
+def _edited_report(where: tuple, value) -> Callable[[Path], None]:
+    """Setup: two reports of one run (``a/``, ``b/``); ``b``'s field at ``where`` set."""
+    def apply(d: Path) -> None:
+        _two_unrelated_reports(d, "c", "1")
+        doc = json.loads((d / "b" / "report.json").read_text())
+        doc["summary"]["verdict"] = {"gate": ["task_completion"]}
+        cur = doc
+        for k in where[:-1]:
+            cur = cur[k]
+        cur[where[-1]] = value
+        (d / "b" / "report.json").write_text(json.dumps(doc))
+    return apply
+
+
+def _damaged_cassette(how: str) -> Callable[[Path], None]:
+    """Setup: a copy of the seed-002 run and its dataset (where its manifest says, from the
+    case folder), its ``sum`` cassette damaged as ``how`` says."""
+    def apply(d: Path) -> None:
+        shutil.copytree(SEED002_RUN, d / "run")
+        (d / "datasets").mkdir()
+        shutil.copyfile(SEED002_DATASET, d / "datasets" / SEED002_DATASET.name)
+        c = d / "run" / "http" / "sum__t0.jsonl"
+        data = c.read_bytes()
+        if how == "truncated":
+            c.write_bytes(data[:len(data) // 2])
+        elif how == "not_utf8":
+            c.write_bytes(b"\xff\xfe" + data)
+        elif how == "wrong_shape":
+            c.write_text('{"format": "evaltape.cassette/1"}\n[1, 2]\n')
+        elif how == "folder":
+            c.unlink()
+            c.mkdir()
+    return apply
+
+
+def _tau2(**edit) -> dict:
+    """A one-simulation τ²-bench results file with ``edit`` applied."""
+    sim = {"task_id": "1", "trial": edit.get("trial", 0), "reward_info": {"reward": 1.0},
+           "messages": edit.get("messages", [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "ok"}])}
+    if "action_checks" in edit:
+        sim["reward_info"]["action_checks"] = edit["action_checks"]
+    doc = {"tasks": [{"id": "1", "user_scenario": {"instructions": "x"}}],
+           "simulations": [sim]}
+    if "info" in edit:
+        doc["info"] = edit["info"]
+    return doc
+
+
+BIG = 10 ** 23  # beyond 64 bits
+
+
+def _break_round() -> list[Hostile]:
+    """Inputs a break round found crashing with exit 70: wrong-typed report fields in
+    ``diff``, ``grade --baseline`` and ``view``; integers beyond 64 bits in the fields a
+    case feeds the agent; ``record --refresh`` over damaged cassettes; τ²-bench files of
+    the wrong shape."""
+    out: list[Hostile] = []
+    for i, (where, value) in enumerate(WRONG_REPORT_FIELDS):
+        field = ".".join(str(k) for k in where).replace("episodes.0", "episodes[0]")
+        out.append(Hostile(f"diff_report_field_{i}_{where[-1]}", {},
+                           ["diff", "{d}/a/report.json", "{d}/b/report.json"], 3,
+                           [f"b/report.json: field '{field}'"],
+                           setup=_edited_report(where, value)))
+        out.append(Hostile(f"diff_baseline_field_{i}_{where[-1]}", {},
+                           ["diff", "{d}/b/report.json", "{d}/a/report.json"], 3,
+                           [f"b/report.json: field '{field}'"],
+                           setup=_edited_report(where, value)))
+    out.append(Hostile("grade_baseline_report_field_cases_string", {},
+                       ["grade", str(SEED002_RUN), "--baseline", "{d}/b/report.json", "--out",
+                        "{d}/out", "--quiet"], 3, ["b/report.json: field 'summary.cases'"],
+                       setup=_edited_report(("summary", "cases"), "x")))
+    out.append(Hostile("view_report_pass_at_k_string", {},
+                       ["view", "{d}/b/report.json", "--export", "{d}/page"], 3,
+                       ["b/report.json: field 'summary.pass_at_k'"],
+                       setup=_edited_report(("summary", "pass_at_k"), "x")))
+    fed = {"max_steps": {"max_steps": BIG},
+           "user_max_turns": {"user": {"turns": ["a"], "max_turns": BIG}},
+           "tools": {"tools": [{"name": "t", "input_schema": {"type": "object",
+                                                              "maxLength": BIG}}]},
+           "initial_state": {"initial_state": {"a": [1, -BIG]}}}
+    field = {"max_steps": "max_steps", "user_max_turns": "user.max_turns",
+             "tools": "tools[0].input_schema.maxLength", "initial_state": "initial_state.a[1]"}
+    for name, extra in fed.items():
+        ds = [{"id": "c", "user_query": "hi", "script": ["fine"], **extra}]
+        out.append(Hostile(f"record_int_beyond_64_bits_{name}", {"d.json": ds},
+                           ["record", "{d}/d.json", "--agent", "scripted", "--out", "{d}/run"],
+                           3, [f"d.json: field '[0].{field[name]}': an integer beyond 64 bits"]))
+        out.append(Hostile(f"grade_int_beyond_64_bits_{name}",
+                           {"d.json": ds, "traces.jsonl": _jsonl(trace())},
+                           ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--quiet",
+                            "--out", "{d}/out"],
+                           3, [f"d.json: field '[0].{field[name]}': an integer beyond 64 bits"]))
+    for how, why in (("truncated", "cassette cannot be read: cassette line 3: not valid JSON"),
+                     ("not_utf8", "cassette is not UTF-8 text"),
+                     ("wrong_shape", "cassette cannot be read: cassette line 2: expected the "
+                                     "header or an object"),
+                     ("folder", "cassette is not a file")):
+        out.append(Hostile(f"refresh_over_a_{how}_cassette", {},
+                           ["record", f"datasets/{SEED002_DATASET.name}", "--agent", "scripted",
+                            "--out", "run", "--refresh"], 3,
+                           [f"run/http/sum__t0.jsonl: {why}"], setup=_damaged_cassette(how)))
+    call = {"id": "c1", "name": "f", "arguments": {}}
+    for name, doc, place in (
+            ("action_string", _tau2(action_checks=[{"action": "x", "action_match": True}]),
+             "simulations[0].reward_info.action_checks[0].action"),
+            ("action_checks_object", _tau2(action_checks={"a": 1}),
+             "simulations[0].reward_info.action_checks"),
+            ("tool_message_id_list", _tau2(messages=[
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "id": ["c1"], "content": "r"},
+                {"role": "assistant", "content": "ok"}]), "simulations[0].messages[2].id"),
+            ("llm_object", _tau2(info={"agent_info": {"llm": {"name": "x"}}}),
+             "info.agent_info.llm"),
+            ("trial_negative", _tau2(trial=-1), "simulations[0].trial")):
+        out.append(Hostile(f"import_tau2_{name}", {"t.json": doc},
+                           ["import", "tau2", "{d}/t.json", "--out", "{d}/imp"], 3,
+                           [f"t.json: {place}"]))
+    return out
 
 
 def _nest(depth: int, inner: str = "1") -> str:

@@ -204,3 +204,22 @@ def test_an_import_the_os_refuses_to_write_exits_2_naming_the_file(tmp_path):
         "manifest.json is written last, so a folder without one holds an import that did "
         "not finish: fix the cause and rerun")
     assert list((tmp_path / "imp").iterdir()) == []  # no temp file, no half-written file
+
+
+@pytest.mark.parametrize("args", [["schema", "report"],
+                                  ["grade", "cassettes/scripted-harness", "--out", "{tmp}/o"]])
+def test_a_full_standard_output_is_a_clear_message_and_exit_1(tmp_path, args):
+    """``> /dev/full``: writing stdout fails with ENOSPC; one line says so, exit 1 (the
+    output is incomplete), no traceback and no 'internal error' (exit 70)."""
+    from conftest import ROOT
+    env = {k: v for k, v in os.environ.items() if k not in CLI_ENV or CLI_ENV[k] is not None}
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "evaltape.cli",
+                            *[a.replace("{tmp}", str(tmp_path)) for a in args]],
+                           cwd=str(ROOT), env=env, stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == ("evaltape: cannot write to standard output: "
+                                                 "No space left on device; the output is "
+                                                 "incomplete")
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr

@@ -35,6 +35,7 @@ from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodePro
                                               read_json_source, system_messages, system_text,
                                               tool_schemas,
                                               trace_from_messages)
+from evaltape.grader.io.traces import INT_MAX
 
 FORMAT = "tau2"
 #: τ²'s success tolerance around a reward of 1.
@@ -132,6 +133,8 @@ def _convert(messages: Any, place: str) -> tuple[list[dict], list[dict]]:
                 out.append({"role": "user", "content": text})
         elif role == "tool":
             cid = m.get("id")
+            if not isinstance(cid, str):
+                raise EpisodeProblem("expected the id (a string) of the call answered", w + ".id")
             if m.get("requestor") == "user" or cid in user_calls:
                 if cid not in user_calls:
                     raise EpisodeProblem(f"user tool result {cid!r} matches no user call",
@@ -173,7 +176,12 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     env = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
     domain = env.get("domain_name")
     agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
-    model = model or agent.get("llm")
+    llm = agent.get("llm")
+    if model is None and llm is not None and not isinstance(llm, str):
+        result.errors.append(EpisodeError(path, "info.agent_info.llm", "expected the model's "
+                                          "name (a string); pass --model to name it"))
+        return
+    model = model or llm
     policy = system_text(env.get("policy"))
     tools = tool_schemas(env.get("tool_defs"))
     tasks = {str(t.get("id")): (i, t) for i, t in enumerate(doc["tasks"]) if isinstance(t, dict)}
@@ -184,8 +192,9 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             if not isinstance(sim, dict):
                 raise EpisodeProblem("expected an object", place)
             task_id, trial = str(sim.get("task_id")), sim.get("trial", 0)
-            if not isinstance(trial, int) or isinstance(trial, bool):
-                raise EpisodeProblem("expected an integer", place + ".trial")
+            if type(trial) is not int or not 0 <= trial <= INT_MAX:  # as traces are read
+                raise EpisodeProblem(f"expected a whole number >= 0, got {trial!r}"[:80],
+                                     place + ".trial")
             if task_id not in tasks:
                 raise EpisodeProblem(f"task_id {task_id!r} names no task in tasks[]",
                                      place + ".task_id")
@@ -202,10 +211,21 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
             if not isinstance(reward, (int, float)) or isinstance(reward, bool):
                 raise EpisodeProblem("expected a number", place + ".reward_info.reward")
-            checks = [{"action_id": str((c.get("action") or {}).get("action_id")),
-                       "name": (c.get("action") or {}).get("name"),
-                       "matched": bool(c.get("action_match"))}
-                      for c in reward_info.get("action_checks") or [] if isinstance(c, dict)]
+            raw_checks = reward_info.get("action_checks") or []
+            if not isinstance(raw_checks, list):
+                raise EpisodeProblem("expected a list", place + ".reward_info.action_checks")
+            checks = []
+            for j, c in enumerate(raw_checks):
+                if not isinstance(c, dict):
+                    continue
+                action = c.get("action") or {}
+                if not isinstance(action, dict) or not isinstance(action.get("name"), (str,
+                                                                                     type(None))):
+                    raise EpisodeProblem("expected an action object {action_id, name, ...}",
+                                         f"{place}.reward_info.action_checks[{j}].action")
+                checks.append({"action_id": str(action.get("action_id")),
+                               "name": action.get("name"),
+                               "matched": bool(c.get("action_match"))})
             messages, user_calls = _convert(sim.get("messages"), place + ".messages")
             stop = sim.get("termination_reason")
             reference = {"source": "tau2-bench reward", "reward": reward,

@@ -24,6 +24,7 @@ from typing import Any
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
                                               read_json_source, system_messages,
                                               trace_from_messages)
+from evaltape.grader.io.traces import INT_MAX
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
 
 FORMAT = "taubench"
@@ -87,6 +88,9 @@ def import_file(path: str, result: ImportResult, *, prefix: str = "",
             task_id, trial = entry.get("task_id"), entry.get("trial", 0)
             if not isinstance(task_id, int) or not isinstance(trial, int):
                 raise EpisodeProblem("task_id and trial must be integers", place)
+            if type(trial) is not int or not 0 <= trial <= INT_MAX:  # as traces are read
+                raise EpisodeProblem(f"expected a whole number >= 0, got {trial!r}"[:80],
+                                     place + ".trial")
             place = f"[{idx}] (task {task_id} trial {trial})"
             reward = entry.get("reward")
             if not isinstance(reward, (int, float)) or isinstance(reward, bool):

@@ -123,6 +123,28 @@ def _args(value: Any) -> dict:
     return value
 
 
+#: Keys of a case whose values go to the agent (and so into cassettes and the input hash).
+FED_KEYS = ("max_steps", "script", "tools", "user", "env", "initial_state")
+_INT_LOW, _INT_HIGH = -(1 << 63), (1 << 64) - 1
+
+
+def beyond_64_bits(value: Any) -> str | None:
+    """Where (``""``, ``".a[2]"``) the first integer of a decoded JSON value lies that is
+    outside the range orjson writes (-2^63 to 2^64 - 1), or ``None`` when there is none.
+    Walked without recursion (a value as deep as the reader allows is no crash)."""
+    todo: list[tuple[Any, str]] = [(value, "")]
+    while todo:
+        item, where = todo.pop()
+        if type(item) is int:
+            if not _INT_LOW <= item <= _INT_HIGH:
+                return where
+        elif isinstance(item, dict):
+            todo.extend((v, f"{where}.{k}") for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            todo.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
 def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     """Normalise one case object into a :class:`Case`, every expectation parsed.
 
@@ -163,6 +185,12 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
                                   or max_steps < 1):
         raise BadInputError("expected a positive integer", path=path, line=line,
                             field="max_steps")
+
+    for key in FED_KEYS:  # sent to the agent and stored: orjson writes 64-bit integers only
+        where = beyond_64_bits(obj.get(key))
+        if where is not None:
+            raise BadInputError("an integer beyond 64 bits (from -2^63 to 2^64 - 1 are "
+                                "recorded and hashed)", path=path, line=line, field=key + where)
 
     def get(key: str, parser: Any) -> Any:
         return _parse(obj, key, parser, path, line)

@@ -142,23 +142,73 @@ def main() -> None:
 
     An exception that escapes a command is a bug: it exits :data:`INTERNAL_ERROR` (70)
     with one line naming the exception and where it was raised, not exit 1 (which means a
-    quality gate failed); ``EVALTAPE_DEBUG=1`` shows the whole traceback.
+    quality gate failed); ``EVALTAPE_DEBUG=1`` shows the whole traceback. Standard output
+    that cannot be written (``> /dev/full``, a full disk) is one line saying so and exit
+    :data:`OUTPUT_FAILED` (1); a closed pipe (``| head``) exits 1 without a message.
     """
-    import os
     import signal
-    import traceback
     signal.signal(signal.SIGTERM, _terminated)  # (pool workers forked later inherit it)
     try:
         cli(prog_name="evaltape")
+    except OSError as e:
+        if not _stdout_failed(e):
+            _internal_error(e)
+        if not isinstance(e, BrokenPipeError):  # (a closed pipe, `| head`: no message)
+            click.echo(f"evaltape: cannot write to standard output: "
+                       f"{e.strerror or type(e).__name__}; the output is incomplete",
+                       err=True)
+        sys.exit(OUTPUT_FAILED)
     except Exception as e:  # noqa: BLE001 - the last line of defence, see the docstring
-        if os.environ.get("EVALTAPE_DEBUG"):
-            raise
-        frame = traceback.extract_tb(e.__traceback__)[-1]
-        click.echo(redacted(f"evaltape: internal error (a bug, not your input and not a "
-                            f"failed gate): {type(e).__name__}: {e} (at {frame.filename}:"
-                            f"{frame.lineno}); rerun with EVALTAPE_DEBUG=1 for the "
-                            "traceback and report it"), err=True)
-        sys.exit(INTERNAL_ERROR)
+        _internal_error(e)
+
+
+#: Exit code when standard output cannot be written (a full disk behind ``> file``,
+#: ``> /dev/full``, a closed pipe): the command did not finish its output.
+OUTPUT_FAILED = 1
+
+
+def _stdout_failed(e: OSError) -> bool:
+    """Whether ``e`` came from writing standard output, which cannot be told from the
+    exception itself (the stream drops what it could not write): a closed pipe while
+    stdout is a pipe, or a full device (``ENOSPC``, ``EDQUOT``, ``EFBIG``) while stdout is
+    a device (``/dev/full``) or a file on a file system with no free block left. Then
+    stdout is pointed at /dev/null, so the interpreter's own flush at exit does not fail
+    again."""
+    import errno
+    import os
+    import stat
+    try:
+        fd = sys.stdout.fileno()
+        mode = os.fstat(fd).st_mode
+        if isinstance(e, BrokenPipeError):
+            failed = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        elif e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            failed = stat.S_ISCHR(mode) or (stat.S_ISREG(mode) and
+                                            os.fstatvfs(fd).f_bavail == 0)
+        else:
+            failed = False
+    except (OSError, ValueError, AttributeError):
+        return False
+    if failed:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+        except OSError:
+            pass
+    return failed
+
+
+def _internal_error(e: Exception) -> None:
+    """Exit :data:`INTERNAL_ERROR` with one line naming ``e`` (see :func:`main`)."""
+    import os
+    import traceback
+    if os.environ.get("EVALTAPE_DEBUG"):
+        raise e
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    click.echo(redacted(f"evaltape: internal error (a bug, not your input and not a "
+                        f"failed gate): {type(e).__name__}: {e} (at {frame.filename}:"
+                        f"{frame.lineno}); rerun with EVALTAPE_DEBUG=1 for the "
+                        "traceback and report it"), err=True)
+    sys.exit(INTERNAL_ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover
