@@ -19,8 +19,8 @@ from typing import Any, Protocol, Sequence
 
 from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP, UserSpec
 
-from .loop import (DEFAULT_MAX_STEPS, REQUEST_FAILURES, TRANSFER, AgentSpec, EpisodeLog,
-                   add_usage, agent_turn, api_failure, infra_kind, request_kwargs,
+from .loop import (DEFAULT_MAX_STEPS, REQUEST_FAILURES, TRANSFER, AgentSpec, BadResponse,
+                   EpisodeLog, add_usage, agent_turn, api_failure, infra_kind, request_kwargs,
                    run_tool_loop, send_turn)
 
 #: How a conversation ended (the trace's ``conversation.end``).
@@ -30,6 +30,11 @@ ENDS = ("user_stop", "max_turns", "transfer", "agent_stopped", "error")
 USER_OPENING = "[The agent is ready. Write your first message.]"
 #: Tokens of one simulated-user message.
 USER_MAX_TOKENS = 512
+#: Most characters of one simulated user's message. The user model is asked for at most
+#: USER_MAX_TOKENS tokens (a few thousand characters); a longer answer is a broken or
+#: hostile server, and every message is sent to the agent again on each later turn, so it
+#: ends the episode as the user model's ``bad_response`` instead.
+USER_MESSAGE_LIMIT = 20_000
 
 
 class User(Protocol):
@@ -122,6 +127,11 @@ class ModelUser:
             add_usage(self.usage, turn.message.usage.model_dump())
         texts = [b.text for b in turn.message.content if getattr(b, "type", None) == "text"]
         text = "\n".join(t for t in texts if t).strip()
+        if len(text) > USER_MESSAGE_LIMIT:
+            raise BadResponse(f"the user model's message is {len(text):,} characters, more "
+                              f"than the {USER_MESSAGE_LIMIT:,} a user message may have (it "
+                              f"was asked for at most {USER_MAX_TOKENS} tokens)",
+                              turn.response)
         return text or None
 
 

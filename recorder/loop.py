@@ -82,6 +82,8 @@ class Turn:
 
     message: Any
     raw_inputs: dict[int, str]
+    #: the ``httpx`` response that carried the turn (for an error about its content)
+    response: Any = None
 
 
 class InfraResponseError(anthropic.APIError):
@@ -99,8 +101,8 @@ class InfraResponseError(anthropic.APIError):
     kind = "bad_response"
 
     def __init__(self, message: str, response: Any) -> None:
-        super().__init__(message, response.request, body=None)
-        self.response, self.status_code = response, response.status_code
+        super().__init__(message, getattr(response, "request", None), body=None)
+        self.response, self.status_code = response, getattr(response, "status_code", None)
 
 
 class BadResponse(InfraResponseError):
@@ -229,7 +231,7 @@ def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream:
         for attempt in range(STREAM_RETRIES + 1):
             raw = client.messages.with_raw_response.create(messages=messages, **kwargs)
             try:
-                return Turn(_parse_message(raw), {})
+                return Turn(_parse_message(raw), {}, raw.http_response)
             except BadResponse:
                 if attempt == STREAM_RETRIES:
                     raise
@@ -263,7 +265,7 @@ def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream:
                     raise IncompleteStream("the stream ended before message_stop",
                                            s.response)
                 return Turn(s.get_final_message(),
-                            {i: "".join(p) for i, p in raw_inputs.items()})
+                            {i: "".join(p) for i, p in raw_inputs.items()}, s.response)
         except (anthropic.APIStatusError, InfraResponseError) as e:
             if attempt == STREAM_RETRIES or not (isinstance(e, InfraResponseError) or
                                                  _is_transient_stream_error(e)):

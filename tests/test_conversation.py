@@ -324,3 +324,62 @@ def test_report_md_and_html_show_each_conversation_turn_by_turn(tmp_path):
     # turn by the page's script (tests/test_view_browser.py renders it)
     html = (tmp_path / "rep" / "report.html").read_text()
     assert "Yes, please move it to S-202." in html
+
+
+def _user_answer(text: str) -> bytes:
+    """A whole Messages API answer holding ``text`` (what a user model's server sends)."""
+    return json.dumps({"id": "msg_u", "type": "message", "role": "assistant", "model": "u",
+                       "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                       "stop_sequence": None,
+                       "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+
+
+def test_a_user_message_past_the_limit_is_the_user_models_bad_response(tmp_path):
+    from evaltape.recorder.conversation import USER_MESSAGE_LIMIT
+    assert USER_MESSAGE_LIMIT == 20_000                     # as docs/conversations.md says
+    ds, _sc = write(tmp_path, SIMULATED[1:])
+    run = tmp_path / "run"
+    # 20,001 characters: one past the limit (20,000 pass: the second case below)
+    with Counting(AGENT) as agent_server, FaultServer(
+            {}, raw_body=_user_answer("y" * 20_001),
+            raw_headers={"content-type": "application/json"}) as user_server:
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                    agent_server.base_url, "--model", "stand-in", "--user-base-url",
+                    user_server.base_url, "--keep-errors", env={"ANTHROPIC_API_KEY": "k-1"})
+        assert p.returncode == 0, p.stderr
+        # the agent answered the first message only: the long message never reached it
+        assert agent_server.requests == 1 and user_server.requests == 1
+    t = traces(run)["c2"]
+    assert (t["stop_reason"], t["infra_error"], t["conversation"]["end"]) == \
+        ("error", "user_model:bad_response", "error")
+    assert t["error"] == ("user model: BadResponse: the user model's message is 20,001 "
+                          "characters, more than the 20,000 a user message may have (it was "
+                          "asked for at most 512 tokens)")
+    assert "y" * 20_001 not in json.dumps(t["messages"])
+    assert run_cli("replay", str(run)).returncode == 0
+    # exactly the limit is a message
+    run2 = tmp_path / "run2"
+    with Counting(AGENT) as agent_server, FaultServer(
+            {}, raw_body=_user_answer("###STOP### " + "y" * (20_000 - 11)),
+            raw_headers={"content-type": "application/json"}) as user_server:
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run2), "--base-url",
+                    agent_server.base_url, "--model", "stand-in", "--user-base-url",
+                    user_server.base_url, env={"ANTHROPIC_API_KEY": "k-1"})
+    assert p.returncode == 0, p.stderr
+    assert traces(run2)["c2"]["conversation"]["end"] == "user_stop"
+
+
+def test_the_episode_deadline_holds_while_the_user_models_reply_is_read(tmp_path):
+    ds, _sc = write(tmp_path, SIMULATED[1:])
+    run = tmp_path / "run"
+    with Counting(AGENT) as agent_server, FaultServer({}, {1: "ping_forever"}) as user_server:
+        t0 = time.monotonic()
+        p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                    agent_server.base_url, "--model", "stand-in", "--user-base-url",
+                    user_server.base_url, "--keep-errors", "--stream", "--episode-timeout",
+                    "2", env={"ANTHROPIC_API_KEY": "k-1"})
+        took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert took < 15, took                     # the stream never ends; the deadline does
+    t = traces(run)["c2"]
+    assert (t["stop_reason"], t["infra_error"]) == ("error", "timeout")  # the episode's deadline
