@@ -317,7 +317,8 @@ def test_report_md_and_html_show_each_conversation_turn_by_turn(tmp_path):
     part = md[md.index("### c1: PASS"):]
     assert "state_match 1.00, context_retention 1.00" in part
     lines = part.splitlines()
-    assert "- turn 2, **user**: My e-mail is ana.lopez@example.com" in lines
+    # (a word joiner after "@": no e-mail link, no mention)
+    assert "- turn 2, **user**: My e-mail is ana.lopez@\u2060example.com" in lines
     assert "    - state $.appointments.A-5001.slot_id: \"S-201\" → \"S-202\"" in lines
     assert "- ended: user_stop" in lines
     # report.html is the view page: the conversation travels in its data, shown turn by

@@ -114,7 +114,7 @@ def test_default_verdict_fails_wrong_arguments_and_unsupported_number(tmp_path):
     # JUnit fails exactly the failing episodes, with the same reasons
     assert junit_failures(out) == s["failures"]
     md = (out / "report.md").read_text()
-    assert "| number | FAIL `grounding 0.33 &gt; 0.00` |" in md
+    assert "| number | FAIL `grounding 0.33 > 0.00` |" in md
     # the 3 skipped, by reason: args' and half's answers state no checkable claim
     # (no_claims), chat called no tool (not_applicable)
     assert s["metrics_skipped_reasons"] == {"grounding": {"no_claims": 2, "not_applicable": 1}}
@@ -244,7 +244,7 @@ def test_composite_tiers_are_its_thresholds_in_every_report(tmp_path):
     assert r["summary"]["thresholds"]["composite"] == {"basic": 0.8, "advanced": 0.6,
                                                         "challenge": 0.5, "default": 0.9}
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "| ok | FAIL `composite 0.80 &lt; 0.90` | 0.80 FAIL |" in md
+    assert "| ok | FAIL `composite 0.80 < 0.90` | 0.80 FAIL |" in md
     assert "| args | PASS | 0.55 PASS |" in md
     # the terminal and the HTML page read the same passed flags (not a fixed 0.8)
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "o2"),

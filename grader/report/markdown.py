@@ -1,6 +1,7 @@
 """``report.md``: a summary fit for a pull-request comment."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator, Mapping
 
 from evaltape.grader.report.common import (cell_text, failing_details, fmt, gating,
@@ -10,9 +11,43 @@ from evaltape.grader.results import Report
 from evaltape.grader.stats.timing import timing_lines
 
 
+#: U+2060 WORD JOINER: invisible, and no letter of a name, so ``@`` followed by it notifies
+#: nobody and ``https:`` followed by it starts no link.
+_JOIN = "\u2060"
+_AUTOLINK = re.compile(r"(?i)(://|www\.)")
+
+
 def _cell(text: str) -> str:
-    return (plain(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+    """A recorded string as Markdown text on one line (a table cell, a list item): HTML
+    escaped (no tag), ``|`` escaped (no new cell), and nothing GitHub-flavoured Markdown
+    would turn into a link, an image, a code span or a notification: backslashes, ``[``,
+    ``]`` and backticks are backslash-escaped (CommonMark §2.4), a word joiner follows each
+    ``@`` (no ``@user`` / ``@org/team`` mention, no e-mail autolink) and is put into each
+    ``://`` and ``www.`` (no extended autolink, GFM §6.9)."""
+    text = (plain(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;")
+            .replace(">", "&gt;").replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+            .replace("`", "\\`").replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+    if "@" in text:
+        text = text.replace("@", "@" + _JOIN)
+    if "//" in text or "ww." in text.lower():
+        text = _AUTOLINK.sub(lambda m: m.group(1)[0] + _JOIN + m.group(1)[1:], text)
+    return text
+
+
+def _code(text: str) -> str:
+    """A recorded string as an inline code span on one line (nothing inside is markup,
+    links or mentions: CommonMark §6.1): fenced with one backtick more than its longest
+    run of backticks, padded with a space on each side when it starts or ends with a
+    backtick (the padding is stripped when shown); ``|`` escaped, which GFM tables undo
+    inside code spans too. Not HTML-escaped: a code span shows ``&gt;`` as it is."""
+    body = (plain(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+            .replace("|", "\\|"))
+    if not body.strip():
+        return "` `" if body else "``"
+    fence = "`" * (1 + max((len(r) for r in re.findall("`+", body)), default=0))
+    pad = " " if body[0] == "`" or body[-1] == "`" or (body[0] == " " and body[-1] == " ") \
+        else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def _score_vs(m: Any, lower_is_better: bool) -> str:
@@ -47,7 +82,7 @@ def conversation_md(trace: Any) -> list[str]:
         else:
             c = ev.call
             args = json.dumps(dict(c.arguments), sort_keys=True, ensure_ascii=False)
-            lines.append(f"  - call `{_cell(c.name)}` {_cell(args)} → "
+            lines.append(f"  - call {_code(c.name)} {_cell(args)} → "
                          f"{'**error** ' if c.is_error else ''}{_cell(str(c.result))[:200]}")
             for ch in changes.get(c.id, ()):
                 if isinstance(ch, dict):
@@ -72,7 +107,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
     lower = report.lower_is_better
     out = [f"# evaltape report: {_cell(run.name or run.path)}", ""]
     if run.agent or run.model:
-        out.append(f"Agent `{_cell(run.agent or 'n/a')}`, model `{_cell(run.model or 'n/a')}`"
+        out.append(f"Agent {_code(run.agent or 'n/a')}, model {_code(run.model or 'n/a')}"
                    + (f" ({_cell(run.model_note)})" if run.model_note else "") + ".")
         out.append("")
     out += ["| cases | trials | episodes | pass_rate | tool_accuracy | avg_steps |",
@@ -122,7 +157,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
     yield "\n".join(out)
     for ep in report.episodes:
         cells = [cell_text(ep.metrics[n], n in lower) for n in names]
-        outcome = "PASS" if ep.passed else f"FAIL `{_cell(ep.failure)}`"
+        outcome = "PASS" if ep.passed else f"FAIL {_code(ep.failure)}"
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
     classes: dict[str, list[str]] = {}
@@ -145,7 +180,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
             if trace is None:
                 continue
             verdict = "PASS" if ep.passed else (
-                f"FAIL `{_cell(ep.failure)}`" + (f" ({ep.failure_class})"
+                f"FAIL {_code(ep.failure)}" + (f" ({ep.failure_class})"
                                                   if ep.failure_class else ""))
             scores = ", ".join(f"{_cell(n)} {fmt(ep.metrics[n].score)}" for n in names)
             yield (f"\n### {_cell(episode_label(ep, multi))}: {verdict}\n\n{scores}\n\n"
