@@ -90,7 +90,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
             per case by the caller), or ``None`` to compute it here.
         plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
-            ``None`` to compute it here.
+            ``None`` to compute it here; it says which outcome checks a metric's threshold
+            decides in place of the fixed rule.
         recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
@@ -105,17 +106,19 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         BadInputError: the trace's reference label has the wrong type.
     """
     ctx = EpisodeContext(trace=trace, case=case, judge=judge, run=run_context)
-    outcome = classify(trace, case)
+    if plan is None:
+        plan = policy.plan(metrics, case)
+    decided = frozenset(d for _t, _g, d in plan if d is not None)
+    outcome = classify(trace, case, decided)
     tool_match = tools_match(trace, case)
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
     failed = []
+    deciding = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
-    if plan is None:
-        plan = policy.plan(metrics, case)
-    for m, (threshold, gating) in zip(metrics, plan):
+    for m, (threshold, gating, decides) in zip(metrics, plan):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
@@ -149,7 +152,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         else:
             values.append((value, s.code, GATE_FAILED))
             failed.append(describe(m.name, value, threshold, m.higher_is_better))
-    failure = judge_episode(outcome, failed)
+            if decides is not None:
+                deciding.append(failed[-1])
+    failure = judge_episode(outcome, failed, deciding)
     # EpisodeResult(...).to_json() laid out as episode_text() lays it out
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
