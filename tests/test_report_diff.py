@@ -57,7 +57,7 @@ def test_compare_reports_lists_flips_and_moves():
     assert [(f["case_id"], f["before"]) for f in d["flips"]] == [("b", True), ("c", False)]
     assert (d["regressed"], d["fixed"], d["mcnemar_p"]) == (1, 1, 1.0)
     # pass_rate 0.75 → 0.75 does not move; m: 0.90 → 0.82 = -0.08 → warning
-    assert d["metrics"] == [{"name": "m", "before": 0.9, "after": 0.82, "delta": -0.08,
+    assert d["metrics"] == [{"name": "m", "kind": "metric", "before": 0.9, "after": 0.82, "delta": -0.08,
                              "level": "warning"}]
     # no trace digests: new recordings, so b's one trial going from pass to fail is a
     # case that passed in every trial and now in none (Fisher's p = 1/2 alone would not)
@@ -174,7 +174,8 @@ def test_reports_over_different_episodes_compare_shared_means():
     d = compare_reports(old, new).to_json()
     assert d["metrics"] == []                              # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
-    assert d["means_over"] == "the 1 episodes both reports have"
+    assert d["means_over"] == ("the 1 episode(s) of the baseline that this report has, and "
+                               "this report's 1 of the cases the baseline has")
     # the two vanished episodes fail the gate unless allowed
     assert d["level"] == "critical" and d["failures"] == [
         "2 episode(s) of the baseline are missing now: a#t1, a#t2 (allow with "
