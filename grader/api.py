@@ -268,7 +268,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     parts = chunk_results(job, workers=workers, engine=engine, address=address,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
-                          run_label=opened.label, on_episode=on_episode,
+                          run_label=judge_target(opened), on_episode=on_episode,
                           check=opened.note_episodes, policy=policy,
                           by_construction=identical_by_construction(man))
     report = dataclasses.replace(report, coverage=opened.coverage())
@@ -281,6 +281,28 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             baseline, Report) else str(baseline), allow_missing=allow_missing)
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
+
+
+def judge_target(opened: Run) -> str:
+    """The run as ``evaltape judge`` must be told it, for the command the report prints to
+    record missing judge answers: the run as the user named it, with ``--dataset PATH``
+    when it was graded against a dataset other than the one its manifest names (without it
+    ``judge`` would build another dataset's requests, or find none); shell-quoted.
+    """
+    import shlex
+
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.run import RunPaths, dataset_path_for
+    target = shlex.quote(opened.label)
+    try:
+        default = dataset_path_for(RunPaths(opened.root, opened.traces_path, opened.manifest),
+                                   None)
+        same = default.resolve() == Path(opened.dataset_path).resolve()
+    except (UsageError, BadInputError, OSError):
+        same = False
+    if same:
+        return target
+    return f"{target} --dataset {shlex.quote(str(opened.dataset_path))}"
 
 
 def _str_or_none(value: Any) -> str | None:
