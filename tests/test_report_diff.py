@@ -304,3 +304,28 @@ def test_a_hand_edited_report_of_the_wrong_shape_is_bad_input(tmp_path, edit, fi
     p = run_cli("diff", str(GOLDEN / "scripted-harness" / "report.json"), str(bad))
     assert p.returncode == 3, p.stderr
     assert f"{bad}: field '{field}'" in p.stderr
+
+
+def test_diff_names_the_setup_changes_the_page_names(tmp_path):
+    """Two copies of the help-desk stand-in run, the second's manifest naming another
+    stand-in script: `evaltape diff` names that change (the page's Compare view marks the
+    same row), and nothing else of the setup."""
+    runs = []
+    for name, script in (("a", "datasets/helpdesk_standin_scripts.json"),
+                         ("b", "datasets/other_scripts.json")):
+        run = tmp_path / name
+        shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+        man = json.loads((run / "manifest.json").read_text())
+        man["dataset"]["path"] = str(ROOT / "datasets" / "helpdesk_eval.json")
+        man["standin_scripts"] = script
+        (run / "manifest.json").write_text(json.dumps(man))
+        p = run_cli("grade", str(run), "--out", str(tmp_path / f"r-{name}"), "--quiet",
+                    cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        runs.append(tmp_path / f"r-{name}" / "report.json")
+    d = run_cli("diff", str(runs[0]), str(runs[1]), cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    lines = d.stdout.split("Setup changed between the runs:\n", 1)[1].split("\n\n")[0]
+    assert lines.splitlines() == ["- recording stand-in scripts: "
+                                  "datasets/helpdesk_standin_scripts.json → "
+                                  "datasets/other_scripts.json"]
