@@ -12,7 +12,7 @@ import copy
 import hashlib
 from array import array
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -562,7 +562,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         reference_agreement=agreement.summary() if agreement.n else None,
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
-        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
+        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases,
+                               decided_cases(policy, metrics, [c for c in cases
+                                                               if c.id in per_case])),
         timing=timing.summary(),
         identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
@@ -574,15 +576,36 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     return Report(run=run_info, grader=grader, summary=summary, episodes=results)
 
 
+def decided_cases(policy: VerdictPolicy, metrics: Sequence[Any],
+                  cases: Sequence[Case]) -> dict[str, dict[str, Any]]:
+    """Per metric whose threshold decides an outcome check in place of its fixed rule on
+    some of ``cases`` (:meth:`VerdictPolicy.decides`): ``{"check": "tools" | "answer",
+    "cases": how many}``; ``{}`` when none does (the default)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in metrics:
+        for c in cases:
+            check_name = policy.decides(m, c)
+            if check_name is not None:
+                entry = out.setdefault(m.name, {"check": check_name, "cases": 0})
+                entry["cases"] += 1
+    return out
+
+
 def _verdict_block(policy: VerdictPolicy, names: Sequence[str], failed: Sequence[int],
-                   skipped: Sequence[int], cases: Sequence[Case]) -> dict[str, Any]:
+                   skipped: Sequence[int], cases: Sequence[Case],
+                   decided: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``summary.verdict``: the gating and informational metrics, per gating metric its
-    failed and skipped (null) checks, and how many cases set thresholds of their own."""
+    failed and skipped (null) checks, how many cases set thresholds of their own, and,
+    when some metric's threshold decides an outcome check, ``decided``
+    (:func:`decided_cases`; absent otherwise)."""
     gates = policy.gates(names)
-    return {"gate": list(gates), "informational": [n for n in names if n not in gates],
-            "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
-            "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
-            "case_thresholds": sum(1 for c in cases if c.thresholds)}
+    out = {"gate": list(gates), "informational": [n for n in names if n not in gates],
+           "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
+           "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
+           "case_thresholds": sum(1 for c in cases if c.thresholds)}
+    if decided:
+        out["decided"] = {n: dict(v) for n, v in decided.items()}
+    return out
 
 
 def _shift_line(error: BaseException, lines: int) -> BaseException:

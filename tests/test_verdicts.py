@@ -373,7 +373,7 @@ def test_loosened_thresholds_decide_the_outcome_checks(tmp_path):
     traces = write_jsonl(tmp_path / "run" / "traces.jsonl", LOOSE_TRACES)
     (tmp_path / "evaltape.toml").write_text("[thresholds]\ntask_completion = 0.5\n")
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"),
-                "--format", "json,junit", "--quiet", "--config",
+                "--format", "json,junit,md", "--quiet", "--config",
                 str(tmp_path / "evaltape.toml"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     r = report(tmp_path / "out")
@@ -396,6 +396,13 @@ def test_loosened_thresholds_decide_the_outcome_checks(tmp_path):
     tc = eps["keywords"]["metrics"]["task_completion"]
     assert (tc["score"], tc["threshold"], tc["passed"]) == (0.5, 0.5, True)
     assert junit_failures(tmp_path / "out") == s["failures"]
+    # the report says which checks a threshold decides: three and worse set the tool
+    # threshold; the configuration's task_completion decides the answer on all 10 cases
+    assert s["verdict"]["decided"] == {"tool_selection_accuracy": {"check": "tools", "cases": 2},
+                                       "task_completion": {"check": "answer", "cases": 10}}
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert ("task_completion's threshold decides the answer check in place of the exact "
+            "answer rule (wrong_answer) on 10 case(s)") in md
 
 
 def test_default_thresholds_keep_the_exact_rules(tmp_path):
@@ -407,7 +414,9 @@ def test_default_thresholds_keep_the_exact_rules(tmp_path):
     p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"),
                 "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    f = report(tmp_path / "out")["summary"]["failures"]
+    summary = report(tmp_path / "out")["summary"]
+    assert "decided" not in summary["verdict"]
+    f = summary["failures"]
     assert {k: f[k] for k in ("three", "worse", "keywords", "fewer", "mixed")} == {
         "three": "wrong_tools", "worse": "wrong_tools", "keywords": "wrong_answer",
         "fewer": "wrong_answer", "mixed": "wrong_tools"}

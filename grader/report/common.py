@@ -100,6 +100,31 @@ def verdict_lines(summary: Any, lower: Any) -> list[str]:
     if v.get("case_thresholds"):
         out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
                    "case's win)")
+    out.extend(decided_lines(v))
+    return out
+
+
+#: The outcome check each ``summary.verdict.decided`` entry replaces, in words.
+_FIXED_RULE = {"tools": "the exact tool rule (wrong_tools)",
+               "answer": "the exact answer rule (wrong_answer)"}
+
+
+def decided_lines(verdict: Any) -> list[str]:
+    """One line per metric whose threshold decides an outcome check in place of its fixed
+    rule (``summary.verdict.decided``): ``tool_selection_accuracy's threshold decides the
+    tool check in place of the exact tool rule (wrong_tools) on 3 case(s)``."""
+    decided = verdict.get("decided") if isinstance(verdict, dict) else None
+    if not isinstance(decided, dict):
+        return []
+    out = []
+    for name, d in decided.items():
+        if not isinstance(d, dict):
+            continue
+        check_name = d.get("check")
+        what = "tool" if check_name == "tools" else "answer"
+        out.append(f"{name}'s threshold decides the {what} check in place of "
+                   f"{_FIXED_RULE.get(check_name, 'its fixed rule')} on {d.get('cases')} "
+                   "case(s)")
     return out
 
 
