@@ -76,6 +76,17 @@ def load_config_table(config: str | Path | Mapping[str, Any] | None
                      f"{type(config).__name__}")
 
 
+def find_config(folder: str | Path = ".") -> Path | None:
+    """The configuration :func:`grade` and ``evaltape grade`` (and ``judge``, ``view``) use
+    when none is given: ``evaltape.toml`` in ``folder`` (the working directory), else its
+    ``pyproject.toml`` when that has a ``[tool.evaltape]`` table, else ``None``
+    (:func:`evaltape.grader.io.config.discover_config`). One rule for the command line and
+    the API, so both grade a folder holding ``evaltape.toml`` with it.
+    """
+    from evaltape.grader.io.config import discover_config
+    return discover_config(folder)
+
+
 def _resolve(metrics: Sequence[Any] | None, cases: Sequence[Any],
              table: dict[str, Any] | None, path: str | None,
              dataset_path: str | Path | None = None) -> list[Any]:
@@ -199,7 +210,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             ``task_completion``, ``grounding`` (+ ``expected_actions_called`` for cases
             with expected actions).
         config: metric arguments, ``[thresholds]`` and ``[verdict]`` (a TOML path or a
-            loaded table), see ``--config``.
+            loaded table), see ``--config``; ``None`` (the default): found as ``evaltape
+            grade`` finds it, in the working directory (:func:`find_config`), so the two
+            write the same bytes; ``{}`` for none.
         baseline: an earlier report (path or :class:`Report`) to compare with; the
             comparison is the report's ``baseline_comparison``
             (:func:`evaltape.grader.report.diff.compare_reports`).
@@ -237,7 +250,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     if baseline is not None:
         base = baseline if isinstance(baseline, Report) else read_report(baseline)
     opened = run if isinstance(run, Run) else open_run(run, dataset)
-    table, config_path = load_config_table(config)
+    table, config_path = load_config_table(find_config() if config is None else config)
     resolved = _resolve(metrics, opened.cases, table, config_path, opened.dataset_path)
     policy = resolve_policy(resolved, opened.cases, table, config_path, opened.dataset_path)
     judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
@@ -255,7 +268,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     parts = chunk_results(job, workers=workers, engine=engine, address=address,
                           payloads=on_episode is not None)
     report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
-                          run_label=opened.label, on_episode=on_episode,
+                          run_label=judge_target(opened), on_episode=on_episode,
                           check=opened.note_episodes, policy=policy,
                           by_construction=identical_by_construction(man))
     report = dataclasses.replace(report, coverage=opened.coverage())
@@ -268,6 +281,28 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             baseline, Report) else str(baseline), allow_missing=allow_missing)
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
+
+
+def judge_target(opened: Run) -> str:
+    """The run as ``evaltape judge`` must be told it, for the command the report prints to
+    record missing judge answers: the run as the user named it, with ``--dataset PATH``
+    when it was graded against a dataset other than the one its manifest names (without it
+    ``judge`` would build another dataset's requests, or find none); shell-quoted.
+    """
+    import shlex
+
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.run import RunPaths, dataset_path_for
+    target = shlex.quote(opened.label)
+    try:
+        default = dataset_path_for(RunPaths(opened.root, opened.traces_path, opened.manifest),
+                                   None)
+        same = default.resolve() == Path(opened.dataset_path).resolve()
+    except (UsageError, BadInputError, OSError):
+        same = False
+    if same:
+        return target
+    return f"{target} --dataset {shlex.quote(str(opened.dataset_path))}"
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -12,7 +12,7 @@ import copy
 import hashlib
 from array import array
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -90,7 +90,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
             per case by the caller), or ``None`` to compute it here.
         plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
-            ``None`` to compute it here.
+            ``None`` to compute it here; it says which outcome checks a metric's threshold
+            decides in place of the fixed rule.
         recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
@@ -105,17 +106,19 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         BadInputError: the trace's reference label has the wrong type.
     """
     ctx = EpisodeContext(trace=trace, case=case, judge=judge, run=run_context)
-    outcome = classify(trace, case)
+    if plan is None:
+        plan = policy.plan(metrics, case)
+    decided = frozenset(d for _t, _g, d in plan if d is not None)
+    outcome = classify(trace, case, decided)
     tool_match = tools_match(trace, case)
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
     failed = []
+    deciding = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
-    if plan is None:
-        plan = policy.plan(metrics, case)
-    for m, (threshold, gating) in zip(metrics, plan):
+    for m, (threshold, gating, decides) in zip(metrics, plan):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
@@ -149,7 +152,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         else:
             values.append((value, s.code, GATE_FAILED))
             failed.append(describe(m.name, value, threshold, m.higher_is_better))
-    failure = judge_episode(outcome, failed)
+            if decides is not None:
+                deciding.append(failed[-1])
+    failure = judge_episode(outcome, failed, deciding)
     # EpisodeResult(...).to_json() laid out as episode_text() lays it out
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
@@ -557,7 +562,9 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         reference_agreement=agreement.summary() if agreement.n else None,
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
-        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases),
+        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases,
+                               decided_cases(policy, metrics, [c for c in cases
+                                                               if c.id in per_case])),
         timing=timing.summary(),
         identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
@@ -569,15 +576,36 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     return Report(run=run_info, grader=grader, summary=summary, episodes=results)
 
 
+def decided_cases(policy: VerdictPolicy, metrics: Sequence[Any],
+                  cases: Sequence[Case]) -> dict[str, dict[str, Any]]:
+    """Per metric whose threshold decides an outcome check in place of its fixed rule on
+    some of ``cases`` (:meth:`VerdictPolicy.decides`): ``{"check": "tools" | "answer",
+    "cases": how many}``; ``{}`` when none does (the default)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in metrics:
+        for c in cases:
+            check_name = policy.decides(m, c)
+            if check_name is not None:
+                entry = out.setdefault(m.name, {"check": check_name, "cases": 0})
+                entry["cases"] += 1
+    return out
+
+
 def _verdict_block(policy: VerdictPolicy, names: Sequence[str], failed: Sequence[int],
-                   skipped: Sequence[int], cases: Sequence[Case]) -> dict[str, Any]:
+                   skipped: Sequence[int], cases: Sequence[Case],
+                   decided: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``summary.verdict``: the gating and informational metrics, per gating metric its
-    failed and skipped (null) checks, and how many cases set thresholds of their own."""
+    failed and skipped (null) checks, how many cases set thresholds of their own, and,
+    when some metric's threshold decides an outcome check, ``decided``
+    (:func:`decided_cases`; absent otherwise)."""
     gates = policy.gates(names)
-    return {"gate": list(gates), "informational": [n for n in names if n not in gates],
-            "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
-            "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
-            "case_thresholds": sum(1 for c in cases if c.thresholds)}
+    out = {"gate": list(gates), "informational": [n for n in names if n not in gates],
+           "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
+           "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
+           "case_thresholds": sum(1 for c in cases if c.thresholds)}
+    if decided:
+        out["decided"] = {n: dict(v) for n, v in decided.items()}
+    return out
 
 
 def _shift_line(error: BaseException, lines: int) -> BaseException:

@@ -414,6 +414,25 @@ NULL_CODES = {
 ERROR_CODE = "error"
 #: Every metric's code on an episode whose outcome is ``infra_error:<kind>``.
 INFRA_CODE = "infra_error"
+
+#: The names of ``report.json``'s summary figures and blocks
+#: (:class:`evaltape.grader.results.Summary`'s fields). No metric or judge may take one as
+#: its name: the baseline gate and readers of a report compare ``pass_rate`` (and the rest)
+#: as the summary's, so a metric column under that name would stand in for it.
+SUMMARY_NAMES = frozenset({
+    "cases", "trials", "episodes", "passed", "pass_rate", "tool_accuracy", "avg_steps",
+    "failures", "metrics", "metrics_skipped", "unrecorded_cases", "metrics_errors",
+    "infra_failures", "pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases",
+    "by_difficulty", "by_tag", "worst_episodes", "reference_agreement", "judge",
+    "thresholds", "verdict", "metrics_skipped_reasons", "timing", "identical_trials"})
+
+
+def summary_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a metric or a judge (:data:`SUMMARY_NAMES`), or ``None``."""
+    if name in SUMMARY_NAMES:
+        return (f"{name!r} is a name the report's summary uses (summary.{name}); give it a "
+                "name of its own")
+    return None
 _CODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 

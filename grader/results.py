@@ -359,18 +359,22 @@ class ConfigChange:
 @dataclass(frozen=True)
 class MetricMove:
     """A summary number that moved: ``delta`` = after − before (4 places; ``None`` when
-    one side is null); ``level`` ``critical``/``warning``/``improved`` or ``None``."""
+    one side is null); ``level`` ``critical``/``warning``/``improved`` or ``None``;
+    ``kind`` ``"summary"`` for a summary figure (``pass_rate``, ``tool_accuracy``),
+    ``"metric"`` for a metric's mean (the two are compared apart, so no metric stands in
+    for a summary figure)."""
 
     name: str
     before: float | None
     after: float | None
     delta: float | None
     level: str | None
+    kind: str = "metric"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of one move."""
-        return {"name": self.name, "before": self.before, "after": self.after,
-                "delta": self.delta, "level": self.level}
+        return {"name": self.name, "kind": self.kind, "before": self.before,
+                "after": self.after, "delta": self.delta, "level": self.level}
 
 
 @dataclass(frozen=True)

@@ -283,3 +283,20 @@ def test_a_user_metric_that_edits_the_episode_changes_no_other_score(monkeypatch
     assert alone.summary.metrics["argument_correctness"] == 0.875
     for name in ("argument_correctness", "tool_call_f1"):
         assert mixed.summary.metrics[name] == alone.summary.metrics[name]
+
+
+def test_api_and_cli_find_the_configuration_the_same_way(tmp_path, monkeypatch):
+    """A folder holding evaltape.toml with [thresholds] grounding = 0.3: both the command
+    and evaltape.grade(), run there without naming a configuration, grade with it
+    (tc_004's grounding 0.20 <= 0.3 passes: 6 of 8, where the default 0 gives 5 of 8) and
+    write the same bytes; config={} grades with none."""
+    (tmp_path / "evaltape.toml").write_text("[thresholds]\ngrounding = 0.3\n")
+    run = (ROOT / "cassettes" / "helpdesk-scripted-standin").as_posix()
+    p = run_cli("grade", run, "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    monkeypatch.chdir(tmp_path)
+    report = evaltape.grade(run)
+    assert evaltape.report_bytes(report) == (tmp_path / "out" / "report.json").read_bytes()
+    assert report.summary.thresholds["grounding"] == 0.3
+    assert report.summary.pass_rate == 6 / 8
+    assert evaltape.grade(run, config={}).summary.pass_rate == 5 / 8

@@ -218,9 +218,9 @@ def _as_released(tmp_path: Path, ref: str) -> Path:
 def test_the_workflow_install_line_installs_evaltape_from_git_into_a_fresh_venv(tmp_path):
     """The line names a git repository and the tag of this version (pyproject.toml's), with
     the recorder extra. Installed by the recipe into a new venv, it gives an evaltape that
-    replays and re-grades a committed run copied into a user's repository layout (runs/,
-    evaltape-baselines/, ci/evaltape-ci.sh, the run's dataset) and passes against its
-    golden, as in test_green_against_the_committed_golden."""
+    replays and re-grades a committed run copied into a user's repository layout
+    (evals/runs/, evals/baselines/, ci/evaltape-ci.sh, the run's dataset) and passes against
+    its golden, as in test_green_against_the_committed_golden."""
     import re
     job = next(iter(yaml.safe_load(WORKFLOW.read_text())["jobs"].values()))
     line = job["env"]["EVALTAPE_INSTALL"]
@@ -232,9 +232,11 @@ def test_the_workflow_install_line_installs_evaltape_from_git_into_a_fresh_venv(
     user = tmp_path / "user-repo"
     (user / "ci").mkdir(parents=True)
     shutil.copy(SCRIPT, user / "ci" / "evaltape-ci.sh")
-    shutil.copytree(ROOT / "cassettes" / RUN, user / "runs" / RUN)
+    shutil.copytree(ROOT / "cassettes" / RUN, user / "evals" / "runs" / RUN)
     shutil.copytree(ROOT / "datasets", user / "datasets")
-    shutil.copytree(ROOT / "tests" / "golden" / RUN, user / "evaltape-baselines" / RUN)
+    shutil.copytree(ROOT / "tests" / "golden" / RUN, user / "evals" / "baselines" / RUN)
+    # the workflow's agent install step: the built-in agent needs nothing more
+    (user / "requirements.txt").write_text("# the agent needs nothing beyond evaltape\n")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     base = {k: v for k, v in os.environ.items()
@@ -255,10 +257,147 @@ def test_the_workflow_install_line_installs_evaltape_from_git_into_a_fresh_venv(
     res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=user, env=env,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert f"{RUN}: pass: replay ok: 24 episode(s) reproduced exactly from runs/{RUN}" \
+    assert f"{RUN}: pass: replay ok: 24 episode(s) reproduced exactly from evals/runs/{RUN}" \
         in res.stderr
     # the evaltape that ran is the one the line installed, with the recorder's packages
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import evaltape, anthropic, vcr; print(evaltape.__file__)"],
                            capture_output=True, text=True, check=True)
     assert probe.stdout.startswith(str(venv)), probe.stdout
+
+
+SHOP_AGENT = """\
+from evaltape.recorder.loop import AgentSpec, run_tool_loop
+from shopdata import STATUS  # the team's own dependency, installed by requirements.txt
+
+TOOLS = [{"name": "lookup_order", "description": "Find an order by id.",
+          "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                           "required": ["order_id"]}}]
+
+
+def execute(name, args):
+    return {"order_id": args["order_id"], "status": STATUS.get(args["order_id"], "unknown")}
+
+
+SPEC = AgentSpec(system="You are a shop assistant. Use tools.", tools=TOOLS, execute=execute)
+
+
+def run(case, client, *, model, stream=False):
+    return run_tool_loop(client, SPEC, case.input, model=model, stream=stream, max_steps=4)
+
+
+run.spec = SPEC
+"""
+
+
+def _wheel(folder: Path) -> Path:
+    """``shopdata``, a one-module package, as a wheel pip installs offline (the format of
+    PEP 427: the module, and a .dist-info folder with METADATA, WHEEL and RECORD)."""
+    import zipfile
+    path = folder / "shopdata-1.0-py3-none-any.whl"
+    files = {"shopdata/__init__.py": 'STATUS = {"42": "shipped"}\n',
+             "shopdata-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: shopdata\n"
+                                                "Version: 1.0\n",
+             "shopdata-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+                                             "Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    files["shopdata-1.0.dist-info/RECORD"] = "".join(f"{n},,\n" for n in files) + \
+        "shopdata-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+def _git(cwd: Path, *args: str) -> str:
+    git = ["git", "-c", "user.name=evaltape test", "-c", "user.email=test@example.invalid",
+           "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
+    return subprocess.run(git + list(args), cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_the_recipe_runs_on_a_fresh_clone_of_a_team_repository(tmp_path):
+    """A team's repository in the recipe's layout: its own agent (shopagent:run, which
+    imports the team's package shopdata, listed in requirements.txt), one run recorded with
+    it into evals/runs/, its baseline in evals/baselines/, evals/.gitignore from
+    examples/ci/evals/, ci/evaltape-ci.sh. Cloned afresh and run as the workflow runs it
+    (EVALTAPE_AGENT_INSTALL="-r requirements.txt" into a Python that has evaltape but not
+    shopdata): the agent's dependency is installed, the run replays and passes, the
+    reports land in evals/reports/ and the clone stays clean (git status prints nothing).
+    Without the agent install step the replay cannot import the agent: the job fails."""
+    job = next(iter(yaml.safe_load(WORKFLOW.read_text())["jobs"].values()))
+    assert job["env"]["EVALTAPE_AGENT_INSTALL"] == "-r requirements.txt"
+    team = tmp_path / "team"
+    (team / "ci").mkdir(parents=True)
+    (team / "evals").mkdir()
+    (team / "vendor").mkdir()
+    shutil.copy(SCRIPT, team / "ci" / "evaltape-ci.sh")
+    shutil.copy(ROOT / "examples" / "ci" / "evals" / ".gitignore", team / "evals" / ".gitignore")
+    wheel = _wheel(team / "vendor")
+    (team / "requirements.txt").write_text(f"./vendor/{wheel.name}\n")
+    (team / "shopagent.py").write_text(SHOP_AGENT)
+    (team / "evals" / "cases.json").write_text(json.dumps([
+        {"id": "o1", "user_query": "Where is order 42?", "expected_tools": ["lookup_order"],
+         "expected_args": {"lookup_order": {"order_id": "42"}},
+         "expected_outcome_keywords": ["shipped"]}]))
+    (tmp_path / "script.json").write_text(json.dumps({"o1": [
+        json.dumps({"tool": "lookup_order", "arguments": {"order_id": "42"}}),
+        "Order 42 has shipped."]}))
+    # record and grade the baseline with the team's package importable (PYTHONPATH)
+    pkg = tmp_path / "pkg"
+    (pkg / "shopdata").mkdir(parents=True)
+    (pkg / "shopdata" / "__init__.py").write_text('STATUS = {"42": "shipped"}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALTAPE_", "GITHUB_"))}
+    env["PYTHONPATH"] = str(pkg)
+    cli = [sys.executable, "-m", "evaltape.cli"]
+    for args in (["record", "evals/cases.json", "--agent", "shopagent:run", "--standin-script",
+                  str(tmp_path / "script.json"), "--out", "evals/runs/shop"],
+                 ["grade", "evals/runs/shop", "--out", str(tmp_path / "base"), "--quiet"]):
+        p = subprocess.run(cli + args, cwd=team, env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr
+    (team / "evals" / "baselines" / "shop").mkdir(parents=True)
+    shutil.copy(tmp_path / "base" / "report.json",
+                team / "evals" / "baselines" / "shop" / "report.json")
+    _git(team, "init", "-q")
+    _git(team, "add", "-A")
+    _git(team, "commit", "-q", "-m", "evals")
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", str(team), str(clone))
+    # a Python with evaltape (this one's packages, through a .pth) and without shopdata
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    vpy = venv / "bin" / "python"
+    site = subprocess.run([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], capture_output=True, text=True, check=True)
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig."
+                           "get_paths()['purelib'])"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    # (addsitedir: the .pth files there, an editable evaltape's, are read too)
+    Path(site.stdout.strip(), "parent_env.pth").write_text(
+        f"import site; site.addsitedir({ours!r})\n")
+    run_env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("EVALTAPE_", "GITHUB_", "VIRTUAL_ENV", "PYTHON"))}
+    run_env.update({k: str(v) for k, v in job["env"].items()})
+    run_env.update({"EVALTAPE_INSTALL": "", "EVALTAPE_PYTHON": str(vpy),
+                    "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    no_agent = {**run_env, "EVALTAPE_AGENT_INSTALL": ""}
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=clone, env=no_agent,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0
+    assert "shopdata" in res.stderr  # the agent's import fails, named
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=clone, env=run_env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert ("shop: pass: replay ok: 1 episode(s) reproduced exactly from evals/runs/shop; "
+            "gate: pass (") in res.stderr
+    assert "is not ignored by git" not in res.stderr
+    for name in ("report.json", "report.md", "report.html", "junit.xml"):
+        assert (clone / "evals" / "reports" / "shop" / name).is_file()
+    assert _git(clone, "status", "--porcelain") == ""
+    # a clone whose evals/.gitignore is missing is warned about
+    (clone / "evals" / ".gitignore").unlink()
+    _git(clone, "commit", "-q", "-am", "no ignore file")
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=clone, env=run_env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "warning: evals/reports is not ignored by git" in res.stderr

@@ -168,7 +168,7 @@ def test_config_and_case_judges_recorded_then_graded_offline(tmp_path, monkeypat
     assert (m["c1"]["next_step"]["threshold"], m["c1"]["next_step"]["passed"]) == (0.6, True)
     assert (m["c2"]["next_step"]["threshold"], m["c2"]["next_step"]["passed"]) == (0.6, False)
     assert m["c1"]["next_step"]["details"] == ("score 4 on 1-5 = 0.750; reason: "
-                                               "Says to check e-mail. [repaired]")
+                                               "Says to check e-mail.")  # an object after prose: read, not repaired
     assert m["c2"]["next_step"]["score"] == 0.25
     assert m["c2"]["next_step"]["details"] == ("score 2 on 1-5 = 0.250 (the "
                                                "case's criteria); reason: No ticket number.")
@@ -179,7 +179,7 @@ def test_config_and_case_judges_recorded_then_graded_offline(tmp_path, monkeypat
         assert (m[cid]["matches_reference"]["score"], m[cid]["matches_reference"]["reason"]) \
             == (None, "not_applicable")
     assert (m["c3"]["cites_ticket"]["score"], m["c3"]["cites_ticket"]["details"]) == \
-        (1.0, "judge: PASS [repaired]")
+        (1.0, "judge: PASS")
     for cid in ("c1", "c2"):
         assert m[cid]["cites_ticket"]["reason"] == "not_applicable"
     # means over the scored episodes: next_step (0.75 + 0.25 + 1.0) / 3 = 0.6667

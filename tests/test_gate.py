@@ -232,3 +232,122 @@ def test_a_metric_that_scores_nothing_now_is_a_warning_not_an_unmoved_mean(tmp_p
     d = run_cli("diff", a, b, "--strict")
     assert d.returncode == 1
     assert warning in d.stderr
+
+
+def test_added_failing_trials_fail_the_gate_naming_the_case(tmp_path):
+    """One trial each of c01 and c02 is the baseline (both pass); the current run keeps
+    those two lines (the same recordings) and adds trials 1 and 2 of c01, both calling the
+    wrong tool. c01 over all its trials: 1/1 → 1/3; Fisher: K = 2 of N = 4, p =
+    C(2,1)·C(2,0)/C(4,1) = 1/2, but it passed in every trial before and in none of its 2 new
+    recordings: critical. pass_rate over the baseline's 2 episodes (2/2 = 1.000) and the
+    current run's 4 episodes of those cases (2/4 = 0.500): -0.500, critical."""
+    ds = write_json(tmp_path / "ds.json", CASES[:2])
+    base = [trace("c01", 0), trace("c02", 0)]
+    old = write_jsonl(tmp_path / "old" / "traces.jsonl", base)
+    new = write_jsonl(tmp_path / "new" / "traces.jsonl",
+                      base + [trace("c01", t, tool="search", latency=0.7) for t in (1, 2)])
+    p = run_cli("grade", str(old), "--dataset", str(ds), "--out", str(tmp_path / "r-old"),
+                "--quiet")
+    assert p.returncode == 0, p.stderr
+    for strict in ([], ["--strict"]):
+        p = run_cli("grade", str(new), "--dataset", str(ds), "--out",
+                    str(tmp_path / f"r-new{len(strict)}"), "--baseline",
+                    str(tmp_path / "r-old" / "report.json"), "--quiet", *strict)
+        assert p.returncode == 1, p.stderr
+        case = ("case c01: 1/1 → 1/3 trials passing in new recordings (passed in every "
+                "trial before, in none of its 2 new recording(s) now)")
+        assert case in p.stderr
+    cmp = json.loads((tmp_path / "r-new0" / "report.json").read_text())["baseline_comparison"]
+    assert [(c["case_id"], c["passed_before"], c["trials_before"], c["passed_after"],
+             c["trials_after"], c["p"], c["level"]) for c in cmp["cases"]] == [
+        ("c01", 1, 1, 1, 3, 0.5, "critical")]
+    assert "pass_rate 1.000 → 0.500 (-0.500: worse by more than 0.1)" in cmp["failures"]
+    moves = {m["name"]: m for m in cmp["metrics"]}
+    assert (moves["pass_rate"]["kind"], moves["pass_rate"]["after"]) == ("summary", 0.5)
+    # tool F1: 1, 0, 0 for c01's trials and 1 for c02: 2/4
+    assert (moves["tool_selection_accuracy"]["kind"],
+            moves["tool_selection_accuracy"]["after"]) == ("metric", 0.5)
+
+
+def test_strict_fails_on_a_warned_drop_among_added_trials(tmp_path):
+    """12 cases × 3 trials all pass; the current run keeps them and adds trials 3-5 of c01,
+    trial 3 answering without "found". c01: 3/3 → 5/6, p = C(8,3)·C(1,0)/C(9,3) = 56/84 =
+    0.6667 > 0.05, its new recordings pass 2 of 3: a warning. pass_rate 36/36 → 38/39 =
+    0.974 (-0.026) moves too little to warn. Without --strict the gate passes; with it,
+    the warning fails it."""
+    ds = write_json(tmp_path / "ds.json", CASES)
+    base = [trace(c["id"], t) for c in CASES for t in range(3)]
+    added = [trace("c01", 3, answer="Nothing.", latency=0.7), trace("c01", 4, latency=0.7),
+             trace("c01", 5, latency=0.7)]
+    old = write_jsonl(tmp_path / "old" / "traces.jsonl", base)
+    new = write_jsonl(tmp_path / "new" / "traces.jsonl", base + added)
+    p = run_cli("grade", str(old), "--dataset", str(ds), "--out", str(tmp_path / "r-old"),
+                "--quiet")
+    assert p.returncode == 0, p.stderr
+    args = ["grade", str(new), "--dataset", str(ds), "--baseline",
+            str(tmp_path / "r-old" / "report.json"), "--quiet"]
+    p = run_cli(*args, "--out", str(tmp_path / "a"))
+    assert p.returncode == 0, p.stderr
+    cmp = json.loads((tmp_path / "a" / "report.json").read_text())["baseline_comparison"]
+    warned = ("case c01: 3/3 → 5/6 trials passing in new recordings (Fisher's exact test, "
+              "one-sided, p = 0.6667 > 0.05)")
+    assert cmp["warnings"] == [warned] and cmp["failures"] == []
+    p = run_cli(*args, "--out", str(tmp_path / "b"), "--strict")
+    assert p.returncode == 1 and warned in p.stderr
+
+
+@pytest.mark.parametrize("where", ["metric", "config judge", "case judge"])
+def test_a_metric_or_judge_named_like_a_summary_figure_is_refused(tmp_path, where):
+    ds_cases = [dict(c) for c in CASES[:1]]
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl", [trace("c01", 0)])
+    args = ["grade", str(traces), "--out", str(tmp_path / "out"), "--quiet"]
+    if where == "metric":
+        (tmp_path / "mine.py").write_text(
+            "from evaltape import Metric, Score\n\nclass Mine(Metric):\n"
+            "    name = 'pass_rate'\n    def score(self, ctx):\n        return Score(1.0, 'x')\n")
+        args += ["--metrics", "task_completion,mine:Mine"]
+    elif where == "config judge":
+        (tmp_path / "e.toml").write_text('[judges.tool_accuracy]\ncriteria = "Is it polite?"\n')
+        args += ["--config", str(tmp_path / "e.toml"), "--metrics", "tool_accuracy"]
+    else:
+        ds_cases[0]["judges"] = {"avg_steps": {"criteria": "Is it polite?"}}
+        args += ["--metrics", "avg_steps"]
+    ds = write_json(tmp_path / "ds.json", ds_cases)
+    p = run_cli(*args, "--dataset", str(ds), cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    name = {"metric": "pass_rate", "config judge": "tool_accuracy", "case judge": "avg_steps"}
+    assert f"{name[where]!r} is a name the report's summary uses" in p.stderr
+    field = {"metric": "field 'name'", "config judge": "field 'judges.tool_accuracy'",
+             "case judge": "field 'judges.avg_steps'"}
+    assert field[where] in p.stderr
+
+
+def test_summary_figures_are_compared_apart_from_a_metric_of_that_name():
+    """An older report whose metric was called pass_rate: the summary's pass_rate (1.0 →
+    0.5) and the metric's mean (0.2 → 0.9) are two moves, of two kinds."""
+    from evaltape.grader.report.diff import compare_reports
+
+    def rep(passed, m):
+        return {"schema": "evaltape.report/1",
+                "episodes": [{"case_id": "a", "trial": 0, "passed": passed[0], "failure": None,
+                              "metrics": {"pass_rate": {"score": m}}},
+                             {"case_id": "b", "trial": 0, "passed": passed[1], "failure": None,
+                              "metrics": {"pass_rate": {"score": m}}}],
+                "summary": {"metrics": {"pass_rate": m}, "pass_rate": sum(passed) / 2,
+                            "tool_accuracy": 1.0}}
+    d = compare_reports(rep((True, True), 0.2), rep((True, False), 0.9)).to_json()
+    assert [(m["kind"], m["name"], m["before"], m["after"], m["level"])
+            for m in d["metrics"]] == [("summary", "pass_rate", 1.0, 0.5, "critical"),
+                                       ("metric", "pass_rate", 0.2, 0.9, "improved")]
+    # no digests: both are new recordings, and b went from its one pass to a fail
+    assert d["failures"] == [
+        "case b: 1/1 → 0/1 trials passing in new recordings (passed in every trial before, "
+        "in none now)", "pass_rate 1.000 → 0.500 (-0.500: worse by more than 0.1)"]
+
+
+def test_the_refused_names_are_the_summary_fields():
+    import dataclasses
+
+    from evaltape.grader.model import SUMMARY_NAMES
+    from evaltape.grader.results import Summary
+    assert SUMMARY_NAMES == {f.name for f in dataclasses.fields(Summary)}

@@ -26,29 +26,29 @@ def msg(text: str, stop: str = "end_turn") -> dict:
     ("PASS", "end_turn", True, None, False),
     ("FAIL", "end_turn", False, None, False),
     # a verdict followed by prose containing the other verdict word: the leading one wins
-    ("PASS. The explanation would FAIL only if it were generic.", "end_turn", True, None, True),
-    ("FAIL - it does not PASS the specificity bar.", "end_turn", False, None, True),
+    ("PASS. The explanation would FAIL only if it were generic.", "end_turn", True, None, False),
+    ("FAIL - it does not PASS the specificity bar.", "end_turn", False, None, False),
     # a zero-width space inside the verdict word
     ("PA\u200bSS", "end_turn", True, None, True),
     ("\ufeffFA\u200dIL", "end_turn", False, None, True),
-    # lower case and markdown
-    ("pass", "end_turn", True, None, True),
-    ("**Fail**", "end_turn", False, None, True),
-    ("Looking at it closely.\nVerdict: PASS", "end_turn", True, None, True),
+    # lower case and markdown, read as written: not repaired (nothing in the text changed)
+    ("pass", "end_turn", True, None, False),
+    ("**Fail**", "end_turn", False, None, False),
+    ("Looking at it closely.\nVerdict: PASS", "end_turn", True, None, False),
     # cut at max_tokens: never a verdict, even if it starts with one
     ("PASS because the explanation mentions the dup", "max_tokens", None, TRUNCATED, False),
     # both words, none leading, no label: cannot be decided, and counted as ambiguous
     ("It could FAIL or it could PASS.", "end_turn", None, AMBIGUOUS, False),
     # the last labelled verdict wins: a corrected final verdict after a draft
     ("Verdict: PASS at first sight.\nOn reflection it is generic.\nFinal verdict: FAIL",
-     "end_turn", False, None, True),
+     "end_turn", False, None, False),
     # a "PASS/FAIL:" label is a label, not a leading PASS
-    ("PASS/FAIL: FAIL", "end_turn", False, None, True),
+    ("PASS/FAIL: FAIL", "end_turn", False, None, False),
     # "result:" followed by prose is no verdict; the later labelled one is
     ("The net result: the explanation names the duplicate charge.\nVerdict: PASS",
-     "end_turn", True, None, True),
+     "end_turn", True, None, False),
     # verdict lines: the last one
-    ("**PASS**\n\nWait, the topic is missing.\n\n**FAIL**", "end_turn", False, None, True),
+    ("**PASS**\n\nWait, the topic is missing.\n\n**FAIL**", "end_turn", False, None, False),
     ("I cannot tell.", "end_turn", None, PARSE_FAILURE, False),
 ])
 def test_pass_fail(text, stop, value, reason, repaired):
@@ -78,7 +78,7 @@ GOOD = {"task_action_accuracy": 1.0, "completeness": 0.5, "conciseness": 0.0,
     ('Draft: {"task_action_accuracy": 1, "completeness": 1, "conciseness": 1}\n'
      'Correction, the agent skipped a step: {"task_action_accuracy": 0.25, '
      '"completeness": 0.5, "conciseness": 0.3}', "end_turn",
-     {"task_action_accuracy": 0.25, "completeness": 0.5, "conciseness": 0.3}, None, True),
+     {"task_action_accuracy": 0.25, "completeness": 0.5, "conciseness": 0.3}, None, False),
     # zero-width space inside a key makes strict fail; repair removes it
     ('{"task_action_accuracy": 1, "complete\u200bness": 1, "conciseness": 1}', "end_turn",
      {"task_action_accuracy": 1.0, "completeness": 1.0, "conciseness": 1.0}, None, True),

@@ -230,3 +230,31 @@ def test_more_samples_later_are_live_answers(run_dir, tmp_path, monkeypatch):
     assert _grade(run, ds, tmp_path / "r").exit_code == 0
     rep = orjson.loads((tmp_path / "r" / "report.json").read_bytes())
     assert rep["episodes"][0]["metrics"]["hallucination"]["score"] == pytest.approx(4 / 9)
+
+
+def test_the_note_command_records_the_answers_as_printed(run_dir, tmp_path, monkeypatch):
+    """The run has no manifest, so it is graded with --dataset; the note's command names
+    that dataset too, and run exactly as printed (the judge server in ANTHROPIC_BASE_URL)
+    it records the missing answer: graded again, nothing is missing."""
+    import shlex
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    run, ds = run_dir
+    r = _grade(run, ds, tmp_path / "r1")
+    assert r.exit_code == 0, r.output
+    rep = orjson.loads((tmp_path / "r1" / "report.json").read_bytes())
+    assert rep["summary"]["judge"]["not_recorded"] == 1
+    note = next(line for line in r.output.splitlines() if "record them with: " in line)
+    command = note.split("record them with: ", 1)[1]
+    assert command == (f"evaltape judge {shlex.quote(str(run))} --dataset "
+                       f"{shlex.quote(str(ds))} --metrics hallucination")
+    assert rep["summary"]["judge"]["record_command"] == command
+    with JudgeServer([json.dumps(VERDICT)]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        j = CliRunner().invoke(cli, shlex.split(command)[1:])
+        assert j.exit_code == 0, j.output
+        assert len(server.bodies) == 1
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    r2 = _grade(run, ds, tmp_path / "r2")
+    assert r2.exit_code == 0, r2.output
+    assert orjson.loads((tmp_path / "r2" / "report.json").read_bytes())["summary"]["judge"][
+        "not_recorded"] == 0

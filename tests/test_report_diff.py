@@ -57,7 +57,7 @@ def test_compare_reports_lists_flips_and_moves():
     assert [(f["case_id"], f["before"]) for f in d["flips"]] == [("b", True), ("c", False)]
     assert (d["regressed"], d["fixed"], d["mcnemar_p"]) == (1, 1, 1.0)
     # pass_rate 0.75 → 0.75 does not move; m: 0.90 → 0.82 = -0.08 → warning
-    assert d["metrics"] == [{"name": "m", "before": 0.9, "after": 0.82, "delta": -0.08,
+    assert d["metrics"] == [{"name": "m", "kind": "metric", "before": 0.9, "after": 0.82, "delta": -0.08,
                              "level": "warning"}]
     # no trace digests: new recordings, so b's one trial going from pass to fail is a
     # case that passed in every trial and now in none (Fisher's p = 1/2 alone would not)
@@ -174,7 +174,8 @@ def test_reports_over_different_episodes_compare_shared_means():
     d = compare_reports(old, new).to_json()
     assert d["metrics"] == []                              # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
-    assert d["means_over"] == "the 1 episodes both reports have"
+    assert d["means_over"] == ("the 1 episode(s) of the baseline that this report has, and "
+                               "this report's 1 of the cases the baseline has")
     # the two vanished episodes fail the gate unless allowed
     assert d["level"] == "critical" and d["failures"] == [
         "2 episode(s) of the baseline are missing now: a#t1, a#t2 (allow with "
@@ -303,3 +304,28 @@ def test_a_hand_edited_report_of_the_wrong_shape_is_bad_input(tmp_path, edit, fi
     p = run_cli("diff", str(GOLDEN / "scripted-harness" / "report.json"), str(bad))
     assert p.returncode == 3, p.stderr
     assert f"{bad}: field '{field}'" in p.stderr
+
+
+def test_diff_names_the_setup_changes_the_page_names(tmp_path):
+    """Two copies of the help-desk stand-in run, the second's manifest naming another
+    stand-in script: `evaltape diff` names that change (the page's Compare view marks the
+    same row), and nothing else of the setup."""
+    runs = []
+    for name, script in (("a", "datasets/helpdesk_standin_scripts.json"),
+                         ("b", "datasets/other_scripts.json")):
+        run = tmp_path / name
+        shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+        man = json.loads((run / "manifest.json").read_text())
+        man["dataset"]["path"] = str(ROOT / "datasets" / "helpdesk_eval.json")
+        man["standin_scripts"] = script
+        (run / "manifest.json").write_text(json.dumps(man))
+        p = run_cli("grade", str(run), "--out", str(tmp_path / f"r-{name}"), "--quiet",
+                    cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        runs.append(tmp_path / f"r-{name}" / "report.json")
+    d = run_cli("diff", str(runs[0]), str(runs[1]), cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    lines = d.stdout.split("Setup changed between the runs:\n", 1)[1].split("\n\n")[0]
+    assert lines.splitlines() == ["- recording stand-in scripts: "
+                                  "datasets/helpdesk_standin_scripts.json → "
+                                  "datasets/other_scripts.json"]

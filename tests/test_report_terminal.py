@@ -144,3 +144,31 @@ def test_report_json_and_md_count_the_skipped_by_reason(tmp_path):
     assert "n/a N/A" not in md and "| tc_005#t0 | FAIL `wrong_tools` |" in md
     details = md.split("## Failing metric details", 1)[1]
     assert details.count("\n- **") == 13 and "- **tc_001#t0-t2** `task_completion`" in details
+
+
+def test_failing_details_show_failures_only_and_every_failing_episode(tmp_path):
+    """Two episodes, graded with task_completion and hallucination (a judged metric whose
+    answers were never recorded: null judge_not_recorded, a skipped check, not a failure).
+    ``lyon`` has the keyword "capital" (task_completion 1/1 = 1.0 passes) but not the
+    expected text "Paris": it fails wrong_answer on the outcome alone and still gets a
+    line; ``ok`` passes. No line for the skipped judge scores, in the terminal or report.md."""
+    from conftest import make_trace, run_cli, write_json, write_jsonl
+    cases = [{"id": "lyon", "user_query": "Capital of France?", "expected_tools": [],
+              "expected_answer_contains": "Paris", "expected_outcome_keywords": ["capital"]},
+             {"id": "ok", "user_query": "Capital of Italy?", "expected_tools": [],
+              "expected_answer_contains": "Rome"}]
+    ds = write_json(tmp_path / "ds.json", cases)
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl", [
+        make_trace("lyon", input="Capital of France?", final="The capital is Lyon."),
+        make_trace("ok", input="Capital of Italy?", final="Rome.")])
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"),
+                "--metrics", "task_completion,hallucination", "--format", "json,md",
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    details = p.stdout.split("FAILING DETAILS", 1)[1]
+    assert "[lyon] verdict FAIL: wrong_answer" in details
+    assert "hallucination" not in details and "[ok]" not in details
+    md = (tmp_path / "out" / "report.md").read_text()
+    section = md.split("## Failing metric details", 1)[1]
+    assert "- **lyon** verdict FAIL: `wrong_answer`" in section
+    assert "hallucination" not in section

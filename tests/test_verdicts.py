@@ -320,3 +320,124 @@ def test_check_and_describe_by_hand():
     assert describe("x", 0.7499, 0.75) == "x 0.7499 < 0.7500"
     assert describe("x", None, 0.8) == "x error"
 
+
+
+# Five more cases for loosened thresholds (tool F1 and task_completion worked out by hand):
+# - three: expects check_server, search_docs, create_ticket; calls check_server, search_docs,
+#   unlock_account: E∩A = 2, P = R = 2/3, F1 = 0.67; its own threshold 0.6 -> passes
+#   (the exact rule would say wrong_tools).
+# - worse: the same expectation and threshold; calls check_server, unlock_account:
+#   P = 1/2, R = 1/3, F1 = 2·(1/6)/(5/6) = 0.40 < 0.60 -> fails naming the metric.
+# - keywords: 1 of 2 keywords ("printer", not "driver"): task_completion 0.50, which the
+#   configuration's 0.5 passes (the exact rule would say wrong_answer).
+# - fewer: 1 of 3 keywords: 0.33 < 0.50 -> fails naming the metric.
+# - mixed: calls reset_password for unlock_account (no tool threshold of its own: the exact
+#   rule stands, wrong_tools) and its answer lacks "unlocked" (task_completion 0/1 = 0.00 <
+#   0.50, which decides the answer check here): both named.
+LOOSE_CASES = CASES + [
+    {"id": "three", "user_query": "Check db-01, find the guide, file a ticket.",
+     "expected_tools": ["check_server", "search_docs", "create_ticket"],
+     "expected_outcome_keywords": ["done"], "thresholds": {"tool_selection_accuracy": 0.6}},
+    {"id": "worse", "user_query": "Check db-01, find the guide, file a ticket.",
+     "expected_tools": ["check_server", "search_docs", "create_ticket"],
+     "expected_outcome_keywords": ["done"], "thresholds": {"tool_selection_accuracy": 0.6}},
+    {"id": "keywords", "user_query": "Find the printer help.", "expected_tools": ["search_docs"],
+     "expected_outcome_keywords": ["printer", "driver"]},
+    {"id": "fewer", "user_query": "Find the printer help.", "expected_tools": ["search_docs"],
+     "expected_outcome_keywords": ["printer", "driver", "queue"]},
+    {"id": "mixed", "user_query": "Please unlock jsmith.", "expected_tools": ["unlock_account"],
+     "expected_outcome_keywords": ["unlocked"]},
+]
+
+
+def _loose_trace(case_id: str, names: list[str], answer: str) -> dict:
+    t = _trace("ok", [(n, {}, {"ok": True}) for n in names], answer)
+    return dict(t, case_id=case_id,
+                input=next(c["user_query"] for c in LOOSE_CASES if c["id"] == case_id))
+
+
+LOOSE_TRACES = TRACES + [
+    _loose_trace("three", ["check_server", "search_docs", "unlock_account"], "All done."),
+    _loose_trace("worse", ["check_server", "unlock_account"], "All done."),
+    _loose_trace("keywords", ["search_docs"], "Here is the printer page."),
+    _loose_trace("fewer", ["search_docs"], "Here is the printer page."),
+    _loose_trace("mixed", ["reset_password"], "Sorry, please try again."),
+]
+
+
+def test_loosened_thresholds_decide_the_outcome_checks(tmp_path):
+    """A case's tool_selection_accuracy 0.6 and the configuration's task_completion 0.5
+    decide the tool and answer checks in place of wrong_tools and wrong_answer: three and
+    keywords pass, the others keep their verdicts, failures name the metrics."""
+    ds = write_json(tmp_path / "ds.json", LOOSE_CASES)
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl", LOOSE_TRACES)
+    (tmp_path / "evaltape.toml").write_text("[thresholds]\ntask_completion = 0.5\n")
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"),
+                "--format", "json,junit,md", "--quiet", "--config",
+                str(tmp_path / "evaltape.toml"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = report(tmp_path / "out")
+    s = r["summary"]
+    assert s["failures"] == {
+        "args": "argument_correctness 0.00 < 0.80",        # as under the default verdict
+        "number": "grounding 0.33 > 0.00",
+        "half": "argument_correctness 0.50 < 0.80",
+        "worse": "tool_selection_accuracy 0.40 < 0.60",
+        "fewer": "task_completion 0.33 < 0.50",
+        "mixed": "wrong_tools; task_completion 0.00 < 0.50"}
+    # ok, chat, three, keywords pass: 4 of 10
+    assert (s["passed"], s["pass_rate"]) == (4, 0.4)
+    # tool_accuracy stays the exact rule's count: the five first cases, keywords and fewer
+    # call their expected tools as a list; three, worse and mixed do not: 7/10
+    assert s["tool_accuracy"] == 0.7
+    eps = {e["case_id"]: e for e in r["episodes"]}
+    tsa = eps["three"]["metrics"]["tool_selection_accuracy"]
+    assert (tsa["score"], tsa["threshold"], tsa["passed"]) == (pytest.approx(2 / 3), 0.6, True)
+    tc = eps["keywords"]["metrics"]["task_completion"]
+    assert (tc["score"], tc["threshold"], tc["passed"]) == (0.5, 0.5, True)
+    assert junit_failures(tmp_path / "out") == s["failures"]
+    # the report says which checks a threshold decides: three and worse set the tool
+    # threshold; the configuration's task_completion decides the answer on all 10 cases
+    assert s["verdict"]["decided"] == {"tool_selection_accuracy": {"check": "tools", "cases": 2},
+                                       "task_completion": {"check": "answer", "cases": 10}}
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert ("task_completion's threshold decides the answer check in place of the exact "
+            "answer rule (wrong_answer) on 10 case(s)") in md
+
+
+def test_default_thresholds_keep_the_exact_rules(tmp_path):
+    """Without a threshold set for them, the same episodes fail the fixed rules with their
+    own words (the scripted-harness reference's): wrong_tools, wrong_answer."""
+    cases = [{k: v for k, v in c.items() if k != "thresholds"} for c in LOOSE_CASES]
+    ds = write_json(tmp_path / "ds.json", cases)
+    traces = write_jsonl(tmp_path / "run" / "traces.jsonl", LOOSE_TRACES)
+    p = run_cli("grade", str(traces), "--dataset", str(ds), "--out", str(tmp_path / "out"),
+                "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    summary = report(tmp_path / "out")["summary"]
+    assert "decided" not in summary["verdict"]
+    f = summary["failures"]
+    assert {k: f[k] for k in ("three", "worse", "keywords", "fewer", "mixed")} == {
+        "three": "wrong_tools", "worse": "wrong_tools", "keywords": "wrong_answer",
+        "fewer": "wrong_answer", "mixed": "wrong_tools"}
+
+
+def test_worked_example_a_loosened_threshold_changes_tc_006(tmp_path):
+    """docs/metrics.md's worked example: tc_006 calls 1 of its 2 expected tools (F1 =
+    2·1·0.5/1.5 = 0.67) and says 1 of its 2 keywords (0.50). tool_selection_accuracy = 0.6
+    decides the tool check (passes), the answer check stays the fixed rule (wrong_answer):
+    5/8; with task_completion = 0.5 too, tc_006 passes: 6/8; tool_accuracy stays 7/8."""
+    cfg = tmp_path / "a.toml"
+    cfg.write_text("[thresholds]\ntool_selection_accuracy = 0.6\n")
+    p = run_cli("grade", "cassettes/helpdesk-scripted-standin", "--config", str(cfg),
+                "--out", str(tmp_path / "a"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    s = report(tmp_path / "a")["summary"]
+    assert s["failures"]["tc_006"] == "wrong_answer" and s["pass_rate"] == 5 / 8
+    cfg.write_text("[thresholds]\ntool_selection_accuracy = 0.6\ntask_completion = 0.5\n")
+    p = run_cli("grade", "cassettes/helpdesk-scripted-standin", "--config", str(cfg),
+                "--out", str(tmp_path / "b"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    s = report(tmp_path / "b")["summary"]
+    assert "tc_006" not in s["failures"] and s["pass_rate"] == 6 / 8
+    assert s["tool_accuracy"] == 0.875

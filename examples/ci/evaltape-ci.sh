@@ -5,12 +5,17 @@
 #   examples/ci/evaltape-ci.sh            # replay every run, grade it, compare, gate
 #   examples/ci/evaltape-ci.sh --update   # write the new reports as the baselines (review the diff)
 #
-# Layout (change with the variables below):
-#   runs/<name>/                    a recorded or imported run (traces.jsonl, manifest.json)
-#   evaltape-baselines/<name>/report.json   its accepted report, committed
-#   evaltape-reports/<name>/        written here: report.json, report.md, report.html (the
-#                                   evaltape view page; report-data/ beside it for a large
-#                                   run), junit.xml
+# Layout: one folder, evals/, in your repository (change with the variables below):
+#   evals/runs/<name>/               a recorded or imported run (traces.jsonl, manifest.json,
+#                                    http/), committed
+#   evals/baselines/<name>/report.json   its accepted report, committed
+#   evals/reports/<name>/            written here: report.json, report.md, report.html (the
+#                                    evaltape view page; report-data/ beside it for a large
+#                                    run), junit.xml; NOT committed: copy
+#                                    examples/ci/evals/.gitignore to evals/.gitignore (the
+#                                    recipe warns while git would commit the reports)
+# Record into evals/runs/ with `evaltape record ... --out evals/runs/<name>` (a plain
+# runs/ folder is where evaltape's own repository keeps experiments, and ignores it).
 #
 # Variables:
 #   EVALTAPE_INSTALL    pip requirement to install first ("" = evaltape is already installed;
@@ -18,9 +23,14 @@
 #                       serves evaltape: a git URL, "evaltape[record] @
 #                       git+https://github.com/<owner>/evaltape@v0.1.0", or a path,
 #                       "./vendor/evaltape[record]"
-#   EVALTAPE_RUNS       folder of runs                       (default: runs)
-#   EVALTAPE_BASELINES  folder of baseline reports          (default: evaltape-baselines)
-#   EVALTAPE_OUT        folder for the new reports           (default: evaltape-reports)
+#   EVALTAPE_AGENT_INSTALL  pip arguments that install YOUR agent's own dependencies, which
+#                       `evaltape replay` imports with the agent (module:function):
+#                       "-r requirements.txt", "-e ." for a package; "" = none
+#   EVALTAPE_PYTHON     the Python both installs go into and evaltape runs with
+#                       (default: python3)
+#   EVALTAPE_RUNS       folder of runs                       (default: evals/runs)
+#   EVALTAPE_BASELINES  folder of baseline reports          (default: evals/baselines)
+#   EVALTAPE_OUT        folder for the new reports           (default: evals/reports)
 #   EVALTAPE_METRICS    metrics to grade with (default: those the baseline report used,
 #                       else evaltape's default set)
 #   EVALTAPE_CONFIG     --config file for grade (default: grade's own discovery of
@@ -43,10 +53,12 @@
 # 1 a gate failed (replay divergence included); 2 usage; 3 bad input (a run or report
 # evaltape cannot read).
 set -uo pipefail
+# the job writes nothing in the work tree but its reports (no __pycache__ beside your agent)
+export PYTHONDONTWRITEBYTECODE=1
 
-RUNS="${EVALTAPE_RUNS:-runs}"
-BASELINES="${EVALTAPE_BASELINES:-evaltape-baselines}"
-OUT="${EVALTAPE_OUT:-evaltape-reports}"
+RUNS="${EVALTAPE_RUNS:-evals/runs}"
+BASELINES="${EVALTAPE_BASELINES:-evals/baselines}"
+OUT="${EVALTAPE_OUT:-evals/reports}"
 THRESHOLD="${EVALTAPE_THRESHOLD:-}"
 STRICT="${EVALTAPE_STRICT:-1}"
 REPLAY="${EVALTAPE_REPLAY:-1}"
@@ -71,7 +83,22 @@ if [ -n "${EVALTAPE_INSTALL:-}" ]; then
     exit 2
   }
 fi
-command -v evaltape >/dev/null || { echo "evaltape is not on PATH" >&2; exit 2; }
+if [ -n "${EVALTAPE_AGENT_INSTALL:-}" ]; then
+  # word-split on purpose: pip arguments, "-r requirements.txt" or "-e ."
+  # shellcheck disable=SC2086
+  "$PYTHON" -m pip install --quiet $EVALTAPE_AGENT_INSTALL || {
+    echo "cannot install your agent's dependencies, EVALTAPE_AGENT_INSTALL=" \
+         "$EVALTAPE_AGENT_INSTALL (pip's message above)" >&2
+    exit 2
+  }
+fi
+"$PYTHON" -c "import evaltape.cli" 2>/dev/null || {
+  echo "evaltape is not installed for $PYTHON (set EVALTAPE_INSTALL or EVALTAPE_PYTHON)" >&2
+  exit 2
+}
+evaltape() {  # the evaltape of $PYTHON, the environment the agent's dependencies went into
+  "$PYTHON" -m evaltape.cli "$@"
+}
 [ -d "$RUNS" ] || { echo "no runs folder: $RUNS (set EVALTAPE_RUNS)" >&2; exit 2; }
 
 summary() {  # append stdin to the GitHub job summary when there is one
@@ -102,6 +129,15 @@ PY
 worst=0
 found=0
 mkdir -p "$OUT"
+# the reports are build output: warn while git would commit them (exit 1 of check-ignore:
+# inside this work tree and not ignored; 128: no git, or outside the work tree)
+if command -v git >/dev/null; then
+  git check-ignore -q "$OUT" 2>/dev/null
+  if [ $? -eq 1 ]; then
+    echo "warning: $OUT is not ignored by git: copy examples/ci/evals/.gitignore to" \
+         "evals/.gitignore (or add $OUT/ to your .gitignore)" >&2
+  fi
+fi
 for run in "$RUNS"/*/; do
   run="${run%/}"
   [ -f "$run/traces.jsonl" ] || continue

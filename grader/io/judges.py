@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.expectations import FieldError
-from evaltape.grader.model import JudgeCriteria
+from evaltape.grader.model import JudgeCriteria, summary_name_problem
 
 #: What a judge may be shown, in the order its prompt shows them.
 INCLUDE = ("input", "tool_calls", "expected_output", "answer")
@@ -161,8 +161,9 @@ def config_judges(table: Mapping[str, Any], path: str | None) -> dict[str, Judge
 
     Raises:
         BadInputError: ``judges`` not a table of tables, a name that is not a lower-case
-            word, a judge without ``criteria``, or a key :func:`parse_judge` refuses
-            (file and ``judges.NAME.key`` named).
+            word or is one of the summary's (``pass_rate``...,
+            :data:`evaltape.grader.model.SUMMARY_NAMES`), a judge without ``criteria``,
+            or a key :func:`parse_judge` refuses (file and ``judges.NAME.key`` named).
     """
     judges = table.get("judges", {})
     if not isinstance(judges, Mapping):
@@ -174,6 +175,9 @@ def config_judges(table: Mapping[str, Any], path: str | None) -> dict[str, Judge
             raise BadInputError("a judge's name is its report column: a lower-case word "
                                 "([a-z][a-z0-9_]*, at most 64 characters)", path=path,
                                 field=where)
+        problem = summary_name_problem(name)
+        if problem is not None:
+            raise BadInputError(problem, path=path, field=where)
         try:
             judge = parse_judge(entry, "", keys=CONFIG_KEYS)
         except FieldError as e:

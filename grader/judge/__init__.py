@@ -194,7 +194,9 @@ class Verdict:
         value: the parsed verdict (``bool`` for PASS/FAIL, the validated object for JSON),
             or ``None`` when it could not be parsed.
         reason: ``None``, :data:`TRUNCATED` or :data:`PARSE_FAILURE`.
-        repaired: the strict parse failed and the repair step produced ``value``.
+        repaired: ``value`` was read from a changed text: NFKC, zero-width characters
+            removed, trailing commas dropped (a verdict read from the answer as written,
+            a marked line or an object among prose, is not repaired).
         text: the answer's text.
     """
 
@@ -243,7 +245,9 @@ def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
     4. a single verdict word anywhere.
 
     Both words present and none of these rules deciding → :data:`AMBIGUOUS` (counted in
-    the report's judge block); no verdict word → :data:`PARSE_FAILURE`. This follows the
+    the report's judge block); no verdict word → :data:`PARSE_FAILURE`. The verdict is
+    ``repaired`` only when the rules read it from the cleaned text and not from the answer
+    as written (a zero-width character inside the word). This follows the
     usual reading of chain-of-thought judges (G-Eval, MT-Bench's "[[A]]" convention): the
     final, marked answer counts, not the reasoning before it.
     """
@@ -253,16 +257,27 @@ def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
     if text.strip() in ("PASS", "FAIL"):
         return Verdict(text.strip() == "PASS", text=text)
     clean = _clean(text)
-    marks = _PF_LABEL.findall(clean) or _PF_LINE.findall(clean)
+    value = _pass_fail_rules(clean)
+    if isinstance(value, bool):
+        # repaired only when the text had to change (NFKC, zero-width characters) for the
+        # rules to read this verdict; reading a marked verdict as the prompt asks is not
+        return Verdict(value, repaired=_pass_fail_rules(text) is not value, text=text)
+    return Verdict(None, value, text=text)
+
+
+def _pass_fail_rules(text: str) -> bool | str:
+    """:func:`parse_pass_fail`'s rules 1-4 on ``text``: the verdict, else
+    :data:`AMBIGUOUS` or :data:`PARSE_FAILURE`."""
+    marks = _PF_LABEL.findall(text) or _PF_LINE.findall(text)
     if marks:
-        return Verdict(marks[-1].upper() == "PASS", repaired=True, text=text)
-    lead = _PF_LEAD.match(clean)
+        return marks[-1].upper() == "PASS"
+    lead = _PF_LEAD.match(text)
     if lead:
-        return Verdict(lead.group(1).upper() == "PASS", repaired=True, text=text)
-    words = {w.upper() for w in _PF_WORD.findall(clean)}
+        return lead.group(1).upper() == "PASS"
+    words = {w.upper() for w in _PF_WORD.findall(text)}
     if len(words) == 1:
-        return Verdict(words.pop() == "PASS", repaired=True, text=text)
-    return Verdict(None, AMBIGUOUS if words else PARSE_FAILURE, text=text)
+        return words.pop() == "PASS"
+    return AMBIGUOUS if words else PARSE_FAILURE
 
 
 def _string_mask(text: str) -> list[bool]:
@@ -351,7 +366,10 @@ def parse_json_verdict(message: Mapping[str, Any],
             try:
                 obj = orjson.loads(src)
                 if isinstance(obj, dict):
-                    return Verdict(validate(obj), repaired=True, text=text)
+                    # repaired only when the object's text changed (NFKC, zero-width
+                    # characters, trailing commas); one read out of prose is not
+                    changed = src != candidate or candidate not in text
+                    return Verdict(validate(obj), repaired=changed, text=text)
             except (orjson.JSONDecodeError, ValueError, TypeError, KeyError):
                 continue
     return Verdict(None, PARSE_FAILURE, text=text)

@@ -12,6 +12,10 @@ A metric is an object with
 - optionally ``pass_threshold`` (float in [0, 1]): the score the metric's own reference
   passes at, when it is not the default (:func:`default_threshold`), or a method
   ``case_threshold(case) -> float`` for a threshold that depends on the case;
+- optionally ``outcome_check`` (``"tools"`` or ``"answer"``): the outcome check the metric
+  measures too (``tool_selection_accuracy`` the tool choice, ``task_completion`` the
+  answer's content); a threshold set for it then decides that check in place of the fixed
+  rule (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`);
 - ``score(ctx) -> Score``: the verdict on one episode (:class:`EpisodeContext` in,
   :class:`Score` out);
 - ``requests(ctx, model=None) -> list[dict]``: the judge requests ``score`` will look up
@@ -119,6 +123,9 @@ def check_metric(metric: Any, label: str) -> Any:
     if own is not None and (isinstance(own, bool) or not isinstance(own, (int, float))
                             or not 0 <= own <= 1):
         problems.append(f"'pass_threshold' {own!r} is not a number from 0 to 1")
+    check_name = getattr(metric, "outcome_check", None)
+    if check_name is not None and check_name not in ("tools", "answer"):
+        problems.append(f"'outcome_check' {check_name!r} is not 'tools' or 'answer'")
     for method in ("score", "requests"):
         if not callable(getattr(metric, method, None)):
             problems.append(f"no '{method}' method")

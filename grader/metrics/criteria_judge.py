@@ -27,7 +27,7 @@ from evaltape.grader.io.expectations import FieldError
 from evaltape.grader.io.judges import (DEFAULT_INCLUDE, DEFAULT_SCALE, DEFAULT_THRESHOLD, INCLUDE,
                                        NAME, parse_scale, scale_bounds)
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, parse_pass_fail
-from evaltape.grader.model import Case, EpisodeContext, JudgeCriteria, Score
+from evaltape.grader.model import Case, EpisodeContext, JudgeCriteria, Score, summary_name_problem
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
 
@@ -270,8 +270,8 @@ def judge_metrics(configured: Mapping[str, JudgeCriteria], cases: Sequence[Case]
         config_path, dataset_path: named in errors.
 
     Raises:
-        BadInputError: a judge named like a built-in metric (the file and ``judges.NAME``
-            named: the configuration's, or the dataset's with the case's line), or a case's
+        BadInputError: a judge named like a built-in metric or a summary figure (the file
+            and ``judges.NAME`` named: the configuration's, or the dataset's with the case's line), or a case's
             judge that no configuration table defines and that gives no ``criteria``.
     """
     for name in configured:
@@ -285,6 +285,10 @@ def judge_metrics(configured: Mapping[str, JudgeCriteria], cases: Sequence[Case]
                 raise BadInputError(f"case {case.id!r}: {name!r} is the name of a built-in "
                                     "metric; give the judge a name of its own",
                                     path=dataset_path, line=case.line, field=f"judges.{name}")
+            problem = summary_name_problem(name)
+            if problem is not None:
+                raise BadInputError(f"case {case.id!r}: {problem}", path=dataset_path,
+                                    line=case.line, field=f"judges.{name}")
             if name not in configured and entry.criteria is None:
                 raise BadInputError(f"case {case.id!r}: judge {name!r} has no criteria, and "
                                     "the configuration defines no [judges." + name + "] to "

@@ -6,7 +6,8 @@ import os
 import sys
 from typing import Any, Iterable
 
-from evaltape.grader.errors import UsageError
+from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.model import summary_name_problem
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.bfcl_ast import BfclAst
@@ -71,8 +72,19 @@ def check_own_name(metric: Any, label: str) -> Any:
     name would be compared with it silently.
 
     Raises:
+        BadInputError: the name is one of the summary's (``pass_rate``, ``tool_accuracy``...,
+            :data:`evaltape.grader.model.SUMMARY_NAMES`): exit 3, naming the metric's source
+            file and its ``name``.
         UsageError: the metric's class is not the built-in registered under its name.
     """
+    problem = summary_name_problem(metric.name)
+    if problem is not None:
+        import inspect
+        try:
+            where = inspect.getsourcefile(type(metric)) or label
+        except TypeError:
+            where = label
+        raise BadInputError(f"metric {label!r}: {problem}", path=where, field="name")
     builtin = BUILTIN.get(metric.name)
     if builtin is not None and type(metric) is not builtin:
         raise UsageError(f"{label!r} is named {metric.name!r}, the name of a built-in metric; "

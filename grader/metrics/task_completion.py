@@ -33,6 +33,10 @@ class TaskCompletion(Metric):
     """
 
     name: ClassVar[str] = "task_completion"
+    #: The outcome check this metric measures too, the answer's content (``wrong_answer``): a threshold set for
+    #: it decides that check in place of the fixed rule
+    #: (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`).
+    outcome_check: ClassVar[str] = "answer"
     version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:

@@ -22,6 +22,10 @@ class ToolSelectionAccuracy(Metric):
     """
 
     name: ClassVar[str] = "tool_selection_accuracy"
+    #: The outcome check this metric measures too, the tool choice (``wrong_tools``): a threshold set for
+    #: it decides that check in place of the fixed rule
+    #: (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`).
+    outcome_check: ClassVar[str] = "tools"
     version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:

@@ -100,6 +100,31 @@ def verdict_lines(summary: Any, lower: Any) -> list[str]:
     if v.get("case_thresholds"):
         out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
                    "case's win)")
+    out.extend(decided_lines(v))
+    return out
+
+
+#: The outcome check each ``summary.verdict.decided`` entry replaces, in words.
+_FIXED_RULE = {"tools": "the exact tool rule (wrong_tools)",
+               "answer": "the exact answer rule (wrong_answer)"}
+
+
+def decided_lines(verdict: Any) -> list[str]:
+    """One line per metric whose threshold decides an outcome check in place of its fixed
+    rule (``summary.verdict.decided``): ``tool_selection_accuracy's threshold decides the
+    tool check in place of the exact tool rule (wrong_tools) on 3 case(s)``."""
+    decided = verdict.get("decided") if isinstance(verdict, dict) else None
+    if not isinstance(decided, dict):
+        return []
+    out = []
+    for name, d in decided.items():
+        if not isinstance(d, dict):
+            continue
+        check_name = d.get("check")
+        what = "tool" if check_name == "tools" else "answer"
+        out.append(f"{name}'s threshold decides the {what} check in place of "
+                   f"{_FIXED_RULE.get(check_name, 'its fixed rule')} on {d.get('cases')} "
+                   "case(s)")
     return out
 
 
@@ -220,18 +245,26 @@ def trials_text(trials: list[int]) -> str:
 
 
 def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
-                    ) -> Iterator[tuple[str, str, Any]]:
-    """The failing metric results (:func:`is_failing`) of ``episodes`` as
-    ``(label, metric name, result)``, with the identical lines of one case's trials given
-    once: results of one metric whose score, threshold, reason code and details are all
-    equal share one line labelled with every trial they hold, ``tc_001#t0-t2`` (see
-    :func:`trials_text`); a single-trial run's label is the case id.
+                    ) -> Iterator[tuple[str, str | None, Any]]:
+    """The failing metric results of ``episodes`` as ``(label, metric name, result)``, and
+    for a failed episode none of whose metric results fails (it failed on an outcome
+    check alone: ``wrong_answer``, ``no_answer:...``, ``wrong_state``) one line
+    ``(label, None, its failure)``, so every failing episode has a line.
+
+    Failing means ``passed`` is false (:func:`result_passed`): below its threshold, or a
+    metric that raised. A skipped (null) score, a judge answer not recorded among them, is
+    not a failure and has no line (the judge block and its note count those).
+
+    The identical lines of one case's trials are given once: results of one metric whose
+    score, threshold, reason code and details are all equal (or equal failures) share one
+    line labelled with every trial they hold, ``tc_001#t0-t2`` (see :func:`trials_text`);
+    a single-trial run's label is the case id.
 
     ``episodes`` is iterated once, in report order (dataset order, then trial, so a case's
     episodes are consecutive); only one case's lines are held at a time. Lines come in the
     order of their first trial, then the metric order of ``names``.
     """
-    def flush(case_id: str, groups: dict) -> Iterator[tuple[str, str, Any]]:
+    def flush(case_id: str, groups: dict) -> Iterator[tuple[str, str | None, Any]]:
         for (name, *_), (m, trials) in groups.items():
             label = f"{case_id}#{trials_text(trials)}" if multi_trial else case_id
             yield label, name, m
@@ -243,15 +276,23 @@ def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
             if case_id is not None:
                 yield from flush(case_id, groups)
             case_id, groups = ep.case_id, {}
+        lines = 0
         for n in names:
             m = ep.metrics[n]
-            if not is_failing(m, n in lower):
+            if result_passed(m, n in lower) is not False:
                 continue
+            lines += 1
             key = (n, m.score, m.threshold if not isinstance(m.threshold, dict) else
                    tuple(sorted(m.threshold.items())), m.code, m.details)
             if key in groups:
                 groups[key][1].append(ep.trial)
             else:
                 groups[key] = (m, [ep.trial])
+        if not lines and getattr(ep, "passed", True) is False:
+            key = (None, ep.failure)
+            if key in groups:
+                groups[key][1].append(ep.trial)
+            else:
+                groups[key] = (ep.failure, [ep.trial])
     if case_id is not None:
         yield from flush(case_id, groups)

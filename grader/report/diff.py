@@ -5,14 +5,20 @@ The gate fails (level ``critical``, exit 1), naming each finding, when
 
 1. an episode graded from the *same recording* in both reports (equal ``trace_digest``:
    re-grading is deterministic) went from pass to fail;
-2. a case with *new recordings* lost passes beyond chance: Fisher's exact test, one-sided,
-   on its 2x2 table of passes and fails (:func:`fisher_one_sided`) at ``p <=``
-   :data:`ALPHA`; a case that passed in every trial before and in none now is always
-   critical (with 1 or 2 trials a side the test cannot reach 0.05);
+2. a case with *new recordings* (re-recorded trials, or trials the baseline does not
+   have) lost passes beyond chance: Fisher's exact test, one-sided, on its 2x2 table of
+   passes and fails over all its trials in each report (:func:`fisher_one_sided`) at
+   ``p <=`` :data:`ALPHA`; a case that passed in every trial before and in none of its new
+   recordings now is always critical (with 1 or 2 trials a side the test cannot reach
+   0.05);
 3. an episode of the baseline is missing now (unless ``allow_missing``);
-4. a metric mean (or ``pass_rate``, ``tool_accuracy``) got worse by more than 0.10, the
-   tiered-composite reference's ``critical`` level (``MetricsAggregator._detect_regressions``;
-   worse by more than 0.05 is a ``warning``).
+4. a summary figure (``pass_rate``, ``tool_accuracy``) or a metric mean got worse by more
+   than 0.10, the tiered-composite reference's ``critical`` level
+   (``MetricsAggregator._detect_regressions``; worse by more than 0.05 is a ``warning``).
+   When the reports cover different episodes, both sides are computed over the episodes
+   of the cases both have (new trials of a case count; a case only one report has does
+   not); summary figures and metric means are kept apart (:func:`_summary_figures`,
+   :func:`_metric_means`).
 
 Warnings (a failure only in strict mode): a case with fewer passes that the test does not
 single out, a mean worse by more than 0.05, a metric the baseline graded and this report
@@ -121,17 +127,41 @@ def level(delta: float | None, *, lower_is_better: bool = False, warning: float 
     return None
 
 
-def _metric_means(report: Report, keys: set | None = None) -> dict[str, Any]:
-    """The summary numbers compared: the report's own means, or, when ``keys`` is given,
-    means recomputed over just those ``(case_id, trial)`` episodes (nulls skipped), so two
-    reports over different episode sets are compared like for like."""
+def _compared_episodes(old: Report, new: Report, before: Mapping,
+                       after: Mapping) -> tuple[list | None, list | None]:
+    """The episodes whose figures and means are compared, ``(baseline's, current's)``, or
+    ``(None, None)`` when the reports cover the same episodes (their own summaries apply).
+
+    Rule: the current side holds every episode of a case the baseline has, its new trials
+    included (they are what the agent does now); the baseline side holds its episodes the
+    current report has too (a vanished episode is its own finding, not a moved mean).
+    A case only the current report has is left out of both (there is nothing to compare
+    it with).
+    """
+    if before.keys() == after.keys():
+        return None, None
+    cases_before = {k[0] for k in before}
+    return ([e for k, e in before.items() if k in after],
+            [e for k, e in after.items() if k[0] in cases_before])
+
+
+def _summary_figures(report: Report, eps: list | None) -> dict[str, Any]:
+    """The summary figures compared (:data:`SUMMARY_KEYS`): the report's own, or, over the
+    episodes ``eps``, ``pass_rate`` recomputed (3 places; ``tool_accuracy`` is not stored
+    per episode, so it is compared only when the reports cover the same episodes)."""
     s = report.summary
-    if keys is None:
-        out = {k: getattr(s, k) for k in SUMMARY_KEYS}
-        out.update(s.metrics)
-        return out
-    eps = [e for e in report.episodes if (e.case_id, e.trial) in keys]
-    out = {"pass_rate": round(sum(e.passed for e in eps) / len(eps), 3) if eps else None}
+    if eps is None:
+        return {k: getattr(s, k) for k in SUMMARY_KEYS}
+    return {"pass_rate": round(sum(e.passed for e in eps) / len(eps), 3) if eps else None}
+
+
+def _metric_means(report: Report, eps: list | None) -> dict[str, Any]:
+    """The metric means compared: the report's own, or means recomputed over the episodes
+    ``eps`` (nulls skipped, 4 places), so two reports over different episode sets are
+    compared like for like."""
+    if eps is None:
+        return dict(report.summary.metrics)
+    out = {}
     names = sorted({n for e in eps for n in e.metrics})
     for n in names:
         vals = [e.metrics[n].score for e in eps
@@ -305,19 +335,24 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
                             f"({f.failure})")
     # 2. new recordings: each case's passes, baseline vs now, by Fisher's exact test
     cases: list[CaseChange] = []
-    rerecorded_cases = sorted({k[0] for k in shared_keys if k not in same}, key=str)
     counts_old = _case_counts(before.values())
     counts_new = _case_counts(after.values())
+    # a case with a new recording: a re-recorded trial, or a trial the baseline lacks
+    fresh = _case_counts(e for k, e in after.items() if k not in same)
+    rerecorded_cases = sorted((c for c in fresh if c in counts_old), key=str)
     for cid in rerecorded_cases:
         pb, nb = counts_old[cid]
         pa, na = counts_new[cid]
         if pa * nb >= pb * na:  # the share of passes did not fall
             continue
         p = fisher_one_sided(pb, nb, pa, na)
-        every_to_none = pb == nb and pa == 0
+        pn, nn = fresh[cid]
+        every_to_none = pb == nb and pn == 0
         lvl = "critical" if every_to_none or p <= alpha else "warning"
         cases.append(CaseChange(cid, pb, nb, pa, na, round(p, 4), lvl))
-        why = ("passed in every trial before, in none now" if every_to_none else
+        why = ("passed in every trial before, in none now" if every_to_none and pa == 0
+               else f"passed in every trial before, in none of its {nn} new recording(s) now"
+               if every_to_none else
                f"Fisher's exact test, one-sided, p = {p:.4f} "
                f"{'<=' if p <= alpha else '>'} {alpha}")
         (failures if lvl == "critical" else warnings).append(
@@ -332,19 +367,33 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         else:
             failures.append(text + " (allow with --allow-missing)")
     # 4. means
-    metrics = []
-    means_same = before.keys() == after.keys()
-    shared = None if means_same else set(shared_keys)
-    mb, ma = _metric_means(old, shared), _metric_means(new, shared)
+    metrics: list[MetricMove] = []
+    eps_b, eps_a = _compared_episodes(old, new, before, after)
     lower = set(LOWER_IS_BETTER) | old.lower_is_better | new.lower_is_better
+    sb, sa = _summary_figures(old, eps_b), _summary_figures(new, eps_a)
+    for name in SUMMARY_KEYS:  # the summary's own figures, never a metric of that name
+        x, y = sb.get(name), sa.get(name)
+        if x == y or x is None or y is None:
+            continue
+        delta = round(y - x, 4)
+        move = MetricMove(name, x, y, delta, level(delta, warning=warning,
+                                                   critical=critical), kind="summary")
+        metrics.append(move)
+        if move.level in ("critical", "warning"):
+            limit = critical if move.level == "critical" else warning
+            (failures if move.level == "critical" else warnings).append(
+                f"{name} {x:.3f} → {y:.3f} ({delta:+.3f}: worse by more than {limit})")
+    mb, ma = _metric_means(old, eps_b), _metric_means(new, eps_a)
     # a metric the baseline graded and this report does not: a gate that stopped checking
     # is flagged, not passed over as an unmoved mean
     dropped = set(old.summary.metrics) - set(new.summary.metrics)
     for name in sorted(mb.keys() | ma.keys()):
         x, y = mb.get(name), ma.get(name)
+        # an older report's metric named like a summary figure: named as a metric
+        said = f"metric {name}" if name in SUMMARY_KEYS else name
         if name in dropped:
             metrics.append(MetricMove(name, x, None, None, "warning"))
-            warnings.append(f"{name}: graded in the baseline, not in this report (a gate "
+            warnings.append(f"{said}: graded in the baseline, not in this report (a gate "
                             "that stopped checking)")
             continue
         if x == y:
@@ -354,7 +403,7 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
             why = ", ".join(f"{n} {code}" for code, n in sorted(reasons.items())) \
                 if reasons else "null"
             metrics.append(MetricMove(name, x, None, None, "warning"))
-            warnings.append(f"{name}: mean {x:.3f} in the baseline, no score now (every "
+            warnings.append(f"{said}: mean {x:.3f} in the baseline, no score now (every "
                             f"episode skipped: {why}), so it checks nothing")
             continue
         delta = None if x is None or y is None else round(y - x, 4)
@@ -364,7 +413,7 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         if move.level in ("critical", "warning"):
             limit = critical if move.level == "critical" else warning
             (failures if move.level == "critical" else warnings).append(
-                f"{name} {x:.3f} → {y:.3f} ({delta:+.3f}: worse by more than {limit})")
+                f"{said} {x:.3f} → {y:.3f} ({delta:+.3f}: worse by more than {limit})")
     datasets_differ = bool(old.run.dataset_sha256 and new.run.dataset_sha256
                            and old.run.dataset_sha256 != new.run.dataset_sha256)
     if datasets_differ:
@@ -376,8 +425,9 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         level=worst, thresholds={"warning": warning, "critical": critical},
         only_in_baseline=tuple(missing),
         only_in_current=tuple(sorted(label(k) for k in after.keys() - before.keys())),
-        means_over="all episodes" if shared is None else
-        f"the {len(shared)} episodes both reports have",
+        means_over="all episodes" if eps_b is None else
+        f"the {len(eps_b)} episode(s) of the baseline that this report has, and this "
+        f"report's {len(eps_a or ())} of the cases the baseline has",
         datasets_differ=datasets_differ, baseline=baseline, regraded=len(same),
         rerecorded=len(shared_keys) - len(same), cases=tuple(cases),
         changes=tuple(config_changes(old, new, list(before.values()),

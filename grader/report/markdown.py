@@ -193,6 +193,9 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
                 yield ("\nThe trials of a case that fail a metric with the same details "
                        "share one line (`#t0-t2`: trials 0 to 2).\n")
             header = True
+        if n is None:  # failed on an outcome check alone
+            yield f"\n- **{_cell(label)}** verdict FAIL: `{_cell(m or '')}`"
+            continue
         yield (f"\n- **{_cell(label)}** `{n}` "
                f"{_score_vs(m, n in lower)}{'' if n in gates else ' (info)'}: "
                f"{_cell(m.details or m.code or '')}")

@@ -147,6 +147,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             "[/] (trials of a case that fail alike share a line: #t0-t2 = trials 0 to 2)"
             if multi else ""))
         for label, n, m in details:
+            if n is None:  # failed on an outcome check alone
+                console.print(Text(plain(f"  [{plain(label, True)}] verdict FAIL: {m}")))
+                continue
             thr = ("" if m.threshold is None else
                    f" (threshold {threshold_text(m.threshold, n in lower)})")
             info = "" if n in gates else " (info)"

@@ -731,6 +731,27 @@ def setup_rows(source: ViewSource) -> list[list[str]]:
     return rows
 
 
+def setup_comparison(old: ViewSource, new: ViewSource) -> list[list[Any]]:
+    """The two runs' setups side by side, as the page's Compare view shows them:
+    ``[[section, key, before, after, changed], ...]`` over the rows of either
+    (:func:`setup_rows`), the run's name and path left out (they always differ).
+    ``evaltape diff`` prints the changed rows (:func:`setup_changes`)."""
+    setup_a = {(s, k): v for s, k, v in setup_rows(old)}
+    setup_b = {(s, k): v for s, k, v in setup_rows(new)}
+    return [[s, k, setup_a.get((s, k)), setup_b.get((s, k)),
+             setup_a.get((s, k)) != setup_b.get((s, k))]
+            for s, k in dict.fromkeys([*setup_a, *setup_b])
+            if k not in ("name", "path") or s != "run"]
+
+
+def setup_changes(old: ViewSource, new: ViewSource) -> list[str]:
+    """Every setup row that differs between the two runs (:func:`setup_comparison`), in
+    words: ``recording stand-in scripts: a.json → b.json`` (``(none)`` for a side
+    without the row)."""
+    return [f"{s} {k}: {'(none)' if a is None else a} → {'(none)' if b is None else b}"
+            for s, k, a, b, changed in setup_comparison(old, new) if changed]
+
+
 @dataclass
 class _Acc:
     """What one run's pass over its episodes adds up for the page's overview."""
@@ -1118,12 +1139,7 @@ def compare_data(old: ViewSource, new: ViewSource, keys: Sequence[Mapping],
               None if f.failure is None else text(f.failure, 2000), f.same_recording,
               ka.get((f.case_id, f.trial), -1), kb.get((f.case_id, f.trial), -1)]
              for f in cmp.flips[:COMPARE_LIST_LIMIT]]
-    setup_a = {(s, k): v for s, k, v in setup_rows(old)}
-    setup_b = {(s, k): v for s, k, v in setup_rows(new)}
-    setup = [[s, k, setup_a.get((s, k)), setup_b.get((s, k)),
-              setup_a.get((s, k)) != setup_b.get((s, k))]
-             for s, k in dict.fromkeys([*setup_a, *setup_b])
-             if k not in ("name", "path") or s != "run"]
+    setup = setup_comparison(old, new)
     only_a = [c for c in case_ids[0] if c not in pos_b]
     only_b = [c for c in case_ids[1] if c not in pos_a]
     return {

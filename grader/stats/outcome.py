@@ -27,6 +27,12 @@ WRONG_CALL = "wrong_call:"
 #: The end state differs from the case's expected one (or the trace holds none).
 WRONG_STATE = "wrong_state"
 
+#: The outcome checks a metric may take the place of (a metric's ``outcome_check``):
+#: the tool choice (``wrong_tools``) and the answer's content (``wrong_answer``).
+TOOLS_CHECK = "tools"
+ANSWER_CHECK = "answer"
+OUTCOME_CHECKS = (TOOLS_CHECK, ANSWER_CHECK)
+
 
 def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
     """The scripted-harness reference's list equality of called names, with the calls of one step
@@ -85,8 +91,14 @@ def tools_match(trace: Trace, case: Case) -> bool:
     return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
-def classify(trace: Trace, case: Case) -> str | None:
+def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset()) -> str | None:
     """The failure reason of one episode, or ``None`` when it passed.
+
+    ``decided``: the outcome checks (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) a gating
+    metric's threshold decides on this case instead of the fixed rule
+    (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decided`): those fixed rules are
+    left out of the plain-case checks (:func:`scripted_outcome`); benchmark and
+    end-state cases keep their rules.
 
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
@@ -117,10 +129,27 @@ def classify(trace: Trace, case: Case) -> str | None:
         return WRONG_ANSWER if tau2.communicated(trace, info) else None
     if state_case(case):
         return state_outcome(trace, case)
+    return scripted_outcome(trace, case, decided)
+
+
+def scripted_outcome(trace: Trace, case: Case,
+                     decided: frozenset[str] = frozenset()) -> str | None:
+    """The scripted-harness reference's checks of a plain case, in its order, stopping at the
+    first that fails: no final answer → ``"no_answer:" + stop_reason``; the called tools
+    differ from ``expected_tools`` (:func:`tools_match`) → ``"wrong_tools"``; the answer
+    lacks ``expected_answer_contains`` (else any of ``expected_outcome_keywords``),
+    case-insensitive substring → ``"wrong_answer"``; else ``None``.
+
+    A check named in ``decided`` (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) is skipped:
+    a metric measuring the same thing decides it by its threshold. The answer's presence
+    is never skipped (an episode passes only with an answer).
+    """
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
-    if not tools_match(trace, case):
+    if TOOLS_CHECK not in decided and not tools_match(trace, case):
         return WRONG_TOOLS
+    if ANSWER_CHECK in decided:
+        return None
     answer = trace.final_response.lower()
     if case.expected_answer_contains is not None:
         if case.expected_answer_contains.lower() not in answer:

@@ -1,13 +1,22 @@
-"""The episode verdict: the outcome checks first, then every gating metric against its
-threshold.
+"""The episode verdict: an episode passes when it has an answer and every gating check passes
+its threshold.
 
-An episode passes when
+The checks, in order:
 
-1. the outcome checks pass (:func:`evaltape.grader.stats.outcome.classify`: an
-   infrastructure error, then the scripted-harness reference's no answer, wrong tools,
-   wrong answer, or a benchmark's own rule), and
-2. every *gating* metric's score passes its threshold: ``score >= threshold``, or for a
+1. the outcome checks (:func:`evaltape.grader.stats.outcome.classify`): an infrastructure
+   error, then the scripted-harness reference's no answer, wrong tools, wrong answer, or a
+   benchmark's own rule;
+2. every *gating* metric's score against its threshold: ``score >= threshold``, or for a
    lower-is-better rate (``grounding``, ``hallucination``) ``score <= threshold``.
+
+An outcome check and a metric can measure the same thing: the tool choice
+(``wrong_tools``; ``tool_selection_accuracy``) and the answer's content (``wrong_answer``;
+``task_completion``); a metric says which with its ``outcome_check``. On a plain case (not
+decided by a benchmark's rule or an end state), when that metric gates and its threshold is
+set (the case's ``thresholds`` or the configuration's ``[thresholds]``), its threshold
+decides and the fixed rule does not also apply (:meth:`VerdictPolicy.decided`). By default
+no threshold is set, the fixed rules apply, and a suite in the scripted-harness reference's
+form keeps its ``pass_rate``, ``tool_accuracy``, ``avg_steps`` and ``failures`` exactly.
 
 A null score is a skipped check (the summary counts them), except code ``error``: the
 metric raised, and a gate that could not run fails (``grounding error``). Which metrics
@@ -22,9 +31,11 @@ Thresholds, the first that applies: the case's own ``thresholds``, the configura
 0.8, the help-desk reference's PASS; 0 for the lower-is-better rates; ``composite``'s tier
 by difficulty; ``rubric_judge``'s 0.7).
 
-``failure`` is the first failing outcome check when there is one (the scripted-harness
-reference stops at its first failing check, so its ``failures`` stay exact); otherwise every
-failing gate with its numbers, joined by ``"; "``: ``argument_correctness 0.00 < 0.80``.
+``failure`` (:func:`judge_episode`): when a fixed outcome rule fails, its reason (the
+scripted-harness reference stops at its first failing check, so its ``failures`` stay
+exact), followed by every failing metric that decides an outcome check in its place;
+otherwise every failing gate with its numbers, joined by ``"; "``:
+``argument_correctness 0.00 < 0.80``.
 """
 from __future__ import annotations
 
@@ -145,27 +156,53 @@ class VerdictPolicy:
                 "informational": list(self.informational)}
 
 
-    def plan(self, metrics: Sequence[Any], case: Case) -> tuple[tuple[float, bool], ...]:
-        """Per metric of ``metrics``, ``(threshold, gating)`` on ``case``'s episodes (the
-        same for every trial: callers compute it once per case)."""
-        return tuple((self.threshold(m, case), self.gating(m.name, case)) for m in metrics)
+    def decides(self, metric: Any, case: Case) -> str | None:
+        """The outcome check (``"tools"``, ``"answer"``) that ``metric``'s threshold decides
+        on ``case`` in place of the fixed rule, or ``None``.
+
+        The metric must declare the check it measures (its ``outcome_check`` attribute:
+        ``tool_selection_accuracy`` the tool choice, ``task_completion`` the answer's
+        content), gate on the case, have its threshold set for it (the case's
+        ``thresholds`` or the configuration's ``[thresholds]``: a default threshold
+        leaves the fixed rule, the scripted-harness reference's, in force), and the case
+        must be a plain one: a benchmark's rule or an end state decides the others
+        (:func:`benchmark_case`).
+        """
+        check_name = getattr(metric, "outcome_check", None)
+        if check_name is None or benchmark_case(case) or not self.gating(metric.name, case):
+            return None
+        own = case.thresholds or {}
+        if metric.name in own or metric.name in self.thresholds:
+            return check_name
+        return None
+
+    def plan(self, metrics: Sequence[Any],
+             case: Case) -> tuple[tuple[float, bool, str | None], ...]:
+        """Per metric of ``metrics``, ``(threshold, gating, decides)`` on ``case``'s
+        episodes, ``decides`` as :meth:`decides` (the same for every trial: callers
+        compute it once per case)."""
+        return tuple((self.threshold(m, case), self.gating(m.name, case),
+                      self.decides(m, case)) for m in metrics)
 
 
 DEFAULT_POLICY = VerdictPolicy()
 
 
-def judge_episode(outcome: str | None, failed: Sequence[str]) -> str | None:
+def judge_episode(outcome: str | None, failed: Sequence[str],
+                  deciding: Sequence[str] = ()) -> str | None:
     """The episode's ``failure`` (``None``: passed).
 
     Args:
-        outcome: the outcome checks' failure (:func:`~evaltape.grader.stats.outcome.classify`),
-            or ``None``.
+        outcome: the fixed outcome checks' failure
+            (:func:`~evaltape.grader.stats.outcome.classify`), or ``None``.
         failed: the failing gates, each as :func:`describe` words it, in metric order.
+        deciding: those of ``failed`` whose metric decides an outcome check in place of
+            its fixed rule (:meth:`VerdictPolicy.decides`).
 
     Returns:
-        ``outcome`` when it failed; else the failing gates joined by ``"; "``, or ``None``
-        when every gate passed or was skipped.
+        ``outcome`` when it failed, followed by ``deciding``; else the failing gates; joined
+        by ``"; "``; ``None`` when nothing failed.
     """
     if outcome is not None:
-        return outcome
+        return "; ".join((outcome, *deciding))
     return "; ".join(failed) if failed else None

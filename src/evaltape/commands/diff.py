@@ -51,6 +51,29 @@ def diff(baseline: str, current: str, warning: float, critical: float,
     result = compare_reports(old, new, warning=warning, critical=critical,
                              allow_missing=allow_missing)
     click.echo(render_diff(result, strict), nl=False)
+    _print_setup(baseline, current, old, new)
     if result.gate_failed(strict):
         from evaltape.cli import GateFailed
         raise GateFailed(gate_message(result, baseline, strict))
+
+
+def _print_setup(baseline: str, current: str, old, new) -> None:
+    """The setup rows that differ between the two runs, as the page's Compare view names
+    them (:func:`~evaltape.grader.report.view.setup_changes`: stand-in scripts, prompt and
+    tool hashes, model, trials, versions...), or why they cannot be compared."""
+    from evaltape.commands.view import setup_source
+    from evaltape.grader.report.view import setup_changes
+    a, b = setup_source(baseline, old), setup_source(current, new)
+    if a is None or b is None:
+        missing = [p for p, src in ((baseline, a), (current, b)) if src is None]
+        click.echo(f"Setup not compared: the run of {' and '.join(missing)} was not found "
+                   "or does not open.\n")
+        return
+    changes = setup_changes(a, b)
+    if not changes:
+        click.echo("Setup: the same in both runs.\n")
+        return
+    click.echo("Setup changed between the runs:")
+    for line in changes:
+        click.echo(f"- {line}")
+    click.echo("")

@@ -182,8 +182,8 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
 
     given_config = config_path  # named again in the judge command the notes suggest
     if config_path is None:
-        from evaltape.grader.io.config import discover_config
-        found = discover_config()
+        from evaltape.grader.api import find_config
+        found = find_config()  # the rule evaltape.grade() applies when given no config
         if found is not None:
             config_path = str(found)
             click.echo(f"config: {found} (found in the working directory; --config names "

@@ -70,6 +70,21 @@ def report_source(path: str, dataset: str | None = None, label: str | None = Non
     return ViewSource(report, run, traces, label=name, source=path)
 
 
+def setup_source(path: str, report):
+    """A :class:`~evaltape.grader.report.view.ViewSource` of a ``report.json`` with its
+    run's manifest and dataset but no traces (what the setup rows read), or ``None`` when
+    the run is not found or does not open (its setup cannot be compared)."""
+    from evaltape.grader.io.run import open_run
+    from evaltape.grader.report.view import ViewSource
+    where = _run_of_report(report, Path(path))
+    if where is None:
+        return None
+    try:
+        return ViewSource(report, open_run(where), label=report.run.name, source=path)
+    except (BadInputError, UsageError):
+        return None
+
+
 def run_source(path: str, dataset: str | None, metrics: Sequence[str] | None,
                config: str | None):
     """A :class:`~evaltape.grader.report.view.ViewSource` for a run folder (or its
