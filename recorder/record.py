@@ -12,6 +12,7 @@ import gc
 import multiprocessing
 import os
 import shutil
+import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -267,37 +268,45 @@ NO_MODEL_MESSAGE = (
 
 
 def refuse_foreign_tools_for_scripted(cases: Any) -> None:
-    """Refuse ``--agent scripted`` on cases that name tools its sandbox does not have.
+    """Say what ``--agent scripted`` is when a dataset names tools it does not have.
 
     The built-in scripted agent is the scripted example suite's sandbox: four tools of its own
     (``get_weather``, ``add``, ``divide``, ``lookup_doc``), whatever the dataset says. A case
-    whose ``script`` calls, or whose ``expected_tools`` or ``tools`` name, any other tool would
-    only record "Unknown tool" errors, so it is refused before anything is recorded.
+    whose ``expected_tools`` or offered ``tools`` name another tool describes another agent,
+    so it is refused before anything is recorded. A script that calls another tool (to see an
+    unknown tool become an error result) is recorded, with a warning on stderr that names the
+    case and the tool.
 
     Args:
         cases: the dataset's cases (:class:`evaltape.grader.model.Case`).
 
     Raises:
-        UsageError: naming the first such case and tool, and the way to script one's own
-        agent (``--agent module:run --standin-script FILE``).
+        UsageError: a case expects or offers a tool the sandbox lacks; the message names the
+        case and the tool, and the way to script one's own agent (``--agent module:run
+        --standin-script FILE``).
     """
     from .agents.scripted import TOOLS as sandbox_tools
 
     own = {t["name"] for t in sandbox_tools}
+    what = (f"--agent scripted is the scripted example suite's sandbox agent, with its own "
+            f"four tools ({', '.join(sorted(own))})")
+    how = ("To script your own agent with no model, give it a stand-in: --agent "
+           "yourmodule:run --standin-script FILE (docs/your-agent.md)")
+    warned = False
     for case in cases:
-        named: list[str] = []
-        for turn in case.script or ():
-            named += [str(c.get("tool")) for c in (parse_turn(turn) or [])]
-        named += list(case.expected_tools or ())
+        named = list(case.expected_tools or ())
         named += [str(t.get("name")) for t in (case.tools or ()) if isinstance(t, dict)]
         foreign = [n for n in named if n not in own]
         if foreign:
-            raise UsageError(
-                f"--agent scripted is the scripted example suite's sandbox agent, with its own "
-                f"four tools ({', '.join(sorted(own))}); case {case.id!r} names the tool "
-                f"{foreign[0]!r}, which it does not have. To script your own agent with no "
-                f"model, give it a stand-in: --agent yourmodule:run --standin-script FILE "
-                f"(docs/your-agent.md)")
+            raise UsageError(f"{what}; case {case.id!r} expects the tool {foreign[0]!r}, "
+                             f"which it does not have. {how}")
+        called = [str(c.get("tool")) for turn in case.script or ()
+                  for c in (parse_turn(turn) or [])]
+        foreign = [n for n in called if n not in own]
+        if foreign and not warned:
+            warned = True
+            print(f"warning: {what}; the script of case {case.id!r} calls {foreign[0]!r}, "
+                  f"which becomes an 'Unknown tool' error result. {how}", file=sys.stderr)
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
