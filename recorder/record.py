@@ -12,6 +12,7 @@ import gc
 import multiprocessing
 import os
 import shutil
+import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -38,7 +39,7 @@ from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOpt
                         finish_manifest, load_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
 from .stale import trace_difference
-from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header
+from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header, parse_turn
 from .wire.scrub import (UnscannableBody, url_credentials)
 
 
@@ -258,6 +259,56 @@ def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: 
     return shared_client(base_url, api_key, max_retries).with_options(default_headers=headers)
 
 
+NO_MODEL_MESSAGE = (
+    "no model to talk to. Record against Claude: set ANTHROPIC_API_KEY. Or, with no key: "
+    "--base-url URL (or ANTHROPIC_BASE_URL) for a Messages-API server on 127.0.0.1 such as "
+    "llama-server (make local-model); --standin-script FILE for a stand-in model whose "
+    "turns you write per case (any agent); or --agent scripted for a dataset whose cases "
+    "carry a 'script'")
+
+
+def refuse_foreign_tools_for_scripted(cases: Any) -> None:
+    """Say what ``--agent scripted`` is when a dataset names tools it does not have.
+
+    The built-in scripted agent is the scripted example suite's sandbox: four tools of its own
+    (``get_weather``, ``add``, ``divide``, ``lookup_doc``), whatever the dataset says. A case
+    whose ``expected_tools`` or offered ``tools`` name another tool describes another agent,
+    so it is refused before anything is recorded. A script that calls another tool (to see an
+    unknown tool become an error result) is recorded, with a warning on stderr that names the
+    case and the tool.
+
+    Args:
+        cases: the dataset's cases (:class:`evaltape.grader.model.Case`).
+
+    Raises:
+        UsageError: a case expects or offers a tool the sandbox lacks; the message names the
+        case and the tool, and the way to script one's own agent (``--agent module:run
+        --standin-script FILE``).
+    """
+    from .agents.scripted import TOOLS as sandbox_tools
+
+    own = {t["name"] for t in sandbox_tools}
+    what = (f"--agent scripted is the scripted example suite's sandbox agent, with its own "
+            f"four tools ({', '.join(sorted(own))})")
+    how = ("To script your own agent with no model, give it a stand-in: --agent "
+           "yourmodule:run --standin-script FILE (docs/your-agent.md)")
+    warned = False
+    for case in cases:
+        named = list(case.expected_tools or ())
+        named += [str(t.get("name")) for t in (case.tools or ()) if isinstance(t, dict)]
+        foreign = [n for n in named if n not in own]
+        if foreign:
+            raise UsageError(f"{what}; case {case.id!r} expects the tool {foreign[0]!r}, "
+                             f"which it does not have. {how}")
+        called = [str(c.get("tool")) for turn in case.script or ()
+                  for c in (parse_turn(turn) or [])]
+        foreign = [n for n in called if n not in own]
+        if foreign and not warned:
+            warned = True
+            print(f"warning: {what}; the script of case {case.id!r} calls {foreign[0]!r}, "
+                  f"which becomes an 'Unknown tool' error result. {how}", file=sys.stderr)
+
+
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
@@ -301,12 +352,12 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                          "use an agent built on evaltape.recorder.conversation.run_case "
                          "(built-in: clinic, helpdesk, scripted)")
     scripts = load_scripts(opts, cases)
+    if opts.agent == "scripted" and not opts.standin_scripts:
+        refuse_foreign_tools_for_scripted(cases)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL")
     if scripts is None and not api_key and not base_url:
-        raise UsageError("no model to talk to: set ANTHROPIC_API_KEY to record against Claude, "
-                         "or pass --base-url (or set ANTHROPIC_BASE_URL) for a Messages-API "
-                         "server such as llama-server on 127.0.0.1")
+        raise UsageError(NO_MODEL_MESSAGE)
     check_base_url(base_url)
     check_base_url(opts.user_base_url, "--user-base-url")
     model = opts.model or (SCRIPTED_MODEL if scripts is not None else DEFAULT_MODEL)

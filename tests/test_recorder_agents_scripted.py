@@ -113,3 +113,49 @@ def test_trials_of_a_scripted_model_are_flagged_when_recording_and_in_the_report
     # one trial: no warning
     one = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "one"))
     assert one.returncode == 0 and "warning" not in one.stderr
+
+
+def test_scripted_agent_refuses_a_dataset_with_tools_of_its_own(tmp_path):
+    """The scripted agent has only its four sandbox tools: a case expecting another tool
+    describes another agent and would record nothing but "Unknown tool" errors, so it is
+    refused before recording; the message names the case, the tool and the stand-in path."""
+    case = {"id": "o1", "user_query": "Where is order 42?", "expected_tools": ["lookup_order"],
+            "script": ['{"tool": "lookup_order", "arguments": {"order_id": "42"}}', "Shipped."]}
+    ds = write_json(tmp_path / "cases.json", [case])
+    run = tmp_path / "run"
+    rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(run))
+    assert rec.returncode == 2, rec.stderr
+    assert "'o1'" in rec.stderr and "'lookup_order'" in rec.stderr
+    assert "--standin-script" in rec.stderr
+    assert not (run / "traces.jsonl").exists()
+
+
+def test_scripted_agent_warns_when_only_its_script_calls_a_foreign_tool(tmp_path):
+    """A script may call an unknown tool on purpose (the loop turns it into an error
+    result): recorded, with one warning saying what the scripted agent is."""
+    case = {"name": "u", "task": "t", "expected_tools": [],
+            "script": ['{"tool": "nope", "arguments": {}}', "after"]}
+    ds = write_json(tmp_path / "cases.json", [case])
+    rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "run"))
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stderr.count("sandbox agent") == 1 and "'nope'" in rec.stderr
+    trace = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
+    assert trace["tool_calls"][0]["is_error"] is True
+
+
+def test_scripted_agent_still_records_cases_that_use_its_own_tools(tmp_path):
+    """The refusal is about foreign tools only: the sandbox's own cases record as before."""
+    ds = write_json(tmp_path / "cases.json", [WEATHER_PARIS, NO_LOOKUP])
+    rec = run_cli("record", str(ds), "--agent", "scripted", "--out", str(tmp_path / "run"))
+    assert rec.returncode == 0, rec.stderr
+    assert len((tmp_path / "run" / "traces.jsonl").read_text().splitlines()) == 2
+
+
+def test_no_model_error_names_every_path_that_needs_no_key(tmp_path):
+    """Without a key or a server, record names each way to record anyway."""
+    ds = write_json(tmp_path / "cases.json", [{"id": "o1", "user_query": "hi"}])
+    rec = run_cli("record", str(ds), "--agent", "helpdesk", "--out", str(tmp_path / "run"),
+                  env={"ANTHROPIC_API_KEY": None, "ANTHROPIC_BASE_URL": None})
+    assert rec.returncode == 2
+    for path in ("ANTHROPIC_API_KEY", "--base-url", "--standin-script", "--agent scripted"):
+        assert path in rec.stderr, path

@@ -78,6 +78,8 @@ if [ -n "${EVALTAPE_INSTALL:-}" ]; then
            "repository your evaltape comes from, or a path to it (see evaltape.yml)" >&2
       exit 2 ;;
   esac
+  # an old pip (23.2, as some virtual environments bundle) misreads "name @ git+file://..."
+  "$PYTHON" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
   "$PYTHON" -m pip install --quiet "$EVALTAPE_INSTALL" || {
     echo "cannot install EVALTAPE_INSTALL=$EVALTAPE_INSTALL (pip's message above)" >&2
     exit 2

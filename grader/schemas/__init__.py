@@ -1,0 +1,1 @@
+"""The JSON Schemas of evaltape's file formats (data files only; read by ``evaltape.grader.io.schemas``)."""
