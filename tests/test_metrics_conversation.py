@@ -199,3 +199,102 @@ def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
     # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
     assert s.value == 0.5
     assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details
+
+
+# ---- typed facts ----------------------------------------------------------------------
+
+def test_facts_are_typed_by_shape_and_the_words_before_them():
+    got = [(f.kind, f.norm) for f in facts_in(
+        "My user id is mia_li_3668, zip code 78750, order #W2071346, reservation EHGLP3 "
+        "on flight HAT039, born 1990-04-05, travelling May 20, 2024 for $120.")]
+    assert got == [("user_id", "mia_li_3668"), ("zip", "78750"), ("order_id", "#w2071346"),
+                   ("booking", "ehglp3"), ("flight", "hat039"), ("dob", "1990-04-05"),
+                   ("date", "2024-05-20"), ("amount", "120")]
+
+
+def test_choices_are_payment_sources_and_refusals():
+    from evaltape.grader.matching.conversation import choices_in
+    assert [c.norm for c in choices_in("Please use my gift card, and no, I do not want "
+                                       "travel insurance.")] == ["pay:gift_card",
+                                                                 "refuse:insurance"]
+    # a bare "no" refuses what the agent's last question offered
+    assert [c.norm for c in choices_in("No thanks.", "Here you go. Would you like to add "
+                                       "travel insurance for $30?")] == ["refuse:insurance"]
+    assert choices_in("No thanks.", "Is that all?") == []
+
+
+LOOKUP = call("t1", "get_user_details", {"user_id": "mia_li_3668"}, {
+    "payment_methods": {"credit_card_1": {"id": "credit_card_1", "last_four": "7447"},
+                        "credit_card_2": {"id": "credit_card_2", "last_four": "1907"},
+                        "gift_card_5": {"id": "gift_card_5"}}})
+
+
+@pytest.mark.parametrize("messages, score, what", [
+    # a zip given to verify, then the agent asks for the order id: another kind, kept
+    ([U("Hi, my zip code is 78750."), A("Thanks! What is your order id?")], 1.0, None),
+    # asks again for the user id given
+    ([U("my user id is mia_li_3668"), A("Sure. Could you provide your user ID?")], 0.0,
+     "asked again for the user_id 'mia_li_3668'"),
+    # a flight number is not a reservation code: asking for the reservation is fine
+    ([U("I'm on flight HAT039 tomorrow."), A("Could you share your reservation ID?")], 1.0,
+     None),
+    # asks again for the reservation code given
+    ([U("Cancel reservation EHGLP3."), A("Can you give me the reservation number?")], 0.0,
+     "asked again for the booking 'EHGLP3'"),
+    # a date of birth is asked for after a travel date: another kind
+    ([U("I fly on May 20."), A("What is the passenger's date of birth?")], 1.0, None),
+    # looks up another user than the one named
+    ([U("my user id is mia_li_3668"),
+      A("", call("t1", "get_user_details", {"user_id": "mia_lee_3668"}, {"name": "M"}))],
+     0.0, "called get_user_details with user_id 'mia_lee_3668', not the user's "
+          "'mia_li_3668'"),
+    # cancels a reservation the user never named
+    ([U("Please cancel EHGLP3."),
+      A("", call("t1", "cancel_reservation", {"reservation_id": "XKZ4P2"}, {"ok": True}))],
+     0.0, "called cancel_reservation with booking 'XKZ4P2', not the user's 'EHGLP3'"),
+    # offers insurance again after the user refused it
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("Would you like to add travel insurance for $30?")], 0.0,
+     "offered insurance again after the user refused it"),
+    # a summary that says it is left out is not an offer
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("Booking HAT039 without travel insurance, shall I proceed?")], 1.0, None),
+    # books with insurance after the refusal
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("", call("t1", "book_reservation", {"insurance": "yes"}, {"ok": True}))], 0.0,
+     "called book_reservation with insurance='yes' after the user refused insurance"),
+])
+def test_context_retention_typed_lapses(messages, score, what):
+    s = ContextRetention().score(episode(messages))
+    assert s.value == score
+    if what:
+        assert what in s.details
+        assert what in s.evidence["lapses"][0]["what"]
+
+
+def test_a_payment_source_other_than_the_chosen_one_is_a_lapse():
+    book = lambda pid: call("t2", "book_reservation",  # noqa: E731
+                            {"payment_methods": [{"payment_id": pid, "amount": 55}]},
+                            {"reservation_id": "HATHAT"})
+    base = [U("I'm mia_li_3668"), A("", LOOKUP), R(LOOKUP), A("How would you like to pay?"),
+            U("Use my card ending in 7447.")]
+    assert ContextRetention().score(episode(base + [A("", book("credit_card_1"))])).value == 1.0
+    s = ContextRetention().score(episode(base + [A("", book("gift_card_5"))]))
+    assert s.value == 0.0 and "paying with 'gift_card_5'; the user chose credit_card" in s.details
+    # the right source, another card than the one whose last four the user gave
+    s = ContextRetention().score(episode(base + [A("", book("credit_card_2"))]))
+    assert s.value == 0.0 and "(ending 1907); the user gave the card ending 7447" in s.details
+    # the user says yes to the agent's proposal of a gift card: the gift card is chosen
+    agreed = base + [A("Your card was declined. Shall we use your gift card instead?"),
+                     U("Yes, go ahead."), A("", book("gift_card_5"))]
+    assert ContextRetention().score(episode(agreed)).value == 1.0
+
+
+def test_context_retention_evidence_lists_facts_and_lapses_with_turns():
+    s = ContextRetention().score(episode([U("my user id is mia_li_3668"), A("Hello!"),
+                                          U("zip 78750"), A("What is your user id?")]))
+    assert s.evidence["facts"] == [{"kind": "user_id", "value": "mia_li_3668", "turn": 0},
+                                   {"kind": "zip", "value": "78750", "turn": 2}]
+    (lp,) = s.evidence["lapses"]
+    assert (lp["kind"], lp["given_turn"], lp["turn"]) == ("user_id", 0, 3)
+    assert "(turn 3, given in turn 0)" in s.details
