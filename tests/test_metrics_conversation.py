@@ -118,7 +118,8 @@ def test_context_retention_nothing_to_judge_is_null():
 
 
 @pytest.mark.parametrize("after, score, why", [
-    ([A("", FIND_FAIL)], 0.0, "repeated the identical failing call"),
+    # one identical retry that works (a passing fault): recovered
+    ([A("", FIND_FAIL)], 1.0, "the identical call again succeeded"),
     ([A("", FIND_OK)], 1.0, "retried with changed arguments"),
     ([A("I couldn't find a patient with that e-mail.")], 1.0, "reported the failure"),
     ([A("Is ana@x.com spelt correctly? Could you double-check it?")], 1.0,
@@ -142,11 +143,28 @@ def test_error_recovery_after_one_failed_call(after, score, why):
 def test_error_recovery_is_the_share_of_failures_recovered_and_null_without_any():
     retry = call("t3", "find_patient", {"email": "ana@x.com"},
                  {"success": False, "error": "no patient"})
-    # fail, identical retry (bad), fail again, then an honest report (good): 1/2
+    again = call("t4", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient"})
+    # fail, one identical retry that fails too (part of the same failure), then an honest
+    # report: 1 failure, recovered
     ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
                    A("Sorry, I could not find you.")])
     s = ErrorRecovery().score(ctx)
-    assert s.value == 0.5 and s.details.startswith("1/2 failed call(s) recovered")
+    assert s.value == 1.0 and s.details.startswith("1/1 failed call(s) recovered")
+    # the same failing call two more times: not recovered, whatever follows
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
+                   A("", again), R(again), A("Sorry, I could not find you.")])
+    s = ErrorRecovery().score(ctx)
+    assert s.value == 0.0 and "repeated the identical failing call 2 more times" in s.details
+    assert s.evidence == {"failures": [{"call": "find_patient#t1", "turn": 1,
+                                        "recovered": False, "why": "repeated the identical "
+                                        "failing call 2 more times"}]}
+    # fail, then a changed call that fails, then a report: 2 failures, both recovered
+    other = call("t5", "find_patient", {"email": "ana@y.com"},
+                 {"success": False, "error": "no patient"})
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", other), R(other),
+                   A("I could not find you under either address.")])
+    assert ErrorRecovery().score(ctx).value == 1.0
     s = ErrorRecovery().score(episode([U("hi"), A("Hello!")]))
     assert (s.value, s.code) == (None, "no_tool_errors")
 
@@ -298,3 +316,25 @@ def test_context_retention_evidence_lists_facts_and_lapses_with_turns():
     (lp,) = s.evidence["lapses"]
     assert (lp["kind"], lp["given_turn"], lp["turn"]) == ("user_id", 0, 3)
     assert "(turn 3, given in turn 0)" in s.details
+
+
+def test_error_recovery_reads_past_a_reply_that_neither_reports_nor_claims():
+    # the booking fails; the agent states a new total and asks to go on, then books with
+    # changed arguments: a later changed call recovers it
+    bad = call("b1", "book_reservation", {"amount": 255}, "Error: total price is 305")
+    good = call("b2", "book_reservation", {"amount": 305}, {"reservation_id": "HATHAT"})
+    ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
+                   A("The total is $305. Shall I go ahead?"), U("Yes"), A("", good), R(good),
+                   A("Booked: HATHAT.")])
+    s = ErrorRecovery().score(ctx)
+    assert s.value == 1.0 and "retried with changed arguments" in s.details
+    # another tool toward the same goal (a word of its name shared): recovered
+    direct = call("s1", "search_direct_flight", {"date": "2024-05-20"}, "Error: no flights")
+    onestop = call("s2", "search_onestop_flight", {"date": "2024-05-20"}, [])
+    ctx = episode([U("JFK to SEA on May 20"), A("", direct), R(direct), A("", onestop),
+                   R(onestop), A("Here are the options.")])
+    assert "tried another tool (search_onestop_flight)" in ErrorRecovery().score(ctx).details
+    # the reply claims the failed booking happened: not recovered
+    ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
+                   A("Your flight has been successfully booked.")])
+    assert ErrorRecovery().score(ctx).value == 0.0
