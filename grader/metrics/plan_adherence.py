@@ -1,0 +1,415 @@
+"""``plan_adherence``: the agent does what it says it will do, and has done what it says it
+did."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCES, Event,
+                                                   call_failed, events, facts_in, sentences)
+from evaltape.grader.metrics.context_retention import PAYMENT_ID, _cards, _strings
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
+
+#: Actions a statement may name: the words that name each in a sentence.
+ACTION_WORDS: tuple[tuple[str, str], ...] = (
+    ("cancel", r"cancell?\w*"),
+    ("book", r"book(?:ing|ed|s)?\b|reserv(?:e|ed|ing)\b|make (?:the|a|your) (?:new )?"
+             r"(?:booking|reservation)"),
+    ("upgrade", r"upgrad\w*|downgrad\w*"),
+    ("change", r"chang\w*|modif\w*|updat\w*|mov(?:e|ed|ing)\b|reschedul\w*|switch\w*|"
+               r"swap\w*|exchang\w*"),
+    ("add", r"add(?:ing|ed|s)?\b"),
+    ("remove", r"remov\w*|delet\w*"),
+    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|search\w*|"
+               r"find\b|finding|found|retriev\w*|verif\w*|review\w*|pull(?:ing|ed)? up|"
+               r"fetch\w*|locat\w*"),
+    ("calculate", r"calculat\w*|comput\w*"),
+    ("transfer", r"transfer\w*"),
+    ("refund", r"refund\w*|issu(?:e|ed|ing)\b|send(?:ing)?\b|sent\b|compensat\w*|"
+               r"credit(?:ed|ing)\b"),
+    ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
+                r"to)\s+(?!process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
+                r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
+)
+_ACTION_RX = [(name, re.compile(r"\b(?:" + rx + r")", re.I)) for name, rx in ACTION_WORDS]
+#: Tool-name words of the calls that carry out each action (``process``: any call that is
+#: not a read).
+TOOL_WORDS = {
+    "cancel": ("cancel",),
+    "book": ("book", "reserve", "create", "make", "schedule"),
+    "upgrade": ("update", "change", "modify", "upgrade", "downgrade", "edit"),
+    "change": ("update", "change", "modify", "move", "reschedule", "edit", "exchange",
+               "switch", "set"),
+    "add": ("add", "update", "insert", "create", "set"),
+    "remove": ("remove", "delete", "update", "cancel"),
+    "lookup": ("get", "search", "find", "list", "lookup", "look", "check", "retrieve",
+               "fetch", "read", "query", "verify", "details"),
+    "calculate": ("calculate", "compute"),
+    "transfer": ("transfer",),
+    "refund": ("refund", "send", "issue", "certificate", "compensate", "compensation",
+               "credit", "cancel", "return"),
+}
+READ_TOOLS = TOOL_WORDS["lookup"] + TOOL_WORDS["calculate"] + ("think",)
+
+#: An intention: the agent says what it will do next.
+INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am now| 'm now|'m"
+                       r" now)|let me(?! know)|let's|next,? i(?:'ll| will)|i(?:'d| would) like "
+                       r"to now|allow me to)\s+", re.I)
+#: An offer: it becomes an intention when the user's next message agrees.
+OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
+                   r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
+                   r" (?:to )?proceed|are you ready (?:for me )?to)\b", re.I)
+#: Words that make an intention wait on something ("once you confirm, I'll ...").
+CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless)\b",
+                       re.I)
+#: A claim that an action is done.
+CLAIM = re.compile(
+    r"\b(?:has|have) (?:now |also |already )?been (?:successfully |now |fully )?(?=\w+ed\b|"
+    r"\w+en\b|sent\b|made\b|issued\b|found\b)"
+    r"|\bi(?:'ve| have) (?:now |successfully |already |just |also )?(?=\w+ed\b|sent\b|made\b|"
+    r"found\b|issued\b)"
+    r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
+    r"|\bsuccessfully (?=\w+ed\b)", re.I)
+#: Words before a claim that make it no claim ("if it has been cancelled", "has not been").
+NOT_A_CLAIM = re.compile(r"\b(?:not|n't|never|unable|cannot|no|if|once|when|after|before|"
+                         r"whether|until|unless|by the airline)\b", re.I)
+#: A user message that declines or changes course.
+DECLINE = re.compile(r"^\s*(?:no|nope|not now|wait|hold on|stop)\b|\b(?:don't|do not|never "
+                     r"mind|cancel that|instead|changed? my mind|rather not|i'd rather|"
+                     r"not (?:yet|now|anymore)|no longer|hold off|for now|i'll pass|not "
+                     r"interested|decide later|get back to you|think about it|too expensive|"
+                     r"budget|won't)\b", re.I)
+#: A user message that agrees to an offer.
+AGREE = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|that's "
+                   r"correct|correct|sounds good|perfect|great|please(?: do| proceed| go "
+                   r"ahead)?|go ahead|proceed|confirm(?:ed)?|i confirm|let's do|do it)\b", re.I)
+#: Words in an agent sentence that explain why it does not do what it said.
+EXPLAIN = re.compile(r"\b(?:unable|cannot|can't|can not|not able|not possible|isn't possible|"
+                     r"not allowed|not eligible|ineligible|policy|unfortunately|won't be "
+                     r"able|doesn't allow|does not allow|not permitted|no longer|instead|"
+                     r"failed|error|could(?:n't| not)|not available|unavailable|sorry)\b",
+                     re.I)
+CABINS = re.compile(r"\b(basic economy|economy|business|first class|premium economy)\b", re.I)
+
+
+def actions_in(text: str, *, joined: bool = False) -> list[str]:
+    """The actions ``text`` names, in order of first appearance, without repeats ("proceed
+    with" and "go ahead and" name none by themselves). With ``joined``, the first action
+    and only those joined to what comes before by "and", "then" or a comma ("upgrade ...
+    and then cancel ..."), not the objects of the first ("calculate the refund")."""
+    text = re.sub(r"\b(?:proceed(?:ing)? (?:with|to)|go(?:ing)? ahead (?:and|with))\b", " ",
+                  text, flags=re.I)
+    found = []
+    for name, rx in _ACTION_RX:
+        for m in rx.finditer(text):
+            found.append((m.start(), name))
+    out: list[str] = []
+    for pos, name in sorted(found):
+        if name in out:
+            continue
+        if joined and out and not re.search(r"(?:\band|\bthen|,)\s*(?:then\s+)?(?:also\s+)?$",
+                                            text[:pos], re.I):
+            continue
+        out.append(name)
+    return out
+
+
+def _tool_words(name: str) -> list[str]:
+    return [w for w in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if w]
+
+
+def carries_out(action: str, call_name: str) -> bool:
+    """Whether a call of tool ``call_name`` carries out ``action`` (:data:`TOOL_WORDS`: a
+    word of the tool's name starts with one of the action's words; ``process``: any tool
+    that does not only read)."""
+    words = [w.lower() for w in _tool_words(call_name)]
+    if action == "process":
+        return not any(w.startswith(r) for w in words for r in READ_TOOLS)
+    return any(w.startswith(t) for w in words for t in TOOL_WORDS[action])
+
+
+@dataclass
+class Statement:
+    """One intention or claim of the agent, and what became of it.
+
+    Attributes:
+        kind: ``intention`` (said it will act), ``offer`` (offered, and the user's next
+            message agreed) or ``claim`` (said an action is done).
+        action: the action named (:data:`ACTION_WORDS`).
+        text: the sentence, as written.
+        turn: the index of its message in the trace (``-1`` without messages).
+        position: its index among the conversation's events.
+        outcome: ``carried_out``, ``explained``, ``pending`` (the conversation ended
+            first), ``no_call``, ``failed_call`` (a claim whose only matching call failed)
+            or ``contradicted``.
+        call: the matching call, ``name#id``, or ``None``.
+        why: one sentence.
+    """
+
+    kind: str
+    action: str
+    text: str
+    turn: int
+    position: int
+    outcome: str = ""
+    call: str | None = None
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the statement was kept: carried out, explained, or left pending."""
+        return self.outcome in ("carried_out", "explained", "pending")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The evidence entry (JSON)."""
+        return {"kind": self.kind, "action": self.action, "statement": self.text[:200],
+                "turn": self.turn, "outcome": self.outcome, "call": self.call,
+                "why": self.why}
+
+
+def statements(evs: list[Event]) -> list[Statement]:
+    """The agent's intentions and claims in ``evs`` (the class docstring of
+    :class:`PlanAdherence` says which sentences count)."""
+    out: list[Statement] = []
+    for k, ev in enumerate(evs):
+        if ev.kind != "agent":
+            continue
+        reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
+        agreed = reply is not None and bool(AGREE.search(reply.text)) and not DECLINE.search(
+            reply.text[:40])
+        for s in sentences(ev.text):
+            s_clean = s.replace("*", "")
+            m = CLAIM.search(s_clean)
+            if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
+                    s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
+                                                          s_clean[m.end():]):
+                acts = actions_in(s_clean[m.end():m.end() + 60]) or actions_in(s_clean)
+                for a in acts[:1]:
+                    out.append(Statement("claim", a, s, ev.message, k))
+                continue
+            m = INTENTION.search(s_clean)
+            offer = OFFER.search(s_clean)
+            if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
+                    ).endswith("?"):
+                tail = s_clean[m.end():]
+                if re.match(r"(?:be |need|assist|help|do my best|gladly|happy|know)", tail,
+                            re.I):
+                    continue
+                for a in actions_in(tail, joined=True)[:3]:
+                    out.append(Statement("intention", a, s, ev.message, k))
+            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and agreed:
+                tail = s_clean[(offer or m).end():]
+                for a in actions_in(tail)[:1]:
+                    out.append(Statement("offer", a, s, ev.message, k))
+    return out
+
+
+def _payment_sources(text: str) -> set[str]:
+    return {src for src, rx in PAYMENT_SOURCES if rx.search(text)}
+
+
+def contradiction(s: Statement, call, cards: dict[str, str]) -> str | None:
+    """What in ``call``'s arguments contradicts the statement, or ``None``: a payment
+    source (gift card, certificate, PayPal, credit card, a card's last four digits), a
+    booking code (unless the statement speaks of several: "both", "all", "these"), a
+    flight number, a date or a cabin the statement names and the call does not hold where
+    it holds one of that kind."""
+    leaves = _strings(dict(call.arguments))
+    text = s.text
+    low = text.lower()
+    if "original" not in low:
+        named = _payment_sources(text)
+        pay = [v for k, v in leaves if "payment" in k.lower() and PAYMENT_ID.match(v)]
+        used = {PAYMENT_ID.match(v).group(1) for v in pay}
+        if named and used and not named & used:
+            return (f"paid with {', '.join(pay)}; the statement names "
+                    f"{', '.join(sorted(named))}")
+        last4 = re.findall(r"ending (?:in |with )?(\d{4})", text)
+        known = [cards[v] for v in pay if v in cards]
+        if last4 and known and not set(last4) & set(known):
+            return f"paid with the card ending {known[0]}; the statement names {last4[0]}"
+    several = re.search(r"\b(?:both|all|each|every|these|those|them)\b", low)
+    codes = {c.lower() for c in CODE6.findall(text) if any(ch.isdigit() for ch in c)
+             and not FLIGHT.fullmatch(c)}
+    held = {v.lower() for k, v in leaves if "reservation" in k.lower() and CODE6.fullmatch(v)}
+    if codes and held and not codes & held and not several:
+        return f"acted on {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(codes))}"
+    flights = {f.lower() for f in FLIGHT.findall(text)}
+    held = {v.lower() for k, v in leaves if "flight" in k.lower() and FLIGHT.fullmatch(v)}
+    if flights and held and not flights & held:
+        return f"holds flight(s) {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(flights))}"
+    dates = {f.norm[-5:] for f in facts_in(text) if f.kind == "date"}
+    held = {v[5:10] for _k, v in leaves if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v)}
+    if dates and held and not dates & held:
+        return f"holds date(s) {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(dates))}"
+    cabins = {c.lower() for c in CABINS.findall(text)}
+    held = {v.lower().replace("_", " ") for k, v in leaves if k.lower() == "cabin"}
+    if len(cabins) == 1 and held and not cabins & held:
+        return f"cabin {', '.join(sorted(held))}; the statement names {next(iter(cabins))}"
+    return None
+
+
+@dataclass(frozen=True)
+class PlanAdherence(Metric):
+    """The share of the agent's statements kept: (intentions carried out or explained +
+    claims backed by a call) ÷ statements; ``details`` quote every statement not kept,
+    ``evidence`` lists every statement with its turn and the call that matched it or why
+    none did.
+
+    **Statements**, read sentence by sentence from the agent's text:
+
+    - an *intention*: "I'll / I will / let me / I am going to / next I will" followed by an
+      action ("cancel", "book", "change/update/modify", "upgrade", "add", "remove",
+      "check/look up/search/find/verify", "calculate", "transfer", "refund/issue/send",
+      "process/complete/apply/charge"); also an offer ("Would you like me to ...?", "Shall
+      I ...?", "Would you like to proceed with the booking?", "once you confirm, I'll ...")
+      when the user's next message agrees ("yes", "please proceed", "go ahead"). Not an
+      intention: "I'll be happy to", "I'll need", "let me know", a condition the user did
+      not meet ("if you ..., I'll ...");
+    - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
+      booked", "successfully <done>", naming an action; not after "not", "if", "once",
+      "when" ... in the same sentence, and not a question.
+
+    **Kept**: an intention is *carried out* by a later call (or one of the same message)
+    whose tool carries out the action (a word of the tool's name: ``cancel_reservation``
+    for cancel, ``get_reservation_details`` for check, ``update_*`` for change; "process"
+    by any tool that does not only read), even if that call fails (the error is the
+    explanation); *explained* when, before such a call, the user declines or changes course
+    ("no", "instead", "never mind"), the agent says why not ("unable", "policy",
+    "unfortunately", "cannot" in a sentence naming the action), or the agent transfers the
+    user; *pending* (not a failure) when the conversation ends with no further agent turn.
+    A claim is *backed* by a successful call of a matching tool before it or in its own
+    message.
+
+    **Failures**: a claim with no matching successful call (``no_call``, ``failed_call``);
+    an intention never acted on while the conversation goes on (``no_call``); a matching
+    call whose arguments contradict the statement (``contradicted``): a payment source
+    ("refund to your gift card" and a ``credit_card_...`` id; a card's last four digits,
+    read from earlier tool results), a booking code, a flight number, a date or a cabin
+    the statement names and the call holds another of.
+
+    The measure is the agentic-evaluation design's plan adherence ("did the agent follow
+    through on stated intentions or diverge without explanation?"), with the labelling
+    definitions' judgement calls (an accepted offer is an intention; a claim with no call
+    behind it is a failure); the phrase lists were written for this project from τ-bench
+    and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
+    intention and claimed no action. What it cannot catch: intentions in words it does not
+    read ("Allow me a moment"), a call that matches the action but on the wrong thing when
+    the statement names nothing to compare, and claims about actions without a tool.
+    """
+
+    name: ClassVar[str] = "plan_adherence"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
+        evs = events(ctx.trace)
+        found = statements(evs)
+        if not found:
+            return Score(None, "the agent stated no intention and claimed no action",
+                         code="no_statements", evidence={"statements": []})
+        cards: dict[str, str] = {}
+        for ev in evs:
+            if ev.kind == "call":
+                _cards(ev.call.result, cards)
+        for s in found:
+            (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        kept = sum(s.ok for s in found)
+        bad = [s for s in found if not s.ok]
+        details = f"{kept}/{len(found)} statement(s) carried out or explained"
+        if bad:
+            details += ": " + "; ".join(f"{s.kind} \"{s.text[:120]}\" (turn {s.turn}): {s.why}"
+                                        for s in bad[:4]) + ("; ..." if len(bad) > 4 else "")
+        return Score(kept / len(found), details,
+                     evidence={"statements": [s.as_dict() for s in found]})
+
+
+def _label(call) -> str:
+    return f"{call.name}#{call.id}"
+
+
+#: Actions that a claim or an accepted offer names loosely ("you are now booked" after a
+#: flight change, "proceed with this updated payment"): any call that changes something
+#: backs them.
+LOOSE = ("book", "change", "upgrade", "add", "remove", "process", "refund")
+
+
+def matches(s: Statement, call_name: str) -> bool:
+    """Whether a call of ``call_name`` carries out the statement: a tool of its action
+    (:func:`carries_out`), or for a claim or an accepted offer of an action in
+    :data:`LOOSE`, any tool that does not only read."""
+    if s.kind != "intention" and s.action in LOOSE and carries_out("process", call_name):
+        return True
+    return carries_out(s.action, call_name)
+
+
+def _pick(s: Statement, calls: list, cards: dict[str, str]) -> tuple[Any, str | None]:
+    """The first call of ``calls`` that does not contradict ``s`` (and ``None``), else the
+    first one and what contradicts it."""
+    first = None
+    for c in calls:
+        bad = contradiction(s, c, cards)
+        if bad is None:
+            return c, None
+        first = first or (c, bad)
+    return first
+
+
+def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
+    same = evs[s.position].message
+    window = [e for i, e in enumerate(evs) if e.kind == "call" and (
+        i < s.position or (same >= 0 and e.message == same))]
+    matching = [e.call for e in window if matches(s, e.call.name)]
+    good = [c for c in matching if not call_failed(c)]
+    if good:
+        call, bad = _pick(s, list(reversed(good)), cards)
+        s.call = _label(call)
+        if bad:
+            s.outcome, s.why = "contradicted", f"{s.call} {bad}"
+        else:
+            s.outcome, s.why = "carried_out", f"backed by {s.call}"
+    elif matching:
+        s.outcome, s.call = "failed_call", _label(matching[-1])
+        s.why = f"claimed done, but {s.call} failed"
+    else:
+        s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
+
+
+def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
+    same = evs[s.position].message
+    later = [e for i, e in enumerate(evs) if i > s.position or (
+        e.kind == "call" and same >= 0 and e.message == same)]
+    for n, e in enumerate(later):
+        if e.kind == "call":
+            if matches(s, e.call.name):
+                rest = [x.call for x in later[n:] if x.kind == "call"
+                        and matches(s, x.call.name)]
+                call, bad = _pick(s, rest, cards)
+                s.call = _label(call)
+                if bad:
+                    s.outcome, s.why = "contradicted", f"{s.call} {bad}"
+                elif call_failed(call):
+                    s.outcome, s.why = "explained", f"attempted: {s.call} failed"
+                else:
+                    s.outcome, s.why = "carried_out", f"carried out by {s.call}"
+                return
+            if carries_out("transfer", e.call.name):
+                s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
+                return
+        elif e.kind == "user" and DECLINE.search(e.text):
+            s.outcome, s.why = "explained", "the user declined or changed course"
+            return
+        elif e.kind == "agent" and e is not evs[s.position]:
+            for sent in sentences(e.text):
+                if EXPLAIN.search(sent) and s.action in actions_in(sent):
+                    s.outcome, s.why = "explained", f"the agent explained: \"{sent[:100]}\""
+                    return
+    if not any(e.kind == "agent" for e in evs[s.position + 1:]):
+        s.outcome, s.why = "pending", "the conversation ended before it"
+    else:
+        s.outcome, s.why = "no_call", f"never acted on: no {s.action} call followed"
