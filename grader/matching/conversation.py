@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import orjson
+
 from evaltape.grader.model import ToolCall, Trace
 
 
@@ -101,7 +103,6 @@ def call_failed(call: ToolCall) -> bool:
     support"): flagged ``is_error``, or a JSON result with ``success``/``ok`` false or a
     non-empty ``error``, or a text result starting with ``error``/``failed``/``exception``.
     A call that was not run (``result`` null) did not fail."""
-    import orjson
     if call.is_error:
         return True
     if call.result is None:
@@ -353,6 +354,39 @@ def choices_in(text: str, offer: str = "", *, proposal: bool = False) -> list[Fa
         if noun:
             out.append(Fact("choice", "no", "refuse:" + noun, (noun,)))
     return out
+
+
+def argument_strings(value: Any, key: str = "") -> list[tuple[str, str]]:
+    """Every ``(key, string)`` leaf of a call's arguments, the key being the nearest
+    object key above it (numbers, booleans and null as strings: ``"true"``, ``"none"``)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in argument_strings(v, str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in argument_strings(v, key)]
+    if isinstance(value, bool) or value is None:
+        return [(key, str(value).lower())]
+    return [(key, str(value))]
+
+
+def payment_cards(result: str | None, into: dict[str, str]) -> None:
+    """Add to ``into`` the payment ids and their last four digits a tool result holds
+    (``{"id": "credit_card_4421486", "last_four": "7447"}`` anywhere in its JSON, as
+    τ-bench's user details give them); a result that is not JSON adds nothing."""
+    if not result or "last_four" not in result:
+        return
+    try:
+        doc = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("id"), str) and node.get("last_four") is not None:
+                into[node["id"]] = str(node["last_four"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def mentions(text: str, fact: Fact) -> bool:

@@ -5,11 +5,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import orjson
-
 from evaltape.grader.matching.conversation import (EMAIL, IDENTITY_KINDS, ORDER_ID, USER_ID,
                                                    CODE6, Event, Fact, call_failed,
                                                    choices_in, events, facts_in, mentions,
+                                                   argument_strings, payment_cards,
                                                    sentences)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -69,37 +68,6 @@ def _same_kind(a: Fact, b: Fact) -> bool:
     nouns = set(a.labels[:-5]) & set(b.labels[:-5])
     shape = lambda f: re.sub(r"\d", "9", re.sub(r"[a-z]", "a", f.norm))  # noqa: E731
     return bool(nouns) or shape(a) == shape(b)
-
-
-def _strings(value: Any, key: str = "") -> list[tuple[str, str]]:
-    """Every (key, string) leaf of a call's arguments (numbers as strings)."""
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _strings(v, str(k))]
-    if isinstance(value, (list, tuple)):
-        return [p for v in value for p in _strings(v, key)]
-    if isinstance(value, bool) or value is None:
-        return [(key, str(value).lower())]
-    return [(key, str(value))]
-
-
-def _cards(result: str | None, into: dict[str, str]) -> None:
-    """Payment ids and their last four digits from a tool result (``{"id":
-    "credit_card_4421486", "last_four": "7447"}`` anywhere in its JSON)."""
-    if not result or "last_four" not in result:
-        return
-    try:
-        doc = orjson.loads(result)
-    except orjson.JSONDecodeError:
-        return
-    stack = [doc]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if isinstance(node.get("id"), str) and node.get("last_four") is not None:
-                into[node["id"]] = str(node["last_four"])
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 def _of_kind(kind: str, key: str, value: str) -> bool:
@@ -231,7 +199,7 @@ class ContextRetention(Metric):
                 if ev.kind == "agent":
                     last_agent = ev.text
                 if ev.kind == "call":
-                    _cards(ev.call.result, cards)
+                    payment_cards(ev.call.result, cards)
                 continue
             judged = True
             if ev.kind == "call":
@@ -239,7 +207,7 @@ class ContextRetention(Metric):
                 call = ev.call
                 if call_failed(call):
                     failed_values.append(str(call.arguments).lower())
-                _cards(call.result, cards)
+                payment_cards(call.result, cards)
                 continue
             last_agent = ev.text
             for s in sentences(ev.text):
@@ -291,7 +259,7 @@ class ContextRetention(Metric):
               turn_of) -> None:
         call = ev.call
         args = str(call.arguments).lower()
-        leaves = _strings(dict(call.arguments))
+        leaves = argument_strings(dict(call.arguments))
         for old, new in stale:
             if old.norm in re_digits(args, old) and new.norm not in re_digits(args, new):
                 lapse(old, turn_of(old), f"called {call.name} with {old.value!r} after the "

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCES, Event,
-                                                   call_failed, events, facts_in, sentences)
-from evaltape.grader.metrics.context_retention import PAYMENT_ID, _cards, _strings
+                                                   argument_strings, call_failed, events,
+                                                   facts_in, payment_cards, sentences)
+from evaltape.grader.metrics.context_retention import PAYMENT_ID
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -216,7 +217,7 @@ def contradiction(s: Statement, call, cards: dict[str, str]) -> str | None:
     booking code (unless the statement speaks of several: "both", "all", "these"), a
     flight number, a date or a cabin the statement names and the call does not hold where
     it holds one of that kind."""
-    leaves = _strings(dict(call.arguments))
+    leaves = argument_strings(dict(call.arguments))
     text = s.text
     low = text.lower()
     if "original" not in low:
@@ -316,7 +317,7 @@ class PlanAdherence(Metric):
         cards: dict[str, str] = {}
         for ev in evs:
             if ev.kind == "call":
-                _cards(ev.call.result, cards)
+                payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
         kept = sum(s.ok for s in found)
