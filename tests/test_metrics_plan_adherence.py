@@ -35,11 +35,17 @@ def test_a_claimed_action_with_no_call_fails_and_is_quoted():
            'with no change call behind it' in s.details
     (st,) = s.evidence["statements"]
     assert (st["kind"], st["outcome"], st["call"], st["turn"]) == ("claim", "no_call", None, 1)
-    # with the call before it: backed
+    # with the call before it: backed; a backed claim and no intention is null, as the
+    # labelling definition's "never stated an intention"
     upd = call("t1", "update_phone", {"phone": "555-0199"}, {"ok": True})
     s = score([U("My new number is 555-0199."), A("", upd), R(upd),
                A("I have updated your phone number to 555-0199.")])
-    assert s.value == 1.0 and s.evidence["statements"][0]["call"] == "update_phone#t1"
+    assert (s.value, s.code) == (None, "no_statements")
+    assert s.evidence["statements"][0]["call"] == "update_phone#t1"
+    # with an intention carried out before it: 2/2
+    s = score([U("My new number is 555-0199."), A("I'll update it now.", upd), R(upd),
+               A("I have updated your phone number to 555-0199.")])
+    assert s.value == 1.0
     # the only matching call failed: the claim is not backed
     bad = call("t1", "update_phone", {"phone": "555-0199"}, {"error": "locked"})
     s = score([U("My new number is 555-0199."), A("", bad), R(bad),
@@ -152,3 +158,13 @@ def test_the_judged_variant_is_recorded_once_and_replayed_offline(tmp_path, monk
     assert eps["c1"]["plan_adherence_judge"]["details"] == "judge: FAIL"
     assert eps["c1"]["plan_adherence"]["score"] == 0.0
     assert eps["c2"]["plan_adherence_judge"]["reason"] == "no_statements"
+
+
+def test_an_offer_pointing_back_takes_the_action_of_the_sentence_before():
+    move = call("t1", "transfer_to_human_agents", {"summary": "x"}, "Transfer successful")
+    msgs = [U("I want a refund"), A("I can transfer you to a human agent. Would you like me "
+                                    "to do that?"), U("Yes please.")]
+    s = score(msgs + [A("", move), R(move)])
+    assert s.value == 1.0 and s.evidence["statements"][0]["action"] == "transfer"
+    s = score(msgs + [A("Is there anything else?")])
+    assert s.value == 0.0

@@ -61,10 +61,17 @@ INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am 
 #: An offer: it becomes an intention when the user's next message agrees.
 OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
                    r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
-                   r" (?:to )?proceed|are you ready (?:for me )?to)\b", re.I)
+                   r" (?:to )?proceed|are you ready (?:for me )?to|i can|i could)\b", re.I)
+#: An offer that names its action only by pointing back ("Would you like me to do that?").
+POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
 CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless)\b",
                        re.I)
+#: A condition that is the user's consent ("once you confirm", "if you'd like"): a
+#: statement behind any other condition is not an offer.
+ASKED_CONSENT = re.compile(r"\b(?:once|when|after|as soon as)\b|\bif (?:you(?:'d| would| "
+                           r"do)? (?:like|want|confirm|agree|approve|prefer|wish)|so|that's "
+                           r"(?:ok|okay|fine|acceptable))\b", re.I)
 #: A claim that an action is done.
 CLAIM = re.compile(
     r"\b(?:has|have) (?:now |also |already )?been (?:successfully |now |fully )?(?=\w+ed\b|"
@@ -180,8 +187,9 @@ def statements(evs: list[Event]) -> list[Statement]:
         reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
         agreed = reply is not None and bool(AGREE.search(reply.text)) and not DECLINE.search(
             reply.text[:40])
+        previous = ""
         for s in sentences(ev.text):
-            s_clean = s.replace("*", "")
+            s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
             m = CLAIM.search(s_clean)
             if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
                     s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
@@ -201,8 +209,14 @@ def statements(evs: list[Event]) -> list[Statement]:
                 for a in actions_in(tail, joined=True)[:3]:
                     out.append(Statement("intention", a, s, ev.message, k))
             elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and agreed:
+                head = s_clean[:(offer or m).start()]
+                if CONDITION.search(head) and not ASKED_CONSENT.search(head):
+                    continue  # "if you don't know it, I can look it up": not an offer to act
                 tail = s_clean[(offer or m).end():]
-                for a in actions_in(tail)[:1]:
+                acts = actions_in(tail)
+                if not acts and POINTS_BACK.match(tail):
+                    acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
+                for a in acts[:1]:
                     out.append(Statement("offer", a, s, ev.message, k))
     return out
 
@@ -268,8 +282,11 @@ class PlanAdherence(Metric):
       action ("cancel", "book", "change/update/modify", "upgrade", "add", "remove",
       "check/look up/search/find/verify", "calculate", "transfer", "refund/issue/send",
       "process/complete/apply/charge"); also an offer ("Would you like me to ...?", "Shall
-      I ...?", "Would you like to proceed with the booking?", "once you confirm, I'll ...")
-      when the user's next message agrees ("yes", "please proceed", "go ahead"). Not an
+      I ...?", "Would you like to proceed with the booking?", "I can transfer you", "once
+      you confirm, I'll ...", "if you'd like, I can ...") when the user's next message
+      agrees ("yes", "please proceed", "go ahead"), not behind another condition ("if you
+      don't know it, I can look it up"); an offer that points back ("Would you like me to do that?") names the
+      actions of the sentence before it. Not an
       intention: "I'll be happy to", "I'll need", "let me know", a condition the user did
       not meet ("if you ..., I'll ...");
     - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
@@ -299,7 +316,9 @@ class PlanAdherence(Metric):
     definitions' judgement calls (an accepted offer is an intention; a claim with no call
     behind it is a failure); the phrase lists were written for this project from τ-bench
     and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
-    intention and claimed no action. What it cannot catch: intentions in words it does not
+    intention (nor made an offer the user accepted) and every action it claims is backed
+    (the labelling definition: null when the agent never stated an intention; a claim with
+    no call behind it still fails). What it cannot catch: intentions in words it does not
     read ("Allow me a moment"), a call that matches the action but on the wrong thing when
     the statement names nothing to compare, and claims about actions without a tool.
     """
@@ -320,6 +339,10 @@ class PlanAdherence(Metric):
                 payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        if all(s.kind == "claim" for s in found) and all(s.ok for s in found):
+            return Score(None, f"the agent stated no intention; its {len(found)} claim(s) "
+                         "are backed by calls", code="no_statements",
+                         evidence={"statements": [s.as_dict() for s in found]})
         kept = sum(s.ok for s in found)
         bad = [s for s in found if not s.ok]
         details = f"{kept}/{len(found)} statement(s) carried out or explained"
