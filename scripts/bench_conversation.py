@@ -5,7 +5,8 @@ then real conversations labelled blind by two labellers.
 
 1. The development set. FILE (default ``bench/conversation/episodes.jsonl``) is an
    ``anthropic-messages`` JSONL whose lines carry ``metadata.labels``:
-   ``{"context_retention": "right" | "wrong" | null, "error_recovery": ...}``. Each line is
+   ``{"context_retention": "right" | "wrong" | null, "error_recovery": ...,
+   "plan_adherence": ...}``. Each line is
    imported as ``evaltape import anthropic-messages`` reads it and graded; a score agrees
    with its label when ``right`` and score >= 0.8, ``wrong`` and score < 0.8, or ``null``
    (nothing to judge) and a null score.
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-METRICS = ("context_retention", "error_recovery")
+METRICS = ("context_retention", "error_recovery", "plan_adherence")
 REAL_METRICS = ("context_retention", "error_recovery", "plan_adherence")
 #: the environment variable that names the corpus folder
 CORPUS_ENV = "EVALTAPE_CORPUS"

@@ -117,7 +117,8 @@ class ContextRetention(Metric):
       Not checked for amounts, flight numbers and choices.
     - *a value other than the one given*: a call, or an agent sentence, holding the value
       the user corrected (a new value of the same kind with "actually", "sorry", "I
-      meant", "instead", "no, ..."); a call paying with a source the user did not choose
+      meant", "instead", "no, ..."); a call paying or refunding (an argument shaped like a
+      payment id, ``credit_card_4421486``) with a source the user did not choose
       (the user's latest choice of sources, joined by the sources the agent proposed when
       the user answers "yes" to them; a card whose last four digits, read from earlier
       tool results, are not the ones the user gave).
@@ -285,7 +286,7 @@ class ContextRetention(Metric):
             last4 = [f for f, t in given if f.kind == "card"]
             for key, value in leaves:
                 m = PAYMENT_ID.match(value)
-                if not (m and "payment" in key.lower()):
+                if not m:
                     continue
                 if m.group(1) not in sources:
                     lapse(choice, at, f"called {call.name} paying with {value!r}; the user "

@@ -236,7 +236,7 @@ def contradiction(s: Statement, call, cards: dict[str, str]) -> str | None:
     low = text.lower()
     if "original" not in low:
         named = _payment_sources(text)
-        pay = [v for k, v in leaves if "payment" in k.lower() and PAYMENT_ID.match(v)]
+        pay = [v for _k, v in leaves if PAYMENT_ID.match(v)]
         used = {PAYMENT_ID.match(v).group(1) for v in pay}
         if named and used and not named & used:
             return (f"paid with {', '.join(pay)}; the statement names "
