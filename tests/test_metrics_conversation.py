@@ -338,3 +338,15 @@ def test_error_recovery_reads_past_a_reply_that_neither_reports_nor_claims():
     ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
                    A("Your flight has been successfully booked.")])
     assert ErrorRecovery().score(ctx).value == 0.0
+
+
+def test_a_booking_made_in_the_conversation_is_the_users():
+    book = call("b1", "book_reservation", {"user_id": "mia_li_3668"},
+                {"reservation_id": "HATHAT"})
+    bags = call("b2", "update_reservation_baggages", {"reservation_id": "HATHAT",
+                                                      "total_baggages": 1}, {"ok": True})
+    other = call("b3", "update_reservation_baggages", {"reservation_id": "XKZ4P2",
+                                                       "total_baggages": 1}, {"ok": True})
+    start = [U("My reservation is EHGLP3; book me a new one too."), A("", book), R(book)]
+    assert ContextRetention().score(episode(start + [A("", bags), R(bags)])).value == 1.0
+    assert ContextRetention().score(episode(start + [A("", other), R(other)])).value == 0.0

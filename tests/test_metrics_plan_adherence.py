@@ -221,3 +221,9 @@ def test_help_is_no_action_but_what_is_joined_to_it_is():
     s = score([U("Change my flight"), A("I can assist you with changing your reservation."),
                U("Thanks, my user id is mia_li_3668."), A("What is the reservation id?")])
     assert (s.value, s.code) == (None, "no_statements")
+
+
+def test_a_check_that_introduces_what_follows_is_no_intention():
+    s = score([U("Any nonstop flights?"),
+               A("Let's review the available nonstop flights:\n- HAT001 at 9:00")])
+    assert (s.value, s.code) == (None, "no_statements")

@@ -124,7 +124,8 @@ class ContextRetention(Metric):
       tool results, are not the ones the user gave).
     - *another entity*: a call holding a user id, e-mail or phone number other than every
       one the user gave, or a call that changes something (not a get/search/... tool)
-      on a booking code or order id the user never named when the user named one.
+      on a booking code or order id the user never named when the user named one (a
+      booking a call of this conversation created is the user's).
     - *offering again what the user refused*: an agent sentence that offers the refused
       thing (a question or "would you like / shall I / I recommend") without saying it is
       left out ("no", "without", "declined"), or a call setting it to yes/true, unless the
@@ -153,6 +154,7 @@ class ContextRetention(Metric):
         lapses: list[dict[str, Any]] = []
         judged = False
         failed_values: list[str] = []
+        created: set[str] = set()
         last_agent = ""
 
         def lapse(fact: Fact, at: int, what: str, turn: int) -> None:
@@ -204,8 +206,12 @@ class ContextRetention(Metric):
                 continue
             judged = True
             if ev.kind == "call":
-                self._call(ev, turn, given, stale, refused, paying, cards, lapse, turn_of)
+                self._call(ev, turn, given, stale, refused, paying, cards, lapse, turn_of,
+                           created)
                 call = ev.call
+                if _writes(call.name) and call.result and not call_failed(call):
+                    # a booking made in this conversation ("HATHAT") is the user's too
+                    created.update(c.lower() for c in CODE6.findall(call.result))
                 if call_failed(call):
                     failed_values.append(str(call.arguments).lower())
                 payment_cards(call.result, cards)
@@ -257,7 +263,7 @@ class ContextRetention(Metric):
 
     @staticmethod
     def _call(ev: Event, turn: int, given, stale, refused, paying, cards, lapse,
-              turn_of) -> None:
+              turn_of, created: set[str] = frozenset()) -> None:
         call = ev.call
         args = str(call.arguments).lower()
         leaves = argument_strings(dict(call.arguments))
@@ -269,7 +275,7 @@ class ContextRetention(Metric):
             mine = [(f, t) for f, t in given if f.kind == kind]
             if not mine or (kind in ("booking", "order_id") and not _writes(call.name)):
                 continue
-            norms = {re_digits(f.value, f) for f, _t in mine}
+            norms = {re_digits(f.value, f) for f, _t in mine} | created
             norms |= {re_digits(n.value, n) for _o, n in stale if n.kind == kind}
             for key, value in leaves:
                 if _of_kind(kind, key, value) and re_digits(value, mine[0][0]) not in norms:

@@ -236,7 +236,11 @@ def statements(evs: list[Event]) -> list[Statement]:
                 if re.match(r"(?:be |need|assist|help|do my best|gladly|happy|know)", tail,
                             re.I):
                     continue
-                for a in actions_in(tail, joined=True)[:3]:
+                acts = actions_in(tail, joined=True)
+                if s_clean.rstrip().endswith(":"):
+                    # "Let's review the available flights:" introduces what follows
+                    acts = [a for a in acts if a not in ("lookup", "calculate")]
+                for a in acts[:3]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
             elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
@@ -360,7 +364,8 @@ class PlanAdherence(Metric):
 
     - an *intention*: "I'll / I will / let me / I am going to / next I will" followed by an
       action (:data:`ACTION_WORDS`); several when joined by "and" / "then". Not: "I'll be
-      happy to", "I'll need", "let me know", a question, a conditional "if ..., I'll ...";
+      happy to", "I'll need", "let me know", a question, a conditional "if ..., I'll ...",
+      a check or calculation that introduces what follows ("Let's review the flights:");
     - an *accepted offer*: "Would you like me to ...?", "Shall I ...?", "Would you like to
       proceed with the booking?", "I can transfer you", "once you confirm, I'll ..." when
       the user's next message agrees ("yes", "please proceed", "thanks", or a fact the
