@@ -307,6 +307,9 @@ PAYMENT_SOURCES = (("gift_card", re.compile(r"\bgift\s*cards?\b", re.I)),
                    ("credit_card", re.compile(r"\b(?:credit|debit)\s+cards?\b|\b(?:visa|"
                                               r"mastercard|master card|amex)\b|\bcard\s+"
                                               r"ending\b|\b\d{4}\s+card\b", re.I)))
+#: Words that choose how to pay ("use my gift card", "charge my card", "refund to ...").
+PAY_VERBS = re.compile(r"\b(?:use|using|used|pay|paying|paid|charged?|charging|"
+                       r"refund(?:ed)?|put it on|apply|with my)\b", re.I)
 #: A user message that turns something down.
 REFUSAL = re.compile(
     r"\b(?:(?:i\s+)?(?:don't|do not|dont|won't|will not|wouldn't)\s+(?:want|need|wish|"
@@ -334,9 +337,7 @@ def choices_in(text: str, offer: str = "", *, proposal: bool = False) -> list[Fa
     proposes: "Shall we use your gift card?")."""
     out: list[Fact] = []
     for s in sentences(text):
-        if re.search(r"\b(?:use|using|used|pay|paying|paid|charged?|charging|refund(?:ed)?|put it on|"
-                     r"apply|with my)\b", s,
-                     re.I) and (proposal or not s.rstrip().endswith("?")):
+        if PAY_VERBS.search(s) and (proposal or not s.rstrip().endswith("?")):
             for source, rx in PAYMENT_SOURCES:
                 m = rx.search(s)
                 if m:
