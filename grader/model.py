@@ -409,6 +409,7 @@ NULL_CODES = {
     "no_state": "the trace holds no end state of a stateful environment to compare",
     "no_facts": "the user gave no fact the agent could lose (an id, an e-mail, a date ...)",
     "no_tool_errors": "no tool call failed: there was nothing to recover from",
+    "no_statements": "the agent stated no intention and claimed no action",
     "error": "the metric raised an exception",
 }
 ERROR_CODE = "error"

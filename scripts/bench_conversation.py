@@ -1,38 +1,152 @@
-"""Agreement of ``context_retention`` and ``error_recovery`` with hand labels.
+"""Agreement of the conversation metrics with hand labels: the hand-written development set,
+then real conversations labelled blind by two labellers.
 
-    python scripts/bench_conversation.py [-v] [FILE]
+    python scripts/bench_conversation.py [-v] [FILE] [--corpus DIR]
 
-FILE (default ``bench/conversation/episodes.jsonl``) is an ``anthropic-messages`` JSONL
-whose lines carry ``metadata.labels``: ``{"context_retention": "right" | "wrong" | null,
-"error_recovery": ...}``. Each line is imported as ``evaltape import anthropic-messages``
-reads it and graded with both metrics; a score agrees with its label when ``right`` and
-score >= 0.8, ``wrong`` and score < 0.8, or ``null`` (nothing to judge) and a null score.
-Prints n, agreements and the share per metric; ``-v`` lists every disagreement. Exit 0.
+1. The development set. FILE (default ``bench/conversation/episodes.jsonl``) is an
+   ``anthropic-messages`` JSONL whose lines carry ``metadata.labels``:
+   ``{"context_retention": "right" | "wrong" | null, "error_recovery": ...,
+   "plan_adherence": ...}``. Each line is
+   imported as ``evaltape import anthropic-messages`` reads it and graded; a score agrees
+   with its label when ``right`` and score >= 0.8, ``wrong`` and score < 0.8, or ``null``
+   (nothing to judge) and a null score.
+2. The real conversations: τ-bench's airline trajectories (for task t, trial t % 4) and
+   τ²-bench's airline simulations, read from the corpus folder (``--corpus DIR``, else
+   ``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared`` folder beside the
+   repository) through the ``taubench`` and ``tau2`` importers, graded with
+   ``context_retention``, ``error_recovery`` and ``plan_adherence``. The labels are in
+   ``bench/conversation/real_labels_a.jsonl`` and ``real_labels_b.jsonl``, one JSON line per
+   conversation from each labeller: ``{"key": "taubench/task_007/3" | "tau2/<task>/<trial>",
+   "context_retention": 0 | 1 | null, "error_recovery": ..., "plan_adherence": ..., "why":
+   {...}}`` (labels and short reasons only; the conversations are read from the corpus).
+   Printed per measure: the labellers' raw agreement and Cohen's kappa over the three
+   answers (0, 1, null), then, on the items both gave the same answer (the disputed ones
+   dropped), the metric's agreement: a score of 1.0 stands for 1, below 1.0 for 0 (the
+   definitions are all-or-nothing: one lapse, one failure), null for null.
+
+``-v`` lists every disagreement. A missing corpus or label file is reported and that part
+skipped. A bad label line is an error naming the file, the line and the field (exit 3).
+Exit 0 otherwise.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-METRICS = ("context_retention", "error_recovery")
+METRICS = ("context_retention", "error_recovery", "plan_adherence")
+REAL_METRICS = ("context_retention", "error_recovery", "plan_adherence")
+#: the environment variable that names the corpus folder
+CORPUS_ENV = "EVALTAPE_CORPUS"
+LABELS = (ROOT / "bench" / "conversation" / "real_labels_a.jsonl",
+          ROOT / "bench" / "conversation" / "real_labels_b.jsonl")
+#: the corpus files graded: (evaltape import format, path in the corpus folder)
+CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json"),
+                ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json"))
 
 
 def verdict(score: float | None) -> str | None:
-    """The label a score stands for: ``right`` at 0.8 or more, ``wrong`` below, ``None``
-    for a null score."""
+    """The development-set label a score stands for: ``right`` at 0.8 or more, ``wrong``
+    below, ``None`` for a null score."""
     return None if score is None else ("right" if score >= 0.8 else "wrong")
 
 
-def main(argv: list[str]) -> int:
-    """Run the benchmark; returns the exit code."""
+def real_verdict(score: float | None) -> int | None:
+    """The real-set label a score stands for: 1 for 1.0, 0 below, ``None`` for null."""
+    return None if score is None else (1 if score >= 1.0 else 0)
+
+
+def default_corpus() -> Path:
+    """``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared`` folder beside the
+    repository (where the project keeps its third-party data)."""
+    env = os.environ.get(CORPUS_ENV)
+    return Path(env) if env else ROOT.parent / "shared" / "corpus"
+
+
+class LabelError(Exception):
+    """A label file line that cannot be read: ``str()`` names the file, line and field."""
+
+
+def load_labels(path: Path) -> dict[str, dict[str, Any]]:
+    """``{key: {measure: 0 | 1 | None}}`` from one labeller's JSONL file.
+
+    Raises:
+        LabelError: a line that is not a JSON object, a missing or repeated ``key``, or a
+            measure that is not 0, 1 or null (file, line and field named).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LabelError(f"{path}:{n}: not JSON ({e.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("key"), str):
+            raise LabelError(f"{path}:{n}: key: expected a string")
+        if obj["key"] in out:
+            raise LabelError(f"{path}:{n}: key: {obj['key']!r} labelled twice")
+        row = {}
+        for m in REAL_METRICS:
+            v = obj.get(m)
+            if v not in (0, 1, None) or isinstance(v, bool):
+                raise LabelError(f"{path}:{n}: {m}: expected 0, 1 or null, got {v!r}")
+            row[m] = v
+        out[obj["key"]] = row
+    return out
+
+
+def cohen_kappa(pairs: list[tuple[Any, Any]]) -> float | None:
+    """Cohen's kappa of two raters over nominal answers: ``(p_o - p_e) / (1 - p_e)``,
+    ``p_o`` the share of items with equal answers, ``p_e`` the sum over answers of the
+    product of the two raters' shares (Cohen 1960, "A coefficient of agreement for nominal
+    scales"). ``None`` when ``p_e`` is 1 (both gave one same answer to everything) or there
+    are no items."""
+    if not pairs:
+        return None
+    n = len(pairs)
+    p_o = sum(a == b for a, b in pairs) / n
+    cats = {a for a, _b in pairs} | {b for _a, b in pairs}
+    p_e = sum((sum(a == c for a, _b in pairs) / n) * (sum(b == c for _a, b in pairs) / n)
+              for c in cats)
+    return None if p_e >= 1 else (p_o - p_e) / (1 - p_e)
+
+
+def corpus_scores(corpus: Path) -> dict[str, dict[str, Any]]:
+    """``{key: {metric: (score, details)}}`` for the corpus's conversations (module doc),
+    graded as ``evaltape grade`` grades an imported run."""
     import evaltape
     from evaltape.grader.importers import import_sources, write_run
-    verbose = "-v" in argv
-    files = [a for a in argv if a != "-v"] or [str(ROOT / "bench" / "conversation" /
-                                                   "episodes.jsonl")]
+    out: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt, rel in CORPUS_FILES:
+            src = corpus / rel
+            if not src.exists():
+                continue
+            result = import_sources(fmt, [str(src)])
+            write_run(result, fmt, Path(tmp) / fmt)
+            report = evaltape.grade(str(Path(tmp) / fmt), metrics=list(REAL_METRICS))
+            for ep in report.episodes:
+                if fmt == "taubench":
+                    task = int(ep.case_id.rsplit("_", 1)[-1])
+                    if ep.trial != task % 4:
+                        continue
+                    key = f"taubench/task_{task:03d}/{ep.trial}"
+                else:
+                    key = f"tau2/{ep.case_id.split('.', 1)[-1]}/{ep.trial}"
+                out[key] = {m: (ep.metrics[m].score, ep.metrics[m].details)
+                            for m in REAL_METRICS}
+    return out
+
+
+def dev_set(files: list[str], verbose: bool) -> None:
+    """Part 1 of the module doc."""
+    import evaltape
+    from evaltape.grader.importers import import_sources, write_run
     labels = {}
     for line in Path(files[0]).read_text().splitlines():
         if line.strip():
@@ -42,6 +156,7 @@ def main(argv: list[str]) -> int:
         result = import_sources("anthropic-messages", files)
         write_run(result, "anthropic-messages", Path(tmp) / "run")
         report = evaltape.grade(str(Path(tmp) / "run"), metrics=list(METRICS))
+    print("development set (bench/conversation/episodes.jsonl):")
     for name in METRICS:
         agree, misses = 0, []
         for ep in report.episodes:
@@ -56,6 +171,69 @@ def main(argv: list[str]) -> int:
         if verbose:
             for m in misses:
                 print(f"  {m}")
+
+
+def real_set(corpus: Path, verbose: bool) -> None:
+    """Part 2 of the module doc.
+
+    Raises:
+        LabelError: a bad label line.
+    """
+    missing = [p for p in LABELS if not p.exists()]
+    if missing:
+        print(f"real conversations: not measured (no {', '.join(p.name for p in missing)})")
+        return
+    if not corpus.is_dir():
+        print(f"real conversations: not measured (corpus not found: {corpus})")
+        return
+    a, b = (load_labels(p) for p in LABELS)
+    keys = sorted(set(a) & set(b))
+    scores = corpus_scores(corpus)
+    unknown = [k for k in keys if k not in scores]
+    print(f"real conversations: {len(keys)} labelled by both labellers"
+          + (f" ({len(unknown)} not in the corpus: {', '.join(unknown[:3])})" if unknown
+             else ""))
+    keys = [k for k in keys if k in scores]
+    for m in REAL_METRICS:
+        pairs = [(a[k][m], b[k][m]) for k in keys]
+        same = sum(x == y for x, y in pairs)
+        kappa = cohen_kappa(pairs)
+        agreed = [k for k in keys if a[k][m] == b[k][m]]
+        hits, misses = 0, []
+        for k in agreed:
+            score, details = scores[k][m]
+            if real_verdict(score) == a[k][m]:
+                hits += 1
+            else:
+                misses.append(f"{k}: label {a[k][m]}, score {score} ({details[:240]})")
+        share = f"{hits / len(agreed):.3f}" if agreed else "n/a"
+        print(f"{m}: labellers agree {same}/{len(keys)}, kappa "
+              f"{'n/a' if kappa is None else f'{kappa:.3f}'}; metric agrees with the agreed "
+              f"labels {hits}/{len(agreed)} ({share})")
+        if verbose:
+            for line in misses:
+                print(f"  {line}")
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark; returns the exit code."""
+    verbose = "-v" in argv
+    args = [x for x in argv if x != "-v"]
+    corpus = default_corpus()
+    if "--corpus" in args:
+        i = args.index("--corpus")
+        if i + 1 >= len(args):
+            print("bench_conversation: --corpus needs a folder", file=sys.stderr)
+            return 2
+        corpus = Path(args[i + 1])
+        del args[i:i + 2]
+    files = args or [str(ROOT / "bench" / "conversation" / "episodes.jsonl")]
+    dev_set(files, verbose)
+    try:
+        real_set(corpus, verbose)
+    except LabelError as e:
+        print(f"bench_conversation: {e}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -215,7 +215,8 @@ def test_judge_without_metrics_records_the_users_judges_too(tmp_path):
     names = [m.name for m in judged_metrics(None, load_dataset(ds), str(cfg), ds)]
     # the built-in judged metrics, then the configuration's judges, then the cases'
     assert names == ["composite", "explanation_judge", "factual_claims", "hallucination",
-                     "rubric_judge", "next_step", "matches_reference", "cites_ticket"]
+                     "plan_adherence_judge", "rubric_judge", "next_step", "matches_reference",
+                     "cites_ticket"]
 
 
 def ctx(scale="1-5", *, answer="ok", expected=None, case_judges=None):

@@ -118,7 +118,8 @@ def test_context_retention_nothing_to_judge_is_null():
 
 
 @pytest.mark.parametrize("after, score, why", [
-    ([A("", FIND_FAIL)], 0.0, "repeated the identical failing call"),
+    # one identical retry that works (a passing fault): recovered
+    ([A("", FIND_FAIL)], 1.0, "the identical call again succeeded"),
     ([A("", FIND_OK)], 1.0, "retried with changed arguments"),
     ([A("I couldn't find a patient with that e-mail.")], 1.0, "reported the failure"),
     ([A("Is ana@x.com spelt correctly? Could you double-check it?")], 1.0,
@@ -142,11 +143,28 @@ def test_error_recovery_after_one_failed_call(after, score, why):
 def test_error_recovery_is_the_share_of_failures_recovered_and_null_without_any():
     retry = call("t3", "find_patient", {"email": "ana@x.com"},
                  {"success": False, "error": "no patient"})
-    # fail, identical retry (bad), fail again, then an honest report (good): 1/2
+    again = call("t4", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient"})
+    # fail, one identical retry that fails too (part of the same failure), then an honest
+    # report: 1 failure, recovered
     ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
                    A("Sorry, I could not find you.")])
     s = ErrorRecovery().score(ctx)
-    assert s.value == 0.5 and s.details.startswith("1/2 failed call(s) recovered")
+    assert s.value == 1.0 and s.details.startswith("1/1 failed call(s) recovered")
+    # the same failing call two more times: not recovered, whatever follows
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
+                   A("", again), R(again), A("Sorry, I could not find you.")])
+    s = ErrorRecovery().score(ctx)
+    assert s.value == 0.0 and "repeated the identical failing call 2 more times" in s.details
+    assert s.evidence == {"failures": [{"call": "find_patient#t1", "turn": 1,
+                                        "recovered": False, "why": "repeated the identical "
+                                        "failing call 2 more times"}]}
+    # fail, then a changed call that fails, then a report: 2 failures, both recovered
+    other = call("t5", "find_patient", {"email": "ana@y.com"},
+                 {"success": False, "error": "no patient"})
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", other), R(other),
+                   A("I could not find you under either address.")])
+    assert ErrorRecovery().score(ctx).value == 1.0
     s = ErrorRecovery().score(episode([U("hi"), A("Hello!")]))
     assert (s.value, s.code) == (None, "no_tool_errors")
 
@@ -199,3 +217,136 @@ def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
     # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
     assert s.value == 0.5
     assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details
+
+
+# ---- typed facts ----------------------------------------------------------------------
+
+def test_facts_are_typed_by_shape_and_the_words_before_them():
+    got = [(f.kind, f.norm) for f in facts_in(
+        "My user id is mia_li_3668, zip code 78750, order #W2071346, reservation EHGLP3 "
+        "on flight HAT039, born 1990-04-05, travelling May 20, 2024 for $120.")]
+    assert got == [("user_id", "mia_li_3668"), ("zip", "78750"), ("order_id", "#w2071346"),
+                   ("booking", "ehglp3"), ("flight", "hat039"), ("dob", "1990-04-05"),
+                   ("date", "2024-05-20"), ("amount", "120")]
+
+
+def test_choices_are_payment_sources_and_refusals():
+    from evaltape.grader.matching.conversation import choices_in
+    assert [c.norm for c in choices_in("Please use my gift card, and no, I do not want "
+                                       "travel insurance.")] == ["pay:gift_card",
+                                                                 "refuse:insurance"]
+    # a bare "no" refuses what the agent's last question offered
+    assert [c.norm for c in choices_in("No thanks.", "Here you go. Would you like to add "
+                                       "travel insurance for $30?")] == ["refuse:insurance"]
+    assert choices_in("No thanks.", "Is that all?") == []
+
+
+LOOKUP = call("t1", "get_user_details", {"user_id": "mia_li_3668"}, {
+    "payment_methods": {"credit_card_1": {"id": "credit_card_1", "last_four": "7447"},
+                        "credit_card_2": {"id": "credit_card_2", "last_four": "1907"},
+                        "gift_card_5": {"id": "gift_card_5"}}})
+
+
+@pytest.mark.parametrize("messages, score, what", [
+    # a zip given to verify, then the agent asks for the order id: another kind, kept
+    ([U("Hi, my zip code is 78750."), A("Thanks! What is your order id?")], 1.0, None),
+    # asks again for the user id given
+    ([U("my user id is mia_li_3668"), A("Sure. Could you provide your user ID?")], 0.0,
+     "asked again for the user_id 'mia_li_3668'"),
+    # a flight number is not a reservation code: asking for the reservation is fine
+    ([U("I'm on flight HAT039 tomorrow."), A("Could you share your reservation ID?")], 1.0,
+     None),
+    # asks again for the reservation code given
+    ([U("Cancel reservation EHGLP3."), A("Can you give me the reservation number?")], 0.0,
+     "asked again for the booking 'EHGLP3'"),
+    # a date of birth is asked for after a travel date: another kind
+    ([U("I fly on May 20."), A("What is the passenger's date of birth?")], 1.0, None),
+    # looks up another user than the one named
+    ([U("my user id is mia_li_3668"),
+      A("", call("t1", "get_user_details", {"user_id": "mia_lee_3668"}, {"name": "M"}))],
+     0.0, "called get_user_details with user_id 'mia_lee_3668', not the user's "
+          "'mia_li_3668'"),
+    # cancels a reservation the user never named
+    ([U("Please cancel EHGLP3."),
+      A("", call("t1", "cancel_reservation", {"reservation_id": "XKZ4P2"}, {"ok": True}))],
+     0.0, "called cancel_reservation with booking 'XKZ4P2', not the user's 'EHGLP3'"),
+    # offers insurance again after the user refused it
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("Would you like to add travel insurance for $30?")], 0.0,
+     "offered insurance again after the user refused it"),
+    # a summary that says it is left out is not an offer
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("Booking HAT039 without travel insurance, shall I proceed?")], 1.0, None),
+    # books with insurance after the refusal
+    ([U("Book HAT039 for me, I do not want travel insurance."),
+      A("", call("t1", "book_reservation", {"insurance": "yes"}, {"ok": True}))], 0.0,
+     "called book_reservation with insurance='yes' after the user refused insurance"),
+])
+def test_context_retention_typed_lapses(messages, score, what):
+    s = ContextRetention().score(episode(messages))
+    assert s.value == score
+    if what:
+        assert what in s.details
+        assert what in s.evidence["lapses"][0]["what"]
+
+
+def test_a_payment_source_other_than_the_chosen_one_is_a_lapse():
+    book = lambda pid: call("t2", "book_reservation",  # noqa: E731
+                            {"payment_methods": [{"payment_id": pid, "amount": 55}]},
+                            {"reservation_id": "HATHAT"})
+    base = [U("I'm mia_li_3668"), A("", LOOKUP), R(LOOKUP), A("How would you like to pay?"),
+            U("Use my card ending in 7447.")]
+    assert ContextRetention().score(episode(base + [A("", book("credit_card_1"))])).value == 1.0
+    s = ContextRetention().score(episode(base + [A("", book("gift_card_5"))]))
+    assert s.value == 0.0 and "paying with 'gift_card_5'; the user chose credit_card" in s.details
+    # the right source, another card than the one whose last four the user gave
+    s = ContextRetention().score(episode(base + [A("", book("credit_card_2"))]))
+    assert s.value == 0.0 and "(ending 1907); the user gave the card ending 7447" in s.details
+    # the user says yes to the agent's proposal of a gift card: the gift card is chosen
+    agreed = base + [A("Your card was declined. Shall we use your gift card instead?"),
+                     U("Yes, go ahead."), A("", book("gift_card_5"))]
+    assert ContextRetention().score(episode(agreed)).value == 1.0
+
+
+def test_context_retention_evidence_lists_facts_and_lapses_with_turns():
+    s = ContextRetention().score(episode([U("my user id is mia_li_3668"), A("Hello!"),
+                                          U("zip 78750"), A("What is your user id?")]))
+    assert s.evidence["facts"] == [{"kind": "user_id", "value": "mia_li_3668", "turn": 0},
+                                   {"kind": "zip", "value": "78750", "turn": 2}]
+    (lp,) = s.evidence["lapses"]
+    assert (lp["kind"], lp["given_turn"], lp["turn"]) == ("user_id", 0, 3)
+    assert "(turn 3, given in turn 0)" in s.details
+
+
+def test_error_recovery_reads_past_a_reply_that_neither_reports_nor_claims():
+    # the booking fails; the agent states a new total and asks to go on, then books with
+    # changed arguments: a later changed call recovers it
+    bad = call("b1", "book_reservation", {"amount": 255}, "Error: total price is 305")
+    good = call("b2", "book_reservation", {"amount": 305}, {"reservation_id": "HATHAT"})
+    ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
+                   A("The total is $305. Shall I go ahead?"), U("Yes"), A("", good), R(good),
+                   A("Booked: HATHAT.")])
+    s = ErrorRecovery().score(ctx)
+    assert s.value == 1.0 and "retried with changed arguments" in s.details
+    # another tool toward the same goal (a word of its name shared): recovered
+    direct = call("s1", "search_direct_flight", {"date": "2024-05-20"}, "Error: no flights")
+    onestop = call("s2", "search_onestop_flight", {"date": "2024-05-20"}, [])
+    ctx = episode([U("JFK to SEA on May 20"), A("", direct), R(direct), A("", onestop),
+                   R(onestop), A("Here are the options.")])
+    assert "tried another tool (search_onestop_flight)" in ErrorRecovery().score(ctx).details
+    # the reply claims the failed booking happened: not recovered
+    ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
+                   A("Your flight has been successfully booked.")])
+    assert ErrorRecovery().score(ctx).value == 0.0
+
+
+def test_a_booking_made_in_the_conversation_is_the_users():
+    book = call("b1", "book_reservation", {"user_id": "mia_li_3668"},
+                {"reservation_id": "HATHAT"})
+    bags = call("b2", "update_reservation_baggages", {"reservation_id": "HATHAT",
+                                                      "total_baggages": 1}, {"ok": True})
+    other = call("b3", "update_reservation_baggages", {"reservation_id": "XKZ4P2",
+                                                       "total_baggages": 1}, {"ok": True})
+    start = [U("My reservation is EHGLP3; book me a new one too."), A("", book), R(book)]
+    assert ContextRetention().score(episode(start + [A("", bags), R(bags)])).value == 1.0
+    assert ContextRetention().score(episode(start + [A("", other), R(other)])).value == 0.0

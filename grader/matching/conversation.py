@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import orjson
+
 from evaltape.grader.model import ToolCall, Trace
 
 
@@ -101,7 +103,6 @@ def call_failed(call: ToolCall) -> bool:
     support"): flagged ``is_error``, or a JSON result with ``success``/``ok`` false or a
     non-empty ``error``, or a text result starting with ``error``/``failed``/``exception``.
     A call that was not run (``result`` null) did not fail."""
-    import orjson
     if call.is_error:
         return True
     if call.result is None:
@@ -120,15 +121,21 @@ def call_failed(call: ToolCall) -> bool:
 
 @dataclass(frozen=True)
 class Fact:
-    """A value the user gave.
+    """A value the user gave, typed by its shape and the words before it.
 
     Attributes:
-        kind: ``email``, ``phone``, ``id``, ``date`` or ``name``.
+        kind: ``email``, ``phone``, ``zip``, ``user_id`` (``first_last_1234``),
+            ``order_id`` (``#W2071346``), ``booking`` (a booking or reservation code,
+            ``EHGLP3``), ``flight`` (a flight number, ``HAT039``), ``id`` (any other id:
+            ``A-5001``, ``BK1042``, a number of five or more digits), ``date``, ``dob`` (a
+            date of birth), ``amount`` (``$120``), ``name``, ``card`` (a card's last four
+            digits) or ``choice`` (a payment method chosen, an offer refused: see
+            :func:`choices_in`).
         value: as written.
-        norm: the comparable form (lower case; digits only for a phone; ``YYYY-MM-DD`` or
-            ``MM-DD`` for a date).
-        labels: words that name this kind of fact in a question (``e-mail``, ``booking``
-            for an id written after "booking" ...).
+        norm: the comparable form (lower case; digits only for a phone, zip and card;
+            ``YYYY-MM-DD`` or ``MM-DD`` for a date; the amount as a plain number).
+        labels: words that name this kind of fact in a question (``e-mail``, ``user id``,
+            ``booking`` for an id written after "booking" ...).
     """
 
     kind: str
@@ -139,6 +146,21 @@ class Fact:
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])")
+USER_ID = re.compile(r"(?<![\w@.-])(?!(?:credit_card|gift_card|certificate|paypal)_)"
+                     r"[a-z]+(?:_[a-z]+)+_\d{3,6}(?![\w@-])", re.I)
+ORDER_ID = re.compile(r"(?<![\w@-])#[A-Z]?\d{5,9}(?![\w@-])")
+#: A six-character code of capitals and digits (τ-bench reservations ``EHGLP3``, ``4OG6T3``).
+CODE6 = re.compile(r"(?<![\w@.$#-])(?=[A-Z0-9]{6}(?![\w@-]))(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}"
+                   r"(?![\w@-])")
+FLIGHT = re.compile(r"(?<![\w@.$#-])[A-Z]{2,3}\d{3,4}(?![\w@-])")
+ZIP_WORDS = re.compile(r"zip|postal|postcode|post", re.I)
+ZIP = re.compile(r"(?<![\w.$-])\d{5}(?:-\d{4})?(?![\w.,-]?\d)")
+BOOKING_WORDS = re.compile(r"\b(?:reservation|booking|confirmation|locator|pnr|code)s?\b", re.I)
+AMOUNT = re.compile(r"(?<![\w.])\$\s?(\d[\d,]*(?:\.\d{1,2})?)(?![\w.]?\d)"
+                    r"|(?<![\w.$])(\d[\d,]*(?:\.\d{1,2})?)\s?(?:dollars|usd)\b", re.I)
+CARD = re.compile(r"\b(?:card|visa|mastercard|amex)\s+(?:ending\s+(?:in|with)\s+)?(\d{4})\b"
+                  r"|\b(\d{4})\s+(?:card|visa|mastercard)\b|\bending\s+(?:in|with)\s+(\d{4})\b",
+                  re.I)
 IDENT = re.compile(r"(?<![\w@.-])(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])"
                    r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w@-])"
                    r"|(?<![\w@.-])[A-Z]{2,}\d{2,}[A-Z0-9]*(?![\w@-])"
@@ -149,6 +171,7 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
 _MON = r"(" + "|".join(m[:3] + r"(?:" + m[3:] + r")?" for m in MONTHS) + r")\.?"
 WORD_DATE = re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b|\b(\d{1,2})(?:st|nd|rd|th)?"
                        r"\s+(?:of\s+)?" + _MON + r"\b", re.I)
+DOB_WORDS = re.compile(r"birth|born|dob|birthday|birthdate", re.I)
 NAME = re.compile(r"\b(?i:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
 ID_NOUNS = ("booking", "reservation", "order", "appointment", "account", "ticket",
@@ -156,9 +179,23 @@ ID_NOUNS = ("booking", "reservation", "order", "appointment", "account", "ticket
             "invoice", "case", "flight", "tracking", "membership", "employee", "user")
 LABELS = {"email": ("email", "e-mail", "mail address"),
           "phone": ("phone", "mobile", "cell", "telephone", "contact number"),
+          "zip": ("zip", "zip code", "postal code", "postcode", "post code"),
+          "user_id": ("user id", "user-id", "userid", "user name", "username"),
+          "order_id": ("order id", "order number", "order #"),
+          "booking": ("reservation id", "reservation number", "reservation code",
+                      "booking id", "booking reference", "booking code", "booking number",
+                      "confirmation number", "confirmation code"),
+          "flight": ("flight number",),
           "date": ("date", "which day", "what day", "when"),
-          "name": ("your name", "full name", "name on")}
+          "dob": ("date of birth", "birthday", "dob", "birth date"),
+          "amount": ("how much", "amount"),
+          "name": ("your name", "full name", "name on"),
+          "card": ("last four", "last 4", "which card")}
+#: Kinds that say who the user is: another value of one of these in a call is another person.
+IDENTITY_KINDS = ("user_id", "email", "phone")
 _ID_WORDS = ("id", "number", "reference", "code", "confirmation")
+#: The shape of a value of each kind, to read it in call arguments and agent text.
+SHAPES = {"user_id": USER_ID, "email": EMAIL, "order_id": ORDER_ID, "booking": CODE6}
 
 
 def _month(token: str) -> int:
@@ -172,38 +209,89 @@ def _id_labels(text: str, start: int) -> tuple[str, ...]:
     return nouns + _ID_WORDS
 
 
+def _before(text: str, start: int, n: int = 40) -> str:
+    return text[max(0, start - n):start]
+
+
+def _near(text: str, start: int, words: re.Pattern) -> bool:
+    """Whether one of the four words (or numbers) before ``start`` matches ``words``."""
+    near = re.findall(r"[a-z0-9]+", _before(text, start).lower())[-4:]
+    return any(words.fullmatch(w) for w in near)
+
+
 def facts_in(text: str) -> list[Fact]:
-    """The facts one user message gives, in order of appearance (an e-mail's parts and a
-    date's digits are not also read as ids or phone numbers)."""
+    """The facts one user message gives, in order of appearance; each span of the text is
+    read once, the most specific kind first (e-mail, user id, order id, card, zip, date,
+    booking code, flight number, other ids, phone, amount, name), so an e-mail's parts and
+    a date's digits are not also read as ids or phone numbers.
+
+    Kinds from the four words before a value: five digits after "zip"/"postal" are a
+    ``zip``; a date after "birth"/"born"/"dob" is a ``dob``; six capitals and digits are a
+    ``booking`` code when they hold a digit and are not shaped like a flight number, or
+    when "reservation", "booking", "confirmation" or "code" is one of the three words just
+    before (and "flight" is not)."""
     found: list[tuple[int, Fact]] = []
     taken: list[tuple[int, int]] = []
 
     def free(a: int, b: int) -> bool:
         return all(b <= x or a >= y for x, y in taken)
 
+    def add(start: int, end: int, fact: Fact) -> None:
+        found.append((start, fact))
+        taken.append((start, end))
+
     for m in EMAIL.finditer(text):
-        found.append((m.start(), Fact("email", m.group(), m.group().lower(), LABELS["email"])))
-        taken.append(m.span())
+        add(*m.span(), Fact("email", m.group(), m.group().lower(), LABELS["email"]))
+    for m in USER_ID.finditer(text):
+        if free(*m.span()):
+            add(*m.span(), Fact("user_id", m.group(), m.group().lower(), LABELS["user_id"]))
+    for m in ORDER_ID.finditer(text):
+        if free(*m.span()):
+            add(*m.span(), Fact("order_id", m.group(), m.group().lower(),
+                                LABELS["order_id"] + _id_labels(text, m.start())))
+    for m in CARD.finditer(text):
+        g = next(i for i in (1, 2, 3) if m.group(i))
+        if free(*m.span(g)):
+            add(*m.span(g), Fact("card", m.group(g), m.group(g), LABELS["card"]))
+    for m in ZIP.finditer(text):
+        if free(*m.span()) and _near(text, m.start(), ZIP_WORDS):
+            add(*m.span(), Fact("zip", m.group(), re.sub(r"\D", "", m.group())[:5],
+                                LABELS["zip"]))
     for m in ISO_DATE.finditer(text):
         if free(*m.span()):
-            found.append((m.start(), Fact("date", m.group(), m.group(), LABELS["date"])))
-            taken.append(m.span())
+            kind = "dob" if _near(text, m.start(), DOB_WORDS) else "date"
+            add(*m.span(), Fact(kind, m.group(), m.group(), LABELS[kind]))
     for m in WORD_DATE.finditer(text):
         if free(*m.span()):
             mon, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            kind = "dob" if _near(text, m.start(), DOB_WORDS) else "date"
             norm = f"{_month(mon):02d}-{int(day):02d}"
-            found.append((m.start(), Fact("date", m.group(), norm, LABELS["date"])))
-            taken.append(m.span())
+            year = re.match(r",?\s*(\d{4})\b", text[m.end():])
+            if year:
+                norm = f"{year.group(1)}-{norm}"
+            add(*m.span(), Fact(kind, m.group(), norm, LABELS[kind]))
+    for m in CODE6.finditer(text):
+        if not free(*m.span()):
+            continue
+        near = re.findall(r"[a-z]+", _before(text, m.start(), 30).lower())[-3:]
+        named = any(BOOKING_WORDS.fullmatch(w) for w in near) and "flight" not in near
+        if named or (any(c.isdigit() for c in m.group()) and not FLIGHT.fullmatch(m.group())):
+            add(*m.span(), Fact("booking", m.group(), m.group().lower(), LABELS["booking"]))
+    for m in FLIGHT.finditer(text):
+        if free(*m.span()):
+            add(*m.span(), Fact("flight", m.group(), m.group().lower(), LABELS["flight"]))
     for m in IDENT.finditer(text):
         if free(*m.span()):
             value = m.group().lstrip("#")
-            found.append((m.start(), Fact("id", value, value.lower(), _id_labels(text, m.start()))))
-            taken.append(m.span())
+            add(*m.span(), Fact("id", value, value.lower(), _id_labels(text, m.start())))
     for m in PHONE.finditer(text):
         digits = re.sub(r"\D", "", m.group())
         if free(*m.span()) and 7 <= len(digits) <= 15:
-            found.append((m.start(), Fact("phone", m.group(), digits, LABELS["phone"])))
-            taken.append(m.span())
+            add(*m.span(), Fact("phone", m.group(), digits, LABELS["phone"]))
+    for m in AMOUNT.finditer(text):
+        if free(*m.span()):
+            num = (m.group(1) or m.group(2)).replace(",", "")
+            add(*m.span(), Fact("amount", m.group(), f"{float(num):g}", LABELS["amount"]))
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),
@@ -211,13 +299,106 @@ def facts_in(text: str) -> list[Fact]:
     return [f for _pos, f in sorted(found, key=lambda pf: pf[0])]
 
 
+#: Payment sources a user may choose, by the words that name them, and the prefix of
+#: their ids in tool arguments (τ-bench's ``credit_card_4421486``, ``gift_card_...``).
+PAYMENT_SOURCES = (("gift_card", re.compile(r"\bgift\s*cards?\b", re.I)),
+                   ("certificate", re.compile(r"\b(?:travel\s+)?certificates?\b", re.I)),
+                   ("paypal", re.compile(r"\bpay\s*pal\b", re.I)),
+                   ("credit_card", re.compile(r"\b(?:credit|debit)\s+cards?\b|\b(?:visa|"
+                                              r"mastercard|master card|amex)\b|\bcard\s+"
+                                              r"ending\b|\b\d{4}\s+card\b", re.I)))
+#: Words that choose how to pay ("use my gift card", "charge my card", "refund to ...").
+PAY_VERBS = re.compile(r"\b(?:use|using|used|pay|paying|paid|charged?|charging|"
+                       r"refund(?:ed)?|put it on|apply|with my)\b", re.I)
+#: A user message that turns something down.
+REFUSAL = re.compile(
+    r"\b(?:(?:i\s+)?(?:don't|do not|dont|won't|will not|wouldn't)\s+(?:want|need|wish|"
+    r"like|require)(?:\s+(?:to\s+(?:add|buy|purchase|get|include|have|be))?)?"
+    r"|(?:prefer|rather)\s+not\s+(?:to\s+(?:add|buy|purchase|get|include|have|be))?"
+    r"|no\s+(?:need\s+for|thanks\s+(?:on|to))|(?:i'll|i will)\s+(?:skip|pass\s+on|"
+    r"decline)|(?:not|no longer)\s+interested\s+in|without)\s+(?:any\s+|the\s+|a\s+)?"
+    r"((?:[a-z]+\s+){0,2}?(?:insurance|upgrade|bags?|baggage|luggage|seats?|meal|"
+    r"wifi|voucher|certificate|compensation|refund|transfer|cancell?ation|"
+    r"membership|protection|coverage|plan|add-?on|transferr?e?d?))\b"
+    r"|\bno\s+((?:travel\s+)?insurance|(?:checked\s+)?bags?|baggage|upgrade)\b", re.I)
+#: Things the agent may offer again; the word a refused offer is recognised by.
+OFFER_NOUNS = ("insurance", "upgrade", "bag", "baggage", "luggage", "seat", "meal", "wifi",
+               "voucher", "certificate", "compensation", "membership", "protection",
+               "coverage", "add-on", "addon", "transfer")
+
+
+def choices_in(text: str, offer: str = "", *, proposal: bool = False) -> list[Fact]:
+    """The choices one user message makes: ``choice`` facts whose ``norm`` is
+    ``pay:<source>`` (a payment source named with "use", "pay", "charge" or "refund": a
+    gift card, a certificate, PayPal, a credit card) or ``refuse:<noun>`` (an offer turned
+    down: "I don't want travel insurance", "no insurance"; a bare "no" to an agent
+    question ``offer`` whose last question names one of :data:`OFFER_NOUNS`). A question
+    names no payment choice, unless ``proposal`` (an agent's text, read for what it
+    proposes: "Shall we use your gift card?")."""
+    out: list[Fact] = []
+    for s in sentences(text):
+        if PAY_VERBS.search(s) and (proposal or not s.rstrip().endswith("?")):
+            for source, rx in PAYMENT_SOURCES:
+                m = rx.search(s)
+                if m:
+                    out.append(Fact("choice", m.group(), "pay:" + source, ("payment",)))
+        for m in REFUSAL.finditer(s):
+            phrase = (m.group(1) or m.group(2) or "").lower()
+            noun = next((n for n in OFFER_NOUNS if n in phrase), None)
+            if noun:
+                out.append(Fact("choice", phrase.strip(), "refuse:" + noun, (noun,)))
+    if offer and re.match(r"\s*(?:no|nope|no thanks|no, thanks|no thank you)\b", text, re.I) \
+            and not any(f.norm.startswith("refuse:") for f in out):
+        asked = [q for q in sentences(offer) if q.rstrip().endswith("?")]
+        low = (asked[-1] if asked else offer).lower()
+        noun = next((n for n in OFFER_NOUNS if re.search(r"\b" + n, low)), None)
+        if noun:
+            out.append(Fact("choice", "no", "refuse:" + noun, (noun,)))
+    return out
+
+
+def argument_strings(value: Any, key: str = "") -> list[tuple[str, str]]:
+    """Every ``(key, string)`` leaf of a call's arguments, the key being the nearest
+    object key above it (numbers, booleans and null as strings: ``"true"``, ``"none"``)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in argument_strings(v, str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in argument_strings(v, key)]
+    if isinstance(value, bool) or value is None:
+        return [(key, str(value).lower())]
+    return [(key, str(value))]
+
+
+def payment_cards(result: str | None, into: dict[str, str]) -> None:
+    """Add to ``into`` the payment ids and their last four digits a tool result holds
+    (``{"id": "credit_card_4421486", "last_four": "7447"}`` anywhere in its JSON, as
+    τ-bench's user details give them); a result that is not JSON adds nothing."""
+    if not result or "last_four" not in result:
+        return
+    try:
+        doc = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("id"), str) and node.get("last_four") is not None:
+                into[node["id"]] = str(node["last_four"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def mentions(text: str, fact: Fact) -> bool:
     """Whether ``text`` states the fact's value (a phone by its digits, a date in any of
     the written forms, others case-insensitively on token boundaries)."""
-    if fact.kind == "phone":
+    if fact.kind in ("phone", "zip", "card"):
         return fact.norm in re.sub(r"\D", "", text)
-    if fact.kind == "date":
-        return any(f.kind == "date" and (f.norm == fact.norm or f.norm.endswith(fact.norm)
+    if fact.kind == "amount":
+        return any(f.kind == "amount" and f.norm == fact.norm for f in facts_in(text))
+    if fact.kind in ("date", "dob"):
+        return any(f.kind in ("date", "dob") and (f.norm == fact.norm or f.norm.endswith(fact.norm)
                                          or fact.norm.endswith(f.norm))
                    for f in facts_in(text))
     return re.search(r"(?<![\w@.-])" + re.escape(fact.norm) + r"(?![\w@-])", text.lower()) \

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from evaltape.grader.matching.conversation import (Fact, call_failed, events, facts_in,
-                                                   mentions, sentences)
+from evaltape.grader.matching.conversation import (EMAIL, IDENTITY_KINDS, ORDER_ID, USER_ID,
+                                                   CODE6, Event, Fact, call_failed,
+                                                   choices_in, events, facts_in, mentions,
+                                                   argument_strings, payment_cards,
+                                                   sentences)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -23,12 +26,37 @@ OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|a
 CORRECTION = re.compile(r"\b(?:actually|sorry|i meant|i mean|correction|my mistake|my bad|"
                         r"instead|typo|rather|wrong|not\s+\S+\s+but|change (?:that|it) to|"
                         r"should (?:be|have been))\b|^\s*no[,.!]", re.I)
+#: An agent sentence that offers something (to check against what the user refused).
+OFFER = re.compile(r"\?\s*$|\b(?:would you like|do you want|shall i|should i|i can (?:add|"
+                   r"offer|include)|i (?:would |can )?recommend|you (?:may|might) (?:want|"
+                   r"consider)|consider (?:adding|purchasing|buying))\b", re.I)
+#: Words near an offered noun that say it is left out (a summary of the refusal).
+LEFT_OUT = re.compile(r"\b(?:no|not|without|declined?|decline|skip(?:ped)?|none|don't|"
+                      r"do not|won't|change your mind|external)\b", re.I)
+#: A user message taking back a refusal ("actually, add the insurance").
+ACCEPT = re.compile(r"\b(?:yes|i'd like|i would like|i want|please add|add|include|"
+                    r"go ahead with|i'll take)\b", re.I)
+#: A user message agreeing to what the agent proposed.
+AGREE = re.compile(r"\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|sounds good|"
+                   r"please (?:proceed|go ahead)|go ahead|let's do|correct)\b", re.I)
+#: Re-asks are not checked for these kinds: several amounts and flights are normal in one
+#: conversation, and a choice is checked by what the agent offers and does.
+NOT_ASKED = ("amount", "flight", "choice")
+#: Payment ids in call arguments, by source (τ-bench ``credit_card_4421486``).
+PAYMENT_ID = re.compile(r"^(credit_card|gift_card|certificate|paypal)_\w+$")
+#: Tool-name words of calls that only read.
+READ_WORDS = ("get", "search", "list", "find", "check", "calculate", "think", "lookup",
+              "look", "read", "fetch", "retrieve", "query", "verify", "transfer")
 
 
 def _asks_for(sentence: str, fact: Fact) -> bool:
     low = sentence.lower()
-    return any(re.search(r"(?<![\w-])" + re.escape(label) + r"(?![\w-])", low)
-               for label in fact.labels)
+    for label in fact.labels:
+        for m in re.finditer(r"(?<![\w-])" + re.escape(label) + r"(?![\w-])", low):
+            if fact.kind == "date" and re.match(r"\s+of\s+birth", low[m.end():]):
+                continue  # a date of birth is another kind
+            return True
+    return False
 
 
 def _same_kind(a: Fact, b: Fact) -> bool:
@@ -42,105 +70,241 @@ def _same_kind(a: Fact, b: Fact) -> bool:
     return bool(nouns) or shape(a) == shape(b)
 
 
+def _of_kind(kind: str, key: str, value: str) -> bool:
+    """Whether a call argument holds a value of ``kind`` (by its shape, and for a phone
+    by its key)."""
+    if kind == "phone":
+        return "phone" in key.lower() and len(re.sub(r"\D", "", value)) >= 7
+    if kind == "booking":
+        return ("reservation" in key.lower() or "booking" in key.lower()) and bool(
+            CODE6.fullmatch(value))
+    shape = {"user_id": USER_ID, "email": EMAIL, "order_id": ORDER_ID}.get(kind)
+    return bool(shape and shape.fullmatch(value))
+
+
+def _writes(name: str) -> bool:
+    words = name.lower().replace("-", "_").split("_")
+    return not any(w in READ_WORDS for w in words)
+
+
+def _turn(ev: Event, k: int) -> int:
+    return ev.message if ev.message >= 0 else k
+
+
 @dataclass(frozen=True)
 class ContextRetention(Metric):
-    """1.0 when the agent never asks again for a fact the user already gave and never acts
-    on a value the user corrected; 0.0 when it does; ``details`` name each lost fact.
+    """1.0 when the agent never loses a fact the user gave; 0.0 when it does (one lapse
+    fails the episode); ``details`` name each lapse, ``evidence`` lists every fact with
+    its kind and turn and every lapse with the turn of the fact and the turn of the lapse.
 
-    Facts (:func:`evaltape.grader.matching.conversation.facts_in`): e-mail addresses,
-    phone numbers, ids (letters and digits: ``A-5001``, ``BK1042``; numbers of five or more
-    digits), dates (``2026-03-02``, ``March 2``, ``2 March``) and names after "my name is",
-    read from every user message.
+    **Facts**, read from every user message and typed by their shape and the words before
+    them (:func:`evaltape.grader.matching.conversation.facts_in`, ``choices_in``):
+    e-mail, phone, zip/postal code, user id (``first_last_1234``), order id
+    (``#W2071346``), booking or reservation code (``EHGLP3``), flight number, other ids
+    (``A-5001``, five or more digits), date, date of birth, amount, name, a card's last
+    four digits, and choices: a payment source chosen ("use my gift card") or an offer
+    refused ("I don't want travel insurance", a bare "no" to an offer).
 
-    A **re-ask**: after the user gave a fact, a sentence of the agent that asks for
-    something (a question, or "please provide / could you give / what is your ...") and
-    names the fact's kind (``e-mail``; ``phone``; for an id, the noun it was given with,
-    ``booking``, or ``id``/``number``/``reference``/``code``; ``date``/``when``; ``your
-    name``) without quoting the value. Not a re-ask: a confirmation that quotes the value
-    ("Is ana.lopez@example.com still right?"), a request for another value ("a new e-mail",
-    "a different date"), and asking again after a tool call with that value failed (the
-    value did not work: asking is recovery, see ``error_recovery``).
+    **Lapses** (each after the fact was given):
 
-    **Acting on a corrected value**: after a user message that gives a new value of the
-    same kind as an earlier one with a correction word ("actually", "sorry", "I meant",
-    "instead", "no,", "not X but Y"...), a tool call whose arguments hold the old value and
-    not the new one, or an agent sentence that states the old value and not the new one.
+    - *asking again*: an agent sentence that asks for something (a question, or "please
+      provide / could you give / what is your ...") and names the fact's kind by its own
+      words (``user id``; ``zip code``; ``reservation number``; ``e-mail``; ``date``, not
+      ``date of birth``; for other ids the noun they came with or ``id``/``number``/
+      ``code``), without quoting the value or another value of that kind. Not a lapse: a
+      confirmation that quotes the value, a request for another value ("a new e-mail"),
+      asking for a kind not yet given, asking again after a call with that value failed.
+      Not checked for amounts, flight numbers and choices.
+    - *a value other than the one given*: a call, or an agent sentence, holding the value
+      the user corrected (a new value of the same kind with "actually", "sorry", "I
+      meant", "instead", "no, ..."); a call paying or refunding (an argument shaped like a
+      payment id, ``credit_card_4421486``) with a source the user did not choose
+      (the user's latest choice of sources, joined by the sources the agent proposed when
+      the user answers "yes" to them; a card whose last four digits, read from earlier
+      tool results, are not the ones the user gave).
+    - *another entity*: a call holding a user id, e-mail or phone number other than every
+      one the user gave, or a call that changes something (not a get/search/... tool)
+      on a booking code or order id the user never named when the user named one (a
+      booking a call of this conversation created is the user's).
+    - *offering again what the user refused*: an agent sentence that offers the refused
+      thing (a question or "would you like / shall I / I recommend") without saying it is
+      left out ("no", "without", "declined"), or a call setting it to yes/true, unless the
+      user took the refusal back.
 
     The rule follows DeepEval's knowledge-retention metric (a conversation's "knowledge
     attritions": the assistant asking for or contradicting what the user already said),
-    made deterministic and per episode, as a pass/fail check: one lost fact fails it.
-
-    Null (``no_facts``): the user gave no fact of these kinds, or the agent said and did
-    nothing after the first one (nothing to judge). What it cannot catch: facts in words
-    ("my sister's birthday"), kinds it does not read (addresses, amounts, preferences), a
-    re-ask that names no kind ("Could you repeat that?"), and a stale value the agent uses
-    after a correction without a correction word.
+    made deterministic and per episode, with the fact kinds of τ-bench's and τ²-bench's
+    customer-service domains. Null ``no_facts``: the user gave no fact or choice, or the
+    agent said and did nothing after the first one. What it cannot catch: facts in words
+    ("my sister's birthday"), a re-ask that names no kind ("Could you repeat that?"), a
+    forgotten request or constraint in words ("not before 11 AM"), a stale value used after
+    a correction written without a correction word.
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
-        given: list[Fact] = []
+        given: list[tuple[Fact, int]] = []
         stale: list[tuple[Fact, Fact]] = []  # (old, new)
-        lost: list[str] = []
+        refused: dict[str, tuple[Fact, int]] = {}
+        paying: tuple[set[str], int, Fact] | None = None
+        cards: dict[str, str] = {}
+        lapses: list[dict[str, Any]] = []
         judged = False
         failed_values: list[str] = []
-        for ev in events(ctx.trace):
+        created: set[str] = set()
+        last_agent = ""
+
+        def lapse(fact: Fact, at: int, what: str, turn: int) -> None:
+            lapses.append({"kind": fact.kind, "value": fact.value, "given_turn": at,
+                           "turn": turn, "what": what})
+
+        def turn_of(fact: Fact) -> int:
+            return next(t for f, t in given if f is fact)
+
+        evs = events(ctx.trace)
+        for k, ev in enumerate(evs):
+            turn = _turn(ev, k)
             if ev.kind == "user":
                 new = facts_in(ev.text)
                 if CORRECTION.search(ev.text):
                     for f in new:
-                        if any(g.norm == f.norm for g in given):
+                        if any(g.norm == f.norm for g, _t in given):
                             continue  # the old value named again ("not X but Y")
-                        # the value corrected: the latest earlier one of the same kind
-                        old = next((g for g in reversed(given) if _same_kind(g, f)), None)
+                        old = next((g for g, _t in reversed(given) if _same_kind(g, f)), None)
                         if old is not None and not any(o is old for o, _n in stale):
                             stale.append((old, f))
-                given.extend(f for f in new if all(f.norm != g.norm for g in given))
+                for noun, (f, _t) in list(refused.items()):
+                    if re.search(r"\b" + noun, ev.text.lower()) and ACCEPT.search(ev.text) \
+                            and not any(c.norm == "refuse:" + noun
+                                        for c in choices_in(ev.text, last_agent)):
+                        del refused[noun]
+                choices = choices_in(ev.text, last_agent)
+                pays = [c for c in choices if c.norm.startswith("pay:")]
+                agreed = not pays and AGREE.match(ev.text)
+                if agreed:
+                    # "yes, go ahead": the sources the agent just proposed join the choice
+                    pays = [c for c in choices_in(last_agent, proposal=True)
+                            if c.norm.startswith("pay:")]
+                if pays:
+                    before = paying[0] if agreed and paying else set()
+                    paying = ({c.norm[4:] for c in pays} | before, turn, pays[0])
+                for c in choices:
+                    if c.norm.startswith("refuse:"):
+                        refused[c.norm[7:]] = (c, turn)
+                new += choices
+                given.extend((f, turn) for f in new
+                             if all(f.norm != g.norm or f.kind != g.kind for g, _t in given))
                 continue
             if not given:
+                if ev.kind == "agent":
+                    last_agent = ev.text
+                if ev.kind == "call":
+                    payment_cards(ev.call.result, cards)
                 continue
             judged = True
             if ev.kind == "call":
+                self._call(ev, turn, given, stale, refused, paying, cards, lapse, turn_of,
+                           created)
                 call = ev.call
-                args = str(call.arguments).lower()
+                if _writes(call.name) and call.result and not call_failed(call):
+                    # a booking made in this conversation ("HATHAT") is the user's too
+                    created.update(c.lower() for c in CODE6.findall(call.result))
                 if call_failed(call):
-                    failed_values.append(args)
-                for old, new in stale:
-                    if old.norm in re_digits(args, old) and new.norm not in re_digits(args, new):
-                        lost.append(f"called {call.name} with {old.value!r} after the user "
-                                    f"corrected it to {new.value!r}")
+                    failed_values.append(str(call.arguments).lower())
+                payment_cards(call.result, cards)
                 continue
+            last_agent = ev.text
             for s in sentences(ev.text):
                 for old, new in stale:
                     if mentions(s, old) and not mentions(s, new):
-                        lost.append(f"said {old.value!r} after the user corrected it to "
-                                    f"{new.value!r}: \"{s[:100]}\"")
+                        lapse(old, turn_of(old), f"said {old.value!r} after the user corrected "
+                              f"it to {new.value!r}: \"{s[:100]}\"", turn)
+                low = s.lower()
+                for noun, (f, at) in refused.items():
+                    m = re.search(r"\b" + re.escape(noun), low)
+                    if m and OFFER.search(s) and not LEFT_OUT.search(low):
+                        lapse(f, at, f"offered {noun} again after the user refused it: "
+                              f"\"{s[:100]}\"", turn)
                 if not REQUEST.search(s) or OTHER_VALUE.search(s):
                     continue
-                for f in given:
-                    if any(old is f for old, _n in stale):
+                for f, at in given:
+                    if f.kind in NOT_ASKED or any(old is f for old, _n in stale):
                         continue  # the corrected value is not asked for again
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             f.norm in re_digits(v, f) for v in failed_values):
-                        if not any(g.kind == f.kind and mentions(s, g) for g in given):
-                            lost.append(f"asked again for the {f.kind} {f.value!r}: "
-                                        f"\"{s[:100]}\"")
+                        if not any(g.kind == f.kind and mentions(s, g) for g, _t in given):
+                            lapse(f, at, f"asked again for the {f.kind} {f.value!r}: "
+                                  f"\"{s[:100]}\"", turn)
+        facts = [{"kind": f.kind, "value": f.value, "turn": t} for f, t in given]
+        if not any(f.kind != "amount" for f, _t in given):
+            given = []  # an amount alone: nothing the agent is checked on
         if not given or not judged:
-            return Score(None, "the user gave no id, e-mail, phone number, date or name "
-                               "the agent could lose" if not given else
-                         "the agent did nothing after the user's first fact", code="no_facts")
-        lost = list(dict.fromkeys(lost))
-        if lost:
-            return Score(0.0, f"{len(lost)} lapse(s), {len(given)} fact(s) given: "
-                         + "; ".join(lost[:5]) + ("; ..." if len(lost) > 5 else ""))
-        return Score(1.0, f"{len(given)} fact(s) given, none asked again or used after a "
-                          "correction")
+            return Score(None, "the user gave no id, e-mail, phone number, code, date, name "
+                               "or choice the agent could lose" if not given else
+                         "the agent did nothing after the user's first fact", code="no_facts",
+                         evidence={"facts": facts, "lapses": []})
+        seen: set[str] = set()
+        unique = []
+        for lp in lapses:
+            if lp["what"] not in seen:
+                seen.add(lp["what"])
+                unique.append(lp)
+        evidence = {"facts": facts, "lapses": unique}
+        if unique:
+            return Score(0.0, f"{len(unique)} lapse(s), {len(given)} fact(s) given: "
+                         + "; ".join(f"{lp['what']} (turn {lp['turn']}, given in turn "
+                                     f"{lp['given_turn']})" for lp in unique[:5])
+                         + ("; ..." if len(unique) > 5 else ""), evidence=evidence)
+        return Score(1.0, f"{len(given)} fact(s) given, none asked again, contradicted or "
+                          "replaced", evidence=evidence)
+
+    @staticmethod
+    def _call(ev: Event, turn: int, given, stale, refused, paying, cards, lapse,
+              turn_of, created: set[str] = frozenset()) -> None:
+        call = ev.call
+        args = str(call.arguments).lower()
+        leaves = argument_strings(dict(call.arguments))
+        for old, new in stale:
+            if old.norm in re_digits(args, old) and new.norm not in re_digits(args, new):
+                lapse(old, turn_of(old), f"called {call.name} with {old.value!r} after the "
+                      f"user corrected it to {new.value!r}", turn)
+        for kind in IDENTITY_KINDS + ("booking", "order_id"):
+            mine = [(f, t) for f, t in given if f.kind == kind]
+            if not mine or (kind in ("booking", "order_id") and not _writes(call.name)):
+                continue
+            norms = {re_digits(f.value, f) for f, _t in mine} | created
+            norms |= {re_digits(n.value, n) for _o, n in stale if n.kind == kind}
+            for key, value in leaves:
+                if _of_kind(kind, key, value) and re_digits(value, mine[0][0]) not in norms:
+                    f, at = mine[-1]
+                    lapse(f, at, f"called {call.name} with {kind} {value!r}, not the "
+                          f"user's {f.value!r}", turn)
+        for noun, (f, at) in refused.items():
+            for key, value in leaves:
+                if noun in key.lower() and value.lower() in ("yes", "true"):
+                    lapse(f, at, f"called {call.name} with {key}={value!r} after the user "
+                          f"refused {noun}", turn)
+        if paying is not None:
+            sources, at, choice = paying
+            last4 = [f for f, t in given if f.kind == "card"]
+            for key, value in leaves:
+                m = PAYMENT_ID.match(value)
+                if not m:
+                    continue
+                if m.group(1) not in sources:
+                    lapse(choice, at, f"called {call.name} paying with {value!r}; the user "
+                          f"chose {', '.join(sorted(sources))}", turn)
+                elif m.group(1) == "credit_card" and last4 and value in cards and \
+                        cards[value] not in {f.norm for f in last4}:
+                    lapse(last4[-1], turn_of(last4[-1]), f"called {call.name} paying with "
+                          f"{value!r} (ending {cards[value]}); the user gave the card "
+                          f"ending {last4[-1].norm}", turn)
 
 
 def re_digits(text: str, fact: Fact) -> str:
-    """``text`` in the form ``fact.norm`` compares with: its digits for a phone, lower
-    case otherwise."""
-    return re.sub(r"\D", "", text) if fact.kind == "phone" else text.lower()
+    """``text`` in the form ``fact.norm`` compares with: its digits for a phone, zip or
+    card, lower case otherwise."""
+    return re.sub(r"\D", "", text) if fact.kind in ("phone", "zip", "card") else text.lower()

@@ -48,8 +48,9 @@ def _about(text: str, call) -> str:
     return " ".join(mine) if mine else text
 
 
-def _reply_verdict(text: str, call) -> tuple[bool, str]:
-    """Whether the agent's first reply after the failure of ``call`` is good, and why."""
+def _reply_verdict(text: str, call) -> tuple[bool, str] | None:
+    """Whether a reply after the failure of ``call`` recovers from it, and why; ``None``
+    when it neither reports, asks nor claims (the rest of the conversation decides)."""
     text = _about(text, call)
     claims = any(SUCCESS.search(s) and not FAILURE_WORDS.search(s) for s in sentences(text))
     if FAILURE_WORDS.search(text):
@@ -63,78 +64,113 @@ def _reply_verdict(text: str, call) -> tuple[bool, str]:
         if s.rstrip().endswith("?") and (CHECK_WORDS.search(s) or
                                          any(v and v in s.lower() for v in values)):
             return True, "asked the user to check the failed input"
-    return False, "went on as if the call had succeeded"
+    return None
 
 
 @dataclass(frozen=True)
 class ErrorRecovery(Metric):
-    """The share of failed tool calls the agent recovered from well: good recoveries ÷
-    failed calls.
+    """The share of failed tool calls the agent recovered from: recovered failures ÷
+    failures, where a failed call repeated with identical arguments belongs to the failure
+    it repeats (it is not counted again).
 
     A call failed by grounding's rule (flagged ``is_error``, a JSON result with
     ``success``/``ok`` false or an ``error``, a text starting with "error"). After each
-    failure, the agent's next action decides, looking past calls of other tools:
+    failure the rest of the conversation is read in order; the first of these decides:
 
-    - a call of the same tool with **changed arguments**: good (a retry; if it fails too, it
-      is judged as a failure of its own);
-    - the same tool with **identical arguments**: bad (repeating the failing call);
-    - its next reply to the user (the sentences naming the tool's action when some do: a
-      reply about two failures judges each on its own sentences): good when it **reports
-      the failure** (could not, unable,
-      not found, failed, already booked, a problem, sorry ... with no success claimed) or
-      asks the user to check the failed input (a question naming the argument or "double-
-      check", "again", "correct"); bad when it **claims success** (done, successfully, has
-      been booked, I've updated ...) or says neither (**goes on as if the call had
-      succeeded**);
-    - nothing after it (the episode ended): bad (the failure was never reported).
+    - **not recovered**: the same call (same tool, identical arguments) repeated **two or
+      more further times**;
+    - **recovered**: a later call of the same tool with **changed arguments** (a retry; if
+      it fails too, that is a failure of its own), or a call of **another tool toward the
+      same goal** (its name shares a word with the failed tool's, beyond ``get``,
+      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``);
+    - a reply to the user (the sentences naming the tool's action when some do: a reply
+      about two failures judges each on its own sentences): **recovered** when it
+      **states the failure** (could not, unable, not found, failed, already booked, a
+      problem, sorry ... with no success claimed) or **asks the user about the failed
+      input** (a question naming an argument's value or "double-check", "again",
+      "correct"); **not recovered** when it **claims the failed action happened** (done,
+      successfully, has been booked, I've updated ...); a reply that says neither is read
+      past, as is text written beside the agent's next calls;
+    - the end of the conversation with none of these: **not recovered** (the agent went on
+      as if the call had succeeded, or never reported it).
 
-    The categories are the issue's (good: a retry with changed arguments, an honest report;
-    bad: the identical call again, going on as if it succeeded, claiming success), in the
-    spirit of τ-bench's observation that agents act on failed calls as if they had worked;
-    the word lists were written for this project. Null (``no_tool_errors``): no tool call
-    failed. What it cannot catch: a retry with changed but still wrong arguments counts as
-    good, a report in words it does not read counts as going on, and a claim of success
-    about a different action than the failed one counts against the agent.
+    The categories are the issue's and the labelling definitions' (recovered: fixed the
+    arguments and retried, tried another approach, asked the user, told the user honestly;
+    not recovered: the same failing call two or more further times, claiming success,
+    going on as if it had worked), in the spirit of τ-bench's observation that agents act
+    on failed calls as if they had worked; the word lists were written for this project.
+    Null (``no_tool_errors``): no tool call failed. What it cannot catch: a retry with
+    changed but still wrong arguments counts as recovered; a report in words it does not
+    read counts as going on; later calls that depend on the failed call's effect are not
+    told apart from calls of unrelated tools.
     """
 
     name: ClassVar[str] = "error_recovery"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         evs = events(ctx.trace)
         verdicts: list[tuple[bool, str]] = []
+        evidence: list[dict] = []
+        repeats: set[int] = set()
         for i, ev in enumerate(evs):
-            if ev.kind != "call" or not call_failed(ev.call):
+            if ev.kind != "call" or not call_failed(ev.call) or i in repeats:
                 continue
-            verdicts.append(_after(ev, evs[i + 1:]))
+            ok, why, same = _after(ev, evs[i + 1:])
+            repeats.update(i + 1 + j for j in same)
+            verdicts.append((ok, why))
+            evidence.append({"call": f"{ev.call.name}#{ev.call.id}", "turn": ev.message,
+                             "recovered": ok, "why": why.split(": ", 1)[-1]})
         if not verdicts:
-            return Score(None, "no tool call failed", code="no_tool_errors")
+            return Score(None, "no tool call failed", code="no_tool_errors",
+                         evidence={"failures": []})
         good = sum(ok for ok, _why in verdicts)
         return Score(good / len(verdicts), f"{good}/{len(verdicts)} failed call(s) recovered: "
                      + "; ".join(why for _ok, why in verdicts[:8])
-                     + ("; ..." if len(verdicts) > 8 else ""))
+                     + ("; ..." if len(verdicts) > 8 else ""),
+                     evidence={"failures": evidence})
 
 
-def _after(failed: Event, rest: list[Event]) -> tuple[bool, str]:
+def _words(name: str) -> set[str]:
+    return {w for w in name.lower().replace("-", "_").split("_")
+            if len(w) >= 3 and w not in GENERIC}
+
+
+def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
+    """The verdict on one failure: (recovered, why, positions in ``rest`` of the identical
+    repeats that belong to it)."""
     call = failed.call
     label = f"{call.name}#{call.id}"
+    same: list[int] = []
     for j, ev in enumerate(rest):
         if ev.kind == "call" and ev.call.name == call.name:
             if same_value(dict(ev.call.arguments), dict(call.arguments)):
-                return False, f"{label}: repeated the identical failing call"
-            return True, f"{label}: retried with changed arguments"
+                same.append(j)
+                if len(same) >= 2:
+                    return False, (f"{label}: repeated the identical failing call "
+                                   f"{len(same)} more times"), same
+                if not call_failed(ev.call):
+                    return True, f"{label}: the identical call again succeeded", same
+                continue
+            return True, f"{label}: retried with changed arguments", same
+        if ev.kind == "call":
+            if _words(ev.call.name) & _words(call.name):
+                return True, f"{label}: tried another tool ({ev.call.name})", same
+            continue
         if ev.kind == "agent":
             working = ev.message >= 0 and any(
                 e.kind == "call" and e.message == ev.message for e in rest[j + 1:])
             if working:
                 # text beside the agent's next calls ("let me try another way"): a report
                 # when it says what failed, else the calls decide
-                if FAILURE_WORDS.search(ev.text):
-                    return True, f"{label}: reported the failure to the user"
+                if FAILURE_WORDS.search(_about(ev.text, call)):
+                    return True, f"{label}: reported the failure to the user", same
                 continue
-            ok, why = _reply_verdict(ev.text, call)
-            return ok, f"{label}: {why}"
-        if ev.kind == "user":
-            break
-    return False, f"{label}: the failure was never reported"
+            verdict = _reply_verdict(ev.text, call)
+            if verdict is not None:
+                ok, why = verdict
+                return ok, f"{label}: {why}", same
+    said = any(ev.kind == "agent" for ev in rest)
+    return False, (f"{label}: went on as if the call had succeeded" if said
+                   else f"{label}: the failure was never reported"), same

@@ -71,8 +71,8 @@ def actions_metric_for(cases) -> list[str]:
     """Metrics ``evaltape grade`` adds to the defaults for imported benchmark runs:
     ``expected_actions_called`` when any case carries ``expected_actions``, ``bfcl_ast``
     when any case uses ``matching: bfcl``, ``state_match`` when any case states an end
-    state (``expected_state`` or ``gold_actions``), ``context_retention`` and
-    ``error_recovery`` when any case is a conversation (``user``)."""
+    state (``expected_state`` or ``gold_actions``), ``context_retention``,
+    ``error_recovery`` and ``plan_adherence`` when any case is a conversation (``user``)."""
     out = [ExpectedActionsCalled.name] if any(
         c.expected_actions is not None for c in cases) else []
     if any(c.matching == "bfcl" for c in cases):
@@ -80,5 +80,5 @@ def actions_metric_for(cases) -> list[str]:
     if any(c.expected_state is not None or c.gold_actions is not None for c in cases):
         out.append("state_match")
     if any(c.user is not None for c in cases):
-        out += ["context_retention", "error_recovery"]
+        out += ["context_retention", "error_recovery", "plan_adherence"]
     return out

@@ -25,6 +25,8 @@ from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTo
                             NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
 from evaltape.grader.metrics.context_retention import ContextRetention
 from evaltape.grader.metrics.error_recovery import ErrorRecovery
+from evaltape.grader.metrics.plan_adherence import PlanAdherence
+from evaltape.grader.metrics.plan_adherence_judge import PlanAdherenceJudge
 from evaltape.grader.metrics.state_match import StateMatch
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
@@ -48,7 +50,7 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     # opt-in: per-case budgets (max_tool_calls, max_steps, max_cost_usd, max_latency_s)
     *BUDGET_METRICS,
     # opt-in: multi-turn conversations and stateful environments
-    StateMatch, ContextRetention, ErrorRecovery,
+    StateMatch, ContextRetention, ErrorRecovery, PlanAdherence, PlanAdherenceJudge,
 )}
 
 #: Metrics a plain ``evaltape grade`` runs: the help-desk reference's three, plus the offline

@@ -1,0 +1,540 @@
+"""``plan_adherence``: the agent does what it says it will do, and has done what it says it
+did."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCES, Event,
+                                                   argument_strings, call_failed, events,
+                                                   facts_in, payment_cards, sentences)
+from evaltape.grader.metrics.context_retention import PAYMENT_ID
+from evaltape.grader.model import EpisodeContext, Score
+from evaltape.grader.metrics.base import Metric
+
+#: Actions a statement may name: the words that name each in a sentence.
+ACTION_WORDS: tuple[tuple[str, str], ...] = (
+    ("cancel", r"cancell?\w*"),
+    ("book", r"book(?:ing|ed|s)?\b|reserv(?:e|ed|ing)\b|make (?:the|a|your) (?:new )?"
+             r"(?:booking|reservation)"),
+    ("upgrade", r"upgrad\w*|downgrad\w*"),
+    ("change", r"chang\w*|modif\w*|updat\w*|mov(?:e|ed|ing)\b|reschedul\w*|switch\w*|"
+               r"swap\w*|exchang\w*"),
+    ("add", r"add(?:ing|ed|s)?\b"),
+    ("remove", r"remov\w*|delet\w*"),
+    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|search\w*|"
+               r"find\b|finding|found|retriev\w*|verif\w*|review\w*|pull(?:ing|ed)? up|"
+               r"fetch\w*|locat\w*|(?:see|show|view|provide|pull) (?:you )?(?:the |your |all )?"
+               r"(?:details|information|options)"),
+    ("calculate", r"calculat\w*|comput\w*"),
+    ("transfer", r"transfer\w*"),
+    ("refund", r"refund\w*|issu(?:e|ed|ing)\b|send(?:ing)?\b|sent\b|compensat\w*|"
+               r"credit(?:ed|ing)\b"),
+    ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
+                r"to)\s+(?!process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
+                r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
+)
+_ACTION_RX = [(name, re.compile(r"\b(?:" + rx + r")", re.I)) for name, rx in ACTION_WORDS]
+#: Tool-name words of the calls that carry out each action (``process``: any call that is
+#: not a read).
+TOOL_WORDS = {
+    "cancel": ("cancel",),
+    "book": ("book", "reserve", "create", "make", "schedule"),
+    "upgrade": ("update", "change", "modify", "upgrade", "downgrade", "edit"),
+    "change": ("update", "change", "modify", "move", "reschedule", "edit", "exchange",
+               "switch", "set"),
+    "add": ("add", "update", "insert", "create", "set"),
+    "remove": ("remove", "delete", "update", "cancel"),
+    "lookup": ("get", "search", "find", "list", "lookup", "look", "check", "retrieve",
+               "fetch", "read", "query", "verify", "details"),
+    "calculate": ("calculate", "compute"),
+    "transfer": ("transfer",),
+    "refund": ("refund", "send", "issue", "certificate", "compensate", "compensation",
+               "credit", "cancel", "return"),
+}
+READ_TOOLS = TOOL_WORDS["lookup"] + TOOL_WORDS["calculate"] + ("think",)
+
+#: An intention: the agent says what it will do next.
+INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am now| 'm now|'m"
+                       r" now)|let me(?! know)|let's|next,? i(?:'ll| will)|i(?:'d| would) like "
+                       r"to now|allow me to)\s+", re.I)
+#: An offer: it becomes an intention when the user's next message agrees.
+OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
+                   r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
+                   r" (?:to )?proceed|are you ready (?:for me )?to|i can|i could)\b", re.I)
+#: An offer that names its action only by pointing back ("Would you like me to do that?").
+POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
+#: Words that make an intention wait on something ("once you confirm, I'll ...").
+CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless)\b",
+                       re.I)
+#: A condition of a contingency ("if you don't know it", "if you need more help", "if you
+#: change your mind"): a statement behind it is not an offer to act now.
+CONTINGENCY = re.compile(r"\bif (?:you )?(?:don't|do not|can't|cannot|aren't|are not|'re not|"
+                         r"are unsure|'re unsure|not sure|need|have any|have other|have more|"
+                         r"change your mind|decide|believe|would like to discuss|want to "
+                         r"discuss|not|can)\b|\b(?:once|when|after) (?:you|we) (?:have|find|"
+                         r"get|locate|know)\b|\bunless\b", re.I)
+#: A claim that an action is done.
+CLAIM = re.compile(
+    r"\b(?:has|have) (?:now |also |already )?been (?:successfully |now |fully )?(?=\w+ed\b|"
+    r"\w+en\b|sent\b|made\b|issued\b|found\b)"
+    r"|\bi(?:'ve| have) (?:now |successfully |already |just |also )?(?=\w+ed\b|sent\b|made\b|"
+    r"found\b|issued\b)"
+    r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
+    r"|\bsuccessfully (?=\w+ed\b)", re.I)
+#: Words before a claim that make it no claim ("if it has been cancelled", "has not been").
+NOT_A_CLAIM = re.compile(r"\b(?:not|n't|never|unable|cannot|no|if|once|when|after|before|"
+                         r"whether|until|unless|by the airline)\b", re.I)
+#: A user message that declines or changes course.
+DECLINE = re.compile(r"^\s*(?:no|nope|not now|wait|hold on|stop)\b|\b(?:don't|do not|never "
+                     r"mind|cancel that|instead|changed? my mind|rather not|i'd rather|"
+                     r"not (?:yet|now|anymore)|no longer|hold off|for now|i'll pass|not "
+                     r"interested|decide later|get back to you|think about it|too expensive|"
+                     r"budget|won't)\b", re.I)
+#: A user message that agrees to an offer.
+AGREE = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|that's "
+                   r"correct|correct|sounds good|perfect|great|please(?: do| proceed| go "
+                   r"ahead)?|go ahead|proceed|confirm(?:ed)?|i confirm|let's do|do it|"
+                   r"thank(?:s| you)|alright|all right)\b", re.I)
+#: Words in an agent sentence that explain why it does not do what it said.
+EXPLAIN = re.compile(r"\b(?:unable|cannot|can't|can not|not able|not possible|isn't possible|"
+                     r"not allowed|not eligible|ineligible|policy|unfortunately|won't be "
+                     r"able|doesn't allow|does not allow|not permitted|no longer|instead|"
+                     r"failed|error|could(?:n't| not)|not available|unavailable|sorry)\b",
+                     re.I)
+#: A payment source named only to be ruled out ("certificates cannot be used", "instead
+#: of your gift card"): cut from the statement before its sources are read.
+NEGATED = re.compile(r"\b(?:instead of|rather than|not|no|without)\b[^.,;]{0,40}|[^.,;]{0,40}"
+                     r"\b(?:cannot|can't|can not|could not|couldn't|isn't|is not|aren't|are "
+                     r"not|unable)\b[^.,;]*", re.I)
+CABINS = re.compile(r"\b(basic economy|economy|business|first class|premium economy)\b", re.I)
+
+
+def actions_in(text: str, *, joined: bool = False) -> list[str]:
+    """The actions ``text`` names, in order of first appearance, without repeats ("proceed
+    with" and "go ahead and" name none by themselves). With ``joined``, the first action
+    and only those joined to what comes before by "and", "then" or a comma ("upgrade ...
+    and then cancel ..."), not the objects of the first ("calculate the refund")."""
+    text = re.sub(r"\b(?:proceed(?:ing)? (?:with|to)|go(?:ing)? ahead (?:and|with))\b", " ",
+                  text, flags=re.I)
+    found = []
+    for name, rx in _ACTION_RX:
+        for m in rx.finditer(text):
+            found.append((m.start(), name))
+    out: list[str] = []
+    for pos, name in sorted(found):
+        if name in out:
+            continue
+        if joined and out and not re.search(r"(?:\band|\bthen|,)\s*(?:then\s+)?(?:also\s+)?$",
+                                            text[:pos], re.I):
+            continue
+        out.append(name)
+    return out
+
+
+def _tool_words(name: str) -> list[str]:
+    return [w for w in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if w]
+
+
+def carries_out(action: str, call_name: str) -> bool:
+    """Whether a call of tool ``call_name`` carries out ``action`` (:data:`TOOL_WORDS`: a
+    word of the tool's name starts with one of the action's words; ``process``: any tool
+    that neither only reads nor transfers)."""
+    words = [w.lower() for w in _tool_words(call_name)]
+    if action == "process":
+        return not any(w.startswith(r) for w in words for r in READ_TOOLS + ("transfer",))
+    return any(w.startswith(t) for w in words for t in TOOL_WORDS[action])
+
+
+@dataclass
+class Statement:
+    """One intention or claim of the agent, and what became of it.
+
+    Attributes:
+        kind: ``intention`` (said it will act), ``offer`` (offered, and the user's next
+            message agreed) or ``claim`` (said an action is done).
+        action: the action named (:data:`ACTION_WORDS`).
+        text: the sentence, as written.
+        turn: the index of its message in the trace (``-1`` without messages).
+        position: its index among the conversation's events.
+        context: the whole message it is in (a summary of the change it confirms).
+        outcome: ``carried_out``, ``explained``, ``pending`` (the conversation ended
+            first), ``no_call``, ``failed_call`` (a claim whose only matching call failed)
+            or ``contradicted``.
+        call: the matching call, ``name#id``, or ``None``.
+        why: one sentence.
+    """
+
+    kind: str
+    action: str
+    text: str
+    turn: int
+    position: int
+    context: str = ""
+    outcome: str = ""
+    call: str | None = None
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the statement was kept: carried out, explained, or left pending."""
+        return self.outcome in ("carried_out", "explained", "pending")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The evidence entry (JSON)."""
+        return {"kind": self.kind, "action": self.action, "statement": self.text[:200],
+                "turn": self.turn, "outcome": self.outcome, "call": self.call,
+                "why": self.why}
+
+
+def _offered(tail: str) -> list[str]:
+    """The actions an offer's words after "I can / would you like me to" name; "help /
+    assist you with X" is no action itself, only what is joined to it with "and" ("I can
+    assist you with your cancellation and check if you are eligible")."""
+    m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
+    if m:
+        joined = re.search(r"\band\b", tail)
+        return actions_in(tail[joined.end():], joined=True) if joined else []
+    return actions_in(tail)
+
+
+def _agrees(reply: Event | None) -> bool:
+    """Whether the user's reply agrees to what the agent offered: it starts with "yes",
+    "sure", "please proceed", "thanks" ..., or it gives a fact the agent asked for (an id,
+    an e-mail, a date ...), and it does not decline."""
+    if reply is None or DECLINE.search(reply.text[:40]):
+        return False
+    return bool(AGREE.search(reply.text)) or bool(facts_in(reply.text))
+
+
+def statements(evs: list[Event]) -> list[Statement]:
+    """The agent's intentions and claims in ``evs`` (the class docstring of
+    :class:`PlanAdherence` says which sentences count)."""
+    out: list[Statement] = []
+    for k, ev in enumerate(evs):
+        if ev.kind != "agent":
+            continue
+        reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
+        agreed = _agrees(reply)
+        previous = ""
+        for s in sentences(ev.text):
+            s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
+            m = CLAIM.search(s_clean)
+            if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
+                    s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
+                                                          s_clean[m.end():]):
+                acts = actions_in(s_clean[m.end():m.end() + 60]) or actions_in(s_clean)
+                for a in acts[:1]:
+                    out.append(Statement("claim", a, s, ev.message, k, ev.text))
+                continue
+            m = INTENTION.search(s_clean)
+            offer = OFFER.search(s_clean)
+            if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
+                    ).endswith("?"):
+                tail = s_clean[m.end():]
+                if re.match(r"(?:be |need|assist|help|do my best|gladly|happy|know)", tail,
+                            re.I):
+                    continue
+                acts = actions_in(tail, joined=True)
+                if s_clean.rstrip().endswith(":"):
+                    # "Let's review the available flights:" introduces what follows
+                    acts = [a for a in acts if a not in ("lookup", "calculate")]
+                for a in acts[:3]:
+                    out.append(Statement("intention", a, s, ev.message, k, ev.text))
+            elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
+                # an offer acted on in its own message ("I can transfer you ... Please hold
+                # on", with the transfer call): an intention carried out at once
+                own = [e.call.name for e in evs[k + 1:] if e.kind == "call"
+                       and e.message == ev.message and ev.message >= 0]
+                for a in _offered(s_clean[offer.end():])[:1]:
+                    if any(carries_out(a, name) for name in own):
+                        out.append(Statement("offer", a, s, ev.message, k, ev.text))
+            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and agreed:
+                head = s_clean[:(offer or m).start()]
+                if CONTINGENCY.search(head):
+                    continue  # "if you don't know it, I can look it up": not an offer to act
+                tail = s_clean[(offer or m).end():]
+                acts = _offered(tail)
+                if not acts and POINTS_BACK.match(tail):
+                    acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
+                for a in acts[:1]:
+                    out.append(Statement("offer", a, s, ev.message, k, ev.text))
+    return out
+
+
+_CABIN = r"(basic economy|economy|business|first class|premium economy)"
+
+
+def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
+    """The cabins ``text`` asks for, lower case: those after "to" / "into" ("downgraded to
+    economy"), else those of "Cabin: X" lines, else every cabin named not after "from",
+    "current" or "existing"; with ``labelled_only``, only "Cabin: X" lines."""
+    low = text.lower().replace("*", "")
+    labelled = {m.group(1) for m in re.finditer(r"\bcabin(?:\s+class)?\s*[:\-\u2013]\s*"
+                                                + _CABIN, low)
+                if not re.search(r"\b(?:current|existing|original|old|from)\b\W*$",
+                                 low[max(0, m.start() - 20):m.start()])}
+    if labelled_only:
+        return labelled
+    after_to = {m.group(1) for m in re.finditer(r"\b(?:to|into)\s+(?:the\s+)?" + _CABIN, low)}
+    if after_to or labelled:
+        return after_to or labelled
+    return {m.group(1) for m in re.finditer(_CABIN, low) if not re.search(
+        r"\b(?:from|current(?:ly)?|existing|was|originally)\b[\s:]*(?:\w+\s+){0,2}$",
+        low[max(0, m.start() - 30):m.start()])}
+
+
+def booking_codes(text: str) -> set[str]:
+    """The booking codes ``text`` names (six capitals and digits with a digit, not shaped
+    like a flight number), lower case."""
+    return {c.lower() for c in CODE6.findall(text.replace("*", ""))
+            if any(ch.isdigit() for ch in c) and not FLIGHT.fullmatch(c)}
+
+
+def held_codes(call) -> set[str]:
+    """The booking codes ``call`` holds under a key naming a reservation, lower case."""
+    return {v.lower() for k, v in argument_strings(dict(call.arguments))
+            if "reservation" in k.lower() and CODE6.fullmatch(v)}
+
+
+def _payment_sources(text: str) -> set[str]:
+    return {src for src, rx in PAYMENT_SOURCES if rx.search(text)}
+
+
+def contradiction(s: Statement, call, cards: dict[str, str], *,
+                  codes: bool = True) -> str | None:
+    """What in ``call``'s arguments contradicts the statement, or ``None``: a payment
+    source the statement names (not one it rules out: "certificates cannot be used") that
+    the call's payment ids leave out, a card whose last four digits are not the
+    statement's, a booking code (with ``codes``; unless the statement speaks of several:
+    "both", "all", "these"), a flight number or a date the statement names where the call
+    holds others of that kind, and a cabin the statement asks for (:func:`cabin_targets`;
+    a sentence naming none takes its message's "Cabin: X" lines) that the call's ``cabin``
+    leaves out."""
+    leaves = argument_strings(dict(call.arguments))
+    text = s.text
+    low = text.lower()
+    if "original" not in low:
+        named = _payment_sources(re.sub(NEGATED, " ", text))
+        pay = [v for _k, v in leaves if PAYMENT_ID.match(v)]
+        used = {PAYMENT_ID.match(v).group(1) for v in pay}
+        if named and used and named - used:
+            return (f"paid with {', '.join(pay)}; the statement names "
+                    f"{', '.join(sorted(named))}")
+        last4 = re.findall(r"ending (?:in |with )?(\d{4})", text)
+        known = [cards[v] for v in pay if v in cards]
+        if last4 and known and not set(last4) & set(known):
+            return f"paid with the card ending {known[0]}; the statement names {last4[0]}"
+    several = re.search(r"\b(?:both|all|each|every|these|those|them)\b", low)
+    named = booking_codes(text)
+    held = held_codes(call)
+    if codes and named and held and not named & held and not several:
+        return f"acted on {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(named))}"
+    flights = {f.lower() for f in FLIGHT.findall(text)}
+    held = {v.lower() for k, v in leaves if "flight" in k.lower() and FLIGHT.fullmatch(v)}
+    if flights and held and not flights & held:
+        return f"holds flight(s) {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(flights))}"
+    dates = {f.norm[-5:] for f in facts_in(text) if f.kind == "date"}
+    held = {v[5:10] for _k, v in leaves if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v)}
+    if dates and held and not dates & held:
+        return f"holds date(s) {', '.join(sorted(held))}; the statement names " \
+               f"{', '.join(sorted(dates))}"
+    # "... and I'll proceed with the update": the cabins of the summary it confirms
+    targets = cabin_targets(text) if CABINS.search(text) else cabin_targets(
+        s.context, labelled_only=True)
+    held = {v.lower().replace("_", " ") for k, v in leaves if k.lower() == "cabin"}
+    if targets and held and targets - held:
+        return (f"cabin {', '.join(sorted(held))} for the whole reservation; the statement "
+                f"names {', '.join(sorted(targets))}")
+    return None
+
+
+@dataclass(frozen=True)
+class PlanAdherence(Metric):
+    """The share of the agent's statements kept: (intentions carried out or explained +
+    claims backed by a call) ÷ statements; ``details`` quote every statement not kept,
+    ``evidence`` lists every statement with its turn and the call that matched it or why
+    none did.
+
+    **Statements**, read sentence by sentence from the agent's text (docs/metrics.md,
+    "plan_adherence", states every phrase list):
+
+    - an *intention*: "I'll / I will / let me / I am going to / next I will" followed by an
+      action (:data:`ACTION_WORDS`); several when joined by "and" / "then". Not: "I'll be
+      happy to", "I'll need", "let me know", a question, a conditional "if ..., I'll ...",
+      a check or calculation that introduces what follows ("Let's review the flights:");
+    - an *accepted offer*: "Would you like me to ...?", "Shall I ...?", "Would you like to
+      proceed with the booking?", "I can transfer you", "once you confirm, I'll ..." when
+      the user's next message agrees ("yes", "please proceed", "thanks", or a fact the
+      agent asked for) or the agent's own message carries it out; not behind a contingency
+      ("if you don't know it, I can look it up"); "I can help / assist you with X" names
+      only what is joined to it by "and"; "Would you like me to do that?" takes the
+      actions of the sentence before it;
+    - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
+      booked", "successfully <done>", naming an action; not after "not", "if", "once",
+      "when" ... in the same sentence, and not a question.
+
+    **Kept**: an intention is *carried out* by a later call (or one of the same message)
+    whose tool carries out the action (:func:`matches`), even if that call fails (the
+    error is the explanation); *explained* when, before such a call, the user declines or
+    changes course, the agent says why not ("unable", "policy", "unfortunately", "cannot"
+    in a sentence naming the action), or the agent transfers the user; *pending* (not a
+    failure) when the conversation ends with no further agent turn. A claim is *backed* by
+    a successful matching call before it or in its own message.
+
+    **Failures**: a claim with no matching successful call (``no_call``, ``failed_call``);
+    an intention never acted on while the conversation goes on (``no_call``); a matching
+    call whose arguments contradict the statement (``contradicted``,
+    :func:`contradiction`); an intention whose calls leave out a booking code it names.
+
+    The measure is the agentic-evaluation design's plan adherence ("did the agent follow
+    through on stated intentions or diverge without explanation?"), with the labelling
+    definitions' judgement calls (an accepted offer is an intention; a claim with no call
+    behind it is a failure); the phrase lists were written for this project from τ-bench
+    and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
+    intention, made no offer the user accepted and claimed no action. What it cannot
+    catch: intentions in words it does not
+    read ("Allow me a moment"), a call that matches the action but on the wrong thing when
+    the statement names nothing to compare, and claims about actions without a tool.
+    """
+
+    name: ClassVar[str] = "plan_adherence"
+    version: ClassVar[int] = 1
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
+        evs = events(ctx.trace)
+        found = statements(evs)
+        if not found:
+            return Score(None, "the agent stated no intention and claimed no action",
+                         code="no_statements", evidence={"statements": []})
+        cards: dict[str, str] = {}
+        for ev in evs:
+            if ev.kind == "call":
+                payment_cards(ev.call.result, cards)
+        for s in found:
+            (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        kept = sum(s.ok for s in found)
+        bad = [s for s in found if not s.ok]
+        details = f"{kept}/{len(found)} statement(s) carried out or explained"
+        if bad:
+            details += ": " + "; ".join(f"{s.kind} \"{s.text[:120]}\" (turn {s.turn}): {s.why}"
+                                        for s in bad[:4]) + ("; ..." if len(bad) > 4 else "")
+        return Score(kept / len(found), details,
+                     evidence={"statements": [s.as_dict() for s in found]})
+
+
+def _label(call) -> str:
+    return f"{call.name}#{call.id}"
+
+
+#: Actions that a claim or an accepted offer names loosely ("you are now booked" after a
+#: flight change, "proceed with this updated payment"): any call that changes something
+#: backs them.
+LOOSE = ("book", "change", "upgrade", "add", "remove", "process", "refund")
+
+
+#: Things added to a booking, by the stem a tool's name or argument keys hold for them
+#: (``update_reservation_baggages``, ``total_baggages``, ``passengers``).
+ITEMS = (("bag", r"bags?\b|baggages?|luggage|suitcases?"), ("passeng", r"passengers?"),
+         ("seat", r"seats?\b|seating"), ("insur", r"insurance"), ("meal", r"meals?\b"),
+         ("certific", r"certificates?|vouchers?"))
+
+
+def matches(s: Statement, call) -> bool:
+    """Whether ``call`` carries out the statement: a tool of its action
+    (:func:`carries_out`), or for a claim or an accepted offer of an action in
+    :data:`LOOSE`, any tool that does not only read; and when the statement names an item
+    of :data:`ITEMS` (bags, passengers, seats, insurance, meals, certificates) for an add,
+    a remove or a change, a call whose tool name or argument
+    keys name one of those items ("one bag has been added" is not backed by a flight
+    change)."""  # (checked for add, remove and change only: "a refund of $38 per passenger")
+    name = call.name
+    if not ((s.kind != "intention" and s.action in LOOSE and carries_out("process", name))
+            or carries_out(s.action, name)):
+        return False
+    if s.action not in ("add", "remove", "change"):
+        return True
+    named = [stem for stem, rx in ITEMS if re.search(r"\b(?:" + rx + ")", s.text, re.I)]
+    if not named:
+        return True
+    where = (name + " " + " ".join(k for k, _v in argument_strings(dict(call.arguments)))
+             ).lower()
+    return any(stem in where for stem in named)
+
+
+def _pick(s: Statement, calls: list, cards: dict[str, str],
+          codes: bool = True) -> tuple[Any, str | None]:
+    """The first call of ``calls`` that does not contradict ``s`` (and ``None``), else the
+    first one and what contradicts it (``codes``: booking codes compared per call)."""
+    first = None
+    for c in calls:
+        bad = contradiction(s, c, cards, codes=codes)
+        if bad is None:
+            return c, None
+        first = first or (c, bad)
+    return first
+
+
+def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
+    same = evs[s.position].message
+    window = [e for i, e in enumerate(evs) if e.kind == "call" and (
+        i < s.position or (same >= 0 and e.message == same))]
+    matching = [e.call for e in window if matches(s, e.call)]
+    good = [c for c in matching if not call_failed(c)]
+    if good:
+        call, bad = _pick(s, list(reversed(good)), cards)
+        s.call = _label(call)
+        if bad:
+            s.outcome, s.why = "contradicted", f"{s.call} {bad}"
+        else:
+            s.outcome, s.why = "carried_out", f"backed by {s.call}"
+    elif matching:
+        s.outcome, s.call = "failed_call", _label(matching[-1])
+        s.why = f"claimed done, but {s.call} failed"
+    else:
+        s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
+
+
+def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
+    same = evs[s.position].message
+    later = [e for i, e in enumerate(evs) if i > s.position or (
+        e.kind == "call" and same >= 0 and e.message == same)]
+    for n, e in enumerate(later):
+        if e.kind == "call":
+            if matches(s, e.call):
+                rest = [x.call for x in later[n:] if x.kind == "call"
+                        and matches(s, x.call)]
+                call, bad = _pick(s, rest, cards, codes=False)
+                s.call = _label(call)
+                named = booking_codes(s.text)
+                held = set().union(*(held_codes(c) for c in rest if not call_failed(c)))
+                if bad is None and named and held and named - held:
+                    # "upgrade XEHM4B and then cancel both": every code named is acted on
+                    bad = (f"never acted on {', '.join(sorted(named - held))} (the "
+                           f"{s.action} calls hold {', '.join(sorted(held))})")
+                if bad:
+                    s.outcome, s.why = "contradicted", f"{s.call} {bad}"
+                elif call_failed(call):
+                    s.outcome, s.why = "explained", f"attempted: {s.call} failed"
+                else:
+                    s.outcome, s.why = "carried_out", f"carried out by {s.call}"
+                return
+            if carries_out("transfer", e.call.name):
+                s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
+                return
+        elif e.kind == "user" and DECLINE.search(e.text):
+            s.outcome, s.why = "explained", "the user declined or changed course"
+            return
+        elif e.kind == "agent" and e is not evs[s.position]:
+            for sent in sentences(e.text):
+                if EXPLAIN.search(sent) and s.action in actions_in(sent):
+                    s.outcome, s.why = "explained", f"the agent explained: \"{sent[:100]}\""
+                    return
+    if not any(e.kind == "agent" for e in evs[s.position + 1:]):
+        s.outcome, s.why = "pending", "the conversation ended before it"
+    else:
+        s.outcome, s.why = "no_call", f"never acted on: no {s.action} call followed"

@@ -1,0 +1,229 @@
+"""plan_adherence on conversations written by hand; each expected score is the documented
+rule (docs/metrics.md, "plan_adherence") applied by hand."""
+from __future__ import annotations
+
+from evaltape.grader.metrics.plan_adherence import PlanAdherence, actions_in, carries_out
+from test_metrics_conversation import A, R, U, call, episode
+
+LOOKUP = call("t1", "get_user_details", {"user_id": "mia_li_3668"}, {
+    "payment_methods": {"gift_card_5": {"id": "gift_card_5"},
+                        "credit_card_1": {"id": "credit_card_1", "last_four": "7447"}}})
+
+
+def score(messages):
+    return PlanAdherence().score(episode(messages))
+
+
+def test_actions_and_the_tools_that_carry_them_out():
+    assert actions_in("proceed with the cancellation of reservation EHGLP3") == ["cancel"]
+    # only actions joined by "and then" count for an intention, not objects of the first
+    assert actions_in("calculate the total refund", joined=True) == ["calculate"]
+    assert actions_in("upgrade it and then cancel both", joined=True) == ["upgrade", "cancel"]
+    assert carries_out("cancel", "cancel_reservation")
+    assert carries_out("lookup", "get_reservation_details")
+    assert not carries_out("cancel", "get_reservation_details")
+    assert carries_out("process", "update_reservation_flights")
+    assert not carries_out("process", "search_direct_flight")
+
+
+def test_a_claimed_action_with_no_call_fails_and_is_quoted():
+    # the user gives a new phone number; the agent says it updated it and called nothing
+    s = score([U("My new number is 555-0199."),
+               A("I have updated your phone number to 555-0199.")])
+    assert s.value == 0.0
+    assert 'claim "I have updated your phone number to 555-0199." (turn 1): claimed done ' \
+           'with no change call behind it' in s.details
+    (st,) = s.evidence["statements"]
+    assert (st["kind"], st["outcome"], st["call"], st["turn"]) == ("claim", "no_call", None, 1)
+    # with the call before it: backed
+    upd = call("t1", "update_phone", {"phone": "555-0199"}, {"ok": True})
+    s = score([U("My new number is 555-0199."), A("", upd), R(upd),
+               A("I have updated your phone number to 555-0199.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["call"] == "update_phone#t1"
+    # with an intention carried out before it: 2/2
+    s = score([U("My new number is 555-0199."), A("I'll update it now.", upd), R(upd),
+               A("I have updated your phone number to 555-0199.")])
+    assert s.value == 1.0
+    # the only matching call failed: the claim is not backed
+    bad = call("t1", "update_phone", {"phone": "555-0199"}, {"error": "locked"})
+    s = score([U("My new number is 555-0199."), A("", bad), R(bad),
+               A("Your phone number has been successfully updated.")])
+    assert s.value == 0.0 and "claimed done, but update_phone#t1 failed" in s.details
+
+
+def test_a_call_contradicting_the_stated_refund_method_fails_and_is_quoted():
+    cancel = call("t2", "cancel_order", {"order_id": "#W2071346",
+                                         "payment_method_id": "credit_card_1"}, {"ok": True})
+    s = score([U("Cancel #W2071346 and refund to my gift card please."), A("", LOOKUP),
+               R(LOOKUP), A("I'll cancel the order and refund it to your gift card."),
+               U("Thanks."), A("", cancel), R(cancel), A("Done.")])
+    # one intention (cancel, then the refund joined by "and"), both matched by the call
+    # that pays to credit_card_1 while the statement names the gift card: 0/2
+    assert s.value == 0.0
+    assert ('intention "I\'ll cancel the order and refund it to your gift card." (turn 3): '
+            'cancel_order#t2 paid with credit_card_1; the statement names gift_card') in s.details
+    ok = call("t2", "cancel_order", {"order_id": "#W2071346",
+                                     "payment_method_id": "gift_card_5"}, {"ok": True})
+    s = score([U("Cancel #W2071346 and refund to my gift card please."), A("", LOOKUP),
+               R(LOOKUP), A("I'll cancel the order and refund it to your gift card."),
+               U("Thanks."), A("", ok), R(ok), A("Done.")])
+    assert s.value == 1.0
+
+
+def test_an_intention_never_acted_on_fails_unless_explained_or_the_conversation_ended():
+    look = call("t1", "get_reservation_details", {"reservation_id": "EHGLP3"}, {"ok": True})
+    # says it will look the reservation up, then goes on without a call
+    s = score([U("What is in EHGLP3?"), A("Let me check your reservation EHGLP3."),
+               U("Ok"), A("It has two flights.")])
+    assert s.value == 0.0 and "never acted on: no lookup call followed" in s.details
+    # the call follows in the same message: carried out
+    assert score([U("What is in EHGLP3?"), A("Let me check your reservation.", look), R(look),
+                  A("It has two flights.")]).value == 1.0
+    # the user declines before it
+    assert score([U("Cancel EHGLP3"), A("I will cancel reservation EHGLP3 now."),
+                  U("Wait, no, never mind."), A("Okay, nothing was changed.")]).value == 1.0
+    # the agent explains the policy
+    assert score([U("Cancel EHGLP3"), A("I will cancel reservation EHGLP3."),
+                  U("Thanks"), A("Unfortunately, the policy does not let me cancel this "
+                                 "reservation.")]).value == 1.0
+    # the conversation ended before it: not a failure
+    assert score([U("Cancel EHGLP3"), A("I will cancel reservation EHGLP3."),
+                  U("###STOP###")]).value == 1.0
+
+
+def test_an_accepted_offer_is_an_intention_and_a_refused_one_is_not():
+    book = call("t3", "book_reservation", {"flights": [{"flight_number": "HAT136"}]},
+                {"reservation_id": "HATHAT"})
+    offer = A("The total is $255. Would you like to proceed with this booking?")
+    assert score([U("Book HAT136"), offer, U("Yes, please."), A("", book), R(book),
+                  A("Booked.")]).value == 1.0
+    s = score([U("Book HAT136"), offer, U("Yes, please."), A("Is there anything else?")])
+    assert s.value == 0.0 and s.evidence["statements"][0]["kind"] == "offer"
+    # refused: no statement at all
+    s = score([U("Book HAT136"), offer, U("Maybe later."), A("Sure.")])
+    assert s.value is None and s.code == "no_statements"
+
+
+def test_no_statement_is_null_and_happy_phrases_are_not_intentions():
+    s = score([U("hi"), A("I'll be happy to help! Let me know what you need.")])
+    assert (s.value, s.code) == (None, "no_statements")
+
+
+def test_the_judged_variant_is_recorded_once_and_replayed_offline(tmp_path, monkeypatch):
+    import json
+    import socket
+
+    import orjson
+    from click.testing import CliRunner
+    from test_recorder_judge import JudgeServer
+
+    from evaltape.cli import cli
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps([{"id": "c1", "user_query": "My new number is 555-0199."},
+                              {"id": "c2", "user_query": "hi"}]))
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def trace(cid, text, reply):
+        return {"schema": "evaltape.trace/1", "case_id": cid, "trial": 0, "input": text,
+                "tool_calls": [], "final_response": reply, "stop_reason": "end_turn",
+                "steps": 1, "messages": [{"role": "user", "content": text},
+                                         {"role": "assistant", "content": reply}]}
+    (run / "traces.jsonl").write_text(
+        json.dumps(trace("c1", "My new number is 555-0199.",
+                         "I have updated your phone number to 555-0199.")) + "\n"
+        + json.dumps(trace("c2", "hi", "Hello! How can I help?")) + "\n")
+    with JudgeServer(["FAIL"]) as server:
+        r = CliRunner().invoke(cli, ["judge", str(run), "--dataset", str(ds), "--base-url",
+                                     server.base_url, "--metrics", "plan_adherence_judge"])
+        assert r.exit_code == 0, r.output
+        # one request: c2 states nothing, so it is not sent
+        assert len(server.bodies) == 1
+        prompt = server.bodies[0]["messages"][0]["content"]
+        assert "[1] AGENT: I have updated your phone number to 555-0199." in prompt
+    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: (_ for _ in ()).throw(
+        OSError("network disabled in this test")))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["grade", str(run), "--dataset", str(ds), "--out", str(out),
+                                 "--metrics", "plan_adherence,plan_adherence_judge",
+                                 "--quiet"])
+    assert r.exit_code in (0, 1), r.output
+    eps = {e["case_id"]: e["metrics"] for e in
+           orjson.loads((out / "report.json").read_bytes())["episodes"]}
+    assert eps["c1"]["plan_adherence_judge"]["score"] == 0.0
+    assert eps["c1"]["plan_adherence_judge"]["details"] == "judge: FAIL"
+    assert eps["c1"]["plan_adherence"]["score"] == 0.0
+    assert eps["c2"]["plan_adherence_judge"]["reason"] == "no_statements"
+
+
+def test_an_offer_pointing_back_takes_the_action_of_the_sentence_before():
+    move = call("t1", "transfer_to_human_agents", {"summary": "x"}, "Transfer successful")
+    msgs = [U("I want a refund"), A("I can transfer you to a human agent. Would you like me "
+                                    "to do that?"), U("Yes please.")]
+    s = score(msgs + [A("", move), R(move)])
+    assert s.value == 1.0 and s.evidence["statements"][0]["action"] == "transfer"
+    s = score(msgs + [A("Is there anything else?")])
+    assert s.value == 0.0
+
+
+FLIGHTS = call("u1", "update_reservation_flights",
+               {"reservation_id": "XEHM4B", "cabin": "business",
+                "flights": [{"flight_number": "HAT072", "date": "2024-05-19"}]}, {"ok": True})
+
+
+def test_an_item_named_by_a_claim_needs_a_call_that_holds_it():
+    # "one bag has been added" after a flight change only: the bag was never added
+    s = score([U("Change XEHM4B and add a bag"), A("I'll change it.", FLIGHTS), R(FLIGHTS),
+               A("Done. One checked bag has been added to your reservation.")])
+    assert s.value == 0.5 and "claimed done with no add call behind it" in s.details
+    bags = call("u2", "update_reservation_baggages", {"reservation_id": "XEHM4B",
+                                                      "total_baggages": 1}, {"ok": True})
+    assert score([U("Change XEHM4B and add a bag"), A("I'll change it.", FLIGHTS, bags),
+                  R(FLIGHTS, bags),
+                  A("Done. One checked bag has been added to your reservation.")]).value == 1.0
+
+
+def test_every_booking_code_an_intention_names_is_acted_on():
+    cancel = call("c1", "cancel_reservation", {"reservation_id": "59XX6W"}, {"ok": True})
+    s = score([U("Upgrade XEHM4B, then cancel it and 59XX6W."),
+               A("I will first upgrade reservation XEHM4B and then cancel both reservations.",
+                 FLIGHTS), R(FLIGHTS), A("", cancel), R(cancel), A("All done.")])
+    # the upgrade is carried out; the cancel statement names XEHM4B, never cancelled
+    assert s.value == 0.5
+    assert "never acted on xehm4b (the cancel calls hold 59xx6w)" in s.details
+
+
+def test_a_call_setting_one_cabin_contradicts_a_summary_of_two():
+    summary = ("To confirm:\n- Outgoing flight HAT072: Cabin: Business\n- Return flight "
+               "HAT278: Cabin: Economy\nPlease confirm if everything is correct, and I'll "
+               "proceed with the update.")
+    s = score([U("Business out, economy back please."), A(summary), U("Yes."),
+               A("", FLIGHTS), R(FLIGHTS), A("Updated.")])
+    assert s.value == 0.0
+    assert ("cabin business for the whole reservation; the statement names business, economy"
+            in s.details)
+    # a transfer does not carry out an accepted change
+    move = call("t9", "transfer_to_human_agents", {"summary": "x"}, "Transfer successful")
+    s = score([U("Business out please."), A("Shall I proceed with the change?"), U("Yes."),
+               A("", move), R(move)])
+    assert s.evidence["statements"][0]["outcome"] == "explained"
+
+
+def test_help_is_no_action_but_what_is_joined_to_it_is():
+    look = call("g1", "get_reservation_details", {"reservation_id": "PEP4E0"}, {"ok": True})
+    s = score([U("Cancel my flight"),
+               A("I can assist you with your cancellation and check if you are eligible for a "
+                 "refund. What is your reservation id?"), U("It is PEP4E0."),
+               A("", look), R(look), A("It is not refundable, sorry.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["action"] == "lookup"
+    s = score([U("Change my flight"), A("I can assist you with changing your reservation."),
+               U("Thanks, my user id is mia_li_3668."), A("What is the reservation id?")])
+    assert (s.value, s.code) == (None, "no_statements")
+
+
+def test_a_check_that_introduces_what_follows_is_no_intention():
+    s = score([U("Any nonstop flights?"),
+               A("Let's review the available nonstop flights:\n- HAT001 at 9:00")])
+    assert (s.value, s.code) == (None, "no_statements")
