@@ -52,13 +52,17 @@ class Divergence:
             JSON path where the traces differ.
         request: the 1-based number of the request that had no recorded match, or of the
             first recorded request no longer sent; ``None`` when every request matched and
-            only the trace differs.
+            only the trace differs, or the cassette is damaged.
+        damaged: the episode's cassette is missing, not a file or does not read
+            (``message`` names it and why).
     """
 
     case_id: str
     trial: int
     message: str
     request: int | None = None
+    #: the episode's cassette does not read (``--list-stale`` lists it and goes on)
+    damaged: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", scrub_text(self.message))
@@ -172,8 +176,9 @@ def replay_run(run: str, dataset: str | None = None,
         episode (its divergence or ``None``), in trace order.
 
     Raises:
-        BadInputError: missing cassette, invalid traces, or (unless ``list_stale``)
-            dataset inputs changed since recording (names the case).
+        BadInputError: invalid traces, or (unless ``list_stale``) a missing or damaged
+            cassette or dataset inputs changed since recording (names the file or case).
+            With ``list_stale`` a damaged cassette is a divergence with ``damaged`` set.
         UsageError: a run recorded by ``evaltape proxy`` or imported (nothing to re-run),
             or no episodes.
     """
@@ -189,8 +194,8 @@ def replay_run(run: str, dataset: str | None = None,
             opened.root, opened.manifest, opened.case_by_id,
             [(line, raw) for line, raw, changed in entries if not changed],
             opened.traces_path, workers=workers))
-        rows = [(raw["case_id"], raw["trial"], 1, CHANGED_INPUT) if changed else
-                next(replayed) for _line, raw, changed in entries]
+        rows = [(raw["case_id"], raw["trial"], 1, CHANGED_INPUT, False) if changed else
+                (*next(replayed), False) for _line, raw, changed in entries]
         if not rows:
             raise UsageError(f"{opened.traces_path}: no episodes to replay")
         return len(rows), _report(rows, progress)
@@ -210,12 +215,19 @@ def replay_run(run: str, dataset: str | None = None,
     resolve_agent(opened.manifest["agent"])  # (a usage error before any episode)
     model = opened.manifest["model"]
     stream = bool(opened.manifest.get("stream"))
-    jobs: list[ReplayJob | tuple[str, int]] = []
+    # an episode not to run: (case, trial, request, message, damaged)
+    jobs: list[ReplayJob | tuple[str, int, int | None, str, bool]] = []
     for t, case in opened.episodes():
         if t.input != case.input:  # (list_stale only: open_run refuses it otherwise)
-            jobs.append((t.case_id, t.trial))
+            jobs.append((t.case_id, t.trial, 1, CHANGED_INPUT, False))
             continue
-        cpath = _checked_cassette(opened.root, t.case_id, t.trial)
+        try:
+            cpath = _checked_cassette(opened.root, t.case_id, t.trial)
+        except BadInputError as e:
+            if not list_stale:
+                raise
+            jobs.append((t.case_id, t.trial, None, str(e), True))
+            continue
         jobs.append(ReplayJob(opened.manifest["agent"], case, t.trial, t.raw, str(cpath),
                               model, stream,
                               (opened.manifest.get("users") or {}).get("model")))
@@ -226,12 +238,17 @@ def replay_run(run: str, dataset: str | None = None,
     rows = []
     for job in jobs:
         if not isinstance(job, ReplayJob):
-            rows.append((job[0], job[1], 1, CHANGED_INPUT))
+            rows.append(job)
             continue
         status, request, msg = next(results)
         if status == "unreadable":
-            raise BadInputError(msg or "cassette cannot be read", path=job.cassette)
-        rows.append((job.case.id, job.trial, request, msg if status == "diverged" else None))
+            error = BadInputError(msg or "cassette cannot be read", path=job.cassette)
+            if not list_stale:
+                raise error
+            rows.append((job.case.id, job.trial, None, str(error), True))
+            continue
+        rows.append((job.case.id, job.trial, request, msg if status == "diverged" else None,
+                     False))
     return len(rows), _report(rows, progress)
 
 
@@ -251,13 +268,13 @@ def _replay_all(jobs: list[ReplayJob], workers: int) -> list[tuple[str, int | No
         gc.unfreeze()
 
 
-def _report(rows: list[tuple[str, int, int | None, str | None]],
+def _report(rows: list[tuple[str, int, int | None, str | None, bool]],
             progress: Callable[[Divergence | None], None] | None) -> list[Divergence]:
-    """The divergences of ``rows`` (``(case, trial, request, message or None)`` in trace
-    order), ``progress`` told of each row."""
+    """The divergences of ``rows`` (``(case, trial, request, message or None, damaged)`` in
+    trace order), ``progress`` told of each row."""
     out = []
-    for cid, trial, request, msg in rows:
-        div = Divergence(cid, trial, msg, request) if msg else None
+    for cid, trial, request, msg, damaged in rows:
+        div = Divergence(cid, trial, msg, request, damaged) if msg else None
         if div:
             out.append(div)
         if progress:

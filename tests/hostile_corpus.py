@@ -617,6 +617,13 @@ def _nested_too_deep() -> list[Hostile]:
         ["import", "anthropic-messages", "{d}/src", "--out", "{d}/imp"], 3,
         ["src/a.jsonl: line 2: field 'messages[1].content[0].input.k[0][0]…': " + TOO_DEEP,
          "imported 1 episode(s) of 1 case(s)"]))
+    out.append(Hostile("config_with_a_utf8_bom", {
+        "d.json": DATASET, "traces.jsonl": _jsonl(trace()),
+        "c.toml": "\ufeff[thresholds]\ntask_completion = 0.5\n".encode("utf-8")},
+        ["grade", "{d}/traces.jsonl", "--dataset", "{d}/d.json", "--config", "{d}/c.toml",
+         "--quiet", "--out", "{d}/out"], 3,
+        ["c.toml: the file starts with a UTF-8 byte-order mark (BOM, bytes EF BB BF), which "
+         "TOML does not allow"]))
     return out
 
 

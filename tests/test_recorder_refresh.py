@@ -257,9 +257,19 @@ def test_a_refresh_stopped_between_cassette_and_trace_keeps_the_true_old_recordi
         m = json.loads((run / "manifest.json").read_text())
         m["refreshes"][-1]["finished_at"] = None
         (run / "manifest.json").write_text(json.dumps(m))
+        # grade and replay say the refresh is unfinished (and still do their work)
+        half = (f"warning: run: refresh 1 (started {m['refreshes'][-1]['started_at']}) did "
+                "not finish: some episodes may have a new cassette beside their old trace "
+                "line; rerun the same `evaltape record ... --refresh` to finish it")
+        g = run_cli("grade", "run", "--out", "rep", "--quiet", cwd=tmp_path)
+        assert g.returncode in (0, 1) and half in g.stderr, g.stderr
+        r = run_cli("replay", "run", cwd=tmp_path)
+        assert half in r.stderr, r.stderr
         p = record(tmp_path, server, "--refresh")
         assert p.returncode == 0, p.stderr
         assert server.requests == 5  # the new cassette answers every request
+        assert "did not finish" not in run_cli("grade", "run", "--out", "rep", "--quiet",
+                                               cwd=tmp_path).stderr
     assert "1 refreshed" in p.stderr and "0 live request(s)" in p.stderr
     assert (run / "http" / "o1__t0.jsonl").read_bytes() == new_cassette
     sup = run / "superseded" / "1"
@@ -364,6 +374,35 @@ def test_list_stale_names_each_stale_episode_its_request_and_first_difference(tm
     assert "3 of 5 episode(s) stale" in p.stderr
     # plain replay still refuses the changed input (bad input, exit 3)
     assert run_cli("replay", str(run), "--dataset", str(ds)).returncode == 3
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_list_stale_lists_damaged_cassettes_and_goes_on(tmp_path, workers):
+    run, ds = _stale_run(tmp_path)
+    # no-lookup: cut in the middle of its one interaction (line 2); hallucinated: a folder
+    # where the file was
+    c = run / "http" / "no-lookup__t0.jsonl"
+    data = c.read_bytes()
+    assert data.count(b"\n") == 2
+    c.write_bytes(data[:data.index(b"\n") + 40])
+    h = run / "http" / "hallucinated__t0.jsonl"
+    h.unlink()
+    h.mkdir()
+    p = run_cli("replay", str(run), "--dataset", str(ds), "--list-stale", "--workers", workers)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in p.stdout.splitlines()}
+    assert rows["no-lookup#t0"][0] == "cassette damaged"
+    assert rows["no-lookup#t0"][1].startswith(f"{c}: cassette cannot be read: cassette line 2:"
+                                              " not valid JSON")
+    assert rows["hallucinated#t0"] == ["cassette damaged", f"{h}: cassette is not a file"]
+    # the other stale episodes are still listed, the one that reproduces is not
+    assert set(rows) == {"weather-paris#t0", "sum#t0", "stuck#t0", "no-lookup#t0",
+                         "hallucinated#t0"}
+    assert "5 of 5 episode(s) stale in" in p.stderr and \
+        "(2 with a damaged cassette: move it away first)" in p.stderr
+    # plain replay stops at the first damaged cassette (bad input, exit 3)
+    p = run_cli("replay", str(run))
+    assert p.returncode == 3
 
 
 def test_replay_workers_give_the_same_output_as_one(tmp_path):

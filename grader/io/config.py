@@ -46,14 +46,20 @@ def load_config(path: str | Path) -> dict[str, Any]:
     else the whole document); ``{}`` when a pyproject has no such table.
 
     Raises:
-        BadInputError: unreadable file or invalid TOML (named, with the parser's line),
+        BadInputError: unreadable file, a UTF-8 byte-order mark at its start, or invalid
+            TOML (named, with the parser's line),
             nesting deeper than :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (the key
             path named), or ``tool`` / ``tool.evaltape`` that is not a table
             (``tool = "x"``).
     """
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        if text.startswith("\ufeff"):
+            raise BadInputError("the file starts with a UTF-8 byte-order mark (BOM, bytes EF BB "
+                                "BF), which TOML does not allow: save it as UTF-8 without a "
+                                "BOM", path=str(p))
+        doc = tomllib.loads(text)
     except OSError as e:
         raise BadInputError(f"cannot read config: {e.strerror}", path=str(p)) from None
     except UnicodeDecodeError:

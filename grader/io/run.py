@@ -476,3 +476,30 @@ def _system_text(value: Any) -> str | None:
                  and isinstance(b.get("text"), str) and b["text"]]
         return "\n\n".join(parts) or None
     return None
+
+
+def unfinished_refresh(target: str | Path) -> str | None:
+    """A warning when the run at ``target`` (a run folder or its ``traces.jsonl``) has a
+    ``record --refresh`` that did not finish: the manifest's last ``refreshes`` entry has
+    ``finished_at`` null. Then some episodes may have their new cassette beside their old
+    trace line (the recorder replaces the cassette first), so grading or replaying it
+    reads a half-refreshed run. ``None`` otherwise, and when the manifest does not read
+    (what reads it properly says why).
+
+    The message names the refresh's number and start, and the command that finishes it.
+    """
+    import orjson
+    p = Path(target)
+    root = p.parent if p.is_file() else p
+    try:
+        manifest = orjson.loads((root / "manifest.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    entries = manifest.get("refreshes") if isinstance(manifest, dict) else None
+    last = entries[-1] if isinstance(entries, list) and entries else None
+    if not isinstance(last, dict) or "finished_at" not in last or last["finished_at"] is not None:
+        return None
+    number, started = last.get("number"), last.get("started_at")
+    return (f"{root}: refresh {number!s} (started {started!s}) did not finish: some episodes "
+            "may have a new cassette beside their old trace line; rerun the same `evaltape "
+            "record ... --refresh` to finish it")

@@ -239,10 +239,10 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
     Hostile clients: a request whose ``Host`` is not :data:`LOOPBACK_HOSTS` gets 421; a
     connection silent for ``idle_timeout`` seconds, or that has not sent its request line
     and headers within ``read_timeout`` seconds, is closed; past ``max_connections`` open
-    connections a new one gets 503 and is closed; a request that fails (a path the file
-    system refuses, such as one holding ``%00`` or an encoded lone surrogate, or a client
-    that goes away early) is one line on ``log`` (a text stream, ``sys.stderr`` when
-    ``None``), never a traceback.
+    connections a new one gets 503 and is closed; a bad request (a path the file system
+    refuses, such as one holding ``%00`` or an encoded lone surrogate: 404) or a request
+    that fails (a client that goes away early) is one line on ``log`` (a text stream,
+    ``sys.stderr`` when ``None``), never a traceback.
 
     Raises:
         OSError: the port is taken or refused.
@@ -299,7 +299,10 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
                 return None
             try:
                 return super().send_head()
-            except (ValueError, UnicodeError):
+            except (ValueError, UnicodeError) as e:
+                where = ":".join(str(p) for p in self.client_address[:2])
+                say(f"evaltape view: {where}: a path the file system refuses, answered 404 "
+                    f"({type(e).__name__})")
                 self.send_error(404, "File not found")
                 return None
 

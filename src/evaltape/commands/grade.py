@@ -188,6 +188,10 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             config_path = str(found)
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
+    from evaltape.grader.io.run import unfinished_refresh
+    half = unfinished_refresh(run)
+    if half:
+        click.echo(f"warning: {half}", err=True)
     report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
                        engine=engine, address=address, allow_missing=allow_missing)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name

@@ -14,18 +14,27 @@ import click
 @click.option("--list-stale", is_flag=True,
               help="List the episodes that no longer reproduce (case#trial, the request "
                    "that first diverges, the first difference) on stdout, one a line, "
-                   "episodes whose case input changed included; exit 0 whatever it finds.")
+                   "episodes whose case input changed and episodes whose cassette is damaged "
+                   "included; exit 0 whatever it finds.")
 def replay(run: str, dataset: str | None, workers: int, list_stale: bool) -> None:
     """Check that RUN_DIR's agent reproduces its stored traces with no network."""
     from evaltape.recorder.replay import replay_run
 
+    from evaltape.grader.io.run import unfinished_refresh
+    half = unfinished_refresh(run)
+    if half:
+        click.echo(f"warning: {half}", err=True)
     checked, divergences = replay_run(run, dataset, workers=workers, list_stale=list_stale)
     if list_stale:
         from evaltape.recorder.wire.scrub import scrub_text
         for d in divergences:
-            where = f"request {d.request}" if d.request is not None else "every request matched"
+            where = "cassette damaged" if d.damaged else (
+                f"request {d.request}" if d.request is not None else "every request matched")
             click.echo(scrub_text(f"{d.case_id}#t{d.trial}\t{where}\t{d.message}"))
+        damaged = sum(d.damaged for d in divergences)
         click.echo(f"{len(divergences)} of {checked} episode(s) stale in {run}"
+                   + (f" ({damaged} with a damaged cassette: move it away first)"
+                      if damaged else "")
                    + ("; `evaltape record ... --refresh` records them again from their first "
                       "diverging request" if divergences else ""), err=True)
         return
