@@ -66,12 +66,16 @@ class GradeJob:
         judge: the judge store, or ``None``.
         policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
             or ``None`` for the default.
+        evidence: which results keep their evidence
+            (:data:`~evaltape.grader.engine.EVIDENCE_COMPACT` or ``EVIDENCE_FULL``,
+            :func:`evaltape.grader.engine.grade_one`).
     """
 
     run: Any
     metrics: Sequence[Any]
     judge: Any = None
     policy: Any = None
+    evidence: str = "full"
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
@@ -201,6 +205,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     policy = job.policy or DEFAULT_POLICY
     prepared = job.prepared
     context = getattr(run, "context", None)
+    evidence = job.evidence
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -232,7 +237,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
-                            line_digest(raw), context)
+                            line_digest(raw), context, evidence)
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -85,8 +85,11 @@ def tools_match(trace: Trace, case: Case) -> bool:
     return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
-def classify(trace: Trace, case: Case) -> str | None:
+def classify(trace: Trace, case: Case, *, tool_match: bool | None = None) -> str | None:
     """The failure reason of one episode, or ``None`` when it passed.
+
+    ``tool_match``: :func:`tools_match` of the episode when the caller computed it already
+    (the engine does, for the summary's ``tool_accuracy``), so that it runs once.
 
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
@@ -111,7 +114,7 @@ def classify(trace: Trace, case: Case) -> str | None:
         v = bfcl_verdict(trace, case)
         return None if v.valid else WRONG_CALL + str(v.error_type)
     if case.matching == "tau2":
-        if not tools_match(trace, case):
+        if not (tools_match(trace, case) if tool_match is None else tool_match):
             return WRONG_TOOLS
         info = case.extra.get("expected_outputs") or ()
         return WRONG_ANSWER if tau2.communicated(trace, info) else None
@@ -119,7 +122,7 @@ def classify(trace: Trace, case: Case) -> str | None:
         return state_outcome(trace, case)
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
-    if not tools_match(trace, case):
+    if not (tools_match(trace, case) if tool_match is None else tool_match):
         return WRONG_TOOLS
     answer = trace.final_response.lower()
     if case.expected_answer_contains is not None:

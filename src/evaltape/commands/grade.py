@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import chain, islice
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import click
 
@@ -46,14 +46,13 @@ def _formats(value: str) -> list[str]:
     return fmts
 
 
-def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) -> None:
+def _warn_unchecked(all_cases: Sequence[Any], unrecorded: Sequence[str]) -> None:
     """Warn when graded cases state no expectation at all (an import from traces alone, a
     dataset of inputs only): the rules for missing expectations then decide their
     scores (1.0 when no tool is called and an answer is given, 0.0 for any call), which
     say nothing about the task."""
-    from evaltape.grader.io.run import open_run
     skipped = set(unrecorded)
-    cases = [c for c in open_run(run, dataset).cases if c.id not in skipped]
+    cases = [c for c in all_cases if c.id not in skipped]
     bare = [c.id for c in cases if not c.has_expectations]
     if bare:
         click.echo(f"warning: {len(bare)} of {len(cases)} graded case(s) state no expectation "
@@ -67,10 +66,16 @@ def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) ->
 MD_CONVERSATIONS = 2000
 
 
-def _cases_of(run: str, dataset: str | None) -> list:
-    """The cases of the run being graded (its dataset, as ``grade`` found it)."""
+def _cases_of(run: str, dataset: str | None, loaded: list | None = None) -> list:
+    """The cases of the run being graded (its dataset, as ``grade`` found it), read once:
+    ``loaded`` is a one-item list that keeps them for the next call."""
     from evaltape.grader.io.run import open_run
-    return list(open_run(run, dataset).cases)
+    if loaded:
+        return loaded[0]
+    cases = list(open_run(run, dataset).cases)
+    if loaded is not None:
+        loaded.append(cases)
+    return cases
 
 
 def _make_out(out_dir: Path) -> None:
@@ -192,12 +197,13 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
                        engine=engine, address=address, allow_missing=allow_missing)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
+    loaded: list = []  # the dataset's cases, read once for report.md and the warnings
     files: list[tuple[Path, Iterable[bytes]]] = []
     if "json" in fmts:
         files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
         convs = None
-        if any(c.user is not None for c in _cases_of(run, dataset)):
+        if any(c.user is not None for c in _cases_of(run, dataset, loaded)):
             from evaltape.grader.io.run import open_run
             shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
             convs = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
@@ -232,7 +238,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         bad = ", ".join(f"{n} ({k})" for n, k in s.metrics_errors.items() if k)
         click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
                    f"'error'): {bad}", err=True)
-    _warn_unchecked(run, dataset, s.unrecorded_cases)
+    _warn_unchecked(_cases_of(run, dataset, loaded), s.unrecorded_cases)
     if config_path is not None:
         from evaltape.grader.io.config import load_config, unused_tables
         from evaltape.grader.metrics.registry import BUILTIN
