@@ -97,7 +97,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
               recording: str | None = None, run_context: Any = None,
-              evidence: str = EVIDENCE_FULL) -> EpisodeRecord:
+              evidence: str = EVIDENCE_COMPACT) -> EpisodeRecord:
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -244,7 +244,7 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                    on_episode: Callable[[EpisodeResult], None] | None = None,
                    traces_path: str | None = None,
                    policy: VerdictPolicy = DEFAULT_POLICY,
-                   evidence: str = EVIDENCE_FULL) -> Report:
+                   evidence: str = EVIDENCE_COMPACT) -> Report:
     """Grade checked ``(trace, case)`` pairs in this process and build the report
    .
 

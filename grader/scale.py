@@ -75,7 +75,7 @@ class GradeJob:
     metrics: Sequence[Any]
     judge: Any = None
     policy: Any = None
-    evidence: str = "full"
+    evidence: str = "compact"
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None

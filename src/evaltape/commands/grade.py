@@ -135,12 +135,17 @@ def _make_out(out_dir: Path) -> None:
                    "(pip install 'evaltape[dask]'; needs --address).")
 @click.option("--address", default=None, metavar="tcp://HOST:8786",
               help="The Dask scheduler for --engine dask.")
+@click.option("--evidence", type=click.Choice(["compact", "full"]), default="compact",
+              show_default=True,
+              help="Which metric results carry their evidence in report.json: compact "
+                   "leaves it out of a result that passed with its metric's best score "
+                   "(its details say every check held); full writes it on every result.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
           baseline: str | None = None, config_path: str | None = None,
           require_complete: bool = False, workers: int | None = None,
           engine: str = "local", address: str | None = None, allow_missing: bool = False,
-          strict: bool = False) -> None:
+          strict: bool = False, evidence: str = "compact") -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
     if (allow_missing or strict) and baseline is None:
@@ -159,7 +164,8 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         _make_out(Path(out))
     try:
         _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers, engine,
-               address, threshold, require_complete, require_judge, allow_missing, strict)
+               address, threshold, require_complete, require_judge, allow_missing, strict,
+               evidence)
     except BaseException:
         if made:  # nothing written (the reports are written last, as one set)
             _remove_if_empty(Path(out))
@@ -178,7 +184,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
            names: list[str] | None, config_path: str | None, baseline: str | None,
            workers: int | None, engine: str, address: str | None, threshold: float | None,
            require_complete: bool, require_judge: bool, allow_missing: bool = False,
-           strict: bool = False) -> None:
+           strict: bool = False, evidence: str = "compact") -> None:
     """The body of :func:`grade` once its options are checked (see there)."""
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
@@ -194,7 +200,8 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
     report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
-                       engine=engine, address=address, allow_missing=allow_missing)
+                       engine=engine, address=address, allow_missing=allow_missing,
+                       evidence=evidence)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
     loaded: list = []  # the dataset's cases, read once for report.md and the warnings
