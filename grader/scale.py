@@ -81,6 +81,7 @@ class GradeJob:
         self._by_id: dict | None = None
         self._position: dict | None = None
         self._digests: dict | None = None
+        self._plans: dict = {}
 
     def prepared(self, case: Any) -> tuple:
         """``(case digest, verdict plan)`` of ``case``
@@ -88,13 +89,15 @@ class GradeJob:
         :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
         and process."""
         if self._digests is None:
-            self._digests = {}
+            self._digests, self._plans = {}, {}
         got = self._digests.get(case.id)
         if got is None:
             from evaltape.grader.io.datasets import case_digest
             from evaltape.grader.stats.verdict import DEFAULT_POLICY
             policy = self.policy or DEFAULT_POLICY
-            got = self._digests[case.id] = (case_digest(case), policy.plan(self.metrics, case))
+            plan = policy.plan(self.metrics, case)
+            plan = self._plans.setdefault(plan, plan)  # one object per distinct plan
+            got = self._digests[case.id] = (case_digest(case), plan)
         return got
 
     @property
@@ -114,6 +117,7 @@ class GradeJob:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_by_id"] = state["_position"] = state["_digests"] = None
+        state["_plans"] = {}
         return state
 
 

@@ -66,18 +66,6 @@ def _warn_unchecked(all_cases: Sequence[Any], unrecorded: Sequence[str]) -> None
 MD_CONVERSATIONS = 2000
 
 
-def _cases_of(run: str, dataset: str | None, loaded: list | None = None) -> list:
-    """The cases of the run being graded (its dataset, as ``grade`` found it), read once:
-    ``loaded`` is a one-item list that keeps them for the next call."""
-    from evaltape.grader.io.run import open_run
-    if loaded:
-        return loaded[0]
-    cases = list(open_run(run, dataset).cases)
-    if loaded is not None:
-        loaded.append(cases)
-    return cases
-
-
 def _make_out(out_dir: Path) -> None:
     """Create the report folder (and its parents).
 
@@ -199,21 +187,21 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             config_path = str(found)
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
-    report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
+    from evaltape.grader.io.run import open_run
+    opened = open_run(run, dataset)  # read once: grading, report.md, html and the warnings
+    report = grade_api(opened, None, names, config_path, baseline=baseline, workers=workers,
                        engine=engine, address=address, allow_missing=allow_missing,
                        evidence=evidence)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
-    loaded: list = []  # the dataset's cases, read once for report.md and the warnings
     files: list[tuple[Path, Iterable[bytes]]] = []
     if "json" in fmts:
         files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
         convs = None
-        if any(c.user is not None for c in _cases_of(run, dataset, loaded)):
-            from evaltape.grader.io.run import open_run
+        if any(c.user is not None for c in opened.cases):
             shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
-            convs = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
+            convs = {(t.case_id, t.trial): t for t, _case in opened.episodes()
                      if (t.case_id, t.trial) in shown and "conversation" in t.raw}
         files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
     if "junit" in fmts:
@@ -245,7 +233,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         bad = ", ".join(f"{n} ({k})" for n, k in s.metrics_errors.items() if k)
         click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
                    f"'error'): {bad}", err=True)
-    _warn_unchecked(_cases_of(run, dataset, loaded), s.unrecorded_cases)
+    _warn_unchecked(opened.cases, s.unrecorded_cases)
     if config_path is not None:
         from evaltape.grader.io.config import load_config, unused_tables
         from evaltape.grader.metrics.registry import BUILTIN
