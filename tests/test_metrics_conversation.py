@@ -199,3 +199,20 @@ def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
     # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
     assert s.value == 0.5
     assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details
+
+
+def test_the_give_up_prefilter_finds_what_the_pattern_finds():
+    # every phrase the pattern names, in letters its IGNORECASE equates with ASCII ones
+    # (upper case, the long s for s, the dotted and dotless I for i), and near misses
+    from evaltape.grader.stats.failure_class import GIVE_UP, gives_up
+    found = ["I can't help with that.", "I CANNOT ASSIST", "Sorry, i am unable to do that",
+             "i am not able to help", "Please contact support.",
+             "CONTACT A HUMAN", "contact the front desk", "Contact customer service",
+             "I will tranſfer you", "TRANSFERRING YOU now", "İ cannot help", "ı can't help"]
+    missed = ["I can help", "contacts", "transferred you", "I am able to help", "scan it",
+              "please contact", "", "I cannot helpdesk",
+              "I'm unable to complete it"]  # (the pattern has "i 'm": a space before 'm)
+    for text in found:
+        assert GIVE_UP.search(text) and gives_up(text), text
+    for text in missed:
+        assert not GIVE_UP.search(text) and not gives_up(text), text

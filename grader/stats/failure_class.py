@@ -35,7 +35,10 @@ GIVE_UP = re.compile(r"\b(?:i (?:can(?:no|')t|am unable to|'m unable to|am not a
 
 #: Every match of :data:`GIVE_UP` holds one of these, case-folded (``str.casefold`` maps
 #: each letter ``re.IGNORECASE`` equates with these ASCII ones, the long s too, to it).
-_GIVE_UP_WORDS = ("can", "unable", "not able", "contact", "transfer")
+_GIVE_UP_WORDS = ("cannot", "can't", "unable", "not able", "contact", "transfer")
+#: :data:`GIVE_UP` led by a look-ahead of its alternatives' first letters, which the
+#: regular-expression engine uses to skip positions (the same matches).
+_GIVE_UP_LED = re.compile("(?=[ipct])" + GIVE_UP.pattern, re.I)
 
 
 def gives_up(answer: str) -> bool:
@@ -44,7 +47,7 @@ def gives_up(answer: str) -> bool:
     folded = answer.casefold()
     if not any(w in folded for w in _GIVE_UP_WORDS):
         return False
-    return GIVE_UP.search(answer) is not None
+    return _GIVE_UP_LED.search(answer) is not None
 
 
 def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
