@@ -7,8 +7,19 @@ and noisy):
 
 1. grading speed, whole ``evaltape grade`` processes on the shared benchmark corpus
    (../shared/bench/gen_traces.py, ``BENCH_TRACES`` traces, default 100,000), one worker,
-   against the floor "read every line + ``orjson.loads``" in a process of its own:
-   the help-desk reference's three metrics >= 1/3 of the floor; the default metrics >= 1/6;
+   against the floor "read every line + ``orjson.loads``" in a process of its own (shown);
+   then against a base revision (``BENCH_BASE``, else the newest release tag, else
+   :data:`PREVIOUS_RELEASE`), on the same traces, ``BENCH_ALTERNATIONS`` runs alternated
+   (default 3), medians of CPU seconds (user + system): the help-desk reference's three
+   metrics <= 1.0x the base's CPU and >= 1/3 of the speed of a bare loop (orjson, the
+   three formulas, a JSON line per episode), ``report.json`` bytes per episode <= 1.1x the
+   base's; the default set's ratios shown; the default set at least as fast per trace as
+   DeepEval's ``ToolCorrectnessMetric`` through its synchronous call, and agentevals'
+   strict trajectory match beside ``trajectory_match`` (shown), both installed in a
+   benchmark environment (``BENCH_PEERS_PYTHON``, else one made with pip in
+   ``~/.cache/evaltape/bench-peers``), on ``BENCH_PEER_TRACES`` of the traces (default
+   20,000); grading memory per case at ``BENCH_MEMORY_CASES`` cases x 1 trial (default
+   100,000): peak RSS beyond a process holding the loaded cases, <= 1 KB a case;
 2. ``--workers 2`` >= 1.7x ``--workers 1`` (only meaningful when both cores are free);
 3. peak RSS grading ``BENCH_LARGE`` traces (default 1,000,000) <= 1.5x the peak RSS
    grading 10,000 (flat memory);
@@ -25,9 +36,11 @@ and noisy):
    revision ``BENCH_BASE`` (default: where this branch left ``main``), both measured in
    this run (the base's ``grader`` and ``src/evaltape`` taken from git); next to it, the
    same ratio on tau-bench's conversations when the corpus is there (shown, no target);
+   and the same CPU per trace <= 0.2 ms;
 7. other bench scripts in this folder (``bench_*.py``), printed as they are.
 
-``BENCH_REPEATS`` (default 1) repeats each timed process and keeps the median.
+``BENCH_REPEATS`` (default 1) repeats each timed process and keeps the median;
+``BENCH_SECTIONS`` (``grading,release,memory,recording,grounding,others``) picks what runs.
 """
 from __future__ import annotations
 
