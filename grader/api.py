@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from evaltape.grader.engine import fold_batches
+from evaltape.grader.engine import EVIDENCE_MODES, fold_batches
 from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
@@ -198,7 +198,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
           baseline: str | Path | Report | None = None,
           on_episode: Callable[[EpisodeResult], None] | None = None,
           workers: int | None = 1, engine: str = "local",
-          address: str | None = None, allow_missing: bool = False) -> Report:
+          address: str | None = None, allow_missing: bool = False,
+          evidence: str = "compact") -> Report:
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
@@ -225,6 +226,11 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         engine: ``local`` (a process pool) or ``dask`` (a ``dask.distributed`` cluster at
             ``address``; optional extra ``evaltape[dask]``), see :mod:`evaltape.grader.scale`.
         address: the Dask scheduler address (``tcp://HOST:8786``).
+        evidence: ``"compact"`` (a metric result that passed with its metric's best score,
+            1.0 or 0.0 for a lower-is-better rate, carries no ``evidence``: its
+            ``details`` state that every check held) or ``"full"`` (every result carries
+            the evidence its metric gave; docs/metrics.md, "Evidence"). Scores, verdicts
+            and details are the same in both.
 
     Returns:
         The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
@@ -233,7 +239,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         temporary file (:class:`~evaltape.grader.io.spill.LazyEpisodes`).
 
     Raises:
-        UsageError: bad path, no dataset, bad metric selection, zero episodes.
+        UsageError: bad path, no dataset, bad metric selection, zero episodes, an unknown
+            ``evidence`` mode.
         BadInputError: invalid run files or dataset, or inputs changed since recording
             (file, line and field named).
     """
@@ -242,6 +249,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                          f"Run), got {type(run).__name__}")
     if dataset is not None and not isinstance(dataset, (str, Path)):
         raise UsageError(f"dataset must be a path, got {type(dataset).__name__}")
+    if evidence not in EVIDENCE_MODES:
+        raise UsageError(f"evidence must be one of {', '.join(EVIDENCE_MODES)}, got "
+                         f"{evidence!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise UsageError(f"workers must be a whole number >= 1 (or None: every core), got "
@@ -263,7 +273,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers = default_workers()
     if judge is not None:
         workers, engine = 1, "local"  # the judge store's observations live in this process
-    job = GradeJob(opened, resolved, judge, policy)
+    job = GradeJob(opened, resolved, judge, policy, evidence)
     opened.reset_seen()
     parts = chunk_results(job, workers=workers, engine=engine, address=address,
                           payloads=on_episode is not None)

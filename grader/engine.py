@@ -76,15 +76,34 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
 EpisodeRecord = tuple
 
 
+#: ``evidence`` modes of :func:`grade_one` (``grade --evidence``).
+EVIDENCE_COMPACT = "compact"
+EVIDENCE_FULL = "full"
+EVIDENCE_MODES = (EVIDENCE_COMPACT, EVIDENCE_FULL)
+
+
+def keeps_evidence(value: float | None, passed: bool | None, higher_is_better: bool) -> bool:
+    """Whether a metric result keeps its ``evidence`` in ``report.json`` when evidence is
+    compact (the default): every result except one that passed with its metric's best
+    score (1.0; 0.0 for a lower-is-better rate), whose every check held, as its
+    ``details`` state (``Correct: 9/9``). A failing, partial or null result keeps it in
+    full. ``grade --evidence full`` keeps it on every result."""
+    return not passed or value != (1.0 if higher_is_better else 0.0)
+
+
 def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = None,
               traces_path: str | None = None,
               policy: VerdictPolicy = DEFAULT_POLICY,
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
-              recording: str | None = None, run_context: Any = None) -> EpisodeRecord:
+              recording: str | None = None, run_context: Any = None,
+              evidence: str = EVIDENCE_COMPACT) -> EpisodeRecord:
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
+
+    The outcome checks (and the exact tool check they share with the summary) run once
+    per episode; the verdict plan is the case's, computed once per case by the callers.
 
     Args:
         digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
@@ -96,6 +115,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
             and tool schemas of its recorded requests), passed to metrics, or ``None``.
+        evidence: :data:`EVIDENCE_COMPACT` (a result with its metric's best score carries
+            no ``evidence``: :func:`keeps_evidence`) or :data:`EVIDENCE_FULL` (every
+            result carries the evidence its metric gave).
 
     Returns:
         An :data:`EpisodeRecord`; small except for ``payload``
@@ -109,8 +131,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     if plan is None:
         plan = policy.plan(metrics, case)
     decided = frozenset(d for _t, _g, d in plan if d is not None)
-    outcome = classify(trace, case, decided)
     tool_match = tools_match(trace, case)
+    outcome = classify(trace, case, decided, tool_match=tool_match)
     label = reference_label(trace, case, traces_path)
     scores: dict[str, dict] = {}
     values = []
@@ -118,6 +140,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     deciding = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
+    full = evidence == EVIDENCE_FULL
     for m, (threshold, gating, decides) in zip(metrics, plan):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
@@ -136,22 +159,23 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
                     s = Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
         else:
             s = score_episode(m, ctx)
-        value = s.value
-        passed = check(value, s.code, threshold, m.higher_is_better)
+        value, code = s.value, s.code
+        higher = m.higher_is_better
+        passed = check(value, code, threshold, higher)
         # MetricResult(...).to_json(), without the object
-        entry = scores[m.name] = {"score": value, "details": s.details, "reason": s.code,
+        entry = scores[m.name] = {"score": value, "details": s.details, "reason": code,
                                   "threshold": threshold, "passed": passed}
-        if s.evidence is not None:
+        if s.evidence is not None and (full or keeps_evidence(value, passed, higher)):
             entry["evidence"] = s.evidence
         if not gating:
-            values.append((value, s.code, NOT_GATING))
+            values.append((value, code, NOT_GATING))
         elif passed is None:
-            values.append((value, s.code, GATE_SKIPPED))
+            values.append((value, code, GATE_SKIPPED))
         elif passed:
-            values.append((value, s.code, GATE_PASSED))
+            values.append((value, code, GATE_PASSED))
         else:
-            values.append((value, s.code, GATE_FAILED))
-            failed.append(describe(m.name, value, threshold, m.higher_is_better))
+            values.append((value, code, GATE_FAILED))
+            failed.append(describe(m.name, value, threshold, higher))
             if decides is not None:
                 deciding.append(failed[-1])
     failure = judge_episode(outcome, failed, deciding)
@@ -159,9 +183,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
            "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
            "metrics": scores, "case_digest": digest or case_digest(case)}
-    klass = failure_class(trace, case, failure)
-    if klass is not None:
-        doc["failure_class"] = klass
+    if failure is not None:
+        klass = failure_class(trace, case, failure)
+        if klass is not None:
+            doc["failure_class"] = klass
     if recording is not None:
         doc["trace_digest"] = recording
     timing = episode_timing(trace)
@@ -223,7 +248,8 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
                    run_label: str | None = None,
                    on_episode: Callable[[EpisodeResult], None] | None = None,
                    traces_path: str | None = None,
-                   policy: VerdictPolicy = DEFAULT_POLICY) -> Report:
+                   policy: VerdictPolicy = DEFAULT_POLICY,
+                   evidence: str = EVIDENCE_COMPACT) -> Report:
     """Grade checked ``(trace, case)`` pairs in this process and build the report
    .
 
@@ -239,6 +265,7 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         policy: which metrics gate the verdict and at which thresholds
             (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`; default: every metric
             gates at its default threshold).
+        evidence: which results keep their evidence (:func:`grade_one`).
 
     Returns:
         The typed :class:`Report`; its ``episodes`` are a :class:`LazyEpisodes` sequence
@@ -255,7 +282,8 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         if case.id not in prepared:
             prepared[case.id] = (case_digest(case), policy.plan(metrics, case))
         return prepared[case.id]
-    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c))
+    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c),
+                         evidence=evidence)
                for t, c in episodes)
     return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
                         run_label=run_label, on_episode=on_episode, policy=policy)

@@ -66,17 +66,22 @@ class GradeJob:
         judge: the judge store, or ``None``.
         policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
             or ``None`` for the default.
+        evidence: which results keep their evidence
+            (:data:`~evaltape.grader.engine.EVIDENCE_COMPACT` or ``EVIDENCE_FULL``,
+            :func:`evaltape.grader.engine.grade_one`).
     """
 
     run: Any
     metrics: Sequence[Any]
     judge: Any = None
     policy: Any = None
+    evidence: str = "compact"
 
     def __post_init__(self) -> None:
         self._by_id: dict | None = None
         self._position: dict | None = None
         self._digests: dict | None = None
+        self._plans: dict = {}
 
     def prepared(self, case: Any) -> tuple:
         """``(case digest, verdict plan)`` of ``case``
@@ -84,13 +89,15 @@ class GradeJob:
         :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
         and process."""
         if self._digests is None:
-            self._digests = {}
+            self._digests, self._plans = {}, {}
         got = self._digests.get(case.id)
         if got is None:
             from evaltape.grader.io.datasets import case_digest
             from evaltape.grader.stats.verdict import DEFAULT_POLICY
             policy = self.policy or DEFAULT_POLICY
-            got = self._digests[case.id] = (case_digest(case), policy.plan(self.metrics, case))
+            plan = policy.plan(self.metrics, case)
+            plan = self._plans.setdefault(plan, plan)  # one object per distinct plan
+            got = self._digests[case.id] = (case_digest(case), plan)
         return got
 
     @property
@@ -110,6 +117,7 @@ class GradeJob:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_by_id"] = state["_position"] = state["_digests"] = None
+        state["_plans"] = {}
         return state
 
 
@@ -201,6 +209,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     policy = job.policy or DEFAULT_POLICY
     prepared = job.prepared
     context = getattr(run, "context", None)
+    evidence = job.evidence
     loads = orjson.loads
     try:
         fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
@@ -232,7 +241,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
-                            line_digest(raw), context)
+                            line_digest(raw), context, evidence)
     return lineno - (chunk.first_line or 1) + 1
 
 

@@ -12,12 +12,13 @@ from typing import ClassVar
 import pytest
 
 import evaltape
-from conftest import load_case, write_json, write_jsonl
+from conftest import load_case, run_cli, write_json, write_jsonl
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.bfcl_ast import BfclAst
 from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
 from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
 from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
+from evaltape.grader.errors import UsageError
 from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace, check_evidence
 from evaltape.grader.results import MetricResult, Report
 
@@ -204,8 +205,9 @@ def test_report_json_writes_evidence_sorted_and_reads_it_back(tmp_path):
         for cid in ("good", "bad")])
     data = write_json(tmp_path / "d.json", [{"id": "good", "user_query": "q"},
                                             {"id": "bad", "user_query": "q"}])
+    # full: every result keeps its evidence, the perfect 1.0 of "good" too
     report = evaltape.grade(str(run / "traces.jsonl"), str(data),
-                            metrics=[WithEvidence(), "task_completion"])
+                            metrics=[WithEvidence(), "task_completion"], evidence="full")
     text = evaltape.report_bytes(report).decode()
     doc = json.loads(text)
     good = next(e for e in doc["episodes"] if e["case_id"] == "good")
@@ -220,3 +222,85 @@ def test_report_json_writes_evidence_sorted_and_reads_it_back(tmp_path):
     assert got == MetricResult(1.0, "ok", None, 0.8, True, {"a": {"b": [3], "y": 2}, "z": 1})
     assert MetricResult(0.5).to_json() == {"score": 0.5, "details": "", "reason": None,
                                            "threshold": None, "passed": None}
+
+
+def test_a_user_metrics_evidence_is_left_out_of_a_perfect_pass_by_default(tmp_path):
+    run = tmp_path / "run"
+    write_jsonl(run / "traces.jsonl", [
+        {"schema": "evaltape.trace/1", "case_id": cid, "trial": 0, "input": "q",
+         "tool_calls": [], "final_response": "ok", "stop_reason": "end_turn", "steps": 1}
+        for cid in ("good", "bad")])
+    data = write_json(tmp_path / "d.json", [{"id": "good", "user_query": "q"},
+                                            {"id": "bad", "user_query": "q"}])
+    doc = json.loads(evaltape.report_bytes(evaltape.grade(
+        str(run / "traces.jsonl"), str(data), metrics=[WithEvidence()])))
+    eps = {e["case_id"]: e["metrics"]["with_evidence"] for e in doc["episodes"]}
+    # 1.0 passed its 0.8: compact leaves the evidence out, details and score stay
+    assert eps["good"] == {"score": 1.0, "details": "ok", "reason": None, "threshold": 0.8,
+                           "passed": True}
+    # evidence that is not JSON is still the metric's error, whatever is written
+    assert eps["bad"]["reason"] == "error"
+    with pytest.raises(UsageError, match="evidence must be one of compact, full"):
+        evaltape.grade(str(run / "traces.jsonl"), str(data), metrics=[WithEvidence()],
+                       evidence="short")
+
+
+def _helpdesk_run(tmp_path):
+    """Two episodes of one case expecting lookup(id=1, region="EU"): trial 0 passes both
+    arguments (1.0), trial 1 gets the region wrong (1/2 = 0.5)."""
+    run = tmp_path / "run"
+    rows = []
+    for trial, region in ((0, "eu"), (1, "us")):
+        rows.append({"schema": "evaltape.trace/1", "case_id": "c", "trial": trial,
+                     "input": "q", "final_response": "done", "stop_reason": "end_turn",
+                     "steps": 2, "tool_calls": [
+                         {"id": f"toolu_{trial}", "name": "lookup",
+                          "arguments": {"id": 1, "region": region}, "result": "{}"}]})
+    write_jsonl(run / "traces.jsonl", rows)
+    data = write_json(tmp_path / "d.json", [{
+        "id": "c", "user_query": "q", "expected_tools": ["lookup"],
+        "expected_args": {"lookup": {"id": 1, "region": "EU"}}}])
+    return run, data
+
+
+def test_compact_evidence_keeps_partial_results_whole_and_full_keeps_every_one(tmp_path):
+    run, data = _helpdesk_run(tmp_path)
+    out = {}
+    for mode in ("compact", "full"):
+        args = ["grade", str(run / "traces.jsonl"), "--dataset", str(data), "--metrics",
+                "argument_correctness", "--out", str(tmp_path / mode), "--format", "json",
+                "--quiet"]
+        p = run_cli(*args, *(["--evidence", "full"] if mode == "full" else []))
+        assert p.returncode == 0, p.stderr  # (no --threshold: a failed episode is no gate)
+        doc = json.loads((tmp_path / mode / "report.json").read_text())
+        out[mode] = {e["trial"]: e["metrics"]["argument_correctness"] for e in doc["episodes"]}
+    perfect = {"tool": "lookup", "actual_index": 0, "call_id": "toolu_0",
+               "correct": ["id", "region"], "wrong": []}
+    partial = {"tool": "lookup", "actual_index": 0, "call_id": "toolu_1", "correct": ["id"],
+               "wrong": [{"argument": "region", "kind": "value_differs", "path": "$.region",
+                          "message": "expected 'EU', got 'us'"}]}
+    assert out["compact"][0]["score"] == 1.0 and "evidence" not in out["compact"][0]
+    assert out["compact"][0]["details"] == "Correct: 2/2"
+    assert out["compact"][1]["score"] == 0.5
+    assert out["compact"][1]["evidence"] == {"tools": [partial]}
+    assert out["full"][0]["evidence"] == {"tools": [perfect]}
+    assert out["full"][1] == out["compact"][1]
+    # everything but the perfect result's evidence is the same in both
+    del out["full"][0]["evidence"]
+    assert out["full"] == out["compact"]
+    bad = run_cli("grade", str(run / "traces.jsonl"), "--dataset", str(data),
+                  "--evidence", "short", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "'short' is not one of 'compact', 'full'" in bad.stderr
+
+
+def test_a_partial_pass_keeps_its_evidence(tmp_path):
+    # 0.5 passes a threshold of 0.5 but is not the best score: its evidence stays
+    run, data = _helpdesk_run(tmp_path)
+    cfg = tmp_path / "evaltape.toml"
+    cfg.write_text("[thresholds]\nargument_correctness = 0.5\n")
+    doc = json.loads(evaltape.report_bytes(evaltape.grade(
+        str(run / "traces.jsonl"), str(data), metrics=["argument_correctness"],
+        config=str(cfg))))
+    one = next(e for e in doc["episodes"] if e["trial"] == 1)["metrics"]["argument_correctness"]
+    assert one["passed"] is True and one["score"] == 0.5
+    assert one["evidence"]["tools"][0]["wrong"][0]["argument"] == "region"

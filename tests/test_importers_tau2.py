@@ -25,7 +25,8 @@ def _grade(tmp_path: Path, *sources: Path) -> tuple[dict, list[dict], str]:
     out = tmp_path / "run"
     p = run_cli("import", "tau2", *map(str, sources), "--out", str(out))
     assert p.returncode == 0, p.stderr
-    p = run_cli("grade", str(out), "--out", str(tmp_path / "rep"))
+    # full evidence: every episode's per-action results, those of a perfect score too
+    p = run_cli("grade", str(out), "--out", str(tmp_path / "rep"), "--evidence", "full")
     assert p.returncode in (0, 1), p.stderr
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     return report, read_jsonl(out / "traces.jsonl"), p.stderr

@@ -350,3 +350,20 @@ def test_a_booking_made_in_the_conversation_is_the_users():
     start = [U("My reservation is EHGLP3; book me a new one too."), A("", book), R(book)]
     assert ContextRetention().score(episode(start + [A("", bags), R(bags)])).value == 1.0
     assert ContextRetention().score(episode(start + [A("", other), R(other)])).value == 0.0
+
+
+def test_the_give_up_prefilter_finds_what_the_pattern_finds():
+    # every phrase the pattern names, in letters its IGNORECASE equates with ASCII ones
+    # (upper case, the long s for s, the dotted and dotless I for i), and near misses
+    from evaltape.grader.stats.failure_class import GIVE_UP, gives_up
+    found = ["I can't help with that.", "I CANNOT ASSIST", "Sorry, i am unable to do that",
+             "i am not able to help", "Please contact support.",
+             "CONTACT A HUMAN", "contact the front desk", "Contact customer service",
+             "I will tranſfer you", "TRANSFERRING YOU now", "İ cannot help", "ı can't help"]
+    missed = ["I can help", "contacts", "transferred you", "I am able to help", "scan it",
+              "please contact", "", "I cannot helpdesk",
+              "I'm unable to complete it"]  # (the pattern has "i 'm": a space before 'm)
+    for text in found:
+        assert GIVE_UP.search(text) and gives_up(text), text
+    for text in missed:
+        assert not GIVE_UP.search(text) and not gives_up(text), text

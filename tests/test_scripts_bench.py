@@ -48,3 +48,37 @@ def test_the_base_revision_is_exported_as_an_importable_package(tmp_path):
                            capture_output=True, text=True, check=True,
                            env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"}, cwd=ROOT)
     assert where.stdout.strip() == str(pkg / "evaltape" / "__init__.py")
+
+
+def test_the_bare_loop_computes_the_three_formulas(tmp_path):
+    # expected lookup(id=1, region="EU") and keywords done, paris; the agent called
+    # lookup(id=1, region="eu") then search, and answered "Done."
+    bench = _bench()
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps(make_trace("c", tools=[("lookup", {"id": 1, "region": "eu"}),
+                                                        ("search", {"q": "x"})],
+                                            final="Done.")) + "\n")
+    ds = tmp_path / "dataset.jsonl"
+    ds.write_text(json.dumps({"id": "c", "user_query": "q", "expected_tools": ["lookup"],
+                              "expected_args": {"lookup": {"id": 1, "region": "EU"}},
+                              "expected_outcome_keywords": ["done", "paris"]}) + "\n")
+    out = tmp_path / "out.jsonl"
+    script = tmp_path / "bare.py"
+    script.write_text(bench.BARE_LOOP)
+    subprocess.run([sys.executable, str(script), str(traces), str(ds), str(out)], check=True)
+    row = json.loads(out.read_text())
+    # set F1: P = 1/2 (lookup of lookup, search), R = 1/1: 2PR/(P+R) = 2/3
+    assert row["tool_selection_accuracy"] == pytest.approx(2 / 3)
+    assert row["argument_correctness"] == 1.0  # id 1 == 1, "eu" == "EU" lower-cased
+    assert row["task_completion"] == 0.5  # done found, paris not
+    assert (row["case_id"], row["trial"]) == ("c", 0)
+
+
+def test_the_release_base_is_the_named_one_else_the_last_release(monkeypatch):
+    bench = _bench()
+    monkeypatch.setenv("BENCH_BASE", "abc123")
+    assert bench.release_base() == "abc123"
+    monkeypatch.delenv("BENCH_BASE")
+    tags = subprocess.run(["git", "-C", str(ROOT), "describe", "--tags", "--abbrev=0"],
+                          capture_output=True, text=True).stdout.strip()
+    assert bench.release_base() == (tags or "e7c4129")

@@ -46,14 +46,15 @@ def test_a_golden_without_evidence_is_named_per_metric(tmp_path):
     shutil.copytree(ROOT / "cassettes" / "scripted-harness", runs / "scripted-harness")
     gold = tmp_path / "gold"
     assert check("--runs", str(runs), "--golden", str(gold), "--update").returncode == 0
-    # a golden written before tool_call_f1 gave evidence: the 'sum' episode has none
+    # a golden written before tool_call_f1 gave evidence: the 'stuck' episode (2/3, which
+    # keeps its evidence by default) has none
     path = gold / "scripted-harness" / "report.json"
     report = json.loads(path.read_text())
-    sum_ep = next(e for e in report["episodes"] if e["case_id"] == "sum")
-    del sum_ep["metrics"]["tool_call_f1"]["evidence"]
+    stuck = next(e for e in report["episodes"] if e["case_id"] == "stuck")
+    del stuck["metrics"]["tool_call_f1"]["evidence"]
     path.write_text(json.dumps(report))
     bad = check("--runs", str(runs), "--golden", str(gold))
     assert bad.returncode == 1
     assert ("metric tool_call_f1: evidence changed in 1 episode(s) with equal scores; "
-            "first: sum#t0 absent") in bad.stderr
+            "first: stuck#t0 absent") in bad.stderr
     assert "differ in a key not listed above" not in bad.stderr

@@ -62,8 +62,12 @@ class ArgumentCorrectness(Metric):
         issues: list[str] = []
         tools: list[dict[str, Any]] = []
         calls = ctx.trace.tool_calls
+        firsts: dict[str, int] = {}  # each tool's first call, in one pass over the calls
+        for j, c in enumerate(calls):
+            if c.name not in firsts:
+                firsts[c.name] = j
         for tool, params in expected_args.items():
-            first = next((j for j, c in enumerate(calls) if c.name == tool), None)
+            first = firsts.get(tool)
             entry: dict[str, Any] = {"tool": tool, "actual_index": first,
                                      "call_id": None if first is None else calls[first].id,
                                      "correct": [], "wrong": []}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import ClassVar
 
 from evaltape.grader.matching.calls import nfc
@@ -53,9 +54,9 @@ class TaskCompletion(Metric):
         numbers: set[Decimal] | None = None
         found, missing = [], []
         for k in keywords:
-            value = number_value(k)
+            value, text = _keyword(k)
             if value is None:
-                hit = nfc(k).lower() in lower
+                hit = text in lower
             else:
                 if numbers is None:
                     numbers = numbers_in(answer)
@@ -73,6 +74,13 @@ class TaskCompletion(Metric):
 _NUMBER = re.compile(r"(?<![\w.,:/-])(?:\d{1,3}(?:[,\u00a0\u202f]\d{3})+|\d+)(?:\.\d+)?"
                      r"(?![\w]|[.,:/-]\d)")
 _SEPARATORS = str.maketrans("", "", ",\u00a0\u202f")
+
+
+@lru_cache(maxsize=1 << 14)
+def _keyword(k: str) -> tuple[Decimal | None, str]:
+    """``(number_value(k), nfc(k).lower())``: a case's keywords are read again in every
+    trial, so each distinct keyword is prepared once (the most recent 16,384 kept)."""
+    return number_value(k), nfc(k).lower()
 
 
 def number_value(text: str) -> Decimal | None:

@@ -31,20 +31,19 @@ class ToolSelectionAccuracy(Metric):
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = list(ctx.case.expected_tools or ())
-        actual = ctx.trace.tools_called
+        actual = [c.name for c in ctx.trace.tool_calls]  # (Trace.tools_called)
         if not expected:
             return Score(1.0 if not actual else 0.0,
                          f"Expected no tool calls. Agent called: {actual}")
         e, a = set(expected), set(actual)
-        correct = e & a
-        precision = len(correct) / len(a) if a else 0.0
-        recall = len(correct) / len(e)
+        n_correct, n_e, n_a = len(e & a), len(e), len(a)
+        precision = n_correct / n_a if n_a else 0.0
+        recall = n_correct / n_e
         f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
         details = f"Expected: {expected}, Actual: {actual}"
-        missing, extra = sorted(e - a), sorted(a - e)
-        if missing:
-            details += f", Missing: {missing}"
-        if extra:
-            details += f", Extra: {extra}"
-        details += f" (P={precision:.3f} {len(correct)}/{len(a)}, R={recall:.3f} {len(correct)}/{len(e)})"
+        if n_correct != n_e:  # (e <= a otherwise: nothing missing)
+            details += f", Missing: {sorted(e - a)}"
+        if n_correct != n_a:
+            details += f", Extra: {sorted(a - e)}"
+        details += f" (P={precision:.3f} {n_correct}/{n_a}, R={recall:.3f} {n_correct}/{n_e})"
         return Score(f1, details)

@@ -33,6 +33,23 @@ GIVE_UP = re.compile(r"\b(?:i (?:can(?:no|')t|am unable to|'m unable to|am not a
                      re.I)
 
 
+#: Every match of :data:`GIVE_UP` holds one of these, case-folded (``str.casefold`` maps
+#: each letter ``re.IGNORECASE`` equates with these ASCII ones, the long s too, to it).
+_GIVE_UP_WORDS = ("cannot", "can't", "unable", "not able", "contact", "transfer")
+#: :data:`GIVE_UP` led by a look-ahead of its alternatives' first letters, which the
+#: regular-expression engine uses to skip positions (the same matches).
+_GIVE_UP_LED = re.compile("(?=[ipct])" + GIVE_UP.pattern, re.I)
+
+
+def gives_up(answer: str) -> bool:
+    """Whether ``answer`` gives up on the task (:data:`GIVE_UP` finds a match); the
+    search runs only on an answer holding one of its words (most answers hold none)."""
+    folded = answer.casefold()
+    if not any(w in folded for w in _GIVE_UP_WORDS):
+        return False
+    return _GIVE_UP_LED.search(answer) is not None
+
+
 def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
     """``"plan"``, ``"step"`` or ``None`` (passed, or an infrastructure error): the rules
     of the module doc, in that order."""
@@ -44,7 +61,7 @@ def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
         return PLAN
     if conv.get("end") in ("max_turns", "agent_stopped", "transfer"):
         return PLAN
-    if trace.final_response and GIVE_UP.search(trace.final_response):
+    if trace.final_response and gives_up(trace.final_response):
         return PLAN
     if state_case(case) and isinstance(raw.get("final_state"), dict) and \
             isinstance(raw.get("initial_state"), dict) and \

@@ -91,7 +91,8 @@ def tools_match(trace: Trace, case: Case) -> bool:
     return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
-def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset()) -> str | None:
+def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
+             tool_match: bool | None = None) -> str | None:
     """The failure reason of one episode, or ``None`` when it passed.
 
     ``decided``: the outcome checks (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) a gating
@@ -99,6 +100,9 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset()) ->
     (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decided`): those fixed rules are
     left out of the plain-case checks (:func:`scripted_outcome`); benchmark and
     end-state cases keep their rules.
+
+    ``tool_match``: :func:`tools_match` of the episode when the caller computed it already
+    (the engine does, for the summary's ``tool_accuracy``), so that it runs once.
 
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
@@ -123,17 +127,17 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset()) ->
         v = bfcl_verdict(trace, case)
         return None if v.valid else WRONG_CALL + str(v.error_type)
     if case.matching == "tau2":
-        if not tools_match(trace, case):
+        if not (tools_match(trace, case) if tool_match is None else tool_match):
             return WRONG_TOOLS
         info = case.extra.get("expected_outputs") or ()
         return WRONG_ANSWER if tau2.communicated(trace, info) else None
     if state_case(case):
         return state_outcome(trace, case)
-    return scripted_outcome(trace, case, decided)
+    return scripted_outcome(trace, case, decided, tool_match=tool_match)
 
 
-def scripted_outcome(trace: Trace, case: Case,
-                     decided: frozenset[str] = frozenset()) -> str | None:
+def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
+                     tool_match: bool | None = None) -> str | None:
     """The scripted-harness reference's checks of a plain case, in its order, stopping at the
     first that fails: no final answer → ``"no_answer:" + stop_reason``; the called tools
     differ from ``expected_tools`` (:func:`tools_match`) → ``"wrong_tools"``; the answer
@@ -146,7 +150,8 @@ def scripted_outcome(trace: Trace, case: Case,
     """
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
-    if TOOLS_CHECK not in decided and not tools_match(trace, case):
+    if TOOLS_CHECK not in decided and not (
+            tools_match(trace, case) if tool_match is None else tool_match):
         return WRONG_TOOLS
     if ANSWER_CHECK in decided:
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import chain, islice
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import click
 
@@ -46,14 +46,13 @@ def _formats(value: str) -> list[str]:
     return fmts
 
 
-def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) -> None:
+def _warn_unchecked(all_cases: Sequence[Any], unrecorded: Sequence[str]) -> None:
     """Warn when graded cases state no expectation at all (an import from traces alone, a
     dataset of inputs only): the rules for missing expectations then decide their
     scores (1.0 when no tool is called and an answer is given, 0.0 for any call), which
     say nothing about the task."""
-    from evaltape.grader.io.run import open_run
     skipped = set(unrecorded)
-    cases = [c for c in open_run(run, dataset).cases if c.id not in skipped]
+    cases = [c for c in all_cases if c.id not in skipped]
     bare = [c.id for c in cases if not c.has_expectations]
     if bare:
         click.echo(f"warning: {len(bare)} of {len(cases)} graded case(s) state no expectation "
@@ -65,12 +64,6 @@ def _warn_unchecked(run: str, dataset: str | None, unrecorded: Sequence[str]) ->
 
 #: report.md shows the conversations of at most this many episodes (the first, report order).
 MD_CONVERSATIONS = 2000
-
-
-def _cases_of(run: str, dataset: str | None) -> list:
-    """The cases of the run being graded (its dataset, as ``grade`` found it)."""
-    from evaltape.grader.io.run import open_run
-    return list(open_run(run, dataset).cases)
 
 
 def _make_out(out_dir: Path) -> None:
@@ -130,12 +123,17 @@ def _make_out(out_dir: Path) -> None:
                    "(pip install 'evaltape[dask]'; needs --address).")
 @click.option("--address", default=None, metavar="tcp://HOST:8786",
               help="The Dask scheduler for --engine dask.")
+@click.option("--evidence", type=click.Choice(["compact", "full"]), default="compact",
+              show_default=True,
+              help="Which metric results carry their evidence in report.json: compact "
+                   "leaves it out of a result that passed with its metric's best score "
+                   "(its details say every check held); full writes it on every result.")
 def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
           metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
           baseline: str | None = None, config_path: str | None = None,
           require_complete: bool = False, workers: int | None = None,
           engine: str = "local", address: str | None = None, allow_missing: bool = False,
-          strict: bool = False) -> None:
+          strict: bool = False, evidence: str = "compact") -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
     fmts = _formats(formats)
     if (allow_missing or strict) and baseline is None:
@@ -154,7 +152,8 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
         _make_out(Path(out))
     try:
         _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers, engine,
-               address, threshold, require_complete, require_judge, allow_missing, strict)
+               address, threshold, require_complete, require_judge, allow_missing, strict,
+               evidence)
     except BaseException:
         if made:  # nothing written (the reports are written last, as one set)
             _remove_if_empty(Path(out))
@@ -173,7 +172,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
            names: list[str] | None, config_path: str | None, baseline: str | None,
            workers: int | None, engine: str, address: str | None, threshold: float | None,
            require_complete: bool, require_judge: bool, allow_missing: bool = False,
-           strict: bool = False) -> None:
+           strict: bool = False, evidence: str = "compact") -> None:
     """The body of :func:`grade` once its options are checked (see there)."""
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
@@ -188,12 +187,14 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             config_path = str(found)
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
-    from evaltape.grader.io.run import unfinished_refresh
+    from evaltape.grader.io.run import open_run, unfinished_refresh
     half = unfinished_refresh(run)
     if half:
         click.echo(f"warning: {half}", err=True)
-    report = grade_api(run, dataset, names, config_path, baseline=baseline, workers=workers,
-                       engine=engine, address=address, allow_missing=allow_missing)
+    opened = open_run(run, dataset)  # read once: grading, report.md, html and the warnings
+    report = grade_api(opened, None, names, config_path, baseline=baseline, workers=workers,
+                       engine=engine, address=address, allow_missing=allow_missing,
+                       evidence=evidence)
     out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
     _make_out(out_dir)
     files: list[tuple[Path, Iterable[bytes]]] = []
@@ -201,10 +202,9 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         files.append((out_dir / "report.json", iter_report_json(report)))
     if "md" in fmts:
         convs = None
-        if any(c.user is not None for c in _cases_of(run, dataset)):
-            from evaltape.grader.io.run import open_run
+        if any(c.user is not None for c in opened.cases):
             shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
-            convs = {(t.case_id, t.trial): t for t, _case in open_run(run, dataset).episodes()
+            convs = {(t.case_id, t.trial): t for t, _case in opened.episodes()
                      if (t.case_id, t.trial) in shown and "conversation" in t.raw}
         files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
     if "junit" in fmts:
@@ -236,7 +236,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         bad = ", ".join(f"{n} ({k})" for n, k in s.metrics_errors.items() if k)
         click.echo(f"warning: metric(s) raised on some episodes (null scores with code "
                    f"'error'): {bad}", err=True)
-    _warn_unchecked(run, dataset, s.unrecorded_cases)
+    _warn_unchecked(opened.cases, s.unrecorded_cases)
     if config_path is not None:
         from evaltape.grader.io.config import load_config, unused_tables
         from evaltape.grader.metrics.registry import BUILTIN
