@@ -326,6 +326,10 @@ class Case:
             key it names must hold the value it gives (``None``: not checked).
         gold_actions: the actions (``{name, kwargs}``) whose effect on the initial state
             is the expected end state, as τ-bench derives it, or ``None``.
+        expect_unchanged: ``True`` when the correct end state is the initial state itself
+            (a request the tools must not act on, a lookup): the whole end state must
+            equal it. Without it a case whose expectation already holds at the start is
+            refused at load. ``None`` otherwise.
     """
 
     id: str
@@ -362,6 +366,7 @@ class Case:
     initial_state: Mapping[str, Any] | None = None
     expected_state: Mapping[str, Any] | None = None
     gold_actions: tuple[ExpectedCall, ...] | None = None
+    expect_unchanged: bool | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
@@ -369,7 +374,7 @@ class Case:
         "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
         "final_response_contains", "final_response_excludes", "should_not_contain",
         "factual_claims", "expected_category", "must_mention", "reference_label", "budgets",
-        "expected_output", "judges", "expected_state", "gold_actions")
+        "expected_output", "judges", "expected_state", "gold_actions", "expect_unchanged")
 
     @property
     def has_expectations(self) -> bool:

@@ -305,7 +305,9 @@ def test_a_failing_user_model_ends_the_episode_as_an_infra_error(tmp_path):
 
 def test_report_md_and_html_show_each_conversation_turn_by_turn(tmp_path):
     cases = json.loads(json.dumps(CASES))
-    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}}}
+    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}},
+                                  "slots": {"S-201": {"booked": False},
+                                            "S-202": {"booked": True}}}
     ds, sc = write(tmp_path, cases)
     run = tmp_path / "run"
     assert run_cli("record", ds, "--agent", "clinic", "--standin-script", sc,

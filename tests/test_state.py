@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from test_conversation import CASES, traces, write
 
 from evaltape.grader.envs import Session, ToolError
@@ -70,13 +70,16 @@ def test_state_match_gold_actions_derive_the_expected_state_as_tau_bench_does():
     gold = {"gold_actions": [{"name": "reschedule_appointment",
                               "kwargs": {"appointment_id": "A-5001", "slot_id": "S-202"}}]}
     s = StateMatch().score(_episode(gold, moved.state))
-    assert s.value == 1.0 and "the state of 1 gold action(s)" in s.details
-    # moved to S-203 instead: slot_id, and which slot is booked, differ (3 leaves)
+    assert s.value == 1.0 and "the initial state after 1 gold action(s)" in s.details
+    # moved to S-203 instead: slot_id and S-202's booking differ from the gold state, and
+    # S-203's booking is a change the gold actions do not account for (collateral)
     wrong = Session(ENV)
     wrong.execute("reschedule_appointment", {"appointment_id": "A-5001", "slot_id": "S-203"})
     s = StateMatch().score(_episode(gold, wrong.state))
     assert s.value == 0.0
-    assert s.details.startswith("3 path(s) differ")
+    assert s.details.startswith("2 path(s) differ")
+    assert "1 collateral change(s)" in s.details and "$.slots.S-203.booked false → true" \
+        in s.details
     assert '$.appointments.A-5001.slot_id expected "S-202", got "S-203"' in s.details
     assert "$.slots.S-202.booked expected true, got false" in s.details
 
@@ -89,11 +92,12 @@ def test_state_match_null_cases():
 
 
 def test_a_state_case_is_decided_by_its_end_state_not_by_tool_lists():
+    start = {"patients": {"P-1002": {"phone": "555-0102"}}}
     ctx = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}}},
-                   {"patients": {"P-1002": {"phone": "555-0102"}}})
+                   start, start)
     assert classify(ctx.trace, ctx.case) == "wrong_state"
     ok = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}}},
-                  {"patients": {"P-1002": {"phone": "555-0199"}}})
+                  {"patients": {"P-1002": {"phone": "555-0199"}}}, start)
     # no final answer and no expected_tools: the state alone decides
     assert classify(ok.trace, ok.case) is None
     # and no metric gates it unless [verdict] gate names some
@@ -102,7 +106,10 @@ def test_a_state_case_is_decided_by_its_end_state_not_by_tool_lists():
 
 def test_recorded_conversation_keeps_initial_and_final_state_and_each_calls_changes(tmp_path):
     cases = json.loads(json.dumps(CASES))
-    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}}}
+    # the whole move: the appointment's slot and both slots' bookings
+    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}},
+                                  "slots": {"S-201": {"booked": False},
+                                            "S-202": {"booked": True}}}
     cases[1]["gold_actions"] = [{"name": "update_contact",
                                  "kwargs": {"patient_id": "P-1002", "phone": "555-0199"}}]
     ds, sc = write(tmp_path, cases)
@@ -127,3 +134,118 @@ def test_recorded_conversation_keeps_initial_and_final_state_and_each_calls_chan
     scores = {e["case_id"]: e["metrics"]["state_match"]["score"] for e in rep["episodes"]}
     assert scores == {"c1": 1.0, "c2": 1.0}
     assert rep["summary"]["pass_rate"] == 1.0
+
+
+# --- the whole end state: collateral damage, do-nothing agents, load-time refusals --------
+
+CLINIC = ROOT / "cassettes" / "clinic-scripted"
+
+
+def _committed(case_id: str) -> dict:
+    for line in (CLINIC / "traces.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        if t["case_id"] == case_id:
+            return t
+    raise AssertionError(case_id)
+
+
+def _clinic_cases() -> dict:
+    from evaltape.grader.io.datasets import load_dataset
+    return {c.id: c for c in load_dataset(ROOT / "datasets" / "clinic_scripted_eval.json")}
+
+
+def _ctx(raw: dict, case, calls=()) -> EpisodeContext:
+    t = Trace(case_id=case.id, trial=0, input=case.input, tool_calls=tuple(calls),
+              final_response=raw.get("final_response"), stop_reason="end_turn", steps=1,
+              raw=raw)
+    return EpisodeContext(trace=t, case=case)
+
+
+def test_a_committed_trace_with_another_patients_appointment_cancelled_fails_naming_it():
+    raw = _committed("mt_01")  # Ana's check-up moved to S-202: 1.0 as committed
+    case = _clinic_cases()["mt_01"]
+    assert StateMatch().score(_ctx(raw, case)).value == 1.0
+    # ... and Ben Okafor's A-5002 (slot S-205) cancelled as well
+    raw["final_state"]["appointments"]["A-5002"]["status"] = "cancelled"
+    raw["final_state"]["slots"]["S-205"]["booked"] = False
+    s = StateMatch().score(_ctx(raw, case))
+    assert s.value == 0.0
+    assert "2 collateral change(s)" in s.details
+    assert '$.appointments.A-5002.status "booked" → "cancelled"' in s.details
+    assert s.evidence["collateral"] == [
+        {"path": "$.appointments.A-5002.status", "before": "booked", "after": "cancelled"},
+        {"path": "$.slots.S-205.booked", "before": True, "after": False}]
+    assert s.evidence["mismatches"] == []
+    assert classify(_ctx(raw, case).trace, case) == "wrong_state"
+
+
+def test_an_agent_that_does_nothing_fails_every_clinic_case():
+    from evaltape.grader.envs.clinic import INITIAL_STATE
+    cases = _clinic_cases()
+    assert len(cases) == 12
+    outcomes = {}
+    for cid, case in cases.items():
+        raw = {"env": "clinic", "initial_state": INITIAL_STATE, "final_state": INITIAL_STATE,
+               "final_response": "Hello! How can I help you today?"}
+        outcomes[cid] = classify(_ctx(raw, case).trace, case)
+    # ten cases expect a change; mt_09 expects no change and the 10:00 time in the answer;
+    # mt_10 expects no change and the transfer (a gold action the state cannot show)
+    assert outcomes == {**{f"mt_{i:02d}": "wrong_state" for i in (1, 2, 3, 4, 5, 6, 7, 8,
+                                                                   11, 12)},
+                        "mt_09": "wrong_answer", "mt_10": "wrong_tools"}
+
+
+def test_a_new_records_unnamed_keys_are_free_and_null_means_absent():
+    s = Session(ENV)
+    s.execute("book_appointment", {"patient_id": "P-1003", "slot_id": "S-210",
+                                   "reason": "mole check"})
+    case = {"expected_state": {"appointments": {"A-5004": {"patient_id": "P-1003",
+                                                           "slot_id": "S-210"},
+                                                "A-9999": None},
+                               "slots": {"S-210": {"booked": True}}}}
+    # the reason and status of the new A-5004 are not named: free
+    assert StateMatch().score(_episode(case, s.state, s.initial)).value == 1.0
+    # a second booking nobody asked for is collateral
+    s.execute("book_appointment", {"patient_id": "P-1003", "slot_id": "S-211",
+                                   "reason": "x"})
+    got = StateMatch().score(_episode(case, s.state, s.initial))
+    assert got.value == 0.0
+    assert [c["path"] for c in got.evidence["collateral"]] == [
+        "$.appointments.A-5005", "$.slots.S-211.booked"]
+
+
+@pytest.mark.parametrize("case, field, says", [
+    ({"expected_state": {}}, "expected_state", "names no path"),
+    ({"expected_state": {"appointments": {}}}, "expected_state", "names no path"),
+    ({"expected_state": {"appointments": {"A-5002": {"status": "booked"}}}},
+     "expected_state", "an agent that does nothing would pass"),
+    ({"gold_actions": [{"name": "transfer_to_human", "kwargs": {"summary": "x"}}]},
+     "gold_actions", "an agent that does nothing would pass"),
+    ({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}},
+      "expect_unchanged": True}, "expect_unchanged", "change the initial state"),
+])
+def test_an_expectation_a_do_nothing_agent_meets_is_refused_at_load(tmp_path, case, field,
+                                                                      says):
+    from evaltape.grader.errors import BadInputError
+    from evaltape.grader.io.datasets import load_dataset
+    ds = tmp_path / "d.json"
+    ds.write_text(json.dumps([{"id": "ok", "user_query": "hi", "env": "clinic",
+                               "expect_unchanged": True},
+                              {"id": "bad_one", "user_query": "hi", "env": "clinic", **case}]))
+    with pytest.raises(BadInputError) as e:
+        load_dataset(ds)
+    assert e.value.field == f"[1].{field}"
+    assert "case 'bad_one'" in e.value.message and says in e.value.message
+
+
+def test_an_empty_expected_state_is_refused_with_exit_3_naming_the_case(tmp_path):
+    ds = tmp_path / "d.json"
+    ds.write_text(json.dumps([{"id": "c1", "user_query": "hi", "env": "clinic",
+                               "expected_state": {}, "user": {"turns": ["x"]}}]))
+    sc = tmp_path / "s.json"
+    sc.write_text(json.dumps({"c1": ["hello"]}))
+    p = run_cli("record", str(ds), "--agent", "clinic", "--standin-script", str(sc),
+                "--out", str(tmp_path / "run"))
+    assert p.returncode == 3
+    assert "case 'c1'" in p.stderr and "expected_state" in p.stderr
+    assert not (tmp_path / "run" / "traces.jsonl").exists()

@@ -105,9 +105,151 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def state_case(case: Any) -> bool:
-    """Whether a case states an end state (``expected_state`` or ``gold_actions``): the
-    state then decides its outcome, as τ-bench's and τ²-bench's reward does."""
-    return case.expected_state is not None or case.gold_actions is not None
+    """Whether a case states an end state (``expected_state``, ``gold_actions`` or
+    ``expect_unchanged``): the state then decides its outcome, as τ-bench's and τ²-bench's
+    reward does."""
+    return (case.expected_state is not None or case.gold_actions is not None
+            or bool(getattr(case, "expect_unchanged", None)))
+
+
+def named_paths(doc: Any, path: str = "$") -> list[str]:
+    """The paths a partial document names, in key order: one per value that is not an
+    object (``null``, arrays and scalars). An empty object names nothing, so ``{}`` and
+    ``{"appointments": {}}`` name no path."""
+    if isinstance(doc, dict):
+        out: list[str] = []
+        for k in sorted(doc):
+            out.extend(named_paths(doc[k], key_path(path, k)))
+        return out
+    return [path]
+
+
+class ExpectedEnd:
+    """The whole end state a case expects from one initial state.
+
+    Attributes:
+        state: the expected document: the initial state, the gold actions applied in
+            order, then ``expected_state`` laid over it (an object merges key by key, a
+            ``null`` removes the key, any other value replaces it).
+        named: the paths ``expected_state`` names (:func:`named_paths`).
+        free: paths of objects ``expected_state`` adds that the state before it did not
+            hold (a new record): their keys it does not name may hold anything.
+        absent: the paths ``expected_state`` gives as ``null`` (absent or null).
+        problems: gold actions the environment refused (their effect left out).
+        neutral: the gold actions that left the state as it was (a transfer, a lookup),
+            which the state cannot show were taken (checked as calls instead).
+    """
+
+    def __init__(self, state: dict, named: list[str], free: list[str], absent: list[str],
+                 problems: list[str], neutral: tuple = ()) -> None:
+        self.state, self.named, self.free = state, named, free
+        self.absent, self.problems, self.neutral = absent, problems, tuple(neutral)
+
+
+def _overlay(doc: dict, patch: dict, path: str, free: list[str], absent: list[str]) -> None:
+    import copy
+    for k in sorted(patch):
+        v, sub = patch[k], key_path(path, k)
+        if v is None:
+            doc.pop(k, None)
+            absent.append(sub)
+        elif isinstance(v, dict) and isinstance(doc.get(k), dict):
+            _overlay(doc[k], v, sub, free, absent)
+        else:
+            if isinstance(v, dict):
+                free.append(sub)
+            doc[k] = copy.deepcopy(v)
+
+
+def expected_end(case: Any, initial: dict, env: Any = None) -> ExpectedEnd:
+    """The end state ``case`` expects from ``initial`` (:class:`ExpectedEnd`): τ²-bench's
+    environment check replays the gold actions on a fresh copy of the initial database
+    and compares the whole result (Barres et al. 2025, ``EnvironmentEvaluator``);
+    evaltape does the same and lays the case's ``expected_state`` over it, so every path
+    neither names stays as it was at the start.
+
+    Raises:
+        LookupError: gold actions to apply and no environment (``env`` ``None``).
+    """
+    import copy
+    state = copy.deepcopy(initial)
+    problems: list[str] = []
+    neutral = []
+    if case.gold_actions is not None:
+        if env is None:
+            raise LookupError("gold_actions need an environment: the case names no env "
+                              "and the trace none")
+        for i, action in enumerate(case.gold_actions):
+            before = copy.deepcopy(state)
+            try:
+                env.call(state, action.name, action.literal_args())
+            except Exception as e:  # noqa: BLE001 - a gold action the environment refuses
+                problems.append(f"gold action {i + 1} {action.name}: {type(e).__name__}: {e}")
+                continue
+            if same_value(before, state):
+                neutral.append(action)
+    free: list[str] = []
+    absent: list[str] = []
+    named: list[str] = []
+    if case.expected_state is not None:
+        _overlay(state, case.expected_state, "$", free, absent)
+        named = named_paths(case.expected_state)
+    return ExpectedEnd(state, named, free, absent, problems, neutral)
+
+
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or inside it (``$.a.b`` is under ``$.a``, ``$.ab`` is not)."""
+    return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
+
+
+def _related(path: str, prefixes: list[str]) -> bool:
+    return any(_under(path, p) or _under(p, path) for p in prefixes)
+
+
+def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """As :func:`_diff`, with :data:`_MISSING` kept for an absent side."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(a.keys() | b.keys()):
+            yield from _raw_diff(a.get(k, _MISSING), b.get(k, _MISSING), key_path(path, k))
+        return
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from _raw_diff(x, y, key_path(path, i))
+        return
+    if a is _MISSING or b is _MISSING or not same_value(a, b):
+        yield (path, a, b)
+
+
+def compare_end(expected: ExpectedEnd, initial: dict, final: dict
+                ) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    """The whole end state against the expected one: ``(mismatches, collateral)``.
+
+    ``mismatches``: ``[(path, expected, actual)]`` where the end state misses what the
+    expectation asks (a path ``expected_state`` names or the gold actions change, or
+    one the agent left as it was while the expectation changes it). ``collateral``:
+    ``[(path, before, after)]``, changes of the agent that neither ``expected_state`` nor
+    the gold actions account for (another patient's appointment cancelled), τ²-bench's
+    whole-database comparison (every such change fails the check). Not a difference: a
+    key ``expected_state`` gives as ``null`` that is absent or null, and a key of a new
+    record (:attr:`ExpectedEnd.free`) that ``expected_state`` does not name. ``None``
+    stands for an absent side.
+    """
+    changed_by_expectation = [p for p, _a, _b in _raw_diff(initial, expected.state, "$")]
+    accounted = expected.named + changed_by_expectation
+    changed_by_agent = [p for p, _a, _b in _raw_diff(initial, final, "$")]
+    mismatches, collateral = [], []
+    for path, want, got in _raw_diff(expected.state, final, "$"):
+        if want is _MISSING and got in (_MISSING, None) and _related(path, expected.absent):
+            continue
+        if want is _MISSING and any(_under(path, f) and path != f for f in expected.free):
+            continue
+        w = None if want is _MISSING else want
+        g = None if got is _MISSING else got
+        if not _related(path, accounted) and _related(path, changed_by_agent):
+            collateral.append((path, w, g))
+        else:
+            mismatches.append((path, w, g))
+    return mismatches, collateral
 
 
 class EndStateCheck:
@@ -117,42 +259,38 @@ class EndStateCheck:
         checked: whether there was anything to check (the case states an end state and
             the trace holds one).
         why_not: why nothing was checked (``None`` when checked).
-        mismatches: ``[(path, expected, actual)]``: the ``expected_state`` paths the end
-            state does not hold, then every path where it differs from the state the gold
-            actions lead to (:func:`state_diff`, whole documents, as τ-bench compares its
-            database hashes).
+        mismatches: ``[(path, expected, actual)]`` (:func:`compare_end`).
+        collateral: ``[(path, before, after)]``, changes nothing expected
+            (:func:`compare_end`).
         problems: gold actions the environment refused (their effect left out).
-        paths: how many paths ``expected_state`` names (its leaves).
+        paths: how many paths ``expected_state`` names.
+        neutral: gold actions that change no state (:attr:`ExpectedEnd.neutral`).
     """
 
     def __init__(self, checked: bool, why_not: str | None = None,
                  mismatches: list | None = None, problems: list | None = None,
-                 paths: int = 0) -> None:
+                 paths: int = 0, collateral: list | None = None, neutral: tuple = ()
+                 ) -> None:
         self.checked, self.why_not = checked, why_not
         self.mismatches, self.problems = mismatches or [], problems or []
+        self.collateral, self.neutral = collateral or [], tuple(neutral)
         self.paths = paths
 
     @property
     def matched(self) -> bool:
-        """Checked, and no path differs."""
-        return self.checked and not self.mismatches
-
-
-def _leaves(doc: Any) -> int:
-    if isinstance(doc, dict) and doc:
-        return sum(_leaves(v) for v in doc.values())
-    return 1
+        """Checked, and no path differs (no mismatch, no collateral change)."""
+        return self.checked and not self.mismatches and not self.collateral
 
 
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
-    """Compare the trace's ``final_state`` with the case's ``expected_state`` (a partial
-    document, :func:`partial_mismatches`) and with the state its ``gold_actions`` lead
-    to from the episode's initial state (the trace's ``initial_state``, else the case's,
-    else the environment's), run through the environment named by the case's ``env``
-    (else the trace's).
+    """Compare the trace's whole ``final_state`` with the end state the case expects
+    (:func:`expected_end` from the episode's initial state: the trace's
+    ``initial_state``, else the case's, else the environment's; the environment named by
+    the case's ``env``, else the trace's) by :func:`compare_end`.
 
     Raises:
-        LookupError: gold actions to apply and an environment that cannot be loaded.
+        LookupError: an environment that cannot be loaded where one is needed (gold
+            actions to apply, or no initial state in the trace or the case).
     """
     from evaltape.grader.envs import resolve_env
     if not state_case(case):
@@ -162,22 +300,19 @@ def check_end_state(trace: Any, case: Any) -> EndStateCheck:
     if not isinstance(final, dict):
         return EndStateCheck(False, "the trace holds no final_state (the agent's tools kept "
                                     "no environment state)")
-    mismatches: list = []
-    paths = 0
-    if case.expected_state is not None:
-        mismatches.extend(partial_mismatches(case.expected_state, final))
-        paths = _leaves(case.expected_state)
-    problems: list = []
-    if case.gold_actions is not None:
-        name = case.env or raw.get("env")
+    name = case.env or raw.get("env")
+    start = raw.get("initial_state")
+    if not isinstance(start, dict):
+        start = case.initial_state
+    env = None
+    if case.gold_actions is not None or start is None:
         if not isinstance(name, str):
-            raise LookupError("gold_actions need an environment: the case names no env "
-                              "and the trace none")
+            raise LookupError("the expected end state needs an environment: the case "
+                              "names no env and the trace none")
         env = resolve_env(name)
-        start = raw.get("initial_state")
-        if not isinstance(start, dict):
-            start = case.initial_state
-        expected = env.initial_state(start)
-        problems = env.apply(expected, case.gold_actions)
-        mismatches.extend(state_diff(expected, final))
-    return EndStateCheck(True, mismatches=mismatches, problems=problems, paths=paths)
+    initial = env.initial_state(start) if env is not None else dict(start)
+    expected = expected_end(case, initial, env)
+    mismatches, collateral = compare_end(expected, initial, final)
+    return EndStateCheck(True, mismatches=mismatches, problems=expected.problems,
+                         paths=len(expected.named), collateral=collateral,
+                         neutral=expected.neutral)
