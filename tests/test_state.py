@@ -249,3 +249,39 @@ def test_an_empty_expected_state_is_refused_with_exit_3_naming_the_case(tmp_path
     assert p.returncode == 3
     assert "case 'c1'" in p.stderr and "expected_state" in p.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
+
+
+def test_in_a_stateful_case_a_metric_with_nothing_to_compare_is_null():
+    from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
+    from evaltape.grader.metrics.composite import Composite
+    from evaltape.grader.metrics.task_completion import TaskCompletion
+    from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
+    cases = _clinic_cases()
+    got = {}
+    for line in (CLINIC / "traces.jsonl").read_text().splitlines():
+        raw = json.loads(line)
+        from evaltape.grader.model import ToolCall
+        calls = [ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"], step=1)
+                 for c in raw["tool_calls"]]
+        ctx = _ctx(raw, cases[raw["case_id"]], calls)
+        got[raw["case_id"]] = tuple(m.score(ctx).value for m in (
+            ToolSelectionAccuracy(), TaskCompletion(), ArgumentCorrectness(), Composite()))
+    # tool selection against the gold actions' tools where a case has them:
+    # mt_10 gold {transfer_to_human}, called {find_patient, transfer_to_human}: P 1/2, R 1,
+    # F1 2/3; mt_11 gold {reschedule_appointment}, called 4 distinct tools: P 1/4, R 1, F1 0.4
+    assert got["mt_10"][0] == pytest.approx(2 / 3)
+    assert got["mt_11"][0] == pytest.approx(0.4)
+    # task_completion only where the case gives keywords: mt_09 (10:00, no answer) 0.0
+    assert got["mt_09"][1] == 0.0
+    for cid, (tools, task, args, comp) in got.items():
+        if cid not in ("mt_10", "mt_11"):
+            assert tools is None, cid
+        if cid != "mt_09":
+            assert task is None, cid
+        assert args is None and comp is None, cid
+    # a single-turn case keeps the help-desk rule: nothing expected, nothing called → 1.0
+    plain = parse_case({"id": "p", "user_query": "hi"}, path="d.json", line=1, position=0)
+    t = Trace(case_id="p", trial=0, input="hi", tool_calls=(), final_response="hello",
+              stop_reason="end_turn", steps=1)
+    assert ToolSelectionAccuracy().score(EpisodeContext(trace=t, case=plain)).value == 1.0
+    assert TaskCompletion().score(EpisodeContext(trace=t, case=plain)).value == 1.0

@@ -112,6 +112,15 @@ def state_case(case: Any) -> bool:
             or bool(getattr(case, "expect_unchanged", None)))
 
 
+def stateful_case(case: Any) -> bool:
+    """Whether a case runs on a stateful environment (an ``env``) or is decided by its end
+    state (:func:`state_case`). In such a case a metric with nothing of its own to compare
+    is null (``not_applicable``), never a vacuous 0 or 1: the reference suites' defaults
+    ("no tool expected: 1.0 iff none called", "no keyword: 1.0 iff an answer") assume one
+    request answered in one message, not an agent acting on a database."""
+    return getattr(case, "env", None) is not None or state_case(case)
+
+
 def named_paths(doc: Any, path: str = "$") -> list[str]:
     """The paths a partial document names, in key order: one per value that is not an
     object (``null``, arrays and scalars). An empty object names nothing, so ``{}`` and
