@@ -285,3 +285,70 @@ def test_in_a_stateful_case_a_metric_with_nothing_to_compare_is_null():
               stop_reason="end_turn", steps=1)
     assert ToolSelectionAccuracy().score(EpisodeContext(trace=t, case=plain)).value == 1.0
     assert TaskCompletion().score(EpisodeContext(trace=t, case=plain)).value == 1.0
+
+
+# --- one verdict story for stateful cases --------------------------------------------------
+
+def test_reports_say_per_group_which_checks_decided_and_count_exactly_those(tmp_path):
+    out = tmp_path / "rep"
+    p = run_cli("grade", str(CLINIC), "--out", str(out), "--format", "json,md,html",
+                "--metrics", "state_match,context_retention,tool_selection_accuracy")
+    assert p.returncode in (0, 1), p.stderr
+    rep = json.loads((out / "report.json").read_text())
+    v = rep["summary"]["verdict"]
+    # the committed run (docs/conversations.md's table): mt_07, mt_08, mt_12 wrong_state,
+    # mt_09 wrong_answer; every case is decided by its end state and no metric gates them
+    assert v["groups"] == [{
+        "group": "end state", "cases": 12, "episodes": 12, "passed": 8,
+        "decided_by": v["groups"][0]["decided_by"], "gate": [],
+        "informational": ["state_match", "context_retention", "tool_selection_accuracy"],
+        "failed": {"wrong_state": 3, "wrong_tools": 0, "wrong_answer": 1}}]
+    assert v["groups"][0]["decided_by"].startswith("the end state (state_match")
+    md = (out / "report.md").read_text()
+    assert ("- verdict of the 12 case(s) decided by their end state (8/12 episode(s) "
+            "passed): PASS when the end state") in md
+    assert "failed: wrong_state 3, wrong_tools 0, wrong_answer 1" in md
+    assert "every gating metric passes its threshold" not in md
+    # mt_06 fails context_retention (0.0) and passes: shown as informational, never gating
+    assert "| context_retention | 0.833 | ≥ 0.80 | no (informational) |  | 0 |" in md
+    assert "| state_match | 0.750 | ≥ 0.80 | yes | 3 | 0 |" in md
+    assert "context_retention (info)" in md.splitlines()[[i for i, l in enumerate(
+        md.splitlines()) if l.startswith("| episode | verdict |")][0]]
+    p = run_cli("grade", str(CLINIC), "--out", str(tmp_path / "t"), "--format", "json",
+                "--metrics", "state_match,context_retention")
+    assert "every gating metric" not in p.stdout
+    assert "failed: wrong_state 3, wrong_tools 0, wrong_answer 1" in " ".join(p.stdout.split())
+    html = (out / "report.html").read_text()
+    # the page's data: the metric is informational (no "gates" badge), state_match decides
+    assert '"name":"context_retention","mean":0.8333' in html
+    cr = html[html.index('"name":"context_retention","mean"'):]
+    assert '"gate":false,"failed":null' in cr[:200]
+    sm = html[html.index('"name":"state_match","mean"'):]
+    assert '"gate":true,"failed":3' in sm[:200]
+    assert '["metrics","context_retention","version 1; threshold ≥ 0.80; informational"]' \
+        in html
+
+
+def test_a_mixed_run_counts_each_groups_own_deciding_checks():
+    from evaltape.grader.results import EpisodeResult, MetricResult
+    from evaltape.grader.stats.verdict_groups import verdict_groups
+    cases = [parse_case({"id": "s", "user_query": "hi", "env": "clinic",
+                         "expected_state": {"patients": {"P-1002": {"phone": "1"}}}},
+                        path="d", line=1, position=0),
+             parse_case({"id": "o", "user_query": "hi", "expected_tools": ["x"]},
+                        path="d", line=2, position=1)]
+
+    def ep(cid, passed, failure, ok):
+        return EpisodeResult(case_id=cid, trial=0, passed=passed, failure=failure, steps=1,
+                             stop_reason="end_turn",
+                             metrics={"tool_selection_accuracy": MetricResult(
+                                 score=1.0 if ok else 0.0, passed=ok)})
+    eps = [ep("s", False, "wrong_state", False), ep("s", True, None, False),
+           ep("o", False, "tool_selection_accuracy 0.00 < 0.80", False),
+           ep("o", False, "no_answer:max_steps", False), ep("o", True, None, True)]
+    groups = verdict_groups(DEFAULT_POLICY, ["tool_selection_accuracy"], eps, cases)
+    assert [(g["group"], g["cases"], g["episodes"], g["passed"], g["gate"], g["failed"])
+            for g in groups] == [
+        ("end state", 1, 2, 1, [], {"wrong_state": 1, "wrong_tools": 0, "wrong_answer": 0}),
+        ("other", 1, 3, 1, ["tool_selection_accuracy"],
+         {"no_answer": 1, "tool_selection_accuracy": 1})]

@@ -856,7 +856,7 @@
     var shown = [], skipped = [];
     d.metrics.forEach(function (m) { (m[1] === null && m[4] !== "error" && !/^judge_/.test(m[4] || "") ? skipped : shown).push(m); });
     function row(m, skip) {
-      var res = m[1] === null ? (m[4] === "error" ? badge("fail", "ERROR") : badge("na", "N/A")) : m[3] === true ? badge("pass", "PASS") : m[3] === false ? badge("fail", "FAIL") : badge("na", "—");
+      var res = m[1] === null ? (m[4] === "error" ? badge("fail", "ERROR") : badge("na", "N/A")) : m[3] === true ? badge("pass", "PASS") : m[3] === false ? (gates[m[0]] ? badge("fail", "FAIL") : badge("warn", "FAIL (informational)")) : badge("na", "—");
       return h("tr", { class: skip ? "skip" : null },
         h("td", null, h("b", null, m[0]), gates[m[0]] ? null : h("span", { class: "muted" }, " (info)")),
         h("td", { class: "num" }, m[1] === null ? (m[4] || "null") : fmt(m[1], 3)),

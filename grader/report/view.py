@@ -41,7 +41,7 @@ from evaltape.grader.io.traces import line_digest, parse_trace
 from evaltape.grader.matching.calls import compare_values, match_calls
 from evaltape.grader.matching.claims import KINDS as CLAIM_KINDS
 from evaltape.grader.model import Case, ExpectedCall, ToolCall, Trace
-from evaltape.grader.report.common import (gating, k_coverage, plain, threshold_text,
+from evaltape.grader.report.common import (gate_failures, gating, k_coverage, plain, threshold_text,
                                            verdict_lines)
 from evaltape.grader.results import EpisodeResult, Report
 from evaltape.grader.stats.intervals import cluster_delta, cluster_mean, nearest_rank
@@ -202,7 +202,8 @@ def _num(value: Any, digits: int = 4) -> float | None:
 # --------------------------------------------------------------------------- one episode
 #: Outcome reasons (the verdict's first checks) start with one of these; any other failure
 #: text is the list of failing gates (``argument_correctness 0.00 < 0.80; ...``).
-OUTCOME_PREFIXES = ("infra_error", "no_answer", "wrong_tools", "wrong_answer", "wrong_call")
+OUTCOME_PREFIXES = ("infra_error", "no_answer", "wrong_tools", "wrong_answer", "wrong_call",
+                    "wrong_state")
 
 
 def outcome_reason(ep: EpisodeResult) -> str | None:
@@ -711,7 +712,7 @@ def setup_rows(source: ViewSource) -> list[list[str]]:
     add("grading", "config sha256", r.grader.config_sha256)
     lower = r.lower_is_better
     v = r.summary.verdict if isinstance(r.summary.verdict, Mapping) else {}
-    gates = v.get("gate") if isinstance(v.get("gate"), list) else None
+    gates = sorted(gating(r.summary)) if isinstance(v.get("gate"), list) else None
     if gates is not None and not gates:
         add("grading", "gating metrics", "none (the outcome checks alone)")
     specs = {s["name"]: s for s in r.grader.metric_specs
@@ -977,8 +978,7 @@ class ViewBuilder:
         s = report.summary
         lower = report.lower_is_better
         gates = gating(s)
-        verdict = s.verdict if isinstance(s.verdict, Mapping) else {}
-        failed = verdict.get("failed") or {}
+        failed = gate_failures(s)
         metrics = []
         for n in names:
             ci = cluster_mean(tuple(v) for v in acc.scores.get(n, {}).values())
