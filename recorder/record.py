@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import sys
 import shutil
 import time
 import traceback
@@ -258,6 +259,23 @@ def make_client(base_url: str | None, api_key: str | None, case_id: str, trial: 
     return shared_client(base_url, api_key, max_retries).with_options(default_headers=headers)
 
 
+def warn_unused_user_model(opts: Any, cases: Any) -> str | None:
+    """Warn on stderr when ``--user-model`` or ``--user-base-url`` is given and no case has
+    a simulated user (every conversation's user is scripted, or no case has a user): the
+    options would be silently ignored. Returns the warning text, or ``None``."""
+    given = [name for name, value in (("--user-model", opts.user_model),
+                                      ("--user-base-url", opts.user_base_url)) if value]
+    if not given or any(c.user is not None and not c.user.scripted for c in cases):
+        return None
+    scripted = sum(1 for c in cases if c.user is not None)
+    why = (f"all {scripted} conversation(s) of the dataset have scripted users (turns)"
+           if scripted else "no case of the dataset is a conversation (no user)")
+    text = (f"{' and '.join(given)} ignored: {why}, so no user model is called; give a "
+            "dataset whose users have instructions (a simulated user) to use one")
+    print(f"warning: {text}", file=sys.stderr)
+    return text
+
+
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
@@ -300,6 +318,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                          f"case(s) {', '.join(talking[:5])} are conversations with a user: "
                          "use an agent built on evaltape.recorder.conversation.run_case "
                          "(built-in: clinic, helpdesk, scripted)")
+    warn_unused_user_model(opts, cases)
     scripts = load_scripts(opts, cases)
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL")
