@@ -396,6 +396,25 @@ class Case:
                 for t in self.expected_tools))
 
 
+#: The usage keys of input tokens: every token the model read (its own input, and the
+#: prompt-cache writes and reads the API counts apart).
+INPUT_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
+    """``(tokens in, tokens out)`` of a trace's ``usage``: the one token figure evaltape
+    shows everywhere (the record summary, the page): tokens in = the sum of
+    :data:`INPUT_TOKEN_KEYS` present (cache reads and writes included), tokens out =
+    ``output_tokens``; ``None`` for a side the usage does not report (a count that is not
+    a whole number is left out)."""
+    u = usage if isinstance(usage, Mapping) else {}
+    ins = [u.get(k) for k in INPUT_TOKEN_KEYS]
+    ins = [v for v in ins if isinstance(v, int) and not isinstance(v, bool)]
+    out = u.get("output_tokens")
+    return (sum(ins) if ins else None,
+            out if isinstance(out, int) and not isinstance(out, bool) else None)
+
+
 #: Machine codes of null scores. ``error`` (the metric raised) is counted apart from the
 #: others, which mean "not applicable" or "could not be judged".
 NULL_CODES = {

@@ -352,3 +352,67 @@ def test_a_mixed_run_counts_each_groups_own_deciding_checks():
         ("end state", 1, 2, 1, [], {"wrong_state": 1, "wrong_tools": 0, "wrong_answer": 0}),
         ("other", 1, 3, 1, ["tool_selection_accuracy"],
          {"no_answer": 1, "tool_selection_accuracy": 1})]
+
+
+# --- shown and documented ------------------------------------------------------------------
+
+def test_env_show_prints_the_clinic_tools_and_data():
+    p = run_cli("env", "show", "clinic")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert out.startswith("environment clinic: 8 tools")
+    assert "transfer_to_human (ends the conversation): Hand the conversation" in out
+    assert "    slot_id (string, required): The slot id, e.g. S-204" in out
+    assert "  patients (6):" in out and "  slots (12):" in out and "  appointments (3):" in out
+    assert '    A-5001: {"patient_id": "P-1001", "reason": "annual check-up", ' \
+           '"slot_id": "S-201", "status": "booked"}' in out
+    doc = json.loads(run_cli("env", "show", "clinic", "--format", "json").stdout)
+    assert [t["name"] for t in doc["tools"]][:2] == ["find_patient", "get_patient"]
+    assert doc["end_tools"] == ["transfer_to_human"]
+    assert doc["initial_state"]["slots"]["S-201"]["booked"] is True
+    p = run_cli("env", "show", "nope")
+    assert p.returncode == 2 and "unknown environment 'nope'; built-in: clinic" in p.stderr
+
+
+def test_the_page_labels_speakers_and_shows_state_changes_end_and_expected_state():
+    from evaltape.grader.io.traces import parse_trace
+    from evaltape.grader.report.view import (conversation, conversation_facts,
+                                             end_state_expectation)
+    raw = _committed("mt_07")
+    turns, _left = conversation(parse_trace(raw))
+    assert [t["who"] for t in turns][:5] == ["user", "agent", "user", "agent", "tool results"]
+    book = [b for t in turns for b in t["blocks"] if b.get("name") == "book_appointment"
+            and b["k"] == "call"][0]
+    assert book["changes"][1] == ["$.slots.S-208.booked", "false", "true"]
+    assert conversation_facts(raw) == {"end": "user_stop", "user": "scripted",
+                                       "user_turns": 4}
+    es = end_state_expectation(_clinic_cases()["mt_10"])
+    assert es == {"expected_state": None, "unchanged": True,
+                  "gold": ['transfer_to_human({"summary": "prescription refill for Ben '
+                           'Okafor"})']}
+
+
+def test_one_token_figure_cache_reads_included():
+    from evaltape.grader.model import usage_tokens
+    from evaltape.recorder.runfolder import episode_tokens
+    u = {"input_tokens": 10, "cache_creation_input_tokens": 20,
+         "cache_read_input_tokens": 100, "output_tokens": 5}
+    assert usage_tokens(u) == (130, 5)
+    assert episode_tokens({"usage": u}) == 135
+    assert usage_tokens({}) == (None, None)
+
+
+def test_a_resume_keeps_the_first_command_line_and_appends_later_ones(tmp_path):
+    ds, sc = write(tmp_path, CASES)
+    run = tmp_path / "run"
+    first = ["record", ds, "--agent", "clinic", "--standin-script", sc, "--out", str(run)]
+    assert run_cli(*first).returncode == 0
+    m1 = json.loads((run / "manifest.json").read_text())
+    assert "later_command_lines" not in m1
+    from conftest import run_cli_subprocess  # (its command line is its own argv)
+    assert run_cli_subprocess(*first, "--concurrency", "1").returncode == 0  # records nothing
+    m2 = json.loads((run / "manifest.json").read_text())
+    assert m2["command_line"] == m1["command_line"]
+    assert len(m2["later_command_lines"]) == 1
+    assert m2["later_command_lines"][0][-2:] == ["--concurrency", "1"]
+    assert m2["command_line"][-2:] != ["--concurrency", "1"]
