@@ -231,7 +231,7 @@ def check_state_expectation(case: Case, *, path: str, line: int) -> None:
         BadInputError: one of the above, naming the case and the field (exit 3).
     """
     from evaltape.grader.envs import resolve_env
-    from evaltape.grader.matching.state import expected_end, named_paths, same_value
+    from evaltape.grader.envs.documents import expected_end, named_paths, same_value
     if case.expected_state is None and case.gold_actions is None:
         return
     if case.expected_state is not None and not named_paths(case.expected_state) \
