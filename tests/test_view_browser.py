@@ -236,7 +236,7 @@ def test_one_episode(browser, exported):
     tab.wait_for_selector("#conversation")
     assert tab.eval_on_selector_all("#conversation .turn .who",
                                     "els => els.map(e => e.textContent)") == [
-        "1. user", "2. assistant", "3. user", "4. assistant"]
+        "1. user", "2. agent", "3. tool results", "4. agent"]  # tool results labelled so
     # grounding's unsupported claim is marked in the final answer
     assert tab.eval_on_selector_all("mark.claim", "els => els.map(e => e.firstChild"
                                     ".textContent)") == ["94%"]
