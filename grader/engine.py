@@ -590,9 +590,11 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         reference_agreement=agreement.summary() if agreement.n else None,
         judge=_judge_block(results, judged, judge, run_label or run_info.path),
         thresholds=policy.run_thresholds(metrics),
-        verdict=_verdict_block(policy, names, gate_failed, gate_skipped, cases,
-                               decided_cases(policy, metrics, [c for c in cases
-                                                               if c.id in per_case])),
+        verdict=_with_groups(_verdict_block(policy, names, gate_failed, gate_skipped, cases,
+                                            decided_cases(policy, metrics,
+                                                          [c for c in cases
+                                                           if c.id in per_case])),
+                             policy, names, results, cases),
         timing=timing.summary(),
         identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
     grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
@@ -634,6 +636,17 @@ def _verdict_block(policy: VerdictPolicy, names: Sequence[str], failed: Sequence
     if decided:
         out["decided"] = {n: dict(v) for n, v in decided.items()}
     return out
+
+
+def _with_groups(block: dict[str, Any], policy: VerdictPolicy, names: Sequence[str],
+                 results: Any, cases: Sequence[Case]) -> dict[str, Any]:
+    """``block`` with ``groups`` (:func:`~evaltape.grader.stats.verdict_groups
+    .verdict_groups`) when some case is decided by its end state; unchanged otherwise."""
+    from evaltape.grader.matching.state import state_case
+    from evaltape.grader.stats.verdict_groups import verdict_groups
+    if any(state_case(c) for c in cases):
+        block["groups"] = verdict_groups(policy, names, results, cases)
+    return block
 
 
 def _shift_line(error: BaseException, lines: int) -> BaseException:

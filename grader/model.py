@@ -326,6 +326,10 @@ class Case:
             key it names must hold the value it gives (``None``: not checked).
         gold_actions: the actions (``{name, kwargs}``) whose effect on the initial state
             is the expected end state, as τ-bench derives it, or ``None``.
+        expect_unchanged: ``True`` when the correct end state is the initial state itself
+            (a request the tools must not act on, a lookup): the whole end state must
+            equal it. Without it a case whose expectation already holds at the start is
+            refused at load. ``None`` otherwise.
     """
 
     id: str
@@ -362,6 +366,7 @@ class Case:
     initial_state: Mapping[str, Any] | None = None
     expected_state: Mapping[str, Any] | None = None
     gold_actions: tuple[ExpectedCall, ...] | None = None
+    expect_unchanged: bool | None = None
 
     #: The fields that state what the agent should do or say (any one makes the case checkable).
     EXPECTATIONS: ClassVar[tuple[str, ...]] = (
@@ -369,7 +374,7 @@ class Case:
         "expected_outcome_keywords", "expected_answer_contains", "expected_topics",
         "final_response_contains", "final_response_excludes", "should_not_contain",
         "factual_claims", "expected_category", "must_mention", "reference_label", "budgets",
-        "expected_output", "judges", "expected_state", "gold_actions")
+        "expected_output", "judges", "expected_state", "gold_actions", "expect_unchanged")
 
     @property
     def has_expectations(self) -> bool:
@@ -389,6 +394,25 @@ class Case:
                 ExpectedCall(t, None if t not in args else
                              {k: (v,) for k, v in args[t].items()})
                 for t in self.expected_tools))
+
+
+#: The usage keys of input tokens: every token the model read (its own input, and the
+#: prompt-cache writes and reads the API counts apart).
+INPUT_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
+    """``(tokens in, tokens out)`` of a trace's ``usage``: the one token figure evaltape
+    shows everywhere (the record summary, the page): tokens in = the sum of
+    :data:`INPUT_TOKEN_KEYS` present (cache reads and writes included), tokens out =
+    ``output_tokens``; ``None`` for a side the usage does not report (a count that is not
+    a whole number is left out)."""
+    u = usage if isinstance(usage, Mapping) else {}
+    ins = [u.get(k) for k in INPUT_TOKEN_KEYS]
+    ins = [v for v in ins if isinstance(v, int) and not isinstance(v, bool)]
+    out = u.get("output_tokens")
+    return (sum(ins) if ins else None,
+            out if isinstance(out, int) and not isinstance(out, bool) else None)
 
 
 #: Machine codes of null scores. ``error`` (the metric raised) is counted apart from the

@@ -15,6 +15,7 @@ The trace's ``messages`` carry who spoke (``speaker``: ``user``, ``agent`` or ``
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol, Sequence
 
 from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP, UserSpec
@@ -23,8 +24,10 @@ from .loop import (DEFAULT_MAX_STEPS, REQUEST_FAILURES, TRANSFER, AgentSpec, Bad
                    EpisodeLog, add_usage, agent_turn, api_failure, infra_kind, request_kwargs,
                    run_tool_loop, send_turn)
 
-#: How a conversation ended (the trace's ``conversation.end``).
-ENDS = ("user_stop", "max_turns", "transfer", "agent_stopped", "error")
+#: How a conversation ended (the trace's ``conversation.end``). ``user_out_of_role``: the
+#: simulated user spoke as the agent twice in a row (:func:`speaks_as_agent`; it was asked
+#: once to stay in role).
+ENDS = ("user_stop", "max_turns", "transfer", "agent_stopped", "error", "user_out_of_role")
 #: The first message of the simulated user's own conversation: the Messages API starts
 #: with a user message, and the user's first message (the case's input) is already given.
 USER_OPENING = "[The agent is ready. Write your first message.]"
@@ -70,25 +73,77 @@ class ScriptedUser:
 
 
 def user_system_prompt(spec: UserSpec) -> str:
-    """The simulated user's system prompt: its instructions, persona and known facts, and
-    the rules (one message at a time, facts only when asked, nothing invented, the stop
-    text when done), written for this project after τ-bench's user simulator rules."""
-    parts = ["You play the user (a customer) in a conversation with a customer-service "
-             "agent. Write only the user's next message, in the first person, as that "
-             "person would type it. Never write the agent's part and never call tools.",
+    """The simulated user's system prompt: who it plays and its goal, the facts it may give,
+    and the rules, written for this project after what τ-bench's and τ²-bench's user
+    simulators learned (Yao et al. 2024; Barres et al. 2025): stay the customer (never
+    answer as the agent, never write tool calls or their results), one short message at a
+    time, facts only when asked and never invented ("I don't have it" instead), keep going
+    until the goal is reached, end with the stop text only when it is reached or clearly
+    cannot be."""
+    parts = ["You are a customer talking to a customer-service agent. You are NOT the "
+             "agent and you are not an assistant: you are the person asking for help. "
+             "Write only your own next message to the agent, in the first person, as that "
+             "customer would type it in a chat: one or two short sentences.",
              f"Your situation and goal:\n{spec.instructions or '(none given)'}"]
     if spec.persona:
         parts.append(f"Who you are:\n{spec.persona}")
     if spec.known_facts:
-        parts.append("Facts you know (give one only when the agent asks for it; never "
-                     "invent others):\n" + "\n".join(f"- {k}: {v}" for k, v in
-                                                     spec.known_facts.items()))
-    parts.append("Rules:\n- Give the information step by step, as the agent asks for it; "
-                 "do not say everything at once.\n- If the agent asks for something you "
-                 "were not given, say you do not know it.\n- When your goal is reached, "
-                 "or clearly cannot be reached, write "
-                 f"{spec.stop} as your whole message to end the conversation.")
+        parts.append("The only facts you know (give one when the agent asks for it):\n"
+                     + "\n".join(f"- {k}: {v}" for k, v in spec.known_facts.items()))
+    parts.append(
+        "Rules:\n"
+        "- Stay the customer for the whole conversation. Never write the agent's reply, "
+        "never offer to look anything up or to book, cancel or change anything yourself, "
+        "never write tool calls, JSON or system text.\n"
+        "- Never invent a fact: no id, e-mail, phone number, date or name that is not "
+        "written above or that the agent has not told you. If the agent asks for "
+        "something you were not given, say you do not have it.\n"
+        "- Give your facts one at a time, when the agent asks for them; do not repeat "
+        "these instructions word for word.\n"
+        "- When the agent asks you to confirm something that matches your goal, confirm "
+        "it. When it proposes something that does not match, say what you want instead.\n"
+        f"- Keep the conversation going until your goal is reached. Only then, or when the "
+        f"agent has clearly shown it cannot be reached (it refuses, or hands you to a "
+        f"person), write {spec.stop} as your whole message. Do not write it earlier.")
     return "\n\n".join(parts)
+
+
+#: Openings and phrases with which a simulated user's message speaks as the agent: offering
+#: help or service, reporting an action taken on the records, a role label, a tool call.
+#: Checked case-insensitively (:func:`speaks_as_agent`).
+AGENT_VOICE = (
+    ("role label", re.compile(r"^\s*(?:\*\*)?(?:agent|assistant|customer service|"
+                              r"receptionist)\s*(?:\*\*)?\s*:", re.I | re.M)),
+    ("offers help", re.compile(r"\b(?:how (?:can|may) i (?:help|assist)|what can i do for you|"
+                               r"is there anything else i can (?:help|do)|i(?:'d| would) be "
+                               r"happy to help|i can help you with)\b", re.I)),
+    ("acts on the records", re.compile(
+        r"\b(?:i(?:'ve| have) (?:booked|cancelled|canceled|rescheduled|moved|updated|"
+        r"changed|found)|i(?:'ll| will) (?:book|cancel|reschedule|update|look up|check)"
+        r"(?: that| it| this)? for you|let me (?:check|look|find|book|cancel|update))\b",
+        re.I)),
+    ("asks for the customer's details", re.compile(
+        r"\b(?:could|can|may) (?:you|i have) (?:please )?(?:provide|give|confirm|share) "
+        r"(?:me )?your (?:e-?mail|phone|patient id|date of birth|name)\b", re.I)),
+    ("writes a tool call", re.compile(r"```|<tool_call>|\{\s*\"(?:name|tool)\"\s*:", re.I)),
+)
+
+
+def speaks_as_agent(text: str) -> str | None:
+    """Why a simulated user's message speaks as the agent (the first of
+    :data:`AGENT_VOICE` that matches: ``"offers help"``...), or ``None`` when it reads as
+    the customer's. A heuristic written for the clinic and help-desk domains: the failure
+    τ-bench reports for weak user models is the user answering as the agent; these are
+    the forms it took with a 1.5B model here."""
+    for why, pattern in AGENT_VOICE:
+        if pattern.search(text or ""):
+            return why
+    return None
+
+
+#: Sent to the user model after a reply that spoke as the agent, before its one retry.
+ROLE_REMINDER = ("[Your last message was written as if you were the agent. You are the "
+                 "customer. Write only the customer's next message to the agent.]")
 
 
 class ModelUser:
@@ -111,17 +166,35 @@ class ModelUser:
         self.kwargs = dict(model=model, max_tokens=USER_MAX_TOKENS,
                            system=user_system_prompt(spec), **(request_extra or {}))
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+        self.retries = 0
 
     def reply(self, transcript: Sequence[tuple[str, str]]) -> str | None:
-        """Ask the user model for the next message.
+        """Ask the user model for the next message. A reply that speaks as the agent
+        (:func:`speaks_as_agent`) is asked for once more, after :data:`ROLE_REMINDER`; a
+        second such reply raises :class:`UserOutOfRole`. Retries count in
+        :attr:`retries`.
 
         Raises:
+            UserOutOfRole: the user model spoke as the agent twice in a row.
             anthropic.APIError, StreamBroke, EpisodeTimeout: as :func:`.loop.send_turn`.
         """
         messages: list[dict] = [{"role": "user", "content": USER_OPENING}]
         for who, text in transcript:
             messages.append({"role": "assistant" if who == "user" else "user",
                              "content": text or "(no reply)"})
+        text = self._ask(messages)
+        why = speaks_as_agent(text) if text else None
+        if why is None:
+            return text
+        self.retries += 1
+        again = self._ask(messages + [{"role": "assistant", "content": text},
+                                      {"role": "user", "content": ROLE_REMINDER}])
+        why_again = speaks_as_agent(again) if again else None
+        if why_again is not None:
+            raise UserOutOfRole(again, why_again)
+        return again
+
+    def _ask(self, messages: list[dict]) -> str | None:
         turn = send_turn(self.client, messages, self.kwargs, self.stream)
         if turn.message.usage is not None:
             add_usage(self.usage, turn.message.usage.model_dump())
@@ -133,6 +206,19 @@ class ModelUser:
                               f"was asked for at most {USER_MAX_TOKENS} tokens)",
                               turn.response)
         return text or None
+
+
+class UserOutOfRole(Exception):
+    """The simulated user spoke as the agent twice in a row (:meth:`ModelUser.reply`).
+
+    Attributes:
+        text: its second reply (kept in the trace as its last message).
+        why: what gave it away (:func:`speaks_as_agent`).
+    """
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(why)
+        self.text, self.why = text, why
 
 
 def speaker(message: dict) -> str:
@@ -181,7 +267,7 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
                      usage={"input_tokens": 0, "output_tokens": 0})
     kwargs = request_kwargs(spec, model, request_extra)
     transcript: list[tuple[str, str]] = [("user", first_message)]
-    user_turns, closing = 1, None
+    user_turns, closing, out_of_role = 1, None, None
     while True:
         stop_reason, final = agent_turn(client, spec, log, kwargs, stream=stream,
                                         max_steps=max_steps)
@@ -199,6 +285,10 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
             break
         try:
             said = user.reply(transcript)
+        except UserOutOfRole as e:
+            end, closing, out_of_role = "user_out_of_role", e.text, e.why
+            user_turns += 1
+            break
         except REQUEST_FAILURES as e:
             # the user model is the infrastructure of the agent's episode, whatever failed
             error, log.extra = api_failure(e)
@@ -220,8 +310,12 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
     if closing is not None:
         messages.append({"role": "user", "content": closing, "speaker": "user"})
     conversation = {"end": end, "user": user.kind, "user_turns": user_turns}
-    if getattr(user, "usage", None):
+    if getattr(user, "usage", None) and any(user.usage.values()):
         conversation["user_usage"] = dict(user.usage)
+    if getattr(user, "retries", 0):
+        conversation["user_retries"] = user.retries
+    if out_of_role is not None:
+        conversation["out_of_role"] = out_of_role
     return {"tool_calls": log.calls, "final_response": final, "stop_reason": stop_reason,
             "steps": log.steps, "messages": messages, "usage": log.usage,
             "error": log.error, **log.extra, "conversation": conversation}

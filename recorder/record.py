@@ -11,8 +11,8 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import shutil
 import sys
+import shutil
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -309,6 +309,23 @@ def refuse_foreign_tools_for_scripted(cases: Any) -> None:
                   f"which becomes an 'Unknown tool' error result. {how}", file=sys.stderr)
 
 
+def warn_unused_user_model(opts: Any, cases: Any) -> str | None:
+    """Warn on stderr when ``--user-model`` or ``--user-base-url`` is given and no case has
+    a simulated user (every conversation's user is scripted, or no case has a user): the
+    options would be silently ignored. Returns the warning text, or ``None``."""
+    given = [name for name, value in (("--user-model", opts.user_model),
+                                      ("--user-base-url", opts.user_base_url)) if value]
+    if not given or any(c.user is not None and not c.user.scripted for c in cases):
+        return None
+    scripted = sum(1 for c in cases if c.user is not None)
+    why = (f"all {scripted} conversation(s) of the dataset have scripted users (turns)"
+           if scripted else "no case of the dataset is a conversation (no user)")
+    text = (f"{' and '.join(given)} ignored: {why}, so no user model is called; give a "
+            "dataset whose users have instructions (a simulated user) to use one")
+    print(f"warning: {text}", file=sys.stderr)
+    return text
+
+
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
 
@@ -351,6 +368,7 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                          f"case(s) {', '.join(talking[:5])} are conversations with a user: "
                          "use an agent built on evaltape.recorder.conversation.run_case "
                          "(built-in: clinic, helpdesk, scripted)")
+    warn_unused_user_model(opts, cases)
     scripts = load_scripts(opts, cases)
     if opts.agent == "scripted" and not opts.standin_scripts:
         refuse_foreign_tools_for_scripted(cases)

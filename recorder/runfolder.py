@@ -77,6 +77,15 @@ class RecordOptions:
     allow_changed: bool = False
 
 
+def episode_tokens(trace: dict) -> int:
+    """An episode's tokens as the record summary counts them: in + out by
+    :func:`evaltape.grader.model.usage_tokens` (cache reads and writes included), the same
+    figure the page shows."""
+    from evaltape.grader.model import usage_tokens
+    tin, tout = usage_tokens(trace.get("usage"))
+    return (tin or 0) + (tout or 0)
+
+
 def check_episode_timeout(value: float | None) -> None:
     """Refuse an episode timeout that is not ``None`` or a number of seconds > 0 and at
     most 30 days (a timer cannot wait past the platform's ``time_t``).
@@ -294,8 +303,7 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
             counts["errors"] += trace.get("stop_reason") == "error"
             counts["infra_kept"] += trace.get("stop_reason") == "error" and \
                 bool(trace.get("infra_error"))
-        u = trace.get("usage") or {}
-        counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+        counts["tokens"] += episode_tokens(trace)
         if progress:
             progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
                                  **counts, "total": total})
@@ -495,7 +503,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "versions": versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command_line": [strip_userinfo(a) for a in opts.command_line],  # no user:token@
+        **command_lines(previous, [strip_userinfo(a) for a in opts.command_line]),
     }
     talking = [c for c in cases if c.user is not None]
     if talking:  # (only runs with conversations: other manifests stay as they were)
@@ -520,6 +528,19 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
     if extra:
         manifest["extra"] = extra
     return manifest
+
+
+def command_lines(previous: dict, current: list[str]) -> dict[str, Any]:
+    """The manifest's ``command_line`` (the command that started the run, kept on every
+    resume) and ``later_command_lines`` (each later ``record`` into the folder, in order,
+    appended: a resume, a refresh, one that recorded nothing). ``current`` is this
+    command's (its credentials already stripped)."""
+    first = previous.get("command_line")
+    if not isinstance(first, list):
+        return {"command_line": current}
+    later = previous.get("later_command_lines")
+    later = list(later) if isinstance(later, list) else []
+    return {"command_line": first, "later_command_lines": later + [current]}
 
 
 def run_fingerprint(opts: RecordOptions, agent_fn: Any, model: str,
@@ -1029,8 +1050,8 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
             ledger.replace(key, o.trace)
             counts["refreshed"] += 1
             counts["errors"] += o.trace.get("stop_reason") == "error"
-            u = o.trace.get("usage") or {}  # (a refreshed trace's tokens, replayed ones too)
-            counts["tokens"] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+            # (a refreshed trace's tokens, replayed ones too)
+            counts["tokens"] += episode_tokens(o.trace)
         if progress:
             progress("episode", {"case_id": o.case_id, "trial": o.trial, **counts,
                                  "total": total})

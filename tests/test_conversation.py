@@ -305,7 +305,9 @@ def test_a_failing_user_model_ends_the_episode_as_an_infra_error(tmp_path):
 
 def test_report_md_and_html_show_each_conversation_turn_by_turn(tmp_path):
     cases = json.loads(json.dumps(CASES))
-    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}}}
+    cases[0]["expected_state"] = {"appointments": {"A-5001": {"slot_id": "S-202"}},
+                                  "slots": {"S-201": {"booked": False},
+                                            "S-202": {"booked": True}}}
     ds, sc = write(tmp_path, cases)
     run = tmp_path / "run"
     assert run_cli("record", ds, "--agent", "clinic", "--standin-script", sc,
@@ -384,3 +386,51 @@ def test_the_episode_deadline_holds_while_the_user_models_reply_is_read(tmp_path
     assert took < 15, took                     # the stream never ends; the deadline does
     t = traces(run)["c2"]
     assert (t["stop_reason"], t["infra_error"]) == ("error", "timeout")  # the episode's deadline
+@pytest.mark.parametrize("text, why", [
+    ("How can I help you today?", "offers help"),
+    ("Agent: Your appointment is moved.", "role label"),
+    ("I have booked the 10:30 slot for you.", "acts on the records"),
+    ("Could you please provide your email address?", "asks for the customer's details"),
+    ('{"name": "find_patient", "arguments": {}}', "writes a tool call"),
+    ("My e-mail is ana.lopez@example.com", None),
+    ("Yes, please book it. Can you help me with that?", None),
+])
+def test_a_user_message_in_the_agents_voice_is_recognised(text, why):
+    from evaltape.recorder.conversation import speaks_as_agent
+    assert speaks_as_agent(text) == why
+
+
+def test_a_user_reply_as_the_agent_is_retried_once_then_ends_the_conversation(tmp_path):
+    from evaltape.recorder.script_server import ScriptServer
+    ds, _sc = write(tmp_path, SIMULATED[1:])
+    # the user server picks its k-th message by the k assistant turns of the request, so
+    # the retry (one more: the rejected reply) gets the next scripted message
+    cases = {"retried": ["Let me check that for you.", "Thanks, that is all. ###STOP###"],
+             "ended": ["How can I help you today?", "I have updated your phone for you."]}
+    got = {}
+    for name, turns in cases.items():
+        run = tmp_path / name
+        with ScriptServer(AGENT, user_scripts={"c2": turns}) as server:
+            p = run_cli("record", ds, "--agent", "clinic", "--out", str(run), "--base-url",
+                        server.base_url, "--model", "stand-in",
+                        env={"ANTHROPIC_API_KEY": "k-1"})
+        assert p.returncode == 0, p.stderr
+        got[name] = traces(run)["c2"]
+        assert run_cli("replay", str(run)).returncode == 0
+    ok = got["retried"]["conversation"]
+    assert (ok["end"], ok["user_retries"], ok["user_turns"]) == ("user_stop", 1, 2)
+    said = [text_of(m) for m in got["retried"]["messages"] if m["speaker"] == "user"]
+    assert "Let me check that for you." not in said  # the rejected reply is not the user's
+    bad = got["ended"]["conversation"]
+    assert (bad["end"], bad["user_retries"], bad["out_of_role"]) == (
+        "user_out_of_role", 1, "acts on the records")
+    assert text_of(got["ended"]["messages"][-1]) == "I have updated your phone for you."
+
+
+def test_user_model_with_scripted_users_warns_that_it_is_ignored(tmp_path):
+    ds, sc = write(tmp_path)
+    p = run_cli("record", ds, "--agent", "clinic", "--standin-script", sc, "--out",
+                str(tmp_path / "run"), "--user-model", "some-model")
+    assert p.returncode == 0, p.stderr
+    assert ("warning: --user-model ignored: all 2 conversation(s) of the dataset have "
+            "scripted users (turns)") in p.stderr

@@ -44,6 +44,39 @@ def _trace() -> dict:
 
 
 # --------------------------------------------------------------------- committed files
+def _conversation_traces() -> list[tuple[str, dict]]:
+    return [(f"{r.name}:{t['case_id']}", t) for r in RUNS
+            for t in _lines(r / "traces.jsonl") if "conversation" in t]
+
+
+def test_every_committed_conversation_trace_validates_its_conversation_and_state_fields():
+    traces = _conversation_traces()
+    assert len(traces) >= 12  # the clinic run's 12 conversations at least
+    for name, t in traces:
+        assert _errors("trace", t) == [], name
+        # the fields are described by the schema, not just let through
+    schema = load_schema("trace")
+    for key in ("conversation", "env", "initial_state", "final_state", "system"):
+        assert schema["properties"][key]["description"], key
+    assert "state_changes" in schema["$defs"]["tool_call"]["properties"]
+    assert "speaker" in schema["$defs"]["message"]["properties"]
+
+
+def test_a_conversation_trace_with_bad_conversation_or_state_fields_fails_at_their_path():
+    name, t = _conversation_traces()[0]
+    bad = json.loads(json.dumps(t))
+    bad["conversation"]["end"] = "hung_up"
+    bad["messages"][1]["speaker"] = "assistant"
+    bad["final_state"] = []
+    call = next(c for c in bad["tool_calls"] if c.get("state_changes"))
+    del call["state_changes"][0]["before"]
+    i = bad["tool_calls"].index(call)
+    assert [p for p, _ in _errors("trace", bad)] == [
+        ["conversation", "end"], ["final_state"], ["messages", 1, "speaker"],
+        ["tool_calls", i, "state_changes", 0]]
+
+
+
 def test_there_are_committed_runs_and_goldens():
     assert len(RUNS) == 5 and len(GOLDEN) == 5  # the four single-turn runs and the clinic one
 

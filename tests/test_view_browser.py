@@ -236,7 +236,7 @@ def test_one_episode(browser, exported):
     tab.wait_for_selector("#conversation")
     assert tab.eval_on_selector_all("#conversation .turn .who",
                                     "els => els.map(e => e.textContent)") == [
-        "1. user", "2. assistant", "3. user", "4. assistant"]
+        "1. user", "2. agent", "3. tool results", "4. agent"]  # tool results labelled so
     # grounding's unsupported claim is marked in the final answer
     assert tab.eval_on_selector_all("mark.claim", "els => els.map(e => e.firstChild"
                                     ".textContent)") == ["94%"]
@@ -387,3 +387,30 @@ def test_a_run_of_10000_episodes_opens_quickly(browser, tmp_path):
     print(f"10,000 episodes: export {export_s:.1f} s, page open {open_s:.2f} s, "
           f"search over every answer {search_s:.2f} s")
     assert open_s < 10 and search_s < 20
+
+
+def test_a_clinic_conversation_shows_speakers_state_changes_end_and_expected_state(
+        browser, tmp_path):
+    """cassettes/clinic-scripted mt_07 (the 7th episode): the user corrects March 2 to
+    March 6, the agent books S-208 (March 2) anyway; mt_10 transfers, its gold action."""
+    p = run_cli("view", str(ROOT / "cassettes" / "clinic-scripted"), "--export",
+                str(tmp_path / "clinic"))
+    assert p.returncode == 0, p.stderr
+    page = Page(browser, tmp_path / "clinic" / "index.html")
+    page.go("episode/0/6", "#conversation")
+    body = page.tab.inner_text("main")
+    assert "mt_07" in body and "wrong_state" in body
+    assert "conversation ended: user_stop · user: scripted · user messages: 4" in body
+    whos = page.tab.eval_on_selector_all("#conversation .turn .who",
+                                         "els => els.map(e => e.textContent)")
+    assert whos[:5] == ["1. user", "2. agent", "3. user", "4. agent", "5. tool results"]
+    assert "$.slots.S-208.booked: false → true" in body
+    assert "Expected end state" in body and '"S-211"' in body
+    assert "FAIL (informational)" in body  # context_retention 0.0, which gates nothing
+    page.shot("clinic-mt_07.png")
+    page.go("episode/0/9", "#conversation")
+    body = page.tab.inner_text("main")
+    assert "Gold actions vs actual calls" in body and "not a gold action" in body
+    assert "No change: the end state must equal the initial state." in body
+    assert page.errors == []
+    assert all(u.startswith("file://") for u in page.requests)

@@ -46,7 +46,7 @@ MODELED_KEYS = {
     "expected_actions", "reference_label", "tools", "matching", "budgets",
     "expected_output", "judges", "thresholds", "grounding_sources",
     # multi-turn conversations and stateful tools
-    "user", "env", "initial_state", "expected_state", "gold_actions",
+    "user", "env", "initial_state", "expected_state", "gold_actions", "expect_unchanged",
 }
 #: Known keys kept verbatim in ``Case.extra`` (descriptions and metadata no metric reads).
 EXTRA_KEYS = {"description", "exact_output", "grading_strategy", "expected_outputs",
@@ -202,7 +202,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         tools = tuple(c.name for c in calls)
     topics = get("expected_topics", str_list)
     keywords = get("expected_outcome_keywords", str_list)
-    return Case(
+    case = Case(
         id=case_id, input=text,
         expected_tools=tools,
         expected_args=get("expected_args", _args),
@@ -234,9 +234,62 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         initial_state=get("initial_state", parse_state),
         expected_state=get("expected_state", parse_state),
         gold_actions=get("gold_actions", parse_actions),
+        expect_unchanged=get("expect_unchanged", _label),
         extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
         line=line,
     )
+    check_state_expectation(case, path=path, line=line)
+    return case
+
+
+def check_state_expectation(case: Case, *, path: str, line: int) -> None:
+    """Refuse an end-state expectation that any agent doing nothing would meet.
+
+    An ``expected_state`` that names no path (``{}``, ``{"appointments": {}}``) checks
+    nothing; an expectation (``expected_state`` laid over the initial state, the
+    ``gold_actions`` applied to it: :func:`evaltape.grader.matching.state.expected_end`)
+    that equals the initial state passes an agent that changes nothing. Both are refused
+    unless the case says ``"expect_unchanged": true`` (the correct end is no change).
+    ``expect_unchanged`` with an expectation that does change the state contradicts
+    itself and is refused too. The initial state is the case's ``initial_state``, else
+    its environment's; a case whose environment cannot be loaded here is checked when it
+    is graded.
+
+    Raises:
+        BadInputError: one of the above, naming the case and the field (exit 3).
+    """
+    from evaltape.grader.envs import resolve_env
+    from evaltape.grader.envs.documents import expected_end, named_paths, same_value
+    if case.expected_state is None and case.gold_actions is None:
+        return
+    if case.expected_state is not None and not named_paths(case.expected_state) \
+            and not case.expect_unchanged:
+        raise BadInputError(
+            f"case {case.id!r}: expected_state names no path, so any end state would pass; "
+            "name the keys the end state must hold, or say \"expect_unchanged\": true when "
+            "the correct end is no change", path=path, line=line, field="expected_state")
+    env = None
+    if case.env is not None:
+        try:
+            env = resolve_env(case.env)
+        except LookupError:
+            env = None
+    if env is None and (case.initial_state is None or case.gold_actions is not None):
+        return  # nothing to apply the expectation to here
+    initial = env.initial_state(case.initial_state) if env is not None \
+        else dict(case.initial_state or {})
+    expected = expected_end(case, initial, env)
+    unchanged = same_value(expected.state, initial)
+    field = "expected_state" if case.expected_state is not None else "gold_actions"
+    if unchanged and not case.expect_unchanged:
+        raise BadInputError(
+            f"case {case.id!r}: the expected end state is the initial state, so an agent "
+            "that does nothing would pass; say \"expect_unchanged\": true when the "
+            "correct end is no change", path=path, line=line, field=field)
+    if not unchanged and case.expect_unchanged:
+        raise BadInputError(
+            f"case {case.id!r}: expect_unchanged is true but the {field} change the "
+            "initial state", path=path, line=line, field="expect_unchanged")
 
 
 def load_dataset(path: str | Path) -> list[Case]:

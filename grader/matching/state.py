@@ -10,37 +10,12 @@ matching"): object key order never matters, numbers compare by value (``1 == 1.0
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 import orjson
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-
-
-def key_path(parent: str, key: Any) -> str:
-    """``parent`` extended by an object key (``$.a``; ``$["a b"]`` for a key that is not
-    a plain word) or an array index (``$[3]``)."""
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    if _PLAIN_KEY.fullmatch(key):
-        return f"{parent}.{key}"
-    return f"{parent}[{orjson.dumps(key).decode()}]"
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Typed JSON equality: numbers by value, ``True`` never equal to ``1``, object key
-    order ignored."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
+from evaltape.grader.envs.documents import (ExpectedEnd, expected_end, key_path,  # noqa: F401
+                                           named_paths, same_value)
 
 _MISSING = object()
 
@@ -105,9 +80,75 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def state_case(case: Any) -> bool:
-    """Whether a case states an end state (``expected_state`` or ``gold_actions``): the
-    state then decides its outcome, as τ-bench's and τ²-bench's reward does."""
-    return case.expected_state is not None or case.gold_actions is not None
+    """Whether a case states an end state (``expected_state``, ``gold_actions`` or
+    ``expect_unchanged``): the state then decides its outcome, as τ-bench's and τ²-bench's
+    reward does."""
+    return (case.expected_state is not None or case.gold_actions is not None
+            or bool(getattr(case, "expect_unchanged", None)))
+
+
+def stateful_case(case: Any) -> bool:
+    """Whether a case runs on a stateful environment (an ``env``) or is decided by its end
+    state (:func:`state_case`). In such a case a metric with nothing of its own to compare
+    is null (``not_applicable``), never a vacuous 0 or 1: the reference suites' defaults
+    ("no tool expected: 1.0 iff none called", "no keyword: 1.0 iff an answer") assume one
+    request answered in one message, not an agent acting on a database."""
+    return getattr(case, "env", None) is not None or state_case(case)
+
+
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or inside it (``$.a.b`` is under ``$.a``, ``$.ab`` is not)."""
+    return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
+
+
+def _related(path: str, prefixes: list[str]) -> bool:
+    return any(_under(path, p) or _under(p, path) for p in prefixes)
+
+
+def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """As :func:`_diff`, with :data:`_MISSING` kept for an absent side."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(a.keys() | b.keys()):
+            yield from _raw_diff(a.get(k, _MISSING), b.get(k, _MISSING), key_path(path, k))
+        return
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from _raw_diff(x, y, key_path(path, i))
+        return
+    if a is _MISSING or b is _MISSING or not same_value(a, b):
+        yield (path, a, b)
+
+
+def compare_end(expected: ExpectedEnd, initial: dict, final: dict
+                ) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    """The whole end state against the expected one: ``(mismatches, collateral)``.
+
+    ``mismatches``: ``[(path, expected, actual)]`` where the end state misses what the
+    expectation asks (a path ``expected_state`` names or the gold actions change, or
+    one the agent left as it was while the expectation changes it). ``collateral``:
+    ``[(path, before, after)]``, changes of the agent that neither ``expected_state`` nor
+    the gold actions account for (another patient's appointment cancelled), τ²-bench's
+    whole-database comparison (every such change fails the check). Not a difference: a
+    key ``expected_state`` gives as ``null`` that is absent or null, and a key of a new
+    record (:attr:`ExpectedEnd.free`) that ``expected_state`` does not name. ``None``
+    stands for an absent side.
+    """
+    changed_by_expectation = [p for p, _a, _b in _raw_diff(initial, expected.state, "$")]
+    accounted = expected.named + changed_by_expectation
+    changed_by_agent = [p for p, _a, _b in _raw_diff(initial, final, "$")]
+    mismatches, collateral = [], []
+    for path, want, got in _raw_diff(expected.state, final, "$"):
+        if want is _MISSING and got in (_MISSING, None) and _related(path, expected.absent):
+            continue
+        if want is _MISSING and any(_under(path, f) and path != f for f in expected.free):
+            continue
+        w = None if want is _MISSING else want
+        g = None if got is _MISSING else got
+        if not _related(path, accounted) and _related(path, changed_by_agent):
+            collateral.append((path, w, g))
+        else:
+            mismatches.append((path, w, g))
+    return mismatches, collateral
 
 
 class EndStateCheck:
@@ -117,42 +158,38 @@ class EndStateCheck:
         checked: whether there was anything to check (the case states an end state and
             the trace holds one).
         why_not: why nothing was checked (``None`` when checked).
-        mismatches: ``[(path, expected, actual)]``: the ``expected_state`` paths the end
-            state does not hold, then every path where it differs from the state the gold
-            actions lead to (:func:`state_diff`, whole documents, as τ-bench compares its
-            database hashes).
+        mismatches: ``[(path, expected, actual)]`` (:func:`compare_end`).
+        collateral: ``[(path, before, after)]``, changes nothing expected
+            (:func:`compare_end`).
         problems: gold actions the environment refused (their effect left out).
-        paths: how many paths ``expected_state`` names (its leaves).
+        paths: how many paths ``expected_state`` names.
+        neutral: gold actions that change no state (:attr:`ExpectedEnd.neutral`).
     """
 
     def __init__(self, checked: bool, why_not: str | None = None,
                  mismatches: list | None = None, problems: list | None = None,
-                 paths: int = 0) -> None:
+                 paths: int = 0, collateral: list | None = None, neutral: tuple = ()
+                 ) -> None:
         self.checked, self.why_not = checked, why_not
         self.mismatches, self.problems = mismatches or [], problems or []
+        self.collateral, self.neutral = collateral or [], tuple(neutral)
         self.paths = paths
 
     @property
     def matched(self) -> bool:
-        """Checked, and no path differs."""
-        return self.checked and not self.mismatches
-
-
-def _leaves(doc: Any) -> int:
-    if isinstance(doc, dict) and doc:
-        return sum(_leaves(v) for v in doc.values())
-    return 1
+        """Checked, and no path differs (no mismatch, no collateral change)."""
+        return self.checked and not self.mismatches and not self.collateral
 
 
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
-    """Compare the trace's ``final_state`` with the case's ``expected_state`` (a partial
-    document, :func:`partial_mismatches`) and with the state its ``gold_actions`` lead
-    to from the episode's initial state (the trace's ``initial_state``, else the case's,
-    else the environment's), run through the environment named by the case's ``env``
-    (else the trace's).
+    """Compare the trace's whole ``final_state`` with the end state the case expects
+    (:func:`expected_end` from the episode's initial state: the trace's
+    ``initial_state``, else the case's, else the environment's; the environment named by
+    the case's ``env``, else the trace's) by :func:`compare_end`.
 
     Raises:
-        LookupError: gold actions to apply and an environment that cannot be loaded.
+        LookupError: an environment that cannot be loaded where one is needed (gold
+            actions to apply, or no initial state in the trace or the case).
     """
     from evaltape.grader.envs import resolve_env
     if not state_case(case):
@@ -162,22 +199,19 @@ def check_end_state(trace: Any, case: Any) -> EndStateCheck:
     if not isinstance(final, dict):
         return EndStateCheck(False, "the trace holds no final_state (the agent's tools kept "
                                     "no environment state)")
-    mismatches: list = []
-    paths = 0
-    if case.expected_state is not None:
-        mismatches.extend(partial_mismatches(case.expected_state, final))
-        paths = _leaves(case.expected_state)
-    problems: list = []
-    if case.gold_actions is not None:
-        name = case.env or raw.get("env")
+    name = case.env or raw.get("env")
+    start = raw.get("initial_state")
+    if not isinstance(start, dict):
+        start = case.initial_state
+    env = None
+    if case.gold_actions is not None or start is None:
         if not isinstance(name, str):
-            raise LookupError("gold_actions need an environment: the case names no env "
-                              "and the trace none")
+            raise LookupError("the expected end state needs an environment: the case "
+                              "names no env and the trace none")
         env = resolve_env(name)
-        start = raw.get("initial_state")
-        if not isinstance(start, dict):
-            start = case.initial_state
-        expected = env.initial_state(start)
-        problems = env.apply(expected, case.gold_actions)
-        mismatches.extend(state_diff(expected, final))
-    return EndStateCheck(True, mismatches=mismatches, problems=problems, paths=paths)
+    initial = env.initial_state(start) if env is not None else dict(start)
+    expected = expected_end(case, initial, env)
+    mismatches, collateral = compare_end(expected, initial, final)
+    return EndStateCheck(True, mismatches=mismatches, problems=expected.problems,
+                         paths=len(expected.named), collateral=collateral,
+                         neutral=expected.neutral)

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.io.jsonfiles import compact_json
 from evaltape.grader.matching.calls import Mismatch, nfc, value_difference
+from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -48,14 +49,21 @@ class ArgumentCorrectness(Metric):
     called), the arguments found right (names), and the others as ``{"argument", "kind",
     "path", "message"}`` (``kind`` ``not_called``, ``missing_arguments`` or a value kind,
     :func:`check_difference`).
+
+    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) without
+    ``expected_args`` is null (``not_applicable``), not the vacuous 1.0: its gold actions'
+    arguments are checked through the end state (``state_match``).
     """
 
     name: ClassVar[str] = "argument_correctness"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         expected_args = ctx.case.expected_args or {}
+        if not expected_args and stateful_case(ctx.case):
+            return Score(None, "a stateful case with no expected_args: the arguments act "
+                         "on the end state (state_match)", code="not_applicable")
         if not expected_args:
             return Score(1.0, "No expected arguments specified")
         total = correct = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.base import Metric
@@ -71,10 +72,16 @@ class Composite(Metric):
     basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
     Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
     recorded in the report's metric specs and config hash.
+
+    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) is null
+    (``not_applicable``): the reference's formula weighs one answer against expected tools,
+    arguments and phrases, and such a case states none of them (its tools and arguments
+    act on the end state, ``state_match``); a null part scoring 0 would grade the agent
+    on what was never asked.
     """
 
     name: ClassVar[str] = "composite"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
     #: The metric components, by weight key (``response`` is :func:`response_content`).
     parts: ClassVar[Mapping[str, type]] = {"tools": ToolSelectionAccuracy,
                                            "arguments": ArgumentCorrectness,
@@ -114,6 +121,10 @@ class Composite(Metric):
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
+        if stateful_case(ctx.case):
+            return Score(None, "a stateful case: the tiered-composite reference weighs one "
+                         "answer, this case is decided by its end state (state_match)",
+                         code="not_applicable")
         parts = {"tools": ToolSelectionAccuracy().score(ctx),
                  "arguments": ArgumentCorrectness().score(ctx),
                  "response": response_content(ctx)}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evaltape.grader.matching.state import check_end_state, show
 from evaltape.grader.model import EpisodeContext, Score
@@ -14,16 +14,25 @@ SHOWN = 10
 
 @dataclass(frozen=True)
 class StateMatch(Metric):
-    """1.0 when the episode's end state (the trace's ``final_state``) holds the case's
-    ``expected_state`` (a partial document: the keys it names must hold its values) and
-    equals the state its ``gold_actions`` lead to from the initial state, else 0.0.
+    """1.0 when the episode's whole end state (the trace's ``final_state``) equals the end
+    state its case expects, else 0.0.
+
+    The expected end state (:func:`evaltape.grader.matching.state.expected_end`) is the
+    episode's initial state with the case's ``gold_actions`` applied through the
+    environment's own tools, then its ``expected_state`` laid over it (the keys it names
+    take its values; ``null`` means absent or null; a new record's keys it does not name
+    are free); ``expect_unchanged`` expects the initial state itself. Every other path
+    must hold its initial value, so a change neither accounts for (another patient's
+    appointment cancelled) is *collateral damage* and fails.
 
     Formula: τ-bench's and τ²-bench's reward on the environment (Yao et al. 2024;
-    Barres et al. 2025): the database after the episode against the database after the
-    gold actions, compared whole; evaltape's ``expected_state`` is a partial document
-    instead (only the keys it names). Paths differ by typed JSON equality
-    (:func:`evaltape.grader.matching.state.same_value`). ``details`` name the differing
-    JSON paths, expected against actual (the first :data:`SHOWN`, and the count).
+    Barres et al. 2025, ``EnvironmentEvaluator``): the database after the episode against
+    the database after the gold actions, compared whole. Paths differ by typed JSON
+    equality (:func:`evaltape.grader.matching.state.same_value`). ``details`` name the
+    differing JSON paths, expected against actual, then the collateral changes, before
+    against after (the first :data:`SHOWN` of each, and the counts); ``evidence``:
+    ``{"mismatches": [{path, expected, actual}], "collateral": [{path, before, after}]}``,
+    every one of them (``null`` for an absent side).
 
     An imported τ²-bench episode (no state of its own) reports its results file's end-state
     check instead (``reference.state_match``: ``reward_info.db_check.db_match``, the
@@ -36,7 +45,7 @@ class StateMatch(Metric):
     """
 
     name: ClassVar[str] = "state_match"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -52,16 +61,41 @@ class StateMatch(Metric):
             code = "not_applicable" if "states no" in (check.why_not or "") else "no_state"
             return Score(None, check.why_not or "", code=code)
         notes = ("; " + "; ".join(check.problems)) if check.problems else ""
-        what = []
-        if ctx.case.expected_state is not None:
-            what.append(f"{check.paths} expected_state path(s)")
-        if ctx.case.gold_actions is not None:
-            what.append(f"the state of {len(ctx.case.gold_actions)} gold action(s)")
-        if not check.mismatches:
-            return Score(1.0, "end state matches " + " and ".join(what) + notes)
-        shown = "; ".join(f"{p} expected {show(a)}, got {show(b)}"
-                          for p, a, b in check.mismatches[:SHOWN])
-        more = (f"; and {len(check.mismatches) - SHOWN} more"
-                if len(check.mismatches) > SHOWN else "")
-        return Score(0.0, f"{len(check.mismatches)} path(s) differ from "
-                     + " and ".join(what) + f": {shown}{more}{notes}")
+        what = expectation_words(ctx.case, check.paths)
+        evidence = {"mismatches": [{"path": p, "expected": a, "actual": b}
+                                   for p, a, b in check.mismatches],
+                    "collateral": [{"path": p, "before": a, "after": b}
+                                   for p, a, b in check.collateral]}
+        if check.matched:
+            return Score(1.0, f"the whole end state matches {what}{notes}",
+                         evidence=evidence)
+        parts = []
+        if check.mismatches:
+            parts.append(f"{len(check.mismatches)} path(s) differ from {what}: "
+                         + _listed(check.mismatches, "expected {1}, got {2}"))
+        if check.collateral:
+            parts.append(f"{len(check.collateral)} collateral change(s) that neither "
+                         "expected_state nor the gold actions account for: "
+                         + _listed(check.collateral, "{1} → {2}"))
+        return Score(0.0, "; ".join(parts) + notes, evidence=evidence)
+
+
+def expectation_words(case: Any, paths: int) -> str:
+    """What the end state was compared with, in words: ``the initial state after 1 gold
+    action(s), with 3 expected_state path(s)``, ``the initial state (the case expects no
+    change)``."""
+    what = "the initial state"
+    if case.gold_actions is not None:
+        what += f" after {len(case.gold_actions)} gold action(s)"
+    if case.expected_state is not None:
+        what += (", with" if case.gold_actions is not None else " with") + \
+            f" {paths} expected_state path(s)"
+    if case.gold_actions is None and case.expected_state is None:
+        what += " (the case expects no change)"
+    return what
+
+
+def _listed(items: list, form: str) -> str:
+    shown = "; ".join(f"{p} " + form.format(p, show(a), show(b)) for p, a, b in items[:SHOWN])
+    more = f"; and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return shown + more

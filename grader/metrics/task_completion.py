@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from evaltape.grader.matching.calls import nfc
+from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -19,7 +20,10 @@ class TaskCompletion(Metric):
 
     Formula (the help-desk reference, ``TaskCompletion``): score = |found| / |keywords| with a plain
     substring test on lower-cased text (both in Unicode normal form C). No keywords → 1.0
-    iff the agent gave a non-empty final answer, else 0.0. A missing answer
+    iff the agent gave a non-empty final answer, else 0.0; in a stateful case
+    (:func:`evaltape.grader.matching.state.stateful_case`) no keywords → null
+    (``not_applicable``): its end state, not the presence of a reply, says whether the task
+    was done (``state_match``). A missing answer
     (``final_response`` null) finds nothing. The scripted-harness reference cases carry one phrase
     in
     ``expected_answer_contains``; it is used as the single keyword when
@@ -38,7 +42,7 @@ class TaskCompletion(Metric):
     #: it decides that check in place of the fixed rule
     #: (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`).
     outcome_check: ClassVar[str] = "answer"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -46,6 +50,10 @@ class TaskCompletion(Metric):
         if not keywords and ctx.case.expected_answer_contains is not None:
             keywords = [ctx.case.expected_answer_contains]
         answer = ctx.trace.final_response or ""
+        if not keywords and stateful_case(ctx.case):
+            return Score(None, "a stateful case with no outcome keywords: its end state "
+                         "says whether the task was done (state_match)",
+                         code="not_applicable")
         if not keywords:
             return Score(1.0 if answer else 0.0,
                          "No specific outcome keywords to check. Agent responded: "

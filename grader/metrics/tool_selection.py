@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -18,6 +19,11 @@ class ToolSelectionAccuracy(Metric):
     F1 = 2PR/(P+R) (0 if P+R = 0). Duplicates and order do not count (it is a *set* F1).
     No expected tools (empty or absent): 1.0 if nothing was called, else 0.0.
 
+    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) without
+    ``expected_tools``: E = the names of its ``gold_actions`` (the tools a correct agent
+    uses, τ-bench's and τ²-bench's gold actions), else the score is null
+    (``not_applicable``): an agent acting on a database is expected to call its tools.
+
     Returns a :class:`Score` in [0, 1]; ``details`` lists expected, actual, missing, extra.
     """
 
@@ -26,12 +32,19 @@ class ToolSelectionAccuracy(Metric):
     #: it decides that check in place of the fixed rule
     #: (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`).
     outcome_check: ClassVar[str] = "tools"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = list(ctx.case.expected_tools or ())
         actual = [c.name for c in ctx.trace.tool_calls]  # (Trace.tools_called)
+        source = ""
+        if ctx.case.expected_tools is None and stateful_case(ctx.case):
+            if not ctx.case.gold_actions:
+                return Score(None, "a stateful case with no expected_tools and no "
+                             "gold_actions: no tools to compare", code="not_applicable")
+            expected = list(dict.fromkeys(a.name for a in ctx.case.gold_actions))
+            source = " (the gold actions' tools)"
         if not expected:
             return Score(1.0 if not actual else 0.0,
                          f"Expected no tool calls. Agent called: {actual}")
@@ -40,7 +53,7 @@ class ToolSelectionAccuracy(Metric):
         precision = n_correct / n_a if n_a else 0.0
         recall = n_correct / n_e
         f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-        details = f"Expected: {expected}, Actual: {actual}"
+        details = f"Expected{source}: {expected}, Actual: {actual}"
         if n_correct != n_e:  # (e <= a otherwise: nothing missing)
             details += f", Missing: {sorted(e - a)}"
         if n_correct != n_a:

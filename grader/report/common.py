@@ -84,6 +84,8 @@ def verdict_lines(summary: Any, lower: Any) -> list[str]:
     v = summary.verdict
     if not isinstance(v, dict):
         return []
+    if isinstance(v.get("groups"), list):
+        return group_lines(summary, lower)
     thr = summary.thresholds or {}
     gates = [n for n in v.get("gate") or () if n in summary.metrics]
     out = ["verdict: PASS when the outcome checks pass (an answer, the expected tools and "
@@ -130,11 +132,79 @@ def decided_lines(verdict: Any) -> list[str]:
 
 def gating(summary: Any) -> frozenset[str]:
     """The metrics that gate the verdict (``summary.verdict.gate``; none for an older
-    report without the block: its verdict was the outcome checks alone)."""
+    report without the block: its verdict was the outcome checks alone). With
+    ``summary.verdict.groups`` (a run with cases decided by their end state): the metrics
+    that gate some group's cases, and ``state_match`` when some case is decided by its
+    end state (its score is that check), so a metric that decides no case is never
+    labelled as gating."""
     v = summary.verdict
+    if isinstance(v, dict) and isinstance(v.get("groups"), list):
+        out = {n for g in v["groups"] if isinstance(g, dict) for n in g.get("gate") or ()}
+        if any(isinstance(g, dict) and g.get("group") == "end state" for g in v["groups"]):
+            out.add("state_match")  # its score is the end-state check that decides them
+        return frozenset(out)
     if isinstance(v, dict) and isinstance(v.get("gate"), list):
         return frozenset(v["gate"])
     return frozenset()
+
+
+def gate_failures(summary: Any) -> dict[str, int]:
+    """Failed checks per metric as the reports' "failed" column shows them: the gating
+    metrics' counts (``summary.verdict.failed``), with ``summary.verdict.groups``: each
+    group's failed gating metrics summed, and ``state_match`` the end-state cases'
+    ``wrong_state`` episodes."""
+    v = summary.verdict if isinstance(summary.verdict, dict) else {}
+    if not isinstance(v.get("groups"), list):
+        return dict(v.get("failed") or {})
+    out: dict[str, int] = {}
+    for g in v["groups"]:
+        if not isinstance(g, dict):
+            continue
+        failed = g.get("failed") or {}
+        for n in g.get("gate") or ():
+            out[n] = out.get(n, 0) + int(failed.get(n, 0))
+        if g.get("group") == "end state":
+            out["state_match"] = out.get("state_match", 0) + int(failed.get("wrong_state", 0))
+    return out
+
+
+def group_lines(summary: Any, lower: Any) -> list[str]:
+    """The verdict in words per group of cases (``summary.verdict.groups``,
+    :mod:`evaltape.grader.stats.verdict_groups`): one line per group saying which checks
+    decided and how many episodes failed each of exactly those, then the metrics that
+    gate no case (informational: shown, never deciding)."""
+    v = summary.verdict
+    thr = summary.thresholds or {}
+    out = []
+    for g in v["groups"]:
+        if not isinstance(g, dict):
+            continue
+        gate = [n for n in g.get("gate") or () if n in summary.metrics]
+        checks = ("the end state (state_match, the whole state), a gold action that "
+                  "changes no state called, and expected_tools and answer keywords when "
+                  "the case gives them" if g.get("group") == "end state" else
+                  "the outcome checks (an answer, the expected tools and text)")
+        gates = ("; and every gating metric passes its threshold: " + "; ".join(
+            f"{n} {threshold_text(thr.get(n), n in lower)}" for n in gate)) if gate \
+            else "; no metric gates"
+        failed = ", ".join(f"{k} {n}" for k, n in (g.get("failed") or {}).items())
+        who = ("case(s) decided by their end state" if g.get("group") == "end state"
+               else "other case(s)")
+        out.append(f"verdict of the {g.get('cases')} {who} "
+                   f"({g.get('passed')}/{g.get('episodes')} episode(s) passed): PASS when "
+                   f"{checks}{gates}; failed: {failed or 'none'}")
+    gating_any = gating(summary)
+    info = [n for n in summary.metrics if n not in gating_any]
+    if info:
+        out.append("informational (shown, never gate): " + ", ".join(info))
+    skipped = {n: k for n, k in (v.get("skipped") or {}).items() if k and n in gating_any}
+    if skipped:
+        out.append("gating checks skipped (null score, not a failure): " + ", ".join(
+            f"{n} {k}" for n, k in skipped.items()))
+    if v.get("case_thresholds"):
+        out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
+                   "case's win)")
+    return out
 
 
 def trial_lines(summary: Any) -> list[str]:

@@ -5,6 +5,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from evaltape.grader.report.common import (cell_text, failing_details, fmt, gating,
+                                           gate_failures,
                                            episode_label, verdict_lines, plain, skip_reasons,
                                            threshold_text, trial_lines)
 from evaltape.grader.results import Report
@@ -15,6 +16,19 @@ from evaltape.grader.stats.timing import timing_lines
 #: nobody and ``https:`` followed by it starts no link.
 _JOIN = "\u2060"
 _AUTOLINK = re.compile(r"(?i)(://|www\.)")
+def episodes_note(s: Any) -> str:
+    """The sentence above the episodes table: what a cell and the verdict column mean;
+    with end-state cases (``summary.verdict.groups``) it says that their state decides."""
+    note = ("A metric cell is PASS when its score meets the episode's threshold; the "
+            "verdict is PASS when the outcome checks and every gating metric pass "
+            "(columns marked (info) do not gate)")
+    v = s.verdict if isinstance(s.verdict, dict) else {}
+    if any(isinstance(g, dict) and g.get("group") == "end state" for g in
+           v.get("groups") or ()):
+        note += ("; a case decided by its end state passes when its end state (state_match) "
+                 "and its other outcome checks do, and a metric cell marked FAIL there is "
+                 "informational unless its column gates")
+    return note + "."
 
 
 def _cell(text: str) -> str:
@@ -126,7 +140,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
             "| metric | mean | threshold | gates the verdict | failed | skipped |",
             "|---|---:|---|---|---:|---:|"]
     gates = gating(s)
-    failed = (s.verdict or {}).get("failed") or {}
+    failed = gate_failures(s)
     for name, value in s.metrics.items():
         note = " (lower is better)" if name in lower else ""
         errors = s.metrics_errors.get(name, 0)
@@ -149,9 +163,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
     names = report.grader.metrics
     heads = [_cell(n) + ("" if n in gates else " (info)") for n in names]
     out += ["## Episodes", "",
-            "A metric cell is PASS when its score meets the episode's threshold; the "
-            "verdict is PASS when the outcome checks and every gating metric pass "
-            "(columns marked (info) do not gate).", "",
+            episodes_note(s), "",
             "| episode | verdict | " + " | ".join(heads) + " |",
             "|---|---|" + "---:|" * len(names)]
     yield "\n".join(out)

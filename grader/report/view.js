@@ -761,6 +761,13 @@
       if (tr.digest_graded && tr.digest_graded !== tr.digest) facts.push(["note", "the report graded another recording (digest " + tr.digest_graded + ")"]);
       body.appendChild(h("p", { class: "facts" }, facts.filter(function (f) { return f[1] !== null && f[1] !== undefined; })
         .map(function (f, n) { return h("span", null, n ? " · " : "", f[0] + ": ", h("span", { class: "mono" }, f[1])); })));
+      if (d.conversation) {
+        var cv = d.conversation;
+        body.appendChild(h("p", { class: "facts" }, "conversation ended: ", h("b", { class: "mono" }, cv.end),
+          " · user: " + cv.user + " · user messages: " + cv.user_turns,
+          cv.user_retries ? " · replies retried for speaking as the agent: " + cv.user_retries : "",
+          cv.out_of_role ? " · last reply: " + cv.out_of_role : ""));
+      }
       if (tr.infra_error) body.appendChild(h("p", { class: "note" }, "The infrastructure ended this episode: " + tr.infra_error));
       if (tr.error) body.appendChild(panel("Error", pre(tr.error)));
       if (tr.unfinished) body.appendChild(h("p", { class: "note" }, "The last turn was not finished: its calls were not run, and there is no final answer."));
@@ -774,6 +781,7 @@
     body.appendChild(two);
     if (tr) left.appendChild(conversationPanel(d));
     right.appendChild(metricsPanel(run, d));
+    if (d.end_state) right.appendChild(endStatePanel(d.end_state));
     if (d.expect && d.expect.length) right.appendChild(panel("What the case expects", h("table", { class: "kv" },
       d.expect.map(function (x) { return h("tr", null, h("td", null, x[0]), h("td", null, x[1])); }))));
     if (d.judge && d.judge.length) right.appendChild(judgePanel(d.judge));
@@ -798,7 +806,8 @@
     var box = h("div", { class: "convo" });
     var finalShown = false;
     d.turns.forEach(function (t, ti) {
-      var turn = h("div", { class: "turn " + t.role }, h("div", { class: "who" }, (ti + 1) + ". " + t.role));
+      var who = t.who || t.role;
+      var turn = h("div", { class: "turn " + t.role + (who === "tool results" ? " tool" : "") }, h("div", { class: "who" }, (ti + 1) + ". " + who));
       t.blocks.forEach(function (b, bi) {
         var isFinal = d.final && d.final[0] === ti && d.final[1] === bi;
         if (isFinal) finalShown = true;
@@ -818,18 +827,28 @@
       if (finalOf) return h("div", { class: "block final" }, h("div", { class: "lbl" }, "final answer"), answerWithClaims(finalOf.answer, finalOf.claims));
       return h("div", { class: "block" }, pre(b.text, true));
     }
-    if (b.k === "call") return h("div", { class: "block call" }, h("div", { class: "lbl" }, "tool call ", h("b", null, b.name), " ", h("span", { class: "muted" }, b.id)), pre(b.args));
+    if (b.k === "call") return h("div", { class: "block call" }, h("div", { class: "lbl" }, "tool call ", h("b", null, b.name), " ", h("span", { class: "muted" }, b.id)), pre(b.args),
+      b.changes && b.changes.length ? h("div", { class: "changes" }, h("div", { class: "lbl" }, "state changes"),
+        b.changes.map(function (c) { return h("div", { class: "arg mono" }, c[0] + ": " + c[1] + " → " + c[2]); })) : null);
     if (b.k === "result") return h("div", { class: "block result" + (b.error ? " error" : "") },
       h("div", { class: "lbl" }, b.error ? h("b", { class: "fail" }, "tool error ") : "tool result ", b.name ? h("b", null, b.name) : null, " ", h("span", { class: "muted" }, b.id)), pre(b.text));
     if (b.k === "thinking") return h("div", { class: "block" }, h("div", { class: "lbl" }, "thinking"), pre(b.text));
     if (b.k === "note") return h("div", { class: "block muted" }, b.text);
     return h("div", { class: "block" }, h("div", { class: "lbl" }, "block " + (b.type || "")), pre(b.text));
   }
+  function endStatePanel(es) {
+    var box = h("div", null);
+    if (es.unchanged) box.appendChild(h("p", null, "No change: the end state must equal the initial state."));
+    if (es.expected_state) box.appendChild(h("div", null, h("div", { class: "lbl" }, "expected_state (laid over the initial state; every other path must keep its value)"), pre(es.expected_state)));
+    if (es.gold && es.gold.length) box.appendChild(h("div", null, h("div", { class: "lbl" }, "gold actions (applied to the initial state)"),
+      h("ol", null, es.gold.map(function (g) { return h("li", { class: "mono" }, g); }))));
+    return panel("Expected end state", box, "endstate");
+  }
   function pairsPanel(d) {
     var rows = (d.pairs || []).map(function (p, n) {
       var ex = p.e === null ? null : d.expected[p.e];
       var ac = p.a === null ? null : d.calls[p.a];
-      var st = { match: badge("pass", "match"), differs: badge("fail", "differs"), missing: badge("fail", "not called"), extra: badge("warn", "not expected") }[p.status];
+      var st = { match: badge("pass", "match"), differs: badge("fail", "differs"), missing: badge("fail", "not called"), extra: d.end_state ? badge("na", d.end_state.gold.length ? "not a gold action" : "no call expected") : badge("warn", "not expected") }[p.status];
       var left = ex ? h("div", null, h("b", null, ex.name), ex.args === null ? h("span", { class: "muted" }, " (any arguments)") : null) : h("span", { class: "muted" }, "—");
       var right = ac ? h("div", null, h("b", null, ac.name), h("span", { class: "muted" }, " call " + (p.a + 1) + ", step " + ac.step + (ac.error ? ", error" : ""))) : h("span", { class: "muted" }, "—");
       var lArgs = h("div"), rArgs = h("div");
@@ -845,7 +864,7 @@
       return h("tr", { class: "pair " + p.status }, h("td", { class: "num" }, n + 1), h("td", { class: "side" }, left), h("td", { class: "side" }, right), h("td", null, st));
     });
     if (!rows.length) rows = [h("tr", null, h("td", { colspan: 4, class: "muted" }, d.expected && !d.expected.length ? "No call expected, and none made." : "No call expected."))];
-    return h("section", { class: "panel", id: "pairs" }, h("div", { class: "ph" }, "Expected vs actual calls"),
+    return h("section", { class: "panel", id: "pairs" }, h("div", { class: "ph" }, d.end_state && d.end_state.gold.length ? "Gold actions vs actual calls" : "Expected vs actual calls"),
       h("div", { class: "pb flush tablewrap" }, h("table", { class: "pairs" },
         h("thead", null, h("tr", null, h("th", { class: "num" }, "#"), h("th", null, "expected"), h("th", null, "actual"), h("th", null, ""))),
         h("tbody", null, rows))));
@@ -856,7 +875,7 @@
     var shown = [], skipped = [];
     d.metrics.forEach(function (m) { (m[1] === null && m[4] !== "error" && !/^judge_/.test(m[4] || "") ? skipped : shown).push(m); });
     function row(m, skip) {
-      var res = m[1] === null ? (m[4] === "error" ? badge("fail", "ERROR") : badge("na", "N/A")) : m[3] === true ? badge("pass", "PASS") : m[3] === false ? badge("fail", "FAIL") : badge("na", "—");
+      var res = m[1] === null ? (m[4] === "error" ? badge("fail", "ERROR") : badge("na", "N/A")) : m[3] === true ? badge("pass", "PASS") : m[3] === false ? (gates[m[0]] ? badge("fail", "FAIL") : badge("warn", "FAIL (informational)")) : badge("na", "—");
       return h("tr", { class: skip ? "skip" : null },
         h("td", null, h("b", null, m[0]), gates[m[0]] ? null : h("span", { class: "muted" }, " (info)")),
         h("td", { class: "num" }, m[1] === null ? (m[4] || "null") : fmt(m[1], 3)),

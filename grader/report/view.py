@@ -24,6 +24,7 @@ page inserts them as text, never as markup.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from array import array
@@ -41,7 +42,7 @@ from evaltape.grader.io.traces import line_digest, parse_trace
 from evaltape.grader.matching.calls import compare_values, match_calls
 from evaltape.grader.matching.claims import KINDS as CLAIM_KINDS
 from evaltape.grader.model import Case, ExpectedCall, ToolCall, Trace
-from evaltape.grader.report.common import (gating, k_coverage, plain, threshold_text,
+from evaltape.grader.report.common import (gate_failures, gating, k_coverage, plain, threshold_text,
                                            verdict_lines)
 from evaltape.grader.results import EpisodeResult, Report
 from evaltape.grader.stats.intervals import cluster_delta, cluster_mean, nearest_rank
@@ -202,7 +203,8 @@ def _num(value: Any, digits: int = 4) -> float | None:
 # --------------------------------------------------------------------------- one episode
 #: Outcome reasons (the verdict's first checks) start with one of these; any other failure
 #: text is the list of failing gates (``argument_correctness 0.00 < 0.80; ...``).
-OUTCOME_PREFIXES = ("infra_error", "no_answer", "wrong_tools", "wrong_answer", "wrong_call")
+OUTCOME_PREFIXES = ("infra_error", "no_answer", "wrong_tools", "wrong_answer", "wrong_call",
+                    "wrong_state")
 
 
 def outcome_reason(ep: EpisodeResult) -> str | None:
@@ -244,15 +246,9 @@ def flags(ep: EpisodeResult, names: Sequence[str]) -> str:
 
 
 def _usage(trace: Trace | None) -> tuple[int | None, int | None]:
-    if trace is None:
-        return None, None
-    u = trace.usage or {}
-    ins = [u.get(k) for k in ("input_tokens", "cache_creation_input_tokens",
-                              "cache_read_input_tokens")]
-    ins = [v for v in ins if isinstance(v, int) and not isinstance(v, bool)]
-    out = u.get("output_tokens")
-    return (sum(ins) if ins else None,
-            out if isinstance(out, int) and not isinstance(out, bool) else None)
+    """The episode's tokens in and out (:func:`evaltape.grader.model.usage_tokens`)."""
+    from evaltape.grader.model import usage_tokens
+    return (None, None) if trace is None else usage_tokens(trace.usage)
 
 
 def index_row(position: int, ep: EpisodeResult, names: Sequence[str], trace: Trace | None,
@@ -326,20 +322,22 @@ def conversation(trace: Trace) -> tuple[list[dict[str, Any]], int]:
     messages gets them rebuilt from its input, calls and final answer. At most
     :data:`TURN_LIMIT` turns."""
     names_by_id = {c.id: c.name for c in trace.tool_calls}
+    changes_by_id = state_changes_by_call(trace.raw if isinstance(trace.raw, Mapping) else {})
     msgs = list(trace.messages or ())
     turns: list[dict[str, Any]] = []
     if not msgs:
-        turns.append({"role": "user", "blocks": [{"k": "text", "text": text(trace.input)}]})
+        turns.append({"role": "user", "who": "user",
+                      "blocks": [{"k": "text", "text": text(trace.input)}]})
         for step, group in _by_step(trace.tool_calls):
-            turns.append({"role": "assistant", "blocks": [
+            turns.append({"role": "assistant", "who": "agent", "blocks": [
                 {"k": "call", "id": text(c.id, 200), "name": text(c.name, 300),
                  "args": _json_text(dict(c.arguments))} for c in group]})
-            turns.append({"role": "user", "blocks": [
+            turns.append({"role": "user", "who": "tool results", "blocks": [
                 {"k": "result", "id": text(c.id, 200), "name": text(c.name, 300),
                  "text": "(not run)" if c.result is None else text(c.result),
                  "error": bool(c.is_error)} for c in group]})
         if trace.final_response is not None:
-            turns.append({"role": "assistant", "blocks": [
+            turns.append({"role": "assistant", "who": "agent", "blocks": [
                 {"k": "text", "text": text(trace.final_response)}]})
         return turns[:TURN_LIMIT], max(0, len(turns) - TURN_LIMIT)
     for m in msgs[:TURN_LIMIT]:
@@ -349,6 +347,9 @@ def conversation(trace: Trace) -> tuple[list[dict[str, Any]], int]:
             continue
         role = text(m.get("role") or "?", 40)
         blocks = _blocks_of(m.get("content"), names_by_id)
+        for b in blocks:
+            if b.get("k") == "call" and b.get("id") in changes_by_id:
+                b["changes"] = changes_by_id[b["id"]]
         for tc in m.get("tool_calls") or ():  # OpenAI's assistant message
             fn = tc.get("function") if isinstance(tc, Mapping) else None
             if isinstance(fn, Mapping):
@@ -366,8 +367,34 @@ def conversation(trace: Trace) -> tuple[list[dict[str, Any]], int]:
                        "name": text(names_by_id.get(tid, ""), 300),
                        "text": "\n".join(b.get("text", "") for b in blocks),
                        "error": False}]
-        turns.append({"role": role, "blocks": blocks})
+        turns.append({"role": role, "who": _who(m, role, blocks), "blocks": blocks})
     return turns, max(0, len(msgs) - TURN_LIMIT)
+
+
+def _who(message: Mapping[str, Any], role: str, blocks: Sequence[Mapping[str, Any]]) -> str:
+    """A message's label on the page: its ``speaker`` (conversations: ``user``, ``agent``,
+    ``tool`` shown as ``tool results``), else ``tool results`` for a message of tool
+    results alone, ``agent`` for an assistant message, else its role."""
+    speaker = message.get("speaker")
+    if speaker == "tool" or (blocks and all(b.get("k") == "result" for b in blocks)):
+        return "tool results"
+    if speaker in ("user", "agent"):
+        return str(speaker)
+    return "agent" if role == "assistant" else role
+
+
+def state_changes_by_call(raw: Mapping[str, Any]) -> dict[str, list[list[str]]]:
+    """``{call id: [[path, before, after], ...]}`` from the trace's ``tool_calls[i]
+    .state_changes`` (stateful episodes; values as short JSON text, ``null`` for an absent
+    side)."""
+    out: dict[str, list[list[str]]] = {}
+    for c in raw.get("tool_calls") or ():
+        if isinstance(c, Mapping) and isinstance(c.get("state_changes"), list):
+            out[text(str(c.get("id")), 200)] = [
+                [text(str(ch.get("path")), 500), _json_text(ch.get("before"), 500),
+                 _json_text(ch.get("after"), 500)]
+                for ch in c["state_changes"][:100] if isinstance(ch, Mapping)]
+    return out
 
 
 def _by_step(calls: Sequence[ToolCall]) -> list[tuple[int, list[ToolCall]]]:
@@ -614,7 +641,10 @@ def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
                      None if m.code is None else text(m.code, 80), text(m.details, 20_000)]
                     for n in names if (m := ep.metrics.get(n)) is not None],
         "expect": expectations(case),
-        "expected": None if case is None or case.expected_calls is None else [
+        "end_state": end_state_expectation(case),
+        "expected": _gold_calls(case) if case is not None and case.expected_calls is None
+        and case.gold_actions is not None else
+        None if case is None or case.expected_calls is None else [
             {"name": text(e.name, 300),
              "args": None if e.acceptable is None else {
                  text(k, 200): [_json_text(v, 2000) for v in vals]
@@ -652,10 +682,54 @@ def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
                      "malformed": bool((c_raw or {}).get("malformed_tool_input")) if isinstance(
                          c_raw := _raw_call(raw, i), Mapping) else False}
                     for i, c in enumerate(trace.tool_calls)]
-    out["pairs"] = call_pairs(None if case is None else case.expected_calls, trace.tool_calls)
+    gold = None if case is None or case.expected_calls is not None else case.gold_actions
+    if gold is not None:  # τ²'s compare_args: the named arguments only (none: the name)
+        gold = [dataclasses.replace(a, acceptable=None if a.compare_args == () else {
+            k: v for k, v in (a.acceptable or {}).items()
+            if a.compare_args is None or k in a.compare_args}) for a in gold]
+    out["pairs"] = call_pairs(gold if gold is not None else
+                              (None if case is None else case.expected_calls), trace.tool_calls)
+    out["conversation"] = conversation_facts(raw)
     out["claims"] = [] if answer is None else claim_marks(answer, ep.metrics.get("grounding"))
     out["judge"] = judge_answers(run, ep.case_id, ep.trial)
     return out
+
+
+def _gold_calls(case: Case) -> list[dict[str, Any]]:
+    """A case's gold actions as the page's expected calls (exact arguments), for a case
+    without ``expected_calls``."""
+    return [{"name": text(a.name, 300),
+             "args": {text(k, 200): [_json_text(v, 2000)]
+                      for k, v in sorted(a.literal_args().items())}
+             if a.compare_args is None or a.compare_args else None,
+             "optional": []} for a in case.gold_actions or ()]
+
+
+def end_state_expectation(case: Case | None) -> dict[str, Any] | None:
+    """What the page shows of a case's expected end state: ``{"expected_state": JSON text
+    or None, "unchanged": bool, "gold": [name(arguments) text, ...]}``, or ``None`` for a
+    case that states no end state."""
+    from evaltape.grader.matching.state import state_case
+    if case is None or not state_case(case):
+        return None
+    return {"expected_state": None if case.expected_state is None else text(json.dumps(
+                dict(case.expected_state), sort_keys=True, indent=1, ensure_ascii=False),
+                20_000),
+            "unchanged": bool(case.expect_unchanged),
+            "gold": [text(a.name + "(" + json.dumps(a.literal_args(), sort_keys=True,
+                                                    ensure_ascii=False) + ")", 2000)
+                     for a in case.gold_actions or ()]}
+
+
+def conversation_facts(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A conversation's end as the page shows it: ``{"end", "user", "user_turns",
+    "user_retries", "out_of_role"}`` from the trace's ``conversation``, or ``None``."""
+    conv = raw.get("conversation")
+    if not isinstance(conv, Mapping):
+        return None
+    return {k: (text(str(conv[k]), 200) if isinstance(conv.get(k), str) else conv.get(k))
+            for k in ("end", "user", "user_turns", "user_retries", "out_of_role")
+            if conv.get(k) is not None and not isinstance(conv.get(k), (dict, list))}
 
 
 def _raw_call(raw: Mapping[str, Any], i: int) -> Any:
@@ -711,7 +785,7 @@ def setup_rows(source: ViewSource) -> list[list[str]]:
     add("grading", "config sha256", r.grader.config_sha256)
     lower = r.lower_is_better
     v = r.summary.verdict if isinstance(r.summary.verdict, Mapping) else {}
-    gates = v.get("gate") if isinstance(v.get("gate"), list) else None
+    gates = sorted(gating(r.summary)) if isinstance(v.get("gate"), list) else None
     if gates is not None and not gates:
         add("grading", "gating metrics", "none (the outcome checks alone)")
     specs = {s["name"]: s for s in r.grader.metric_specs
@@ -998,8 +1072,7 @@ class ViewBuilder:
         s = report.summary
         lower = report.lower_is_better
         gates = gating(s)
-        verdict = s.verdict if isinstance(s.verdict, Mapping) else {}
-        failed = verdict.get("failed") or {}
+        failed = gate_failures(s)
         metrics = []
         for n in names:
             ci = cluster_mean(tuple(v) for v in acc.scores.get(n, {}).values())

@@ -86,8 +86,10 @@ def tools_match(trace: Trace, case: Case) -> bool:
             return all(c.matched for c in tau2_checks(trace, case))
         return all_called(match_actions(trace.tool_calls, case.expected_actions))
     if state_case(case) and case.expected_tools is None:
-        # the end state is the expectation: the gold actions, each called (any order)
-        return all_called(match_actions(trace.tool_calls, case.gold_actions or ()))
+        # the end state is the expectation: the gold actions, each called (any order,
+        # τ²-bench's action check: the arguments compare_args names, by default all)
+        return all(c.matched for c in tau2.check_actions(tau2.candidate_calls(trace),
+                                                         case.gold_actions or ()))
     return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
 
 
@@ -167,17 +169,26 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
 
 def state_outcome(trace: Trace, case: Case) -> str | None:
     """The outcome of a case that states an end state (``expected_state``,
-    ``gold_actions``): ``wrong_state`` when the end state differs or the trace holds none
-    (:func:`evaltape.grader.matching.state.check_end_state`), then ``wrong_tools`` only
-    when the case gives ``expected_tools``, then ``wrong_answer`` only when it gives
-    keywords. No final answer is required: a conversation may end with the user's stop
+    ``gold_actions``, ``expect_unchanged``): ``wrong_state`` when the end state differs
+    or the trace holds none (:func:`evaltape.grader.matching.state.check_end_state`, the
+    whole state: a collateral change fails too), then ``wrong_tools`` when a gold action
+    that changes no state (a transfer, which the state cannot show) was not called
+    (τ²-bench's action check, :func:`evaltape.grader.matching.tau2.action_matches`: the
+    arguments its ``compare_args`` name, by default all the call's) or, only when the
+    case gives ``expected_tools``, the called names differ from them, then
+    ``wrong_answer`` only when it gives keywords. No final answer is required: a conversation may end with the user's stop
     or a transfer, and the state is what it achieved (τ-bench's reward).
 
     Raises:
         LookupError: the case's environment cannot be loaded (gold actions to apply).
     """
-    if not check_end_state(trace, case).matched:
+    check = check_end_state(trace, case)
+    if not check.matched:
         return WRONG_STATE
+    calls = tau2.candidate_calls(trace)
+    if any(not any(tau2.action_matches(n, args, a) for n, args in calls)
+           for a in check.neutral):
+        return WRONG_TOOLS
     if case.expected_tools is not None and not names_match_by_step(
             trace.tool_calls, list(case.expected_tools)):
         return WRONG_TOOLS

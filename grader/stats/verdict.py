@@ -57,10 +57,12 @@ NOT_GATING, GATE_PASSED, GATE_FAILED, GATE_SKIPPED = 0, 1, 2, 3
 def benchmark_case(case: Case) -> bool:
     """Whether a benchmark's own rule decides the case (``matching: bfcl``/``tau2``, or
     ``expected_actions``, as τ-bench imports carry, or an end state to reach:
-    ``expected_state``/``gold_actions``, τ-bench's reward): then no metric gates it by
+    ``expected_state``/``gold_actions``/``expect_unchanged``, τ-bench's reward): then no
+    metric gates it by
     default."""
     return (case.matching in ("bfcl", "tau2") or case.expected_actions is not None
-            or case.expected_state is not None or case.gold_actions is not None)
+            or case.expected_state is not None or case.gold_actions is not None
+            or bool(case.expect_unchanged))
 
 
 def check(value: float | None, code: str | None, threshold: float,

@@ -18,6 +18,7 @@ from evaltape.grader.errors import BadInputError, EvaltapeError, UsageError
 COMMANDS = {
     "audit": "evaltape.commands.audit:audit",
     "diff": "evaltape.commands.diff:diff",
+    "env": "evaltape.commands.env:env",
     "grade": "evaltape.commands.grade:grade",
     "import": "evaltape.commands.importer:import_cmd",
     "proxy": "evaltape.commands.proxy:proxy",

@@ -164,7 +164,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                       if counts["refreshed"] else ""), err=True)
     else:
         click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
-                   f"already finished, {counts['tokens']} tokens → {out}"
+                   f"already finished, {counts['tokens']} tokens (in + out, cache reads "
+                   f"included) → {out}"
                    + (f"; {kept} of them ended in an error and were kept as they are "
                       f"({infra} graded as infra_error, {kept - infra} as the agent's "
                       "failure)" if kept else ""), err=True)
