@@ -110,7 +110,7 @@ DATE_MDY = re.compile(r"(?<!\w)(?P<mon>" + _MON_RE + r")\.?\s+(?P<d>\d{1,2})(?P<
                       r"(?:,?\s+(?P<y>\d{4}))?(?![\w:]|[.,]\d)", re.IGNORECASE)
 DATE_DMY = re.compile(r"(?<![\w.,])(?P<d>\d{1,2})(?P<suf>st|nd|rd|th)?\s+(?:of\s+)?"
                       r"(?P<mon>" + _MON_RE + r")\b\.?(?:,?\s+(?P<y>\d{4}))?", re.IGNORECASE)
-DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?![\w-]|:)")
+DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?=T\d|[^\w:-]|$)")
 QUANTITY = re.compile(r"(?<![\w.,$-])(?P<n>\d+(?:\.\d+)?)\s?(?P<u>km/h|mph|m/s|°\s?[CF]|%|"
                       r"km|kg|lbs?|ml|mm|cm|GB|MB|TB|ms|GHz|miles|minutes|mins|hours|hrs|"
                       r"seconds|secs|degrees)(?![\w/])")

@@ -99,7 +99,12 @@ DATE_MDY = led("[jfmasond]", DATE_MDY)  # the first letters of the months
 # seat/room codes like 12A (not 4K/5M/2B, which are scaled numbers, nor 18C/64F: temperatures).
 IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
                    r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+"
-                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
+                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|(?=[A-Z]*\d)(?=\d*[A-Z])[A-Z0-9]{5,12}"
+                   r"|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
+# a word of 5 to 8 capitals ("UHDAHF", a booking code with no digit): a claim only when a
+# source holds a code of its length that differs from it in one or two characters (the
+# checker decides: :func:`near_code`); an all-caps word of prose ("PLEASE") is none
+CAPS_CODE = re.compile(r"(?<![\w@.#-])[A-Z]{5,8}(?![\w-]|\.\w)")
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
@@ -391,6 +396,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
             sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
     if answer:
+        for m in CAPS_CODE.finditer(norm) if answer else ():
+            if sp.free(m.start(), m.end()):
+                sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
             if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
                     _NAMED_HINT.search(low):

@@ -56,6 +56,10 @@ UNITS = {
     "character": "char", "characters": "char", "chars": "char",
     "attempt": "attempt", "attempts": "attempt", "user": "user", "users": "user",
     "core": "core", "cores": "core", "request": "request", "requests": "request",
+    "km/h": "km/h", "kph": "km/h", "kmh": "km/h", "mph": "mph", "m/s": "m/s",
+    "ml": "ml", "millilitre": "ml", "millilitres": "ml", "milliliter": "ml",
+    "milliliters": "ml", "litre": "l", "litres": "l", "liter": "l", "liters": "l",
+    "mm": "mm", "cm": "cm", "oz": "oz", "gram": "g", "grams": "g",
     "times": "x", "usd": "usd", "dollars": "usd", "dollar": "usd", "eur": "eur", "euros": "eur",
     "euro": "eur", "gbp": "gbp", "pounds": "gbp",
 }
@@ -64,7 +68,8 @@ KEY_UNITS = {"km": "km", "mi": "mi", "miles": "mi", "c": "°c", "celsius": "°c"
              "fahrenheit": "°f", "kg": "kg", "lb": "lb", "lbs": "lb", "usd": "usd",
              "eur": "eur", "gbp": "gbp", "pct": "%", "percent": "%", "ms": "ms",
              "seconds": "s", "sec": "s", "minutes": "min", "min": "min", "hours": "h",
-             "days": "day", "gb": "gb", "mb": "mb", "tb": "tb", "nights": "night"}
+             "days": "day", "gb": "gb", "mb": "mb", "tb": "tb", "nights": "night",
+             "kmh": "km/h", "kph": "km/h", "mph": "mph", "ml": "ml", "mm": "mm", "cm": "cm"}
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "usd": "usd", "eur": "eur", "gbp": "gbp"}
 _SCALE = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
           "billion": 10**9, "bn": 10**9, "b": 10**9}

@@ -55,6 +55,8 @@ from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _DIGIT = re.compile(r"\d")
+#: a string value that is only a number or a range of two ("2", "5-7")
+_NUMERIC_STRING = re.compile(r"\s*(?P<a>\d+(?:\.\d+)?)(?:\s*[-–]\s*(?P<b>\d+(?:\.\d+)?))?\s*")
 _PARTS = re.compile(r"[_']")
 _SEPARATOR = " | "
 _TOKEN_CORE = re.compile(r"[\w@+](?:[\w@+.'-]*[\w@+])?")
@@ -133,6 +135,7 @@ class SourceFacts:
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
+    bare: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
@@ -169,6 +172,8 @@ class SourceFacts:
                 f.failed = ok is False or bool(err)
                 if ok is True and not f.failed:
                     f.statuses.add("succeeded")
+        elif s and _NUMERIC_STRING.fullmatch(s):  # a calculator's "597.0": one JSON number
+            f._walk(s, "")
         elif s:
             f._strings.append(s)
             f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
@@ -239,11 +244,20 @@ class SourceFacts:
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
             n = Num(d, _key_unit(key) or currency or target)
             self._number(n)
+            if not n.unit:  # a JSON number whose key names no unit: any unit may be its
+                self.bare.update(fmt(v.value) for v in source_values(n))
             if money or n.unit in _CURRENCIES:
                 self.amounts.append(n)
             self.tokens.add(fmt(d))
         else:
-            self._strings.append(str(value))
+            text = str(value)
+            m = _NUMERIC_STRING.fullmatch(text) if "number" in self.needs else None
+            if m:  # "days": "2", "days": "5-7": the numbers of a JSON number, unit of the key
+                for g in ("a", "b"):
+                    if m.group(g):
+                        self._walk(float(m.group(g)) if "." in m.group(g) else
+                                   int(m.group(g)), key, currency, money)
+            self._strings.append(text)
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
@@ -353,9 +367,14 @@ class SourceFacts:
         return False
 
     def supports_number(self, n: Num) -> bool:
-        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``."""
-        units = self.numbers.get(fmt(n.value))
-        if units and (not n.unit or n.unit in units or "" in units):
+        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``:
+        the same value with the same unit, or without one when ``n`` has none; a number
+        with a unit (``40 ml``, ``$250``) is stated by a bare number only as a JSON number
+        whose key names no unit (``"price": 250``), never by a bare number of prose (the
+        ``40`` of "40 items" or of "gate 40"): a quantity is compared as a whole."""
+        key = fmt(n.value)
+        units = self.numbers.get(key)
+        if units and (not n.unit or n.unit in units or "" in units and key in self.bare):
             return True
         if not n.hedged and n.places < 1:
             return False
@@ -364,7 +383,8 @@ class SourceFacts:
         for value, unit in self.values[lo:lo + 64]:
             if value > n.value + tol:
                 break
-            if compatible(unit, n.unit) and matches(n, value):
+            if (unit == n.unit or not n.unit or not unit and fmt(value) in self.bare) \
+                    and matches(n, value):
                 return True
         return False
 

@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Mapping, NamedTuple
 
 import orjson
 
-from evaltape.grader.matching.claims import Claim, clean, extract_claims, split_sentences
+from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_claims,
+                                             split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
                                               derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts
@@ -184,7 +185,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -247,10 +248,19 @@ class Grounding(Metric):
                          schemas=schemas)
         check.note_stated(claims)
         out = []
+        kept = []
         for c in claims:
             why, how = check.check(c)
+            if why and c.kind == "identifier" and CAPS_CODE.fullmatch(c.text):
+                near = check.near_code(c)
+                if near is None:
+                    continue  # an all-caps word ("PLEASE"), no code: no claim
+                why = f"no source states this code; {near} is stated"
+            kept.append(c)
             out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
-        return claims, out
+        if not kept:
+            return Score(None, "no checkable claims in the final answer", code="no_claims")
+        return kept, out
 
 
 class ClaimVerdict(NamedTuple):
@@ -324,6 +334,7 @@ class _Checker:
             if c.kind == "date":
                 self.dates_by_sentence.setdefault(self._sentence_of(c), []).append(c.key)
         self._item_cache: dict[int, SourceFacts] = {}
+        self._days_said: dict[str, list[Num]] | None = None
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -494,8 +505,10 @@ class _Checker:
                 return (f"the call about {subject} ({silent[0].name}#{silent[0].id}) returned "
                         f"no result; stated for another call: {', '.join(elsewhere)}"), None
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}", None
-        if claim.kind == "date" and self._date_after(claim.key, scope):
-            return None, None
+        if claim.kind == "date":
+            how = self._date_after(claim, scope)
+            if how:
+                return None, f"derived ({how})"
         if claim.kind == "number" and claim.num is not None and claim.num.unit:
             units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
             if units and "" not in units:
@@ -527,6 +540,18 @@ class _Checker:
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def near_code(self, claim: Claim) -> str | None:
+        """A code of a source with the length of a capitals-only claim (``UHDAHV``) that
+        differs from it in one or two characters (``UHDAHF``), upper-cased; ``None`` when
+        no source holds one (the claim is then an all-caps word, no code)."""
+        key, n = claim.key, len(claim.key)
+        for s in [self.input] + [f for _c, f in self.calls] + self.extra:
+            for t in s.tokens:
+                if len(t) == n and t.isalnum() and \
+                        sum(a != b for a, b in zip(t, key)) <= 2:
+                    return t.upper()
+        return None
 
     def reason(self, claim: Claim) -> str | None:
         """``None`` when the claim is supported, else why it is not (quoted in details)."""
@@ -655,23 +680,43 @@ class _Checker:
                 return " + ".join(fmt(y.value) for y in reversed(run))
         return None
 
-    def _date_after(self, key: str, scope: list[SourceFacts]) -> bool:
+    def _date_after(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         """A date some days after or before a stated date ("30 days from February 20":
-        March 22); days are numbers in scope with unit day/week or none (at most
-        POOL_LIMIT numbers and POOL_LIMIT // 2 dates are tried)."""
-        dates = sorted({d for s in scope for d in s.full_dates[:POOL_LIMIT // 2]})
-        days = {int(x.value) * (7 if x.unit == "week" else 1)
-                for s in scope for x in s.nums[:POOL_LIMIT]
-                if x.unit in ("", "day", "week") and x.value == x.value.to_integral_value()
-                and 0 < x.value <= 3660}
-        for d in dates:
-            base = date.fromisoformat(d)
-            for n in days:
-                for sign in (1, -1):
-                    got = (base + timedelta(days=sign * n)).isoformat()
-                    if got == key or (key.startswith("?") and got.endswith(key[4:])):
-                        return True
-        return False
+        March 22), as a reader would count it: the days are written in days or weeks, in
+        the claim's own sentence of the answer ("you have 30 days to return it") with the
+        base date from any source in scope, or by one tool result together with its base
+        date (``"delivered_on": "2026-02-20", "return_window_days": 30``). A bare number,
+        or a span of the agent's policy with a date of a result ("5 to 7 business days"
+        and a flight's date), relates no dates. Returns the arithmetic and where each
+        operand came from, or ``None``; at most POOL_LIMIT numbers and POOL_LIMIT // 2
+        dates are tried."""
+        key = claim.key
+
+        def spans(nums: list[Num]) -> set[int]:
+            return {int(x.value) * (7 if x.unit == "week" else 1) for x in nums
+                    if x.unit in ("day", "week") and x.value == x.value.to_integral_value()
+                    and 0 < x.value <= 3660}
+
+        if self._days_said is None:  # the answer's spans of days, by sentence (built once)
+            self._days_said = {}
+            for c in self.claims:
+                if c.kind == "number" and c.num is not None and c.num.unit in ("day", "week"):
+                    self._days_said.setdefault(c.sentence, []).append(c.num)
+        said = spans(self._days_said.get(claim.sentence, []))
+        pairs = [(s.label, s.full_dates[:POOL_LIMIT // 2], said, "the answer")
+                 for s in scope if said]
+        pairs += [(s.label, s.full_dates[:POOL_LIMIT // 2], spans(s.nums[:POOL_LIMIT]),
+                   s.label) for s in scope if s.label not in _INSTRUCTIONS]
+        for where, dates, days, days_from in pairs:
+            for d in dates:
+                base = date.fromisoformat(d)
+                for n in sorted(days):
+                    for sign in (1, -1):
+                        got = (base + timedelta(days=sign * n)).isoformat()
+                        if got == key or (key.startswith("?") and got.endswith(key[4:])):
+                            return (f"{d} [{where}] {'+' if sign > 0 else '−'} {n} days "
+                                    f"[{days_from}]")
+        return None
 
     def _weekday(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         said = self.dates_by_sentence.get(self._sentence_of(claim), [])

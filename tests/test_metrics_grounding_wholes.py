@@ -1,0 +1,96 @@
+"""grounding compares codes and quantities as wholes and counts days only as a reader
+would (expected values worked out by hand in each test's comment)."""
+from __future__ import annotations
+
+import json
+
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
+
+
+def _ctx(answer: str, calls: list[ToolCall], system: str | None = None) -> EpisodeContext:
+    raw = {"system": system} if system else {}
+    trace = Trace(case_id="c", trial=0, input="Help me.", tool_calls=tuple(calls),
+                  final_response=answer, stop_reason="end_turn", steps=len(calls) + 1,
+                  raw=raw)
+    return EpisodeContext(trace=trace, case=Case(id="c", input="Help me."))
+
+
+def _call(result, name: str = "get_reservation_details", args: dict | None = None,
+          cid: str = "toolu_1") -> ToolCall:
+    return ToolCall(cid, name, args or {}, result if isinstance(result, str)
+                    else json.dumps(result), False, 1)
+
+
+RES = {"reservation_id": "UHDAHF", "flights": [{"flight_number": "HAT136",
+                                                "date": "2024-05-20"}]}
+
+
+def test_a_policy_span_of_days_does_not_move_a_result_date():
+    # 2024-05-20 + 5 days (the policy's "5 to 7 business days") would be May 25; no reader
+    # relates the two, so May 25 is unsupported: 1 of 2 claims (HAT136 ✓)
+    s = Grounding().score(_ctx("Flight HAT136 leaves on May 25, 2024.", [_call(RES)],
+                               system="Refunds take 5 to 7 business days."))
+    assert s.value == 0.5, s.details
+    assert "date 'May 25, 2024'" in s.details
+
+
+def test_days_the_answer_states_move_a_date():
+    # delivered 2026-02-20, "30 days" in the same sentence → 2026-03-22 (Feb has 28 days:
+    # 8 days to Feb 28, 22 more → March 22); every claim supported
+    s = Grounding().score(_ctx("Delivered on February 20, you have 30 days, so until "
+                               "March 22.",
+                               [_call({"delivered_on": "2026-02-20", "window_days": 30})]))
+    assert s.value == 0.0, s.details
+    assert "derived (2026-02-20 [get_reservation_details#toolu_1] + 30 days [the answer])" \
+        in s.details
+
+
+def test_a_capitals_code_one_letter_off_is_unsupported():
+    # UHDAHV is UHDAHF with its last letter changed: a code no source states
+    s = Grounding().score(_ctx("Your reservation UHDAHV is on flight HAT136.", [_call(RES)]))
+    assert s.value == 0.5, s.details
+    assert "identifier 'UHDAHV' (no source states this code; UHDAHF is stated" in s.details
+
+
+def test_an_all_caps_word_is_no_code():
+    # PLEASE resembles no stated code: no claim; HAT136 ✓ → 0/1
+    s = Grounding().score(_ctx("PLEASE note flight HAT136.", [_call(RES)]))
+    assert (s.value, s.details) == (0.0, "0/1 claims unsupported")
+
+
+def test_a_code_that_starts_with_digits_is_one_whole():
+    # 59XX6W is stated; 59XY6W differs in one character: unsupported, 1/1
+    res = {"reservation_id": "59XX6W"}
+    assert Grounding().score(_ctx("Reservation 59XX6W was found.",
+                                  [_call(res)])).details == "0/1 claims unsupported"
+    s = Grounding().score(_ctx("Reservation 59XY6W was found.", [_call(res)]))
+    assert s.value == 1.0, s.details
+
+
+def test_a_quantity_is_not_stated_by_a_bare_number_of_prose():
+    # the result's prose says "40 items"; "40 ml" claims a volume it never states → 1/1;
+    # a JSON number whose key names no unit still states a price ("price": 250 → $250)
+    s = Grounding().score(_ctx("The bottle holds 40 ml.",
+                               [_call("Found 40 items in stock.", name="search")]))
+    assert s.value == 1.0, s.details
+    s = Grounding().score(_ctx("It costs $250.", [_call({"price": 250})]))
+    assert s.value == 0.0, s.details
+
+
+def test_a_calculator_result_is_a_number():
+    # calculate returns the text "597.0": the $597 it computed is stated
+    s = Grounding().score(_ctx("The difference comes to $597.",
+                               [_call("597.0", name="calculate",
+                                      args={"expression": "(430 - 136) + (412 - 109)"})]))
+    assert s.details == "0/1 claims unsupported", s.details
+
+
+def test_the_quoted_claim_is_the_whole_quantity():
+    # the result says 25 km/h; "30 km/h" is quoted whole (the view highlights the quote),
+    # not "30 km" with "/h" left over; 30ml is a volume claim of its own
+    s = Grounding().score(_ctx("Wind is 30 km/h.", [_call({"wind_kmh": 25}, name="weather")]))
+    assert s.value == 1.0, s.details
+    assert "number '30 km/h' (" in s.details
+    s = Grounding().score(_ctx("Use 40ml.", [_call({"dose_ml": 30}, name="dose")]))
+    assert "number '40ml' (" in s.details
