@@ -202,13 +202,21 @@ class Grounding(Metric):
         if isinstance(got, Score):
             return got
         claims, verdicts = got
-        unsupported = [(v.claim, v.reason, v.searched) for v in verdicts if v.reason]
+        last = len(agent_replies(ctx.trace)) - 1
+        # a claim of an earlier reply says which (the final answer's need not: the view
+        # marks those in the answer)
+        unsupported = [(v.claim, v.reason if v.turn in (None, last) else
+                        f"in reply {v.turn + 1} of {last + 1}; {v.reason}", v.searched)
+                       for v in verdicts if v.reason]
         via: dict[str, list[str]] = {}
         for v in verdicts:
             if v.reason is None and v.support is not None:
                 via.setdefault(v.support, []).append(v.claim.text)
         n, bad = len(claims), len(unsupported)
         details = f"{bad}/{n} claims unsupported"
+        replies = len({v.turn for v in verdicts if v.turn is not None})
+        if replies > 1:
+            details += f" in {replies} agent replies"
         if unsupported:
             details += ": " + "; ".join(
                 f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
@@ -218,21 +226,61 @@ class Grounding(Metric):
             shown = ", ".join(f"'{t}'" for t in texts[:8])
             details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
                                              if len(texts) > 8 else "")
-        return Score(bad / n, details)
+        evidence = {"unsupported": [
+            {"turn": v.turn, "kind": v.claim.kind, "start": v.claim.start,
+             "end": v.claim.start + len(v.claim.text)} for v in verdicts if v.reason]} \
+            if bad else None
+        return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
-        """Every claim of the final answer with its verdict (what :meth:`score` counts and
-        quotes; the labelled benchmark reads the flagged ones), or the null
+        """Every claim with its verdict (what :meth:`score` counts and quotes; the
+        benchmarks read the flagged ones), or the null
         :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
-        the class docstring)."""
+        the class docstring).
+
+        A conversation (two or more agent replies with text in ``trace.messages``) has
+        every reply checked against what was known when it was written (:func:`turns`):
+        the tool results before it, the user's words before it, the input, the system
+        prompt and the tool schemas; each verdict's ``turn`` is the reply's 0-based index
+        among the agent replies (the final answer is the last). A reply written before any
+        tool returned is not checked. One reply (or none in ``messages``): the final answer
+        alone, ``turn`` ``None``."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
+        replies = agent_replies(trace)
+        if len(replies) < 2:
+            return self._answer(ctx, trace, trace.final_response)
+        facts: dict[str, SourceFacts] = {}
+        claims_all: list[Claim] = []
+        out_all: list[ClaimVerdict] = []
+        checked = 0
+        for turn, (i, text) in enumerate(replies):
+            sub = _known_at(trace, i, text)
+            if not sub.tool_calls:
+                continue
+            got = self._answer(ctx, sub, text, facts)
+            if isinstance(got, Score):
+                continue
+            checked += 1
+            claims_all += got[0]
+            out_all += [v._replace(turn=turn) for v in got[1]]
+        if not claims_all:
+            if not results_by_id(trace):
+                return Score(None, "no tool result to ground the answer against (no tool "
+                             "was called, or none returned)", code="not_applicable")
+            return Score(None, "no checkable claims in the agent's replies", code="no_claims")
+        return claims_all, out_all
+
+    def _answer(self, ctx: EpisodeContext, trace: Trace, answer: str,
+                facts: dict[str, SourceFacts] | None = None
+                ) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """The verdicts of one answer against ``trace``'s sources (``facts``: the calls'
+        indexes by call id, shared by the replies of one conversation)."""
         results = results_by_id(trace)
         if not results:
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
-        answer = trace.final_response
         sources = frozenset(self.sources)
         narrowed = getattr(ctx.case, "grounding_sources", None)
         if narrowed is not None:
@@ -245,7 +293,7 @@ class Grounding(Metric):
             return Score(None, "no checkable claims in the final answer", code="no_claims")
         check = _Checker(trace, answer, claims, results, sources=sources,
                          system=_system(ctx) if "system" in sources else None,
-                         schemas=schemas)
+                         schemas=schemas, facts=facts)
         check.note_stated(claims)
         out = []
         kept = []
@@ -263,6 +311,43 @@ class Grounding(Metric):
         return kept, out
 
 
+def agent_replies(trace: Trace) -> list[tuple[int, str]]:
+    """``(message index, text)`` of each agent reply with text in ``trace.messages`` (an
+    assistant message's text blocks joined by new lines), in order."""
+    out = []
+    for i, msg in enumerate(trace.messages):
+        if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(b["text"] for b in content if isinstance(b, Mapping)
+                             and b.get("type") == "text" and isinstance(b.get("text"), str))
+        else:
+            continue
+        if text.strip():
+            out.append((i, text))
+    return out
+
+
+def _known_at(trace: Trace, index: int, text: str) -> Trace:
+    """``trace`` as it stood when the agent wrote the reply at ``messages[index]``: the
+    messages before it and the calls whose result came back before it (a call whose
+    result no earlier message holds counts when it was issued in an earlier model turn:
+    the calls of a trace whose results are on the calls only)."""
+    before = trace.messages[:index]
+    seen = {str(b.get("tool_use_id")) for m in before if isinstance(m, Mapping)
+            and isinstance(m.get("content"), list) for b in m["content"]
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"}
+    step = sum(1 for m in before if isinstance(m, Mapping) and m.get("role") == "assistant")
+    calls = tuple(c for c in trace.tool_calls
+                  if c.id in seen or (not seen and c.result is not None and c.step <= step))
+    return Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
+                 tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
+                 steps=trace.steps, messages=before, raw=trace.raw)
+
+
 class ClaimVerdict(NamedTuple):
     """One claim of an answer and what grounding found.
 
@@ -274,12 +359,15 @@ class ClaimVerdict(NamedTuple):
             (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
             ``None``.
         searched: for an unsupported claim, the sources it was looked up in.
+        turn: in a conversation, the 0-based index of the agent reply the claim is in
+            (:func:`agent_replies`; the final answer is the last); ``None`` for one answer.
     """
 
     claim: Claim
     reason: str | None
     support: str | None
     searched: str
+    turn: int | None = None
 
 
 class _Checker:
@@ -288,7 +376,8 @@ class _Checker:
     def __init__(self, trace: Trace, answer: str, claims: list[Claim],
                  results: dict[str, str], *, sources: frozenset[str] = frozenset(SOURCES),
                  system: str | None = None,
-                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                 facts: dict[str, SourceFacts] | None = None) -> None:
         errors = error_ids(trace)
         self.results = results
         self.needs = frozenset(c.kind for c in claims) | (
@@ -313,11 +402,18 @@ class _Checker:
         # every call, those without a result too: a claim about the entity of a call that
         # returned nothing has nothing in scope (its facts are empty), and a sibling call's
         # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
-        self.calls: list[tuple[ToolCall, SourceFacts]] = [
-            (c, SourceFacts.of(f"{c.name}#{c.id}", results.get(c.id, ""), tool=c.name,
-                               arguments=c.arguments, is_error=c.id in errors,
-                               needs=self.needs))
-            for c in trace.tool_calls]
+        self.calls: list[tuple[ToolCall, SourceFacts]] = []
+        for c in trace.tool_calls:
+            f = facts.get(c.id) if facts is not None else None
+            if f is None or not self.needs <= f.needs:
+                # a conversation's replies share each call's index; one built for fewer
+                # claim kinds than this reply needs is built again, for all of them
+                f = SourceFacts.of(f"{c.name}#{c.id}", results.get(c.id, ""), tool=c.name,
+                                   arguments=c.arguments, is_error=c.id in errors,
+                                   needs=self.needs if facts is None else None)
+                if facts is not None:
+                    facts[c.id] = f
+            self.calls.append((c, f))
         self.claims = claims
         self.calls_by_id = {c.id: f for c, f in self.calls}
         self.acts: list[tuple[frozenset[str], SourceFacts]] = [
