@@ -86,6 +86,9 @@ DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?=T
 # "May" only with a day next to it: both patterns need the day number.
 DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w|:\d)", re.IGNORECASE)
+DATE_PAIR = led("[jfmasond]", re.compile(
+    r"(?<!\w)" + _MON + r"\s+(?P<d1>\d{1,2})(?P<d1s>(?:st|nd|rd|th)?)\s*(?:and|&|-|–|to|through)"
+    r"\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?(?!\w|:\d)", re.IGNORECASE))
 DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON +
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
 TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?"
@@ -134,7 +137,7 @@ until via per upon while whenever once more less soon later below above instead 
 
 # -- proper names ---------------------------------------------------------------------------
 NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*)"
-                  r"(?:\s+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
+                  r"(?:[ \t]+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
 _NAME_STOP = frozenset("""
 i i'm i've i'll i'd ok okay please note thanks thank good great unfortunately yes no hi
 hello dear sorry sure done here there also however your you we our the a an it this that
@@ -142,11 +145,12 @@ these those if so and but or for to of in on at by with from as is are was were 
 celsius fahrenheit mr mrs ms dr am pm today tomorrow yesterday tonight next last this
 meanwhile otherwise alternatively additionally let great perfect welcome happy summary
 status order ticket flight account booking reservation invoice payment refund total
+since departs arrives departing arriving departure arrival outbound return route dates
 """.split())
 # a name that glosses a code in parentheses ("Newark (EWR)", "Chicago O'Hare (ORD)",
 # "LAX (Los Angeles)") says what the code stands for: world knowledge no tool states, so it
 # is not a claim; the code is (an identifier, checked)
-_GLOSS_AFTER = re.compile(r"(?:\s+[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
+_GLOSS_AFTER = re.compile(r"(?:(?:\s+|\s*[/,]\s*)[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
 _GLOSS_BEFORE = re.compile(r"\b[A-Z][A-Z0-9]{1,4}\s*\(\s*$")
 _SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
@@ -164,6 +168,10 @@ _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap
 _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
                          re.IGNORECASE)
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
+# a sentence that asks the user for something ("Please provide the reason (change of plan,
+# airline cancelled flight, ...)"): like a question, it asserts nothing
+_REQUEST = re.compile(r"[\W_]*(?:please|kindly|could you|can you|would you|let me know)\b",
+                      re.IGNORECASE)
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 # markdown field labels and headings ("- **Payment Method:** Visa", "**Cabin Class**:
 # Economy", "### Payment Distribution", a line that is all bold: "- **One Bag Added**"):
@@ -371,6 +379,14 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         for m in EMAIL.finditer(norm):
             sp.take(m.start(), m.end(), "email", m.group(0).lower())
     months = digits and not vocab.isdisjoint(_MONTH_LAST)
+    for m in DATE_PAIR.finditer(norm) if months else ():
+        # "May 19th and 20th, 2024": two dates, the month of the first and the year of the
+        # second apply to both
+        if sp.free(m.start(), m.end()):
+            year = m.group("y") or "????"
+            month = MONTHS[m.group("mon").lower().rstrip(".")]
+            sp.take(m.start(), m.end("d1s"), "date", f"{year}-{month:02d}-{int(m['d1']):02d}")
+            sp.take(m.start("d2"), m.end(), "date", f"{year}-{month:02d}-{int(m['d2']):02d}")
     for rx in ((DATE_ISO, DATE_MDY, DATE_DMY) if months else (DATE_ISO,)) if digits else ():
         for m in rx.finditer(norm):
             if sp.free(m.start(), m.end()):
@@ -524,7 +540,7 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     for a, _b, kind, surface, key, num in spans:
         i = bisect.bisect_right(starts, a) - 1
         sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
-        if sentence.endswith("?"):
+        if sentence.endswith("?") or _REQUEST.match(sentence):
             continue
         j = bisect.bisect_right(cuts, a) - 1
         clause = (cuts[j], cuts[j + 1])

@@ -563,7 +563,19 @@ class _Checker:
         (``"user-stated"``, ``"from the system prompt"``, ``"derived"`` with the
         arithmetic), ``None`` for a tool call or the input."""
         if claim.kind == "action":
-            return self._action(claim), None
+            why = self._action(claim)
+            if why and _AGO.match(self.text, claim.start + len(claim.text)):
+                # "it was booked more than 24 hours ago": the record's history (its date
+                # is a claim of its own), not an action the agent reports
+                return None, None
+            if why and not _FIRST_PERSON.match(claim.sentence):
+                state = STATUS_ANY.get(claim.text.lower()) or STATUS_COPULA.get(
+                    claim.text.lower())
+                if state and self._user_text and state in self.user_statuses:
+                    # "the flight was cancelled by the airline", as the user said it was:
+                    # a state the user asserts, not a deed of the agent's
+                    return None, "user-stated"
+            return why, None
         if claim.kind == "range":
             return self._range(claim)
         pick = self._subject(claim)
@@ -972,6 +984,10 @@ def _weekday_of(d: str) -> int | None:
 
 
 _ARITHMETIC = re.compile(r" [+−×÷] ")
+#: after an action, a time in the past ("booked more than 24 hours ago")
+_AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
+#: a sentence in which the agent speaks of its own deeds ("I have cancelled", "We've")
+_FIRST_PERSON = re.compile(r"[\W_]*(?:i|we)\b", re.IGNORECASE)
 #: the words before the last digits of an identifier ("ending in", "last four digits")
 _ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?:\s+digits)?"
                      r"(?:\s+of)?)\s*$", re.IGNORECASE)
