@@ -54,8 +54,8 @@ def test_a_capitals_code_one_letter_off_is_unsupported():
 
 
 def test_an_all_caps_word_is_no_code():
-    # PLEASE resembles no stated code: no claim; HAT136 ✓ → 0/1
-    s = Grounding().score(_ctx("PLEASE note flight HAT136.", [_call(RES)]))
+    # NOTICE resembles no stated code: no claim; HAT136 ✓ → 0/1
+    s = Grounding().score(_ctx("NOTICE: your flight is HAT136.", [_call(RES)]))
     assert (s.value, s.details) == (0.0, "0/1 claims unsupported")
 
 
@@ -94,3 +94,30 @@ def test_the_quoted_claim_is_the_whole_quantity():
     assert "number '30 km/h' (" in s.details
     s = Grounding().score(_ctx("Use 40ml.", [_call({"dose_ml": 30}, name="dose")]))
     assert "number '40ml' (" in s.details
+
+
+def test_every_agent_reply_is_checked_against_what_was_known_then():
+    # reply 1 (after the lookup) states $350 for a fare of $300: unsupported; the final
+    # reply makes no claim the lookup contradicts (HAT136 ✓). Before, only the final answer
+    # was read (1 claim, 0 unsupported); now 1 of 3 claims (HAT136, $350; HAT136).
+    msgs = ({"role": "user", "content": "What does HAT136 cost?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                               "name": "get_fare", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": json.dumps({"flight": "HAT136",
+                                                                 "fare": 300})}]},
+            {"role": "assistant", "content": [{"type": "text",
+                                               "text": "Flight HAT136 costs $350."}]},
+            {"role": "user", "content": "Thanks."},
+            {"role": "assistant", "content": [{"type": "text",
+                                               "text": "You're welcome, enjoy HAT136."}]})
+    trace = Trace(case_id="c", trial=0, input="What does HAT136 cost?",
+                  tool_calls=(ToolCall("toolu_1", "get_fare", {}, None, False, 1),),
+                  final_response="You're welcome, enjoy HAT136.", stop_reason="end_turn",
+                  steps=3, messages=msgs)
+    s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="x")))
+    assert s.value == 1 / 3, s.details
+    assert "number '$350' (in reply 1 of 2; no source states this number" in s.details
+    # "Flight HAT136 costs " is 20 characters: $350 spans 20 to 24
+    assert s.evidence == {"unsupported": [{"turn": 0, "kind": "number", "start": 20,
+                                           "end": 24}]}
