@@ -725,11 +725,22 @@ class _Checker:
 
     def _derived(self, n: Num, at: int, scope: list[SourceFacts],
                  sentence: str = "") -> str | None:
+        """How a number is derived, as a reader of the answer would derive it, or
+        ``None``: a total the answer adds up, a count of a listed result, a span of
+        time, a price times a quantity of one record, and sums, differences, products and
+        ratios over values the answer itself relates. A sum or difference (and a total
+        of sums of money) needs its operands in the claim's own sentence, or a sentence
+        that names the relation (:data:`_RELATION`: "difference", "total", "remaining",
+        "refund", "more", ...); an arbitrary pair of the sources' numbers is none. The
+        text names each operand and where it came from (``155 [the answer] − 50
+        [get_reservation_details#call_1]``)."""
+        related = _RELATION.search(sentence) is not None
         shown = self._shown_total(n, at) if _TOTAL.search(sentence) else None
         if shown:
             return shown
         key = fmt(n.value)
-        for s in scope:
+        money = n.unit in _MONEY_UNITS
+        for s in scope if related or not money else ():
             units = s.count_index.get(key)
             if units and (not n.unit or "" in units or n.unit in units):
                 return f"count or total in {s.label}"
@@ -742,25 +753,45 @@ class _Checker:
         for s in scope:
             how = priced_product(n, s.nums)
             if how:
-                return how
-        how = amount_sum_or_difference(n, [a for s in scope for a in s.amounts])
-        if how:
-            return how
-        # the pool: the answer's stated numbers nearest to the claim, then the sources'
+                return f"{how} [{s.label}]"
+        where: dict[str, str] = {}
+        if related:
+            amounts = [(a, s.label) for s in scope for a in s.amounts]
+            how = amount_sum_or_difference(n, [a for a, _l in amounts])
+            if how:
+                for a, label in amounts:
+                    where.setdefault(fmt(a.value), label)
+                return _annotate(how, where)
+        # the pool: the answer's stated numbers nearest to the claim (any of them when the
+        # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
         pool: list[Num] = []
         seen: set[tuple[str, str]] = set()
         i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
         half = POOL_LIMIT // 4
-        recent = [num for _a, num in self.stated[max(0, i - half):i + half]]
+        near = self.stated[max(0, i - half):i + half]
+        if not related:
+            k = self._sentence_index(at)
+            lo, hi = (self.sentences[k][0], self.sentences[k][1]) if k >= 0 else (at, at)
+            near = [(a, x) for a, x in near if lo <= a < hi]
+        recent = [num for _a, num in near]
+        for x in recent:
+            where.setdefault(fmt(x.value), "the answer")
+        for s in scope:
+            for x in s.nums[:POOL_LIMIT]:
+                where.setdefault(fmt(x.value), s.label)
         for x in itertools.chain(recent, (x for s in scope for x in s.nums)):
             if len(pool) >= POOL_LIMIT:
                 break
             if x.key not in seen:
                 seen.add(x.key)
                 pool.append(x)
-        return derive(n, pool, frozenset(x.key for x in recent),
-                      frozenset(self.rates) & frozenset(x.key for x in recent))
+        how = derive(n, pool, frozenset(x.key for x in recent),
+                     frozenset(self.rates) & frozenset(x.key for x in recent))
+        return _annotate(how, where) if how else None
+
+    def _sentence_index(self, at: int) -> int:
+        return bisect.bisect_right(self.starts, at) - 1
 
     def _last_digits(self, claim: Claim, scope: list[SourceFacts]) -> bool:
         """A number said to be the end of an identifier ("card ending in 1784", "last four
@@ -984,6 +1015,27 @@ def _weekday_of(d: str) -> int | None:
 
 
 _ARITHMETIC = re.compile(r" [+−×÷] ")
+#: words by which a sentence relates the numbers it derives one from ("the fare
+#: difference", "in total", "$201 remaining", "a refund of", "$38 more")
+_RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totalling|sum|"
+                       r"altogether|in all|combined|remaining|remain|remains|left|balance|"
+                       r"refunds?|refunded|more|less|extra|additional|cheaper|pricier|"
+                       r"saves?|saving|savings|minus|plus|after|deduct\w*|subtract\w*|"
+                       r"add(?:ed|ing|s)?|increase\w*|decrease\w*|change in|up|down|each|per|"
+                       r"times|split|spent|spend|across|overall|leave|leaves|leaving|short|"
+                       r"away|to go|back)\b", re.IGNORECASE)
+_MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+_NUM_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _annotate(how: str, where: Mapping[str, str]) -> str:
+    """``how`` (``"155 − 50"``) with each operand followed by where it came from
+    (``"155 [the answer] − 50 [get_reservation_details#call_1]"``); an operand not in
+    ``where`` is left as it is."""
+    return _NUM_TEXT.sub(lambda m: f"{m.group(0)} [{where[m.group(0)]}]"
+                         if m.group(0) in where else m.group(0), how)
+
+
 #: after an action, a time in the past ("booked more than 24 hours ago")
 _AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
 #: a sentence in which the agent speaks of its own deeds ("I have cancelled", "We've")
