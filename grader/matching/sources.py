@@ -62,7 +62,7 @@ _SEPARATOR = " | "
 _TOKEN_CORE = re.compile(r"[\w@+](?:[\w@+.'-]*[\w@+])?")
 _CURRENCIES = frozenset({"usd", "eur", "gbp"})
 #: JSON keys whose numbers are sums of money (a key part, or the key of their object)
-_MONEY_KEY = re.compile(r"(?:^|_)(?:price|prices|amount|amounts|fare|fares|cost|costs|fee|"
+_MONEY_KEY = re.compile(r"(?:^|_)(price|prices|amount|amounts|fare|fares|cost|costs|fee|"
                         r"fees|balance|refund|refunds|total|subtotal|charge|charges|paid)(?:$|_)")
 #: the opposite state a false boolean states ("locked": false → unlocked)
 _ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
@@ -110,6 +110,10 @@ class SourceFacts:
             numbers under a key that names a price or an amount (``"prices":
             {"economy": 109}``, ``"amount": 150``, ``fare``, ``cost``, ``fee``, ``balance``,
             ``refund``, ``total``); the operands of derived amounts.
+        amount_words: for each of ``amounts``, the money word of its key (``price`` for
+            ``"prices": {"economy": 109}``, ``amount``, ``fee`` …; ``""`` for a number
+            with a currency and no such key): a difference of two sums of money is one of
+            two of a kind (two prices), not a price and a fee.
     """
 
     label: str
@@ -131,6 +135,7 @@ class SourceFacts:
     sorted_times: list[str] = field(default_factory=list)
     value_statuses: set[str] = field(default_factory=set)
     amounts: list[Num] = field(default_factory=list)
+    amount_words: list[str] = field(default_factory=list)
     _strings: list[str] = field(default_factory=list, repr=False)
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
@@ -200,7 +205,7 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
-    def _walk(self, value: Any, key: str, currency: str = "", money: bool = False) -> None:
+    def _walk(self, value: Any, key: str, currency: str = "", money: str = "") -> None:
         if not money and key and "number" in self.needs:
             money = _money_key(key)
         if isinstance(value, dict):
@@ -248,6 +253,7 @@ class SourceFacts:
                 self.bare.update(fmt(v.value) for v in source_values(n))
             if money or n.unit in _CURRENCIES:
                 self.amounts.append(n)
+                self.amount_words.append(money)
             self.tokens.add(fmt(d))
         else:
             text = str(value)
@@ -295,6 +301,7 @@ class SourceFacts:
                 self._number(num)
                 if num.unit in _CURRENCIES:  # "$50 per passenger" in a text
                     self.amounts.append(num)
+                    self.amount_words.append("")
             elif kind == "range":  # "5 to 7 business days": 5 days and 7 days
                 self._number(key[0])
                 self._number(key[1])
@@ -401,9 +408,11 @@ def _decimal(x: int | float) -> Decimal:
 
 
 @functools.lru_cache(maxsize=4096)
-def _money_key(key: str) -> bool:
-    """Whether a JSON key names a sum of money (:data:`_MONEY_KEY`)."""
-    return _MONEY_KEY.search(key.lower()) is not None
+def _money_key(key: str) -> str:
+    """The money word a JSON key names (:data:`_MONEY_KEY`; ``"prices"`` → ``price``,
+    ``"refund_amount"`` → ``refund``), or ``""`` when it names none."""
+    m = _MONEY_KEY.search(key.lower())
+    return m.group(1).rstrip("s") if m else ""
 
 
 def _key_unit(key: str) -> str:

@@ -20,7 +20,7 @@ import orjson
 from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_claims,
                                              split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
-                                              derive, fmt, priced_product)
+                                              compatible, derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.base import Metric
@@ -244,7 +244,8 @@ class Grounding(Metric):
         prompt and the tool schemas; each verdict's ``turn`` is the reply's 0-based index
         among the agent replies (the final answer is the last). A reply written before any
         tool returned is not checked. One reply (or none in ``messages``): the final answer
-        alone, ``turn`` ``None``."""
+        alone, ``turn`` ``None``. A number an earlier reply derived (``2 × 174``) is
+        supported when a later reply restates it (``derived in reply N``)."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
@@ -252,6 +253,7 @@ class Grounding(Metric):
         if len(replies) < 2:
             return self._answer(ctx, trace, trace.final_response)
         facts: dict[str, SourceFacts] = {}
+        derived: dict[tuple[str, str], int] = {}  # numbers derived in a reply: its turn
         claims_all: list[Claim] = []
         out_all: list[ClaimVerdict] = []
         checked = 0
@@ -264,7 +266,16 @@ class Grounding(Metric):
                 continue
             checked += 1
             claims_all += got[0]
-            out_all += [v._replace(turn=turn) for v in got[1]]
+            for v in got[1]:
+                num = v.claim.num if v.claim.kind == "number" else None
+                if v.reason and num is not None and num.key in derived:
+                    # "Total price: $348" after an earlier reply derived $348 (2 × 174)
+                    v = v._replace(reason=None, searched="",
+                                   support=f"derived in reply {derived[num.key] + 1}")
+                elif not v.reason and num is not None and (v.support or "").startswith(
+                        "derived"):
+                    derived.setdefault(num.key, turn)
+                out_all.append(v._replace(turn=turn))
         if not claims_all:
             if not results_by_id(trace):
                 return Score(None, "no tool result to ground the answer against (no tool "
@@ -431,6 +442,7 @@ class _Checker:
                 self.dates_by_sentence.setdefault(self._sentence_of(c), []).append(c.key)
         self._item_cache: dict[int, SourceFacts] = {}
         self._days_said: dict[str, list[Num]] | None = None
+        self._counts_said: dict[str, set[Decimal]] | None = None
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -755,11 +767,29 @@ class _Checker:
             if how:
                 return f"{how} [{s.label}]"
         where: dict[str, str] = {}
+        if money and _TOTAL.search(sentence):
+            # "the total price for two economy tickets is $348": the count the sentence
+            # states times a price of a source (2 × 174)
+            if self._counts_said is None:  # the answer's small counts, by sentence
+                self._counts_said = {}
+                for c in self.claims:
+                    if c.kind == "number" and c.num is not None and not c.num.unit \
+                            and 2 <= c.num.value <= 20 \
+                            and c.num.value == c.num.value.to_integral_value():
+                        self._counts_said.setdefault(c.sentence, set()).add(c.num.value)
+            counts = sorted(self._counts_said.get(sentence, ()))
+            for s in scope:
+                for a in s.amounts[:POOL_LIMIT]:
+                    for k in counts:
+                        if a.value * k == n.value and compatible(a.unit, n.unit):
+                            return f"{fmt(k)} [the answer] × {fmt(a.value)} [{s.label}]"
         if related:
-            amounts = [(a, s.label) for s in scope for a in s.amounts]
-            how = amount_sum_or_difference(n, [a for a, _l in amounts])
+            amounts = [(a, s.label, w) for s in scope
+                       for a, w in zip(s.amounts, s.amount_words)]
+            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                           [w for _a, _l, w in amounts])
             if how:
-                for a, label in amounts:
+                for a, label, _w in amounts:
                     where.setdefault(fmt(a.value), label)
                 return _annotate(how, where)
         # the pool: the answer's stated numbers nearest to the claim (any of them when the
@@ -1020,9 +1050,9 @@ _ARITHMETIC = re.compile(r" [+−×÷] ")
 _RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totalling|sum|"
                        r"altogether|in all|combined|remaining|remain|remains|left|balance|"
                        r"refunds?|refunded|more|less|extra|additional|cheaper|pricier|"
-                       r"saves?|saving|savings|minus|plus|after|deduct\w*|subtract\w*|"
-                       r"add(?:ed|ing|s)?|increase\w*|decrease\w*|change in|up|down|each|per|"
-                       r"times|split|spent|spend|across|overall|leave|leaves|leaving|short|"
+                       r"saves?|saving|savings|minus|plus|deduct\w*|subtract\w*|"
+                       r"increase\w*|decrease\w*|change in|"
+                       r"split|spent|spend|across|overall|leave|leaves|leaving|short|"
                        r"away|to go|back)\b", re.IGNORECASE)
 _MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
 _NUM_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
