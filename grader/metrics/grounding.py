@@ -487,7 +487,9 @@ class _Checker:
                     if v and len(v.split()) <= 4:
                         subj.setdefault(v, set()).add(i)
         self.subject_calls = subj
-        self.items: dict[str, tuple[str, Any, list[Any]]] = {}
+        # an item's unique value → every (call, item, list) it names (one value may name
+        # an item of several calls' lists: HAT092 in two days' flight searches)
+        self.items: dict[str, list[tuple[str, Any, list[Any]]]] = {}
         for c, f in self.calls:
             for items in _listed_objects(self.results.get(c.id)):
                 counts: dict[str, list[int]] = {}
@@ -499,7 +501,7 @@ class _Checker:
                                 counts.setdefault(key, []).append(n)
                 for key, where in counts.items():
                     if len(where) == 1 and key not in subj:
-                        self.items.setdefault(key, (f.label, items[where[0]], items))
+                        self.items.setdefault(key, []).append((f.label, items[where[0]], items))
         self.mentions: list[tuple[int, int, str]] = []
         self.mention_starts: list[int] = []
         if not subj and not self.items:
@@ -549,16 +551,18 @@ class _Checker:
 
     def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
         """Why a claim is unsupported at item level: its item does not state it but another
-        item of the same list does; ``None`` otherwise."""
+        item of the same list does; ``None`` otherwise (also when an item of another list
+        that the same value names states it)."""
         if pick is None or pick[2] not in self.items:
             return None
-        label, item, items = self.items[pick[2]]
-        if self._item_facts(label, item).supports(claim):
-            return None
-        for other in items[:ITEM_LIMIT]:
-            if other is not item and self._item_facts(label, other).supports(claim):
-                name = self.text[pick[0]:pick[1]]
-                return f"stated for another item of {label}, not for {name}"
+        named = self.items[pick[2]]
+        if any(self._item_facts(label, item).supports(claim) for label, item, _l in named):
+            return None  # an item the value names states it (of one of the lists)
+        for label, item, items in named:
+            for other in items[:ITEM_LIMIT]:
+                if other is not item and self._item_facts(label, other).supports(claim):
+                    name = self.text[pick[0]:pick[1]]
+                    return f"stated for another item of {label}, not for {name}"
         return None
 
     def _item_facts(self, label: str, item: dict) -> SourceFacts:
