@@ -170,7 +170,9 @@ _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 # a sentence that asks the user for something ("Please provide the reason (change of plan,
 # airline cancelled flight, ...)"): like a question, it asserts nothing
-_REQUEST = re.compile(r"[\W_]*(?:please|kindly|could you|can you|would you|let me know)\b",
+_REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
+                      r"(?:(?:additionally|also|first|next|finally|then|now|and),?\s+)?"
+                      r"(?:please|kindly|could you|can you|would you|let me know)\b",
                       re.IGNORECASE)
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 # markdown field labels and headings ("- **Payment Method:** Visa", "**Cabin Class**:
@@ -524,8 +526,11 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     """The checkable claims of an answer, each with the sentence it came from.
 
     Duplicates within one clause (same kind and key) are kept once. Claims of a
-    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") are not
-    assertions and are left out. ``verbs`` are stems of actions the episode's tools
+    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") or of a
+    request ("Please provide ...", "Additionally, please ...", "**Reason:** Please ...")
+    are not assertions and are left out, except identifiers and sums of money: "Shall I
+    cancel reservation NQNU5R?" says that reservation exists, "Shall I issue the $50
+    certificate?" that amount is due. ``verbs`` are stems of actions the episode's tools
     perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
     such as "has been" is an action claim too. Linear in the answer's length (the sentence
     of a claim is found by bisection).
@@ -540,8 +545,10 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     for a, _b, kind, surface, key, num in spans:
         i = bisect.bisect_right(starts, a) - 1
         sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
-        if sentence.endswith("?") or _REQUEST.match(sentence):
-            continue
+        if (sentence.endswith("?") or _REQUEST.match(sentence)) and kind != "identifier" \
+                and not (kind == "number" and num is not None
+                         and num.unit in ("usd", "eur", "gbp")):
+            continue  # a code or a sum a question names is one the agent says exists
         j = bisect.bisect_right(cuts, a) - 1
         clause = (cuts[j], cuts[j + 1])
         if (clause[0], kind, key) in seen:

@@ -245,7 +245,8 @@ class Grounding(Metric):
         among the agent replies (the final answer is the last). A reply written before any
         tool returned is not checked. One reply (or none in ``messages``): the final answer
         alone, ``turn`` ``None``. A number an earlier reply derived (``2 × 174``) is
-        supported when a later reply restates it (``derived in reply N``)."""
+        supported when a later reply restates it before another tool result comes back
+        (``derived in reply N``)."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
@@ -253,7 +254,8 @@ class Grounding(Metric):
         if len(replies) < 2:
             return self._answer(ctx, trace, trace.final_response)
         facts: dict[str, SourceFacts] = {}
-        derived: dict[tuple[str, str], int] = {}  # numbers derived in a reply: its turn
+        # numbers derived in a reply: (its turn, the tool results known then)
+        derived: dict[tuple[str, str], tuple[int, int]] = {}
         claims_all: list[Claim] = []
         out_all: list[ClaimVerdict] = []
         checked = 0
@@ -266,15 +268,18 @@ class Grounding(Metric):
                 continue
             checked += 1
             claims_all += got[0]
+            known = len(sub.tool_calls)
             for v in got[1]:
                 num = v.claim.num if v.claim.kind == "number" else None
-                if v.reason and num is not None and num.key in derived:
-                    # "Total price: $348" after an earlier reply derived $348 (2 × 174)
+                if v.reason and num is not None and derived.get(num.key, (0, -1))[1] == known:
+                    # "Total price: $348" after an earlier reply derived $348 (2 × 174), no
+                    # tool result having come back since (a new result supersedes it: "the
+                    # $64 has been charged" after the change recorded another amount)
                     v = v._replace(reason=None, searched="",
-                                   support=f"derived in reply {derived[num.key] + 1}")
+                                   support=f"derived in reply {derived[num.key][0] + 1}")
                 elif not v.reason and num is not None and (v.support or "").startswith(
                         "derived"):
-                    derived.setdefault(num.key, turn)
+                    derived.setdefault(num.key, (turn, known))
                 out_all.append(v._replace(turn=turn))
         if not claims_all:
             if not results_by_id(trace):
