@@ -620,12 +620,24 @@ class _Checker:
                     return None, _via(rule)
         if claim.kind == "weekday":
             return self._weekday(claim, scope), None
+        if claim.kind == "number" and _small_count(claim.num) \
+                and not _GENERIC.search(claim.sentence) \
+                and not _RATE.match(self.text, claim.start + len(claim.text)):
+            # "you have three reservations": a count of this case, which the policy's
+            # "three" or "seven" (of another rule) does not state
+            scope = [s for s in scope if s.label not in _INSTRUCTIONS]
         found = next((s for s in scope if s.supports(claim)), None)
         if found is not None:
             return None, _via(found)
         if claim.kind == "number" and self._last_digits(claim, scope):
             return None, None  # "the card ending in 1784" of gift_card_1591784
         elsewhere = [s.label for s in siblings if s.supports(claim)]
+        if elsewhere and _small_count(claim.num):
+            # "2 passengers" of a reservation whose list holds two: a count in scope, not
+            # a figure swapped from another call that happens to state 2
+            units = {u for s in scope for u in s.count_index.get(claim.key[0], ())}
+            if units and ("" in units or not claim.num.unit):
+                return None, None
         if elsewhere:
             silent = [c for j, (c, _f) in enumerate(self.calls)
                       if subject and j in self.subject_calls.get(pick[2], ())
@@ -1065,6 +1077,12 @@ _RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totallin
                        r"away|to go|back)\b", re.IGNORECASE)
 _MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
 _NUM_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _small_count(n: Num | None) -> bool:
+    """A whole number from 2 to 20 without a unit: a count of things."""
+    return n is not None and not n.unit and 2 <= n.value <= 20 \
+        and n.value == n.value.to_integral_value()
 
 
 def _annotate(how: str, where: Mapping[str, str]) -> str:
