@@ -821,10 +821,14 @@ class _Checker:
         i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
         half = POOL_LIMIT // 4
         near = self.stated[max(0, i - half):i + half]
-        if not related:
+        if related:  # the numbers of the claim's paragraph (a blank line ends one)
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            hi = self.text.find("\n\n", at)
+            hi = len(self.text) if hi < 0 else hi
+        else:  # of its own sentence
             k = self._sentence_index(at)
             lo, hi = (self.sentences[k][0], self.sentences[k][1]) if k >= 0 else (at, at)
-            near = [(a, x) for a, x in near if lo <= a < hi]
+        near = [(a, x) for a, x in near if lo <= a < hi]
         recent = [num for _a, num in near]
         for x in recent:
             where.setdefault(fmt(x.value), "the answer")
@@ -839,6 +843,8 @@ class _Checker:
                 pool.append(x)
         how = derive(n, pool, frozenset(x.key for x in recent),
                      frozenset(self.rates) & frozenset(x.key for x in recent))
+        if how and "÷" in how and n.unit not in ("%", "x") and not _SHARE.search(sentence):
+            return None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
         return _annotate(how, where) if how else None
 
     def _sentence_index(self, at: int) -> int:
@@ -1076,6 +1082,9 @@ _RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totallin
                        r"split|spent|spend|across|overall|leave|leaves|leaving|short|"
                        r"away|to go|back)\b", re.IGNORECASE)
 _MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+#: words by which a sentence speaks of a share or a rate (a number divided by another)
+_SHARE = re.compile(r"\b(?:average|avg|mean|each|per|apiece|a piece|every|split|half|"
+                    r"divided|share|ratio|rate)\b", re.IGNORECASE)
 _NUM_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
 
 
