@@ -121,3 +121,47 @@ def test_every_agent_reply_is_checked_against_what_was_known_then():
     # "Flight HAT136 costs " is 20 characters: $350 spans 20 to 24
     assert s.evidence == {"unsupported": [{"turn": 0, "kind": "number", "start": 20,
                                            "end": 24}]}
+
+
+def test_a_sum_of_unrelated_amounts_supports_no_changed_amount():
+    # fares 274 and 131 in the results: 274 − 131 = 143, but the sentence relates nothing,
+    # so "$143 per passenger" is unsupported (before: derived (274 − 131)) → 1/1
+    res = {"flights": [{"price": 274}, {"price": 131}]}
+    s = Grounding().score(_ctx("Compensation is set at $143 per passenger.", [_call(res)]))
+    assert s.value == 1.0, s.details
+    # a sentence that names the difference relates them: 0/1, operands named
+    s = Grounding().score(_ctx("The fare difference is $143.", [_call(res)]))
+    assert s.details == ("0/1 claims unsupported; derived (274 [get_reservation_details#"
+                         "toolu_1] − 131 [get_reservation_details#toolu_1]): '$143'"), s.details
+
+
+def test_a_count_is_not_stated_by_the_policy():
+    # the policy says "three"; the user has two reservations (a list of 2): "three
+    # reservations" is unsupported (before: from the system prompt) → 1/1
+    res = {"reservations": ["M05KNL", "UHDAHF"]}
+    s = Grounding().score(_ctx("You have three reservations.", [_call(res, name="get_user")],
+                               system="Members may hold three reservations at most."))
+    assert s.value == 1.0, s.details
+    s = Grounding().score(_ctx("You have two reservations.", [_call(res, name="get_user")],
+                               system="Members may hold three reservations at most."))
+    assert s.value == 0.0, s.details
+
+
+def test_a_code_in_a_question_is_checked_and_a_request_asserts_nothing():
+    # "Shall I cancel NQNU6R?" names a code no source states (NQNU5R is): 1/1; a request
+    # lists options it does not assert: no claims
+    res = {"reservation_id": "NQNU5R"}
+    s = Grounding().score(_ctx("Shall I cancel reservation NQNU6R?", [_call(res)]))
+    assert s.value == 1.0, s.details
+    s = Grounding().score(_ctx("**Reason:** Please give the reason (airline cancelled "
+                               "flight, or other).", [_call(res)]))
+    assert s.code == "no_claims", s.details
+
+
+def test_a_date_pair_shares_its_month_and_year():
+    # "May 19th and 20th, 2024": two dates (2024-05-19, 2024-05-20), no number 2024
+    res = {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-20"}]}
+    s = Grounding().score(_ctx("You fly on May 19th and 20th, 2024.", [_call(res)]))
+    assert s.details == "0/2 claims unsupported", s.details
+    s = Grounding().score(_ctx("You fly on May 19th and 21st, 2024.", [_call(res)]))
+    assert s.value == 0.5 and "date '21st, 2024'" in s.details, s.details
