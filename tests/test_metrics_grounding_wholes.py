@@ -165,3 +165,22 @@ def test_a_date_pair_shares_its_month_and_year():
     assert s.details == "0/2 claims unsupported", s.details
     s = Grounding().score(_ctx("You fly on May 19th and 21st, 2024.", [_call(res)]))
     assert s.value == 0.5 and "date '21st, 2024'" in s.details, s.details
+
+
+def test_a_date_in_a_question_is_checked_and_the_day_after_is_one_day():
+    # the reservation is on 2024-05-23; "May 24?" proposes the day after: supported when
+    # the user asked for the day after (23 + 1 = 24), unsupported when the user did not;
+    # "May 29?" is 6 days off either way → unsupported
+    res = {"flights": [{"date": "2024-05-23"}]}
+
+    def ctx(answer: str, user: str) -> EpisodeContext:
+        msgs = ({"role": "user", "content": user},
+                {"role": "assistant", "content": [{"type": "text", "text": answer}]})
+        trace = Trace(case_id="c", trial=0, input=user, tool_calls=(_call(res),),
+                      final_response=answer, stop_reason="end_turn", steps=2, messages=msgs)
+        return EpisodeContext(trace=trace, case=Case(id="c", input=user))
+
+    day_after = "Move me to the day after my original flight."
+    assert Grounding().score(ctx("Shall I book May 24, 2024?", day_after)).value == 0.0
+    assert Grounding().score(ctx("Shall I book May 24, 2024?", "Move my flight.")).value == 1.0
+    assert Grounding().score(ctx("Shall I book May 29, 2024?", day_after)).value == 1.0

@@ -528,9 +528,10 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     Duplicates within one clause (same kind and key) are kept once. Claims of a
     question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") or of a
     request ("Please provide ...", "Additionally, please ...", "**Reason:** Please ...")
-    are not assertions and are left out, except identifiers and sums of money: "Shall I
-    cancel reservation NQNU5R?" says that reservation exists, "Shall I issue the $50
-    certificate?" that amount is due. ``verbs`` are stems of actions the episode's tools
+    are not assertions and are left out, except identifiers, dates and sums of money:
+    "Shall I cancel reservation NQNU5R?" says that reservation exists, "Shall I issue the
+    $50 certificate?" that amount is due, "your flight on May 20, is that right?" that
+    date. ``verbs`` are stems of actions the episode's tools
     perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
     such as "has been" is an action claim too. Linear in the answer's length (the sentence
     of a claim is found by bisection).
@@ -546,9 +547,9 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
         i = bisect.bisect_right(starts, a) - 1
         sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
         if (sentence.endswith("?") or _REQUEST.match(sentence)) and kind != "identifier" \
-                and not (kind == "number" and num is not None
+                and not (kind == "date" or kind == "number" and num is not None
                          and num.unit in ("usd", "eur", "gbp")):
-            continue  # a code or a sum a question names is one the agent says exists
+            continue  # a code, date or sum a question names is one the agent says exists
         j = bisect.bisect_right(cuts, a) - 1
         clause = (cuts[j], cuts[j + 1])
         if (clause[0], kind, key) in seen:

@@ -899,6 +899,12 @@ class _Checker:
                 if c.kind == "number" and c.num is not None and c.num.unit in ("day", "week"):
                     self._days_said.setdefault(c.sentence, []).append(c.num)
         said = spans(self._days_said.get(claim.sentence, []))
+        if _NEXT_DAY.search(claim.sentence) or (
+                claim.sentence.endswith("?") and self._user_text
+                and _NEXT_DAY.search(self._user_text)):
+            # "the day after my original reservation": one day, in the claim's sentence or,
+            # for a date the agent proposes in a question, in the user's words
+            said = said | {1}
         pairs = [(s.label, s.full_dates[:POOL_LIMIT // 2], said, "the answer")
                  for s in scope if said]
         pairs += [(s.label, s.full_dates[:POOL_LIMIT // 2], spans(s.nums[:POOL_LIMIT]),
@@ -1082,6 +1088,9 @@ _RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totallin
                        r"split|spent|spend|across|overall|leave|leaves|leaving|short|"
                        r"away|to go|back)\b", re.IGNORECASE)
 _MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+#: words that move a date by one day ("the day after my original reservation")
+_NEXT_DAY = re.compile(r"\b(?:the\s+)?(?:day\s+(?:after|before)|next\s+day|following\s+day|"
+                       r"previous\s+day|day\s+later|day\s+earlier)\b", re.IGNORECASE)
 #: words by which a sentence speaks of a share or a rate (a number divided by another)
 _SHARE = re.compile(r"\b(?:average|avg|mean|each|per|apiece|a piece|every|split|half|"
                     r"divided|share|ratio|rate)\b", re.IGNORECASE)
