@@ -49,7 +49,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaltape.grader.judge import JudgeStore  # noqa: E402
-from evaltape.grader.metrics.grounding import Grounding, agent_replies  # noqa: E402
+from evaltape.grader.metrics.grounding import Grounding  # noqa: E402
+try:  # every agent reply is graded; a revision before that grades the final answer alone
+    from evaltape.grader.metrics.grounding import agent_replies  # noqa: E402
+except ImportError:  # pragma: no cover - only when measuring an older revision
+    def agent_replies(trace):  # noqa: D103 - the final answer, the only one graded
+        return [(0, trace.final_response)]
 from evaltape.grader.metrics.hallucination import Hallucination  # noqa: E402
 from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace  # noqa: E402
 
@@ -219,7 +224,7 @@ def bench_corpus(corpus: Path, labels_path: Path, verbose: bool) -> dict[str, An
         # the labels are of final answers: a flag of an earlier agent reply is measured by
         # scripts/bench_grounding_mutations.py, not here
         last = len(agent_replies(ctx.trace)) - 1
-        flags = [v for v in got[1] if v.reason and v.turn in (None, last)] \
+        flags = [v for v in got[1] if v.reason and getattr(v, "turn", None) in (None, last)] \
             if isinstance(got, tuple) else []
         if ok:
             row["successful"] += 1

@@ -28,7 +28,8 @@ a value that no message of the episode states, of one of six kinds (:data:`KINDS
 - ``name``: a proper name (``Mia``, ``Li``, ``Seattle``) a tool result holds as a word; it
   becomes a name from :data:`NAMES` that no message holds.
 
-"No message states" is checked against every message of the episode (system prompt, user
+"A tool result supports" means a result that came back before the reply was written. "No
+message states" is checked against every message of the episode (system prompt, user
 turns, tool calls and results, every agent reply), the way a reader would search them: a
 number against every number written in them (digits), a code or name against every token,
 a date against every date in the forms above. The candidates are found by this script's
@@ -169,13 +170,20 @@ def agent_replies(trace) -> list[tuple[int, int, str]]:
 class Episode:
     """The texts of one episode a mutation is checked against (see the module docstring)."""
 
-    def __init__(self, ctx: EpisodeContext) -> None:
+    def __init__(self, ctx: EpisodeContext, before: int | None = None) -> None:
         t = ctx.trace
         self.ctx = ctx
-        results = [c.result or "" for c in t.tool_calls]
-        results += [_text_of(m.get("content")) for m in t.messages
-                    if isinstance(m, Mapping) and m.get("role") == "user"
-                    and isinstance(m.get("content"), list)]
+        # the tool results known when the reply at messages[before] was written (all of
+        # them without messages or ``before``): a fact "a tool result supports" is one a
+        # result had stated by then
+        known = None
+        if before is not None and before >= 0:
+            known = {str(b.get("tool_use_id")) for m in t.messages[:before]
+                     if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+                     for b in m["content"] if isinstance(b, Mapping)
+                     and b.get("type") == "tool_result"}
+        calls = [c for c in t.tool_calls if known is None or c.id in known]
+        results = [c.result or "" for c in calls]
         self.results = "\n".join(results)
         system = t.raw.get("system") if isinstance(t.raw, Mapping) else ""
         everything = [self.results, t.input or "", system or "",
@@ -188,7 +196,7 @@ class Episode:
                                for m in _PLAIN.finditer(self.results)}
         self.result_tokens = _tokens(self.results)
         self.all_tokens = _tokens(self.all_text)
-        self.json_numbers, self.list_lengths = _json_facts([c.result for c in t.tool_calls])
+        self.json_numbers, self.list_lengths = _json_facts([c.result for c in calls])
         self.dates = _dates(self.all_text)
         self.result_dates = _dates(self.results)
 
@@ -390,9 +398,9 @@ def build(sets, seed: int = SEED) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     specs = []
     for _name, rel, episode, ctx in sets:
-        ep = Episode(ctx)
         replies = agent_replies(ctx.trace) or [(-1, -1, ctx.trace.final_response or "")]
-        for turn, (_i, _j, text) in enumerate(replies):
+        for turn, (i, _j, text) in enumerate(replies):
+            ep = Episode(ctx, before=i)
             for kind in KINDS:
                 cands = candidates(kind, text, ep)
                 if not cands:
