@@ -13,8 +13,10 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   ``.``), codes that mix letters and digits (``A320``, ``UA123``, ``#W2378156``), quoted
   single tokens shaped like an identifier (a digit, ``_``, ``-``, ``.`` or an inner
   capital: ``'prod-api-01'``; a quoted everyday word such as ``'once'`` is none, unless an
-  account word precedes it: ``the account called 'akhan'``) and the name after
-  ``username``/``account`` (not a preposition: ``account within``);
+  account word precedes it: ``the account called 'akhan'``), the name after
+  ``username``/``account`` (not a preposition: ``account within``), codes of capitals and
+  digits (``59XX6W``, ``SPRING10``) and words of 5 to 8 capitals (``UHDAHF``: the checker
+  keeps one only when a source holds a code of its length one or two characters off);
 - ``name``: a proper name in Title or camel case that is not the first word of a
   sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim. The
   words of a markdown field label or heading (``**Payment Method:**``) and a name glossing
@@ -34,7 +36,9 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
   delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.states`).
 
-Claims in a question ("Want me to try 3:00 PM?") are left out.
+Claims in a question ("Want me to try 3:00 PM?") or a request ("Please provide the reason
+(change of plan, airline cancelled flight ...)") are left out, but for identifiers, dates
+and sums of money. A date pair ("May 19th and 20th, 2024") is two dates.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and

@@ -119,7 +119,9 @@ def _norm_tokens(text: str) -> str:
 
 @dataclass(frozen=True)
 class Grounding(Metric):
-    """Unsupported share of the final answer's checkable claims (lower is better).
+    """Unsupported share of the checkable claims of the final answer, or in a conversation
+    of every agent reply, each against what was known when it was written (lower is
+    better; :meth:`verdicts`).
 
     Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales, ranges
     ("5 to 7 business days"), identifiers (by their shape), e-mails, names, dates, times,
