@@ -184,3 +184,14 @@ def test_a_date_in_a_question_is_checked_and_the_day_after_is_one_day():
     assert Grounding().score(ctx("Shall I book May 24, 2024?", day_after)).value == 0.0
     assert Grounding().score(ctx("Shall I book May 24, 2024?", "Move my flight.")).value == 1.0
     assert Grounding().score(ctx("Shall I book May 29, 2024?", day_after)).value == 1.0
+
+
+def test_an_operand_of_a_written_sum_is_not_derived():
+    # fares 105 and 102: "$99 (ATL-LGA) + $102 = $207" changes 105 to 99; 99 is 207 − 102
+    # of the same sentence, but an operand of a sum the answer writes out must be stated:
+    # $99 ✗, $102 ✓, $207 ✓ (the total of the listed prices, 105 + 102, in a sentence that
+    # says "total") → 1/3
+    res = {"flights": [{"price": 105}, {"price": 102}]}
+    s = Grounding().score(_ctx("Total fare: $99 (ATL-LGA) + $102 (LGA-PHL) = $207.",
+                               [_call(res)]))
+    assert s.value == 1 / 3 and "number '$99' (" in s.details, s.details

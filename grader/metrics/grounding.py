@@ -657,8 +657,11 @@ class _Checker:
             if units and "" not in units:
                 # the very value is stated, in another unit: that, not a derivation, is it
                 return f"stated with another unit: {', '.join(sorted(units))}", None
-        if claim.kind == "number" and claim.num is not None:
-            # a derived number may combine figures of several entities ("5.6°C warmer")
+        if claim.kind == "number" and claim.num is not None \
+                and not _SUM_OPERAND.match(self.text, claim.start + len(claim.text)):
+            # a derived number may combine figures of several entities ("5.6°C warmer");
+            # an operand of a sum the answer writes out ("$99 (ATL-LGA) + $102 = $207") is
+            # a figure a source must state, not the difference of the other two
             how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
             if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
@@ -1090,6 +1093,8 @@ _RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totallin
                        r"split|spent|spend|across|overall|leave|leaves|leaving|short|"
                        r"away|to go|back)\b", re.IGNORECASE)
 _MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+#: after a number, a "+" and another number: the number is an operand of a written sum
+_SUM_OPERAND = re.compile(r"\s*(?:\([^()\n]{0,30}\))?\s*\+\s*[$€£]?\d")
 #: words that move a date by one day ("the day after my original reservation")
 _NEXT_DAY = re.compile(r"\b(?:the\s+)?(?:day\s+(?:after|before)|next\s+day|following\s+day|"
                        r"previous\s+day|day\s+later|day\s+earlier)\b", re.IGNORECASE)
