@@ -204,7 +204,8 @@ class Grounding(Metric):
         if isinstance(got, Score):
             return got
         claims, verdicts = got
-        last = len(agent_replies(ctx.trace)) - 1
+        last = len(agent_replies(ctx.trace)) - 1 \
+            if any(v.turn is not None for v in verdicts) else None
         # a claim of an earlier reply says which (the final answer's need not: the view
         # marks those in the answer)
         unsupported = [(v.claim, v.reason if v.turn in (None, last) else
