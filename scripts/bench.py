@@ -35,8 +35,9 @@ and noisy):
    ``BENCH_GROUNDING_TRACES`` generated traces (default 20,000) <= the same on the base
    revision ``BENCH_BASE`` (default: where this branch left ``main``), both measured in
    this run (the base's ``grader`` and ``src/evaltape`` taken from git); next to it, the
-   same ratio on tau-bench's conversations when the corpus is there (shown, no target);
-   and the same CPU per trace <= 0.2 ms;
+   same ratio on tau-bench's conversations when the corpus is there (shown, no target),
+   and, where this tree grades every agent reply and the base the final answer alone, the
+   CPU time per answer graded <= the base's; and the same CPU per trace <= 0.2 ms;
 7. other bench scripts in this folder (``bench_*.py``), printed as they are.
 
 ``BENCH_REPEATS`` (default 1) repeats each timed process and keeps the median;
@@ -129,11 +130,17 @@ with open(sys.argv[1], "rb") as fh:
     for line in fh:
         t = parse_trace(orjson.loads(line))
         ctxs.append(EpisodeContext(trace=t, case=Case(id=t.case_id, input=t.input)))
+try:  # the answers graded: every agent reply of a conversation, else the final answer
+    from evaltape.grader.metrics.grounding import agent_replies
+except ImportError:  # a revision that grades the final answer alone
+    agent_replies = None
+answers = sum(max(len(agent_replies(c.trace)), 1) if agent_replies else 1 for c in ctxs
+              if c.trace.final_response is not None)
 metric = Grounding()
 t0 = time.process_time()
 for c in ctxs:
     metric.score(c)
-print(time.process_time() - t0, len(ctxs))
+print(time.process_time() - t0, len(ctxs), answers)
 """
 N_GROUNDING = int(os.environ.get("BENCH_GROUNDING_TRACES", "20000"))
 #: What to run (``BENCH_SECTIONS``, comma-separated; default every one): ``grading``,
@@ -411,10 +418,11 @@ def export_base(rev: str, into: Path, extra: tuple[str, ...] = ()) -> Path:
     return pkg
 
 
-def grounding_cpu(traces: Path, pythonpath: Path | None) -> float:
+def grounding_cpu(traces: Path, pythonpath: Path | None) -> tuple[float, int]:
     """The least CPU seconds of ``grounding`` over ``traces`` in
     ``max(3, BENCH_REPEATS)`` fresh processes (``pythonpath`` first on the path: another
-    revision's package)."""
+    revision's package), and the number of answers it graded (every agent reply of a
+    conversation where the revision checks each, else one final answer per trace)."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
@@ -424,7 +432,8 @@ def grounding_cpu(traces: Path, pythonpath: Path | None) -> float:
                              capture_output=True, text=True, check=True, env=env,
                              cwd=ROOT)
         runs.append(float(out.stdout.split()[0]))
-    return min(runs)
+        answers = int(out.stdout.split()[2])
+    return min(runs), answers
 
 
 def bench_grounding_speed(tmp: Path) -> None:
@@ -447,7 +456,8 @@ def bench_grounding_speed(tmp: Path) -> None:
         sets.append(("tau-bench conversations", tau / "traces.jsonl", False))
     for title, path, gated in sets:
         n = sum(1 for _ in open(path, "rb"))
-        old, new = grounding_cpu(path, base), grounding_cpu(path, None)
+        (old, old_answers), (new, new_answers) = grounding_cpu(path, base), \
+            grounding_cpu(path, None)
         note = (f"  [{n:,} traces: {old / n * 1e6:.0f} -> {new / n * 1e6:.0f} µs per trace]")
         if gated:
             check(f"grounding per trace, {title}, this tree / {rev[:12]}", new / old, 1.0,
@@ -456,6 +466,12 @@ def bench_grounding_speed(tmp: Path) -> None:
         else:
             print(f"  grounding per trace, {title}, this tree / {rev[:12]}: "
                   f"{new / old:.3f} (shown){note}")
+        if new_answers != old_answers:
+            # every agent reply of a conversation is graded now: the cost per answer graded
+            per_old, per_new = old / old_answers, new / new_answers
+            check(f"grounding per answer, {title}, this tree / {rev[:12]}", per_new / per_old,
+                  1.0, False, f"  [{old_answers:,} -> {new_answers:,} answers: "
+                  f"{per_old * 1e6:.0f} -> {per_new * 1e6:.0f} µs per answer]")
 
 
 #: The release the grading figures are compared with when ``BENCH_BASE`` is not set and the

@@ -29,7 +29,8 @@ note; the conversations are read from the corpus at run time. Claim-level counts
 flagged invention, FP a flagged false alarm, FN a labelled invention not flagged (recall is
 against the inventions any labelled version found), an unlabelled flag is listed. The
 false-alarm rate is the share of episodes the benchmark itself scored successful (reward 1)
-that ``grounding`` flags (score > 0). Held back while the rules were written
+that ``grounding`` flags in its final answer (the labels are of final answers; the claims
+of earlier agent replies are measured by ``scripts/bench_grounding_mutations.py``). Held back while the rules were written
 (:func:`held_out`): τ-bench tasks whose number is 3 modulo 4 and τ² tasks with an odd id.
 A missing corpus is reported ("corpus not found") and the rest still runs.
 """
@@ -49,6 +50,11 @@ sys.path.insert(0, str(ROOT))
 
 from evaltape.grader.judge import JudgeStore  # noqa: E402
 from evaltape.grader.metrics.grounding import Grounding  # noqa: E402
+try:  # every agent reply is graded; a revision before that grades the final answer alone
+    from evaltape.grader.metrics.grounding import agent_replies  # noqa: E402
+except ImportError:  # pragma: no cover - only when measuring an older revision
+    def agent_replies(trace):  # noqa: D103 - the final answer, the only one graded
+        return [(0, trace.final_response)]
 from evaltape.grader.metrics.hallucination import Hallucination  # noqa: E402
 from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace  # noqa: E402
 
@@ -215,7 +221,11 @@ def bench_corpus(corpus: Path, labels_path: Path, verbose: bool) -> dict[str, An
         row = rows.setdefault((name, split), dict.fromkeys(
             ("tp", "fp", "fn", "unlabelled", "successful", "flagged"), 0))
         got = metric.verdicts(ctx)
-        flags = [v for v in got[1] if v.reason] if isinstance(got, tuple) else []
+        # the labels are of final answers: a flag of an earlier agent reply is measured by
+        # scripts/bench_grounding_mutations.py, not here
+        last = len(agent_replies(ctx.trace)) - 1
+        flags = [v for v in got[1] if v.reason and getattr(v, "turn", None) in (None, last)] \
+            if isinstance(got, tuple) else []
         if ok:
             row["successful"] += 1
             row["flagged"] += bool(flags)

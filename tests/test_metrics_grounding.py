@@ -238,7 +238,8 @@ def test_product_with_a_stated_rate_is_supported():
     # $500 comes from the request, the rate from the result: 500 × 1.0842 = 542.10 → 0/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$542.10.", inp="How much is $500 in euros?"))
-    assert s.details == "0/3 claims unsupported; derived (1.0842 × 500): '$542.10'", s.details
+    assert s.details == ("0/3 claims unsupported; derived (1.0842 [the answer] × 500 "
+                         "[the answer]): '$542.10'"), s.details
     # and 472.10 is no product, sum, difference or ratio of 500 and 1.0842 → 1/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$472.10.", inp="How much is $500 in euros?"))
@@ -325,19 +326,20 @@ def test_parallel_difference_across_entities_is_supported():
     # 23.4 − 17.8 = 5.6 combines both calls; the two figures stand in a clause of their
     # own; claims 5.6°C, Paris, 23.4°C, 17.8°C (Rome opens the sentence) → 0/4
     s = Grounding().score(_weather("Rome is 5.6°C warmer than Paris (23.4°C vs 17.8°C)."))
-    assert s.details == "0/4 claims unsupported; derived (23.4 − 17.8): '5.6°C'", s.details
+    assert s.details == ("0/4 claims unsupported; derived (23.4 [the answer] − 17.8 "
+                         "[the answer]): '5.6°C'"), s.details
 
 
 def test_list_items_swapped():
     # two products in one result; the answer swaps their prices → both prices unsupported.
-    # claims: name Dell ✓, identifier S2722QC ✓, $379.00 ✗, $329.99 ✗ (all-caps "LG" and
-    # "27UP850", which starts with digits, are not claims) → 2/4
+    # claims: name Dell ✓, identifier S2722QC ✓, identifier 27UP850 ✓ (a capitals-and-digits
+    # code is one whole), $379.00 ✗, $329.99 ✗ (all-caps "LG" is no claim) → 2/5
     result = {"products": [{"name": "Dell S2722QC", "price": 329.99},
                            {"name": "LG 27UP850", "price": 379.0}]}
     s = Grounding().score(_one("search_products", {}, result,
                                "The Dell S2722QC costs $379.00 and the LG 27UP850 costs "
                                "$329.99."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.4, s.details
     assert "stated for another item of search_products#toolu_1, not for Dell S2722QC" \
         in s.details
 
@@ -419,7 +421,7 @@ def test_unitless_difference_needs_operands_the_answer_states():
     # "38 of 40 seats are used, so 2 remain": both operands are stated → 0/3
     s = Grounding().score(_one("get_license", {}, {"seats_total": 40, "seats_used": 38},
                                "38 of 40 seats are used, so 2 remain."))
-    assert s.details == "0/3 claims unsupported; derived (40 − 38): '2'", s.details
+    assert s.details == "0/3 claims unsupported; derived (40 [the answer] − 38 [the answer]): '2'", s.details
 
 
 def test_read_only_tool_performs_no_action():

@@ -311,13 +311,18 @@ def test_ranges():
 
 def test_a_price_difference_of_two_fares_is_derived():
     # 174 − 136 = 38: both are fares the tools returned (keys "price"), the answer states
-    # neither; claims $38 ✓ (derived) → 0/1
+    # neither but names the relation ("back": money back); claims $38 ✓ (derived) → 0/1;
+    # the details name where each fare came from
     old = call("get_reservation_details", {"reservation_id": "OWZ4XL"},
                {"flights": [{"flight_number": "HAT041", "price": 174}]}, "call_0")
     new = call("search_direct_flight", {"origin": "EWR"},
                [{"flight_number": "HAT041", "prices": {"economy": 136, "business": 400}}])
     s = Grounding().score(ctx("You get $38 back.", [old, new]))
-    assert s.details == "0/1 claims unsupported; derived (174 − 136): '$38'", s.details
+    assert s.details == ("0/1 claims unsupported; derived (174 [get_reservation_details#call_0]"
+                         " − 136 [search_direct_flight#call_1]): '$38'"), s.details
+    # the same pair in a sentence that relates nothing ("Your fare is $38.") is no
+    # derivation a reader makes: 1/1
+    assert Grounding().score(ctx("Your fare is $38.", [old, new])).value == 1.0
     # a floor and a capacity are no sums of money: 8 − 3 = 5 floors stays unsupported → 1/1
     room = call("book_room", {}, {"floor": 3, "capacity": 8})
     assert Grounding().score(ctx("Your room is on floor 5.", [room])).value == 1.0
@@ -331,7 +336,7 @@ def test_a_product_of_a_stated_rate_and_a_stated_count():
     system = "Gold members get 3 free checked bags per economy passenger."
     s = Grounding().score(ctx("You get 3 free bags per passenger, and with two passengers "
                               "that makes 6 bags.", [res], system=system))
-    assert s.value == 0.0 and "derived (3 × 2): '6'" in s.details, s.details
+    assert s.value == 0.0 and "derived (3 [the answer] × 2 [the answer]): '6'" in s.details, s.details
     # two bag prices, neither a rate: 45 × 2 = 90 is no derivation. Claims $35 ✓, $45 ✓,
     # two ✗ (nothing counts two), $90 ✗ → 2/4
     bags = call("get_bag_fees", {}, {"first_bag_usd": 35, "second_bag_usd": 45})

@@ -41,8 +41,8 @@ def test_the_base_revision_is_exported_as_an_importable_package(tmp_path):
     out = subprocess.run([sys.executable, "-c", bench.GROUNDING_PER_TRACE, str(traces)],
                          capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"}, cwd=ROOT)
-    seconds, n = out.stdout.split()
-    assert n == "2" and float(seconds) >= 0
+    seconds, n, answers = out.stdout.split()  # CPU seconds, traces, answers graded
+    assert n == "2" and answers == "2" and float(seconds) >= 0
     # and it is that package, not the installed one, that ran
     where = subprocess.run([sys.executable, "-c", "import evaltape; print(evaltape.__file__)"],
                            capture_output=True, text=True, check=True,

@@ -122,22 +122,27 @@ def test_held_out_episodes_by_hand():
 
 @needs_corpus
 def test_real_conversations_precision_recall_and_false_alarms(capsys):
-    # worked out from the labels: dev: one invention flagged (a refund called a charge),
-    # one false alarm (a correct bag count derived from the policy); held out: τ-bench 2
+    # worked out from the labels: dev: one invention flagged (a refund called a charge);
+    # the correct bag count ("4 free checked bags", labelled a false alarm) is no longer
+    # flagged: the reply before it derived 4 from "2 per passenger" and the reservation's
+    # two passengers, and no tool result came back in between; 3 false alarms in a failed
+    # episode (task_008#t1: a total of sums listed in earlier list items separated by blank
+    # lines, and a difference of it); held out: τ-bench 2
     # inventions flagged (a waiver that was a refund, a charge of the wrong amount), one
     # missed (a cost said to be charged where money went back), one false alarm (a city an
-    # airport code stands for); τ² 3 false alarms in one successful episode. Successful
+    # airport code stands for); τ² 1 false alarm in one successful episode (its other two,
+    # the field word "Arrives" read as a name, are no claims now). Successful
     # episodes: τ-bench 84 (69 dev, 15 held out), τ² 10 (5 and 5).
     assert _bench().main([]) == 0
     out = capsys.readouterr().out
     rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()
             if line.startswith(("τ-bench", "τ²", "both files"))}
-    assert rows["τ-bench airline, dev"] == ["1", "1", "0", "0.500", "1.000", "1/69", "=",
-                                            "1.4%"]
+    assert rows["τ-bench airline, dev"] == ["1", "3", "0", "0.250", "1.000", "0/69", "=",
+                                            "0.0%"]
     assert rows["τ-bench airline, held-out"][:5] == ["2", "1", "1", "0.667", "0.667"]
     assert rows["τ-bench airline, held-out"][5] == "0/15"
-    assert rows["τ² airline, held-out"][:3] == ["0", "3", "0"]
+    assert rows["τ² airline, held-out"][:3] == ["0", "1", "0"]
     assert rows["τ² airline, held-out"][5:] == ["1/5", "=", "20.0%"]
-    assert rows["τ-bench airline, both splits"][5:] == ["1/84", "=", "1.2%"]
+    assert rows["τ-bench airline, both splits"][5:] == ["0/84", "=", "0.0%"]
     assert rows["τ² airline, both splits"][5:] == ["1/10", "=", "10.0%"]
     assert "unlabelled" not in out

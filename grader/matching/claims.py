@@ -13,8 +13,10 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   ``.``), codes that mix letters and digits (``A320``, ``UA123``, ``#W2378156``), quoted
   single tokens shaped like an identifier (a digit, ``_``, ``-``, ``.`` or an inner
   capital: ``'prod-api-01'``; a quoted everyday word such as ``'once'`` is none, unless an
-  account word precedes it: ``the account called 'akhan'``) and the name after
-  ``username``/``account`` (not a preposition: ``account within``);
+  account word precedes it: ``the account called 'akhan'``), the name after
+  ``username``/``account`` (not a preposition: ``account within``), codes of capitals and
+  digits (``59XX6W``, ``SPRING10``) and words of 5 to 8 capitals (``UHDAHF``: the checker
+  keeps one only when a source holds a code of its length one or two characters off);
 - ``name``: a proper name in Title or camel case that is not the first word of a
   sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim. The
   words of a markdown field label or heading (``**Payment Method:**``) and a name glossing
@@ -34,7 +36,9 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
   delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.states`).
 
-Claims in a question ("Want me to try 3:00 PM?") are left out.
+Claims in a question ("Want me to try 3:00 PM?") or a request ("Please provide the reason
+(change of plan, airline cancelled flight ...)") are left out, but for identifiers, dates
+and sums of money. A date pair ("May 19th and 20th, 2024") is two dates.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
@@ -86,6 +90,9 @@ DATE_ISO = re.compile(r"(?<![\w-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?=T
 # "May" only with a day next to it: both patterns need the day number.
 DATE_MDY = re.compile(r"(?<!\w)" + _MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?"
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w|:\d)", re.IGNORECASE)
+DATE_PAIR = led("[jfmasond]", re.compile(
+    r"(?<!\w)" + _MON + r"\s+(?P<d1>\d{1,2})(?P<d1s>(?:st|nd|rd|th)?)\s*(?:and|&|-|–|to|through)"
+    r"\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?(?!\w|:\d)", re.IGNORECASE))
 DATE_DMY = re.compile(r"(?<!\w)(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON +
                       r"(?:,?\s+(?P<y>\d{4}))?(?!\w)", re.IGNORECASE)
 TIME = re.compile(r"(?:(?<=\dT)|(?<![\w:.]))(?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2}(?:\.\d+)?)?"
@@ -99,7 +106,12 @@ DATE_MDY = led("[jfmasond]", DATE_MDY)  # the first letters of the months
 # seat/room codes like 12A (not 4K/5M/2B, which are scaled numbers, nor 18C/64F: temperatures).
 IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
                    r"|[A-Za-z0-9][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]{2,})+"
-                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
+                   r"|[A-Za-z]{1,4}\d+[A-Za-z0-9]*|(?=[A-Z]*\d)(?=\d*[A-Z])[A-Z0-9]{5,12}"
+                   r"|\d{1,4}[A-JL]|\d{1,4}[N-Z])(?![\w-]|\.\w)")
+# a word of 5 to 8 capitals ("UHDAHF", a booking code with no digit): a claim only when a
+# source holds a code of its length that differs from it in one or two characters (the
+# checker decides: :func:`near_code`); an all-caps word of prose ("PLEASE") is none
+CAPS_CODE = re.compile(r"(?<![\w@.#-])[A-Z]{5,8}(?![\w-]|\.\w)")
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
@@ -129,7 +141,7 @@ until via per upon while whenever once more less soon later below above instead 
 
 # -- proper names ---------------------------------------------------------------------------
 NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*)"
-                  r"(?:\s+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
+                  r"(?:[ \t]+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
 _NAME_STOP = frozenset("""
 i i'm i've i'll i'd ok okay please note thanks thank good great unfortunately yes no hi
 hello dear sorry sure done here there also however your you we our the a an it this that
@@ -137,13 +149,14 @@ these those if so and but or for to of in on at by with from as is are was were 
 celsius fahrenheit mr mrs ms dr am pm today tomorrow yesterday tonight next last this
 meanwhile otherwise alternatively additionally let great perfect welcome happy summary
 status order ticket flight account booking reservation invoice payment refund total
+since departs arrives departing arriving departure arrival outbound return route dates
 """.split())
 # a name that glosses a code in parentheses ("Newark (EWR)", "Chicago O'Hare (ORD)",
 # "LAX (Los Angeles)") says what the code stands for: world knowledge no tool states, so it
 # is not a claim; the code is (an identifier, checked)
-_GLOSS_AFTER = re.compile(r"(?:\s+[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
+_GLOSS_AFTER = re.compile(r"(?:(?:\s+|\s*[/,]\s*)[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
 _GLOSS_BEFORE = re.compile(r"\b[A-Z][A-Z0-9]{1,4}\s*\(\s*$")
-_SENT_START = re.compile(r"(?:^|[.!?:;\n•*#(\"“]|(?:^|\n)\s*[-–]\s)\s*$")
+_SENT_START = re.compile(r"(?:^|[.!?:;\n•*#\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
 # "before 9", "until 5 and": a bare hour after a preposition, as a time of day
 BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"
@@ -159,6 +172,12 @@ _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap
 _CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
                          re.IGNORECASE)
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
+# a sentence that asks the user for something ("Please provide the reason (change of plan,
+# airline cancelled flight, ...)"): like a question, it asserts nothing
+_REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
+                      r"(?:(?:additionally|also|first|next|finally|then|now|and),?\s+)?"
+                      r"(?:please|kindly|could you|can you|would you|let me know)\b",
+                      re.IGNORECASE)
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s", re.MULTILINE)
 # markdown field labels and headings ("- **Payment Method:** Visa", "**Cabin Class**:
 # Economy", "### Payment Distribution", a line that is all bold: "- **One Bag Added**"):
@@ -366,6 +385,14 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         for m in EMAIL.finditer(norm):
             sp.take(m.start(), m.end(), "email", m.group(0).lower())
     months = digits and not vocab.isdisjoint(_MONTH_LAST)
+    for m in DATE_PAIR.finditer(norm) if months else ():
+        # "May 19th and 20th, 2024": two dates, the month of the first and the year of the
+        # second apply to both
+        if sp.free(m.start(), m.end()):
+            year = m.group("y") or "????"
+            month = MONTHS[m.group("mon").lower().rstrip(".")]
+            sp.take(m.start(), m.end("d1s"), "date", f"{year}-{month:02d}-{int(m['d1']):02d}")
+            sp.take(m.start("d2"), m.end(), "date", f"{year}-{month:02d}-{int(m['d2']):02d}")
     for rx in ((DATE_ISO, DATE_MDY, DATE_DMY) if months else (DATE_ISO,)) if digits else ():
         for m in rx.finditer(norm):
             if sp.free(m.start(), m.end()):
@@ -391,6 +418,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
             sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
     if answer:
+        for m in CAPS_CODE.finditer(norm) if answer else ():
+            if sp.free(m.start(), m.end()):
+                sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
             if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
                     _NAMED_HINT.search(low):
@@ -500,8 +530,12 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     """The checkable claims of an answer, each with the sentence it came from.
 
     Duplicates within one clause (same kind and key) are kept once. Claims of a
-    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") are not
-    assertions and are left out. ``verbs`` are stems of actions the episode's tools
+    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") or of a
+    request ("Please provide ...", "Additionally, please ...", "**Reason:** Please ...")
+    are not assertions and are left out, except identifiers, dates and sums of money:
+    "Shall I cancel reservation NQNU5R?" says that reservation exists, "Shall I issue the
+    $50 certificate?" that amount is due, "your flight on May 20, is that right?" that
+    date. ``verbs`` are stems of actions the episode's tools
     perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
     such as "has been" is an action claim too. Linear in the answer's length (the sentence
     of a claim is found by bisection).
@@ -516,8 +550,10 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     for a, _b, kind, surface, key, num in spans:
         i = bisect.bisect_right(starts, a) - 1
         sentence = sentences[i][2] if i >= 0 and a < sentences[i][1] else answer.strip()
-        if sentence.endswith("?"):
-            continue
+        if (sentence.endswith("?") or _REQUEST.match(sentence)) and kind != "identifier" \
+                and not (kind == "date" or kind == "number" and num is not None
+                         and num.unit in ("usd", "eur", "gbp")):
+            continue  # a code, date or sum a question names is one the agent says exists
         j = bisect.bisect_right(cuts, a) - 1
         clause = (cuts[j], cuts[j + 1])
         if (clause[0], kind, key) in seen:

@@ -56,6 +56,10 @@ UNITS = {
     "character": "char", "characters": "char", "chars": "char",
     "attempt": "attempt", "attempts": "attempt", "user": "user", "users": "user",
     "core": "core", "cores": "core", "request": "request", "requests": "request",
+    "km/h": "km/h", "kph": "km/h", "kmh": "km/h", "mph": "mph", "m/s": "m/s",
+    "ml": "ml", "millilitre": "ml", "millilitres": "ml", "milliliter": "ml",
+    "milliliters": "ml", "litre": "l", "litres": "l", "liter": "l", "liters": "l",
+    "mm": "mm", "cm": "cm", "oz": "oz", "gram": "g", "grams": "g",
     "times": "x", "usd": "usd", "dollars": "usd", "dollar": "usd", "eur": "eur", "euros": "eur",
     "euro": "eur", "gbp": "gbp", "pounds": "gbp",
 }
@@ -64,7 +68,8 @@ KEY_UNITS = {"km": "km", "mi": "mi", "miles": "mi", "c": "°c", "celsius": "°c"
              "fahrenheit": "°f", "kg": "kg", "lb": "lb", "lbs": "lb", "usd": "usd",
              "eur": "eur", "gbp": "gbp", "pct": "%", "percent": "%", "ms": "ms",
              "seconds": "s", "sec": "s", "minutes": "min", "min": "min", "hours": "h",
-             "days": "day", "gb": "gb", "mb": "mb", "tb": "tb", "nights": "night"}
+             "days": "day", "gb": "gb", "mb": "mb", "tb": "tb", "nights": "night",
+             "kmh": "km/h", "kph": "km/h", "mph": "mph", "ml": "ml", "mm": "mm", "cm": "cm"}
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "usd": "usd", "eur": "eur", "gbp": "gbp"}
 _SCALE = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
           "billion": 10**9, "bn": 10**9, "b": 10**9}
@@ -374,30 +379,41 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
     return None
 
 
-def amount_sum_or_difference(claim: Num, amounts: list[Num]) -> str | None:
+def amount_sum_or_difference(claim: Num, amounts: list[Num],
+                             words: list[str] | None = None) -> str | None:
     """A sum or difference of two sums of money the sources state that equals a money
     claim exactly: the price difference of two fares (``$174 − $136 = $38``), a refund of
     two payments. Only for a claim in a currency (``$``, ``€``, ``£``), with operands of a
     compatible unit, the first :data:`POOL_LIMIT` amounts (0 and 1 skipped, each value
     once); the amounts are the sources' own (:attr:`SourceFacts.amounts
     <evaltape.grader.matching.sources.SourceFacts>`: numbers with a currency or under a
-    price or amount key), so a floor number or a net pay is no operand.
+    price or amount key), so a floor number or a net pay is no operand. ``words`` (one per
+    amount: the money word of its key, ``""`` for none) pairs only sums of one kind: two
+    prices, two amounts, not a price and a fee.
     """
     if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0:
         return None
     seen: dict[Decimal, Num] = {}
-    for n in amounts:
-        if n.value not in (0, 1) and n.value not in seen and compatible(n.unit, claim.unit):
-            seen[n.value] = n
-            if len(seen) >= POOL_LIMIT:
-                break
+    kind: dict[Decimal, set[str]] = {}
+    for i, n in enumerate(amounts):
+        if n.value not in (0, 1) and compatible(n.unit, claim.unit):
+            if n.value not in seen:
+                if len(seen) >= POOL_LIMIT:
+                    continue
+                seen[n.value] = n
+            kind.setdefault(n.value, set()).add(words[i] if words else "")
+
+    def alike(x: Decimal, y: Decimal) -> bool:
+        a, b = kind[x], kind[y]
+        return "" in a or "" in b or not a.isdisjoint(b)
+
     c = claim.value
     for v, a in seen.items():
         b = seen.get(v - c)
-        if b is not None and b is not a:
+        if b is not None and b is not a and alike(v, b.value):
             return f"{fmt(v)} − {fmt(b.value)}"
         b = seen.get(c - v)
-        if b is not None and b is not a and v < c - v:
+        if b is not None and b is not a and v < c - v and alike(v, b.value):
             return f"{fmt(v)} + {fmt(b.value)}"
     return None
 

@@ -55,12 +55,14 @@ from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
 
 _TOKEN = re.compile(r"[\w@+.'-]+")
 _DIGIT = re.compile(r"\d")
+#: a string value that is only a number or a range of two ("2", "5-7")
+_NUMERIC_STRING = re.compile(r"\s*(?P<a>\d+(?:\.\d+)?)(?:\s*[-–]\s*(?P<b>\d+(?:\.\d+)?))?\s*")
 _PARTS = re.compile(r"[_']")
 _SEPARATOR = " | "
 _TOKEN_CORE = re.compile(r"[\w@+](?:[\w@+.'-]*[\w@+])?")
 _CURRENCIES = frozenset({"usd", "eur", "gbp"})
 #: JSON keys whose numbers are sums of money (a key part, or the key of their object)
-_MONEY_KEY = re.compile(r"(?:^|_)(?:price|prices|amount|amounts|fare|fares|cost|costs|fee|"
+_MONEY_KEY = re.compile(r"(?:^|_)(price|prices|amount|amounts|fare|fares|cost|costs|fee|"
                         r"fees|balance|refund|refunds|total|subtotal|charge|charges|paid)(?:$|_)")
 #: the opposite state a false boolean states ("locked": false → unlocked)
 _ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
@@ -108,6 +110,10 @@ class SourceFacts:
             numbers under a key that names a price or an amount (``"prices":
             {"economy": 109}``, ``"amount": 150``, ``fare``, ``cost``, ``fee``, ``balance``,
             ``refund``, ``total``); the operands of derived amounts.
+        amount_words: for each of ``amounts``, the money word of its key (``price`` for
+            ``"prices": {"economy": 109}``, ``amount``, ``fee`` …; ``""`` for a number
+            with a currency and no such key): a difference of two sums of money is one of
+            two of a kind (two prices), not a price and a fee.
     """
 
     label: str
@@ -129,10 +135,12 @@ class SourceFacts:
     sorted_times: list[str] = field(default_factory=list)
     value_statuses: set[str] = field(default_factory=set)
     amounts: list[Num] = field(default_factory=list)
+    amount_words: list[str] = field(default_factory=list)
     _strings: list[str] = field(default_factory=list, repr=False)
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
+    bare: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
@@ -169,6 +177,8 @@ class SourceFacts:
                 f.failed = ok is False or bool(err)
                 if ok is True and not f.failed:
                     f.statuses.add("succeeded")
+        elif s and _NUMERIC_STRING.fullmatch(s):  # a calculator's "597.0": one JSON number
+            f._walk(s, "")
         elif s:
             f._strings.append(s)
             f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
@@ -195,7 +205,7 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
-    def _walk(self, value: Any, key: str, currency: str = "", money: bool = False) -> None:
+    def _walk(self, value: Any, key: str, currency: str = "", money: str = "") -> None:
         if not money and key and "number" in self.needs:
             money = _money_key(key)
         if isinstance(value, dict):
@@ -239,11 +249,21 @@ class SourceFacts:
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
             n = Num(d, _key_unit(key) or currency or target)
             self._number(n)
+            if not n.unit:  # a JSON number whose key names no unit: any unit may be its
+                self.bare.update(fmt(v.value) for v in source_values(n))
             if money or n.unit in _CURRENCIES:
                 self.amounts.append(n)
+                self.amount_words.append(money)
             self.tokens.add(fmt(d))
         else:
-            self._strings.append(str(value))
+            text = str(value)
+            m = _NUMERIC_STRING.fullmatch(text) if "number" in self.needs else None
+            if m:  # "days": "2", "days": "5-7": the numbers of a JSON number, unit of the key
+                for g in ("a", "b"):
+                    if m.group(g):
+                        self._walk(float(m.group(g)) if "." in m.group(g) else
+                                   int(m.group(g)), key, currency, money)
+            self._strings.append(text)
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
@@ -281,6 +301,7 @@ class SourceFacts:
                 self._number(num)
                 if num.unit in _CURRENCIES:  # "$50 per passenger" in a text
                     self.amounts.append(num)
+                    self.amount_words.append("")
             elif kind == "range":  # "5 to 7 business days": 5 days and 7 days
                 self._number(key[0])
                 self._number(key[1])
@@ -353,9 +374,14 @@ class SourceFacts:
         return False
 
     def supports_number(self, n: Num) -> bool:
-        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``."""
-        units = self.numbers.get(fmt(n.value))
-        if units and (not n.unit or n.unit in units or "" in units):
+        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``:
+        the same value with the same unit, or without one when ``n`` has none; a number
+        with a unit (``40 ml``, ``$250``) is stated by a bare number only as a JSON number
+        whose key names no unit (``"price": 250``), never by a bare number of prose (the
+        ``40`` of "40 items" or of "gate 40"): a quantity is compared as a whole."""
+        key = fmt(n.value)
+        units = self.numbers.get(key)
+        if units and (not n.unit or n.unit in units or "" in units and key in self.bare):
             return True
         if not n.hedged and n.places < 1:
             return False
@@ -364,7 +390,8 @@ class SourceFacts:
         for value, unit in self.values[lo:lo + 64]:
             if value > n.value + tol:
                 break
-            if compatible(unit, n.unit) and matches(n, value):
+            if (unit == n.unit or not n.unit or not unit and fmt(value) in self.bare) \
+                    and matches(n, value):
                 return True
         return False
 
@@ -381,9 +408,11 @@ def _decimal(x: int | float) -> Decimal:
 
 
 @functools.lru_cache(maxsize=4096)
-def _money_key(key: str) -> bool:
-    """Whether a JSON key names a sum of money (:data:`_MONEY_KEY`)."""
-    return _MONEY_KEY.search(key.lower()) is not None
+def _money_key(key: str) -> str:
+    """The money word a JSON key names (:data:`_MONEY_KEY`; ``"prices"`` → ``price``,
+    ``"refund_amount"`` → ``refund``), or ``""`` when it names none."""
+    m = _MONEY_KEY.search(key.lower())
+    return m.group(1).rstrip("s") if m else ""
 
 
 def _key_unit(key: str) -> str:

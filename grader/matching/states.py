@@ -88,7 +88,7 @@ _IRREGULAR = {"sent": "send", "paid": "pay", "made": "make", "done": "do", "gone
 # a negation, modal or condition in the few words before a status or action ("no
 # insurance was added": the subject is negated)
 _NOT_ASSERTED = re.compile(
-    r"(?:\b|(?<='))(?:not|n't|never|no|yet to be|will|ll|would|should|could|can|"
+    r"(?:\b|(?<='))(?:not|n't|never|no|none|neither|nor|yet to be|will|ll|would|should|could|can|"
     r"may|might|must|"
     r"to be|going to|have to|has to|need to|needs to|once|when|if|until|unless|before|"
     r"after|whether|expect(?:ed)?|hasn't|haven't|"

@@ -17,9 +17,10 @@ from typing import Any, ClassVar, Mapping, NamedTuple
 
 import orjson
 
-from evaltape.grader.matching.claims import Claim, clean, extract_claims, split_sentences
+from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_claims,
+                                             split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
-                                              derive, fmt, priced_product)
+                                              compatible, derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.base import Metric
@@ -118,7 +119,9 @@ def _norm_tokens(text: str) -> str:
 
 @dataclass(frozen=True)
 class Grounding(Metric):
-    """Unsupported share of the final answer's checkable claims (lower is better).
+    """Unsupported share of the checkable claims of the final answer, or in a conversation
+    of every agent reply, each against what was known when it was written (lower is
+    better; :meth:`verdicts`).
 
     Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales, ranges
     ("5 to 7 business days"), identifiers (by their shape), e-mails, names, dates, times,
@@ -184,7 +187,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -201,13 +204,22 @@ class Grounding(Metric):
         if isinstance(got, Score):
             return got
         claims, verdicts = got
-        unsupported = [(v.claim, v.reason, v.searched) for v in verdicts if v.reason]
+        last = len(agent_replies(ctx.trace)) - 1 \
+            if any(v.turn is not None for v in verdicts) else None
+        # a claim of an earlier reply says which (the final answer's need not: the view
+        # marks those in the answer)
+        unsupported = [(v.claim, v.reason if v.turn in (None, last) else
+                        f"in reply {v.turn + 1} of {last + 1}; {v.reason}", v.searched)
+                       for v in verdicts if v.reason]
         via: dict[str, list[str]] = {}
         for v in verdicts:
             if v.reason is None and v.support is not None:
                 via.setdefault(v.support, []).append(v.claim.text)
         n, bad = len(claims), len(unsupported)
         details = f"{bad}/{n} claims unsupported"
+        replies = len({v.turn for v in verdicts if v.turn is not None})
+        if replies > 1:
+            details += f" in {replies} agent replies"
         if unsupported:
             details += ": " + "; ".join(
                 f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
@@ -217,21 +229,77 @@ class Grounding(Metric):
             shown = ", ".join(f"'{t}'" for t in texts[:8])
             details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
                                              if len(texts) > 8 else "")
-        return Score(bad / n, details)
+        evidence = {"unsupported": [
+            {"turn": v.turn, "kind": v.claim.kind, "start": v.claim.start,
+             "end": v.claim.start + len(v.claim.text)} for v in verdicts if v.reason]} \
+            if bad else None
+        return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
-        """Every claim of the final answer with its verdict (what :meth:`score` counts and
-        quotes; the labelled benchmark reads the flagged ones), or the null
+        """Every claim with its verdict (what :meth:`score` counts and quotes; the
+        benchmarks read the flagged ones), or the null
         :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
-        the class docstring)."""
+        the class docstring).
+
+        A conversation (two or more agent replies with text in ``trace.messages``) has
+        every reply checked against what was known when it was written (:func:`turns`):
+        the tool results before it, the user's words before it, the input, the system
+        prompt and the tool schemas; each verdict's ``turn`` is the reply's 0-based index
+        among the agent replies (the final answer is the last). A reply written before any
+        tool returned is not checked. One reply (or none in ``messages``): the final answer
+        alone, ``turn`` ``None``. A number an earlier reply derived (``2 × 174``) is
+        supported when a later reply restates it before another tool result comes back
+        (``derived in reply N``)."""
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
+        replies = agent_replies(trace)
+        if len(replies) < 2:
+            return self._answer(ctx, trace, trace.final_response)
+        facts: dict[str, SourceFacts] = {}
+        # numbers derived in a reply: (its turn, the tool results known then)
+        derived: dict[tuple[str, str], tuple[int, int]] = {}
+        claims_all: list[Claim] = []
+        out_all: list[ClaimVerdict] = []
+        checked = 0
+        for turn, (i, text) in enumerate(replies):
+            sub = _known_at(trace, i, text)
+            if not sub.tool_calls:
+                continue
+            got = self._answer(ctx, sub, text, facts)
+            if isinstance(got, Score):
+                continue
+            checked += 1
+            claims_all += got[0]
+            known = len(sub.tool_calls)
+            for v in got[1]:
+                num = v.claim.num if v.claim.kind == "number" else None
+                if v.reason and num is not None and derived.get(num.key, (0, -1))[1] == known:
+                    # "Total price: $348" after an earlier reply derived $348 (2 × 174), no
+                    # tool result having come back since (a new result supersedes it: "the
+                    # $64 has been charged" after the change recorded another amount)
+                    v = v._replace(reason=None, searched="",
+                                   support=f"derived in reply {derived[num.key][0] + 1}")
+                elif not v.reason and num is not None and (v.support or "").startswith(
+                        "derived"):
+                    derived.setdefault(num.key, (turn, known))
+                out_all.append(v._replace(turn=turn))
+        if not claims_all:
+            if not results_by_id(trace):
+                return Score(None, "no tool result to ground the answer against (no tool "
+                             "was called, or none returned)", code="not_applicable")
+            return Score(None, "no checkable claims in the agent's replies", code="no_claims")
+        return claims_all, out_all
+
+    def _answer(self, ctx: EpisodeContext, trace: Trace, answer: str,
+                facts: dict[str, SourceFacts] | None = None
+                ) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """The verdicts of one answer against ``trace``'s sources (``facts``: the calls'
+        indexes by call id, shared by the replies of one conversation)."""
         results = results_by_id(trace)
         if not results:
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
-        answer = trace.final_response
         sources = frozenset(self.sources)
         narrowed = getattr(ctx.case, "grounding_sources", None)
         if narrowed is not None:
@@ -244,13 +312,59 @@ class Grounding(Metric):
             return Score(None, "no checkable claims in the final answer", code="no_claims")
         check = _Checker(trace, answer, claims, results, sources=sources,
                          system=_system(ctx) if "system" in sources else None,
-                         schemas=schemas)
+                         schemas=schemas, facts=facts)
         check.note_stated(claims)
         out = []
+        kept = []
         for c in claims:
             why, how = check.check(c)
+            if why and c.kind == "identifier" and CAPS_CODE.fullmatch(c.text):
+                near = check.near_code(c)
+                if near is None:
+                    continue  # an all-caps word ("PLEASE"), no code: no claim
+                why = f"no source states this code; {near} is stated"
+            kept.append(c)
             out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
-        return claims, out
+        if not kept:
+            return Score(None, "no checkable claims in the final answer", code="no_claims")
+        return kept, out
+
+
+def agent_replies(trace: Trace) -> list[tuple[int, str]]:
+    """``(message index, text)`` of each agent reply with text in ``trace.messages`` (an
+    assistant message's text blocks joined by new lines), in order."""
+    out = []
+    for i, msg in enumerate(trace.messages):
+        if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(b["text"] for b in content if isinstance(b, Mapping)
+                             and b.get("type") == "text" and isinstance(b.get("text"), str))
+        else:
+            continue
+        if text.strip():
+            out.append((i, text))
+    return out
+
+
+def _known_at(trace: Trace, index: int, text: str) -> Trace:
+    """``trace`` as it stood when the agent wrote the reply at ``messages[index]``: the
+    messages before it and the calls whose result came back before it (a call whose
+    result no earlier message holds counts when it was issued in an earlier model turn:
+    the calls of a trace whose results are on the calls only)."""
+    before = trace.messages[:index]
+    seen = {str(b.get("tool_use_id")) for m in before if isinstance(m, Mapping)
+            and isinstance(m.get("content"), list) for b in m["content"]
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"}
+    step = sum(1 for m in before if isinstance(m, Mapping) and m.get("role") == "assistant")
+    calls = tuple(c for c in trace.tool_calls
+                  if c.id in seen or (not seen and c.result is not None and c.step <= step))
+    return Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
+                 tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
+                 steps=trace.steps, messages=before, raw=trace.raw)
 
 
 class ClaimVerdict(NamedTuple):
@@ -264,12 +378,15 @@ class ClaimVerdict(NamedTuple):
             (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
             ``None``.
         searched: for an unsupported claim, the sources it was looked up in.
+        turn: in a conversation, the 0-based index of the agent reply the claim is in
+            (:func:`agent_replies`; the final answer is the last); ``None`` for one answer.
     """
 
     claim: Claim
     reason: str | None
     support: str | None
     searched: str
+    turn: int | None = None
 
 
 class _Checker:
@@ -278,7 +395,8 @@ class _Checker:
     def __init__(self, trace: Trace, answer: str, claims: list[Claim],
                  results: dict[str, str], *, sources: frozenset[str] = frozenset(SOURCES),
                  system: str | None = None,
-                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                 facts: dict[str, SourceFacts] | None = None) -> None:
         errors = error_ids(trace)
         self.results = results
         self.needs = frozenset(c.kind for c in claims) | (
@@ -303,11 +421,18 @@ class _Checker:
         # every call, those without a result too: a claim about the entity of a call that
         # returned nothing has nothing in scope (its facts are empty), and a sibling call's
         # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
-        self.calls: list[tuple[ToolCall, SourceFacts]] = [
-            (c, SourceFacts.of(f"{c.name}#{c.id}", results.get(c.id, ""), tool=c.name,
-                               arguments=c.arguments, is_error=c.id in errors,
-                               needs=self.needs))
-            for c in trace.tool_calls]
+        self.calls: list[tuple[ToolCall, SourceFacts]] = []
+        for c in trace.tool_calls:
+            f = facts.get(c.id) if facts is not None else None
+            if f is None or not self.needs <= f.needs:
+                # a conversation's replies share each call's index; one built for fewer
+                # claim kinds than this reply needs is built again, for all of them
+                f = SourceFacts.of(f"{c.name}#{c.id}", results.get(c.id, ""), tool=c.name,
+                                   arguments=c.arguments, is_error=c.id in errors,
+                                   needs=self.needs if facts is None else None)
+                if facts is not None:
+                    facts[c.id] = f
+            self.calls.append((c, f))
         self.claims = claims
         self.calls_by_id = {c.id: f for c, f in self.calls}
         self.acts: list[tuple[frozenset[str], SourceFacts]] = [
@@ -324,6 +449,8 @@ class _Checker:
             if c.kind == "date":
                 self.dates_by_sentence.setdefault(self._sentence_of(c), []).append(c.key)
         self._item_cache: dict[int, SourceFacts] = {}
+        self._days_said: dict[str, list[Num]] | None = None
+        self._counts_said: dict[str, set[Decimal]] | None = None
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -368,7 +495,9 @@ class _Checker:
                     if v and len(v.split()) <= 4:
                         subj.setdefault(v, set()).add(i)
         self.subject_calls = subj
-        self.items: dict[str, tuple[str, Any, list[Any]]] = {}
+        # an item's unique value → every (call, item, list) it names (one value may name
+        # an item of several calls' lists: HAT092 in two days' flight searches)
+        self.items: dict[str, list[tuple[str, Any, list[Any]]]] = {}
         for c, f in self.calls:
             for items in _listed_objects(self.results.get(c.id)):
                 counts: dict[str, list[int]] = {}
@@ -380,7 +509,7 @@ class _Checker:
                                 counts.setdefault(key, []).append(n)
                 for key, where in counts.items():
                     if len(where) == 1 and key not in subj:
-                        self.items.setdefault(key, (f.label, items[where[0]], items))
+                        self.items.setdefault(key, []).append((f.label, items[where[0]], items))
         self.mentions: list[tuple[int, int, str]] = []
         self.mention_starts: list[int] = []
         if not subj and not self.items:
@@ -430,16 +559,18 @@ class _Checker:
 
     def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
         """Why a claim is unsupported at item level: its item does not state it but another
-        item of the same list does; ``None`` otherwise."""
+        item of the same list does; ``None`` otherwise (also when an item of another list
+        that the same value names states it)."""
         if pick is None or pick[2] not in self.items:
             return None
-        label, item, items = self.items[pick[2]]
-        if self._item_facts(label, item).supports(claim):
-            return None
-        for other in items[:ITEM_LIMIT]:
-            if other is not item and self._item_facts(label, other).supports(claim):
-                name = self.text[pick[0]:pick[1]]
-                return f"stated for another item of {label}, not for {name}"
+        named = self.items[pick[2]]
+        if any(self._item_facts(label, item).supports(claim) for label, item, _l in named):
+            return None  # an item the value names states it (of one of the lists)
+        for label, item, items in named:
+            for other in items[:ITEM_LIMIT]:
+                if other is not item and self._item_facts(label, other).supports(claim):
+                    name = self.text[pick[0]:pick[1]]
+                    return f"stated for another item of {label}, not for {name}"
         return None
 
     def _item_facts(self, label: str, item: dict) -> SourceFacts:
@@ -456,7 +587,19 @@ class _Checker:
         (``"user-stated"``, ``"from the system prompt"``, ``"derived"`` with the
         arithmetic), ``None`` for a tool call or the input."""
         if claim.kind == "action":
-            return self._action(claim), None
+            why = self._action(claim)
+            if why and _AGO.match(self.text, claim.start + len(claim.text)):
+                # "it was booked more than 24 hours ago": the record's history (its date
+                # is a claim of its own), not an action the agent reports
+                return None, None
+            if why and not _FIRST_PERSON.match(claim.sentence):
+                state = STATUS_ANY.get(claim.text.lower()) or STATUS_COPULA.get(
+                    claim.text.lower())
+                if state and self._user_text and state in self.user_statuses:
+                    # "the flight was cancelled by the airline", as the user said it was:
+                    # a state the user asserts, not a deed of the agent's
+                    return None, "user-stated"
+            return why, None
         if claim.kind == "range":
             return self._range(claim)
         pick = self._subject(claim)
@@ -480,12 +623,24 @@ class _Checker:
                     return None, _via(rule)
         if claim.kind == "weekday":
             return self._weekday(claim, scope), None
+        if claim.kind == "number" and _small_count(claim.num) \
+                and not _GENERIC.search(claim.sentence) \
+                and not _RATE.match(self.text, claim.start + len(claim.text)):
+            # "you have three reservations": a count of this case, which the policy's
+            # "three" or "seven" (of another rule) does not state
+            scope = [s for s in scope if s.label not in _INSTRUCTIONS]
         found = next((s for s in scope if s.supports(claim)), None)
         if found is not None:
             return None, _via(found)
         if claim.kind == "number" and self._last_digits(claim, scope):
             return None, None  # "the card ending in 1784" of gift_card_1591784
         elsewhere = [s.label for s in siblings if s.supports(claim)]
+        if elsewhere and _small_count(claim.num):
+            # "2 passengers" of a reservation whose list holds two: a count in scope, not
+            # a figure swapped from another call that happens to state 2
+            units = {u for s in scope for u in s.count_index.get(claim.key[0], ())}
+            if units and ("" in units or not claim.num.unit):
+                return None, None
         if elsewhere:
             silent = [c for j, (c, _f) in enumerate(self.calls)
                       if subject and j in self.subject_calls.get(pick[2], ())
@@ -494,15 +649,20 @@ class _Checker:
                 return (f"the call about {subject} ({silent[0].name}#{silent[0].id}) returned "
                         f"no result; stated for another call: {', '.join(elsewhere)}"), None
             return f"stated for another call: {', '.join(elsewhere)}, not for {subject}", None
-        if claim.kind == "date" and self._date_after(claim.key, scope):
-            return None, None
+        if claim.kind == "date":
+            how = self._date_after(claim, scope)
+            if how:
+                return None, f"derived ({how})"
         if claim.kind == "number" and claim.num is not None and claim.num.unit:
             units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
             if units and "" not in units:
                 # the very value is stated, in another unit: that, not a derivation, is it
                 return f"stated with another unit: {', '.join(sorted(units))}", None
-        if claim.kind == "number" and claim.num is not None:
-            # a derived number may combine figures of several entities ("5.6°C warmer")
+        if claim.kind == "number" and claim.num is not None \
+                and not _SUM_OPERAND.match(self.text, claim.start + len(claim.text)):
+            # a derived number may combine figures of several entities ("5.6°C warmer");
+            # an operand of a sum the answer writes out ("$99 (ATL-LGA) + $102 = $207") is
+            # a figure a source must state, not the difference of the other two
             how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
             if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
@@ -527,6 +687,18 @@ class _Checker:
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def near_code(self, claim: Claim) -> str | None:
+        """A code of a source with the length of a capitals-only claim (``UHDAHV``) that
+        differs from it in one or two characters (``UHDAHF``), upper-cased; ``None`` when
+        no source holds one (the claim is then an all-caps word, no code)."""
+        key, n = claim.key, len(claim.key)
+        for s in [self.input] + [f for _c, f in self.calls] + self.extra:
+            for t in s.tokens:
+                if len(t) == n and t.isalnum() and \
+                        sum(a != b for a, b in zip(t, key)) <= 2:
+                    return t.upper()
+        return None
 
     def reason(self, claim: Claim) -> str | None:
         """``None`` when the claim is supported, else why it is not (quoted in details)."""
@@ -592,11 +764,22 @@ class _Checker:
 
     def _derived(self, n: Num, at: int, scope: list[SourceFacts],
                  sentence: str = "") -> str | None:
+        """How a number is derived, as a reader of the answer would derive it, or
+        ``None``: a total the answer adds up, a count of a listed result, a span of
+        time, a price times a quantity of one record, and sums, differences, products and
+        ratios over values the answer itself relates. A sum or difference (and a total
+        of sums of money) needs its operands in the claim's own sentence, or a sentence
+        that names the relation (:data:`_RELATION`: "difference", "total", "remaining",
+        "refund", "more", ...); an arbitrary pair of the sources' numbers is none. The
+        text names each operand and where it came from (``155 [the answer] − 50
+        [get_reservation_details#call_1]``)."""
+        related = _RELATION.search(sentence) is not None
         shown = self._shown_total(n, at) if _TOTAL.search(sentence) else None
         if shown:
             return shown
         key = fmt(n.value)
-        for s in scope:
+        money = n.unit in _MONEY_UNITS
+        for s in scope if related or not money else ():
             units = s.count_index.get(key)
             if units and (not n.unit or "" in units or n.unit in units):
                 return f"count or total in {s.label}"
@@ -609,25 +792,69 @@ class _Checker:
         for s in scope:
             how = priced_product(n, s.nums)
             if how:
-                return how
-        how = amount_sum_or_difference(n, [a for s in scope for a in s.amounts])
-        if how:
-            return how
-        # the pool: the answer's stated numbers nearest to the claim, then the sources'
+                return f"{how} [{s.label}]"
+        where: dict[str, str] = {}
+        if money and _TOTAL.search(sentence):
+            # "the total price for two economy tickets is $348": the count the sentence
+            # states times a price of a source (2 × 174)
+            if self._counts_said is None:  # the answer's small counts, by sentence
+                self._counts_said = {}
+                for c in self.claims:
+                    if c.kind == "number" and c.num is not None and not c.num.unit \
+                            and 2 <= c.num.value <= 20 \
+                            and c.num.value == c.num.value.to_integral_value():
+                        self._counts_said.setdefault(c.sentence, set()).add(c.num.value)
+            counts = sorted(self._counts_said.get(sentence, ()))
+            for s in scope:
+                for a in s.amounts[:POOL_LIMIT]:
+                    for k in counts:
+                        if a.value * k == n.value and compatible(a.unit, n.unit):
+                            return f"{fmt(k)} [the answer] × {fmt(a.value)} [{s.label}]"
+        if related:
+            amounts = [(a, s.label, w) for s in scope
+                       for a, w in zip(s.amounts, s.amount_words)]
+            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                           [w for _a, _l, w in amounts])
+            if how:
+                for a, label, _w in amounts:
+                    where.setdefault(fmt(a.value), label)
+                return _annotate(how, where)
+        # the pool: the answer's stated numbers nearest to the claim (any of them when the
+        # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
         pool: list[Num] = []
         seen: set[tuple[str, str]] = set()
         i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
         half = POOL_LIMIT // 4
-        recent = [num for _a, num in self.stated[max(0, i - half):i + half]]
+        near = self.stated[max(0, i - half):i + half]
+        if related:  # the numbers of the claim's paragraph (a blank line ends one)
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            hi = self.text.find("\n\n", at)
+            hi = len(self.text) if hi < 0 else hi
+        else:  # of its own sentence
+            k = self._sentence_index(at)
+            lo, hi = (self.sentences[k][0], self.sentences[k][1]) if k >= 0 else (at, at)
+        near = [(a, x) for a, x in near if lo <= a < hi]
+        recent = [num for _a, num in near]
+        for x in recent:
+            where.setdefault(fmt(x.value), "the answer")
+        for s in scope:
+            for x in s.nums[:POOL_LIMIT]:
+                where.setdefault(fmt(x.value), s.label)
         for x in itertools.chain(recent, (x for s in scope for x in s.nums)):
             if len(pool) >= POOL_LIMIT:
                 break
             if x.key not in seen:
                 seen.add(x.key)
                 pool.append(x)
-        return derive(n, pool, frozenset(x.key for x in recent),
-                      frozenset(self.rates) & frozenset(x.key for x in recent))
+        how = derive(n, pool, frozenset(x.key for x in recent),
+                     frozenset(self.rates) & frozenset(x.key for x in recent))
+        if how and "÷" in how and n.unit not in ("%", "x") and not _SHARE.search(sentence):
+            return None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
+        return _annotate(how, where) if how else None
+
+    def _sentence_index(self, at: int) -> int:
+        return bisect.bisect_right(self.starts, at) - 1
 
     def _last_digits(self, claim: Claim, scope: list[SourceFacts]) -> bool:
         """A number said to be the end of an identifier ("card ending in 1784", "last four
@@ -655,23 +882,49 @@ class _Checker:
                 return " + ".join(fmt(y.value) for y in reversed(run))
         return None
 
-    def _date_after(self, key: str, scope: list[SourceFacts]) -> bool:
+    def _date_after(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         """A date some days after or before a stated date ("30 days from February 20":
-        March 22); days are numbers in scope with unit day/week or none (at most
-        POOL_LIMIT numbers and POOL_LIMIT // 2 dates are tried)."""
-        dates = sorted({d for s in scope for d in s.full_dates[:POOL_LIMIT // 2]})
-        days = {int(x.value) * (7 if x.unit == "week" else 1)
-                for s in scope for x in s.nums[:POOL_LIMIT]
-                if x.unit in ("", "day", "week") and x.value == x.value.to_integral_value()
-                and 0 < x.value <= 3660}
-        for d in dates:
-            base = date.fromisoformat(d)
-            for n in days:
-                for sign in (1, -1):
-                    got = (base + timedelta(days=sign * n)).isoformat()
-                    if got == key or (key.startswith("?") and got.endswith(key[4:])):
-                        return True
-        return False
+        March 22), as a reader would count it: the days are written in days or weeks, in
+        the claim's own sentence of the answer ("you have 30 days to return it") with the
+        base date from any source in scope, or by one tool result together with its base
+        date (``"delivered_on": "2026-02-20", "return_window_days": 30``). A bare number,
+        or a span of the agent's policy with a date of a result ("5 to 7 business days"
+        and a flight's date), relates no dates. Returns the arithmetic and where each
+        operand came from, or ``None``; at most POOL_LIMIT numbers and POOL_LIMIT // 2
+        dates are tried."""
+        key = claim.key
+
+        def spans(nums: list[Num]) -> set[int]:
+            return {int(x.value) * (7 if x.unit == "week" else 1) for x in nums
+                    if x.unit in ("day", "week") and x.value == x.value.to_integral_value()
+                    and 0 < x.value <= 3660}
+
+        if self._days_said is None:  # the answer's spans of days, by sentence (built once)
+            self._days_said = {}
+            for c in self.claims:
+                if c.kind == "number" and c.num is not None and c.num.unit in ("day", "week"):
+                    self._days_said.setdefault(c.sentence, []).append(c.num)
+        said = spans(self._days_said.get(claim.sentence, []))
+        if _NEXT_DAY.search(claim.sentence) or (
+                claim.sentence.endswith("?") and self._user_text
+                and _NEXT_DAY.search(self._user_text)):
+            # "the day after my original reservation": one day, in the claim's sentence or,
+            # for a date the agent proposes in a question, in the user's words
+            said = said | {1}
+        pairs = [(s.label, s.full_dates[:POOL_LIMIT // 2], said, "the answer")
+                 for s in scope if said]
+        pairs += [(s.label, s.full_dates[:POOL_LIMIT // 2], spans(s.nums[:POOL_LIMIT]),
+                   s.label) for s in scope if s.label not in _INSTRUCTIONS]
+        for where, dates, days, days_from in pairs:
+            for d in dates:
+                base = date.fromisoformat(d)
+                for n in sorted(days):
+                    for sign in (1, -1):
+                        got = (base + timedelta(days=sign * n)).isoformat()
+                        if got == key or (key.startswith("?") and got.endswith(key[4:])):
+                            return (f"{d} [{where}] {'+' if sign > 0 else '−'} {n} days "
+                                    f"[{days_from}]")
+        return None
 
     def _weekday(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         said = self.dates_by_sentence.get(self._sentence_of(claim), [])
@@ -831,6 +1084,45 @@ def _weekday_of(d: str) -> int | None:
 
 
 _ARITHMETIC = re.compile(r" [+−×÷] ")
+#: words by which a sentence relates the numbers it derives one from ("the fare
+#: difference", "in total", "$201 remaining", "a refund of", "$38 more")
+_RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totalling|sum|"
+                       r"altogether|in all|combined|remaining|remain|remains|left|balance|"
+                       r"refunds?|refunded|more|less|extra|additional|cheaper|pricier|"
+                       r"saves?|saving|savings|minus|plus|deduct\w*|subtract\w*|"
+                       r"increase\w*|decrease\w*|change in|"
+                       r"split|spent|spend|across|overall|leave|leaves|leaving|short|"
+                       r"away|to go|back)\b", re.IGNORECASE)
+_MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+#: after a number, a "+" and another number: the number is an operand of a written sum
+_SUM_OPERAND = re.compile(r"\s*(?:\([^()\n]{0,30}\))?\s*\+\s*[$€£]?\d")
+#: words that move a date by one day ("the day after my original reservation")
+_NEXT_DAY = re.compile(r"\b(?:the\s+)?(?:day\s+(?:after|before)|next\s+day|following\s+day|"
+                       r"previous\s+day|day\s+later|day\s+earlier)\b", re.IGNORECASE)
+#: words by which a sentence speaks of a share or a rate (a number divided by another)
+_SHARE = re.compile(r"\b(?:average|avg|mean|each|per|apiece|a piece|every|split|half|"
+                    r"divided|share|ratio|rate)\b", re.IGNORECASE)
+_NUM_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _small_count(n: Num | None) -> bool:
+    """A whole number from 2 to 20 without a unit: a count of things."""
+    return n is not None and not n.unit and 2 <= n.value <= 20 \
+        and n.value == n.value.to_integral_value()
+
+
+def _annotate(how: str, where: Mapping[str, str]) -> str:
+    """``how`` (``"155 − 50"``) with each operand followed by where it came from
+    (``"155 [the answer] − 50 [get_reservation_details#call_1]"``); an operand not in
+    ``where`` is left as it is."""
+    return _NUM_TEXT.sub(lambda m: f"{m.group(0)} [{where[m.group(0)]}]"
+                         if m.group(0) in where else m.group(0), how)
+
+
+#: after an action, a time in the past ("booked more than 24 hours ago")
+_AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
+#: a sentence in which the agent speaks of its own deeds ("I have cancelled", "We've")
+_FIRST_PERSON = re.compile(r"[\W_]*(?:i|we)\b", re.IGNORECASE)
 #: the words before the last digits of an identifier ("ending in", "last four digits")
 _ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?:\s+digits)?"
                      r"(?:\s+of)?)\s*$", re.IGNORECASE)

@@ -564,7 +564,8 @@ def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
     """Grounding's unsupported claims as ``[[start, end, kind, why], ...]`` offsets in
     ``answer`` (the answer as the page shows it), read from the report's ``grounding``
     details (what the report says, whichever version graded it; no second grounding
-    pass). Each claim is looked for in its sentence, else anywhere in the answer; a claim
+    pass). A claim of an earlier agent reply (its reason starts "in reply N of M") is
+    not marked. Each claim is looked for in its sentence, else anywhere in the answer; a claim
     not found, or overlapping one already marked, is left unmarked (it stays in the
     details)."""
     if metric is None or not metric.score or not metric.details:
@@ -573,6 +574,8 @@ def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
     taken: list[tuple[int, int]] = []
     for m in _CLAIM.finditer(metric.details):
         claim, sentence = m.group("text"), m.group("sentence")
+        if m.group("why").startswith("in reply "):
+            continue  # a claim of an earlier agent reply, not of this answer
         at = answer.find(sentence[:200]) if sentence else -1
         start = answer.find(claim, at) if at >= 0 else -1
         if start < 0:
