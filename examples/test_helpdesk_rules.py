@@ -1,17 +1,14 @@
-"""The task-manager pipeline reference's stage-2 rule-based eval, as plain pytest functions over a
+"""The task-manager example suite's stage-2 rule-based eval, as plain pytest functions over a
 recorded run.
 
 Run it (from the repo root) against the committed help-desk run:
 
     pytest examples/test_helpdesk_rules.py --evaltape-run cassettes/helpdesk-scripted-standin
 
-Each test runs once per recorded episode (ids like ``tc_006#t0``). The six rules are the
-task-manager pipeline reference's ``TestRuleBasedEval``; the help-desk dataset is in the help-desk
-reference's format, so its
-``expected_outcome_keywords`` stand in for the task-manager pipeline reference's
+Each test runs once per recorded episode (ids like ``tc_006#t0``). The six rules are the task-manager example suite's ``TestRuleBasedEval``; the help-desk dataset is in the help-desk example suite's format, so its
+``expected_outcome_keywords`` stand in for the task-manager example suite's
 ``expected_topics``, and a case with
-no ``should_not_contain`` skips the forbidden-content rule, as in the task-manager pipeline
-reference. The last test
+no ``should_not_contain`` skips the forbidden-content rule, as in the task-manager example suite. The last test
 shows a built-in metric used as an assertion.
 
 Expected result on cassettes/helpdesk-scripted-standin: 3 failed, 45 passed, 8 skipped
@@ -71,7 +68,6 @@ def test_no_extra_tool_calls(episode):
 
 
 def test_arguments_match_expected(episode):
-    """Beyond the task-manager pipeline reference: a built-in metric as an assertion (the help-desk
-    reference's argument check)."""
+    """Beyond the task-manager example suite: a built-in metric as an assertion (the help-desk example suite's argument check)."""
     score = episode.score("argument_correctness")
     assert score.value == 1.0, score.details

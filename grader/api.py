@@ -24,7 +24,7 @@ from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
-    """The metrics a plain ``grade`` runs: the help-desk reference's three and ``grounding``, plus
+    """The metrics a plain ``grade`` runs: the help-desk example suite's three and ``grounding``, plus
     ``expected_actions_called`` when the cases carry expected actions (imported benchmarks)."""
     from evaltape.grader.metrics.expected_actions import actions_metric_for
     return list(DEFAULT_METRICS) + actions_metric_for(cases)

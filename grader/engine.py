@@ -272,7 +272,7 @@ def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case]
         read from a temporary file (see :func:`fold_records`).
 
     Raises:
-        UsageError: zero episodes (the scripted-harness reference raises ``ValueError`` for an empty
+        UsageError: zero episodes (the scripted example suite raises ``ValueError`` for an empty
             suite).
         BadInputError: a trace's reference label has the wrong type.
     """
@@ -300,9 +300,9 @@ class Batch:
             to ``run``.
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
             (:meth:`evaltape.grader.io.spill.SpillSorter.add_run`), or ``None``.
-        n, passed, steps, tool_matches: the scripted-harness reference's counts.
+        n, passed, steps, tool_matches: the scripted example suite's counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
-            of them are infrastructure errors (the scripted-harness reference's ``infra_error:``
+            of them are infrastructure errors (the scripted example suite's ``infra_error:``
             reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
@@ -571,7 +571,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     extra = counts_summary(case_counts)
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
-        # the tiered-composite reference's by_difficulty / by_tag
+        # the tiered-composite scoring design's by_difficulty / by_tag
         extra.update(breakdowns(results, cases, metrics))
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]

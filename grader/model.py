@@ -60,7 +60,7 @@ class TurnTiming:
 
 @dataclass(frozen=True)
 class Timing:
-    """The trace's timing: what the tiered-composite reference's task executor records
+    """The trace's timing: what the tiered-composite scoring design's task executor records
     (time to the first tool call, time to completion, per-tool latency), per model turn.
     Time to completion is the trace's ``latency_s``; each tool's time is its call's
     :attr:`ToolCall.duration_s`.
@@ -105,7 +105,7 @@ class Trace:
 
     @property
     def tools_called(self) -> list[str]:
-        """Names of the called tools, in call order (the scripted-harness reference's
+        """Names of the called tools, in call order (the scripted example suite's
         ``tools_called``)."""
         return [c.name for c in self.tool_calls]
 
@@ -165,12 +165,11 @@ class ExpectedCall:
 
 @dataclass(frozen=True)
 class FactualClaim:
-    """A statement whose truth a judge checks against the tool results (the tiered-composite
-    reference).
+    """A statement whose truth a judge checks against the tool results (the tiered-composite scoring design).
 
     Attributes:
         statement: the claim, in words.
-        expected_truth: what the judge should find (the tiered-composite reference default:
+        expected_truth: what the judge should find (the tiered-composite scoring design default:
             ``True``).
         source_ref: where the fact comes from (informational).
     """
@@ -253,42 +252,39 @@ class UserSpec:
 class Case:
     """One dataset case, every expectation parsed at load.
 
-    The reference formats and their keys: the help-desk reference (``id``, ``user_query``,
+    The reference formats and their keys: the help-desk example suite (``id``, ``user_query``,
     ``expected_tools``,
-    ``expected_args``, ``expected_outcome_keywords``, ``tags``), the triage reference (``ticket``,
-    ``expected_category``, ``must_mention``), the scripted-harness reference (``name``, ``task``,
+    ``expected_args``, ``expected_outcome_keywords``, ``tags``), the triage example suite (``ticket``,
+    ``expected_category``, ``must_mention``), the scripted example suite (``name``, ``task``,
     ``script``,
-    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), the tiered-composite reference
-    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the
-    task-manager pipeline reference (``expected_tool_calls``, ``expected_topics``,
+    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), the tiered-composite scoring design
+    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the task-manager example suite (``expected_tool_calls``, ``expected_topics``,
     ``should_not_contain``) and
     evaltape's ``expected_actions``, ``reference_label``, ``budgets``, ``expected_output``
     and ``judges``.
 
     Attributes:
-        id: case id (the help-desk reference ``id``, the scripted-harness reference ``name``; else
+        id: case id (the help-desk example suite ``id``, the scripted example suite ``name``; else
             ``case_NNN`` by position).
         input: the user's request (``user_query`` / ``task`` / ``ticket`` / ``user_input``).
         expected_tools: tool names expected in order (``expected_tools``, else the names of
             ``expected_tool_calls``), or ``None`` when the case says nothing.
-        expected_args: ``{tool: {param: value}}`` (the help-desk reference), or ``None``.
+        expected_args: ``{tool: {param: value}}`` (the help-desk example suite), or ``None``.
         expected_calls: the expected calls with their acceptable arguments: from
             ``expected_tool_calls`` (a name, ``{name, arguments}`` or BFCL's
             ``{name: {param: [values]}}``), else ``expected_tools`` + ``expected_args``;
             ``None`` when the case states no tool expectation.
         expected_actions: expected actions (``{name, kwargs}``), exact arguments, or ``None``.
-        expected_outcome_keywords: keywords the answer must contain (the help-desk reference; the
-            task-manager pipeline reference's
+        expected_outcome_keywords: keywords the answer must contain (the help-desk example suite; the task-manager example suite's
             ``expected_topics`` when absent), or ``None``.
-        expected_answer_contains: one phrase the answer must contain (the scripted-harness
-            reference), or ``None``.
-        expected_topics: the task-manager pipeline reference's topics, or ``None``.
-        final_response_contains, final_response_excludes: the tiered-composite reference phrases, or
+        expected_answer_contains: one phrase the answer must contain (the scripted example suite), or ``None``.
+        expected_topics: the task-manager example suite's topics, or ``None``.
+        final_response_contains, final_response_excludes: the tiered-composite scoring design phrases, or
             ``None``.
-        should_not_contain: the task-manager pipeline reference forbidden phrases, or ``None``.
-        factual_claims: the tiered-composite reference claims for the judge, or ``None``.
-        expected_category, must_mention: the triage reference's triage expectations, or ``None``.
-        difficulty: the tiered-composite reference tier (``basic``/``advanced``/``challenge`` or any
+        should_not_contain: the task-manager example suite forbidden phrases, or ``None``.
+        factual_claims: the tiered-composite scoring design claims for the judge, or ``None``.
+        expected_category, must_mention: the triage example suite's triage expectations, or ``None``.
+        difficulty: the tiered-composite scoring design tier (``basic``/``advanced``/``challenge`` or any
             word).
         reference_label: a reference verdict (pass ``True``/fail ``False``) to measure
             agreement with, or ``None``.
@@ -297,7 +293,7 @@ class Case:
         matching: whose rules decide tool-call matching: ``None`` (evaltape's), ``"bfcl"``
             (the Berkeley Function-Calling Leaderboard's AST checker) or ``"tau2"``
             (τ²-bench's action checks).
-        script: the scripted model's turns (the scripted-harness reference), or ``None``.
+        script: the scripted model's turns (the scripted example suite), or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
         thresholds: this case's own pass thresholds, ``{metric name: number in [0, 1]}``
@@ -379,13 +375,13 @@ class Case:
     @property
     def has_expectations(self) -> bool:
         """Whether the case states anything to check the agent against (:data:`EXPECTATIONS`);
-        a case without any passes the help-desk reference's rules by definition (no expected tool
+        a case without any passes the help-desk example suite's rules by definition (no expected tool
         and none
         called → 1.0, no keyword and an answer → 1.0)."""
         return any(getattr(self, name) is not None for name in self.EXPECTATIONS)
 
     def __post_init__(self) -> None:
-        # A case built in code with the help-desk and scripted-harness references' fields gets the
+        # A case built in code with the help-desk and scripted example suites' fields gets the
         # same expected calls the
         # loader derives: each expected tool with its expected_args as literal values.
         if self.expected_calls is None and self.expected_tools is not None:

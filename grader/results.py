@@ -65,7 +65,7 @@ class MetricResult:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """One graded episode: the scripted-harness reference's verdict and every metric's score.
+    """One graded episode: the scripted example suite's verdict and every metric's score.
 
     Attributes:
         case_id, trial: the episode's key.
@@ -199,7 +199,7 @@ class Summary:
     """The report's ``summary`` block.
 
     ``passed`` counts the passing episodes exactly (gates compare it, not the rounded
-    rate). The scripted-harness reference's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places),
+    rate). The scripted example suite's numbers: ``pass_rate`` and ``tool_accuracy`` (3 places),
     ``avg_steps``
     (2 places), ``failures`` (``{case or case#tN: reason}``). ``metrics`` holds each
     metric's mean over its non-null scores (4 places; ``None`` when all are null);
@@ -210,7 +210,7 @@ class Summary:
     ``metrics_errors`` the episodes where the metric raised (JSON key present only when
     some metric raised). ``infra_failures``
     counts the failed episodes the infrastructure ended (``infra_error:<kind>``: the API
-    failed, not the agent); they count against ``pass_rate`` as the scripted-harness reference
+    failed, not the agent); they count against ``pass_rate`` as the scripted example suite
     counts every
     unfinished episode, and are reported apart (JSON key present only when non-zero).
     The optional blocks (``None`` → absent from the JSON) are documented where they are

@@ -409,7 +409,7 @@ class EpisodeLog:
             ``start_s`` and ``latency_s``, retries included) and ``first_tool_call_s``
             (when the answer with the first tool call had arrived); seconds from
             ``started``, :data:`TIME_DIGITS` places; each executed call gets its
-            ``duration_s`` (the tiered-composite reference's timing metrics: time to the
+            ``duration_s`` (the tiered-composite scoring design's timing metrics: time to the
             first tool call, per-tool latency).
         started: the episode's start on :func:`time.perf_counter`.
     """

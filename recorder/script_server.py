@@ -1,6 +1,6 @@
 """A small Messages-API server on 127.0.0.1 whose "model" replays a case's script.
 
-The scripted-harness reference's scripted agent: each case carries ``script``, the model's turns in
+The scripted example suite's scripted agent: each case carries ``script``, the model's turns in
 order. A turn
 that parses as ``{"tool": ..., "arguments": ...}`` is a tool call (a JSON list of such
 objects is a turn of parallel calls); anything else is the final answer, with

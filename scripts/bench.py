@@ -10,7 +10,7 @@ and noisy):
    against the floor "read every line + ``orjson.loads``" in a process of its own (shown);
    then against a base revision (``BENCH_BASE``, else the newest release tag, else
    :data:`PREVIOUS_RELEASE`), on the same traces, ``BENCH_ALTERNATIONS`` runs alternated
-   (default 3), medians of CPU seconds (user + system): the help-desk reference's three
+   (default 3), medians of CPU seconds (user + system): the help-desk example suite's three
    metrics <= 1.0x the base's CPU and >= 1/3 of the speed of a bare loop (orjson, the
    three formulas, a JSON line per episode), ``report.json`` bytes per episode <= 1.1x the
    base's; the default set's ratios shown; the default set at least as fast per trace as
@@ -485,7 +485,7 @@ N_MEMORY_CASES = int(os.environ.get("BENCH_MEMORY_CASES", "100000"))
 #: interpreter that has them).
 PEER_PACKAGES = ("deepeval==4.3.1", "agentevals==0.0.9", "orjson")
 
-#: The bare loop: what grading the help-desk reference's three metrics costs in plain
+#: The bare loop: what grading the help-desk example suite's three metrics costs in plain
 #: Python with nothing else: read each trace line with orjson, look up its case, the three
 #: formulas (set F1 of tool names; expected arguments of each tool's first call, the
 #: reference's ``str(actual).lower() == str(expected).lower()``; the share of outcome

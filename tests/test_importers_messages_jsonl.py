@@ -95,7 +95,7 @@ def test_anthropic_messages_and_grade(tmp_path):
     assert res.exit_code == 0, res.output
     ra = json.loads((tmp_path / "r" / "report.json").read_text())["summary"][
         "reference_agreement"]
-    # the scripted-harness reference's tool check: called [get_weather, get_time] != [get_weather] →
+    # the scripted example suite's tool check: called [get_weather, get_time] != [get_weather] →
     # fail;
     # label says fail → one agreeing episode; kappa undefined (both constant)
     assert (ra["n"], ra["agree"], ra["kappa"]) == (1, 1, None)

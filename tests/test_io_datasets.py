@@ -13,7 +13,7 @@ from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.datasets import load_dataset
 from evaltape.grader.model import ExpectedCall, FactualClaim
 
-#: One case per expected_tool_calls form (the task-manager pipeline reference name, {name,
+#: One case per expected_tool_calls form (the task-manager example suite name, {name,
 # arguments}, BFCL).
 CASES = [
     {"id": "by_name", "user_query": "q1", "expected_tool_calls": ["get_weather"]},
@@ -34,7 +34,7 @@ def test_each_expected_tool_calls_form_loads_typed(tmp_path, suffix):
     assert bfcl.expected_calls == (ExpectedCall("get_weather", {"city": ("Paris", "paris"),
                                                                 "unit": ("C",)},
                                                 frozenset({"unit"}), args_mode="exact"),)
-    # the help-desk reference's tool metrics and the scripted-harness reference's verdict read the
+    # the help-desk example suite's tool metrics and the scripted example suite's verdict read the
     # names of the calls
     assert [c.expected_tools for c in (by_name, literal, bfcl)] == [("get_weather",)] * 3
 

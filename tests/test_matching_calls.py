@@ -326,7 +326,7 @@ def test_helpdesk_expectations_feed_the_matcher():
     assert calls[0].acceptable == {"username": ("jsmith",)} and calls[1].acceptable is None
 
 
-# --- irrelevance, the task-manager pipeline reference rules, efficiency
+# --- irrelevance, the task-manager example suite rules, efficiency
 # ------------------------------------------------
 
 def test_irrelevance():

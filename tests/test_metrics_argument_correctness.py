@@ -1,4 +1,4 @@
-"""argument_correctness: the help-desk reference's test, ``str(actual).lower() ==
+"""argument_correctness: the help-desk example suite's test, ``str(actual).lower() ==
 str(expected).lower()``, kept on every pair of values; the typed JSON comparison (with the
 reference's case rule at every depth) only adds what that test misses."""
 from __future__ import annotations
@@ -23,10 +23,10 @@ def score(expected_value, actual_args, param="p"):
 
 
 @pytest.mark.parametrize("expected,actual,value", [
-    # the help-desk reference's own rule for string expectations: str(actual).lower() ==
+    # the help-desk example suite's own rule for string expectations: str(actual).lower() ==
     # expected.lower()
     ("jsmith", {"p": "JSmith"}, 1.0),
-    ("1", {"p": 1}, 1.0),                      # the help-desk reference: str(1) == "1"
+    ("1", {"p": 1}, 1.0),                      # the help-desk example suite: str(1) == "1"
     ("jsmith", {}, 0.0),                       # missing
     ("None", {"p": None}, 0.0),                # a null actual is never correct
     # Unicode: the same text composed and decomposed
@@ -121,7 +121,7 @@ def _recase(value, upper):
 @given(expected=_json, actual=_json, upper=st.booleans(), kind=st.sampled_from(
     ["recased", "as_text", "independent"]))
 def test_whatever_the_reference_counts_correct_is_correct(expected, actual, upper, kind):
-    """On any pair of JSON values the help-desk reference's test can be given: re-cased
+    """On any pair of JSON values the help-desk example suite's test can be given: re-cased
     copies, the value's own str() as a string, or unrelated values."""
     got = {"recased": lambda: _recase(expected, upper), "as_text": lambda: str(expected),
            "independent": lambda: actual}[kind]()

@@ -1,4 +1,4 @@
-"""The tiered-composite reference: composite score, difficulty thresholds, breakdowns, TOML
+"""The tiered-composite scoring design: composite score, difficulty thresholds, breakdowns, TOML
 configuration."""
 from __future__ import annotations
 

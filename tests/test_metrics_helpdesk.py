@@ -1,4 +1,4 @@
-"""The help-desk reference's three metric formulas, with expected values worked out by hand."""
+"""The help-desk example suite's three metric formulas, with expected values worked out by hand."""
 from __future__ import annotations
 
 import pytest
@@ -55,7 +55,7 @@ def test_argument_correctness_partial_and_first_call_only():
     s = ArgumentCorrectness().score(ctx(c, t))
     assert s.value == pytest.approx(2 / 3)
     assert "r.username: expected 'bob', got 'X'" in s.details
-    # a boolean expectation (no help-desk reference case has one): the reference's
+    # a boolean expectation (no help-desk example suite case has one): the reference's
     # str(True).lower() is "true", so the first r call's "true" meets it; 1 does not ("1")
     c = case(expected_args={"r": {"force": True}})
     assert ArgumentCorrectness().score(ctx(c, t)).value == 1.0

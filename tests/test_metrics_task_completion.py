@@ -1,4 +1,4 @@
-"""task_completion: the help-desk reference's substring rule for words; whole numbers for number
+"""task_completion: the help-desk example suite's substring rule for words; whole numbers for number
 keywords."""
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def score(keywords, answer):
     (["3.5"], "rated 3.50 of 5", 1.0),                        # equal value
     (["18"], "due 2026-03-18", 0.0),                          # part of a date, not a number
     (["2"], "items 1, 2 and 3", 1.0),
-    # words keep the help-desk reference's case-insensitive substring test, Unicode-normalised
+    # words keep the help-desk example suite's case-insensitive substring test, Unicode-normalised
     (["unlocked", "jsmith"], "Account JSmith has been UNLOCKED.", 1.0),
-    (["prod-api-01"], "prod-api-012 is healthy", 1.0),        # the help-desk reference: a substring
+    (["prod-api-01"], "prod-api-012 is healthy", 1.0),        # the help-desk example suite: a substring
     (["z\u00fcrich"], "Weather in Zu\u0308rich: 12C", 1.0),
     (["10", "refund"], "Your refund of $100 has been issued.", 0.5),
 ])

@@ -11,8 +11,7 @@ cassettes/helpdesk-scripted-standin/traces.jsonl and datasets/helpdesk_eval.json
   "prod-api-01 is healthy: up for 45 days with CPU usage at 23%.") has 61 chars -> 8 + 8.
 - expected topics (expected_outcome_keywords): tc_006 expects "down" and "ticket", its
   answer never says "ticket" -> FAIL; the other 7 contain all keywords -> 7 pass.
-- forbidden content: no case has should_not_contain -> 8 skipped (the task-manager pipeline
-  reference skips).
+- forbidden content: no case has should_not_contain -> 8 skipped (the task-manager example suite skips).
 - no extra calls (<= expected + 1): at most 2 calls (tc_002, 2 expected) -> 8 pass.
 - argument_correctness == 1.0: tc_005 searches "VPN setup" where "vpn" is expected -> 0/1,
   FAIL; tc_006's only expected argument (server_name prod-web-03) is right -> 7 pass.
@@ -139,7 +138,7 @@ def test_episode_helpers():
     assert e.final_response.startswith("prod-web-03 is down (uptime 0 days")
     # set F1: precision 1/1, recall 1/2 -> 2 * 0.5 / 1.5 = 2/3
     assert e.score("tool_selection_accuracy").value == pytest.approx(2 / 3)
-    # its 89-character answer passes the task-manager pipeline reference's 20-char minimum, not a
+    # its 89-character answer passes the task-manager example suite's 20-char minimum, not a
     # 100-char one
     assert len(e.final_response) == 89
     assert e.score("response_min_length").value == 1.0

@@ -1,4 +1,4 @@
-"""The scripted-harness reference's four examples, recorded with ``--agent scripted`` and graded via
+"""The scripted example suite's four examples, recorded with ``--agent scripted`` and graded via
 the real CLI.
 
 Path exercised: evaltape record → anthropic SDK → httpx → vcrpy → the script server on

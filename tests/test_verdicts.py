@@ -407,7 +407,7 @@ def test_loosened_thresholds_decide_the_outcome_checks(tmp_path):
 
 def test_default_thresholds_keep_the_exact_rules(tmp_path):
     """Without a threshold set for them, the same episodes fail the fixed rules with their
-    own words (the scripted-harness reference's): wrong_tools, wrong_answer."""
+    own words (the scripted example suite's): wrong_tools, wrong_answer."""
     cases = [{k: v for k, v in c.items() if k != "thresholds"} for c in LOOSE_CASES]
     ds = write_json(tmp_path / "ds.json", cases)
     traces = write_jsonl(tmp_path / "run" / "traces.jsonl", LOOSE_TRACES)

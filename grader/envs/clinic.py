@@ -1,4 +1,4 @@
-"""The clinic reference domain, written for this project: a front desk that finds patients,
+"""The clinic example domain, written for this project: a front desk that finds patients,
 books, moves and cancels appointments and updates contact details, over a small JSON
 database (6 patients, 3 doctors, 12 slots, 3 appointments).
 

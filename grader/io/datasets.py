@@ -1,11 +1,10 @@
-"""Load datasets: a JSON array or JSONL of cases in any reference suite's format.
+"""Load datasets: a JSON array or JSONL of cases in any example suite's format.
 
-The help-desk reference (``id``, ``user_query``, ``expected_tools``, ``expected_args``,
-``expected_outcome_keywords``, ``tags``), the scripted-harness reference (``name``, ``task``,
+The help-desk example suite (``id``, ``user_query``, ``expected_tools``, ``expected_args``,
+``expected_outcome_keywords``, ``tags``), the scripted example suite (``name``, ``task``,
 ``script``,
-``expected_answer_contains``, ``expected_tools``, ``max_steps``), the triage reference (``ticket``,
-``expected_category``, ``must_mention``) and the tiered-composite and task-manager pipeline
-references' fields load unchanged.
+``expected_answer_contains``, ``expected_tools``, ``max_steps``), the triage example suite (``ticket``,
+``expected_category``, ``must_mention``) and the tiered-composite scoring design and the task-manager example suite' fields load unchanged.
 """
 from __future__ import annotations
 
@@ -34,13 +33,13 @@ INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
 MODELED_KEYS = {
     "id", "name", "user_query", "task", "ticket", "user_input", "input", "script",
     "max_steps", "tags",
-    # the help-desk and scripted-harness references
+    # the help-desk and scripted example suites
     "expected_tools", "expected_args", "expected_outcome_keywords", "expected_answer_contains",
-    # the triage reference
+    # the triage example suite
     "expected_category", "must_mention",
-    # the tiered-composite reference
+    # the tiered-composite scoring design
     "difficulty", "final_response_contains", "final_response_excludes", "factual_claims",
-    # the task-manager pipeline reference
+    # the task-manager example suite
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching", "budgets",
@@ -151,7 +150,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     Args:
         obj: the decoded case.
         path, line: its file and 1-based line (JSONL) or 1-based index (JSON array).
-        position: 0-based index, used for ``case_NNN`` ids of the triage reference cases without id.
+        position: 0-based index, used for ``case_NNN`` ids of the triage example suite cases without id.
 
     Raises:
         BadInputError: not an object; an unknown key (the message suggests the nearest known
@@ -198,7 +197,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     calls = get("expected_tool_calls", parse_expected_calls)
     tools = get("expected_tools", str_list)
     if tools is None and calls is not None:
-        # the task-manager pipeline reference's name for the same expectation
+        # the task-manager example suite's name for the same expectation
         tools = tuple(c.name for c in calls)
     topics = get("expected_topics", str_list)
     keywords = get("expected_outcome_keywords", str_list)

@@ -1,5 +1,4 @@
-"""``argument_correctness``: expected parameter values found in the first call (the help-desk
-reference)."""
+"""``argument_correctness``: expected parameter values found in the first call (the help-desk example suite)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,19 +15,19 @@ from evaltape.grader.metrics.base import Metric
 class ArgumentCorrectness(Metric):
     """Fraction of expected ``(tool, param)`` values the agent passed.
 
-    Formula (the help-desk reference, ``ArgumentCorrectness``): for each tool in ``expected_args``,
+    Formula (the help-desk example suite, ``ArgumentCorrectness``): for each tool in ``expected_args``,
     take the
     *first* call of that tool; each expected parameter is one check. A tool never called
     counts all its expected parameters wrong. Score = correct / checks; no ``expected_args``
     (or zero checks) → 1.0.
 
     When is one check correct (:func:`check_difference`): the actual value is present (not
-    null) and the help-desk reference's own test holds,
+    null) and the help-desk example suite's own test holds,
     ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
     value, so ``{"city": "Paris"}`` and ``{"city": "paris"}`` are equal, and so are ``1``
     and ``"1"``); or, when it does not:
 
-    - expected value a string (every help-desk reference case): both sides in Unicode
+    - expected value a string (every help-desk example suite case): both sides in Unicode
       normal form C, ``nfc(str(actual)).lower() == nfc(expected).lower()`` (so
       "Zu\\u0308rich" equals "Z\\u00fcrich"; the reference compares the raw strings,
       which no reference case can tell apart);
@@ -109,7 +108,7 @@ def _wrong(param: str, problem: Mismatch) -> dict[str, Any]:
 
 
 def reference_equal(actual: Any, expected: Any) -> bool:
-    """The help-desk reference's test of one value: ``actual`` is not ``None`` and
+    """The help-desk example suite's test of one value: ``actual`` is not ``None`` and
     ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
     values: ``"{'city': 'Paris'}"``, ``"[1, 2]"``, ``"True"``, ``"None"``)."""
     return actual is not None and str(actual).lower() == str(expected).lower()
@@ -154,7 +153,7 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
 
 
 def _quoted(value: Any) -> str:
-    """``'text'`` as the help-desk reference prints it; non-ASCII text with ``\\u`` escapes, so two
+    """``'text'`` as the help-desk example suite prints it; non-ASCII text with ``\\u`` escapes, so two
     look-alike strings ("Zürich" composed and decomposed) print differently."""
     text = str(value)
     return f"'{text}'" if text.isascii() else ascii(text)

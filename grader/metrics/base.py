@@ -38,11 +38,11 @@ import orjson
 from evaltape.grader.errors import UsageError
 from evaltape.grader.model import EpisodeContext, Score
 
-#: Per-metric PASS threshold, as the help-desk reference's ``print_report`` prints it (score >=
+#: Per-metric PASS threshold, as the help-desk example suite's ``print_report`` prints it (score >=
 # 0.8).
 PASS_THRESHOLD = 0.8
 #: The threshold of a lower-is-better rate (``grounding``, ``hallucination``): one
-#: unsupported claim already fails (the help-desk reference's goal: catch fabrication).
+#: unsupported claim already fails (the help-desk example suite's goal: catch fabrication).
 RATE_THRESHOLD = 0.0
 
 
@@ -50,9 +50,8 @@ def default_threshold(metric: Any, case: Any = None) -> float:
     """A metric's own pass threshold on ``case`` (before any configuration).
 
     In order: the metric's ``case_threshold(case)`` (``composite``: its tier by
-    difficulty, the tiered-composite reference; with no case, the ``default`` tier), its
-    ``pass_threshold`` attribute (``rubric_judge``: 0.7, the task-manager pipeline
-    reference), else :data:`PASS_THRESHOLD` (0.8, the help-desk reference's report) for a
+    difficulty, the tiered-composite scoring design; with no case, the ``default`` tier), its
+    ``pass_threshold`` attribute (``rubric_judge``: 0.7, the task-manager example suite), else :data:`PASS_THRESHOLD` (0.8, the help-desk example suite's report) for a
     score and :data:`RATE_THRESHOLD` (0) for a lower-is-better rate.
     """
     tier = getattr(metric, "case_threshold", None)

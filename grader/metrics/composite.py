@@ -1,4 +1,4 @@
-"""``composite``: the tiered-composite reference's weighted score with per-difficulty pass
+"""``composite``: the tiered-composite scoring design's weighted score with per-difficulty pass
 thresholds."""
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from evaltape.grader.metrics.hallucination import Hallucination
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
 
-#: The tiered-composite reference ``GradingEngine.grade`` weights.
+#: The tiered-composite scoring design ``GradingEngine.grade`` weights.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
                                         "hallucination": 0.20}
-#: The tiered-composite reference pass thresholds by ``difficulty``; other/missing tiers use
+#: The tiered-composite scoring design pass thresholds by ``difficulty``; other/missing tiers use
 # ``default``.
 DEFAULT_THRESHOLDS: Mapping[str, float] = {"basic": 0.8, "advanced": 0.6, "challenge": 0.4,
                                            "default": 0.7}
@@ -43,10 +43,10 @@ def check_unit_table(table: Any, what: str, keys: set[str] | None,
 
 
 def response_content(ctx: EpisodeContext) -> Score:
-    """The tiered-composite reference ``grade_response_content``: fraction of
+    """The tiered-composite scoring design ``grade_response_content``: fraction of
     ``final_response_contains`` found,
     minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
-    ``final_response_contains`` it falls back to the help-desk reference's ``task_completion``."""
+    ``final_response_contains`` it falls back to the help-desk example suite's ``task_completion``."""
     contains = ctx.case.final_response_contains
     if not contains:
         return TaskCompletion().score(ctx)
@@ -63,12 +63,12 @@ def response_content(ctx: EpisodeContext) -> Score:
 class Composite(Metric):
     """0.30·tools + 0.25·arguments + 0.25·response − 0.20·hallucination, floored at 0.
 
-    The tiered-composite reference's formula; the components are ``tool_selection_accuracy``,
+    The tiered-composite scoring design's formula; the components are ``tool_selection_accuracy``,
     ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
     rate. A null component contributes 0 to the sum and is named in ``details``; a null
     hallucination (no judge record) means no penalty, also named. If every positive
     component is null the score is null. ``details`` ends with the case's difficulty; its
-    threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite reference:
+    threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite scoring design:
     basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
     Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
     recorded in the report's metric specs and config hash.
@@ -122,7 +122,7 @@ class Composite(Metric):
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         if stateful_case(ctx.case):
-            return Score(None, "a stateful case: the tiered-composite reference weighs one "
+            return Score(None, "a stateful case: the tiered-composite scoring design weighs one "
                          "answer, this case is decided by its end state (state_match)",
                          code="not_applicable")
         parts = {"tools": ToolSelectionAccuracy().score(ctx),

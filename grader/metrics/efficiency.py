@@ -91,7 +91,7 @@ class Efficiency(Metric):
     correctness metrics judge whether calls were missing). ``details`` always lists steps,
     calls, input/output (and prompt-cache) tokens, latency and cost (USD, from ``prices``
     keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`), and when the
-    trace records them the times of the tiered-composite reference's task executor: the
+    trace records them the times of the tiered-composite scoring design's task executor: the
     time to the first tool call, the model turns' latency (and time to the first byte) and
     the tools' run time (:func:`evaltape.grader.stats.timing.timing_text`). The times do
     not enter the score.

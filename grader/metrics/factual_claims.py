@@ -1,4 +1,4 @@
-"""``factual_claims``: the tiered-composite reference's ``factual_claims`` checked by the
+"""``factual_claims``: the tiered-composite scoring design's ``factual_claims`` checked by the
 hallucination judge."""
 from __future__ import annotations
 

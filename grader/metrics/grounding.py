@@ -1,6 +1,6 @@
 """``grounding``: share of the answer's checkable claims that no source states.
 
-The deterministic check for the help-desk reference's goal ("catch the agent fabricating
+The deterministic check for the help-desk example suite's goal ("catch the agent fabricating
 information not grounded in tool outputs"); the judged ``hallucination`` metric covers what
 has no checkable token. What it can and cannot catch: docs/metrics.md, "grounding".
 """

@@ -1,4 +1,4 @@
-"""``hallucination``: an LLM judge's share of unsupported claims (the help-desk reference's secret
+"""``hallucination``: an LLM judge's share of unsupported claims (the help-desk example suite's secret
 mission)."""
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def render_tool_calls(ctx: EpisodeContext) -> str:
 
 
 def factual_claims(ctx: EpisodeContext) -> tuple[FactualClaim, ...]:
-    """The tiered-composite reference's ``factual_claims`` of the case (statement, expected
+    """The tiered-composite scoring design's ``factual_claims`` of the case (statement, expected
     truth)."""
     return ctx.case.factual_claims or ()
 

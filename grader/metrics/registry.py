@@ -38,11 +38,11 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
     ExpectedActionsCalled,  # opt-in; grade adds it when cases carry expected_actions
     BfclAst,  # opt-in; grade adds it when cases use matching: bfcl
-    # opt-in: trajectory and call matching, the task-manager pipeline reference rules, efficiency
+    # opt-in: trajectory and call matching, the task-manager example suite rules, efficiency
     TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
     ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
     NoExtraToolCalls,
-    # the tiered-composite reference's weighted score; weights and thresholds via
+    # the tiered-composite scoring design's weighted score; weights and thresholds via
     # [tool.evaltape]
     Composite,
     # opt-in: hallucination checks
@@ -53,7 +53,7 @@ BUILTIN: dict[str, type] = {m.name: m for m in (
     StateMatch, ContextRetention, ErrorRecovery, PlanAdherence, PlanAdherenceJudge,
 )}
 
-#: Metrics a plain ``evaltape grade`` runs: the help-desk reference's three, plus the offline
+#: Metrics a plain ``evaltape grade`` runs: the help-desk example suite's three, plus the offline
 # ``grounding``
 #: check of its goal of catching fabricated facts (deterministic, no judge needed).
 DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion",

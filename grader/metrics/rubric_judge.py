@@ -1,4 +1,4 @@
-"""``rubric_judge``: the task-manager pipeline reference's weighted three-criterion rubric, judged
+"""``rubric_judge``: the task-manager example suite's weighted three-criterion rubric, judged
 by an LLM."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
 
-#: The task-manager pipeline reference's criteria and weights (``WEIGHTED_METRICS``), in order.
+#: The task-manager example suite's criteria and weights (``WEIGHTED_METRICS``), in order.
 CRITERIA = (("task_action_accuracy", 0.5), ("completeness", 0.3), ("conciseness", 0.2))
-#: The task-manager pipeline reference's overall passing threshold (``weighted_score >= 0.7``).
+#: The task-manager example suite's overall passing threshold (``weighted_score >= 0.7``).
 PASS_AT = 0.7
 
 SYSTEM = "You are a strict evaluation judge. You only answer with one JSON object."
-#: The task-manager pipeline reference's evaluation steps, one block per criterion.
+#: The task-manager example suite's evaluation steps, one block per criterion.
 TEMPLATE = """Score the agent's response on three criteria, each from 0.0 to 1.0.
 
 task_action_accuracy: Read the user's request and the agent's final response carefully.
@@ -55,7 +55,7 @@ def validate(obj: dict) -> dict[str, float]:
 
 
 def weighted(v: dict[str, float]) -> float:
-    """The task-manager pipeline reference's ``compute_weighted_score``: Σ score·weight / Σ weight
+    """The task-manager example suite's ``compute_weighted_score``: Σ score·weight / Σ weight
     (weights sum to 1)."""
     total = sum(w for _k, w in CRITERIA)
     return sum(v[k] * w for k, w in CRITERIA) / total
@@ -65,8 +65,7 @@ def weighted(v: dict[str, float]) -> float:
 class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
-    ``details`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the
-    task-manager pipeline reference: its ``pass_threshold``, which the report applies).
+    ``details`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the task-manager example suite: its ``pass_threshold``, which the report applies).
     No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
     samples: the mean; stability label per sample: pass/fail at 0.7.
     """

@@ -1,10 +1,9 @@
-"""The task-manager pipeline reference's six stage-2 rule checks (``TestRuleBasedEval``), each a
+"""The task-manager example suite's six stage-2 rule checks (``TestRuleBasedEval``), each a
 small metric.
 
 They live together because each is a one-line assertion of the same test class; each is
 still its own frozen dataclass with its own name and version. A rule that passes scores
-1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (the task-manager
-pipeline reference
+1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (the task-manager example suite
 ``pytest.skip``s the forbidden-content rule in that case).
 """
 from __future__ import annotations
@@ -70,8 +69,7 @@ class ResponseNotEmpty(Metric):
 
 @dataclass(frozen=True)
 class ResponseMinLength(Metric):
-    """The final response has at least ``min_chars`` characters (the task-manager pipeline
-    reference: 20)."""
+    """The final response has at least ``min_chars`` characters (the task-manager example suite: 20)."""
 
     name: ClassVar[str] = "response_min_length"
     version: ClassVar[int] = 1
@@ -91,7 +89,7 @@ class ResponseMinLength(Metric):
 class ExpectedTopicsPresent(Metric):
     """Fraction of ``expected_topics`` found case-insensitively in the answer.
 
-    The task-manager pipeline reference asserts all of them; the fraction keeps partial credit
+    The task-manager example suite asserts all of them; the fraction keeps partial credit
     visible (1.0 = the
     assertion passes). No ``expected_topics`` → ``None``.
     """
@@ -113,9 +111,9 @@ class ExpectedTopicsPresent(Metric):
 
 @dataclass(frozen=True)
 class ForbiddenContentAbsent(Metric):
-    """No phrase of ``should_not_contain`` (the task-manager pipeline reference) /
+    """No phrase of ``should_not_contain`` (the task-manager example suite) /
     ``final_response_excludes``
-    (the tiered-composite reference) occurs case-insensitively in the answer. Neither given →
+    (the tiered-composite scoring design) occurs case-insensitively in the answer. Neither given →
     ``None``."""
 
     name: ClassVar[str] = "forbidden_content_absent"
@@ -135,7 +133,7 @@ class ForbiddenContentAbsent(Metric):
 
 @dataclass(frozen=True)
 class NoExtraToolCalls(Metric):
-    """At most ``slack`` more calls than expected (the task-manager pipeline reference: expected +
+    """At most ``slack`` more calls than expected (the task-manager example suite: expected +
     1, for retries)."""
 
     name: ClassVar[str] = "no_extra_tool_calls"

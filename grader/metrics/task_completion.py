@@ -1,5 +1,4 @@
-"""``task_completion``: fraction of outcome keywords present in the answer (the help-desk
-reference)."""
+"""``task_completion``: fraction of outcome keywords present in the answer (the help-desk example suite)."""
 from __future__ import annotations
 
 import re
@@ -18,22 +17,22 @@ from evaltape.grader.metrics.base import Metric
 class TaskCompletion(Metric):
     """Fraction of ``expected_outcome_keywords`` found, case-insensitively, in the answer.
 
-    Formula (the help-desk reference, ``TaskCompletion``): score = |found| / |keywords| with a plain
+    Formula (the help-desk example suite, ``TaskCompletion``): score = |found| / |keywords| with a plain
     substring test on lower-cased text (both in Unicode normal form C). No keywords → 1.0
     iff the agent gave a non-empty final answer, else 0.0; in a stateful case
     (:func:`evaltape.grader.matching.state.stateful_case`) no keywords → null
     (``not_applicable``): its end state, not the presence of a reply, says whether the task
     was done (``state_match``). A missing answer
-    (``final_response`` null) finds nothing. The scripted-harness reference cases carry one phrase
+    (``final_response`` null) finds nothing. The scripted example suite cases carry one phrase
     in
     ``expected_answer_contains``; it is used as the single keyword when
     ``expected_outcome_keywords`` is absent.
 
-    A keyword that is a number (``"10"``, ``"1,000"``, ``"3.5"``; no the help-desk reference keyword
+    A keyword that is a number (``"10"``, ``"1,000"``, ``"3.5"``; no the help-desk example suite keyword
     is)
     is found only as a whole number of equal value: ``"10"`` is not in "$100", and
     ``"1000"`` is in "1,000 dollars" (thousands separators, a comma or a (narrow) no-break
-    space between groups of three digits, are read inside a number only). The help-desk reference's
+    space between groups of three digits, are read inside a number only). The help-desk example suite's
     substring test would find "10" in "100" and miss "1000" in "1,000".
     """
 

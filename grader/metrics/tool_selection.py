@@ -1,5 +1,4 @@
-"""``tool_selection_accuracy``: set F1 of called vs expected tool names (the help-desk
-reference)."""
+"""``tool_selection_accuracy``: set F1 of called vs expected tool names (the help-desk example suite)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from evaltape.grader.metrics.base import Metric
 class ToolSelectionAccuracy(Metric):
     """Set F1 between the expected tool names and the names the agent called.
 
-    Formula (the help-desk reference, ``ToolSelectionAccuracy``): with E = set(expected_tools) and
+    Formula (the help-desk example suite, ``ToolSelectionAccuracy``): with E = set(expected_tools) and
     A = set(called names), precision = |E∩A|/|A| (0 if A is empty), recall = |E∩A|/|E|,
     F1 = 2PR/(P+R) (0 if P+R = 0). Duplicates and order do not count (it is a *set* F1).
     No expected tools (empty or absent): 1.0 if nothing was called, else 0.0.

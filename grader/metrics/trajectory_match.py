@@ -39,7 +39,7 @@ class TrajectoryMatch(Metric):
     scores ``None`` with a reason.
 
     ``args_mode`` defaults to ``superset``: every expected argument must be present and
-    equal, extra actual arguments are allowed (the help-desk reference's ``expected_args`` list only
+    equal, extra actual arguments are allowed (the help-desk example suite's ``expected_args`` list only
     the
     parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
     case's ``tools`` schemas (else the trace's) give the declared types (``integer``

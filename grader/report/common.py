@@ -10,7 +10,7 @@ BAR_WIDTH = 30
 
 
 def bar(value: float | None, width: int = BAR_WIDTH) -> str:
-    """The help-desk reference's text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` →
+    """The help-desk example suite's text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` →
     blanks."""
     if value is None:
         return " " * width
@@ -25,7 +25,7 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 def passes(value: float, lower_is_better: bool = False) -> bool:
     """The default per-metric PASS, for reports written before each metric result carried
-    its threshold: score >= 0.8 (the help-desk reference); for a rate of unsupported claims
+    its threshold: score >= 0.8 (the help-desk example suite); for a rate of unsupported claims
     (``grounding``, ``hallucination``, lower is better) 0 only."""
     return value == 0.0 if lower_is_better else value >= PASS_THRESHOLD
 

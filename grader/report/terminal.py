@@ -1,4 +1,4 @@
-"""The terminal report (rich): aggregate bars and a per-episode table, as the help-desk reference
+"""The terminal report (rich): aggregate bars and a per-episode table, as the help-desk example suite
 prints."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def metric_groups(names: list[str], label_w: int, outcome_w: int, width: int
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    """Print the help-desk reference's ``print_report`` layout with rich: totals, bars, per-episode
+    """Print the help-desk example suite's ``print_report`` layout with rich: totals, bars, per-episode
     results.
 
     Failing metrics (a score that misses its threshold, or a null that could not be

@@ -1,2 +1,2 @@
-"""Aggregation: the scripted-harness reference outcomes, trials (pass@k, pass^k, intervals),
+"""Aggregation: the scripted example suite outcomes, trials (pass@k, pass^k, intervals),
 breakdowns, agreement."""

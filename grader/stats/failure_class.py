@@ -12,7 +12,7 @@
   wrong or missing (a wrong slot, a call the end state lacks, a gate such as
   ``argument_correctness`` that failed).
 
-The split is the tiered-composite reference's ("Agentic Evaluation Framework", which asks
+The split is the tiered-composite scoring design's ("Agentic Evaluation Framework", which asks
 for failures split into single-step failures, a wrong tool, and plan-level ones, the
 objective lost); the rules above are evaltape's own, deterministic and read from the trace
 alone. Infrastructure errors and passed episodes get

@@ -1,4 +1,4 @@
-"""Episode outcome and suite summary exactly as the scripted-harness reference (``evaluate_agent``).
+"""Episode outcome and suite summary exactly as the scripted example suite (``evaluate_agent``).
 
 Cases whose ``matching`` names a benchmark are decided by that benchmark's rules instead:
 ``bfcl`` by the Berkeley Function-Calling Leaderboard's AST checker
@@ -35,7 +35,7 @@ OUTCOME_CHECKS = (TOOLS_CHECK, ANSWER_CHECK)
 
 
 def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
-    """The scripted-harness reference's list equality of called names, with the calls of one step
+    """The scripted example suite's list equality of called names, with the calls of one step
     compared as a
     multiset: a step of ``g`` calls must hold the next ``g`` expected names in any order.
     With one call per step this is exactly ``tools_called == expected_tools``."""
@@ -64,14 +64,14 @@ def tau2_checks(trace: Trace, case: Case) -> list[tau2.ActionCheck]:
 
 
 def tools_match(trace: Trace, case: Case) -> bool:
-    """The scripted-harness reference's exact tool check: the called names equal ``expected_tools``
+    """The scripted example suite's exact tool check: the called names equal ``expected_tools``
     as lists
     (the calls of one parallel step in any order, :func:`names_match_by_step`).
 
     ``matching: bfcl`` cases: the BFCL verdict; ``matching: tau2`` cases: every gold action
     matched by τ²'s rule.
 
-    A case without ``expected_tools`` expects no call (as the help-desk reference reads a missing
+    A case without ``expected_tools`` expects no call (as the help-desk example suite reads a missing
     key).
     A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
     every expected action called with equal arguments, order-insensitive, each call used
@@ -109,10 +109,10 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
     such episodes are counted apart from the agent's own failures. Then the checks in
-    the scripted-harness reference's order: (1) no final answer → ``"no_answer:" + stop_reason``;
+    the scripted example suite's order: (1) no final answer → ``"no_answer:" + stop_reason``;
     (2) called tools differ from ``expected_tools`` → ``"wrong_tools"``; (3) the answer
     lacks ``expected_answer_contains`` (case-insensitive substring) → ``"wrong_answer"``.
-    For the help-desk reference cases, which carry ``expected_outcome_keywords`` instead, check (3)
+    For the help-desk example suite cases, which carry ``expected_outcome_keywords`` instead, check (3)
     requires every keyword (case-insensitive substring); a case with neither passes (3).
 
     ``matching: bfcl``: the item's answer is its calls alone (no final answer is expected):
@@ -140,7 +140,7 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
 
 def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
                      tool_match: bool | None = None) -> str | None:
-    """The scripted-harness reference's checks of a plain case, in its order, stopping at the
+    """The scripted example suite's checks of a plain case, in its order, stopping at the
     first that fails: no final answer → ``"no_answer:" + stop_reason``; the called tools
     differ from ``expected_tools`` (:func:`tools_match`) → ``"wrong_tools"``; the answer
     lacks ``expected_answer_contains`` (else any of ``expected_outcome_keywords``),
@@ -203,7 +203,7 @@ def state_outcome(trace: Trace, case: Case) -> str | None:
 
 
 class SummaryAccumulator:
-    """Streaming fold of episodes into the scripted-harness reference's summary numbers.
+    """Streaming fold of episodes into the scripted example suite's summary numbers.
 
     Memory is O(number of failures), not O(number of episodes).
     """

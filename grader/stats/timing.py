@@ -1,7 +1,7 @@
 """The recorded times of a run: each episode's figures for ``report.json``, their summary,
 and the one-line text the ``efficiency`` metric and the reports show.
 
-The figures are the tiered-composite reference's timing metrics (its task executor records
+The figures are the tiered-composite scoring design's timing metrics (its task executor records
 the time to the first tool call, the time to completion and per-tool latency), with each
 model turn's latency and, behind the recording proxy, its time to the first byte. Time to
 completion is the trace's ``latency_s``. Nothing here measures anything: the times are

@@ -168,8 +168,7 @@ def identical_by_construction(manifest: Mapping[str, Any]) -> str | None:
     """Why every trial of a run gets the same model turns by construction, from its
     ``manifest.json``, or ``None``: a scripted stand-in model (``standin_scripts``: the
     script server answers each case with the same turns in every trial) or the scripted
-    agent (``agent: "scripted"``: each case's ``script`` is its model, the
-    scripted-harness reference's)."""
+    agent (``agent: "scripted"``: each case's ``script`` is its model, the scripted example suite's)."""
     scripts = manifest.get("standin_scripts")
     if isinstance(scripts, str) and scripts:
         return (f"the model is the scripted stand-in {scripts}, which serves every trial "

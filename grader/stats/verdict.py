@@ -4,7 +4,7 @@ its threshold.
 The checks, in order:
 
 1. the outcome checks (:func:`evaltape.grader.stats.outcome.classify`): an infrastructure
-   error, then the scripted-harness reference's no answer, wrong tools, wrong answer, or a
+   error, then the scripted example suite's no answer, wrong tools, wrong answer, or a
    benchmark's own rule;
 2. every *gating* metric's score against its threshold: ``score >= threshold``, or for a
    lower-is-better rate (``grounding``, ``hallucination``) ``score <= threshold``.
@@ -15,7 +15,7 @@ An outcome check and a metric can measure the same thing: the tool choice
 decided by a benchmark's rule or an end state), when that metric gates and its threshold is
 set (the case's ``thresholds`` or the configuration's ``[thresholds]``), its threshold
 decides and the fixed rule does not also apply (:meth:`VerdictPolicy.decided`). By default
-no threshold is set, the fixed rules apply, and a suite in the scripted-harness reference's
+no threshold is set, the fixed rules apply, and a suite in the scripted example suite's
 form keeps its ``pass_rate``, ``tool_accuracy``, ``avg_steps`` and ``failures`` exactly.
 
 A null score is a skipped check (the summary counts them), except code ``error``: the
@@ -28,11 +28,10 @@ metric unless ``gate`` names them, so its verdict stays the benchmark's (and
 
 Thresholds, the first that applies: the case's own ``thresholds``, the configuration's
 ``[thresholds]``, the metric's default (:func:`evaltape.grader.metrics.base.default_threshold`:
-0.8, the help-desk reference's PASS; 0 for the lower-is-better rates; ``composite``'s tier
+0.8, the help-desk example suite's PASS; 0 for the lower-is-better rates; ``composite``'s tier
 by difficulty; ``rubric_judge``'s 0.7).
 
-``failure`` (:func:`judge_episode`): when a fixed outcome rule fails, its reason (the
-scripted-harness reference stops at its first failing check, so its ``failures`` stay
+``failure`` (:func:`judge_episode`): when a fixed outcome rule fails, its reason (the scripted example suite stops at its first failing check, so its ``failures`` stay
 exact), followed by every failing metric that decides an outcome check in its place;
 otherwise every failing gate with its numbers, joined by ``"; "``:
 ``argument_correctness 0.00 < 0.80``.
@@ -166,7 +165,7 @@ class VerdictPolicy:
         ``tool_selection_accuracy`` the tool choice, ``task_completion`` the answer's
         content), gate on the case, have its threshold set for it (the case's
         ``thresholds`` or the configuration's ``[thresholds]``: a default threshold
-        leaves the fixed rule, the scripted-harness reference's, in force), and the case
+        leaves the fixed rule, the scripted example suite's, in force), and the case
         must be a plain one: a benchmark's rule or an end state decides the others
         (:func:`benchmark_case`).
         """

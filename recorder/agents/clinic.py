@@ -1,4 +1,4 @@
-"""The clinic reference domain's front-desk agent: eight tools over the episode's own copy
+"""The clinic example domain's front-desk agent: eight tools over the episode's own copy
 of the clinic database (:mod:`evaltape.grader.envs.clinic`), one conversation per case.
 
 Each episode starts from a fresh state (the case's ``initial_state``, else the domain's);

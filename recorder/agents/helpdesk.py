@@ -1,4 +1,4 @@
-"""The IT Help Desk agent of the help-desk reference: 5 tools over simulated users, servers and
+"""The IT Help Desk agent of the help-desk example suite: 5 tools over simulated users, servers and
 docs."""
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ SIMULATED_DATA: dict[str, dict[str, Any]] = {
 
 
 def execute_tool(name: str, args: dict[str, Any]) -> str:
-    """The help-desk reference's ``execute_tool``: deterministic JSON answers from
+    """The help-desk example suite's ``execute_tool``: deterministic JSON answers from
     :data:`SIMULATED_DATA`.
 
     The data is read, never mutated, so every episode starts from the same state.

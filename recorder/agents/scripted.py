@@ -1,4 +1,4 @@
-"""The scripted agent of the scripted-harness reference: four deterministic tools; the case's script
+"""The scripted agent of the scripted example suite: four deterministic tools; the case's script
 is the model.
 
 The recorder serves each case's ``script`` from a local Messages-API server
@@ -42,7 +42,7 @@ TOOLS = [
 
 
 def execute_tool(name: str, args: dict[str, Any]) -> str:
-    """The scripted-harness reference's sandbox tools; a result is the plain ``str`` of the value.
+    """The scripted example suite's sandbox tools; a result is the plain ``str`` of the value.
 
     Raises:
         KeyError: unknown city or document; ZeroDivisionError: ``divide`` by 0 (the loop

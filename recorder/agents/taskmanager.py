@@ -1,4 +1,4 @@
-"""The task-manager agent of the task-manager pipeline reference: tasks in an in-memory store plus a
+"""The task-manager agent of the task-manager example suite: tasks in an in-memory store plus a
 knowledge base.
 
 Every episode gets a fresh copy of :data:`INITIAL_TASKS`, so episodes are independent and

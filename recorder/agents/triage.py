@@ -1,4 +1,4 @@
-"""The support-triage agent of the triage reference: one tool, ``classify_ticket(category)``.
+"""The support-triage agent of the triage example suite: one tool, ``classify_ticket(category)``.
 
 Built on the ``anthropic`` SDK directly (the Claude Agent SDK drives a CLI subprocess that
 vcrpy cannot record).

@@ -92,7 +92,7 @@ class Episode:
 
     @property
     def expected_tools(self) -> list[str] | None:
-        """Expected tool names: the task-manager pipeline reference ``expected_tool_calls``, else
+        """Expected tool names: the task-manager example suite ``expected_tool_calls``, else
         ``expected_tools``.
 
         ``None`` when the case states no tool expectation (not the same as ``[]``: "call

@@ -33,8 +33,7 @@ def diff(baseline: str, current: str, warning: float, critical: float,
     recording in both that went pass → fail; a case whose new recordings pass
     significantly less often (Fisher's exact test, one-sided, p <= 0.05) or that passed in
     every trial and now in none; an episode of BASELINE missing from CURRENT (unless
-    --allow-missing); a mean worse by more than --critical (the tiered-composite
-    reference's alert levels). Same rules as grade --baseline.
+    --allow-missing); a mean worse by more than --critical (the tiered-composite scoring design's alert levels). Same rules as grade --baseline.
     Refuses (exit 2) two reports that share no episode, and two reports graded on datasets
     with different inputs unless --allow-unrelated: their "OK" would mean nothing.
     """
