@@ -342,3 +342,26 @@ def test_anthropic_messages_keep_system_and_tools(tmp_path):
     assert t["system"] == "Refunds take 5 to 7 days.\n\nBe brief."
     assert t["tools"] == [{"name": "refund", "description": "Refund an order.",
                            "input_schema": {"type": "object"}}]
+
+
+def test_import_redacts_the_live_key_whole_and_encoded(tmp_path):
+    """Logs of one's own application can hold the key it ran with: with the key in the
+    environment, import writes neither it nor its base64 (as record would not), says so,
+    and audit with the same key finds nothing."""
+    import base64
+    key = "zq7Xw3LmN9pR4tVb8YcK2sDf6HgJ1aQe5WuZ0oIxEy"   # not key-shaped: only the live key finds it
+    b64 = base64.b64encode(key.encode()).decode()
+    src = tmp_path / "log.jsonl"
+    src.write_text("\n".join(json.dumps({"id": i, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": text}]})
+        for i, text in (("plain", f"key is {key}"), ("b64", f"b64 {b64}"))) + "\n")
+    out = tmp_path / "run"
+    p = run_cli("import", "openai-messages", str(src), "--out", str(out),
+                env={"ANTHROPIC_API_KEY": key})
+    assert p.returncode == 0, p.stderr
+    assert "2 string(s) held the live key" in p.stderr
+    stored = (out / "traces.jsonl").read_text()
+    assert key not in stored and b64 not in stored and key[:12] not in stored
+    assert stored.count("[REDACTED]") >= 2
+    a = run_cli("audit", str(out), env={"ANTHROPIC_API_KEY": key})
+    assert a.returncode == 0, a.stdout + a.stderr

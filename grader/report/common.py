@@ -88,10 +88,11 @@ def verdict_lines(summary: Any, lower: Any) -> list[str]:
         return group_lines(summary, lower)
     thr = summary.thresholds or {}
     gates = [n for n in v.get("gate") or () if n in summary.metrics]
-    out = ["verdict: PASS when the outcome checks pass (an answer, the expected tools and "
-           "text) and " + ("every gating metric passes its threshold: " + "; ".join(
-               f"{n} {threshold_text(thr.get(n), n in lower)}" for n in gates)
-                          if gates else "no metric gates (every metric is informational)")]
+    gate_text = ("every gating metric passes its threshold: " + "; ".join(
+        f"{n} {threshold_text(thr.get(n), n in lower)}" for n in gates)
+        if gates else "no metric gates (every metric is informational)")
+    out = ["verdict rule (how an episode passes, not this run's result): the outcome "
+           "checks pass (an answer, the expected tools and text) and " + gate_text]
     info = [n for n in v.get("informational") or () if n in summary.metrics]
     if info:
         out.append("informational (shown, never gate): " + ", ".join(info))

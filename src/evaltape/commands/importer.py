@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -57,6 +58,11 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
 
     show("skipped", [f"{s.source}: {s.place}: {s.reason}" for s in result.skipped])
     show("error", [str(e) for e in result.errors])
+    live = _redact_live_keys(result)
+    if live:
+        result.warnings.append(f"{live} string(s) held the live key of this environment "
+                               "(ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN), whole, in "
+                               "pieces or encoded; written as [REDACTED]")
     manifest = write_run(result, fmt, out, command_line=["evaltape", *sys.argv[1:]])
     show("warning", list(result.warnings))  # write_run adds the redaction note
     labelled = sum(1 for t in result.traces if t.get("reference_label") is not None)
@@ -68,3 +74,30 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
         from evaltape.cli import BadInput
         raise BadInput(f"{len(result.errors)} episode(s) or file(s) could not be imported "
                        f"(listed above and in {out}/manifest.json); the rest were written")
+
+
+def _redact_live_keys(result: Any) -> int:
+    """Redact the live key (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``) from every
+    string of an import's traces and cases, as ``record`` does: whole, in pieces of 12 or
+    more characters, and in the encoded forms a server may echo (base64, hex, reversed, one
+    character a word); :func:`evaltape.recorder.wire.scrub.scrub_value`. Imported logs and
+    spans of one's own application can hold the key it ran with.
+
+    Returns:
+        how many strings changed (0 when no key is set: nothing is scanned).
+    """
+    from evaltape.recorder.wire.scrub import live_secrets, scrub_value
+    if not live_secrets():
+        return 0
+    changed = 0
+    for i, trace in enumerate(result.traces):
+        clean = scrub_value(trace)
+        if clean != trace:
+            result.traces[i] = clean
+            changed += 1
+    for key, case in list(result.cases.items()):
+        clean = scrub_value(case)
+        if clean != case:
+            result.cases[key] = clean
+            changed += 1
+    return changed
