@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCES, Event,
@@ -137,6 +138,7 @@ def _tool_words(name: str) -> list[str]:
     return [w for w in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", name) if w]
 
 
+@lru_cache(maxsize=4096)
 def carries_out(action: str, call_name: str) -> bool:
     """Whether a call of tool ``call_name`` carries out ``action`` (:data:`TOOL_WORDS`: a
     word of the tool's name starts with one of the action's words; ``process``: any tool
@@ -511,7 +513,10 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                 call, bad = _pick(s, rest, cards, codes=False)
                 s.call = _label(call)
                 named = booking_codes(s.text)
-                held = set().union(*(held_codes(c) for c in rest if not call_failed(c)))
+                # (only when the statement names codes: over every later call, it made a
+                # long conversation quadratic)
+                held = set().union(*(held_codes(c) for c in rest
+                                     if not call_failed(c))) if named else set()
                 if bad is None and named and held and named - held:
                     # "upgrade XEHM4B and then cancel both": every code named is acted on
                     bad = (f"never acted on {', '.join(sorted(named - held))} (the "
