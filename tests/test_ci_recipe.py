@@ -162,6 +162,11 @@ def test_usage_errors_exit_2(tmp_path):
     assert res.returncode == 2 and "usage" in res.stderr
     res = recipe(tmp_path, tmp_path, EVALTAPE_RUNS=str(tmp_path / "nowhere"))
     assert res.returncode == 2 and "no runs folder" in res.stderr
+    # a switch is 0 or 1: "true" once turned replay off and passed the job
+    for name, value in (("EVALTAPE_REPLAY", "true"), ("EVALTAPE_STRICT", "yes")):
+        res = recipe(tmp_path, tmp_path, **{name: value})
+        assert res.returncode == 2, (name, res.stderr)
+        assert f"{name} must be 0 or 1, not '{value}'" in res.stderr
 
 
 def test_workflow_yaml_is_a_valid_github_actions_workflow():

@@ -62,6 +62,12 @@ OUT="${EVALTAPE_OUT:-evals/reports}"
 THRESHOLD="${EVALTAPE_THRESHOLD:-}"
 STRICT="${EVALTAPE_STRICT:-1}"
 REPLAY="${EVALTAPE_REPLAY:-1}"
+for flag in STRICT REPLAY; do  # a switch is 0 or 1: "true" or "yes" must not turn a check off
+  case "${!flag}" in
+    0|1) ;;
+    *) echo "EVALTAPE_$flag must be 0 or 1, not '${!flag}'" >&2; exit 2 ;;
+  esac
+done
 CONFIG="${EVALTAPE_CONFIG:-}"
 PYTHON="${EVALTAPE_PYTHON:-python3}"
 UPDATE=0
