@@ -222,7 +222,13 @@ def test_a_new_records_unnamed_keys_are_free_and_null_means_absent():
     ({"gold_actions": [{"name": "transfer_to_human", "kwargs": {"summary": "x"}}]},
      "gold_actions", "an agent that does nothing would pass"),
     ({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}},
-      "expect_unchanged": True}, "expect_unchanged", "change the initial state"),
+      "expect_unchanged": True}, "expect_unchanged", "expected_state changes the initial state"),
+    # a gold action the environment refuses describes no end state (a misspelt tool, an id
+    # the initial state lacks), with or without an expected_state beside it
+    ({"expected_state": {"appointments": {"A-5001": {"status": "cancelled"}}},
+      "gold_actions": [{"name": "nope", "kwargs": {}}]}, "gold_actions", "unknown tool 'nope'"),
+    ({"gold_actions": [{"name": "cancel_appointment", "kwargs": {"appointment_id": "A-9999"}}]},
+     "gold_actions", "gold action 1 cancel_appointment"),
 ])
 def test_an_expectation_a_do_nothing_agent_meets_is_refused_at_load(tmp_path, case, field,
                                                                       says):

@@ -254,6 +254,9 @@ def check_state_expectation(case: Case, *, path: str, line: int) -> None:
     its environment's; a case whose environment cannot be loaded here is checked when it
     is graded.
 
+    A gold action the environment refuses (an unknown tool, an id the initial state does not
+    hold, arguments of the wrong shape) is refused too: it describes no end state.
+
     Raises:
         BadInputError: one of the above, naming the case and the field (exit 3).
     """
@@ -278,6 +281,11 @@ def check_state_expectation(case: Case, *, path: str, line: int) -> None:
     initial = env.initial_state(case.initial_state) if env is not None \
         else dict(case.initial_state or {})
     expected = expected_end(case, initial, env)
+    if expected.problems:  # a gold action the environment refuses describes no end state
+        raise BadInputError(
+            f"case {case.id!r}: {expected.problems[0]}: a gold action must be one the "
+            "environment can carry out from the initial state", path=path, line=line,
+            field="gold_actions")
     unchanged = same_value(expected.state, initial)
     field = "expected_state" if case.expected_state is not None else "gold_actions"
     if unchanged and not case.expect_unchanged:
@@ -287,8 +295,9 @@ def check_state_expectation(case: Case, *, path: str, line: int) -> None:
             "correct end is no change", path=path, line=line, field=field)
     if not unchanged and case.expect_unchanged:
         raise BadInputError(
-            f"case {case.id!r}: expect_unchanged is true but the {field} change the "
-            "initial state", path=path, line=line, field="expect_unchanged")
+            f"case {case.id!r}: expect_unchanged is true but the {field} "
+            f"{'changes' if field == 'expected_state' else 'change'} the initial state",
+            path=path, line=line, field="expect_unchanged")
 
 
 def load_dataset(path: str | Path) -> list[Case]:
