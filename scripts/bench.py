@@ -5,8 +5,9 @@ checked against its target; exit 1 when a target is missed.
 Figures (targets from the grading-at-scale work; ratios, because the machines are shared
 and noisy):
 
-1. grading speed, whole ``evaltape grade`` processes on the shared benchmark corpus
-   (../shared/bench/gen_traces.py, ``BENCH_TRACES`` traces, default 100,000), one worker,
+1. grading speed, whole ``evaltape grade`` processes on generated help-desk traces (the
+   benchmark corpus's trace generator, :data:`GEN`; ``BENCH_TRACES`` traces, default
+   100,000), one worker,
    against the floor "read every line + ``orjson.loads``" in a process of its own (shown);
    then against a base revision (``BENCH_BASE``, else the newest release tag, else
    :data:`PREVIOUS_RELEASE`), on the same traces, ``BENCH_ALTERNATIONS`` runs alternated
@@ -56,7 +57,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT.parent / "shared" / "bench" / "gen_traces.py"
+#: The benchmark corpus's trace generator (``--n`` traces of ``--cases`` help-desk cases and
+#: their dataset): ``BENCH_GENERATOR``, else the copy in the benchmark folder beside the
+#: repository on evaltape's developer and CI machines.
+GEN = Path(os.environ.get("BENCH_GENERATOR") or
+           ROOT.parent / "shared" / "bench" / "gen_traces.py")
 N_TRACES = int(os.environ.get("BENCH_TRACES", "100000"))
 N_LARGE = int(os.environ.get("BENCH_LARGE", "1000000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "1"))
@@ -207,7 +212,7 @@ def generate(n: int, out: Path) -> tuple[Path, Path]:
 
 
 def bench_grading(tmp: Path) -> tuple[Path, Path]:
-    print(f"grading ({N_TRACES:,} traces of ../shared/bench, whole processes, "
+    print(f"grading ({N_TRACES:,} generated traces, whole processes, "
           f"median of {REPEATS}):", flush=True)
     traces, ds = generate(N_TRACES, tmp / "corpus")
     floor, _ = median_time([sys.executable, "-c", FLOOR_SNIPPET, str(traces)])
@@ -402,8 +407,12 @@ def export_base(rev: str, into: Path, extra: tuple[str, ...] = ()) -> Path:
     (``recorder``, which the base's command line may import)."""
     import io
     import tarfile
-    blob = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/evaltape", "grader",
-                           *extra], capture_output=True, check=True).stdout
+    got = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/evaltape", "grader",
+                          *extra], capture_output=True)
+    if got.returncode != 0:
+        raise SystemExit(f"bench: BENCH_BASE {rev!r} is not a revision of this repository "
+                         f"({got.stderr.decode(errors='replace').strip()})")
+    blob = got.stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         try:
             tar.extractall(into / "tree", filter="data")
@@ -780,7 +789,8 @@ def main() -> None:
                 if N_LARGE:
                     bench_memory(tmp)
         else:
-            print("grading and memory: not measured (../shared/bench/gen_traces.py not found)")
+            print(f"grading and memory: not measured (no trace generator at {GEN}; set "
+                  "BENCH_GENERATOR)")
             results.append(("grading corpus available", 0, 1, False))
         if "recording" in SECTIONS:
             bench_recording(tmp)

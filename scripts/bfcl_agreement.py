@@ -1,6 +1,6 @@
 """Agreement of evaltape's BFCL verdicts with the rules of BFCL's AST checker, on crafted items.
 
-Usage: ``python scripts/bfcl_agreement.py [CORPUS_BFCL_DIR]`` (default ``../shared/corpus/bfcl``).
+Usage: ``python scripts/bfcl_agreement.py [CORPUS_BFCL_DIR]`` (default: the BFCL folder of the corpus beside the repository).
 
 For every question of the four Python categories a correct answer is built from the ground
 truth (each parameter's first acceptable value; nested dicts key by key; optional parameters
