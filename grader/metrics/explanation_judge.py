@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.judge import build_request, judged_score, parse_pass_fail
+from evaltape.grader.judge import build_request
 from evaltape.grader.model import EpisodeContext, Score
-from evaltape.grader.metrics.base import Metric
+from evaltape.grader.metrics.pass_fail_judge import PassFailJudge
 
 #: The triage example suite's judge prompt, kept word for word (the explanation is the final answer).
 TEMPLATE = ('Explanation: "{explanation}"\n'
@@ -28,7 +28,7 @@ def called_category(ctx: EpisodeContext) -> str | None:
 
 
 @dataclass(frozen=True)
-class ExplanationJudge(Metric):
+class ExplanationJudge(PassFailJudge):
     """1.0 when the judge says PASS, 0.0 for FAIL (mean over samples).
 
     As in the triage example suite, the explanation is judged only when the deterministic category check
@@ -40,7 +40,6 @@ class ExplanationJudge(Metric):
 
     name: ClassVar[str] = "explanation_judge"
     version: ClassVar[int] = 1
-    judged: ClassVar[bool] = True
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
         must = ctx.case.must_mention
@@ -56,18 +55,3 @@ class ExplanationJudge(Metric):
         return build_request(TEMPLATE.format(explanation=ctx.trace.final_response,
                                              must_mention=must),
                              max_tokens=MAX_TOKENS, model=model)
-
-    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
-        """The judge requests this metric needs for ``ctx`` (for ``evaltape judge``)."""
-        req = self._request(ctx, model)
-        return [] if isinstance(req, Score) else [req]
-
-    def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
-        req = self._request(ctx)
-        if isinstance(req, Score):
-            return req
-        return judged_score(ctx, self.name, req, parse_pass_fail,
-                            lambda ok: 1.0 if ok else 0.0,
-                            lambda ok: "PASS" if ok else "FAIL",
-                            lambda ok: f"judge: {'PASS' if ok else 'FAIL'}")

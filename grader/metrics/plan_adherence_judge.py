@@ -5,9 +5,9 @@ import json
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.judge import build_request, judged_score, parse_pass_fail
+from evaltape.grader.judge import build_request
 from evaltape.grader.matching.conversation import events
-from evaltape.grader.metrics.base import Metric
+from evaltape.grader.metrics.pass_fail_judge import PassFailJudge
 from evaltape.grader.metrics.plan_adherence import statements
 from evaltape.grader.model import EpisodeContext, Score
 
@@ -55,7 +55,7 @@ def render_conversation(ctx: EpisodeContext) -> str:
 
 
 @dataclass(frozen=True)
-class PlanAdherenceJudge(Metric):
+class PlanAdherenceJudge(PassFailJudge):
     """1.0 when the judge says PASS, 0.0 for FAIL (mean over samples): plan adherence
     judged by an LLM from the whole conversation, for teams that prefer a judge to the
     deterministic ``plan_adherence``.
@@ -70,7 +70,6 @@ class PlanAdherenceJudge(Metric):
 
     name: ClassVar[str] = "plan_adherence_judge"
     version: ClassVar[int] = 1
-    judged: ClassVar[bool] = True
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
         if not statements(events(ctx.trace)):
@@ -78,18 +77,3 @@ class PlanAdherenceJudge(Metric):
                          code="no_statements")
         return build_request(TEMPLATE.format(conversation=render_conversation(ctx)),
                              system=SYSTEM, max_tokens=MAX_TOKENS, model=model)
-
-    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
-        """The judge requests this metric needs for ``ctx`` (for ``evaltape judge``)."""
-        req = self._request(ctx, model)
-        return [] if isinstance(req, Score) else [req]
-
-    def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
-        req = self._request(ctx)
-        if isinstance(req, Score):
-            return req
-        return judged_score(ctx, self.name, req, parse_pass_fail,
-                            lambda ok: 1.0 if ok else 0.0,
-                            lambda ok: "PASS" if ok else "FAIL",
-                            lambda ok: f"judge: {'PASS' if ok else 'FAIL'}")

@@ -1,0 +1,40 @@
+"""The shape shared by judged metrics whose judge answers PASS or FAIL."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from evaltape.grader.judge import judged_score, parse_pass_fail
+from evaltape.grader.metrics.base import Metric
+from evaltape.grader.model import EpisodeContext, Score
+
+
+@dataclass(frozen=True)
+class PassFailJudge(Metric):
+    """A judged metric scoring 1.0 for PASS and 0.0 for FAIL (the mean over samples).
+
+    A subclass gives ``name`` and :meth:`_request`: the judge request body for an episode,
+    or the null :class:`~evaltape.grader.model.Score` that says why the episode is not
+    judged. ``requests`` (for ``evaltape judge``) and ``score`` (the recorded answers looked
+    up offline, parsed by :func:`evaltape.grader.judge.parse_pass_fail`) follow from it.
+    """
+
+    judged: ClassVar[bool] = True
+
+    def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
+        raise NotImplementedError(f"{type(self).__name__}._request")
+
+    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
+        """The judge requests this metric needs for ``ctx`` (for ``evaltape judge``)."""
+        req = self._request(ctx, model)
+        return [] if isinstance(req, Score) else [req]
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
+        req = self._request(ctx)
+        if isinstance(req, Score):
+            return req
+        return judged_score(ctx, self.name, req, parse_pass_fail,
+                            lambda ok: 1.0 if ok else 0.0,
+                            lambda ok: "PASS" if ok else "FAIL",
+                            lambda ok: f"judge: {'PASS' if ok else 'FAIL'}")
