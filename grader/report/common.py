@@ -94,16 +94,22 @@ def verdict_lines(summary: Any, lower: Any) -> list[str]:
     out = ["verdict rule (how an episode passes, not this run's result): the outcome "
            "checks pass (an answer, the expected tools and text) and " + gate_text]
     info = [n for n in v.get("informational") or () if n in summary.metrics]
+    skipped = {n: k for n, k in (v.get("skipped") or {}).items() if k}
+    return out + _notes(v, info, skipped) + decided_lines(v)
+
+
+def _notes(verdict: dict, info: list[str], skipped: dict[str, int]) -> list[str]:
+    """The verdict's closing lines: the informational metrics, the gating checks skipped
+    (``{metric: count}``) and the cases with thresholds of their own; each only when any."""
+    out = []
     if info:
         out.append("informational (shown, never gate): " + ", ".join(info))
-    skipped = {n: k for n, k in (v.get("skipped") or {}).items() if k}
     if skipped:
         out.append("gating checks skipped (null score, not a failure): " + ", ".join(
             f"{n} {k}" for n, k in skipped.items()))
-    if v.get("case_thresholds"):
-        out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
+    if verdict.get("case_thresholds"):
+        out.append(f"{verdict['case_thresholds']} case(s) set thresholds of their own (the "
                    "case's win)")
-    out.extend(decided_lines(v))
     return out
 
 
@@ -196,16 +202,8 @@ def group_lines(summary: Any, lower: Any) -> list[str]:
                    f"{checks}{gates}; failed: {failed or 'none'}")
     gating_any = gating(summary)
     info = [n for n in summary.metrics if n not in gating_any]
-    if info:
-        out.append("informational (shown, never gate): " + ", ".join(info))
     skipped = {n: k for n, k in (v.get("skipped") or {}).items() if k and n in gating_any}
-    if skipped:
-        out.append("gating checks skipped (null score, not a failure): " + ", ".join(
-            f"{n} {k}" for n, k in skipped.items()))
-    if v.get("case_thresholds"):
-        out.append(f"{v['case_thresholds']} case(s) set thresholds of their own (the "
-                   "case's win)")
-    return out
+    return out + _notes(v, info, skipped)
 
 
 def trial_lines(summary: Any) -> list[str]:
