@@ -192,12 +192,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     timing = episode_timing(trace)
     if timing is not None:
         doc["timing"] = timing
-    payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS).replace(b"\n", b"\n    ")
+    payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS)
     return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
             label, tuple(values), payload, timing, answer_digest(trace))
 
 
-_TEXT_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
+_TEXT_OPTS = orjson.OPT_SORT_KEYS
 #: Classes of the built-in metrics (trusted not to edit the episode they score).
 _BUILTIN_TYPES = frozenset(BUILTIN.values())
 

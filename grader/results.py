@@ -3,9 +3,8 @@
 Built in one place (:func:`evaltape.grader.engine.grade_episodes`), serialised in one place
 (:func:`report_bytes`), read back in one place (:meth:`Report.from_json`, for baselines and
 ``evaltape diff``); renderers take a :class:`Report`. The JSON form is the
-``evaltape.report/1`` contract: sorted keys, 2-space indent, trailing
-newline; optional blocks are absent (not null) when they do not apply, so reports of older
-runs keep their bytes.
+``evaltape.report/1`` contract: sorted keys, 2-space indent with one line per episode,
+trailing newline; optional blocks are absent (not null) when they do not apply.
 """
 from __future__ import annotations
 
@@ -766,13 +765,15 @@ _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
 
 
 def iter_report_json(report: Report) -> Iterator[bytes]:
-    """``report.json`` in pieces, episodes one at a time: the bytes of
-    ``orjson.dumps(report.to_json(), option=OPT_SORT_KEYS | OPT_INDENT_2)`` plus a newline,
-    without ever holding all episodes (a graded report's episodes are read from disk).
+    """``report.json`` in pieces, episodes one at a time, without ever holding all episodes
+    (a graded report's episodes are read from disk).
 
-    The layout is orjson's ``OPT_INDENT_2``: each top-level block is dumped on its own and
-    its lines shifted by two spaces (JSON strings hold no raw newline, so the shift is a
-    byte substitution); each episode is its stored text (:func:`episode_text`).
+    The layout: the top-level object and its blocks as orjson's ``OPT_INDENT_2`` gives them
+    (sorted keys, 2-space indent: each block is dumped on its own and its lines shifted by
+    two spaces; JSON strings hold no raw newline, so the shift is a byte substitution),
+    except that each episode of ``episodes`` is one line, its compact JSON with sorted keys
+    indented by four spaces (:func:`episode_text`): a report of many episodes is not half
+    made of indentation, and a diff of two reports shows one line per changed episode.
     """
     from evaltape.grader.io.spill import FailureLog, LazyEpisodes, join_pieces
     log = report.summary.failures if isinstance(report.summary.failures, FailureLog) else None
@@ -815,12 +816,14 @@ _FAILURES_MARK = b'\n    "failures": {}'
 
 
 def episode_text(episode: EpisodeResult) -> bytes:
-    """One episode as it stands in ``report.json`` (4-space indent, no trailing comma)."""
-    return b"    " + orjson.dumps(episode.to_json(), option=_OPTS).replace(b"\n", b"\n    ")
+    """One episode as it stands in ``report.json``: one line, four spaces then its compact
+    JSON with sorted keys (no trailing comma, no line end)."""
+    return b"    " + orjson.dumps(episode.to_json(), option=orjson.OPT_SORT_KEYS)
 
 
 def report_bytes(report: Report) -> bytes:
-    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent, trailing newline
+    """Deterministic ``report.json`` bytes: sorted keys, 2-space indent with one line per
+    episode, trailing newline
     (:func:`iter_report_json` joined; :func:`write_report` streams the same bytes).
     Key-shaped strings (an imported or hand-made trace may carry one) are redacted
     (:mod:`evaltape.grader.io.secrets`)."""

@@ -212,7 +212,7 @@ def test_report_json_writes_evidence_sorted_and_reads_it_back(tmp_path):
     doc = json.loads(text)
     good = next(e for e in doc["episodes"] if e["case_id"] == "good")
     assert good["metrics"]["with_evidence"]["evidence"] == {"a": {"b": [3], "y": 2}, "z": 1}
-    assert text.index('"a": {') < text.index('"z": 1')  # keys sorted in the bytes
+    assert text.index('"a":{') < text.index('"z":1')  # keys sorted in the bytes
     assert "evidence" not in good["metrics"]["task_completion"]  # absent, not null
     bad = next(e for e in doc["episodes"] if e["case_id"] == "bad")["metrics"]["with_evidence"]
     assert bad["reason"] == "error" and bad["score"] is None
