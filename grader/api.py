@@ -132,10 +132,10 @@ def user_judges(cases: Sequence[Any], table: Mapping[str, Any] | None, where: st
         BadInputError: see :func:`evaltape.grader.metrics.criteria_judge.judge_metrics`.
     """
     from evaltape.grader.io.judges import config_judges
-    from evaltape.grader.metrics.criteria_judge import judge_metrics
     configured = config_judges(table or {}, where or "<config>")
     if not configured and not any(getattr(c, "judges", None) for c in cases):
         return {}
+    from evaltape.grader.metrics.criteria_judge import judge_metrics
     return judge_metrics(configured, cases, builtin=BUILTIN, config_path=where or "<config>",
                          dataset_path=None if dataset_path is None else str(dataset_path))
 

@@ -145,7 +145,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
-        elif type(m) not in _BUILTIN_TYPES:
+        elif not _builtin(type(m)):
             # a user metric gets its own copy of the episode: one that edits the case's
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:
@@ -198,8 +198,18 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS
-#: Classes of the built-in metrics (trusted not to edit the episode they score).
-_BUILTIN_TYPES = frozenset(BUILTIN.values())
+#: ``{metric class: whether it is the built-in registered under its name}`` (a built-in is
+#: trusted not to edit the episode it scores), filled as classes are met.
+_BUILTIN_TYPES: dict[type, bool] = {}
+
+
+def _builtin(cls: type) -> bool:
+    known = _BUILTIN_TYPES.get(cls)
+    if known is None:
+        name = getattr(cls, "name", None)
+        known = _BUILTIN_TYPES[cls] = (isinstance(name, str) and name in BUILTIN
+                                       and BUILTIN[name] is cls)
+    return known
 
 
 def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:

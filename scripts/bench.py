@@ -424,7 +424,18 @@ def export_base(rev: str, into: Path, extra: tuple[str, ...] = ()) -> Path:
     (into / "tree" / "grader").rename(pkg / "evaltape" / "grader")
     for folder in extra:
         (into / "tree" / folder).rename(pkg / "evaltape" / folder)
+    compile_bytecode(pkg)
     return pkg
+
+
+def compile_bytecode(*folders: Path) -> None:
+    """Write the bytecode of every module under ``folders`` now, so that no timed process
+    compiles source: an installed package has its bytecode, and a process started with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on some CI machines) would otherwise compile every
+    module it imports, every time, on both sides of a comparison."""
+    import compileall
+    for folder in folders:
+        compileall.compile_dir(str(folder), quiet=1)
 
 
 def grounding_cpu(traces: Path, pythonpath: Path | None) -> tuple[float, int]:
@@ -774,6 +785,7 @@ def main() -> None:
     print(f"evaltape bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.2f} (other work on the cores skews ratios)")
+    compile_bytecode(ROOT / "grader", ROOT / "src", ROOT / "recorder")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if GEN.exists():

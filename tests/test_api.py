@@ -300,3 +300,27 @@ def test_api_and_cli_find_the_configuration_the_same_way(tmp_path, monkeypatch):
     assert report.summary.thresholds["grounding"] == 0.3
     assert report.summary.pass_rate == 6 / 8
     assert evaltape.grade(run, config={}).summary.pass_rate == 5 / 8
+
+
+def test_every_registered_metric_is_the_class_of_its_name():
+    """The registry names each built-in's module without importing it: every entry, once
+    imported, is a class whose ``name`` is the entry's (30 built-ins)."""
+    assert len(BUILTIN) == 30
+    for name in ALL:
+        assert BUILTIN[name].name == name
+    assert BUILTIN.get("no_such_metric") is None and "no_such_metric" not in BUILTIN
+
+
+def test_grading_the_help_desk_metrics_does_not_import_grounding(tmp_path):
+    """A metric's module is imported when the metric is selected: grading the help-desk
+    example suite's three metrics leaves grounding's patterns uncompiled."""
+    import subprocess
+    import sys
+    code = ("import sys, evaltape\n"
+            "evaltape.grade('cassettes/helpdesk-scripted-standin', metrics=['tool_selection_accuracy',"
+            " 'argument_correctness', 'task_completion'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('evaltape.grader.metrics.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         check=True).stdout
+    assert "evaltape.grader.metrics.grounding" not in out
+    assert "evaltape.grader.metrics.task_completion" in out

@@ -4,54 +4,99 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Iterable, Iterator
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import summary_name_problem
 from evaltape.grader.metrics.base import check_metric
-from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
-from evaltape.grader.metrics.bfcl_ast import BfclAst
-from evaltape.grader.metrics.budgets import BUDGET_METRICS
-from evaltape.grader.metrics.composite import Composite
-from evaltape.grader.metrics.efficiency import Efficiency
-from evaltape.grader.metrics.expected_actions import ExpectedActionsCalled
-from evaltape.grader.metrics.explanation_judge import ExplanationJudge
-from evaltape.grader.metrics.factual_claims import FactualClaims
-from evaltape.grader.metrics.grounding import Grounding
-from evaltape.grader.metrics.hallucination import Hallucination
-from evaltape.grader.metrics.rubric_judge import RubricJudge
-from evaltape.grader.metrics.irrelevance import Irrelevance
-from evaltape.grader.metrics.rule_checks import (ExpectedToolsCalled, ExpectedTopicsPresent, ForbiddenContentAbsent,
-                            NoExtraToolCalls, ResponseMinLength, ResponseNotEmpty)
-from evaltape.grader.metrics.context_retention import ContextRetention
-from evaltape.grader.metrics.error_recovery import ErrorRecovery
-from evaltape.grader.metrics.plan_adherence import PlanAdherence
-from evaltape.grader.metrics.plan_adherence_judge import PlanAdherenceJudge
-from evaltape.grader.metrics.state_match import StateMatch
-from evaltape.grader.metrics.task_completion import TaskCompletion
-from evaltape.grader.metrics.tool_call_f1 import ToolCallF1
-from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
-from evaltape.grader.metrics.trajectory_match import TrajectoryMatch
 
-#: Built-in metric classes by name. The engine knows no metric by name; only this does.
-BUILTIN: dict[str, type] = {m.name: m for m in (
-    ToolSelectionAccuracy, ArgumentCorrectness, TaskCompletion,
-    ExpectedActionsCalled,  # opt-in; grade adds it when cases carry expected_actions
-    BfclAst,  # opt-in; grade adds it when cases use matching: bfcl
+#: Where each built-in metric is defined: ``name: (module under evaltape.grader.metrics,
+#: class)``. A module is imported when its metric is first asked for (:data:`BUILTIN`), so
+#: grading the help-desk example suite's three metrics does not compile the patterns of
+#: ``grounding``; a test imports every entry and checks each class's ``name``.
+_WHERE: dict[str, tuple[str, str]] = {
+    "tool_selection_accuracy": ("tool_selection", "ToolSelectionAccuracy"),
+    "argument_correctness": ("argument_correctness", "ArgumentCorrectness"),
+    "task_completion": ("task_completion", "TaskCompletion"),
+    # opt-in; grade adds it when cases carry expected_actions
+    "expected_actions_called": ("expected_actions", "ExpectedActionsCalled"),
+    # opt-in; grade adds it when cases use matching: bfcl
+    "bfcl_ast": ("bfcl_ast", "BfclAst"),
     # opt-in: trajectory and call matching, the task-manager example suite rules, efficiency
-    TrajectoryMatch, ToolCallF1, Irrelevance, Efficiency, ExpectedToolsCalled,
-    ResponseNotEmpty, ResponseMinLength, ExpectedTopicsPresent, ForbiddenContentAbsent,
-    NoExtraToolCalls,
+    "trajectory_match": ("trajectory_match", "TrajectoryMatch"),
+    "tool_call_f1": ("tool_call_f1", "ToolCallF1"),
+    "irrelevance": ("irrelevance", "Irrelevance"),
+    "efficiency": ("efficiency", "Efficiency"),
+    "expected_tools_called": ("rule_checks", "ExpectedToolsCalled"),
+    "response_not_empty": ("rule_checks", "ResponseNotEmpty"),
+    "response_min_length": ("rule_checks", "ResponseMinLength"),
+    "expected_topics_present": ("rule_checks", "ExpectedTopicsPresent"),
+    "forbidden_content_absent": ("rule_checks", "ForbiddenContentAbsent"),
+    "no_extra_tool_calls": ("rule_checks", "NoExtraToolCalls"),
     # the tiered-composite scoring design's weighted score; weights and thresholds via
     # [tool.evaltape]
-    Composite,
+    "composite": ("composite", "Composite"),
     # opt-in: hallucination checks
-    Grounding, Hallucination, FactualClaims, ExplanationJudge, RubricJudge,
+    "grounding": ("grounding", "Grounding"),
+    "hallucination": ("hallucination", "Hallucination"),
+    "factual_claims": ("factual_claims", "FactualClaims"),
+    "explanation_judge": ("explanation_judge", "ExplanationJudge"),
+    "rubric_judge": ("rubric_judge", "RubricJudge"),
     # opt-in: per-case budgets (max_tool_calls, max_steps, max_cost_usd, max_latency_s)
-    *BUDGET_METRICS,
+    "max_tool_calls": ("budgets", "MaxToolCalls"),
+    "max_steps": ("budgets", "MaxSteps"),
+    "max_cost_usd": ("budgets", "MaxCost"),
+    "max_latency_s": ("budgets", "MaxLatency"),
     # opt-in: multi-turn conversations and stateful environments
-    StateMatch, ContextRetention, ErrorRecovery, PlanAdherence, PlanAdherenceJudge,
-)}
+    "state_match": ("state_match", "StateMatch"),
+    "context_retention": ("context_retention", "ContextRetention"),
+    "error_recovery": ("error_recovery", "ErrorRecovery"),
+    "plan_adherence": ("plan_adherence", "PlanAdherence"),
+    "plan_adherence_judge": ("plan_adherence_judge", "PlanAdherenceJudge"),
+}
+
+
+class _Registry(MutableMapping):
+    """``{name: metric class}`` of the built-in metrics, in :data:`_WHERE`'s order, each
+    class imported on first access (``BUILTIN["grounding"]``, ``.get``, ``.values()``);
+    names, ``in`` and ``len`` import nothing. :func:`register` adds a class directly."""
+
+    def __init__(self, where: Mapping[str, tuple[str, str]]) -> None:
+        self._where = dict(where)
+        self._classes: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> type:
+        cls = self._classes.get(name)
+        if cls is None:
+            module, attr = self._where[name]  # KeyError: not a built-in
+            cls = getattr(importlib.import_module(f"evaltape.grader.metrics.{module}"), attr)
+            self._classes[name] = cls
+        return cls
+
+    def __setitem__(self, name: str, cls: type) -> None:
+        self._classes[name] = cls
+        self._where.setdefault(name, ("", ""))
+
+    def __delitem__(self, name: str) -> None:
+        del self._where[name]
+        self._classes.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __repr__(self) -> str:
+        return f"BUILTIN({', '.join(self._where)})"
+
+
+#: Built-in metric classes by name. The engine knows no metric by name; only this does.
+BUILTIN: MutableMapping[str, type] = _Registry(_WHERE)
 
 #: Metrics a plain ``evaltape grade`` runs: the help-desk example suite's three, plus the offline
 # ``grounding``
