@@ -33,8 +33,8 @@ from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, class
 from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
 from evaltape.grader.stats.trials import answer_digest, counts_summary, identical_trials
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
-                                           GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
-                                           describe, judge_episode)
+                                           GATE_SKIPPED, NOT_GATING, TOLERANCE, VerdictPolicy,
+                                           check, describe, judge_episode)
 
 MEAN_DIGITS = 4
 
@@ -127,10 +127,13 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     Raises:
         BadInputError: the trace's reference label has the wrong type.
     """
-    ctx = EpisodeContext(trace=trace, case=case, judge=judge, run=run_context)
+    ctx = _new(EpisodeContext)  # EpisodeContext(...) without the frozen per-field setattr
+    _set(ctx, "__dict__", {"trace": trace, "case": case, "judge": judge, "run": run_context})
     if plan is None:
         plan = policy.plan(metrics, case)
-    decided = frozenset(d for _t, _g, d in plan if d is not None)
+    decided = _DECIDED.get(plan)
+    if decided is None:
+        decided = _DECIDED[plan] = frozenset(d for _t, _g, d in plan if d is not None)
     tool_match = tools_match(trace, case)
     outcome = classify(trace, case, decided, tool_match=tool_match)
     label = reference_label(trace, case, traces_path)
@@ -161,7 +164,11 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             s = score_episode(m, ctx)
         value, code = s.value, s.code
         higher = m.higher_is_better
-        passed = check(value, code, threshold, higher)
+        if value is None or type(value) is not float:
+            passed = check(value, code, threshold, higher)
+        else:  # check(), inline
+            passed = (value >= threshold - TOLERANCE if higher
+                      else value <= threshold + TOLERANCE)
         # MetricResult(...).to_json(), without the object
         entry = scores[m.name] = {"score": value, "details": s.details, "reason": code,
                                   "threshold": threshold, "passed": passed}
@@ -198,6 +205,11 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS
+_new = object.__new__
+_set = object.__setattr__
+#: ``{plan: the outcome checks it decides}`` (a run has a few distinct plans, whatever its
+#: number of cases).
+_DECIDED: dict[tuple, frozenset] = {}
 #: ``{metric class: whether it is the built-in registered under its name}`` (a built-in is
 #: trusted not to edit the episode it scores), filled as classes are met.
 _BUILTIN_TYPES: dict[type, bool] = {}

@@ -455,6 +455,7 @@ def summary_name_problem(name: str) -> str | None:
                 "name of its own")
     return None
 _CODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_set = object.__setattr__
 
 
 #: How deep a score's ``evidence`` may nest arrays and objects: ``report.json`` holds it
@@ -531,7 +532,7 @@ def _plain_json(v: Any, depth: int) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Score:
     """A metric's verdict on one episode.
 
@@ -560,7 +561,16 @@ class Score:
     code: str | None = None
     evidence: Any = field(default=None, hash=False)
 
-    def __post_init__(self) -> None:
+    def __init__(self, value: float | None, details: str = "", code: str | None = None,
+                 evidence: Any = None) -> None:
+        _set(self, "__dict__", {"value": value, "details": details, "code": code,
+                                "evidence": evidence})
+        if not (type(value) is float and code is None and 0.0 <= value <= 1.0
+                and type(details) is str and details.isascii()):
+            self._check()  # (a float in [0, 1] with ASCII details is valid: no more tests)
+
+    def _check(self) -> None:
+        """The checks of the class docstring (raising its errors)."""
         if not isinstance(self.details, str):
             raise TypeError(f"score details must be a string, not {type(self.details).__name__}")
         if not self.details.isascii():

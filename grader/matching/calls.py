@@ -211,7 +211,7 @@ def value_difference(actual: Any, expected: Any, *, unordered_lists: bool = Fals
 def nfc(text: str) -> str:
     """``text`` in Unicode normal form C: "Zu\u0308rich" (u + combining diaeresis) and
     "Z\u00fcrich" (ü) are the same string to a reader, so they compare equal."""
-    return unicodedata.normalize("NFC", text)
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def _coerce(value: Any, schema: Mapping[str, Any] | None) -> Any:
