@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
+import orjson
+
 from evaltape.grader.io.jsonfiles import compact_json
 from evaltape.grader.matching.calls import Mismatch, nfc, value_difference
 from evaltape.grader.matching.state import stateful_case
@@ -130,8 +132,7 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     (``$.param...``) and the message shown in ``details``."""
     got = args.get(param)
     if got is not None and type(got) is type(want) and (
-            got == want if type(want) in (str, int, float, bool)
-            else compact_json(got) == compact_json(want)):
+            got == want if type(want) in (str, int, float, bool) else _same_json(got, want)):
         return None  # the same JSON value (fast path; the rules below decide the rest)
     if reference_equal(got, want):
         return None
@@ -150,6 +151,16 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     kind, path, text = diff
     return Mismatch(kind, f"expected {compact_json(want)}, got {compact_json(got)} "
                           f"({path}: {text})", f"$.{param}" + path[1:], (param,))
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """``compact_json(a) == compact_json(b)``, comparing orjson's bytes where it can write
+    both values."""
+    try:
+        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            b, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, or deeper than orjson writes
+        return compact_json(a) == compact_json(b)
 
 
 def _quoted(value: Any) -> str:
