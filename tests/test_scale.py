@@ -65,6 +65,7 @@ def test_spill_sorter_merges_runs_written_elsewhere_and_deletes_them():
 
 def test_run_index_points_at_every_64th_record():
     import marshal
+    import struct
     recs = [((k % 7, k), str(k).encode()) for k in range(150)]  # keys sort by (k % 7, k)
     path, n, index = write_run(recs)
     try:
@@ -73,8 +74,9 @@ def test_run_index_points_at_every_64th_record():
         assert [k for k, _off in index] == [want[0][0], want[64][0], want[128][0]]
         with open(path, "rb") as fh:
             for i, (key, off) in zip((0, 64, 128), index):
-                fh.seek(off)
-                assert marshal.load(fh) == want[i]
+                fh.seek(off)  # a record: its length (4 bytes, little-endian), its marshal bytes
+                (length,) = struct.unpack("<I", fh.read(4))
+                assert marshal.loads(fh.read(length)) == want[i]
     finally:
         Path(path).unlink()
 
