@@ -88,12 +88,20 @@ class ArgumentCorrectness(Metric):
                                                      f"Tool '{tool}' was never called"))
                                   for p in params]
                 continue
+            args = calls[first].arguments
+            right = entry["correct"]
             for param, want in params.items():
                 total += 1
-                problem = check_difference(calls[first].arguments, param, want)
+                got = args.get(param)
+                kind = type(want)
+                if got is not None and type(got) is kind and (
+                        got == want if kind in _SCALARS else _same_json(got, want)):
+                    problem = None  # check_difference's fast path, inline
+                else:
+                    problem = check_difference(args, param, want)
                 if problem is None:
                     correct += 1
-                    entry["correct"].append(param)
+                    right.append(param)
                 else:
                     issues.append(f"{tool}.{param}: {problem.message}")
                     entry["wrong"].append(_wrong(param, problem))
@@ -132,7 +140,7 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     (``$.param...``) and the message shown in ``details``."""
     got = args.get(param)
     if got is not None and type(got) is type(want) and (
-            got == want if type(want) in (str, int, float, bool) else _same_json(got, want)):
+            got == want if type(want) in _SCALARS else _same_json(got, want)):
         return None  # the same JSON value (fast path; the rules below decide the rest)
     if reference_equal(got, want):
         return None
@@ -151,6 +159,10 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     kind, path, text = diff
     return Mismatch(kind, f"expected {compact_json(want)}, got {compact_json(got)} "
                           f"({path}: {text})", f"$.{param}" + path[1:], (param,))
+
+
+#: JSON scalars compared with ``==`` when both sides have the same type.
+_SCALARS = (str, int, float, bool)
 
 
 def _same_json(a: Any, b: Any) -> bool:
