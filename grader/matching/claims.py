@@ -113,6 +113,10 @@ IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
 # checker decides: :func:`near_code`); an all-caps word of prose ("PLEASE") is none
 CAPS_CODE = re.compile(r"(?<![\w@.#-])[A-Z]{5,8}(?![\w-]|\.\w)")
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
+# a screen for IDENT in a text without digits: its other matches join letters by "-" or
+# "_", or are dotted names whose labels are two characters or more
+_IDENT_HINT = re.compile(r"[A-Za-z0-9][-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}")
+_CAPS_HINT = re.compile(r"[A-Z]{5}")  # a screen for CAPS_CODE
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
 # a quoted token is an identifier by its shape (a digit, '_', '-', '.', a capital after the
@@ -231,6 +235,56 @@ _MONTH_LAST = _last_words(MONTHS)
 _NUMBER_WORD_LAST = _last_words(NUMBER_WORDS)
 _BARE_HOUR_LAST = _last_words(["before", "after", "until", "till"])
 _WEEKDAY_LAST = _last_words(WEEKDAYS)
+
+# The phrases STATUS_RE alternates over, by their last word: a match holds its phrase as
+# written (case aside: a substring of folded() text, words joined by one space or a "-")
+_STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
+for _p in sorted({*STATUS_ANY, *STATUS_COPULA}):
+    _STATUS_PHRASES.setdefault(_LETTERS.findall(_p)[-1], ())
+    _STATUS_PHRASES[_LETTERS.findall(_p)[-1]] += (_p,)
+# a character that no match of STATUS_RE, ACTION_RE or ANY_ACTION_RE holds (theirs are
+# made of letters, whitespace, "-" and "'")
+_WORDS_BREAK = re.compile(r"[^\w\s'-]|[\d_]")
+
+
+def _windows(norm: str, fold: str, phrases: Any) -> list[tuple[int, int]]:
+    """``(pos, endpos)`` windows of ``norm`` outside which a pattern made of letters,
+    whitespace, ``-`` and ``'`` (STATUS_RE, ACTION_RE, ANY_ACTION_RE) has no match whose
+    phrase is one of ``phrases`` (lower-case ASCII): each run of such characters that holds
+    one of them between two non-letters, with the character after the run (the pattern's
+    look-aheads read up to that one). ``[(0, len(norm))]`` when ``fold`` (``folded(norm)``)
+    does not line up with ``norm``.
+
+    Scanning these windows gives the matches of one scan of ``norm`` in the runs that hold
+    a phrase (no match crosses a run's end, a look-behind sees the text before the
+    window's start); a match's phrase, in any run, is a substring of ``fold`` between two
+    non-letters (:func:`folded`)."""
+    n = len(norm)
+    if len(fold) != n:
+        return [(0, n)]
+    hits = []
+    for phrase in phrases:
+        k = len(phrase)
+        i = fold.find(phrase)
+        while i >= 0:
+            j = i + k
+            if (i == 0 or not "a" <= fold[i - 1] <= "z") and \
+                    (j == n or not "a" <= fold[j] <= "z"):
+                hits.append(i)
+            i = fold.find(phrase, j)
+    out: list[tuple[int, int]] = []
+    rev = None
+    for i in sorted(hits):
+        if out and i < out[-1][1]:
+            continue
+        if rev is None:
+            rev = norm[::-1]
+        m = _WORDS_BREAK.search(rev, n - i)
+        start = n - m.start() if m else 0
+        m = _WORDS_BREAK.search(norm, i)
+        end = min(m.start() + 1, n) if m else n
+        out.append((start, end))
+    return out
 
 
 class Claim(NamedTuple):
@@ -380,7 +434,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                     a, b = m.span(g)
                     sp.taken[a:b] = b"\x01" * (b - a)
     digits = _DIGIT.search(norm) is not None
-    vocab = words_of(folded(norm))  # screens the patterns that need a word of a list
+    fold = folded(norm)
+    vocab = words_of(fold)  # screens the patterns that need a word of a list
     if "@" in norm:
         for m in EMAIL.finditer(norm):
             sp.take(m.start(), m.end(), "email", m.group(0).lower())
@@ -411,14 +466,15 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in IDENT.finditer(norm) if digits or "." in norm else ():
+    for m in IDENT.finditer(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
+            else ():
         g = m.group(0)
-        if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g
-                                            or _SERVICE_PART.search(g.lower())) \
+        a, b = m.span()
+        if sp.free(a, b) and (_DIGIT.search(g) or "." in g or _SERVICE_PART.search(g.lower())) \
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
-            sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
+            sp.take(a, b, "identifier", g.lower().rstrip("."))
     if answer:
-        for m in CAPS_CODE.finditer(norm) if answer else ():
+        for m in CAPS_CODE.finditer(norm) if _CAPS_HINT.search(norm) else ():
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
@@ -440,20 +496,28 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
                     continue  # a quoted everyday word ('once', "hot"), no identifier
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
-        for m in ACTION_RE.finditer(norm) if not vocab.isdisjoint(_ACTION_LAST) else ():
+        for m in (m for a, b in _windows(norm, fold, vocab & _ACTION_LAST)
+                  for m in ACTION_RE.finditer(norm, a, b)) \
+                if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
             if m.group("back"):
                 b = m.end("back")
             if sp.free(a, b) and asserted(low, m.start()):
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
-        for m in ANY_ACTION_RE.finditer(norm) if verbs else ():
+        done = [w for w in vocab if w.endswith("ed") and stem(w) in verbs] if verbs else ()
+        for m in ((m for a, b in _windows(norm, fold, done)
+                   for m in ANY_ACTION_RE.finditer(norm, a, b)) if norm.isascii()
+                  else ANY_ACTION_RE.finditer(norm)) if verbs and (done or not norm.isascii()) \
+                else ():
             a, b = m.start("v"), m.end("v")
             key = stem(m.group("v"))
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
-    for m in STATUS_RE.finditer(norm) if answer and not vocab.isdisjoint(_STATUS_LAST) \
-            else ():
+    for m in (m for a, b in _windows(norm, fold, [p for w in vocab & _STATUS_LAST
+                                                  for p in _STATUS_PHRASES[w]])
+              for m in STATUS_RE.finditer(norm, a, b)) \
+            if answer and not vocab.isdisjoint(_STATUS_LAST) else ():
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
         word = " ".join(m.group(g).lower().split())
@@ -506,10 +570,16 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 
 
 _NONSPACE = re.compile(r"\S+")
+#: the words a name claim leaves out (:func:`_take_name`)
+_NAME_SKIP = _NAME_STOP | frozenset(MONTHS) | frozenset(WEEKDAYS)
 _CAMEL = re.compile(r"[a-z]+[A-Z]")
 
 
 def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
+    g = m.group(0)
+    if (g.lower() in _NAME_SKIP) if " " not in g and "\t" not in g else \
+            all(w.lower() in _NAME_SKIP for w in g.split()):
+        return  # stop words, months and weekdays only: none would be kept (below)
     words = [(w.start(), w.end(), w.group(0)) for w in _NONSPACE.finditer(m.group(0))]
     words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
     if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \
