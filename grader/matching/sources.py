@@ -75,6 +75,10 @@ _AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "
 _TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")
 _UNDONE = frozenset("""awaiting pending requires required needs need not no without unable
 cannot failed until before""".split())
+#: claim kinds that read the numbers of a source (the derived-date search reads its day
+#: counts, a charge its amounts): a source indexed for none of them skips its JSON numbers'
+#: units, counts and sums (their tokens stay)
+_NUMERIC_KINDS = frozenset({"number", "range", "date", "action"})
 #: claim kinds whose source facts come from extract_spans (they all need a digit)
 _SPAN_KINDS = frozenset({"number", "date", "time", "weekday"})
 KINDS_ALL = frozenset(KINDS)
@@ -141,6 +145,7 @@ class SourceFacts:
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
     bare: set[str] = field(default_factory=set)
+    _numeric: bool = field(default=True, repr=False)
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
@@ -154,6 +159,7 @@ class SourceFacts:
         no number parsing of the results).
         """
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
+        f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
         f._strings = []  # the string values, read as one text after the walk
         if arguments:
             f._walk(dict(arguments), "")
@@ -213,14 +219,18 @@ class SourceFacts:
             if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
                 currency = code.lower()  # a "currency" key is the unit of its siblings
             numeric = [v for v in value.values()
-                       if isinstance(v, (int, float)) and not isinstance(v, bool)]
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)] \
+                if self._numeric else ()
             if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
                 self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
-                self._tokens(str(k))
+                self._key_tokens(str(k))
                 if "number" in self.needs and _DIGIT.search(str(k)):
                     self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
                 self._walk(v, str(k), currency, money)
+        elif isinstance(value, list) and not self._numeric:
+            for v in value:
+                self._walk(v, key, currency, money)
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
             tallies: Counter = Counter()
@@ -244,6 +254,9 @@ class SourceFacts:
         elif isinstance(value, (int, float)):
             d = _decimal(value)
             if not d.is_finite():
+                return
+            if not self._numeric:
+                self.tokens.add(fmt(d))
                 return
             # convert(to="EUR") → {"result": 292.5} states €292.50, not $292.50
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
@@ -327,6 +340,13 @@ class SourceFacts:
                 if prev not in _UNDONE:
                     self.stems.add(stem(w))
 
+    def _key_tokens(self, key: str) -> None:
+        """:meth:`_tokens` of a JSON key (keys repeat across sources: read once each)."""
+        tokens, stems = _tokens_of(key)
+        self.tokens.update(tokens)
+        if "action" in self.needs:
+            self.stems.update(stems)
+
     def _number(self, n: Num) -> None:
         self.nums.append(n)
         for v in source_values(n):
@@ -400,6 +420,14 @@ class SourceFacts:
 _WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}
 
 
+@functools.lru_cache(maxsize=8192)
+def _tokens_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The tokens and the stems that :meth:`SourceFacts._tokens` adds for ``text``."""
+    f = SourceFacts("")
+    f._tokens(text)
+    return frozenset(f.tokens), frozenset(f.stems)
+
+
 def _decimal(x: int | float) -> Decimal:
     try:
         return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
@@ -415,6 +443,7 @@ def _money_key(key: str) -> str:
     return m.group(1).rstrip("s") if m else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def _key_unit(key: str) -> str:
     """The unit a JSON key names by its last ``_`` part (``distance_km`` → ``km``) or as
     a whole word of four letters or more (``minutes``); ``requests_per_min`` names a
