@@ -115,7 +115,7 @@ CAPS_CODE = re.compile(r"(?<![\w@.#-])[A-Z]{5,8}(?![\w-]|\.\w)")
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # a screen for IDENT in a text without digits: its other matches join letters by "-" or
 # "_", or are dotted names whose labels are two characters or more
-_IDENT_HINT = re.compile(r"[A-Za-z0-9][-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}")
+_IDENT_HINT = led("[-_.]", re.compile(r"(?<=[A-Za-z0-9])[-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}"))
 _CAPS_HINT = re.compile(r"[A-Z]{5}")  # a screen for CAPS_CODE
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
@@ -173,9 +173,9 @@ BARE_HOUR = led("[baut]", BARE_HOUR)
 ORDINAL, DURATION = led(r"\d", ORDINAL), led(r"\d", DURATION)
 _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
                         re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
-                         re.IGNORECASE)
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
+_CLAUSE_END = led(r"[;()—\s]", re.compile(
+    r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s", re.IGNORECASE))
+SENTENCE_END = led(r"[\"')\]\s]", re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+"))
 # a sentence that asks the user for something ("Please provide the reason (change of plan,
 # airline cancelled flight, ...)"): like a question, it asserts nothing
 _REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
@@ -329,7 +329,22 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, sentence)`` spans: split after ``.!?`` + space, and at newlines.
 
     ``2.1`` and ``e.g.`` followed by a digit are not split (a split needs whitespace).
+    The last text's spans are kept: grounding splits each answer twice (its claims, its
+    checks).
     """
+    global _last_split
+    last = _last_split
+    if last[0] is text or last[0] == text:
+        return list(last[1])
+    out = _split_sentences(text)
+    _last_split = (text, out)
+    return list(out)
+
+
+_last_split: tuple[str | None, list[tuple[int, int, str]]] = (None, [])
+
+
+def _split_sentences(text: str) -> list[tuple[int, int, str]]:
     out, start = [], 0
     for m in SENTENCE_END.finditer(text):
         end = m.start()
@@ -466,7 +481,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in IDENT.finditer(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
+    for m in _ident_matches(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
             else ():
         g = m.group(0)
         a, b = m.span()
@@ -559,7 +574,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
     if answer:  # last: a capitalised unit after a number ("611 Mi") is the number's
         starts = [a for a, _b in labels]
         glosses = "(" in norm
-        for m in NAME.finditer(norm):
+        for m in _name_matches(norm):
             if labels:
                 i = bisect.bisect_right(starts, m.start()) - 1
                 if i >= 0 and m.start() < labels[i][1]:
@@ -570,6 +585,49 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 
 
 _NONSPACE = re.compile(r"\S+")
+_CAPITAL = re.compile(r"[A-Z]")
+_IDENT_CHAR = re.compile(r"[\d_.-]")
+_IDENT_RUN = re.compile(r"[\w@.-]*")
+_DOT_LABEL = re.compile(r"[A-Za-z0-9-]{2}")
+
+
+def _name_matches(norm: str):
+    """The matches of ``NAME.finditer(norm)``, found from the capitals of ``norm`` (a
+    name's first word holds one; a regular-expression scan of every letter is slower):
+    the match of a capital's word starts where the run of lower-case letters before the
+    capital starts, and none starts inside an earlier match."""
+    end = 0
+    for c in _CAPITAL.finditer(norm):
+        q = c.start()
+        if q < end:
+            continue
+        a = q
+        while a and "a" <= norm[a - 1] <= "z":
+            a -= 1
+        m = NAME.match(norm, a)
+        if m:
+            end = m.end()
+            yield m
+
+
+def _ident_matches(norm: str):
+    """The matches of ``IDENT.finditer(norm)``, found from the characters one of them must
+    hold (a digit, ``_``, ``.`` or ``-``): a match starts where a run of ``[\w@.-]``
+    starts (its look-behind) and ends inside that run, so each run is tried once, at its
+    start."""
+    pos, rev, n = 0, None, len(norm)
+    while (c := _IDENT_CHAR.search(norm, pos)) is not None:
+        q = c.start()
+        if c.group() == "." and not _DOT_LABEL.match(norm, q + 1):
+            pos = q + 1  # (a "." only makes a dotted name; a run's other ones try it too)
+            continue
+        if rev is None:
+            rev = norm[::-1]
+        a = n - _IDENT_RUN.match(rev, n - 1 - q).end()  # back to the run's start
+        pos = _IDENT_RUN.match(norm, q).end()  # the run's end: no other start before it
+        m = IDENT.match(norm, a)
+        if m:
+            yield m
 #: the words a name claim leaves out (:func:`_take_name`)
 _NAME_SKIP = _NAME_STOP | frozenset(MONTHS) | frozenset(WEEKDAYS)
 _CAMEL = re.compile(r"[a-z]+[A-Z]")
