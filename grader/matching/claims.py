@@ -48,6 +48,7 @@ extraction is linear in the answer's length. Pure functions; no model, no networ
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from decimal import Decimal
@@ -520,7 +521,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             if sp.free(a, b) and asserted(low, m.start()):
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
-        done = [w for w in vocab if w.endswith("ed") and stem(w) in verbs] if verbs else ()
+        done = [w for w in vocab if w.endswith("ed") and _stem(w) in verbs] if verbs else ()
         for m in ((m for a, b in _windows(norm, fold, done)
                    for m in ANY_ACTION_RE.finditer(norm, a, b)) if norm.isascii()
                   else ANY_ACTION_RE.finditer(norm)) if verbs and (done or not norm.isascii()) \
@@ -586,6 +587,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 
 _NONSPACE = re.compile(r"\S+")
 _CAPITAL = re.compile(r"[A-Z]")
+_stem = functools.lru_cache(maxsize=16384)(stem)  # the words of answers repeat
 _IDENT_CHAR = re.compile(r"[\d_.-]")
 _IDENT_RUN = re.compile(r"[\w@.-]*")
 _DOT_LABEL = re.compile(r"[A-Za-z0-9-]{2}")

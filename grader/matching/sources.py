@@ -161,8 +161,9 @@ class SourceFacts:
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
         f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
         f._strings = []  # the string values, read as one text after the walk
+        walk = f._walk if f._numeric else f._walk_plain
         if arguments:
-            f._walk(dict(arguments), "")
+            walk(dict(arguments), "")
         parsed: Any = None
         s = (text or "").strip()
         if s[:1] in "{[":
@@ -175,7 +176,7 @@ class SourceFacts:
                            if arguments and str(arguments.get(k, "")).lower()
                            in ("usd", "eur", "gbp")), "")
             f._target = target
-            f._walk(parsed, "")
+            walk(parsed, "")
             f._target = ""
             if isinstance(parsed, dict):
                 ok = parsed.get("success", parsed.get("ok"))
@@ -184,7 +185,7 @@ class SourceFacts:
                 if ok is True and not f.failed:
                     f.statuses.add("succeeded")
         elif s and _NUMERIC_STRING.fullmatch(s):  # a calculator's "597.0": one JSON number
-            f._walk(s, "")
+            walk(s, "")
         elif s:
             f._strings.append(s)
             f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
@@ -219,8 +220,7 @@ class SourceFacts:
             if isinstance(code, str) and code.lower() in ("usd", "eur", "gbp"):
                 currency = code.lower()  # a "currency" key is the unit of its siblings
             numeric = [v for v in value.values()
-                       if isinstance(v, (int, float)) and not isinstance(v, bool)] \
-                if self._numeric else ()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
                 self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
@@ -228,9 +228,6 @@ class SourceFacts:
                 if "number" in self.needs and _DIGIT.search(str(k)):
                     self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
                 self._walk(v, str(k), currency, money)
-        elif isinstance(value, list) and not self._numeric:
-            for v in value:
-                self._walk(v, key, currency, money)
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
             tallies: Counter = Counter()
@@ -255,9 +252,6 @@ class SourceFacts:
             d = _decimal(value)
             if not d.is_finite():
                 return
-            if not self._numeric:
-                self.tokens.add(fmt(d))
-                return
             # convert(to="EUR") → {"result": 292.5} states €292.50, not $292.50
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
             n = Num(d, _key_unit(key) or currency or target)
@@ -277,6 +271,33 @@ class SourceFacts:
                         self._walk(float(m.group(g)) if "." in m.group(g) else
                                    int(m.group(g)), key, currency, money)
             self._strings.append(text)
+
+    def _walk_plain(self, value: Any, key: str) -> None:
+        """:meth:`_walk` of a source indexed for no claim kind that reads its numbers
+        (``_numeric`` false): the tokens, the statuses of booleans and the string values."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                k = str(k)
+                tokens, stems = _tokens_of(k)
+                self.tokens.update(tokens)
+                if "action" in self.needs:
+                    self.stems.update(stems)
+                self._walk_plain(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                self._walk_plain(v, key)
+        elif isinstance(value, str):
+            self._strings.append(value)
+        elif isinstance(value, bool) or value is None:
+            if value is not None:
+                self.tokens.add(str(value).lower())
+                self._flag(key, value)
+        elif isinstance(value, (int, float)):
+            d = _decimal(value)
+            if d.is_finite():
+                self.tokens.add(fmt(d))
+        else:
+            self._strings.append(str(value))
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
