@@ -671,6 +671,8 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     of a claim is found by bisection).
     """
     spans = extract_spans(answer, answer=True, verbs=verbs)
+    if not spans:
+        return []
     text = clean(answer)  # as extract_spans cleans it
     sentences = split_sentences(text)
     starts = [s[0] for s in sentences]
