@@ -174,7 +174,7 @@ class SourceFacts:
         if parsed is not None and isinstance(parsed, (dict, list)):
             target = next((str(arguments[k]).lower() for k in _TARGET_CURRENCY_ARGS
                            if arguments and str(arguments.get(k, "")).lower()
-                           in ("usd", "eur", "gbp")), "")
+                           in ("usd", "eur", "gbp")), "") if f._numeric else ""
             f._target = target
             walk(parsed, "")
             f._target = ""
@@ -275,29 +275,35 @@ class SourceFacts:
     def _walk_plain(self, value: Any, key: str) -> None:
         """:meth:`_walk` of a source indexed for no claim kind that reads its numbers
         (``_numeric`` false): the tokens, the statuses of booleans and the string values."""
-        if isinstance(value, dict):
-            for k, v in value.items():
-                k = str(k)
-                tokens, stems = _tokens_of(k)
-                self.tokens.update(tokens)
-                if "action" in self.needs:
-                    self.stems.update(stems)
-                self._walk_plain(v, k)
-        elif isinstance(value, list):
-            for v in value:
-                self._walk_plain(v, key)
-        elif isinstance(value, str):
-            self._strings.append(value)
-        elif isinstance(value, bool) or value is None:
-            if value is not None:
-                self.tokens.add(str(value).lower())
+        tokens, strings = self.tokens, self._strings
+        stems = self.stems if "action" in self.needs else None
+
+        def walk(value: Any, key: str) -> None:
+            if isinstance(value, str):
+                strings.append(value)
+            elif isinstance(value, dict):
+                got, got_stems, keys = _keys_tokens(tuple(value))
+                tokens.update(got)
+                if stems is not None:
+                    stems.update(got_stems)
+                for k, v in zip(keys, value.values()):
+                    walk(v, k)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+            elif isinstance(value, bool):
+                tokens.add(str(value).lower())
                 self._flag(key, value)
-        elif isinstance(value, (int, float)):
-            d = _decimal(value)
-            if d.is_finite():
-                self.tokens.add(fmt(d))
-        else:
-            self._strings.append(str(value))
+            elif value is None:
+                pass
+            elif isinstance(value, (int, float)):
+                text = _number_token(value) if value else _number_token.__wrapped__(value)
+                if text is not None:
+                    tokens.add(text)
+            else:
+                strings.append(str(value))
+
+        walk(value, key)
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
@@ -447,6 +453,25 @@ def _tokens_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
     f = SourceFacts("")
     f._tokens(text)
     return frozenset(f.tokens), frozenset(f.stems)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys_tokens(keys: tuple[Any, ...]) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """The tokens and stems of a JSON object's keys (:func:`_tokens_of` of each), and the
+    keys as text: objects of one shape repeat across results."""
+    texts = tuple(str(k) for k in keys)
+    got = [_tokens_of(k) for k in texts]
+    return (frozenset().union(*(t for t, _s in got)), frozenset().union(*(s for _t, s in got)),
+            texts)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _number_token(x: int | float) -> str | None:
+    """The token of a JSON number (``fmt`` of its value), ``None`` when it is not finite
+    (cached for non-zero values only: ``-0.0`` and ``0`` are equal keys, not equal
+    texts)."""
+    d = _decimal(x)
+    return fmt(d) if d.is_finite() else None
 
 
 def _decimal(x: int | float) -> Decimal:
