@@ -243,12 +243,35 @@ _STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
 for _p in sorted({*STATUS_ANY, *STATUS_COPULA}):
     _STATUS_PHRASES.setdefault(_LETTERS.findall(_p)[-1], ())
     _STATUS_PHRASES[_LETTERS.findall(_p)[-1]] += (_p,)
+# the last words of STATUS_RE's copulas and of the words it allows between a copula and an
+# ambiguous status ("is currently open", "has been fully resolved", "it's down"): the word
+# before a STATUS_COPULA phrase that STATUS_RE matches, across whitespace only
+_COPULA_LAST = frozenset("""is are was were be been remain remains appear appears show shows
+as marked reported currently now still s re already being fully listed""".split())
+_COPULA_ONLY = frozenset(STATUS_COPULA)
+
+
+def _after_copula(fold: str, i: int) -> bool:
+    """Whether the word before ``fold[i]`` (whitespace between) is one of
+    :data:`_COPULA_LAST`."""
+    j = i
+    while j and fold[j - 1].isspace():
+        j -= 1
+    if j == i:
+        return False
+    k = j
+    while k and "a" <= fold[k - 1] <= "z":
+        k -= 1
+    return fold[k:j] in _COPULA_LAST
+
+
 # a character that no match of STATUS_RE, ACTION_RE or ANY_ACTION_RE holds (theirs are
 # made of letters, whitespace, "-" and "'")
 _WORDS_BREAK = re.compile(r"[^\w\s'-]|[\d_]")
 
 
-def _windows(norm: str, fold: str, phrases: Any) -> list[tuple[int, int]]:
+def _windows(norm: str, fold: str, phrases: Any, copula: bool = False
+             ) -> list[tuple[int, int]]:
     """``(pos, endpos)`` windows of ``norm`` outside which a pattern made of letters,
     whitespace, ``-`` and ``'`` (STATUS_RE, ACTION_RE, ANY_ACTION_RE) has no match whose
     phrase is one of ``phrases`` (lower-case ASCII): each run of such characters that holds
@@ -259,7 +282,8 @@ def _windows(norm: str, fold: str, phrases: Any) -> list[tuple[int, int]]:
     Scanning these windows gives the matches of one scan of ``norm`` in the runs that hold
     a phrase (no match crosses a run's end, a look-behind sees the text before the
     window's start); a match's phrase, in any run, is a substring of ``fold`` between two
-    non-letters (:func:`folded`)."""
+    non-letters (:func:`folded`). ``copula``: a STATUS_COPULA phrase counts only after a
+    copula's last word (:func:`_after_copula`), as STATUS_RE matches it."""
     n = len(norm)
     if len(fold) != n:
         return [(0, n)]
@@ -270,7 +294,8 @@ def _windows(norm: str, fold: str, phrases: Any) -> list[tuple[int, int]]:
         while i >= 0:
             j = i + k
             if (i == 0 or not "a" <= fold[i - 1] <= "z") and \
-                    (j == n or not "a" <= fold[j] <= "z"):
+                    (j == n or not "a" <= fold[j] <= "z") and \
+                    not (copula and phrase in _COPULA_ONLY and not _after_copula(fold, i)):
                 hits.append(i)
             i = fold.find(phrase, j)
     out: list[tuple[int, int]] = []
@@ -531,7 +556,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
     for m in (m for a, b in _windows(norm, fold, [p for w in vocab & _STATUS_LAST
-                                                  for p in _STATUS_PHRASES[w]])
+                                                  for p in _STATUS_PHRASES[w]], True)
               for m in STATUS_RE.finditer(norm, a, b)) \
             if answer and not vocab.isdisjoint(_STATUS_LAST) else ():
         g = "w" if m.group("w") else "c"
@@ -613,7 +638,7 @@ def _name_matches(norm: str):
 
 
 def _ident_matches(norm: str):
-    """The matches of ``IDENT.finditer(norm)``, found from the characters one of them must
+    r"""The matches of ``IDENT.finditer(norm)``, found from the characters one of them must
     hold (a digit, ``_``, ``.`` or ``-``): a match starts where a run of ``[\w@.-]``
     starts (its look-behind) and ends inside that run, so each run is tried once, at its
     start."""
