@@ -85,6 +85,7 @@ KINDS_ALL = frozenset(KINDS)
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})")
 _EPOCH = datetime(1970, 1, 1)
 _WORD = re.compile(r"[a-z]+")
+_stem = functools.lru_cache(maxsize=16384)(stem)  # a source's words repeat
 _ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
 _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
     re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
@@ -365,7 +366,7 @@ class SourceFacts:
             words = _WORD.findall(low)
             for prev, w in zip([""] + words, words):
                 if prev not in _UNDONE:
-                    self.stems.add(stem(w))
+                    self.stems.add(_stem(w))
 
     def _key_tokens(self, key: str) -> None:
         """:meth:`_tokens` of a JSON key (keys repeat across sources: read once each)."""
