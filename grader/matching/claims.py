@@ -42,8 +42,11 @@ and sums of money. A date pair ("May 19th and 20th, 2024") is two dates.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
-``prod-api-01`` is not found in ``prod-api-010``. All scans are single regex passes, so
-extraction is linear in the answer's length. Pure functions; no model, no network.
+``prod-api-01`` is not found in ``prod-api-010``. Each pattern is one left-to-right scan:
+of the whole answer, of the runs of words that hold one of its phrases (statuses,
+actions: :func:`_windows`), or from the characters its matches need (names from capitals,
+identifiers from digits, ``-``, ``_`` and dotted labels), so extraction is linear in the
+answer's length. Pure functions; no model, no network.
 """
 from __future__ import annotations
 
