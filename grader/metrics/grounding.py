@@ -1230,10 +1230,12 @@ def _instruction_facts(label: str, text: str) -> SourceFacts:
     return SourceFacts.of(label, text)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _input_facts(text: str, needs: frozenset[str]) -> SourceFacts:
     """The input indexed for ``needs``: the trials of one case share their input, so it is
-    indexed once per process and kind set (the result is never changed by its users)."""
+    indexed once per process and kind set (the result is never changed by its users; the
+    1,024 last ones are kept, a few MB: the inputs of a run's cases when its traces come
+    trial by trial)."""
     return SourceFacts.of("input", text, needs=needs)
 
 
