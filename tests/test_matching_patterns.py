@@ -74,3 +74,73 @@ def test_folding_covers_what_ignorecase_matches():
     assert words_of(folded("\u0130NACT\u0131VE ſhipped \u212aNOWN")) == {"inactive", "shipped",
                                                                        "known"}
     assert _last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
+
+
+# -- the scans extract_spans uses instead of one regular-expression pass each --------------
+LED_MORE = {"SENTENCE_END": claims.SENTENCE_END, "_CLAUSE_END": claims._CLAUSE_END,
+            "_IDENT_HINT": claims._IDENT_HINT}
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts)
+def test_led_sentence_clause_and_hint_patterns_match_as_themselves(text):
+    for name, rx in LED_MORE.items():
+        got = [(m.span(), m.groupdict()) for m in rx.finditer(text)]
+        want = [(m.span(), m.groupdict()) for m in unled(rx).finditer(text)]
+        assert got == want, name
+
+
+def _spans(matches):
+    return [(m.span(), m.groupdict()) for m in matches]
+
+
+def _windowed(rx, norm, phrases, copula=False):
+    return _spans(m for a, b in claims._windows(norm, folded(norm), phrases, copula)
+                  for m in rx.finditer(norm, a, b))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_windowed_scans_find_the_matches_of_a_whole_scan(text):
+    # the windows hold every match whose phrase is asked for, found as one scan finds it
+    norm = claims.clean(text)
+    vocab = words_of(folded(norm))
+    status = [p for w in vocab & claims._STATUS_LAST for p in claims._STATUS_PHRASES[w]]
+    assert _windowed(states.STATUS_RE, norm, status, True) == \
+        _spans(states.STATUS_RE.finditer(norm))
+    assert _windowed(states.ACTION_RE, norm, vocab & claims._ACTION_LAST) == \
+        _spans(states.ACTION_RE.finditer(norm))
+    if norm.isascii():
+        done = [w for w in vocab if w.endswith("ed")]
+        want = [s for s in _spans(states.ANY_ACTION_RE.finditer(norm))
+                if s[1]["v"].lower() in done]
+        got = [s for s in _windowed(states.ANY_ACTION_RE, norm, done) if s[1]["v"].lower()
+               in done]
+        assert got == want
+
+
+def test_windows_cover_a_run_and_the_character_after_it():
+    norm = "Done. The disk is now full; 3 servers are down"
+    # "full" after "now" (a copula word): its run " The disk is now full" and the ";"
+    # after it; "down" after "are": its run, from after the "3", to the end of the text
+    got = claims._windows(norm, folded(norm), ["full", "down"], True)
+    assert got == [(5, 27), (29, len(norm))]
+    # "the full context": no copula before "full", no window
+    assert claims._windows("the full context", "the full context", ["full"], True) == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_identifier_and_name_scans_find_what_the_patterns_find(text):
+    norm = claims.clean(text)
+    assert _spans(claims._ident_matches(norm)) == _spans(claims.IDENT.finditer(norm))
+    assert _spans(claims._name_matches(norm)) == _spans(claims.NAME.finditer(norm))
+
+
+def test_identifier_and_name_scans_on_an_answer():
+    text = ("Server prod-api-07 (see status.example.com) had 3 errors; iPhone users on "
+            "AirPods and Los Angeles users were fine. e.g. 12A, INC-4242.")
+    assert [m.group() for m in claims._ident_matches(text)] == [
+        "prod-api-07", "status.example.com", "12A", "INC-4242"]
+    assert [m.group() for m in claims._name_matches(text)] == [
+        "Server", "iPhone", "AirPods", "Los Angeles"]

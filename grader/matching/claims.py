@@ -42,12 +42,16 @@ and sums of money. A date pair ("May 19th and 20th, 2024") is two dates.
 
 Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces as spaces,
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
-``prod-api-01`` is not found in ``prod-api-010``. All scans are single regex passes, so
-extraction is linear in the answer's length. Pure functions; no model, no network.
+``prod-api-01`` is not found in ``prod-api-010``. Each pattern is one left-to-right scan:
+of the whole answer, of the runs of words that hold one of its phrases (statuses,
+actions: :func:`_windows`), or from the characters its matches need (names from capitals,
+identifiers from digits, ``-``, ``_`` and dotted labels), so extraction is linear in the
+answer's length. Pure functions; no model, no network.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from decimal import Decimal
@@ -113,6 +117,10 @@ IDENT = re.compile(r"(?<![\w@.-])(?:[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
 # checker decides: :func:`near_code`); an all-caps word of prose ("PLEASE") is none
 CAPS_CODE = re.compile(r"(?<![\w@.#-])[A-Z]{5,8}(?![\w-]|\.\w)")
 IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
+# a screen for IDENT in a text without digits: its other matches join letters by "-" or
+# "_", or are dotted names whose labels are two characters or more
+_IDENT_HINT = led("[-_.]", re.compile(r"(?<=[A-Za-z0-9])[-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}"))
+_CAPS_HINT = re.compile(r"[A-Z]{5}")  # a screen for CAPS_CODE
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
 # a quoted token is an identifier by its shape (a digit, '_', '-', '.', a capital after the
@@ -169,9 +177,9 @@ BARE_HOUR = led("[baut]", BARE_HOUR)
 ORDINAL, DURATION = led(r"\d", ORDINAL), led(r"\d", DURATION)
 _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap])\.?m\b",
                         re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s",
-                         re.IGNORECASE)
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
+_CLAUSE_END = led(r"[;()—\s]", re.compile(
+    r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s", re.IGNORECASE))
+SENTENCE_END = led(r"[\"')\]\s]", re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+"))
 # a sentence that asks the user for something ("Please provide the reason (change of plan,
 # airline cancelled flight, ...)"): like a question, it asserts nothing
 _REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
@@ -232,6 +240,81 @@ _NUMBER_WORD_LAST = _last_words(NUMBER_WORDS)
 _BARE_HOUR_LAST = _last_words(["before", "after", "until", "till"])
 _WEEKDAY_LAST = _last_words(WEEKDAYS)
 
+# The phrases STATUS_RE alternates over, by their last word: a match holds its phrase as
+# written (case aside: a substring of folded() text, words joined by one space or a "-")
+_STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
+for _p in sorted({*STATUS_ANY, *STATUS_COPULA}):
+    _STATUS_PHRASES.setdefault(_LETTERS.findall(_p)[-1], ())
+    _STATUS_PHRASES[_LETTERS.findall(_p)[-1]] += (_p,)
+# the last words of STATUS_RE's copulas and of the words it allows between a copula and an
+# ambiguous status ("is currently open", "has been fully resolved", "it's down"): the word
+# before a STATUS_COPULA phrase that STATUS_RE matches, across whitespace only
+_COPULA_LAST = frozenset("""is are was were be been remain remains appear appears show shows
+as marked reported currently now still s re already being fully listed""".split())
+_COPULA_ONLY = frozenset(STATUS_COPULA)
+
+
+def _after_copula(fold: str, i: int) -> bool:
+    """Whether the word before ``fold[i]`` (whitespace between) is one of
+    :data:`_COPULA_LAST`."""
+    j = i
+    while j and fold[j - 1].isspace():
+        j -= 1
+    if j == i:
+        return False
+    k = j
+    while k and "a" <= fold[k - 1] <= "z":
+        k -= 1
+    return fold[k:j] in _COPULA_LAST
+
+
+# a character that no match of STATUS_RE, ACTION_RE or ANY_ACTION_RE holds (theirs are
+# made of letters, whitespace, "-" and "'")
+_WORDS_BREAK = re.compile(r"[^\w\s'-]|[\d_]")
+
+
+def _windows(norm: str, fold: str, phrases: Any, copula: bool = False
+             ) -> list[tuple[int, int]]:
+    """``(pos, endpos)`` windows of ``norm`` outside which a pattern made of letters,
+    whitespace, ``-`` and ``'`` (STATUS_RE, ACTION_RE, ANY_ACTION_RE) has no match whose
+    phrase is one of ``phrases`` (lower-case ASCII): each run of such characters that holds
+    one of them between two non-letters, with the character after the run (the pattern's
+    look-aheads read up to that one). ``[(0, len(norm))]`` when ``fold`` (``folded(norm)``)
+    does not line up with ``norm``.
+
+    Scanning these windows gives the matches of one scan of ``norm`` in the runs that hold
+    a phrase (no match crosses a run's end, a look-behind sees the text before the
+    window's start); a match's phrase, in any run, is a substring of ``fold`` between two
+    non-letters (:func:`folded`). ``copula``: a STATUS_COPULA phrase counts only after a
+    copula's last word (:func:`_after_copula`), as STATUS_RE matches it."""
+    n = len(norm)
+    if len(fold) != n:
+        return [(0, n)]
+    hits = []
+    for phrase in phrases:
+        k = len(phrase)
+        i = fold.find(phrase)
+        while i >= 0:
+            j = i + k
+            if (i == 0 or not "a" <= fold[i - 1] <= "z") and \
+                    (j == n or not "a" <= fold[j] <= "z") and \
+                    not (copula and phrase in _COPULA_ONLY and not _after_copula(fold, i)):
+                hits.append(i)
+            i = fold.find(phrase, j)
+    out: list[tuple[int, int]] = []
+    rev = None
+    for i in sorted(hits):
+        if out and i < out[-1][1]:
+            continue
+        if rev is None:
+            rev = norm[::-1]
+        m = _WORDS_BREAK.search(rev, n - i)
+        start = n - m.start() if m else 0
+        m = _WORDS_BREAK.search(norm, i)
+        end = min(m.start() + 1, n) if m else n
+        out.append((start, end))
+    return out
+
 
 class Claim(NamedTuple):
     """One checkable claim of an answer (immutable; a named tuple because an answer of a
@@ -275,7 +358,22 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, sentence)`` spans: split after ``.!?`` + space, and at newlines.
 
     ``2.1`` and ``e.g.`` followed by a digit are not split (a split needs whitespace).
+    The last text's spans are kept: grounding splits each answer twice (its claims, its
+    checks).
     """
+    global _last_split
+    last = _last_split
+    if last[0] is text or last[0] == text:
+        return list(last[1])
+    out = _split_sentences(text)
+    _last_split = (text, out)
+    return list(out)
+
+
+_last_split: tuple[str | None, list[tuple[int, int, str]]] = (None, [])
+
+
+def _split_sentences(text: str) -> list[tuple[int, int, str]]:
     out, start = [], 0
     for m in SENTENCE_END.finditer(text):
         end = m.start()
@@ -380,7 +478,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                     a, b = m.span(g)
                     sp.taken[a:b] = b"\x01" * (b - a)
     digits = _DIGIT.search(norm) is not None
-    vocab = words_of(folded(norm))  # screens the patterns that need a word of a list
+    fold = folded(norm)
+    vocab = words_of(fold)  # screens the patterns that need a word of a list
     if "@" in norm:
         for m in EMAIL.finditer(norm):
             sp.take(m.start(), m.end(), "email", m.group(0).lower())
@@ -411,14 +510,15 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in IDENT.finditer(norm) if digits or "." in norm else ():
+    for m in _ident_matches(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
+            else ():
         g = m.group(0)
-        if sp.free(m.start(), m.end()) and (any(c.isdigit() for c in g) or "." in g
-                                            or _SERVICE_PART.search(g.lower())) \
+        a, b = m.span()
+        if sp.free(a, b) and (_DIGIT.search(g) or "." in g or _SERVICE_PART.search(g.lower())) \
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
-            sp.take(m.start(), m.end(), "identifier", g.lower().rstrip("."))
+            sp.take(a, b, "identifier", g.lower().rstrip("."))
     if answer:
-        for m in CAPS_CODE.finditer(norm) if answer else ():
+        for m in CAPS_CODE.finditer(norm) if _CAPS_HINT.search(norm) else ():
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
@@ -440,20 +540,28 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
                     continue  # a quoted everyday word ('once', "hot"), no identifier
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
-        for m in ACTION_RE.finditer(norm) if not vocab.isdisjoint(_ACTION_LAST) else ():
+        for m in (m for a, b in _windows(norm, fold, vocab & _ACTION_LAST)
+                  for m in ACTION_RE.finditer(norm, a, b)) \
+                if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
             if m.group("back"):
                 b = m.end("back")
             if sp.free(a, b) and asserted(low, m.start()):
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
-        for m in ANY_ACTION_RE.finditer(norm) if verbs else ():
+        done = [w for w in vocab if w.endswith("ed") and _stem(w) in verbs] if verbs else ()
+        for m in ((m for a, b in _windows(norm, fold, done)
+                   for m in ANY_ACTION_RE.finditer(norm, a, b)) if norm.isascii()
+                  else ANY_ACTION_RE.finditer(norm)) if verbs and (done or not norm.isascii()) \
+                else ():
             a, b = m.start("v"), m.end("v")
             key = stem(m.group("v"))
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
-    for m in STATUS_RE.finditer(norm) if answer and not vocab.isdisjoint(_STATUS_LAST) \
-            else ():
+    for m in (m for a, b in _windows(norm, fold, [p for w in vocab & _STATUS_LAST
+                                                  for p in _STATUS_PHRASES[w]], True)
+              for m in STATUS_RE.finditer(norm, a, b)) \
+            if answer and not vocab.isdisjoint(_STATUS_LAST) else ():
         g = "w" if m.group("w") else "c"
         a, b = m.start(g), m.end(g)
         word = " ".join(m.group(g).lower().split())
@@ -495,7 +603,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
     if answer:  # last: a capitalised unit after a number ("611 Mi") is the number's
         starts = [a for a, _b in labels]
         glosses = "(" in norm
-        for m in NAME.finditer(norm):
+        for m in _name_matches(norm):
             if labels:
                 i = bisect.bisect_right(starts, m.start()) - 1
                 if i >= 0 and m.start() < labels[i][1]:
@@ -506,10 +614,60 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 
 
 _NONSPACE = re.compile(r"\S+")
+_CAPITAL = re.compile(r"[A-Z]")
+_stem = functools.lru_cache(maxsize=16384)(stem)  # the words of answers repeat
+_IDENT_CHAR = re.compile(r"[\d_.-]")
+_IDENT_RUN = re.compile(r"[\w@.-]*")
+_DOT_LABEL = re.compile(r"[A-Za-z0-9-]{2}")
+
+
+def _name_matches(norm: str):
+    """The matches of ``NAME.finditer(norm)``, found from the capitals of ``norm`` (a
+    name's first word holds one; a regular-expression scan of every letter is slower):
+    the match of a capital's word starts where the run of lower-case letters before the
+    capital starts, and none starts inside an earlier match."""
+    end = 0
+    for c in _CAPITAL.finditer(norm):
+        q = c.start()
+        if q < end:
+            continue
+        a = q
+        while a and "a" <= norm[a - 1] <= "z":
+            a -= 1
+        m = NAME.match(norm, a)
+        if m:
+            end = m.end()
+            yield m
+
+
+def _ident_matches(norm: str):
+    r"""The matches of ``IDENT.finditer(norm)``, found from the characters one of them must
+    hold (a digit, ``_``, ``.`` or ``-``): a match starts where a run of ``[\w@.-]``
+    starts (its look-behind) and ends inside that run, so each run is tried once, at its
+    start."""
+    pos, rev, n = 0, None, len(norm)
+    while (c := _IDENT_CHAR.search(norm, pos)) is not None:
+        q = c.start()
+        if c.group() == "." and not _DOT_LABEL.match(norm, q + 1):
+            pos = q + 1  # (a "." only makes a dotted name; a run's other ones try it too)
+            continue
+        if rev is None:
+            rev = norm[::-1]
+        a = n - _IDENT_RUN.match(rev, n - 1 - q).end()  # back to the run's start
+        pos = _IDENT_RUN.match(norm, q).end()  # the run's end: no other start before it
+        m = IDENT.match(norm, a)
+        if m:
+            yield m
+#: the words a name claim leaves out (:func:`_take_name`)
+_NAME_SKIP = _NAME_STOP | frozenset(MONTHS) | frozenset(WEEKDAYS)
 _CAMEL = re.compile(r"[a-z]+[A-Z]")
 
 
 def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
+    g = m.group(0)
+    if (g.lower() in _NAME_SKIP) if " " not in g and "\t" not in g else \
+            all(w.lower() in _NAME_SKIP for w in g.split()):
+        return  # stop words, months and weekdays only: none would be kept (below)
     words = [(w.start(), w.end(), w.group(0)) for w in _NONSPACE.finditer(m.group(0))]
     words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
     if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \
@@ -541,6 +699,8 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
     of a claim is found by bisection).
     """
     spans = extract_spans(answer, answer=True, verbs=verbs)
+    if not spans:
+        return []
     text = clean(answer)  # as extract_spans cleans it
     sentences = split_sentences(text)
     starts = [s[0] for s in sentences]

@@ -75,12 +75,17 @@ _AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "
 _TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")
 _UNDONE = frozenset("""awaiting pending requires required needs need not no without unable
 cannot failed until before""".split())
+#: claim kinds that read the numbers of a source (the derived-date search reads its day
+#: counts, a charge its amounts): a source indexed for none of them skips its JSON numbers'
+#: units, counts and sums (their tokens stay)
+_NUMERIC_KINDS = frozenset({"number", "range", "date", "action"})
 #: claim kinds whose source facts come from extract_spans (they all need a digit)
 _SPAN_KINDS = frozenset({"number", "date", "time", "weekday"})
 KINDS_ALL = frozenset(KINDS)
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})")
 _EPOCH = datetime(1970, 1, 1)
 _WORD = re.compile(r"[a-z]+")
+_stem = functools.lru_cache(maxsize=16384)(stem)  # a source's words repeat
 _ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
 _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
     re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
@@ -141,6 +146,7 @@ class SourceFacts:
     count_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
     bare: set[str] = field(default_factory=set)
+    _numeric: bool = field(default=True, repr=False)
 
     @classmethod
     def of(cls, label: str, text: str | None, *, tool: str = "",
@@ -154,9 +160,11 @@ class SourceFacts:
         no number parsing of the results).
         """
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
+        f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
         f._strings = []  # the string values, read as one text after the walk
+        walk = f._walk if f._numeric else f._walk_plain
         if arguments:
-            f._walk(dict(arguments), "")
+            walk(dict(arguments), "")
         parsed: Any = None
         s = (text or "").strip()
         if s[:1] in "{[":
@@ -167,9 +175,9 @@ class SourceFacts:
         if parsed is not None and isinstance(parsed, (dict, list)):
             target = next((str(arguments[k]).lower() for k in _TARGET_CURRENCY_ARGS
                            if arguments and str(arguments.get(k, "")).lower()
-                           in ("usd", "eur", "gbp")), "")
+                           in ("usd", "eur", "gbp")), "") if f._numeric else ""
             f._target = target
-            f._walk(parsed, "")
+            walk(parsed, "")
             f._target = ""
             if isinstance(parsed, dict):
                 ok = parsed.get("success", parsed.get("ok"))
@@ -178,7 +186,7 @@ class SourceFacts:
                 if ok is True and not f.failed:
                     f.statuses.add("succeeded")
         elif s and _NUMERIC_STRING.fullmatch(s):  # a calculator's "597.0": one JSON number
-            f._walk(s, "")
+            walk(s, "")
         elif s:
             f._strings.append(s)
             f.failed = bool(tool) and s.lower().startswith(("error", "failed", "exception"))
@@ -217,7 +225,7 @@ class SourceFacts:
             if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
                 self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
-                self._tokens(str(k))
+                self._key_tokens(str(k))
                 if "number" in self.needs and _DIGIT.search(str(k)):
                     self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
                 self._walk(v, str(k), currency, money)
@@ -264,6 +272,39 @@ class SourceFacts:
                         self._walk(float(m.group(g)) if "." in m.group(g) else
                                    int(m.group(g)), key, currency, money)
             self._strings.append(text)
+
+    def _walk_plain(self, value: Any, key: str) -> None:
+        """:meth:`_walk` of a source indexed for no claim kind that reads its numbers
+        (``_numeric`` false): the tokens, the statuses of booleans and the string values."""
+        tokens, strings = self.tokens, self._strings
+        stems = self.stems if "action" in self.needs else None
+
+        def walk(value: Any, key: str) -> None:
+            if isinstance(value, str):
+                strings.append(value)
+            elif isinstance(value, dict):
+                got, got_stems, keys = _keys_tokens(tuple(value))
+                tokens.update(got)
+                if stems is not None:
+                    stems.update(got_stems)
+                for k, v in zip(keys, value.values()):
+                    walk(v, k)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+            elif isinstance(value, bool):
+                tokens.add(str(value).lower())
+                self._flag(key, value)
+            elif value is None:
+                pass
+            elif isinstance(value, (int, float)):
+                text = _number_token(value) if value else _number_token.__wrapped__(value)
+                if text is not None:
+                    tokens.add(text)
+            else:
+                strings.append(str(value))
+
+        walk(value, key)
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
@@ -325,7 +366,14 @@ class SourceFacts:
             words = _WORD.findall(low)
             for prev, w in zip([""] + words, words):
                 if prev not in _UNDONE:
-                    self.stems.add(stem(w))
+                    self.stems.add(_stem(w))
+
+    def _key_tokens(self, key: str) -> None:
+        """:meth:`_tokens` of a JSON key (keys repeat across sources: read once each)."""
+        tokens, stems = _tokens_of(key)
+        self.tokens.update(tokens)
+        if "action" in self.needs:
+            self.stems.update(stems)
 
     def _number(self, n: Num) -> None:
         self.nums.append(n)
@@ -400,6 +448,33 @@ class SourceFacts:
 _WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}
 
 
+@functools.lru_cache(maxsize=8192)
+def _tokens_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The tokens and the stems that :meth:`SourceFacts._tokens` adds for ``text``."""
+    f = SourceFacts("")
+    f._tokens(text)
+    return frozenset(f.tokens), frozenset(f.stems)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys_tokens(keys: tuple[Any, ...]) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """The tokens and stems of a JSON object's keys (:func:`_tokens_of` of each), and the
+    keys as text: objects of one shape repeat across results."""
+    texts = tuple(str(k) for k in keys)
+    got = [_tokens_of(k) for k in texts]
+    return (frozenset().union(*(t for t, _s in got)), frozenset().union(*(s for _t, s in got)),
+            texts)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _number_token(x: int | float) -> str | None:
+    """The token of a JSON number (``fmt`` of its value), ``None`` when it is not finite
+    (cached for non-zero values only: ``-0.0`` and ``0`` are equal keys, not equal
+    texts)."""
+    d = _decimal(x)
+    return fmt(d) if d.is_finite() else None
+
+
 def _decimal(x: int | float) -> Decimal:
     try:
         return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
@@ -415,6 +490,7 @@ def _money_key(key: str) -> str:
     return m.group(1).rstrip("s") if m else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def _key_unit(key: str) -> str:
     """The unit a JSON key names by its last ``_`` part (``distance_km`` → ``km``) or as
     a whole word of four letters or more (``minutes``); ``requests_per_min`` names a

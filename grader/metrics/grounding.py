@@ -401,8 +401,7 @@ class _Checker:
         self.results = results
         self.needs = frozenset(c.kind for c in claims) | (
             {"number"} if any(c.kind == "range" for c in claims) else set())
-        self.input = SourceFacts.of("input", trace.input if "input" in sources else "",
-                                    needs=self.needs)
+        self.input = _input_facts(trace.input if "input" in sources else "", self.needs)
         # what the user said (the user turns of the conversation, else the input): any
         # fact it states, and the statuses it asserts (not those it asks about)
         self._user_text = user = user_text(trace) if "user" in sources else ""
@@ -1229,6 +1228,15 @@ def _instruction_facts(label: str, text: str) -> SourceFacts:
     schemas are the same for every episode of a run, so they are indexed once per process,
     not once per episode or claim. The result is never changed by its users."""
     return SourceFacts.of(label, text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _input_facts(text: str, needs: frozenset[str]) -> SourceFacts:
+    """The input indexed for ``needs``: the trials of one case share their input, so it is
+    indexed once per process and kind set (the result is never changed by its users; the
+    1,024 last ones are kept, a few MB: the inputs of a run's cases when its traces come
+    trial by trial)."""
+    return SourceFacts.of("input", text, needs=needs)
 
 
 def _system(ctx: EpisodeContext) -> str | None:
