@@ -99,8 +99,13 @@ class SourceFacts:
         values: ``(value, unit)`` sorted, for rounding look-ups.
         nums: the numbers in the order stated (the derived-number pool).
         dates, times, statuses, stems: normalised keys.
-        counts: list lengths, per-value tallies and totals (see the module docstring).
+        counts: list lengths, per-value tallies and the sums of a numeric field over the
+            items of a list (see the module docstring).
         count_index: ``{value: {units}}`` of ``counts``.
+        totals: the sums of the numbers of one object; total_index: ``{value: {units}}`` of
+            ``totals`` (such a sum adds fields of different things, so it supports only a
+            claim said as a total: ``4 + 2`` of ``{"position": 4, "seats_available": 2}``
+            is no count of seats).
         moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
         full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
             weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
@@ -139,6 +144,8 @@ class SourceFacts:
     _strings: list[str] = field(default_factory=list, repr=False)
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
+    totals: list[Num] = field(default_factory=list)
+    total_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
     bare: set[str] = field(default_factory=set)
 
@@ -193,6 +200,8 @@ class SourceFacts:
         f.values.sort(key=lambda v: v[0])
         for c in f.counts:
             f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
+        for c in f.totals:
+            f.total_index.setdefault(fmt(c.value), set()).add(c.unit)
         f.sorted_times = sorted(f.times)
         for d in sorted(f.dates):
             if not d.startswith("?"):
@@ -215,7 +224,7 @@ class SourceFacts:
             numeric = [v for v in value.values()
                        if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
-                self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
+                self.totals.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
                 self._tokens(str(k))
                 if "number" in self.needs and _DIGIT.search(str(k)):

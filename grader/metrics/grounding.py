@@ -451,6 +451,9 @@ class _Checker:
         self._item_cache: dict[int, SourceFacts] = {}
         self._days_said: dict[str, list[Num]] | None = None
         self._counts_said: dict[str, set[Decimal]] | None = None
+        #: the numbers this answer derived so far, with their arithmetic (a restatement
+        #: later in the answer is supported by it)
+        self.derived_here: dict[tuple[str, str], str] = {}
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -664,9 +667,14 @@ class _Checker:
             # an operand of a sum the answer writes out ("$99 (ATL-LGA) + $102 = $207") is
             # a figure a source must state, not the difference of the other two
             how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
+            if how is None:
+                # "the new total fare will be $207" after "$105 + $102 = $207": a number
+                # the answer derived in an earlier sentence, restated
+                how = self.derived_here.get(claim.num.key)
             if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
                 bisect.insort(self.stated, (claim.start, claim.num), key=lambda x: x[0])
+                self.derived_here.setdefault(claim.num.key, how)
                 return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
@@ -779,10 +787,14 @@ class _Checker:
             return shown
         key = fmt(n.value)
         money = n.unit in _MONEY_UNITS
+        total = _TOTAL.search(sentence) is not None
         for s in scope if related or not money else ():
             units = s.count_index.get(key)
             if units and (not n.unit or "" in units or n.unit in units):
-                return f"count or total in {s.label}"
+                return f"count in {s.label}"
+            units = s.total_index.get(key) if total else None
+            if units and (not n.unit or "" in units or n.unit in units):
+                return f"total in {s.label}"
         if n.value >= 2 and any(len(idxs) == n.value for idxs in self.by_tool.values()):
             return "count of calls"  # "I checked both servers"; one call proves no "1"
         if n.unit in _MINUTES:
@@ -790,9 +802,10 @@ class _Checker:
             if how:
                 return how
         for s in scope:
-            how = priced_product(n, s.nums)
-            if how:
-                return f"{how} [{s.label}]"
+            if s.tool:  # one record: a tool result (the policy's "2" and "$30" are two rules)
+                how = priced_product(n, s.nums)
+                if how:
+                    return f"{how} [{s.label}]"
         where: dict[str, str] = {}
         if money and _TOTAL.search(sentence):
             # "the total price for two economy tickets is $348": the count the sentence
@@ -810,15 +823,18 @@ class _Checker:
                     for k in counts:
                         if a.value * k == n.value and compatible(a.unit, n.unit):
                             return f"{fmt(k)} [the answer] × {fmt(a.value)} [{s.label}]"
-        if related:
-            amounts = [(a, s.label, w) for s in scope
-                       for a, w in zip(s.amounts, s.amount_words)]
-            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
-                                           [w for _a, _l, w in amounts])
-            if how:
-                for a, label, _w in amounts:
-                    where.setdefault(fmt(a.value), label)
-                return _annotate(how, where)
+            # "The compensation is $50 per passenger. … Number of passengers: 3 … Total
+            # compensation: $150": a rate the answer states before the claim times a count
+            # it states in the claim's paragraph
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            rates = {c.num.value for c in self.claims if c.start < at and c.kind == "number"
+                     and c.num is not None and c.num.unit == n.unit
+                     and _RATE.match(self.text, c.start + len(c.text))}
+            for c in self.claims if rates else ():
+                if lo <= c.start < at and _small_count(c.num):
+                    k = c.num.value
+                    if n.value / k in rates:
+                        return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
         # the pool: the answer's stated numbers nearest to the claim (any of them when the
         # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
@@ -850,8 +866,33 @@ class _Checker:
         how = derive(n, pool, frozenset(x.key for x in recent),
                      frozenset(self.rates) & frozenset(x.key for x in recent))
         if how and "÷" in how and n.unit not in ("%", "x") and not _SHARE.search(sentence):
-            return None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
-        return _annotate(how, where) if how else None
+            how = None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
+        if how:
+            return _annotate(how, where)
+        if related:
+            # "$125 remaining" of a $500 certificate after the $375 the answer states: a
+            # sum of money the answer states and one a source states (a balance, a charge,
+            # a fare); or two sums of money one tool result states together ("$174 …
+            # $136" of one note: a refund of the difference); never two sums of different
+            # sources that the answer does not name (with 30 sums of money, some pair adds
+            # up to most claims)
+            anchors = frozenset(x.value for x in recent if x.unit == n.unit)
+            amounts = [(a, s.label, w) for s in scope
+                       for a, w in zip(s.amounts, s.amount_words)]
+            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                           [w for _a, _l, w in amounts],
+                                           anchors=anchors) if anchors else None
+            for s in scope if how is None else ():
+                if s.tool and len(s.amounts) >= 2:
+                    how = amount_sum_or_difference(n, s.amounts, s.amount_words)
+                    if how:
+                        where.update((fmt(a.value), s.label) for a in s.amounts)
+                        break
+            if how:
+                for a, label, _w in amounts:
+                    where.setdefault(fmt(a.value), label)
+                return _annotate(how, where)
+        return None
 
     def _sentence_index(self, at: int) -> int:
         return bisect.bisect_right(self.starts, at) - 1
