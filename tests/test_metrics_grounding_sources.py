@@ -497,3 +497,33 @@ def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
     assert e.value.field == "metrics_args.grounding"
     assert "unknown source 'policy' (sources: input, user, system, tool_schemas)" in \
         e.value.message
+
+
+# --- a count is said of a thing ----------------------------------------------------------
+
+def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
+    # "2 checked bags": the reservation's total_baggages (bag ↔ baggage) states it; the
+    # search's 11 business seats and its 11:00 departure state no 11 bags; the user's
+    # "after 8 am" no 8 bags. Each answer has one claim.
+    res = call("get_reservation_details", {"reservation_id": "R1"},
+               {"total_baggages": 2, "nonfree_baggages": 0}, "call_0")
+    search = call("search_direct_flight", {"origin": "IAH"},
+                  [{"flight_number": "HAT072", "scheduled_departure_time_est": "11:00:00",
+                    "available_seats": {"economy": 9, "business": 11}}], "call_1")
+    inp = "I'd prefer a flight that departs after 8 am."
+
+    def score(answer):
+        return Grounding().score(ctx(answer, [res, search], inp=inp))
+
+    assert score("You have 2 checked bags on this reservation.").value == 0.0
+    s = score("You will have 11 free checked bags per flight.")
+    assert s.value == 1.0 and "not as a count" in s.details, s.details
+    assert score("Add 8 checked bags to the booking.").value == 1.0
+    # the seats are what 11 counts: "11 seats left in business" ✓
+    assert score("There are 11 seats left in business.").value == 0.0
+    # a count followed by no word of what it counts is compared as before: "Available
+    # Seats: 9" ✓, "9" of the seats for "Total bags: 9" too (no noun after it)
+    assert score("- Total bags: 9").value == 0.0
+    # a temperature the answer words as "degrees" is the result's 14 °C → 0/1
+    w = call("get_weather", {"city": "Paris"}, {"temp_c": 14, "conditions": "light rain"})
+    assert Grounding().score(ctx("It's 14 degrees in Paris.", [w])).value == 0.0

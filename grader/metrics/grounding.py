@@ -21,7 +21,7 @@ from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_cl
                                              split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
                                               compatible, derive, fmt, priced_product)
-from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.matching.sources import SourceFacts, count_nouns
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.model import GROUNDING_SOURCES, EpisodeContext, Score, ToolCall, Trace
@@ -632,7 +632,11 @@ class _Checker:
             # "you have three reservations": a count of this case, which the policy's
             # "three" or "seven" (of another rule) does not state
             scope = [s for s in scope if s.label not in _INSTRUCTIONS]
-        found = next((s for s in scope if s.supports(claim)), None)
+        nouns = count_nouns(self.text[claim.start + len(claim.text):
+                                      claim.start + len(claim.text) + 40]) \
+            if claim.kind == "number" and _small_count(claim.num) else frozenset()
+        found = next((s for s in scope if s.supports(claim)
+                      and (not nouns or s.counts_of(claim.key[0], nouns))), None)
         if found is not None:
             return None, _via(found)
         if claim.kind == "number" and self._last_digits(claim, scope):
@@ -680,6 +684,10 @@ class _Checker:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
             if units:
                 return f"stated with another unit: {', '.join(units)}", None
+            if nouns and any(s.supports(claim) for s in scope):
+                return ("stated only as a number of something else, not as a count of "
+                        f"what \"{claim.text}\" counts here; nor a count, sum, difference, "
+                        "product or ratio of stated ones"), None
             return ("no source states this number, nor a count, sum, difference, product "
                     "or ratio of stated ones"), None
         if claim.kind == "status" and any(
@@ -946,14 +954,21 @@ class _Checker:
                 if c.kind == "number" and c.num is not None and c.num.unit in ("day", "week"):
                     self._days_said.setdefault(c.sentence, []).append(c.num)
         said = spans(self._days_said.get(claim.sentence, []))
-        if _NEXT_DAY.search(claim.sentence) or (
-                claim.sentence.endswith("?") and self._user_text
-                and _NEXT_DAY.search(self._user_text)):
-            # "the day after my original reservation": one day, in the claim's sentence or,
-            # for a date the agent proposes in a question, in the user's words
-            said = said | {1}
+        if _NEXT_DAY.search(claim.sentence):
+            said = said | {1}  # "the day after my original reservation", in the sentence
         pairs = [(s.label, s.full_dates[:POOL_LIMIT // 2], said, "the answer")
                  for s in scope if said]
+        if claim.sentence.endswith("?") and self._user_text \
+                and _NEXT_DAY.search(self._user_text):
+            # a date the agent proposes in a question, one day from a date the answer
+            # states ("your flight on May 23 … the cheapest flight for May 24?"), the
+            # user having asked for the day after: not from any date of the results (the
+            # outbound flight's, when the user meant the return)
+            bases = sorted({d for c in self.claims if c.kind == "date" and c is not claim
+                            for d in ([c.key] if not c.key.startswith("?") else
+                                      [f for s in scope for f in s.month_days.get(c.key[5:], [])])
+                            if not d.startswith("?")})
+            pairs.append(("the answer", bases[:POOL_LIMIT // 2], {1}, "the user's words"))
         pairs += [(s.label, s.full_dates[:POOL_LIMIT // 2], spans(s.nums[:POOL_LIMIT]),
                    s.label) for s in scope if s.label not in _INSTRUCTIONS]
         for where, dates, days, days_from in pairs:
