@@ -527,3 +527,24 @@ def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
     # a temperature the answer words as "degrees" is the result's 14 °C → 0/1
     w = call("get_weather", {"city": "Paris"}, {"temp_c": 14, "conditions": "light rain"})
     assert Grounding().score(ctx("It's 14 degrees in Paris.", [w])).value == 0.0
+
+
+def test_a_status_said_of_an_entity_is_checked_against_its_own_records():
+    # "Slot S-202 … is open": the record holding S-202 (list_slots') states no status; the
+    # appointment A-5001's "booked" (get_patient's) is no status of the slot → claims
+    # S-202 ✓, open ✓ → 0/2
+    patient = call("get_patient", {"patient_id": "P-1001"},
+                   {"appointments": [{"appointment_id": "A-5001", "status": "booked"}]},
+                   "call_0")
+    slots = call("list_slots", {"date": "2026-03-02"},
+                 {"slots": [{"slot_id": "S-202", "start": "2026-03-02T10:30"}]}, "call_1")
+    s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, slots]))
+    assert s.value == 0.0, s.details
+    # the slot's own record says booked: contradicted → 1/2, quoting the slot's status
+    taken = call("list_slots", {"date": "2026-03-02"},
+                 {"slots": [{"slot_id": "S-202", "status": "booked"}]}, "call_1")
+    s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, taken]))
+    assert s.value == 0.5 and "say 'booked'" in s.details, s.details
+    # no identifier in the clause: every result in scope is read, as before → 1/1
+    s = Grounding().score(ctx("The slot is open.", [patient, slots]))
+    assert s.value == 1.0 and "say 'booked'" in s.details, s.details

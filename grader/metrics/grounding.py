@@ -698,11 +698,47 @@ class _Checker:
             return None, None  # "your booking is complete" after a successful booking
         if claim.kind == "status":
             said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
+            own = self._entity_statuses(claim)
+            if own is not None:
+                # "Slot S-202 … is open": the records that hold S-202 state its status,
+                # not the appointment A-5001's "booked" in another result
+                said = sorted(own - {"succeeded"})
             if not said and claim.key not in STATUS_ANY.values():
                 return None, None  # "the store is open on Sunday": no state to contradict
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def _entity_statuses(self, claim: Claim) -> set[str] | None:
+        """The statuses that the records of the entity a status claim is said of state:
+        the JSON objects of the tool results that hold an identifier of the claim's clause
+        as a value (``{"slot_id": "S-202", …}`` for "Slot S-202 is open"), their scalar
+        fields only; ``None`` when the clause names no identifier a result holds."""
+        codes = {c.key for c in self.claims if c.kind == "identifier" and c.clause == claim.clause}
+        if not codes:
+            return None
+        found, out = False, set()
+        for c, _f in self.calls:
+            result = self.results.get(c.id)
+            if not result or result.lstrip()[:1] not in "{[" or not any(
+                    k in result.lower() for k in codes):
+                continue
+            try:
+                stack = [orjson.loads(result)]
+            except orjson.JSONDecodeError:
+                continue
+            while stack:
+                v = stack.pop()
+                if isinstance(v, dict):
+                    flat = {k: x for k, x in v.items() if not isinstance(x, (dict, list))}
+                    if any(isinstance(x, str) and x.lower() in codes for x in flat.values()):
+                        found = True
+                        out |= SourceFacts.of("", orjson.dumps(flat).decode(),
+                                              needs=("status",)).statuses
+                    stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
+                elif isinstance(v, list):
+                    stack.extend(v)
+        return out if found else None
 
     def near_code(self, claim: Claim) -> str | None:
         """A code of a source with the length of a capitals-only claim (``UHDAHV``) that
