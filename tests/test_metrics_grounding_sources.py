@@ -548,3 +548,19 @@ def test_a_status_said_of_an_entity_is_checked_against_its_own_records():
     # no identifier in the clause: every result in scope is read, as before → 1/1
     s = Grounding().score(ctx("The slot is open.", [patient, slots]))
     assert s.value == 1.0 and "say 'booked'" in s.details, s.details
+
+
+def test_the_items_of_a_list_of_conditions_report_no_action():
+    # "… can only be cancelled for a full refund if:" then "- The flight was cancelled by
+    # the airline,": a condition of the rule, not a cancellation; nothing was cancelled
+    # (only a read) → the claim is supported as a condition → 0/1
+    res = call("get_reservation_details", {"reservation_id": "PEP4E0"},
+               {"reservation_id": "PEP4E0", "cabin": "basic_economy"})
+    answer = ("Basic economy flights can only be cancelled for a full refund if:\n"
+              "- The flight was cancelled by the airline,\n- Or you have travel insurance.")
+    s = Grounding().score(ctx(answer, [res]))
+    assert s.value == 0.0 and "a condition of a rule: 'cancelled'" in s.details, s.details
+    # the same item under a lead-in that states facts is a report: unsupported → 1/1
+    s = Grounding().score(ctx(answer.replace("for a full refund if:", "for a full refund.\n"
+                                             "Here is what happened:"), [res]))
+    assert s.value == 1.0 and "action 'cancelled'" in s.details, s.details

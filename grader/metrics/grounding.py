@@ -591,6 +591,8 @@ class _Checker:
         arithmetic), ``None`` for a tool call or the input."""
         if claim.kind == "action":
             why = self._action(claim)
+            if why and self._condition(claim):
+                return None, "a condition of a rule"
             if why and _AGO.match(self.text, claim.start + len(claim.text)):
                 # "it was booked more than 24 hours ago": the record's history (its date
                 # is a claim of its own), not an action the agent reports
@@ -708,6 +710,23 @@ class _Checker:
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def _condition(self, claim: Claim) -> bool:
+        """Whether a claim is in an item of a list of conditions: a list whose lead-in line
+        ends in a colon after ``if``, ``when``, ``unless`` or ``provided`` ("basic economy
+        flights can only be cancelled for a full refund if:" then "- The flight was
+        cancelled by the airline,"): the items say what a rule requires, not what
+        happened."""
+        start = self.text.rfind("\n", 0, claim.start) + 1
+        if not _LIST_ITEM.match(self.text, start):
+            return False
+        while start > 0:
+            lead = self.text.rfind("\n", 0, start - 1) + 1
+            line = self.text[lead:start - 1]
+            if not _LIST_ITEM.match(line):
+                return _CONDITIONS.search(line) is not None
+            start = lead
+        return False
 
     def _entity_statuses(self, claim: Claim) -> set[str] | None:
         """The statuses that the records of the entity a status claim is said of state:
@@ -1221,6 +1240,10 @@ _ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?
 #: a sentence that speaks of a rule, not of this case's facts
 _GENERIC = re.compile(r"\b(?:polic(?:y|ies)|typically|usually|generally|normally|in general|"
                       r"as a rule)\b", re.IGNORECASE)
+#: a list item's marker; the lead-in line of a list of conditions ("… a full refund if:")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d{1,2}[.)])[ \t]")
+_CONDITIONS = re.compile(r"\b(?:if|when|unless|provided|as long as)\b[^:\n]*:\s*$",
+                         re.IGNORECASE)
 #: a sentence that states a total
 _TOTAL = re.compile(r"\b(?:total|totals|totaling|totalling|sum|altogether|in all|combined)\b",
                     re.IGNORECASE)
