@@ -145,16 +145,23 @@ class Grounding(Metric):
       calls of that tool are left out, and when a value names one item of a listed result
       the claim must hold for that item, so a figure of Paris's result is unsupported for
       Rome ("stated for another call");
-    - a number is also supported when it is a count or total of a listed result, a price
-      times a quantity of one record, a span between two stated times, a total of the
-      numbers the answer lists just before it, a sum or difference of two sums of money
-      the sources state (``$174 − $136``), or a sum, difference, product, ratio or percent
-      change of two numbers (:func:`evaltape.grader.matching.numbers.derive`; sums,
-      differences and whole-number products only of numbers the answer itself states, a
-      product only with a rate: "3 bags per passenger"); a value stated with another unit
-      is unsupported; a range needs both ends;
+    - a number is also supported when it is a count of a listed result (the sum of one
+      object's numbers only when the answer says "total"), a price times a quantity of
+      one tool result, a span between two stated times, a total of the numbers the answer
+      lists just before it, a rate the answer states times a count of the total's
+      paragraph, a sum or difference of two sums of money of which the answer states one
+      (``$500 − $375 [the answer]``) or one tool result states both, or a sum,
+      difference, product, ratio or percent change of two numbers
+      (:func:`evaltape.grader.matching.numbers.derive`; sums, differences and
+      whole-number products only of numbers the answer itself states, a product only
+      with a rate: "3 bags per passenger"), or a number the answer derived earlier; never
+      two numbers of the sources the answer does not relate; a value stated with another
+      unit is unsupported; a range needs both ends; a count followed by what it counts
+      ("11 checked bags") only by a number said of that thing
+      (:meth:`~evaltape.grader.matching.sources.SourceFacts.counts_of`);
     - a status must be one a tool result in scope states (``shipped`` against ``"status":
-      "pending"`` is unsupported), one the user asserts ("my flight was delayed"), a rule
+      "pending"`` is unsupported; said of an identifier, only the records holding it
+      contradict it), one the user asserts ("my flight was delayed"), a rule
       of the system prompt when the sentence speaks of a policy, or reached by a
       successful call that performs it (any changing call for ``completed``,
       ``confirmed``: :data:`OUTCOME_STATUSES`); a failed call states ``failed``;
@@ -167,7 +174,8 @@ class Grounding(Metric):
       one whose arguments hold a word of the claim's sentence for an action on an object
       (``booked on HAT266``: :data:`ANCHORED_ACTIONS`); else by a successful result using
       the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call
-      failed it is unsupported; the user's words never support an action;
+      failed it is unsupported; the user's words never support an action; an item of a
+      list of conditions ("… a full refund if:") reports none;
     - a date a stated number of days from a stated date is supported; a weekday must match
       the date it is said of (the year taken from the sources when the answer gives none).
 
@@ -187,7 +195,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -672,11 +680,10 @@ class _Checker:
             # a derived number may combine figures of several entities ("5.6°C warmer");
             # an operand of a sum the answer writes out ("$99 (ATL-LGA) + $102 = $207") is
             # a figure a source must state, not the difference of the other two
-            how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
-            if how is None:
-                # "the new total fare will be $207" after "$105 + $102 = $207": a number
-                # the answer derived in an earlier sentence, restated
-                how = self.derived_here.get(claim.num.key)
+            # "the new total fare will be $207" after "$105 + $102 = $207": a number the
+            # answer derived in an earlier sentence, restated, has that derivation
+            how = self.derived_here.get(claim.num.key) or self._derived(
+                claim.num, claim.start, scope + siblings, claim.sentence)
             if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
                 bisect.insort(self.stated, (claim.start, claim.num), key=lambda x: x[0])
