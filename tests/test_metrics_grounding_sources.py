@@ -564,3 +564,32 @@ def test_the_items_of_a_list_of_conditions_report_no_action():
     s = Grounding().score(ctx(answer.replace("for a full refund if:", "for a full refund.\n"
                                              "Here is what happened:"), [res]))
     assert s.value == 1.0 and "action 'cancelled'" in s.details, s.details
+
+
+def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
+    # the answer lists $51 and $55 (with other fares between them) in one paragraph and
+    # totals the two in the next: 51 + 55 = 106, both operands the answer's → claims $51,
+    # $239, $55, $490, $106 ✓ → 0/5
+    out = call("search_direct_flight", {"origin": "JFK"},
+               {"flight_number": "HAT069", "prices": {"basic_economy": 51, "business": 239}},
+               "call_0")
+    back = call("search_direct_flight", {"origin": "SEA"},
+                {"flight_number": "HAT276", "prices": {"basic_economy": 55, "business": 490}},
+                "call_1")
+    s = Grounding().score(ctx("- Outbound: $51 (business $239)\n- Return: $55 (business "
+                              "$490)\n\nThe total round-trip price in basic economy is $106.",
+                              [out, back]))
+    assert s.details == "0/5 claims unsupported; derived (51 [the answer] + 55 [the answer]):" \
+        " '$106'", s.details
+    # a listing of three flights: the total of the two the paragraph names, 112 + 130 =
+    # 242 ✓; 112 + 50 = 162 pairs a fare of a flight it does not name ✗. Claims HAT084 ✓,
+    # HAT266 ✓ and the total → 0/3, then 1/3
+    listing = call("search_onestop_flight", {"origin": "DEN"},
+                   [{"flight_number": "HAT084", "prices": {"economy": 112, "business": 438}},
+                    {"flight_number": "HAT266", "prices": {"economy": 130, "business": 378}},
+                    {"flight_number": "HAT999", "prices": {"economy": 50}}])
+    s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $242.", [listing]))
+    assert s.value == 0.0 and "derived (112 [search_onestop_flight#call_1] + 130 " \
+        "[search_onestop_flight#call_1]): '$242'" in s.details, s.details
+    s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $162.", [listing]))
+    assert round(s.value, 4) == round(1 / 3, 4) and "number '$162'" in s.details, s.details

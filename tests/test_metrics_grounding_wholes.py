@@ -129,10 +129,16 @@ def test_a_sum_of_unrelated_amounts_supports_no_changed_amount():
     res = {"flights": [{"price": 274}, {"price": 131}]}
     s = Grounding().score(_ctx("Compensation is set at $143 per passenger.", [_call(res)]))
     assert s.value == 1.0, s.details
-    # a sentence that names the difference relates them: 0/1, operands named
+    # a sentence that names the difference and one of the fares relates them: claims
+    # $274 ✓, $143 ✓ → 0/2, operands named with where each came from
+    s = Grounding().score(_ctx("Against your $274 fare, the fare difference is $143.",
+                               [_call(res)]))
+    assert s.details == ("0/2 claims unsupported; derived (274 [the answer] − 131 "
+                         "[get_reservation_details#toolu_1]): '$143'"), s.details
+    # naming neither: two fares of a listing (two flights) that the answer does not name
+    # are no pair it relates → 1/1
     s = Grounding().score(_ctx("The fare difference is $143.", [_call(res)]))
-    assert s.details == ("0/1 claims unsupported; derived (274 [get_reservation_details#"
-                         "toolu_1] − 131 [get_reservation_details#toolu_1]): '$143'"), s.details
+    assert s.value == 1.0, s.details
 
 
 def test_a_count_is_not_stated_by_the_policy():

@@ -424,13 +424,14 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
                 if b in seen and b != x and b > 0 and (x not in kind or alike(x, b)):
                     return text
         return None
+    for v, a in seen.items():  # a sum first: "total price" is one of the two fares
+        b = seen.get(c - v)
+        if b is not None and b is not a and v < c - v and alike(v, b.value):
+            return f"{fmt(v)} + {fmt(b.value)}"
     for v, a in seen.items():
         b = seen.get(v - c)
         if b is not None and b is not a and alike(v, b.value):
             return f"{fmt(v)} − {fmt(b.value)}"
-        b = seen.get(c - v)
-        if b is not None and b is not a and v < c - v and alike(v, b.value):
-            return f"{fmt(v)} + {fmt(b.value)}"
     return None
 
 

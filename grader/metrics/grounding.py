@@ -462,6 +462,7 @@ class _Checker:
         #: the numbers this answer derived so far, with their arithmetic (a restatement
         #: later in the answer is supported by it)
         self.derived_here: dict[tuple[str, str], str] = {}
+        self._listings: dict[str, bool] = {}
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -843,13 +844,17 @@ class _Checker:
     def _derived(self, n: Num, at: int, scope: list[SourceFacts],
                  sentence: str = "") -> str | None:
         """How a number is derived, as a reader of the answer would derive it, or
-        ``None``: a total the answer adds up, a count of a listed result, a span of
-        time, a price times a quantity of one record, and sums, differences, products and
-        ratios over values the answer itself relates. A sum or difference (and a total
-        of sums of money) needs its operands in the claim's own sentence, or a sentence
-        that names the relation (:data:`_RELATION`: "difference", "total", "remaining",
-        "refund", "more", ...); an arbitrary pair of the sources' numbers is none. The
-        text names each operand and where it came from (``155 [the answer] − 50
+        ``None``: a total the answer adds up, a count of a listed result (an object's sum
+        only as a total), a span of time, a price times a quantity of one tool result, a
+        rate the answer states times a count of the total's paragraph, and sums,
+        differences, products and ratios over values the answer itself relates. A sum or
+        difference needs its operands in the claim's own sentence, or a sentence that
+        names the relation (:data:`_RELATION`: "difference", "total", "remaining",
+        "refund", "more", ...); for sums of money in such a sentence, two the answer
+        states before the claim, one it states in the paragraph and one of a source, two
+        of one record that lists no items, or two of the listed items the paragraph
+        names; an arbitrary pair of the sources' numbers is none. The text names each
+        operand and where it came from (``155 [the answer] − 50
         [get_reservation_details#call_1]``)."""
         related = _RELATION.search(sentence) is not None
         shown = self._shown_total(n, at) if _TOTAL.search(sentence) else None
@@ -939,6 +944,17 @@ class _Checker:
             how = None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
         if how:
             return _annotate(how, where)
+        if related and money:
+            # "Basic Economy: $51" … "Basic Economy: $55" … "The total round-trip price is
+            # $106": two sums of money the answer states before the claim, in any paragraph
+            said = sorted({x.value for a, x in self.stated if a < at and x.unit == n.unit
+                           and x.value not in (0, 1)})[:POOL_LIMIT]
+            have = set(said)
+            for x in said:
+                if n.value - x in have and n.value - x > x:
+                    return f"{fmt(x)} [the answer] + {fmt(n.value - x)} [the answer]"
+                if x - n.value in have and x - n.value != x:
+                    return f"{fmt(x)} [the answer] − {fmt(x - n.value)} [the answer]"
         if related:
             # "$125 remaining" of a $500 certificate after the $375 the answer states: a
             # sum of money the answer states and one a source states (a balance, a charge,
@@ -952,17 +968,48 @@ class _Checker:
             how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
                                            [w for _a, _l, w in amounts],
                                            anchors=anchors) if anchors else None
-            for s in scope if how is None else ():
-                if s.tool and len(s.amounts) >= 2:
-                    how = amount_sum_or_difference(n, s.amounts, s.amount_words)
+            in_scope = {id(s) for s in scope}
+            for c, f in self.calls if how is None else ():
+                # one record (a reservation, a note), not a listing of many items: a
+                # search's thirty fares pair up as freely as thirty of several results
+                if id(f) in in_scope and len(f.amounts) >= 2 and not self._listing(c.id):
+                    how = amount_sum_or_difference(n, f.amounts, f.amount_words)
                     if how:
-                        where.update((fmt(a.value), s.label) for a in s.amounts)
+                        where.update((fmt(a.value), f.label) for a in f.amounts)
                         break
+            if how is None:
+                # the items of a listing that the claim's paragraph names: "HAT084 …
+                # HAT266 … Total Price: $242 (Economy)" = their economy fares 112 + 130
+                lo = self.text.rfind("\n\n", 0, at) + 1
+                seen_items: set[int] = set()
+                pairs: list[tuple[Num, str, str]] = []
+                i = bisect.bisect_left(self.mention_starts, lo)
+                for a, _b, key in self.mentions[i:]:
+                    if a >= at:
+                        break
+                    for label, item, _l in self.items.get(key, ()):
+                        if id(item) not in seen_items:
+                            seen_items.add(id(item))
+                            facts = self._item_facts(label, item)
+                            pairs += [(x, w, label) for x, w in
+                                      zip(facts.amounts, facts.amount_words)]
+                if len(pairs) >= 2:
+                    how = amount_sum_or_difference(n, [x for x, _w, _l in pairs],
+                                                   [w for _x, w, _l in pairs])
+                    if how:
+                        where.update((fmt(x.value), label) for x, _w, label in pairs)
             if how:
                 for a, label, _w in amounts:
                     where.setdefault(fmt(a.value), label)
                 return _annotate(how, where)
         return None
+
+    def _listing(self, call_id: str) -> bool:
+        """Whether a call's result lists two or more objects (a search's flights)."""
+        got = self._listings.get(call_id)
+        if got is None:
+            got = self._listings[call_id] = bool(_listed_objects(self.results.get(call_id)))
+        return got
 
     def _sentence_index(self, at: int) -> int:
         return bisect.bisect_right(self.starts, at) - 1
