@@ -502,9 +502,10 @@ def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
 # --- a count is said of a thing ----------------------------------------------------------
 
 def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
-    # "2 checked bags": the reservation's total_baggages (bag ↔ baggage) states it; the
-    # search's 11 business seats and its 11:00 departure state no 11 bags; the user's
-    # "after 8 am" no 8 bags. Each answer has one claim.
+    # "2 checked bags": the reservation's total_baggages (bag ↔ baggage) states it, so the
+    # sources say how many bags there are; the search's 11 business seats and its 11:00
+    # departure state no 11 bags; the user's "after 8 am" no 8 bags. Each answer has one
+    # claim.
     res = call("get_reservation_details", {"reservation_id": "R1"},
                {"total_baggages": 2, "nonfree_baggages": 0}, "call_0")
     search = call("search_direct_flight", {"origin": "IAH"},
@@ -527,6 +528,12 @@ def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
     # a temperature the answer words as "degrees" is the result's 14 °C → 0/1
     w = call("get_weather", {"city": "Paris"}, {"temp_c": 14, "conditions": "light rain"})
     assert Grounding().score(ctx("It's 14 degrees in Paris.", [w])).value == 0.0
+    # when no source says how many of the thing there are, another word for it is no
+    # contradiction: "2 adults" of "guests": 2 ✓, "9 engineers" of "members": 9 ✓ → 0/1
+    hotel = call("get_booking", {}, {"guests": 2, "nights": 3})
+    assert Grounding().score(ctx("The booking is for 2 adults.", [hotel])).value == 0.0
+    team = call("get_team", {}, {"members": 9})
+    assert Grounding().score(ctx("The team has 9 engineers.", [team])).value == 0.0
 
 
 def test_a_status_said_of_an_entity_is_checked_against_its_own_records():

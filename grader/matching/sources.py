@@ -102,7 +102,7 @@ class SourceFacts:
         counts: list lengths, per-value tallies and the sums of a numeric field over the
             items of a list (see the module docstring).
         count_index: ``{value: {units}}`` of ``counts``.
-        count_context: for each whole number from 2 to 20 without a unit, where it was
+        count_context: for each whole number from 0 to 20 without a unit, where it was
             stated: ``(key path, "")`` for a JSON number (``" available_seats business"``),
             ``("", the text after it)`` for one of prose (:meth:`counts_of`).
         totals: the sums of the numbers of one object; total_index: ``{value: {units}}`` of
@@ -263,7 +263,7 @@ class SourceFacts:
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
             n = Num(d, _key_unit(key) or currency or target)
             self._number(n)
-            if not n.unit and 2 <= d <= 20 and d == d.to_integral_value():
+            if not n.unit and 0 <= d <= 20 and d == d.to_integral_value():
                 # what it may count: the keys it is under
                 self.count_context.setdefault(fmt(d), []).append((path, ""))
             if not n.unit:  # a JSON number whose key names no unit: any unit may be its
@@ -318,7 +318,7 @@ class SourceFacts:
             if kind == "number" and num is not None:
                 self._number(num)
                 v = num.value
-                if not num.unit and 2 <= v <= 20 and v == v.to_integral_value():
+                if not num.unit and 0 <= v <= 20 and v == v.to_integral_value():
                     # what a number of prose counts: the words after it ("2 free checked
                     # bags", "8 am")
                     norm = clean(text) if norm is None else norm
@@ -419,6 +419,19 @@ class SourceFacts:
                 return True
         return False
 
+
+    def names_count_of(self, nouns: Iterable[str]) -> bool:
+        """Whether this source states a whole number from 0 to 20 said of what ``nouns``
+        name (as :meth:`counts_of` reads a key path or the words after a number):
+        ``"total_baggages": 0`` names a count of bags."""
+        nouns = list(nouns)
+        for where in self.count_context.values():
+            for path, after in where:
+                words = [w for w in _KEY_PARTS.split(path.lower()) if w] if path else \
+                    _AFTER_WORDS.match(after.lower()).group(0).split()[:3]
+                if any(_same_noun(stem(w), n) for w in words for n in nouns):
+                    return True
+        return False
 
     def counts_of(self, value: str, nouns: Iterable[str]) -> bool:
         """Whether this source states the whole number ``value`` (:func:`fmt` text) as a

@@ -646,6 +646,10 @@ class _Checker:
         nouns = count_nouns(self.text[claim.start + len(claim.text):
                                       claim.start + len(claim.text) + 40]) \
             if claim.kind == "number" and _small_count(claim.num) else frozenset()
+        if nouns and not any(s.names_count_of(nouns) for s in scope):
+            # no source says how many of these there are ("2 adults" of "guests": 2):
+            # a number of them is compared as any number
+            nouns = frozenset()
         found = next((s for s in scope if s.supports(claim)
                       and (not nouns or s.counts_of(claim.key[0], nouns))), None)
         if found is not None:
