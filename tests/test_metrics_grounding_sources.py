@@ -320,6 +320,13 @@ def test_a_price_difference_is_derived_only_from_fares_the_answer_or_one_result_
     s = Grounding().score(ctx("Your fare was $174, so you get $38 back.", [old, new]))
     assert s.details == ("0/2 claims unsupported; derived (174 [the answer] − 136 "
                          "[search_direct_flight#call_1]): '$38'"), s.details
+    # one the answer states pairs with a sum of money of another kind: the balance 100 −
+    # the $20 charge the answer names = $80 → claims $20 ✓, $80 ✓ → 0/2
+    acct = call("get_account", {}, {"balance": 100}, "call_3")
+    fee = call("get_charges", {}, {"charge": 20}, "call_4")
+    s = Grounding().score(ctx("After the $20 charge, your new balance is $80.", [acct, fee]))
+    assert s.details == ("0/2 claims unsupported; derived (100 [get_account#call_3] − 20 "
+                         "[the answer]): '$80'"), s.details
     # neither fare stated: two sums of money of two results that the answer does not
     # name are no pair a reader relates (some pair of a long result adds up to most
     # numbers) → 1/1

@@ -394,7 +394,9 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
     answer itself states near the claim; when given, one operand must be one of them (the
     $375 of "the full amount of $375, which will leave you with $125"), so the pair is one
     the answer relates, not any two of the sources' sums (with 30 sums of money, some pair
-    adds up to most claims).
+    adds up to most claims); the answer relating them, they need not be of one kind ("after
+    the $20 charge, your balance is $80": a balance and a charge). Without anchors a sum is
+    tried before a difference.
     """
     if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0:
         return None
@@ -421,7 +423,7 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
             for b, text in ((c - x, f"{fmt(x)} + {fmt(c - x)}"),
                             (x - c, f"{fmt(x)} − {fmt(x - c)}"),
                             (c + x, f"{fmt(c + x)} − {fmt(x)}")):
-                if b in seen and b != x and b > 0 and (x not in kind or alike(x, b)):
+                if b in seen and b != x and b > 0:
                     return text
         return None
     for v, a in seen.items():  # a sum first: "total price" is one of the two fares
