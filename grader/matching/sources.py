@@ -149,6 +149,7 @@ class SourceFacts:
     count_index: dict[str, set[str]] = field(default_factory=dict)
     totals: list[Num] = field(default_factory=list)
     count_context: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _count_stems: frozenset[str] | None = field(default=None, repr=False)
     total_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
     bare: set[str] = field(default_factory=set)
@@ -424,14 +425,12 @@ class SourceFacts:
         """Whether this source states a whole number from 0 to 20 said of what ``nouns``
         name (as :meth:`counts_of` reads a key path or the words after a number):
         ``"total_baggages": 0`` names a count of bags."""
-        nouns = list(nouns)
-        for where in self.count_context.values():
-            for path, after in where:
-                words = [w for w in _KEY_PARTS.split(path.lower()) if w] if path else \
-                    _AFTER_WORDS.match(after.lower()).group(0).split()[:3]
-                if any(_same_noun(stem(w), n) for w in words for n in nouns):
-                    return True
-        return False
+        if self._count_stems is None:  # built once: a conversation's replies share it
+            self._count_stems = frozenset(
+                stem(w) for where in self.count_context.values() for path, after in where
+                for w in ([w for w in _KEY_PARTS.split(path.lower()) if w] if path else
+                          _AFTER_WORDS.match(after.lower()).group(0).split()[:3]))
+        return any(_same_noun(w, n) for w in self._count_stems for n in nouns)
 
     def counts_of(self, value: str, nouns: Iterable[str]) -> bool:
         """Whether this source states the whole number ``value`` (:func:`fmt` text) as a
