@@ -309,23 +309,117 @@ def test_ranges():
 
 # --- derived numbers ------------------------------------------------------------------------
 
-def test_a_price_difference_of_two_fares_is_derived():
-    # 174 − 136 = 38: both are fares the tools returned (keys "price"), the answer states
-    # neither but names the relation ("back": money back); claims $38 ✓ (derived) → 0/1;
-    # the details name where each fare came from
+def test_a_price_difference_is_derived_only_from_fares_the_answer_or_one_result_relates():
+    # 174 − 136 = 38: the answer states the old fare ($174, the reservation's) and names
+    # the relation ("back": money back); the new fare is the search's. Claims $174 ✓,
+    # $38 ✓ (derived) → 0/2; the details name where each operand came from
     old = call("get_reservation_details", {"reservation_id": "OWZ4XL"},
                {"flights": [{"flight_number": "HAT041", "price": 174}]}, "call_0")
     new = call("search_direct_flight", {"origin": "EWR"},
                [{"flight_number": "HAT041", "prices": {"economy": 136, "business": 400}}])
+    s = Grounding().score(ctx("Your fare was $174, so you get $38 back.", [old, new]))
+    assert s.details == ("0/2 claims unsupported; derived (174 [the answer] − 136 "
+                         "[search_direct_flight#call_1]): '$38'"), s.details
+    # one the answer states pairs with a sum of money of another kind: the balance 100 −
+    # the $20 charge the answer names = $80 → claims $20 ✓, $80 ✓ → 0/2
+    acct = call("get_account", {}, {"balance": 100}, "call_3")
+    fee = call("get_charges", {}, {"charge": 20}, "call_4")
+    s = Grounding().score(ctx("After the $20 charge, your new balance is $80.", [acct, fee]))
+    assert s.details == ("0/2 claims unsupported; derived (100 [get_account#call_3] − 20 "
+                         "[the answer]): '$80'"), s.details
+    # neither fare stated: two sums of money of two results that the answer does not
+    # name are no pair a reader relates (some pair of a long result adds up to most
+    # numbers) → 1/1
     s = Grounding().score(ctx("You get $38 back.", [old, new]))
-    assert s.details == ("0/1 claims unsupported; derived (174 [get_reservation_details#call_0]"
-                         " − 136 [search_direct_flight#call_1]): '$38'"), s.details
+    assert s.value == 1.0 and "number '$38'" in s.details, s.details
+    # both fares in one record (a note of the old and the new fare): their difference,
+    # named as money back → 0/1
+    note = call("think", {}, {"old_fare": 174, "new_fare": 136}, "call_2")
+    s = Grounding().score(ctx("You get $38 back.", [note]))
+    assert s.details == "0/1 claims unsupported; derived (174 [think#call_2] − 136 " \
+        "[think#call_2]): '$38'", s.details
     # the same pair in a sentence that relates nothing ("Your fare is $38.") is no
     # derivation a reader makes: 1/1
-    assert Grounding().score(ctx("Your fare is $38.", [old, new])).value == 1.0
+    assert Grounding().score(ctx("Your fare is $38.", [note])).value == 1.0
     # a floor and a capacity are no sums of money: 8 − 3 = 5 floors stays unsupported → 1/1
     room = call("book_room", {}, {"floor": 3, "capacity": 8})
     assert Grounding().score(ctx("Your room is on floor 5.", [room])).value == 1.0
+
+
+def test_a_price_times_a_quantity_is_one_records_not_two_rules_of_the_policy():
+    # the policy states "2" (bags) and "$30" (insurance): 2 × 30 = 60 is no price of this
+    # reservation, whose fare is $54. Claims $60 ✗ → 1/1; with the fare, $54 ✓ → 0/1
+    res = call("get_reservation_details", {"reservation_id": "R1"},
+               {"flights": [{"flight_number": "HAT285", "price": 54}]})
+    system = "Each passenger gets 2 free checked bags. Travel insurance costs $30."
+    s = Grounding().score(ctx("- **Price:** $60", [res], system=system))
+    assert s.value == 1.0 and "number '$60'" in s.details, s.details
+    assert Grounding().score(ctx("- **Price:** $54", [res], system=system)).value == 0.0
+    # a record's own price and quantity multiply: 25 seats × $12 = $300 → 0/1
+    sub = call("get_subscription", {}, {"seats": 25, "price_per_seat_usd": 12})
+    s = Grounding().score(ctx("Your plan comes to $300 a month.", [sub]))
+    assert s.details == "0/1 claims unsupported; derived (25 × 12 [get_subscription#call_1]): " \
+        "'$300'", s.details
+
+
+def test_a_total_of_a_stated_rate_times_a_stated_count():
+    # "$50 per passenger" (a rate the answer states, the policy's) and "Number of
+    # passengers: 3" (the reservation lists three) in the total's paragraph: 3 × 50 = 150.
+    # Claims $50 ✓, 3 ✓, $150 ✓ (derived) → 0/3; a total of $160 is none → 1/3
+    res = call("get_reservation_details", {"reservation_id": "R1"},
+               {"passengers": [{"first_name": "A"}, {"first_name": "B"}, {"first_name": "C"}]})
+    system = "Silver members get a $50 certificate per passenger for a delayed flight."
+    answer = ("The compensation amount is $50 per passenger.\n\nHere are the details:\n"
+              "- Number of passengers: 3\n- Total compensation: $150")
+    s = Grounding().score(ctx(answer, [res], system=system))
+    assert s.value == 0.0 and "derived (3 [the answer] × 50 [the answer]): '$150'" in \
+        s.details, s.details
+    s = Grounding().score(ctx(answer.replace("$150", "$160"), [res], system=system))
+    assert round(s.value, 4) == round(1 / 3, 4) and "number '$160'" in s.details, s.details
+
+
+def test_the_sum_of_an_objects_numbers_supports_only_a_total():
+    # {"position": 4, "seats_available": 2}: 4 + 2 = 6 adds a place in a queue to a number
+    # of seats; "6 seats available" is no total → claims 4th ✓, 6 ✗ → 1/2
+    up = call("get_upgrade_list", {"flight": "UA 1482"},
+              {"position": 4, "seats_available": 2, "cleared": False})
+    s = Grounding().score(ctx("You're 4th on the upgrade list with 6 seats available.", [up]))
+    assert s.value == 0.5 and "number '6'" in s.details, s.details
+    # said as a total, the sum is one: 17 + 1,271 + 14 = 1,302 → claims 17, 1,271, 14,
+    # 1,302 all ✓ → 0/4
+    build = call("get_build", {}, {"failed": 17, "passed": 1271, "skipped": 14})
+    s = Grounding().score(ctx("17 tests failed, 1,271 passed and 14 were skipped (1,302 in "
+                              "total).", [build]))
+    assert s.details.startswith("0/4 claims unsupported"), s.details
+
+
+def test_a_number_the_answer_derived_is_supported_where_it_is_restated():
+    # $105 + $102 = $207 (two legs, two searches), then "the new total fare will be $207"
+    # in another paragraph, which states no operand: the answer's own derivation supports
+    # the restatement → claims $105, $102, $207, $207 ✓ → 0/4; "$217" restated is not
+    # the sum → 1/4
+    a = call("search_direct_flight", {"origin": "ATL"},
+             [{"flight_number": "HAT110", "prices": {"economy": 105}}], "call_0")
+    b = call("search_direct_flight", {"origin": "LGA"},
+             [{"flight_number": "HAT172", "prices": {"economy": 102}}], "call_1")
+    answer = ("- Total economy fare: $105 (ATL-LGA) + $102 (LGA-PHL) = $207\n\n"
+              "You will be changing to economy, and the new total fare will be {x}.")
+    s = Grounding().score(ctx(answer.format(x="$207"), [a, b]))
+    assert s.value == 0.0, s.details
+    s = Grounding().score(ctx(answer.format(x="$217"), [a, b]))
+    assert s.value == 0.25 and "number '$217'" in s.details, s.details
+
+
+def test_a_capitalised_word_after_a_semicolon_is_a_name():
+    # a semicolon joins two clauses of one sentence: "Standard" after it is capitalised as
+    # a name, not as a sentence's first word. Claims $29.99 ✓, Standard ✓ → 0/2; a
+    # shipping option no result names ("Anneliese") ✗ → 1/2
+    opts = call("get_shipping_options", {}, [{"name": "Overnight", "price": 29.99},
+                                            {"name": "Standard", "price": 0}])
+    s = Grounding().score(ctx("Overnight costs $29.99; Standard shipping is free.", [opts]))
+    assert s.value == 0.0, s.details
+    s = Grounding().score(ctx("Overnight costs $29.99; Anneliese shipping is free.", [opts]))
+    assert s.value == 0.5 and "name 'Anneliese'" in s.details, s.details
 
 
 def test_a_product_of_a_stated_rate_and_a_stated_count():
@@ -410,3 +504,106 @@ def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
     assert e.value.field == "metrics_args.grounding"
     assert "unknown source 'policy' (sources: input, user, system, tool_schemas)" in \
         e.value.message
+
+
+# --- a count is said of a thing ----------------------------------------------------------
+
+def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
+    # "2 checked bags": the reservation's total_baggages (bag ↔ baggage) states it, so the
+    # sources say how many bags there are; the search's 11 business seats and its 11:00
+    # departure state no 11 bags; the user's "after 8 am" no 8 bags. Each answer has one
+    # claim.
+    res = call("get_reservation_details", {"reservation_id": "R1"},
+               {"total_baggages": 2, "nonfree_baggages": 0}, "call_0")
+    search = call("search_direct_flight", {"origin": "IAH"},
+                  [{"flight_number": "HAT072", "scheduled_departure_time_est": "11:00:00",
+                    "available_seats": {"economy": 9, "business": 11}}], "call_1")
+    inp = "I'd prefer a flight that departs after 8 am."
+
+    def score(answer):
+        return Grounding().score(ctx(answer, [res, search], inp=inp))
+
+    assert score("You have 2 checked bags on this reservation.").value == 0.0
+    s = score("You will have 11 free checked bags per flight.")
+    assert s.value == 1.0 and "not as a count" in s.details, s.details
+    assert score("Add 8 checked bags to the booking.").value == 1.0
+    # the seats are what 11 counts: "11 seats left in business" ✓
+    assert score("There are 11 seats left in business.").value == 0.0
+    # a count followed by no word of what it counts is compared as before: "Available
+    # Seats: 9" ✓, "9" of the seats for "Total bags: 9" too (no noun after it)
+    assert score("- Total bags: 9").value == 0.0
+    # a temperature the answer words as "degrees" is the result's 14 °C → 0/1
+    w = call("get_weather", {"city": "Paris"}, {"temp_c": 14, "conditions": "light rain"})
+    assert Grounding().score(ctx("It's 14 degrees in Paris.", [w])).value == 0.0
+    # when no source says how many of the thing there are, another word for it is no
+    # contradiction: "2 adults" of "guests": 2 ✓, "9 engineers" of "members": 9 ✓ → 0/1
+    hotel = call("get_booking", {}, {"guests": 2, "nights": 3})
+    assert Grounding().score(ctx("The booking is for 2 adults.", [hotel])).value == 0.0
+    team = call("get_team", {}, {"members": 9})
+    assert Grounding().score(ctx("The team has 9 engineers.", [team])).value == 0.0
+
+
+def test_a_status_said_of_an_entity_is_checked_against_its_own_records():
+    # "Slot S-202 … is open": the record holding S-202 (list_slots') states no status; the
+    # appointment A-5001's "booked" (get_patient's) is no status of the slot → claims
+    # S-202 ✓, open ✓ → 0/2
+    patient = call("get_patient", {"patient_id": "P-1001"},
+                   {"appointments": [{"appointment_id": "A-5001", "status": "booked"}]},
+                   "call_0")
+    slots = call("list_slots", {"date": "2026-03-02"},
+                 {"slots": [{"slot_id": "S-202", "start": "2026-03-02T10:30"}]}, "call_1")
+    s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, slots]))
+    assert s.value == 0.0, s.details
+    # the slot's own record says booked: contradicted → 1/2, quoting the slot's status
+    taken = call("list_slots", {"date": "2026-03-02"},
+                 {"slots": [{"slot_id": "S-202", "status": "booked"}]}, "call_1")
+    s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, taken]))
+    assert s.value == 0.5 and "say 'booked'" in s.details, s.details
+    # no identifier in the clause: every result in scope is read, as before → 1/1
+    s = Grounding().score(ctx("The slot is open.", [patient, slots]))
+    assert s.value == 1.0 and "say 'booked'" in s.details, s.details
+
+
+def test_the_items_of_a_list_of_conditions_report_no_action():
+    # "… can only be cancelled for a full refund if:" then "- The flight was cancelled by
+    # the airline,": a condition of the rule, not a cancellation; nothing was cancelled
+    # (only a read) → the claim is supported as a condition → 0/1
+    res = call("get_reservation_details", {"reservation_id": "PEP4E0"},
+               {"reservation_id": "PEP4E0", "cabin": "basic_economy"})
+    answer = ("Basic economy flights can only be cancelled for a full refund if:\n"
+              "- The flight was cancelled by the airline,\n- Or you have travel insurance.")
+    s = Grounding().score(ctx(answer, [res]))
+    assert s.value == 0.0 and "a condition of a rule: 'cancelled'" in s.details, s.details
+    # the same item under a lead-in that states facts is a report: unsupported → 1/1
+    s = Grounding().score(ctx(answer.replace("for a full refund if:", "for a full refund.\n"
+                                             "Here is what happened:"), [res]))
+    assert s.value == 1.0 and "action 'cancelled'" in s.details, s.details
+
+
+def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
+    # the answer lists $51 and $55 (with other fares between them) in one paragraph and
+    # totals the two in the next: 51 + 55 = 106, both operands the answer's → claims $51,
+    # $239, $55, $490, $106 ✓ → 0/5
+    out = call("search_direct_flight", {"origin": "JFK"},
+               {"flight_number": "HAT069", "prices": {"basic_economy": 51, "business": 239}},
+               "call_0")
+    back = call("search_direct_flight", {"origin": "SEA"},
+                {"flight_number": "HAT276", "prices": {"basic_economy": 55, "business": 490}},
+                "call_1")
+    s = Grounding().score(ctx("- Outbound: $51 (business $239)\n- Return: $55 (business "
+                              "$490)\n\nThe total round-trip price in basic economy is $106.",
+                              [out, back]))
+    assert s.details == "0/5 claims unsupported; derived (51 [the answer] + 55 [the answer]):" \
+        " '$106'", s.details
+    # a listing of three flights: the total of the two the paragraph names, 112 + 130 =
+    # 242 ✓; 112 + 50 = 162 pairs a fare of a flight it does not name ✗. Claims HAT084 ✓,
+    # HAT266 ✓ and the total → 0/3, then 1/3
+    listing = call("search_onestop_flight", {"origin": "DEN"},
+                   [{"flight_number": "HAT084", "prices": {"economy": 112, "business": 438}},
+                    {"flight_number": "HAT266", "prices": {"economy": 130, "business": 378}},
+                    {"flight_number": "HAT999", "prices": {"economy": 50}}])
+    s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $242.", [listing]))
+    assert s.value == 0.0 and "derived (112 [search_onestop_flight#call_1] + 130 " \
+        "[search_onestop_flight#call_1]): '$242'" in s.details, s.details
+    s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $162.", [listing]))
+    assert round(s.value, 4) == round(1 / 3, 4) and "number '$162'" in s.details, s.details

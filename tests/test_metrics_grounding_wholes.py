@@ -129,10 +129,16 @@ def test_a_sum_of_unrelated_amounts_supports_no_changed_amount():
     res = {"flights": [{"price": 274}, {"price": 131}]}
     s = Grounding().score(_ctx("Compensation is set at $143 per passenger.", [_call(res)]))
     assert s.value == 1.0, s.details
-    # a sentence that names the difference relates them: 0/1, operands named
+    # a sentence that names the difference and one of the fares relates them: claims
+    # $274 ✓, $143 ✓ → 0/2, operands named with where each came from
+    s = Grounding().score(_ctx("Against your $274 fare, the fare difference is $143.",
+                               [_call(res)]))
+    assert s.details == ("0/2 claims unsupported; derived (274 [the answer] − 131 "
+                         "[get_reservation_details#toolu_1]): '$143'"), s.details
+    # naming neither: two fares of a listing (two flights) that the answer does not name
+    # are no pair it relates → 1/1
     s = Grounding().score(_ctx("The fare difference is $143.", [_call(res)]))
-    assert s.details == ("0/1 claims unsupported; derived (274 [get_reservation_details#"
-                         "toolu_1] − 131 [get_reservation_details#toolu_1]): '$143'"), s.details
+    assert s.value == 1.0, s.details
 
 
 def test_a_count_is_not_stated_by_the_policy():
@@ -168,10 +174,12 @@ def test_a_date_pair_shares_its_month_and_year():
 
 
 def test_a_date_in_a_question_is_checked_and_the_day_after_is_one_day():
-    # the reservation is on 2024-05-23; "May 24?" proposes the day after: supported when
-    # the user asked for the day after (23 + 1 = 24), unsupported when the user did not;
-    # "May 29?" is 6 days off either way → unsupported
-    res = {"flights": [{"date": "2024-05-23"}]}
+    # the reservation is on 2024-05-17 and 2024-05-23; the answer states May 23, 2024
+    # and proposes May 24: supported when the user asked for the day after (23 + 1 = 24),
+    # unsupported when the user did not; "May 29?" is 6 days off either way; "May 18?"
+    # is the day after the 17th, a date the answer does not state (the other flight's):
+    # no day the user asked for → each unsupported. Claims: May 23 ✓ and the proposed one
+    res = {"flights": [{"date": "2024-05-17"}, {"date": "2024-05-23"}]}
 
     def ctx(answer: str, user: str) -> EpisodeContext:
         msgs = ({"role": "user", "content": user},
@@ -181,9 +189,11 @@ def test_a_date_in_a_question_is_checked_and_the_day_after_is_one_day():
         return EpisodeContext(trace=trace, case=Case(id="c", input=user))
 
     day_after = "Move me to the day after my original flight."
-    assert Grounding().score(ctx("Shall I book May 24, 2024?", day_after)).value == 0.0
-    assert Grounding().score(ctx("Shall I book May 24, 2024?", "Move my flight.")).value == 1.0
-    assert Grounding().score(ctx("Shall I book May 29, 2024?", day_after)).value == 1.0
+    ask = "Your flight is on May 23, 2024. Shall I book {}?"
+    assert Grounding().score(ctx(ask.format("May 24, 2024"), day_after)).value == 0.0
+    assert Grounding().score(ctx(ask.format("May 24, 2024"), "Move my flight.")).value == 0.5
+    assert Grounding().score(ctx(ask.format("May 29, 2024"), day_after)).value == 0.5
+    assert Grounding().score(ctx(ask.format("May 18, 2024"), day_after)).value == 0.5
 
 
 def test_an_operand_of_a_written_sum_is_not_derived():

@@ -125,9 +125,11 @@ def test_real_conversations_precision_recall_and_false_alarms(capsys):
     # worked out from the labels: dev: one invention flagged (a refund called a charge);
     # the correct bag count ("4 free checked bags", labelled a false alarm) is no longer
     # flagged: the reply before it derived 4 from "2 per passenger" and the reservation's
-    # two passengers, and no tool result came back in between; 3 false alarms in a failed
-    # episode (task_008#t1: a total of sums listed in earlier list items separated by blank
-    # lines, and a difference of it); held out: τ-bench 2
+    # two passengers, and no tool result came back in between; the 3 false alarms of a
+    # failed episode (task_008#t1: a total of two subtotals the answer states in earlier
+    # list items separated by blank lines, 327 + 1000 = 1327 twice, and a difference of
+    # it, 1625 − 1327 = 298) are gone: both operands of each are the answer's own sums of
+    # money, stated before the claim; held out: τ-bench 2
     # inventions flagged (a waiver that was a refund, a charge of the wrong amount), one
     # missed (a cost said to be charged where money went back), one false alarm (a city an
     # airport code stands for); τ² 1 false alarm in one successful episode (its other two,
@@ -137,7 +139,7 @@ def test_real_conversations_precision_recall_and_false_alarms(capsys):
     out = capsys.readouterr().out
     rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()
             if line.startswith(("τ-bench", "τ²", "both files"))}
-    assert rows["τ-bench airline, dev"] == ["1", "3", "0", "0.250", "1.000", "0/69", "=",
+    assert rows["τ-bench airline, dev"] == ["1", "0", "0", "1.000", "1.000", "0/69", "=",
                                             "0.0%"]
     assert rows["τ-bench airline, held-out"][:5] == ["2", "1", "1", "0.667", "0.667"]
     assert rows["τ-bench airline, held-out"][5] == "0/15"

@@ -164,7 +164,7 @@ since departs arrives departing arriving departure arrival outbound return route
 # is not a claim; the code is (an identifier, checked)
 _GLOSS_AFTER = re.compile(r"(?:(?:\s+|\s*[/,]\s*)[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
 _GLOSS_BEFORE = re.compile(r"\b[A-Z][A-Z0-9]{1,4}\s*\(\s*$")
-_SENT_START = re.compile(r"(?:^|[.!?:;\n•*#\"“]|(?:^|\n)\s*[-–]\s)\s*$")
+_SENT_START = re.compile(r"(?:^|[.!?:\n•*#\"“]|(?:^|\n)\s*[-–]\s)\s*$")
 
 # "before 9", "until 5 and": a bare hour after a preposition, as a time of day
 BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"

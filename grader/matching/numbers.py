@@ -380,7 +380,8 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
 
 
 def amount_sum_or_difference(claim: Num, amounts: list[Num],
-                             words: list[str] | None = None) -> str | None:
+                             words: list[str] | None = None,
+                             anchors: frozenset[Decimal] | None = None) -> str | None:
     """A sum or difference of two sums of money the sources state that equals a money
     claim exactly: the price difference of two fares (``$174 − $136 = $38``), a refund of
     two payments. Only for a claim in a currency (``$``, ``€``, ``£``), with operands of a
@@ -389,7 +390,13 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
     <evaltape.grader.matching.sources.SourceFacts>`: numbers with a currency or under a
     price or amount key), so a floor number or a net pay is no operand. ``words`` (one per
     amount: the money word of its key, ``""`` for none) pairs only sums of one kind: two
-    prices, two amounts, not a price and a fee.
+    prices, two amounts, not a price and a fee. ``anchors`` (``None``: any): values the
+    answer itself states near the claim; when given, one operand must be one of them (the
+    $375 of "the full amount of $375, which will leave you with $125"), so the pair is one
+    the answer relates, not any two of the sources' sums (with 30 sums of money, some pair
+    adds up to most claims); the answer relating them, they need not be of one kind ("after
+    the $20 charge, your balance is $80": a balance and a charge). Without anchors a sum is
+    tried before a difference.
     """
     if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0:
         return None
@@ -408,13 +415,25 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
         return "" in a or "" in b or not a.isdisjoint(b)
 
     c = claim.value
+    if anchors is not None:
+        # the answer's own sum x and a source's sum b: c = x + b, x − b or b − x
+        for x in sorted(anchors):
+            if x in (0, 1) or x == c:
+                continue
+            for b, text in ((c - x, f"{fmt(x)} + {fmt(c - x)}"),
+                            (x - c, f"{fmt(x)} − {fmt(x - c)}"),
+                            (c + x, f"{fmt(c + x)} − {fmt(x)}")):
+                if b in seen and b != x and b > 0:
+                    return text
+        return None
+    for v, a in seen.items():  # a sum first: "total price" is one of the two fares
+        b = seen.get(c - v)
+        if b is not None and b is not a and v < c - v and alike(v, b.value):
+            return f"{fmt(v)} + {fmt(b.value)}"
     for v, a in seen.items():
         b = seen.get(v - c)
         if b is not None and b is not a and alike(v, b.value):
             return f"{fmt(v)} − {fmt(b.value)}"
-        b = seen.get(c - v)
-        if b is not None and b is not a and v < c - v and alike(v, b.value):
-            return f"{fmt(v)} + {fmt(b.value)}"
     return None
 
 

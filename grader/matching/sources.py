@@ -104,8 +104,16 @@ class SourceFacts:
         values: ``(value, unit)`` sorted, for rounding look-ups.
         nums: the numbers in the order stated (the derived-number pool).
         dates, times, statuses, stems: normalised keys.
-        counts: list lengths, per-value tallies and totals (see the module docstring).
+        counts: list lengths, per-value tallies and the sums of a numeric field over the
+            items of a list (see the module docstring).
         count_index: ``{value: {units}}`` of ``counts``.
+        count_context: for each whole number from 0 to 20 without a unit, where it was
+            stated: ``(key path, "")`` for a JSON number (``" available_seats business"``),
+            ``("", the text after it)`` for one of prose (:meth:`counts_of`).
+        totals: the sums of the numbers of one object; total_index: ``{value: {units}}`` of
+            ``totals`` (such a sum adds fields of different things, so it supports only a
+            claim said as a total: ``4 + 2`` of ``{"position": 4, "seats_available": 2}``
+            is no count of seats).
         moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
         full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
             weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
@@ -144,6 +152,10 @@ class SourceFacts:
     _strings: list[str] = field(default_factory=list, repr=False)
     _target: str = ""
     count_index: dict[str, set[str]] = field(default_factory=dict)
+    totals: list[Num] = field(default_factory=list)
+    count_context: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _count_stems: frozenset[str] | None = field(default=None, repr=False)
+    total_index: dict[str, set[str]] = field(default_factory=dict)
     needs: frozenset[str] = KINDS_ALL
     bare: set[str] = field(default_factory=set)
     _numeric: bool = field(default=True, repr=False)
@@ -201,6 +213,8 @@ class SourceFacts:
         f.values.sort(key=lambda v: v[0])
         for c in f.counts:
             f.count_index.setdefault(fmt(c.value), set()).add(c.unit)
+        for c in f.totals:
+            f.total_index.setdefault(fmt(c.value), set()).add(c.unit)
         f.sorted_times = sorted(f.times)
         for d in sorted(f.dates):
             if not d.startswith("?"):
@@ -213,7 +227,8 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
-    def _walk(self, value: Any, key: str, currency: str = "", money: str = "") -> None:
+    def _walk(self, value: Any, key: str, currency: str = "", money: str = "",
+              path: str = "") -> None:
         if not money and key and "number" in self.needs:
             money = _money_key(key)
         if isinstance(value, dict):
@@ -223,12 +238,12 @@ class SourceFacts:
             numeric = [v for v in value.values()
                        if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if len(numeric) >= 2:  # {"passed": 1271, "failed": 17, "skipped": 14}: 1302
-                self.counts.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
+                self.totals.append(Num(sum((_decimal(v) for v in numeric), Decimal(0))))
             for k, v in value.items():
                 self._key_tokens(str(k))
                 if "number" in self.needs and _DIGIT.search(str(k)):
                     self._spans(str(k).replace("_", " "))  # "pages_last_24h": 24 h
-                self._walk(v, str(k), currency, money)
+                self._walk(v, str(k), currency, money, f"{path} {k}")
         elif isinstance(value, list):
             self._count(Decimal(len(value)))
             tallies: Counter = Counter()
@@ -240,7 +255,7 @@ class SourceFacts:
                             tallies[(k, str(x).lower())] += 1
                         if isinstance(x, (int, float)) and not isinstance(x, bool):
                             sums[k] = sums.get(k, Decimal(0)) + _decimal(x)
-                self._walk(v, key, currency, money)
+                self._walk(v, key, currency, money, path)
             for n in sorted(set(tallies.values())):
                 self._count(Decimal(n))
             for k, total in sums.items():
@@ -257,6 +272,9 @@ class SourceFacts:
             target = self._target if key.lower() in _AMOUNT_KEYS else ""
             n = Num(d, _key_unit(key) or currency or target)
             self._number(n)
+            if not n.unit and 0 <= d <= 20 and d == d.to_integral_value():
+                # what it may count: the keys it is under
+                self.count_context.setdefault(fmt(d), []).append((path, ""))
             if not n.unit:  # a JSON number whose key names no unit: any unit may be its
                 self.bare.update(fmt(v.value) for v in source_values(n))
             if money or n.unit in _CURRENCIES:
@@ -270,7 +288,7 @@ class SourceFacts:
                 for g in ("a", "b"):
                     if m.group(g):
                         self._walk(float(m.group(g)) if "." in m.group(g) else
-                                   int(m.group(g)), key, currency, money)
+                                   int(m.group(g)), key, currency, money, path)
             self._strings.append(text)
 
     def _walk_plain(self, value: Any, key: str) -> None:
@@ -337,9 +355,16 @@ class SourceFacts:
                 self.value_statuses.add(_ALL_STATUS[m.group(0)])
 
     def _spans(self, text: str) -> None:
-        for _a, _b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
+        norm = None
+        for _a, b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
             if kind == "number" and num is not None:
                 self._number(num)
+                v = num.value
+                if not num.unit and 0 <= v <= 20 and v == v.to_integral_value():
+                    # what a number of prose counts: the words after it ("2 free checked
+                    # bags", "8 am")
+                    norm = clean(text) if norm is None else norm
+                    self.count_context.setdefault(fmt(v), []).append(("", norm[b:b + 40]))
                 if num.unit in _CURRENCIES:  # "$50 per passenger" in a text
                     self.amounts.append(num)
                     self.amount_words.append("")
@@ -443,6 +468,76 @@ class SourceFacts:
                 return True
         return False
 
+
+    def names_count_of(self, nouns: Iterable[str]) -> bool:
+        """Whether this source states a whole number from 0 to 20 said of what ``nouns``
+        name (as :meth:`counts_of` reads a key path or the words after a number):
+        ``"total_baggages": 0`` names a count of bags."""
+        if self._count_stems is None:  # built once: a conversation's replies share it
+            self._count_stems = frozenset(
+                stem(w) for where in self.count_context.values() for path, after in where
+                for w in ([w for w in _KEY_PARTS.split(path.lower()) if w] if path else
+                          _AFTER_WORDS.match(after.lower()).group(0).split()[:3]))
+        return any(_same_noun(w, n) for w in self._count_stems for n in nouns)
+
+    def counts_of(self, value: str, nouns: Iterable[str]) -> bool:
+        """Whether this source states the whole number ``value`` (:func:`fmt` text) as a
+        count of what ``nouns`` name (word stems, :func:`count_nouns` of the claim): a JSON
+        number under a key that names one of them (``"total_baggages": 2`` for "2 checked
+        bags", ``"available_seats": {"business": 9}`` for "9 seats") or names no thing
+        (``count``, ``total``, ``result`` …: :data:`_GENERIC_KEYS`), or a number of prose
+        followed by one of them ("2 free checked bags") or by no word; ``True`` too for a
+        number stated without a unit where neither is recorded (a ratio's twin). A number
+        said of something else ("available_seats": 11 for "11 bags", "after 8 am" for "8
+        bags") is no count of it, nor is a sum of money (``$11``) or a token of a code or
+        a time (``11`` of ``11:00:00``); one with another unit is (``14 °C`` for "14
+        degrees": the answer's word may name the unit)."""
+        units = self.numbers.get(value, ())
+        if "" not in units:
+            return bool(units) and not units <= _CURRENCIES
+        where = self.count_context.get(value)
+        if not where:
+            return True
+        nouns = list(nouns)
+        for path, after in where:
+            if path:
+                words = [w for w in _KEY_PARTS.split(path.lower()) if w]
+                if all(w in _GENERIC_KEYS or w.isdigit() for w in words):
+                    return True
+            else:
+                words = _AFTER_WORDS.match(after.lower()).group(0).split()[:3]
+                if not words:
+                    return True
+            if any(_same_noun(stem(w), n) for w in words for n in nouns):
+                return True
+        return False
+
+
+#: JSON keys that name no counted thing: a number under them may count anything
+_GENERIC_KEYS = frozenset("""count counts total totals number num quantity qty n result
+results value values size length data""".split())
+_KEY_PARTS = re.compile(r"[\W_]+")
+#: the words right after a number of prose, up to a punctuation mark, digit or line end
+_AFTER_WORDS = re.compile(r"[ \t]*(?:[a-z][a-z'-]*[ \t]*){0,3}")
+_NOT_NOUNS = frozenset("""of the a an and or to in on at for from with by per each is are
+was were be will than more less out""".split())
+
+
+def count_nouns(after: str) -> frozenset[str]:
+    """Stems of the words right after a count in an answer (up to three, to a punctuation
+    mark, digit or line end; ``the``, ``of`` and the like left out): ``"free checked bags
+    per flight"`` → ``free``, ``check``, ``bag``. Empty when a count is followed by no such
+    word ("Total Baggages: 3") or by ``of`` ("38 of 40")."""
+    words = _AFTER_WORDS.match(after.lower()).group(0).split()[:3]
+    if words and words[0] in _NOT_NOUNS:
+        return frozenset()
+    return frozenset(stem(w) for w in words if w not in _NOT_NOUNS and len(w) >= 3)
+
+
+def _same_noun(a: str, b: str) -> bool:
+    """Two stems name one thing: one begins with the other, three letters at least
+    (``bag`` and ``baggag``, ``seat`` and ``seat``)."""
+    return min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a))
 
 
 _WEEKDAY_NAMES = {i: d for d, i in WEEKDAYS.items()}

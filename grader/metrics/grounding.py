@@ -21,7 +21,7 @@ from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_cl
                                              split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
                                               compatible, derive, fmt, priced_product)
-from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.matching.sources import SourceFacts, count_nouns
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.model import GROUNDING_SOURCES, EpisodeContext, Score, ToolCall, Trace
@@ -145,16 +145,23 @@ class Grounding(Metric):
       calls of that tool are left out, and when a value names one item of a listed result
       the claim must hold for that item, so a figure of Paris's result is unsupported for
       Rome ("stated for another call");
-    - a number is also supported when it is a count or total of a listed result, a price
-      times a quantity of one record, a span between two stated times, a total of the
-      numbers the answer lists just before it, a sum or difference of two sums of money
-      the sources state (``$174 − $136``), or a sum, difference, product, ratio or percent
-      change of two numbers (:func:`evaltape.grader.matching.numbers.derive`; sums,
-      differences and whole-number products only of numbers the answer itself states, a
-      product only with a rate: "3 bags per passenger"); a value stated with another unit
-      is unsupported; a range needs both ends;
+    - a number is also supported when it is a count of a listed result (the sum of one
+      object's numbers only when the answer says "total"), a price times a quantity of
+      one tool result, a span between two stated times, a total of the numbers the answer
+      lists just before it, a rate the answer states times a count of the total's
+      paragraph, a sum or difference of two sums of money of which the answer states one
+      (``$500 − $375 [the answer]``) or one tool result states both, or a sum,
+      difference, product, ratio or percent change of two numbers
+      (:func:`evaltape.grader.matching.numbers.derive`; sums, differences and
+      whole-number products only of numbers the answer itself states, a product only
+      with a rate: "3 bags per passenger"), or a number the answer derived earlier; never
+      two numbers of the sources the answer does not relate; a value stated with another
+      unit is unsupported; a range needs both ends; a count followed by what it counts
+      ("11 checked bags") only by a number said of that thing
+      (:meth:`~evaltape.grader.matching.sources.SourceFacts.counts_of`);
     - a status must be one a tool result in scope states (``shipped`` against ``"status":
-      "pending"`` is unsupported), one the user asserts ("my flight was delayed"), a rule
+      "pending"`` is unsupported; said of an identifier, only the records holding it
+      contradict it), one the user asserts ("my flight was delayed"), a rule
       of the system prompt when the sentence speaks of a policy, or reached by a
       successful call that performs it (any changing call for ``completed``,
       ``confirmed``: :data:`OUTCOME_STATUSES`); a failed call states ``failed``;
@@ -167,7 +174,8 @@ class Grounding(Metric):
       one whose arguments hold a word of the claim's sentence for an action on an object
       (``booked on HAT266``: :data:`ANCHORED_ACTIONS`); else by a successful result using
       the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call
-      failed it is unsupported; the user's words never support an action;
+      failed it is unsupported; the user's words never support an action; an item of a
+      list of conditions ("… a full refund if:") reports none;
     - a date a stated number of days from a stated date is supported; a weekday must match
       the date it is said of (the year taken from the sources when the answer gives none).
 
@@ -187,7 +195,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -450,6 +458,10 @@ class _Checker:
         self._item_cache: dict[int, SourceFacts] = {}
         self._days_said: dict[str, list[Num]] | None = None
         self._counts_said: dict[str, set[Decimal]] | None = None
+        #: the numbers this answer derived so far, with their arithmetic (a restatement
+        #: later in the answer is supported by it)
+        self.derived_here: dict[tuple[str, str], str] = {}
+        self._listings: dict[str, bool] = {}
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before
@@ -587,6 +599,8 @@ class _Checker:
         arithmetic), ``None`` for a tool call or the input."""
         if claim.kind == "action":
             why = self._action(claim)
+            if why and self._condition(claim):
+                return None, "a condition of a rule"
             if why and _AGO.match(self.text, claim.start + len(claim.text)):
                 # "it was booked more than 24 hours ago": the record's history (its date
                 # is a claim of its own), not an action the agent reports
@@ -628,7 +642,15 @@ class _Checker:
             # "you have three reservations": a count of this case, which the policy's
             # "three" or "seven" (of another rule) does not state
             scope = [s for s in scope if s.label not in _INSTRUCTIONS]
-        found = next((s for s in scope if s.supports(claim)), None)
+        nouns = count_nouns(self.text[claim.start + len(claim.text):
+                                      claim.start + len(claim.text) + 40]) \
+            if claim.kind == "number" and _small_count(claim.num) else frozenset()
+        if nouns and not any(s.names_count_of(nouns) for s in scope):
+            # no source says how many of these there are ("2 adults" of "guests": 2):
+            # a number of them is compared as any number
+            nouns = frozenset()
+        found = next((s for s in scope if s.supports(claim)
+                      and (not nouns or s.counts_of(claim.key[0], nouns))), None)
         if found is not None:
             return None, _via(found)
         if claim.kind == "number" and self._last_digits(claim, scope):
@@ -662,15 +684,23 @@ class _Checker:
             # a derived number may combine figures of several entities ("5.6°C warmer");
             # an operand of a sum the answer writes out ("$99 (ATL-LGA) + $102 = $207") is
             # a figure a source must state, not the difference of the other two
-            how = self._derived(claim.num, claim.start, scope + siblings, claim.sentence)
+            # "the new total fare will be $207" after "$105 + $102 = $207": a number the
+            # answer derived in an earlier sentence, restated, has that derivation
+            how = self.derived_here.get(claim.num.key) or self._derived(
+                claim.num, claim.start, scope + siblings, claim.sentence)
             if how:
                 # a derived number may be an operand of the next one ("$90 (22.5%) left")
                 bisect.insort(self.stated, (claim.start, claim.num), key=lambda x: x[0])
+                self.derived_here.setdefault(claim.num.key, how)
                 return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
             if units:
                 return f"stated with another unit: {', '.join(units)}", None
+            if nouns and any(s.supports(claim) for s in scope):
+                return ("stated only as a number of something else, not as a count of "
+                        f"what \"{claim.text}\" counts here; nor a count, sum, difference, "
+                        "product or ratio of stated ones"), None
             return ("no source states this number, nor a count, sum, difference, product "
                     "or ratio of stated ones"), None
         if claim.kind == "status" and any(
@@ -681,11 +711,64 @@ class _Checker:
             return None, None  # "your booking is complete" after a successful booking
         if claim.kind == "status":
             said = sorted({st for s in scope for st in s.statuses} - {"succeeded"})
+            own = self._entity_statuses(claim)
+            if own is not None:
+                # "Slot S-202 … is open": the records that hold S-202 state its status,
+                # not the appointment A-5001's "booked" in another result
+                said = sorted(own - {"succeeded"})
             if not said and claim.key not in STATUS_ANY.values():
                 return None, None  # "the store is open on Sunday": no state to contradict
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def _condition(self, claim: Claim) -> bool:
+        """Whether a claim is in an item of a list of conditions: a list whose lead-in line
+        ends in a colon after ``if``, ``when``, ``unless`` or ``provided`` ("basic economy
+        flights can only be cancelled for a full refund if:" then "- The flight was
+        cancelled by the airline,"): the items say what a rule requires, not what
+        happened."""
+        start = self.text.rfind("\n", 0, claim.start) + 1
+        if not _LIST_ITEM.match(self.text, start):
+            return False
+        while start > 0:
+            lead = self.text.rfind("\n", 0, start - 1) + 1
+            line = self.text[lead:start - 1]
+            if not _LIST_ITEM.match(line):
+                return _CONDITIONS.search(line) is not None
+            start = lead
+        return False
+
+    def _entity_statuses(self, claim: Claim) -> set[str] | None:
+        """The statuses that the records of the entity a status claim is said of state:
+        the JSON objects of the tool results that hold an identifier of the claim's clause
+        as a value (``{"slot_id": "S-202", …}`` for "Slot S-202 is open"), their scalar
+        fields only; ``None`` when the clause names no identifier a result holds."""
+        codes = {c.key for c in self.claims if c.kind == "identifier" and c.clause == claim.clause}
+        if not codes:
+            return None
+        found, out = False, set()
+        for c, _f in self.calls:
+            result = self.results.get(c.id)
+            if not result or result.lstrip()[:1] not in "{[" or not any(
+                    k in result.lower() for k in codes):
+                continue
+            try:
+                stack = [orjson.loads(result)]
+            except orjson.JSONDecodeError:
+                continue
+            while stack:
+                v = stack.pop()
+                if isinstance(v, dict):
+                    flat = {k: x for k, x in v.items() if not isinstance(x, (dict, list))}
+                    if any(isinstance(x, str) and x.lower() in codes for x in flat.values()):
+                        found = True
+                        out |= SourceFacts.of("", orjson.dumps(flat).decode(),
+                                              needs=("status",)).statuses
+                    stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
+                elif isinstance(v, list):
+                    stack.extend(v)
+        return out if found else None
 
     def near_code(self, claim: Claim) -> str | None:
         """A code of a source with the length of a capitals-only claim (``UHDAHV``) that
@@ -764,13 +847,17 @@ class _Checker:
     def _derived(self, n: Num, at: int, scope: list[SourceFacts],
                  sentence: str = "") -> str | None:
         """How a number is derived, as a reader of the answer would derive it, or
-        ``None``: a total the answer adds up, a count of a listed result, a span of
-        time, a price times a quantity of one record, and sums, differences, products and
-        ratios over values the answer itself relates. A sum or difference (and a total
-        of sums of money) needs its operands in the claim's own sentence, or a sentence
-        that names the relation (:data:`_RELATION`: "difference", "total", "remaining",
-        "refund", "more", ...); an arbitrary pair of the sources' numbers is none. The
-        text names each operand and where it came from (``155 [the answer] − 50
+        ``None``: a total the answer adds up, a count of a listed result (an object's sum
+        only as a total), a span of time, a price times a quantity of one tool result, a
+        rate the answer states times a count of the total's paragraph, and sums,
+        differences, products and ratios over values the answer itself relates. A sum or
+        difference needs its operands in the claim's own sentence, or a sentence that
+        names the relation (:data:`_RELATION`: "difference", "total", "remaining",
+        "refund", "more", ...); for sums of money in such a sentence, two the answer
+        states before the claim, one it states in the paragraph and one of a source, two
+        of one record that lists no items, or two of the listed items the paragraph
+        names; an arbitrary pair of the sources' numbers is none. The text names each
+        operand and where it came from (``155 [the answer] − 50
         [get_reservation_details#call_1]``)."""
         related = _RELATION.search(sentence) is not None
         shown = self._shown_total(n, at) if _TOTAL.search(sentence) else None
@@ -778,10 +865,14 @@ class _Checker:
             return shown
         key = fmt(n.value)
         money = n.unit in _MONEY_UNITS
+        total = _TOTAL.search(sentence) is not None
         for s in scope if related or not money else ():
             units = s.count_index.get(key)
             if units and (not n.unit or "" in units or n.unit in units):
-                return f"count or total in {s.label}"
+                return f"count in {s.label}"
+            units = s.total_index.get(key) if total else None
+            if units and (not n.unit or "" in units or n.unit in units):
+                return f"total in {s.label}"
         if n.value >= 2 and any(len(idxs) == n.value for idxs in self.by_tool.values()):
             return "count of calls"  # "I checked both servers"; one call proves no "1"
         if n.unit in _MINUTES:
@@ -789,9 +880,10 @@ class _Checker:
             if how:
                 return how
         for s in scope:
-            how = priced_product(n, s.nums)
-            if how:
-                return f"{how} [{s.label}]"
+            if s.tool:  # one record: a tool result (the policy's "2" and "$30" are two rules)
+                how = priced_product(n, s.nums)
+                if how:
+                    return f"{how} [{s.label}]"
         where: dict[str, str] = {}
         if money and _TOTAL.search(sentence):
             # "the total price for two economy tickets is $348": the count the sentence
@@ -809,15 +901,18 @@ class _Checker:
                     for k in counts:
                         if a.value * k == n.value and compatible(a.unit, n.unit):
                             return f"{fmt(k)} [the answer] × {fmt(a.value)} [{s.label}]"
-        if related:
-            amounts = [(a, s.label, w) for s in scope
-                       for a, w in zip(s.amounts, s.amount_words)]
-            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
-                                           [w for _a, _l, w in amounts])
-            if how:
-                for a, label, _w in amounts:
-                    where.setdefault(fmt(a.value), label)
-                return _annotate(how, where)
+            # "The compensation is $50 per passenger. … Number of passengers: 3 … Total
+            # compensation: $150": a rate the answer states before the claim times a count
+            # it states in the claim's paragraph
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            rates = {c.num.value for c in self.claims if c.start < at and c.kind == "number"
+                     and c.num is not None and c.num.unit == n.unit
+                     and _RATE.match(self.text, c.start + len(c.text))}
+            for c in self.claims if rates else ():
+                if lo <= c.start < at and _small_count(c.num):
+                    k = c.num.value
+                    if n.value / k in rates:
+                        return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
         # the pool: the answer's stated numbers nearest to the claim (any of them when the
         # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
@@ -849,8 +944,75 @@ class _Checker:
         how = derive(n, pool, frozenset(x.key for x in recent),
                      frozenset(self.rates) & frozenset(x.key for x in recent))
         if how and "÷" in how and n.unit not in ("%", "x") and not _SHARE.search(sentence):
-            return None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
-        return _annotate(how, where) if how else None
+            how = None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
+        if how:
+            return _annotate(how, where)
+        if related and money:
+            # "Basic Economy: $51" … "Basic Economy: $55" … "The total round-trip price is
+            # $106": two sums of money the answer states before the claim, in any paragraph
+            said = sorted({x.value for a, x in self.stated if a < at and x.unit == n.unit
+                           and x.value not in (0, 1)})[:POOL_LIMIT]
+            have = set(said)
+            for x in said:
+                if n.value - x in have and n.value - x > x:
+                    return f"{fmt(x)} [the answer] + {fmt(n.value - x)} [the answer]"
+                if x - n.value in have and x - n.value != x:
+                    return f"{fmt(x)} [the answer] − {fmt(x - n.value)} [the answer]"
+        if related:
+            # "$125 remaining" of a $500 certificate after the $375 the answer states: a
+            # sum of money the answer states and one a source states (a balance, a charge,
+            # a fare); or two sums of money one tool result states together ("$174 …
+            # $136" of one note: a refund of the difference); never two sums of different
+            # sources that the answer does not name (with 30 sums of money, some pair adds
+            # up to most claims)
+            anchors = frozenset(x.value for x in recent if x.unit == n.unit)
+            amounts = [(a, s.label, w) for s in scope
+                       for a, w in zip(s.amounts, s.amount_words)]
+            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                           [w for _a, _l, w in amounts],
+                                           anchors=anchors) if anchors else None
+            in_scope = {id(s) for s in scope}
+            for c, f in self.calls if how is None else ():
+                # one record (a reservation, a note), not a listing of many items: a
+                # search's thirty fares pair up as freely as thirty of several results
+                if id(f) in in_scope and len(f.amounts) >= 2 and not self._listing(c.id):
+                    how = amount_sum_or_difference(n, f.amounts, f.amount_words)
+                    if how:
+                        where.update((fmt(a.value), f.label) for a in f.amounts)
+                        break
+            if how is None:
+                # the items of a listing that the claim's paragraph names: "HAT084 …
+                # HAT266 … Total Price: $242 (Economy)" = their economy fares 112 + 130
+                lo = self.text.rfind("\n\n", 0, at) + 1
+                seen_items: set[int] = set()
+                pairs: list[tuple[Num, str, str]] = []
+                i = bisect.bisect_left(self.mention_starts, lo)
+                for a, _b, key in self.mentions[i:]:
+                    if a >= at:
+                        break
+                    for label, item, _l in self.items.get(key, ()):
+                        if id(item) not in seen_items:
+                            seen_items.add(id(item))
+                            facts = self._item_facts(label, item)
+                            pairs += [(x, w, label) for x, w in
+                                      zip(facts.amounts, facts.amount_words)]
+                if len(pairs) >= 2:
+                    how = amount_sum_or_difference(n, [x for x, _w, _l in pairs],
+                                                   [w for _x, w, _l in pairs])
+                    if how:
+                        where.update((fmt(x.value), label) for x, _w, label in pairs)
+            if how:
+                for a, label, _w in amounts:
+                    where.setdefault(fmt(a.value), label)
+                return _annotate(how, where)
+        return None
+
+    def _listing(self, call_id: str) -> bool:
+        """Whether a call's result lists two or more objects (a search's flights)."""
+        got = self._listings.get(call_id)
+        if got is None:
+            got = self._listings[call_id] = bool(_listed_objects(self.results.get(call_id)))
+        return got
 
     def _sentence_index(self, at: int) -> int:
         return bisect.bisect_right(self.starts, at) - 1
@@ -904,14 +1066,21 @@ class _Checker:
                 if c.kind == "number" and c.num is not None and c.num.unit in ("day", "week"):
                     self._days_said.setdefault(c.sentence, []).append(c.num)
         said = spans(self._days_said.get(claim.sentence, []))
-        if _NEXT_DAY.search(claim.sentence) or (
-                claim.sentence.endswith("?") and self._user_text
-                and _NEXT_DAY.search(self._user_text)):
-            # "the day after my original reservation": one day, in the claim's sentence or,
-            # for a date the agent proposes in a question, in the user's words
-            said = said | {1}
+        if _NEXT_DAY.search(claim.sentence):
+            said = said | {1}  # "the day after my original reservation", in the sentence
         pairs = [(s.label, s.full_dates[:POOL_LIMIT // 2], said, "the answer")
                  for s in scope if said]
+        if claim.sentence.endswith("?") and self._user_text \
+                and _NEXT_DAY.search(self._user_text):
+            # a date the agent proposes in a question, one day from a date the answer
+            # states ("your flight on May 23 … the cheapest flight for May 24?"), the
+            # user having asked for the day after: not from any date of the results (the
+            # outbound flight's, when the user meant the return)
+            bases = sorted({d for c in self.claims if c.kind == "date" and c is not claim
+                            for d in ([c.key] if not c.key.startswith("?") else
+                                      [f for s in scope for f in s.month_days.get(c.key[5:], [])])
+                            if not d.startswith("?")})
+            pairs.append(("the answer", bases[:POOL_LIMIT // 2], {1}, "the user's words"))
         pairs += [(s.label, s.full_dates[:POOL_LIMIT // 2], spans(s.nums[:POOL_LIMIT]),
                    s.label) for s in scope if s.label not in _INSTRUCTIONS]
         for where, dates, days, days_from in pairs:
@@ -1128,6 +1297,10 @@ _ENDING = re.compile(r"(?:\bend(?:s|ing|ed)?\s+(?:in|with)|\blast\s+(?:four|4)(?
 #: a sentence that speaks of a rule, not of this case's facts
 _GENERIC = re.compile(r"\b(?:polic(?:y|ies)|typically|usually|generally|normally|in general|"
                       r"as a rule)\b", re.IGNORECASE)
+#: a list item's marker; the lead-in line of a list of conditions ("… a full refund if:")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d{1,2}[.)])[ \t]")
+_CONDITIONS = re.compile(r"\b(?:if|when|unless|provided|as long as)\b[^:\n]*:\s*$",
+                         re.IGNORECASE)
 #: a sentence that states a total
 _TOTAL = re.compile(r"\b(?:total|totals|totaling|totalling|sum|altogether|in all|combined)\b",
                     re.IGNORECASE)
