@@ -603,3 +603,16 @@ def test_parallel_call_without_a_result_supports_nothing():
 def test_numbers_copied_exactly_are_supported(result, answer):
     call = ToolCall("toolu_1", "lookup", {"q": "x"}, json.dumps(result), False, 1)
     assert Grounding().score(episode("q", answer, [call])).value == 0.0
+
+
+def test_a_tool_result_with_a_number_beyond_28_digits_is_read_not_an_error():
+    # the result's 1e28 written out has 29 digits, past the decimal context's 28: indexing
+    # it must not raise (it made the metric's score an error). "3 files" is the result's
+    # `files` (0/1 unsupported); "4 files" is stated nowhere (1/1).
+    result = json.dumps({"size": 1e28, "files": 3})
+    call = ToolCall("toolu_A", "stats", {}, result, False, 1)
+    good = Grounding().score(episode("How big is it?", "There are 3 files.", [call]))
+    assert (good.value, good.code, good.details) == (0.0, None, "0/1 claims unsupported")
+    bad = Grounding().score(episode("How big is it?", "There are 4 files.", [call]))
+    assert (bad.value, bad.code) == (1.0, None)
+    assert bad.details.startswith("1/1 claims unsupported: number '4'")

@@ -152,7 +152,7 @@ def _fmt_cached(value: Decimal) -> str:
 
 def _fmt(value: Decimal) -> str:
     if value == value.to_integral_value():
-        return format(value.quantize(Decimal(1)), "f")
+        return format(value.to_integral_value(), "f")  # (no rounding to 28 digits)
     return format(value.normalize(), "f")
 
 
