@@ -208,6 +208,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     by_id, metrics, judge = job.by_id, job.metrics, job.judge
     policy = job.policy or DEFAULT_POLICY
     prepared = job.prepared
+    plans: dict[str, tuple] = {}  # (the job's, looked up without a call)
     context = getattr(run, "context", None)
     evidence = job.evidence
     loads = orjson.loads
@@ -240,7 +241,10 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     path=where, line=lineno, field=dup)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
-            yield grade_one(trace, case, metrics, judge, where, policy, *prepared(case),
+            prep = plans.get(case.id)
+            if prep is None:
+                prep = plans[case.id] = prepared(case)
+            yield grade_one(trace, case, metrics, judge, where, policy, *prep,
                             line_digest(raw), context, evidence)
     return lineno - (chunk.first_line or 1) + 1
 

@@ -304,6 +304,8 @@ class Run:
                 other than its case's (file, line and field named).
         """
         case = by_id.get(trace.case_id)
+        if case is not None and (trace.input == case.input or not self.check_inputs):
+            return case
         line = trace.source_line or None
         where = str(self.traces_path)
         if case is None:

@@ -56,10 +56,10 @@ def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
     if failure is None or failure.startswith("infra_error:"):
         return None
     raw = trace.raw if isinstance(trace.raw, dict) else {}
-    conv = raw.get("conversation") if isinstance(raw.get("conversation"), dict) else {}
     if trace.stop_reason in ("loop_detected", "max_steps") or failure.startswith("no_answer:"):
         return PLAN
-    if conv.get("end") in ("max_turns", "agent_stopped", "transfer"):
+    conv = raw.get("conversation")
+    if isinstance(conv, dict) and conv.get("end") in ("max_turns", "agent_stopped", "transfer"):
         return PLAN
     if trace.final_response and gives_up(trace.final_response):
         return PLAN
@@ -67,11 +67,10 @@ def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
             isinstance(raw.get("initial_state"), dict) and \
             same_value(raw["final_state"], raw["initial_state"]):
         return PLAN
-    required = list(case.expected_tools or ()) or [a.name for a in (
-        case.gold_actions or case.expected_actions or ())]
+    required = set(case.expected_tools or ()) or {a.name for a in (
+        case.gold_actions or case.expected_actions or ())}
     if required:
-        called = {c.name for c in trace.tool_calls}
-        missing = sum(1 for name in set(required) if name not in called)
-        if missing * 2 > len(set(required)):
+        missing = len(required - {c.name for c in trace.tool_calls})
+        if missing * 2 > len(required):
             return PLAN
     return STEP
