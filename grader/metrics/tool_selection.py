@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from evaltape.grader.matching.state import stateful_case
@@ -47,15 +48,23 @@ class ToolSelectionAccuracy(Metric):
         if not expected:
             return Score(1.0 if not actual else 0.0,
                          f"Expected no tool calls. Agent called: {actual}")
-        e, a = set(expected), set(actual)
-        n_correct, n_e, n_a = len(e & a), len(e), len(a)
-        precision = n_correct / n_a if n_a else 0.0
-        recall = n_correct / n_e
-        f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-        details = f"Expected{source}: {expected}, Actual: {actual}"
-        if n_correct != n_e:  # (e <= a otherwise: nothing missing)
-            details += f", Missing: {sorted(e - a)}"
-        if n_correct != n_a:
-            details += f", Extra: {sorted(a - e)}"
-        details += f" (P={precision:.3f} {n_correct}/{n_a}, R={recall:.3f} {n_correct}/{n_e})"
-        return Score(f1, details)
+        return _set_f1(tuple(expected), tuple(actual), source)
+
+
+@lru_cache(maxsize=4096)
+def _set_f1(expected: tuple[str, ...], actual: tuple[str, ...], source: str) -> Score:
+    """The score of a non-empty ``expected`` against ``actual`` (the class's formula and
+    ``details``): a pure function of the two name lists, so the trials of a case that call
+    the same tools share one computation (the most recent 4,096 kept; a Score is frozen)."""
+    e, a = set(expected), set(actual)
+    n_correct, n_e, n_a = len(e & a), len(e), len(a)
+    precision = n_correct / n_a if n_a else 0.0
+    recall = n_correct / n_e
+    f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+    details = f"Expected{source}: {list(expected)}, Actual: {list(actual)}"
+    if n_correct != n_e:  # (e <= a otherwise: nothing missing)
+        details += f", Missing: {sorted(e - a)}"
+    if n_correct != n_a:
+        details += f", Extra: {sorted(a - e)}"
+    details += f" (P={precision:.3f} {n_correct}/{n_a}, R={recall:.3f} {n_correct}/{n_e})"
+    return Score(f1, details)
