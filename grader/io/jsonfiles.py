@@ -215,7 +215,7 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
     except TypeError:
         raise depth_error(raw, path, line) from None
     dup = _repeated_key(raw, dumped)
-    if b"e+" in dumped:
+    if b"+" in dumped and b"e+" in dumped:  # (a one-byte search first: memchr)
         decoded = json.loads(raw)
     return decoded, dup
 

@@ -76,17 +76,6 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _fast_call(cid: str, name: str, args: dict, result: str | None, is_error: bool,
-               step: int, duration: float | None = None) -> ToolCall:
-    """``ToolCall(...)`` for checked fields, built without the frozen class's per-field
-    ``object.__setattr__`` (a quarter of the time; the object is the same: equal, same repr,
-    same ``__dict__`` in field order)."""
-    c = _new(ToolCall)
-    _set(c, "__dict__", {"id": cid, "name": name, "arguments": args, "result": result,
-                         "is_error": is_error, "step": step, "duration_s": duration})
-    return c
-
-
 def _seconds(value: Any, path: str, line: int | None, field: str) -> float | None:
     """A recorded duration: ``None``, or a number of seconds from 0 to :data:`INT_MAX`,
     returned as a float.
@@ -201,8 +190,13 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
             timed = True
         if result is not None and type(result) is not str:
             result = compact_json(result)
-        calls.append(_fast_call(str(cid), name, args, result, bool(is_error), step or 0,
-                                duration))
+        # ToolCall(...) without the frozen class's per-field object.__setattr__ (a quarter
+        # of the time; the same object: equal, same repr, same __dict__ in field order)
+        call = _new(ToolCall)
+        _set(call, "__dict__", {"id": str(cid), "name": name, "arguments": args,
+                                "result": result, "is_error": bool(is_error),
+                                "step": step or 0, "duration_s": duration})
+        calls.append(call)
     usage = obj.get("usage")
     if usage is None:
         usage = {}
@@ -237,7 +231,7 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
             timing = parse_timing(timing, timed, line=line)
         except BadInputError:
             return None
-    trace = _new(Trace)  # as _fast_call: Trace(...) without per-field __setattr__
+    trace = _new(Trace)  # as the calls: Trace(...) without per-field __setattr__
     _set(trace, "__dict__", {
         "case_id": case_id, "trial": trial, "input": inp, "tool_calls": tuple(calls),
         "final_response": final, "stop_reason": stop, "steps": steps,
