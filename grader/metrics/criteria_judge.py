@@ -28,8 +28,8 @@ from evaltape.grader.io.judges import (DEFAULT_INCLUDE, DEFAULT_SCALE, DEFAULT_T
                                        NAME, parse_scale, scale_bounds)
 from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, parse_pass_fail
 from evaltape.grader.model import Case, EpisodeContext, JudgeCriteria, Score, summary_name_problem
-from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
+from evaltape.grader.metrics.pass_fail_judge import OneRequestJudge
 
 SYSTEM = ("You are a careful evaluation judge. Follow the evaluation steps, judge only the "
           "stated criteria, and end with the answer in the form asked for.")
@@ -78,7 +78,7 @@ class Resolved:
 
 
 @dataclass(frozen=True)
-class CriteriaJudge(Metric):
+class CriteriaJudge(OneRequestJudge):
     """A judged metric from criteria the user writes (G-Eval's form, module docstring).
 
     Request: :data:`SYSTEM` and one user turn stating the criteria, the numbered evaluation
@@ -118,7 +118,6 @@ class CriteriaJudge(Metric):
     criteria_sha256: str = field(default="", init=False)
 
     version: ClassVar[int] = 1
-    judged: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
@@ -190,17 +189,7 @@ class CriteriaJudge(Metric):
         return build_request(prompt, system=SYSTEM, max_tokens=MAX_TOKENS,
                              model=self.model or model)
 
-    def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
-        """The judge requests this metric needs for ``ctx`` (for ``evaltape judge``); the
-        judge's own ``model`` wins over ``model``."""
-        req = self._request(ctx, model)
-        return [] if isinstance(req, Score) else [req]
-
-    def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
-        req = self._request(ctx)
-        if isinstance(req, Score):
-            return req
+    def _judged(self, ctx: EpisodeContext, req: dict) -> Score:
         s = self.settings(ctx.case)
         assert s is not None  # _request returned a request
         bounds = scale_bounds(s.scale)
