@@ -148,7 +148,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
-        elif not (_BUILTIN_TYPES.get(type(m)) or _builtin(type(m))):
+        elif not _builtin(type(m)):
             # a user metric gets its own copy of the episode: one that edits the case's
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:
@@ -160,15 +160,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
                     check_evidence(s.evidence)
                 except (TypeError, ValueError) as e:
                     s = Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
-        else:  # score_episode(m, ctx), inline
-            try:
-                s = m.score(ctx)
-            except Exception as e:  # noqa: BLE001 - recorded as data, counted in the report
-                s = Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
-            else:
-                if type(s) is not Score and not isinstance(s, Score):
-                    s = Score(None, f"TypeError: metric returned {type(s).__name__}, not "
-                              "Score", code=ERROR_CODE)
+        else:
+            s = score_episode(m, ctx)
         value, code = s.value, s.code
         higher = m.higher_is_better
         if value is None or type(value) is not float:
@@ -223,6 +216,7 @@ _BUILTIN_TYPES: dict[type, bool] = {}
 
 
 def _builtin(cls: type) -> bool:
+    """Whether ``cls`` is the built-in metric registered under its name (:data:`_BUILTIN_TYPES`)."""
     known = _BUILTIN_TYPES.get(cls)
     if known is None:
         name = getattr(cls, "name", None)
