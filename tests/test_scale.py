@@ -81,6 +81,27 @@ def test_run_index_points_at_every_64th_record():
         Path(path).unlink()
 
 
+@pytest.mark.parametrize("block", [1, 5, 4096])
+def test_a_run_reads_back_whatever_its_read_block(block):
+    # records of 0 to 3,000 payload bytes: with blocks of 1 or 5 bytes every record and
+    # most length prefixes straddle a block's end; a run starting mid-file is read from its
+    # own byte offset
+    import marshal
+
+    from evaltape.grader.io.spill import _read_run
+    recs = [((k, 0), bytes([97 + k % 26]) * (k * 37 % 3001)) for k in range(60)]
+    path, n, index = write_run(recs)
+    try:
+        assert list(_read_run(path, 0, n, block)) == recs  # (keys already in order)
+        assert index == (((0, 0), 0),)  # 60 records: one indexed key, record 0 at byte 0
+        skip = 4 + len(marshal.dumps(recs[0]))  # record 1 starts here
+        assert list(_read_run(path, skip, n - 1, block)) == recs[1:]
+        with pytest.raises(EOFError):  # more records asked for than the file holds
+            list(_read_run(path, 0, n + 1, block))
+    finally:
+        Path(path).unlink()
+
+
 def test_runs_merged_a_key_range_at_a_time_give_the_one_merge(tmp_path, monkeypatch):
     import random
     import tempfile

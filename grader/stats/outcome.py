@@ -41,7 +41,10 @@ def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> b
     With one call per step this is exactly ``tools_called == expected_tools``."""
     if len(calls) != len(expected):
         return False
-    if all(c.name == e for c, e in zip(calls, expected)):
+    for c, e in zip(calls, expected):
+        if c.name != e:
+            break
+    else:
         return True  # equal in order: equal step by step too
     i = 0
     for group in step_groups(calls):
@@ -90,7 +93,7 @@ def tools_match(trace: Trace, case: Case) -> bool:
         # τ²-bench's action check: the arguments compare_args names, by default all)
         return all(c.matched for c in tau2.check_actions(tau2.candidate_calls(trace),
                                                          case.gold_actions or ()))
-    return names_match_by_step(trace.tool_calls, list(case.expected_tools or ()))
+    return names_match_by_step(trace.tool_calls, case.expected_tools or ())
 
 
 def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
