@@ -263,6 +263,36 @@ def test_key_shaped_strings_never_reach_report_files(tmp_path):
     assert "Your key: [REDACTED]" in (tmp_path / "r" / "report.html").read_text()
 
 
+@pytest.mark.parametrize("before", ["\n", "\t", "\x01"])
+def test_a_key_after_a_line_break_or_control_character_never_reaches_report_files(
+        tmp_path, before):
+    # in JSON the character before the key is written \n, \t or \u0001: the key is
+    # then glued to a letter or digit of the escape, and must still be found
+    key = "sk-ant-api03-" + "Zq9" * 12 + "AA"
+    cases = [{"id": "c", "user_query": "q", "expected_tools": ["lookup"],
+              "expected_args": {"lookup": {"username": "jsmith"}}}]
+    write_json(tmp_path / "d.json", cases)
+    write_jsonl(tmp_path / "run" / "traces.jsonl", [make_trace(
+        "c", tools=[("lookup", {"username": "jsmith" + before + key})], final="done")])
+    p = run_cli("grade", str(tmp_path / "run"), "--dataset", str(tmp_path / "d.json"), "--out",
+                str(tmp_path / "r"), "--format", "json,md,html,junit")
+    assert p.returncode in (0, 1), p.stderr  # (the argument is wrong: the episode fails)
+    for f in ("report.json", "report.md", "report.html", "junit.xml"):
+        assert "sk-ant-api03-Zq9" not in (tmp_path / "r" / f).read_text(), f
+    # the failing argument_correctness result keeps its details, key redacted
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    details = report["episodes"][0]["metrics"]["argument_correctness"]["details"]
+    assert details.startswith("Correct: 0/1") and "[REDACTED]" in details
+    # and audit finds such a key in a report.json that was written without redaction
+    leaked = tmp_path / "leaked" / "report.json"
+    leaked.parent.mkdir()
+    leaked.write_text('{\n  "episodes": [\n    ' + json.dumps(
+        {"details": "got 'jsmith" + before + key + "'"}, separators=(",", ":")) + ",\n"
+        '    {"details": "x"}\n  ]\n}\n')
+    p = run_cli("audit", str(leaked.parent))
+    assert p.returncode == 3 and f"{leaked}:3: key-shaped string" in p.stderr, p.stderr
+
+
 def test_a_user_metric_that_edits_the_episode_changes_no_other_score(monkeypatch):
     """Regression: a user metric that cleared ``case.expected_args`` turned the built-in
     argument_correctness 0.875 into 1.0 on the stand-in run."""

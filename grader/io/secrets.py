@@ -12,11 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: ``sk-`` not preceded by a key character, then the key's body. The literal comes first
-#: and the look-behind after it (``sk-`` must not follow ``[A-Za-z0-9_-]``), so the regex
-#: engine scans for ``sk-`` instead of trying the look-behind at every position: the same
-#: matches (tested against the look-behind-first form), 30x faster on a report.
-KEY_PATTERN = re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)(?:ant-[A-Za-z0-9_\-]{16,}|[A-Za-z0-9]{24,})")
+#: ``sk-`` not preceded by a key character, then the key's body. A JSON escape just before
+#: it counts as no key character (``\n``, ``\t``, ``\r``, ``\b``, ``\f``, ``\u0001``: a
+#: line break, tab or control character written in a JSON text, whose last character is a
+#: letter or digit), so a key after a line break is found in serialised JSON too: in a
+#: report's bytes, and in a tool result that is itself a JSON text. The literal comes first
+#: and the look-behinds after it, so the regex engine scans for ``sk-`` instead of trying
+#: them at every position: the same matches (tested against the look-behind-first form),
+#: 30x faster on a report.
+KEY_PATTERN = re.compile(r"sk-(?:(?<![A-Za-z0-9_-]sk-)|(?<=\\[nrtbf]sk-)"
+                         r"|(?<=\\u[0-9A-Fa-f]{4}sk-))"
+                         r"(?:ant-[A-Za-z0-9_\-]{16,}|[A-Za-z0-9]{24,})")
 _KEY_BYTES = re.compile(KEY_PATTERN.pattern.encode())
 REDACTED = "[REDACTED]"
 

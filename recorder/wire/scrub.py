@@ -907,7 +907,8 @@ def _scan_base64_bodies(obj: Any) -> str | None:
 
 def find_secret_deep(text: str) -> str | None:
     """:func:`find_secret` on ``text`` and on what a reader decodes from it: the strings of
-    each JSON line (escapes undone) and, in those, SSE streams as the client assembles
+    each JSON line (escapes undone; a line holding one JSON object or array, indented or
+    followed by a comma, as the episodes of a ``report.json`` are) and, in those, SSE streams as the client assembles
     them (:func:`scrub_stream`'s grouping); a cassette line's ``{"base64": ...}`` bodies
     decoded and decompressed (their ``content-encoding``, or gzip/zlib/zstd magic bytes).
     The final scan of every file the recorder writes, and ``evaltape audit``.
@@ -921,6 +922,11 @@ def find_secret_deep(text: str) -> str | None:
         return hit
     candidates = [(text, True)]
     for line in text.splitlines():
+        # (a JSON value on a line of its own, also as an item of an indented list: the
+        # episodes of a report.json are such lines, indented and followed by a comma)
+        line = line.strip()
+        if line[-1:] == ",":
+            line = line[:-1]
         if line[:1] in ("{", "["):
             try:
                 obj = orjson.loads(line)
