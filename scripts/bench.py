@@ -55,6 +55,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+def _setting(name: str, default: str, kind: type = int, least: float = 0) -> Any:
+    """The environment variable ``name`` (else ``default``) read as ``kind``, at least
+    ``least``.
+
+    Raises:
+        SystemExit: a value that is not a number of that kind, or one below ``least``.
+    """
+    raw = os.environ.get(name, default)
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise SystemExit(f"bench: {name}={raw!r} is not a "
+                         f"{'whole number' if kind is int else 'number'}") from None
+    if value < least:
+        raise SystemExit(f"bench: {name}={raw!r} is below {least:g}")
+    return value
+
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The benchmark corpus's trace generator (``--n`` traces of ``--cases`` help-desk cases and
@@ -62,12 +81,12 @@ ROOT = Path(__file__).resolve().parent.parent
 #: repository on evaltape's developer and CI machines.
 GEN = Path(os.environ.get("BENCH_GENERATOR") or
            ROOT.parent / "shared" / "bench" / "gen_traces.py")
-N_TRACES = int(os.environ.get("BENCH_TRACES", "100000"))
-N_LARGE = int(os.environ.get("BENCH_LARGE", "1000000"))
-REPEATS = int(os.environ.get("BENCH_REPEATS", "1"))
-N_RECORD = int(os.environ.get("BENCH_RECORD_N", "200"))
-RECORD_LATENCY = float(os.environ.get("BENCH_RECORD_LATENCY", "1.0"))
-N_COMMAND = int(os.environ.get("BENCH_COMMAND_N", "40"))
+N_TRACES = _setting("BENCH_TRACES", "100000")
+N_LARGE = _setting("BENCH_LARGE", "1000000")
+REPEATS = _setting("BENCH_REPEATS", "1", least=1)
+N_RECORD = _setting("BENCH_RECORD_N", "200")
+RECORD_LATENCY = _setting("BENCH_RECORD_LATENCY", "1.0", float)
+N_COMMAND = _setting("BENCH_COMMAND_N", "40")
 
 #: The program of the ``--command`` overhead figure: one request to ANTHROPIC_BASE_URL with
 #: the standard library, its answer's text printed (what a minimal agent program does).
@@ -147,11 +166,16 @@ for c in ctxs:
     metric.score(c)
 print(time.process_time() - t0, len(ctxs), answers)
 """
-N_GROUNDING = int(os.environ.get("BENCH_GROUNDING_TRACES", "20000"))
+N_GROUNDING = _setting("BENCH_GROUNDING_TRACES", "20000")
 #: What to run (``BENCH_SECTIONS``, comma-separated; default every one): ``grading``,
 #: ``release``, ``memory``, ``recording``, ``grounding``, ``others``.
-SECTIONS = set(os.environ.get("BENCH_SECTIONS",
-                              "grading,release,memory,recording,grounding,others").split(","))
+ALL_SECTIONS = ("grading", "release", "memory", "recording", "grounding", "others")
+SECTIONS = {x.strip() for x in os.environ.get("BENCH_SECTIONS", ",".join(ALL_SECTIONS)
+                                              ).split(",") if x.strip()}
+if not SECTIONS or SECTIONS - set(ALL_SECTIONS):
+    raise SystemExit(f"bench: BENCH_SECTIONS={os.environ.get('BENCH_SECTIONS')!r} names "
+                     f"{', '.join(sorted(SECTIONS - set(ALL_SECTIONS))) or 'no section'}; "
+                     f"the sections are {', '.join(ALL_SECTIONS)} (comma-separated)")
 
 results: list[tuple[str, float, float, bool]] = []  # (figure, value, target, higher is ok)
 
@@ -426,11 +450,16 @@ def export_base(rev: str, into: Path, extra: tuple[str, ...] = ()) -> Path:
     (``recorder``, which the base's command line may import)."""
     import io
     import tarfile
+    known = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                            f"{rev}^{{commit}}"], capture_output=True)
+    if known.returncode != 0:
+        raise SystemExit(f"bench: BENCH_BASE {rev!r} is not a revision of this repository")
     got = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/evaltape", "grader",
                           *extra], capture_output=True)
     if got.returncode != 0:
-        raise SystemExit(f"bench: BENCH_BASE {rev!r} is not a revision of this repository "
-                         f"({got.stderr.decode(errors='replace').strip()})")
+        raise SystemExit(f"bench: BENCH_BASE {rev!r} holds no evaltape package to compare "
+                         f"with (src/evaltape, grader{''.join(', ' + x for x in extra)}): "
+                         f"{got.stderr.decode(errors='replace').strip()}")
     blob = got.stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         try:
@@ -517,9 +546,9 @@ def bench_grounding_speed(tmp: Path) -> None:
 #: repository has no release tag: the last release before verdict thresholds, timing,
 #: evidence and grounding's sources were added to grading.
 PREVIOUS_RELEASE = "e7c4129"
-N_ALTERNATIONS = int(os.environ.get("BENCH_ALTERNATIONS", "3"))
-N_PEER_TRACES = int(os.environ.get("BENCH_PEER_TRACES", "20000"))
-N_MEMORY_CASES = int(os.environ.get("BENCH_MEMORY_CASES", "100000"))
+N_ALTERNATIONS = _setting("BENCH_ALTERNATIONS", "3", least=1)
+N_PEER_TRACES = _setting("BENCH_PEER_TRACES", "20000")
+N_MEMORY_CASES = _setting("BENCH_MEMORY_CASES", "100000")
 #: The peers' versions in the benchmark environment (``BENCH_PEERS_PYTHON`` names another
 #: interpreter that has them).
 PEER_PACKAGES = ("deepeval==4.3.1", "agentevals==0.0.9", "orjson")
