@@ -265,7 +265,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     policy = resolve_policy(resolved, opened.cases, table, config_path, opened.dataset_path)
     judge = JudgeStore.load(opened.root) if any(m.judged for m in resolved) else None
     man = opened.manifest
-    info = RunInfo(path=opened.root.as_posix(), name=opened.root.name,
+    info = RunInfo(path=opened.root.as_posix(), name=opened.name,
                    agent=_str_or_none(man.get("agent")), model=_str_or_none(man.get("model")),
                    model_note=_str_or_none(man.get("model_note")),
                    dataset_sha256=inputs_sha256(opened.cases))

@@ -354,3 +354,17 @@ def test_grading_the_help_desk_metrics_does_not_import_grounding(tmp_path):
                          check=True).stdout
     assert "evaltape.grader.metrics.grounding" not in out
     assert "evaltape.grader.metrics.task_completion" in out
+
+
+def test_a_run_graded_from_inside_its_folder_keeps_its_name(tmp_path):
+    # "evaltape grade ." in the run's folder: the run is named after the folder (report
+    # run.name, the default reports/<name>/), not "" (the name of the path ".")
+    import shutil
+    run = tmp_path / "my-run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+    dataset = str(ROOT / "datasets" / "helpdesk_eval.json")
+    p = run_cli("grade", ".", "--dataset", dataset, "--format", "json", "--quiet", cwd=run)
+    assert p.returncode in (0, 1), p.stderr
+    report = json.loads((run / "reports" / "my-run" / "report.json").read_text())
+    assert report["run"]["name"] == "my-run" and report["run"]["path"] == "."
+    assert evaltape.open_run(run / ".." / "my-run", dataset).name == "my-run"

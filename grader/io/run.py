@@ -273,6 +273,13 @@ class Run:
         """``{case id: Case}``."""
         return {c.id: c for c in self.cases}
 
+    @property
+    def name(self) -> str:
+        """The run's name: its folder's name, also when the run was opened as ``.`` or by
+        a path ending in ``..`` (the folder it resolves to); ``"run"`` for the file
+        system's root."""
+        return self.root.name or self.root.resolve().name or "run"
+
     def episodes(self) -> Iterator[tuple[Trace, Case]]:
         """Stream ``(trace, case)`` pairs in file order, one trace line at a time.
 

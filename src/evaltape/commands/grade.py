@@ -195,7 +195,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     report = grade_api(opened, None, names, config_path, baseline=baseline, workers=workers,
                        engine=engine, address=address, allow_missing=allow_missing,
                        evidence=evidence)
-    out_dir = Path(out) if out else Path("reports") / Path(report.run.path).name
+    out_dir = Path(out) if out else Path("reports") / (report.run.name or "run")
     _make_out(out_dir)
     files: list[tuple[Path, Iterable[bytes]]] = []
     if "json" in fmts:
@@ -281,7 +281,7 @@ def _html_files(report, run: str, dataset: str | None, baseline: str | None, out
     from evaltape.grader.report.view import ViewSource, index_traces
     from evaltape.grader.report.view_files import page_files
     opened = open_run(run, dataset)
-    sources = [ViewSource(report, opened, index_traces(opened), label=opened.root.name,
+    sources = [ViewSource(report, opened, index_traces(opened), label=opened.name,
                           source=run)]
     if baseline is not None:
         sources.insert(0, report_source(baseline, dataset))

@@ -106,7 +106,7 @@ def run_source(path: str, dataset: str | None, metrics: Sequence[str] | None,
                        "another)", err=True)
     report = grade(path, dataset, metrics, config, workers=None)
     run = open_run(path, dataset)
-    return ViewSource(report, run, index_traces(run), label=run.root.name, source=path)
+    return ViewSource(report, run, index_traces(run), label=run.name, source=path)
 
 
 def open_source(path: str, dataset: str | None = None, metrics: Sequence[str] | None = None,
