@@ -368,3 +368,20 @@ def test_a_run_graded_from_inside_its_folder_keeps_its_name(tmp_path):
     report = json.loads((run / "reports" / "my-run" / "report.json").read_text())
     assert report["run"]["name"] == "my-run" and report["run"]["path"] == "."
     assert evaltape.open_run(run / ".." / "my-run", dataset).name == "my-run"
+
+
+def test_a_manifest_that_repeats_a_key_is_refused(tmp_path):
+    # {"agent": "helpdesk", "agent": "other"} reads as agent "other" in every JSON reader:
+    # the file is ambiguous, as a trace line or a dataset repeating a key is
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "helpdesk-scripted-standin", run)
+    text = (run / "manifest.json").read_text()
+    assert text.count('"agent": "helpdesk"') == 1
+    (run / "manifest.json").write_text(
+        text.replace('"agent": "helpdesk"', '"agent": "helpdesk", "agent": "other"'))
+    p = run_cli("grade", str(run), "--dataset", str(ROOT / "datasets" / "helpdesk_eval.json"),
+                "--out", str(tmp_path / "out"), "--quiet")
+    assert p.returncode == 3
+    assert f"{run / 'manifest.json'}: field 'agent': a key appears twice" in p.stderr
+    assert not (tmp_path / "out").exists()

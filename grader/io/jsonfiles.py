@@ -18,14 +18,17 @@ from evaltape.grader.errors import BadInputError
 
 
 def read_json(path: str | Path, what: str) -> Any:
-    """Decode the JSON document at ``path``.
+    """Decode the JSON document at ``path``, its integers exact and no key repeated in one
+    object (:func:`screen`).
 
     Args:
         what: what the file is, for the message (``"report"``, ``"stand-in script"``).
 
     Raises:
-        BadInputError: the file cannot be read, is not JSON (file, line and column named)
-            or is nested deeper than :data:`MAX_DEPTH` (file, line and JSON path named).
+        BadInputError: the file cannot be read, is not JSON (file, line and column named),
+            is nested deeper than :data:`MAX_DEPTH` (file, line and JSON path named) or
+            repeats a key inside one object (the key named: JSON readers keep the last
+            value silently, so the file is ambiguous).
     """
     p = str(path)
     try:
@@ -39,7 +42,11 @@ def read_json(path: str | Path, what: str) -> Any:
             raise depth_error(data, p) from None
         raise BadInputError(f"not valid JSON ({e.msg} at column {e.colno})", path=p,
                             line=e.lineno) from None
-    check_depth(data, doc, p)
+    doc, dup = screen(data, doc, p)
+    if dup is not None:
+        raise BadInputError(f"a key appears twice in one object of the {what}; JSON readers "
+                            "keep the last value silently, so the file is ambiguous",
+                            path=p, field=dup)
     return doc
 
 
