@@ -197,6 +197,18 @@ def test_integers_too_long_for_a_count_are_bad_input(tmp_path, field, value, mes
     assert e.value.message.startswith(message)
 
 
+def test_a_token_count_too_long_for_a_count_says_so(tmp_path):
+    row = make_trace("c")
+    row["usage"] = {"input_tokens": 123456789012345678901234567890}  # 30 digits
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(BadInputError) as e:
+        list(iter_traces(path))
+    assert (e.value.line, e.value.field) == (1, "usage.input_tokens")
+    assert e.value.message == ("must be at most 9223372036854775807 (2^63 - 1), got an "
+                               "integer of 30 digits")
+
+
 def test_a_negative_latency_is_bad_input(tmp_path):
     row = make_trace("c")
     row["latency_s"] = -0.5

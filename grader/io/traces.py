@@ -62,6 +62,10 @@ def _check_usage(usage: Any, path: str, line: int | None) -> dict:
         ok = v is None or (isinstance(v, int) and not isinstance(v, bool)
                            and 0 <= v <= INT_MAX) or (not counts and isinstance(v, (dict, str)))
         if not ok:
+            if type(v) is int and v > INT_MAX:
+                raise BadInputError(f"must be at most {INT_MAX} (2^63 - 1), got an integer "
+                                    f"of {len(str(v))} digits", path=path, line=line,
+                                    field=f"usage.{key}")
             raise BadInputError(f"expected a non-negative integer token count, got {v!r}"[:120],
                                 path=path, line=line, field=f"usage.{key}")
     return usage
