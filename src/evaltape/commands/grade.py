@@ -123,7 +123,8 @@ def _make_out(out_dir: Path) -> None:
                    "(pip install 'evaltape[dask]'; needs --address).")
 @click.option("--address", default=None, metavar="tcp://HOST:8786",
               help="The Dask scheduler for --engine dask.")
-@click.option("--evidence", type=click.Choice(["compact", "full"]), default="compact",
+@click.option("--evidence", type=click.Choice(["compact", "full"], case_sensitive=False),
+              default="compact",
               show_default=True,
               help="Which metric results carry their evidence in report.json: compact "
                    "leaves it out of a result that passed with its metric's best score "
