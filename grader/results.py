@@ -838,7 +838,9 @@ def write_report(report: Report, out: BinaryIO) -> None:
 
 
 def read_report(path: str | Path) -> Report:
-    """Read and check a ``report.json`` file (baselines, ``evaltape diff``).
+    """Read and check a ``report.json`` file (baselines, ``evaltape diff``). Its
+    ``baseline_comparison`` block is not read back (the report's ``baseline_comparison``
+    is ``None``): writing the report again leaves that block out.
 
     Raises:
         BadInputError: unreadable, not JSON, or not a report (file and field named).
