@@ -16,7 +16,8 @@ from evaltape.grader.io.traces import iter_traces, parse_trace
 
 @pytest.mark.parametrize("raw,key", [
     (b'{"q": "a", "q": "b"}', "q"),
-    (b'{"a": {"x": 1, "y": [{"x": 2, "x": 3}]}}', "x"),
+    (b'{"a": {"x": 1, "y": [{"x": 2, "x": 3}]}}', "a.y[0].x"),     # where it is, in full
+    (b'[{"k": 1}, {"k": 2, "m": [0, {"z": 1, "\\u007a": 2}]}]', "[1].m[1].z"),  # as read
     (b'{"a": "a string with \\":\\" inside", "b": 1}', None),   # escaped quotes: no key
     (b'{"a": {"q": 1}, "b": {"q": 2}}', None),                   # same key, two objects
 ])
@@ -31,12 +32,14 @@ def test_a_trace_that_repeats_a_key_is_bad_input(tmp_path):
     path.write_text(good + "\n" + bad + "\n")
     with pytest.raises(BadInputError) as e:
         list(iter_traces(path))
-    assert (e.value.path, e.value.line, e.value.field) == (str(path), 2, "q")
+    assert (e.value.path, e.value.line, e.value.field) == (str(path), 2,
+                                                           "tool_calls[0].arguments.q")
     write_json(tmp_path / "d.json", [{"id": "c", "user_query": "q"}])
     p = run_cli("grade", str(path), "--dataset", str(tmp_path / "d.json"), "--out",
                 str(tmp_path / "r"))
     assert p.returncode == 3
-    assert f"{path}:2: field 'q': a key appears twice in one object" in p.stderr
+    assert (f"{path}:2: field 'tool_calls[0].arguments.q': a key appears twice in one "
+            "object") in p.stderr
 
 
 @pytest.mark.parametrize("raw,key", [
@@ -54,7 +57,7 @@ def test_a_json_array_dataset_that_repeats_a_key_is_bad_input(tmp_path):
                     ' "expected_args": {"t": {"a": 2}}}]')
     with pytest.raises(BadInputError) as e:
         load_dataset(path)
-    assert (e.value.path, e.value.field) == (str(path), "expected_args")
+    assert (e.value.path, e.value.field) == (str(path), "[0].expected_args")
 
 
 @pytest.mark.parametrize("raw,key", [

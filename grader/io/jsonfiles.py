@@ -228,7 +228,9 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
 
 
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
-    """The first key that ``raw`` repeats inside one object, else ``None``.
+    """The JSON path of the first key that ``raw`` repeats inside one object
+    (``tool_calls[1].arguments.assignee``; a key of the outermost object alone: ``q``),
+    else ``None``.
 
     JSON parsers keep the last of two equal keys silently (``{"q": "a", "q": "b"}`` reads as
     ``{"q": "b"}``), so a grader could score a value the producer never meant. RFC 8259
@@ -239,34 +241,60 @@ def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     ``raw`` holds no more colons than the re-serialised text, no key was repeated. A colon
     written as the escape ``\\u003a`` inside a string is counted as the colon it is (an
     escaped backslash followed by the text ``u003a`` is then counted too: that only sends
-    the line to the exact check). Only a line that fails the screen is parsed again, with
-    the standard library, to name the key.
+    the line to the exact check). Only a line that fails the screen is scanned again, in
+    Python, to name the key and where it is.
     """
     return _repeated_key(raw, orjson.dumps(decoded))
 
 
 def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
-    """:func:`duplicate_key`, given ``orjson.dumps`` of the decoded value."""
+    """:func:`duplicate_key`, given ``orjson.dumps`` of the decoded value: the JSON path of
+    the first key ``raw`` repeats (``tool_calls[1].arguments.assignee``), else ``None``."""
     colons = raw
     if b"\\u003" in raw:  # JSON escapes are \\u + four hex digits; a colon is 003a/003A
         colons = raw.replace(b"\\u003a", b":").replace(b"\\u003A", b":")
     if colons.count(b":") <= dumped.count(b":"):
         return None
-    found: list[str] = []
+    parts = _repeated_path(raw)
+    return None if parts is None else _path_text(parts)
 
-    def pairs(items: list[tuple[str, Any]]) -> dict:
-        seen: set[str] = set()
-        for k, _v in items:
-            if k in seen and not found:
-                found.append(k)
-            seen.add(k)
-        return dict(items)
 
-    try:
-        json.loads(raw, object_pairs_hook=pairs)
-    except ValueError:
-        return None
-    return found[0] if found else None
+def _repeated_path(raw: bytes) -> list | None:
+    """``[key or index, ...]``: the JSON path of the first key (in document order) that
+    the JSON text ``raw`` repeats inside one object, keys compared as a reader decodes them
+    (``"a"`` and ``"\\u0061"`` are one key); ``None`` when none is repeated. A pure-Python
+    scan of the tokens, as :func:`_deep_offset`'s: only for a text the colon screen of
+    :func:`duplicate_key` sent here, never per line."""
+    stack: list[list] = []  # per open container: [is object, current key or index, keys]
+    want_key = False
+    for m in _TOKENS.finditer(raw):
+        c = raw[m.start()]
+        if c == 0x22:  # a string: a key when an object waits for one
+            if want_key and stack:
+                token = m.group()
+                try:
+                    key = json.loads(token)
+                except ValueError:
+                    return None
+                top = stack[-1]
+                if key in top[2]:
+                    return [k for _o, k, _seen in stack[:-1]] + [token]
+                top[2].add(key)
+                top[1] = token
+                want_key = False
+        elif c in (0x5B, 0x7B):  # [ {
+            stack.append([c == 0x7B, None if c == 0x7B else 0, set()])
+            want_key = c == 0x7B
+        elif c in (0x5D, 0x7D):  # ] }
+            if stack:
+                stack.pop()
+            want_key = False
+        elif c == 0x2C and stack:  # ,
+            if stack[-1][0]:
+                want_key = True
+            else:
+                stack[-1][1] += 1
+    return None
 
 
 def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
