@@ -170,7 +170,8 @@ def test_open_run_yields_checked_pairs_and_coverage(tmp_path):
 
 @pytest.mark.parametrize("traces,field,message", [
     ([make_trace("zzz")], "case_id", "trace names case 'zzz', which the dataset"),
-    ([make_trace("a"), make_trace("a")], "trial", "duplicate episode: case 'a' trial 0"),
+    ([make_trace("a"), make_trace("a")], "trial",
+     r"duplicate episode: case 'a' trial 0 \(first at line 1\)"),
     ([make_trace("a", input="other")], "input", "the recorded input differs"),
 ])
 def test_open_run_rules(tmp_path, traces, field, message):

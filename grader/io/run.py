@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.io.jsonfiles import read_json
@@ -349,9 +350,35 @@ class Run:
             if trials is None:
                 trials = seen[case_id] = TrialSet()
             if not trials.add(key[1]):
-                raise BadInputError(f"duplicate episode: case {case_id!r} trial {key[1]}",
-                                    path=str(self.traces_path),
-                                    line=line + line_offset if line else None, field="trial")
+                at = line + line_offset if line else None
+                first = self._first_line(case_id, key[1], at)
+                raise BadInputError(f"duplicate episode: case {case_id!r} trial {key[1]}"
+                                    + (f" (first at line {first})" if first else ""),
+                                    path=str(self.traces_path), line=at, field="trial")
+
+    def _first_line(self, case_id: str, trial: int, before: int | None) -> int | None:
+        """The line of the traces file that first holds episode ``(case_id, trial)``,
+        before line ``before`` (``None``: anywhere), or ``None`` when no line can be read
+        as that episode. Read on the error path only (the run keeps one bit per trial, no
+        line numbers)."""
+        needle = orjson.dumps(case_id)
+        try:
+            with open(self.traces_path, "rb") as fh:
+                for n, raw in enumerate(fh, start=1):
+                    if before is not None and n >= before:
+                        return None
+                    if needle not in raw:
+                        continue
+                    try:
+                        obj = orjson.loads(raw)
+                    except orjson.JSONDecodeError:
+                        continue
+                    if (isinstance(obj, dict) and obj.get("case_id") == case_id
+                            and type(obj.get("trial")) is int and obj["trial"] == trial):
+                        return n
+        except OSError:
+            return None
+        return None
 
     def coverage(self) -> Coverage:
         """Cases and trials missing from the run.
