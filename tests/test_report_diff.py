@@ -201,6 +201,10 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     report["episodes"] = [dict(report["episodes"][0], case_id=f"x{c}") for c in "\x01\x02"]
     root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
     assert [t.get("name") for t in root.iter("testcase")] == ["x\\u0001", "x\\u0002"]
+    # a bidirectional override (U+202E) is spelled out too: a CI page would reverse the rest
+    report["episodes"] = [dict(report["episodes"][0], case_id="abc\u202edef")]
+    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
+    assert root.find(".//testcase").get("name") == "abc\\u202edef"
 
 
 @pytest.mark.parametrize("mutate,field", [

@@ -5,8 +5,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Iterator
 
-#: Characters XML 1.0 forbids even when escaped (C0 controls but tab/newline/CR, and more).
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+#: What junit.xml spells out as ``\uXXXX``: the characters XML 1.0 forbids even when
+#: escaped (C0 controls but tab, newline and CR; U+FFFE, U+FFFF, lone surrogates), and the
+#: bidirectional overrides and isolates (U+202A-202E, U+2066-2069), which a CI page would
+#: otherwise apply, reordering a test's name or message on screen ("Trojan Source").
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff"
+                          "\u202a-\u202e\u2066-\u2069]")
 
 from evaltape.grader.report.common import episode_label, gating, status, threshold_text
 from evaltape.grader.results import Report
