@@ -72,7 +72,10 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
 #: ((score, code, gate state), ...) per metric, payload, timing, answer)``; the gate
 #: states are :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``;
 #: ``timing`` is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block
-#: or ``None``; ``answer`` its :func:`~evaltape.grader.stats.trials.answer_digest`.
+#: or ``None``; ``answer`` the episode's trace, whose
+#: :func:`~evaltape.grader.stats.trials.answer_digest` :meth:`Batch.add` computes when it
+#: can still matter. ``case_id`` is the dataset case's own string (equal to the trace's).
+#: A record is used where it is made; a :class:`Batch` of records travels.
 EpisodeRecord = tuple
 
 
@@ -200,8 +203,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     if timing is not None:
         doc["timing"] = timing
     payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS)
-    return (trace.source_line, trace.case_id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload, timing, answer_digest(trace))
+    return (trace.source_line, case.id, trace.trial, failure, trace.steps, tool_match,
+            label, tuple(values), payload, timing, trace)
 
 
 _TEXT_OPTS = orjson.OPT_SORT_KEYS
@@ -380,10 +383,16 @@ class Batch:
         self.run = write_run(zip(self.keys, self.payloads))
         self.payloads = []
 
-    def add(self, rec: EpisodeRecord, position: int) -> None:
-        """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset."""
+    def add(self, rec: EpisodeRecord, position: int, differs: set[str] | None = None) -> None:
+        """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset.
+
+        ``differs``: the ids of the cases already seen to record two different answers in
+        this run (in this process's batches, all of which the fold reads): such a case's
+        trials are not all the same whatever comes, so its episodes' answer digests are
+        not computed; a case this batch finds differing is added. ``None``: every digest
+        the batch compares is computed."""
         (line, case_id, trial, failure, steps, tool_match, label, values, payload, timing,
-         answer) = rec
+         trace) = rec
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -405,9 +414,14 @@ class Batch:
         nc = self.per_case.get(case_id)
         if nc is None:
             nc = self.per_case[case_id] = [0, 0]
-            self.answers[case_id] = answer
-        elif self.answers[case_id] != answer:
-            self.answers[case_id] = None
+            self.answers[case_id] = (None if differs is not None and case_id in differs
+                                     else answer_digest(trace))
+        else:
+            known = self.answers[case_id]
+            if known is not None and known != answer_digest(trace):
+                self.answers[case_id] = None
+                if differs is not None:
+                    differs.add(case_id)
         nc[0] += 1
         nc[1] += ok
         if timing is not None:
@@ -435,14 +449,17 @@ BATCH_SIZE = 2048
 
 
 def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: int,
-            size: int = BATCH_SIZE) -> Iterator[Batch]:
+            size: int = BATCH_SIZE, differs: set[str] | None = None) -> Iterator[Batch]:
     """Group records into :class:`Batch` es of ``size``; an exception raised by ``records``
-    ends the last batch as its ``error`` (raised by the fold after its episodes)."""
+    ends the last batch as its ``error`` (raised by the fold after its episodes).
+    ``differs``: as :meth:`Batch.add` (shared by the batches of one run in one process)."""
     position = {c.id: i for i, c in enumerate(cases)}
     batch = Batch(n_metrics)
+    if differs is None:
+        differs = set()
     try:
         for rec in records:
-            batch.add(rec, position[rec[1]])
+            batch.add(rec, position[rec[1]], differs)
             if batch.n >= size:
                 yield batch
                 batch = Batch(n_metrics)

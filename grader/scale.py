@@ -78,6 +78,9 @@ class GradeJob:
     evidence: str = "compact"
 
     def __post_init__(self) -> None:
+        #: the ids of the cases seen to record two different answers in this process
+        #: (:meth:`evaltape.grader.engine.Batch.add`)
+        self.differs: set[str] = set()
         self._by_id: dict | None = None
         self._position: dict | None = None
         self._digests: dict | None = None
@@ -118,6 +121,7 @@ class GradeJob:
         state = dict(self.__dict__)
         state["_by_id"] = state["_position"] = state["_digests"] = None
         state["_plans"] = {}
+        state["differs"] = set()  # (what one process saw: each worker sees its own)
         return state
 
 
@@ -258,6 +262,7 @@ def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
     batch = Batch(len(job.metrics))
     records = grade_range(job, chunk)
     add = batch.add
+    differs = job.differs
     if chunk.first_line is None:
         batch.range_lines = 0  # (numbered from 1; the count is set once the range is read)
     with gc_paused():
@@ -269,7 +274,7 @@ def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
                     if chunk.first_line is None:
                         batch.range_lines = done.value
                     break
-                add(rec, position[rec[1]])
+                add(rec, position[rec[1]], differs)
                 if batch.n % GC_EVERY == 0:
                     import gc
                     gc.collect(0)
@@ -460,7 +465,8 @@ def chunk_results(job: GradeJob, *, workers: int = 1, engine: str = "local",
     if engine == "local" and workers <= 1:  # one core, or a file of one chunk: no pool
         from evaltape.grader.engine import batches
         whole = Chunk(0, os.path.getsize(job.run.traces_path), 1)
-        return batches(grade_range(job, whole), job.run.cases, len(job.metrics))
+        return batches(grade_range(job, whole), job.run.cases, len(job.metrics),
+                       differs=job.differs)
     try:
         pickle.dumps(job)
     except Exception as e:  # noqa: BLE001 - reported as a usage error

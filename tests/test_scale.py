@@ -382,3 +382,31 @@ def test_the_last_ranges_are_cut_smaller(tmp_path):
     assert sizes == [(1 << 18) + 8] * 5 + [(1 << 16) + 8] * 4 + [27_064]
     assert (tapered[0].start, tapered[-1].end) == (plain[0].start, plain[-1].end) == (0, 1_600_000)
     assert all(a.end == b.start for a, b in zip(tapered, tapered[1:]))
+
+
+def test_identical_trials_whatever_the_batches_and_workers(tmp_path, monkeypatch):
+    # trial-major traces of 3 cases x 4 trials: a records the same answer in every trial,
+    # b differs only in its last trial, c in its second. Only a's trials are identical,
+    # however the episodes are cut into batches (answer digests of a case already seen to
+    # differ are skipped) and on however many processes
+    from conftest import make_trace, write_json, write_jsonl
+    from evaltape.grader import engine
+    answers = {"a": ["x"] * 4, "b": ["x", "x", "x", "y"], "c": ["x", "y", "x", "x"]}
+    traces = [make_trace(cid, trial=t, final=answers[cid][t]) for t in range(4)
+              for cid in ("a", "b", "c")]
+    write_json(tmp_path / "d.json", [{"id": c, "user_query": "q"} for c in "abc"])
+    write_jsonl(tmp_path / "run" / "traces.jsonl", traces)
+    want = {"cases": 1, "of": 3}
+    got = []
+    for size in (1, 2, 5, 2048):
+        monkeypatch.setattr(engine, "BATCH_SIZE", size)
+        monkeypatch.setattr(engine.batches, "__defaults__", (size, None))
+        report = grade(tmp_path / "run", tmp_path / "d.json", metrics=["task_completion"])
+        it = report.summary.identical_trials
+        got.append({k: it[k] for k in want})
+    for workers in (1, 2):
+        report = grade(tmp_path / "run", tmp_path / "d.json", metrics=["task_completion"],
+                       workers=workers)
+        it = report.summary.identical_trials
+        got.append({k: it[k] for k in want})
+    assert got == [want] * 6
