@@ -38,7 +38,9 @@ _WORDS = ["has been", "I've", "we", "was", "successfully", "reset", "restarted",
           "two", "a dozen", "half", "three quarters", "$", "€", "£", "usd", "EUR", "−", "-",
           "prod-api-07", "INC-4242", "12A", "4K", "A320", "10:15", "3 pm", "2025-11-03T10:15Z",
           "1,271", "2.5", "0.75k", "°C", "İ", "ı", "ſ", "\u212a", "٣", "é", "Monday", "locked",
-          "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n"]
+          "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n",
+          "user", "Username", "account", "LOGIN", "user id", "is", ":", "akhan", "a.b",
+          "uſer", "acco", "unt"]
 _texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123456789aAsS")),
                             st.text(max_size=3)), max_size=30).map("".join)
 
@@ -128,6 +130,8 @@ def test_identifier_and_name_scans_find_what_the_patterns_find(text):
     norm = claims.clean(text)
     assert _spans(claims._ident_matches(norm)) == _spans(claims.IDENT.finditer(norm))
     assert _spans(claims._name_matches(norm)) == _spans(claims.NAME.finditer(norm))
+    assert _spans(claims._named_matches(norm, folded(norm))) == \
+        _spans(claims.NAMED.finditer(norm))
 
 
 def test_identifier_and_name_scans_on_an_answer():

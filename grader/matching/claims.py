@@ -79,6 +79,17 @@ MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _DIGIT = re.compile(r"\d")
+
+
+def has_digit(text: str) -> bool:
+    """Whether ``text`` holds a character ``\\d`` matches: for ASCII text one of ``0``-``9``,
+    found by ten substring tests (faster than a regular-expression scan)."""
+    if text.isascii():
+        return "0" in text or "1" in text or "2" in text or "3" in text or "4" in text \
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text
+    return _DIGIT.search(text) is not None
+
+
 _COUNT_BEFORE = re.compile(r"(?<![\w#-])\d[\d,.]*\s+(?:were\s+|are\s+)?$")
 _PASSED_ON = re.compile(r"\s+(?:it\s+|this\s+)?(?:to|on|along|over|by)\b")
 _QUANTITY = re.compile(r"[x×]\d+", re.IGNORECASE)  # "capsules x2" is a quantity
@@ -217,8 +228,15 @@ def folded(text: str) -> str:
 _LETTERS = re.compile(r"[a-z]+")
 
 
+#: every ASCII character but a-z to a space: the runs of letters of an ASCII text are then
+#: its words split at whitespace
+_NON_LETTERS = str.maketrans({chr(i): " " for i in range(128) if not "a" <= chr(i) <= "z"})
+
+
 def words_of(fold: str) -> frozenset[str]:
     """The maximal runs of ASCII letters of a :func:`folded` text."""
+    if fold.isascii():
+        return frozenset(fold.translate(_NON_LETTERS).split())
     return frozenset(_LETTERS.findall(fold))
 
 
@@ -464,20 +482,21 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
     low = norm.lower()
     sp = _Spans(norm)
     labels: list[tuple[int, int]] = []
+    digits = has_digit(norm)
     if answer:
-        for m in _LIST_MARKER.finditer(norm):
+        # (list markers and item numbers need a digit)
+        for m in _LIST_MARKER.finditer(norm) if digits else ():
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
         bold = "**" in norm or "__" in norm
         if bold or "#" in norm:
             labels = [m.span(next(g for g in ("l", "h", "b") if m.group(g) is not None))
                       for m in LABEL.finditer(norm)]
-        if ":" in norm:
+        if digits and ":" in norm:
             for rx, g in ((_LABEL_NUMBER, 0), (_ITEM_NUMBER, 1)) if bold else \
                     ((_ITEM_NUMBER, 1),):
                 for m in rx.finditer(norm):
                     a, b = m.span(g)
                     sp.taken[a:b] = b"\x01" * (b - a)
-    digits = _DIGIT.search(norm) is not None
     fold = folded(norm)
     vocab = words_of(fold)  # screens the patterns that need a word of a list
     if "@" in norm:
@@ -525,7 +544,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
                     _NAMED_HINT.search(low):
                 continue
-            for m in rx.finditer(norm):
+            for m in rx.finditer(norm) if rx is QUOTED else _named_matches(norm, fold):
                 tok = m.group("tok")
                 a, b = m.start("tok"), m.end("tok")
                 low_tok = tok.lower()
@@ -616,9 +635,9 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 _NONSPACE = re.compile(r"\S+")
 _CAPITAL = re.compile(r"[A-Z]")
 _stem = functools.lru_cache(maxsize=16384)(stem)  # the words of answers repeat
-_IDENT_CHAR = re.compile(r"[\d_.-]")
+# a character an IDENT match holds: a digit, "_", "-", or a "." before a dotted label
+_IDENT_CHAR = re.compile(r"[\d_-]|\.(?=[A-Za-z0-9-]{2})")
 _IDENT_RUN = re.compile(r"[\w@.-]*")
-_DOT_LABEL = re.compile(r"[A-Za-z0-9-]{2}")
 
 
 def _name_matches(norm: str):
@@ -646,11 +665,10 @@ def _ident_matches(norm: str):
     starts (its look-behind) and ends inside that run, so each run is tried once, at its
     start."""
     pos, rev, n = 0, None, len(norm)
+    # (a "." only makes a dotted name: :data:`_IDENT_CHAR` skips the others; a run's
+    # other characters try it too)
     while (c := _IDENT_CHAR.search(norm, pos)) is not None:
         q = c.start()
-        if c.group() == "." and not _DOT_LABEL.match(norm, q + 1):
-            pos = q + 1  # (a "." only makes a dotted name; a run's other ones try it too)
-            continue
         if rev is None:
             rev = norm[::-1]
         a = n - _IDENT_RUN.match(rev, n - 1 - q).end()  # back to the run's start
@@ -658,6 +676,26 @@ def _ident_matches(norm: str):
         m = IDENT.match(norm, a)
         if m:
             yield m
+
+
+def _named_matches(norm: str, fold: str):
+    """The matches of ``NAMED.finditer(norm)``, tried only where ``fold`` (``folded(norm)``)
+    holds ``user``, ``login`` or ``account``: every match starts with one of them (a word
+    ``re.IGNORECASE`` matches is a substring of the folded text, at its offset when
+    folding kept the length; the three words cannot overlap, so one scan finds each)."""
+    if len(fold) != len(norm):
+        yield from NAMED.finditer(norm)
+        return
+    end = 0
+    for h in _NAMED_HINT.finditer(fold):
+        if h.start() < end:
+            continue  # inside the previous match, as finditer resumes after it
+        m = NAMED.match(norm, h.start())
+        if m:
+            end = m.end()
+            yield m
+
+
 #: the words a name claim leaves out (:func:`_take_name`)
 _NAME_SKIP = _NAME_STOP | frozenset(MONTHS) | frozenset(WEEKDAYS)
 _CAMEL = re.compile(r"[a-z]+[A-Z]")
