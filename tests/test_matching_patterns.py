@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.grader.matching import claims, numbers, states
+from evaltape.grader.matching import claims, numbers, sources, states
 from evaltape.grader.matching.claims import _last_words, folded, words_of
 from evaltape.grader.matching.patterns import led
 
@@ -40,7 +40,9 @@ _WORDS = ["has been", "I've", "we", "was", "successfully", "reset", "restarted",
           "1,271", "2.5", "0.75k", "°C", "İ", "ı", "ſ", "\u212a", "٣", "é", "Monday", "locked",
           "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n",
           "user", "Username", "account", "LOGIN", "user id", "is", ":", "akhan", "a.b",
-          "uſer", "acco", "unt"]
+          "uſer", "acco", "unt", "in_transit", "not locked", "out of stock", "healthy",
+          "un", "_", "é", " and ", " AND ", "But", " vs. ", "versus", ";", "(", ")", "—", "–",
+          "! ", "? ", ".\n", "\n\n", '." ', ".) ", "\t", "\x1c"]
 _texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123456789aAsS")),
                             st.text(max_size=3)), max_size=30).map("".join)
 
@@ -114,6 +116,13 @@ def test_windowed_scans_find_the_matches_of_a_whole_scan(text):
         assert got == want
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_windowed_source_status_scan_finds_what_one_scan_finds(text):
+    low = claims.clean(text).lower().replace("_", " ")
+    assert _spans(sources.source_statuses(low)) == _spans(sources._SOURCE_STATUS.finditer(low))
+
+
 def test_windows_cover_a_run_and_the_character_after_it():
     norm = "Done. The disk is now full; 3 servers are down"
     # "full" after "now" (a copula word): its run " The disk is now full" and the ";"
@@ -132,6 +141,17 @@ def test_identifier_and_name_scans_find_what_the_patterns_find(text):
     assert _spans(claims._name_matches(norm)) == _spans(claims.NAME.finditer(norm))
     assert _spans(claims._named_matches(norm, folded(norm))) == \
         _spans(claims.NAMED.finditer(norm))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_sentence_and_clause_cuts_are_those_of_their_patterns(text):
+    cuts = []
+    for m in claims._SENTENCE_CUT.finditer(text):
+        cuts.append(m.span("s") if m.start("s") >= 0 else m.span())
+    assert cuts == [m.span() for m in claims.SENTENCE_END.finditer(text)]
+    assert claims.clauses(text, []) == sorted({0, *(m.end() for m in
+                                                    claims._CLAUSE_END.finditer(text))})
 
 
 def test_identifier_and_name_scans_on_an_answer():

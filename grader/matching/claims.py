@@ -191,6 +191,15 @@ _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap
 _CLAUSE_END = led(r"[;()—\s]", re.compile(
     r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s", re.IGNORECASE))
 SENTENCE_END = led(r"[\"')\]\s]", re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+"))
+# The matches of SENTENCE_END found from the character that starts them or comes before
+# them (a pattern that begins with a character set is scanned for fast; SENTENCE_END's
+# look-ahead is tried at every space): group "s" when it took part, else the whole match,
+# spans a match of SENTENCE_END, in the same order
+_SENTENCE_CUT = re.compile(r"[.!?\n](?:(?<=[.!?])(?P<s>[\"')\]]?\s+)(?=\S)|(?<=\n)\n*)")
+# _CLAUSE_END on the lower-case copy of an ASCII text (where "—" and "–" do not occur and
+# IGNORECASE matches what the lower-case words match), begun with a character set
+_CLAUSE_CUT_ASCII = re.compile(
+    r"[;()\s](?:(?<=[;()])|(?<=\s)(?:and|but|while|whereas|vs\.?|versus)\s)")
 # a sentence that asks the user for something ("Please provide the reason (change of plan,
 # airline cancelled flight, ...)"): like a question, it asserts nothing
 _REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
@@ -393,12 +402,14 @@ _last_split: tuple[str | None, list[tuple[int, int, str]]] = (None, [])
 
 def _split_sentences(text: str) -> list[tuple[int, int, str]]:
     out, start = [], 0
-    for m in SENTENCE_END.finditer(text):
-        end = m.start()
+    for m in _SENTENCE_CUT.finditer(text):
+        end, after = m.span("s")
+        if end < 0:  # (a run of new lines)
+            end, after = m.span()
         sentence = text[start:end].strip()
         if sentence:
             out.append((start, end, sentence))
-        start = m.end()
+        start = after
     if text[start:].strip():
         out.append((start, len(text), text[start:].strip()))
     return out
@@ -412,7 +423,8 @@ def clauses(text: str, sentences: list[tuple[int, int, str]] | None = None) -> l
     is 23.4°C"). ``sentences``: ``split_sentences(text)`` when the caller has it already.
     """
     out = [0]
-    out += [m.end() for m in _CLAUSE_END.finditer(text)]
+    out += [m.end() for m in (_CLAUSE_CUT_ASCII.finditer(text.lower()) if text.isascii()
+                              else _CLAUSE_END.finditer(text))]
     out += [s for s, _e, _t in (split_sentences(text) if sentences is None else sentences)]
     return sorted(set(out))
 
@@ -636,7 +648,8 @@ _NONSPACE = re.compile(r"\S+")
 _CAPITAL = re.compile(r"[A-Z]")
 _stem = functools.lru_cache(maxsize=16384)(stem)  # the words of answers repeat
 # a character an IDENT match holds: a digit, "_", "-", or a "." before a dotted label
-_IDENT_CHAR = re.compile(r"[\d_-]|\.(?=[A-Za-z0-9-]{2})")
+# (begun with a character set, which the engine scans for fast)
+_IDENT_CHAR = re.compile(r"[\d_.-](?:(?<=\.)(?=[A-Za-z0-9-]{2})|(?<=[\d_-]))")
 _IDENT_RUN = re.compile(r"[\w@.-]*")
 
 
@@ -703,9 +716,12 @@ _CAMEL = re.compile(r"[a-z]+[A-Z]")
 
 def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
     g = m.group(0)
-    if (g.lower() in _NAME_SKIP) if " " not in g and "\t" not in g else \
-            all(w.lower() in _NAME_SKIP for w in g.split()):
+    one = " " not in g and "\t" not in g
+    if (g.lower() in _NAME_SKIP) if one else all(w.lower() in _NAME_SKIP for w in g.split()):
         return  # stop words, months and weekdays only: none would be kept (below)
+    if one and _SENT_START.search(sp.text, max(0, m.start() - 6), m.start()) \
+            and not _CAMEL.match(g):
+        return  # one word, the first of a sentence: none would be kept (below)
     words = [(w.start(), w.end(), w.group(0)) for w in _NONSPACE.finditer(m.group(0))]
     words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
     if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \

@@ -46,8 +46,8 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
-                                             time_alternatives)
+from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, _last_words, _windows,
+                                             clean, extract_spans, time_alternatives, words_of)
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
                                               matches, source_values)
 from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
@@ -89,6 +89,25 @@ _stem = functools.lru_cache(maxsize=16384)(stem)  # a source's words repeat
 _ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
 _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
     re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
+# _SOURCE_STATUS's phrases by their last word: a match ends its phrase at a non-word
+# character, so that word is a run of letters of the text, and the scan is needed only in
+# the runs that hold one of the phrases (claims._windows)
+_SOURCE_STATUS_LAST = _last_words(_ALL_STATUS)
+_SOURCE_STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
+for _p in sorted(_ALL_STATUS):
+    _w = _WORD.findall(_p)[-1]
+    _SOURCE_STATUS_PHRASES[_w] = _SOURCE_STATUS_PHRASES.get(_w, ()) + (_p,)
+
+
+def source_statuses(low: str) -> list[re.Match]:
+    """The matches of ``_SOURCE_STATUS.finditer(low)`` (``low``: a lower-case text), the
+    pattern run only in the runs of words that hold one of its phrases."""
+    vocab = words_of(low)
+    if vocab.isdisjoint(_SOURCE_STATUS_LAST):
+        return []
+    phrases = [p for w in vocab & _SOURCE_STATUS_LAST for p in _SOURCE_STATUS_PHRASES[w]]
+    return [m for a, b in _windows(low, low, phrases)
+            for m in _SOURCE_STATUS.finditer(low, a, b)]
 
 
 @dataclass
@@ -175,8 +194,8 @@ class SourceFacts:
         f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
         f._strings = []  # the string values, read as one text after the walk
         walk = f._walk if f._numeric else f._walk_plain
-        if arguments:
-            walk(dict(arguments), "")
+        if arguments:  # (the walks only read it: a dict is not copied)
+            walk(arguments if type(arguments) is dict else dict(arguments), "")
         parsed: Any = None
         s = (text or "").strip()
         if s[:1] in "{[":
@@ -306,10 +325,16 @@ class SourceFacts:
                 if stems is not None:
                     stems.update(got_stems)
                 for k, v in zip(keys, value.values()):
-                    walk(v, k)
+                    if isinstance(v, str):  # (the first case, inline: most values are)
+                        strings.append(v)
+                    else:
+                        walk(v, k)
             elif isinstance(value, list):
                 for v in value:
-                    walk(v, key)
+                    if isinstance(v, str):
+                        strings.append(v)
+                    else:
+                        walk(v, key)
             elif isinstance(value, bool):
                 tokens.add(str(value).lower())
                 self._flag(key, value)
@@ -350,7 +375,7 @@ class SourceFacts:
                 self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
         if need & {"status", "action"}:
             low = clean(text).lower().replace("_", " ")
-            for m in _SOURCE_STATUS.finditer(low):
+            for m in source_statuses(low):
                 self.statuses.add(_ALL_STATUS[m.group(0)])
                 self.value_statuses.add(_ALL_STATUS[m.group(0)])
 

@@ -1198,7 +1198,7 @@ class _Checker:
 
 def _listed_objects(result: str | None) -> list[list[dict]]:
     """Lists of two or more JSON objects in a call's result (at any depth)."""
-    if not result or result.lstrip()[:1] not in "{[":
+    if not result or "[" not in result or result.lstrip()[:1] not in "{[":  # (a list has one)
         return []
     try:
         parsed = orjson.loads(result)
