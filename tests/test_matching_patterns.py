@@ -161,3 +161,18 @@ def test_identifier_and_name_scans_on_an_answer():
         "prod-api-07", "status.example.com", "12A", "INC-4242"]
     assert [m.group() for m in claims._name_matches(text)] == [
         "Server", "iPhone", "AirPods", "Los Angeles"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(x=st.one_of(st.integers(), st.floats(), st.sampled_from(
+    [0, -0.0, 0.0, 3.0, -3.0, 1e15, 1e16, -1e16, 123456789012345.0, 0.1, 1e-05, 10 ** 15,
+     -10 ** 15 + 1, 10 ** 15 - 1, 645.9, -0.5, float("inf"), float("nan")])))
+def test_number_text_is_the_decimal_token(x):
+    # the fast text of a JSON number is what fmt(Decimal(repr(x))) writes (None: not finite)
+    assert sources._number_text(x) == sources._number_token.__wrapped__(x)
+
+
+def test_number_text_by_hand():
+    assert [sources._number_text(x) for x in (42, -7, 3.0, -0.0, 645.9, 1e-05, 2e16)] == \
+        ["42", "-7", "3", "-0", "645.9", "0.00001", "20000000000000000"]
+    assert sources._number_text(float("inf")) is None

@@ -45,8 +45,8 @@ case folded; comparison is on token boundaries, so ``10`` is never found in ``10
 ``prod-api-01`` is not found in ``prod-api-010``. Each pattern is one left-to-right scan:
 of the whole answer, of the runs of words that hold one of its phrases (statuses,
 actions: :func:`_windows`), or from the characters its matches need (names from capitals,
-identifiers from digits, ``-``, ``_`` and dotted labels), so extraction is linear in the
-answer's length. Pure functions; no model, no network.
+identifiers from digits, ``-``, ``_`` and dotted labels, user names from ``user``, ``login``
+and ``account``), so extraction is linear in the answer's length. Pure functions; no model, no network.
 """
 from __future__ import annotations
 

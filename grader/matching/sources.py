@@ -27,7 +27,9 @@ is then checked in constant (or logarithmic) time:
   business days``) states both its ends.
 
 The string values of a JSON result are read as one text (joined by `` | ``, which no
-pattern reads across), so each pattern runs once per source, not once per value.
+pattern reads across), so each pattern runs once per source, not once per value (the
+status pattern only over the runs of words that hold one of its phrases:
+:func:`source_statuses`).
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
 false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
@@ -47,7 +49,8 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, _last_words, _windows,
-                                             clean, extract_spans, time_alternatives, words_of)
+                                             clean, extract_spans, has_digit,
+                                             time_alternatives, words_of)
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
                                               matches, source_values)
 from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
@@ -336,12 +339,12 @@ class SourceFacts:
                     else:
                         walk(v, key)
             elif isinstance(value, bool):
-                tokens.add(str(value).lower())
+                tokens.add("true" if value else "false")
                 self._flag(key, value)
             elif value is None:
                 pass
             elif isinstance(value, (int, float)):
-                text = _number_token(value) if value else _number_token.__wrapped__(value)
+                text = _number_text(value)
                 if text is not None:
                     tokens.add(text)
             else:
@@ -352,8 +355,7 @@ class SourceFacts:
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
         states ``not locked`` and ``unlocked``."""
-        word = key.lower().replace("_", " ").removeprefix("is ")
-        state = _ALL_STATUS.get(word)
+        state = _key_state(key)
         if state is None:
             return
         said = {state} if value else {f"not {state}", *_ANTONYM.get(state, ())}
@@ -363,7 +365,7 @@ class SourceFacts:
     def _text(self, text: str) -> None:
         self._tokens(text)
         need = self.needs
-        digits = _DIGIT.search(text) is not None
+        digits = has_digit(text)
         if (need & _SPAN_KINDS and digits) or ("number" in need and NUMBER_WORD.search(text)):
             self._spans(text)
         if digits and need & {"number", "date"}:
@@ -595,11 +597,35 @@ def _number_token(x: int | float) -> str | None:
     return fmt(d) if d.is_finite() else None
 
 
+def _number_text(x: int | float) -> str | None:
+    """:func:`_number_token` of a JSON number, for most numbers without building a
+    :class:`~decimal.Decimal`: an ``int`` (of fewer than 16 digits) is written as ``str``
+    writes it, and a ``float`` whose ``repr`` has no exponent and is finite as ``repr``
+    writes it, without a final ``.0`` (``fmt`` of ``Decimal(repr(x))``: an integral value
+    without its fraction, ``-0.0`` as ``-0``, no trailing zeros, which a float's ``repr``
+    never has after the point but for ``.0``)."""
+    t = type(x)
+    if t is int and -10 ** 15 < x < 10 ** 15:
+        return str(x)
+    if t is float:
+        r = repr(x)
+        if "e" not in r and "n" not in r:  # (no exponent, no inf or nan)
+            return r[:-2] if r.endswith(".0") else r
+    return _number_token(x) if x else _number_token.__wrapped__(x)
+
+
 def _decimal(x: int | float) -> Decimal:
     try:
         return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
     except InvalidOperation:  # pragma: no cover - repr of a float is always valid
         return Decimal("NaN")
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_state(key: str) -> str | None:
+    """The state a boolean's JSON key names (``is_locked`` → ``locked``), or ``None``
+    (keys repeat across results: the most recent 4,096 are kept, a few hundred kB)."""
+    return _ALL_STATUS.get(key.lower().replace("_", " ").removeprefix("is "))
 
 
 @functools.lru_cache(maxsize=4096)
