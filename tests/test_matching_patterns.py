@@ -42,7 +42,8 @@ _WORDS = ["has been", "I've", "we", "was", "successfully", "reset", "restarted",
           "user", "Username", "account", "LOGIN", "user id", "is", ":", "akhan", "a.b",
           "uſer", "acco", "unt", "in_transit", "not locked", "out of stock", "healthy",
           "un", "_", "é", " and ", " AND ", "But", " vs. ", "versus", ";", "(", ")", "—", "–",
-          "! ", "? ", ".\n", "\n\n", '." ', ".) ", "\t", "\x1c"]
+          "! ", "? ", ".\n", "\n\n", '." ', ".) ", "\t", "\x1c", "The", "THE", "ThE", "The's",
+          "Summary", "May", "Monday", "Rome", "iPhone", "Let", "No", "Thiſ", "Here", "A"]
 _texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123456789aAsS")),
                             st.text(max_size=3)), max_size=30).map("".join)
 
@@ -152,6 +153,23 @@ def test_sentence_and_clause_cuts_are_those_of_their_patterns(text):
     assert cuts == [m.span() for m in claims.SENTENCE_END.finditer(text)]
     assert claims.clauses(text, []) == sorted({0, *(m.end() for m in
                                                     claims._CLAUSE_END.finditer(text))})
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_shape_screens_answer_as_their_patterns(text):
+    norm = claims.clean(text)
+    assert claims._ident_hint(norm) == (claims._IDENT_HINT.search(norm) is not None)
+    assert claims._caps_hint(norm) == (claims._CAPS_HINT.search(norm) is not None)
+    for t in (norm + "ABCDE", "x-" + norm, norm + ".a_", "." + norm + "-b"):
+        assert claims._ident_hint(t) == (claims._IDENT_HINT.search(t) is not None)
+        assert claims._caps_hint(t) == (claims._CAPS_HINT.search(t) is not None)
+
+
+def test_shape_screens_by_hand():
+    assert claims._ident_hint("on-call") and claims._ident_hint("see status.example")
+    assert not claims._ident_hint("a - b, e.g. x_") and not claims._ident_hint("Done. Ok.")
+    assert claims._caps_hint("code UHDAHF") and not claims._caps_hint("NASA PLS ok")
 
 
 def test_identifier_and_name_scans_on_an_answer():

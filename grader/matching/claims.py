@@ -132,6 +132,29 @@ IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # "_", or are dotted names whose labels are two characters or more
 _IDENT_HINT = led("[-_.]", re.compile(r"(?<=[A-Za-z0-9])[-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}"))
 _CAPS_HINT = re.compile(r"[A-Z]{5}")  # a screen for CAPS_CODE
+# the shapes of an ASCII text's characters that the two screens read: letters and digits
+# as "a" ("-", "_" and "." kept), capitals as "A" (a regular-expression scan of a text is
+# slower than translating it and testing a few substrings)
+_IDENT_SHAPE = str.maketrans({chr(i): "a" if chr(i).isalnum() else chr(i) if chr(i) in "-_."
+                              else " " for i in range(128)})
+_CAPS_SHAPE = str.maketrans({chr(i): "A" if "A" <= chr(i) <= "Z" else " " for i in range(128)})
+
+
+def _ident_hint(norm: str) -> bool:
+    """Whether ``_IDENT_HINT.search(norm)`` finds a match: for ASCII text, a letter or
+    digit, ``-`` or ``_`` and a letter or digit, or ``.`` and two of letters, digits and
+    ``-``, in the text's :data:`_IDENT_SHAPE`."""
+    if not norm.isascii():
+        return _IDENT_HINT.search(norm) is not None
+    t = norm.translate(_IDENT_SHAPE)
+    return "a-a" in t or "a_a" in t or ".aa" in t or ".a-" in t or ".-a" in t or ".--" in t
+
+
+def _caps_hint(norm: str) -> bool:
+    """Whether ``_CAPS_HINT.search(norm)`` finds a match (five capitals in a row)."""
+    if not norm.isascii():
+        return _CAPS_HINT.search(norm) is not None
+    return "AAAAA" in norm.translate(_CAPS_SHAPE)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
 # a quoted token is an identifier by its shape (a digit, '_', '-', '.', a capital after the
@@ -541,7 +564,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in _ident_matches(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
+    for m in _ident_matches(norm) if digits or "." in norm and _ident_hint(norm) \
             else ():
         g = m.group(0)
         a, b = m.span()
@@ -549,12 +572,15 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
             sp.take(a, b, "identifier", g.lower().rstrip("."))
     if answer:
-        for m in CAPS_CODE.finditer(norm) if _CAPS_HINT.search(norm) else ():
+        for m in CAPS_CODE.finditer(norm) if _caps_hint(norm) else ():
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
-            if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
-                    _NAMED_HINT.search(low):
+            # (screens: a quote character; "user", "account" or "login", by substring tests,
+            # which find what _QUOTE_CHARS and _NAMED_HINT find, faster)
+            if rx is QUOTED and not ("'" in norm or '"' in norm or "`" in norm or "‘" in norm
+                                     or "“" in norm) \
+                    or rx is NAMED and not ("user" in low or "account" in low or "login" in low):
                 continue
             for m in rx.finditer(norm) if rx is QUOTED else _named_matches(norm, fold):
                 tok = m.group("tok")
