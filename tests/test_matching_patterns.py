@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltape.grader.matching import claims, numbers, sources, states
-from evaltape.grader.matching.claims import _last_words, folded, words_of
+from evaltape.grader.matching.claims import folded, last_words, words_of
 from evaltape.grader.matching.patterns import led
 
 LED = {"DATE_ISO": claims.DATE_ISO, "DATE_MDY": claims.DATE_MDY, "DATE_DMY": claims.DATE_DMY,
@@ -79,7 +79,7 @@ def test_folding_covers_what_ignorecase_matches():
     # the four characters re.IGNORECASE matches to an ASCII letter that lower() keeps apart
     assert words_of(folded("\u0130NACT\u0131VE ſhipped \u212aNOWN")) == {"inactive", "shipped",
                                                                        "known"}
-    assert _last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
+    assert last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
 
 
 # -- the scans extract_spans uses instead of one regular-expression pass each --------------
@@ -93,7 +93,7 @@ def _spans(matches):
 
 
 def _windowed(rx, norm, phrases, copula=False):
-    return _spans(m for a, b in claims._windows(norm, folded(norm), phrases, copula)
+    return _spans(m for a, b in claims.phrase_windows(norm, folded(norm), phrases, copula)
                   for m in rx.finditer(norm, a, b))
 
 
@@ -128,10 +128,10 @@ def test_windows_cover_a_run_and_the_character_after_it():
     norm = "Done. The disk is now full; 3 servers are down"
     # "full" after "now" (a copula word): its run " The disk is now full" and the ";"
     # after it; "down" after "are": its run, from after the "3", to the end of the text
-    got = claims._windows(norm, folded(norm), ["full", "down"], True)
+    got = claims.phrase_windows(norm, folded(norm), ["full", "down"], True)
     assert got == [(5, 27), (29, len(norm))]
     # "the full context": no copula before "full", no window
-    assert claims._windows("the full context", "the full context", ["full"], True) == []
+    assert claims.phrase_windows("the full context", "the full context", ["full"], True) == []
 
 
 @settings(max_examples=400, deadline=None)

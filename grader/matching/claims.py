@@ -44,9 +44,10 @@ Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces a
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
 ``prod-api-01`` is not found in ``prod-api-010``. Each pattern is one left-to-right scan:
 of the whole answer, of the runs of words that hold one of its phrases (statuses,
-actions: :func:`_windows`), or from the characters its matches need (names from capitals,
-identifiers from digits, ``-``, ``_`` and dotted labels, user names from ``user``, ``login``
-and ``account``), so extraction is linear in the answer's length. Pure functions; no model, no network.
+actions: :func:`phrase_windows`), or from the characters its matches need (names from
+capitals, identifiers from digits, ``-``, ``_`` and dotted labels, user names from
+``user``, ``login`` and ``account``), so extraction is linear in the answer's length. Pure
+functions; no model, no network.
 """
 from __future__ import annotations
 
@@ -272,7 +273,7 @@ def words_of(fold: str) -> frozenset[str]:
     return frozenset(_LETTERS.findall(fold))
 
 
-def _last_words(phrases: Any) -> frozenset[str]:
+def last_words(phrases: Any) -> frozenset[str]:
     """The last run of letters of each phrase (``"rolled back"`` → ``back``)."""
     return frozenset(_LETTERS.findall(p.lower())[-1] for p in phrases)
 
@@ -283,12 +284,12 @@ def _last_words(phrases: Any) -> frozenset[str]:
 # last word is a maximal run of letters of the text: a text whose words_of() holds none of
 # a pattern's last words cannot match it, and the scan (some 80 alternatives tried at every
 # position, for STATUS_RE) is skipped.
-_STATUS_LAST = _last_words([*STATUS_ANY, *STATUS_COPULA])
-_ACTION_LAST = _last_words(ACTION_VERBS)
-_MONTH_LAST = _last_words(MONTHS)
-_NUMBER_WORD_LAST = _last_words(NUMBER_WORDS)
-_BARE_HOUR_LAST = _last_words(["before", "after", "until", "till"])
-_WEEKDAY_LAST = _last_words(WEEKDAYS)
+_STATUS_LAST = last_words([*STATUS_ANY, *STATUS_COPULA])
+_ACTION_LAST = last_words(ACTION_VERBS)
+_MONTH_LAST = last_words(MONTHS)
+_NUMBER_WORD_LAST = last_words(NUMBER_WORDS)
+_BARE_HOUR_LAST = last_words(["before", "after", "until", "till"])
+_WEEKDAY_LAST = last_words(WEEKDAYS)
 
 # The phrases STATUS_RE alternates over, by their last word: a match holds its phrase as
 # written (case aside: a substring of folded() text, words joined by one space or a "-")
@@ -323,7 +324,7 @@ def _after_copula(fold: str, i: int) -> bool:
 _WORDS_BREAK = re.compile(r"[^\w\s'-]|[\d_]")
 
 
-def _windows(norm: str, fold: str, phrases: Any, copula: bool = False
+def phrase_windows(norm: str, fold: str, phrases: Any, copula: bool = False
              ) -> list[tuple[int, int]]:
     """``(pos, endpos)`` windows of ``norm`` outside which a pattern made of letters,
     whitespace, ``-`` and ``'`` (STATUS_RE, ACTION_RE, ANY_ACTION_RE) has no match whose
@@ -597,7 +598,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
                     continue  # a quoted everyday word ('once', "hot"), no identifier
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
-        for m in (m for a, b in _windows(norm, fold, vocab & _ACTION_LAST)
+        for m in (m for a, b in phrase_windows(norm, fold, vocab & _ACTION_LAST)
                   for m in ACTION_RE.finditer(norm, a, b)) \
                 if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
@@ -607,7 +608,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
         done = [w for w in vocab if w.endswith("ed") and _stem(w) in verbs] if verbs else ()
-        for m in ((m for a, b in _windows(norm, fold, done)
+        for m in ((m for a, b in phrase_windows(norm, fold, done)
                    for m in ANY_ACTION_RE.finditer(norm, a, b)) if norm.isascii()
                   else ANY_ACTION_RE.finditer(norm)) if verbs and (done or not norm.isascii()) \
                 else ():
@@ -615,7 +616,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             key = stem(m.group("v"))
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
-    for m in (m for a, b in _windows(norm, fold, [p for w in vocab & _STATUS_LAST
+    for m in (m for a, b in phrase_windows(norm, fold, [p for w in vocab & _STATUS_LAST
                                                   for p in _STATUS_PHRASES[w]], True)
               for m in STATUS_RE.finditer(norm, a, b)) \
             if answer and not vocab.isdisjoint(_STATUS_LAST) else ():

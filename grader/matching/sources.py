@@ -48,8 +48,8 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, _last_words, _windows,
-                                             clean, extract_spans, has_digit,
+from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
+                                             has_digit, last_words, phrase_windows,
                                              time_alternatives, words_of)
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
                                               matches, source_values)
@@ -94,8 +94,8 @@ _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
     re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
 # _SOURCE_STATUS's phrases by their last word: a match ends its phrase at a non-word
 # character, so that word is a run of letters of the text, and the scan is needed only in
-# the runs that hold one of the phrases (claims._windows)
-_SOURCE_STATUS_LAST = _last_words(_ALL_STATUS)
+# the runs that hold one of the phrases (claims.phrase_windows)
+_SOURCE_STATUS_LAST = last_words(_ALL_STATUS)
 _SOURCE_STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
 for _p in sorted(_ALL_STATUS):
     _w = _WORD.findall(_p)[-1]
@@ -109,7 +109,7 @@ def source_statuses(low: str) -> list[re.Match]:
     if vocab.isdisjoint(_SOURCE_STATUS_LAST):
         return []
     phrases = [p for w in vocab & _SOURCE_STATUS_LAST for p in _SOURCE_STATUS_PHRASES[w]]
-    return [m for a, b in _windows(low, low, phrases)
+    return [m for a, b in phrase_windows(low, low, phrases)
             for m in _SOURCE_STATUS.finditer(low, a, b)]
 
 
