@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.grader.matching import claims, numbers, states
-from evaltape.grader.matching.claims import _last_words, folded, words_of
+from evaltape.grader.matching import claims, numbers, sources, states
+from evaltape.grader.matching.claims import folded, last_words, words_of
 from evaltape.grader.matching.patterns import led
 
 LED = {"DATE_ISO": claims.DATE_ISO, "DATE_MDY": claims.DATE_MDY, "DATE_DMY": claims.DATE_DMY,
@@ -38,7 +38,12 @@ _WORDS = ["has been", "I've", "we", "was", "successfully", "reset", "restarted",
           "two", "a dozen", "half", "three quarters", "$", "€", "£", "usd", "EUR", "−", "-",
           "prod-api-07", "INC-4242", "12A", "4K", "A320", "10:15", "3 pm", "2025-11-03T10:15Z",
           "1,271", "2.5", "0.75k", "°C", "İ", "ı", "ſ", "\u212a", "٣", "é", "Monday", "locked",
-          "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n"]
+          "on-time", "is open", "are down", "opened", "x2", "@", ".", ",", "'", "\n",
+          "user", "Username", "account", "LOGIN", "user id", "is", ":", "akhan", "a.b",
+          "uſer", "acco", "unt", "in_transit", "not locked", "out of stock", "healthy",
+          "un", "_", "é", " and ", " AND ", "But", " vs. ", "versus", ";", "(", ")", "—", "–",
+          "! ", "? ", ".\n", "\n\n", '." ', ".) ", "\t", "\x1c", "The", "THE", "ThE", "The's",
+          "Summary", "May", "Monday", "Rome", "iPhone", "Let", "No", "Thiſ", "Here", "A"]
 _texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123456789aAsS")),
                             st.text(max_size=3)), max_size=30).map("".join)
 
@@ -74,7 +79,7 @@ def test_folding_covers_what_ignorecase_matches():
     # the four characters re.IGNORECASE matches to an ASCII letter that lower() keeps apart
     assert words_of(folded("\u0130NACT\u0131VE ſhipped \u212aNOWN")) == {"inactive", "shipped",
                                                                        "known"}
-    assert _last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
+    assert last_words(["rolled back", "on-time", "a dozen"]) == {"back", "time", "dozen"}
 
 
 # -- the scans extract_spans uses instead of one regular-expression pass each --------------
@@ -88,7 +93,7 @@ def _spans(matches):
 
 
 def _windowed(rx, norm, phrases, copula=False):
-    return _spans(m for a, b in claims._windows(norm, folded(norm), phrases, copula)
+    return _spans(m for a, b in claims.phrase_windows(norm, folded(norm), phrases, copula)
                   for m in rx.finditer(norm, a, b))
 
 
@@ -112,14 +117,21 @@ def test_windowed_scans_find_the_matches_of_a_whole_scan(text):
         assert got == want
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_windowed_source_status_scan_finds_what_one_scan_finds(text):
+    low = claims.clean(text).lower().replace("_", " ")
+    assert _spans(sources.source_statuses(low)) == _spans(sources._SOURCE_STATUS.finditer(low))
+
+
 def test_windows_cover_a_run_and_the_character_after_it():
     norm = "Done. The disk is now full; 3 servers are down"
     # "full" after "now" (a copula word): its run " The disk is now full" and the ";"
     # after it; "down" after "are": its run, from after the "3", to the end of the text
-    got = claims._windows(norm, folded(norm), ["full", "down"], True)
+    got = claims.phrase_windows(norm, folded(norm), ["full", "down"], True)
     assert got == [(5, 27), (29, len(norm))]
     # "the full context": no copula before "full", no window
-    assert claims._windows("the full context", "the full context", ["full"], True) == []
+    assert claims.phrase_windows("the full context", "the full context", ["full"], True) == []
 
 
 @settings(max_examples=400, deadline=None)
@@ -128,6 +140,36 @@ def test_identifier_and_name_scans_find_what_the_patterns_find(text):
     norm = claims.clean(text)
     assert _spans(claims._ident_matches(norm)) == _spans(claims.IDENT.finditer(norm))
     assert _spans(claims._name_matches(norm)) == _spans(claims.NAME.finditer(norm))
+    assert _spans(claims._named_matches(norm, folded(norm))) == \
+        _spans(claims.NAMED.finditer(norm))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_sentence_and_clause_cuts_are_those_of_their_patterns(text):
+    cuts = []
+    for m in claims._SENTENCE_CUT.finditer(text):
+        cuts.append(m.span("s") if m.start("s") >= 0 else m.span())
+    assert cuts == [m.span() for m in claims.SENTENCE_END.finditer(text)]
+    assert claims.clauses(text, []) == sorted({0, *(m.end() for m in
+                                                    claims._CLAUSE_END.finditer(text))})
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts)
+def test_shape_screens_answer_as_their_patterns(text):
+    norm = claims.clean(text)
+    assert claims._ident_hint(norm) == (claims._IDENT_HINT.search(norm) is not None)
+    assert claims._caps_hint(norm) == (claims._CAPS_HINT.search(norm) is not None)
+    for t in (norm + "ABCDE", "x-" + norm, norm + ".a_", "." + norm + "-b"):
+        assert claims._ident_hint(t) == (claims._IDENT_HINT.search(t) is not None)
+        assert claims._caps_hint(t) == (claims._CAPS_HINT.search(t) is not None)
+
+
+def test_shape_screens_by_hand():
+    assert claims._ident_hint("on-call") and claims._ident_hint("see status.example")
+    assert not claims._ident_hint("a - b, e.g. x_") and not claims._ident_hint("Done. Ok.")
+    assert claims._caps_hint("code UHDAHF") and not claims._caps_hint("NASA PLS ok")
 
 
 def test_identifier_and_name_scans_on_an_answer():
@@ -137,3 +179,18 @@ def test_identifier_and_name_scans_on_an_answer():
         "prod-api-07", "status.example.com", "12A", "INC-4242"]
     assert [m.group() for m in claims._name_matches(text)] == [
         "Server", "iPhone", "AirPods", "Los Angeles"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(x=st.one_of(st.integers(), st.floats(), st.sampled_from(
+    [0, -0.0, 0.0, 3.0, -3.0, 1e15, 1e16, -1e16, 123456789012345.0, 0.1, 1e-05, 10 ** 15,
+     -10 ** 15 + 1, 10 ** 15 - 1, 645.9, -0.5, float("inf"), float("nan")])))
+def test_number_text_is_the_decimal_token(x):
+    # the fast text of a JSON number is what fmt(Decimal(repr(x))) writes (None: not finite)
+    assert sources._number_text(x) == sources._number_token.__wrapped__(x)
+
+
+def test_number_text_by_hand():
+    assert [sources._number_text(x) for x in (42, -7, 3.0, -0.0, 645.9, 1e-05, 2e16)] == \
+        ["42", "-7", "3", "-0", "645.9", "0.00001", "20000000000000000"]
+    assert sources._number_text(float("inf")) is None

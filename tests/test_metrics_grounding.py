@@ -616,3 +616,15 @@ def test_a_tool_result_with_a_number_beyond_28_digits_is_read_not_an_error():
     bad = Grounding().score(episode("How big is it?", "There are 4 files.", [call]))
     assert (bad.value, bad.code) == (1.0, None)
     assert bad.details.startswith("1/1 claims unsupported: number '4'")
+
+
+def test_listed_objects_needs_a_list_of_two_objects():
+    from evaltape.grader.metrics.grounding import _listed_objects
+    # an object holding a list of two objects: three braces, the list found
+    assert _listed_objects('{"hits": [{"id": 1}, {"id": 2}]}') == [[{"id": 1}, {"id": 2}]]
+    # a top-level list of two objects: two braces
+    assert _listed_objects('[{"id": 1}, "x", {"id": 2}]') == [[{"id": 1}, {"id": 2}]]
+    # one object in the list, a list of numbers, no list, prose: none
+    assert _listed_objects('{"hits": [{"id": 1}], "meta": {"n": 1}}') == []
+    assert _listed_objects('{"load": [1.5, 2.5]}') == []
+    assert _listed_objects('{"a": {"b": 1}}') == [] and _listed_objects("[a, b]") == []

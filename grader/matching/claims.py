@@ -44,9 +44,10 @@ Normalisation: Unicode NFC, zero-width characters removed, non-breaking spaces a
 case folded; comparison is on token boundaries, so ``10`` is never found in ``100`` and
 ``prod-api-01`` is not found in ``prod-api-010``. Each pattern is one left-to-right scan:
 of the whole answer, of the runs of words that hold one of its phrases (statuses,
-actions: :func:`_windows`), or from the characters its matches need (names from capitals,
-identifiers from digits, ``-``, ``_`` and dotted labels), so extraction is linear in the
-answer's length. Pure functions; no model, no network.
+actions: :func:`phrase_windows`), or from the characters its matches need (names from
+capitals, identifiers from digits, ``-``, ``_`` and dotted labels, user names from
+``user``, ``login`` and ``account``), so extraction is linear in the answer's length. Pure
+functions; no model, no network.
 """
 from __future__ import annotations
 
@@ -79,6 +80,17 @@ MONTHS["sept"] = 9
 WEEKDAYS = {d: i for i, d in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _DIGIT = re.compile(r"\d")
+
+
+def has_digit(text: str) -> bool:
+    """Whether ``text`` holds a character ``\\d`` matches: for ASCII text one of ``0``-``9``,
+    found by ten substring tests (faster than a regular-expression scan)."""
+    if text.isascii():
+        return "0" in text or "1" in text or "2" in text or "3" in text or "4" in text \
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text
+    return _DIGIT.search(text) is not None
+
+
 _COUNT_BEFORE = re.compile(r"(?<![\w#-])\d[\d,.]*\s+(?:were\s+|are\s+)?$")
 _PASSED_ON = re.compile(r"\s+(?:it\s+|this\s+)?(?:to|on|along|over|by)\b")
 _QUANTITY = re.compile(r"[x×]\d+", re.IGNORECASE)  # "capsules x2" is a quantity
@@ -121,6 +133,29 @@ IDENT = led(r"[A-Za-z0-9]|\d", IDENT)
 # "_", or are dotted names whose labels are two characters or more
 _IDENT_HINT = led("[-_.]", re.compile(r"(?<=[A-Za-z0-9])[-_][A-Za-z0-9]|\.[A-Za-z0-9-]{2}"))
 _CAPS_HINT = re.compile(r"[A-Z]{5}")  # a screen for CAPS_CODE
+# the shapes of an ASCII text's characters that the two screens read: letters and digits
+# as "a" ("-", "_" and "." kept), capitals as "A" (a regular-expression scan of a text is
+# slower than translating it and testing a few substrings)
+_IDENT_SHAPE = str.maketrans({chr(i): "a" if chr(i).isalnum() else chr(i) if chr(i) in "-_."
+                              else " " for i in range(128)})
+_CAPS_SHAPE = str.maketrans({chr(i): "A" if "A" <= chr(i) <= "Z" else " " for i in range(128)})
+
+
+def _ident_hint(norm: str) -> bool:
+    """Whether ``_IDENT_HINT.search(norm)`` finds a match: for ASCII text, a letter or
+    digit, ``-`` or ``_`` and a letter or digit, or ``.`` and two of letters, digits and
+    ``-``, in the text's :data:`_IDENT_SHAPE`."""
+    if not norm.isascii():
+        return _IDENT_HINT.search(norm) is not None
+    t = norm.translate(_IDENT_SHAPE)
+    return "a-a" in t or "a_a" in t or ".aa" in t or ".a-" in t or ".-a" in t or ".--" in t
+
+
+def _caps_hint(norm: str) -> bool:
+    """Whether ``_CAPS_HINT.search(norm)`` finds a match (five capitals in a row)."""
+    if not norm.isascii():
+        return _CAPS_HINT.search(norm) is not None
+    return "AAAAA" in norm.translate(_CAPS_SHAPE)
 # quoted / back-ticked single tokens, and the token after "username"/"user"/"account".
 QUOTED = re.compile(r"[`'\"‘“](?P<tok>[A-Za-z][\w.-]{1,40})[`'\"’”]")
 # a quoted token is an identifier by its shape (a digit, '_', '-', '.', a capital after the
@@ -180,6 +215,15 @@ _RANGE_END = re.compile(r"\s*(?:-|–|to|until|till)\s*\d{1,2}(?::\d{2})?\s*([ap
 _CLAUSE_END = led(r"[;()—\s]", re.compile(
     r"[;()]|\s[—–]\s|—|\s(?:and|but|while|whereas|vs\.?|versus)\s", re.IGNORECASE))
 SENTENCE_END = led(r"[\"')\]\s]", re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+"))
+# The matches of SENTENCE_END found from the character that starts them or comes before
+# them (a pattern that begins with a character set is scanned for fast; SENTENCE_END's
+# look-ahead is tried at every space): group "s" when it took part, else the whole match,
+# spans a match of SENTENCE_END, in the same order
+_SENTENCE_CUT = re.compile(r"[.!?\n](?:(?<=[.!?])(?P<s>[\"')\]]?\s+)(?=\S)|(?<=\n)\n*)")
+# _CLAUSE_END on the lower-case copy of an ASCII text (where "—" and "–" do not occur and
+# IGNORECASE matches what the lower-case words match), begun with a character set
+_CLAUSE_CUT_ASCII = re.compile(
+    r"[;()\s](?:(?<=[;()])|(?<=\s)(?:and|but|while|whereas|vs\.?|versus)\s)")
 # a sentence that asks the user for something ("Please provide the reason (change of plan,
 # airline cancelled flight, ...)"): like a question, it asserts nothing
 _REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\W\d_]+:\s+)?"
@@ -217,12 +261,19 @@ def folded(text: str) -> str:
 _LETTERS = re.compile(r"[a-z]+")
 
 
+#: every ASCII character but a-z to a space: the runs of letters of an ASCII text are then
+#: its words split at whitespace
+_NON_LETTERS = str.maketrans({chr(i): " " for i in range(128) if not "a" <= chr(i) <= "z"})
+
+
 def words_of(fold: str) -> frozenset[str]:
     """The maximal runs of ASCII letters of a :func:`folded` text."""
+    if fold.isascii():
+        return frozenset(fold.translate(_NON_LETTERS).split())
     return frozenset(_LETTERS.findall(fold))
 
 
-def _last_words(phrases: Any) -> frozenset[str]:
+def last_words(phrases: Any) -> frozenset[str]:
     """The last run of letters of each phrase (``"rolled back"`` → ``back``)."""
     return frozenset(_LETTERS.findall(p.lower())[-1] for p in phrases)
 
@@ -233,12 +284,12 @@ def _last_words(phrases: Any) -> frozenset[str]:
 # last word is a maximal run of letters of the text: a text whose words_of() holds none of
 # a pattern's last words cannot match it, and the scan (some 80 alternatives tried at every
 # position, for STATUS_RE) is skipped.
-_STATUS_LAST = _last_words([*STATUS_ANY, *STATUS_COPULA])
-_ACTION_LAST = _last_words(ACTION_VERBS)
-_MONTH_LAST = _last_words(MONTHS)
-_NUMBER_WORD_LAST = _last_words(NUMBER_WORDS)
-_BARE_HOUR_LAST = _last_words(["before", "after", "until", "till"])
-_WEEKDAY_LAST = _last_words(WEEKDAYS)
+_STATUS_LAST = last_words([*STATUS_ANY, *STATUS_COPULA])
+_ACTION_LAST = last_words(ACTION_VERBS)
+_MONTH_LAST = last_words(MONTHS)
+_NUMBER_WORD_LAST = last_words(NUMBER_WORDS)
+_BARE_HOUR_LAST = last_words(["before", "after", "until", "till"])
+_WEEKDAY_LAST = last_words(WEEKDAYS)
 
 # The phrases STATUS_RE alternates over, by their last word: a match holds its phrase as
 # written (case aside: a substring of folded() text, words joined by one space or a "-")
@@ -273,7 +324,7 @@ def _after_copula(fold: str, i: int) -> bool:
 _WORDS_BREAK = re.compile(r"[^\w\s'-]|[\d_]")
 
 
-def _windows(norm: str, fold: str, phrases: Any, copula: bool = False
+def phrase_windows(norm: str, fold: str, phrases: Any, copula: bool = False
              ) -> list[tuple[int, int]]:
     """``(pos, endpos)`` windows of ``norm`` outside which a pattern made of letters,
     whitespace, ``-`` and ``'`` (STATUS_RE, ACTION_RE, ANY_ACTION_RE) has no match whose
@@ -375,12 +426,14 @@ _last_split: tuple[str | None, list[tuple[int, int, str]]] = (None, [])
 
 def _split_sentences(text: str) -> list[tuple[int, int, str]]:
     out, start = [], 0
-    for m in SENTENCE_END.finditer(text):
-        end = m.start()
+    for m in _SENTENCE_CUT.finditer(text):
+        end, after = m.span("s")
+        if end < 0:  # (a run of new lines)
+            end, after = m.span()
         sentence = text[start:end].strip()
         if sentence:
             out.append((start, end, sentence))
-        start = m.end()
+        start = after
     if text[start:].strip():
         out.append((start, len(text), text[start:].strip()))
     return out
@@ -394,7 +447,8 @@ def clauses(text: str, sentences: list[tuple[int, int, str]] | None = None) -> l
     is 23.4°C"). ``sentences``: ``split_sentences(text)`` when the caller has it already.
     """
     out = [0]
-    out += [m.end() for m in _CLAUSE_END.finditer(text)]
+    out += [m.end() for m in (_CLAUSE_CUT_ASCII.finditer(text.lower()) if text.isascii()
+                              else _CLAUSE_END.finditer(text))]
     out += [s for s, _e, _t in (split_sentences(text) if sentences is None else sentences)]
     return sorted(set(out))
 
@@ -464,20 +518,21 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
     low = norm.lower()
     sp = _Spans(norm)
     labels: list[tuple[int, int]] = []
+    digits = has_digit(norm)
     if answer:
-        for m in _LIST_MARKER.finditer(norm):
+        # (list markers and item numbers need a digit)
+        for m in _LIST_MARKER.finditer(norm) if digits else ():
             sp.taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
         bold = "**" in norm or "__" in norm
         if bold or "#" in norm:
             labels = [m.span(next(g for g in ("l", "h", "b") if m.group(g) is not None))
                       for m in LABEL.finditer(norm)]
-        if ":" in norm:
+        if digits and ":" in norm:
             for rx, g in ((_LABEL_NUMBER, 0), (_ITEM_NUMBER, 1)) if bold else \
                     ((_ITEM_NUMBER, 1),):
                 for m in rx.finditer(norm):
                     a, b = m.span(g)
                     sp.taken[a:b] = b"\x01" * (b - a)
-    digits = _DIGIT.search(norm) is not None
     fold = folded(norm)
     vocab = words_of(fold)  # screens the patterns that need a word of a list
     if "@" in norm:
@@ -510,7 +565,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = f"{int(key[:2]) + 12:02d}{key[2:]}"
         if key and sp.free(m.start(), m.end()):
             sp.take(m.start(), m.end(), "time", key)
-    for m in _ident_matches(norm) if digits or "." in norm and _IDENT_HINT.search(norm) \
+    for m in _ident_matches(norm) if digits or "." in norm and _ident_hint(norm) \
             else ():
         g = m.group(0)
         a, b = m.span()
@@ -518,14 +573,17 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 and not NUMBER.fullmatch(g) and not _QUANTITY.fullmatch(g):
             sp.take(a, b, "identifier", g.lower().rstrip("."))
     if answer:
-        for m in CAPS_CODE.finditer(norm) if _CAPS_HINT.search(norm) else ():
+        for m in CAPS_CODE.finditer(norm) if _caps_hint(norm) else ():
             if sp.free(m.start(), m.end()):
                 sp.take(m.start(), m.end(), "identifier", m.group(0).lower())
         for rx in (QUOTED, NAMED):
-            if rx is QUOTED and not _QUOTE_CHARS.search(norm) or rx is NAMED and not \
-                    _NAMED_HINT.search(low):
+            # (screens: a quote character; "user", "account" or "login", by substring tests,
+            # which find what _QUOTE_CHARS and _NAMED_HINT find, faster)
+            if rx is QUOTED and not ("'" in norm or '"' in norm or "`" in norm or "‘" in norm
+                                     or "“" in norm) \
+                    or rx is NAMED and not ("user" in low or "account" in low or "login" in low):
                 continue
-            for m in rx.finditer(norm):
+            for m in rx.finditer(norm) if rx is QUOTED else _named_matches(norm, fold):
                 tok = m.group("tok")
                 a, b = m.start("tok"), m.end("tok")
                 low_tok = tok.lower()
@@ -540,7 +598,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
                     continue  # a quoted everyday word ('once', "hot"), no identifier
                 sp.take(a, b, "identifier", tok.lower().rstrip("."))
-        for m in (m for a, b in _windows(norm, fold, vocab & _ACTION_LAST)
+        for m in (m for a, b in phrase_windows(norm, fold, vocab & _ACTION_LAST)
                   for m in ACTION_RE.finditer(norm, a, b)) \
                 if not vocab.isdisjoint(_ACTION_LAST) else ():
             a, b = m.start("v"), m.end("v")
@@ -550,7 +608,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                 key = stem(m.group("v")) + ("back" if m.group("back") else "")
                 sp.take(a, b, "action", key)
         done = [w for w in vocab if w.endswith("ed") and _stem(w) in verbs] if verbs else ()
-        for m in ((m for a, b in _windows(norm, fold, done)
+        for m in ((m for a, b in phrase_windows(norm, fold, done)
                    for m in ANY_ACTION_RE.finditer(norm, a, b)) if norm.isascii()
                   else ANY_ACTION_RE.finditer(norm)) if verbs and (done or not norm.isascii()) \
                 else ():
@@ -558,7 +616,7 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
             key = stem(m.group("v"))
             if key in verbs and sp.free(a, b) and asserted(low, m.start()):
                 sp.take(a, b, "action", key)
-    for m in (m for a, b in _windows(norm, fold, [p for w in vocab & _STATUS_LAST
+    for m in (m for a, b in phrase_windows(norm, fold, [p for w in vocab & _STATUS_LAST
                                                   for p in _STATUS_PHRASES[w]], True)
               for m in STATUS_RE.finditer(norm, a, b)) \
             if answer and not vocab.isdisjoint(_STATUS_LAST) else ():
@@ -616,9 +674,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
 _NONSPACE = re.compile(r"\S+")
 _CAPITAL = re.compile(r"[A-Z]")
 _stem = functools.lru_cache(maxsize=16384)(stem)  # the words of answers repeat
-_IDENT_CHAR = re.compile(r"[\d_.-]")
+# a character an IDENT match holds: a digit, "_", "-", or a "." before a dotted label
+# (begun with a character set, which the engine scans for fast)
+_IDENT_CHAR = re.compile(r"[\d_.-](?:(?<=\.)(?=[A-Za-z0-9-]{2})|(?<=[\d_-]))")
 _IDENT_RUN = re.compile(r"[\w@.-]*")
-_DOT_LABEL = re.compile(r"[A-Za-z0-9-]{2}")
 
 
 def _name_matches(norm: str):
@@ -646,11 +705,10 @@ def _ident_matches(norm: str):
     starts (its look-behind) and ends inside that run, so each run is tried once, at its
     start."""
     pos, rev, n = 0, None, len(norm)
+    # (a "." only makes a dotted name: :data:`_IDENT_CHAR` skips the others; a run's
+    # other characters try it too)
     while (c := _IDENT_CHAR.search(norm, pos)) is not None:
         q = c.start()
-        if c.group() == "." and not _DOT_LABEL.match(norm, q + 1):
-            pos = q + 1  # (a "." only makes a dotted name; a run's other ones try it too)
-            continue
         if rev is None:
             rev = norm[::-1]
         a = n - _IDENT_RUN.match(rev, n - 1 - q).end()  # back to the run's start
@@ -658,6 +716,26 @@ def _ident_matches(norm: str):
         m = IDENT.match(norm, a)
         if m:
             yield m
+
+
+def _named_matches(norm: str, fold: str):
+    """The matches of ``NAMED.finditer(norm)``, tried only where ``fold`` (``folded(norm)``)
+    holds ``user``, ``login`` or ``account``: every match starts with one of them (a word
+    ``re.IGNORECASE`` matches is a substring of the folded text, at its offset when
+    folding kept the length; the three words cannot overlap, so one scan finds each)."""
+    if len(fold) != len(norm):
+        yield from NAMED.finditer(norm)
+        return
+    end = 0
+    for h in _NAMED_HINT.finditer(fold):
+        if h.start() < end:
+            continue  # inside the previous match, as finditer resumes after it
+        m = NAMED.match(norm, h.start())
+        if m:
+            end = m.end()
+            yield m
+
+
 #: the words a name claim leaves out (:func:`_take_name`)
 _NAME_SKIP = _NAME_STOP | frozenset(MONTHS) | frozenset(WEEKDAYS)
 _CAMEL = re.compile(r"[a-z]+[A-Z]")
@@ -665,9 +743,12 @@ _CAMEL = re.compile(r"[a-z]+[A-Z]")
 
 def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
     g = m.group(0)
-    if (g.lower() in _NAME_SKIP) if " " not in g and "\t" not in g else \
-            all(w.lower() in _NAME_SKIP for w in g.split()):
+    one = " " not in g and "\t" not in g
+    if (g.lower() in _NAME_SKIP) if one else all(w.lower() in _NAME_SKIP for w in g.split()):
         return  # stop words, months and weekdays only: none would be kept (below)
+    if one and _SENT_START.search(sp.text, max(0, m.start() - 6), m.start()) \
+            and not _CAMEL.match(g):
+        return  # one word, the first of a sentence: none would be kept (below)
     words = [(w.start(), w.end(), w.group(0)) for w in _NONSPACE.finditer(m.group(0))]
     words = [(m.start() + a, m.start() + b, w) for a, b, w in words]
     if words and _SENT_START.search(sp.text, max(0, words[0][0] - 6), words[0][0]) \

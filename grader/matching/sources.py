@@ -27,7 +27,9 @@ is then checked in constant (or logarithmic) time:
   business days``) states both its ends.
 
 The string values of a JSON result are read as one text (joined by `` | ``, which no
-pattern reads across), so each pattern runs once per source, not once per value.
+pattern reads across), so each pattern runs once per source, not once per value (the
+status pattern only over the runs of words that hold one of its phrases:
+:func:`source_statuses`).
 
 A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
 false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
@@ -47,7 +49,8 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
-                                             time_alternatives)
+                                             has_digit, last_words, phrase_windows,
+                                             time_alternatives, words_of)
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
                                               matches, source_values)
 from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
@@ -89,6 +92,25 @@ _stem = functools.lru_cache(maxsize=16384)(stem)  # a source's words repeat
 _ALL_STATUS = {**STATUS_COPULA, **STATUS_ANY, **STATUS_SOURCE_ALIASES}
 _SOURCE_STATUS = re.compile(r"(?<![\w-])(?:" + "|".join(
     re.escape(w) for w in sorted(_ALL_STATUS, key=len, reverse=True)) + r")(?![\w-])")
+# _SOURCE_STATUS's phrases by their last word: a match ends its phrase at a non-word
+# character, so that word is a run of letters of the text, and the scan is needed only in
+# the runs that hold one of the phrases (claims.phrase_windows)
+_SOURCE_STATUS_LAST = last_words(_ALL_STATUS)
+_SOURCE_STATUS_PHRASES: dict[str, tuple[str, ...]] = {}
+for _p in sorted(_ALL_STATUS):
+    _w = _WORD.findall(_p)[-1]
+    _SOURCE_STATUS_PHRASES[_w] = _SOURCE_STATUS_PHRASES.get(_w, ()) + (_p,)
+
+
+def source_statuses(low: str) -> list[re.Match]:
+    """The matches of ``_SOURCE_STATUS.finditer(low)`` (``low``: a lower-case text), the
+    pattern run only in the runs of words that hold one of its phrases."""
+    vocab = words_of(low)
+    if vocab.isdisjoint(_SOURCE_STATUS_LAST):
+        return []
+    phrases = [p for w in vocab & _SOURCE_STATUS_LAST for p in _SOURCE_STATUS_PHRASES[w]]
+    return [m for a, b in phrase_windows(low, low, phrases)
+            for m in _SOURCE_STATUS.finditer(low, a, b)]
 
 
 @dataclass
@@ -175,8 +197,8 @@ class SourceFacts:
         f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
         f._strings = []  # the string values, read as one text after the walk
         walk = f._walk if f._numeric else f._walk_plain
-        if arguments:
-            walk(dict(arguments), "")
+        if arguments:  # (the walks only read it: a dict is not copied)
+            walk(arguments if type(arguments) is dict else dict(arguments), "")
         parsed: Any = None
         s = (text or "").strip()
         if s[:1] in "{[":
@@ -306,17 +328,23 @@ class SourceFacts:
                 if stems is not None:
                     stems.update(got_stems)
                 for k, v in zip(keys, value.values()):
-                    walk(v, k)
+                    if isinstance(v, str):  # (the first case, inline: most values are)
+                        strings.append(v)
+                    else:
+                        walk(v, k)
             elif isinstance(value, list):
                 for v in value:
-                    walk(v, key)
+                    if isinstance(v, str):
+                        strings.append(v)
+                    else:
+                        walk(v, key)
             elif isinstance(value, bool):
-                tokens.add(str(value).lower())
+                tokens.add("true" if value else "false")
                 self._flag(key, value)
             elif value is None:
                 pass
             elif isinstance(value, (int, float)):
-                text = _number_token(value) if value else _number_token.__wrapped__(value)
+                text = _number_text(value)
                 if text is not None:
                     tokens.add(text)
             else:
@@ -327,8 +355,7 @@ class SourceFacts:
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``
         states ``not locked`` and ``unlocked``."""
-        word = key.lower().replace("_", " ").removeprefix("is ")
-        state = _ALL_STATUS.get(word)
+        state = _key_state(key)
         if state is None:
             return
         said = {state} if value else {f"not {state}", *_ANTONYM.get(state, ())}
@@ -338,7 +365,7 @@ class SourceFacts:
     def _text(self, text: str) -> None:
         self._tokens(text)
         need = self.needs
-        digits = _DIGIT.search(text) is not None
+        digits = has_digit(text)
         if (need & _SPAN_KINDS and digits) or ("number" in need and NUMBER_WORD.search(text)):
             self._spans(text)
         if digits and need & {"number", "date"}:
@@ -350,7 +377,7 @@ class SourceFacts:
                 self.moments.append(int((t - _EPOCH).total_seconds()) // 60)
         if need & {"status", "action"}:
             low = clean(text).lower().replace("_", " ")
-            for m in _SOURCE_STATUS.finditer(low):
+            for m in source_statuses(low):
                 self.statuses.add(_ALL_STATUS[m.group(0)])
                 self.value_statuses.add(_ALL_STATUS[m.group(0)])
 
@@ -570,11 +597,35 @@ def _number_token(x: int | float) -> str | None:
     return fmt(d) if d.is_finite() else None
 
 
+def _number_text(x: int | float) -> str | None:
+    """:func:`_number_token` of a JSON number, for most numbers without building a
+    :class:`~decimal.Decimal`: an ``int`` (of fewer than 16 digits) is written as ``str``
+    writes it, and a ``float`` whose ``repr`` has no exponent and is finite as ``repr``
+    writes it, without a final ``.0`` (``fmt`` of ``Decimal(repr(x))``: an integral value
+    without its fraction, ``-0.0`` as ``-0``, no trailing zeros, which a float's ``repr``
+    never has after the point but for ``.0``)."""
+    t = type(x)
+    if t is int and -10 ** 15 < x < 10 ** 15:
+        return str(x)
+    if t is float:
+        r = repr(x)
+        if "e" not in r and "n" not in r:  # (no exponent, no inf or nan)
+            return r[:-2] if r.endswith(".0") else r
+    return _number_token(x) if x else _number_token.__wrapped__(x)
+
+
 def _decimal(x: int | float) -> Decimal:
     try:
         return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
     except InvalidOperation:  # pragma: no cover - repr of a float is always valid
         return Decimal("NaN")
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_state(key: str) -> str | None:
+    """The state a boolean's JSON key names (``is_locked`` → ``locked``), or ``None``
+    (keys repeat across results: the most recent 4,096 are kept, a few hundred kB)."""
+    return _ALL_STATUS.get(key.lower().replace("_", " ").removeprefix("is "))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -1198,8 +1198,11 @@ class _Checker:
 
 def _listed_objects(result: str | None) -> list[list[dict]]:
     """Lists of two or more JSON objects in a call's result (at any depth)."""
-    if not result or result.lstrip()[:1] not in "{[":
+    if not result or "[" not in result:  # (a list has one)
         return []
+    first = result.lstrip()[:1]
+    if first not in "{[" or result.count("{") < (3 if first == "{" else 2):
+        return []  # (two objects in a list inside an object open three braces)
     try:
         parsed = orjson.loads(result)
     except orjson.JSONDecodeError:
