@@ -630,3 +630,21 @@ def test_listed_objects_needs_a_list_of_two_objects():
     assert _listed_objects('{"hits": [{"id": 1}], "meta": {"n": 1}}') == []
     assert _listed_objects('{"load": [1.5, 2.5]}') == []
     assert _listed_objects('{"a": {"b": 1}}') == [] and _listed_objects("[a, b]") == []
+
+
+def test_a_result_nested_deeper_than_evaltape_reads_is_read_as_prose():
+    # orjson reads a result string nested 1,000 levels deep; walking it would exhaust
+    # Python's stack (a RecursionError scored the metric "error" and failed the episode).
+    # Deeper than 254 levels it is read as prose; 254 levels are still read as JSON.
+    # The answer's claims: the action "opened" (the create_ticket call) and the ticket id
+    # TKT-4242, which the result states at every depth: none unsupported.
+    answer = "I opened ticket TKT-4242 for you."
+    for depth in (1000, 254, 10):
+        result = '{"a":' * (depth - 1) + '{"ticket_id": "TKT-4242"}' + "}" * (depth - 1)
+        s = Grounding().score(_one("create_ticket", {}, result, answer))
+        assert s.code is None and s.value == 0.0, (depth, s)
+    # the same answer against a result 1,000 levels deep that holds another id: the id is
+    # unsupported, the action is not: 1 of 2
+    s = Grounding().score(_one("create_ticket", {}, '{"a":' * 999 + '"TKT-1"' + "}" * 999,
+                               answer))
+    assert s.code is None and s.value == 0.5 and "identifier 'TKT-4242'" in s.details, s

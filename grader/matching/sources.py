@@ -113,6 +113,26 @@ def source_statuses(low: str) -> list[re.Match]:
             for m in _SOURCE_STATUS.finditer(low, a, b)]
 
 
+#: The deepest nesting of a tool result's JSON that is read as JSON: the most evaltape reads
+#: in any file (a trace line, a dataset). A result string may hold JSON nested deeper
+#: (``orjson`` reads 1,024 levels); such a result is read as prose, so that its walk cannot
+#: exhaust Python's stack.
+MAX_RESULT_DEPTH = 254
+
+
+def _too_deep(text: str, parsed: Any) -> bool:
+    """Whether ``parsed`` (decoded from ``text``) nests arrays and objects deeper than
+    :data:`MAX_RESULT_DEPTH`: only possible with more opening brackets than that, and then
+    ``orjson``, which writes no deeper, refuses to write it back."""
+    if text.count("{") + text.count("[") <= MAX_RESULT_DEPTH:
+        return False
+    try:
+        orjson.dumps(parsed)
+    except TypeError:
+        return True
+    return False
+
+
 @dataclass
 class SourceFacts:
     """The normalised facts one source states (built by :meth:`of`).
@@ -206,6 +226,8 @@ class SourceFacts:
                 parsed = orjson.loads(s)
             except orjson.JSONDecodeError:
                 parsed = None
+            if parsed is not None and _too_deep(s, parsed):
+                parsed = None  # read as prose, as a result that is no JSON is
         if parsed is not None and isinstance(parsed, (dict, list)):
             target = next((str(arguments[k]).lower() for k in _TARGET_CURRENCY_ARGS
                            if arguments and str(arguments.get(k, "")).lower()
