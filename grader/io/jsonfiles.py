@@ -60,24 +60,26 @@ MAX_DEPTH = 254
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.S)
 
 
-def _deep_offset(raw: bytes) -> tuple[int, list] | None:
-    """``(byte offset, [key or index, ...])`` of the first array or object of ``raw`` that
-    opens at level :data:`MAX_DEPTH` + 1 (the list is its JSON path), else ``None``.
-
-    A pure-Python scan of the tokens up to that point: only for text already known to be
-    too deep (the error path), never per line."""
-    stack: list[list] = []  # per open container: [is object, current key or index]
+def _containers(raw: bytes) -> Iterator[tuple[str, Any, list]]:
+    """The structure of the JSON text ``raw``, token by token: ``("open", byte offset,
+    stack)`` before an array or object opens, ``("key", key token, stack)`` at each key of
+    an object (``stack[-1]`` is that object). ``stack`` holds ``[is object, current key
+    token or index, a slot for the caller]`` per open container, outermost first. A
+    pure-Python scan: for the error paths (:func:`_deep_offset`, :func:`_repeated_path`),
+    never per line."""
+    stack: list[list] = []
     want_key = False
     for m in _TOKENS.finditer(raw):
         c = raw[m.start()]
         if c == 0x22:  # a string: a key when an object waits for one
             if want_key and stack:
-                stack[-1][1] = m.group()
+                token = m.group()
+                yield "key", token, stack
+                stack[-1][1] = token
                 want_key = False
         elif c in (0x5B, 0x7B):  # [ {
-            if len(stack) >= MAX_DEPTH:
-                return m.start(), [k for _o, k in stack]
-            stack.append([c == 0x7B, None if c == 0x7B else 0])
+            yield "open", m.start(), stack
+            stack.append([c == 0x7B, None if c == 0x7B else 0, None])
             want_key = c == 0x7B
         elif c in (0x5D, 0x7D):  # ] }
             if stack:
@@ -88,6 +90,15 @@ def _deep_offset(raw: bytes) -> tuple[int, list] | None:
                 want_key = True
             else:
                 stack[-1][1] += 1
+
+
+def _deep_offset(raw: bytes) -> tuple[int, list] | None:
+    """``(byte offset, [key or index, ...])`` of the first array or object of ``raw`` that
+    opens at level :data:`MAX_DEPTH` + 1 (the list is its JSON path), else ``None``
+    (:func:`_containers`: only for text already known to be too deep)."""
+    for what, at, stack in _containers(raw):
+        if what == "open" and len(stack) >= MAX_DEPTH:
+            return at, [k for _o, k, _x in stack]
     return None
 
 
@@ -262,38 +273,22 @@ def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
 def _repeated_path(raw: bytes) -> list | None:
     """``[key or index, ...]``: the JSON path of the first key (in document order) that
     the JSON text ``raw`` repeats inside one object, keys compared as a reader decodes them
-    (``"a"`` and ``"\\u0061"`` are one key); ``None`` when none is repeated. A pure-Python
-    scan of the tokens, as :func:`_deep_offset`'s: only for a text the colon screen of
-    :func:`duplicate_key` sent here, never per line."""
-    stack: list[list] = []  # per open container: [is object, current key or index, keys]
-    want_key = False
-    for m in _TOKENS.finditer(raw):
-        c = raw[m.start()]
-        if c == 0x22:  # a string: a key when an object waits for one
-            if want_key and stack:
-                token = m.group()
-                try:
-                    key = json.loads(token)
-                except ValueError:
-                    return None
-                top = stack[-1]
-                if key in top[2]:
-                    return [k for _o, k, _seen in stack[:-1]] + [token]
-                top[2].add(key)
-                top[1] = token
-                want_key = False
-        elif c in (0x5B, 0x7B):  # [ {
-            stack.append([c == 0x7B, None if c == 0x7B else 0, set()])
-            want_key = c == 0x7B
-        elif c in (0x5D, 0x7D):  # ] }
-            if stack:
-                stack.pop()
-            want_key = False
-        elif c == 0x2C and stack:  # ,
-            if stack[-1][0]:
-                want_key = True
-            else:
-                stack[-1][1] += 1
+    (``"a"`` and ``"\\u0061"`` are one key); ``None`` when none is repeated
+    (:func:`_containers`: only for a text the colon screen of :func:`duplicate_key` sent
+    here)."""
+    for what, token, stack in _containers(raw):
+        if what != "key":
+            continue
+        try:
+            key = json.loads(token)
+        except ValueError:
+            return None
+        top = stack[-1]
+        if top[2] is None:
+            top[2] = set()
+        if key in top[2]:
+            return [k for _o, k, _x in stack[:-1]] + [token]
+        top[2].add(key)
     return None
 
 
