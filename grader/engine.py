@@ -219,7 +219,8 @@ _BUILTIN_TYPES: dict[type, bool] = {}
 
 
 def _builtin(cls: type) -> bool:
-    """Whether ``cls`` is the built-in metric registered under its name (:data:`_BUILTIN_TYPES`)."""
+    """Whether ``cls`` is the built-in metric registered under its name (cached in
+    :data:`_BUILTIN_TYPES`)."""
     known = _BUILTIN_TYPES.get(cls)
     if known is None:
         name = getattr(cls, "name", None)

@@ -204,7 +204,8 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
             named).
     """
     from evaltape.grader.engine import grade_one
-    from evaltape.grader.io.jsonfiles import depth_error, is_depth_error, line_json_error, screen
+    from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error, line_json_error,
+                                              repeated_key_error, screen)
     from evaltape.grader.io.traces import line_digest, parse_trace
     from evaltape.grader.stats.verdict import DEFAULT_POLICY
     run = job.run
@@ -240,9 +241,7 @@ def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
                                     line=lineno) from None
             obj, dup = screen(raw, obj, where, lineno)
             if dup is not None:
-                raise BadInputError("a key appears twice in one object; JSON readers keep "
-                                    "the last value silently, so the line is ambiguous",
-                                    path=where, line=lineno, field=dup)
+                raise repeated_key_error(dup, where, lineno)
             trace = parse_trace(obj, path=where, line=lineno)
             case = run.check_trace(trace, by_id)
             prep = plans.get(case.id)

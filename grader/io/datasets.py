@@ -17,7 +17,7 @@ import orjson
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error, iter_json_lines,
-                                         screen)
+                                         repeated_key_error, screen)
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_budgets,
                                             parse_claims, parse_env, parse_expected_calls,
                                             parse_matching, parse_state, parse_tools,
@@ -331,9 +331,7 @@ def load_dataset(path: str | Path) -> list[Case]:
             raise BadInputError("a .json dataset must be an array of cases", path=p)
         doc, dup = screen(data, doc, p)
         if dup is not None:
-            raise BadInputError("a key appears twice in one object; JSON readers keep the "
-                                "last value silently, so the file is ambiguous", path=p,
-                                field=dup)
+            raise repeated_key_error(dup, p)
         items = [(i + 1, obj) for i, obj in enumerate(doc)]
     cases: list[Case] = []
     seen: dict[str, int] = {}

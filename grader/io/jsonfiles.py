@@ -44,10 +44,20 @@ def read_json(path: str | Path, what: str) -> Any:
                             line=e.lineno) from None
     doc, dup = screen(data, doc, p)
     if dup is not None:
-        raise BadInputError(f"a key appears twice in one object of the {what}; JSON readers "
-                            "keep the last value silently, so the file is ambiguous",
-                            path=p, field=dup)
+        raise repeated_key_error(dup, p, what=what)
     return doc
+
+
+def repeated_key_error(field: str, path: str | None, line: int | None = None,
+                       what: str | None = None) -> BadInputError:
+    """The error for a JSON text that repeats the key at ``field`` (its JSON path,
+    :func:`duplicate_key`) inside one object: JSON readers keep the last value silently, so
+    the text is ambiguous. ``line``: the JSONL line (the message then says "the line", else
+    "the file"); ``what``: what the file is (``"manifest"``), named in the message."""
+    return BadInputError(f"a key appears twice in one object{f' of the {what}' if what else ''}"
+                         f"; JSON readers keep the last value silently, so the "
+                         f"{'file' if line is None else 'line'} is ambiguous", path=path,
+                         line=line, field=field)
 
 
 #: The deepest nesting of arrays and objects evaltape reads, the outermost one counting as
@@ -338,10 +348,7 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
                     if unique_keys:
                         value, dup = screen(raw, value, where, lineno)
                         if dup is not None:
-                            raise BadInputError("a key appears twice in one object; JSON "
-                                                "readers keep the last value silently, so "
-                                                "the line is ambiguous", path=where,
-                                                line=lineno, field=dup)
+                            raise repeated_key_error(dup, where, lineno)
                     else:
                         check_depth(raw, value, where, lineno)
                 except BadInputError as err:

@@ -48,6 +48,7 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
+from evaltape.grader.io.jsonfiles import MAX_DEPTH
 from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
                                              has_digit, last_words, phrase_windows,
                                              time_alternatives, words_of)
@@ -113,18 +114,14 @@ def source_statuses(low: str) -> list[re.Match]:
             for m in _SOURCE_STATUS.finditer(low, a, b)]
 
 
-#: The deepest nesting of a tool result's JSON that is read as JSON: the most evaltape reads
-#: in any file (a trace line, a dataset). A result string may hold JSON nested deeper
-#: (``orjson`` reads 1,024 levels); such a result is read as prose, so that its walk cannot
-#: exhaust Python's stack.
-MAX_RESULT_DEPTH = 254
-
-
 def _too_deep(text: str, parsed: Any) -> bool:
-    """Whether ``parsed`` (decoded from ``text``) nests arrays and objects deeper than
-    :data:`MAX_RESULT_DEPTH`: only possible with more opening brackets than that, and then
-    ``orjson``, which writes no deeper, refuses to write it back."""
-    if text.count("{") + text.count("[") <= MAX_RESULT_DEPTH:
+    """Whether ``parsed`` (a tool result's JSON, decoded from ``text``) nests arrays and
+    objects deeper than :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH`, the most evaltape
+    reads in any file: a result string may hold JSON nested deeper (``orjson`` reads 1,024
+    levels), which is read as prose so that its walk cannot exhaust Python's stack. Only
+    possible with more opening brackets than that, and then ``orjson``, which writes no
+    deeper, refuses to write it back."""
+    if text.count("{") + text.count("[") <= MAX_DEPTH:
         return False
     try:
         orjson.dumps(parsed)
