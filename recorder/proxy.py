@@ -45,8 +45,8 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .wire.scrub import (register_secret, register_url_credentials, scrub_text,
-                            url_credentials)
+from .wire.scrub import (register_header_credentials, register_url_credentials,
+                            scrub_text, url_credentials)
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -533,11 +533,10 @@ class ProxyServer(BackgroundServer):
         """
         headers = [(k.lower(), v) for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP
                    and k.lower() not in ("accept-encoding", CASE_HEADER, TRIAL_HEADER)]
-        for k, v in headers:  # keys reach the scrubber whatever their shape
-            if k.lower() == "x-api-key":
-                register_secret(v.strip())
-            elif k.lower() == "authorization" and v.lower().startswith("bearer "):
-                register_secret(v[7:].strip())
+        # credentials reach the scrubber whatever their shape, before the answer does
+        register_header_credentials({k: [v for n, v in headers if n == k]
+                                     for k, _ in headers})
+        register_url_credentials(r.path)
         # identity: bytes are passed and stored as sent (no decode/re-encode on the way)
         headers.append(("accept-encoding", "identity"))
         if r.key is not None:  # the episode travels on, as `evaltape record` sends it

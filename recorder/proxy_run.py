@@ -19,7 +19,7 @@ from evaltape.grader.errors import UsageError
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
 from .runfolder import (append_trace, check_base_url, finished_episodes, lock_run, versions,
                         write_manifest)
-from .wire.scrub import strip_userinfo
+from .wire.scrub import strip_credentials
 
 
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,
@@ -34,11 +34,11 @@ def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | Non
         "schema": "evaltape.manifest/1", "agent": "proxy",
         "model": model or previous.get("model") or "chosen-by-client",
         # never the credentials of a URL (user:token@): not in the host, not in the argv
-        "base_url_host": urlsplit(strip_userinfo(upstream)).netloc,
+        "base_url_host": urlsplit(strip_credentials(upstream)).netloc,
         "versions": versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command_line": [strip_userinfo(a) for a in command_line],
+        "command_line": [strip_credentials(a) for a in command_line],
         "proxy": {"idle_timeout_s": idle_timeout},
     }
     if dataset is not None and cases is not None:
@@ -136,7 +136,7 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
             px.server_close()
             if px.client is not None:
                 px.client.close()
-            raise UsageError(f"--upstream {strip_userinfo(upstream)} is the proxy itself")
+            raise UsageError(f"--upstream {strip_credentials(upstream)} is the proxy itself")
         with px:
             try:
                 yield px

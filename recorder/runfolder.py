@@ -28,7 +28,7 @@ from .cassette import REFRESH_FOLDER, cassette_name, cassette_path
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S)
 from .wire.persister import SecretLeakError, atomic_write_text
 from .wire.scrub import (find_secret, find_secret_deep,
-                            register_url_credentials, scrub_text, scrub_value, strip_userinfo)
+                            register_url_credentials, scrub_text, scrub_value, strip_credentials)
 
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
@@ -479,7 +479,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
     spec = getattr(agent_fn, "spec", None)
     host = None
     if base_url:  # (never its credentials: base_url_host is host[:port])
-        host = strip_userinfo(base_url).split("://", 1)[-1].split("/", 1)[0]
+        host = strip_credentials(base_url).split("://", 1)[-1].split("/", 1)[0]
     scripted = opts.agent == "scripted" or bool(opts.standin_scripts)
     manifest = {
         "schema": "evaltape.manifest/1",
@@ -503,7 +503,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "versions": versions(),
         "created_at": previous.get("created_at") or
         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        **command_lines(previous, [strip_userinfo(a) for a in opts.command_line]),
+        **command_lines(previous, [strip_credentials(a) for a in opts.command_line]),
     }
     talking = [c for c in cases if c.user is not None]
     if talking:  # (only runs with conversations: other manifests stay as they were)
@@ -513,7 +513,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
             users["model"] = opts.user_model or model
             ubase = opts.user_base_url or base_url
             users["base_url_host"] = manifest["base_url_host"] if not opts.user_base_url \
-                else strip_userinfo(ubase).split("://", 1)[-1].split("/", 1)[0]
+                else strip_credentials(ubase).split("://", 1)[-1].split("/", 1)[0]
         if len(talking) > simulated:
             users["note"] = "scripted users: their turns are written in the dataset, no model"
         manifest["users"] = users
@@ -672,13 +672,13 @@ def check_base_url(url: str | None, option: str = "--base-url") -> None:
         return
     register_url_credentials(url)
     from urllib.parse import urlsplit
-    shown = strip_userinfo(url)
+    shown = strip_credentials(url)
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as e:
         raise UsageError(f"{option} {shown!r} is not a valid URL "
-                         f"({scrub_text(strip_userinfo(str(e)))})") from None
+                         f"({scrub_text(strip_credentials(str(e)))})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{option} {shown!r} is not a valid URL: expected "
                          "http(s)://host[:port]")

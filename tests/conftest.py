@@ -164,3 +164,11 @@ def load_case(obj: dict):
     """A :class:`Case` read by the dataset loader from one case object (as in a file)."""
     from evaltape.grader.io.datasets import parse_case
     return parse_case(obj, path="<test>", line=1, position=0)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registered_secrets(monkeypatch):
+    """Each test starts with no secret registered at run time: a credential one test sends
+    (a header, a ``?key=`` parameter) is not a live key of the next test in this process."""
+    from evaltape.recorder.wire import scrub
+    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())

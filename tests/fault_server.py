@@ -25,6 +25,8 @@ an answer), so a test can tell that nothing reached a server.
 ``echo_format`` may also place the key's two halves (``{key_head}``, ``{key_tail}``), and
 ``echo_encode`` (a function of the key) echoes its result instead, and
 ``echo_blocks`` puts the second half into a text block of its own after each text block.
+``echo_request`` (a function of the request handler) appends its text to each text block
+(or adds a text block holding it to an answer that has none) and sends it in an ``x-echo`` header: a gateway that echoes any header or the query string.
 ``content_encoding`` sends every message answer with that ``content-encoding`` header,
 its body compressed by each gzip / x-gzip / deflate coding named (any case, comma
 separated, in order); other codings leave the bytes as they are (the HTTP client reads
@@ -50,7 +52,8 @@ class FaultServer(ScriptServer):
                  echo_format: str = " (your key is {key})", split: int = 0,
                  raw_body: bytes | None = None, raw_headers: Mapping[str, str] = (),
                  deep: int = 300, echo_blocks: bool = False,
-                 content_encoding: str | None = None, echo_encode: Any = None) -> None:
+                 content_encoding: str | None = None, echo_encode: Any = None,
+                 echo_request: Any = None) -> None:
         super().__init__(scripts)
         self.faults = dict(faults or {})
         self.delay_s, self.slow_s, self.echo_key = delay_s, slow_s, echo_key
@@ -69,6 +72,10 @@ class FaultServer(ScriptServer):
         #: with ``echo_key``: a function of the key whose text is echoed instead of
         #: ``echo_format`` (the key in base64, hex, reversed...)
         self.echo_encode = echo_encode
+        #: a function of the request handler whose text every answer echoes
+        self.echo_request = echo_request
+        #: the request targets (path and query) ``respond`` got
+        self.paths: list[str] = []
         self.requests = 0
         self.fault_log: list[tuple[int, str]] = []
         #: the ``authorization`` header of each request ``respond`` got (``None``: absent)
@@ -94,6 +101,7 @@ class FaultServer(ScriptServer):
             self.requests += 1
             n = self.requests
             self.authorizations.append(handler.headers.get("authorization"))
+            self.paths.append(handler.path)
         fault = self.faults.get(n)
         if fault:
             self.fault_log.append((n, fault))
@@ -154,7 +162,7 @@ class FaultServer(ScriptServer):
         if self.echo_key:
             key = handler.headers.get("x-api-key") or handler.headers.get(
                 "authorization", "").removeprefix("Bearer ")
-            extra["x-echo-key"] = key
+            extra["x-echoed"] = key
             half = len(key) // 2
             content = []
             for block in message["content"]:
@@ -167,6 +175,14 @@ class FaultServer(ScriptServer):
                     if self.echo_blocks:
                         content.append({"type": "text", "text": key[half:] + " (end)"})
             message["content"] = content
+        if self.echo_request is not None:
+            echo = self.echo_request(handler)
+            extra["x-echo"] = echo
+            texts = [b for b in message["content"] if b["type"] == "text"]
+            for block in texts:
+                block["text"] += echo
+            if not texts:  # (a tool call alone: the echo goes in a text block before it)
+                message["content"].insert(0, {"type": "text", "text": echo})
         if self.content_encoding is not None:
             extra["content-encoding"] = self.content_encoding
         if body.get("stream"):

@@ -294,6 +294,22 @@ def corpus() -> list[Hostile]:
                 ["{d}/runs/http: cannot read this folder (Permission denied); its files would "
                  "go unscanned"],
                 setup=_chmod(0, "runs/http"), teardown=_chmod(0o755, "runs/http")))
+    # a key where only a reader that decodes finds it: no live key is needed for any
+    import base64 as _b64
+    import gzip as _gzip
+    key = "sk-ant-api03-" + "Zq7" * 20
+    add(Hostile("audit_key_in_gzip_file", {"runs/r.json.gz": _gzip.compress(
+        ('{"k": "' + key + '"}').encode())}, ["audit", "{d}/runs"], 3,
+        ["{d}/runs/r.json.gz (compressed):1: key-shaped string (sk-ant-api…)"]))
+    add(Hostile("audit_key_in_utf16_text", {"runs/n.txt": ("\ufeff" + key).encode("utf-16-le")},
+                ["audit", "{d}/runs"], 3, ["{d}/runs/n.txt (UTF-16):1: key-shaped string"]))
+    add(Hostile("audit_key_escaped_in_indented_json", {"runs/r.json": '{\n  "a": [\n    "'
+                                                       + "\\u0073" + key[1:] + '"\n  ]\n}\n'},
+                ["audit", "{d}/runs"], 3,
+                ["{d}/runs/r.json:3: key-shaped string (sk-ant-api… in a JSON string)"]))
+    add(Hostile("audit_key_as_base64_of_gzip_in_json", {"runs/t.jsonl": '{"b": "' + _b64.b64encode(
+        _gzip.compress(key.encode())).decode() + '"}\n'}, ["audit", "{d}/runs"], 3,
+        ["{d}/runs/t.jsonl:1: key-shaped string (sk-ant-api… in base64 › compressed)"]))
     add(Hostile("traces_symlink_loop", {"d.json": DATASET},
                 ["grade", "{d}/run", "--dataset", "{d}/d.json", "--quiet", "--out", "{d}/out"],
                 3, ["{d}/run/traces.jsonl: a symbolic link to nothing (or a loop of links)"],

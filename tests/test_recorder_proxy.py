@@ -194,7 +194,7 @@ def test_streaming_agent_without_sdk_and_keys_are_scrubbed(tmp_path, bearer):
     assert inter[0]["request"]["body"]["json"]["stream"] is True
     body = inter[0]["response"]["body"]["text"]
     assert body.startswith("event: message_start\ndata: ")
-    assert inter[0]["response"]["headers"]["x-echo-key"] == ["[REDACTED]"]
+    assert inter[0]["response"]["headers"]["x-echoed"] == ["[REDACTED]"]
     assert PLAIN_KEY not in all_text(run) and PLAIN_KEY not in p.stdout + p.stderr
 
 

@@ -92,7 +92,7 @@ def test_echoed_key_is_found_nowhere_on_disk(tmp_path):
     assert hits == []
     c = interactions(tmp_path / "run" / "http" / "tc_001__t0.jsonl")[0]
     assert not {"x-api-key", "authorization"} & {h.lower() for h in c["request"]["headers"]}
-    assert c["response"]["headers"]["x-echo-key"] == ["[REDACTED]"]
+    assert c["response"]["headers"]["x-echoed"] == ["[REDACTED]"]
     assert "[REDACTED]" in traces_of(tmp_path / "run")[0]["final_response"]
     assert run_cli("replay", str(tmp_path / "run")).returncode == 0
     assert run_cli("audit", str(tmp_path / "run")).returncode == 0

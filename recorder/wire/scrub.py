@@ -25,11 +25,72 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
+from evaltape.grader.io.secrets import KEY_PATTERN, REDACTED
+
+#: Headers that carry a credential or an account id whatever their wording: the APIs' and
+#: the gateways' own names (Anthropic, OpenAI, Azure OpenAI and API Management, Google,
+#: Portkey, Helicone, Cloudflare AI Gateway, AWS). Every other name is judged by
+#: :func:`is_credential_name`.
 SECRET_HEADERS = frozenset({
     "x-api-key", "authorization", "proxy-authorization", "cookie", "set-cookie",
-    "anthropic-organization-id", "openai-organization", "x-goog-api-key",
+    "anthropic-organization-id", "openai-organization", "openai-project", "x-goog-api-key",
+    "api-key", "x-portkey-api-key", "x-portkey-virtual-key", "helicone-auth",
+    "cf-aig-authorization", "ocp-apim-subscription-key", "x-amz-security-token",
+    "x-functions-key",
 })
-from evaltape.grader.io.secrets import KEY_PATTERN, REDACTED  # noqa: E402 - one definition
+
+#: Words that make a header or query-parameter name a credential's when a part of the
+#: name (split at ``-``, ``_`` and ``.``) contains one: ``x-auth-token``, ``apikey``,
+#: ``x-session-id``, ``access_token``, ``client_secret``, ``passwd``.
+CREDENTIAL_WORDS = ("key", "token", "auth", "secret", "passw", "pwd", "session", "cookie",
+                    "credential", "signature")
+#: Name parts that hold a credential word but name a count or a setting, not a secret:
+#: the rate-limit headers' ``tokens`` (``anthropic-ratelimit-input-tokens-remaining``),
+#: ``keep`` of ``keep-alive``.
+_NOT_CREDENTIAL_PARTS = frozenset({"tokens", "keep"})
+#: Whole query-parameter names that are credentials though no word above is in them
+#: (Azure shared-access signatures' ``sig``).
+_CREDENTIAL_PARAMS = frozenset({"sig"})
+_NAME_PARTS = re.compile(r"[-_.]+")
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a header or query parameter named ``name`` carries a credential: one of
+    :data:`SECRET_HEADERS`, or a name with a part containing a :data:`CREDENTIAL_WORDS`
+    word (case-insensitive). ``anthropic-ratelimit-tokens-limit`` and ``content-type``
+    are not; ``api-key``, ``X-Auth-Token``, ``x-session-id`` and ``apiKey`` are."""
+    low = name.strip().lower()
+    if low in SECRET_HEADERS or low in _CREDENTIAL_PARAMS:
+        return True
+    return any(w in part for part in _NAME_PARTS.split(low)
+               if part not in _NOT_CREDENTIAL_PARTS for w in CREDENTIAL_WORDS)
+
+
+def credential_values(name: str, value: str) -> list[str]:
+    """The secret values a credential header ``name: value`` holds, as a server could echo
+    them: the whole value; for ``<scheme> <token>`` (``Bearer``, ``Basic``, ``Token``...)
+    the token; for ``Basic`` also the decoded ``user:password``, the password (the user
+    when there is none); for a cookie header every cookie's value. Values shorter than 8
+    characters are kept out by :func:`register_secret`."""
+    value = value.strip()
+    out = [value]
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    if token and scheme.isalpha():
+        out.append(token)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(token, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                pair = ""
+            user, _, password = pair.partition(":")
+            out += [pair, password or user]
+    if "cookie" in name.lower():
+        for item in re.split(r"[;,]", value):
+            _, eq, v = item.partition("=")
+            if eq:
+                out.append(v.strip().strip('"'))
+    return [v for v in out if v]
 
 
 #: Key values seen at run time (the recording proxy adds each ``x-api-key`` / bearer token
@@ -87,7 +148,11 @@ def register_url_credentials(url: str | None) -> None:
     or the user part when there is no password (``http://TOKEN@host``), as written and
     percent-decoded, and the basic-auth token (base64 of ``user:password``) a server might
     echo. A URL without userinfo, or one that does not parse, registers nothing."""
-    if not url or "@" not in url:
+    if not url:
+        return
+    for secret in query_credentials(url):
+        register_secret(secret)
+    if "@" not in url:
         return
     try:
         _, creds = url_credentials(url)
@@ -101,6 +166,60 @@ def register_url_credentials(url: str | None) -> None:
     register_secret(secret)
     register_secret(unquote(secret))
     register_secret(base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode())
+
+
+def register_header_credentials(headers: Any) -> None:
+    """Register (:func:`register_secret`) every value of ``headers`` (a mapping of names to
+    a string or a list of strings) whose name :func:`is_credential_name` flags, in all the
+    forms :func:`credential_values` gives, so an upstream that echoes one has it redacted."""
+    for name in list(headers.keys()):
+        if not isinstance(name, str) or not is_credential_name(name):
+            continue
+        value = headers[name]
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, bytes):
+                v = v.decode("latin-1")
+            if isinstance(v, str):
+                for secret in credential_values(name, v):
+                    register_secret(secret)
+                    register_secret(unquote(secret))
+
+
+#: ``name=value`` of a query string (after ``?``, ``&`` or ``;``), the value up to the next
+#: separator, fragment or blank.
+_QUERY_PARAM = re.compile(r"([?&;])([^=&#;?\s]+)=([^&#;\s]*)")
+
+
+def query_credentials(url: str) -> list[str]:
+    """The values of the credential parameters (:func:`is_credential_name`) in ``url``'s
+    query string, as written and percent-decoded (``?key=abc%2B1`` → ``abc%2B1``,
+    ``abc+1``)."""
+    if "=" not in url:
+        return []
+    out = []
+    for m in _QUERY_PARAM.finditer(url):
+        if m.group(3) and is_credential_name(unquote(m.group(2))):
+            out += [m.group(3), unquote(m.group(3))]
+    return out
+
+
+def _redact_query(text: str) -> str:
+    """``text`` with the value of every credential query parameter replaced by
+    ``[REDACTED]`` (the parameter's name stays, so a stored URL still reads right)."""
+    if "=" not in text:
+        return text
+    return _QUERY_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}"
+                            if m.group(3) and is_credential_name(unquote(m.group(2)))
+                            else m.group(0), text)
+
+
+def strip_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it removed: the ``user:password@``
+    part (``http://bob:tok@host:8080/x`` → ``http://host:8080/x``) and the value of each
+    credential query parameter (``?key=abc&v=1`` → ``?key=[REDACTED]&v=1``); other text
+    is unchanged. For anything that shows or stores a URL (manifests, command lines,
+    messages, the stored request)."""
+    return _redact_query(strip_userinfo(text))
 
 
 def live_secrets() -> list[str]:
@@ -334,8 +453,8 @@ _WS_RUN = re.compile(r"\s+")
 
 def _live() -> _Live:
     """The :class:`_Live` of the current live secrets (rebuilt when the environment's keys
-    change or a secret is registered: the registered set only grows)."""
-    key = (*(os.environ.get(k) for k in _ENV_KEYS), len(_SEEN_SECRETS))
+    change or the registered set does)."""
+    key = (*(os.environ.get(k) for k in _ENV_KEYS), frozenset(_SEEN_SECRETS))
     last_key, live = _LIVE[0]
     if last_key != key:
         live = _Live(tuple(live_secrets()))
@@ -563,21 +682,22 @@ def scrub_stream(text: str) -> str:
 
 def scrub_body_text(text: str) -> str:
     """Redact keys in a body's text: assembled streams first (:func:`scrub_stream`), then
-    the text itself (:func:`scrub_text`), then the strings of a JSON body as decoded
-    (:func:`scrub_value`; re-encoded only when that changes something)."""
-    text = scrub_text(scrub_stream(text))
+    the strings of a JSON body that holds escapes, as decoded (:func:`scrub_value`;
+    re-encoded only when that changes something, so a key written with escapes is
+    redacted whole), then the text itself (:func:`scrub_text`)."""
+    text = scrub_stream(text)
     if "\\" in text and text[:1] in ("{", "["):
         try:
             doc = orjson.loads(text)
             clean = scrub_value(doc, pieces=_escapes_may_hide(text))
             if clean != doc:
                 try:
-                    return orjson.dumps(clean).decode()
+                    text = orjson.dumps(clean).decode()
                 except TypeError:  # nested deeper than orjson writes (254 levels)
-                    return json.dumps(clean, ensure_ascii=False, separators=(",", ":"))
+                    text = json.dumps(clean, ensure_ascii=False, separators=(",", ":"))
         except (orjson.JSONDecodeError, RecursionError):  # (too deep to walk: as text)
-            return text
-    return text
+            pass
+    return scrub_text(text)
 
 
 def _scrub_bytes(body: bytes) -> bytes:
@@ -594,8 +714,12 @@ def _scrub_bytes(body: bytes) -> bytes:
 
 
 def _scrub_headers(headers: Any) -> Any:
+    """Remove every credential header (:func:`is_credential_name`) of ``headers`` after
+    registering its values (:func:`register_header_credentials`); redact keys in the rest.
+    Changes and returns ``headers``."""
+    register_header_credentials(headers)
     for name in list(headers.keys()):
-        if name.lower() in SECRET_HEADERS:
+        if is_credential_name(name):
             del headers[name]
         else:
             value = headers[name]
@@ -607,11 +731,17 @@ def _scrub_headers(headers: Any) -> Any:
 
 
 def scrub_request(request: Any) -> Any:
-    """vcrpy ``before_record_request``: drop secret headers, remove the URL's userinfo
-    (``user:password@``), redact keys in the URL (query string) and the body."""
+    """vcrpy ``before_record_request``: drop credential headers and register their values
+    as live secrets (an upstream that echoes one has it redacted), do the same for the
+    URL's userinfo (``user:password@``) and credential query parameters (``?key=…``),
+    redact keys in the rest of the URL and in the body. At replay the same hook runs on
+    the live request before it is matched, so both sides compare the redacted URL."""
+    register_url_credentials(request.uri)
     _scrub_headers(request.headers)
-    if "@" in request.uri:  # credentials in the URL (``http://user:token@host``)
-        request.uri = strip_userinfo(request.uri)
+    if "@" in request.uri or "=" in request.uri:  # credentials in the URL
+        stripped = strip_credentials(request.uri)
+        if stripped != request.uri:
+            request.uri = stripped
     uri = request.uri
     clean_uri = scrub_text(unquote(uri)) if find_secret(unquote(uri)) else uri
     if clean_uri != uri:

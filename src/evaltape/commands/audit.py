@@ -11,16 +11,20 @@ import click
 def audit(paths: tuple[str, ...]) -> None:
     """Scan files under PATHS for API keys and key-shaped strings; exit 3 naming each hit.
 
-    Each line is scanned as stored, with its JSON strings decoded, with SSE streams
-    assembled as the client would (a key split over deltas is found) and with a stored
-    compressed body decoded (a compressed body that does not decode is listed too). With
+    Each file's and folder's name is scanned, and each line: as stored, with its JSON strings decoded
+    wherever they stand (an indented document, JSON text inside a string), with SSE
+    streams assembled as the client would (a key split over deltas is found), and with
+    what is percent-encoded, base64 or hexadecimal decoded, layer by layer. A file that
+    starts with gzip, zlib or zstd magic is decompressed first, one with a UTF-16 or
+    UTF-32 byte-order mark read as such; compressed bytes that do not decompress are
+    listed. Key-shaped strings (sk-ant-…) are found in every one of these forms; with
     ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN set, any 12 characters of that key are
     found as well, and the key in base64, hex, reversed or one character a word.
     """
     from evaltape.cli import BadInput
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import check_readable_tree
-    from evaltape.recorder.wire.scrub import describe_hit, find_secret_deep
+    from evaltape.recorder.wire.audit_scan import scan_file, scan_name, shown_path
 
     hits, unread, scanned = [], [], 0
     for root in paths:
@@ -33,17 +37,14 @@ def audit(paths: tuple[str, ...]) -> None:
             except BadInputError as e:  # listed; the rest is still scanned
                 unread.append(str(e))
         files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+        if p.is_dir():  # (a folder's name is stored text too)
+            hits += [h for d in sorted(p.rglob("*")) if d.is_dir() for h in [scan_name(d)] if h]
         for f in files:
             scanned += 1
             try:
-                text = f.read_text(encoding="utf-8", errors="replace")
+                hits += scan_file(f)
             except OSError as e:  # a file the scan cannot vouch for: listed, scan goes on
-                unread.append(f"{f}: cannot read ({e.strerror})")
-                continue
-            for lineno, line in enumerate(text.splitlines(), start=1):
-                leak = find_secret_deep(line)
-                if leak:
-                    hits.append(f"{f}:{lineno}: {describe_hit(leak)}")
+                unread.append(f"{shown_path(f)}: cannot read ({e.strerror})")
     for h in hits + unread:
         click.echo(h, err=True)
     if hits or unread:

@@ -144,7 +144,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                         + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
 
     from evaltape.grader.errors import EvaltapeError
-    from evaltape.recorder.wire.scrub import scrub_text, strip_userinfo
+    from evaltape.recorder.wire.scrub import scrub_text, strip_credentials
     try:
         counts = do_record(opts, progress)
     except EvaltapeError as e:
@@ -174,7 +174,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
             click.echo(f"  not saved: {line}", err=True)
         from evaltape.cli import GateFailed
         unreachable = any("APIConnectionError" in line for line in counts["failed"])
-        target = strip_userinfo(base_url or os.environ.get("ANTHROPIC_BASE_URL") or
+        target = strip_credentials(base_url or os.environ.get("ANTHROPIC_BASE_URL") or
                                 "the Anthropic API")
         if unreachable:
             click.echo(f"  (connection errors: nothing answered at {target})", err=True)
