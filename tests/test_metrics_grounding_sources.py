@@ -204,10 +204,14 @@ def test_a_status_the_user_asserts_is_user_stated_one_they_ask_about_is_not():
 
 
 def test_a_rule_of_the_policy_is_no_fact_of_this_case():
-    # "the policy for cancelled flights": the status is said of a rule, and the policy
-    # states it; claims cancelled ✓ (system prompt), $100 ✓ (system prompt) → 0/2
+    # "the policy for cancelled flights": "cancelled" qualifies a plural noun with no
+    # determiner, a kind of thing, so no claim; $100 ✓ (system prompt) → 0/1
     look = call("get_reservation_details", {"reservation_id": "ZFA04Y"}, {"status": "active"})
     answer = "The compensation policy for cancelled flights is $100 per passenger."
+    s = Grounding().score(ctx(answer, [look], system=POLICY))
+    assert s.details == "0/1 claims unsupported; from the system prompt: '$100'", s.details
+    # said of these flights, the policy's rule still supports it: cancelled ✓, $100 ✓ → 0/2
+    answer = "The compensation policy for the cancelled flights is $100 per passenger."
     s = Grounding().score(ctx(answer, [look], system=POLICY))
     assert s.details == ("0/2 claims unsupported; from the system prompt: 'cancelled', "
                          "'$100'"), s.details

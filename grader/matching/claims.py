@@ -54,6 +54,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+
+import orjson
 import unicodedata
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -70,6 +72,9 @@ KINDS = ("email", "date", "time", "identifier", "action", "status", "weekday", "
          "number", "name")
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"), None)
+# hyphens other than the ASCII one (U+2010 hyphen, U+2011 non-breaking hyphen, U+2012
+# figure dash) read as "-": "2024‑05‑19" is a date, "HAT‑123" a code
+_ZERO_WIDTH.update({0x2010: "-", 0x2011: "-", 0x2012: "-"})
 
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?<!\.)")
 MONTHS = {m: i for i, m in enumerate(
@@ -396,13 +401,41 @@ class Claim(NamedTuple):
 
 
 def clean(text: str) -> str:
-    """NFC, zero-width characters removed, non-breaking spaces as spaces (case kept).
+    """NFC, zero-width characters removed, non-breaking spaces as spaces, Unicode hyphens
+    (U+2010 to U+2012) as ``-`` (case kept).
 
     ASCII text is returned as it is (it is NFC and holds none of those characters)."""
     if text.isascii():
         return text
     text = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
     return text.replace("\u00a0", " ").replace("\u202f", " ")
+
+
+def json_reply_prose(text: str) -> str:
+    """A reply written as one JSON object (structured output: ``{"message": "Yes.\\n\\nIf
+    you…"}``) as a reader reads it: the string values it holds, at any depth, in document
+    order, escapes decoded, joined by blank lines; keys, numbers and JSON syntax are no
+    prose. Any other text (not one JSON object, or one without a string value) is
+    returned unchanged."""
+    t = text.strip()
+    if not (t[:1] == "{" and t[-1:] == "}" and '"' in t):
+        return text
+    try:
+        doc = orjson.loads(t)
+    except orjson.JSONDecodeError:
+        return text
+    values: list[str] = []
+    todo: list[Any] = [doc]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if item.strip():
+                values.append(item)
+        elif isinstance(item, dict):
+            todo.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            todo.extend(reversed(item))
+    return "\n\n".join(values) if values else text
 
 
 def split_sentences(text: str) -> list[tuple[int, int, str]]:
@@ -765,6 +798,45 @@ def _take_name(sp: _Spans, m: re.Match, glosses: bool = True) -> None:
     sp.take(a, b, "name", " ".join(w[2].lower() for w in keep))
 
 
+#: what introduces an example ("e.g.", "for example", "such as"): what follows in the
+#: sentence (up to a closing parenthesis) is an illustration, not a fact of the case
+_EXAMPLE = re.compile(r"(?:\be\.\s?g\.|\bfor (?:example|instance)\b|\bsuch as\b|\bexample:)",
+                      re.IGNORECASE)
+#: a condition, a hypothesis or an open question anywhere before a status or action in
+#: its sentence: "if the flight was cancelled", "I can check whether it has been cancelled"
+_HEDGE_SENTENCE = re.compile(r"\b(?:if|whether|unless|in case|provided(?: that)?|as long as|"
+                             r"once|until|when|before you|after you)\b", re.IGNORECASE)
+#: a negation or a modal before it in its clause (or among the six words before it): "was
+#: not cancelled", "no indication that the airline cancelled", "will be cancelled", "can
+#: only be refunded"
+_HEDGE_NEAR = re.compile(r"(?:\b(?:not|no|never|cannot|can|could|would|will|may|might|should|"
+                         r"must|without|any)\b|n[\'’]t\b)", re.IGNORECASE)
+#: a condition after it in its clause: "compensation is available if you change it"
+_HEDGE_AFTER = re.compile(r"\b(?:if|unless|provided|as long as|in case)\b", re.IGNORECASE)
+#: determiners and numbers: a status before a plural noun with none of these before it
+#: names a kind of thing ("compensation for cancelled flights"), not this case's
+_DETERMINER = re.compile(r"(?:\b(?:the|your|my|our|this|that|these|those|both|all|each|"
+                         r"its|their|his|her|one|two|three|four|five|\d+)\s+)$", re.IGNORECASE)
+_PLURAL_NEXT = re.compile(r"\s+[a-z]{3,}s\b")
+
+
+def unasserted(lead: str, clause_lead: str, clause_rest: str) -> bool:
+    """Whether a status or action word asserts nothing about an entity of the case, given
+    its sentence up to it (``lead``), its clause up to it (``clause_lead``) and after it
+    (``clause_rest``): the sentence before it puts it under a condition, a hypothesis or
+    an open question (``if``, ``whether``, ``unless``, ``once``, ``when``...); a negation
+    or a modal stands before it in its clause or among the six words before it (``not``,
+    ``no``, ``never``, ``n't``, ``will``, ``can``, ``would``...); a condition follows it in
+    its clause ("is available if you …"); or it qualifies a plural noun with no
+    determiner or number before it ("complaints about cancelled flights": a kind of thing,
+    as policies speak)."""
+    if _HEDGE_SENTENCE.search(lead) or _HEDGE_AFTER.search(clause_rest):
+        return True
+    if _HEDGE_NEAR.search(clause_lead) or _HEDGE_NEAR.search(" ".join(lead.split()[-6:])):
+        return True
+    return bool(_PLURAL_NEXT.match(clause_rest)) and not _DETERMINER.search(lead)
+
+
 def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Claim]:
     """The checkable claims of an answer, each with the sentence it came from.
 
@@ -795,8 +867,17 @@ def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Cla
                 and not (kind == "date" or kind == "number" and num is not None
                          and num.unit in ("usd", "eur", "gbp")):
             continue  # a code, date or sum a question names is one the agent says exists
+        lead = text[sentences[i][0]:a] if i >= 0 and a < sentences[i][1] else text[:a]
+        ex = None
+        for ex in _EXAMPLE.finditer(lead[-48:]):
+            pass
+        if ex is not None and ")" not in lead[-48:][ex.end():]:
+            continue  # "your user ID (e.g., `john_doe_123`)": an example, not a fact
         j = bisect.bisect_right(cuts, a) - 1
         clause = (cuts[j], cuts[j + 1])
+        if kind in ("status", "action") and unasserted(
+                lead, text[max(clause[0], a - len(lead)):a], text[a + len(surface):clause[1]]):
+            continue
         if (clause[0], kind, key) in seen:
             continue
         seen.add((clause[0], kind, key))

@@ -129,6 +129,13 @@ def _too_deep(text: str, parsed: Any) -> bool:
         return True
     return False
 
+#: the words of prose that make the bare number right after them a sum of money ("total
+#: price is 375", "amount due: 120")
+_MONEY_LEAD = re.compile(r"\b(?:price|prices|total|amount|cost|costs|fee|fees|fare|fares|paid|"
+                         r"balance|refund|charge|charged|owed|due)\b(?:\s+(?:is|was|of|are|"
+                         r"were|to|be))?\s*[:=]?\s*$", re.IGNORECASE)
+
+
 
 @dataclass
 class SourceFacts:
@@ -402,10 +409,17 @@ class SourceFacts:
 
     def _spans(self, text: str) -> None:
         norm = None
-        for _a, b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
+        for a, b, kind, _s, key, num in extract_spans(text, answer=False, words=True):
             if kind == "number" and num is not None:
                 self._number(num)
                 v = num.value
+                if not num.unit:
+                    norm = clean(text) if norm is None else norm
+                    if _MONEY_LEAD.search(norm[max(0, a - 32):a]):
+                        # "total price is 375": a sum of money in prose, as "price": 375
+                        self.bare.update(fmt(x.value) for x in source_values(num))
+                        self.amounts.append(num)
+                        self.amount_words.append("")
                 if not num.unit and 0 <= v <= 20 and v == v.to_integral_value():
                     # what a number of prose counts: the words after it ("2 free checked
                     # bags", "8 am")

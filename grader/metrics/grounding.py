@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Mapping, NamedTuple
 import orjson
 
 from evaltape.grader.matching.claims import (CAPS_CODE, Claim, clean, extract_claims,
-                                             split_sentences)
+                                             json_reply_prose, split_sentences)
 from evaltape.grader.matching.numbers import (POOL_LIMIT, Num, amount_sum_or_difference,
                                               compatible, derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts, count_nouns
@@ -263,7 +263,7 @@ class Grounding(Metric):
             return Score(None, "the agent gave no final answer", code="no_answer")
         replies = agent_replies(trace)
         if len(replies) < 2:
-            return self._answer(ctx, trace, trace.final_response)
+            return self._answer(ctx, trace, json_reply_prose(trace.final_response))
         facts: dict[str, SourceFacts] = {}
         # numbers derived in a reply: (its turn, the tool results known then)
         derived: dict[tuple[str, str], tuple[int, int]] = {}
@@ -340,7 +340,9 @@ class Grounding(Metric):
 
 def agent_replies(trace: Trace) -> list[tuple[int, str]]:
     """``(message index, text)`` of each agent reply with text in ``trace.messages`` (an
-    assistant message's text blocks joined by new lines), in order."""
+    assistant message's text blocks joined by new lines; a reply written as one JSON
+    object read as its prose, :func:`~evaltape.grader.matching.claims.json_reply_prose`),
+    in order."""
     out = []
     for i, msg in enumerate(trace.messages):
         if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
@@ -354,7 +356,7 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
         else:
             continue
         if text.strip():
-            out.append((i, text))
+            out.append((i, json_reply_prose(text) if text.lstrip()[:1] == "{" else text))
     return out
 
 
@@ -694,6 +696,12 @@ class _Checker:
                 self.derived_here.setdefault(claim.num.key, how)
                 return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
+            how = spelled_out(self.text, claim.start, claim.num.value)
+            if how:
+                # "2 passengers × $174 = $348": the answer's own arithmetic, right; its
+                # operands are claims of their own
+                self.derived_here.setdefault(claim.num.key, how)
+                return None, f"derived ({how})"
             units = sorted({u for s in scope for u in s.numbers.get(claim.key[0], ())} - {""})
             if units:
                 return f"stated with another unit: {', '.join(units)}", None
@@ -1222,6 +1230,93 @@ def _listed_objects(result: str | None) -> list[list[dict]]:
 
 
 _MINUTES = {"min": 1, "h": 60, "day": 1440, "s": Decimal(1) / 60}
+
+
+#: the end of a written-out calculation just before a number: "… = ", "… equals ", "… → "
+_EQUALS = re.compile(r"(?:=|\bequals?|\bcomes to|→)\s*(?:[~≈]\s*)?$", re.IGNORECASE)
+#: the tokens of a written-out calculation: numbers (a currency sign and thousands
+#: separators allowed), the four operations, parentheses; other words are labels
+_CALC_TOKEN = re.compile(r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)%?"
+                         r"|(?P<op>[-+*/×x÷·−–()])")
+#: most characters of a line read back from a number for its calculation
+_CALC_SPAN = 160
+
+
+def spelled_out(text: str, at: int, value: Decimal) -> str | None:
+    """The calculation the answer writes out just before the number at ``text[at:]``
+    (``2 passengers × $174 = $348``, ``(2 × $150) + $48 = $348``), as ``2 × 174 + … =
+    348``, when evaluating it gives ``value`` (to the cent); else ``None``.
+
+    The calculation is the line (at most :data:`_CALC_SPAN` characters, after a colon
+    that leads it) before an ``=``, ``equals``, ``comes to`` or ``→`` that ends right
+    before the number; its numbers and ``+ - − × x * ÷ /`` and parentheses are read,
+    other words ignored (labels: "passengers"), with the usual precedence. A line with
+    fewer than two numbers, an operator missing between two numbers, or a division by
+    zero is no calculation."""
+    line = text[max(text.rfind("\n", 0, at) + 1, at - _CALC_SPAN):at]
+    m = _EQUALS.search(line)
+    if not m:
+        return None
+    expr = line[:m.start()]
+    expr = expr[expr.rfind(":") + 1:] if ":" in expr else expr
+    tokens: list[tuple[str, Any]] = []
+    for t in _CALC_TOKEN.finditer(expr):
+        if t.group("num"):
+            tokens.append(("n", Decimal(t.group("num").replace(",", ""))))
+        else:
+            op = t.group("op")
+            if op == "x" and not (tokens and tokens[-1][0] in ("n", ")")):
+                continue  # an "x" in a word is no operator
+            tokens.append((op if op in "()" else {"×": "*", "x": "*", "·": "*", "÷": "/",
+                                                   "−": "-", "–": "-"}.get(op, op), None))
+    while tokens and tokens[0][0] in ("-", "+", "*"):
+        tokens.pop(0)  # a list item's marker ("- 2 × $174 = $348")
+    if sum(1 for k, _ in tokens if k == "n") < 2:
+        return None
+    pos = 0
+
+    def atom() -> Decimal:
+        nonlocal pos
+        if pos < len(tokens) and tokens[pos][0] == "(":
+            pos += 1
+            v = sum_()
+            if pos >= len(tokens) or tokens[pos][0] != ")":
+                raise ValueError
+            pos += 1
+            return v
+        if pos < len(tokens) and tokens[pos][0] == "n":
+            pos += 1
+            return tokens[pos - 1][1]
+        raise ValueError
+
+    def product() -> Decimal:
+        nonlocal pos
+        v = atom()
+        while pos < len(tokens) and tokens[pos][0] in ("*", "/"):
+            op = tokens[pos][0]
+            pos += 1
+            w = atom()
+            v = v * w if op == "*" else v / w
+        return v
+
+    def sum_() -> Decimal:
+        nonlocal pos
+        v = product()
+        while pos < len(tokens) and tokens[pos][0] in ("+", "-"):
+            op = tokens[pos][0]
+            pos += 1
+            w = product()
+            v = v + w if op == "+" else v - w
+        return v
+
+    try:
+        got = sum_()
+    except (ValueError, ArithmeticError):
+        return None
+    if pos != len(tokens) or abs(got - value) >= Decimal("0.005"):
+        return None
+    shown = " ".join(fmt(v) if k == "n" else {"*": "×", "-": "−"}.get(k, k) for k, v in tokens)
+    return f"the answer's arithmetic: {shown} = {fmt(value)}"
 
 
 def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:

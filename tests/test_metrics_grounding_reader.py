@@ -1,0 +1,128 @@
+"""``grounding`` reads an answer as a careful reader does: a reply written as a JSON object
+is read as its prose, Unicode hyphens are hyphens, an example is no fact, a status or
+action under a condition, a question, a negation or a modal asserts nothing, a status
+qualifying a kind of thing ("cancelled flights") is no claim about this case, the answer's
+own arithmetic counts when it is right, and "total price is 375" in a tool's prose states
+a sum of money. Each expected count is worked out in the comments; the episodes are
+written here."""
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from evaltape.grader.matching.claims import extract_claims, json_reply_prose, unasserted
+from evaltape.grader.metrics.grounding import Grounding, spelled_out
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
+
+RES = {"reservation_id": "ZFA04Y", "status": "active", "passengers": 2,
+       "flights": [{"flight_number": "HAT170", "date": "2024-05-19", "price": 174}]}
+
+
+def ctx(answer: str, results=(RES,), system: str | None = None) -> EpisodeContext:
+    calls = tuple(ToolCall(f"call_{i}", "get_reservation_details", {"reservation_id": "ZFA04Y"},
+                           r if isinstance(r, str) else json.dumps(r), False, 1)
+                  for i, r in enumerate(results))
+    raw = {"system": system} if system else {}
+    trace = Trace(case_id="c", trial=0, input="Check my trip.", tool_calls=calls,
+                  final_response=answer, stop_reason="end_turn", steps=2, raw=raw)
+    return EpisodeContext(trace=trace, case=Case(id="c", input="Check my trip."))
+
+
+def test_json_reply_prose_reads_string_values_in_order():
+    reply = '{"message": "Yes.\\n\\nIf you don\\u2019t know it, ask.", "n": 3, "more": ["a", {"b": "c"}]}'
+    assert json_reply_prose(reply) == "Yes.\n\nIf you don’t know it, ask.\n\na\n\nc"
+    assert json_reply_prose("plain {text}") == "plain {text}"
+    assert json_reply_prose('{"n": 3}') == '{"n": 3}'  # no string value: unchanged
+    assert json_reply_prose('{"broken": ') == '{"broken": '
+
+
+def test_a_json_reply_is_graded_as_its_prose():
+    # the words after "\n" escapes are no names ("nIf", "nPlease"): claims ZFA04Y ✓, HAT170 ✓
+    reply = json.dumps({"message": "Reservation ZFA04Y holds HAT170.\n\nIf you need more, "
+                                   "tell me.\nPlease confirm."})
+    s = Grounding().score(ctx(reply))
+    assert s.value == 0 and s.details.startswith("0/2 claims unsupported"), s.details
+
+
+def test_unicode_hyphens_make_a_date_not_three_numbers():
+    # "2024‑05‑19" with non-breaking hyphens is the date of HAT170: 1 claim, supported
+    s = Grounding().score(ctx("HAT170 leaves on 2024\u201105\u201119."))
+    assert s.value == 0 and s.details.startswith("0/2 claims unsupported"), s.details
+    kinds = [c.kind for c in extract_claims("HAT170 leaves on 2024\u201105\u201119.")]
+    assert kinds == ["date", "identifier"] or sorted(kinds) == ["date", "identifier"]
+
+
+def test_an_example_is_no_claim():
+    # "e.g., john_doe_123" illustrates the shape of an id: only ZFA04Y is a claim
+    answer = "Please send your user ID (e.g., john_doe_123) for reservation ZFA04Y."
+    assert [c.text for c in extract_claims(answer) if c.kind == "identifier"] == ["ZFA04Y"]
+
+
+@pytest.mark.parametrize("answer, claims", [
+    # a condition, an open question, a negation, a modal: nothing asserted → 0 status claims
+    ("I can check whether the flight has been cancelled.", 0),
+    ("If the flight was cancelled, you get a refund.", 0),
+    ("I do not have any indication that the airline cancelled the flight.", 0),
+    ("The flight was not cancelled.", 0),
+    ("Your reservation will be cancelled.", 0),
+    ("Compensation is available if you change the reservation.", 0),
+    ("Compensation applies to complaints about cancelled flights.", 0),
+    # asserted of this case → 1 claim each
+    ("Your flight was cancelled.", 1),
+    ("The cancelled flights of your trip are HAT170 and HAT171.", 1),
+])
+def test_status_and_action_words_that_assert_nothing(answer, claims):
+    got = [c for c in extract_claims(answer) if c.kind in ("status", "action")]
+    assert len(got) == claims, got
+
+
+def test_unasserted_reads_lead_clause_and_rest():
+    assert unasserted("I will check whether it has been ", "whether it has been ", " by the airline")
+    assert unasserted("It was ", "It was ", " flights")  # a kind of thing
+    assert not unasserted("Your flight was ", "Your flight was ", " by the airline")
+    assert not unasserted("Your two ", "Your two ", " flights are HAT1 and HAT2")
+
+
+@pytest.mark.parametrize("line, value, shown", [
+    ("- 2 passengers × $174 = $348", "348", "2 × 174 = 348"),
+    ("Total: (2 × $150) + $48 = $348", "348", "( 2 × 150 ) + 48 = 348"),
+    ("$1,024.50 - $24.50 equals $1,000", "1000", "1024.5 − 24.5 = 1000"),
+    ("3 bags x 2 passengers = 6", "6", "3 × 2 = 6"),
+])
+def test_spelled_out_arithmetic_that_is_right(line, value, shown):
+    at = line.rindex(value.replace("1000", "1,000")) - (1 if line[line.rindex(
+        value.replace("1000", "1,000")) - 1] == "$" else 0)
+    assert spelled_out(line, at, Decimal(value)) == f"the answer's arithmetic: {shown}"
+
+
+@pytest.mark.parametrize("line, value", [
+    ("- 2 passengers × $174 = $350", "350"),  # wrong: 2 × 174 is 348
+    ("Total = $348", "348"),                  # one number: no calculation
+    ("2 3 = 6", "6"),                         # no operator between 2 and 3
+    ("6 / 0 = 6", "6"),                       # division by zero
+])
+def test_spelled_out_arithmetic_that_is_not(line, value):
+    assert spelled_out(line, line.rindex(value) - (line[line.rindex(value) - 1] == "$"),
+                       Decimal(value)) is None
+
+
+def test_the_answers_arithmetic_supports_its_result_and_its_restatement():
+    # 2 ✓ (passengers), $174 ✓ (price), $348 = 2 × 174 ✓, "Total: $348" restates it ✓
+    answer = "- 2 passengers × $174 = $348\n- Total: $348"
+    s = Grounding().score(ctx(answer))
+    assert s.value == 0, s.details
+    assert "derived (the answer's arithmetic: 2 × 174 = 348)" in s.details
+    # a wrong result is flagged: $350 ✗ (and restated ✗) of 2 ✓, $174 ✓
+    s = Grounding().score(ctx("- 2 passengers × $174 = $350\n- Total: $350"))
+    assert s.value == pytest.approx(1 / 3) or s.value == pytest.approx(2 / 4), s.details
+
+
+def test_a_sum_of_money_in_a_tools_prose():
+    # "total price is 375" (an error's text) states $375; "gate 40" does not state $40
+    err = "Error: Payment amount does not add up, total price is 375, but paid 299"
+    s = Grounding().score(ctx("The total price is $375.", results=(RES, err)))
+    assert s.value == 0, s.details
+    s = Grounding().score(ctx("The fee is $40.", results=(RES, "Boarding at gate 40")))
+    assert s.value == 1, s.details
