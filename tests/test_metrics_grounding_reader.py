@@ -126,3 +126,52 @@ def test_a_sum_of_money_in_a_tools_prose():
     assert s.value == 0, s.details
     s = Grounding().score(ctx("The fee is $40.", results=(RES, "Boarding at gate 40")))
     assert s.value == 1, s.details
+
+
+TRIP = {"reservation_id": "QKRY03", "created_at": "2024-05-11T10:00:00", "insurance": "yes",
+        "flights": [{"origin": "MCO", "destination": "PHX", "date": "2024-05-24", "price": 120},
+                    {"origin": "PHX", "destination": "DTW", "date": "2024-05-25", "price": 130}]}
+NOW = "# Policy\nThe current time is 2024-05-15 15:00:00 EST.\nReasons: change of plan, " \
+      "airline cancelled flight, or other reasons."
+
+
+def test_a_past_action_the_record_shows_is_its_history():
+    # "was booked on 2024-05-11", a date before the current time: history ✓ (0 of 2 flagged:
+    # the action and the date); "the insurance was purchased" with "insurance": "yes" ✓
+    s = Grounding().score(ctx("It was booked on 2024-05-11.", results=(TRIP,), system=NOW))
+    assert s.value == 0 and "the record's history: 'booked'" in s.details, s.details
+    s = Grounding().score(ctx("The insurance was purchased.", results=(TRIP,), system=NOW))
+    assert s.value == 0 and "the record's history: 'purchased'" in s.details, s.details
+    # without the current time, a date proves no history: "booked" ✗ (the date ✓) → 1/2
+    s = Grounding().score(ctx("It was booked on 2024-05-11.", results=(TRIP,)))
+    assert s.value == 0.5, s.details
+
+
+def test_a_status_in_the_policys_own_words():
+    # "airline cancelled flight" is a phrase of the system prompt: no claim about this case
+    s = Grounding().score(ctx("The reason: change of plan, airline cancelled flight, or other "
+                              "reasons.", results=(TRIP,), system=NOW))
+    assert "'cancelled'" not in s.details.split(";")[0] and not s.value, s.details
+
+
+def test_parts_of_a_stated_total():
+    # $250 total (120 + 130 in the record is not stated as 250: the answer states it);
+    # parts $100 + $150 = $250 ✓; parts $100 + $160 = $260 ✗ (no total of 260)
+    good = "Total: $250\n- Gift card: $100\n- Credit card: $150"
+    s = Grounding().score(ctx(good, results=(TRIP, {"gift_card": {"balance": 100}}),
+                              system=NOW))
+    assert "parts of a total: 100 + 150 = 250 [the answer]" in s.details, s.details
+    bad = "Total: $250\n- Gift card: $100\n- Credit card: $160"
+    s = Grounding().score(ctx(bad, results=(TRIP, {"gift_card": {"balance": 100}}),
+                              system=NOW))
+    assert "parts of a total" not in s.details and "'$160'" in s.details, s.details
+
+
+def test_dates_given_together_are_the_records_not_one_items():
+    # "MCO to DTW on 2024-05-24 and 2024-05-25": both dates of the trip ✓ (the first is the
+    # MCO→PHX leg's, not DTW's); one date said of DTW alone that is the other leg's ✗
+    s = Grounding().score(ctx("QKRY03: MCO to DTW, flights on 2024-05-24 and 2024-05-25.",
+                              results=(TRIP,)))
+    assert s.value == 0, s.details
+    s = Grounding().score(ctx("Your flight to DTW is on 2024-05-24.", results=(TRIP,)))
+    assert "stated for another item" in s.details, s.details

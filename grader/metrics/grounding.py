@@ -427,6 +427,8 @@ class _Checker:
                                                      _schemas_text(schemas)))
                       if f.tokens or f.nums]
         self.schemas = schemas or {}
+        self.system_text = system or ""
+        self._policy_low: str | None = None
         # every call, those without a result too: a claim about the entity of a call that
         # returned nothing has nothing in scope (its facts are empty), and a sibling call's
         # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
@@ -573,9 +575,13 @@ class _Checker:
     def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
         """Why a claim is unsupported at item level: its item does not state it but another
         item of the same list does; ``None`` otherwise (also when an item of another list
-        that the same value names states it)."""
+        that the same value names states it, and for a date joined to another,
+        :meth:`_joined_dates`: "MCO to SFO, on May 19th and 20th" gives the dates of the
+        items together)."""
         if pick is None or pick[2] not in self.items:
             return None
+        if claim.kind == "date" and self._joined_dates(claim):
+            return None  # "flights on May 19th and 20th": the dates of the whole trip
         named = self.items[pick[2]]
         if any(self._item_facts(label, item).supports(claim) for label, item, _l in named):
             return None  # an item the value names states it (of one of the lists)
@@ -585,6 +591,21 @@ class _Checker:
                     name = self.text[pick[0]:pick[1]]
                     return f"stated for another item of {label}, not for {name}"
         return None
+
+    def _joined_dates(self, claim: Claim) -> bool:
+        """Whether a date is joined to another by ``and``, a comma or a dash with nothing
+        else between ("on 2024-05-24 and 2024-05-25", "May 19th and 20th"): dates given
+        together, of one trip or record."""
+        end = claim.start + len(claim.text)
+        if _MORE_DAYS.match(self.text, end):
+            return True
+        for c in self.claims:
+            if c.kind != "date" or c is claim:
+                continue
+            a, b = (end, c.start) if c.start >= end else (c.start + len(c.text), claim.start)
+            if 0 <= b - a <= 7 and _DATE_JOIN.fullmatch(self.text[a:b]):
+                return True
+        return False
 
     def _item_facts(self, label: str, item: dict) -> SourceFacts:
         facts = self._item_cache.get(id(item))
@@ -603,6 +624,8 @@ class _Checker:
             why = self._action(claim)
             if why and self._condition(claim):
                 return None, "a condition of a rule"
+            if why and self._history(claim):
+                return None, "the record's history"
             if why and _AGO.match(self.text, claim.start + len(claim.text)):
                 # "it was booked more than 24 hours ago": the record's history (its date
                 # is a claim of its own), not an action the agent reports
@@ -622,6 +645,10 @@ class _Checker:
         if swapped:
             return swapped, None
         scope, siblings, subject = self._scope(claim, pick)
+        if claim.kind == "status" and self._condition(claim):
+            return None, "a condition of a rule"
+        if claim.kind == "status" and self._policy_words(claim):
+            return None, "the system prompt's words"
         if claim.kind == "status":
             # the user asks about a state ("has it shipped?"); a tool result states it, or
             # the user asserts it ("my flight was delayed"); instructions state rules
@@ -696,7 +723,8 @@ class _Checker:
                 self.derived_here.setdefault(claim.num.key, how)
                 return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
-            how = spelled_out(self.text, claim.start, claim.num.value)
+            how = spelled_out(self.text, claim.start, claim.num.value) or \
+                self._split_of_total(claim, scope + siblings)
             if how:
                 # "2 passengers × $174 = $348": the answer's own arithmetic, right; its
                 # operands are claims of their own
@@ -729,6 +757,90 @@ class _Checker:
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    def _history(self, claim: Claim) -> bool:
+        """Whether an action is told as the history of a record, not as a deed of this
+        conversation: a past passive ("it was booked on 2024-05-11", "the insurance was
+        purchased") whose clause names a date before the current time the system prompt
+        states, or whose subject (one of the two words before ``was``/``were``) a tool
+        result holds as a key set to ``"yes"`` or ``true`` (``"travel_insurance": "yes"``)
+        while no tool of the episode performs that action (a verb the agent could have
+        done itself needs its call)."""
+        lead = self.text[claim.clause[0]:claim.start]
+        m = _PAST_PASSIVE.search(lead)
+        if not m:
+            return False
+        now = _current_date(self.system_text)
+        if now and any(c.kind == "date" and c.clause == claim.clause and c.key[:4] != "????"
+                       and c.key < now for c in self.claims):
+            return True
+        if any(stem(claim.text.lower()) in acts for acts, _f in self.acts):
+            return False
+        words = [w for w in re.findall(r"[a-z]{4,}", lead[:m.start()].lower())[-2:]
+                 if w not in _STOP]
+        return any(re.search(r'["\']?[a-z_]*' + w + r'[a-z_]*["\']?\s*:\s*(?:["\']yes["\']|true)',
+                             r.lower())
+                   for w in words for r in self.results.values())
+
+    def _split_of_total(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
+        """How a sum of money is one part of a stated total split in parts: the sums of
+        money in the claim's list (its line and the list items around it, or the parts
+        joined by ``+`` on one line: "gift card $128 + credit card $171") add up to a
+        total the answer states before the list or a source states ("Total: $299" or
+        "total price is 299" → $171 is the rest after $128); else ``None``. Each part is
+        a claim of its own."""
+        n = claim.num
+        if n is None or n.unit not in _MONEY_UNITS:
+            return None
+        text = self.text
+        lo = text.rfind("\n", 0, claim.start) + 1
+        hi = text.find("\n", claim.start)
+        hi = len(text) if hi < 0 else hi
+        if _LIST_ITEM.match(text, lo):
+            while lo > 0:  # the list items before and after the claim's
+                prev = text.rfind("\n", 0, lo - 1) + 1
+                if not _LIST_ITEM.match(text, prev):
+                    break
+                lo = prev
+            while hi < len(text):
+                nxt = text.find("\n", hi + 1)
+                nxt = len(text) if nxt < 0 else nxt
+                if not _LIST_ITEM.match(text, hi + 1):
+                    break
+                hi = nxt
+        elif "+" not in text[lo:hi]:
+            return None
+        parts = {c.start: c.num.value for c in self.claims if c.kind == "number"
+                 and c.num is not None and c.num.unit == n.unit and lo <= c.start < hi}
+        if len(parts) < 2:
+            return None
+        total = sum(parts.values())
+        said = any(c.kind == "number" and c.num is not None and c.num.unit == n.unit
+                   and c.start < lo and c.num.value == total for c in self.claims)
+        src = next((f.label for f in scope for a in f.amounts[:POOL_LIMIT]
+                    if a.value == total and compatible(a.unit, n.unit)), None) \
+            if not said else None
+        if not said and src is None:
+            return None
+        shown = " + ".join(fmt(v) for _a, v in sorted(parts.items()))
+        return f"parts of a total: {shown} = {fmt(total)} [{'the answer' if said else src}]"
+
+    def _policy_words(self, claim: Claim) -> bool:
+        """Whether a status word stands in a phrase of the system prompt's own words: the
+        word with the one before and the one after it ("airline cancelled flight", one of
+        the reasons the policy lists) written there as well (case and punctuation
+        aside)."""
+        if not self.system_text:
+            return False
+        before = re.findall(r"[a-z]+", self.text[max(0, claim.start - 30):claim.start].lower())
+        after = re.findall(r"[a-z]+", self.text[claim.start + len(claim.text):
+                                                   claim.start + len(claim.text) + 30].lower())
+        if not before or not after:
+            return False
+        if self._policy_low is None:
+            self._policy_low = " ".join(re.findall(r"[a-z]+", self.system_text.lower()))
+        phrase = f"{before[-1]} {claim.text.lower()} {after[0]}"
+        return f" {phrase} " in f" {self._policy_low} "
 
     def _condition(self, claim: Claim) -> bool:
         """Whether a claim is in an item of a list of conditions: a list whose lead-in line
@@ -1387,6 +1499,23 @@ def _annotate(how: str, where: Mapping[str, str]) -> str:
 
 #: after an action, a time in the past ("booked more than 24 hours ago")
 _AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
+#: a second day of the month after "and": "on May 19th and 20th"
+_MORE_DAYS = re.compile(r"\s*(?:,\s*)?and\s+\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
+#: what joins two dates given together: "and", a comma, a dash, "to"
+_DATE_JOIN = re.compile(r"\s*(?:,\s*(?:and\s+)?|and\s+|to\s+|[-–—]\s*|&\s*)", re.IGNORECASE)
+#: a past passive just before an action word: "was booked", "were originally purchased"
+_PAST_PASSIVE = re.compile(r"\b(?:was|were)\s+(?:[a-z]+ly\s+)?$", re.IGNORECASE)
+#: the current date an agent's instructions state ("The current time is 2024-05-15 15:00")
+_NOW = re.compile(r"\bcurrent (?:date|time|date and time) is:?\s*(\d{4}-\d{2}-\d{2})",
+                  re.IGNORECASE)
+
+
+def _current_date(system: str) -> str | None:
+    """``YYYY-MM-DD`` of the current time the system prompt states, or ``None``."""
+    m = _NOW.search(system) if system else None
+    return m.group(1) if m else None
+
+
 #: a sentence in which the agent speaks of its own deeds ("I have cancelled", "We've")
 _FIRST_PERSON = re.compile(r"[\W_]*(?:i|we)\b", re.IGNORECASE)
 #: the words before the last digits of an identifier ("ending in", "last four digits")
