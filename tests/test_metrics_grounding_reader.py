@@ -175,3 +175,44 @@ def test_dates_given_together_are_the_records_not_one_items():
     assert s.value == 0, s.details
     s = Grounding().score(ctx("Your flight to DTW is on 2024-05-24.", results=(TRIP,)))
     assert "stated for another item" in s.details, s.details
+
+
+RULES = ("# Policy\nThe current time is 2024-05-15 15:00:00 EST.\n"
+         "- 3 free checked bags for each economy passenger.\n"
+         "- A certificate of $50 times the number of passengers.")
+PAX = {"reservation_id": "ZFA04Y", "cabin": "economy", "insurance": "yes",
+       "passengers": [{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}]}
+
+
+def test_a_users_date_without_year_in_the_current_year():
+    # the user wrote "May 24"; the answer "2024-05-24", the current year: ✓; "2023-05-24" ✗
+    user = [{"role": "user", "content": "Please move it to May 24."}]
+    for answer, value in (("I will look at 2024-05-24.", 0), ("I will look at 2023-05-24.", 1)):
+        c = ctx(answer, results=(PAX,), system=RULES)
+        c = EpisodeContext(trace=Trace(**{**c.trace.__dict__, "messages": tuple(user)}),
+                           case=c.case)
+        assert Grounding().score(c).value == value, (answer, Grounding().score(c).details)
+
+
+def test_a_status_of_a_subject_the_record_holds_as_yes():
+    # "insurance": "yes" → "your insurance remains active" ✓ (1 claim, 0 unsupported)
+    s = Grounding().score(ctx("Your insurance remains active.", results=(PAX,)))
+    assert s.value == 0, s.details
+
+
+def test_a_total_the_rules_give_per_thing():
+    # 4 passengers (the record's list) × $50 (the rule) = $200 ✓; $250 ✗
+    s = Grounding().score(ctx("The certificate would be $200 total.", results=(PAX,),
+                              system=RULES))
+    assert s.value == 0 and "50 [system prompt, per one] × 4" in s.details, s.details
+    s = Grounding().score(ctx("The certificate would be $250 total.", results=(PAX,),
+                              system=RULES))
+    assert s.value == 1, s.details
+    # 2 passengers (said) × 3 free checked bags (the rule) = 6 free checked bags in total ✓;
+    # 6 meals: the rule counts bags, not meals ✗
+    s = Grounding().score(ctx("With 2 passengers you have 6 free checked bags in total.",
+                              results=(PAX,), system=RULES))
+    assert "3 [system prompt, per one] × 2" in s.details, s.details
+    s = Grounding().score(ctx("With 2 passengers you have 6 meals in total.",
+                              results=(PAX,), system=RULES))
+    assert "'6'" in s.details, s.details

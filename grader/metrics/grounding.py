@@ -429,6 +429,7 @@ class _Checker:
         self.schemas = schemas or {}
         self.system_text = system or ""
         self._policy_low: str | None = None
+        self._rule_rates: dict[Decimal, str] | None = None
         # every call, those without a result too: a claim about the entity of a call that
         # returned nothing has nothing in scope (its facts are empty), and a sibling call's
         # result does not support it ("Rome is 23.4°C" when only Paris's call answered)
@@ -592,6 +593,17 @@ class _Checker:
                     return f"stated for another item of {label}, not for {name}"
         return None
 
+    def _date_without_year(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
+        """A support for a date with a year (``2024-05-24``) that a source states without
+        one ("May 24", as users say it), when the year is the current one the system
+        prompt states; ``None`` otherwise."""
+        now = _current_date(self.system_text)
+        if claim.key[:4] == "????" or not now or claim.key[:4] != now[:4]:
+            return None
+        bare = "????" + claim.key[4:]
+        found = next((f for f in scope + self.extra if bare in f.dates), None)
+        return None if found is None else f"{found.label}'s date, in the current year"
+
     def _joined_dates(self, claim: Claim) -> bool:
         """Whether a date is joined to another by ``and``, a comma or a dash with nothing
         else between ("on 2024-05-24 and 2024-05-25", "May 19th and 20th"): dates given
@@ -649,6 +661,8 @@ class _Checker:
             return None, "a condition of a rule"
         if claim.kind == "status" and self._policy_words(claim):
             return None, "the system prompt's words"
+        if claim.kind == "status" and claim.key in _YES_STATES and self._subject_is_yes(claim):
+            return None, None
         if claim.kind == "status":
             # the user asks about a state ("has it shipped?"); a tool result states it, or
             # the user asserts it ("my flight was delayed"); instructions state rules
@@ -703,6 +717,9 @@ class _Checker:
             how = self._date_after(claim, scope)
             if how:
                 return None, f"derived ({how})"
+            src = self._date_without_year(claim, scope)
+            if src:
+                return None, src
         if claim.kind == "number" and claim.num is not None and claim.num.unit:
             units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
             if units and "" not in units:
@@ -724,7 +741,8 @@ class _Checker:
                 return None, f"derived ({how})" if _ARITHMETIC.search(how) else None
         if claim.kind == "number" and claim.num is not None:
             how = spelled_out(self.text, claim.start, claim.num.value) or \
-                self._split_of_total(claim, scope + siblings)
+                self._split_of_total(claim, scope + siblings) or \
+                self._rule_rate(claim, scope)
             if how:
                 # "2 passengers × $174 = $348": the answer's own arithmetic, right; its
                 # operands are claims of their own
@@ -758,6 +776,16 @@ class _Checker:
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
 
+    def _subject_is_yes(self, claim: Claim) -> bool:
+        """Whether one of the two words before the claim's verb (its subject: "your travel
+        insurance remains active") names a key a tool result sets to ``"yes"`` or
+        ``true`` (``"insurance": "yes"``)."""
+        lead = self.text[claim.clause[0]:claim.start]
+        words = [w for w in re.findall(r"[a-z]{4,}", lead.lower()) if w not in _STOP
+                 and w not in _COPULAS][-2:]
+        return any(re.search(r'["\']?[a-z_]*' + w + r'[a-z_]*["\']?\s*:\s*(?:["\']yes["\']|true)',
+                             r.lower()) for w in words for r in self.results.values())
+
     def _history(self, claim: Claim) -> bool:
         """Whether an action is told as the history of a record, not as a deed of this
         conversation: a past passive ("it was booked on 2024-05-11", "the insurance was
@@ -771,16 +799,51 @@ class _Checker:
         if not m:
             return False
         now = _current_date(self.system_text)
-        if now and any(c.kind == "date" and c.clause == claim.clause and c.key[:4] != "????"
-                       and c.key < now for c in self.claims):
+        if now and any(c.kind == "date" and c.clause == claim.clause
+                       and (c.key < now if c.key[:4] != "????" else c.key[5:] < now[5:])
+                       for c in self.claims):
             return True
         if any(stem(claim.text.lower()) in acts for acts, _f in self.acts):
             return False
-        words = [w for w in re.findall(r"[a-z]{4,}", lead[:m.start()].lower())[-2:]
-                 if w not in _STOP]
-        return any(re.search(r'["\']?[a-z_]*' + w + r'[a-z_]*["\']?\s*:\s*(?:["\']yes["\']|true)',
-                             r.lower())
-                   for w in words for r in self.results.values())
+        return self._subject_is_yes(claim)
+
+    def _rule_rate(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
+        """A total the agent's rules give per thing, times how many there are: the claim's
+        sentence says "total", the system prompt states a number per thing ("$50 times
+        the number of passengers", "3 free checked bags for each economy passenger") and
+        the count is one the claim's sentence states or a count of a tool result in
+        scope (its list of passengers); a number that is no sum of money needs the word
+        after it in the rule ("6 free checked bags" of "3 free checked bags for each");
+        ``None`` otherwise."""
+        n = claim.num
+        if n is None or not self.system_text or not _TOTAL.search(claim.sentence):
+            return None
+        if self._rule_rates is None:
+            self._rule_rates = {}
+            for m in _RULE_RATE.finditer(self.system_text):
+                try:
+                    v = Decimal(m.group("v").replace(",", ""))
+                except ArithmeticError:
+                    continue
+                self._rule_rates.setdefault(v, "$" if m.group("cur") else
+                                            m.group(0).lower())
+        if not self._rule_rates:
+            return None
+        counts = {c.num.value for c in self.claims if c.kind == "number" and c.num is not None
+                  and c.sentence == claim.sentence and _small_count(c.num)}
+        counts |= {Decimal(k) for f in scope for k in f.count_index
+                   if k.isdigit() and 1 <= int(k) <= 20}
+        money = n.unit in _MONEY_UNITS
+        after = re.match(r"\s*(?:free\s+|extra\s+)?([a-z]{3,}?)s?\b",
+                         self.text[claim.start + len(claim.text):].lower())
+        for rate, said in self._rule_rates.items():
+            if (said == "$") != money or not money and not (
+                    after and re.search(r"\b" + after.group(1), said)):
+                continue  # a count needs the rule's own noun: "6 free checked bags"
+            for k in sorted(counts):
+                if rate * k == n.value:
+                    return f"{fmt(rate)} [system prompt, per one] × {fmt(k)}"
+        return None
 
     def _split_of_total(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         """How a sum of money is one part of a stated total split in parts: the sums of
@@ -1503,6 +1566,15 @@ _AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
 _MORE_DAYS = re.compile(r"\s*(?:,\s*)?and\s+\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
 #: what joins two dates given together: "and", a comma, a dash, "to"
 _DATE_JOIN = re.compile(r"\s*(?:,\s*(?:and\s+)?|and\s+|to\s+|[-–—]\s*|&\s*)", re.IGNORECASE)
+#: a number the agent's rules give per thing: "$50 times the number of passengers", "3
+#: free checked bags for each economy passenger", "$30 per bag"
+_RULE_RATE = re.compile(r"(?P<cur>\$)?(?P<v>\d+(?:\.\d+)?)(?:\s+[A-Za-z-]+){0,4}?\s+"
+                        r"(?:per|for each|each|times the number of)\b", re.IGNORECASE)
+#: statuses that a key set to "yes" or true states of its subject ("insurance": "yes" →
+#: "your insurance is active")
+_YES_STATES = frozenset({"active", "valid", "enabled", "included", "confirmed", "on"})
+_COPULAS = frozenset({"remains", "remain", "stays", "stay", "still", "currently", "were",
+                      "been", "being"})
 #: a past passive just before an action word: "was booked", "were originally purchased"
 _PAST_PASSIVE = re.compile(r"\b(?:was|were)\s+(?:[a-z]+ly\s+)?$", re.IGNORECASE)
 #: the current date an agent's instructions state ("The current time is 2024-05-15 15:00")
