@@ -132,9 +132,11 @@ def test_real_conversations_precision_recall_and_false_alarms(capsys):
     # money, stated before the claim; held out: τ-bench 2
     # inventions flagged (a waiver that was a refund, a charge of the wrong amount), one
     # missed (a cost said to be charged where money went back), one false alarm (a city an
-    # airport code stands for); τ² 1 false alarm in one successful episode (its other two,
-    # the field word "Arrives" read as a name, are no claims now). Successful
-    # episodes: τ-bench 84 (69 dev, 15 held out), τ² 10 (5 and 5).
+    # airport code stands for); τ²: no false alarm left (its last one, "your travel
+    # insurance remains active" of a reservation whose "insurance" is "yes", is a status
+    # of a subject the record sets to yes; its other two, the field word "Arrives" read as
+    # a name, are no claims). Successful episodes: τ-bench 84 (69 dev, 15 held out), τ² 10
+    # (5 and 5).
     assert _bench().main([]) == 0
     out = capsys.readouterr().out
     rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()
@@ -143,8 +145,8 @@ def test_real_conversations_precision_recall_and_false_alarms(capsys):
                                             "0.0%"]
     assert rows["τ-bench airline, held-out"][:5] == ["2", "1", "1", "0.667", "0.667"]
     assert rows["τ-bench airline, held-out"][5] == "0/15"
-    assert rows["τ² airline, held-out"][:3] == ["0", "1", "0"]
-    assert rows["τ² airline, held-out"][5:] == ["1/5", "=", "20.0%"]
+    assert rows["τ² airline, held-out"][:3] == ["0", "0", "0"]
+    assert rows["τ² airline, held-out"][5:] == ["0/5", "=", "0.0%"]
     assert rows["τ-bench airline, both splits"][5:] == ["0/84", "=", "0.0%"]
-    assert rows["τ² airline, both splits"][5:] == ["1/10", "=", "10.0%"]
+    assert rows["τ² airline, both splits"][5:] == ["0/10", "=", "0.0%"]
     assert "unlabelled" not in out
