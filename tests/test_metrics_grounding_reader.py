@@ -30,12 +30,27 @@ def ctx(answer: str, results=(RES,), system: str | None = None) -> EpisodeContex
     return EpisodeContext(trace=trace, case=Case(id="c", input="Check my trip."))
 
 
-def test_json_reply_prose_reads_string_values_in_order():
-    reply = '{"message": "Yes.\\n\\nIf you don\\u2019t know it, ask.", "n": 3, "more": ["a", {"b": "c"}]}'
-    assert json_reply_prose(reply) == "Yes.\n\nIf you don’t know it, ask.\n\na\n\nc"
-    assert json_reply_prose("plain {text}") == "plain {text}"
-    assert json_reply_prose('{"n": 3}') == '{"n": 3}'  # no string value: unchanged
-    assert json_reply_prose('{"broken": ') == '{"broken": '
+def test_json_reply_prose_reads_string_values_in_order_with_their_offsets():
+    reply = '{"message": "Yes.\\n\\nIf you don\\u2019t know it.", "n": 3, "more": ["a", {"b": "c"}]}'
+    prose, where = json_reply_prose(reply)
+    assert prose == "Yes.\n\nIf you don’t know it.\n\na\n\nc"
+    assert len(where) == len(prose)
+    # "Y" is the 14th character of the reply (offset 13); the escape \u2019 starts at 34
+    assert where[0] == 13 and reply[where[0]] == "Y"
+    assert reply[where[prose.index("’")]:][:6] == "\\u2019"
+    assert reply[where[prose.index("c")]] == "c"
+    assert json_reply_prose("plain {text}") is None
+    assert json_reply_prose('{"n": 3}') is None  # no string value
+    assert json_reply_prose('{"broken": ') is None
+
+
+def test_a_flag_in_a_json_reply_points_into_the_reply_as_written():
+    # ZFA04Y ✓, ZZZ999 ✗ (no source states it): the flag's start is ZZZ999's offset in the
+    # JSON text, not in its prose
+    reply = json.dumps({"message": "Reservation ZFA04Y.\nAlso ZZZ999."})
+    s = Grounding().score(ctx(reply))
+    (flag,) = s.evidence["unsupported"]
+    assert reply[flag["start"]:flag["end"]] == "ZZZ999"
 
 
 def test_a_json_reply_is_graded_as_its_prose():

@@ -263,7 +263,8 @@ class Grounding(Metric):
             return Score(None, "the agent gave no final answer", code="no_answer")
         replies = agent_replies(trace)
         if len(replies) < 2:
-            return self._answer(ctx, trace, json_reply_prose(trace.final_response))
+            prose, where = read_reply(trace.final_response)
+            return _at_reply_offsets(self._answer(ctx, trace, prose), where)
         facts: dict[str, SourceFacts] = {}
         # numbers derived in a reply: (its turn, the tool results known then)
         derived: dict[tuple[str, str], tuple[int, int]] = {}
@@ -271,10 +272,11 @@ class Grounding(Metric):
         out_all: list[ClaimVerdict] = []
         checked = 0
         for turn, (i, text) in enumerate(replies):
+            text, where = read_reply(text)
             sub = _known_at(trace, i, text)
             if not sub.tool_calls:
                 continue
-            got = self._answer(ctx, sub, text, facts)
+            got = _at_reply_offsets(self._answer(ctx, sub, text, facts), where)
             if isinstance(got, Score):
                 continue
             checked += 1
@@ -340,9 +342,7 @@ class Grounding(Metric):
 
 def agent_replies(trace: Trace) -> list[tuple[int, str]]:
     """``(message index, text)`` of each agent reply with text in ``trace.messages`` (an
-    assistant message's text blocks joined by new lines; a reply written as one JSON
-    object read as its prose, :func:`~evaltape.grader.matching.claims.json_reply_prose`),
-    in order."""
+    assistant message's text blocks joined by new lines), in order."""
     out = []
     for i, msg in enumerate(trace.messages):
         if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
@@ -356,8 +356,30 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
         else:
             continue
         if text.strip():
-            out.append((i, json_reply_prose(text) if text.lstrip()[:1] == "{" else text))
+            out.append((i, text))
     return out
+
+
+def read_reply(text: str) -> tuple[str, list[int] | None]:
+    """``(what grounding reads, where each of its characters is in text)``: a reply
+    written as one JSON object is read as its prose
+    (:func:`~evaltape.grader.matching.claims.json_reply_prose`); any other reply as it
+    is, with ``None``."""
+    got = json_reply_prose(text) if text.lstrip()[:1] == "{" else None
+    return (text, None) if got is None else got
+
+
+def _at_reply_offsets(got: "Score | tuple[list[Claim], list[ClaimVerdict]]",
+                      where: list[int] | None):
+    """``got`` with each claim's ``start`` moved from the prose :func:`read_reply` read
+    to the reply as written (``where``); unchanged when ``where`` is ``None``."""
+    if where is None or isinstance(got, Score):
+        return got
+    last = len(where) - 1
+    moved = {id(c): c._replace(start=where[min(c.start, last)]) for c in got[0]}
+    return ([moved[id(c)] for c in got[0]],
+            [v._replace(claim=moved.get(id(v.claim)) or v.claim._replace(
+                start=where[min(v.claim.start, last)])) for v in got[1]])
 
 
 def _known_at(trace: Trace, index: int, text: str) -> Trace:
@@ -382,7 +404,8 @@ class ClaimVerdict(NamedTuple):
 
     Attributes:
         claim: the :class:`~evaltape.grader.matching.claims.Claim` (kind, text, offset
-            ``start`` in the NFC-cleaned answer, sentence).
+            ``start`` in the NFC-cleaned answer, or in the reply as written when it is one
+            JSON object read as its prose, :func:`read_reply`; sentence).
         reason: why no source supports it, or ``None`` when one does.
         support: for a supported claim, a support other than a tool call or the input
             (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
