@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote
 
-from .scrub import (UNSCANNABLE, UnscannableBody, _unwrap_sniffed, describe_hit, find_secret,
+from .scrub import (UNSCANNABLE, UnscannableBody, unwrap_sniffed, describe_hit, find_secret,
                     find_secret_deep)
 
 #: Most decoding layers followed from one line (base64 of gzip of JSON holding an escape
@@ -70,7 +70,7 @@ def bytes_as_text(data: bytes) -> tuple[str, str]:
         UnscannableBody: compressed data that does not decompress.
     """
     how = []
-    raw = _unwrap_sniffed(data)
+    raw = unwrap_sniffed(data)
     if raw is not data:
         how.append("compressed")
     for bom, codec in _BOMS:

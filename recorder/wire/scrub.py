@@ -982,7 +982,7 @@ def describe_hit(hit: str) -> str:
     return hit if hit.startswith(UNSCANNABLE) else f"key-shaped string ({hit})"
 
 
-def _unwrap_sniffed(data: bytes) -> bytes:
+def unwrap_sniffed(data: bytes) -> bytes:
     """``data`` with gzip, zlib and (with the package) zstd layers undone, found by their
     magic bytes (a body stored compressed without its ``content-encoding``).
 
@@ -1026,7 +1026,7 @@ def _scan_base64_bodies(obj: Any) -> str | None:
         except binascii.Error:
             continue  # not base64: scanned as the string it is
         try:
-            raw = _unwrap_sniffed(decode_layers(raw, content_codings(part.get("headers"))))
+            raw = unwrap_sniffed(decode_layers(raw, content_codings(part.get("headers"))))
         except UnscannableBody as e:
             return f"{UNSCANNABLE} ({side}: {e})"[:300]
         hit = find_secret_deep(raw.decode("utf-8", "surrogateescape"))
