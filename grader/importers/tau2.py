@@ -1,4 +1,4 @@
-"""``tau2``: τ²-bench results files → traces + dataset.
+"""``tau2``: τ²-bench results files (both shapes) → traces + dataset.
 
 Source shape (sierra-research/tau2-bench ``Results``): one JSON object ``{timestamp, info,
 tasks, simulations}``. ``tasks[]``: ``{id, user_scenario: {instructions}, evaluation_criteria:
@@ -25,7 +25,25 @@ The case carries ``expected_actions`` (the gold actions with ``action_id``,
 ``is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``) and ``reference`` = ``{"source",
 "reward", "action_checks": [{action_id, name, matched}], "state_match"?: bool}`` (the
 file's own checks; ``state_match`` is ``reward_info.db_check.db_match`` when the file has
-it, τ²'s end-state check, which the ``state_match`` metric reports).
+it, τ²'s end-state check, which the ``state_match`` metric reports). A simulation without
+``reward_info`` (not scored: ``infrastructure_error``) has ``reference_label`` false and
+``reward`` null, as τ²'s pass rate counts it, and is named in a manifest note.
+
+Compact shape (some leaderboard submissions): ``{domain, agent, model, total_tasks, passed,
+pass_rate, simulations}``, no ``info`` and no ``tasks`` (told apart by the missing
+``tasks`` key). There are no task criteria: each case is built from its simulation (case
+``<domain>.<task_id>``, input = its first user message, its ``policy`` as the trace's
+``system``), with ``expected_actions`` (and ``matching: "tau2"``) only when the
+simulation's own ``action_checks`` name the gold actions and ``expected_outputs`` only from
+its ``communicate_checks``. The file's ``model`` names the traces' model; the manifest
+notes what the shape lacked and keeps ``domain``, ``agent`` and ``model`` in the source's
+entry (``ImportResult.source_facts``).
+
+Repeated call ids (vLLM reuses ``chatcmpl-tool-…`` ids across turns): in a conversation
+whose agent call ids repeat, a result pairs with the earliest unanswered call of its id
+among the calls of its own turn (the assistant message before it), i.e. by position; the
+repeated calls become ``<id>~2``, ``<id>~3``...; a manifest note counts such conversations.
+A result that answers no call of its turn is an error naming file and JSON path.
 """
 from __future__ import annotations
 
@@ -92,6 +110,7 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
 
 
 def _call_ok(c: Any) -> bool:
+    """Whether ``c`` is a τ² tool call ``{id, name, arguments}`` of the right types."""
     return (isinstance(c, dict) and isinstance(c.get("id"), str)
             and isinstance(c.get("name"), str) and isinstance(c.get("arguments"), dict))
 
@@ -261,7 +280,7 @@ def _compact_case(sim: dict, case_id: str, reward_info: dict, meta: dict,
     return case
 
 
-def _header(path: str, doc: Any, model: str | None) -> dict[str, Any]:
+def _header(doc: Any, model: str | None) -> dict[str, Any]:
     """What the file says about all its simulations: ``compact`` (the leaderboard's shape
     without ``info``/``tasks``), ``domain``, ``model``, ``policy``, ``tools``, ``tasks``
     and, for a compact file, ``agent`` and its own ``passed`` count.
@@ -333,7 +352,7 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     if doc is NOT_READ:
         return
     try:
-        head = _header(path, doc, model)
+        head = _header(doc, model)
     except EpisodeProblem as p:
         result.errors.append(EpisodeError(path, p.place, p.message))
         return
