@@ -79,6 +79,18 @@ def _instructions(task: dict, place: str) -> str:
                          place + ".user_scenario.instructions")
 
 
+def _gold_action(a: dict) -> dict[str, Any]:
+    """One τ² gold action ``{action_id, name, arguments, requestor, compare_args}`` (checked
+    by the caller) as a case's expected action."""
+    action = {"name": a["name"], "kwargs": a.get("arguments") or {},
+              "requestor": a.get("requestor") or "assistant"}
+    if a.get("action_id") is not None:
+        action["action_id"] = str(a["action_id"])
+    if a.get("compare_args") is not None:
+        action["compare_args"] = a["compare_args"]
+    return action
+
+
 def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
     if not isinstance(task, dict):
         raise EpisodeProblem("expected an object", place)
@@ -91,13 +103,7 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
         if not (isinstance(a, dict) and isinstance(a.get("name"), str)
                 and isinstance(a.get("arguments", {}), dict)):
             raise EpisodeProblem("expected {action_id, name, arguments}", w)
-        action = {"name": a["name"], "kwargs": a.get("arguments") or {},
-                  "requestor": a.get("requestor") or "assistant"}
-        if a.get("action_id") is not None:
-            action["action_id"] = str(a["action_id"])
-        if a.get("compare_args") is not None:
-            action["compare_args"] = a["compare_args"]
-        actions.append(action)
+        actions.append(_gold_action(a))
     info = crit.get("communicate_info") or []
     if not (isinstance(info, list) and all(isinstance(s, str) for s in info)):
         raise EpisodeProblem("expected a list of strings",
@@ -251,13 +257,7 @@ def _known_actions(reward_info: dict, place: str) -> list[dict] | None:
                 and isinstance(a.get("arguments", {}), dict)):
             raise EpisodeProblem("expected {action: {action_id, name, arguments}}",
                                  f"{place}.reward_info.action_checks[{j}]")
-        action = {"name": a["name"], "kwargs": a.get("arguments") or {},
-                  "requestor": a.get("requestor") or "assistant"}
-        if a.get("action_id") is not None:
-            action["action_id"] = str(a["action_id"])
-        if a.get("compare_args") is not None:
-            action["compare_args"] = a["compare_args"]
-        actions.append(action)
+        actions.append(_gold_action(a))
     return actions or None
 
 
