@@ -24,9 +24,10 @@ from evaltape.grader.model import Case
 from evaltape.grader.importers import (bfcl, cassette, inspect_log, messages_jsonl, otel,
                                        taubench, tau2)
 from evaltape.grader.importers.common import (EpisodeError, EpisodeProblem, ImportResult,
-                                              Skipped, drop_unwritable)
+                                              Note, Skipped, drop_unwritable)
 
-__all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Skipped",
+__all__ = ["EpisodeError", "EpisodeProblem", "FORMATS", "IMPORTERS", "ImportResult", "Note",
+           "Skipped",
            "expand_sources", "import_sources", "write_run"]
 
 MANIFEST_SCHEMA = "evaltape.manifest/1"
@@ -167,8 +168,9 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
               command_line: Sequence[str] | None = None) -> dict:
     """Write ``traces.jsonl``, ``dataset.jsonl`` and ``manifest.json`` into ``out``.
 
-    The manifest names the format, every source (path + sha256), the counts, and lists
-    every skipped interaction and every error with its place. Existing files are replaced
+    The manifest names the format, every source (path + sha256, plus the facts the
+    importer read about it, ``result.source_facts``), the counts, and lists every skipped
+    interaction, every error with its place and every note about a source. Existing files are replaced
     atomically. Returns the manifest. A format of :data:`DATASET_ONLY` imported without
     episodes (BFCL questions without ``--results``) writes the dataset and manifest only.
 
@@ -208,7 +210,8 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         "dataset": {"path": "dataset.jsonl", "inputs_sha256": inputs_sha256(cases)},
         "imported": {
             "format": fmt,
-            "sources": [{"path": p, "sha256": _sha256(p)} for p in result.sources],
+            "sources": [{"path": p, "sha256": _sha256(p), **result.source_facts.get(p, {})}
+                        for p in result.sources],
             "episodes": len(result.traces), "cases": len(result.cases),
             "skipped": [s.as_dict() for s in result.skipped],
             "errors": [e.as_dict() for e in result.errors],
@@ -218,6 +221,8 @@ def write_run(result: ImportResult, fmt: str, out: str | Path,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command_line": list(command_line or []),
     }
+    if result.notes:  # (absent when there are none: the manifests of other imports unchanged)
+        manifest["imported"]["notes"] = [n.as_dict() for n in result.notes]
     # everything computed first: a source that fails now leaves no half-written run; the
     # manifest last, so a folder without one is an import that did not finish
     opts = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

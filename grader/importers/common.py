@@ -51,6 +51,19 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something about a source the reader of the import should know (its shape lacked a
+    part, a rule applied to some of its episodes), with the source it is about."""
+
+    source: str
+    note: str
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"source", "note"}`` for the manifest."""
+        return {"source": self.source, "note": self.note}
+
+
+@dataclass(frozen=True)
 class EpisodeError:
     """An episode or source that could not be imported: file, place (and line) and why."""
 
@@ -81,6 +94,11 @@ class ImportResult:
         errors: episodes or sources that failed, each naming file and place.
         warnings: episodes imported with something flagged (e.g. a tool call marked
             ``malformed_tool_input``), one sentence each naming file and episode.
+        notes: facts about a source as a whole (what its shape lacked, episodes read by
+            a fallback rule), written to the manifest's ``imported.notes``.
+        source_facts: per source path, what the source says about itself (e.g. the
+            ``domain``, ``agent`` and ``model`` of a τ²-bench leaderboard file), added to
+            its entry in the manifest's ``imported.sources``.
         sources: the source paths read.
     """
 
@@ -89,6 +107,8 @@ class ImportResult:
     skipped: list[Skipped] = field(default_factory=list)
     errors: list[EpisodeError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    source_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
 
     def add_case(self, case: dict[str, Any]) -> None:

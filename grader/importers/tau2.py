@@ -1,4 +1,4 @@
-"""``tau2``: τ²-bench results files → traces + dataset.
+"""``tau2``: τ²-bench results files (both shapes) → traces + dataset.
 
 Source shape (sierra-research/tau2-bench ``Results``): one JSON object ``{timestamp, info,
 tasks, simulations}``. ``tasks[]``: ``{id, user_scenario: {instructions}, evaluation_criteria:
@@ -25,16 +25,33 @@ The case carries ``expected_actions`` (the gold actions with ``action_id``,
 ``is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``) and ``reference`` = ``{"source",
 "reward", "action_checks": [{action_id, name, matched}], "state_match"?: bool}`` (the
 file's own checks; ``state_match`` is ``reward_info.db_check.db_match`` when the file has
-it, τ²'s end-state check, which the ``state_match`` metric reports).
+it, τ²'s end-state check, which the ``state_match`` metric reports). A simulation without
+``reward_info`` (not scored: ``infrastructure_error``) has ``reference_label`` false and
+``reward`` null, as τ²'s pass rate counts it, and is named in a manifest note.
+
+Compact shape (some leaderboard submissions): ``{domain, agent, model, total_tasks, passed,
+pass_rate, simulations}``, no ``info`` and no ``tasks`` (told apart by the missing
+``tasks`` key). There are no task criteria: each case is built from its simulation (case
+``<domain>.<task_id>``, input = its first user message, its ``policy`` as the trace's
+``system``), with ``expected_actions`` (and ``matching: "tau2"``) only when the
+simulation's own ``action_checks`` name the gold actions and ``expected_outputs`` only from
+its ``communicate_checks``. The file's ``model`` names the traces' model; the manifest
+notes what the shape lacked and keeps ``domain``, ``agent`` and ``model`` in the source's
+entry (``ImportResult.source_facts``).
+
+Repeated call ids (vLLM reuses ``chatcmpl-tool-…`` ids across turns): in a conversation
+whose agent call ids repeat, a result pairs with the earliest unanswered call of its id
+among the calls of its own turn (the assistant message before it), i.e. by position; the
+repeated calls become ``<id>~2``, ``<id>~3``...; a manifest note counts such conversations.
+A result that answers no call of its turn is an error naming file and JSON path.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
-                                              read_json_source, system_messages, system_text,
-                                              tool_schemas,
-                                              trace_from_messages)
+                                              Note, read_json_source, system_messages,
+                                              system_text, tool_schemas, trace_from_messages)
 from evaltape.grader.io.traces import INT_MAX
 
 FORMAT = "tau2"
@@ -62,6 +79,18 @@ def _instructions(task: dict, place: str) -> str:
                          place + ".user_scenario.instructions")
 
 
+def _gold_action(a: dict) -> dict[str, Any]:
+    """One τ² gold action ``{action_id, name, arguments, requestor, compare_args}`` (checked
+    by the caller) as a case's expected action."""
+    action = {"name": a["name"], "kwargs": a.get("arguments") or {},
+              "requestor": a.get("requestor") or "assistant"}
+    if a.get("action_id") is not None:
+        action["action_id"] = str(a["action_id"])
+    if a.get("compare_args") is not None:
+        action["compare_args"] = a["compare_args"]
+    return action
+
+
 def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
     if not isinstance(task, dict):
         raise EpisodeProblem("expected an object", place)
@@ -74,13 +103,7 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
         if not (isinstance(a, dict) and isinstance(a.get("name"), str)
                 and isinstance(a.get("arguments", {}), dict)):
             raise EpisodeProblem("expected {action_id, name, arguments}", w)
-        action = {"name": a["name"], "kwargs": a.get("arguments") or {},
-                  "requestor": a.get("requestor") or "assistant"}
-        if a.get("action_id") is not None:
-            action["action_id"] = str(a["action_id"])
-        if a.get("compare_args") is not None:
-            action["compare_args"] = a["compare_args"]
-        actions.append(action)
+        actions.append(_gold_action(a))
     info = crit.get("communicate_info") or []
     if not (isinstance(info, list) and all(isinstance(s, str) for s in info)):
         raise EpisodeProblem("expected a list of strings",
@@ -92,13 +115,49 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
                          "reward_basis": crit.get("reward_basis")}}
 
 
-def _convert(messages: Any, place: str) -> tuple[list[dict], list[dict]]:
-    """τ² messages → (Anthropic-format agent conversation, the user's own tool calls)."""
+def _call_ok(c: Any) -> bool:
+    """Whether ``c`` is a τ² tool call ``{id, name, arguments}`` of the right types."""
+    return (isinstance(c, dict) and isinstance(c.get("id"), str)
+            and isinstance(c.get("name"), str) and isinstance(c.get("arguments"), dict))
+
+
+def repeated_call_ids(messages: Any) -> bool:
+    """Whether the agent's tool call ids repeat within one conversation (open-model servers
+    such as vLLM reuse ``chatcmpl-tool-…`` ids across turns)."""
+    seen: set[str] = set()
+    for m in messages if isinstance(messages, list) else []:
+        if not (isinstance(m, dict) and m.get("role") == "assistant"
+                and isinstance(m.get("tool_calls"), list)):
+            continue
+        for c in m["tool_calls"]:
+            cid = c.get("id") if isinstance(c, dict) else None
+            if isinstance(cid, str):
+                if cid in seen:
+                    return True
+                seen.add(cid)
+    return False
+
+
+def _convert(messages: Any, place: str,
+             by_position: bool = False) -> tuple[list[dict], list[dict]]:
+    """τ² messages → (Anthropic-format agent conversation, the user's own tool calls).
+
+    ``by_position`` (the conversation repeats call ids): a result pairs with the calls of
+    its turn (the last assistant message before it) only, with the earliest unanswered
+    call of its id there, so with the call it follows in order when a turn repeats an
+    id too; a repeated id becomes ``<id>~2``, ``<id>~3``... in the conversation.
+    Otherwise a result pairs with the agent call of its id, wherever it is.
+    """
     if not isinstance(messages, list):
         raise EpisodeProblem("expected a list of messages", place)
     out: list[dict] = []
     user_calls: dict[str, dict] = {}
     agent_ids: set[str] = set()
+    taken = {c["id"] for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+             and isinstance(m.get("tool_calls"), list)
+             for c in m["tool_calls"] if _call_ok(c)} if by_position else set()
+    turn: list[list] = []  # by_position: [source id, unique id, answered] of the turn's calls
+    turn_at = ""  # the place of the assistant message that opened the turn
     for i, m in enumerate(messages):
         w = f"{place}[{i}]"
         if not isinstance(m, dict):
@@ -111,20 +170,25 @@ def _convert(messages: Any, place: str) -> tuple[list[dict], list[dict]]:
             raise EpisodeProblem("expected a list", w + ".tool_calls")
         if role == "assistant":
             blocks: list[dict] = [{"type": "text", "text": text}] if text else []
+            turn, turn_at = [], w
             for j, c in enumerate(calls):
-                if not (isinstance(c, dict) and isinstance(c.get("id"), str)
-                        and isinstance(c.get("name"), str)
-                        and isinstance(c.get("arguments"), dict)):
+                if not _call_ok(c):
                     raise EpisodeProblem("expected {id, name, arguments}", f"{w}.tool_calls[{j}]")
-                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"],
+                cid = c["id"]
+                if by_position and cid in agent_ids:
+                    n = 2
+                    while f"{cid}~{n}" in taken:
+                        n += 1
+                    cid = f"{cid}~{n}"
+                    taken.add(cid)
+                turn.append([c["id"], cid, False])
+                blocks.append({"type": "tool_use", "id": cid, "name": c["name"],
                                "input": c["arguments"]})
                 agent_ids.add(c["id"])
             out.append({"role": "assistant", "content": blocks})
         elif role == "user":
             for j, c in enumerate(calls):
-                if not (isinstance(c, dict) and isinstance(c.get("id"), str)
-                        and isinstance(c.get("name"), str)
-                        and isinstance(c.get("arguments"), dict)):
+                if not _call_ok(c):
                     raise EpisodeProblem("expected {id, name, arguments}", f"{w}.tool_calls[{j}]")
                 user_calls[c["id"]] = {"id": c["id"], "name": c["name"],
                                        "arguments": c["arguments"], "result": None,
@@ -141,9 +205,22 @@ def _convert(messages: Any, place: str) -> tuple[list[dict], list[dict]]:
                                          w + ".id")
                 user_calls[cid].update(result=text or "", is_error=bool(m.get("error")))
                 continue
-            if cid not in agent_ids:
+            if by_position:
+                call = next((c for c in turn if c[0] == cid and not c[2]), None)
+                if call is None:
+                    where = (f"the calls of {turn_at}" if turn_at
+                             else "no earlier assistant message")
+                    raise EpisodeProblem(
+                        f"tool result {cid!r} matches no unanswered agent call of its turn "
+                        f"({where}); this conversation repeats tool call ids, so a result "
+                        "pairs with the calls of the assistant message before it", w + ".id")
+                call[2] = True
+                answered = call[1]
+            elif cid not in agent_ids:
                 raise EpisodeProblem(f"tool result {cid!r} matches no agent call", w + ".id")
-            block = {"type": "tool_result", "tool_use_id": cid, "content": text or "",
+            else:
+                answered = cid
+            block = {"type": "tool_result", "tool_use_id": answered, "content": text or "",
                      "is_error": bool(m.get("error"))}
             if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
                 out[-1]["content"].append(block)
@@ -157,35 +234,135 @@ def _convert(messages: Any, place: str) -> tuple[list[dict], list[dict]]:
     return out, list(user_calls.values())
 
 
+def _first_user_text(messages: Any) -> str:
+    """The text of the conversation's first user message that has text ("" when none)."""
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str) \
+                and m["content"]:
+            return m["content"]
+    return ""
+
+
+def _known_actions(reward_info: dict, place: str) -> list[dict] | None:
+    """The gold actions a compact file's simulation reveals through its own
+    ``reward_info.action_checks`` (each check's ``action``), or ``None`` when it has none
+    (``action_checks`` null or empty): then nothing is known about them."""
+    raw = reward_info.get("action_checks") or []
+    if not isinstance(raw, list):
+        raise EpisodeProblem("expected a list", place + ".reward_info.action_checks")
+    actions = []
+    for j, c in enumerate(raw):
+        a = c.get("action") if isinstance(c, dict) else None
+        if not (isinstance(a, dict) and isinstance(a.get("name"), str)
+                and isinstance(a.get("arguments", {}), dict)):
+            raise EpisodeProblem("expected {action: {action_id, name, arguments}}",
+                                 f"{place}.reward_info.action_checks[{j}]")
+        actions.append(_gold_action(a))
+    return actions or None
+
+
+def _compact_case(sim: dict, case_id: str, reward_info: dict, meta: dict,
+                  place: str) -> dict[str, Any]:
+    """The case of one simulation of a compact file: what the simulation holds (the task
+    id, its first user message as input) and, only when its own checks reveal them, the
+    gold actions (``matching: tau2`` then) and the facts to communicate."""
+    case: dict[str, Any] = {"id": case_id, "input": _first_user_text(sim.get("messages"))}
+    actions = _known_actions(reward_info, place)
+    if actions is not None:
+        case.update(expected_tools=[a["name"] for a in actions if a["requestor"] == "assistant"],
+                    expected_actions=actions, matching="tau2")
+    info = [c["info"] for c in reward_info.get("communicate_checks") or []
+            if isinstance(c, dict) and isinstance(c.get("info"), str)]
+    if info:
+        case["expected_outputs"] = info
+    case["metadata"] = {"source": "tau2-bench", "task_id": str(sim.get("task_id")),
+                        "reward_basis": reward_info.get("reward_basis"), **meta}
+    return case
+
+
+def _header(doc: Any, model: str | None) -> dict[str, Any]:
+    """What the file says about all its simulations: ``compact`` (the leaderboard's shape
+    without ``info``/``tasks``), ``domain``, ``model``, ``policy``, ``tools``, ``tasks``
+    and, for a compact file, ``agent`` and its own ``passed`` count.
+
+    Raises:
+        EpisodeProblem: not a results object of either shape, or a header field of the
+            wrong type (named).
+    """
+    if not (isinstance(doc, dict) and isinstance(doc.get("simulations"), list)
+            and isinstance(doc.get("tasks", []), list)):
+        raise EpisodeProblem("expected a τ²-bench results object: {info, tasks: [...], "
+                             "simulations: [...]}, or the leaderboard's compact {domain, "
+                             "agent, model, ..., simulations: [...]}")
+    if "tasks" not in doc:
+        for key in ("domain", "agent", "model"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise EpisodeProblem("expected a string" + (
+                    " (the model's name); pass --model to name it" if key == "model" else ""),
+                                     key)
+        return {"compact": True, "domain": doc.get("domain"), "agent": doc.get("agent"),
+                "model": model or doc.get("model"), "file_model": doc.get("model"),
+                "passed": doc.get("passed"), "policy": None, "tools": None, "tasks": {}}
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    env = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    llm = agent.get("llm")
+    if model is None and llm is not None and not isinstance(llm, str):
+        raise EpisodeProblem("expected the model's name (a string); pass --model to name it",
+                             "info.agent_info.llm")
+    return {"compact": False, "domain": env.get("domain_name"), "model": model or llm,
+            "policy": system_text(env.get("policy")), "tools": tool_schemas(env.get("tool_defs")),
+            "tasks": {str(t.get("id")): (i, t) for i, t in enumerate(doc["tasks"])
+                      if isinstance(t, dict)}}
+
+
+def _compact_notes(path: str, head: dict, result: ImportResult, labels: list[bool]) -> None:
+    """The manifest's record of a compact file: what it lacked, what it says of itself."""
+    said = ", ".join(f"{k} {head[k]}" for k in ("domain", "agent") if head[k])
+    if head["file_model"]:
+        said += (", " if said else "") + f"model {head['file_model']}"
+    result.notes.append(Note(path, (
+        "τ²-bench leaderboard compact results {domain, agent, model, total_tasks, passed, "
+        f"pass_rate, simulations}}{' (' + said + ')' if said else ''}: no info and no tasks, "
+        "so no task criteria; each case is built from its simulation (input: the first user "
+        "message), with expected actions only where the simulation's own action_checks "
+        "name them; reference labels from reward_info.reward")))
+    facts: dict[str, Any] = {"shape": "tau2-compact", "lacks": ["info", "tasks"]}
+    facts.update({k: head[k] for k in ("domain", "agent") if isinstance(head[k], str)})
+    if head["file_model"]:
+        facts["model"] = head["file_model"]
+    result.source_facts[path] = facts
+    passed = head["passed"]
+    if isinstance(passed, int) and not isinstance(passed, bool) and passed != sum(labels):
+        result.notes.append(Note(path, f"the file says passed {passed}; {sum(labels)} of the "
+                                 f"{len(labels)} simulations imported have a reward within "
+                                 "1e-6 of 1"))
+
+
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
     """Import one τ²-bench results file into ``result``.
 
-    A file that is not JSON, or lacks ``tasks``/``simulations`` lists, is one error; a
+    A file that is not JSON, or is neither shape (``{info, tasks, simulations}`` or the
+    leaderboard's compact ``{domain, agent, model, ..., simulations}``), is one error; a
     simulation that cannot be converted is one error naming its index and JSON path, and
-    the others still import.
+    the others still import. What a compact file lacked, the simulations whose results
+    were paired by position and those without ``reward_info`` are noted in the manifest.
     """
     doc = read_json_source(path, result)
     if doc is NOT_READ:
         return
-    if not (isinstance(doc, dict) and isinstance(doc.get("tasks"), list)
-            and isinstance(doc.get("simulations"), list)):
-        result.errors.append(EpisodeError(path, "", "expected a τ²-bench results object "
-                                          "{info, tasks: [...], simulations: [...]}"))
+    try:
+        head = _header(doc, model)
+    except EpisodeProblem as p:
+        result.errors.append(EpisodeError(path, p.place, p.message))
         return
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    env = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
-    domain = env.get("domain_name")
-    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
-    llm = agent.get("llm")
-    if model is None and llm is not None and not isinstance(llm, str):
-        result.errors.append(EpisodeError(path, "info.agent_info.llm", "expected the model's "
-                                          "name (a string); pass --model to name it"))
-        return
-    model = model or llm
-    policy = system_text(env.get("policy"))
-    tools = tool_schemas(env.get("tool_defs"))
-    tasks = {str(t.get("id")): (i, t) for i, t in enumerate(doc["tasks"]) if isinstance(t, dict)}
+    domain, tasks, compact = head["domain"], head["tasks"], head["compact"]
+    meta = {"shape": "compact", **{k: head[k] for k in ("domain", "agent")
+                                    if isinstance(head[k], str)}} if compact else {}
     seen = {(t["case_id"], t["trial"]) for t in result.traces}
+    by_position: list[str] = []
+    no_reward: list[str] = []
+    labels: list[bool] = []
     for idx, sim in enumerate(doc["simulations"]):
         place = f"simulations[{idx}]"
         try:
@@ -195,22 +372,34 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             if type(trial) is not int or not 0 <= trial <= INT_MAX:  # as traces are read
                 raise EpisodeProblem(f"expected a whole number >= 0, got {trial!r}"[:80],
                                      place + ".trial")
-            if task_id not in tasks:
+            if not compact and task_id not in tasks:
                 raise EpisodeProblem(f"task_id {task_id!r} names no task in tasks[]",
                                      place + ".task_id")
+            if compact and sim.get("task_id") is None:
+                raise EpisodeProblem("expected the simulation's task id", place + ".task_id")
             case_id = f"{domain}.{task_id}" if isinstance(domain, str) and domain else task_id
-            t_idx, task = tasks[task_id]
-            case = _case(task, case_id, f"tasks[{t_idx}]")
+            reward_info = sim.get("reward_info")
+            if reward_info is not None and not isinstance(reward_info, dict):
+                raise EpisodeProblem("expected an object or null", place + ".reward_info")
+            if compact:
+                case = _compact_case(sim, case_id, reward_info or {}, meta, place)
+            else:
+                t_idx, task = tasks[task_id]
+                case = _case(task, case_id, f"tasks[{t_idx}]")
             old = result.cases.get(case_id)
-            if old is not None and (old["input"], old["expected_actions"]) != (
+            if old is not None and not compact and (old["input"], old["expected_actions"]) != (
                     case["input"], case["expected_actions"]):
                 raise EpisodeProblem("task differs from an earlier file's task of this id", place)
             if (case_id, trial) in seen:
                 raise EpisodeProblem(f"duplicate episode: task {task_id} trial {trial}", place)
-            reward_info = sim.get("reward_info")
-            reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-            if not isinstance(reward, (int, float)) or isinstance(reward, bool):
-                raise EpisodeProblem("expected a number", place + ".reward_info.reward")
+            if reward_info is None:
+                # the run failed before τ² scored it (e.g. termination_reason
+                # infrastructure_error): a failure, as τ²'s pass rate counts it
+                reward, reward_info = None, {}
+            else:
+                reward = reward_info.get("reward")
+                if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+                    raise EpisodeProblem("expected a number", place + ".reward_info.reward")
             raw_checks = reward_info.get("action_checks") or []
             if not isinstance(raw_checks, list):
                 raise EpisodeProblem("expected a list", place + ".reward_info.action_checks")
@@ -226,7 +415,9 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                 checks.append({"action_id": str(action.get("action_id")),
                                "name": action.get("name"),
                                "matched": bool(c.get("action_match"))})
-            messages, user_calls = _convert(sim.get("messages"), place + ".messages")
+            repeated = repeated_call_ids(sim.get("messages"))
+            messages, user_calls = _convert(sim.get("messages"), place + ".messages",
+                                            by_position=repeated)
             stop = sim.get("termination_reason")
             reference = {"source": "tau2-bench reward", "reward": reward,
                          "action_checks": checks}
@@ -235,12 +426,15 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                 # τ²'s own end-state check: the environment's database after the episode
                 # against the one after the gold actions (state_match reads it)
                 reference["state_match"] = db["db_match"]
+            policy = head["policy"] or (system_text(sim.get("policy")) if compact else None)
+            label = reward is not None and is_success(float(reward))
             trace = trace_from_messages(
-                messages, case_id=case_id, trial=trial, input_text=case["input"],
+                messages, case_id=case_id, trial=trial,
+                input_text=_first_user_text(sim.get("messages")) if compact else case["input"],
                 stop_reason=stop if isinstance(stop, str) and stop else None,
-                final="last_text", model=model, tools=tools,
+                final="last_text", model=head["model"], tools=head["tools"],
                 system=system_text([policy or "", system_messages(sim.get("messages")) or ""]),
-                extra={"reference_label": is_success(float(reward)),
+                extra={"reference_label": label,
                        "reference": reference,
                        "user_tool_calls": user_calls,
                        "source": {"format": FORMAT, "path": path, "place": place}})
@@ -250,6 +444,25 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
         seen.add((case_id, trial))
         result.add_case(case)
         result.traces.append(trace)
+        labels.append(label)
+        if repeated:
+            by_position.append(place)
+        if reward is None:
+            no_reward.append(f"{place} (task {task_id}, trial {trial}, termination_reason "
+                             f"{stop!r})")
+    if compact:
+        _compact_notes(path, head, result, labels)
+    if by_position:
+        result.notes.append(Note(path, (
+            f"{len(by_position)} of {len(doc['simulations'])} conversation(s) repeat tool "
+            "call ids across turns; their tool results were paired with calls by position "
+            "(each result with the calls of the assistant message before it, in order), "
+            "and a repeated id is written <id>~2, <id>~3...")))
+    if no_reward:
+        result.notes.append(Note(path, (
+            f"{len(no_reward)} simulation(s) have no reward_info (not scored by τ²-bench): "
+            f"{'; '.join(no_reward)}; imported with reference_label false and reference "
+            "reward null, as τ²'s pass rate counts them")))
 
 
 def import_tau2(paths: Sequence[str], model: str | None = None) -> ImportResult:

@@ -9,7 +9,7 @@ import click
 from evaltape.grader.importers import FORMATS, import_sources, write_run
 
 
-#: How many skipped/warning/error lines of each kind the terminal shows (manifest.json has all).
+#: How many skipped/warning/error/note lines of each kind the terminal shows (manifest.json has all).
 SHOWN = 20
 
 
@@ -58,6 +58,7 @@ def import_cmd(fmt: str, sources: tuple[str, ...], out: str, model: str | None,
 
     show("skipped", [f"{s.source}: {s.place}: {s.reason}" for s in result.skipped])
     show("error", [str(e) for e in result.errors])
+    show("note", [f"{n.source}: {n.note}" for n in result.notes])
     live = _redact_live_keys(result)
     if live:
         result.warnings.append(f"{live} string(s) held the live key of this environment "
