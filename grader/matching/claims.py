@@ -205,7 +205,7 @@ since departs arrives departing arriving departure arrival outbound return route
 # is not a claim; the code is (an identifier, checked)
 _GLOSS_AFTER = re.compile(r"(?:(?:\s+|\s*[/,]\s*)[A-Z][\w'’.-]*){0,2}\s*\(\s*[A-Z][A-Z0-9]{1,4}\s*\)")
 _GLOSS_BEFORE = re.compile(r"\b[A-Z][A-Z0-9]{1,4}\s*\(\s*$")
-_SENT_START = re.compile(r"(?:^|[.!?:\n•*#\"“]|(?:^|\n)\s*[-–]\s)\s*$")
+_SENT_START = re.compile(r"(?:^|[.!?:\n•*#\"“(|\[—]|\s[-–]\s|(?:^|\n)\s*[-–]\s)\s*$")
 
 # "before 9", "until 5 and": a bare hour after a preposition, as a time of day
 BARE_HOUR = re.compile(r"\b(?:before|after|until|till)\s+(?P<h>\d{1,2})"
@@ -403,9 +403,12 @@ class Claim(NamedTuple):
 
 def clean(text: str) -> str:
     """NFC, zero-width characters removed, non-breaking spaces as spaces, Unicode hyphens
-    (U+2010 to U+2012) as ``-`` (case kept).
+    (U+2010 to U+2012) as ``-``, LaTeX's ``\\$`` and ``{,}`` as ``$`` and ``,`` (case
+    kept).
 
-    ASCII text is returned as it is (it is NFC and holds none of those characters)."""
+    Other ASCII text is returned as it is (it is NFC and holds none of those characters)."""
+    if "{,}" in text or "\\$" in text:  # LaTeX: "\$5{,}700" is $5,700
+        text = text.replace("{,}", ",").replace("\\$", "$")
     if text.isascii():
         return text
     text = unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH)
