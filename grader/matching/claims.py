@@ -671,6 +671,10 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                         and not m.group("sep") and low_tok.endswith("s") \
                         and not re.search(r"[\d._]", low_tok):
                     continue  # "account earns", "user needs": a verb, not a user name
+                if rx is NAMED and m.group("trig").lower() == "account" \
+                        and not m.group("sep") and tok.isalpha() \
+                        and norm[a - 1:a] not in "`'\"‘“":
+                    continue  # "account dashboard", "account search": a plain word
                 if rx is QUOTED and not _ID_SHAPE.match(tok) \
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
                     continue  # a quoted everyday word ('once', "hot"), no identifier
