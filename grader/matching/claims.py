@@ -188,6 +188,10 @@ within once about after before during since across through into onto over under 
 until via per upon while whenever once more less soon later below above instead either
 """.split())
 
+#: a verb after "account <word>" that makes the word the account's name ("the account
+#: jsmith is unlocked"); without one an unquoted plain word is an ordinary noun
+_SUBJECT_VERB = re.compile(r"\s+(?:is|was|has|had|remains|belongs|will|can|now)\b")
+
 # -- proper names ---------------------------------------------------------------------------
 NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*)"
                   r"(?:[ \t]+(?:[A-Z][a-z]+[A-Za-z]*|[a-z]+[A-Z][A-Za-z]*))*(?![\w'’-])")
@@ -673,7 +677,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
                     continue  # "account earns", "user needs": a verb, not a user name
                 if rx is NAMED and m.group("trig").lower() == "account" \
                         and not m.group("sep") and tok.isalpha() \
-                        and norm[a - 1:a] not in "`'\"‘“":
+                        and norm[a - 1:a] not in "`'\"‘“" \
+                        and not _SUBJECT_VERB.match(norm, b):
                     continue  # "account dashboard", "account search": a plain word
                 if rx is QUOTED and not _ID_SHAPE.match(tok) \
                         and not _ID_TRIGGER.search(norm, max(0, m.start() - 24), m.start()):
