@@ -427,6 +427,8 @@ NULL_CODES = {
     "infra_error": "the infrastructure (API, network) ended the episode: no agent "
                    "behaviour to score",
     "no_state": "the trace holds no end state of a stateful environment to compare",
+    "initial_state_mismatch": "the trace's initial_state is not the start its case or "
+                              "environment defines",
     "no_facts": "the user gave no fact the agent could lose (an id, an e-mail, a date ...)",
     "no_tool_errors": "no tool call failed: there was nothing to recover from",
     "no_statements": "the agent stated no intention and claimed no action",

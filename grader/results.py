@@ -693,6 +693,15 @@ _VERDICT_SHAPES = (("gate", _strs, "a list of metric names"),
                    ("skipped", lambda v: isinstance(v, dict) and all(
                        _count(x) for x in v.values()), "an object of counts"),
                    ("case_thresholds", _count, "a count (a whole number >= 0)"))
+#: The same for ``summary.judge``'s fields (:class:`JudgeSummary`).
+_JUDGE_SHAPES = (("metrics", _strs, "a list of metric names"),
+                 ("not_recorded", _count, "a count (a whole number >= 0)"),
+                 ("truncated", _count, "a count (a whole number >= 0)"),
+                 ("parse_failure", _count, "a count (a whole number >= 0)"),
+                 ("ambiguous", _count, "a count (a whole number >= 0)"),
+                 ("not_recorded_episodes", _strs, "a list of episode names"),
+                 ("record_command", _text, "a string"),
+                 ("stability", lambda v: isinstance(v, dict), "an object"))
 #: The same for each episode's fields.
 _EPISODE_SHAPES = (("steps", _count, "a count (a whole number >= 0)"),
                    ("failure", _text, "a string or null"),
@@ -703,12 +712,14 @@ _EPISODE_SHAPES = (("steps", _count, "a count (a whole number >= 0)"),
 
 def _check_shapes(grader: Mapping[str, Any], summary: Mapping[str, Any], episodes: Any,
                   path: str) -> None:
-    """Refuse a report whose fields named in :data:`_SHAPES`, :data:`_VERDICT_SHAPES` and
-    :data:`_EPISODE_SHAPES` have another shape (a hand-edited or foreign report), naming
-    the field: ``evaltape diff``, ``grade --baseline`` and ``view`` read them as they are.
+    """Refuse a report whose fields named in :data:`_SHAPES`, :data:`_VERDICT_SHAPES`,
+    :data:`_JUDGE_SHAPES` and :data:`_EPISODE_SHAPES` have another shape (a hand-edited or
+    foreign report), naming the field: ``evaltape diff``, ``grade --baseline`` and ``view``
+    read them as they are.
 
     Raises:
-        BadInputError: the first such field (``summary.cases``, ``episodes[3].steps``).
+        BadInputError: the first such field (``summary.cases``,
+            ``summary.judge.not_recorded``, ``episodes[3].steps``).
     """
     blocks = {"grader": grader, "summary": summary}
     for block, key, check, what in _SHAPES:
@@ -722,6 +733,12 @@ def _check_shapes(grader: Mapping[str, Any], summary: Mapping[str, Any], episode
         if v is not None and not check(v):
             raise BadInputError(f"expected {what}, got {_shape(v)}", path=path,
                                 field=f"summary.verdict.{key}")
+    judge = summary.get("judge")
+    for key, check, what in _JUDGE_SHAPES if isinstance(judge, dict) else ():
+        v = judge.get(key)
+        if v is not None and not check(v):
+            raise BadInputError(f"expected {what}, got {_shape(v)}", path=path,
+                                field=f"summary.judge.{key}")
     for i, e in enumerate(episodes if isinstance(episodes, list) else ()):
         for key, check, what in _EPISODE_SHAPES if isinstance(e, dict) else ():
             v = e.get(key)

@@ -420,6 +420,12 @@ WRONG_REPORT_FIELDS = [
     (("grader", "metrics"), 7), (("grader", "lower_is_better"), [{"a": 1}]),
     (("grader", "metric_specs"), True), (("episodes", 0, "steps"), "x"),
     (("episodes", 0, "steps"), [1]),
+    # summary.judge: a string where a count belongs, a number where a list belongs
+    (("summary", "judge", "not_recorded"), "x"), (("summary", "judge", "truncated"), [1]),
+    (("summary", "judge", "parse_failure"), -1), (("summary", "judge", "ambiguous"), 1.5),
+    (("summary", "judge", "metrics"), 7), (("summary", "judge", "not_recorded_episodes"), 7),
+    (("summary", "judge", "record_command"), [1]), (("summary", "judge", "stability"), 7),
+    (("summary", "judge"), 7),
 ]
 
 
@@ -429,6 +435,11 @@ def _edited_report(where: tuple, value) -> Callable[[Path], None]:
         _two_unrelated_reports(d, "c", "1")
         doc = json.loads((d / "b" / "report.json").read_text())
         doc["summary"]["verdict"] = {"gate": ["task_completion"]}
+        if where[:2] == ("summary", "judge") and len(where) > 2:  # a judged run's block
+            doc["summary"]["judge"] = {
+                "metrics": ["rubric_judge"], "not_recorded": 1, "truncated": 0,
+                "parse_failure": 0, "ambiguous": 0, "not_recorded_episodes": ["c#t0:rubric_judge"],
+                "record_command": "evaltape judge run", "stability": {}}
         cur = doc
         for k in where[:-1]:
             cur = cur[k]

@@ -61,7 +61,9 @@ def edit(gold: Path, change) -> None:
 
 
 def test_green_against_the_committed_golden(tmp_path):
-    res = recipe(tmp_path, ROOT / "tests" / "golden")
+    # (the committed golden of this one run: the golden folder holds other runs' too, and
+    # a baseline without its run fails the job)
+    res = recipe(tmp_path, golden_copy(tmp_path))
     assert res.returncode == 0, res.stderr
     # why it passed: the replay reproduced every episode, the gate compared them all
     why = (f"{RUN}: pass: replay ok: 24 episode(s) reproduced exactly from "
@@ -114,7 +116,7 @@ def test_a_cassette_that_no_longer_replays_fails_the_job(tmp_path):
     last = json.loads(lines[-1])
     last["response"]["body"]["json"]["content"][0]["text"] = "Something else entirely."
     cassette.write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
-    res = recipe(tmp_path, ROOT / "tests" / "golden")
+    res = recipe(tmp_path, golden_copy(tmp_path))
     assert res.returncode == 1
     assert f"{RUN}: FAIL: replay FAILED: 1 of 24 episode(s) did not reproduce" in res.stderr
     assert "DIVERGED case 'tc_007' trial 1" in res.stderr
@@ -155,6 +157,69 @@ def test_missing_baseline_fails_and_update_writes_it(tmp_path):
     assert recipe(tmp_path, gold, "--update").returncode == 0
     assert (gold / RUN / "report.json").is_file()
     assert recipe(tmp_path, gold).returncode == 0
+
+
+def test_a_baseline_whose_run_was_deleted_fails_naming_it(tmp_path):
+    """A baseline committed for a run that is gone: the run's gate would be off. Two runs'
+    baselines (the same golden under a second name, ``retired``), one run: the run passes,
+    the job fails (exit 1) naming ``retired``, in --update mode too."""
+    gold = golden_copy(tmp_path)
+    shutil.copytree(gold / RUN, gold / "retired")
+    runs = tmp_path / "runs"
+    res = recipe(tmp_path, gold, EVALTAPE_REPLAY="0")
+    assert res.returncode == 1, res.stderr
+    assert f"{RUN}: pass: replay skipped (EVALTAPE_REPLAY=0); gate: pass (" in res.stderr
+    named = (f"retired: FAIL: baseline {gold / 'retired' / 'report.json'} has no run "
+             f"{runs / 'retired'} (deleted or renamed")
+    assert named in res.stderr
+    assert "# evaltape: `retired` — FAIL: baseline" in (tmp_path / "summary.md").read_text()
+    res = recipe(tmp_path, gold, "--update", EVALTAPE_REPLAY="0")
+    assert res.returncode == 1 and named in res.stderr
+    # every run gone: no run to grade (usage, exit 2), and both baselines named
+    shutil.rmtree(runs / RUN)
+    res = recipe(tmp_path, gold, EVALTAPE_REPLAY="0")
+    assert res.returncode == 2 and "no run (a folder with traces.jsonl)" in res.stderr
+    assert named in res.stderr and f"{RUN}: FAIL: baseline " in res.stderr
+    # the baseline folder deleted on purpose: the run is retired, the job passes
+    shutil.rmtree(gold / "retired")
+    shutil.copytree(ROOT / "cassettes" / RUN, runs / RUN)
+    assert recipe(tmp_path, gold, EVALTAPE_REPLAY="0").returncode == 0
+
+
+def test_a_renamed_run_fails_under_both_names(tmp_path):
+    """The run's folder renamed: the new name has no baseline, the baseline no run; both
+    are failures (exit 1), each named."""
+    gold = golden_copy(tmp_path)
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "cassettes" / RUN, runs / "renamed")
+    res = recipe(tmp_path, gold, EVALTAPE_REPLAY="0")
+    assert res.returncode == 1, res.stderr
+    assert f"renamed: FAIL: no baseline {gold / 'renamed' / 'report.json'}" in res.stderr
+    assert (f"{RUN}: FAIL: baseline {gold / RUN / 'report.json'} has no run {runs / RUN} "
+            "(deleted or renamed") in res.stderr
+
+
+def test_a_run_folder_without_traces_is_bad_input(tmp_path):
+    """A run folder whose traces.jsonl is missing cannot be graded: exit 3 (bad input),
+    naming the run, beside a second run that passes (the old recipe skipped the folder
+    and passed the job)."""
+    gold = golden_copy(tmp_path)
+    shutil.copytree(gold / RUN, gold / "broken")
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "cassettes" / RUN, runs / RUN)
+    shutil.copytree(ROOT / "cassettes" / RUN, runs / "broken")
+    (runs / "broken" / "traces.jsonl").unlink()
+    res = recipe(tmp_path, gold, EVALTAPE_REPLAY="0")
+    assert res.returncode == 3, res.stderr
+    assert f"{RUN}: pass: replay skipped" in res.stderr
+    assert f"broken: error (exit 3): no traces.jsonl in {runs / 'broken'}" in res.stderr
+    assert "has no run" not in res.stderr  # its folder is there: named once, as bad input
+    assert "# evaltape: `broken` — error (exit 3): no traces.jsonl" in \
+        (tmp_path / "summary.md").read_text()
+    # the only run: still bad input (3), not "no run" (2)
+    shutil.rmtree(runs / RUN)
+    res = recipe(tmp_path, gold, EVALTAPE_REPLAY="0")
+    assert res.returncode == 3 and "broken: error (exit 3)" in res.stderr
 
 
 def test_usage_errors_exit_2(tmp_path):

@@ -93,15 +93,78 @@ def test_state_match_null_cases():
 
 def test_a_state_case_is_decided_by_its_end_state_not_by_tool_lists():
     start = {"patients": {"P-1002": {"phone": "555-0102"}}}
-    ctx = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}}},
-                   start, start)
+    # (the case defines this small start: a trace's own start is checked against it)
+    ctx = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}},
+                    "initial_state": start}, start, start)
     assert classify(ctx.trace, ctx.case) == "wrong_state"
-    ok = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}}},
+    ok = _episode({"expected_state": {"patients": {"P-1002": {"phone": "555-0199"}}},
+                   "initial_state": start},
                   {"patients": {"P-1002": {"phone": "555-0199"}}}, start)
     # no final answer and no expected_tools: the state alone decides
     assert classify(ok.trace, ok.case) is None
     # and no metric gates it unless [verdict] gate names some
     assert not DEFAULT_POLICY.gating("tool_selection_accuracy", ok.case)
+
+
+def test_a_trace_claiming_to_start_from_the_expected_end_is_not_passed():
+    """An agent that did nothing (final_state = initial_state) whose trace says it started
+    from the expected end state: clinic's P-1002 phone is 555-0102; the case expects
+    555-0199. Checked against its own start the episode would match (1.0); checked against
+    the environment's, the start differs at $.patients.P-1002.phone: null, and the
+    episode fails (wrong_state)."""
+    from evaltape.grader.envs.clinic import INITIAL_STATE
+    claimed = json.loads(json.dumps(INITIAL_STATE))
+    claimed["patients"]["P-1002"]["phone"] = "555-0199"
+    want = {"patients": {"P-1002": {"phone": "555-0199"}}}
+    for case in ({"env": "clinic", "expected_state": want},  # the case's environment
+                 {"expected_state": want}):                  # the one the trace names
+        ctx = _episode(case, claimed, claimed)
+        s = StateMatch().score(ctx)
+        assert (s.value, s.code) == (None, "initial_state_mismatch"), s.details
+        assert s.details.startswith(
+            "the trace's initial_state differs from the initial state of environment "
+            "'clinic' at $.patients.P-1002.phone (expected \"555-0102\", the trace says "
+            "\"555-0199\"; 1 path(s) differ)")
+        assert s.evidence == {"initial_state_path": "$.patients.P-1002.phone"}
+        assert classify(ctx.trace, ctx.case) == "wrong_state"
+    # the same end state from the environment's start, said or not: the phone was changed
+    for start in (INITIAL_STATE, None):
+        ctx = _episode({"env": "clinic", "expected_state": want}, claimed, start)
+        assert StateMatch().score(ctx).value == 1.0
+        assert classify(ctx.trace, ctx.case) is None
+
+
+def test_a_trace_start_is_checked_against_the_cases_initial_state_first_path_named():
+    """The case's own initial_state {"items": [1, 2], "n": 1}, expected n = 2. Paths in
+    order: $.a (only the trace has it), $.items (lengths 2 and 3 differ as a whole), $.n
+    (1 against 2): the first named is $.a, three differ."""
+    case = {"initial_state": {"items": [1, 2], "n": 1}, "expected_state": {"n": 2}}
+    claimed = {"a": False, "items": [1, 2, 3], "n": 2}
+    c = parse_case({"id": "k", "user_query": "hi", **case}, path="d.json", line=1,
+                   position=0)
+    t = Trace(case_id="k", trial=0, input="hi", tool_calls=(), final_response=None,
+              stop_reason="end_turn", steps=1,
+              raw={"initial_state": claimed, "final_state": claimed})
+    s = StateMatch().score(EpisodeContext(trace=t, case=c))
+    assert (s.value, s.code) == (None, "initial_state_mismatch")
+    assert ("differs from the case's initial_state at $.a (expected null, the trace says "
+            "false; 3 path(s) differ)") in s.details
+    assert classify(t, c) == "wrong_state"
+    # a start equal by typed JSON (1.0 is 1) is the case's: the end state is checked
+    same = {"items": [1.0, 2], "n": 1}
+    t = Trace(case_id="k", trial=0, input="hi", tool_calls=(), final_response=None,
+              stop_reason="end_turn", steps=1,
+              raw={"initial_state": same, "final_state": {"items": [1, 2], "n": 2}})
+    s = StateMatch().score(EpisodeContext(trace=t, case=c))
+    assert s.value == 1.0 and classify(t, c) is None
+    # true is not 1: a differing start
+    t = Trace(case_id="k", trial=0, input="hi", tool_calls=(), final_response=None,
+              stop_reason="end_turn", steps=1,
+              raw={"initial_state": {"items": [True, 2], "n": 1},
+                   "final_state": {"items": [1, 2], "n": 2}})
+    s = StateMatch().score(EpisodeContext(trace=t, case=c))
+    assert s.code == "initial_state_mismatch" and " at $.items[0] (expected 1, the trace " \
+        "says true; 1 path(s) differ)" in s.details
 
 
 def test_recorded_conversation_keeps_initial_and_final_state_and_each_calls_changes(tmp_path):

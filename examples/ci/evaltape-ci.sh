@@ -49,9 +49,12 @@
 # to fail, a case whose new recordings pass significantly less often (Fisher's exact test)
 # or no longer at all, an episode of the baseline missing now, a mean worse by more than
 # 0.10 -- and, strict, every warning. Every run prints why it passed or failed.
-# A run without a baseline fails (write one with --update). Exit codes: 0 all runs pass;
-# 1 a gate failed (replay divergence included); 2 usage; 3 bad input (a run or report
-# evaltape cannot read).
+# A run without a baseline fails (write one with --update), and so does a committed
+# baseline without its run folder (a run deleted or renamed: its gate would be off; delete
+# the baseline folder to retire it), with or without --update; a folder under the runs
+# folder without traces.jsonl is bad input. Each is named. Exit codes: 0 all runs pass;
+# 1 a gate failed (replay divergence and a baseline without its run included); 2 usage;
+# 3 bad input (a run or report evaltape cannot read, a run folder without traces.jsonl).
 set -uo pipefail
 # the job writes nothing in the work tree but its reports (no __pycache__ beside your agent)
 export PYTHONDONTWRITEBYTECODE=1
@@ -148,8 +151,17 @@ if command -v git >/dev/null; then
 fi
 for run in "$RUNS"/*/; do
   run="${run%/}"
-  [ -f "$run/traces.jsonl" ] || continue
+  [ -d "$run" ] || continue  # (no folder at all: the glob itself)
   found=$((found + 1))
+  if [ ! -f "$run/traces.jsonl" ]; then  # a run that cannot be graded: its gate would be off
+    name="$(basename "$run")"
+    verdict="error (exit 3): no traces.jsonl in $run (a run folder holds the run's traces;"
+    verdict="$verdict restore it, or remove the folder and its baseline to retire the run)"
+    echo "$name: $verdict" >&2
+    printf '# evaltape: `%s` — %s\n\n' "$name" "$verdict" | summary
+    worst=3
+    continue
+  fi
   name="$(basename "$run")"
   base="$BASELINES/$name/report.json"
   log="$OUT/$name.log"
@@ -217,6 +229,17 @@ for run in "$RUNS"/*/; do
     echo
   } | summary
   [ "$rc" -gt "$worst" ] && worst=$rc  # 3 (bad input) > 2 (usage) > 1 (gate) > 0
+done
+# a committed baseline whose run is gone (deleted, renamed): its gate would be off silently
+for base in "$BASELINES"/*/report.json; do
+  [ -f "$base" ] || continue  # (no baseline at all: the glob itself)
+  name="$(basename "$(dirname "$base")")"
+  [ -d "$RUNS/$name" ] && continue
+  verdict="FAIL: baseline $base has no run $RUNS/$name (deleted or renamed: restore the run,"
+  verdict="$verdict or delete the baseline folder to retire its gate)"
+  echo "$name: $verdict" >&2
+  printf '# evaltape: `%s` — %s\n\n' "$name" "$verdict" | summary
+  [ "$worst" -lt 1 ] && worst=1
 done
 if [ "$found" -eq 0 ]; then
   echo "no run (a folder with traces.jsonl) under $RUNS" >&2

@@ -39,6 +39,14 @@ from evaltape.grader.matching.patterns import led
 #: costs at most POOL_LIMIT² × 4 comparisons whatever the size of the results.
 POOL_LIMIT = 32
 
+#: The precision of number arithmetic: a number of more significant digits (as written,
+#: trailing zeros included), or of a magnitude of 10^PRECISION or more, or non-zero below
+#: 10^-PRECISION, is *beyond* it (:func:`beyond`): it takes part in no arithmetic (no
+#: twins, rounding or derived value) and is compared as written, by the exact text of its
+#: digits (:func:`fmt`). Within it, every operation of this module is exact or rounds
+#: within the default 28-digit context, and none can raise.
+PRECISION = 20
+
 #: surface spelling (lower case) → canonical unit
 UNITS = {
     "%": "%", "percent": "%", "per cent": "%", "pct": "%",
@@ -136,8 +144,27 @@ class Num:
         return (fmt(self.value), self.unit)
 
 
+def beyond(value: Decimal) -> bool:
+    """Whether ``value`` is beyond :data:`PRECISION` (or not finite): compared only as
+    written, never computed with. Never raises."""
+    if not value.is_finite():
+        return True
+    if len(value.as_tuple().digits) > PRECISION:
+        return True
+    return bool(value) and not -PRECISION <= value.adjusted() < PRECISION
+
+
+#: an exponent beyond this (``1E+999999``) is written in scientific form by :func:`fmt`
+#: rather than as that many digits
+_FMT_EXPONENT = 4000
+
+
 def fmt(value: Decimal) -> str:
-    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``).
+    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``),
+    every digit as written (no rounding to a context's precision, whatever the size);
+    ``-0`` for a negative zero. A value whose exponent is beyond ±4,000 (``1E+999999``)
+    is written ``<digits>E<exponent>`` without trailing zeros; NaN and infinities as
+    ``str`` writes them. Never raises.
 
     Non-zero values are cached: equal values (``142`` and ``142.00``) have one text, and
     an answer or a tool result repeats its numbers; zero is not (``-0`` is equal to ``0``
@@ -151,9 +178,28 @@ def _fmt_cached(value: Decimal) -> str:
 
 
 def _fmt(value: Decimal) -> str:
-    if value == value.to_integral_value():
-        return format(value.to_integral_value(), "f")  # (no rounding to 28 digits)
-    return format(value.normalize(), "f")
+    if not value.is_finite():
+        return str(value)
+    sign, digits, exp = value.as_tuple()
+    text = "".join(map(str, digits)).lstrip("0") or "0"
+    if text == "0":
+        return "-0" if sign else "0"
+    if abs(exp) > _FMT_EXPONENT:
+        stripped = text.rstrip("0")
+        return f"{'-' if sign else ''}{stripped}E{exp + len(text) - len(stripped)}"
+    if exp >= 0:
+        body = text + "0" * exp
+    else:
+        text = text.rjust(-exp + 1, "0")
+        whole, frac = text[:exp], text[exp:].rstrip("0")
+        body = (whole.lstrip("0") or "0") + ("." + frac if frac else "")
+    return ("-" if sign else "") + body
+
+
+def _shift(value: Decimal, places: int) -> Decimal:
+    """``value × 10^places``, exactly (no context rounding, whatever the digits)."""
+    sign, digits, exp = value.as_tuple()
+    return Decimal((sign, digits, exp + places))
 
 
 def compatible(a: str, b: str) -> bool:
@@ -170,14 +216,14 @@ def parse_match(m: re.Match, text: str) -> Num:
         value = Decimal(0)
     places = len(raw.split(".")[1]) if "." in raw else 0
     if m.group("neg"):
-        value = -value
+        value = value.copy_negate()  # (exact: unary minus rounds to the context)
     cur = (m.group("cur") or "").strip().lower()
     tight = (m.group("tight") or "").lower()
     scale = (m.group("scale") or "").lower() or tight
     if tight and tight != "k" and not cur and m.group("tight").islower():
         scale = ""  # "5m" alone is ambiguous (metres, minutes); only "5M"/"$5m" scale
     if scale:
-        value *= _SCALE[scale]
+        value = _shift(value, len(str(_SCALE[scale])) - 1)  # (exact, whatever the digits)
         places -= len(str(_SCALE[scale])) - 1
     unit_raw = (m.group("unit") or "").lower().replace(" ", "")
     unit = UNITS.get(unit_raw, "") if unit_raw else ""
@@ -241,11 +287,14 @@ def matches(claim: Num, value: Decimal) -> bool:
 
     Equal values always match. Otherwise rounding to the claim's precision must give the
     claim: for any precision when hedged, and only to one or more decimal places when not
-    (an unhedged whole number is an exact statement: ``18`` is not ``17.8``).
+    (an unhedged whole number is an exact statement: ``18`` is not ``17.8``). A value or
+    claim :func:`beyond` the precision matches only an equal one.
     """
     if value == claim.value:
         return True
     if not claim.hedged and claim.places < 1:
+        return False
+    if beyond(claim.value) or beyond(value):
         return False
     return abs(value - claim.value) <= _tolerance(claim)
 
@@ -270,11 +319,14 @@ def source_values(n: Num) -> list[Num]:
     ``v / 100``; a negative number also states its magnitude (``-0.83`` is said "down
     0.83%"); a duration also states itself in the neighbouring time units, to six decimals
     (``210 min`` = ``3.5 h``; ``1209600 s`` = ``14 days``; ``180 days`` = ``6 months`` of 30
-    days), so "about 3.5 hours" matches 212 minutes by rounding.
+    days), so "about 3.5 hours" matches 212 minutes by rounding. A number :func:`beyond`
+    the precision states itself and its magnitude only.
     """
     out = [n]
     if n.value < 0:
-        out.append(Num(-n.value, n.unit))
+        out.append(Num(n.value.copy_negate(), n.unit))
+    if beyond(n.value):
+        return out
     for x in list(out):
         if x.unit == "%":
             out.append(Num(x.value / 100, ""))
@@ -309,9 +361,13 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
       small whole numbers are too easy to hit by chance.
 
     Pool numbers 0 and 1 are skipped (they make any number derivable), and only the first
-    :data:`POOL_LIMIT` are used: cost is bounded by POOL_LIMIT² per claim.
+    :data:`POOL_LIMIT` are used: cost is bounded by POOL_LIMIT² per claim. A claim or pool
+    number :func:`beyond` the precision takes no part.
     """
-    nums = list(itertools.islice((p for p in pool if p.value not in (0, 1)), POOL_LIMIT))
+    if beyond(claim.value):
+        return None
+    nums = list(itertools.islice((p for p in pool if p.value not in (0, 1)
+                                  and not beyond(p.value)), POOL_LIMIT))
     c = claim.value
     tol = _tolerance(claim) if (claim.hedged or claim.places >= 1) else Decimal(0)
     exact: dict[Decimal, list[Num]] = {}
@@ -398,12 +454,12 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
     the $20 charge, your balance is $80": a balance and a charge). Without anchors a sum is
     tried before a difference.
     """
-    if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0:
+    if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0 or beyond(claim.value):
         return None
     seen: dict[Decimal, Num] = {}
     kind: dict[Decimal, set[str]] = {}
     for i, n in enumerate(amounts):
-        if n.value not in (0, 1) and compatible(n.unit, claim.unit):
+        if n.value not in (0, 1) and compatible(n.unit, claim.unit) and not beyond(n.value):
             if n.value not in seen:
                 if len(seen) >= POOL_LIMIT:
                     continue
@@ -444,9 +500,10 @@ def priced_product(claim: Num, record: list[Num]) -> str | None:
     exactly one carries the claim's unit, and the product equals the claim exactly. Only
     the first :data:`POOL_LIMIT` numbers of the record are used.
     """
-    if not claim.unit:
+    if not claim.unit or beyond(claim.value):
         return None
-    nums = list(itertools.islice((n for n in record if n.value not in (0, 1)), POOL_LIMIT))
+    nums = list(itertools.islice((n for n in record if n.value not in (0, 1)
+                                  and not beyond(n.value)), POOL_LIMIT))
     priced = [n for n in nums if n.unit == claim.unit]
     counts = {n.value for n in nums if not n.unit and n.value > 0}
     for p in priced:

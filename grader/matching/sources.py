@@ -52,8 +52,8 @@ from evaltape.grader.io.jsonfiles import MAX_DEPTH
 from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
                                              has_digit, last_words, phrase_windows,
                                              time_alternatives, words_of)
-from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, compatible, fmt,
-                                              matches, source_values)
+from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, beyond, compatible,
+                                              fmt, matches, source_values)
 from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, stem)
 
@@ -230,6 +230,8 @@ class SourceFacts:
                 parsed = orjson.loads(s)
             except orjson.JSONDecodeError:
                 parsed = None
+            if parsed is not None and _BIG_INT.search(s):
+                parsed = _exact_ints(s, parsed)
             if parsed is not None and _too_deep(s, parsed):
                 parsed = None  # read as prose, as a result that is no JSON is
         if parsed is not None and isinstance(parsed, (dict, list)):
@@ -511,13 +513,15 @@ class SourceFacts:
         the same value with the same unit, or without one when ``n`` has none; a number
         with a unit (``40 ml``, ``$250``) is stated by a bare number only as a JSON number
         whose key names no unit (``"price": 250``), never by a bare number of prose (the
-        ``40`` of "40 items" or of "gate 40"): a quantity is compared as a whole."""
+        ``40`` of "40 items" or of "gate 40"): a quantity is compared as a whole. A number
+        :func:`~evaltape.grader.matching.numbers.beyond` the precision is compared as
+        written only."""
         key = fmt(n.value)
         units = self.numbers.get(key)
         if units and (not n.unit or n.unit in units or "" in units and key in self.bare):
             return True
-        if not n.hedged and n.places < 1:
-            return False
+        if not n.hedged and n.places < 1 or beyond(n.value):
+            return False  # (beyond the precision: compared as written, above)
         tol = Decimal(5) * Decimal(10) ** (-n.places - 1)
         lo = bisect.bisect_left(self.values, (n.value - tol, ""))
         for value, unit in self.values[lo:lo + 64]:
@@ -645,6 +649,23 @@ def _number_text(x: int | float) -> str | None:
         if "e" not in r and "n" not in r:  # (no exponent, no inf or nan)
             return r[:-2] if r.endswith(".0") else r
     return _number_token(x) if x else _number_token.__wrapped__(x)
+
+
+#: a JSON integer of more digits than a double holds exactly (orjson reads it as a float)
+_BIG_INT = re.compile(r"(?<![\d.eE+-])-?\d{16,}(?![\d.eE])")
+
+
+def _exact_ints(text: str, parsed: Any) -> Any:
+    """``text`` read again by the standard library's JSON reader, which keeps every digit
+    of an integer (orjson reads one beyond 64 bits as a float, ``1.2345678901234569e+23``
+    for ``123456789012345678901234``), so such a number is compared as written; ``parsed``
+    (orjson's reading) when that reader refuses it (an integer of more than 4,300 digits,
+    nesting deeper than its recursion allows)."""
+    import json
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return parsed
 
 
 def _decimal(x: int | float) -> Decimal:

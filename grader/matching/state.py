@@ -151,13 +151,22 @@ def compare_end(expected: ExpectedEnd, initial: dict, final: dict
     return mismatches, collateral
 
 
+#: :attr:`EndStateCheck.code` of a trace whose ``initial_state`` is not the start the case
+#: or its environment defines (:func:`check_end_state`).
+INITIAL_MISMATCH = "initial_state_mismatch"
+
+
 class EndStateCheck:
     """An episode's end state against its case's expectation.
 
     Attributes:
         checked: whether there was anything to check (the case states an end state and
-            the trace holds one).
+            the trace holds one, starting where the case says).
         why_not: why nothing was checked (``None`` when checked).
+        code: the machine code of ``why_not`` (``not_applicable``, ``no_state``,
+            :data:`INITIAL_MISMATCH`); ``None`` when checked.
+        initial_path: for :data:`INITIAL_MISMATCH`, the first JSON path (in path order)
+            where the trace's ``initial_state`` differs from the defined start.
         mismatches: ``[(path, expected, actual)]`` (:func:`compare_end`).
         collateral: ``[(path, before, after)]``, changes nothing expected
             (:func:`compare_end`).
@@ -168,9 +177,10 @@ class EndStateCheck:
 
     def __init__(self, checked: bool, why_not: str | None = None,
                  mismatches: list | None = None, problems: list | None = None,
-                 paths: int = 0, collateral: list | None = None, neutral: tuple = ()
-                 ) -> None:
+                 paths: int = 0, collateral: list | None = None, neutral: tuple = (),
+                 code: str | None = None, initial_path: str | None = None) -> None:
         self.checked, self.why_not = checked, why_not
+        self.code, self.initial_path = code, initial_path
         self.mismatches, self.problems = mismatches or [], problems or []
         self.collateral, self.neutral = collateral or [], tuple(neutral)
         self.paths = paths
@@ -187,28 +197,58 @@ def check_end_state(trace: Any, case: Any) -> EndStateCheck:
     ``initial_state``, else the case's, else the environment's; the environment named by
     the case's ``env``, else the trace's) by :func:`compare_end`.
 
+    The trace does not vouch for its own start: where the case defines one (its
+    ``initial_state``, else its ``env``'s initial state, else the initial state of the
+    environment the trace names, when that one loads), a trace ``initial_state`` that
+    differs from it by typed JSON equality is not checked (``code``
+    :data:`INITIAL_MISMATCH`, ``initial_path`` the first differing path): an agent that
+    did nothing would otherwise pass by claiming to have started from the expected end.
+
     Raises:
         LookupError: an environment that cannot be loaded where one is needed (gold
-            actions to apply, or no initial state in the trace or the case).
+            actions to apply, no initial state in the trace or the case, or the case's
+            ``env`` to check the trace's ``initial_state`` against).
     """
     from evaltape.grader.envs import resolve_env
     if not state_case(case):
-        return EndStateCheck(False, "the case states no expected_state or gold_actions")
+        return EndStateCheck(False, "the case states no expected_state or gold_actions",
+                             code="not_applicable")
     raw = trace.raw if isinstance(trace.raw, dict) else {}
     final = raw.get("final_state")
     if not isinstance(final, dict):
         return EndStateCheck(False, "the trace holds no final_state (the agent's tools kept "
-                                    "no environment state)")
+                                    "no environment state)", code="no_state")
     name = case.env or raw.get("env")
-    start = raw.get("initial_state")
-    if not isinstance(start, dict):
-        start = case.initial_state
+    claimed = raw.get("initial_state")
     env = None
-    if case.gold_actions is not None or start is None:
+    if case.gold_actions is not None or (not isinstance(claimed, dict)
+                                         and case.initial_state is None):
         if not isinstance(name, str):
             raise LookupError("the expected end state needs an environment: the case "
                               "names no env and the trace none")
-        env = resolve_env(name)
+        env = resolve_env(name)  # gold actions to apply, or no start but its own
+    elif case.initial_state is None and case.env is not None:
+        env = resolve_env(case.env)  # the case's environment defines the start
+    elif case.initial_state is None and isinstance(name, str):
+        try:  # only the trace names one: the trace's start is checked when it loads
+            env = resolve_env(name)
+        except LookupError:
+            env = None
+    defined = case.initial_state if case.initial_state is not None else \
+        (env.initial if env is not None else None)
+    if isinstance(claimed, dict) and defined is not None:
+        differ = state_diff(dict(defined), claimed)
+        if differ:
+            whose = "the case's initial_state" if case.initial_state is not None else \
+                f"the initial state of environment {env.name!r}"
+            path, want, got = differ[0]
+            return EndStateCheck(
+                False, f"the trace's initial_state differs from {whose} at {path} "
+                       f"(expected {show(want)}, the trace says {show(got)}; "
+                       f"{len(differ)} path(s) differ): the episode did not start where the "
+                       "case says, so its end state proves nothing",
+                code=INITIAL_MISMATCH, initial_path=path)
+    start = claimed if isinstance(claimed, dict) else case.initial_state
     initial = env.initial_state(start) if env is not None else dict(start)
     expected = expected_end(case, initial, env)
     mismatches, collateral = compare_end(expected, initial, final)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from evaltape.grader.matching.state import check_end_state, show
+from evaltape.grader.matching.state import INITIAL_MISMATCH, check_end_state, show
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -40,8 +40,13 @@ class StateMatch(Metric):
     τ²-bench), saying so in ``details``.
 
     Null: ``not_applicable`` when the case states no end state; ``no_state`` when the
-    trace holds none (an agent whose tools keep no state). A gold action the environment
-    refuses is named in ``details`` (its effect is left out of the expected state).
+    trace holds none (an agent whose tools keep no state); ``initial_state_mismatch`` when
+    the trace's ``initial_state`` differs from the start the case defines (its
+    ``initial_state``, else its environment's), ``details`` naming the first differing
+    JSON path and ``evidence`` ``{"initial_state_path": path}``: the trace does not vouch
+    for its own start, and the episode's outcome is ``wrong_state``. A gold action the
+    environment refuses is named in ``details`` (its effect is left out of the expected
+    state).
     """
 
     name: ClassVar[str] = "state_match"
@@ -50,6 +55,9 @@ class StateMatch(Metric):
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         check = check_end_state(ctx.trace, ctx.case)
+        if check.code == INITIAL_MISMATCH:  # the trace's own start, not the case's
+            return Score(None, check.why_not or "", code=INITIAL_MISMATCH,
+                         evidence={"initial_state_path": check.initial_path})
         ref = ctx.trace.raw.get("reference") if isinstance(ctx.trace.raw, dict) else None
         if not check.checked and isinstance(ref, dict) and isinstance(ref.get("state_match"),
                                                                       bool):
@@ -58,8 +66,7 @@ class StateMatch(Metric):
                          "the results file's end-state check (τ²-bench reward_info.db_check"
                          f".db_match: {str(ref['state_match']).lower()}), not computed here")
         if not check.checked:
-            code = "not_applicable" if "states no" in (check.why_not or "") else "no_state"
-            return Score(None, check.why_not or "", code=code)
+            return Score(None, check.why_not or "", code=check.code or "no_state")
         notes = ("; " + "; ".join(check.problems)) if check.problems else ""
         what = expectation_words(ctx.case, check.paths)
         evidence = {"mismatches": [{"path": p, "expected": a, "actual": b}
