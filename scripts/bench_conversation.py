@@ -44,9 +44,17 @@ REAL_METRICS = ("context_retention", "error_recovery", "plan_adherence")
 CORPUS_ENV = "EVALTAPE_CORPUS"
 LABELS = (ROOT / "bench" / "conversation" / "real_labels_a.jsonl",
           ROOT / "bench" / "conversation" / "real_labels_b.jsonl")
-#: the corpus files graded: (evaltape import format, path in the corpus folder)
-CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json"),
-                ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json"))
+#: the second blind set: conversations of agents and models the measures were not written
+#: against, labelled by two other labellers (keys ``tau2-leaderboard/<file stem>/<task>/<trial>``)
+POOL_LABELS = (ROOT / "bench" / "conversation" / "pool_labels_a.jsonl",
+               ROOT / "bench" / "conversation" / "pool_labels_b.jsonl")
+#: the corpus files graded: (evaltape import format, path in the corpus folder, model)
+CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
+                ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
+                ("tau2", "tau2-leaderboard/gpt-oss-120b_langchain_airline.json", "gpt-oss-120b"),
+                ("tau2", "tau2-leaderboard/gpt-5.4_ironshell_airline.json", "gpt-5.4"),
+                ("tau2", "tau2-leaderboard/claude-opus-4-6_adaptive-agent_medical_triage.json",
+                 "claude-opus-4.6"))
 
 
 def verdict(score: float | None) -> str | None:
@@ -117,29 +125,33 @@ def cohen_kappa(pairs: list[tuple[Any, Any]]) -> float | None:
 
 
 def corpus_scores(corpus: Path) -> dict[str, dict[str, Any]]:
-    """``{key: {metric: (score, details)}}`` for the corpus's conversations (module doc),
-    graded as ``evaltape grade`` grades an imported run."""
+    """``{key: {metric: (score, details), "model": model}}`` for the corpus's conversations
+    (module doc), graded as ``evaltape grade`` grades an imported run."""
     import evaltape
     from evaltape.grader.importers import import_sources, write_run
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for fmt, rel in CORPUS_FILES:
+        for n, (fmt, rel, model) in enumerate(CORPUS_FILES):
             src = corpus / rel
             if not src.exists():
                 continue
             result = import_sources(fmt, [str(src)])
-            write_run(result, fmt, Path(tmp) / fmt)
-            report = evaltape.grade(str(Path(tmp) / fmt), metrics=list(REAL_METRICS))
+            write_run(result, fmt, Path(tmp) / f"{n}")
+            report = evaltape.grade(str(Path(tmp) / f"{n}"), metrics=list(REAL_METRICS))
             for ep in report.episodes:
                 if fmt == "taubench":
                     task = int(ep.case_id.rsplit("_", 1)[-1])
                     if ep.trial != task % 4:
                         continue
                     key = f"taubench/task_{task:03d}/{ep.trial}"
-                else:
+                elif rel.startswith("tau2/"):
                     key = f"tau2/{ep.case_id.split('.', 1)[-1]}/{ep.trial}"
+                else:
+                    key = (f"{rel.rsplit('.', 1)[0]}/{ep.case_id.split('.', 1)[-1]}"
+                           f"/{ep.trial}")
                 out[key] = {m: (ep.metrics[m].score, ep.metrics[m].details)
                             for m in REAL_METRICS}
+                out[key]["model"] = model
     return out
 
 
@@ -173,27 +185,48 @@ def dev_set(files: list[str], verbose: bool) -> None:
                 print(f"  {m}")
 
 
-def real_set(corpus: Path, verbose: bool) -> None:
-    """Part 2 of the module doc.
+def real_set(corpus: Path, verbose: bool, labels: tuple[Path, Path] = LABELS,
+             title: str = "real conversations",
+             scores: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]] | None:
+    """Part 2 of the module doc, for one pair of label files; per model too when the
+    labelled conversations come from more than one.
+
+    Returns:
+        The corpus's scores (computed once, passed to the next call), or ``None`` when
+        nothing was measured.
 
     Raises:
         LabelError: a bad label line.
     """
-    missing = [p for p in LABELS if not p.exists()]
+    missing = [p for p in labels if not p.exists()]
     if missing:
-        print(f"real conversations: not measured (no {', '.join(p.name for p in missing)})")
-        return
+        print(f"{title}: not measured (no {', '.join(p.name for p in missing)})")
+        return scores
     if not corpus.is_dir():
-        print(f"real conversations: not measured (corpus not found: {corpus})")
-        return
-    a, b = (load_labels(p) for p in LABELS)
+        print(f"{title}: not measured (corpus not found: {corpus})")
+        return scores
+    a, b = (load_labels(p) for p in labels)
     keys = sorted(set(a) & set(b))
-    scores = corpus_scores(corpus)
+    scores = corpus_scores(corpus) if scores is None else scores
     unknown = [k for k in keys if k not in scores]
-    print(f"real conversations: {len(keys)} labelled by both labellers"
+    print(f"{title}: {len(keys)} labelled by both labellers"
           + (f" ({len(unknown)} not in the corpus: {', '.join(unknown[:3])})" if unknown
              else ""))
     keys = [k for k in keys if k in scores]
+    models = sorted({scores[k]["model"] for k in keys})
+    for model in ([None] + models) if len(models) > 1 else [None]:
+        mine = [k for k in keys if model is None or scores[k]["model"] == model]
+        if model is not None:
+            print(f"  {model} ({len(mine)} conversations):")
+        _agreement(a, b, mine, scores, verbose and model is None,
+                   indent="    " if model else "")
+    return scores
+
+
+def _agreement(a: dict, b: dict, keys: list[str], scores: dict, verbose: bool,
+               indent: str = "") -> None:
+    """Print, per measure, the labellers' agreement and kappa on ``keys`` and the metric's
+    agreement with the labels they agree on (an abstention on a 0 or 1 is a miss)."""
     for m in REAL_METRICS:
         pairs = [(a[k][m], b[k][m]) for k in keys]
         same = sum(x == y for x, y in pairs)
@@ -207,9 +240,10 @@ def real_set(corpus: Path, verbose: bool) -> None:
             else:
                 misses.append(f"{k}: label {a[k][m]}, score {score} ({details[:240]})")
         share = f"{hits / len(agreed):.3f}" if agreed else "n/a"
-        print(f"{m}: labellers agree {same}/{len(keys)}, kappa "
+        zeros = sum(1 for k in agreed if a[k][m] == 0)
+        print(f"{indent}{m}: labellers agree {same}/{len(keys)}, kappa "
               f"{'n/a' if kappa is None else f'{kappa:.3f}'}; metric agrees with the agreed "
-              f"labels {hits}/{len(agreed)} ({share})")
+              f"labels {hits}/{len(agreed)} ({share}; {zeros} agreed zeros)")
         if verbose:
             for line in misses:
                 print(f"  {line}")
@@ -230,7 +264,9 @@ def main(argv: list[str]) -> int:
     files = args or [str(ROOT / "bench" / "conversation" / "episodes.jsonl")]
     dev_set(files, verbose)
     try:
-        real_set(corpus, verbose)
+        scores = real_set(corpus, verbose)
+        real_set(corpus, verbose, POOL_LABELS, "conversations of other agents and models",
+                 scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3
