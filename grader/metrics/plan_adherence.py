@@ -84,6 +84,11 @@ CLAIM = re.compile(
     r"found\b|issued\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
     r"|\bsuccessfully (?=\w+ed\b)", re.I)
+#: A claim that a record was looked at again ("I've re-checked", "I double-checked your
+#: reservation", "I checked again"): it needs a lookup made since the user last spoke.
+AGAIN = re.compile(r"\bi(?:'ve| have)? (?:just |now |also |already )?(?:re-?check\w*|"
+                   r"double-?check\w*|triple-?check\w*|re-?verif\w*|re-?review\w*|"
+                   r"(?:checked|verified|looked|reviewed) (?:\w+ ){0,4}?again)\b", re.I)
 #: Words before a claim that make it no claim ("if it has been cancelled", "has not been").
 NOT_A_CLAIM = re.compile(r"\b(?:not|n't|never|unable|cannot|no|if|once|when|after|before|"
                          r"whether|until|unless|by the airline)\b", re.I)
@@ -166,6 +171,8 @@ class Statement:
             or ``contradicted``.
         call: the matching call, ``name#id``, or ``None``.
         why: one sentence.
+        again: a claim of a second look ("I've re-checked"): only a call made since the
+            user last spoke backs it.
     """
 
     kind: str
@@ -177,6 +184,7 @@ class Statement:
     outcome: str = ""
     call: str | None = None
     why: str = ""
+    again: bool = False
 
     @property
     def ok(self) -> bool:
@@ -222,6 +230,12 @@ def statements(evs: list[Event]) -> list[Statement]:
         previous = ""
         for s in sentences(ev.text):
             s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
+            again = AGAIN.search(s_clean)
+            if again and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
+                    s_clean[:again.start()]):
+                out.append(Statement("claim", "lookup", s, ev.message, k, ev.text,
+                                     again=True))
+                continue
             m = CLAIM.search(s_clean)
             if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
                     s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
@@ -404,7 +418,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -483,7 +497,11 @@ def _pick(s: Statement, calls: list, cards: dict[str, str],
 
 def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
-    window = [e for i, e in enumerate(evs) if e.kind == "call" and (
+    start = 0
+    if s.again:  # a second look: the calls since the user last spoke
+        start = max((i for i, e in enumerate(evs[:s.position]) if e.kind == "user"),
+                    default=-1) + 1
+    window = [e for i, e in enumerate(evs) if e.kind == "call" and start <= i and (
         i < s.position or (same >= 0 and e.message == same))]
     matching = [e.call for e in window if matches(s, e.call)]
     good = [c for c in matching if not call_failed(c)]
@@ -497,6 +515,9 @@ def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     elif matching:
         s.outcome, s.call = "failed_call", _label(matching[-1])
         s.why = f"claimed done, but {s.call} failed"
+    elif s.again:
+        s.outcome, s.why = "no_call", "claimed a second look with no lookup call since " \
+                                      "the user last spoke"
     else:
         s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
 
