@@ -172,3 +172,38 @@ def _fresh_registered_secrets(monkeypatch):
     (a header, a ``?key=`` parameter) is not a live key of the next test in this process."""
     from evaltape.recorder.wire import scrub
     monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
+
+
+def proxy_exchange(run: Path, upstream: str, target: str, body: str,
+                   headers: dict[str, str]) -> tuple[int, dict, str, str]:
+    """Start ``evaltape proxy --out RUN --upstream UPSTREAM`` as a subprocess, send one
+    POST of ``body`` with ``headers`` to ``target`` (``/evaltape/<case>/<trial>/...``),
+    end that episode, stop the proxy with SIGTERM (killed after 30 s).
+
+    Returns:
+        ``(status, answer JSON, proxy stdout, proxy stderr)``.
+    """
+    import http.client
+    import signal
+    import threading
+    proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "proxy", "--out", str(run),
+                             "--upstream", upstream], cwd=str(ROOT), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    timer = threading.Timer(30, proc.kill)
+    timer.start()
+    try:
+        url = proc.stdout.readline().strip()
+        host, _, px_port = url.removeprefix("http://").partition(":")
+        conn = http.client.HTTPConnection(host, int(px_port), timeout=10)
+        conn.request("POST", target, body, headers)
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+        episode = target.split("/")[:4]
+        conn.request("POST", "/".join(episode) + "/end", b"")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        timer.cancel()
+    return resp.status, answer, out, err

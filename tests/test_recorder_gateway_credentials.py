@@ -6,19 +6,14 @@ audit` agrees. Also the naming rule and the value forms, worked out by hand."""
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import random
-import signal
 import string
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, read_jsonl, run_cli
+from conftest import ROOT, proxy_exchange, read_jsonl, run_cli
 from fault_server import FaultServer
 from evaltape.recorder.wire.scrub import credential_values, is_credential_name, strip_credentials
 
@@ -91,29 +86,11 @@ def test_proxy_stores_no_gateway_credential_even_echoed(tmp_path):
                        "messages": [{"role": "user", "content": "ping"}]})
     with FaultServer(SCRIPTS, echo_request=_echo_everything) as server:
         port = server.server_address[1]
-        proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "proxy", "--out",
-                                 str(run), "--upstream", f"http://127.0.0.1:{port}"],
-                                cwd=str(ROOT), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        timer = threading.Timer(30, proc.kill)
-        timer.start()
-        try:
-            url = proc.stdout.readline().strip()
-            host, _, px_port = url.removeprefix("http://").partition(":")
-            conn = http.client.HTTPConnection(host, int(px_port), timeout=10)
-            conn.request("POST", f"/evaltape/tc_001/0/v1/messages?api-version=2024&key={QUERY}",
-                         body, HEADERS)
-            resp = conn.getresponse()
-            answer = json.loads(resp.read())
-            conn.request("POST", "/evaltape/tc_001/0/end", b"")
-            assert conn.getresponse().status == 200
-            conn.close()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=20)
-            timer.cancel()
+        status, answer, out, err = proxy_exchange(
+            run, f"http://127.0.0.1:{port}",
+            f"/evaltape/tc_001/0/v1/messages?api-version=2024&key={QUERY}", body, HEADERS)
     # the upstream got every credential as sent ...
-    assert resp.status == 200
+    assert status == 200
     assert server.authorizations == [f"Basic {BASIC}"]
     assert server.paths == [f"/v1/messages?api-version=2024&key={QUERY}"]
     assert AZURE in answer["content"][0]["text"] and QUERY in answer["content"][0]["text"]

@@ -9,16 +9,13 @@ import http.client
 import json
 import random
 import shutil
-import signal
 import string
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, read_jsonl, run_cli, run_cli_subprocess
+from conftest import ROOT, proxy_exchange, read_jsonl, run_cli, run_cli_subprocess
 from fault_server import FaultServer
 
 SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
@@ -100,27 +97,10 @@ def test_proxy_upstream_credentials_are_sent_and_stored_nowhere(tmp_path):
     with FaultServer(SCRIPTS) as server:
         port = server.server_address[1]
         upstream = f"http://{USER}:{PLAIN_TOKEN}@127.0.0.1:{port}"
-        proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "proxy", "--out",
-                                 str(run), "--upstream", upstream], cwd=str(ROOT),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        timer = threading.Timer(30, proc.kill)
-        timer.start()
-        try:
-            url = proc.stdout.readline().strip()
-            host, _, px_port = url.removeprefix("http://").partition(":")
-            conn = http.client.HTTPConnection(host, int(px_port), timeout=10)
-            conn.request("POST", "/evaltape/tc_001/0/v1/messages", body,
-                         {"content-type": "application/json"})
-            resp = conn.getresponse()
-            answer = json.loads(resp.read())
-            conn.request("POST", "/evaltape/tc_001/0/end", b"")
-            assert conn.getresponse().status == 200
-            conn.close()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=20)
-            timer.cancel()
-    assert resp.status == 200 and answer["content"][0]["name"] == "unlock_account"
+        status, answer, out, err = proxy_exchange(
+            run, upstream, "/evaltape/tc_001/0/v1/messages", body,
+            {"content-type": "application/json"})
+    assert status == 200 and answer["content"][0]["name"] == "unlock_account"
     assert server.authorizations == [_basic(PLAIN_TOKEN)]
     assert _leaks(run, PLAIN_TOKEN, USER) == []
     assert PLAIN_TOKEN not in out + err and USER not in out + err

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from evaltape.grader.matching.claims import json_reply_prose
 from evaltape.grader.model import ToolCall, Trace
 
 
@@ -68,7 +69,8 @@ CALL_TYPES = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 def events(trace: Trace) -> list[Event]:
     """The conversation in order (module doc); a tool call appears where the agent made it,
-    after the text of its own message."""
+    after the text of its own message. An agent reply written as one JSON object is read as
+    its prose (:func:`~evaltape.grader.matching.claims.json_reply_prose`)."""
     by_id = {c.id: c for c in trace.tool_calls}
     if not trace.messages:
         out = [Event("user", trace.input)] + [Event("call", call=c) for c in trace.tool_calls]
@@ -88,6 +90,8 @@ def events(trace: Trace) -> list[Event]:
                 out.append(Event("user", text, message=k))
             continue
         if text:
+            if text.lstrip()[:1] == "{":  # a reply written as one JSON object: its prose
+                text = (json_reply_prose(text) or (text,))[0]
             out.append(Event("agent", text, message=k))
         for b in content if isinstance(content, list) else ():
             if isinstance(b, dict) and b.get("type") in CALL_TYPES and str(b.get("id")) in by_id:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import operator
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -1436,6 +1437,8 @@ _EQUALS = re.compile(r"(?:=|\bequals?|\bcomes to|→)\s*(?:[~≈]\s*)?$", re.IGN
 #: separators allowed), the four operations, parentheses; other words are labels
 _CALC_TOKEN = re.compile(r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)%?"
                          r"|(?P<op>[-+*/×x÷·−–()])")
+#: the four operations of a written-out calculation
+_CALC_OPS = {"*": operator.mul, "/": operator.truediv, "+": operator.add, "-": operator.sub}
 #: most characters of a line read back from a number for its calculation
 _CALC_SPAN = 160
 
@@ -1487,25 +1490,21 @@ def spelled_out(text: str, at: int, value: Decimal) -> str | None:
             return tokens[pos - 1][1]
         raise ValueError
 
-    def product() -> Decimal:
+    def chain(operand: Any, ops: str) -> Decimal:
+        """Operands joined left to right by the operators of one precedence level."""
         nonlocal pos
-        v = atom()
-        while pos < len(tokens) and tokens[pos][0] in ("*", "/"):
+        v = operand()
+        while pos < len(tokens) and tokens[pos][0] in ops:
             op = tokens[pos][0]
             pos += 1
-            w = atom()
-            v = v * w if op == "*" else v / w
+            v = _CALC_OPS[op](v, operand())
         return v
 
+    def product() -> Decimal:
+        return chain(atom, "*/")
+
     def sum_() -> Decimal:
-        nonlocal pos
-        v = product()
-        while pos < len(tokens) and tokens[pos][0] in ("+", "-"):
-            op = tokens[pos][0]
-            pos += 1
-            w = product()
-            v = v + w if op == "+" else v - w
-        return v
+        return chain(product, "+-")
 
     try:
         got = sum_()
