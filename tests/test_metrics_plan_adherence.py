@@ -229,24 +229,29 @@ def test_a_check_that_introduces_what_follows_is_no_intention():
     assert (s.value, s.code) == (None, "no_statements")
 
 
-def test_a_claimed_second_look_needs_a_lookup_since_the_user_last_spoke():
+def test_a_claimed_second_look_needs_a_lookup_behind_it():
     look = call("t1", "get_reservation_details", {"reservation_id": "EHGLP3"},
                 {"reservation_id": "EHGLP3", "status": "active"})
-    again = call("t2", "get_reservation_details", {"reservation_id": "EHGLP3"},
-                 {"reservation_id": "EHGLP3", "status": "active"})
-    # one lookup, then the user asks again and the agent says it re-checked with no new
-    # call: 1 statement (the claim), not carried out → 0/1 kept = 0.0
+    # no lookup at all, and the agent says it double-checked: 1 statement (the claim), not
+    # carried out → 0/1 = 0.0
+    s = score([U("Is EHGLP3 still active? Please check again."),
+               A("I double-checked your reservation and it is still active.")])
+    assert s.value == 0.0, s.details
+    assert "claimed a second look with no lookup call behind it" in s.details
+    # a lookup earlier in the conversation backs it (the details it re-read): 1/1 = 1.0
     s = score([U("Check EHGLP3."), A("", look), R(look), A("It is active."),
                U("Are you sure? Please check again."),
-               A("I've double-checked your reservation and it is still active.")])
-    assert s.value == 0.0, s.details
-    assert "claimed a second look with no lookup call since the user last spoke" in s.details
-    # with the second lookup after the user's question: backed → 1/1 = 1.0
-    s = score([U("Check EHGLP3."), A("", look), R(look), A("It is active."),
-               U("Are you sure? Please check again."), A("", again), R(again),
                A("I re-checked your reservation and it is still active.")])
     assert s.value == 1.0, s.details
-    # a conditional ("if you want, I re-check") is no claim → no statement → null
+    # a conditional ("if you like, I have time to re-check it later") is no claim → null
     s = score([U("Check EHGLP3."), A("", look), R(look),
                A("It is active. If you like, I have time to re-check it later.")])
+    assert s.value is None, s.details
+
+
+def test_a_negated_state_is_no_claim():
+    # "neither flight has been cancelled" claims no cancellation: no statement → null
+    look = call("t1", "get_flight_status", {"flight": "HAT156"}, {"status": "available"})
+    s = score([U("Was my flight cancelled?"), A("", look), R(look),
+               A("So neither flight has been cancelled by the airline.")])
     assert s.value is None, s.details
