@@ -287,8 +287,52 @@ _JOB: GradeJob | None = None
 _SPILL = False
 
 
-def _init_worker(job_bytes: bytes, spill: bool) -> None:
+#: Seconds between two looks of a worker at its parent (:func:`_watch_parent`).
+PARENT_CHECK_S = 1.0
+_PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal sent when the parent thread ends
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make this worker end when the grading process ends, however it ends (``kill -9``
+    included): on Linux the kernel sends it SIGKILL (``prctl(PR_SET_PDEATHSIG)``); on
+    every system a daemon thread checks ``os.getppid()`` (:func:`_watch_parent`). SIGTERM
+    gets its default action back (the command's handler, inherited through ``fork``,
+    would turn it into an exception the pool swallows, so the worker did not end)."""
+    import signal
+    import sys
+    import threading
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the thread below still watches
+            pass
+    if os.getppid() != parent:  # the parent ended before the death signal was set
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                     name="evaltape-parent-watch").start()
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this process at once (``os._exit``) when its parent is no longer ``parent``
+    (it ended, and the process was handed to another)."""
+    import time
+    while True:
+        time.sleep(PARENT_CHECK_S)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _init_worker(job_bytes: bytes, spill: bool, parent: int | None = None,
+                 owner: int | None = None) -> None:
     global _JOB, _SPILL
+    from evaltape.grader.io import spill as spill_files
+    if parent is not None:
+        _die_with_parent(parent)
+    if owner is not None:
+        spill_files.OWNER = owner  # its spill files are named by the grading process
     _JOB = pickle.loads(job_bytes)
     _SPILL = spill
 
@@ -359,6 +403,8 @@ class PoolResults:
                  spill: bool) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+
+        from evaltape.grader.io.spill import owner as spill_owner
         # fork where there is one: the workers inherit the imported grader (no re-import);
         # elsewhere the platform's default start method
         methods = multiprocessing.get_all_start_methods()
@@ -366,7 +412,8 @@ class PoolResults:
         self.workers = workers
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_init_worker,
-                                         initargs=(pickle.dumps(job), spill))
+                                         initargs=(pickle.dumps(job), spill,
+                                                   os.getpid(), spill_owner()))
         pool = self._pool
         self._batches = _ordered(lambda c: pool.submit(_pool_chunk, c), lambda f: f.result(),
                                  chunks, 2 * workers, discard=_discard_run)

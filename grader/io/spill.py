@@ -20,7 +20,9 @@ episode is parsed when it is reached and dropped after, so iterating a million e
 keeps memory flat. The temporary files are deleted when the objects are garbage collected
 (``tempfile.TemporaryFile``). They live in the temporary folder (``TMPDIR``); a write the
 OS refuses there (a full disk, a quota, a file size limit) is a :class:`SpillWriteError`
-naming the folder and the cause, never a crash.
+naming the folder and the cause, never a crash. The named ones carry the grading command's
+process id (``evaltape-run-<pid>-…``, :func:`owner`), so that a later grade deletes those a
+killed command left (:mod:`evaltape.grader.io.leftovers`).
 """
 from __future__ import annotations
 
@@ -48,6 +50,17 @@ INDEX_EVERY = 64
 WRITE_BLOCK = 1 << 20
 #: Read-ahead shared by the run readers of one merge (bytes).
 MERGE_READ_BYTES = 8 << 20
+
+
+#: The process id the spill files of this process are named by: the grading command's own,
+#: also in its pool workers (set by their initializer), so a later grade removes them
+#: once that command is gone (:mod:`evaltape.grader.io.leftovers`).
+OWNER: int | None = None
+
+
+def owner() -> int:
+    """The process id spill files are named by (:data:`OWNER`, else this process's)."""
+    return OWNER if OWNER is not None else os.getpid()
 
 
 class SpillWriteError(UsageError):
@@ -151,7 +164,7 @@ def write_run(records: Any) -> tuple[str, int, tuple]:
     """
     recs = sorted(records, key=_first)
     with _spilling():
-        fd, path = tempfile.mkstemp(prefix="evaltape-run-")
+        fd, path = tempfile.mkstemp(prefix=f"evaltape-run-{owner()}-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 pieces = _dumped(recs)
@@ -234,7 +247,7 @@ def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]],
     buffering = max(4096, MERGE_READ_BYTES // max(1, len(segments)))
     readers = [_read_range(p, start, n, lo, hi, buffering) for p, start, n in segments]
     with _spilling():
-        fd, path = tempfile.mkstemp(prefix="evaltape-merged-")
+        fd, path = tempfile.mkstemp(prefix=f"evaltape-merged-{owner()}-")
         try:
             with os.fdopen(fd, "wb", buffering=1 << 16) as out:
                 records = readers[0] if len(readers) == 1 else heapq.merge(*readers,
@@ -454,7 +467,7 @@ class SpillSorter:
             return
         with _spilling():
             if self._fh is None:
-                fd, self._path = tempfile.mkstemp(prefix="evaltape-runs-")
+                fd, self._path = tempfile.mkstemp(prefix=f"evaltape-runs-{owner()}-")
                 self._fh = os.fdopen(fd, "w+b")
             fh = self._fh
             fh.seek(0, 2)

@@ -10,9 +10,10 @@ model.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -153,6 +154,10 @@ class Fact:
 #: quadratic in its length.)
 EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])")
+#: A run of the characters a phone number is written with, holding a digit (the look-behind
+#: and the possessive ``*+`` read each run once), and where a number may start in it.
+_PHONE_RUN = re.compile(r"(?<![\d ().-])[ ().-]*+\d[\d ().-]*+")
+_PHONE_START = re.compile(r"(?<![\w-])\+?\(?\d")
 USER_ID = re.compile(r"(?<![\w@.-])(?!(?:credit_card|gift_card|certificate|paypal)_)"
                      r"[a-z]+(?:_[a-z]+)+_\d{3,6}(?![\w@-])", re.I)
 ORDER_ID = re.compile(r"(?<![\w@-])#[A-Z]?\d{5,9}(?![\w@-])")
@@ -163,8 +168,14 @@ FLIGHT = re.compile(r"(?<![\w@.$#-])[A-Z]{2,3}\d{3,4}(?![\w@-])")
 ZIP_WORDS = re.compile(r"zip|postal|postcode|post", re.I)
 ZIP = re.compile(r"(?<![\w.$-])\d{5}(?:-\d{4})?(?![\w.,-]?\d)")
 BOOKING_WORDS = re.compile(r"\b(?:reservation|booking|confirmation|locator|pnr|code)s?\b", re.I)
+#: (A written-out amount starts only where its run of digits and commas starts, or just
+#: after a comma that starts one, and reads the run without giving any of it back
+#: (``*+``): a match never ends inside the run, so trying again from each digit after a
+#: comma, as the pattern first did, read a long run of comma-separated numbers once per
+#: number, in time quadratic in its length.)
 AMOUNT = re.compile(r"(?<![\w.])\$\s?(\d[\d,]*(?:\.\d{1,2})?)(?![\w.]?\d)"
-                    r"|(?<![\w.$])(\d[\d,]*(?:\.\d{1,2})?)\s?(?:dollars|usd)\b", re.I)
+                    r"|(?<![\w.$])(?<![\d,],)(\d[\d,]*+(?:\.\d{1,2})?)\s?(?:dollars|usd)\b",
+                    re.I)
 CARD = re.compile(r"\b(?:card|visa|mastercard|amex)\s+(?:ending\s+(?:in|with)\s+)?(\d{4})\b"
                   r"|\b(\d{4})\s+(?:card|visa|mastercard)\b|\bending\s+(?:in|with)\s+(\d{4})\b",
                   re.I)
@@ -178,6 +189,7 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
 _MON = r"(" + "|".join(m[:3] + r"(?:" + m[3:] + r")?" for m in MONTHS) + r")\.?"
 WORD_DATE = re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b|\b(\d{1,2})(?:st|nd|rd|th)?"
                        r"\s+(?:of\s+)?" + _MON + r"\b", re.I)
+_YEAR_AFTER = re.compile(r",?\s*(\d{4})\b")
 DOB_WORDS = re.compile(r"birth|born|dob|birthday|birthdate", re.I)
 NAME = re.compile(r"\b(?i:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
@@ -226,6 +238,25 @@ def _near(text: str, start: int, words: re.Pattern) -> bool:
     return any(words.fullmatch(w) for w in near)
 
 
+def phone_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The spans :data:`PHONE` finds in ``text`` (those of ``PHONE.finditer``, in order), in
+    time linear in the text's length.
+
+    Within one run of the characters a number is written with, every start reaches the
+    same last digit, so the first start that fails or matches decides the run; the pattern
+    itself tries again from each later digit, reading a long run (``(1-(1-(1-...``) once
+    per digit.
+    """
+    for run in _PHONE_RUN.finditer(text):
+        lo = run.start() - 1 if run.start() and text[run.start() - 1] == "+" else run.start()
+        first = _PHONE_START.search(text, lo, run.end())
+        if first is None:
+            continue
+        m = PHONE.match(text, first.start())
+        if m is not None:
+            yield m.span()
+
+
 def facts_in(text: str) -> list[Fact]:
     """The facts one user message gives, in order of appearance; each span of the text is
     read once, the most specific kind first (e-mail, user id, order id, card, zip, date,
@@ -238,14 +269,14 @@ def facts_in(text: str) -> list[Fact]:
     when "reservation", "booking", "confirmation" or "code" is one of the three words just
     before (and "flight" is not)."""
     found: list[tuple[int, Fact]] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 for each character a fact already covers
 
     def free(a: int, b: int) -> bool:
-        return all(b <= x or a >= y for x, y in taken)
+        return taken.find(1, a, b) < 0
 
     def add(start: int, end: int, fact: Fact) -> None:
         found.append((start, fact))
-        taken.append((start, end))
+        taken[start:end] = b"\x01" * (end - start)
 
     for m in EMAIL.finditer(text):
         add(*m.span(), Fact("email", m.group(), m.group().lower(), LABELS["email"]))
@@ -273,7 +304,7 @@ def facts_in(text: str) -> list[Fact]:
             mon, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
             kind = "dob" if _near(text, m.start(), DOB_WORDS) else "date"
             norm = f"{_month(mon):02d}-{int(day):02d}"
-            year = re.match(r",?\s*(\d{4})\b", text[m.end():])
+            year = _YEAR_AFTER.match(text, m.end())
             if year:
                 norm = f"{year.group(1)}-{norm}"
             add(*m.span(), Fact(kind, m.group(), norm, LABELS[kind]))
@@ -291,10 +322,10 @@ def facts_in(text: str) -> list[Fact]:
         if free(*m.span()):
             value = m.group().lstrip("#")
             add(*m.span(), Fact("id", value, value.lower(), _id_labels(text, m.start())))
-    for m in PHONE.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if free(*m.span()) and 7 <= len(digits) <= 15:
-            add(*m.span(), Fact("phone", m.group(), digits, LABELS["phone"]))
+    for a, b in phone_spans(text):
+        digits = re.sub(r"\D", "", text[a:b])
+        if free(a, b) and 7 <= len(digits) <= 15:
+            add(a, b, Fact("phone", text[a:b], digits, LABELS["phone"]))
     for m in AMOUNT.finditer(text):
         if free(*m.span()):
             num = (m.group(1) or m.group(2)).replace(",", "")
@@ -403,13 +434,37 @@ def mentions(text: str, fact: Fact) -> bool:
     if fact.kind in ("phone", "zip", "card"):
         return fact.norm in re.sub(r"\D", "", text)
     if fact.kind == "amount":
-        return any(f.kind == "amount" and f.norm == fact.norm for f in facts_in(text))
+        return any(f.kind == "amount" and f.norm == fact.norm for f in _facts(text))
     if fact.kind in ("date", "dob"):
         return any(f.kind in ("date", "dob") and (f.norm == fact.norm or f.norm.endswith(fact.norm)
                                          or fact.norm.endswith(f.norm))
-                   for f in facts_in(text))
-    return re.search(r"(?<![\w@.-])" + re.escape(fact.norm) + r"(?![\w@-])", text.lower()) \
-        is not None
+                   for f in _facts(text))
+    return _quotes(text.lower(), fact.norm)
+
+
+@functools.lru_cache(maxsize=256)
+def _facts(text: str) -> tuple[Fact, ...]:
+    """:func:`facts_in`, kept for the texts asked about again (one agent sentence is
+    checked against each fact the user gave)."""
+    return tuple(facts_in(text))
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # the characters ``\w`` matches
+
+
+def _quotes(low: str, norm: str) -> bool:
+    """Whether ``norm`` occurs in ``low`` on token boundaries: not just after a word
+    character or ``@.-``, not just before a word character or ``@-`` (the token pattern's
+    rule, read without compiling a pattern per value)."""
+    i = low.find(norm)
+    while i >= 0:
+        end = i + len(norm)
+        if (i == 0 or not (_word(low[i - 1]) or low[i - 1] in "@.-")) and \
+                (end == len(low) or not (_word(low[end]) or low[end] in "@-")):
+            return True
+        i = low.find(norm, i + 1)
+    return False
 
 
 def sentences(text: str) -> Iterable[str]:

@@ -10,7 +10,7 @@ matching"): object key order never matters, numbers compare by value (``1 == 1.0
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -101,8 +101,33 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
 
 
-def _related(path: str, prefixes: list[str]) -> bool:
-    return any(_under(path, p) or _under(p, path) for p in prefixes)
+def _heads(path: str) -> list[str]:
+    """``path`` and every path it is :func:`_under`: each prefix that ends where a
+    ``.`` or ``[`` follows (``$.a.b`` → ``$``, ``$.a``, ``$.a.b``). O(len(path)) prefixes,
+    so a path's relatives are found by set look-ups, not by scanning every other path."""
+    return [path[:i] for i in range(1, len(path)) if path[i] in ".["] + [path]
+
+
+class PathIndex:
+    """A set of JSON paths indexed for :func:`_under` questions in time independent of
+    its size (linear in the paths' lengths).
+
+    Args:
+        paths: the paths (``$.appointments.A-5001``), any iterable of str.
+    """
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths: set[str] = set(paths)
+        self.heads: set[str] = {h for p in self.paths for h in _heads(p)}
+
+    def related(self, path: str) -> bool:
+        """Some path of the index is ``path``, inside it or holds it (:func:`_under`
+        either way)."""
+        return path in self.heads or any(h in self.paths for h in _heads(path))
+
+    def strictly_holds(self, path: str) -> bool:
+        """Some path of the index holds ``path`` and is not ``path`` itself."""
+        return any(h in self.paths for h in _heads(path)[:-1])
 
 
 def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
@@ -133,18 +158,21 @@ def compare_end(expected: ExpectedEnd, initial: dict, final: dict
     record (:attr:`ExpectedEnd.free`) that ``expected_state`` does not name. ``None``
     stands for an absent side.
     """
-    changed_by_expectation = [p for p, _a, _b in _raw_diff(initial, expected.state, "$")]
-    accounted = expected.named + changed_by_expectation
-    changed_by_agent = [p for p, _a, _b in _raw_diff(initial, final, "$")]
+    # every path set indexed once (PathIndex): each differing path is then placed in time
+    # independent of how many paths changed, so the check is linear in the states' size
+    accounted = PathIndex(list(expected.named)
+                          + [p for p, _a, _b in _raw_diff(initial, expected.state, "$")])
+    changed_by_agent = PathIndex(p for p, _a, _b in _raw_diff(initial, final, "$"))
+    absent, free = PathIndex(expected.absent), PathIndex(expected.free)
     mismatches, collateral = [], []
     for path, want, got in _raw_diff(expected.state, final, "$"):
-        if want is _MISSING and got in (_MISSING, None) and _related(path, expected.absent):
+        if want is _MISSING and got in (_MISSING, None) and absent.related(path):
             continue
-        if want is _MISSING and any(_under(path, f) and path != f for f in expected.free):
+        if want is _MISSING and free.strictly_holds(path):
             continue
         w = None if want is _MISSING else want
         g = None if got is _MISSING else got
-        if not _related(path, accounted) and _related(path, changed_by_agent):
+        if not accounted.related(path) and changed_by_agent.related(path):
             collateral.append((path, w, g))
         else:
             mismatches.append((path, w, g))
@@ -191,11 +219,20 @@ class EndStateCheck:
         return self.checked and not self.mismatches and not self.collateral
 
 
+#: The last episode checked and its check, ``(trace, case, EndStateCheck)``: the outcome
+#: check and the ``state_match`` metric ask about the same episode one after the other,
+#: and the comparison (linear in the states' size, but states may be large) runs once.
+#: Held by identity; the references kept make a reused ``id`` impossible.
+_LAST: tuple = (None, None, None)
+
+
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
     """Compare the trace's whole ``final_state`` with the end state the case expects
     (:func:`expected_end` from the episode's initial state: the trace's
     ``initial_state``, else the case's, else the environment's; the environment named by
-    the case's ``env``, else the trace's) by :func:`compare_end`.
+    the case's ``env``, else the trace's) by :func:`compare_end`. The same ``trace`` and
+    ``case`` objects asked about twice in a row get the first answer (the outcome check
+    and ``state_match`` share one comparison per episode); treat it as read-only.
 
     The trace does not vouch for its own start: where the case defines one (its
     ``initial_state``, else its ``env``'s initial state, else the initial state of the
@@ -209,6 +246,16 @@ def check_end_state(trace: Any, case: Any) -> EndStateCheck:
             actions to apply, no initial state in the trace or the case, or the case's
             ``env`` to check the trace's ``initial_state`` against).
     """
+    global _LAST
+    last = _LAST
+    if last[0] is trace and last[1] is case:
+        return last[2]
+    check = _check_end_state(trace, case)
+    _LAST = (trace, case, check)
+    return check
+
+
+def _check_end_state(trace: Any, case: Any) -> EndStateCheck:
     from evaltape.grader.envs import resolve_env
     if not state_case(case):
         return EndStateCheck(False, "the case states no expected_state or gold_actions",

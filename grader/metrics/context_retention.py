@@ -156,13 +156,18 @@ class ContextRetention(Metric):
         failed_values: list[str] = []
         created: set[str] = set()
         last_agent = ""
+        # indexes of ``given`` and ``stale``, so that each fact is placed in constant time
+        # (a message of thousands of numbers is read in time linear in its length)
+        known: set[tuple[str, str]] = set()  # (kind, norm) of each fact given
+        turns: dict[int, int] = {}  # id(fact) → its turn
+        stale_ids: set[int] = set()  # id() of each corrected fact
 
         def lapse(fact: Fact, at: int, what: str, turn: int) -> None:
             lapses.append({"kind": fact.kind, "value": fact.value, "given_turn": at,
                            "turn": turn, "what": what})
 
         def turn_of(fact: Fact) -> int:
-            return next(t for f, t in given if f is fact)
+            return turns[id(fact)]
 
         evs = events(ctx.trace)
         for k, ev in enumerate(evs):
@@ -170,12 +175,14 @@ class ContextRetention(Metric):
             if ev.kind == "user":
                 new = facts_in(ev.text)
                 if CORRECTION.search(ev.text):
+                    norms = {g.norm for g, _t in given}
                     for f in new:
-                        if any(g.norm == f.norm for g, _t in given):
+                        if f.norm in norms:
                             continue  # the old value named again ("not X but Y")
                         old = next((g for g, _t in reversed(given) if _same_kind(g, f)), None)
-                        if old is not None and not any(o is old for o, _n in stale):
+                        if old is not None and id(old) not in stale_ids:
                             stale.append((old, f))
+                            stale_ids.add(id(old))
                 for noun, (f, _t) in list(refused.items()):
                     if re.search(r"\b" + noun, ev.text.lower()) and ACCEPT.search(ev.text) \
                             and not any(c.norm == "refuse:" + noun
@@ -195,8 +202,11 @@ class ContextRetention(Metric):
                     if c.norm.startswith("refuse:"):
                         refused[c.norm[7:]] = (c, turn)
                 new += choices
-                given.extend((f, turn) for f in new
-                             if all(f.norm != g.norm or f.kind != g.kind for g, _t in given))
+                for f in new:
+                    if (f.kind, f.norm) not in known:
+                        known.add((f.kind, f.norm))
+                        given.append((f, turn))
+                        turns[id(f)] = turn
                 continue
             if not given:
                 if ev.kind == "agent":
@@ -230,12 +240,16 @@ class ContextRetention(Metric):
                               f"\"{s[:100]}\"", turn)
                 if not REQUEST.search(s) or OTHER_VALUE.search(s):
                     continue
+                quoted: dict[str, bool] = {}  # kind → the sentence quotes a value of it
                 for f, at in given:
-                    if f.kind in NOT_ASKED or any(old is f for old, _n in stale):
+                    if f.kind in NOT_ASKED or id(f) in stale_ids:
                         continue  # the corrected value is not asked for again
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             f.norm in re_digits(v, f) for v in failed_values):
-                        if not any(g.kind == f.kind and mentions(s, g) for g, _t in given):
+                        if f.kind not in quoted:
+                            quoted[f.kind] = any(g.kind == f.kind and mentions(s, g)
+                                                 for g, _t in given)
+                        if not quoted[f.kind]:
                             lapse(f, at, f"asked again for the {f.kind} {f.value!r}: "
                                   f"\"{s[:100]}\"", turn)
         facts = [{"kind": f.kind, "value": f.value, "turn": t} for f, t in given]

@@ -67,11 +67,16 @@ MD_CONVERSATIONS = 2000
 
 
 def _make_out(out_dir: Path) -> None:
-    """Create the report folder (and its parents).
+    """Create the report folder (and its parents), and delete the temporary files that an
+    earlier grade killed while writing its reports left in it and in its ``report-data/``
+    (:func:`~evaltape.grader.io.leftovers.remove_stale_reports`: those of a process that is
+    gone; a grade still writing into the folder keeps its own).
 
     Raises:
         click.UsageError: it is a file, or cannot be created (the system's reason).
     """
+    from evaltape.grader.io.leftovers import remove_stale_reports
+    from evaltape.grader.report.view_files import data_dir_name
     if out_dir.exists() and not out_dir.is_dir():
         raise click.UsageError(f"--out {out_dir}: is a file, not a folder for the reports")
     try:
@@ -79,6 +84,7 @@ def _make_out(out_dir: Path) -> None:
     except OSError as e:
         raise click.UsageError(f"--out {out_dir}: cannot create the report folder "
                                f"({e.strerror})") from None
+    remove_stale_reports(out_dir, (data_dir_name("report.html"),))
 
 
 @click.command()
@@ -148,6 +154,8 @@ def grade(run: str, dataset: str | None, out: str | None, threshold: float | Non
             raise click.UsageError("--metrics names no metric")
     if address is not None and engine != "dask":
         raise click.UsageError("--address is for --engine dask")
+    from evaltape.grader.io.leftovers import remove_stale_spills
+    remove_stale_spills()  # spill files of grades that were killed (their owner is gone)
     made = bool(out) and not Path(out).exists()
     if out:  # checked before grading: a long run must not end on an unusable folder
         _make_out(Path(out))
