@@ -142,7 +142,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

@@ -106,7 +106,7 @@ class ErrorRecovery(Metric):
     """
 
     name: ClassVar[str] = "error_recovery"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
