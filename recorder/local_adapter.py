@@ -22,6 +22,9 @@ Other rules:
 - ``"stream": true`` is served by asking the server for the whole message and sending it
   back as server-sent events.
 - Every other path (``/health``, ``/props``, ``/v1/models``, ...) is proxied unchanged.
+- A client that goes away before its answer (the recorder cut the request at the episode's
+  deadline) has its upstream request closed at once, so ``llama-server`` cancels the
+  generation and frees its slot (with one slot, every later request waited behind it).
 
 Run: ``python -m recorder.local_adapter --upstream http://127.0.0.1:8081 --port 8080``.
 Stdlib only; the grader never imports it.
@@ -33,7 +36,10 @@ import hashlib
 import http.client
 import json
 import re
+import select
+import socket
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping
 from urllib.parse import urlsplit
@@ -42,6 +48,8 @@ from .script_server import BackgroundServer, encode_sse, sse_events
 
 ADAPTER_VERSION = "evaltape.local_adapter/1"
 UPSTREAM_TIMEOUT_S = 900.0
+#: How often (seconds) the client's connection is checked while its answer is generated.
+CLIENT_POLL_S = 0.2
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|tool_call)?[ \t]*\n(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
@@ -203,6 +211,30 @@ def prepare_request(body: dict) -> dict:
     return up
 
 
+class ClientGone(OSError):
+    """The client closed its connection while its answer was being generated."""
+
+
+def _gone(sock: socket.socket) -> bool:
+    """Whether the peer of ``sock`` has closed its side (readable with nothing to read, or
+    reset); data the client sends early is left in place."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """Close ``conn``'s socket now (from another thread than the one reading it)."""
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 class AdapterHandler(BaseHTTPRequestHandler):
     """Proxies every request to ``server.upstream``; rewrites ``POST /v1/messages``."""
 
@@ -226,15 +258,46 @@ class AdapterHandler(BaseHTTPRequestHandler):
             "type": kind, "message": message}}).encode(), "application/json")
 
     def _upstream(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes, str]:
+        """Send one request upstream and return ``(status, body, content type)``.
+
+        While the answer is awaited, the client's connection is watched: when the client
+        goes away (the recorder cut the request at its episode's deadline), the upstream
+        connection is closed at once, so ``llama-server`` cancels the generation and frees
+        its slot instead of finishing an answer nobody reads.
+
+        Raises:
+            OSError: the upstream could not be reached, or the client went away
+                (:class:`ClientGone`).
+        """
         u = self.server.upstream  # type: ignore[attr-defined]
         conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=UPSTREAM_TIMEOUT_S)
+        result: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                headers = {"content-type": "application/json"} if body is not None else {}
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+                result["answer"] = (resp.status, resp.read(),
+                                    resp.getheader("content-type") or "application/json")
+            except (OSError, http.client.HTTPException) as e:
+                result["error"] = e
+
+        worker = threading.Thread(target=ask, daemon=True)
+        worker.start()
         try:
-            headers = {"content-type": "application/json"} if body is not None else {}
-            conn.request(method, path, body=body, headers=headers)
-            resp = conn.getresponse()
-            return resp.status, resp.read(), resp.getheader("content-type") or "application/json"
+            while worker.is_alive():
+                worker.join(CLIENT_POLL_S)
+                if worker.is_alive() and _gone(self.connection):
+                    _cut(conn)
+                    worker.join(5)
+                    raise ClientGone("the client closed its connection before the answer")
         finally:
             conn.close()
+        if "error" in result:
+            err = result["error"]
+            raise err if isinstance(err, OSError) else OSError(str(err))
+        return result["answer"]
 
     def _proxy(self, method: str) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -245,6 +308,9 @@ class AdapterHandler(BaseHTTPRequestHandler):
                 self._messages(raw or b"")
                 return
             status, data, ctype = self._upstream(method, path, raw)
+        except ClientGone:
+            self.close_connection = True  # nobody to answer
+            return
         except OSError as e:
             self._error(502, "api_error", f"upstream {self.server.upstream.geturl()}: {e}")  # type: ignore[attr-defined]
             return

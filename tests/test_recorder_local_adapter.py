@@ -306,3 +306,60 @@ def test_record_manifest_extra_without_equals_is_a_usage_error(tmp_path):
     p = run_cli("record", str(ROOT / "datasets" / "scripted_eval.json"), "--agent", "scripted",
                 "--out", str(tmp_path / "r"), "--manifest-extra", "novalue")
     assert p.returncode == 2 and "KEY=VALUE" in p.stderr
+
+
+class _Generating(BaseHTTPRequestHandler):
+    """An upstream that "generates" for up to 10 s, watching its client's connection, and
+    notes when it saw the client go (what llama-server does to cancel a task)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        import select
+        import socket
+        import time
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        start = time.monotonic()
+        while time.monotonic() - start < 10:
+            r, _, _ = select.select([self.connection], [], [], 0.05)
+            if r and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                self.server.cancelled.append(time.monotonic())
+                return
+        body = json.dumps({"id": "m", "type": "message", "role": "assistant", "model": "m",
+                           "content": [{"type": "text", "text": "late"}],
+                           "stop_reason": "end_turn",
+                           "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_client_that_goes_away_cancels_the_upstream_generation():
+    import socket
+    import time
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Generating)
+    upstream.cancelled = []
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with LocalAdapter(f"http://127.0.0.1:{upstream.server_address[1]}") as ad:
+            body = json.dumps({"model": "m", "max_tokens": 5,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            client = socket.create_connection(("127.0.0.1", ad.server_address[1]))
+            client.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: "
+                           b"application/json\r\ncontent-length: " + str(len(body)).encode()
+                           + b"\r\n\r\n" + body)
+            time.sleep(0.5)  # the upstream is generating
+            client.close()  # the recorder cut the request at its deadline
+            closed = time.monotonic()
+            for _ in range(60):
+                if upstream.cancelled:
+                    break
+                time.sleep(0.05)
+        # the upstream saw its connection closed within a few polls, not after its 10 s
+        assert upstream.cancelled and upstream.cancelled[0] - closed < 2.0
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
