@@ -330,11 +330,15 @@ def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str,
 def trace_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
     """Where a replayed episode's trace ``now`` first differs from the ``recorded`` one
     (every key but :data:`VOLATILE_KEYS`; usage counts the recording did not keep are
-    ignored, :func:`comparable_usage`), as ``trace differs at $.PATH: recorded A,
-    replayed B`` with both values redacted and cut for display; ``None`` when equal."""
+    ignored, :func:`comparable_usage`; ``now`` is redacted first, as the recorded trace was
+    when it was stored), as ``trace differs at $.PATH: recorded A, replayed B`` with both
+    values redacted and cut for display; ``None`` when equal."""
     now = with_recorded_times(dict(recorded), dict(now))  # (times are never measured again)
     a = {k: v for k, v in recorded.items() if k not in VOLATILE_KEYS}
     b = comparable_usage(a, {k: v for k, v in now.items() if k not in VOLATILE_KEYS})
+    # the recorded trace was stored redacted: compare the replayed one as it would be stored
+    # (a tool result holding a key-shaped string replays as "[REDACTED]" on both sides)
+    b = scrub_value(b)
     d = first_difference(a, b)
     if d is None:
         return None

@@ -96,3 +96,11 @@ def test_audit_passes_clean_files_of_every_encoding(tmp_path):
     p = run_cli("audit", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert "audit ok: no secrets in 4 file(s)" in p.stderr
+
+
+def test_a_file_under_two_given_paths_is_scanned_once(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "t.jsonl").write_text(json.dumps({"k": KEY}) + "\n")
+    p = run_cli("audit", str(tmp_path / "run"), str(tmp_path))
+    assert p.returncode == 3
+    assert "1 secret(s) found in 1 file(s)" in p.stderr, p.stderr

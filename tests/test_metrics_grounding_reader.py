@@ -231,3 +231,16 @@ def test_a_total_the_rules_give_per_thing():
     s = Grounding().score(ctx("With 2 passengers you have 6 meals in total.",
                               results=(PAX,), system=RULES))
     assert "'6'" in s.details, s.details
+
+
+@pytest.mark.parametrize("stock, answer, value", [
+    # "in_stock": 3 states "in stock" (2 claims: the status ✓ and 3 ✓ → 0)
+    (3, "Yes, Dune is in stock: we have 3 copies.", 0),
+    # "in_stock": 0 states "out of stock" (Dune ✓, the status ✓ → 0)
+    (0, "Sorry, Dune is out of stock.", 0),
+    # a stock of 0 contradicts "in stock": Dune ✓, the status ✗ → 1/2
+    (0, "Good news, Dune is in stock.", 0.5),
+])
+def test_a_stock_count_states_in_or_out_of_stock(stock, answer, value):
+    s = Grounding().score(ctx(answer, results=({"title": "Dune", "in_stock": stock},)))
+    assert s.value == value, s.details

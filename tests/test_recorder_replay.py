@@ -165,3 +165,19 @@ def test_with_recorded_times_takes_the_recordings_times_by_position():
     # a recording made before times were measured: the replay's are dropped
     assert with_recorded_times({"tool_calls": [{"id": "a"}]}, now) == {
         "tool_calls": [{"id": "a"}, {"id": "b", "duration_s": 0.2}], "final_response": "x"}
+
+
+def test_a_key_shaped_tool_result_replays_as_it_was_stored():
+    from evaltape.recorder.stale import trace_difference
+    key = "sk-ant-api03-" + "FAKEdemoKEYnotREAL0123456789abcdef"
+    stored = {"case_id": "b2", "trial": 0, "final_response": "reserved",
+              "tool_calls": [{"id": "t1", "name": "reserve", "arguments": {},
+                              "result": '{"ok": true, "debug_token": "[REDACTED]"}'}]}
+    replayed = {**stored, "tool_calls": [{**stored["tool_calls"][0],
+                                          "result": '{"ok": true, "debug_token": "' + key + '"}'}]}
+    # the tool ran again and returned the key; stored, it reads [REDACTED]: no divergence
+    assert trace_difference(stored, replayed) is None
+    # a real change is still one, named by its path
+    changed = {**replayed, "final_response": "not reserved"}
+    assert trace_difference(stored, changed) == \
+        "trace differs at $.final_response: recorded 'reserved', replayed 'not reserved'"

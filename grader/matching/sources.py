@@ -129,6 +129,13 @@ def _too_deep(text: str, parsed: Any) -> bool:
         return True
     return False
 
+#: keys whose number is how many are in stock ("in_stock": 3, "stock_level", "inventory",
+#: "quantity_available"): above 0 it states "in stock", 0 "out of stock"
+_STOCK_KEY = re.compile(r"(?i)(?:^|_|\b)(?:in_?stock|stock(?:_?(?:level|count|qty|quantity))?|"
+                        r"inventory|(?:qty|quantity|units|copies)_?(?:available|in_?stock|"
+                        r"on_?hand)|available_?(?:qty|quantity|units|copies))$")
+
+
 #: the words of prose that make the bare number right after them a sum of money ("total
 #: price is 375", "amount due: 120")
 _MONEY_LEAD = re.compile(r"\b(?:price|prices|total|amount|cost|costs|fee|fees|fare|fares|paid|"
@@ -327,6 +334,8 @@ class SourceFacts:
                 self.count_context.setdefault(fmt(d), []).append((path, ""))
             if not n.unit:  # a JSON number whose key names no unit: any unit may be its
                 self.bare.update(fmt(v.value) for v in source_values(n))
+            if _STOCK_KEY.search(key):
+                self._stock(d > 0)
             if money or n.unit in _CURRENCIES:
                 self.amounts.append(n)
                 self.amount_words.append(money)
@@ -375,10 +384,19 @@ class SourceFacts:
                 text = _number_text(value)
                 if text is not None:
                     tokens.add(text)
+                if _STOCK_KEY.search(key):
+                    self._stock(value > 0)
             else:
                 strings.append(str(value))
 
         walk(value, key)
+
+    def _stock(self, some: bool) -> None:
+        """A number under a stock key (:data:`_STOCK_KEY`): above 0 (``some``) states ``in
+        stock``, 0 ``out of stock``."""
+        said = {"in stock"} if some else {"out of stock", "not in stock"}
+        self.statuses.update(said)
+        self.value_statuses.update(said)
 
     def _flag(self, key: str, value: bool) -> None:
         """A boolean whose key is a state: ``"locked": true`` states ``locked``, ``false``

@@ -27,6 +27,7 @@ def audit(paths: tuple[str, ...]) -> None:
     from evaltape.recorder.wire.audit_scan import scan_file, scan_name, shown_path
 
     hits, unread, scanned = [], [], 0
+    done: set[Path] = set()  # (a file under two of PATHS is scanned once)
     for root in paths:
         p = Path(root)
         if not p.exists():
@@ -38,8 +39,14 @@ def audit(paths: tuple[str, ...]) -> None:
                 unread.append(str(e))
         files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
         if p.is_dir():  # (a folder's name is stored text too)
-            hits += [h for d in sorted(p.rglob("*")) if d.is_dir() for h in [scan_name(d)] if h]
+            for d in sorted(p.rglob("*")):
+                if d.is_dir() and d.resolve() not in done:
+                    done.add(d.resolve())
+                    hits += [h for h in [scan_name(d)] if h]
         for f in files:
+            if f.resolve() in done:
+                continue
+            done.add(f.resolve())
             scanned += 1
             try:
                 hits += scan_file(f)
