@@ -196,7 +196,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 6
+    version: ClassVar[int] = 7
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -224,8 +224,10 @@ class Grounding(Metric):
         for v in verdicts:
             if v.reason is None and v.support is not None:
                 via.setdefault(v.support, []).append(v.claim.text)
-        n, bad = len(claims), len(unsupported)
-        details = f"{bad}/{n} claims unsupported"
+        review = [v for v in verdicts if v.review]
+        n, bad = len(verdicts) - len(review), len(unsupported)
+        details = f"{bad}/{n} claims unsupported" if n else \
+            "no checkable claims in the agent's replies but claims to review"
         replies = len({v.turn for v in verdicts if v.turn is not None})
         if replies > 1:
             details += f" in {replies} agent replies"
@@ -238,10 +240,16 @@ class Grounding(Metric):
             shown = ", ".join(f"'{t}'" for t in texts[:8])
             details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
                                              if len(texts) > 8 else "")
-        evidence = {"unsupported": [
-            {"turn": v.turn, "kind": v.claim.kind, "start": v.claim.start,
-             "end": v.claim.start + len(v.claim.text)} for v in verdicts if v.reason]} \
-            if bad else None
+        if review:
+            details += f"; {len(review)} to review, not counted: " + "; ".join(
+                f"'{v.claim.text}' ({v.claim.kind}: {v.review}) in \"{v.claim.sentence}\""
+                for v in review)
+        evidence = {key: [{"turn": v.turn, "kind": v.claim.kind, "start": v.claim.start,
+                           "end": v.claim.start + len(v.claim.text)} for v in group]
+                    for key, group in (("unsupported", [v for v in verdicts if v.reason]),
+                                       ("to_review", review)) if group} or None
+        if not n:
+            return Score(None, details, code="no_claims", evidence=evidence)
         return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
@@ -328,14 +336,22 @@ class Grounding(Metric):
         out = []
         kept = []
         for c in claims:
+            if c.kind in ("number", "range") and check.rating_scale(c):
+                continue  # "on a scale of 1 to 10": the terms of a question, no claim
+            if c.kind == "status" and check.label_gloss(c):
+                continue  # "**Patient portal** (online account or app)": what a label means
             why, how = check.check(c)
             if why and c.kind == "identifier" and CAPS_CODE.fullmatch(c.text):
                 near = check.near_code(c)
                 if near is None:
                     continue  # an all-caps word ("PLEASE"), no code: no claim
                 why = f"no source states this code; {near} is stated"
+            review = check.to_review(c) if why else None
             kept.append(c)
-            out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
+            if review:
+                out.append(ClaimVerdict(c, None, None, "", review=review))
+            else:
+                out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
         if not kept:
             return Score(None, "no checkable claims in the final answer", code="no_claims")
         return kept, out
@@ -414,6 +430,8 @@ class ClaimVerdict(NamedTuple):
         searched: for an unsupported claim, the sources it was looked up in.
         turn: in a conversation, the 0-based index of the agent reply the claim is in
             (:func:`agent_replies`; the final answer is the last); ``None`` for one answer.
+        review: for a claim no source supports that is listed to review rather than
+            counted (:meth:`_Checker.to_review`), why; ``reason`` is then ``None``.
     """
 
     claim: Claim
@@ -421,6 +439,7 @@ class ClaimVerdict(NamedTuple):
     support: str | None
     searched: str
     turn: int | None = None
+    review: str | None = None
 
 
 class _Checker:
@@ -766,7 +785,8 @@ class _Checker:
         if claim.kind == "number" and claim.num is not None:
             how = spelled_out(self.text, claim.start, claim.num.value) or \
                 self._split_of_total(claim, scope + siblings) or \
-                self._rule_rate(claim, scope)
+                self._rule_rate(claim, scope) or self._listed_count(claim) or \
+                self._age(claim)
             if how:
                 # "2 passengers × $174 = $348": the answer's own arithmetic, right; its
                 # operands are claims of their own
@@ -799,6 +819,104 @@ class _Checker:
             return ("the tool results say " + ", ".join(f"'{x}'" for x in said)) if said \
                 else "no tool result states this status", None
         return f"no source states this {claim.kind}", None
+
+    # -- claims to review and claims of no fact ----------------------------------------------
+    def rating_scale(self, claim: Claim) -> bool:
+        """Whether a number or range gives the terms of a rating scale ("on a scale of 1 to
+        10", "10 being the worst"): the wording of a question, no fact of the record."""
+        before = self.text[max(0, claim.start - 24):claim.start]
+        after = self.text[claim.start + len(claim.text):claim.start + len(claim.text) + 12]
+        return bool(_SCALE_BEFORE.search(before) or _SCALE_AFTER.match(after))
+
+    def label_gloss(self, claim: Claim) -> bool:
+        """Whether a status word stands in the parenthesis that glosses a bold label
+        ("**Patient portal** (online account or app)"): it says what the label means, not
+        the state of an entity."""
+        open_at = self.text.rfind("(", max(0, claim.start - 40), claim.start)
+        if open_at < 0 or ")" in self.text[open_at:claim.start]:
+            return False
+        return _BOLD_LABEL_END.search(self.text, max(0, open_at - 80), open_at) is not None
+
+    def to_review(self, claim: Claim) -> str | None:
+        """Why an unsupported claim is listed to review rather than counted, or ``None``
+        (it is counted). Two kinds of claim state general knowledge or a hypothetical, not
+        a fact of the record, so that no source of the conversation could state them:
+
+        - a contact number (a short code: an integer of three digits or more, no unit, not
+          a group of a longer phone number, in a clause that says call, text or dial, or
+          names a hotline, helpline or lifeline: "call or text 988"), and in its sentence a name that is a hotline's or helpline's or stands in
+          a clause saying call or text ("the Suicide & Crisis Lifeline");
+        - a duration or count in a condition (a clause opening with ``if``, ``unless`` or
+          ``when``: "if it doesn't improve in 5-15 minutes"); amounts of money in one
+          stay counted ("if you upgrade for $120" quotes a price).
+        """
+        if claim.kind == "number" and self._contact_number(claim):
+            return "a contact number, general knowledge no source of the conversation states"
+        if claim.kind == "name" and (
+                _CONTACT.search(claim.text) or _CONTACT.search(self.text, *claim.clause)) \
+                and any(c.sentence == claim.sentence and c.kind == "number"
+                        and self._contact_number(c) for c in self.claims):
+            return ("the name of a service given with its contact number, general knowledge "
+                    "no source of the conversation states")
+        if claim.kind in ("number", "range"):
+            nums = [claim.num] if claim.kind == "number" else list(claim.key)
+            if nums and all(n is not None and n.unit not in _MONEY_UNITS for n in nums) \
+                    and _IF_CLAUSE.match(self.text, claim.clause[0], claim.start):
+                return "in a condition (if …): a hypothetical, not a fact of the record"
+        return None
+
+    def _contact_number(self, claim: Claim) -> bool:
+        n = claim.num
+        if n is None or n.unit or n.places > 0 or n.value < 100 or "," in claim.text:
+            return False
+        end = claim.start + len(claim.text)
+        if _DIGITS_BEFORE.search(self.text, max(0, claim.start - 4), claim.start) \
+                or _DIGITS_AFTER.match(self.text, end):
+            return False  # a group of a full phone number ("+1 415 555 0134"): counted
+        a, b = claim.clause
+        return _CONTACT.search(self.text, a, b) is not None
+
+    def _listed_count(self, claim: Claim) -> str | None:
+        """A count that the items listed right after it make up ("all three symptoms at
+        once — the rash, the fever, and the knee pain"): ``"N items listed"``, or
+        ``None``."""
+        n = claim.num
+        if n is None or n.unit or not _small_count(n):
+            return None
+        end = claim.start + len(claim.text)
+        m = _LIST_LEAD.match(self.text, end)
+        if m is None:
+            return None
+        rest = self.text[m.end():m.end() + 300]
+        segment = re.split(r"\s[—–-]\s|[—–.;:!?\n]", rest, maxsplit=1)[0]
+        items = [x for x in _LIST_SPLIT.split(segment) if x.strip(" *_")]
+        if 2 <= len(items) == int(n.value):
+            return f"a count of the {len(items)} things listed after it"
+        return None
+
+    def _age(self, claim: Claim) -> str | None:
+        """An age said of a person ("since you're 17", "7 years old") that is the whole
+        years from a date a source states (a date of birth) to the current date the system
+        prompt states: the arithmetic, or ``None``."""
+        n = claim.num
+        if n is None or n.unit not in ("", "year") or n.places > 0 or not 0 < n.value < 130:
+            return None
+        end = claim.start + len(claim.text)
+        if not (_AGE_BEFORE.search(self.text, max(0, claim.start - 20), claim.start)
+                or _AGE_AFTER.match(self.text, end)):
+            return None
+        now = _current_date(self.system_text)
+        if not now:
+            return None
+        today = date.fromisoformat(now)
+        for src in [self.input] + [f for _c, f in self.calls] + self.extra:
+            for d in src.full_dates[:POOL_LIMIT]:
+                born = date.fromisoformat(d)
+                years = today.year - born.year - ((today.month, today.day) < (born.month,
+                                                                               born.day))
+                if years == n.value:
+                    return f"age: whole years from {d} [{src.label}] to {now} [system prompt]"
+        return None
 
     def _subject_is_yes(self, claim: Claim) -> bool:
         """Whether one of the two words before the claim's verb (its subject: "your travel
@@ -1584,6 +1702,29 @@ def _annotate(how: str, where: Mapping[str, str]) -> str:
 
 #: after an action, a time in the past ("booked more than 24 hours ago")
 _AGO = re.compile(r"[^.;\n]{0,40}\bago\b", re.IGNORECASE)
+#: the terms of a rating scale: "on a scale of 1 to 10", "(1 being mild, 10 being the worst)"
+_SCALE_BEFORE = re.compile(r"\bscale\s+(?:of|from)\s+[*_]*$", re.IGNORECASE)
+_SCALE_AFTER = re.compile(r"[*_]*\s+being\b", re.IGNORECASE)
+#: a bold label right before a parenthesis: "**Patient portal** ("
+_BOLD_LABEL_END = re.compile(r"(?:^|\n)[ \t]*(?:[-*•][ \t]+)?\*\*[^*\n]{1,60}\*\*[ \t]*$")
+#: digits or a "+" right before or after a number: it is one group of a longer phone number
+_DIGITS_BEFORE = re.compile(r"[\d+][\s.()-]*$")
+_DIGITS_AFTER = re.compile(r"[\s.()-]*\d")
+#: a clause saying how to reach a service by phone or text
+_CONTACT = re.compile(r"\b(?:call|calls|calling|text|texting|dial|hotline|helpline|lifeline)\b",
+                      re.IGNORECASE)
+#: a clause opening a condition, up to a claim in it
+_IF_CLAUSE = re.compile(r"[\W_]*(?:if|unless|when|whenever)\b", re.IGNORECASE)
+#: units of money (an amount in a condition is a price quoted)
+_MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
+#: a count's noun and a dash or colon before the things it counts ("three symptoms — …")
+_LIST_LEAD = re.compile(r"(?:\s+[\w'’-]+){1,4}[*_]*\s*(?:[—–:]|\s-)\s*")
+_LIST_SPLIT = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+#: an age said of a person: "you're 17", "she is 7", "aged 40"; "17 years old", "a 7-year-old"
+_AGE_BEFORE = re.compile(r"\b(?:you(?:'|’)re|you are|he(?:'|’)s|she(?:'|’)s|he is|she is|"
+                         r"they(?:'|’)re|they are|i(?:'|’)m|i am|aged?|turning|turns)\s+[*_]*$",
+                         re.IGNORECASE)
+_AGE_AFTER = re.compile(r"[*_]*(?:\s+|-)years?(?:\s+|-)old\b", re.IGNORECASE)
 #: a second day of the month after "and": "on May 19th and 20th"
 _MORE_DAYS = re.compile(r"\s*(?:,\s*)?and\s+\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
 #: what joins two dates given together: "and", a comma, a dash, "to"
