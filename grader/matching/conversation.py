@@ -134,11 +134,13 @@ class Fact:
             ``EHGLP3``), ``flight`` (a flight number, ``HAT039``), ``id`` (any other id:
             ``A-5001``, ``BK1042``, a number of five or more digits), ``date``, ``dob`` (a
             date of birth), ``amount`` (``$120``), ``name``, ``card`` (a card's last four
-            digits) or ``choice`` (a payment method chosen, an offer refused: see
-            :func:`choices_in`).
+            digits), ``duration`` (how long something lasted or how long ago it began:
+            "for about a week", "3 months ago") or ``choice`` (a payment method chosen, an
+            offer refused: see :func:`choices_in`).
         value: as written.
         norm: the comparable form (lower case; digits only for a phone, zip and card;
-            ``YYYY-MM-DD`` or ``MM-DD`` for a date; the amount as a plain number).
+            ``YYYY-MM-DD`` or ``MM-DD`` for a date; the amount as a plain number; a
+            duration as count and unit, ``"1 week"``).
         labels: words that name this kind of fact in a question (``e-mail``, ``user id``,
             ``booking`` for an id written after "booking" ...).
     """
@@ -191,6 +193,18 @@ WORD_DATE = re.compile(r"\b" + _MON + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b|\b(\d{1,2
                        r"\s+(?:of\s+)?" + _MON + r"\b", re.I)
 _YEAR_AFTER = re.compile(r",?\s*(\d{4})\b")
 DOB_WORDS = re.compile(r"birth|born|dob|birthday|birthdate", re.I)
+_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+                "a couple of": 2, "a few": "few", "several": "several"}
+_COUNT = r"(a\s+couple\s+of|a\s+few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|" \
+    r"eleven|twelve|\d{1,3})"
+_SPAN_UNIT = r"(second|minute|hour|day|night|week|month|year)s?\b"
+#: how long something has lasted or how long ago it began, as the user tells it: "for about
+#: a week", "for the past 3 days", "it lasted about 2 minutes", "3 months ago"
+DURATION = re.compile(r"\b(?:(?:for|about|around|nearly|almost|roughly|over)\s+)+"
+                      r"(?:the\s+(?:past|last)\s+)?" + _COUNT + r"\s+" + _SPAN_UNIT +
+                      r"|\b(?:the\s+(?:past|last)\s+)" + _COUNT + r"\s+" + _SPAN_UNIT +
+                      r"|\b" + _COUNT + r"\s+" + _SPAN_UNIT + r"(?=\s+ago\b)", re.I)
 NAME = re.compile(r"\b(?i:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
 ID_NOUNS = ("booking", "reservation", "order", "appointment", "account", "ticket",
@@ -209,7 +223,10 @@ LABELS = {"email": ("email", "e-mail", "mail address"),
           "dob": ("date of birth", "birthday", "dob", "birth date"),
           "amount": ("how much", "amount"),
           "name": ("your name", "full name", "name on"),
-          "card": ("last four", "last 4", "which card")}
+          "card": ("last four", "last 4", "which card"),
+          "duration": ("how long", "since when", "when did", "when it started",
+                       "when this started", "when they started", "how many days",
+                       "how many weeks")}
 #: Kinds that say who the user is: another value of one of these in a call is another person.
 IDENTITY_KINDS = ("user_id", "email", "phone")
 _ID_WORDS = ("id", "number", "reference", "code", "confirmation")
@@ -330,6 +347,13 @@ def facts_in(text: str) -> list[Fact]:
         if free(*m.span()):
             num = (m.group(1) or m.group(2)).replace(",", "")
             add(*m.span(), Fact("amount", m.group(), f"{float(num):g}", LABELS["amount"]))
+    for m in DURATION.finditer(text):
+        if free(*m.span()):
+            g = 1 if m.group(1) else 3 if m.group(3) else 5
+            count = re.sub(r"\s+", " ", m.group(g).lower())
+            n = _COUNT_WORDS.get(count, count)
+            add(*m.span(), Fact("duration", m.group(), f"{n} {m.group(g + 1).lower()}",
+                                LABELS["duration"]))
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),
@@ -433,8 +457,8 @@ def mentions(text: str, fact: Fact) -> bool:
     the written forms, others case-insensitively on token boundaries)."""
     if fact.kind in ("phone", "zip", "card"):
         return fact.norm in re.sub(r"\D", "", text)
-    if fact.kind == "amount":
-        return any(f.kind == "amount" and f.norm == fact.norm for f in _facts(text))
+    if fact.kind in ("amount", "duration"):
+        return any(f.kind == fact.kind and f.norm == fact.norm for f in _facts(text))
     if fact.kind in ("date", "dob"):
         return any(f.kind in ("date", "dob") and (f.norm == fact.norm or f.norm.endswith(fact.norm)
                                          or fact.norm.endswith(f.norm))

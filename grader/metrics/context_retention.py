@@ -21,7 +21,7 @@ REQUEST = re.compile(r"\?\s*$|\b(?:please\s+(?:provide|share|give|send|tell|ente
                      r"your|let me know your)\b", re.I)
 #: Words that ask for another value than the one given (not a re-ask).
 OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|additional|"
-                         r"updated|preferred)\b", re.I)
+                         r"updated|preferred|correct)\b", re.I)
 #: Words of a user message that correct an earlier value.
 CORRECTION = re.compile(r"\b(?:actually|sorry|i meant|i mean|correction|my mistake|my bad|"
                         r"instead|typo|rather|wrong|not\s+\S+\s+but|change (?:that|it) to|"
@@ -142,7 +142,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -245,7 +245,7 @@ class ContextRetention(Metric):
                     if f.kind in NOT_ASKED or id(f) in stale_ids:
                         continue  # the corrected value is not asked for again
                     if _asks_for(s, f) and not mentions(s, f) and not any(
-                            f.norm in re_digits(v, f) for v in failed_values):
+                            _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:
                             quoted[f.kind] = any(g.kind == f.kind and mentions(s, g)
                                                  for g, _t in given)
@@ -316,6 +316,17 @@ class ContextRetention(Metric):
                     lapse(last4[-1], turn_of(last4[-1]), f"called {call.name} paying with "
                           f"{value!r} (ending {cards[value]}); the user gave the card "
                           f"ending {last4[-1].norm}", turn)
+
+
+def _in_failed_call(fact: Fact, arguments: str) -> bool:
+    """Whether a failed call's arguments (lower-case text) held the fact: its value, or
+    for a name every word of it (``first_name: karen``, ``last_name: mitchell``). Asking
+    for a fact again after a lookup with it failed is asking for a better value."""
+    if fact.kind == "name":
+        words = re.findall(r"[a-z'-]+", fact.norm)
+        return bool(words) and all(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])",
+                                             arguments) for w in words)
+    return fact.norm in re_digits(arguments, fact)
 
 
 def re_digits(text: str, fact: Fact) -> str:

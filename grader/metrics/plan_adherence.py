@@ -82,6 +82,9 @@ CLAIM = re.compile(
     r"\w+en\b|sent\b|made\b|issued\b|found\b)"
     r"|\bi(?:'ve| have) (?:now |successfully |already |just |also )?(?=\w+ed\b|sent\b|made\b|"
     r"found\b|issued\b)"
+    r"|\bi (?:now |successfully |already |just |also )?(?=(?:cancell?ed|booked|upgraded|"
+    r"downgraded|changed|updated|modified|added|removed|refunded|issued|sent|processed|"
+    r"transferred|applied|rebooked|reserved|moved|switched)\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
     r"|\bsuccessfully (?=\w+ed\b)", re.I)
 #: A claim that a record was looked at again ("I've re-checked", "I double-checked your
@@ -218,6 +221,18 @@ def _agrees(reply: Event | None) -> bool:
     return bool(AGREE.search(reply.text)) or bool(facts_in(reply.text))
 
 
+def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
+    """The names of the calls the agent makes right after the user's reply to event ``k``,
+    before it writes to the user again."""
+    reply = next((i for i in range(k + 1, len(evs)) if evs[i].kind == "user"), None)
+    out: list[str] = []
+    for e in evs[reply + 1:] if reply is not None else ():
+        if e.kind != "call":
+            break
+        out.append(e.call.name)
+    return out
+
+
 def statements(evs: list[Event]) -> list[Statement]:
     """The agent's intentions and claims in ``evs`` (the class docstring of
     :class:`PlanAdherence` says which sentences count)."""
@@ -260,9 +275,11 @@ def statements(evs: list[Event]) -> list[Statement]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
             elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
-                # on", with the transfer call): an intention carried out at once
+                # on", with the transfer call), or by the agent's first calls after the
+                # user's reply: an intention carried out
                 own = [e.call.name for e in evs[k + 1:] if e.kind == "call"
                        and e.message == ev.message and ev.message >= 0]
+                own += _next_turn_calls(evs, k)
                 for a in _offered(s_clean[offer.end():])[:1]:
                     if any(carries_out(a, name) for name in own):
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
@@ -325,7 +342,8 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
     the call's payment ids leave out, a card whose last four digits are not the
     statement's, a booking code (with ``codes``; unless the statement speaks of several:
     "both", "all", "these"), a flight number or a date the statement names where the call
-    holds others of that kind, and a cabin the statement asks for (:func:`cabin_targets`;
+    holds others of that kind (with ``codes``, not when it speaks of several records, each
+    call holding one), and a cabin the statement asks for (:func:`cabin_targets`;
     a sentence naming none takes its message's "Cabin: X" lines) that the call's ``cabin``
     leaves out."""
     leaves = argument_strings(dict(call.arguments))
@@ -350,12 +368,12 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
                f"{', '.join(sorted(named))}"
     flights = {f.lower() for f in FLIGHT.findall(text)}
     held = {v.lower() for k, v in leaves if "flight" in k.lower() and FLIGHT.fullmatch(v)}
-    if flights and held and not flights & held:
+    if flights and held and not flights & held and not (several and codes):
         return f"holds flight(s) {', '.join(sorted(held))}; the statement names " \
                f"{', '.join(sorted(flights))}"
     dates = {f.norm[-5:] for f in facts_in(text) if f.kind == "date"}
     held = {v[5:10] for _k, v in leaves if re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v)}
-    if dates and held and not dates & held:
+    if dates and held and not dates & held and not (several and codes):
         return f"holds date(s) {', '.join(sorted(held))}; the statement names " \
                f"{', '.join(sorted(dates))}"
     # "... and I'll proceed with the update": the cabins of the summary it confirms
@@ -385,7 +403,8 @@ class PlanAdherence(Metric):
     - an *accepted offer*: "Would you like me to ...?", "Shall I ...?", "Would you like to
       proceed with the booking?", "I can transfer you", "once you confirm, I'll ..." when
       the user's next message agrees ("yes", "please proceed", "thanks", or a fact the
-      agent asked for) or the agent's own message carries it out; not behind a contingency
+      agent asked for), or the agent's own message or its first calls after the user's
+      reply carry it out; not behind a contingency
       ("if you don't know it, I can look it up"); "I can help / assist you with X" names
       only what is joined to it by "and"; "Would you like me to do that?" takes the
       actions of the sentence before it;
@@ -418,7 +437,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

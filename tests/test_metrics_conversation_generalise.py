@@ -1,0 +1,100 @@
+"""The conversation measures on forms of real conversations of several agents and models:
+a duration the user gives is a fact, a name tried in a failed lookup may be asked for
+again, asking for the *correct* value is no re-ask; a claim in the simple past ("I
+downgraded"), a claim about several records, and an offer the agent carries out right
+after the user's reply. Each expected score is the documented rule applied by hand; the
+conversations are written here."""
+from __future__ import annotations
+
+from evaltape.grader.matching.conversation import facts_in
+from evaltape.grader.metrics.context_retention import ContextRetention
+from evaltape.grader.metrics.plan_adherence import PlanAdherence
+from test_metrics_conversation import A, R, U, call, episode
+
+
+def retention(messages):
+    return ContextRetention().score(episode(messages))
+
+
+def adherence(messages):
+    return PlanAdherence().score(episode(messages))
+
+
+def test_durations_are_read_as_count_and_unit():
+    got = [(f.kind, f.norm) for f in facts_in(
+        "A sore throat for a couple of days, a rash for the past 3 days; surgery about "
+        "3 months ago; it lasted about 2 minutes.")]
+    assert got == [("duration", "2 day"), ("duration", "3 day"), ("duration", "3 month"),
+                   ("duration", "2 minute")]
+    assert facts_in("I take two pills a day.") == []  # a rate, no span of time
+
+
+def test_asking_again_how_long_after_the_user_said_it_is_a_lapse():
+    look = call("t1", "get_protocol", {"topic": "sore throat"}, {"advice": "rest"})
+    told = [U("I've had a sore throat for a couple of days."), A("", look), R(look)]
+    # the duration is the one fact; the agent asks how long: a lapse, 0
+    s = retention(told + [A("How long have you had the sore throat?")])
+    assert s.value == 0.0 and "asked again for the duration 'for a couple of days'" \
+        in s.details, s.details
+    # restating it is no lapse: 1 fact given, none lost
+    s = retention(told + [A("A sore throat for 2 days: please rest and drink fluids.")])
+    assert s.value == 1.0 and s.details.startswith("1 fact(s) given"), s.details
+
+
+def test_a_name_tried_in_a_failed_lookup_may_be_asked_for_again():
+    find = call("t1", "find_patient", {"first_name": "Karen", "last_name": "Mitchell"},
+                "Error: patient not found", error=True)
+    s = retention([U("My name is Karen Mitchell."), A("", find), R(find),
+                   A("I could not find you. What is your full name as it is registered?")])
+    # the lookup with both words failed: asking for the name is asking for a better one
+    assert s.value == 1.0, s.details
+    ok = call("t1", "find_patient", {"first_name": "Karen", "last_name": "Mitchell"},
+              {"id": "P-1"})
+    s = retention([U("My name is Karen Mitchell."), A("", ok), R(ok),
+                   A("Thanks. What is your full name?")])
+    assert s.value == 0.0, s.details  # found with it, then asked again: a lapse
+
+
+def test_asking_for_the_correct_value_is_no_re_ask():
+    get = call("t1", "get_reservation_details", {"reservation_id": "NM1VX1"},
+               {"reservation_id": "NM1VX1", "user_id": "other_user_1"})
+    s = retention([U("My reservation is NM1VX1."), A("", get), R(get),
+                   A("That reservation is not yours; please give me the correct reservation "
+                     "ID.")])
+    assert s.value == 1.0, s.details
+
+
+def test_a_claim_in_the_simple_past_needs_a_call():
+    # "I cancelled" with no cancel call: 0/1
+    s = adherence([U("Cancel ABC123."), A("I cancelled reservation ABC123 for you.")])
+    assert s.value == 0.0 and "claimed done with no cancel call" in s.details, s.details
+    done = call("t1", "cancel_reservation", {"reservation_id": "ABC123"}, {"ok": True})
+    s = adherence([U("Cancel ABC123."), A("", done), R(done),
+                   A("I cancelled reservation ABC123 for you.")])
+    assert s.value == 1.0, s.details
+
+
+def test_a_claim_about_several_records_is_backed_by_a_call_for_each():
+    one = call("t1", "update_reservation_flights", {"reservation_id": "JG7FMM", "cabin":
+               "economy", "flights": [{"flight_number": "HAT028"}]}, {"ok": True})
+    two = call("t2", "update_reservation_flights", {"reservation_id": "BOH180", "cabin":
+               "economy", "flights": [{"flight_number": "HAT276"}]}, {"ok": True})
+    # BOH180 is shaped like a flight number; the calls hold one record each: backed, 1/1
+    s = adherence([U("Downgrade both."), A("", one, two), R(one, two),
+                   A("Done. I downgraded these reservations to economy: JG7FMM and BOH180.")])
+    assert s.value == 1.0, s.details
+
+
+def test_an_offer_carried_out_right_after_the_users_reply_is_kept():
+    move = call("t1", "transfer_to_human_agents", {"summary": "date change"}, {"ok": True})
+    s = adherence([U("I need to move my flight."),
+                   A("I cannot change basic economy. I can transfer you to a human agent."),
+                   U("Please, I just need the date moved."), A("", move), R(move),
+                   A("You are being transferred.")])
+    # the offer (transfer), not agreed to in words, is carried out by the next call: 1/1
+    assert s.value == 1.0 and s.details.startswith("1/1"), s.details
+    # not carried out and not agreed to: no intention at all (null)
+    s = adherence([U("I need to move my flight."),
+                   A("I cannot change basic economy. I can transfer you to a human agent."),
+                   U("No thanks."), A("Goodbye.")])
+    assert s.value is None, s.details
