@@ -251,8 +251,15 @@ def _agreement(a: dict, b: dict, keys: list[str], scores: dict, verbose: bool,
 
 def main(argv: list[str]) -> int:
     """Run the benchmark; returns the exit code."""
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
     verbose = "-v" in argv
     args = [x for x in argv if x != "-v"]
+    unknown = [x for x in args if x.startswith("-") and x != "--corpus"]
+    if unknown:
+        print(f"bench_conversation: unknown option {unknown[0]} (see --help)", file=sys.stderr)
+        return 2
     corpus = default_corpus()
     if "--corpus" in args:
         i = args.index("--corpus")
