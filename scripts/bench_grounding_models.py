@@ -20,6 +20,11 @@ imported as ``evaltape import`` imports them. Per model:
   (``scripts/bench_grounding_mutations.py`` draws and applies the changes, with its seed),
   and it counts as caught when a flagged claim overlaps it.
 
+Then the leave-one-model-out table (:func:`left_out`): for each model, the claim kinds
+with a false claim on the *other* models are set aside, and its flagged share and recall
+are measured with the remaining kinds: what a kind-by-kind precision rule, set on other
+models, would give on this one.
+
 A model with no successful conversation, or one whose file the corpus lacks or that does
 not import, is listed with the reason. Exit code 0 (the figures are printed, not gated).
 """
@@ -93,11 +98,13 @@ def pool_sets(corpus: Path) -> tuple[dict[str, list[tuple[str, str, str, Episode
 
 def flags(metric: Grounding, ctx: EpisodeContext) -> tuple[Counter, Counter, list[str]]:
     """``(claims by kind, flagged claims by kind, the flagged claims as text)`` of every
-    agent reply of one conversation."""
+    agent reply of one conversation (claims listed to review are in neither count)."""
     got = metric.verdicts(ctx)
     total, bad, shown = Counter(), Counter(), []
     if isinstance(got, tuple):
         for v in got[1]:
+            if v.review:
+                continue
             total[v.claim.kind] += 1
             if v.reason:
                 bad[v.claim.kind] += 1
@@ -106,27 +113,61 @@ def flags(metric: Grounding, ctx: EpisodeContext) -> tuple[Counter, Counter, lis
     return total, bad, shown
 
 
-def recall(mut: Any, metric: Grounding, eps: list) -> tuple[int, int, list[str]]:
-    """``(changes caught, changes made, the misses as text)`` for one model's
-    conversations, with the mutation benchmark's draws (its seed) and its test of a catch."""
+def recall(mut: Any, metric: Grounding, eps: list
+           ) -> tuple[int, int, list[str], list[frozenset[str]]]:
+    """``(changes caught, changes made, the misses as text, per change the kinds of the
+    flagged claims that overlap it)`` for one model's conversations, with the mutation
+    benchmark's draws (its seed) and its test of a catch (a flagged claim overlapping the
+    changed span in the changed reply)."""
     specs = mut.build(eps)
     by_key = {(rel, ep): ctx for _m, rel, ep, ctx in eps}
     caught = made = 0
-    misses = []
+    misses: list[str] = []
+    kinds: list[frozenset[str]] = []
     for s in specs:
         ctx = by_key[(s["file"], s["episode"])]
         replies = mut.agent_replies(ctx.trace) or [(-1, -1, ctx.trace.final_response or "")]
         text = replies[s["turn"]][2]
         new = text[:s["start"]] + s["replacement"] + text[s["end"]:]
-        got = mut.flagged_spans(metric, mut.with_reply(ctx, s["turn"], new))
+        changed = mut.with_reply(ctx, s["turn"], new)
+        got = metric.verdicts(changed)
+        last = max(len(mut.agent_replies(changed.trace)) - 1, 0)
         a, b = s["start"], s["start"] + len(s["replacement"])
-        hit = any(t == s["turn"] and x < b and a < y for t, x, y in got)
+        hit = frozenset(
+            v.claim.kind for v in (got[1] if isinstance(got, tuple) else ())
+            if v.reason and (v.turn if v.turn is not None else last) == s["turn"]
+            and v.claim.start < b and a < v.claim.start + len(v.claim.text))
         made += 1
-        caught += hit
+        caught += bool(hit)
+        kinds.append(hit)
         if not hit:
             misses.append(f"{s['episode']} turn {s['turn']} {s['kind']}: "
                           f"{text[s['start']:s['end']]!r} -> {s['replacement']!r}")
-    return caught, made, misses
+    return caught, made, misses, kinds
+
+
+def left_out(per_model: dict[str, dict[str, Any]]) -> list[str]:
+    """The leave-one-model-out table: for each model, the claim kinds that the *other*
+    models' successful conversations show a false claim of are set aside (listed to
+    review, not counted: a kind that is not precise where it can be measured), and the
+    model's figures are measured with the remaining kinds only. ``per_model[m]``:
+    ``{"bad": Counter of false claims by kind, "convs": [set of flagged kinds per
+    successful conversation], "changes": [set of catching kinds per change]}``. Returns
+    the table's lines."""
+    lines = ["leave one model out: kinds with a false claim on the other models set aside, "
+             "measured on the model left out",
+             f"{'model':<16} {'flagged':>16} {'recall':>18}  kinds set aside"]
+    for model, got in per_model.items():
+        aside = {k for other, g in per_model.items() if other != model
+                 for k, n in g["bad"].items() if n}
+        flagged = sum(1 for kinds in got["convs"] if kinds - aside)
+        n = len(got["convs"])
+        caught = sum(1 for kinds in got["changes"] if kinds - aside)
+        made = len(got["changes"])
+        rec = f"{caught}/{made} = {caught / made:.1%}" if made else "n/a"
+        lines.append(f"{model:<16} {flagged:>3}/{n:<3} = {flagged / n:5.1%} {rec:>18}  "
+                     f"{', '.join(sorted(aside)) or 'none'}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,19 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     print("grounding per model: successful conversations flagged (target <= "
           f"{FLAG_TARGET:.0%}) and single changed facts caught (target >= {RECALL_TARGET:.0%})")
     print(f"{'model':<16} {'flagged':>16} {'recall':>18}  false claims by kind")
+    per_model: dict[str, dict[str, Any]] = {}
     for _fmt, _rel, model in POOL:
         if model not in sets:
             print(f"{model:<16} {missing[model]}")
             continue
         eps = sets[model]
         total, bad, shown, flagged = Counter(), Counter(), [], 0
+        convs = []
         for _m, _rel, episode, ctx in eps:
             t, b, s = flags(metric, ctx)
             total += t
             bad += b
             flagged += bool(s)
+            convs.append({k for k, n in b.items() if n})
             shown += [f"  {model} {episode}: {x}" for x in s]
-        caught, made, misses = recall(mut, metric, eps)
+        caught, made, misses, caught_kinds = recall(mut, metric, eps)
+        per_model[model] = {"bad": bad, "convs": convs, "changes": caught_kinds}
         share = flagged / len(eps)
         rec = caught / made if made else None
         kinds = " ".join(f"{k} {bad[k]}/{total[k]}" for k in sorted(total))
@@ -170,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
               f"  {kinds}")
         if args.verbose:
             print("\n".join(shown + [f"  {model} missed {m}" for m in misses]))
+    if len(per_model) > 1:
+        print("\n".join(left_out(per_model)))
     return 0
 
 

@@ -43,9 +43,37 @@ def test_every_model_recall_and_successful_conversations(capsys):
         1 for s in g54["simulations"] if s["reward_info"]["reward"] == 1) == 28
     assert m.main([]) == 0
     out = capsys.readouterr().out
-    rows = {line.split()[0]: line for line in out.splitlines()[2:]}
+    main_table, lomo = out.split("leave one model out")
+    rows = {line.split()[0]: line for line in main_table.splitlines()[2:] if line.strip()}
     for model in ("gpt-4o", "gpt-4.1", "gpt-5.4"):
         (_flag, _n), (caught, made) = re.findall(r"(\d+)/(\d+)\s+=\s+[\d.]+%", rows[model])
         assert int(caught) / int(made) >= 0.9, rows[model]
     # GPT-4o and GPT-4.1: no successful conversation flagged
     assert " 0/84 " in rows["gpt-4o"] and " 0/10 " in rows["gpt-4.1"]
+    # the kinds set aside for GPT-4o are those with a false claim in another model's row
+    false_kinds = {k for model, row in rows.items() if model != "gpt-4o"
+                   for k, n in re.findall(r"(\w+) (\d+)/\d+", row.split("%")[-1]) if int(n)}
+    lomo_rows = {line.split()[0]: line for line in lomo.splitlines()[2:] if line.strip()}
+    assert set(lomo_rows["gpt-4o"].rsplit("  ", 1)[1].split(", ")) == false_kinds
+
+
+def test_leave_one_model_out_sets_aside_the_other_models_imprecise_kinds():
+    from collections import Counter
+    per_model = {
+        # model a: a false number; conversations flagged on {number}, {name}, nothing
+        "a": {"bad": Counter({"number": 1}), "convs": [{"number"}, {"name"}, set()],
+              "changes": [frozenset({"number"}), frozenset({"date"}), frozenset()]},
+        # model b: a false name; one conversation flagged on {number}
+        "b": {"bad": Counter({"name": 2, "date": 0}), "convs": [{"number"}, set()],
+              "changes": [frozenset({"name"}), frozenset({"number", "date"})]},
+    }
+    lines = _script().left_out(per_model)
+    rows = {line.split()[0]: line for line in lines[2:]}
+    # a, left out: b's false kind "name" set aside; flagged {number} and {name} - {name}:
+    # 1 of 3; changes caught by number and date: 2 of 3
+    assert "  1/3   = 33.3%" in rows["a"] and "2/3 = 66.7%" in rows["a"]
+    assert rows["a"].endswith("name")
+    # b, left out: a's "number" set aside: no conversation flagged; changes by name, and
+    # by date beside number: 2 of 2
+    assert "  0/2   =  0.0%" in rows["b"] and "2/2 = 100.0%" in rows["b"]
+    assert rows["b"].endswith("number")
