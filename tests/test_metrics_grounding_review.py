@@ -110,3 +110,23 @@ def test_a_full_phone_number_is_counted_not_to_review():
     # groups are claims like any other (no "to review")
     s = Grounding().score(ctx("Reservation ZFA04Y. The on-call line is +1 415 555 0134."))
     assert s.value > 0 and "to review" not in s.details, s.details
+
+
+def test_the_page_and_the_terminal_list_the_claims_to_review():
+    from evaltape.grader.report.terminal import review_text
+    from evaltape.grader.report.view import claim_marks, review_marks
+    from evaltape.grader.results import MetricResult
+    answer = "Reservation ZFA04Y has 988 points. The helpline number is 741741."
+    s = Grounding().score(ctx(answer))
+    # 988 (no contact word) unsupported and counted; 741741 to review: 1/2
+    assert s.value == 0.5, s.details
+    m = MetricResult(s.value, s.details, s.code, 0.0, False, s.evidence)
+    # the page marks 988 as unsupported at offset 23 (11 + 1 + 6 + 1 + 3 + 1) and 741741 to
+    # review at 58 (the first sentence's 34 characters and a space, then the 23 of "The
+    # helpline number is ")
+    assert [x[:3] for x in claim_marks(answer, m)] == [[23, 26, "number"]]
+    assert [x[:3] for x in review_marks(answer, m)] == [[58, 64, "number"]]
+    assert review_text(m).startswith("1 to review, not counted: '741741' (number: a contact")
+    # a claim listed to review whose sentence is not in the answer is not marked
+    assert review_marks("Something else.", m) == []
+    assert review_text(MetricResult(0.0, "0/1 claims unsupported")) is None

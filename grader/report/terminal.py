@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from itertools import islice
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -155,4 +156,26 @@ def print_report(report: Report, console: Console | None = None) -> None:
             info = "" if n in gates else " (info)"
             console.print(Text(plain(f"  [{plain(label, True)}] {n} "
                                      f"{fmt(m.score)}{thr}{info}: -> {m.details or m.code}")))
+    review = [(label, listed) for ep, label in zip(shown, labels)
+              for listed in [review_text(ep.metrics.get("grounding"))] if listed]
+    if review:
+        console.print("  [bold]TO REVIEW[/] (grounding: claims no source of the conversation "
+                      "could state, listed and not counted)")
+        for label, listed in review:
+            console.print(Text(plain(f"  [{label}] {listed}")))
     console.rule()
+
+
+def review_text(metric: Any) -> str | None:
+    """The claims grounding lists to review in one episode, as its ``details`` state them
+    (``N to review, not counted: 'text' (kind: why) in "sentence"; ...``), or ``None``
+    when it lists none."""
+    evidence = getattr(metric, "evidence", None)
+    if not isinstance(evidence, dict) or not evidence.get("to_review"):
+        return None
+    details = metric.details or ""
+    at = details.find(" to review, not counted: ")
+    if at < 0:
+        return None
+    start = details.rfind("; ", 0, at)
+    return details[start + 2 if start >= 0 else 0:]

@@ -787,19 +787,25 @@
     if (d.judge && d.judge.length) right.appendChild(judgePanel(d.judge));
     if (tr && tr.partial) left.appendChild(panel("Partial answer (the stream broke off)", pre(tr.partial)));
   }
-  function answerWithClaims(answer, claims) {
+  function answerWithClaims(answer, claims, review) {
     var el = h("pre", { class: "t plain" });
     var at = 0;
-    (claims || []).forEach(function (cl, n) {
+    var marks = (claims || []).map(function (cl, n) { return [cl, "claim", String(n + 1)]; })
+      .concat((review || []).map(function (cl, n) { return [cl, "claim review", "r" + (n + 1)]; }))
+      .sort(function (a, b) { return a[0][0] - b[0][0]; });
+    marks.forEach(function (mk) {
+      var cl = mk[0];
       if (cl[0] < at) return;
       el.appendChild(document.createTextNode(answer.slice(at, cl[0])));
-      el.appendChild(h("mark", { class: "claim", title: cl[2] + ": " + cl[3] }, answer.slice(cl[0], cl[1]), h("sup", null, String(n + 1))));
+      el.appendChild(h("mark", { class: mk[1], title: cl[2] + ": " + cl[3] }, answer.slice(cl[0], cl[1]), h("sup", null, mk[2])));
       at = cl[1];
     });
     el.appendChild(document.createTextNode(answer.slice(at)));
     var box = h("div", null, el);
     if (claims && claims.length) box.appendChild(h("div", { class: "small" }, h("b", { class: "fail" }, "Unsupported claims (grounding):"),
       h("ol", { class: "claims" }, claims.map(function (cl) { return h("li", null, cl[2] + " '" + answer.slice(cl[0], cl[1]) + "': " + cl[3]); }))));
+    if (review && review.length) box.appendChild(h("div", { class: "small" }, h("b", null, "To review, not counted (grounding):"),
+      h("ol", { class: "claims review" }, review.map(function (cl) { return h("li", null, cl[2] + " '" + answer.slice(cl[0], cl[1]) + "': " + cl[3]); }))));
     return box;
   }
   function conversationPanel(d) {
@@ -817,14 +823,14 @@
     });
     if (d.turns_left) box.appendChild(h("p", { class: "muted" }, "… " + d.turns_left + " more message(s) not shown (traces.jsonl has them)."));
     if (d.answer !== null && d.answer !== undefined && !finalShown) {
-      box.appendChild(h("div", { class: "turn assistant final" }, h("div", { class: "who" }, "final answer"), answerWithClaims(d.answer, d.claims)));
+      box.appendChild(h("div", { class: "turn assistant final" }, h("div", { class: "who" }, "final answer"), answerWithClaims(d.answer, d.claims, d.review)));
     }
     if (d.answer === null || d.answer === undefined) box.appendChild(h("p", { class: "muted" }, "No final answer (stop reason: " + d.trace.stop_reason + ")."));
     return panel("Conversation (" + d.turns.length + " messages, " + d.calls.length + " tool calls)", box, "conversation");
   }
   function block(b, finalOf) {
     if (b.k === "text") {
-      if (finalOf) return h("div", { class: "block final" }, h("div", { class: "lbl" }, "final answer"), answerWithClaims(finalOf.answer, finalOf.claims));
+      if (finalOf) return h("div", { class: "block final" }, h("div", { class: "lbl" }, "final answer"), answerWithClaims(finalOf.answer, finalOf.claims, finalOf.review));
       return h("div", { class: "block" }, pre(b.text, true));
     }
     if (b.k === "call") return h("div", { class: "block call" }, h("div", { class: "lbl" }, "tool call ", h("b", null, b.name), " ", h("span", { class: "muted" }, b.id)), pre(b.args),

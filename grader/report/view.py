@@ -557,7 +557,7 @@ def expectations(case: Case | None) -> list[list[str]]:
 #: "sentence"``, items joined by ``; `` (:class:`evaltape.grader.metrics.grounding.Grounding`).
 _CLAIM = re.compile(r"(?:^|; |: )(?P<kind>" + "|".join(CLAIM_KINDS) + r") '(?P<text>.+?)' "
                     r"\((?P<why>.+?)\) in \"(?P<sentence>.*?)\"(?=; (?:"
-                    + "|".join(CLAIM_KINDS) + r") '|$)", re.S)
+                    + "|".join(CLAIM_KINDS) + r") '|; \d+ to review, not counted: |$)", re.S)
 
 
 def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
@@ -586,6 +586,34 @@ def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
         if any(a < end and start < b for a, b in taken):
             continue
         taken.append((start, end))
+        marks.append([start, end, m.group("kind"), text(m.group("why"), 2000)])
+    return sorted(marks)
+
+
+#: One claim grounding lists to review: ``'text' (kind: why) in "sentence"``, after ``N to
+#: review, not counted: `` in its ``details``, items joined by ``; ``.
+_REVIEW = re.compile(r"'(?P<text>.+?)' \((?P<kind>" + "|".join(CLAIM_KINDS) + r"): "
+                     r"(?P<why>.+?)\) in \"(?P<sentence>.*?)\"(?=; '|$)", re.S)
+
+
+def review_marks(answer: str, metric: Any) -> list[list[Any]]:
+    """The claims grounding lists to review, not counted, as ``[[start, end, kind, why],
+    ...]`` offsets in ``answer``, read from the report's ``grounding`` details. A claim is
+    marked only where its sentence is found in the answer (a claim of an earlier reply is
+    not marked); ``[]`` when none is listed."""
+    details = getattr(metric, "details", None) or ""
+    at = details.find(" to review, not counted: ")
+    if at < 0:
+        return []
+    marks: list[list[Any]] = []
+    for m in _REVIEW.finditer(details, at + len(" to review, not counted: ")):
+        where = answer.find(m.group("sentence")[:200]) if m.group("sentence") else -1
+        start = answer.find(m.group("text"), where) if where >= 0 else -1
+        if start < 0:
+            continue
+        end = start + len(m.group("text"))
+        if any(a < end and start < b for a, b, _k, _w in marks):
+            continue
         marks.append([start, end, m.group("kind"), text(m.group("why"), 2000)])
     return sorted(marks)
 
@@ -694,6 +722,7 @@ def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
                               (None if case is None else case.expected_calls), trace.tool_calls)
     out["conversation"] = conversation_facts(raw)
     out["claims"] = [] if answer is None else claim_marks(answer, ep.metrics.get("grounding"))
+    out["review"] = [] if answer is None else review_marks(answer, ep.metrics.get("grounding"))
     out["judge"] = judge_answers(run, ep.case_id, ep.trial)
     return out
 
