@@ -136,6 +136,13 @@ _STOCK_KEY = re.compile(r"(?i)(?:^|_|\b)(?:in_?stock|stock(?:_?(?:level|count|qt
                         r"on_?hand)|available_?(?:qty|quantity|units|copies))$")
 
 
+@functools.lru_cache(maxsize=4096)
+def _stock_key(key: str) -> bool:
+    """Whether a key names how many are in stock (:data:`_STOCK_KEY`), cached: keys repeat
+    across the items of a result and across results."""
+    return _STOCK_KEY.search(key) is not None
+
+
 #: the words of prose that make the bare number right after them a sum of money ("total
 #: price is 375", "amount due: 120")
 _MONEY_LEAD = re.compile(r"\b(?:price|prices|total|amount|cost|costs|fee|fees|fare|fares|paid|"
@@ -237,7 +244,7 @@ class SourceFacts:
                 parsed = orjson.loads(s)
             except orjson.JSONDecodeError:
                 parsed = None
-            if parsed is not None and _BIG_INT.search(s):
+            if parsed is not None and _DIGITS_16.search(s) and _BIG_INT.search(s):
                 parsed = _exact_ints(s, parsed)
             if parsed is not None and _too_deep(s, parsed):
                 parsed = None  # read as prose, as a result that is no JSON is
@@ -334,7 +341,7 @@ class SourceFacts:
                 self.count_context.setdefault(fmt(d), []).append((path, ""))
             if not n.unit:  # a JSON number whose key names no unit: any unit may be its
                 self.bare.update(fmt(v.value) for v in source_values(n))
-            if _STOCK_KEY.search(key):
+            if _stock_key(key):
                 self._stock(d > 0)
             if money or n.unit in _CURRENCIES:
                 self.amounts.append(n)
@@ -384,7 +391,7 @@ class SourceFacts:
                 text = _number_text(value)
                 if text is not None:
                     tokens.add(text)
-                if _STOCK_KEY.search(key):
+                if _stock_key(key):
                     self._stock(value > 0)
             else:
                 strings.append(str(value))
@@ -671,6 +678,9 @@ def _number_text(x: int | float) -> str | None:
 
 #: a JSON integer of more digits than a double holds exactly (orjson reads it as a float)
 _BIG_INT = re.compile(r"(?<![\d.eE+-])-?\d{16,}(?![\d.eE])")
+#: sixteen digits in a row: the quick test before :data:`_BIG_INT` (a third of its time on
+#: a result of ordinary numbers, which have none)
+_DIGITS_16 = re.compile(r"[0-9]{16}")
 
 
 def _exact_ints(text: str, parsed: Any) -> Any:
