@@ -130,3 +130,26 @@ def test_the_page_and_the_terminal_list_the_claims_to_review():
     # a claim listed to review whose sentence is not in the answer is not marked
     assert review_marks("Something else.", m) == []
     assert review_text(MetricResult(0.0, "0/1 claims unsupported")) is None
+
+
+def test_a_search_about_another_date_that_lists_this_dates_leg_is_in_scope():
+    # two searches by date; the May 26 one-stop search lists the May 27 leg at $241. The
+    # claim of May 27 is said of the May 27 search (which has no $241) but the other
+    # search's result names 2024-05-27 too: it is in scope and supports $241 (score 0)
+    legs = [[{"flight_number": "HAT021", "date": "2024-05-26", "price": 290},
+             {"flight_number": "HAT279", "date": "2024-05-27", "price": 241}]]
+    calls = (ToolCall("c1", "search_onestop_flight", {"date": "2024-05-26"}, json.dumps(legs),
+                      False, 1),
+             ToolCall("c2", "search_onestop_flight", {"date": "2024-05-27"},
+                      json.dumps([[{"flight_number": "HAT500", "date": "2024-05-27",
+                                    "price": 99}]]), False, 1))
+    answer = "HAT279 on 2024-05-27: $241 per passenger."
+    trace = Trace(case_id="c", trial=0, input="Find flights.", tool_calls=calls,
+                  final_response=answer, stop_reason="end_turn", steps=2)
+    s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="Find flights.")))
+    assert s.value == 0, s.details
+    # $242 is stated by neither: flagged
+    trace = Trace(case_id="c", trial=0, input="Find flights.", tool_calls=calls,
+                  final_response=answer.replace("241", "242"), stop_reason="end_turn", steps=2)
+    s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="Find flights.")))
+    assert s.value > 0 and "'$242'" in s.details, s.details

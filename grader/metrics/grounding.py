@@ -605,13 +605,18 @@ class _Checker:
 
     def _scope(self, claim: Claim, pick: tuple[int, int, str] | None
                ) -> tuple[list[SourceFacts], list[SourceFacts], str | None]:
-        """``(sources in scope, sibling sources left out, subject)`` for a claim."""
+        """``(sources in scope, sibling sources left out, subject)`` for a claim: the calls
+        of the tools that answered about the subject, less those about another subject
+        whose result does not name this one (its siblings)."""
         everything = [self.input] + [f for _c, f in self.calls] + self.extra
         if pick is None or pick[2] not in self.subject_calls:
             return everything, [], None
         about = self.subject_calls[pick[2]]
         tools = {self.calls[j][0].name for j in about}
-        siblings = {j for t in tools for j in self.by_tool[t]} - about
+        # a call about another subject whose result names this one too (a one-stop search
+        # from May 26 lists the May 27 leg) is in scope, not a sibling
+        siblings = {j for t in tools for j in self.by_tool[t]
+                    if j not in about and pick[2] not in self.calls[j][1].tokens}
         scope = [self.input] + [f for j, (_c, f) in enumerate(self.calls)
                                 if j not in siblings] + self.extra
         return scope, [self.calls[j][1] for j in sorted(siblings)], self.text[pick[0]:pick[1]]
