@@ -621,15 +621,15 @@ def test_a_tool_result_with_a_number_beyond_28_digits_is_read_not_an_error():
 
 
 def test_listed_objects_needs_a_list_of_two_objects():
-    from evaltape.grader.metrics.grounding import _listed_objects
+    from evaltape.grader.metrics.grounding import listed_objects
     # an object holding a list of two objects: three braces, the list found
-    assert _listed_objects('{"hits": [{"id": 1}, {"id": 2}]}') == [[{"id": 1}, {"id": 2}]]
+    assert listed_objects('{"hits": [{"id": 1}, {"id": 2}]}') == [[{"id": 1}, {"id": 2}]]
     # a top-level list of two objects: two braces
-    assert _listed_objects('[{"id": 1}, "x", {"id": 2}]') == [[{"id": 1}, {"id": 2}]]
+    assert listed_objects('[{"id": 1}, "x", {"id": 2}]') == [[{"id": 1}, {"id": 2}]]
     # one object in the list, a list of numbers, no list, prose: none
-    assert _listed_objects('{"hits": [{"id": 1}], "meta": {"n": 1}}') == []
-    assert _listed_objects('{"load": [1.5, 2.5]}') == []
-    assert _listed_objects('{"a": {"b": 1}}') == [] and _listed_objects("[a, b]") == []
+    assert listed_objects('{"hits": [{"id": 1}], "meta": {"n": 1}}') == []
+    assert listed_objects('{"load": [1.5, 2.5]}') == []
+    assert listed_objects('{"a": {"b": 1}}') == [] and listed_objects("[a, b]") == []
 
 
 def test_a_result_nested_deeper_than_evaltape_reads_is_read_as_prose():

@@ -32,7 +32,7 @@ def test_the_base_revision_is_exported_as_an_importable_package(tmp_path):
     bench = _bench()
     pkg = bench.export_base("HEAD", tmp_path / "base")
     assert (pkg / "evaltape" / "__init__.py").is_file()
-    assert (pkg / "evaltape" / "grader" / "metrics" / "grounding.py").is_file()
+    assert (pkg / "evaltape" / "grader" / "metrics" / "grounding" / "metric.py").is_file()
     # the snippet grades every trace of a file with that package and counts them: 2
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(json.dumps(make_trace(f"c{i}", tools=[("lookup", {"q": "x"})],

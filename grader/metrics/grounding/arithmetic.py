@@ -1,0 +1,457 @@
+"""Grounding's number rules: numbers the answer derives (sums, differences, products,
+ratios, counts, splits of a total, rates of the rules), ranges, and the answer's own
+written-out arithmetic.
+"""
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from decimal import Decimal
+from typing import Any, Mapping
+
+from evaltape.grader.matching.claims import Claim
+from evaltape.grader.matching.numbers import (Num, POOL_LIMIT, amount_sum_or_difference,
+                                              compatible, derive, fmt, priced_product)
+from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.metrics.grounding.episode import listed_objects
+from evaltape.grader.metrics.grounding.words import (CALC_OPS, CALC_SPAN, CALC_TOKEN,
+                                                     ENDING, EQUALS, LIST_ITEM, LIST_LEAD,
+                                                     LIST_SPLIT, MINUTES, MONEY_UNITS,
+                                                     NUM_TEXT, RATE, RELATION, RULE_RATE,
+                                                     SHARE, TOTAL)
+
+
+def spelled_out(text: str, at: int, value: Decimal) -> str | None:
+    """The calculation the answer writes out just before the number at ``text[at:]``
+    (``2 passengers × $174 = $348``, ``(2 × $150) + $48 = $348``), as ``2 × 174 + … =
+    348``, when evaluating it gives ``value`` (to the cent); else ``None``.
+
+    The calculation is the line (at most :data:`CALC_SPAN` characters, after a colon
+    that leads it) before an ``=``, ``equals``, ``comes to`` or ``→`` that ends right
+    before the number; its numbers and ``+ - − × x * ÷ /`` and parentheses are read,
+    other words ignored (labels: "passengers"), with the usual precedence. A line with
+    fewer than two numbers, an operator missing between two numbers, or a division by
+    zero is no calculation."""
+    line = text[max(text.rfind("\n", 0, at) + 1, at - CALC_SPAN):at]
+    m = EQUALS.search(line)
+    if not m:
+        return None
+    expr = line[:m.start()]
+    expr = expr[expr.rfind(":") + 1:] if ":" in expr else expr
+    tokens: list[tuple[str, Any]] = []
+    for t in CALC_TOKEN.finditer(expr):
+        if t.group("num"):
+            tokens.append(("n", Decimal(t.group("num").replace(",", ""))))
+        else:
+            op = t.group("op")
+            if op == "x" and not (tokens and tokens[-1][0] in ("n", ")")):
+                continue  # an "x" in a word is no operator
+            tokens.append((op if op in "()" else {"×": "*", "x": "*", "·": "*", "÷": "/",
+                                                   "−": "-", "–": "-"}.get(op, op), None))
+    while tokens and tokens[0][0] in ("-", "+", "*"):
+        tokens.pop(0)  # a list item's marker ("- 2 × $174 = $348")
+    if sum(1 for k, _ in tokens if k == "n") < 2:
+        return None
+    pos = 0
+
+    def atom() -> Decimal:
+        nonlocal pos
+        if pos < len(tokens) and tokens[pos][0] == "(":
+            pos += 1
+            v = sum_()
+            if pos >= len(tokens) or tokens[pos][0] != ")":
+                raise ValueError
+            pos += 1
+            return v
+        if pos < len(tokens) and tokens[pos][0] == "n":
+            pos += 1
+            return tokens[pos - 1][1]
+        raise ValueError
+
+    def chain(operand: Any, ops: str) -> Decimal:
+        """Operands joined left to right by the operators of one precedence level."""
+        nonlocal pos
+        v = operand()
+        while pos < len(tokens) and tokens[pos][0] in ops:
+            op = tokens[pos][0]
+            pos += 1
+            v = CALC_OPS[op](v, operand())
+        return v
+
+    def product() -> Decimal:
+        return chain(atom, "*/")
+
+    def sum_() -> Decimal:
+        return chain(product, "+-")
+
+    try:
+        got = sum_()
+    except (ValueError, ArithmeticError):
+        return None
+    if pos != len(tokens) or abs(got - value) >= Decimal("0.005"):
+        return None
+    shown = " ".join(fmt(v) if k == "n" else {"*": "×", "-": "−"}.get(k, k) for k, v in tokens)
+    return f"the answer's arithmetic: {shown} = {fmt(value)}"
+
+
+def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
+    """The span between two stated date-times, or two times of day, equal to ``minutes``
+    (at most POOL_LIMIT // 2 of each are compared)."""
+    moments = {m for s in scope for m in s.moments[:POOL_LIMIT // 2]}
+    clock = {int(t[:2]) * 60 + int(t[3:]) for s in scope
+             for t in s.sorted_times[:POOL_LIMIT // 2]}
+    for values, what in ((moments, "date-times"), (clock, "times")):
+        if any(v + minutes in values for v in values):
+            return f"span between two stated {what}"
+    return None
+
+
+def small_count(n: Num | None) -> bool:
+    """A whole number from 2 to 20 without a unit: a count of things."""
+    return n is not None and not n.unit and 2 <= n.value <= 20 \
+        and n.value == n.value.to_integral_value()
+
+
+def _annotate(how: str, where: Mapping[str, str]) -> str:
+    """``how`` (``"155 − 50"``) with each operand followed by where it came from
+    (``"155 [the answer] − 50 [get_reservation_details#call_1]"``); an operand not in
+    ``where`` is left as it is."""
+    return NUM_TEXT.sub(lambda m: f"{m.group(0)} [{where[m.group(0)]}]"
+                         if m.group(0) in where else m.group(0), how)
+
+
+class ArithmeticRules:
+    """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for a number
+    the answer derives, and ranges: a mixin whose methods read the attributes the checker's
+    ``__init__`` sets."""
+
+    def _listed_count(self, claim: Claim) -> str | None:
+        """A count that the items listed right after it make up ("all three symptoms at
+        once — the rash, the fever, and the knee pain"): ``"N items listed"``, or
+        ``None``."""
+        n = claim.num
+        if n is None or n.unit or not small_count(n):
+            return None
+        end = claim.start + len(claim.text)
+        m = LIST_LEAD.match(self.text, end)
+        if m is None:
+            return None
+        rest = self.text[m.end():m.end() + 300]
+        segment = re.split(r"\s[—–-]\s|[—–.;:!?\n]", rest, maxsplit=1)[0]
+        items = [x for x in LIST_SPLIT.split(segment) if x.strip(" *_")]
+        if 2 <= len(items) == int(n.value):
+            return f"a count of the {len(items)} things listed after it"
+        return None
+
+    def _rule_rate(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
+        """A total the agent's rules give per thing, times how many there are: the claim's
+        sentence says "total", the system prompt states a number per thing ("$50 times
+        the number of passengers", "3 free checked bags for each economy passenger") and
+        the count is one the claim's sentence states or a count of a tool result in
+        scope (its list of passengers); a number that is no sum of money needs the word
+        after it in the rule ("6 free checked bags" of "3 free checked bags for each");
+        ``None`` otherwise."""
+        n = claim.num
+        if n is None or not self.system_text or not TOTAL.search(claim.sentence):
+            return None
+        if self._rule_rates is None:
+            self._rule_rates = {}
+            for m in RULE_RATE.finditer(self.system_text):
+                try:
+                    v = Decimal(m.group("v").replace(",", ""))
+                except ArithmeticError:
+                    continue
+                self._rule_rates.setdefault(v, "$" if m.group("cur") else
+                                            m.group(0).lower())
+        if not self._rule_rates:
+            return None
+        counts = {c.num.value for c in self.claims if c.kind == "number" and c.num is not None
+                  and c.sentence == claim.sentence and small_count(c.num)}
+        counts |= {Decimal(k) for f in scope for k in f.count_index
+                   if k.isdigit() and 1 <= int(k) <= 20}
+        money = n.unit in MONEY_UNITS
+        after = re.match(r"\s*(?:free\s+|extra\s+)?([a-z]{3,}?)s?\b",
+                         self.text[claim.start + len(claim.text):].lower())
+        for rate, said in self._rule_rates.items():
+            if (said == "$") != money or not money and not (
+                    after and re.search(r"\b" + after.group(1), said)):
+                continue  # a count needs the rule's own noun: "6 free checked bags"
+            for k in sorted(counts):
+                if rate * k == n.value:
+                    return f"{fmt(rate)} [system prompt, per one] × {fmt(k)}"
+        return None
+
+    def _split_of_total(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
+        """How a sum of money is one part of a stated total split in parts: the sums of
+        money in the claim's list (its line and the list items around it, or the parts
+        joined by ``+`` on one line: "gift card $128 + credit card $171") add up to a
+        total the answer states before the list or a source states ("Total: $299" or
+        "total price is 299" → $171 is the rest after $128); else ``None``. Each part is
+        a claim of its own."""
+        n = claim.num
+        if n is None or n.unit not in MONEY_UNITS:
+            return None
+        text = self.text
+        lo = text.rfind("\n", 0, claim.start) + 1
+        hi = text.find("\n", claim.start)
+        hi = len(text) if hi < 0 else hi
+        if LIST_ITEM.match(text, lo):
+            while lo > 0:  # the list items before and after the claim's
+                prev = text.rfind("\n", 0, lo - 1) + 1
+                if not LIST_ITEM.match(text, prev):
+                    break
+                lo = prev
+            while hi < len(text):
+                nxt = text.find("\n", hi + 1)
+                nxt = len(text) if nxt < 0 else nxt
+                if not LIST_ITEM.match(text, hi + 1):
+                    break
+                hi = nxt
+        elif "+" not in text[lo:hi]:
+            return None
+        parts = {c.start: c.num.value for c in self.claims if c.kind == "number"
+                 and c.num is not None and c.num.unit == n.unit and lo <= c.start < hi}
+        if len(parts) < 2:
+            return None
+        total = sum(parts.values())
+        said = any(c.kind == "number" and c.num is not None and c.num.unit == n.unit
+                   and c.start < lo and c.num.value == total for c in self.claims)
+        src = next((f.label for f in scope for a in f.amounts[:POOL_LIMIT]
+                    if a.value == total and compatible(a.unit, n.unit)), None) \
+            if not said else None
+        if not said and src is None:
+            return None
+        shown = " + ".join(fmt(v) for _a, v in sorted(parts.items()))
+        return f"parts of a total: {shown} = {fmt(total)} [{'the answer' if said else src}]"
+
+    def _range(self, claim: Claim) -> tuple[str | None, str | None]:
+        """A range ("5 to 7 business days") is supported when both its ends are, each
+        checked as a number with the range's unit."""
+        whys, hows = [], []
+        for end in claim.key:
+            sub = Claim("number", f"{claim.text} ({fmt(end.value)})", end.key, claim.sentence,
+                        claim.start, end, claim.clause)
+            why, how = self.check(sub)
+            if why is not None:
+                whys.append(f"{fmt(end.value)}: {why}")
+            elif how:
+                hows.append(how)
+        if whys:
+            return "; ".join(whys), None
+        return None, (hows[0] if hows and all(h == hows[0] for h in hows) else
+                      next((h for h in hows if not h.startswith("derived")), None))
+
+    def note_stated(self, claims: list[Claim]) -> None:
+        """Record the answer's numbers that a source in scope states directly: the operands
+        the answer shows for its derived numbers ("38 of 40 used, so 2 remain")."""
+        for c in claims:
+            nums = [(c, c.num)] if c.kind == "number" and c.num is not None else [
+                (Claim("number", c.text, end.key, c.sentence, c.start, end, c.clause), end)
+                for end in c.key] if c.kind == "range" else []
+            for sub, num in nums:
+                pick = self._subject(sub)
+                if self._item_swap(sub, pick) is None and \
+                        any(s.supports(sub) for s in self._scope(sub, pick)[0]):
+                    self.stated.append((c.start, num))
+                    if RATE.match(self.text, c.start + len(c.text)):
+                        self.rates.add(num.key)  # "3 free bags per passenger": a rate
+
+    def _derived(self, n: Num, at: int, scope: list[SourceFacts],
+                 sentence: str = "") -> str | None:
+        """How a number is derived, as a reader of the answer would derive it, or
+        ``None``: a total the answer adds up, a count of a listed result (an object's sum
+        only as a total), a span of time, a price times a quantity of one tool result, a
+        rate the answer states times a count of the total's paragraph, and sums,
+        differences, products and ratios over values the answer itself relates. A sum or
+        difference needs its operands in the claim's own sentence, or a sentence that
+        names the relation (:data:`RELATION`: "difference", "total", "remaining",
+        "refund", "more", ...); for sums of money in such a sentence, two the answer
+        states before the claim, one it states in the paragraph and one of a source, two
+        of one record that lists no items, or two of the listed items the paragraph
+        names; an arbitrary pair of the sources' numbers is none. The text names each
+        operand and where it came from (``155 [the answer] − 50
+        [get_reservation_details#call_1]``)."""
+        related = RELATION.search(sentence) is not None
+        shown = self._shown_total(n, at) if TOTAL.search(sentence) else None
+        if shown:
+            return shown
+        key = fmt(n.value)
+        money = n.unit in MONEY_UNITS
+        total = TOTAL.search(sentence) is not None
+        for s in scope if related or not money else ():
+            units = s.count_index.get(key)
+            if units and (not n.unit or "" in units or n.unit in units):
+                return f"count in {s.label}"
+            units = s.total_index.get(key) if total else None
+            if units and (not n.unit or "" in units or n.unit in units):
+                return f"total in {s.label}"
+        if n.value >= 2 and any(len(idxs) == n.value for idxs in self.by_tool.values()):
+            return "count of calls"  # "I checked both servers"; one call proves no "1"
+        if n.unit in MINUTES:
+            how = _time_between(n.value * MINUTES[n.unit], scope)
+            if how:
+                return how
+        for s in scope:
+            if s.tool:  # one record: a tool result (the policy's "2" and "$30" are two rules)
+                how = priced_product(n, s.nums)
+                if how:
+                    return f"{how} [{s.label}]"
+        where: dict[str, str] = {}
+        if money and TOTAL.search(sentence):
+            # "the total price for two economy tickets is $348": the count the sentence
+            # states times a price of a source (2 × 174)
+            if self._counts_said is None:  # the answer's small counts, by sentence
+                self._counts_said = {}
+                for c in self.claims:
+                    if c.kind == "number" and c.num is not None and not c.num.unit \
+                            and 2 <= c.num.value <= 20 \
+                            and c.num.value == c.num.value.to_integral_value():
+                        self._counts_said.setdefault(c.sentence, set()).add(c.num.value)
+            counts = sorted(self._counts_said.get(sentence, ()))
+            for s in scope:
+                for a in s.amounts[:POOL_LIMIT]:
+                    for k in counts:
+                        if a.value * k == n.value and compatible(a.unit, n.unit):
+                            return f"{fmt(k)} [the answer] × {fmt(a.value)} [{s.label}]"
+            # "The compensation is $50 per passenger. … Number of passengers: 3 … Total
+            # compensation: $150": a rate the answer states before the claim times a count
+            # it states in the claim's paragraph
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            rates = {c.num.value for c in self.claims if c.start < at and c.kind == "number"
+                     and c.num is not None and c.num.unit == n.unit
+                     and RATE.match(self.text, c.start + len(c.text))}
+            for c in self.claims if rates else ():
+                if lo <= c.start < at and small_count(c.num):
+                    k = c.num.value
+                    if n.value / k in rates:
+                        return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
+        # the pool: the answer's stated numbers nearest to the claim (any of them when the
+        # sentence names a relation, else those of its own sentence), then the sources'
+        # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
+        pool: list[Num] = []
+        seen: set[tuple[str, str]] = set()
+        i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
+        half = POOL_LIMIT // 4
+        near = self.stated[max(0, i - half):i + half]
+        if related:  # the numbers of the claim's paragraph (a blank line ends one)
+            lo = self.text.rfind("\n\n", 0, at) + 1
+            hi = self.text.find("\n\n", at)
+            hi = len(self.text) if hi < 0 else hi
+        else:  # of its own sentence
+            k = self._sentence_index(at)
+            lo, hi = (self.sentences[k][0], self.sentences[k][1]) if k >= 0 else (at, at)
+        near = [(a, x) for a, x in near if lo <= a < hi]
+        recent = [num for _a, num in near]
+        for x in recent:
+            where.setdefault(fmt(x.value), "the answer")
+        for s in scope:
+            for x in s.nums[:POOL_LIMIT]:
+                where.setdefault(fmt(x.value), s.label)
+        for x in itertools.chain(recent, (x for s in scope for x in s.nums)):
+            if len(pool) >= POOL_LIMIT:
+                break
+            if x.key not in seen:
+                seen.add(x.key)
+                pool.append(x)
+        how = derive(n, pool, frozenset(x.key for x in recent),
+                     frozenset(self.rates) & frozenset(x.key for x in recent))
+        if how and "÷" in how and n.unit not in ("%", "x") and not SHARE.search(sentence):
+            how = None  # "$48" as 96 ÷ 2: a share no sentence speaks of ("each", "average")
+        if how:
+            return _annotate(how, where)
+        if related and money:
+            # "Basic Economy: $51" … "Basic Economy: $55" … "The total round-trip price is
+            # $106": two sums of money the answer states before the claim, in any paragraph
+            said = sorted({x.value for a, x in self.stated if a < at and x.unit == n.unit
+                           and x.value not in (0, 1)})[:POOL_LIMIT]
+            have = set(said)
+            for x in said:
+                if n.value - x in have and n.value - x > x:
+                    return f"{fmt(x)} [the answer] + {fmt(n.value - x)} [the answer]"
+                if x - n.value in have and x - n.value != x:
+                    return f"{fmt(x)} [the answer] − {fmt(x - n.value)} [the answer]"
+        if related:
+            # "$125 remaining" of a $500 certificate after the $375 the answer states: a
+            # sum of money the answer states and one a source states (a balance, a charge,
+            # a fare); or two sums of money one tool result states together ("$174 …
+            # $136" of one note: a refund of the difference); never two sums of different
+            # sources that the answer does not name (with 30 sums of money, some pair adds
+            # up to most claims)
+            anchors = frozenset(x.value for x in recent if x.unit == n.unit)
+            amounts = [(a, s.label, w) for s in scope
+                       for a, w in zip(s.amounts, s.amount_words)]
+            how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                           [w for _a, _l, w in amounts],
+                                           anchors=anchors) if anchors else None
+            in_scope = {id(s) for s in scope}
+            for c, f in self.calls if how is None else ():
+                # one record (a reservation, a note), not a listing of many items: a
+                # search's thirty fares pair up as freely as thirty of several results
+                if id(f) in in_scope and len(f.amounts) >= 2 and not self._listing(c.id):
+                    how = amount_sum_or_difference(n, f.amounts, f.amount_words)
+                    if how:
+                        where.update((fmt(a.value), f.label) for a in f.amounts)
+                        break
+            if how is None:
+                # the items of a listing that the claim's paragraph names: "HAT084 …
+                # HAT266 … Total Price: $242 (Economy)" = their economy fares 112 + 130
+                lo = self.text.rfind("\n\n", 0, at) + 1
+                seen_items: set[int] = set()
+                pairs: list[tuple[Num, str, str]] = []
+                i = bisect.bisect_left(self.mention_starts, lo)
+                for a, _b, key in self.mentions[i:]:
+                    if a >= at:
+                        break
+                    for label, item, _l in self.items.get(key, ()):
+                        if id(item) not in seen_items:
+                            seen_items.add(id(item))
+                            facts = self._item_facts(label, item)
+                            pairs += [(x, w, label) for x, w in
+                                      zip(facts.amounts, facts.amount_words)]
+                if len(pairs) >= 2:
+                    how = amount_sum_or_difference(n, [x for x, _w, _l in pairs],
+                                                   [w for _x, w, _l in pairs])
+                    if how:
+                        where.update((fmt(x.value), label) for x, _w, label in pairs)
+            if how:
+                for a, label, _w in amounts:
+                    where.setdefault(fmt(a.value), label)
+                return _annotate(how, where)
+        return None
+
+    def _listing(self, call_id: str) -> bool:
+        """Whether a call's result lists two or more objects (a search's flights)."""
+        got = self._listings.get(call_id)
+        if got is None:
+            got = self._listings[call_id] = bool(listed_objects(self.results.get(call_id)))
+        return got
+
+    def _sentence_index(self, at: int) -> int:
+        return bisect.bisect_right(self.starts, at) - 1
+
+    def _last_digits(self, claim: Claim, scope: list[SourceFacts]) -> bool:
+        """A number said to be the end of an identifier ("card ending in 1784", "last four
+        digits 6644") is supported when a token of a source ends with those digits."""
+        digits = claim.text
+        if not (digits.isdigit() and 3 <= len(digits) <= 6) or not ENDING.search(
+                self.text, max(0, claim.start - 30), claim.start):
+            return False
+        return any(t.endswith(digits) and t != digits for s in scope for t in s.tokens)
+
+    def _shown_total(self, n: Num, at: int) -> str | None:
+        """A total the answer adds up itself: the sum of the 2 to 8 stated numbers right
+        before the claim ("Certificate 1: $500, Certificate 2: $250, Certificate 3: $250,
+        Total: $1,000"); for a claim with a unit, only numbers of that unit count."""
+        i = bisect.bisect_left(self.stated, (at,), key=lambda x: (x[0],))
+        run, total = [], Decimal(0)
+        for _a, x in reversed(self.stated[max(0, i - 12):i]):
+            if n.unit and x.unit != n.unit:
+                continue  # "Certificate 2: $250": the item's number is no operand
+            run.append(x)
+            if len(run) > 8:
+                break
+            total += x.value
+            if len(run) >= 2 and total == n.value:
+                return " + ".join(fmt(y.value) for y in reversed(run))
+        return None

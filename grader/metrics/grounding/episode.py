@@ -1,0 +1,247 @@
+"""What grounding reads of an episode: tool results by call id, the agent's replies (a
+reply written as one JSON object read as its prose), the user's words, the system prompt and
+the tool schemas, each indexed as a source.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, NamedTuple
+
+import orjson
+
+from evaltape.grader.matching.claims import Claim, clean, extract_claims, json_reply_prose
+from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA
+from evaltape.grader.model import EpisodeContext, Score, Trace
+from evaltape.grader.metrics.grounding.words import TOKEN
+
+
+def results_by_id(trace: Trace) -> dict[str, str]:
+    """Tool results keyed by tool-use id.
+
+    Uses each call's paired ``result``; a call without one takes the ``tool_result`` block
+    whose ``tool_use_id`` equals the call's id in ``trace.messages``. Never pairs by
+    position, so parallel calls whose results arrive in another order are not mixed up.
+    """
+    out: dict[str, str] = {}
+    for block in _result_blocks(trace):
+        c = block.get("content")
+        if isinstance(c, list):
+            c = "".join(b.get("text", "") for b in c if isinstance(b, Mapping))
+        out[str(block.get("tool_use_id"))] = "" if c is None else str(c)
+    for call in trace.tool_calls:
+        if call.result is not None:
+            out[call.id] = call.result
+    return out
+
+
+def error_ids(trace: Trace) -> set[str]:
+    """Tool-use ids whose call or ``tool_result`` block is flagged ``is_error``."""
+    out = {str(b.get("tool_use_id")) for b in _result_blocks(trace) if b.get("is_error")}
+    return out | {c.id for c in trace.tool_calls if c.is_error}
+
+
+def _result_blocks(trace: Trace):
+    for msg in trace.messages:
+        content = msg.get("content") if isinstance(msg, Mapping) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                    yield block
+
+
+def norm_tokens(text: str) -> str:
+    return " ".join(t.strip(".'-") for t in TOKEN.findall(clean(text).lower()))
+
+
+def agent_replies(trace: Trace) -> list[tuple[int, str]]:
+    """``(message index, text)`` of each agent reply with text in ``trace.messages`` (an
+    assistant message's text blocks joined by new lines), in order."""
+    out = []
+    for i, msg in enumerate(trace.messages):
+        if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(b["text"] for b in content if isinstance(b, Mapping)
+                             and b.get("type") == "text" and isinstance(b.get("text"), str))
+        else:
+            continue
+        if text.strip():
+            out.append((i, text))
+    return out
+
+
+def read_reply(text: str) -> tuple[str, list[int] | None]:
+    """``(what grounding reads, where each of its characters is in text)``: a reply
+    written as one JSON object is read as its prose
+    (:func:`~evaltape.grader.matching.claims.json_reply_prose`); any other reply as it
+    is, with ``None``."""
+    got = json_reply_prose(text) if text.lstrip()[:1] == "{" else None
+    return (text, None) if got is None else got
+
+
+def at_reply_offsets(got: "Score | tuple[list[Claim], list[ClaimVerdict]]",
+                      where: list[int] | None):
+    """``got`` with each claim's ``start`` moved from the prose :func:`read_reply` read
+    to the reply as written (``where``); unchanged when ``where`` is ``None``."""
+    if where is None or isinstance(got, Score):
+        return got
+    last = len(where) - 1
+    moved = {id(c): c._replace(start=where[min(c.start, last)]) for c in got[0]}
+    return ([moved[id(c)] for c in got[0]],
+            [v._replace(claim=moved.get(id(v.claim)) or v.claim._replace(
+                start=where[min(v.claim.start, last)])) for v in got[1]])
+
+
+def known_at(trace: Trace, index: int, text: str) -> Trace:
+    """``trace`` as it stood when the agent wrote the reply at ``messages[index]``: the
+    messages before it and the calls whose result came back before it (a call whose
+    result no earlier message holds counts when it was issued in an earlier model turn:
+    the calls of a trace whose results are on the calls only)."""
+    before = trace.messages[:index]
+    seen = {str(b.get("tool_use_id")) for m in before if isinstance(m, Mapping)
+            and isinstance(m.get("content"), list) for b in m["content"]
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"}
+    step = sum(1 for m in before if isinstance(m, Mapping) and m.get("role") == "assistant")
+    calls = tuple(c for c in trace.tool_calls
+                  if c.id in seen or (not seen and c.result is not None and c.step <= step))
+    return Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
+                 tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
+                 steps=trace.steps, messages=before, raw=trace.raw)
+
+
+class ClaimVerdict(NamedTuple):
+    """One claim of an answer and what grounding found.
+
+    Attributes:
+        claim: the :class:`~evaltape.grader.matching.claims.Claim` (kind, text, offset
+            ``start`` in the NFC-cleaned answer, or in the reply as written when it is one
+            JSON object read as its prose, :func:`read_reply`; sentence).
+        reason: why no source supports it, or ``None`` when one does.
+        support: for a supported claim, a support other than a tool call or the input
+            (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
+            ``None``.
+        searched: for an unsupported claim, the sources it was looked up in.
+        turn: in a conversation, the 0-based index of the agent reply the claim is in
+            (:func:`agent_replies`; the final answer is the last); ``None`` for one answer.
+        review: for a claim no source supports that is listed to review rather than
+            counted
+            (:meth:`~evaltape.grader.metrics.grounding.checker.Checker.to_review`), why;
+            ``reason`` is then ``None``.
+    """
+
+    claim: Claim
+    reason: str | None
+    support: str | None
+    searched: str
+    turn: int | None = None
+    review: str | None = None
+
+
+def listed_objects(result: str | None) -> list[list[dict]]:
+    """Lists of two or more JSON objects in a call's result (at any depth)."""
+    if not result or "[" not in result:  # (a list has one)
+        return []
+    first = result.lstrip()[:1]
+    if first not in "{[" or result.count("{") < (3 if first == "{" else 2):
+        return []  # (two objects in a list inside an object open three braces)
+    try:
+        parsed = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[list[dict]] = []
+    stack = [parsed]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            objs = [x for x in v if isinstance(x, dict)]
+            if len(objs) >= 2:
+                out.append(objs)
+            stack.extend(v)
+    return out
+
+
+def support_label(source: SourceFacts) -> str | None:
+    """How a source outside the tool calls and the input supports a claim, for details."""
+    return {"user turns": "user-stated", "system prompt": "from the system prompt",
+            "tool schemas": "from the tool schemas"}.get(source.label)
+
+
+def user_text(trace: Trace) -> str:
+    """What the user said: the text of the user turns of ``trace.messages`` (tool results
+    left out), joined by new lines; the input when the messages hold none."""
+    parts = []
+    for msg in trace.messages:
+        if not isinstance(msg, Mapping) or msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(b["text"] for b in content if isinstance(b, Mapping)
+                         and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return "\n".join(p for p in parts if p.strip()) or trace.input
+
+
+def asserted_statuses(text: str) -> set[str]:
+    """The statuses a user text asserts ("my flight was delayed"), not those it asks about
+    or negates (the answer's own claim rules, :func:`extract_claims`)."""
+    out = set()
+    for c in extract_claims(text) if text else ():
+        if c.kind == "status":
+            out.add(c.key)
+        elif c.kind == "action":  # "my flight was canceled": a state of the flight
+            state = STATUS_ANY.get(c.text.lower()) or STATUS_COPULA.get(c.text.lower())
+            if state:
+                out.add(state)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def instruction_facts(label: str, text: str) -> SourceFacts:
+    """A source text indexed once, for every claim kind: the system prompt and the tool
+    schemas are the same for every episode of a run, so they are indexed once per process,
+    not once per episode or claim. The result is never changed by its users."""
+    return SourceFacts.of(label, text)
+
+
+@functools.lru_cache(maxsize=1024)
+def input_facts(text: str, needs: frozenset[str]) -> SourceFacts:
+    """The input indexed for ``needs``: the trials of one case share their input, so it is
+    indexed once per process and kind set (the result is never changed by its users; the
+    1,024 last ones are kept, a few MB: the inputs of a run's cases when its traces come
+    trial by trial)."""
+    return SourceFacts.of("input", text, needs=needs)
+
+
+def system_prompt_of(ctx: EpisodeContext) -> str | None:
+    """The agent's system prompt or policy: the trace's ``system``, else the run's (its
+    recorded requests', :class:`~evaltape.grader.model.RunContext`)."""
+    own = ctx.trace.raw.get("system") if isinstance(ctx.trace.raw, Mapping) else None
+    if isinstance(own, str) and own.strip():
+        return own
+    run = getattr(ctx, "run", None)
+    return getattr(run, "system", None)
+
+
+def schemas_of(ctx: EpisodeContext) -> dict[str, Mapping[str, Any]]:
+    """``{tool name: schema}`` of the tools offered: the trace's ``tools``, else the run's
+    (its recorded requests'), else the case's (BFCL's function schemas)."""
+    raw = ctx.trace.raw.get("tools") if isinstance(ctx.trace.raw, Mapping) else None
+    if not isinstance(raw, list) or not raw:
+        raw = getattr(getattr(ctx, "run", None), "tools", None) or ctx.case.tools or ()
+    return {t["name"]: t for t in raw
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
+
+
+def schemas_text(schemas: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """The tool schemas as one JSON text (sorted keys: the same text, so the same cached
+    index, for every episode of a run)."""
+    if not schemas:
+        return ""
+    return orjson.dumps(list(schemas.values()), option=orjson.OPT_SORT_KEYS).decode()

@@ -1,0 +1,258 @@
+"""The ``grounding`` metric: the share of the answer's checkable claims that no source states
+(every agent reply of a conversation checked against what was known when it was written).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from evaltape.grader.matching.claims import CAPS_CODE, Claim, extract_claims
+from evaltape.grader.matching.sources import SourceFacts
+from evaltape.grader.metrics.base import Metric
+from evaltape.grader.model import EpisodeContext, Score, Trace
+from evaltape.grader.metrics.grounding.actions import action_stems, described
+from evaltape.grader.metrics.grounding.checker import Checker
+from evaltape.grader.metrics.grounding.episode import (ClaimVerdict, at_reply_offsets,
+                                                       known_at, schemas_of, system_prompt_of,
+                                                       agent_replies, read_reply,
+                                                       results_by_id)
+from evaltape.grader.metrics.grounding.words import SOURCES
+
+
+@dataclass(frozen=True)
+class Grounding(Metric):
+    """Unsupported share of the checkable claims of the final answer, or in a conversation
+    of every agent reply, each against what was known when it was written (lower is
+    better; :meth:`verdicts`).
+
+    Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales, ranges
+    ("5 to 7 business days"), identifiers (by their shape), e-mails, names, dates, times,
+    weekdays, statuses, and actions reported as done. Sources
+    (:mod:`evaltape.grader.matching.sources`): each executed tool call (its arguments and
+    its result, paired by ``tool_use_id``), always; and, unless the configuration
+    (``sources``, :data:`SOURCES`) or the case (``grounding_sources``) leaves them out, the
+    input, what the user said (the user turns), the agent's system prompt or policy (the
+    trace's ``system``, else the run's recorded requests') and the tool schemas it was
+    offered (the trace's ``tools``, else the run's, else the case's). The system prompt and
+    schemas are indexed once per process (:func:`instruction_facts`).
+
+    Support rules (docs/metrics.md, "grounding", has the full list, the measured
+    precision and recall and what it cannot catch):
+
+    - identifiers, e-mails and names: stated by any source (a name glossing a code in
+      parentheses, "Newark (EWR)", and the words of a markdown field label are no claims);
+    - numbers, dates, times, statuses and weekdays are *scoped* by the entity their clause
+      names (nearest before the claim, else first after): when an argument value tells
+      apart calls of one tool (``get_weather(Rome)`` / ``get_weather(Paris)``) the other
+      calls of that tool are left out, and when a value names one item of a listed result
+      the claim must hold for that item, so a figure of Paris's result is unsupported for
+      Rome ("stated for another call");
+    - a number is also supported when it is a count of a listed result (the sum of one
+      object's numbers only when the answer says "total"), a price times a quantity of
+      one tool result, a span between two stated times, a total of the numbers the answer
+      lists just before it, a rate the answer states times a count of the total's
+      paragraph, a sum or difference of two sums of money of which the answer states one
+      (``$500 − $375 [the answer]``) or one tool result states both, or a sum,
+      difference, product, ratio or percent change of two numbers
+      (:func:`evaltape.grader.matching.numbers.derive`; sums, differences and
+      whole-number products only of numbers the answer itself states, a product only
+      with a rate: "3 bags per passenger"), or a number the answer derived earlier; never
+      two numbers of the sources the answer does not relate; a value stated with another
+      unit is unsupported; a range needs both ends; a count followed by what it counts
+      ("11 checked bags") only by a number said of that thing
+      (:meth:`~evaltape.grader.matching.sources.SourceFacts.counts_of`);
+    - a status must be one a tool result in scope states (``shipped`` against ``"status":
+      "pending"`` is unsupported; said of an identifier, only the records holding it
+      contradict it), one the user asserts ("my flight was delayed"), a rule
+      of the system prompt when the sentence speaks of a policy, or reached by a
+      successful call that performs it (any changing call for ``completed``,
+      ``confirmed``: :data:`OUTCOME_STATUSES`); a failed call states ``failed``;
+    - an action (``has been reset``) is supported by a successful call of a tool whose
+      name or description names it (``reset_password``; :data:`ACTION_SYNONYMS`; a
+      read-only tool such as ``check_upgrade`` names none, :data:`READ_ONLY`); by any
+      successful changing call for a generic verb (``processed``, ``submitted``:
+      :data:`GENERIC_ACTIONS`), one that names a payment for a payment verb
+      (:data:`MONEY_ACTIONS`; a charge the result records as negative is contradicted),
+      one whose arguments hold a word of the claim's sentence for an action on an object
+      (``booked on HAT266``: :data:`ANCHORED_ACTIONS`); else by a successful result using
+      the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call
+      failed it is unsupported; the user's words never support an action; an item of a
+      list of conditions ("… a full refund if:") reports none;
+    - a date a stated number of days from a stated date is supported; a weekday must match
+      the date it is said of (the year taken from the sources when the answer gives none).
+
+    Score = unsupported / checked. Null ``no_answer`` without a final answer; null
+    ``not_applicable`` when no tool returned anything (nothing to ground against: words
+    quoted in a joke or the keys of structured output are not fabricated facts); null
+    ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer
+    leaves out is not counted.
+    ``details`` quotes each unsupported claim with its kind, the reason, the sources
+    searched and its sentence, then names the claims supported by the user's words
+    (``user-stated``), the system prompt or the tool schemas, and the derived numbers with
+    their arithmetic. Time is linear in the answer and results (each source is indexed
+    once, only for the claim kinds the answer has; the derived-number and item searches are
+    bounded by :data:`evaltape.grader.matching.numbers.POOL_LIMIT` and :data:`ITEM_LIMIT`).
+    """
+
+    #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
+    higher_is_better: ClassVar[bool] = False
+    name: ClassVar[str] = "grounding"
+    version: ClassVar[int] = 7
+    #: the sources read besides the tool calls (:data:`SOURCES`); a case's
+    #: ``grounding_sources`` narrows them further
+    sources: tuple[str, ...] = tuple(SOURCES)
+
+    def __post_init__(self) -> None:
+        bad = [x for x in self.sources if x not in SOURCES]
+        if bad:
+            raise ValueError(f"unknown source {bad[0]!r} (sources: {', '.join(SOURCES)})")
+        object.__setattr__(self, "sources", tuple(self.sources))
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
+        got = self.verdicts(ctx)
+        if isinstance(got, Score):
+            return got
+        claims, verdicts = got
+        last = len(agent_replies(ctx.trace)) - 1 \
+            if any(v.turn is not None for v in verdicts) else None
+        # a claim of an earlier reply says which (the final answer's need not: the view
+        # marks those in the answer)
+        unsupported = [(v.claim, v.reason if v.turn in (None, last) else
+                        f"in reply {v.turn + 1} of {last + 1}; {v.reason}", v.searched)
+                       for v in verdicts if v.reason]
+        via: dict[str, list[str]] = {}
+        for v in verdicts:
+            if v.reason is None and v.support is not None:
+                via.setdefault(v.support, []).append(v.claim.text)
+        review = [v for v in verdicts if v.review]
+        n, bad = len(verdicts) - len(review), len(unsupported)
+        details = f"{bad}/{n} claims unsupported" if n else \
+            "no checkable claims in the agent's replies but claims to review"
+        replies = len({v.turn for v in verdicts if v.turn is not None})
+        if replies > 1:
+            details += f" in {replies} agent replies"
+        if unsupported:
+            details += ": " + "; ".join(
+                f"{c.kind} '{c.text}' ({why}; searched: {where}) in \"{c.sentence}\""
+                for c, why, where in unsupported)
+        for how in sorted(via):
+            texts = list(dict.fromkeys(via[how]))
+            shown = ", ".join(f"'{t}'" for t in texts[:8])
+            details += f"; {how}: {shown}" + (f" (+{len(texts) - 8} more)"
+                                             if len(texts) > 8 else "")
+        if review:
+            details += f"; {len(review)} to review, not counted: " + "; ".join(
+                f"'{v.claim.text}' ({v.claim.kind}: {v.review}) in \"{v.claim.sentence}\""
+                for v in review)
+        evidence = {key: [{"turn": v.turn, "kind": v.claim.kind, "start": v.claim.start,
+                           "end": v.claim.start + len(v.claim.text)} for v in group]
+                    for key, group in (("unsupported", [v for v in verdicts if v.reason]),
+                                       ("to_review", review)) if group} or None
+        if not n:
+            return Score(None, details, code="no_claims", evidence=evidence)
+        return Score(bad / n, details, evidence=evidence)
+
+    def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """Every claim with its verdict (what :meth:`score` counts and quotes; the
+        benchmarks read the flagged ones), or the null
+        :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
+        the class docstring).
+
+        A conversation (two or more agent replies with text in ``trace.messages``) has
+        every reply checked against what was known when it was written (:func:`turns`):
+        the tool results before it, the user's words before it, the input, the system
+        prompt and the tool schemas; each verdict's ``turn`` is the reply's 0-based index
+        among the agent replies (the final answer is the last). A reply written before any
+        tool returned is not checked. One reply (or none in ``messages``): the final answer
+        alone, ``turn`` ``None``. A number an earlier reply derived (``2 × 174``) is
+        supported when a later reply restates it before another tool result comes back
+        (``derived in reply N``)."""
+        trace = ctx.trace
+        if trace.final_response is None:
+            return Score(None, "the agent gave no final answer", code="no_answer")
+        replies = agent_replies(trace)
+        if len(replies) < 2:
+            prose, where = read_reply(trace.final_response)
+            return at_reply_offsets(self._answer(ctx, trace, prose), where)
+        facts: dict[str, SourceFacts] = {}
+        # numbers derived in a reply: (its turn, the tool results known then)
+        derived: dict[tuple[str, str], tuple[int, int]] = {}
+        claims_all: list[Claim] = []
+        out_all: list[ClaimVerdict] = []
+        checked = 0
+        for turn, (i, text) in enumerate(replies):
+            text, where = read_reply(text)
+            sub = known_at(trace, i, text)
+            if not sub.tool_calls:
+                continue
+            got = at_reply_offsets(self._answer(ctx, sub, text, facts), where)
+            if isinstance(got, Score):
+                continue
+            checked += 1
+            claims_all += got[0]
+            known = len(sub.tool_calls)
+            for v in got[1]:
+                num = v.claim.num if v.claim.kind == "number" else None
+                if v.reason and num is not None and derived.get(num.key, (0, -1))[1] == known:
+                    # "Total price: $348" after an earlier reply derived $348 (2 × 174), no
+                    # tool result having come back since (a new result supersedes it: "the
+                    # $64 has been charged" after the change recorded another amount)
+                    v = v._replace(reason=None, searched="",
+                                   support=f"derived in reply {derived[num.key][0] + 1}")
+                elif not v.reason and num is not None and (v.support or "").startswith(
+                        "derived"):
+                    derived.setdefault(num.key, (turn, known))
+                out_all.append(v._replace(turn=turn))
+        if not claims_all:
+            if not results_by_id(trace):
+                return Score(None, "no tool result to ground the answer against (no tool "
+                             "was called, or none returned)", code="not_applicable")
+            return Score(None, "no checkable claims in the agent's replies", code="no_claims")
+        return claims_all, out_all
+
+    def _answer(self, ctx: EpisodeContext, trace: Trace, answer: str,
+                facts: dict[str, SourceFacts] | None = None
+                ) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
+        """The verdicts of one answer against ``trace``'s sources (``facts``: the calls'
+        indexes by call id, shared by the replies of one conversation)."""
+        results = results_by_id(trace)
+        if not results:
+            return Score(None, "no tool result to ground the answer against (no tool was "
+                         "called, or none returned)", code="not_applicable")
+        sources = frozenset(self.sources)
+        narrowed = getattr(ctx.case, "grounding_sources", None)
+        if narrowed is not None:
+            sources &= frozenset(narrowed)
+        schemas = schemas_of(ctx) if "tool_schemas" in sources else {}
+        verbs = frozenset(v for c in trace.tool_calls
+                          for v in action_stems(c.name) | described(schemas, c.name))
+        claims = extract_claims(answer, verbs)
+        if not claims:
+            return Score(None, "no checkable claims in the final answer", code="no_claims")
+        check = Checker(trace, answer, claims, results, sources=sources,
+                         system=system_prompt_of(ctx) if "system" in sources else None,
+                         schemas=schemas, facts=facts)
+        check.note_stated(claims)
+        out = []
+        kept = []
+        for c in claims:
+            if c.kind in ("number", "range") and check.rating_scale(c):
+                continue  # "on a scale of 1 to 10": the terms of a question, no claim
+            if c.kind == "status" and check.label_gloss(c):
+                continue  # "**Patient portal** (online account or app)": what a label means
+            why, how = check.check(c)
+            if why and c.kind == "identifier" and CAPS_CODE.fullmatch(c.text):
+                near = check.near_code(c)
+                if near is None:
+                    continue  # an all-caps word ("PLEASE"), no code: no claim
+                why = f"no source states this code; {near} is stated"
+            review = check.to_review(c) if why else None
+            kept.append(c)
+            if review:
+                out.append(ClaimVerdict(c, None, None, "", review=review))
+            else:
+                out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
+        if not kept:
+            return Score(None, "no checkable claims in the final answer", code="no_claims")
+        return kept, out
