@@ -63,7 +63,24 @@ MODELS = {
                  "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
                  "tag": "qwen0.5b"},
 }
-CTX, SLOTS = 8192, 1
+#: llama-server's serving flags. Two slots: a conversation alternates between the agent's
+#: requests and its simulated user's, whose prompts differ from the first token, so each keeps
+#: its own slot and prompt cache (with one slot every turn re-read the other prompt); and a
+#: request never waits behind an answer its client abandoned (the adapter closes such a
+#: request and llama-server frees the slot within a second, but a client that talks to the
+#: server directly has no adapter in between). The context is per slot: CTX // SLOTS tokens
+#: each, the 8,192 one slot had. PREDICT caps one answer (the agents ask for at most 1,024
+#: tokens, the simulated user for 512), so a request that asks for more cannot hold a slot for
+#: minutes. TIMEOUT_S is the server's socket read/write timeout: a client that stops reading
+#: is dropped after it rather than after the default hour.
+CTX, SLOTS, PREDICT, TIMEOUT_S = 16384, 2, 1024, 600
+
+
+def server_args(threads: str, alias: str) -> list[str]:
+    """The llama-server flags after ``-m MODEL --host --port``: context, slots, answer cap,
+    socket timeout, threads, chat template and the model name the API reports."""
+    return ["-c", str(CTX), "-np", str(SLOTS), "-n", str(PREDICT), "-to", str(TIMEOUT_S),
+            "-t", threads, "--jinja", "--alias", alias]
 
 
 def say(msg: str) -> None:
@@ -254,8 +271,7 @@ def serve(key: str) -> str:
         stop()
     if not _alive(run / "llama-server.pid"):
         cmd = [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(sport),
-               "-c", str(CTX), "-np", str(SLOTS), "-t", threads, "--jinja",
-               "--alias", m["file"].removesuffix(".gguf")]
+               *server_args(threads, m["file"].removesuffix(".gguf"))]
         say("starting " + " ".join(cmd))
         _spawn(cmd, run / "llama-server.log", run / "llama-server.pid")
         state.write_text(json.dumps({"model": key, "threads": threads}))
@@ -322,8 +338,7 @@ def manifest_facts(key: str) -> dict[str, str]:
                   f"{RUNTIME['version']} (sdist sha256 {RUNTIME['sha256']}), "
                   + " ".join(CMAKE_FLAGS[2:]),
         "server_version": server_version(server_binary()),
-        "server_args": f"-c {CTX} -np {SLOTS} -t {threads} --jinja --alias "
-                       + m["file"].removesuffix(".gguf"),
+        "server_args": " ".join(server_args(str(threads), m["file"].removesuffix(".gguf"))),
         "adapter": f"{ADAPTER_VERSION} (recorder/local_adapter.py): temperature 0 unless set; "
                    "```json / <tool_call> text tool calls -> tool_use blocks",
     }
