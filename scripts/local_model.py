@@ -75,6 +75,16 @@ MODELS = {
 CTX, SLOTS, PREDICT, TIMEOUT_S = 16384, 2, 1024, 600
 
 
+def default_threads(cores: int | None, env: str | None) -> str:
+    """The ``-t`` of llama-server: ``env`` (``LOCAL_MODEL_THREADS``) when set, else one core
+    fewer than ``cores`` (at least 1). llama.cpp's threads wait for each other at every step
+    of a token, so one thread that the OS gives to another process stalls them all: with
+    another job busy on the same 2 cores, ``-t 2`` generated 0.8 to 1.9 tokens/s and ``-t 1``
+    11 to 18 (docs/local-model.md). Leaving a core free costs some speed on an idle machine
+    and avoids that."""
+    return env or str(max(1, (cores or 2) - 1))
+
+
 def server_args(threads: str, alias: str) -> list[str]:
     """The llama-server flags after ``-m MODEL --host --port``: context, slots, answer cap,
     socket timeout, threads, chat template and the model name the API reports."""
@@ -262,7 +272,7 @@ def serve(key: str) -> str:
     aport, sport = ports()
     run = CACHE / "run"
     run.mkdir(parents=True, exist_ok=True)
-    threads = os.environ.get("LOCAL_MODEL_THREADS") or str(os.cpu_count() or 2)
+    threads = default_threads(os.cpu_count(), os.environ.get("LOCAL_MODEL_THREADS"))
     state = run / "serving.json"
     current = json.loads(state.read_text()) if state.exists() else {}
     if _alive(run / "llama-server.pid") and current.get("model") != key:

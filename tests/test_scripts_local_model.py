@@ -5,7 +5,8 @@ simulated user's one after the other, so two slots keep both prompts cached; the
 used before had 8,192 tokens of context, and llama-server splits ``-c`` evenly between
 the slots (``-c 16384 -np 2``: 16384 / 2 = 8192 each); the agents ask for at most 1,024
 tokens per answer (``AgentSpec.max_tokens``) and the simulated user for 512, so a cap of
-1,024 cuts neither.
+1,024 cuts neither. Threads: one core is left free (2 cores: 1 thread, 8 cores: 7), since
+one of llama.cpp's threads stalled by another process stalls the others.
 """
 from __future__ import annotations
 
@@ -45,3 +46,10 @@ def test_the_manifest_records_the_flags_the_server_was_started_with(monkeypatch,
     facts = mod.manifest_facts("qwen1.5b")
     assert facts["server_args"] == ("-c 16384 -np 2 -n 1024 -to 600 -t 2 --jinja "
                                     "--alias qwen2.5-coder-1.5b-instruct-q4_k_m")
+
+
+def test_threads_leave_a_core_free_unless_set():
+    threads = _script().default_threads
+    assert [threads(2, None), threads(8, None), threads(1, None), threads(None, None)] == [
+        "1", "7", "1", "1"]
+    assert threads(2, "2") == "2"
