@@ -220,3 +220,15 @@ def test_review_command_lists_pending_disagreements_and_figures(tmp_path):
     j = run_cli("review", str(run), "--dataset", str(DATASET), "--json")
     data = json.loads(j.stdout)
     assert data["figures"]["verdict"]["kappa_se"] == pytest.approx(0.5)
+
+
+def test_the_default_reviewer_is_git_user_name_else_user(tmp_path, monkeypatch):
+    from evaltape.review_server import default_reviewer
+    monkeypatch.chdir(tmp_path)                     # not a git repository
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "none"))
+    monkeypatch.setenv("USER", "zed")
+    assert default_reviewer() == "zed"
+    (tmp_path / "gitconfig").write_text("[user]\n\tname = Ana Lima\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    assert default_reviewer() == "Ana Lima"

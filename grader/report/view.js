@@ -142,7 +142,7 @@
     var rv = run.rv;
     if (!rv) return false;
     var key = epKey(run, i), m = markOf(run, i, "episode");
-    if (q === "todo") return !m;
+    if (q === "todo") return !m || !!m.stale;
     if (q === "human") return !!rv.human[key];
     if (q === "claims") return !!rv.toReview[key];
     if (q === "disagree") {
