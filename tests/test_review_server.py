@@ -232,3 +232,27 @@ def test_the_default_reviewer_is_git_user_name_else_user(tmp_path, monkeypatch):
     (tmp_path / "gitconfig").write_text("[user]\n\tname = Ana Lima\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
     assert default_reviewer() == "Ana Lima"
+
+
+def test_a_case_id_the_page_shows_changed_is_still_marked(tmp_path, monkeypatch):
+    """A case id holding a control character is shown with U+FFFD on the page; the page's
+    key is taken back to the real id, and the mark names the real id."""
+    from conftest import make_trace, write_json, write_jsonl
+    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.api import grade
+    from evaltape.grader.io.run import open_run
+    from evaltape.review_server import ReviewApi
+    odd = "case\x07bell"
+    ds = write_json(tmp_path / "ds.json", [{"id": odd, "user_query": "q",
+                                            "expected_tools": ["t"]}])
+    run = tmp_path / "run"
+    write_jsonl(run / "traces.jsonl", [make_trace(odd, tools=["t"])])
+    report = grade(str(run), str(ds), None, None, workers=None)
+    r = open_run(str(run), str(ds))
+    api = ReviewApi([ViewSource(report, r, index_traces(r))], "ana")
+    shown = "case\ufffdbell#t0"
+    status, ans = api.handle("POST", "/api/reviews", {"r": "0"},
+                             {"episode": shown, "target": "episode", "mark": "pass"})
+    assert status == 200 and ans["mark"]["episode"] == shown, ans
+    assert [m.episode for m in read_reviews(run / "reviews.jsonl")] == [odd + "#t0"]
+    assert [m["episode"] for m in api.state(0)["marks"]] == [shown]

@@ -20,9 +20,19 @@ from typing import Any, Mapping, Sequence
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.reviews import (REVIEWS_FILE, EpisodeFacts, episode_facts, latest,
                                      read_reviews, stale_marks)
+from evaltape.grader.reviews import episode_key as ep_key
 
 #: Where the review settings go in the served page: just before the page's data.
 _ANCHOR = b'<script type="application/json" id="evaltape-meta">'
+
+
+def page_key(case_id: str, trial: int) -> str:
+    """An episode's key as the page knows it: its case id as the page shows it (cut at
+    :data:`~evaltape.grader.report.view.ID_LIMIT` characters, control characters as
+    U+FFFD, key-shaped strings redacted), ``#t``, the trial."""
+    from evaltape.grader.io.secrets import redact
+    from evaltape.grader.report.view import ID_LIMIT, text
+    return redact(text(case_id, ID_LIMIT)) + f"#t{trial}"
 
 
 def default_reviewer() -> str:
@@ -60,6 +70,8 @@ class ReviewApi:
         self.reviewer = reviewer
         self.files: dict[int, Path] = {}
         self.facts: dict[int, dict[str, EpisodeFacts]] = {}
+        self.to_page: dict[int, dict[str, str]] = {}           # episode key -> as the page shows it
+        self.from_page: dict[int, dict[str, str | None]] = {}  # and back (None: ambiguous)
         self._lock = threading.Lock()
         for r, src in enumerate(sources):
             if src.run is None:
@@ -68,6 +80,12 @@ class ReviewApi:
             read_reviews(path)  # a bad file stops here, with its line named
             self.files[r] = path
             self.facts[r] = {f.key: f for f in episode_facts(src.report, src.run, src.traces)}
+            self.to_page[r] = {ep_key(ep.case_id, ep.trial): page_key(ep.case_id, ep.trial)
+                               for ep in src.report.episodes}
+            seen: dict[str, str | None] = {}
+            for real, shown in self.to_page[r].items():
+                seen[shown] = None if shown in seen else real   # two ids shown alike: neither
+            self.from_page[r] = seen
 
     def settings(self) -> dict[str, Any]:
         """What the page needs to review: token, reviewer and the reviewable runs."""
@@ -93,10 +111,12 @@ class ReviewApi:
         facts = self.facts[r]
         marks = latest(read_reviews(self.files[r]))
         stale = {m.item for m in stale_marks(marks, {k: f.digest for k, f in facts.items()})}
+        shown = self.to_page[r]
         return {"reviewer": self.reviewer, "file": str(self.files[r]),
-                "marks": [dict(m.to_json(), stale=item in stale) for item, m in marks.items()],
-                "human": [k for k, f in facts.items() if f.human],
-                "to_review": [k for k, f in facts.items() if f.to_review]}
+                "marks": [dict(m.to_json(), episode=shown.get(m.episode, m.episode),
+                               stale=item in stale) for item, m in marks.items()],
+                "human": [shown[k] for k, f in facts.items() if f.human],
+                "to_review": [shown[k] for k, f in facts.items() if f.to_review]}
 
     def handle(self, method: str, path: str, query: Mapping[str, str], body: Any
                ) -> tuple[int, Any]:
@@ -115,10 +135,12 @@ class ReviewApi:
                 return 200, self.state(r)
             if not isinstance(body, Mapping):
                 return 400, {"error": "expected a JSON object"}
-            episode = body.get("episode")
-            fact = self.facts[r].get(episode) if isinstance(episode, str) else None
+            shown = body.get("episode")
+            episode = self.from_page[r].get(shown) if isinstance(shown, str) else None
+            fact = None if episode is None else self.facts[r].get(episode)
             if fact is None:
-                return 400, {"error": f"no episode {episode!r} in this run"}
+                return 400, {"error": f"no episode {shown!r} in this run (or two case ids "
+                                      "the page shows alike)"}
             mark = {"episode": episode, "trace_digest": fact.digest,
                     "reviewer": self.reviewer,
                     "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -126,7 +148,7 @@ class ReviewApi:
                     "note": body.get("note", "")}
             with self._lock:
                 written = append_mark(self.files[r], mark)
-            return 200, {"mark": dict(written.to_json(), stale=False)}
+            return 200, {"mark": dict(written.to_json(), episode=shown, stale=False)}
         except BadInputError as e:
             return 400, {"error": str(e)}
         except SecretInMark as e:
