@@ -271,7 +271,8 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
         episodes: the run's graded episodes.
 
     Returns:
-        ``{"episodes", "reviewed", "pending": [episode keys not reviewed],
+        ``{"episodes", "reviewed", "reviewers": [names, sorted],
+        "pending": [episode keys not reviewed],
         "human_pending": [keys of grading_strategy "human" cases not reviewed],
         "to_review_pending": [keys with grounding claims to review, not reviewed],
         "disagreements": [{"episode", "target", "mark", "graded", "reviewer", "note"}],
@@ -321,6 +322,7 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
                              "graded": predicted, "reviewer": m.reviewer, "note": m.note})
     return {
         "episodes": len(episodes), "reviewed": len(reviewed),
+        "reviewers": sorted({m.reviewer for m in marks.values()}),
         "pending": [e.key for e in episodes if e.key not in reviewed],
         "human_pending": [e.key for e in episodes if e.human and e.key not in reviewed],
         "to_review_pending": [e.key for e in episodes if e.to_review and e.key not in reviewed],

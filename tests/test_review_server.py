@@ -206,7 +206,7 @@ def test_review_command_lists_pending_disagreements_and_figures(tmp_path):
     p = run_cli("review", str(run), "--dataset", str(DATASET))
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "4 of 8 episodes reviewed" in out
+    assert "4 of 8 episodes reviewed (by ana)" in out
     assert "PENDING, not reviewed (4): tc_003#t0, tc_006#t0, tc_007#t0, tc_008#t0" in out
     assert "tc_002#t0  reviewer fail, verdict pass by ana: asked twice" in out
     assert "tc_005#t0  reviewer pass, verdict fail by ana: VPN fixed" in out

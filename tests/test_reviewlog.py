@@ -119,3 +119,13 @@ def test_a_killed_writer_loses_no_acknowledged_mark(tmp_path):
     assert {f"case_{i}#t1" for i in acked} <= episodes
     append_mark(p, mark("after#t1"))          # and the file takes more marks
     assert "after#t1" in {m.episode for m in read_reviews(p)}
+
+
+def test_a_whole_last_mark_without_its_line_end_is_kept(tmp_path):
+    # a file edited by hand, saved without a final line break
+    import json
+    p = tmp_path / "reviews.jsonl"
+    p.write_text(json.dumps(mark("tc_001#t1", note="by hand").to_json()))
+    append_mark(p, mark("tc_002#t1"))
+    assert [(m.episode, m.note) for m in read_reviews(p)] == [("tc_001#t1", "by hand"),
+                                                              ("tc_002#t1", "")]

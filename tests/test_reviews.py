@@ -150,3 +150,4 @@ def test_summary_metric_marks_are_read_as_truth():
     assert s["pending"] == ["e2#t1", "e3#t1", "e4#t1"]
     assert s["human_pending"] == ["e2#t1"] and s["to_review_pending"] == ["e3#t1"]
     assert [u["episode"] for u in s["unknown"]] == ["zz#t1"]
+    assert s["reviewers"] == ["ana"]

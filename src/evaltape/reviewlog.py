@@ -3,8 +3,9 @@
 Each mark is one line appended under an exclusive lock on the file (``fcntl.flock``), then
 flushed and synced to the disk (``os.fsync``) before :func:`append_mark` returns, so two
 pages writing at once lose no line and a process killed after the call returned loses no
-mark. A line a killed writer left without its line end (never acknowledged) is cut off by
-the next writer, under the lock, before it appends.
+mark. A last line a killed writer left without its line end (never acknowledged) is cut off
+by the next writer, under the lock, before it appends; a whole mark without its line end (a
+file edited by hand) is ended instead.
 
 Every string of a mark is scanned for secrets as the recorder scans what it stores
 (:func:`evaltape.recorder.wire.scrub.find_secret`: the live key of this environment, a
@@ -52,8 +53,9 @@ def mark_line(mark: Mark) -> bytes:
 
 
 def _cut_torn_tail(fd: int) -> None:
-    """Cut a last line left without its line end (a write a killed process never finished,
-    so never acknowledged) off the locked file."""
+    """Mend the end of the locked file: a last line without its line end is ended when it
+    is a whole mark (a file edited by hand), and cut off otherwise (a write a killed
+    process never finished, so never acknowledged)."""
     size = os.fstat(fd).st_size
     if size == 0:
         return
@@ -70,6 +72,15 @@ def _cut_torn_tail(fd: int) -> None:
         if at >= 0:
             keep = pos + at + 1
             break
+    if size - keep <= 1 << 20:
+        os.lseek(fd, keep, os.SEEK_SET)
+        try:
+            check_mark(orjson.loads(os.read(fd, size - keep)))
+        except (orjson.JSONDecodeError, BadInputError):
+            pass
+        else:
+            os.write(fd, b"\n")
+            return
     os.ftruncate(fd, keep)
 
 

@@ -35,7 +35,9 @@ def review_lines(summary: dict[str, Any], where: str, limit: int = LIST_LIMIT) -
         return plain(redacted(s), one_line=True)
 
     s = summary
-    out = [f"reviews: {where}: {s['reviewed']} of {s['episodes']} episodes reviewed"]
+    who = ", ".join(s.get("reviewers") or [])
+    out = [f"reviews: {where}: {s['reviewed']} of {s['episodes']} episodes reviewed"
+           + (safe(f" (by {who})") if who else "")]
     sections = [("PENDING, not reviewed", s["pending"]),
                 ("HUMAN CASES (grading_strategy human), not reviewed", s["human_pending"]),
                 ("GROUNDING CLAIMS TO REVIEW, episode not reviewed", s["to_review_pending"])]
