@@ -238,6 +238,9 @@ def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
     assert "read-only" in tab.inner_text("#readonly")
     assert "evaltape view" in tab.inner_text("#readonly")
     assert tab.query_selector("#review-pass") is None
+    tab.keyboard.press("?")
+    assert "Read-only" in tab.inner_text("#help")
+    tab.keyboard.press("?")
     tab.keyboard.press("p")                                   # nothing happens, no error
     tab.wait_for_timeout(200)
     assert tab.query_selector("#review-state") is None

@@ -1214,6 +1214,7 @@
     var box = h("div", { class: "overlay", id: "help", onclick: function (ev) { if (ev.target === box) box.remove(); } },
       h("div", { class: "box", role: "dialog", "aria-label": "keyboard" }, h("h2", null, "Keyboard"),
         h("table", { class: "keys" }, keys.map(function (k) { return h("tr", null, h("td", null, h("kbd", null, k[0])), h("td", null, k[1])); })),
+        REVIEW ? null : h("p", { class: "muted small" }, "Read-only: reviews (p, f, n) are made on the page `evaltape view RUN` serves."),
         h("p", { class: "muted small" }, "Written by evaltape view: plain HTML and JavaScript, nothing loaded from the network.")));
     document.body.appendChild(box);
   }
