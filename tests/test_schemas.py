@@ -278,7 +278,7 @@ def test_load_schema_bundles_what_it_refers_to():
 
 def test_unknown_schema_name_is_a_usage_error_listing_the_names():
     with pytest.raises(UsageError, match="known: trace, dataset, dataset-case, manifest, "
-                                         "cassette, judge-record, report"):
+                                         "cassette, judge-record, report, review"):
         load_schema("traces")
 
 
@@ -300,4 +300,19 @@ def test_evaltape_schema_unknown_name_exits_2_listing_them():
     out = _cli("schema", "bogus")
     assert out.returncode == 2
     assert "unknown schema 'bogus'; known: trace, dataset, dataset-case, manifest, cassette, " \
-           "judge-record, report" in out.stderr
+           "judge-record, report, review" in out.stderr
+
+
+def test_a_review_mark_as_written_validates_and_a_bad_one_fails_at_its_field(tmp_path):
+    from evaltape.grader.reviews import Mark
+    from evaltape.reviewlog import append_mark
+    p = tmp_path / "reviews.jsonl"
+    append_mark(p, Mark("tc_001#t0", "0123456789abcdef", "ana", "2026-12-07T13:00:00+00:00",
+                        "claim:3-17", "wrong", "the figure is in the tool result"))
+    v = _validator("review")
+    assert list(v.iter_errors(json.loads(p.read_text()))) == []
+    bad = json.loads(p.read_text())
+    bad["mark"] = "pass"                                   # a claim takes right/wrong
+    assert [list(e.absolute_path) for e in v.iter_errors(bad)] == [["mark"]]
+    bad = dict(json.loads(p.read_text()), colour="red")
+    assert [e.validator for e in v.iter_errors(bad)] == ["additionalProperties"]

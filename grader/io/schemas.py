@@ -18,7 +18,7 @@ from evaltape.grader.errors import UsageError
 
 #: The schema names, in the order ``evaltape schema`` lists them.
 SCHEMAS = ("trace", "dataset", "dataset-case", "manifest", "cassette", "judge-record",
-           "report")
+           "report", "review")
 #: ``$id`` prefix of every evaltape schema.
 ID_PREFIX = "urn:evaltape:schema:"
 

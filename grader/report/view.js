@@ -97,6 +97,161 @@
   // index row fields (view.py index_row)
   var C = 0, T = 1, V = 2, F = 3, O = 4, S = 5, TI = 6, TO = 7, L = 8, K = 9, SC = 10, FL = 11, A = 12, N = 13;
 
+  /* ------------------------------------------------------------------ review (served page only)
+     The server that serves the page puts #evaltape-review in it (token, reviewer, the runs
+     that can be reviewed); an exported page has none and is read-only. Marks are read and
+     written with fetch on the same server; every mark and note is shown as text. */
+  var REVIEW = (function () {
+    var el = document.getElementById("evaltape-review");
+    try { return el ? JSON.parse(el.textContent) : null; } catch (err) { return null; }
+  })();
+  function reviewable(run) { return !!REVIEW && REVIEW.runs.indexOf(run.r) >= 0; }
+  function reviewApi(run, method, body) {
+    return fetch("/api/reviews?r=" + run.r, {
+      method: method, credentials: "same-origin", cache: "no-store",
+      headers: method === "POST" ? { "Content-Type": "application/json", "X-Evaltape-Token": REVIEW.token }
+        : { "X-Evaltape-Token": REVIEW.token },
+      body: body ? JSON.stringify(body) : undefined
+    }).then(function (res) {
+      return res.json().then(function (v) {
+        if (!res.ok) throw new Error(v && v.error ? v.error : "HTTP " + res.status);
+        return v;
+      });
+    });
+  }
+  function loadReviews(run) {
+    if (!reviewable(run)) return Promise.resolve(null);
+    if (run.rv) return Promise.resolve(run.rv);
+    return reviewApi(run, "GET").then(function (st) {
+      var rv = { marks: {}, human: {}, toReview: {}, file: st.file, error: null };
+      st.marks.forEach(function (m) { rv.marks[m.episode + "\u0000" + m.target] = m; });
+      st.human.forEach(function (k) { rv.human[k] = true; });
+      st.to_review.forEach(function (k) { rv.toReview[k] = true; });
+      run.rv = rv;
+      return rv;
+    }).catch(function (err) {
+      run.rv = { marks: {}, human: {}, toReview: {}, error: err.message };
+      return run.rv;
+    });
+  }
+  function epKey(run, i) { var e = run.eps[i]; return run.cases[e[C]][0] + "#t" + e[T]; }
+  function markOf(run, i, target) { return run.rv ? run.rv.marks[epKey(run, i) + "\u0000" + target] || null : null; }
+  /* the review queues of the list: not reviewed, reviewer disagrees (with the verdict, or a
+     metric or judge marked wrong), grounding claims to review, human-graded cases */
+  function reviewMatches(run, i, q) {
+    var rv = run.rv;
+    if (!rv) return false;
+    var key = epKey(run, i), m = markOf(run, i, "episode");
+    if (q === "todo") return !m || !!m.stale;
+    if (q === "human") return !!rv.human[key];
+    if (q === "claims") return !!rv.toReview[key];
+    if (q === "disagree") {
+      if (m && !m.stale && (m.mark === "pass") !== !!run.eps[i][V]) return true;
+      return Object.keys(rv.marks).some(function (k) {
+        var x = rv.marks[k];
+        return x.episode === key && x.target !== "episode" && x.target.slice(0, 6) !== "claim:" && x.mark === "wrong" && !x.stale;
+      });
+    }
+    return true;
+  }
+  function saveMark(run, i, target, mark, note) {
+    return reviewApi(run, "POST", { episode: epKey(run, i), target: target, mark: mark, note: note || "" })
+      .then(function (v) {
+        if (run.rv) run.rv.marks[v.mark.episode + "\u0000" + v.mark.target] = v.mark;
+        return v.mark;
+      });
+  }
+  function markText(m) {
+    if (!m) return "not reviewed";
+    return m.mark.toUpperCase() + " by " + m.reviewer + " at " + m.at + (m.stale ? " (stale: recorded again since)" : "");
+  }
+  /* the episode's review bar: its mark, the keys p f n, and the note box */
+  function reviewBar(run, i) {
+    if (!reviewable(run)) {
+      return h("p", { class: "muted small", id: "readonly" }, "This page is read-only: reviews are made in the page that " +
+        "`evaltape view RUN` serves, and go to RUN/reviews.jsonl.");
+    }
+    var bar = h("section", { class: "panel review", id: "review" });
+    var state = h("span", { id: "review-state" });
+    var noteShown = h("div", { class: "small review-note", id: "review-note-shown" });
+    var msg = h("span", { class: "small", id: "review-msg", "aria-live": "polite" });
+    var box = h("textarea", { id: "review-note", rows: 2, placeholder: "Note (Enter saves, Shift+Enter a new line, Esc leaves)", "aria-label": "review note", hidden: true });
+    function show() {
+      var m = markOf(run, i, "episode");
+      clear(state);
+      add(state, [h("b", null, "Your review: "), m ? badge(m.mark === "pass" ? "pass" : "fail", m.mark.toUpperCase()) : badge("na", "NOT REVIEWED"),
+        m ? h("span", { class: "muted small" }, " by " + m.reviewer + " at " + m.at) : null,
+        m && m.stale ? h("span", { class: "warn small" }, " stale: the episode was recorded again since this mark") : null]);
+      clear(noteShown);
+      if (m && m.note) add(noteShown, ["note: ", h("span", { class: "mono" }, m.note)]);
+    }
+    function save(mark) {
+      var note = box.hidden ? ((markOf(run, i, "episode") || {}).note || "") : box.value;
+      msg.textContent = "saving…";
+      return saveMark(run, i, "episode", mark, note).then(function () {
+        msg.textContent = "saved to reviews.jsonl";
+        box.hidden = true;
+        show();
+      }).catch(function (err) { msg.textContent = "not saved: " + err.message; });
+    }
+    function editNote() {
+      box.hidden = false;
+      var m = markOf(run, i, "episode");
+      if (!box.value && m) box.value = m.note || "";
+      box.focus();
+    }
+    box.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" && !ev.shiftKey) {
+        ev.preventDefault();
+        var m = markOf(run, i, "episode");
+        if (m) { save(m.mark); box.blur(); } else msg.textContent = "mark pass (p) or fail (f) to save the note with it";
+        if (!m) box.blur();
+      }
+    });
+    current.review = { pass: function () { save("pass"); }, fail: function () { save("fail"); }, note: editNote };
+    add(bar, h("div", { class: "pb" }, h("div", { class: "review-row" }, state, h("span", { class: "spacer" }),
+      h("button", { type: "button", class: "btn", id: "review-pass", title: "mark the episode pass (p)", onclick: function () { save("pass"); } }, "pass (p)"),
+      h("button", { type: "button", class: "btn", id: "review-fail", title: "mark the episode fail (f)", onclick: function () { save("fail"); } }, "fail (f)"),
+      h("button", { type: "button", class: "btn", id: "review-note-btn", title: "write a note (n)", onclick: editNote }, "note (n)"),
+      msg), noteShown, box, h("div", { id: "review-items" })));
+    if (run.rv && run.rv.error) msg.textContent = "reviews cannot be read: " + run.rv.error;
+    show();
+    return bar;
+  }
+  /* right / wrong for each metric result, judge verdict and grounding claim of the episode */
+  function reviewItems(run, i, d) {
+    var holder = document.getElementById("review-items");
+    if (!holder || !reviewable(run)) return;
+    var items = [];
+    d.metrics.forEach(function (m) {
+      if (m[3] !== true && m[3] !== false) return;
+      var judge = /judge/.test(m[0]);
+      items.push([(judge ? "judge:" : "metric:") + m[0], (judge ? "judge " : "") + m[0] + ": " + (m[3] ? "PASS" : "FAIL")]);
+    });
+    var answer = d.answer || "";
+    (d.claims || []).forEach(function (cl, n) {
+      items.push(["claim:" + cl[0] + "-" + cl[1], "claim " + (n + 1) + " (unsupported) '" + cut(answer.slice(cl[0], cl[1]), 80) + "'"]);
+    });
+    (d.review || []).forEach(function (cl, n) {
+      items.push(["claim:" + cl[0] + "-" + cl[1], "claim r" + (n + 1) + " (to review) '" + cut(answer.slice(cl[0], cl[1]), 80) + "'"]);
+    });
+    if (!items.length) return;
+    var rows = items.map(function (it) {
+      var cell = h("td", { class: "small" });
+      function show() { clear(cell); var m = markOf(run, i, it[0]); add(cell, m ? [badge(m.mark === "right" ? "pass" : "fail", m.mark), " ", h("span", { class: "muted" }, m.reviewer + (m.stale ? " (stale)" : "")), m.note ? h("span", { class: "mono" }, " " + m.note) : null] : h("span", { class: "muted" }, "not reviewed")); }
+      function mark(v) {
+        var old = markOf(run, i, it[0]);
+        saveMark(run, i, it[0], v, old ? old.note : "").then(show).catch(function (err) { clear(cell); add(cell, h("span", { class: "fail" }, "not saved: " + err.message)); });
+      }
+      show();
+      return h("tr", { "data-target": it[0] }, h("td", null, it[1]), cell,
+        h("td", null, h("button", { type: "button", class: "btn small", onclick: function () { mark("right"); } }, "right"), " ",
+          h("button", { type: "button", class: "btn small", onclick: function () { mark("wrong"); } }, "wrong")));
+    });
+    add(holder, h("details", { class: "review-items", open: true }, h("summary", { class: "small" }, "Mark the graders right or wrong (" + items.length + ")"),
+      h("table", { class: "small" }, h("tbody", null, rows))));
+  }
+
   function loadRun(run) {
     if (run.ready) return run.ready;
     var names = [run.m.chunks.cases].concat(run.m.chunks.index);
@@ -220,7 +375,7 @@
     var run = RUNS[route.r];
     if (route.view === "compare" && META.compare) return renderCompare(main);
     main.appendChild(h("p", { class: "loading" }, "Loading " + int(run.m.episodes) + " episodes…"));
-    loadRun(run).then(function () {
+    loadRun(run).then(function () { return loadReviews(run); }).then(function () {
       if (current.main !== main) return;
       clear(main);
       if (route.view === "episode" && route.i >= 0 && route.i < run.eps.length) return renderEpisode(main, run, route);
@@ -366,7 +521,8 @@
       m: run.names.indexOf(params.get("m") || ""), tag: intOr(params.get("tag"), -1),
       diff: intOr(params.get("diff"), -1), r: params.get("r") || "",
       sort: params.get("s") || "order", dir: params.get("d") === "desc" ? -1 : 1,
-      page: Math.max(0, intOr(params.get("p"), 0)), cols: params.get("cols")
+      page: Math.max(0, intOr(params.get("p"), 0)), cols: params.get("cols"),
+      rv: params.get("rv") || ""
     };
     return f;
   }
@@ -379,6 +535,7 @@
     if (f.tag >= 0 && c[1].indexOf(f.tag) < 0) return false;
     if (f.diff >= 0 && c[2] !== f.diff) return false;
     if (f.r && reasonsOf(run, e).indexOf(f.r) < 0) return false;
+    if (f.rv && !reviewMatches(run, i, f.rv)) return false;
     if (f.q) {
       var t = textOf(run, i);
       var hay = (c[0] + "\n" + (e[F] || "") + "\n" + (t ? (t[0] || "") + "\n" + (t[1] || "") : "")).toLowerCase();
@@ -485,6 +642,8 @@
       select("r", "reason", reasonOpts, f.r),
       run.m.tags.length ? select("tag", "tag", [["", "any"]].concat(run.m.tags.map(function (t, j) { return [j, t]; })), params.get("tag") || "") : null,
       run.m.difficulties.length ? select("diff", "difficulty", [["", "any"]].concat(run.m.difficulties.map(function (t, j) { return [j, t]; })), params.get("diff") || "") : null,
+      reviewable(run) ? select("rv", "review queue", [["", "any"], ["todo", "not reviewed yet"], ["disagree", "reviewer disagrees"],
+        ["claims", "grounding claims to review"], ["human", "human-graded cases"]], f.rv) : null,
       columnPicker(run, function () { return f; }, function (v) { set("cols", v); }),
       h("button", { type: "button", id: "clear", onclick: function () { go("episodes/" + run.r); } }, "clear"));
     main.appendChild(tools);
@@ -740,12 +899,14 @@
       c[2] >= 0 ? h("span", { class: "chip" }, "difficulty " + run.m.difficulties[c[2]]) : null,
       "steps " + e[S] + " · tokens " + tok(e[TI], e[TO]) + " (in / out) · latency " + secs(e[L]) +
       (e[K] !== null ? " · cost " + usd(e[K]) : "")));
+    main.appendChild(reviewBar(run, i));
     var body = h("div", { id: "detail" }, h("p", { class: "loading" }, "Loading the episode…"));
     main.appendChild(body);
     detail(run, i).then(function (d) {
       if (current.main !== main) return;
       clear(body);
       episodeBody(body, run, i, d);
+      reviewItems(run, i, d);
       if (other) compareEpisode(body, run, other, c[0], e[T], d);
     }).catch(function (err) { clear(body); body.appendChild(h("p", { class: "note" }, "Cannot load this episode: " + err.message)); });
   }
@@ -1048,9 +1209,12 @@
     var keys = [["/", "search the episodes"], ["j / ↓", "next row (the next episode when one is open)"], ["k / ↑", "previous row (episode)"],
       ["Enter / o", "open the episode, or show a case's trials"], ["→ / ←", "show / hide a case's trials"],
       ["[ / ]", "previous / next page"], ["Esc", "back to the list; leave the search box"], ["1 2 3", "overview, episodes, compare"], ["?", "this help"]];
+    if (REVIEW) keys = keys.concat([["p", "review: mark the open episode pass"], ["f", "review: mark the open episode fail"],
+      ["n", "review: write a note on the open episode (Enter saves)"]]);
     var box = h("div", { class: "overlay", id: "help", onclick: function (ev) { if (ev.target === box) box.remove(); } },
       h("div", { class: "box", role: "dialog", "aria-label": "keyboard" }, h("h2", null, "Keyboard"),
         h("table", { class: "keys" }, keys.map(function (k) { return h("tr", null, h("td", null, h("kbd", null, k[0])), h("td", null, k[1])); })),
+        REVIEW ? null : h("p", { class: "muted small" }, "Read-only: reviews (p, f, n) are made on the page `evaltape view RUN` serves."),
         h("p", { class: "muted small" }, "Written by evaltape view: plain HTML and JavaScript, nothing loaded from the network.")));
     document.body.appendChild(box);
   }
@@ -1090,6 +1254,9 @@
       if ((k === "j" || k === "ArrowRight") && nav.next !== null) openEpisode(nav.run, nav.next, nav.params);
       else if ((k === "k" || k === "ArrowLeft") && nav.prev !== null) openEpisode(nav.run, nav.prev, nav.params);
       else if (k === "Escape" || k === "u") go(nav.back);
+      else if (k === "p" && current.review) current.review.pass();
+      else if (k === "f" && current.review) current.review.fail();
+      else if (k === "n" && current.review) current.review.note();
       else done = false;
     } else done = false;
     if (done) ev.preventDefault();

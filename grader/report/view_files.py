@@ -30,8 +30,9 @@ from evaltape.grader.report.view import ViewSource, build_view
 #: Page data kept inside the page (bytes of JSON); above it the chunks become files.
 INLINE_LIMIT = 6 << 20
 #: What the page may load: its own files and inline code, nothing from elsewhere.
+#: ``connect-src 'self'``: the served page's review marks go to the server that served it.
 CSP = ("default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; "
-       "img-src 'self' data:; base-uri 'none'; form-action 'none'")
+       "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'")
 _CHUNK_FILE = re.compile(r"^(r\d+-(cases|index-\d+|text-\d+|ep-\d+)|compare)\.js$")
 
 
@@ -51,7 +52,7 @@ def _json(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
 
 
-def _inline_json(data: bytes) -> bytes:
+def inline_json(data: bytes) -> bytes:
     """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&``
     (which JSON has only inside strings) written as ``\\u`` escapes, so no ``</script>``
     or ``<!--`` can end the element."""
@@ -127,10 +128,10 @@ def render_page(meta: dict[str, Any], inline: Sequence[tuple[str, bytes]] = ()) 
              b'<div id="app" class="app"><p class="loading">Loading the report\xe2\x80\xa6</p>'
              b"</div>\n",
              b'<script type="application/json" id="evaltape-meta">',
-             redact_bytes(_inline_json(_json(meta))), b"</script>\n"]
+             redact_bytes(inline_json(_json(meta))), b"</script>\n"]
     for name, data in inline:
         parts += [f'<script type="application/json" data-chunk="{name}">'.encode(),
-                  _inline_json(data), b"</script>\n"]
+                  inline_json(data), b"</script>\n"]
     parts += [b"<script>", asset("view.js").encode(), b"</script>\n</body></html>\n"]
     return b"".join(parts)
 
@@ -217,6 +218,10 @@ READ_TIMEOUT = 20.0
 #: Connections served at once; one more is answered 503 and closed.
 MAX_CONNECTIONS = 64
 _HOST = re.compile(r"^(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?$", re.I)
+#: Header that carries the served page's token on a review request.
+TOKEN_HEADER = "X-Evaltape-Token"
+#: Largest body of a review request (bytes).
+API_BODY_LIMIT = 256 << 10
 
 
 def loopback_host(value: str | None) -> bool:
@@ -228,9 +233,23 @@ def loopback_host(value: str | None) -> bool:
     return bool(value) and _HOST.match(value.strip()) is not None
 
 
+def loopback_origin(value: str | None, port: int, *, host_header: bool = False) -> bool:
+    """Whether an ``Origin`` header (``host_header``: a ``Host`` header) names this server
+    itself: ``http://`` + ``127.0.0.1``, ``localhost`` or ``[::1]`` + ``:port`` (a Host
+    header without the scheme). A missing value, another scheme, host or port is refused."""
+    if not value:
+        return False
+    v = value.strip().lower()
+    if not host_header:
+        if not v.startswith("http://"):
+            return False
+        v = v[len("http://"):]
+    return v in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}")
+
+
 def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
           idle_timeout: float = IDLE_TIMEOUT, read_timeout: float = READ_TIMEOUT,
-          max_connections: int = MAX_CONNECTIONS, log: Any = None) -> Any:
+          max_connections: int = MAX_CONNECTIONS, log: Any = None, api: Any = None) -> Any:
     """An HTTP server for the page in ``folder`` on ``host`` (loopback only) and ``port``
     (0: any free port), with the standard library's ``http.server``: files of ``folder``
     only (no listing of folders), the page's Content-Security-Policy as a header, no
@@ -244,14 +263,27 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
     that fails (a client that goes away early) is one line on ``log`` (a text stream,
     ``sys.stderr`` when ``None``), never a traceback.
 
+    ``api`` (``None``: the page is read-only and a POST gets 501) answers the page's
+    review requests under ``/api/``: an object with ``token`` (a random string),
+    ``page(html: bytes) -> bytes`` (the page as served, given the page file's bytes) and
+    ``handle(method, path, query, body) -> (status, JSON value)``. A request to ``/api/``
+    is answered only when its ``Host`` names this server with its port, its
+    :data:`TOKEN_HEADER` equals ``api.token`` (compared in constant time) and, for a POST
+    (and any request that sends one), its ``Origin`` is this server
+    (:func:`loopback_origin`); anything else gets 403. A POST body must be JSON
+    (``Content-Type: application/json``) of at most :data:`API_BODY_LIMIT` bytes.
+
     Raises:
         OSError: the port is taken or refused.
     """
+    import hmac
+    import io
     import socket
     import sys
     import threading
     import time
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlsplit
 
     def say(line: str) -> None:
         out = log if log is not None else sys.stderr
@@ -297,6 +329,18 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
                 self.send_error(421, "Misdirected Request",
                                 "this server answers only for 127.0.0.1, localhost and [::1]")
                 return None
+            if api is not None and urlsplit(self.path).path in ("/", "/index.html"):
+                page = Path(self.directory) / "index.html"
+                try:
+                    data = api.page(page.read_bytes())
+                except OSError:
+                    self.send_error(404, "File not found")
+                    return None
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                return io.BytesIO(data)
             try:
                 return super().send_head()
             except (ValueError, UnicodeError) as e:
@@ -305,6 +349,74 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
                     f"({type(e).__name__})")
                 self.send_error(404, "File not found")
                 return None
+
+        def do_GET(self) -> None:  # noqa: N802 - the base class's name
+            """``/api/...`` to the review API; anything else as a file."""
+            if api is not None and urlsplit(self.path).path.startswith("/api/"):
+                self._api("GET")
+            else:
+                super().do_GET()
+
+        def do_POST(self) -> None:  # noqa: N802 - the base class's name
+            """Review requests only (501 when the page is read-only)."""
+            if api is None:
+                self.send_error(501, "Unsupported method", "this page is read-only")
+                return
+            self._api("POST")
+
+        def _refusal(self, method: str) -> str | None:
+            """Why an API request is refused (``None``: allowed)."""
+            port = self.server.server_address[1]
+            if not loopback_origin(self.headers.get("Host"), port, host_header=True):
+                return "the Host header must name this server (127.0.0.1 or localhost " \
+                       "with its port)"
+            origin = self.headers.get("Origin")
+            if (method == "POST" or origin is not None) and not loopback_origin(origin, port):
+                return "the Origin header must be this server"
+            token = (self.headers.get(TOKEN_HEADER) or "").encode("utf-8", "replace")
+            if not hmac.compare_digest(token, str(api.token).encode()):
+                return "a missing or wrong token"
+            return None
+
+        def _api(self, method: str) -> None:
+            """One review API request: refused (403), or handed to ``api.handle``."""
+            why = self._refusal(method)
+            if why is not None:
+                self._send_json(403, {"error": f"refused: {why}"})
+                return
+            body = None
+            if method == "POST":
+                ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+                try:
+                    length = int(self.headers.get("Content-Length") or "")
+                except ValueError:
+                    length = -1
+                if ctype != "application/json":
+                    self._send_json(415, {"error": "the body must be application/json"})
+                    return
+                if not 0 <= length <= API_BODY_LIMIT:
+                    self._send_json(413, {"error": "a body of 0 to "
+                                          f"{API_BODY_LIMIT} bytes with its Content-Length"})
+                    return
+                raw = self.rfile.read(length)
+                try:
+                    body = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    self._send_json(400, {"error": "the body is not JSON"})
+                    return
+            parts = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            status, value = api.handle(method, parts.path, query, body)
+            self._send_json(status, value)
+
+        def _send_json(self, status: int, value: Any) -> None:
+            """A JSON answer."""
+            data = _json(value)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def list_directory(self, path):  # noqa: ANN001 - the base class's signature
             """Folders are not listed (404)."""

@@ -26,6 +26,7 @@ COMMANDS = {
     "merge": "evaltape.commands.merge:merge",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
+    "review": "evaltape.commands.review:review",
     "schema": "evaltape.commands.schema:schema",
     "view": "evaltape.commands.view:view",
 }

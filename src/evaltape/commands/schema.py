@@ -5,7 +5,8 @@ import click
 
 #: The names ``evaltape schema`` takes (:data:`evaltape.grader.io.schemas.SCHEMAS`; kept
 #: here too so ``--help`` lists them without loading the grader).
-NAMES = ("trace", "dataset", "dataset-case", "manifest", "cassette", "judge-record", "report")
+NAMES = ("trace", "dataset", "dataset-case", "manifest", "cassette", "judge-record", "report",
+         "review")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,7 +17,7 @@ def schema(name: str) -> None:
     NAME is one of: trace (a line of traces.jsonl), dataset (a .json dataset: an array of
     cases), dataset-case (one case, a line of a .jsonl dataset), manifest (manifest.json),
     cassette (a line of http/*.jsonl), judge-record (a line of judge/*.jsonl), report
-    (report.json). Every field, its unit and the version that added it: docs/formats.md.
+    (report.json), review (a line of reviews.jsonl). Every field, its unit and the version that added it: docs/formats.md.
     An unknown NAME is a usage error (exit 2) listing them.
     """
     from evaltape.grader.io.schemas import schema_text

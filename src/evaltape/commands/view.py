@@ -140,8 +140,11 @@ def open_source(path: str, dataset: str | None = None, metrics: Sequence[str] | 
               help="Metrics to grade a run folder with (as evaltape grade --metrics).")
 @click.option("--config", "config_path", default=None, metavar="FILE.toml",
               help="Configuration to grade a run folder with (as evaltape grade --config).")
+@click.option("--reviewer", default=None, metavar="NAME",
+              help="Name written with each review mark made on the served page "
+                   "(default: git's user.name, else $USER).")
 def view(paths: tuple[str, ...], port: int, export: str | None, dataset: str | None,
-         metric_names: str | None, config_path: str | None) -> None:
+         metric_names: str | None, config_path: str | None, reviewer: str | None) -> None:
     """Show a graded run in the browser, or compare two (PATH is the baseline, PATH2 the
     current run): an overview (setup, pass rate with its interval, pass@k and pass^k,
     metric means with intervals, breakdowns, tokens, cost, latency), the episodes grouped
@@ -151,6 +154,10 @@ def view(paths: tuple[str, ...], port: int, export: str | None, dataset: str | N
     PATH is a run folder or traces.jsonl (graded now), or a report.json (or a folder
     holding one). The page is served on 127.0.0.1 until Ctrl-C; nothing is loaded from
     elsewhere.
+
+    On the served page a reviewer marks episodes pass or fail and metric results, judge
+    verdicts and grounding claims right or wrong (keys p, f, n; ? lists them); the marks
+    go to the run folder's reviews.jsonl (docs/review.md). An exported page is read-only.
     """
     if len(paths) > 2:
         raise click.UsageError(f"view shows one run or compares two, got {len(paths)} paths")
@@ -181,13 +188,18 @@ def view(paths: tuple[str, ...], port: int, export: str | None, dataset: str | N
         except OSError as e:
             raise click.UsageError(f"cannot write the page to {e.filename}: {e.strerror} "
                                    "(TMPDIR names the folder used)") from None
+        from evaltape.review_server import ReviewApi, default_reviewer
+        who = (reviewer or "").strip() or default_reviewer()
+        api = ReviewApi(sources, who)
         try:
-            server = serve(folder, port)
+            server = serve(folder, port, api=api)
         except OSError as e:
             raise click.UsageError(f"cannot serve on 127.0.0.1:{port} ({e.strerror}); pass "
                                    "--port N, or --port 0 for any free port") from None
         url = f"http://127.0.0.1:{server.server_address[1]}/"
         click.echo(f"evaltape view: {url} (Ctrl-C stops)", err=True)
+        for path in api.files.values():
+            click.echo(f"reviews by {who} go to {path}", err=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -1,0 +1,376 @@
+"""Human review marks of a run (``RUN/reviews.jsonl``), read and measured.
+
+A reviewer marks an episode's verdict ``pass`` or ``fail``, and marks a metric's result, a
+judge's verdict or a grounding claim ``right`` or ``wrong``. Each mark is one JSON line::
+
+    {"episode": "<case_id>#t<trial>", "trace_digest": "<hex>" | null,
+     "reviewer": "<name>", "at": "<ISO 8601 time>",
+     "target": "episode" | "metric:<name>" | "judge:<name>" | "claim:<start>-<end>",
+     "mark": "pass" | "fail" (target "episode") | "right" | "wrong" (the others),
+     "note": "<text>"}
+
+The file only grows; for one item (episode and target) the latest line wins, so it reads
+well in a diff and can be committed beside the run. A mark whose ``trace_digest`` differs
+from the episode's current one (:func:`evaltape.grader.io.traces.line_digest`) is stale:
+the recording changed after it was made; it is listed, not counted.
+
+The figures (:func:`confusion_stats`) take the reviewer's mark as the truth. For the
+episode verdict the reviewer's ``pass``/``fail`` is compared with the verdict; for a
+metric or judge, ``right`` means its pass/fail is correct and ``wrong`` that the opposite
+is, so the true label of the episode for that metric is its pass/fail, or the other one.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from evaltape.grader.errors import BadInputError
+
+#: The review file's name inside a run folder.
+REVIEWS_FILE = "reviews.jsonl"
+#: The fields of one mark, in the order they are written.
+FIELDS = ("episode", "trace_digest", "reviewer", "at", "target", "mark", "note")
+#: Longest note kept (characters); a longer one is refused.
+NOTE_LIMIT = 20_000
+#: Longest reviewer name (characters).
+REVIEWER_LIMIT = 200
+#: z of a two-sided 95% normal interval.
+Z95 = 1.959963984540054
+_TARGET = re.compile(r"^(episode|(metric|judge):(?P<name>[A-Za-z0-9_.\-]{1,200})|"
+                     r"claim:(?P<start>[0-9]{1,9})-(?P<end>[0-9]{1,9}))$")
+_EPISODE = re.compile(r"^(?P<case>.+)#t(?P<trial>[0-9]{1,9})$", re.S)
+_DIGEST = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One review mark (one line of ``reviews.jsonl``; the fields as in the module
+    docstring). ``line`` is its 1-based line in the file (0 for a mark not read from one)."""
+
+    episode: str
+    trace_digest: str | None
+    reviewer: str
+    at: str
+    target: str
+    mark: str
+    note: str = ""
+    line: int = 0
+
+    @property
+    def item(self) -> tuple[str, str]:
+        """The item the mark is about: ``(episode, target)``; the latest mark of an item
+        wins."""
+        return self.episode, self.target
+
+    def to_json(self) -> dict[str, Any]:
+        """The mark as its JSON object (the fields of :data:`FIELDS`, in that order)."""
+        return {k: getattr(self, k) for k in FIELDS}
+
+
+def episode_key(case_id: str, trial: int) -> str:
+    """The key a mark names an episode by: ``<case_id>#t<trial>``."""
+    return f"{case_id}#t{trial}"
+
+
+def split_episode(key: str) -> tuple[str, int] | None:
+    """``(case_id, trial)`` of an episode key, or ``None`` when it is not one."""
+    m = _EPISODE.match(key)
+    return None if m is None else (m.group("case"), int(m.group("trial")))
+
+
+def target_kind(target: str) -> str | None:
+    """``"episode"``, ``"metric"``, ``"judge"`` or ``"claim"`` for a valid target, else
+    ``None``. A claim's end must lie after its start."""
+    m = _TARGET.match(target)
+    if m is None:
+        return None
+    if target.startswith("claim:") and int(m.group("end")) <= int(m.group("start")):
+        return None
+    return target.partition(":")[0]
+
+
+def check_mark(obj: Any, *, path: str | None = None, line: int | None = None) -> Mark:
+    """A :class:`Mark` from one decoded JSON line, checked.
+
+    Raises:
+        BadInputError: not an object, a missing or unknown field, or a field of the wrong
+            type or value (file, line and field named).
+    """
+    def bad(msg: str, key: str | None = None) -> BadInputError:
+        return BadInputError(msg, path=path, line=line, field=key)
+
+    if not isinstance(obj, Mapping):
+        raise bad(f"expected a JSON object, got {type(obj).__name__}")
+    for k in obj:
+        if k not in FIELDS:
+            raise bad(f"unknown field (a mark has {', '.join(FIELDS)})", str(k))
+    for k in FIELDS:
+        if k not in obj and k != "note":
+            raise bad("missing", k)
+    ep = obj["episode"]
+    if not isinstance(ep, str) or split_episode(ep) is None:
+        raise bad(f"expected '<case_id>#t<trial>', got {ep!r}", "episode")
+    dg = obj["trace_digest"]
+    if dg is not None and (not isinstance(dg, str) or not _DIGEST.match(dg)):
+        raise bad(f"expected a hex digest or null, got {dg!r}", "trace_digest")
+    who = obj["reviewer"]
+    if not isinstance(who, str) or not who.strip() or len(who) > REVIEWER_LIMIT:
+        raise bad(f"expected a name of 1 to {REVIEWER_LIMIT} characters, got {who!r}",
+                  "reviewer")
+    at = obj["at"]
+    try:
+        if not isinstance(at, str):
+            raise ValueError
+        datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        raise bad(f"expected an ISO 8601 time, got {at!r}", "at") from None
+    target = obj["target"]
+    kind = target_kind(target) if isinstance(target, str) else None
+    if kind is None:
+        raise bad("expected 'episode', 'metric:<name>', 'judge:<name>' or "
+                  f"'claim:<start>-<end>', got {target!r}", "target")
+    mark = obj["mark"]
+    allowed = ("pass", "fail") if kind == "episode" else ("right", "wrong")
+    if mark not in allowed:
+        raise bad(f"expected {' or '.join(repr(a) for a in allowed)} for target "
+                  f"{target!r}, got {mark!r}", "mark")
+    note = obj.get("note", "")
+    if not isinstance(note, str) or len(note) > NOTE_LIMIT:
+        raise bad(f"expected text of at most {NOTE_LIMIT} characters", "note")
+    return Mark(ep, dg, who, at, target, mark, note, line or 0)
+
+
+def read_reviews(path: str | Path) -> list[Mark]:
+    """Every mark of a review file, in file order; ``[]`` when the file does not exist.
+    A last line cut short (no line end and not JSON: a write that never finished, never
+    acknowledged) is left out.
+
+    Raises:
+        BadInputError: the file cannot be read, or a line is not a valid mark (file, line
+            and field named).
+    """
+    import orjson
+    p = Path(path)
+    if not p.exists():
+        return []
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"cannot read ({e.strerror})", path=str(p)) from None
+    lines = data.split(b"\n")
+    out: list[Mark] = []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            if n == len(lines):  # the last piece, without a line end: a torn write
+                break
+            raise BadInputError("not JSON", path=str(p), line=n) from None
+        out.append(check_mark(obj, path=str(p), line=n))
+    return out
+
+
+def latest(marks: Iterable[Mark]) -> dict[tuple[str, str], Mark]:
+    """The mark that counts for each item: ``{(episode, target): latest mark}`` (the last in
+    file order)."""
+    out: dict[tuple[str, str], Mark] = {}
+    for m in marks:
+        out.pop(m.item, None)
+        out[m.item] = m
+    return out
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """What the review figures need of one graded episode.
+
+    Attributes:
+        key: ``<case_id>#t<trial>``.
+        passed: the verdict.
+        metrics: ``{metric name: passed}`` (``None``: not scored, nothing to compare).
+        digest: the current trace digest, or ``None`` when the run has no trace for it.
+        human: the case's ``grading_strategy`` is ``"human"``.
+        to_review: claims grounding lists to review, not counted.
+    """
+
+    key: str
+    passed: bool
+    metrics: Mapping[str, bool | None] = field(default_factory=dict)
+    digest: str | None = None
+    human: bool = False
+    to_review: int = 0
+
+
+def stale_marks(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
+                digests: Mapping[str, str | None]) -> list[Mark]:
+    """The marks made on another recording: the episode's current digest
+    (``digests[episode]``) differs from the mark's ``trace_digest``. A mark of an episode
+    not in ``digests``, or made without a digest, is not stale (nothing to compare)."""
+    items = marks.values() if isinstance(marks, Mapping) else marks
+    return [m for m in items if m.episode in digests and m.trace_digest is not None
+            and digests[m.episode] is not None and digests[m.episode] != m.trace_digest]
+
+
+def confusion_stats(tp: int, fn: int, fp: int, tn: int) -> dict[str, Any]:
+    """Agreement of a grader's pass/fail with the reviewer's (the truth), from the 2x2
+    table: ``tp`` grader pass / truth pass, ``fn`` grader fail / truth pass, ``fp`` grader
+    pass / truth fail, ``tn`` grader fail / truth fail.
+
+    Returns:
+        ``{"n", "tp", "fn", "fp", "tn", "agreement", "kappa", "kappa_se", "kappa_ci95",
+        "tpr", "tnr"}``: agreement p_o = (tp + tn) / n; Cohen's kappa
+        (p_o − p_e) / (1 − p_e) with p_e = p_grader_pass·p_truth_pass +
+        p_grader_fail·p_truth_fail (Cohen 1960); its standard error
+        sqrt(p_o·(1 − p_o) / (n·(1 − p_e)²)) (the large-sample approximation of Cohen
+        1960) and the normal 95% interval kappa ± 1.96·SE clipped to [−1, 1]; TPR =
+        tp / (tp + fn), TNR = tn / (tn + fp). A figure whose denominator is 0 is ``None``
+        (kappa too when p_e = 1: both sides said one thing only).
+    """
+    n = tp + fn + fp + tn
+    out: dict[str, Any] = {"n": n, "tp": tp, "fn": fn, "fp": fp, "tn": tn, "agreement": None,
+                           "kappa": None, "kappa_se": None, "kappa_ci95": None,
+                           "tpr": tp / (tp + fn) if tp + fn else None,
+                           "tnr": tn / (tn + fp) if tn + fp else None}
+    if n == 0:
+        return out
+    p_o = (tp + tn) / n
+    out["agreement"] = p_o
+    g_pass, t_pass = (tp + fp) / n, (tp + fn) / n
+    p_e = g_pass * t_pass + (1 - g_pass) * (1 - t_pass)
+    if p_e >= 1.0:
+        return out
+    kappa = (p_o - p_e) / (1 - p_e)
+    se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
+    out.update(kappa=kappa, kappa_se=se,
+               kappa_ci95=[max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se)])
+    return out
+
+
+def _truth(mark: Mark, predicted: bool) -> bool:
+    """The true pass/fail a mark says: the reviewer's own for the episode; the grader's
+    (``right``) or its opposite (``wrong``) for a metric or judge."""
+    if mark.target == "episode":
+        return mark.mark == "pass"
+    return predicted if mark.mark == "right" else not predicted
+
+
+def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
+                   episodes: Sequence[EpisodeFacts]) -> dict[str, Any]:
+    """What the reviews say of a run: pending items, disagreements, stale marks and the
+    figures per grader. A stale mark, or one of an episode the run does not have, is not
+    counted.
+
+    Args:
+        marks: the marks (the latest of each item is used: :func:`latest`).
+        episodes: the run's graded episodes.
+
+    Returns:
+        ``{"episodes", "reviewed", "reviewers": [names, sorted],
+        "pending": [episode keys not reviewed],
+        "human_pending": [keys of grading_strategy "human" cases not reviewed],
+        "to_review_pending": [keys with grounding claims to review, not reviewed],
+        "disagreements": [{"episode", "target", "mark", "graded", "reviewer", "note"}],
+        "stale": [mark as JSON], "unknown": [mark as JSON],
+        "figures": {"verdict" | "metric:<name>" | "judge:<name>": confusion_stats(...)},
+        "claims": {"right": int, "wrong": int}}``. ``graded`` is the verdict or the
+        metric's pass/fail (``True`` pass).
+    """
+    if not isinstance(marks, Mapping):
+        marks = latest(marks)
+    by_key = {e.key: e for e in episodes}
+    stale = {m.item for m in stale_marks(marks, {e.key: e.digest for e in episodes})}
+    cells: dict[str, list[int]] = {}
+    disagree: list[dict[str, Any]] = []
+    claims = {"right": 0, "wrong": 0}
+    unknown: list[dict[str, Any]] = []
+    reviewed: set[str] = set()
+
+    def count(name: str, predicted: bool, truth: bool) -> None:
+        c = cells.setdefault(name, [0, 0, 0, 0])  # tp, fn, fp, tn
+        c[(0 if predicted else 1) if truth else (2 if predicted else 3)] += 1
+
+    for item, m in marks.items():
+        ep = by_key.get(m.episode)
+        if ep is None:
+            unknown.append(m.to_json())
+            continue
+        if item in stale:
+            continue
+        kind = target_kind(m.target)
+        if kind == "claim":
+            claims[m.mark] += 1
+            continue
+        if kind == "episode":
+            reviewed.add(m.episode)
+            predicted: bool | None = ep.passed
+            name = "verdict"
+        else:
+            name = m.target
+            predicted = ep.metrics.get(m.target.partition(":")[2])
+        if predicted is None:
+            continue
+        truth = _truth(m, predicted)
+        count(name, predicted, truth)
+        if truth != predicted:
+            disagree.append({"episode": m.episode, "target": m.target, "mark": m.mark,
+                             "graded": predicted, "reviewer": m.reviewer, "note": m.note})
+    return {
+        "episodes": len(episodes), "reviewed": len(reviewed),
+        "reviewers": sorted({m.reviewer for m in marks.values()}),
+        "pending": [e.key for e in episodes if e.key not in reviewed],
+        "human_pending": [e.key for e in episodes if e.human and e.key not in reviewed],
+        "to_review_pending": [e.key for e in episodes if e.to_review and e.key not in reviewed],
+        "disagreements": disagree,
+        "stale": [marks[i].to_json() for i in marks if i in stale],
+        "unknown": unknown,
+        "figures": {k: confusion_stats(*v) for k, v in sorted(
+            cells.items(), key=lambda kv: (kv[0] != "verdict", kv[0]))},
+        "claims": claims}
+
+
+def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[EpisodeFacts]:
+    """:class:`EpisodeFacts` of every episode of a graded report, in the report's order.
+
+    Args:
+        report: a :class:`~evaltape.grader.results.Report`.
+        run: its :class:`~evaltape.grader.io.run.Run`, for the cases' ``grading_strategy``
+            (``None``: no case is taken as human).
+        index: a :class:`~evaltape.grader.report.view.TraceIndex` of the run, for the
+            current trace digests (``None``: the digests the report was graded with).
+
+    Raises:
+        BadInputError: the traces file no longer reads (file named).
+    """
+    digests: dict[tuple[str, int], str] = {}
+    if index is not None:
+        from evaltape.grader.io.traces import line_digest
+        try:
+            with open(index.path, "rb") as fh:
+                for key, line in index.lines.items():
+                    fh.seek(index.starts[line - 1])
+                    digests[key] = line_digest(fh.readline())
+        except OSError as e:
+            raise BadInputError(f"cannot read ({e.strerror})", path=str(index.path)) from None
+    cases = {} if run is None else run.case_by_id
+    out = []
+    for ep in report.episodes:
+        case = cases.get(ep.case_id)
+        strategy = None if case is None else (case.extra or {}).get("grading_strategy")
+        ground = ep.metrics.get("grounding")
+        ev = getattr(ground, "evidence", None)
+        to_review = len(ev.get("to_review") or []) if isinstance(ev, Mapping) and isinstance(
+            ev.get("to_review"), list) else int(" to review, not counted: " in (
+                getattr(ground, "details", "") or ""))
+        out.append(EpisodeFacts(
+            episode_key(ep.case_id, ep.trial), bool(ep.passed),
+            {n: m.passed for n, m in ep.metrics.items()},
+            digests.get((ep.case_id, ep.trial), ep.trace_digest) if index is not None
+            else ep.trace_digest,
+            strategy == "human", to_review))
+    return out
