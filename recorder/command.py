@@ -319,7 +319,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
 def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                        recorded: list[tuple[int, dict]], traces_path: Path,
                        timeout_s: float = 600.0, workers: int = 1
-                       ) -> list[tuple[str, int, int | None, str | None]]:
+                       ) -> list[tuple[str, int, int | None, str | None, str]]:
     """Re-run a ``--command`` run's program against its cassettes through the proxy in
     replay mode (no network) and compare each new trace with the recorded one; ``workers``
     programs at once (threads: each program is a process of its own), with the same
@@ -331,9 +331,10 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
     recording's: :func:`.stale.with_recorded_times`).
 
     Returns:
-        ``[(case_id, trial, request number or None, divergence message or None)]`` in trace
-        order; the request is the one with no recorded match, or the first recorded one
-        the program no longer sent (``None``: every request matched).
+        ``[(case_id, trial, request number or None, divergence message or None, stderr)]``
+        in trace order; the request is the one with no recorded match, or the first
+        recorded one the program no longer sent (``None``: every request matched);
+        ``stderr`` the program's whole standard error, redacted (:func:`redact_output`).
 
     Raises:
         BadInputError: the manifest has no command, a case is missing from the dataset, or
@@ -358,7 +359,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
         jobs.append((key, case, cpath, rec))
     with ProxyServer(root, mode="replay") as px:
 
-        def one(job: tuple) -> tuple[str, int, int | None, str | None]:
+        def one(job: tuple) -> tuple[str, int, int | None, str | None, str]:
             key, case, cpath, rec = job
             res = run_command(px, argv, case, key.trial, timeout_s)
             played = px.book.end(key) or {"misses": [], "unplayed": 0, "miss_at": None,
@@ -375,7 +376,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                 now = command_trace_replayed(cpath, key, case, res, timeout_s,
                                              manifest.get("model"))
                 msg = trace_difference(rec, now)
-            return key.case_id, key.trial, request, msg
+            return key.case_id, key.trial, request, msg, res.stderr
 
         with ThreadPoolExecutor(max_workers=worker_count(workers, len(jobs))) as pool:
             return list(pool.map(one, jobs))
