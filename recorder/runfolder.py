@@ -287,11 +287,13 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
     ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
     failed, live_requests: the requests the episode sent to the model, passed as ``live``)
-    is updated and ``progress("episode", ...)`` told.
+    is updated and ``progress("episode", ...)`` told, with the episode's ``outcome``
+    (``recorded`` or ``not saved``) and ``detail`` (:func:`episode_detail`).
     """
     def finished(trace: dict, live: int = 0) -> None:
         counts["live_requests"] = counts.get("live_requests", 0) + live
-        if trace.get("stop_reason") == "error" and not keep_errors:
+        saved = not (trace.get("stop_reason") == "error" and not keep_errors)
+        if not saved:
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
                                                f"{trace.get('error')}"))
@@ -306,8 +308,24 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
         counts["tokens"] += episode_tokens(trace)
         if progress:
             progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
-                                 **counts, "total": total})
+                                 **counts, "total": total,
+                                 "outcome": "recorded" if saved else "not saved",
+                                 "detail": episode_detail(trace)})
     return finished
+
+
+def episode_detail(trace: dict) -> str:
+    """One line about a finished episode for the progress display: ``end_turn, 2
+    step(s), 812 tokens, 3.1 s``, or the error's first line (200 characters at most),
+    redacted."""
+    if trace.get("stop_reason") == "error":
+        first = str(trace.get("error") or "error").strip().splitlines() or ["error"]
+        return scrub_text("error: " + first[0][:200])
+    parts = [str(trace.get("stop_reason")), f"{trace.get('steps', 0)} step(s)",
+             f"{episode_tokens(trace)} tokens"]
+    if isinstance(trace.get("latency_s"), (int, float)):
+        parts.append(f"{trace['latency_s']:.1f} s")
+    return ", ".join(parts)
 
 
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
@@ -1034,9 +1052,11 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
             return
         counts["replayed_requests"] += o.replayed
         counts["live_requests"] += o.live
+        outcome = o.kind
         if o.kind == "kept":
             counts["kept"] += 1
         elif o.trace.get("stop_reason") == "error" and not keep_errors:
+            outcome = "not saved"
             Path(o.work).unlink(missing_ok=True)
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{o.case_id}#t{o.trial}: {o.trace.get('error')}"
@@ -1054,5 +1074,6 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
             counts["tokens"] += episode_tokens(o.trace)
         if progress:
             progress("episode", {"case_id": o.case_id, "trial": o.trial, **counts,
-                                 "total": total})
+                                 "total": total, "outcome": outcome,
+                                 "detail": episode_detail(o.trace)})
     return handle
