@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.run import read_manifest
 from evaltape.grader.model import Case
 
 from .cassette import cassette_name, cassette_path, work_cassette
@@ -49,16 +50,37 @@ from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .runfolder import (EpisodeOutcome, check_base_url, episode_finisher, finish_manifest,
                         load_standin_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
-from .stale import trace_difference
+from .stale import setup_difference, trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
 from .wire.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
+#: The manifest's model of a ``--command`` run recorded without ``--model`` until its
+#: recorded requests name one (:func:`.runfolder.finish_manifest`).
+CHOSEN_BY_COMMAND = "chosen-by-command"
 NO_KEY = "evaltape-proxy-no-key"
 #: Characters of stderr kept in a failed episode's ``error``.
 STDERR_TAIL = 2000
+
+
+class SetupChanged(Exception):
+    """The first new request of a resumed run differed from the run's recorded setup
+    (:func:`.stale.setup_difference`; the message says how)."""
+
+
+def _recorded_model(out: Path) -> str | None:
+    """The model a ``--command`` run in ``out`` recorded without ``--model`` (the one its
+    requests named, :func:`.runfolder.finish_manifest`), or ``None``: no such run."""
+    try:
+        previous = read_manifest(out / "manifest.json")
+    except BadInputError:
+        return None
+    if previous.get("agent") != "command" or not previous.get("model_from_requests"):
+        return None
+    model = previous.get("model")
+    return model if isinstance(model, str) else None
 
 
 def parse_command(command: str) -> list[str]:
@@ -244,8 +266,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
     scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
     upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
     check_base_url(upstream, "--base-url (or ANTHROPIC_BASE_URL, the upstream)")
-    model = opts.model or "chosen-by-command"
     out = Path(opts.out)
+    # without --model the program chooses: a resumed run keeps the model its recorded
+    # requests named (the first new request is checked against them, below)
+    model = opts.model or _recorded_model(out) or CHOSEN_BY_COMMAND
     lock, previous = open_run_folder(out, cases, opts, model)
     try:
         if previous and not opts.refresh and \
@@ -258,12 +282,17 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         manifest, ledger, traces, done = plan.manifest, plan.ledger, plan.traces, plan.done
         todo, counts, recorded = plan.todo, plan.counts, plan.recorded
         refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
+        wire = (previous.get("fingerprint") or {}).get("wire") if previous else None
+        check = None
+        if isinstance(wire, dict) and not opts.refresh and not opts.allow_changed:
+            def check(body: Any) -> str | None:
+                return setup_difference(body, wire)
         with ExitStack() as stack:
             if scripts is not None:
                 upstream = stack.enter_context(ScriptServer(scripts)).base_url
             px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
                                                  finished=done - refreshing,
-                                                 refreshing=refreshing))
+                                                 refreshing=refreshing, setup_check=check))
 
             limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
 
@@ -274,6 +303,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                 if res.exit_code is None:  # killed at the deadline: cut what it left in flight
                     px.abort(key)
                 px.book.end(key, notify=False)
+                if px.setup_refused is not None:  # nothing of it is kept: the run stops
+                    if (case.id, trial) not in refreshing:
+                        cassette_path(out / "http", case.id, trial).unlink(missing_ok=True)
+                    raise SetupChanged(px.setup_refused)
                 live = px.book.live.pop(key, 0)
                 info = px.book.refreshed.pop(key, None)
                 if (case.id, trial) not in refreshing:
@@ -303,10 +336,24 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
                                              opts.keep_errors, len(todo), progress)
 
+            changed = None
             with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
                 futures = [pool.submit(one, c, t) for c, t in todo]
                 for fut in as_completed(futures):
-                    handle(fut.result())
+                    try:
+                        handle(fut.result())
+                    except SetupChanged as e:
+                        changed = changed or str(e)
+            if changed is not None:
+                finish_manifest(out, manifest, traces, [(c.id, t) for c, t in todo])
+                raise UsageError(
+                    f"{out}: the agent's first new request differs from what the run's "
+                    f"recordings sent: {changed}. It was refused, and no episode that sent a "
+                    f"request after it was saved ({counts['recorded']} recorded before it). "
+                    f"Rerun with --refresh to replay every finished episode and record again "
+                    f"those that no longer reproduce (`evaltape replay {out} --list-stale` "
+                    "lists them without a model), or with --allow-changed to record the "
+                    "missing episodes and leave the finished ones as they are")
             if ledger is not None:
                 ledger.finish(counts)
             finish_manifest(out, manifest, traces,

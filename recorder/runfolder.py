@@ -515,6 +515,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "standin_scripts": opts.standin_scripts,
         "system_prompt_sha256": _sha(spec.system) if spec else None,
         "tools_sha256": _sha(list(spec.tools)) if spec else None,
+        **({} if spec else _setup_from_requests(previous)),
         "trials": opts.trials,
         "stream": opts.stream,
         **({"shard": {"index": opts.shard[0], "count": opts.shard[1]}} if opts.shard else {}),
@@ -537,6 +538,8 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         manifest["users"] = users
     if opts.command is not None:
         manifest["command"] = opts.command
+        if previous.get("model_from_requests") and previous.get("model") == model:
+            manifest["model_from_requests"] = True
     manifest["fingerprint"] = run_fingerprint(opts, agent_fn, model, previous)
     for key in ("refreshes", "appended_changed"):
         if isinstance(previous.get(key), list):
@@ -606,7 +609,46 @@ def finish_manifest(out: Path, manifest: dict, traces: Path,
         recorded = sorted(finished_episodes(traces)) if traces.exists() else []
     paths = [cassette_path(out / "http", cid, trial) for cid, trial in recorded]
     fp["wire"] = wire_fingerprint((p for p in paths if p.is_file()), previous)
+    setup_from_wire(manifest)
     write_manifest(out / "manifest.json", scrub_value(manifest))
+
+
+def _setup_from_requests(previous: dict) -> dict[str, Any]:
+    """The system prompt and tools hashes (and ``setup_from``) a run without a spec'd
+    agent keeps from its earlier recording, when they were read from its requests
+    (:func:`setup_from_wire` measures them again at the end)."""
+    if previous.get("setup_from") != "requests":
+        return {}
+    return {"system_prompt_sha256": previous.get("system_prompt_sha256"),
+            "tools_sha256": previous.get("tools_sha256"), "setup_from": "requests"}
+
+
+def setup_from_wire(manifest: dict) -> None:
+    """Fill in what the recorded requests state of a run's setup, where the recorder was
+    not told it: a run whose agent has no spec (a ``--command`` program, a
+    ``module:function`` agent) gets ``system_prompt_sha256`` and ``tools_sha256`` from its
+    fingerprint's ``wire`` (:func:`.stale.single_setup`: the one value every request sent,
+    else ``null``) and ``"setup_from": "requests"``; a ``--command`` run recorded without
+    ``--model`` gets the model its requests named (``"model_from_requests": true``), or
+    keeps ``chosen-by-command`` when they named several."""
+    from .stale import single_setup
+    fp = manifest.get("fingerprint") or {}
+    if not isinstance(fp.get("wire"), dict) or not fp["wire"].get("models"):
+        return  # no request recorded yet
+    setup = single_setup(fp["wire"])
+    if manifest.get("setup_from") == "requests" or (
+            manifest.get("system_prompt_sha256") is None and
+            manifest.get("tools_sha256") is None):
+        manifest["system_prompt_sha256"] = setup["system_prompt_sha256"]
+        manifest["tools_sha256"] = setup["tools_sha256"]
+        manifest["setup_from"] = "requests"
+    if manifest.get("agent") == "command" and (
+            manifest.get("model_from_requests") or manifest.get("model") == "chosen-by-command"):
+        if setup["model"] is not None:
+            manifest["model"], manifest["model_from_requests"] = setup["model"], True
+        else:
+            manifest["model"] = "chosen-by-command"
+            manifest.pop("model_from_requests", None)
 
 
 def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> list[str]:
