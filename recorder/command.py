@@ -101,6 +101,30 @@ def parse_command(command: str) -> list[str]:
     return argv
 
 
+def refuse_conversations(cases: Sequence[Case], dataset: str) -> None:
+    """Refuse a dataset with conversation cases (a ``user``): a ``--command`` program runs
+    once per episode with the first message and has no way to be given the user's
+    replies, so each conversation would be recorded as one turn (the agent's question as
+    its final answer) and graded as a finished conversation.
+
+    Raises:
+        UsageError: names the dataset and every such case (with its line, the first 10).
+    """
+    talking = [c for c in cases if c.user is not None]
+    if not talking:
+        return
+    where = "line " if str(dataset).endswith(".jsonl") else "case #"
+    named = ", ".join(f"{c.id!r} ({where}{c.line})" for c in talking[:10]) + (
+        f" and {len(talking) - 10} more" if len(talking) > 10 else "")
+    raise UsageError(
+        f"{dataset}: {len(talking)} case(s) are conversations with a user: {named}. A "
+        "--command program is run once per episode with the first message and cannot be "
+        "given the user's replies, so each would be recorded as one turn. Record them with "
+        "an in-process agent that takes the user (--agent module:function built on "
+        "evaltape.recorder.conversation.run_case; docs/conversations.md), and the "
+        "single-message cases with --command from a dataset without them")
+
+
 def episode_uuid(case_id: str, trial: int) -> str:
     """A UUID fixed by (case, trial): uuid5 (RFC 4122 §4.3, SHA-1 name-based) of
     ``evaltape:<case_id>:<trial>`` in the URL namespace. Clients that put a random session
@@ -241,8 +265,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         refresh's counts) as ``record`` does.
 
     Raises:
-        UsageError: bad ``--command``, trials, URL, a run recorded with another setup, or
-            a fingerprint that differs.
+        UsageError: bad ``--command``, trials, URL, a dataset with conversation cases
+            (:func:`refuse_conversations`), a run recorded with another setup, a
+            fingerprint that differs, or a first new request whose system prompt, tools
+            or model differ from the recordings' (:func:`.stale.setup_difference`).
         BadInputError: invalid dataset or stand-in script.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -262,6 +288,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                                 "program (environment variables and arguments end at NUL); "
                                 "rename the case", path=str(opts.dataset), line=c.line,
                                 field="id")
+    refuse_conversations(cases, opts.dataset)
     refuse_secrets_in_inputs(cases, opts.dataset)
     scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
     upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
