@@ -288,7 +288,8 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
     failed, live_requests: the requests the episode sent to the model, passed as ``live``)
     is updated and ``progress("episode", ...)`` told, with the episode's ``outcome``
-    (``recorded`` or ``not saved``) and ``detail`` (:func:`episode_detail`).
+    (``recorded``, or ``failed``: not saved, left for a rerun) and ``detail``
+    (:func:`episode_detail`).
     """
     def finished(trace: dict, live: int = 0) -> None:
         counts["live_requests"] = counts.get("live_requests", 0) + live
@@ -309,7 +310,7 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
         if progress:
             progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
                                  **counts, "total": total,
-                                 "outcome": "recorded" if saved else "not saved",
+                                 "outcome": "recorded" if saved else "failed",
                                  "detail": episode_detail(trace)})
     return finished
 
@@ -1098,7 +1099,7 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
         if o.kind == "kept":
             counts["kept"] += 1
         elif o.trace.get("stop_reason") == "error" and not keep_errors:
-            outcome = "not saved"
+            outcome = "failed"
             Path(o.work).unlink(missing_ok=True)
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{o.case_id}#t{o.trial}: {o.trace.get('error')}"

@@ -174,3 +174,17 @@ def test_diff_names_the_prompt_change_between_two_command_runs(tmp_path):
     assert "Setup changed between the runs:" in d.stdout
     assert "system prompt sha256" in d.stdout
     assert sha(PROMPT) in d.stdout and sha("You are terse.") in d.stdout
+
+
+def test_a_stand_in_run_is_not_priced_as_the_model_the_agent_named(tmp_path):
+    """The agent names claude-sonnet-4-6 (its default) but a stand-in script answered: the
+    trace's model is the answer's, 'scripted', which no price table holds, so efficiency
+    prices nothing where it priced the episode as Sonnet."""
+    tmp = project(tmp_path)
+    first_two(tmp)
+    assert {t["model"] for t in traces(tmp)} == {"scripted"}
+    g = run_cli("grade", "run", "--out", "rep", "--quiet", "--metrics", "efficiency", cwd=tmp)
+    assert g.returncode == 0, g.stderr
+    report = json.loads((tmp / "rep" / "report.json").read_text())
+    for ep in report["episodes"]:
+        assert "cost=n/a (model not in price table)" in ep["metrics"]["efficiency"]["details"]
