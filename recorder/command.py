@@ -50,7 +50,7 @@ from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .runfolder import (EpisodeOutcome, check_base_url, episode_finisher, finish_manifest,
                         load_standin_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
-from .stale import setup_difference, trace_difference
+from .stale import setup_changed_message, setup_difference, trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
@@ -311,7 +311,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
         wire = (previous.get("fingerprint") or {}).get("wire") if previous else None
         check = None
-        if isinstance(wire, dict) and not opts.refresh and not opts.allow_changed:
+        if isinstance(wire, dict) and len(done) >= 2 and not opts.refresh and \
+                not opts.allow_changed:  # (one recorded episode shows no constant setup)
             def check(body: Any) -> str | None:
                 return setup_difference(body, wire)
         with ExitStack() as stack:
@@ -373,14 +374,8 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                         changed = changed or str(e)
             if changed is not None:
                 finish_manifest(out, manifest, traces, [(c.id, t) for c, t in todo])
-                raise UsageError(
-                    f"{out}: the agent's first new request differs from what the run's "
-                    f"recordings sent: {changed}. It was refused, and no episode that sent a "
-                    f"request after it was saved ({counts['recorded']} recorded before it). "
-                    f"Rerun with --refresh to replay every finished episode and record again "
-                    f"those that no longer reproduce (`evaltape replay {out} --list-stale` "
-                    "lists them without a model), or with --allow-changed to record the "
-                    "missing episodes and leave the finished ones as they are")
+                raise UsageError(setup_changed_message(out, changed, counts["recorded"],
+                                                       in_process=False))
             if ledger is not None:
                 ledger.finish(counts)
             finish_manifest(out, manifest, traces,

@@ -454,11 +454,17 @@ def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[s
     return out
 
 
-def setup_difference(body: Any, wire: Mapping[str, Any] | None) -> str | None:
+def setup_difference(body: Any, wire: Mapping[str, Any] | None,
+                     case_tools: bool = False) -> str | None:
     """How one Messages request ``body`` differs from the setup a run's recordings sent
-    (``wire``: :func:`wire_fingerprint`), or ``None`` when its system prompt, tools and
-    model are each one the recordings sent (or ``wire`` records none of them, or
-    ``body`` is no Messages request: no ``messages`` list).
+    (``wire``: :func:`wire_fingerprint`), or ``None`` when it does not.
+
+    A part (the system prompt, the tools, the model) is compared only when every recorded
+    request sent the same value for it: a part the recordings already sent several values
+    of (a prompt or tools built per case, a simulated user's own prompt) says nothing of
+    the next request. ``case_tools``: the case gives the agent its tools (a dataset's
+    ``tools``), so they are not compared. ``None`` too when ``body`` is no Messages
+    request (no ``messages`` list).
 
     The message names each part that differs: ``system prompt sha256 ab12… (the
     recordings sent cd34…)``, ``tools sha256 … [get_stock, place_order] (the recordings
@@ -471,8 +477,8 @@ def setup_difference(body: Any, wire: Mapping[str, Any] | None) -> str | None:
 
     def known(key: str) -> list[str] | None:
         vals = wire.get(key)
-        return [v for v in vals if isinstance(v, str)] if isinstance(vals, list) and vals \
-            else None
+        return [v for v in vals if isinstance(v, str)] if isinstance(vals, list) and \
+            len(vals) == 1 else None
 
     def listed(vals: list[str]) -> str:
         return ", ".join(_short(v) for v in vals)
@@ -483,7 +489,7 @@ def setup_difference(body: Any, wire: Mapping[str, Any] | None) -> str | None:
         out.append(f"system prompt {'none' if system == 'none' else 'sha256 ' + _short(system)}"
                    f" (the recordings sent {listed(systems)})")
     tool_sha = "none" if body.get("tools") is None else _sha(body["tools"])
-    if tools is not None and tool_sha not in tools:
+    if tools is not None and tool_sha not in tools and not case_tools:
         names = [str(t.get("name")) for t in body.get("tools") or () if isinstance(t, dict)]
         out.append(f"tools {'none' if tool_sha == 'none' else 'sha256 ' + _short(tool_sha)} "
                    f"[{', '.join(names)}] (the recordings sent {listed(tools)})")
@@ -506,3 +512,39 @@ def single_setup(wire: Mapping[str, Any] | None) -> dict[str, str | None]:
         one = vals[0] if isinstance(vals, list) and len(vals) == 1 else None
         out[name] = one if isinstance(one, str) and one not in ("none", "None") else None
     return out
+
+
+def first_agent_request(path: Path) -> Any:
+    """The JSON body of the first Messages request an episode's agent sent, read from its
+    cassette (a simulated user's requests, marked ``x-evaltape-speaker: user``, are passed
+    over), or ``None``: no such request, or the file does not read."""
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            req = orjson.loads(line)["request"]
+            body = req["body"].get("json")
+            speaker = (req.get("headers") or {}).get("x-evaltape-speaker") or []
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            continue
+        if "user" in speaker:
+            continue
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            return body
+    return None
+
+
+def setup_changed_message(out: Any, changed: str, recorded: int, in_process: bool) -> str:
+    """The error of a resumed recording whose first new request differs from the run's
+    recorded setup (:func:`setup_difference`)."""
+    what = ("Its episode's requests were sent, but it was not saved, nor was any episode "
+            "that ended after it" if in_process else
+            "It was refused, and no episode that sent a request after it was saved")
+    return (f"{out}: the agent's first new request differs from what the run's recordings "
+            f"sent: {changed}. {what} ({recorded} recorded before it). Rerun with --refresh "
+            f"to replay every finished episode and record again those that no longer "
+            f"reproduce (`evaltape replay {out} --list-stale` lists them without a model), or "
+            "with --allow-changed to record the missing episodes and leave the finished ones "
+            "as they are")

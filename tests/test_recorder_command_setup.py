@@ -188,3 +188,49 @@ def test_a_stand_in_run_is_not_priced_as_the_model_the_agent_named(tmp_path):
     report = json.loads((tmp / "rep" / "report.json").read_text())
     for ep in report["episodes"]:
         assert "cost=n/a (model not in price table)" in ep["metrics"]["efficiency"]["details"]
+
+
+INPROCESS = '''\
+"""An in-process agent with no spec: its prompt lives in a data file."""
+import pathlib
+
+from evaltape.recorder.loop import AgentSpec, run_tool_loop
+
+HERE = pathlib.Path(__file__).parent
+TOOLS = [{"name": "unlock_account", "description": "Unlock.",
+          "input_schema": {"type": "object"}}]
+
+
+def run(case, client, *, model, stream=False):
+    spec = AgentSpec(system=(HERE / "prompt.txt").read_text(), tools=TOOLS,
+                     execute=lambda name, args: {"ok": True})
+    if case.id == (HERE / "fail.txt").read_text():
+        raise RuntimeError("planned failure")
+    return run_tool_loop(client, spec, case.input, model=model, stream=stream)
+'''
+
+
+def test_an_in_process_agent_without_spec_is_checked_after_its_first_new_episode(tmp_path):
+    """A module:function agent whose prompt is read from a file: the manifest takes the
+    prompt's hash from the requests, and a resumed recording whose first new episode sent
+    another prompt is not saved and ends in exit 2 naming it."""
+    (tmp_path / "shopagent.py").write_text(INPROCESS)
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "fail.txt").write_text("tc_003")
+    write_json(tmp_path / "scripts.json", {c["id"]: SCRIPTS[c["id"]] for c in CASES})
+    write_json(tmp_path / "ds.json", CASES)
+    args = ("record", "ds.json", "--agent", "shopagent:run", "--standin-script",
+            "scripts.json", "--out", "run")
+    p = run_cli(*args, cwd=tmp_path)
+    assert p.returncode == 1, p.stderr  # tc_003 raised: left for a rerun
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert (man["system_prompt_sha256"], man["setup_from"]) == (sha(PROMPT), "requests")
+    before = (tmp_path / "run" / "traces.jsonl").read_bytes()
+    (tmp_path / "prompt.txt").write_text("You are terse.")
+    (tmp_path / "fail.txt").write_text("")
+    p = run_cli(*args, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert (f"system prompt sha256 {sha('You are terse.')[:12]}… (the recordings sent "
+            f"{sha(PROMPT)[:12]}…)") in p.stderr
+    assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
+    assert not (tmp_path / "run" / "http" / "tc_003__t0.jsonl").exists()
