@@ -177,9 +177,11 @@ TEXT_FORMS = {"regex": "a regular expression (string)",
 
 
 class AnswerText(dict):
-    """An expected piece of answer text written as an object: ``{"regex": PATTERN}`` or
-    ``{"any_of": [PHRASE, ...]}`` (see the module docstring). Built by
-    :func:`parse_answer_text`, which checks the shape and compiles the pattern."""
+    """An expected piece of answer text written as an object: ``{"regex": PATTERN}`` (a
+    Python regular expression, searched case-insensitively in the answer, both in Unicode
+    normal form C) or ``{"any_of": [PHRASE, ...]}`` (found when any phrase is). Built by
+    :func:`evaltape.grader.io.expectations.parse_answer_text`, which checks the shape and
+    that the pattern compiles."""
 
     __slots__ = ("_rx",)
 
@@ -208,7 +210,7 @@ class AnswerText(dict):
 
 class OneOf(dict):
     """An expected argument value written ``{"one_of": [v1, v2, ...]}``: any of the values
-    is correct. Built by :func:`parse_arg_value`."""
+    is correct. Built by :func:`evaltape.grader.io.expectations.parse_arg_value`."""
 
     @property
     def options(self) -> tuple[Any, ...]:
@@ -231,12 +233,6 @@ def text_found(expected: str | AnswerText, answer_lower: str) -> bool:
             return any(p.lower() in answer_lower for p in expected.phrases)
         return expected.search(answer_lower)
     return expected.lower() in answer_lower
-
-
-def text_label(expected: str | AnswerText) -> str:
-    """An expected piece of text as reports quote it: the phrase, or
-    :meth:`AnswerText.label`."""
-    return expected.label() if isinstance(expected, AnswerText) else expected
 
 
 @dataclass(frozen=True)

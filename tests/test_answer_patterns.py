@@ -43,6 +43,15 @@ def test_task_completion_reads_regex_and_any_of(keywords, value):
         pytest.approx(value)
 
 
+
+def test_missing_patterns_are_named_as_written():
+    case = load_case({"id": "c", "user_query": "q", "expected_outcome_keywords": [
+        {"regex": r"^yes"}, {"any_of": ["sold out", "gone"]}, "week"]})
+    score = TaskCompletion().score(EpisodeContext(trace(ANSWER), case))
+    assert score.details == ("Found 1/3 keywords. Missing: ['/^yes/', \"any of 'sold out' "
+                             "| 'gone'\"]")
+
+
 @pytest.mark.parametrize("field,expected,verdict", [
     ("expected_answer_contains", "out of stock", "wrong_answer"),
     ("expected_answer_contains", {"any_of": ["out of stock", "not available"]}, None),

@@ -79,7 +79,8 @@ class TaskCompletion(Metric):
                 hit = any(has(p) for p in k.phrases) if k.phrases else k.search(answer)
             else:
                 hit = has(k)
-            (found if hit else missing).append(k)
+            # (a regex or any_of is named as /PATTERN/ or any of 'a' | 'b')
+            (found if hit else missing).append(k.label() if isinstance(k, AnswerText) else k)
         details = f"Found {len(found)}/{len(keywords)} keywords"
         if missing:
             details += f". Missing: {missing}"
