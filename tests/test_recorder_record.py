@@ -107,6 +107,8 @@ def test_rerunning_a_finished_run_records_nothing(tmp_path):
         assert p.returncode == 0
         assert server.requests == n
         assert "recorded 0 episode(s), skipped 8" in p.stderr
+        # nothing was sent, so nothing was compared: say where a changed agent shows
+        assert f"`evaltape replay {tmp_path / 'run'} --list-stale` checks" in p.stderr
     assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
 
 

@@ -182,6 +182,11 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                    + (f"; {kept} of them ended in an error and were kept as they are "
                       f"({infra} graded as infra_error, {kept - infra} as the agent's "
                       "failure)" if kept else ""), err=True)
+        if counts["skipped"] and not counts["recorded"] and not counts["failed"]:
+            click.echo(f"note: nothing left to record, so no request was compared with the "
+                       f"recordings; `evaltape replay {out} --list-stale` checks the finished "
+                       "episodes against the agent as it is now (a prompt read from a data "
+                       "file, say), with no model", err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)
