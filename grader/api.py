@@ -199,7 +199,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
           on_episode: Callable[[EpisodeResult], None] | None = None,
           workers: int | None = 1, engine: str = "local",
           address: str | None = None, allow_missing: bool = False,
-          evidence: str = "compact") -> Report:
+          evidence: str = "compact", strict: bool = False) -> Report:
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
@@ -219,6 +219,9 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             (:func:`evaltape.grader.report.diff.compare_reports`).
         allow_missing: in the comparison, accept episodes of the baseline this run lacks
             (a warning instead of a failure).
+        strict: in the comparison, the gate fails on warnings too (``--strict``); the
+            report's ``baseline_comparison`` carries it, so every report file states
+            the gate applied.
         on_episode: called with each graded episode (progress display).
         workers: processes grading chunks of the traces file (``None``: every core,
             :func:`evaltape.grader.scale.default_workers`); the report's bytes are the same
@@ -288,7 +291,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         if problem and problem[0] == NO_SHARED_EPISODE:  # other datasets: warned in the diff
             raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
-            baseline, Report) else str(baseline), allow_missing=allow_missing)
+            baseline, Report) else str(baseline), allow_missing=allow_missing, strict=strict)
         report = dataclasses.replace(report, baseline_comparison=comparison)
     return report
 

@@ -4,6 +4,8 @@ The shapes of a trace line and of a dataset case.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
@@ -163,6 +165,76 @@ class ExpectedCall:
         return {k: v[0] for k, v in (self.acceptable or {}).items() if v}
 
 
+#: Expected answer text beyond one phrase, and an expected argument as one of several
+#: values (a dataset writes ``{"regex": ...}``, ``{"any_of": [...]}``, ``{"one_of": [...]}``;
+#: parsed by :mod:`evaltape.grader.io.expectations`, docs/formats.md). Both are ``dict``
+#: subclasses holding what the dataset wrote, so they print, enter a case's digest and show
+#: in reports as written.
+
+#: The keys of an expected-text object, and what each holds.
+TEXT_FORMS = {"regex": "a regular expression (string)",
+              "any_of": "a list of phrases (non-empty strings)"}
+
+
+class AnswerText(dict):
+    """An expected piece of answer text written as an object: ``{"regex": PATTERN}`` (a
+    Python regular expression, searched case-insensitively in the answer, both in Unicode
+    normal form C) or ``{"any_of": [PHRASE, ...]}`` (found when any phrase is). Built by
+    :func:`evaltape.grader.io.expectations.parse_answer_text`, which checks the shape and
+    that the pattern compiles."""
+
+    __slots__ = ("_rx",)
+
+    def __init__(self, value: dict) -> None:
+        super().__init__(value)
+        self._rx = (re.compile(unicodedata.normalize("NFC", value["regex"]), re.IGNORECASE)
+                    if "regex" in value else None)
+
+    @property
+    def phrases(self) -> tuple[str, ...]:
+        """The phrases of an ``any_of`` (``()`` for a regex)."""
+        return tuple(self.get("any_of") or ())
+
+    def search(self, answer: str) -> bool:
+        """Whether a regex is found in ``answer`` (normalised to NFC here); ``False`` for
+        an ``any_of`` (its phrases are tested by the caller's own keyword rule)."""
+        return bool(self._rx is not None and
+                    self._rx.search(unicodedata.normalize("NFC", answer)))
+
+    def label(self) -> str:
+        """How the expectation reads in a report: ``/PATTERN/`` or ``any of 'a' | 'b'``."""
+        if self._rx is not None:
+            return f"/{self['regex']}/"
+        return "any of " + " | ".join(repr(p) for p in self.phrases)
+
+
+class OneOf(dict):
+    """An expected argument value written ``{"one_of": [v1, v2, ...]}``: any of the values
+    is correct. Built by :func:`evaltape.grader.io.expectations.parse_arg_value`."""
+
+    @property
+    def options(self) -> tuple[Any, ...]:
+        """The acceptable values, in the dataset's order."""
+        return tuple(self["one_of"])
+
+
+def acceptable_values(value: Any) -> tuple[Any, ...]:
+    """The acceptable values of an expected argument: a :class:`OneOf`'s options, else
+    the one literal value."""
+    return value.options if isinstance(value, OneOf) else (value,)
+
+
+def text_found(expected: str | AnswerText, answer_lower: str) -> bool:
+    """The outcome check's test of one expected piece of text against an answer already
+    in lower case: a phrase (or each ``any_of`` phrase) as a case-insensitive substring, a
+    regex searched case-insensitively."""
+    if isinstance(expected, AnswerText):
+        if expected.phrases:
+            return any(p.lower() in answer_lower for p in expected.phrases)
+        return expected.search(answer_lower)
+    return expected.lower() in answer_lower
+
+
 @dataclass(frozen=True)
 class FactualClaim:
     """A statement whose truth a judge checks against the tool results (the tiered-composite scoring design).
@@ -276,8 +348,11 @@ class Case:
             ``None`` when the case states no tool expectation.
         expected_actions: expected actions (``{name, kwargs}``), exact arguments, or ``None``.
         expected_outcome_keywords: keywords the answer must contain (the help-desk example suite; the task-manager example suite's
-            ``expected_topics`` when absent), or ``None``.
-        expected_answer_contains: one phrase the answer must contain (the scripted example suite), or ``None``.
+            ``expected_topics`` when absent), or ``None``. Each is a phrase (``str``) or
+            an :class:`~evaltape.grader.model.AnswerText` (``{"regex": ...}``,
+            ``{"any_of": [...]}``); so are the items of ``final_response_contains``.
+        expected_answer_contains: one phrase the answer must contain (the scripted example suite), or ``None``
+            (or an ``AnswerText``).
         expected_topics: the task-manager example suite's topics, or ``None``.
         final_response_contains, final_response_excludes: the tiered-composite scoring design phrases, or
             ``None``.
@@ -332,8 +407,8 @@ class Case:
     input: str
     expected_tools: tuple[str, ...] | None = None
     expected_args: Mapping[str, Mapping[str, Any]] | None = None
-    expected_outcome_keywords: tuple[str, ...] | None = None
-    expected_answer_contains: str | None = None
+    expected_outcome_keywords: tuple[Any, ...] | None = None
+    expected_answer_contains: Any = None
     script: tuple[str, ...] | None = None
     max_steps: int | None = None
     tags: tuple[str, ...] = ()
@@ -342,7 +417,7 @@ class Case:
     expected_calls: tuple[ExpectedCall, ...] | None = None
     expected_actions: tuple[ExpectedCall, ...] | None = None
     expected_topics: tuple[str, ...] | None = None
-    final_response_contains: tuple[str, ...] | None = None
+    final_response_contains: tuple[Any, ...] | None = None
     final_response_excludes: tuple[str, ...] | None = None
     should_not_contain: tuple[str, ...] | None = None
     factual_claims: tuple[FactualClaim, ...] | None = None
@@ -388,7 +463,7 @@ class Case:
             args = self.expected_args or {}
             object.__setattr__(self, "expected_calls", tuple(
                 ExpectedCall(t, None if t not in args else
-                             {k: (v,) for k, v in args[t].items()})
+                             {k: acceptable_values(v) for k, v in args[t].items()})
                 for t in self.expected_tools))
 
 

@@ -400,6 +400,8 @@ class BaselineComparison:
             warns, in words, one per finding.
         alpha: the significance level of the per-case test; ``allow_missing``: whether
             episodes only in the baseline were accepted.
+        strict: whether the gate applied fails on warnings too (``--strict``); every
+            report writer states the gate with it.
     """
 
     flips: tuple[Flip, ...]
@@ -423,14 +425,17 @@ class BaselineComparison:
     warnings: tuple[str, ...] = ()
     alpha: float = 0.05
     allow_missing: bool = False
+    strict: bool = False
 
     @property
     def critical_metrics(self) -> list[str]:
         """Names of the numbers that regressed past the critical threshold."""
         return [m.name for m in self.metrics if m.level == "critical"]
 
-    def gate_failed(self, strict: bool = False) -> bool:
-        """Whether the gate fails: any failure, or with ``strict`` any warning too."""
+    def gate_failed(self, strict: bool | None = None) -> bool:
+        """Whether the gate fails: any failure, or with ``strict`` (default: the
+        comparison's own :attr:`strict`) any warning too."""
+        strict = self.strict if strict is None else strict
         return bool(self.failures) or (strict and bool(self.warnings))
 
     def to_json(self) -> dict[str, Any]:
@@ -446,7 +451,8 @@ class BaselineComparison:
                "changes": [c.to_json() for c in self.changes],
                "metric_flips": {k: dict(v) for k, v in self.metric_flips.items()},
                "failures": list(self.failures), "warnings": list(self.warnings),
-               "alpha": self.alpha, "allow_missing": self.allow_missing}
+               "alpha": self.alpha, "allow_missing": self.allow_missing,
+               "strict": self.strict, "gate": "fail" if self.gate_failed() else "pass"}
         if self.baseline is not None:
             out["baseline"] = self.baseline
         return out

@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence
 import orjson
 
 from evaltape.grader.errors import BadInputError, UsageError
+from evaltape.grader.io.run import read_manifest
 from evaltape.grader.model import Case
 
 from .cassette import cassette_name, cassette_path, work_cassette
@@ -49,16 +50,37 @@ from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
 from .runfolder import (EpisodeOutcome, check_base_url, episode_finisher, finish_manifest,
                         load_standin_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
-from .stale import trace_difference
+from .stale import setup_changed_message, setup_difference, trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
 from .wire.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
+#: The manifest's model of a ``--command`` run recorded without ``--model`` until its
+#: recorded requests name one (:func:`.runfolder.finish_manifest`).
+CHOSEN_BY_COMMAND = "chosen-by-command"
 NO_KEY = "evaltape-proxy-no-key"
 #: Characters of stderr kept in a failed episode's ``error``.
 STDERR_TAIL = 2000
+
+
+class SetupChanged(Exception):
+    """The first new request of a resumed run differed from the run's recorded setup
+    (:func:`.stale.setup_difference`; the message says how)."""
+
+
+def _recorded_model(out: Path) -> str | None:
+    """The model a ``--command`` run in ``out`` recorded without ``--model`` (the one its
+    requests named, :func:`.runfolder.finish_manifest`), or ``None``: no such run."""
+    try:
+        previous = read_manifest(out / "manifest.json")
+    except BadInputError:
+        return None
+    if previous.get("agent") != "command" or not previous.get("model_from_requests"):
+        return None
+    model = previous.get("model")
+    return model if isinstance(model, str) else None
 
 
 def parse_command(command: str) -> list[str]:
@@ -77,6 +99,30 @@ def parse_command(command: str) -> list[str]:
         raise UsageError(f"--command: program {argv[0]!r} not found (not on PATH and not a "
                          "path to an executable file)")
     return argv
+
+
+def refuse_conversations(cases: Sequence[Case], dataset: str) -> None:
+    """Refuse a dataset with conversation cases (a ``user``): a ``--command`` program runs
+    once per episode with the first message and has no way to be given the user's
+    replies, so each conversation would be recorded as one turn (the agent's question as
+    its final answer) and graded as a finished conversation.
+
+    Raises:
+        UsageError: names the dataset and every such case (with its line, the first 10).
+    """
+    talking = [c for c in cases if c.user is not None]
+    if not talking:
+        return
+    where = "line " if str(dataset).endswith(".jsonl") else "case #"
+    named = ", ".join(f"{c.id!r} ({where}{c.line})" for c in talking[:10]) + (
+        f" and {len(talking) - 10} more" if len(talking) > 10 else "")
+    raise UsageError(
+        f"{dataset}: {len(talking)} case(s) are conversations with a user: {named}. A "
+        "--command program is run once per episode with the first message and cannot be "
+        "given the user's replies, so each would be recorded as one turn. Record them with "
+        "an in-process agent that takes the user (--agent module:function built on "
+        "evaltape.recorder.conversation.run_case; docs/conversations.md), and the "
+        "single-message cases with --command from a dataset without them")
 
 
 def episode_uuid(case_id: str, trial: int) -> str:
@@ -219,8 +265,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         refresh's counts) as ``record`` does.
 
     Raises:
-        UsageError: bad ``--command``, trials, URL, a run recorded with another setup, or
-            a fingerprint that differs.
+        UsageError: bad ``--command``, trials, URL, a dataset with conversation cases
+            (:func:`refuse_conversations`), a run recorded with another setup, a
+            fingerprint that differs, or a first new request whose system prompt, tools
+            or model differ from the recordings' (:func:`.stale.setup_difference`).
         BadInputError: invalid dataset or stand-in script.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -240,12 +288,15 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                                 "program (environment variables and arguments end at NUL); "
                                 "rename the case", path=str(opts.dataset), line=c.line,
                                 field="id")
+    refuse_conversations(cases, opts.dataset)
     refuse_secrets_in_inputs(cases, opts.dataset)
     scripts = load_standin_scripts(opts.standin_scripts, cases) if opts.standin_scripts else None
     upstream = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
     check_base_url(upstream, "--base-url (or ANTHROPIC_BASE_URL, the upstream)")
-    model = opts.model or "chosen-by-command"
     out = Path(opts.out)
+    # without --model the program chooses: a resumed run keeps the model its recorded
+    # requests named (the first new request is checked against them, below)
+    model = opts.model or _recorded_model(out) or CHOSEN_BY_COMMAND
     lock, previous = open_run_folder(out, cases, opts, model)
     try:
         if previous and not opts.refresh and \
@@ -258,12 +309,18 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
         manifest, ledger, traces, done = plan.manifest, plan.ledger, plan.traces, plan.done
         todo, counts, recorded = plan.todo, plan.counts, plan.recorded
         refreshing = {(c.id, t) for c, t in todo if (c.id, t) in recorded}
+        wire = (previous.get("fingerprint") or {}).get("wire") if previous else None
+        check = None
+        if isinstance(wire, dict) and len(done) >= 2 and not opts.refresh and \
+                not opts.allow_changed:  # (one recorded episode shows no constant setup)
+            def check(body: Any) -> str | None:
+                return setup_difference(body, wire)
         with ExitStack() as stack:
             if scripts is not None:
                 upstream = stack.enter_context(ScriptServer(scripts)).base_url
             px = stack.enter_context(ProxyServer(out, mode="record", upstream=upstream,
                                                  finished=done - refreshing,
-                                                 refreshing=refreshing))
+                                                 refreshing=refreshing, setup_check=check))
 
             limit = min(opts.command_timeout, opts.episode_timeout or float("inf"))
 
@@ -274,6 +331,10 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
                 if res.exit_code is None:  # killed at the deadline: cut what it left in flight
                     px.abort(key)
                 px.book.end(key, notify=False)
+                if px.setup_refused is not None:  # nothing of it is kept: the run stops
+                    if (case.id, trial) not in refreshing:
+                        cassette_path(out / "http", case.id, trial).unlink(missing_ok=True)
+                    raise SetupChanged(px.setup_refused)
                 live = px.book.live.pop(key, 0)
                 info = px.book.refreshed.pop(key, None)
                 if (case.id, trial) not in refreshing:
@@ -303,10 +364,18 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
             handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
                                              opts.keep_errors, len(todo), progress)
 
+            changed = None
             with ThreadPoolExecutor(max_workers=worker_count(opts.concurrency, len(todo))) as pool:
                 futures = [pool.submit(one, c, t) for c, t in todo]
                 for fut in as_completed(futures):
-                    handle(fut.result())
+                    try:
+                        handle(fut.result())
+                    except SetupChanged as e:
+                        changed = changed or str(e)
+            if changed is not None:
+                finish_manifest(out, manifest, traces, [(c.id, t) for c, t in todo])
+                raise UsageError(setup_changed_message(out, changed, counts["recorded"],
+                                                       in_process=False))
             if ledger is not None:
                 ledger.finish(counts)
             finish_manifest(out, manifest, traces,
@@ -319,7 +388,7 @@ def record_command(opts: Any, progress: Callable[[str, dict], None] | None = Non
 def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                        recorded: list[tuple[int, dict]], traces_path: Path,
                        timeout_s: float = 600.0, workers: int = 1
-                       ) -> list[tuple[str, int, int | None, str | None]]:
+                       ) -> list[tuple[str, int, int | None, str | None, str]]:
     """Re-run a ``--command`` run's program against its cassettes through the proxy in
     replay mode (no network) and compare each new trace with the recorded one; ``workers``
     programs at once (threads: each program is a process of its own), with the same
@@ -331,9 +400,10 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
     recording's: :func:`.stale.with_recorded_times`).
 
     Returns:
-        ``[(case_id, trial, request number or None, divergence message or None)]`` in trace
-        order; the request is the one with no recorded match, or the first recorded one
-        the program no longer sent (``None``: every request matched).
+        ``[(case_id, trial, request number or None, divergence message or None, stderr)]``
+        in trace order; the request is the one with no recorded match, or the first
+        recorded one the program no longer sent (``None``: every request matched);
+        ``stderr`` the program's whole standard error, redacted (:func:`redact_output`).
 
     Raises:
         BadInputError: the manifest has no command, a case is missing from the dataset, or
@@ -358,7 +428,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
         jobs.append((key, case, cpath, rec))
     with ProxyServer(root, mode="replay") as px:
 
-        def one(job: tuple) -> tuple[str, int, int | None, str | None]:
+        def one(job: tuple) -> tuple[str, int, int | None, str | None, str]:
             key, case, cpath, rec = job
             res = run_command(px, argv, case, key.trial, timeout_s)
             played = px.book.end(key) or {"misses": [], "unplayed": 0, "miss_at": None,
@@ -375,7 +445,7 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                 now = command_trace_replayed(cpath, key, case, res, timeout_s,
                                              manifest.get("model"))
                 msg = trace_difference(rec, now)
-            return key.case_id, key.trial, request, msg
+            return key.case_id, key.trial, request, msg, res.stderr
 
         with ThreadPoolExecutor(max_workers=worker_count(workers, len(jobs))) as pool:
             return list(pool.map(one, jobs))

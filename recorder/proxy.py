@@ -46,7 +46,7 @@ from vcr.request import Request
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
 from .wire.scrub import (register_header_credentials, register_url_credentials,
-                            scrub_text, url_credentials)
+                            scrub_text, scrub_value, url_credentials)
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx
@@ -370,11 +370,17 @@ class ProxyServer(BackgroundServer):
         on_end: receives each trace of an episode ended by the proxy (idle/explicit/shutdown).
         log: receives one line per exchange (method, path, status, episode, milliseconds);
             never headers or bodies.
+        setup_check: record mode: given the first Messages request body forwarded (scrubbed),
+            returns how it differs from the run's recorded setup, or ``None``
+            (:func:`.stale.setup_difference`). When it differs, that request and every
+            later one are refused (HTTP 409, nothing forwarded or stored) and
+            :attr:`setup_refused` holds the difference.
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>``.
         upstream: the upstream base URL without credentials.
         book: the :class:`~.episodes.EpisodeBook`.
+        setup_refused: the difference ``setup_check`` found, or ``None``.
     """
 
     def __init__(self, run: Path, *, mode: Mode = "record", upstream: str | None = None,
@@ -382,9 +388,13 @@ class ProxyServer(BackgroundServer):
                  finished: set[tuple[str, int]] | None = None,
                  on_end: Callable[[dict], None] | None = None,
                  log: Callable[[str], None] | None = None,
-                 refreshing: set[tuple[str, int]] | None = None) -> None:
+                 refreshing: set[tuple[str, int]] | None = None,
+                 setup_check: Callable[[Any], str | None] | None = None) -> None:
         super().__init__(("127.0.0.1", port), ProxyHandler)
         self.mode = mode
+        self.setup_check = setup_check
+        self.setup_refused: str | None = None
+        self._setup_lock = threading.Lock()
         given = (upstream or DEFAULT_UPSTREAM).rstrip("/")
         register_url_credentials(given)
         # credentials in the URL go as basic auth from the client, never in a URL
@@ -498,8 +508,15 @@ class ProxyServer(BackgroundServer):
         t0 = time.perf_counter()
         if self.mode == "record":
             response = self._from_recording(h, r, body, ep)
-            status = self._send_recorded(h, response) if response is not None else \
-                self._forward(h, r, body, ep)
+            if response is not None:
+                status = self._send_recorded(h, response)
+            elif self._setup_changed(parsed):
+                status = 409
+                h.send_json(409, _error_body("invalid_request_error", scrub_text(
+                    f"evaltape proxy: the agent's setup differs from the run's recordings: "
+                    f"{self.setup_refused}; nothing was forwarded")))
+            else:
+                status = self._forward(h, r, body, ep)
         else:
             status = self._replay(h, r, body, ep)
         if self.log:
@@ -508,6 +525,20 @@ class ProxyServer(BackgroundServer):
                                 f"{(time.perf_counter() - t0) * 1000:.0f} ms"))
 
     # -- record ------------------------------------------------------------------------
+
+    def _setup_changed(self, parsed: Any) -> bool:
+        """Whether a request to forward is refused by ``setup_check``: the first Messages
+        request is checked (the check is then dropped when it passes), and once one was
+        refused every later request is."""
+        if self.setup_check is None or not (isinstance(parsed, dict) and
+                                            isinstance(parsed.get("messages"), list)):
+            return self.setup_refused is not None
+        with self._setup_lock:
+            if self.setup_refused is None and self.setup_check is not None:
+                self.setup_refused = self.setup_check(scrub_value(parsed))
+                if self.setup_refused is None:
+                    self.setup_check = None  # the first request matched: no more checks
+            return self.setup_refused is not None
 
     def _from_recording(self, h: ProxyHandler, r: Route, body: bytes, ep: Any) -> Any:
         """The recorded answer to a request of an episode being refreshed, while its

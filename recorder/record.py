@@ -38,7 +38,8 @@ from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOpt
                         check_base_url, check_episode_timeout, episode_finisher,
                         finish_manifest, load_scripts, open_run_folder, plan_recording,
                         refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
-from .stale import trace_difference
+from .stale import first_agent_request, setup_changed_message, setup_difference, \
+    trace_difference
 from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header, parse_turn
 from .wire.scrub import (UnscannableBody, url_credentials)
 
@@ -407,12 +408,21 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
             finished = episode_finisher(out, traces, counts, opts.keep_errors, len(todo), progress)
             handle = refresh_outcome_handler(out, counts, finished, ledger, recorded,
                                              opts.keep_errors, len(todo), progress)
+            wire = (previous.get("fingerprint") or {}).get("wire") if previous else None
+            if isinstance(wire, dict) and len(plan.done) >= 2 and not opts.refresh and \
+                    not opts.allow_changed:  # (one recorded episode shows no constant setup)
+                handle, changed = first_request_checked(handle, wire, out,
+                                                        {c.id for c in cases if c.tools})
+            else:
+                changed = None
 
             try:
                 workers = worker_count(opts.concurrency, len(jobs))
                 if workers == 1:
                     for job in jobs:
                         handle(run_job(job))
+                        if changed:
+                            break
                 else:
                     warm_up(opts.agent, base_url, api_key)
                     # objects alive now are shared with the forked workers: keep the collector from
@@ -423,7 +433,16 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
                                              initializer=_die_with_parent) as pool:
                         futures = [pool.submit(run_job, job) for job in jobs]
                         for fut in as_completed(futures):
+                            if fut.cancelled():
+                                continue
                             handle(fut.result())
+                            if changed:  # the episodes not started are not run
+                                for f in futures:
+                                    f.cancel()
+                if changed:
+                    finish_manifest(out, manifest, traces, [(c.id, t) for c, t in todo])
+                    raise UsageError(setup_changed_message(out, changed[0], counts["recorded"],
+                                                           in_process=True))
                 if ledger is not None:
                     ledger.finish(counts)
                 finish_manifest(out, manifest, traces,
@@ -438,6 +457,42 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         return counts
     finally:
         lock.close()  # (also when a check refuses the run)
+
+
+def first_request_checked(handle: Callable[[EpisodeOutcome], None], wire: dict, out: Path,
+                          case_tools: set[str] = frozenset()
+                          ) -> tuple[Callable[[EpisodeOutcome], None], list[str]]:
+    """``handle`` (which files each outcome) with the first new episode's first request
+    compared with the run's recorded setup (:func:`.stale.setup_difference`), for an
+    agent that runs in this process (the requests are only seen once sent); the tools of
+    a case in ``case_tools`` (ids of cases that give their own tools) are not compared.
+
+    Returns:
+        The wrapped handler, and a list that receives the difference when there is one;
+        from then on no new episode is filed (its cassette is deleted), so the run ends
+        with what was recorded before.
+    """
+    changed: list[str] = []
+    state = {"checked": False}
+
+    def checked(o: EpisodeOutcome) -> None:
+        if o.kind == "new" and (changed or not state["checked"]):
+            path = out / "http" / cassette_name(o.case_id, o.trial)
+            if not changed:
+                body = first_agent_request(path)
+                if body is None:  # no request: nothing to compare yet
+                    handle(o)
+                    return
+                state["checked"] = True
+                diff = setup_difference(body, wire, o.case_id in case_tools)
+                if diff is None:
+                    handle(o)
+                    return
+                changed.append(diff)
+            path.unlink(missing_ok=True)
+            return
+        handle(o)
+    return checked, changed
 
 
 @dataclass(frozen=True)

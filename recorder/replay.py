@@ -34,6 +34,9 @@ __all__ = ["VOLATILE_KEYS", "comparable_usage", "Divergence", "ReplayJob", "repl
 OFFLINE_URL = "http://127.0.0.1:9"  # never contacted: record mode "none" serves everything
 #: What ``list_stale`` says of an episode whose case input changed since recording.
 CHANGED_INPUT = "the case's input changed since recording"
+#: Lines of a ``--command`` program's stderr ``evaltape replay`` shows under a divergence
+#: (``--verbose``: all of them).
+STDERR_LINES = 20
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class Divergence:
             only the trace differs, or the cassette is damaged.
         damaged: the episode's cassette is missing, not a file or does not read
             (``message`` names it and why).
+        stderr: what a ``--command`` agent wrote to its standard error in the replay
+            (redacted; ``""`` for an in-process agent or a silent program), the cause a
+            crash's one-line ``message`` cuts off.
     """
 
     case_id: str
@@ -63,9 +69,17 @@ class Divergence:
     request: int | None = None
     #: the episode's cassette does not read (``--list-stale`` lists it and goes on)
     damaged: bool = False
+    stderr: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", scrub_text(self.message))
+        object.__setattr__(self, "stderr", scrub_text(self.stderr))
+
+    def stderr_lines(self, last: int | None = STDERR_LINES) -> tuple[list[str], int]:
+        """The last ``last`` lines of :attr:`stderr` (all with ``None``) and how many lines
+        it has; trailing blank lines are not counted."""
+        lines = self.stderr.rstrip().splitlines()
+        return (lines if last is None else lines[-last:]), len(lines)
 
     def __str__(self) -> str:
         return scrub_text(f"case {self.case_id!r} trial {self.trial}: {self.message}")
@@ -194,8 +208,13 @@ def replay_run(run: str, dataset: str | None = None,
             opened.root, opened.manifest, opened.case_by_id,
             [(line, raw) for line, raw, changed in entries if not changed],
             opened.traces_path, workers=workers))
-        rows = [(raw["case_id"], raw["trial"], 1, CHANGED_INPUT, False) if changed else
-                (*next(replayed), False) for _line, raw, changed in entries]
+        rows = []
+        for _line, raw, changed in entries:
+            if changed:
+                rows.append((raw["case_id"], raw["trial"], 1, CHANGED_INPUT, False))
+            else:
+                cid, trial, request, msg, stderr = next(replayed)
+                rows.append((cid, trial, request, msg, False, stderr))
         if not rows:
             raise UsageError(f"{opened.traces_path}: no episodes to replay")
         return len(rows), _report(rows, progress)
@@ -268,13 +287,14 @@ def _replay_all(jobs: list[ReplayJob], workers: int) -> list[tuple[str, int | No
         gc.unfreeze()
 
 
-def _report(rows: list[tuple[str, int, int | None, str | None, bool]],
-            progress: Callable[[Divergence | None], None] | None) -> list[Divergence]:
-    """The divergences of ``rows`` (``(case, trial, request, message or None, damaged)`` in
-    trace order), ``progress`` told of each row."""
+def _report(rows: list[tuple], progress: Callable[[Divergence | None], None] | None
+            ) -> list[Divergence]:
+    """The divergences of ``rows`` (``(case, trial, request, message or None, damaged)``,
+    and a ``--command`` program's stderr as a sixth item, in trace order), ``progress``
+    told of each row."""
     out = []
-    for cid, trial, request, msg, damaged in rows:
-        div = Divergence(cid, trial, msg, request, damaged) if msg else None
+    for cid, trial, request, msg, damaged, *stderr in rows:
+        div = Divergence(cid, trial, msg, request, damaged, *stderr) if msg else None
         if div:
             out.append(div)
         if progress:

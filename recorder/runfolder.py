@@ -287,11 +287,14 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
     (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
     ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
     failed, live_requests: the requests the episode sent to the model, passed as ``live``)
-    is updated and ``progress("episode", ...)`` told.
+    is updated and ``progress("episode", ...)`` told, with the episode's ``outcome``
+    (``recorded``, or ``failed``: not saved, left for a rerun) and ``detail``
+    (:func:`episode_detail`).
     """
     def finished(trace: dict, live: int = 0) -> None:
         counts["live_requests"] = counts.get("live_requests", 0) + live
-        if trace.get("stop_reason") == "error" and not keep_errors:
+        saved = not (trace.get("stop_reason") == "error" and not keep_errors)
+        if not saved:
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
                                                f"{trace.get('error')}"))
@@ -306,8 +309,24 @@ def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_error
         counts["tokens"] += episode_tokens(trace)
         if progress:
             progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
-                                 **counts, "total": total})
+                                 **counts, "total": total,
+                                 "outcome": "recorded" if saved else "failed",
+                                 "detail": episode_detail(trace)})
     return finished
+
+
+def episode_detail(trace: dict) -> str:
+    """One line about a finished episode for the progress display: ``end_turn, 2
+    step(s), 812 tokens, 3.1 s``, or the error's first line (200 characters at most),
+    redacted."""
+    if trace.get("stop_reason") == "error":
+        first = str(trace.get("error") or "error").strip().splitlines() or ["error"]
+        return scrub_text("error: " + first[0][:200])
+    parts = [str(trace.get("stop_reason")), f"{trace.get('steps', 0)} step(s)",
+             f"{episode_tokens(trace)} tokens"]
+    if isinstance(trace.get("latency_s"), (int, float)):
+        parts.append(f"{trace['latency_s']:.1f} s")
+    return ", ".join(parts)
 
 
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
@@ -497,6 +516,7 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         "standin_scripts": opts.standin_scripts,
         "system_prompt_sha256": _sha(spec.system) if spec else None,
         "tools_sha256": _sha(list(spec.tools)) if spec else None,
+        **({} if spec else _setup_from_requests(previous)),
         "trials": opts.trials,
         "stream": opts.stream,
         **({"shard": {"index": opts.shard[0], "count": opts.shard[1]}} if opts.shard else {}),
@@ -519,6 +539,8 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
         manifest["users"] = users
     if opts.command is not None:
         manifest["command"] = opts.command
+        if previous.get("model_from_requests") and previous.get("model") == model:
+            manifest["model_from_requests"] = True
     manifest["fingerprint"] = run_fingerprint(opts, agent_fn, model, previous)
     for key in ("refreshes", "appended_changed"):
         if isinstance(previous.get(key), list):
@@ -588,7 +610,46 @@ def finish_manifest(out: Path, manifest: dict, traces: Path,
         recorded = sorted(finished_episodes(traces)) if traces.exists() else []
     paths = [cassette_path(out / "http", cid, trial) for cid, trial in recorded]
     fp["wire"] = wire_fingerprint((p for p in paths if p.is_file()), previous)
+    setup_from_wire(manifest)
     write_manifest(out / "manifest.json", scrub_value(manifest))
+
+
+def _setup_from_requests(previous: dict) -> dict[str, Any]:
+    """The system prompt and tools hashes (and ``setup_from``) a run without a spec'd
+    agent keeps from its earlier recording, when they were read from its requests
+    (:func:`setup_from_wire` measures them again at the end)."""
+    if previous.get("setup_from") != "requests":
+        return {}
+    return {"system_prompt_sha256": previous.get("system_prompt_sha256"),
+            "tools_sha256": previous.get("tools_sha256"), "setup_from": "requests"}
+
+
+def setup_from_wire(manifest: dict) -> None:
+    """Fill in what the recorded requests state of a run's setup, where the recorder was
+    not told it: a run whose agent has no spec (a ``--command`` program, a
+    ``module:function`` agent) gets ``system_prompt_sha256`` and ``tools_sha256`` from its
+    fingerprint's ``wire`` (:func:`.stale.single_setup`: the one value every request sent,
+    else ``null``) and ``"setup_from": "requests"``; a ``--command`` run recorded without
+    ``--model`` gets the model its requests named (``"model_from_requests": true``), or
+    keeps ``chosen-by-command`` when they named several."""
+    from .stale import single_setup
+    fp = manifest.get("fingerprint") or {}
+    if not isinstance(fp.get("wire"), dict) or not fp["wire"].get("models"):
+        return  # no request recorded yet
+    setup = single_setup(fp["wire"])
+    if manifest.get("setup_from") == "requests" or (
+            manifest.get("system_prompt_sha256") is None and
+            manifest.get("tools_sha256") is None):
+        manifest["system_prompt_sha256"] = setup["system_prompt_sha256"]
+        manifest["tools_sha256"] = setup["tools_sha256"]
+        manifest["setup_from"] = "requests"
+    if manifest.get("agent") == "command" and (
+            manifest.get("model_from_requests") or manifest.get("model") == "chosen-by-command"):
+        if setup["model"] is not None:
+            manifest["model"], manifest["model_from_requests"] = setup["model"], True
+        else:
+            manifest["model"] = "chosen-by-command"
+            manifest.pop("model_from_requests", None)
 
 
 def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> list[str]:
@@ -1034,9 +1095,11 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
             return
         counts["replayed_requests"] += o.replayed
         counts["live_requests"] += o.live
+        outcome = o.kind
         if o.kind == "kept":
             counts["kept"] += 1
         elif o.trace.get("stop_reason") == "error" and not keep_errors:
+            outcome = "failed"
             Path(o.work).unlink(missing_ok=True)
             counts["errors"] += 1
             counts["failed"].append(scrub_text(f"{o.case_id}#t{o.trial}: {o.trace.get('error')}"
@@ -1054,5 +1117,6 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
             counts["tokens"] += episode_tokens(o.trace)
         if progress:
             progress("episode", {"case_id": o.case_id, "trial": o.trial, **counts,
-                                 "total": total})
+                                 "total": total, "outcome": outcome,
+                                 "detail": episode_detail(o.trace)})
     return handle

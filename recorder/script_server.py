@@ -71,7 +71,11 @@ def last_tool_result(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def scripted_message(script: Sequence[str], body: Mapping[str, Any]) -> dict:
-    """The Messages-API response for the next turn of ``script`` given the request body."""
+    """The Messages-API response for the next turn of ``script`` given the request body.
+
+    Its ``model`` is ``"scripted"`` whatever model the request names: the script answered,
+    not that model, so a ``--command`` episode's trace (whose model is the answer's) is
+    never priced as the model string an agent happens to send to a stand-in."""
     messages = body.get("messages") or []
     n = sum(1 for m in messages if m.get("role") == "assistant")
     content: list[dict]
@@ -90,7 +94,7 @@ def scripted_message(script: Sequence[str], body: Mapping[str, Any]) -> dict:
             stop = "tool_use"
         out_len = len(turn)
     return {"id": f"msg_scripted_{n + 1:02d}", "type": "message", "role": "assistant",
-            "model": body.get("model", "scripted"), "content": content, "stop_reason": stop,
+            "model": "scripted", "content": content, "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": len(json.dumps(messages)) // 4,
                       "output_tokens": out_len // 4 + 1}}

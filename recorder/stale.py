@@ -168,7 +168,9 @@ def command_files(command: str) -> dict[str, str]:
     (or the value of a ``--name=value`` argument) that is an existing file relative to the
     working directory, and the program itself when it is given as a path (``./agent.sh``);
     a program found on ``PATH`` (``node``, ``python``) is not hashed. Placeholders such as
-    ``{input_file}`` name no file.
+    ``{input_file}`` name no file. A module a Python interpreter is told to run with ``-m``
+    (``python -m bookstore.agent``) counts with its source files:
+    :func:`python_module_files`.
 
     Raises:
         OSError: a named file cannot be read.
@@ -184,7 +186,83 @@ def command_files(command: str) -> dict[str, str]:
         for cand in (arg, arg.partition("=")[2] if arg.startswith("-") else ""):
             if cand and "{" not in cand and Path(cand).is_file():
                 out[cand] = file_sha256(cand)
+    for module in _dash_m_modules(argv):
+        out.update(python_module_files(module))
     return dict(sorted(out.items()))
+
+
+def _dash_m_modules(argv: list[str]) -> list[str]:
+    """The modules named by ``-m NAME`` (or ``-mNAME``) after a Python interpreter
+    (an argument whose file name starts with ``python``) in ``argv``."""
+    out = []
+    python = False
+    for i, arg in enumerate(argv):
+        if Path(arg).name.startswith("python"):
+            python = True
+        elif python and arg == "-m" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif python and arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
+            out.append(arg[2:])
+    return [m for m in out if m and "{" not in m]
+
+
+def _search_roots() -> list[Path]:
+    """Where ``python -m`` finds the user's modules first: the working directory, then
+    each ``PYTHONPATH`` folder."""
+    roots = [Path.cwd()]
+    roots += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return roots
+
+
+def _find_in_roots(name: str, roots: list[Path]) -> list[Path]:
+    """The files of module ``name`` under the first root that holds it: ``a/b.py``, or
+    a package's ``a/b/__init__.py`` (and ``__main__.py``, which ``-m`` runs); the
+    ``__init__.py`` of each parent package too (``-m`` imports them)."""
+    parts = name.split(".")
+    for root in roots:
+        base = root.joinpath(*parts)
+        files = [base.with_suffix(".py")] if base.with_suffix(".py").is_file() else \
+            [p for p in (base / "__init__.py", base / "__main__.py") if p.is_file()]
+        if files:
+            parents = [root.joinpath(*parts[:k], "__init__.py") for k in range(1, len(parts))]
+            return [p for p in parents if p.is_file()] + files
+    return []
+
+
+def python_module_files(module: str) -> dict[str, str]:
+    """``{path relative to the working directory: sha256}`` of the module ``python -m
+    module`` runs and, transitively, of every module it imports that is found in the
+    working directory or a ``PYTHONPATH`` folder (the user's code; the standard library
+    and installed packages are not there), found without importing anything. A module
+    not found there names no file.
+
+    Raises:
+        OSError: a source file cannot be read.
+    """
+    roots = _search_roots()
+    cwd = Path.cwd()
+    found: dict[Path, str] = {}
+    todo = [module]
+    seen = {module}
+    while todo:
+        name = todo.pop()
+        for path in _find_in_roots(name, roots):
+            if path in found:
+                continue
+            found[path] = name
+            # (a package's __main__ resolves relative imports against the package)
+            as_name = f"{name}.__main__" if path.name == "__main__.py" else name
+            for imported in sorted(_imported_names(path, as_name)):
+                if imported not in seen:
+                    seen.add(imported)
+                    todo.append(imported)
+
+    def shown(p: Path) -> str:
+        try:
+            return p.resolve().relative_to(cwd.resolve()).as_posix()
+        except ValueError:
+            return p.as_posix()
+    return {shown(p): file_sha256(p) for p in sorted(found)}
 
 
 def _sha(value: Any) -> str:
@@ -374,3 +452,99 @@ def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[s
             calls.append(call)
         out["tool_calls"] = calls
     return out
+
+
+def setup_difference(body: Any, wire: Mapping[str, Any] | None,
+                     case_tools: bool = False) -> str | None:
+    """How one Messages request ``body`` differs from the setup a run's recordings sent
+    (``wire``: :func:`wire_fingerprint`), or ``None`` when it does not.
+
+    A part (the system prompt, the tools, the model) is compared only when every recorded
+    request sent the same value for it: a part the recordings already sent several values
+    of (a prompt or tools built per case, a simulated user's own prompt) says nothing of
+    the next request. ``case_tools``: the case gives the agent its tools (a dataset's
+    ``tools``), so they are not compared. ``None`` too when ``body`` is no Messages
+    request (no ``messages`` list).
+
+    The message names each part that differs: ``system prompt sha256 ab12… (the
+    recordings sent cd34…)``, ``tools sha256 … [get_stock, place_order] (the recordings
+    sent …)``, ``model 'x' (the recordings sent 'y')``.
+    """
+    if not isinstance(wire, Mapping) or not isinstance(body, dict) or \
+            not isinstance(body.get("messages"), list):
+        return None
+    out = []
+
+    def known(key: str) -> list[str] | None:
+        vals = wire.get(key)
+        return [v for v in vals if isinstance(v, str)] if isinstance(vals, list) and \
+            len(vals) == 1 else None
+
+    def listed(vals: list[str]) -> str:
+        return ", ".join(_short(v) for v in vals)
+
+    systems, tools, models = known("system_sha256"), known("tools_sha256"), known("models")
+    system = "none" if body.get("system") is None else _sha(body["system"])
+    if systems is not None and system not in systems:
+        out.append(f"system prompt {'none' if system == 'none' else 'sha256 ' + _short(system)}"
+                   f" (the recordings sent {listed(systems)})")
+    tool_sha = "none" if body.get("tools") is None else _sha(body["tools"])
+    if tools is not None and tool_sha not in tools and not case_tools:
+        names = [str(t.get("name")) for t in body.get("tools") or () if isinstance(t, dict)]
+        out.append(f"tools {'none' if tool_sha == 'none' else 'sha256 ' + _short(tool_sha)} "
+                   f"[{', '.join(names)}] (the recordings sent {listed(tools)})")
+    model = str(body.get("model"))
+    if models is not None and model not in models:
+        out.append(f"model {model!r} (the recordings sent "
+                   f"{', '.join(repr(m) for m in models)})")
+    return "; ".join(out) or None
+
+
+def single_setup(wire: Mapping[str, Any] | None) -> dict[str, str | None]:
+    """The run's setup as its recorded requests state it: ``{"system_prompt_sha256",
+    "tools_sha256", "model"}``, each the one value every recorded Messages request sent
+    (``None`` when they sent several, none was recorded, or the requests sent no system
+    prompt / no tools)."""
+    out: dict[str, str | None] = {}
+    for key, name in (("system_sha256", "system_prompt_sha256"),
+                      ("tools_sha256", "tools_sha256"), ("models", "model")):
+        vals = wire.get(key) if isinstance(wire, Mapping) else None
+        one = vals[0] if isinstance(vals, list) and len(vals) == 1 else None
+        out[name] = one if isinstance(one, str) and one not in ("none", "None") else None
+    return out
+
+
+def first_agent_request(path: Path) -> Any:
+    """The JSON body of the first Messages request an episode's agent sent, read from its
+    cassette (a simulated user's requests, marked ``x-evaltape-speaker: user``, are passed
+    over), or ``None``: no such request, or the file does not read."""
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            req = orjson.loads(line)["request"]
+            body = req["body"].get("json")
+            speaker = (req.get("headers") or {}).get("x-evaltape-speaker") or []
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            continue
+        if "user" in speaker:
+            continue
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            return body
+    return None
+
+
+def setup_changed_message(out: Any, changed: str, recorded: int, in_process: bool) -> str:
+    """The error of a resumed recording whose first new request differs from the run's
+    recorded setup (:func:`setup_difference`)."""
+    what = ("Its episode's requests were sent, but it was not saved, nor was any episode "
+            "that ended after it" if in_process else
+            "It was refused, and no episode that sent a request after it was saved")
+    return (f"{out}: the agent's first new request differs from what the run's recordings "
+            f"sent: {changed}. {what} ({recorded} recorded before it). Rerun with --refresh "
+            f"to replay every finished episode and record again those that no longer "
+            f"reproduce (`evaltape replay {out} --list-stale` lists them without a model), or "
+            "with --allow-changed to record the missing episodes and leave the finished ones "
+            "as they are")

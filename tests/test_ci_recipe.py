@@ -120,6 +120,27 @@ def test_a_cassette_that_no_longer_replays_fails_the_job(tmp_path):
     assert res.returncode == 1
     assert f"{RUN}: FAIL: replay FAILED: 1 of 24 episode(s) did not reproduce" in res.stderr
     assert "DIVERGED case 'tc_007' trial 1" in res.stderr
+    # no pass line anywhere after the failure: the gate is not applied to the stale
+    # recording, and neither the job's output nor its summary or report says "pass"
+    assert "gate: not applied (the replay failed" in res.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    for text in (res.stderr, summary, (tmp_path / "out" / RUN / "report.md").read_text()):
+        assert "gate: pass" not in text and "Baseline comparison: OK" not in text
+
+
+def test_strict_reports_state_the_strict_gate(tmp_path):
+    """The warning of the strict test below fails the strict job; its report.md (and the
+    job summary that holds it) and junit.xml say the same gate, FAIL, strict."""
+    gold = golden_copy(tmp_path)
+    edit(gold, lambda r: r["summary"]["metrics"].__setitem__("argument_correctness", 0.75))
+    res = recipe(tmp_path, gold, EVALTAPE_STRICT="1")
+    assert res.returncode == 1
+    assert "gate: FAIL (1 finding(s), strict)" in res.stderr
+    md = (tmp_path / "out" / RUN / "report.md").read_text()
+    assert "gate: FAIL (1 finding(s), strict)" in md and "gate: pass" not in md
+    assert "gate: pass" not in (tmp_path / "summary.md").read_text()
+    junit = (tmp_path / "out" / RUN / "junit.xml").read_text()
+    assert 'name="baseline gate"' in junit and 'type="baseline"' in junit
 
 
 def test_strict_by_default_fails_on_a_warning(tmp_path):

@@ -153,6 +153,45 @@ def test_replay_of_a_changed_agent_names_the_json_path(tmp_path):
     assert "first differs at $.max_tokens: recorded '512', now '100'" in r.stderr
 
 
+def test_replay_of_a_crashing_program_shows_its_stderr(tmp_path):
+    """The agent fails at replay after writing 30 log lines and 'planned failure' (31
+    lines): replay shows the last 20 (log lines 11..29 and the failure) under the
+    divergence, and all 31 with --verbose."""
+    ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
+    run = tmp_path / "run"
+    p = run_cli("record", ds, "--command", f"{PY} {SDK_AGENT} {{input_file}}",
+                "--standin-script", sc, "--out", str(run))
+    assert p.returncode == 0, p.stderr
+    env = {"AGENT_FAIL_CASE": "tc_001", "AGENT_STDERR_LINES": "30"}
+    r = run_cli("replay", str(run), env=env)
+    assert r.returncode == 1
+    shown = [x[4:] for x in r.stderr.splitlines() if x.startswith("  | ")]
+    assert shown == [f"log line {i}" for i in range(11, 30)] + ["planned failure"]
+    assert "the program's stderr (last 20 of 31 lines; --verbose shows all):" in r.stderr
+    r = run_cli("replay", str(run), "--verbose", env=env)
+    shown = [x[4:] for x in r.stderr.splitlines() if x.startswith("  | ")]
+    assert shown == [f"log line {i}" for i in range(30)] + ["planned failure"]
+    assert "the program's stderr (31 line(s)):" in r.stderr
+
+
+def test_conversation_cases_are_refused_not_recorded_as_one_turn(tmp_path):
+    """A --command program cannot be given a user's replies: a dataset holding
+    conversations (a simulated user, a scripted one) is refused before anything runs,
+    naming each by id and line; nothing is written."""
+    ds = tmp_path / "ds.jsonl"
+    rows = [{"id": "plain", "user_query": "Unlock jsmith."},
+            {"id": "talk-sim", "user_query": "Hi", "user": {"instructions": "Book a slot."}},
+            {"id": "talk-scripted", "user_query": "Hi", "user": {"turns": ["Tuesday."]}}]
+    ds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    p = run_cli("record", str(ds), "--command", f"{PY} {SDK_AGENT} {{input_file}}",
+                "--out", str(run), "--base-url", "http://127.0.0.1:9")
+    assert p.returncode == 2
+    assert (f"{ds}: 2 case(s) are conversations with a user: 'talk-sim' (line 2), "
+            "'talk-scripted' (line 3).") in p.stderr
+    assert not (run / "traces.jsonl").exists()
+
+
 def test_failed_command_is_not_saved_and_a_rerun_records_only_it(tmp_path):
     ds, sc, scripts = small_dataset(tmp_path)
     run, marker = tmp_path / "run", tmp_path / "fixed"

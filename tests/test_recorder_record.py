@@ -107,6 +107,8 @@ def test_rerunning_a_finished_run_records_nothing(tmp_path):
         assert p.returncode == 0
         assert server.requests == n
         assert "recorded 0 episode(s), skipped 8" in p.stderr
+        # nothing was sent, so nothing was compared: say where a changed agent shows
+        assert f"`evaltape replay {tmp_path / 'run'} --list-stale` checks" in p.stderr
     assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
 
 
@@ -244,3 +246,27 @@ def test_key_shaped_string_in_a_dataset_input_is_refused(tmp_path):
     assert p.returncode == 3 and "case 'k' holds a key-shaped string" in p.stderr
     assert FAKE_KEY[:14] not in p.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_line_per_finished_episode_and_none_with_quiet(tmp_path):
+    """Off a terminal (the test's pipe, a CI log), record prints one line per finished
+    episode as it finishes: its place in the run, case#trial, what it came to; --quiet
+    prints none of them, only the closing summary."""
+    import re
+    cases = [c["id"] for c in json.loads(Path(DATASET).read_text())]
+    with FaultServer(SCRIPTS) as server:
+        p = record(tmp_path / "run", server)
+        assert p.returncode == 0, p.stderr
+        rows = re.findall(r"^\[(\d+)/(\d+)\] (\S+)#t0 recorded: (\w+), (\d+) step\(s\), "
+                          r"(\d+) tokens, [\d.]+ s$", p.stderr, re.M)
+        assert [int(r[0]) for r in rows] == list(range(1, len(cases) + 1))
+        assert {r[1] for r in rows} == {str(len(cases))}
+        assert sorted(r[2] for r in rows) == sorted(cases)
+        by_case = {t["case_id"]: t for t in traces_of(tmp_path / "run")}
+        for _n, _t, cid, stop, steps, _tokens in rows:
+            assert (stop, int(steps)) == (by_case[cid]["stop_reason"], by_case[cid]["steps"])
+        q = record(tmp_path / "quiet", server, "--quiet")
+        assert q.returncode == 0, q.stderr
+        assert not re.search(r"^\[\d+/\d+\] ", q.stderr, re.M)
+        assert "episode(s) to record" not in q.stderr
+        assert f"recorded {len(cases)} episode(s), skipped 0" in q.stderr

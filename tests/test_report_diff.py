@@ -106,9 +106,13 @@ def test_grade_baseline_exits_1_and_names_the_episode(two_runs):
     assert "Baseline comparison: CRITICAL" in (tmp / "new" / "report.md").read_text()
 
     suite = ET.parse(tmp / "new" / "junit.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures")) == ("5", "4")
+    # 5 episodes (4 failing) and the baseline gate, failed
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "5")
     failure = suite.find("testcase[@name='weather-paris']/failure")
     assert failure.get("type") == "wrong_answer"
+    gate = suite.find("testcase[@name='baseline gate']/failure")
+    assert gate.get("type") == "baseline"
+    assert gate.get("message").startswith(f"regression against the baseline {base}: ")
 
     # report.html is the view page: the baseline is its first run, the flip is in its
     # comparison, and the changed episode's call and arguments are in its detail
@@ -333,3 +337,40 @@ def test_diff_names_the_setup_changes_the_page_names(tmp_path):
     assert lines.splitlines() == ["- recording stand-in scripts: "
                                   "datasets/helpdesk_standin_scripts.json → "
                                   "datasets/other_scripts.json"]
+
+
+def test_every_report_file_states_the_strict_gate_the_grade_applied(two_runs):
+    """A warning only (task_completion 0.67 in the baseline, 0.60 now: 0.07 worse, past
+    0.05 but not 0.10): with --strict the gate fails, and report.json, report.md,
+    junit.xml and report.html say FAIL, strict, as the terminal does; without --strict
+    all of them say pass and name the warning as not failing."""
+    base, _changed, tmp = two_runs
+    doc = json.loads(base.read_text())
+    assert doc["summary"]["metrics"]["task_completion"] == 0.6  # 3 of 5 cases complete
+    doc["summary"]["metrics"]["task_completion"] = 0.67
+    base.write_text(json.dumps(doc))
+    from evaltape.grader.report.view_files import read_page
+    for strict, code in ((True, 1), (False, 0)):
+        out = tmp / f"strict-{strict}"
+        args = ["grade", str(RUN), "--dataset", str(DATASET), "--out", str(out),
+                "--baseline", str(base), "--quiet", "--format", "json,md,junit,html"]
+        p = run_cli(*args, *(["--strict"] if strict else []))
+        assert p.returncode == code, p.stderr
+        head = "gate: FAIL (1 finding(s), strict)" if strict else "gate: pass ("
+        assert head in p.stderr
+        report = json.loads((out / "report.json").read_text())["baseline_comparison"]
+        assert (report["strict"], report["gate"]) == (strict, "fail" if strict else "pass")
+        assert report["warnings"] == ["task_completion 0.670 → 0.600 (-0.070: worse by more "
+                                      "than 0.05)"]
+        md = (out / "report.md").read_text()
+        assert head in md
+        assert ("not failing without strict mode" in md) is (not strict)
+        suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+        gate = suite.find("testcase[@name='baseline gate']")
+        assert (gate.find("failure") is not None) is strict
+        if strict:
+            assert gate.find("failure").get("message") == (
+                f"regression against the baseline {base} (strict): task_completion 0.670 → "
+                "0.600 (-0.070: worse by more than 0.05)")
+        page = read_page(out / "report.html")
+        assert page["chunks"]["compare"]["gate"][0].startswith(head)

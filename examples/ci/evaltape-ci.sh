@@ -48,7 +48,10 @@
 # --baseline` applies evaltape's gate: an episode of the same recording that went from pass
 # to fail, a case whose new recordings pass significantly less often (Fisher's exact test)
 # or no longer at all, an episode of the baseline missing now, a mean worse by more than
-# 0.10 -- and, strict, every warning. Every run prints why it passed or failed.
+# 0.10 -- and, strict, every warning. Every run prints why it passed or failed; the
+# reports written (report.md, report.html, junit.xml) state the same gate, strict
+# included. A run whose replay failed is graded without the comparison (a gate over a
+# recording the agent no longer makes would read "pass"): its verdict is the replay's FAIL.
 # A run without a baseline fails (write one with --update), and so does a committed
 # baseline without its run folder (a run deleted or renamed: its gate would be off; delete
 # the baseline folder to retire it), with or without --update; a folder under the runs
@@ -191,9 +194,14 @@ for run in "$RUNS"/*/; do
   [ -n "$metrics" ] && args+=(--metrics "$metrics")
   [ -n "$CONFIG" ] && args+=(--config "$CONFIG")
   [ -n "$THRESHOLD" ] && args+=(--threshold "$THRESHOLD")
-  if [ "$UPDATE" = 0 ] && [ -f "$base" ]; then
+  if [ "$UPDATE" = 0 ] && [ -f "$base" ] && [ "$rrc" -eq 0 ]; then
     args+=(--baseline "$base")
     [ "$STRICT" = 1 ] && args+=(--strict)
+  elif [ "$UPDATE" = 0 ] && [ -f "$base" ]; then
+    # the recording no longer is what the agent does: a gate over it would say "pass" for
+    # a run that failed; the reports are still written, without a comparison
+    echo "gate: not applied (the replay failed: the committed recording is no longer what" \
+         "the agent does; re-record it, then compare)" >> "$log"
   fi
   evaltape "${args[@]}" 2>> "$log"
   rc=$?

@@ -19,9 +19,10 @@ from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error, iter_json_lines,
                                          repeated_key_error, screen)
 from evaltape.grader.io.expectations import (FieldError, parse_actions, parse_budgets,
-                                            parse_claims, parse_env, parse_expected_calls,
-                                            parse_matching, parse_state, parse_tools,
-                                            parse_user, str_list)
+                                            parse_answer_text, parse_answer_texts,
+                                            parse_arg_value, parse_claims, parse_env,
+                                            parse_expected_calls, parse_matching, parse_state,
+                                            parse_tools, parse_user, str_list)
 from evaltape.grader.io.judges import parse_case_judges
 from evaltape.grader.model import GROUNDING_SOURCES, Case
 
@@ -117,9 +118,12 @@ def parse_thresholds(value: Any) -> dict[str, float]:
 
 
 def _args(value: Any) -> dict:
+    """``expected_args``: ``{tool: {param: value}}``, a value ``{"one_of": [...]}`` read as
+    :class:`~evaltape.grader.model.OneOf`."""
     if not (isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())):
         raise FieldError("", "expected {tool: {param: value}}")
-    return value
+    return {tool: {k: parse_arg_value(v, f"{tool}.{k}") for k, v in params.items()}
+            for tool, params in value.items()}
 
 
 #: Keys of a case whose values go to the agent (and so into cassettes and the input hash).
@@ -200,7 +204,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         # the task-manager example suite's name for the same expectation
         tools = tuple(c.name for c in calls)
     topics = get("expected_topics", str_list)
-    keywords = get("expected_outcome_keywords", str_list)
+    keywords = get("expected_outcome_keywords", parse_answer_texts)
     case = Case(
         id=case_id, input=text,
         expected_tools=tools,
@@ -208,9 +212,9 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
         expected_calls=calls,
         expected_actions=get("expected_actions", parse_actions),
         expected_outcome_keywords=keywords if keywords is not None else topics,
-        expected_answer_contains=get("expected_answer_contains", _text),
+        expected_answer_contains=get("expected_answer_contains", parse_answer_text),
         expected_topics=topics,
-        final_response_contains=get("final_response_contains", str_list),
+        final_response_contains=get("final_response_contains", parse_answer_texts),
         final_response_excludes=get("final_response_excludes", str_list),
         should_not_contain=get("should_not_contain", str_list),
         factual_claims=get("factual_claims", parse_claims),

@@ -12,7 +12,8 @@ Leaderboard's ground truth, ``ast_checker``):
 - ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool,
   "options"?: {param: {"unordered"?: bool, "ignore"?: bool, "standardize"?: bool,
   "tolerance"?: number}}}``: literal argument values (``"args"`` is accepted for
-  ``"arguments"``) and per-parameter comparison options (:class:`ArgOptions`);
+  ``"arguments"``; a value ``{"one_of": [v1, v2]}`` accepts any of them) and per-parameter
+  comparison options (:class:`ArgOptions`);
 - ``{"tool_name": {"param": [acceptable, ..., ""]}}``: BFCL's form, one key; each value a
   list of acceptable values, ``""`` marking the parameter optional; exact argument mode
   (unexpected parameters fail).
@@ -22,14 +23,21 @@ Leaderboard's ground truth, ``ast_checker``):
 with τ²-bench's optional ``action_id``, ``compare_args`` (list of argument names or null)
 and ``requestor`` (``assistant``/``user``) kept.
 
+Expected answer text (an item of ``expected_outcome_keywords`` or
+``final_response_contains``, or ``expected_answer_contains``) is a phrase or
+``{"regex": PATTERN}`` / ``{"any_of": [PHRASE, ...]}`` (:func:`parse_answer_text`); an
+expected argument value may be ``{"one_of": [VALUE, ...]}`` (:func:`parse_arg_value`).
+
 ``tools`` is a list of function schemas (``{name, description?, parameters|input_schema}``)
 and ``matching`` one of :data:`MATCHING` (whose rules decide call matching).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Mapping, get_args
 
-from evaltape.grader.model import ArgOptions, ExpectedCall, FactualClaim, UserSpec
+from evaltape.grader.model import (TEXT_FORMS, AnswerText, ArgOptions, ExpectedCall,
+                                   FactualClaim, OneOf, UserSpec, acceptable_values)
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 #: Values of a case's ``matching`` key: the Berkeley Function-Calling Leaderboard's AST
@@ -105,7 +113,9 @@ def parse_expected_call(item: Any, where: str = "") -> ExpectedCall:
         if not isinstance(lists, bool):
             raise FieldError(f"{where}.unordered_lists", f"expected true/false, got "
                                                         f"{_kind(lists)}")
-        return ExpectedCall(name, None if args is None else {k: (v,) for k, v in args.items()},
+        return ExpectedCall(name, None if args is None else {
+                                k: acceptable_values(parse_arg_value(v, f"{where}.{key}.{k}"))
+                                for k, v in args.items()},
                             args_mode=mode, unordered_lists=lists,
                             options=parse_options(item.get("options"), f"{where}.options"))
     if len(item) != 1:
@@ -394,4 +404,70 @@ def parse_env(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise FieldError("", f"expected an environment name (e.g. 'clinic') or "
                          f"module:object, got {_kind(value)}")
+    return value
+
+
+def parse_answer_text(value: Any, where: str = "") -> str | AnswerText:
+    """One expected piece of answer text: a string as it is, or an object of one of the
+    forms of the module docstring.
+
+    Raises:
+        FieldError: another type, an object with other keys or more than one, a pattern
+            that is not a string or does not compile (the compiler's message and
+            position), or ``any_of`` not a non-empty list of non-empty strings; the place
+            named (``[2].regex``).
+    """
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        raise FieldError(where, f"expected a phrase (string), {{\"regex\": PATTERN}} or "
+                                f"{{\"any_of\": [PHRASE, ...]}}, got {_kind(value)}")
+    keys = sorted(value)
+    if len(keys) != 1 or keys[0] not in TEXT_FORMS:
+        raise FieldError(where, "an expected-text object has exactly one key, regex or "
+                                f"any_of; got {', '.join(keys) or 'none'}")
+    key = keys[0]
+    inner = value[key]
+    at = f"{where}.{key}" if where else key
+    if key == "regex":
+        if not isinstance(inner, str) or not inner:
+            raise FieldError(at, f"expected {TEXT_FORMS[key]}, got {_kind(inner)}")
+        try:
+            re.compile(inner)
+        except re.error as e:
+            raise FieldError(at, f"not a valid regular expression: {e}") from None
+    else:
+        if not isinstance(inner, list) or not inner:
+            raise FieldError(at, f"expected {TEXT_FORMS[key]}, got {_kind(inner)}")
+        for i, p in enumerate(inner):
+            if not isinstance(p, str) or not p:
+                raise FieldError(f"{at}[{i}]", f"expected a non-empty string, got {_kind(p)}")
+    return AnswerText(value)
+
+
+def parse_answer_texts(value: Any, where: str = "") -> tuple[str | AnswerText, ...]:
+    """A list of expected pieces of answer text (:func:`parse_answer_text` each).
+
+    Raises:
+        FieldError: not a list, or a bad item (its index named).
+    """
+    if not isinstance(value, list):
+        raise FieldError(where, f"expected a list of phrases, got {_kind(value)}")
+    return tuple(parse_answer_text(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def parse_arg_value(value: Any, where: str = "") -> Any:
+    """An expected argument value: ``{"one_of": [...]}`` (a non-empty list) becomes a
+    :class:`OneOf`; any other value is returned as it is (a literal).
+
+    Raises:
+        FieldError: ``one_of`` that is not a non-empty list (``where.one_of`` named).
+    """
+    if isinstance(value, dict) and list(value) == ["one_of"]:
+        options = value["one_of"]
+        if not isinstance(options, list) or not options:
+            raise FieldError(f"{where}.one_of" if where else "one_of",
+                             f"expected a non-empty list of acceptable values, got "
+                             f"{_kind(options)}")
+        return OneOf(value)
     return value

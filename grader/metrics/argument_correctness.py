@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Mapping
 import orjson
 
 from evaltape.grader.io.jsonfiles import compact_json
+from evaltape.grader.model import OneOf
 from evaltape.grader.matching.calls import Mismatch, nfc, value_difference
 from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
@@ -137,7 +138,19 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     ``missing_arguments`` (the parameter is absent), ``value_differs`` (a string
     expectation not met) or the typed comparison's kind
     (:data:`~evaltape.grader.matching.calls.VALUE_KINDS`), with the JSON path
-    (``$.param...``) and the message shown in ``details``."""
+    (``$.param...``) and the message shown in ``details``. An expected
+    ``{"one_of": [...]}`` (:class:`~evaltape.grader.model.OneOf`) is met when
+    any of its values is, each by these rules."""
+    if isinstance(want, OneOf):
+        if any(check_difference(args, param, v) is None for v in want.options):
+            return None
+        wants = compact_json(list(want.options))
+        if param not in args:
+            return Mismatch("missing_arguments", f"expected one of {wants}, got nothing",
+                            f"$.{param}", (param,))
+        return Mismatch("value_differs", f"expected one of {wants}, got "
+                                         f"{compact_json(args.get(param))}", f"$.{param}",
+                        (param,))
     got = args.get(param)
     if got is not None and type(got) is type(want) and (
             got == want if type(want) in _SCALARS else _same_json(got, want)):

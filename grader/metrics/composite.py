@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from evaltape.grader.model import text_found
 from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
@@ -51,7 +52,7 @@ def response_content(ctx: EpisodeContext) -> Score:
     if not contains:
         return TaskCompletion().score(ctx)
     lower = (ctx.trace.final_response or "").lower()
-    hits = sum(1 for p in contains if p.lower() in lower)
+    hits = sum(1 for p in contains if text_found(p, lower))
     value = hits / len(contains)
     bad = [p for p in ctx.case.final_response_excludes or () if p.lower() in lower]
     for _ in bad:

@@ -7,6 +7,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import ClassVar
 
+from evaltape.grader.model import AnswerText
 from evaltape.grader.matching.calls import nfc
 from evaltape.grader.matching.state import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
@@ -27,6 +28,10 @@ class TaskCompletion(Metric):
     in
     ``expected_answer_contains``; it is used as the single keyword when
     ``expected_outcome_keywords`` is absent.
+
+    A keyword written ``{"any_of": [...]}`` is found when any of its keywords is (each by
+    the rules here); ``{"regex": PATTERN}`` when the pattern is found in the answer,
+    case-insensitively (:mod:`evaltape.grader.model`).
 
     A keyword that is a number (``"10"``, ``"1,000"``, ``"3.5"``; no the help-desk example suite keyword
     is)
@@ -60,15 +65,22 @@ class TaskCompletion(Metric):
         lower = nfc(answer).lower()
         numbers: set[Decimal] | None = None
         found, missing = [], []
-        for k in keywords:
+        def has(k: str) -> bool:
+            nonlocal numbers
             value, text = _keyword(k)
             if value is None:
-                hit = text in lower
+                return text in lower
+            if numbers is None:
+                numbers = numbers_in(answer)
+            return value in numbers
+
+        for k in keywords:
+            if isinstance(k, AnswerText):  # a regex, or any of several keywords
+                hit = any(has(p) for p in k.phrases) if k.phrases else k.search(answer)
             else:
-                if numbers is None:
-                    numbers = numbers_in(answer)
-                hit = value in numbers
-            (found if hit else missing).append(k)
+                hit = has(k)
+            # (a regex or any_of is named as /PATTERN/ or any of 'a' | 'b')
+            (found if hit else missing).append(k.label() if isinstance(k, AnswerText) else k)
         details = f"Found {len(found)}/{len(keywords)} keywords"
         if missing:
             details += f". Missing: {missing}"

@@ -289,7 +289,7 @@ def describe_change(c: ConfigChange) -> str:
 def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *,
                     warning: float = WARNING, critical: float = CRITICAL,
                     baseline: str | None = None, alpha: float = ALPHA,
-                    allow_missing: bool = False) -> BaselineComparison:
+                    allow_missing: bool = False, strict: bool = False) -> BaselineComparison:
     """The regression comparison of ``new`` against the baseline ``old`` (the rules are in
     the module docstring).
 
@@ -301,6 +301,8 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         alpha: the per-case test's significance level (:data:`ALPHA`).
         allow_missing: accept episodes of the baseline that the current report lacks (a
             warning instead of a failure).
+        strict: the gate applied fails on warnings too (kept in the result, so every
+            report writer states that gate).
 
     Returns:
         A :class:`BaselineComparison`: the flips, the cases that lost passes, every mean
@@ -434,7 +436,7 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
                                      list(after.values()))),
         metric_flips=_metric_flips(before, after, shared_keys),
         failures=tuple(failures), warnings=tuple(warnings), alpha=alpha,
-        allow_missing=allow_missing)
+        allow_missing=allow_missing, strict=strict)
 
 
 def _case_counts(episodes: Any) -> dict[str, tuple[int, int]]:
@@ -463,9 +465,11 @@ def _metric_flips(before: Mapping, after: Mapping, keys: list) -> dict[str, dict
     return {k: out[k] for k in sorted(out)}
 
 
-def gate_lines(diff: BaselineComparison, strict: bool = False) -> list[str]:
+def gate_lines(diff: BaselineComparison, strict: bool | None = None) -> list[str]:
     """Why the gate passed or failed, in words: the first line is the result, then one
-    line per failure (and per warning in strict mode); when it passes, what was checked."""
+    line per failure (and per warning in strict mode); when it passes, what was checked.
+    ``strict``: default the comparison's own (the gate the grade applied)."""
+    strict = diff.strict if strict is None else strict
     failed = diff.gate_failed(strict)
     reasons = list(diff.failures) + (list(diff.warnings) if strict else [])
     if failed:
@@ -487,9 +491,10 @@ def gate_lines(diff: BaselineComparison, strict: bool = False) -> list[str]:
     return ["gate: pass (" + "; ".join(checked) + ")"]
 
 
-def gate_message(diff: BaselineComparison, baseline: str, strict: bool = False) -> str:
+def gate_message(diff: BaselineComparison, baseline: str, strict: bool | None = None) -> str:
     """The one-line error of a failed gate, naming every finding (``evaltape grade
-    --baseline`` and ``evaltape diff`` print the same)."""
+    --baseline`` and ``evaltape diff`` print the same); ``strict`` as in :func:`gate_lines`."""
+    strict = diff.strict if strict is None else strict
     reasons = list(diff.failures) + (list(diff.warnings) if strict else [])
     return (f"regression against the baseline {baseline}"
             + (" (strict)" if strict else "") + ": " + "; ".join(reasons))
@@ -499,8 +504,10 @@ def _num(v: Any) -> str:
     return "null" if v is None else f"{v:.3f}"
 
 
-def render_diff(diff: BaselineComparison, strict: bool = False) -> str:
-    """Plain-text/Markdown rendering of :func:`compare_reports` (ends with a newline)."""
+def render_diff(diff: BaselineComparison, strict: bool | None = None) -> str:
+    """Plain-text/Markdown rendering of :func:`compare_reports` (ends with a newline);
+    ``strict`` as in :func:`gate_lines`."""
+    strict = diff.strict if strict is None else strict
     out = [f"## Baseline comparison: {diff.level.upper()}", ""]
     out += gate_lines(diff, strict) + [""]
     if diff.warnings and not strict:

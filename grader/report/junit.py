@@ -24,8 +24,11 @@ def render_junit(report: Report) -> str:
     episode; a failed episode (the report's verdict: the outcome checks, then every gating
     metric against its threshold) carries ``<failure type=KIND message=FAILURE>`` (``KIND``
     the outcome reason, or ``gate`` when only metrics failed) whose text lists each
-    metric's score, threshold, PASS/FAIL and details. No timestamps, so the file diffs
-    cleanly.
+    metric's score, threshold, PASS/FAIL and details. A report compared with a baseline
+    has one more test case, ``name="baseline gate"``, last: the gate the grade applied
+    (strict included), failed with ``type="baseline"`` and the gate's message when it
+    failed, its lines (:func:`~evaltape.grader.report.diff.gate_lines`) as its text. No
+    timestamps, so the file diffs cleanly.
     """
     return "".join(iter_junit(report))
 
@@ -44,6 +47,10 @@ def iter_junit(report: Report) -> Iterator[str]:
     for ep in report.episodes:
         total += 1
         failed += not ep.passed
+    cmp = report.baseline_comparison
+    if cmp is not None:
+        total += 1
+        failed += cmp.gate_failed()
     suites = ET.Element("testsuites", name="evaltape", tests=str(total),
                         failures=str(failed))
     suite = ET.SubElement(suites, "testsuite", name=name, tests=str(total),
@@ -86,7 +93,24 @@ def iter_junit(report: Report) -> Iterator[str]:
         # makes the file unreadable by XML parsers: spell them out as \uXXXX (ids and
         # details come from traces), so distinct ids stay distinct test names.
         yield "\n    " + _spell(ET.tostring(tc, encoding="unicode"))
+    if cmp is not None:
+        yield "\n    " + _spell(ET.tostring(_gate_case(cmp, name), encoding="unicode"))
     yield _spell(head[cut:]) + "\n"
+
+
+def _gate_case(cmp, name: str) -> ET.Element:
+    """The ``baseline gate`` test case of a compared report (see :func:`render_junit`)."""
+    from evaltape.grader.report.diff import gate_lines, gate_message
+    tc = ET.Element("testcase", classname=f"evaltape.{name}", name="baseline gate")
+    lines = "\n".join(gate_lines(cmp))
+    if cmp.gate_failed():
+        f = ET.SubElement(tc, "failure", type="baseline",
+                          message=gate_message(cmp, cmp.baseline or "report"))
+        f.text = lines
+    else:
+        ET.SubElement(tc, "system-out").text = lines
+    ET.indent(tc, level=2)
+    return tc
 
 
 def _spell(text: str) -> str:

@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 
 from evaltape.grader.matching import bfcl, tau2
 from evaltape.grader.matching.actions import all_called, match_actions
+from evaltape.grader.model import text_found
 from evaltape.grader.matching.calls import step_groups
 from evaltape.grader.matching.state import check_end_state, state_case
 from evaltape.grader.model import Case, ToolCall, Trace
@@ -147,7 +148,8 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
     first that fails: no final answer → ``"no_answer:" + stop_reason``; the called tools
     differ from ``expected_tools`` (:func:`tools_match`) → ``"wrong_tools"``; the answer
     lacks ``expected_answer_contains`` (else any of ``expected_outcome_keywords``),
-    case-insensitive substring → ``"wrong_answer"``; else ``None``.
+    case-insensitive substring (a ``regex`` or ``any_of`` item:
+    :func:`evaltape.grader.model.text_found`) → ``"wrong_answer"``; else ``None``.
 
     A check named in ``decided`` (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) is skipped:
     a metric measuring the same thing decides it by its threshold. The answer's presence
@@ -162,10 +164,10 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
         return None
     answer = trace.final_response.lower()
     if case.expected_answer_contains is not None:
-        if case.expected_answer_contains.lower() not in answer:
+        if not text_found(case.expected_answer_contains, answer):
             return WRONG_ANSWER
     elif case.expected_outcome_keywords:
-        if any(k.lower() not in answer for k in case.expected_outcome_keywords):
+        if any(not text_found(k, answer) for k in case.expected_outcome_keywords):
             return WRONG_ANSWER
     return None
 
@@ -197,9 +199,9 @@ def state_outcome(trace: Trace, case: Case) -> str | None:
         return WRONG_TOOLS
     answer = (trace.final_response or "").lower()
     if case.expected_answer_contains is not None and \
-            case.expected_answer_contains.lower() not in answer:
+            not text_found(case.expected_answer_contains, answer):
         return WRONG_ANSWER
-    if case.expected_outcome_keywords and any(k.lower() not in answer
+    if case.expected_outcome_keywords and any(not text_found(k, answer)
                                               for k in case.expected_outcome_keywords):
         return WRONG_ANSWER
     return None

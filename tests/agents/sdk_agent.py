@@ -7,7 +7,8 @@ read by the SDK itself), runs a tool loop (every tool answers
 
 Test knobs: ``AGENT_MAX_TOKENS`` (default 512) changes the request; when ``AGENT_FAIL_CASE``
 equals ``EVALTAPE_CASE_ID`` and the file ``AGENT_FAIL_UNLESS`` does not exist, the agent
-exits with status 3 after its first request ("planned failure" on stderr).
+exits with status 3 after its first request ("planned failure" on stderr, after
+``AGENT_STDERR_LINES`` lines ``log line 0``, ``log line 1``, ... when that is set).
 """
 import json
 import os
@@ -37,6 +38,8 @@ def main() -> int:
         fail = os.environ.get("AGENT_FAIL_CASE")
         if fail and fail == os.environ.get("EVALTAPE_CASE_ID") and \
                 not os.path.exists(os.environ.get("AGENT_FAIL_UNLESS", "")):
+            for i in range(int(os.environ.get("AGENT_STDERR_LINES", 0))):
+                print(f"log line {i}", file=sys.stderr)
             print("planned failure", file=sys.stderr)
             return 3
         messages.append({"role": "assistant",

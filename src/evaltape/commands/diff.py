@@ -48,12 +48,12 @@ def diff(baseline: str, current: str, warning: float, critical: float,
                                       "; pass --allow-unrelated to compare them anyway"))
         click.echo(f"warning: {why}", err=True)
     result = compare_reports(old, new, warning=warning, critical=critical,
-                             allow_missing=allow_missing)
-    click.echo(render_diff(result, strict), nl=False)
+                             allow_missing=allow_missing, strict=strict)
+    click.echo(render_diff(result), nl=False)
     _print_setup(baseline, current, old, new)
-    if result.gate_failed(strict):
+    if result.gate_failed():
         from evaltape.cli import GateFailed
-        raise GateFailed(gate_message(result, baseline, strict))
+        raise GateFailed(gate_message(result, baseline))
 
 
 def _print_setup(baseline: str, current: str, old, new) -> None:

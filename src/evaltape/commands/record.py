@@ -93,13 +93,16 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
               help="Record the missing episodes into a run whose fingerprint (agent "
                    "sources, command files, stand-in script, prompt, tools) differs; the "
                    "finished episodes stay as they are.")
+@click.option("--quiet", is_flag=True,
+              help="No progress on stderr (the bar, and the line per finished episode); "
+                   "the closing summary and errors are still printed.")
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
            keep_errors: bool, shard: str | None = None,
            episode_timeout: float | None = 600.0, user_model: str | None = None,
            user_base_url: str | None = None, refresh: bool = False,
-           allow_changed: bool = False) -> None:
+           allow_changed: bool = False, quiet: bool = False) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
     (resumable; --refresh re-records what no longer reproduces)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -125,23 +128,33 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          shard=None if shard is None else parse_shard(shard),
                          user_model=user_model, user_base_url=user_base_url,
                          refresh=refresh, allow_changed=allow_changed)
+    from rich.console import Console
+    console = Console(stderr=True, quiet=quiet)
+    # a bar on a terminal, above it (or alone, on a pipe or in a CI log) one line per
+    # finished episode as it finishes
     bar = Progress(TextColumn("[bold]refreshing" if refresh else "[bold]recording"),
                    BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
+                   TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False,
+                   console=console, disable=quiet or not console.is_terminal)
     task = bar.add_task("record", total=None, info="")
 
     def progress(kind: str, info: dict) -> None:
         if kind == "start":  # validation passed: only now draw the bar
-            if info["total"]:
+            if info["total"] and not quiet:
                 click.echo(f"{info['total']} episode(s) to "
                            f"{'check and refresh' if refresh else 'record'}, "
                            f"{info['workers']} at a time", err=True)
             bar.start()
         kept = info["errors"] - len(info["failed"])  # API errors saved (--keep-errors)
         done = info["recorded"] + info.get("kept", 0) + info.get("refreshed", 0)
-        bar.update(task, total=info["total"], completed=done + len(info["failed"]),
+        finished = done + len(info["failed"])
+        bar.update(task, total=info["total"], completed=finished,
                    info=f"failed {len(info['failed'])}  "
                         + (f"kept errors {kept}  " if kept else "") + f"tokens {info['tokens']}")
+        if kind == "episode" and not quiet:
+            console.print(f"[{finished}/{info['total']}] {info['case_id']}#t{info['trial']} "
+                          f"{info.get('outcome', 'recorded')}: {info.get('detail', '')}",
+                          markup=False, highlight=False, soft_wrap=True)
 
     from evaltape.grader.errors import EvaltapeError
     from evaltape.recorder.wire.scrub import scrub_text, strip_credentials
@@ -169,6 +182,11 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                    + (f"; {kept} of them ended in an error and were kept as they are "
                       f"({infra} graded as infra_error, {kept - infra} as the agent's "
                       "failure)" if kept else ""), err=True)
+        if counts["skipped"] and not counts["recorded"] and not counts["failed"]:
+            click.echo(f"note: nothing left to record, so no request was compared with the "
+                       f"recordings; `evaltape replay {out} --list-stale` checks the finished "
+                       "episodes against the agent as it is now (a prompt read from a data "
+                       "file, say), with no model", err=True)
     if counts["failed"]:
         for line in counts["failed"][:20]:
             click.echo(f"  not saved: {line}", err=True)

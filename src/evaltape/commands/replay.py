@@ -16,7 +16,11 @@ import click
                    "that first diverges, the first difference) on stdout, one a line, "
                    "episodes whose case input changed and episodes whose cassette is damaged "
                    "included; exit 0 whatever it finds.")
-def replay(run: str, dataset: str | None, workers: int, list_stale: bool) -> None:
+@click.option("--verbose", is_flag=True,
+              help="Under a --command run's divergence, show all the program wrote to its "
+                   "standard error (default: its last 20 lines).")
+def replay(run: str, dataset: str | None, workers: int, list_stale: bool,
+           verbose: bool = False) -> None:
     """Check that RUN_DIR's agent reproduces its stored traces with no network."""
     from evaltape.recorder.replay import replay_run
 
@@ -41,7 +45,24 @@ def replay(run: str, dataset: str | None, workers: int, list_stale: bool) -> Non
     if divergences:
         for d in divergences:
             click.echo(f"DIVERGED {d}", err=True)
+            _echo_stderr(d, verbose)
         from evaltape.cli import GateFailed
         raise GateFailed(f"{len(divergences)} of {checked} episode(s) did not reproduce; "
                          f"first: {divergences[0]}")
     click.echo(f"replay ok: {checked} episode(s) reproduced exactly from {run}", err=True)
+
+
+def _echo_stderr(d, verbose: bool) -> None:
+    """Print what a ``--command`` program wrote to its standard error in a diverged
+    episode, indented under its ``DIVERGED`` line: the last lines, or all with
+    ``verbose``; nothing when it wrote nothing."""
+    from evaltape.recorder.replay import STDERR_LINES
+    lines, total = d.stderr_lines(None if verbose else STDERR_LINES)
+    if not total:
+        return
+    head = (f"the program's stderr ({total} line(s)):" if len(lines) == total else
+            f"the program's stderr (last {len(lines)} of {total} lines; --verbose shows "
+            "all):")
+    click.echo("  " + head, err=True)
+    for line in lines:
+        click.echo("  | " + line, err=True)
