@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import vcr
+from vcr.cassette import CassetteContextDecorator
 
 # cassette file names are defined with the grader's run layout (``evaltape merge`` checks
 # them) and used from here
@@ -61,14 +62,25 @@ def _scrub_answer(response: dict) -> dict:
         raise _refused(e) from None
 
 
+class _TapedContext(CassetteContextDecorator):
+    """vcrpy's cassette context that also makes its cassette the one taped tools use
+    while it is open (:func:`.tape.cassette_active`)."""
+
+    def _patch_generator(self, cassette):
+        from .tape import cassette_active
+        with cassette_active(cassette):
+            yield from super()._patch_generator(cassette)
+
+
 class _IndexedVCR(vcr.VCR):
-    """``vcr.VCR`` whose cassettes are :class:`IndexedCassette` (linear replay)."""
+    """``vcr.VCR`` whose cassettes are :class:`IndexedCassette` (linear replay), open
+    through :class:`_TapedContext`."""
 
     def _use_cassette(self, with_current_defaults: bool = False, **kwargs):
         import functools
         if with_current_defaults:
-            return IndexedCassette.use(**self.get_merged_config(**kwargs))
-        return IndexedCassette.use_arg_getter(functools.partial(self.get_merged_config,
+            return _TapedContext.from_args(IndexedCassette, **self.get_merged_config(**kwargs))
+        return _TapedContext(IndexedCassette, functools.partial(self.get_merged_config,
                                                                 **kwargs))
 
 
@@ -215,6 +227,8 @@ def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     played = sum(cassette.play_counts.values())
     number = played + 1
     misses = getattr(cassette, "misses", None)
+    if misses and getattr(misses[0], "_evaltape_miss", None):  # a taped tool's call
+        return f"interaction {number}: {misses[0]._evaltape_miss}"
     if misses:
         request = scrub_request(copy.deepcopy(misses[0]))
         matches = [i for i in cassette.recorded_matches(request)
