@@ -16,7 +16,9 @@ from evaltape.grader.io.names import (MAX_NAME_ID, SAFE_NAME_CHARS, cassette_nam
 from .wire import jsonl_serializer
 from .wire.indexed import IndexedCassette
 from .wire.jsonpath import first_difference
-from .wire.matchers import canonical_body, parse_body, shorten_pair
+from .wire.matchers import (canonical_body, make_canonical_body, matcher_normaliser,
+                            parse_body, shorten_pair)
+from .wire.normalise import run_normaliser
 from .wire.persister import AtomicPersister
 from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_text, scrub_value
 
@@ -74,7 +76,24 @@ class _TapedContext(CassetteContextDecorator):
 
 class _IndexedVCR(vcr.VCR):
     """``vcr.VCR`` whose cassettes are :class:`IndexedCassette` (linear replay), open
-    through :class:`_TapedContext`."""
+    through :class:`_TapedContext`, and matched with their run's normalisation rules
+    (:func:`.wire.normalise.run_normaliser`: a cassette in ``RUN/http/`` whose
+    ``RUN/manifest.json`` has ``normalise`` rules)."""
+
+    def get_merged_config(self, **kwargs):
+        """vcrpy's merged configuration; for a cassette of a run with normalisation
+        rules, its ``canonical_body`` matcher compares bodies after them.
+
+        Raises:
+            ValueError: the run's manifest holds rules that do not validate.
+        """
+        cfg = super().get_merged_config(**kwargs)
+        norm = run_normaliser(cfg.get("path"))
+        if norm:
+            cfg["match_on"] = tuple(make_canonical_body(norm)
+                                    if getattr(m, "__name__", "") == "canonical_body" else m
+                                    for m in cfg["match_on"])
+        return cfg
 
     def _use_cassette(self, with_current_defaults: bool = False, **kwargs):
         import functools
@@ -245,7 +264,8 @@ def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     if not recorded:
         return f"interaction {number}: no recorded request for {request.method} {request.path}"
     nearest = recorded[min(played, len(recorded) - 1)]
-    diff = first_difference(parse_body(nearest), parse_body(request))
+    norm = matcher_normaliser(getattr(cassette, "_match_on", ())) or (lambda body: body)
+    diff = first_difference(norm(parse_body(nearest)), norm(parse_body(request)))
     if diff is None:
         return f"interaction {number}: request equals a recorded one that was already played"
     path, a, b = diff

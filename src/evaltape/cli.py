@@ -24,6 +24,7 @@ COMMANDS = {
     "proxy": "evaltape.commands.proxy:proxy",
     "judge": "evaltape.commands.judge:judge",
     "merge": "evaltape.commands.merge:merge",
+    "normalise": "evaltape.commands.normalise:normalise",
     "record": "evaltape.commands.record:record",
     "replay": "evaltape.commands.replay:replay",
     "schema": "evaltape.commands.schema:schema",
