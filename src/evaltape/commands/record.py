@@ -39,7 +39,7 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
     return seconds
 
 
-def _normalise_rules(specs: tuple[str, ...]) -> tuple[dict, ...]:
+def normalise_rules(specs: tuple[str, ...]) -> tuple[dict, ...]:
     """``--normalise`` values as the rules stored in the manifest.
 
     Raises:
@@ -143,7 +143,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          shard=None if shard is None else parse_shard(shard),
                          user_model=user_model, user_base_url=user_base_url,
                          refresh=refresh, allow_changed=allow_changed,
-                         normalise=_normalise_rules(normalise))
+                         normalise=normalise_rules(normalise))
     bar = Progress(TextColumn("[bold]refreshing" if refresh else "[bold]recording"),
                    BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), transient=False, redirect_stdout=False)
