@@ -386,3 +386,47 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
 
     wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
     return wrapper
+
+
+def serve_tape(cassette: Any, payload: Any) -> tuple[int, dict]:
+    """One taped call sent over HTTP (the recording proxy's ``/evaltape/<case>/<trial>/tape``)
+    by a tool that runs in another process.
+
+    ``payload``: ``{"tool": NAME, "arguments": {...}}`` looks the call up: ``200
+    {"outcome": {"result": ...} or {"error": {...}}}`` when the cassette plays it, ``200
+    {"live": true}`` when the tool must run (recording), ``404 {"miss": message}`` at
+    replay with no recorded match (:func:`miss_text`). With ``"outcome"`` added, it stores
+    a live call: ``200 {"stored": true}`` (``409`` at replay). ``400`` for a payload of
+    another shape.
+
+    Returns:
+        ``(HTTP status, JSON answer)``.
+    """
+    if not (isinstance(payload, dict) and isinstance(payload.get("tool"), str)
+            and isinstance(payload.get("arguments"), dict)):
+        return 400, {"error": "expected {\"tool\": name, \"arguments\": {...}} and "
+                              "optionally \"outcome\""}
+    tool, arguments = payload["tool"], payload["arguments"]
+    request = _tool_request(tool, arguments)
+    if "outcome" in payload:
+        outcome = payload["outcome"]
+        if not (isinstance(outcome, dict) and len(outcome) == 1
+                and ("result" in outcome or isinstance(outcome.get("error"), dict))):
+            return 400, {"error": "outcome: expected {\"result\": value} or "
+                                  "{\"error\": {\"type\", \"message\"}}"}
+        if cassette.write_protected:
+            return 409, {"error": "the episode is being replayed: nothing is stored"}
+        cassette.append(request, _tool_response(outcome))
+        return 200, {"stored": True}
+    if cassette.can_play_response_for(request):
+        response = cassette.play_response(request)
+        raw = (response.get("body") or {}).get("string")
+        if isinstance(raw, (bytes, bytearray)):
+            raw = bytes(raw).decode("utf-8")
+        return 200, {"outcome": json.loads(raw)}
+    if cassette.write_protected:
+        from .wire.scrub import scrub_text
+        number = sum(cassette.play_counts.values()) + 1
+        return 404, {"miss": scrub_text(f"interaction {number}: "
+                                        f"{miss_text(cassette, request, tool, arguments)}")}
+    return 200, {"live": True}

@@ -23,6 +23,7 @@ COMMANDS = {
     "import": "evaltape.commands.importer:import_cmd",
     "proxy": "evaltape.commands.proxy:proxy",
     "judge": "evaltape.commands.judge:judge",
+    "mcp-tape": "evaltape.commands.mcp_tape:mcp_tape",
     "merge": "evaltape.commands.merge:merge",
     "normalise": "evaltape.commands.normalise:normalise",
     "record": "evaltape.commands.record:record",

@@ -1,0 +1,88 @@
+"""``evaltape mcp-tape``: an MCP stdio server's exchanges go into the episode's cassette
+when recording; at replay they are answered from it and the server is never started."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+from conftest import ROOT, run_cli, run_cli_subprocess, write_json
+
+
+def _setup(tmp_path):
+    server = tmp_path / "srv" / "mcp_notes_server.py"
+    server.parent.mkdir()
+    shutil.copy(ROOT / "tests" / "mcp_notes_server.py", server)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "build.txt").write_text("The build is green.\n")
+    ds = write_json(tmp_path / "ds.json", [{"id": "n1", "input": "build"},
+                                           {"id": "n2", "input": "deploy"}])
+    sc = write_json(tmp_path / "sc.json", {"n1": ["Read it."], "n2": ["Read it."]})
+    cmd = (f"{sys.executable} {ROOT / 'tests' / 'mcp_client_agent.py'} {{input_file}} "
+           f"{server} {notes}")
+    return server, notes, ds, sc, cmd
+
+
+def test_mcp_server_is_taped_and_replayed_without_the_server(tmp_path):
+    server, notes, ds, sc, cmd = _setup(tmp_path)
+    run = tmp_path / "run"
+    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
+                           "--out", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
+    traces = {t["case_id"]: t for t in map(json.loads,
+                                           (run / "traces.jsonl").read_text().splitlines())}
+    assert traces["n1"]["stdout"].strip() == \
+        "Read it. [read_note: The build is green.] (reading build)"
+    assert traces["n2"]["stdout"].strip() == "Read it. [read_note: no note deploy] (reading deploy)"
+    lines = [json.loads(x) for x in (run / "http" / "n1__t0.jsonl").read_text().splitlines()[1:]]
+    # initialize, tools/list, tools/call through mcp-tape, then the model request
+    assert [it["request"]["method"] for it in lines] == ["TOOL", "TOOL", "TOOL", "POST"]
+    assert {it["request"]["uri"] for it in lines[:3]} == {"evaltape://tool/mcp%2Fnotes"}
+    assert [it["request"]["body"]["json"]["arguments"]["method"] for it in lines[:3]] == [
+        "initialize", "tools/list", "tools/call"]
+    call = lines[2]
+    assert call["request"]["body"]["json"] == {"tool": "mcp/notes", "arguments": {
+        "method": "tools/call", "params": {"name": "read_note", "arguments": {"name": "build"}}}}
+    assert call["response"]["body"]["json"] == {"result": {
+        "response": {"result": {"content": [{"type": "text", "text": "The build is green.\n"}]}},
+        "notifications": [{"jsonrpc": "2.0", "method": "notifications/message",
+                           "params": {"level": "info", "data": "reading build"}}]}}
+    # replay with neither the server program nor the notes
+    shutil.rmtree(server.parent)
+    shutil.rmtree(notes)
+    p = run_cli_subprocess("replay", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "replay ok: 2 episode(s)" in p.stderr
+
+
+def test_another_mcp_request_at_replay_is_a_miss_naming_method_and_params(tmp_path):
+    server, notes, ds, sc, cmd = _setup(tmp_path)
+    run = tmp_path / "run"
+    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
+                           "--out", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
+    cassette = run / "http" / "n1__t0.jsonl"
+    lines = cassette.read_text().splitlines()
+    it = json.loads(lines[3])
+    it["request"]["body"]["json"]["arguments"]["params"]["arguments"]["name"] = "release"
+    lines[3] = json.dumps(it)
+    cassette.write_text("\n".join(lines) + "\n")
+    shutil.rmtree(server.parent)
+    p = run_cli_subprocess("replay", str(run), timeout=300)
+    assert p.returncode == 1
+    assert ("interaction 3: tool 'mcp/notes' was called with other arguments than recorded: "
+            "argument 'params' at $.params.arguments.name: recorded 'release', now 'build'"
+            ) in p.stderr
+
+
+def test_outside_an_episode_mcp_tape_just_runs_the_server(tmp_path):
+    import subprocess
+    server, notes, *_ = _setup(tmp_path)
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("EVALTAPE_")}
+    p = subprocess.run([sys.executable, "-m", "evaltape.cli", "mcp-tape", "--",
+                        sys.executable, str(server), str(notes)],
+                       input=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+                       + "\n", capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["result"]["tools"][0]["name"] == "read_note"
