@@ -86,3 +86,58 @@ def test_outside_an_episode_mcp_tape_just_runs_the_server(tmp_path):
                        + "\n", capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["result"]["tools"][0]["name"] == "read_note"
+
+
+CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+
+def test_claude_code_cli_with_a_taped_mcp_server(tmp_path):
+    """The Claude Code CLI (``make node-agents``) given the server through ``--mcp-config``
+    with ``mcp-tape`` as its command: the scripted model calls ``mcp__notes__read_note``,
+    the CLI runs it through the server; replay runs without the server, from another
+    directory and HOME (``--normalise claude-code``)."""
+    import os
+
+    import pytest
+    if not (shutil.which("node") and CLAUDE.exists()):
+        msg = "examples/claude-code is not installed or node is missing: make node-agents"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    server, notes, *_ = _setup(tmp_path)
+    config = write_json(tmp_path / "mcp.json", {"mcpServers": {"notes": {
+        "type": "stdio", "command": sys.executable,
+        "args": ["-m", "evaltape.cli", "mcp-tape", "--name", "notes", "--", sys.executable,
+                 str(server), str(notes)]}}})
+    call = json.dumps({"tool": "mcp__notes__read_note", "arguments": {"name": "build"}})
+    ds = write_json(tmp_path / "cc.json", [{"id": "m1", "input": "Read the note build."}])
+    sc = write_json(tmp_path / "cc_sc.json", {"m1": [call, "The note says: {last_tool_result}"]})
+    for side in ("a", "b"):
+        (tmp_path / f"home_{side}").mkdir()
+        (tmp_path / f"cwd_{side}").mkdir()
+
+    def env(side):
+        return {"HOME": str(tmp_path / f"home_{side}"), "DISABLE_TELEMETRY": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+    cmd = (f"sh -c 'exec {CLAUDE} -p \"$(cat {{input_file}})\" --model stand-in --mcp-config "
+           f"{config} --allowedTools mcp__notes__read_note --session-id {{episode_uuid}} "
+           "--no-session-persistence'")
+    run = tmp_path / "run"
+    p = run_cli("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",
+                str(run), "--normalise", "claude-code", "--command-timeout", "120",
+                cwd=tmp_path / "cwd_a", env=env("a"))
+    assert p.returncode == 0, p.stderr
+    trace = json.loads((run / "traces.jsonl").read_text())
+    # (stdout, stripped: the server read "The build is green.\n")
+    assert trace["final_response"] == "The note says: The build is green."
+    assert [c["name"] for c in trace["tool_calls"]] == ["mcp__notes__read_note"]
+    methods = [json.loads(x)["request"]["body"]["json"]["arguments"]["method"]
+               for x in (run / "http" / "m1__t0.jsonl").read_text().splitlines()[1:]
+               if json.loads(x)["request"]["method"] == "TOOL"]
+    assert methods == ["initialize", "tools/list", "tools/call"]
+    shutil.rmtree(server.parent)
+    shutil.rmtree(notes)
+    p = run_cli_subprocess("replay", str(run), cwd=tmp_path / "cwd_b", env=env("b"),
+                           timeout=300)
+    assert p.returncode == 0, p.stderr
