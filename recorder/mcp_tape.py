@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Sequence
 from urllib.parse import quote
 
-__all__ = ["Episode", "episode_from_env", "mcp_tape", "MISS_CODE"]
+__all__ = ["Episode", "episode_from_env", "mcp_tape", "post_tape", "MISS_CODE"]
 
 #: JSON-RPC error code of a replay miss (the spec's "internal error").
 MISS_CODE = -32603
@@ -79,8 +79,9 @@ def episode_from_env(proxy: str | None = None, case_id: str | None = None,
     return Episode(proxy, case_id, trial)
 
 
-def _post(episode: Episode, payload: dict) -> tuple[int, dict]:
-    """POST one taped call to the proxy; ``(status, JSON answer)``.
+def post_tape(episode: Episode, payload: dict) -> tuple[int, dict]:
+    """POST one taped call to the proxy (:func:`.tape.serve_tape`); ``(status, JSON
+    answer)``.
 
     Raises:
         OSError: the proxy cannot be reached.
@@ -154,7 +155,7 @@ def replay_session(episode: Episode, tool: str, stdin: IO[bytes], out: _Out) -> 
         msg = _parse(line)
         if not _is_request(msg):
             continue  # (notifications, and answers to requests no server sent)
-        status, answer = _post(episode, {"tool": tool, "arguments": _key(msg)})
+        status, answer = post_tape(episode, {"tool": tool, "arguments": _key(msg)})
         outcome = answer.get("outcome") if status == 200 else None
         result = outcome.get("result") if isinstance(outcome, dict) else None
         if not isinstance(result, dict) or not isinstance(result.get("response"), dict):
@@ -199,7 +200,7 @@ def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: I
                     call = pending.pop(key, None)
                 if call is not None:
                     response = {k: v for k, v in msg.items() if k not in ("id", "jsonrpc")}
-                    _post(episode, {"tool": tool, "arguments": call.arguments,
+                    post_tape(episode, {"tool": tool, "arguments": call.arguments,
                                     "outcome": {"result": {"response": response,
                                                            "notifications":
                                                            call.notifications}}})

@@ -13,6 +13,10 @@ writes writes again. A function decorated with :func:`tape_tool` is recorded ins
   (:class:`ToolTapeMiss`) that names the tool and the argument;
 * during ``record --refresh``, calls are answered from the cassette up to the episode's
   first divergence (model request or tool call) and run live after it;
+* in a program that ``evaltape record --command`` runs behind the recording proxy (a
+  Python agent in its own process, the Claude Agent SDK's in-process tools), the calls go
+  to the episode's cassette through the proxy (``EVALTAPE_PROXY_URL``,
+  ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``; :func:`serve_tape`), with the same rules;
 * outside any episode (the agent in production, a unit test) the function just runs.
 
 One call is one cassette interaction, stored in order with the model's::
@@ -311,6 +315,71 @@ def _store_result(cassette: Any, request: Any, tool: str, result: Any) -> Any:
     return plain
 
 
+def proxy_episode() -> Any:
+    """The episode of a program that ``evaltape record --command`` (or ``replay``) runs
+    behind the proxy (:func:`.mcp_tape.episode_from_env`: ``EVALTAPE_PROXY_URL``,
+    ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``), or ``None``."""
+    from .mcp_tape import episode_from_env
+    try:
+        return episode_from_env()
+    except ValueError:
+        return None
+
+
+def _proxy_lookup(episode: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    """Ask the proxy for a taped call: its recorded outcome, or ``_LIVE``.
+
+    Raises:
+        ToolTapeMiss: replay, and no recorded call matches (the proxy's message).
+        OSError: the proxy cannot be reached.
+    """
+    from .mcp_tape import post_tape
+    status, answer = post_tape(episode, {"tool": tool, "arguments": arguments})
+    if status == 404 and "miss" in answer:
+        raise ToolTapeMiss(tool, str(answer["miss"]))
+    if status != 200:
+        raise OSError(f"the evaltape proxy answered HTTP {status} to a taped call of tool "
+                      f"{tool!r}: {answer}")
+    return answer["outcome"] if "outcome" in answer else _LIVE
+
+
+def _proxy_outcome(outcome: Any, tool: str) -> Any:
+    """A recorded outcome from the proxy: the result, or raise the recorded error."""
+    body = json.dumps(outcome).encode("utf-8")
+    return _outcome({"body": {"string": body}}, tool)
+
+
+def _proxy_store(episode: Any, tool: str, arguments: dict[str, Any], outcome: dict) -> None:
+    """Store a live call's outcome in the episode's cassette through the proxy.
+
+    Raises:
+        OSError: the proxy cannot be reached or refused it.
+    """
+    from .mcp_tape import post_tape
+    status, answer = post_tape(episode, {"tool": tool, "arguments": arguments,
+                                         "outcome": outcome})
+    if status != 200:
+        raise OSError(f"the evaltape proxy answered HTTP {status} when storing a call of "
+                      f"tool {tool!r}: {answer}")
+
+
+def _via_proxy(episode: Any, tool: str, arguments: dict[str, Any],
+               run: Callable[[], Any]) -> Any:
+    """One taped call of a program behind the proxy: answered from the episode's cassette,
+    or run and stored (:func:`serve_tape` on the proxy's side)."""
+    outcome = _proxy_lookup(episode, tool, arguments)
+    if outcome is not _LIVE:
+        return _proxy_outcome(outcome, tool)
+    try:
+        result = run()
+    except Exception as e:
+        _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
+        raise
+    plain = _plain(result, f"the result of tool {tool!r}")
+    _proxy_store(episode, tool, arguments, {"result": plain})
+    return plain
+
+
 def tape_tool(fn: F | None = None, *, name: str | None = None,
               ignore: tuple[str, ...] | list[str] = ()) -> Any:
     """Tape a tool function into the running episode's cassette (module docstring).
@@ -354,7 +423,21 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             cassette = active_cassette()
             if cassette is None:
-                return await fn(*args, **kwargs)
+                episode = proxy_episode()
+                if episode is None:
+                    return await fn(*args, **kwargs)
+                arguments = _arguments(sig, tool, skipped, args, kwargs)
+                outcome = _proxy_lookup(episode, tool, arguments)
+                if outcome is not _LIVE:
+                    return _proxy_outcome(outcome, tool)
+                try:
+                    result = await fn(*args, **kwargs)
+                except Exception as e:
+                    _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
+                    raise
+                plain = _plain(result, f"the result of tool {tool!r}")
+                _proxy_store(episode, tool, arguments, {"result": plain})
+                return plain
             request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args,
                                                               kwargs))
             if value is not _LIVE:
@@ -373,7 +456,11 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         cassette = active_cassette()
         if cassette is None:
-            return fn(*args, **kwargs)
+            episode = proxy_episode()
+            if episode is None:
+                return fn(*args, **kwargs)
+            return _via_proxy(episode, tool, _arguments(sig, tool, skipped, args, kwargs),
+                              lambda: fn(*args, **kwargs))
         request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args, kwargs))
         if value is not _LIVE:
             return value

@@ -253,3 +253,31 @@ def test_async_tools_are_taped(tmp_path):
     with _open(cassette, "none"):
         assert asyncio.run(slow(1)) == 2
     assert ran == [1]
+
+
+def test_a_program_behind_the_proxy_tapes_its_calls_through_the_proxy(tmp_path):
+    """A Python program run by ``record --command`` (its own process): the taped tool's
+    calls go into the episode's cassette through the proxy, and replay answers them with
+    the file gone."""
+    import sys
+
+    from conftest import ROOT, run_cli_subprocess
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The build is green.\n")
+    ds = write_json(tmp_path / "ds.json", [{"id": "p1", "input": str(notes)}])
+    sc = write_json(tmp_path / "sc.json", {"p1": ["Summary:"]})
+    run = tmp_path / "run"
+    cmd = f"{sys.executable} {ROOT / 'tests' / 'taped_program.py'} {{input_file}}"
+    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
+                           "--out", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
+    trace = json.loads((run / "traces.jsonl").read_text())
+    assert trace["stdout"].strip() == "Summary: The build is green."
+    [tool, model] = cassette_lines(run, "p1")
+    assert tool["request"]["body"]["json"] == {"tool": "read_file",
+                                               "arguments": {"path": str(notes)}}
+    assert tool["response"]["body"]["json"] == {"result": "The build is green.\n"}
+    assert model["request"]["uri"].endswith("/v1/messages")
+    notes.unlink()
+    p = run_cli_subprocess("replay", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
