@@ -23,8 +23,9 @@ pass these three on (or put them on the command line).
 
 Requests the server sends to the client (sampling, roots, elicitation) are passed through
 when recording and not taped; a client's notifications are passed to the server when
-recording and dropped at replay. ``record --refresh`` records an episode's MCP exchanges
-again in full (the server's state cannot be rebuilt from part of a session).
+recording and dropped at replay. During ``record --refresh`` the requests are answered
+from the cassette up to the episode's first divergence; the server starts at the first
+request that goes live and is first sent the session so far (:func:`record_session`).
 """
 from __future__ import annotations
 
@@ -156,16 +157,13 @@ def replay_session(episode: Episode, tool: str, stdin: IO[bytes], out: _Out) -> 
         if not _is_request(msg):
             continue  # (notifications, and answers to requests no server sent)
         status, answer = post_tape(episode, {"tool": tool, "arguments": _key(msg)})
-        outcome = answer.get("outcome") if status == 200 else None
-        result = outcome.get("result") if isinstance(outcome, dict) else None
-        if not isinstance(result, dict) or not isinstance(result.get("response"), dict):
+        result = _tape_answer(status, answer)
+        if result is None:
             why = answer.get("miss") or answer.get("error") or f"HTTP {status}"
             out.write({"jsonrpc": "2.0", "id": msg["id"],
                        "error": {"code": MISS_CODE, "message": f"evaltape replay miss: {why}"}})
             continue
-        for note in result.get("notifications") or ():
-            out.write(note)
-        out.write({"jsonrpc": "2.0", **result["response"], "id": msg["id"]})
+        _answer(out, msg, result)
     return 0
 
 
@@ -175,63 +173,134 @@ class _Pending:
     notifications: list = field(default_factory=list)
 
 
+def _tape_answer(status: int, answer: dict) -> dict | None:
+    """The recorded ``{"response", "notifications"}`` of a looked-up request, or ``None``."""
+    outcome = answer.get("outcome") if status == 200 else None
+    result = outcome.get("result") if isinstance(outcome, dict) else None
+    if isinstance(result, dict) and isinstance(result.get("response"), dict):
+        return result
+    return None
+
+
+def _answer(out: _Out, msg: dict, result: dict) -> None:
+    """Send a recorded exchange to the client: its notifications, then the response with
+    the client's ``id``."""
+    for note in result.get("notifications") or ():
+        out.write(note)
+    out.write({"jsonrpc": "2.0", **result["response"], "id": msg["id"]})
+
+
 def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: IO[bytes],
                    out: _Out) -> int:
-    """Run the server, pass lines both ways and store each request's exchange.
+    """Pass lines both ways between the client and the server and store each request's
+    exchange.
+
+    Each request is first looked up in the episode's cassette: while the proxy answers
+    from it (``record --refresh``, before the episode's first divergence) the client gets
+    the recorded answer and the server is not started. At the first request the proxy
+    wants run live (always, when recording a new episode) the server is started, sent the
+    session so far (its answers dropped) so it is in the state the client expects, and
+    from then on every line passes through and every exchange is stored.
 
     Returns:
-        The server's exit status.
+        The server's exit status (0 when it was never started).
 
     Raises:
-        OSError: the server cannot be started.
+        OSError: the server cannot be started, or the proxy cannot be reached.
     """
-    server = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert server.stdin is not None and server.stdout is not None
-    pending: dict[Any, _Pending] = {}
+    pending: dict[str, _Pending] = {}
     lock = threading.Lock()
+    history: list[bytes] = []      # the client's lines answered before the server ran
+    warmup: set[str] = set()       # ids of history requests re-sent: their answers dropped
+    warmed = threading.Event()
+    server: subprocess.Popen | None = None
+    reader: threading.Thread | None = None
 
-    def from_server() -> None:
-        assert server.stdout is not None
-        for line in server.stdout:
+    def from_server(proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             msg = _parse(line)
             if _is_response(msg):
                 key = json.dumps(msg["id"])
                 with lock:
+                    if key in warmup:
+                        warmup.discard(key)
+                        if not warmup:
+                            warmed.set()
+                        continue
                     call = pending.pop(key, None)
                 if call is not None:
                     response = {k: v for k, v in msg.items() if k not in ("id", "jsonrpc")}
                     post_tape(episode, {"tool": tool, "arguments": call.arguments,
-                                    "outcome": {"result": {"response": response,
-                                                           "notifications":
-                                                           call.notifications}}})
+                                        "outcome": {"result": {"response": response,
+                                                               "notifications":
+                                                               call.notifications}}})
             elif isinstance(msg, dict) and "method" in msg and "id" not in msg:
-                with lock:  # a notification: replayed before the oldest pending answer
-                    first = next(iter(pending.values()), None)
+                with lock:
+                    if warmup:
+                        continue  # (the client had these from the cassette)
+                    first = next(iter(pending.values()), None)  # the oldest pending answer
                     if first is not None:
                         first.notifications.append(msg)
             out.write_raw(line)
 
-    reader = threading.Thread(target=from_server, daemon=True)
-    reader.start()
+    def start() -> subprocess.Popen:
+        nonlocal reader
+        proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None
+        with lock:
+            warmup.update(json.dumps(m["id"]) for m in map(_parse, history) if _is_request(m))
+        if not warmup:
+            warmed.set()
+        reader = threading.Thread(target=from_server, args=(proc,), daemon=True)
+        reader.start()
+        for line in history:
+            proc.stdin.write(line if line.endswith(b"\n") else line + b"\n")
+        proc.stdin.flush()
+        warmed.wait(timeout=60)
+        return proc
+
     try:
         for line in stdin:
             msg = _parse(line)
+            if server is None:
+                if not _is_request(msg):
+                    history.append(line)
+                    continue
+                status, answer = post_tape(episode, {"tool": tool, "arguments": _key(msg)})
+                result = _tape_answer(status, answer)
+                if result is not None:
+                    history.append(line)
+                    _answer(out, msg, result)
+                    continue
+                if status != 200:
+                    why = answer.get("error", {}) if isinstance(answer.get("error"), dict) \
+                        else {"message": answer.get("error") or answer.get("miss")}
+                    out.write({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                        "code": MISS_CODE,
+                        "message": f"evaltape mcp-tape: HTTP {status}: {why.get('message')}"}})
+                    continue
+                server = start()
             if _is_request(msg):
                 with lock:
                     pending[json.dumps(msg["id"])] = _Pending(_key(msg))
+            assert server.stdin is not None
             try:
                 server.stdin.write(line if line.endswith(b"\n") else line + b"\n")
                 server.stdin.flush()
             except BrokenPipeError:
                 break
     finally:
-        try:
-            server.stdin.close()
-        except BrokenPipeError:
-            pass
-        code = server.wait()
-        reader.join(timeout=10)
-    return code
+        if server is not None:
+            try:
+                assert server.stdin is not None
+                server.stdin.close()
+            except BrokenPipeError:
+                pass
+            code = server.wait()
+            if reader is not None:
+                reader.join(timeout=10)
+    return code if server is not None else 0
 
 
 def mcp_tape(command: Sequence[str], *, name: str | None = None,

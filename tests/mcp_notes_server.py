@@ -1,5 +1,6 @@
 """A tiny MCP stdio server for tests (standard library only): one tool, ``read_note``,
-that reads ``<NOTES_DIR>/<name>.txt``; it logs a notification before each tool result.
+that reads ``<NOTES_DIR>/<name>.txt``; it logs a notification before each tool result
+and refuses every request but ``initialize`` until it has been initialised.
 
 Usage: ``python mcp_notes_server.py NOTES_DIR``; JSON-RPC 2.0, one message a line.
 """
@@ -18,12 +19,17 @@ def send(msg):
     sys.stdout.flush()
 
 
+initialized = False
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
         continue  # notifications/initialized
     method, mid = msg["method"], msg["id"]
-    if method == "initialize":
+    if method != "initialize" and not initialized:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32002,
+                                                     "message": "not initialized"}})
+    elif method == "initialize":
+        initialized = True
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": msg["params"]["protocolVersion"],
             "capabilities": {"tools": {}}, "serverInfo": {"name": "notes", "version": "1"}}})

@@ -76,16 +76,57 @@ def test_another_mcp_request_at_replay_is_a_miss_naming_method_and_params(tmp_pa
             ) in p.stderr
 
 
+def test_refresh_answers_from_the_cassette_and_starts_the_server_at_the_divergence(tmp_path):
+    server, notes, ds, sc, cmd = _setup(tmp_path)
+    run = tmp_path / "run"
+    record = ("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",
+              str(run))
+    p = run_cli_subprocess(*record, timeout=300)
+    assert p.returncode == 0, p.stderr
+    # nothing changed: both episodes reproduce from the cassette, the server is not needed
+    moved = tmp_path / "moved.py"
+    server.rename(moved)
+    p = run_cli_subprocess(*record, "--refresh", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "refresh: 2 episode(s) kept (reproduced), 0 refreshed, 0 new" in p.stderr
+    moved.rename(server)
+    # n1's recorded tools/call asked for another note: the live one diverges at it
+    cassette = run / "http" / "n1__t0.jsonl"
+    lines = cassette.read_text().splitlines()
+    it = json.loads(lines[3])
+    it["request"]["body"]["json"]["arguments"]["params"]["arguments"]["name"] = "release"
+    lines[3] = json.dumps(it)
+    cassette.write_text("\n".join(lines) + "\n")
+    p = run_cli_subprocess(*record, "--refresh", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "refresh: 1 episode(s) kept (reproduced), 1 refreshed, 0 new" in p.stderr
+    new = [json.loads(x) for x in cassette.read_text().splitlines()[1:]]
+    assert [(x["request"]["method"], (x["request"]["body"]["json"].get("arguments") or {})
+             .get("method")) for x in new] == [
+        ("TOOL", "initialize"), ("TOOL", "tools/list"), ("TOOL", "tools/call"),
+        ("POST", None)]
+    # the server started at tools/call was first sent initialize (it refuses calls before)
+    assert new[2]["response"]["body"]["json"]["result"]["response"] == {
+        "result": {"content": [{"type": "text", "text": "The build is green.\n"}]}}
+    trace = [json.loads(x) for x in (run / "traces.jsonl").read_text().splitlines()
+             if json.loads(x)["case_id"] == "n1"]
+    assert trace[-1]["stdout"].strip() == \
+        "Read it. [read_note: The build is green.] (reading build)"
+
+
 def test_outside_an_episode_mcp_tape_just_runs_the_server(tmp_path):
     import subprocess
     server, notes, *_ = _setup(tmp_path)
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("EVALTAPE_")}
     p = subprocess.run([sys.executable, "-m", "evaltape.cli", "mcp-tape", "--",
                         sys.executable, str(server), str(notes)],
-                       input=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+                       input=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                         "params": {"protocolVersion": "2025-06-18"}})
+                       + "\n" + json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
                        + "\n", capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["result"]["tools"][0]["name"] == "read_note"
+    answers = [json.loads(x) for x in p.stdout.splitlines()]
+    assert answers[1]["id"] == 7 and answers[1]["result"]["tools"][0]["name"] == "read_note"
 
 
 CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
