@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import quote
 
 __all__ = ["tape_tool", "ToolTapeMiss", "TapedToolError", "active_cassette",
-           "cassette_active", "TOOL_METHOD", "TOOL_URI_PREFIX", "is_tool_interaction"]
+           "cassette_active", "serve_tape", "proxy_episode", "miss_text", "TOOL_METHOD",
+           "TOOL_URI_PREFIX"]
 
 #: Method of a taped tool call in a cassette (never an HTTP method, so no importer or
 #: proxy takes it for model traffic).
@@ -123,12 +124,6 @@ def active_cassette() -> Any:
         return cassette
     with _active_lock:
         return _active[0] if len(_active) == 1 else None
-
-
-def is_tool_interaction(request: Any) -> bool:
-    """Whether a cassette request (vcrpy ``Request``) is a taped tool call."""
-    return getattr(request, "method", None) == TOOL_METHOD and \
-        str(getattr(request, "uri", "")).startswith(TOOL_URI_PREFIX)
 
 
 def _plain(value: Any, what: str) -> Any:
