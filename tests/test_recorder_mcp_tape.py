@@ -182,3 +182,35 @@ def test_claude_code_cli_with_a_taped_mcp_server(tmp_path):
     p = run_cli_subprocess("replay", str(run), cwd=tmp_path / "cwd_b", env=env("b"),
                            timeout=300)
     assert p.returncode == 0, p.stderr
+
+
+def test_the_official_mcp_sdk_client_through_mcp_tape(tmp_path):
+    """The ``mcp`` SDK's stdio client (a dev dependency) starts the server through
+    ``mcp-tape``; the run replays without the server."""
+    import importlib.util
+    import os
+
+    import pytest
+    if importlib.util.find_spec("mcp") is None:
+        msg = "the mcp package (a dev dependency: make install) is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    server, notes, ds, sc, _cmd = _setup(tmp_path)
+    cmd = (f"{sys.executable} {ROOT / 'tests' / 'mcp_sdk_agent.py'} {{input_file}} "
+           f"{server} {notes}")
+    run = tmp_path / "run"
+    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
+                           "--out", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
+    traces = {t["case_id"]: t for t in map(json.loads,
+                                           (run / "traces.jsonl").read_text().splitlines())}
+    assert traces["n1"]["stdout"].strip() == "Read it. The build is green."
+    methods = sorted(json.loads(x)["request"]["body"]["json"]["arguments"]["method"]
+                     for x in (run / "http" / "n1__t0.jsonl").read_text().splitlines()[1:]
+                     if json.loads(x)["request"]["method"] == "TOOL")
+    assert "initialize" in methods and "tools/call" in methods
+    shutil.rmtree(server.parent)
+    shutil.rmtree(notes)
+    p = run_cli_subprocess("replay", str(run), timeout=300)
+    assert p.returncode == 0, p.stderr
