@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import vcr
+from vcr.cassette import CassetteContextDecorator
 
 # cassette file names are defined with the grader's run layout (``evaltape merge`` checks
 # them) and used from here
@@ -15,7 +16,9 @@ from evaltape.grader.io.names import (MAX_NAME_ID, SAFE_NAME_CHARS, cassette_nam
 from .wire import jsonl_serializer
 from .wire.indexed import IndexedCassette
 from .wire.jsonpath import first_difference
-from .wire.matchers import canonical_body, parse_body, shorten_pair
+from .wire.matchers import (canonical_body, make_canonical_body, matcher_normaliser,
+                            parse_body, shorten_pair)
+from .wire.normalise import run_normaliser
 from .wire.persister import AtomicPersister
 from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_text, scrub_value
 
@@ -61,14 +64,42 @@ def _scrub_answer(response: dict) -> dict:
         raise _refused(e) from None
 
 
+class _TapedContext(CassetteContextDecorator):
+    """vcrpy's cassette context that also makes its cassette the one taped tools use
+    while it is open (:func:`.tape.cassette_active`)."""
+
+    def _patch_generator(self, cassette):
+        from .tape import cassette_active
+        with cassette_active(cassette):
+            yield from super()._patch_generator(cassette)
+
+
 class _IndexedVCR(vcr.VCR):
-    """``vcr.VCR`` whose cassettes are :class:`IndexedCassette` (linear replay)."""
+    """``vcr.VCR`` whose cassettes are :class:`IndexedCassette` (linear replay), open
+    through :class:`_TapedContext`, and matched with their run's normalisation rules
+    (:func:`.wire.normalise.run_normaliser`: a cassette in ``RUN/http/`` whose
+    ``RUN/manifest.json`` has ``normalise`` rules)."""
+
+    def get_merged_config(self, **kwargs):
+        """vcrpy's merged configuration; for a cassette of a run with normalisation
+        rules, its ``canonical_body`` matcher compares bodies after them.
+
+        Raises:
+            ValueError: the run's manifest holds rules that do not validate.
+        """
+        cfg = super().get_merged_config(**kwargs)
+        norm = run_normaliser(cfg.get("path"))
+        if norm:
+            cfg["match_on"] = tuple(make_canonical_body(norm)
+                                    if getattr(m, "__name__", "") == "canonical_body" else m
+                                    for m in cfg["match_on"])
+        return cfg
 
     def _use_cassette(self, with_current_defaults: bool = False, **kwargs):
         import functools
         if with_current_defaults:
-            return IndexedCassette.use(**self.get_merged_config(**kwargs))
-        return IndexedCassette.use_arg_getter(functools.partial(self.get_merged_config,
+            return _TapedContext.from_args(IndexedCassette, **self.get_merged_config(**kwargs))
+        return _TapedContext(IndexedCassette, functools.partial(self.get_merged_config,
                                                                 **kwargs))
 
 
@@ -215,6 +246,8 @@ def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     played = sum(cassette.play_counts.values())
     number = played + 1
     misses = getattr(cassette, "misses", None)
+    if misses and getattr(misses[0], "_evaltape_miss", None):  # a taped tool's call
+        return f"interaction {number}: {misses[0]._evaltape_miss}"
     if misses:
         request = scrub_request(copy.deepcopy(misses[0]))
         matches = [i for i in cassette.recorded_matches(request)
@@ -231,7 +264,8 @@ def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     if not recorded:
         return f"interaction {number}: no recorded request for {request.method} {request.path}"
     nearest = recorded[min(played, len(recorded) - 1)]
-    diff = first_difference(parse_body(nearest), parse_body(request))
+    norm = matcher_normaliser(getattr(cassette, "_match_on", ())) or (lambda body: body)
+    diff = first_difference(norm(parse_body(nearest)), norm(parse_body(request)))
     if diff is None:
         return f"interaction {number}: request equals a recorded one that was already played"
     path, a, b = diff

@@ -102,7 +102,8 @@ def route(raw_path: str, headers: Any) -> Route:
     if m:
         key = EpisodeKey(unquote(m.group(1)), int(m.group(2)))
         rest = m.group(3) or "/"
-        return Route("end" if rest == "/end" else "forward", key, rest + query)
+        action = {"/end": "end", "/tape": "tape"}.get(rest, "forward")
+        return Route(action, key, rest + query)
     case = headers.get(CASE_HEADER)
     key = None
     if case:
@@ -119,6 +120,8 @@ def route(raw_path: str, headers: Any) -> Route:
         return Route("end", key, path)
     if path == "/evaltape/health":
         return Route("health", None, path)
+    if path == "/evaltape/tape":
+        return Route("tape", key, path)
     return Route("forward", key, path + query)
 
 
@@ -484,6 +487,9 @@ class ProxyServer(BackgroundServer):
                                      if self.mode == "record" else got)})
             h.send_json(200, orjson.dumps({"ended": ended}))
             return
+        if r.action == "tape":
+            self._tape(h, r, body)
+            return
         parsed = None
         try:
             parsed = orjson.loads(body) if body else None
@@ -523,6 +529,41 @@ class ProxyServer(BackgroundServer):
             where = f" ({ep.key})" if ep is not None else ""
             self.log(scrub_text(f"{h.command} {r.path.split('?')[0]} → {status}{where} "
                                 f"{(time.perf_counter() - t0) * 1000:.0f} ms"))
+
+    def _tape(self, h: ProxyHandler, r: Route, body: bytes) -> None:
+        """A taped call of a tool run outside the proxy (``evaltape mcp-tape``, any
+        client of :func:`.tape.serve_tape`): looked up in, or stored into, the episode's
+        cassette; a replay miss is noted as the episode's."""
+        from .tape import serve_tape
+        if r.key is None:
+            h.send_json(400, _error_body("invalid_request_error", "evaltape proxy: a taped "
+                                         "call names its episode (/evaltape/<case>/<trial>/"
+                                         "tape or the x-evaltape-case header)"))
+            return
+        try:
+            payload = orjson.loads(body)
+            ep = self.book.get(r.key)
+        except orjson.JSONDecodeError as e:
+            h.send_json(400, _error_body("invalid_request_error", f"evaltape proxy: {e}"))
+            return
+        except EpisodeFinished as e:
+            h.send_json(409, _error_body("invalid_request_error", f"evaltape proxy: {e}"))
+            return
+        except (FileNotFoundError, ValueError) as e:
+            h.send_json(404, _error_body("not_found_error", f"evaltape replay: {e}"))
+            return
+        with ep.lock:
+            status, answer = serve_tape(ep.cassette, payload)
+            ep.last = time.monotonic()
+            if status == 404:
+                from .cassette import miss_request_number
+                ep.misses.append(f"episode {ep.key}: {answer['miss']}")
+                if ep.miss_at is None:
+                    ep.miss_at = miss_request_number(ep.cassette)
+        h.send_json(status, orjson.dumps(answer))
+        if self.log:
+            self.log(scrub_text(f"TAPE {payload.get('tool') if isinstance(payload, dict) else '?'}"
+                                f" → {status} ({ep.key})"))
 
     # -- record ------------------------------------------------------------------------
 

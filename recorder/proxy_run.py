@@ -24,8 +24,9 @@ from .wire.scrub import strip_credentials
 
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,
                     cases: Sequence[Any] | None, model: str | None, idle_timeout: float | None,
-                    command_line: Sequence[str]) -> dict:
-    """``manifest.json`` of a proxied run (the manifest fields a proxy can know)."""
+                    command_line: Sequence[str], normalise: Sequence[dict] = ()) -> dict:
+    """``manifest.json`` of a proxied run (the manifest fields a proxy can know);
+    ``normalise``: the run's matching rules (stored form; empty keeps the earlier ones)."""
     import os
 
     from evaltape.grader.io.datasets import case_input_sha256, inputs_sha256
@@ -51,6 +52,9 @@ def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | Non
             "cases": {**recorded, **{c.id: case_input_sha256(c) for c in cases}}}
     elif previous.get("dataset"):
         manifest["dataset"] = previous["dataset"]
+    rules = list(normalise) or previous.get("normalise")
+    if rules:
+        manifest["normalise"] = rules
     return manifest
 
 
@@ -59,7 +63,8 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
               port: int = 0, idle_timeout: float | None = 300.0, dataset: str | None = None,
               model: str | None = None, command_line: Sequence[str] = (),
               log: Callable[[str], None] | None = None,
-              on_end: Callable[[dict], None] | None = None) -> Iterator[ProxyServer]:
+              on_end: Callable[[dict], None] | None = None,
+              normalise: Sequence[dict] = ()) -> Iterator[ProxyServer]:
     """Serve a proxy for a run until the ``with`` block ends; then end its open episodes.
 
     Args:
@@ -70,6 +75,8 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
         dataset: optional dataset; its case inputs become the traces' ``input`` and its
             hashes go into the manifest, so ``evaltape grade RUN`` finds it.
         on_end: also receives each trace written (after it is appended).
+        normalise: record mode: the run's normalisation rules, stored in the manifest
+            (:meth:`.wire.normalise.Rule.to_json` form; empty keeps the earlier ones).
 
     Raises:
         UsageError: both or neither of ``out``/``replay``; a bad upstream URL; another
@@ -114,7 +121,7 @@ def proxy_run(out: str | None, replay: str | None, *, upstream: str | None = Non
         if cases is not None:
             check_inputs_unchanged(previous, cases, str(root / "manifest.json"))
         manifest = _proxy_manifest(root, previous, upstream, dataset, cases, model,
-                                   idle_timeout, command_line)
+                                   idle_timeout, command_line, normalise)
         write_manifest(root / "manifest.json", manifest)
         traces = root / "traces.jsonl"
 

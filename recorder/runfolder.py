@@ -75,6 +75,9 @@ class RecordOptions:
     #: ``--allow-changed``: record the unfinished episodes although the run's fingerprint
     #: differs (the finished ones stay as they are)
     allow_changed: bool = False
+    #: ``--normalise``: rules applied to both sides before a replayed request is matched
+    #: (stored form, :meth:`.wire.normalise.Rule.to_json`); empty: keep the run's own
+    normalise: tuple = ()
 
 
 def episode_tokens(trace: dict) -> int:
@@ -545,6 +548,10 @@ def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, mo
     for key in ("refreshes", "appended_changed"):
         if isinstance(previous.get(key), list):
             manifest[key] = previous[key]
+    # --normalise; a resumed run keeps its rules unless others are given
+    rules = list(opts.normalise) or previous.get("normalise")
+    if rules:
+        manifest["normalise"] = rules
     # --manifest-extra; a resumed run keeps the facts given at its start unless given again
     extra = {**(previous.get("extra") or {}), **opts.manifest_extra}
     if extra:

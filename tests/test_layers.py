@@ -41,7 +41,8 @@ GRADER_LAYERS = (
 #: recording proxy), replay, then the commands built on them.
 RECORDER_LAYERS = (
     ("evaltape.recorder",),
-    ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline"),
+    ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline",
+     "evaltape.recorder.tape", "evaltape.recorder.mcp_tape"),
     ("evaltape.recorder.cassette", "evaltape.recorder.stale"),
     ("evaltape.recorder.runfolder", "evaltape.recorder.episodes"),
     ("evaltape.recorder.loop", "evaltape.recorder.conversation"),

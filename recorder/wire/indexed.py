@@ -25,17 +25,21 @@ from typing import Any, Iterator
 import orjson
 from vcr.cassette import Cassette
 
-from .matchers import parse_body
+from .matchers import matcher_normaliser, parse_body
 
 
-def request_key(request: Any) -> tuple[str, str, bytes]:
+def request_key(request: Any, normaliser: Any = None) -> tuple[str, str, bytes]:
     """``(method, path, body bytes)`` with a JSON body dumped with sorted keys: requests
-    with equal keys pass the method, path and canonical_body matchers.
+    with equal keys pass the method, path and canonical_body matchers. ``normaliser``
+    (:class:`.normalise.Normaliser`): the body is normalised first, as the run's
+    ``canonical_body`` matcher does (:func:`.matchers.make_canonical_body`).
 
     The converse holds except for numbers JSON does not tell apart (``12`` / ``12.0``),
     which :class:`IndexedCassette` settles by falling back to vcrpy's exact scan.
     """
     body = parse_body(request)
+    if normaliser:
+        body = normaliser(body)
     if isinstance(body, bytes):
         canon = b"b" + body
     elif isinstance(body, str):
@@ -81,8 +85,9 @@ class IndexedCassette(Cassette):
         if len(self.data) < self._indexed:
             self._index.clear()
             self._indexed = 0
+        norm = matcher_normaliser(self._match_on)
         for i in range(self._indexed, len(self.data)):
-            self._index[request_key(self.data[i][0])].append(i)
+            self._index[request_key(self.data[i][0], norm)].append(i)
         self._indexed = len(self.data)
 
     def _key(self, request: Any) -> tuple | None:
@@ -93,7 +98,7 @@ class IndexedCassette(Cassette):
         if cached is not False:
             return cached
         hooked = self._before_record_request(request)
-        key = request_key(hooked) if hooked else None
+        key = request_key(hooked, matcher_normaliser(self._match_on)) if hooked else None
         try:
             request._evaltape_key = key
         except AttributeError:

@@ -25,6 +25,31 @@ def parse_body(request: Any) -> Any:
         return body
 
 
+def make_canonical_body(normaliser: Any) -> Any:
+    """A ``canonical_body`` matcher that compares bodies after ``normaliser`` (a
+    :class:`.normalise.Normaliser`); it carries it as its ``normaliser`` attribute, so a
+    cassette's index and miss messages use the same rules.
+
+    Raises (from the matcher):
+        AssertionError: naming the JSON path of the first difference after normalisation.
+    """
+    def canonical_body(r1: Any, r2: Any) -> None:
+        diff = first_difference(normaliser(parse_body(r1)), normaliser(parse_body(r2)))
+        if diff is not None:
+            path, a, b = diff
+            sa, sb = shorten_pair(a, b)
+            raise AssertionError(f"body differs at {path}: {sa} != {sb}")
+
+    canonical_body.normaliser = normaliser  # type: ignore[attr-defined]
+    return canonical_body
+
+
+def matcher_normaliser(match_on: Any) -> Any:
+    """The normaliser of a cassette's matchers (:func:`make_canonical_body`), or ``None``."""
+    return next((m.normaliser for m in match_on or ()
+                 if getattr(m, "normaliser", None) is not None), None)
+
+
 def canonical_body(r1: Any, r2: Any) -> None:
     """vcrpy matcher: equal parsed JSON bodies.
 

@@ -15,7 +15,10 @@ plugin costs nothing until a run is configured)::
 Write a metric by subclassing :class:`evaltape.Metric` (see the README, "Write your own
 metric"). Names exported here: :func:`grade`, :func:`open_run`, :class:`Run`,
 :class:`Report`, :func:`report_bytes`, :func:`write_report`, :func:`read_report`, :class:`Metric`,
-:class:`Score`, :class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`.
+:class:`Score`, :class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`,
+and for recording :func:`tape_tool` (a tool's calls taped into the episode's cassette, so
+replay needs neither its files nor its services; docs/recording.md), :class:`ToolTapeMiss`,
+:class:`TapedToolError`.
 """
 from __future__ import annotations
 
@@ -38,6 +41,9 @@ _EXPORTS = {
     "Trace": "evaltape.grader.model",
     "ToolCall": "evaltape.grader.model",
     "Case": "evaltape.grader.model",
+    "tape_tool": "evaltape.recorder.tape",
+    "ToolTapeMiss": "evaltape.recorder.tape",
+    "TapedToolError": "evaltape.recorder.tape",
 }
 __all__ = sorted(_EXPORTS)
 

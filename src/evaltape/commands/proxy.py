@@ -22,8 +22,13 @@ import click
                    "and its path into the manifest (so `evaltape grade RUN` finds it).")
 @click.option("--model", default=None, help="Model name for the manifest (informative).")
 @click.option("--quiet", is_flag=True, help="Do not log one line per exchange on stderr.")
+@click.option("--normalise", "normalise", multiple=True, metavar="SET|RULES.json",
+              help="With --out: matching rules stored in the manifest (the built-in set "
+                   "claude-code, or a JSON file of rules; repeatable); --replay uses the "
+                   "run's. See docs/recording.md.")
 def proxy(out: str | None, replay: str | None, upstream: str | None, port: int,
-          idle_timeout: float, dataset: str | None, model: str | None, quiet: bool) -> None:
+          idle_timeout: float, dataset: str | None, model: str | None, quiet: bool,
+          normalise: tuple[str, ...] = ()) -> None:
     """Run a Messages-API proxy on 127.0.0.1 that records every exchange into RUN's
     cassettes (--out) or serves them back (--replay), until Ctrl-C or SIGTERM.
 
@@ -35,6 +40,8 @@ def proxy(out: str | None, replay: str | None, upstream: str | None, port: int,
     import signal
     import threading
 
+    from evaltape.commands.normalise import rule_lines
+    from evaltape.commands.record import normalise_rules
     from evaltape.recorder.proxy_run import proxy_run
 
     stop = threading.Event()
@@ -42,12 +49,16 @@ def proxy(out: str | None, replay: str | None, upstream: str | None, port: int,
     ended: list[dict] = []
     with proxy_run(out, replay, upstream=upstream, port=port, idle_timeout=idle_timeout,
                    dataset=dataset, model=model, log=log, on_end=ended.append,
-                   command_line=["evaltape", *sys.argv[1:]]) as px:
+                   command_line=["evaltape", *sys.argv[1:]],
+                   normalise=normalise_rules(normalise)) as px:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         click.echo(px.base_url)
         sys.stdout.flush()
         click.echo(f"evaltape proxy ({px.mode}) on {px.base_url}; Ctrl-C to stop", err=True)
+        if replay is not None:
+            for line in rule_lines(replay):
+                click.echo(f"  matching after: {line}", err=True)
         while not stop.wait(0.2):
             pass
         if px.mode == "replay":

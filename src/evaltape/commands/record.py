@@ -39,6 +39,19 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
     return seconds
 
 
+def normalise_rules(specs: tuple[str, ...]) -> tuple[dict, ...]:
+    """``--normalise`` values as the rules stored in the manifest.
+
+    Raises:
+        click.BadParameter: an unknown set, a file that does not read, an invalid rule.
+    """
+    from evaltape.recorder.wire.normalise import resolve_rules
+    try:
+        return tuple(r.to_json() for r in resolve_rules(specs))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--normalise") from None
+
+
 @click.command()
 @click.argument("dataset")
 @click.option("--agent", default=None,
@@ -96,13 +109,19 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option("--quiet", is_flag=True,
               help="No progress on stderr (the bar, and the line per finished episode); "
                    "the closing summary and errors are still printed.")
+@click.option("--normalise", "normalise", multiple=True, metavar="SET|RULES.json",
+              help="Parts of the requests meant to vary (a date, a path, a device id), "
+                   "replaced by a placeholder before a replayed request is matched: the "
+                   "built-in set claude-code, or a JSON file of {path, pattern, placeholder} "
+                   "rules (repeatable). Stored in manifest.json; see docs/recording.md.")
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
            out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
            keep_errors: bool, shard: str | None = None,
            episode_timeout: float | None = 600.0, user_model: str | None = None,
            user_base_url: str | None = None, refresh: bool = False,
-           allow_changed: bool = False, quiet: bool = False) -> None:
+           allow_changed: bool = False, quiet: bool = False,
+           normalise: tuple[str, ...] = ()) -> None:
     """Run AGENT (or the program CMD) over DATASET once and store traces and HTTP cassettes
     (resumable; --refresh re-records what no longer reproduces)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -127,7 +146,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                          command_timeout=command_timeout, episode_timeout=episode_timeout,
                          shard=None if shard is None else parse_shard(shard),
                          user_model=user_model, user_base_url=user_base_url,
-                         refresh=refresh, allow_changed=allow_changed)
+                         refresh=refresh, allow_changed=allow_changed,
+                         normalise=normalise_rules(normalise))
     from rich.console import Console
     console = Console(stderr=True, quiet=quiet)
     # a bar on a terminal, above it (or alone, on a pipe or in a CI log) one line per

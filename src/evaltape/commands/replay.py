@@ -28,6 +28,13 @@ def replay(run: str, dataset: str | None, workers: int, list_stale: bool,
     half = unfinished_refresh(run)
     if half:
         click.echo(f"warning: {half}", err=True)
+    from evaltape.commands.normalise import rule_lines
+    rules = rule_lines(run)
+    if rules:
+        click.echo(f"matching after {len(rules)} normalisation rule(s) of the manifest:",
+                   err=True)
+        for line in rules:
+            click.echo(f"  {line}", err=True)
     checked, divergences = replay_run(run, dataset, workers=workers, list_stale=list_stale)
     if list_stale:
         from evaltape.recorder.wire.scrub import scrub_text

@@ -1,0 +1,514 @@
+"""Tools taped into the episode's cassette: ``@evaltape.tape_tool``.
+
+A tool that reads the world (a file, a database, a service) would run live again at
+replay: a changed result is a cassette miss, a deleted file a crash, and a tool that
+writes writes again. A function decorated with :func:`tape_tool` is recorded instead:
+
+* while an episode records (``evaltape record``, in-process agents), the function runs
+  and its name, arguments and result (or the error it raised) are appended to the
+  episode's cassette, scrubbed like the model traffic (:mod:`.wire.scrub`);
+* while an episode replays (``evaltape replay``, ``--list-stale``), the result is read
+  from the cassette and the function does **not** run; the recorded error is raised
+  again. A call whose arguments differ from the recorded call's is a miss
+  (:class:`ToolTapeMiss`) that names the tool and the argument;
+* during ``record --refresh``, calls are answered from the cassette up to the episode's
+  first divergence (model request or tool call) and run live after it;
+* in a program that ``evaltape record --command`` runs behind the recording proxy (a
+  Python agent in its own process, the Claude Agent SDK's in-process tools), the calls go
+  to the episode's cassette through the proxy (``EVALTAPE_PROXY_URL``,
+  ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``; :func:`serve_tape`), with the same rules;
+* outside any episode (the agent in production, a unit test) the function just runs.
+
+One call is one cassette interaction, stored in order with the model's::
+
+    {"request": {"method": "TOOL", "uri": "evaltape://tool/<name>",
+                 "body": {"json": {"tool": NAME, "arguments": {PARAM: VALUE, ...}}}, ...},
+     "response": {"status": {"code": 200, ...},
+                  "body": {"json": {"result": VALUE}}   # or {"error": {"type", "message"}}
+                  ...}}
+
+Replay matches it as it matches model requests (method, path, canonical JSON body), so a
+tool call is played once per recorded call, in any order among equal calls.
+
+Arguments and results must be JSON values (``dict`` with string keys, ``list``, ``str``,
+numbers, ``bool``, ``None``); tuples become lists. The function returns, also when
+recording, the result as it reads back from JSON, so the agent sees the same value at
+record and at replay (a ``sqlite3`` row tuple is a list either way).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import importlib
+import inspect
+import json
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+from urllib.parse import quote
+
+__all__ = ["tape_tool", "ToolTapeMiss", "TapedToolError", "active_cassette",
+           "cassette_active", "serve_tape", "proxy_episode", "miss_text", "TOOL_METHOD",
+           "TOOL_URI_PREFIX"]
+
+#: Method of a taped tool call in a cassette (never an HTTP method, so no importer or
+#: proxy takes it for model traffic).
+TOOL_METHOD = "TOOL"
+#: URI prefix of a taped tool call; the tool's name (percent-encoded) follows.
+TOOL_URI_PREFIX = "evaltape://tool/"
+#: Parameter names left out of a call's recorded arguments without being asked.
+IMPLICIT_IGNORED = ("self", "cls")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_current: contextvars.ContextVar[Any] = contextvars.ContextVar("evaltape_cassette",
+                                                               default=None)
+_active: list[Any] = []
+_active_lock = threading.Lock()
+
+
+class ToolTapeMiss(AssertionError):
+    """A taped tool was called at replay with no recorded call to answer it.
+
+    Attributes:
+        tool: the tool's name.
+        message: what differs (the argument's JSON path, recorded and current values).
+    """
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool, self.message = tool, message
+
+
+class TapedToolError(Exception):
+    """A recorded tool error raised again at replay when its own exception class cannot be
+    rebuilt (not importable, or not from its recorded arguments): a subclass named as the
+    recorded class, so ``type(e).__name__`` and ``str(e)`` read as when recording.
+
+    Attributes:
+        type: the recorded class, ``module.QualName``.
+        message: ``str()`` of the recorded exception.
+    """
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type, self.message = type_name, message
+
+
+@contextlib.contextmanager
+def cassette_active(cassette: Any) -> Iterator[Any]:
+    """Make ``cassette`` the one taped tools record into or replay from while the block
+    runs (:func:`active_cassette`). The recorder enters it around every episode's vcrpy
+    cassette; nesting is allowed (the innermost wins in its own thread)."""
+    token = _current.set(cassette)
+    with _active_lock:
+        _active.append(cassette)
+    try:
+        yield cassette
+    finally:
+        _current.reset(token)
+        with _active_lock:
+            for i in range(len(_active) - 1, -1, -1):
+                if _active[i] is cassette:
+                    del _active[i]
+                    break
+
+
+def active_cassette() -> Any:
+    """The cassette of the episode running now, or ``None``: the one set in this thread's
+    context, else the only one open in the process (a tool run on a thread the agent
+    started). Two episodes open at once in one process leave a tool on a foreign thread
+    without a cassette (it runs untaped)."""
+    cassette = _current.get()
+    if cassette is not None:
+        return cassette
+    with _active_lock:
+        return _active[0] if len(_active) == 1 else None
+
+
+def _plain(value: Any, what: str) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists).
+
+    Raises:
+        TypeError: ``value`` is not a JSON value (names ``what`` and the type).
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what} is not a JSON value ({e}); taped tools take and return "
+                        "dicts with string keys, lists, strings, numbers, booleans and None"
+                        ) from None
+    return json.loads(text)
+
+
+def _arguments(sig: inspect.Signature | None, tool: str, ignore: frozenset[str],
+               args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The call's arguments by parameter name, defaults applied, ``ignore`` left out.
+
+    Raises:
+        TypeError: the arguments do not fit the signature, or one is not a JSON value.
+    """
+    if sig is None:
+        bound: dict[str, Any] = {f"arg{i}": a for i, a in enumerate(args)}
+        bound.update(kwargs)
+    else:
+        b = sig.bind(*args, **kwargs)
+        b.apply_defaults()
+        bound = dict(b.arguments)
+    return {name: _plain(value, f"argument {name!r} of tool {tool!r}")
+            for name, value in bound.items() if name not in ignore}
+
+
+def _tool_request(tool: str, arguments: dict[str, Any]) -> Any:
+    """The vcrpy ``Request`` that stands for one tool call."""
+    from vcr.request import Request
+    body = json.dumps({"tool": tool, "arguments": arguments}, ensure_ascii=False,
+                      sort_keys=True).encode("utf-8")
+    return Request(TOOL_METHOD, TOOL_URI_PREFIX + quote(tool, safe=""), body,
+                   {"content-type": "application/json"})
+
+
+def _tool_response(payload: dict) -> dict:
+    """The vcrpy response dict that stores one tool call's outcome."""
+    body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return {"status": {"code": 200, "message": "OK"},
+            "headers": {"content-type": ["application/json"],
+                        "content-length": [str(len(body))]},
+            "body": {"string": body}}
+
+
+def _qualname(exc: BaseException) -> str:
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else \
+        f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _error_payload(error: BaseException) -> dict:
+    """How a tool's exception is stored: ``{"type": "module.QualName", "message":
+    str(error), "args": [...]}`` (``args`` only when they are JSON values)."""
+    out: dict[str, Any] = {"type": _qualname(error), "message": str(error)}
+    try:
+        out["args"] = _plain(list(error.args), "args")
+    except TypeError:
+        pass
+    return out
+
+
+def _rebuilt_error(err: dict) -> Exception:
+    """The recorded exception, rebuilt: its own class when importable and constructible
+    from its recorded ``args`` (or its message) with the same ``str()``; otherwise a
+    :class:`TapedToolError` subclass with the recorded class's name (so
+    ``type(e).__name__`` and ``str(e)`` read as they did when recording)."""
+    type_name = str(err.get("type", "Exception"))
+    message = str(err.get("message", ""))
+    args = err.get("args")
+    module, _, name = type_name.rpartition(".")
+    try:
+        obj: Any = importlib.import_module(module or "builtins")
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            for attempt in ((*args,) if isinstance(args, list) else None, (message,)):
+                if attempt is None:
+                    continue
+                try:
+                    rebuilt = obj(*attempt)
+                except Exception:  # noqa: BLE001 - a constructor wanting other arguments
+                    continue
+                if str(rebuilt) == message:
+                    return rebuilt
+    except Exception:  # noqa: BLE001 - not importable: fall back to TapedToolError
+        pass
+    cls = type(name.rpartition(".")[2] or "TapedToolError", (TapedToolError,), {})
+    return cls(type_name, message)
+
+
+def _outcome(response: dict, tool: str) -> Any:
+    """The recorded result of a played tool call, or raise its recorded error.
+
+    Raises:
+        ValueError: the stored body is not a taped tool's outcome (names the tool).
+    """
+    raw = (response.get("body") or {}).get("string")
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).decode("utf-8")
+    try:
+        payload = json.loads(raw) if raw is not None else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and "result" in payload:
+        return payload["result"]
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        raise _rebuilt_error(payload["error"])
+    raise ValueError(f"cassette: the recorded call of tool {tool!r} holds neither "
+                     "'result' nor 'error'")
+
+
+def miss_text(cassette: Any, request: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """Why a tool call has no recorded match: against the first unplayed recorded call of
+    the same tool, the first argument that differs (its JSON path, both values shortened
+    and redacted); or that every recorded call of it was played; or that the recording
+    has no call of it."""
+    from .wire.jsonpath import first_difference
+    from .wire.matchers import parse_body, shorten_pair
+    from .wire.scrub import scrub_value
+    calls = [(i, r) for i, (r, _resp) in enumerate(cassette.data)
+             if r.method == TOOL_METHOD and r.path == request.path]
+    if not calls:
+        return f"tool {tool!r} was called, and the recording has no call of it"
+    unplayed = [(i, r) for i, r in calls if cassette.play_counts[i] == 0]
+    if not unplayed:
+        return (f"tool {tool!r} was called once more than recorded (all {len(calls)} "
+                f"recorded call(s) of it were played)")
+    recorded = parse_body(unplayed[0][1])
+    recorded_args = recorded.get("arguments") if isinstance(recorded, dict) else None
+    now = scrub_value(arguments)
+    diff = first_difference(recorded_args, now)
+    if diff is None:  # (equal once scrubbed: a secret the recording redacted)
+        return f"tool {tool!r} was called with arguments that match no recorded call"
+    path, a, b = diff
+    argument = path[2:].split(".", 1)[0].split("[", 1)[0] if path.startswith("$.") else path
+    sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
+    where = "" if path == f"$.{argument}" else f" at {path}"
+    return (f"tool {tool!r} was called with other arguments than recorded: argument "
+            f"{argument!r}{where}: recorded {sa}, now {sb}")
+
+
+_LIVE = object()
+
+
+def _play(cassette: Any, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
+    """Look a tool call up in ``cassette`` (vcrpy's rule, as for an HTTP request).
+
+    Returns:
+        ``(request, result)``: the recorded result when the cassette can play the call,
+        or ``_LIVE`` when the tool must run (recording, or past a refresh's divergence).
+
+    Raises:
+        ToolTapeMiss: the cassette is write-protected (replay) and has no match.
+        the recorded error: the recorded call raised.
+    """
+    request = _tool_request(tool, arguments)
+    if cassette.can_play_response_for(request):
+        return request, _outcome(cassette.play_response(request), tool)
+    if cassette.write_protected:
+        miss = miss_text(cassette, request, tool, arguments)
+        request._evaltape_miss = miss  # (read by the replay's miss message)
+        raise ToolTapeMiss(tool, miss)
+    return request, _LIVE
+
+
+def _store_error(cassette: Any, request: Any, error: Exception) -> None:
+    """Append a live call that raised ``error``."""
+    cassette.append(request, _tool_response({"error": _error_payload(error)}))
+
+
+def _store_result(cassette: Any, request: Any, tool: str, result: Any) -> Any:
+    """Append a live call's result; return it as it reads back from JSON."""
+    plain = _plain(result, f"the result of tool {tool!r}")
+    cassette.append(request, _tool_response({"result": plain}))
+    return plain
+
+
+def proxy_episode() -> Any:
+    """The episode of a program that ``evaltape record --command`` (or ``replay``) runs
+    behind the proxy (:func:`.mcp_tape.episode_from_env`: ``EVALTAPE_PROXY_URL``,
+    ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``), or ``None``."""
+    from .mcp_tape import episode_from_env
+    try:
+        return episode_from_env()
+    except ValueError:
+        return None
+
+
+def _proxy_lookup(episode: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    """Ask the proxy for a taped call: its recorded outcome, or ``_LIVE``.
+
+    Raises:
+        ToolTapeMiss: replay, and no recorded call matches (the proxy's message).
+        OSError: the proxy cannot be reached.
+    """
+    from .mcp_tape import post_tape
+    status, answer = post_tape(episode, {"tool": tool, "arguments": arguments})
+    if status == 404 and "miss" in answer:
+        raise ToolTapeMiss(tool, str(answer["miss"]))
+    if status != 200:
+        raise OSError(f"the evaltape proxy answered HTTP {status} to a taped call of tool "
+                      f"{tool!r}: {answer}")
+    return answer["outcome"] if "outcome" in answer else _LIVE
+
+
+def _proxy_outcome(outcome: Any, tool: str) -> Any:
+    """A recorded outcome from the proxy: the result, or raise the recorded error."""
+    body = json.dumps(outcome).encode("utf-8")
+    return _outcome({"body": {"string": body}}, tool)
+
+
+def _proxy_store(episode: Any, tool: str, arguments: dict[str, Any], outcome: dict) -> None:
+    """Store a live call's outcome in the episode's cassette through the proxy.
+
+    Raises:
+        OSError: the proxy cannot be reached or refused it.
+    """
+    from .mcp_tape import post_tape
+    status, answer = post_tape(episode, {"tool": tool, "arguments": arguments,
+                                         "outcome": outcome})
+    if status != 200:
+        raise OSError(f"the evaltape proxy answered HTTP {status} when storing a call of "
+                      f"tool {tool!r}: {answer}")
+
+
+def _via_proxy(episode: Any, tool: str, arguments: dict[str, Any],
+               run: Callable[[], Any]) -> Any:
+    """One taped call of a program behind the proxy: answered from the episode's cassette,
+    or run and stored (:func:`serve_tape` on the proxy's side)."""
+    outcome = _proxy_lookup(episode, tool, arguments)
+    if outcome is not _LIVE:
+        return _proxy_outcome(outcome, tool)
+    try:
+        result = run()
+    except Exception as e:
+        _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
+        raise
+    plain = _plain(result, f"the result of tool {tool!r}")
+    _proxy_store(episode, tool, arguments, {"result": plain})
+    return plain
+
+
+def tape_tool(fn: F | None = None, *, name: str | None = None,
+              ignore: tuple[str, ...] | list[str] = ()) -> Any:
+    """Tape a tool function into the running episode's cassette (module docstring).
+
+    Use as ``@tape_tool``, ``@tape_tool(name="lookup", ignore=("conn",))`` or
+    ``tape_tool(fn)``; ``async def`` functions are taped too.
+
+    Args:
+        fn: the tool function.
+        name: the tool's name in the cassette (default: the function's ``__name__``).
+        ignore: parameters left out of the recorded arguments and of matching (a
+            connection, a client, a logger); ``self`` and ``cls`` always are.
+
+    Returns:
+        The wrapped function: same signature; returns the result as it reads back from
+        JSON.
+
+    Raises (from the wrapped function):
+        ToolTapeMiss: at replay, no recorded call matches (names the tool and the first
+            differing argument).
+        TypeError: an argument or the result is not a JSON value (names which).
+        the recorded error: at replay, when the recorded call raised (its own class when
+            it can be rebuilt, else :class:`TapedToolError`).
+    """
+    if fn is None:
+        return lambda f: tape_tool(f, name=name, ignore=ignore)
+    tool = name or getattr(fn, "__name__", None) or "tool"
+    skipped = frozenset(ignore) | frozenset(IMPLICIT_IGNORED)
+    try:
+        sig: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        unknown = sorted(set(ignore) - set(sig.parameters))
+        if unknown:
+            raise TypeError(f"tape_tool({tool!r}): ignore names no parameter of the "
+                            f"function: {', '.join(unknown)}")
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            cassette = active_cassette()
+            if cassette is None:
+                episode = proxy_episode()
+                if episode is None:
+                    return await fn(*args, **kwargs)
+                arguments = _arguments(sig, tool, skipped, args, kwargs)
+                outcome = _proxy_lookup(episode, tool, arguments)
+                if outcome is not _LIVE:
+                    return _proxy_outcome(outcome, tool)
+                try:
+                    result = await fn(*args, **kwargs)
+                except Exception as e:
+                    _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
+                    raise
+                plain = _plain(result, f"the result of tool {tool!r}")
+                _proxy_store(episode, tool, arguments, {"result": plain})
+                return plain
+            request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args,
+                                                              kwargs))
+            if value is not _LIVE:
+                return value
+            try:
+                result = await fn(*args, **kwargs)
+            except Exception as e:
+                _store_error(cassette, request, e)
+                raise
+            return _store_result(cassette, request, tool, result)
+
+        async_wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        cassette = active_cassette()
+        if cassette is None:
+            episode = proxy_episode()
+            if episode is None:
+                return fn(*args, **kwargs)
+            return _via_proxy(episode, tool, _arguments(sig, tool, skipped, args, kwargs),
+                              lambda: fn(*args, **kwargs))
+        request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args, kwargs))
+        if value is not _LIVE:
+            return value
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:
+            _store_error(cassette, request, e)
+            raise
+        return _store_result(cassette, request, tool, result)
+
+    wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
+    return wrapper
+
+
+def serve_tape(cassette: Any, payload: Any) -> tuple[int, dict]:
+    """One taped call sent over HTTP (the recording proxy's ``/evaltape/<case>/<trial>/tape``)
+    by a tool that runs in another process.
+
+    ``payload``: ``{"tool": NAME, "arguments": {...}}`` looks the call up: ``200
+    {"outcome": {"result": ...} or {"error": {...}}}`` when the cassette plays it, ``200
+    {"live": true}`` when the tool must run (recording), ``404 {"miss": message}`` at
+    replay with no recorded match (:func:`miss_text`). With ``"outcome"`` added, it stores
+    a live call: ``200 {"stored": true}`` (``409`` at replay). ``400`` for a payload of
+    another shape.
+
+    Returns:
+        ``(HTTP status, JSON answer)``.
+    """
+    if not (isinstance(payload, dict) and isinstance(payload.get("tool"), str)
+            and isinstance(payload.get("arguments"), dict)):
+        return 400, {"error": "expected {\"tool\": name, \"arguments\": {...}} and "
+                              "optionally \"outcome\""}
+    tool, arguments = payload["tool"], payload["arguments"]
+    request = _tool_request(tool, arguments)
+    if "outcome" in payload:
+        outcome = payload["outcome"]
+        if not (isinstance(outcome, dict) and len(outcome) == 1
+                and ("result" in outcome or isinstance(outcome.get("error"), dict))):
+            return 400, {"error": "outcome: expected {\"result\": value} or "
+                                  "{\"error\": {\"type\", \"message\"}}"}
+        if cassette.write_protected:
+            return 409, {"error": "the episode is being replayed: nothing is stored"}
+        cassette.append(request, _tool_response(outcome))
+        return 200, {"stored": True}
+    if cassette.can_play_response_for(request):
+        response = cassette.play_response(request)
+        raw = (response.get("body") or {}).get("string")
+        if isinstance(raw, (bytes, bytearray)):
+            raw = bytes(raw).decode("utf-8")
+        return 200, {"outcome": json.loads(raw)}
+    if cassette.write_protected:
+        from .wire.scrub import scrub_text
+        number = sum(cassette.play_counts.values()) + 1
+        return 404, {"miss": scrub_text(f"interaction {number}: "
+                                        f"{miss_text(cassette, request, tool, arguments)}")}
+    return 200, {"live": True}
