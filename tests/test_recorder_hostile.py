@@ -815,16 +815,24 @@ def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path,
+                                                                        monkeypatch):
     import time
+
+    from evaltape.recorder import command
     with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        # the deadline is measured on the recorder's clock: once tc_001's program has been
+        # held by 3 pings, that clock jumps 15 s ahead (no test waits 15 s for it); the
+        # real seconds go on under it, so tc_002's program still has 15 s to start (import
+        # anthropic: a second or two on a quiet machine, several on a loaded one) and answer
+        monkeypatch.setattr(command, "clock",
+                            lambda: time.monotonic() + (15 if server.pings >= 3 else 0))
         t0 = time.monotonic()
         p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
                     str(tmp_path / "run"), "--base-url", server.base_url,
                     "--episode-timeout", "15", "--keep-errors")
         took = time.monotonic() - t0
-    # the deadline holds the other episode's program too, which needs a second or two to
-    # start on a quiet machine (import anthropic) and several on a loaded one: 15 s
+        assert server.pings >= 3  # tc_001's program was held by the pings until killed
     assert took < 50, took
     assert p.returncode == 0, p.stderr
     t = _traces(tmp_path / "run")
