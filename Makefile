@@ -35,7 +35,9 @@ replay: install
 	@set -e; for run in cassettes/*/; do $(BIN)/evaltape replay $$run; done
 
 ## test: the whole suite, spread over TEST_WORKERS processes (slow end-to-end tests first)
+## (the package is byte-compiled first: every `python -m evaltape.cli` a test starts reads it)
 test: install
+	$(BIN)/python -m compileall -q grader recorder src
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 ## node-agents: the non-Python example agents of docs/proxy.md (Node SDK agent, Claude Code

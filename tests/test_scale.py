@@ -282,6 +282,7 @@ def test_cli_workers_flag_and_engine_usage_errors(tmp_path):
     assert zero.returncode == 2
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_local_bytes(monkeypatch, tmp_path):
     from distributed import LocalCluster
 
