@@ -8,6 +8,8 @@ AGENT  ?= helpdesk
 OUT    ?= runs/$(AGENT)-$(notdir $(basename $(DATASET)))
 TRIALS ?= 1
 ARGS   ?=
+# pytest-xdist processes for `make test` (auto: one per core)
+TEST_WORKERS ?= auto
 
 .PHONY: install grade record replay test bench bench-grounding audit check-golden update-golden \
         clean local-model serve-local record-local stop-local node-agents
@@ -32,8 +34,11 @@ record: install
 replay: install
 	@set -e; for run in cassettes/*/; do $(BIN)/evaltape replay $$run; done
 
+## test: the whole suite, spread over TEST_WORKERS processes (slow end-to-end tests first)
+## (the package is byte-compiled first: every `python -m evaltape.cli` a test starts reads it)
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/python -m compileall -q grader recorder src
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 ## node-agents: the non-Python example agents of docs/proxy.md (Node SDK agent, Claude Code
 ## CLI), installed from the npm registry into examples/*/node_modules (git-ignored)

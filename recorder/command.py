@@ -63,6 +63,12 @@ CHOSEN_BY_COMMAND = "chosen-by-command"
 NO_KEY = "evaltape-proxy-no-key"
 #: Characters of stderr kept in a failed episode's ``error``.
 STDERR_TAIL = 2000
+#: The clock a program's deadline is measured on (:func:`run_command`): seconds, never going
+#: back. A test may put a clock here that jumps ahead, to see a deadline pass without
+#: waiting for it.
+clock: Callable[[], float] = time.monotonic
+#: Longest wait (s) between two looks at :data:`clock` while the program runs.
+CLOCK_TICK_S = 0.2
 
 
 class SetupChanged(Exception):
@@ -168,7 +174,8 @@ class CommandResult:
 
 def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
                 timeout_s: float) -> CommandResult:
-    """Run the command for one episode against the proxy ``px`` (see module docstring)."""
+    """Run the command for one episode against the proxy ``px`` (see module docstring);
+    it is killed once ``timeout_s`` seconds have passed on :data:`clock`."""
     env = dict(os.environ)
     env.update({
         "ANTHROPIC_BASE_URL": episode_base_url(px.base_url, case.id, trial),
@@ -188,7 +195,7 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
         try:
-            out, err = p.communicate(timeout=timeout_s)
+            out, err = _communicate_until(p, clock() + timeout_s)
             code = p.returncode
         except subprocess.TimeoutExpired:
             _kill_group(p)
@@ -199,6 +206,23 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
             raise
         wall = round(time.perf_counter() - t0, 3)
     return CommandResult(code, redact_output(out), redact_output(err), wall)
+
+
+def _communicate_until(p: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+    """``p.communicate()`` (its stdout and stderr) while :data:`clock` is before
+    ``deadline``, looking at the clock at least every :data:`CLOCK_TICK_S` seconds.
+
+    Raises:
+        subprocess.TimeoutExpired: the deadline passed with the program still running (it
+            is left running; what it wrote so far stays with ``p``).
+    """
+    while True:
+        left = deadline - clock()
+        try:
+            return p.communicate(timeout=max(0.0, min(left, CLOCK_TICK_S)))
+        except subprocess.TimeoutExpired:
+            if clock() >= deadline:
+                raise
 
 
 def redact_output(data: bytes | str | None) -> str:

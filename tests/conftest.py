@@ -38,6 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
                             "data from the corpus folder beside the repository")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the tests marked ``slow`` first, the others after them (each group in collected
+    order): under ``pytest -n`` (pytest-xdist) the long end-to-end tests start at once,
+    and the run ends on short tests that the workers share out, not on one long test."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, with ``CI=true``, fail) a :func:`corpus_mark` test whose data is missing."""
     mark = item.get_closest_marker("corpus")

@@ -85,6 +85,8 @@ class FaultServer(ScriptServer):
         self._lock = threading.Lock()
         #: set when the server stops: ends endless answers (``ping_forever``)
         self.stopping = threading.Event()
+        #: pings sent by ``ping_forever`` answers
+        self.pings = 0
 
     def __exit__(self, *exc: Any) -> None:
         self.stopping.set()
@@ -233,6 +235,8 @@ class FaultServer(ScriptServer):
             while not self.stopping.wait(0.05):
                 handler.wfile.write(b'event: ping\ndata: {"type": "ping"}\n\n')
                 handler.wfile.flush()
+                with self._lock:
+                    self.pings += 1
         except OSError:
             pass  # the client went away
 

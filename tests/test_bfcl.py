@@ -281,6 +281,7 @@ def test_import_refuses_other_languages_and_misplaced_options(tmp_path):
     assert p.returncode == 2 and "--results applies to bfcl" in p.stderr
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_make_record_with_the_bfcl_agent(tmp_path):
     """``make record`` with the built-in agent, the model played by the stand-in server on

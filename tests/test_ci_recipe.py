@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import ROOT
@@ -60,6 +61,7 @@ def edit(gold: Path, change) -> None:
     path.write_text(json.dumps(report))
 
 
+@pytest.mark.slow
 def test_green_against_the_committed_golden(tmp_path):
     # (the committed golden of this one run: the golden folder holds other runs' too, and
     # a baseline without its run fails the job)
@@ -79,6 +81,7 @@ def test_green_against_the_committed_golden(tmp_path):
         assert (tmp_path / "out" / RUN / name).is_file()
 
 
+@pytest.mark.slow
 def test_red_when_the_golden_is_changed(tmp_path):
     gold = golden_copy(tmp_path)
     edit(gold, lambda r: r["summary"]["metrics"].__setitem__("tool_selection_accuracy", 0.95))
@@ -91,6 +94,7 @@ def test_red_when_the_golden_is_changed(tmp_path):
     assert "| tool_selection_accuracy | 0.950 | 0.792 | -0.158 | critical |" in summary
 
 
+@pytest.mark.slow
 def test_a_flipped_episode_of_the_same_recording_fails(tmp_path):
     gold = golden_copy(tmp_path)
 
@@ -106,6 +110,7 @@ def test_a_flipped_episode_of_the_same_recording_fails(tmp_path):
     assert "tc_001#t0: pass → fail on the same recording (no_answer:loop_detected)" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_cassette_that_no_longer_replays_fails_the_job(tmp_path):
     """The last answer of tc_007#t1 edited in its cassette: the agent replayed against it
     answers otherwise than the stored trace, so the committed run is stale."""
@@ -143,6 +148,7 @@ def test_strict_reports_state_the_strict_gate(tmp_path):
     assert 'name="baseline gate"' in junit and 'type="baseline"' in junit
 
 
+@pytest.mark.slow
 def test_strict_by_default_fails_on_a_warning(tmp_path):
     gold = golden_copy(tmp_path)
     edit(gold, lambda r: r["summary"]["metrics"].__setitem__("argument_correctness", 0.75))
@@ -171,6 +177,7 @@ def test_an_imported_run_is_graded_without_replay(tmp_path):
             "re-run); gate: pass (") in res.stderr
 
 
+@pytest.mark.slow
 def test_missing_baseline_fails_and_update_writes_it(tmp_path):
     gold = tmp_path / "empty-gold"
     res = recipe(tmp_path, gold)
@@ -180,6 +187,7 @@ def test_missing_baseline_fails_and_update_writes_it(tmp_path):
     assert recipe(tmp_path, gold).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_baseline_whose_run_was_deleted_fails_naming_it(tmp_path):
     """A baseline committed for a run that is gone: the run's gate would be off. Two runs'
     baselines (the same golden under a second name, ``retired``), one run: the run passes,
@@ -306,6 +314,7 @@ def _as_released(tmp_path: Path, ref: str) -> Path:
     return src
 
 
+@pytest.mark.slow
 def test_the_workflow_install_line_installs_evaltape_from_git_into_a_fresh_venv(tmp_path):
     """The line names a git repository and the tag of this version (pyproject.toml's), with
     the recorder extra. Installed by the recipe into a new venv, it gives an evaltape that
@@ -406,6 +415,7 @@ def _git(cwd: Path, *args: str) -> str:
                           text=True).stdout
 
 
+@pytest.mark.slow
 def test_the_recipe_runs_on_a_fresh_clone_of_a_team_repository(tmp_path):
     """A team's repository in the recipe's layout: its own agent (shopagent:run, which
     imports the team's package shopdata, listed in requirements.txt), one run recorded with

@@ -168,6 +168,7 @@ def test_a_key_in_a_scripted_user_turn_is_refused_before_recording(tmp_path):
     assert not (tmp_path / "run" / "traces.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_conversation_then_rerun_leaves_one_whole_episode_each(tmp_path):
     ds, _sc = write(tmp_path)
     run = tmp_path / "run"

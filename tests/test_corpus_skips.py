@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 TAU2_FILE = "gpt-4.1_airline_default_gpt-4.1_1trials.json"
@@ -33,6 +35,7 @@ def _pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
                           env=full, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_clone_without_the_corpus_skips_saying_what_it_needs(tmp_path):
     res = _pytest(tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -44,6 +47,7 @@ def test_a_clone_without_the_corpus_skips_saying_what_it_needs(tmp_path):
     assert "4 passed, 2 skipped" in res.stdout  # the hand-made tests ran
 
 
+@pytest.mark.slow
 def test_under_ci_a_missing_corpus_fails_instead_of_skipping(tmp_path):
     res = _pytest(tmp_path, CI="true")
     assert res.returncode == 1, res.stdout + res.stderr

@@ -47,6 +47,7 @@ def test_hostile_input(tmp_path, h):
         assert needle.replace("{d}", str(d)) in p.stderr, (needle, p.stderr)
 
 
+@pytest.mark.slow
 def test_concurrent_grades_into_one_out_all_succeed(tmp_path):
     """Eight ``grade`` processes writing one ``--out`` at once: each writes through its own
     pid-named temp file and an atomic rename, so all exit 0 and the report is whole."""

@@ -71,6 +71,7 @@ def test_first_entry_by_hand(tau_run):
         {"payment_id": "credit_card_4421486", "amount": 5}]
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_grade_agreement_with_reward(tau_run, tmp_path, capsys):
     out = tmp_path / "report"

@@ -359,6 +359,7 @@ def test_question_claims_are_not_assertions():
     assert (s.value, s.code) == (None, "no_claims")
 
 
+@pytest.mark.slow
 def test_deterministic_and_linear_in_answer_size():
     # the same answer graded twice gives the same details; 4x the answer costs well under
     # 16x the work (a quadratic check would take ~16x). Work is counted as Python function

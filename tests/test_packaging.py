@@ -6,6 +6,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 try:
@@ -39,6 +41,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     return wheels[0]
 
 
+@pytest.mark.slow
 def test_wheel_installs_only_the_evaltape_namespace(tmp_path):
     wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()

@@ -65,6 +65,7 @@ def test_entry_point_registers_the_plugin():
         "pytest11 entry point missing: re-run `pip install -e .`"
 
 
+@pytest.mark.slow
 def test_example_rules_over_committed_run(tmp_path):
     xml = tmp_path / "junit.xml"
     proc = run_pytest(str(EXAMPLE), "--evaltape-run", str(RUN.relative_to(ROOT)),
@@ -88,6 +89,7 @@ def test_example_rules_over_committed_run(tmp_path):
     assert "Missing expected topics: ['ticket']" in proc.stdout
 
 
+@pytest.mark.slow
 def test_without_a_run_episode_tests_error_not_skip(tmp_path):
     (tmp_path / "test_rules.py").write_text(
         "def test_uses_episode(episode):\n    assert episode\n\n"
@@ -98,6 +100,7 @@ def test_without_a_run_episode_tests_error_not_skip(tmp_path):
     assert "no evaltape run configured: pass --evaltape-run DIR" in proc.stdout
 
 
+@pytest.mark.slow
 def test_ini_options_resolve_relative_to_the_ini_file(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "pytest.ini").write_text(

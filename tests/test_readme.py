@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -36,6 +38,7 @@ def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_tour_records_grades_and_gates_as_printed(tmp_path):
     (tmp_path / "myagent.py").write_text(next(b for b in _blocks("python")
                                               if "def run(case, client" in b))

@@ -80,6 +80,7 @@ def _leaks(folder: Path) -> list[str]:
             for s in SECRETS if s in f.read_text(errors="replace")]
 
 
+@pytest.mark.slow
 def test_proxy_stores_no_gateway_credential_even_echoed(tmp_path):
     run = tmp_path / "run"
     body = json.dumps({"model": "m", "max_tokens": 5,

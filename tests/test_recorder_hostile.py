@@ -104,6 +104,7 @@ def _check_saved_whole_then_resume(ds: Path, run: Path, p, cwd: Path) -> None:
     assert not list((run / "http").glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_disk_full_during_record_keeps_whole_episodes_and_resumes(tmp_path):
     import os
     import subprocess
@@ -131,6 +132,7 @@ def test_disk_full_during_record_keeps_whole_episodes_and_resumes(tmp_path):
         subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_file_size_limit_during_record_keeps_whole_episodes(tmp_path):
     import resource
     import signal
@@ -587,6 +589,7 @@ def _fill(mnt: Path) -> None:
             pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", ["file_size", "full_disk"])
 def test_a_refused_manifest_write_exits_2_naming_it_and_keeps_the_run(tmp_path, limit):
     import resource
@@ -793,6 +796,7 @@ def _two_cases(tmp_path: Path) -> str:
     return str(write_json(tmp_path / "ds.json", cases))
 
 
+@pytest.mark.slow
 def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
     # request 2 is tc_001's answer: the agent's SDK takes the cut stream as an answer and
     # prints it, but the proxy stored a stream without message_stop
@@ -815,16 +819,25 @@ def test_a_proxied_stream_cut_before_message_stop_is_an_infra_error(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path):
+@pytest.mark.slow
+def test_a_proxied_stream_kept_alive_by_pings_ends_at_the_episode_deadline(tmp_path,
+                                                                        monkeypatch):
     import time
+
+    from evaltape.recorder import command
     with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
+        # the deadline is measured on the recorder's clock: once tc_001's program has been
+        # held by 3 pings, that clock jumps 15 s ahead (no test waits 15 s for it); the
+        # real seconds go on under it, so tc_002's program still has 15 s to start (import
+        # anthropic: a second or two on a quiet machine, several on a loaded one) and answer
+        monkeypatch.setattr(command, "clock",
+                            lambda: time.monotonic() + (15 if server.pings >= 3 else 0))
         t0 = time.monotonic()
         p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
                     str(tmp_path / "run"), "--base-url", server.base_url,
                     "--episode-timeout", "15", "--keep-errors")
         took = time.monotonic() - t0
-    # the deadline holds the other episode's program too, which needs a second or two to
-    # start on a quiet machine (import anthropic) and several on a loaded one: 15 s
+        assert server.pings >= 3  # tc_001's program was held by the pings until killed
     assert took < 50, took
     assert p.returncode == 0, p.stderr
     t = _traces(tmp_path / "run")
@@ -887,6 +900,7 @@ def run(case, client, *, model, **kw):
 '''
 
 
+@pytest.mark.slow
 def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
     if not Path("/proc/self/stat").exists():
         pytest.skip("counts processes through /proc (Linux)")
@@ -902,6 +916,7 @@ def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
         ["8"] * 8
 
 
+@pytest.mark.slow
 def test_command_concurrency_above_the_episodes_is_capped(tmp_path):
     scripts = write_json(tmp_path / "s.json", {i: SCRIPTS[i] for i in ("tc_001", "tc_002")})
     p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",

@@ -68,6 +68,7 @@ def test_exhausted_script_gives_no_answer(tmp_path):
     assert (t["final_response"], t["stop_reason"], t["steps"]) == (None, "end_turn", 2)
 
 
+@pytest.mark.slow
 def test_user_agent_as_module_function(tmp_path):
     ds = write_json(tmp_path / "cases.json", [{"id": "o1", "user_query": "Where is order 42?",
                                                "expected_tools": ["lookup_order"]}])

@@ -80,6 +80,7 @@ def test_route_refuses_a_bad_trial_header_and_base_url_round_trips():
 
 # -- record --command -----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     ds, sc, scripts = small_dataset(tmp_path)
     run = tmp_path / "run"
@@ -141,6 +142,7 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
                                    "tc_002#t1": "grounding 0.40 > 0.00"}
 
 
+@pytest.mark.slow
 def test_replay_of_a_changed_agent_names_the_json_path(tmp_path):
     ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
     run = tmp_path / "run"
@@ -192,6 +194,7 @@ def test_conversation_cases_are_refused_not_recorded_as_one_turn(tmp_path):
     assert not (run / "traces.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_failed_command_is_not_saved_and_a_rerun_records_only_it(tmp_path):
     ds, sc, scripts = small_dataset(tmp_path)
     run, marker = tmp_path / "run", tmp_path / "fixed"
@@ -354,6 +357,7 @@ def wait_for(predicate, timeout: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_standalone_proxy_episodes_resume_and_replay(tmp_path):
     _ds, _sc, scripts = small_dataset(tmp_path)
     # requests without episode headers reach the stand-in as case "": give it a script too

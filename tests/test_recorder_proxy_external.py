@@ -34,6 +34,7 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+@pytest.mark.slow
 def test_node_sdk_agent_recorded_replayed_graded(tmp_path):
     need(NODE_DIR / "node_modules" / "@anthropic-ai" / "sdk")
     cases = [c for c in json.loads((ROOT / "datasets" / "helpdesk_eval.json").read_text())
@@ -64,6 +65,7 @@ def test_node_sdk_agent_recorded_replayed_graded(tmp_path):
         "tc_001": None, "tc_002": "grounding 0.40 > 0.00"}
 
 
+@pytest.mark.slow
 def test_claude_code_cli_recorded_replayed_graded(tmp_path):
     need(CLAUDE)
     notes = tmp_path / "notes.txt"

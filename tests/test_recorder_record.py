@@ -112,6 +112,7 @@ def test_rerunning_a_finished_run_records_nothing(tmp_path):
     assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_after", [0, 1, 5])
 def test_sigkill_then_rerun_leaves_exactly_one_trace_per_episode(tmp_path, kill_after):
     run = tmp_path / "run"

@@ -98,6 +98,7 @@ def cassettes(run: Path) -> dict[str, bytes]:
 
 # -- the scenario of the issue ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_changed_tool_result_refuses_record_then_refresh_sends_one_request_per_changed_episode(
         tmp_path):
     setup(tmp_path)
@@ -174,6 +175,7 @@ def test_changed_tool_result_refuses_record_then_refresh_sends_one_request_per_c
         "episodes"] == 12
 
 
+@pytest.mark.slow
 def test_refresh_of_a_command_agent_replays_through_the_proxy(tmp_path):
     ids = ["o1", "o2", "o3"]
     setup(tmp_path, ids)
@@ -209,6 +211,7 @@ def test_refresh_of_a_command_agent_replays_through_the_proxy(tmp_path):
     assert run_cli("replay", "run", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_refresh_that_fails_keeps_the_old_recording_and_the_rerun_finishes_it(tmp_path):
     setup(tmp_path, ["o1", "o2", "o3"])
     run = tmp_path / "run"
@@ -240,6 +243,7 @@ def test_a_refresh_that_fails_keeps_the_old_recording_and_the_rerun_finishes_it(
         {n: old[n] for n in ("o1__t0.jsonl", "o2__t0.jsonl")}
 
 
+@pytest.mark.slow
 def test_a_refresh_stopped_between_cassette_and_trace_keeps_the_true_old_recording(tmp_path):
     setup(tmp_path, ["o1", "o2"])
     run = tmp_path / "run"
@@ -278,6 +282,7 @@ def test_a_refresh_stopped_between_cassette_and_trace_keeps_the_true_old_recordi
     assert "lost" in json.loads(lines(run / "traces.jsonl")[0])["final_response"]
 
 
+@pytest.mark.slow
 def test_allow_changed_records_the_missing_episodes_and_says_so_in_the_manifest(tmp_path):
     setup(tmp_path, ["o1", "o2"])
     run = tmp_path / "run"
@@ -299,6 +304,7 @@ def test_allow_changed_records_the_missing_episodes_and_says_so_in_the_manifest(
     assert m["fingerprint"]["agent"]["sources"] == {"shopagent": sha}
 
 
+@pytest.mark.slow
 def test_allow_changed_does_not_cover_a_changed_case_input(tmp_path):
     ds = setup(tmp_path, ["o1", "o2"])
     with FaultServer(scripts(["o1", "o2"])) as server:
@@ -322,6 +328,7 @@ def test_record_refuses_refresh_and_allow_changed_together(tmp_path):
     assert p.returncode == 2 and "give one of --refresh" in p.stderr
 
 
+@pytest.mark.slow
 def test_refresh_refuses_to_switch_between_a_command_and_an_agent(tmp_path):
     setup(tmp_path, ["o1"])
     with FaultServer(scripts(["o1"])) as server:
@@ -405,6 +412,7 @@ def test_list_stale_lists_damaged_cassettes_and_goes_on(tmp_path, workers):
     assert p.returncode == 3
 
 
+@pytest.mark.slow
 def test_replay_workers_give_the_same_output_as_one(tmp_path):
     run, _ds = _stale_run(tmp_path)
     ds = str(ROOT / "datasets" / "scripted_eval.json")
@@ -515,6 +523,7 @@ def test_wire_fingerprint_records_what_the_requests_sent(tmp_path):
         "models": ["m"], "parameters": [{"max_tokens": 5}], "parameter_sets": 1}
 
 
+@pytest.mark.slow
 def test_a_recorded_manifest_holds_the_fingerprint(tmp_path):
     setup(tmp_path, ["o1"])
     with FaultServer(scripts(["o1"])) as server:

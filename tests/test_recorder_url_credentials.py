@@ -40,6 +40,7 @@ def _leaks(folder: Path, *secrets: str) -> list[str]:
             for s in secrets if s in f.read_text(errors="replace")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", [KEY_TOKEN, PLAIN_TOKEN], ids=["key-shaped", "plain"])
 def test_record_base_url_credentials_are_sent_and_stored_nowhere(tmp_path, token):
     run = tmp_path / "run"
@@ -67,6 +68,7 @@ def test_record_base_url_credentials_are_sent_and_stored_nowhere(tmp_path, token
     assert run_cli("replay", str(run)).returncode == 0
 
 
+@pytest.mark.slow
 def test_record_command_upstream_credentials_are_sent_and_stored_nowhere(tmp_path):
     cases = [c for c in json.loads(Path(DATASET).read_text()) if c["id"] == "tc_001"]
     ds = tmp_path / "ds.json"
@@ -90,6 +92,7 @@ def test_record_command_upstream_credentials_are_sent_and_stored_nowhere(tmp_pat
     assert uris == [f"http://127.0.0.1:{port}/v1/messages"] * 2
 
 
+@pytest.mark.slow
 def test_proxy_upstream_credentials_are_sent_and_stored_nowhere(tmp_path):
     run = tmp_path / "run"
     body = json.dumps({"model": "m", "max_tokens": 5,

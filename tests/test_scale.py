@@ -282,13 +282,15 @@ def test_cli_workers_flag_and_engine_usage_errors(tmp_path):
     assert zero.returncode == 2
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_local_bytes(monkeypatch, tmp_path):
     from distributed import LocalCluster
 
     monkeypatch.setattr(scale, "CHUNK_BYTES", 8000)
     local = grade(RUN, metrics=METRICS, workers=1)
+    # (its scratch space in this test's folder: not one shared with other test processes)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
-                      dashboard_address=None) as cluster:
+                      dashboard_address=None, local_directory=str(tmp_path)) as cluster:
         remote = grade(RUN, metrics=METRICS, engine="dask", address=cluster.scheduler_address)
     assert report_bytes(remote) == report_bytes(local)
 

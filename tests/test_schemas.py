@@ -123,6 +123,7 @@ def _datasets() -> list[Path]:
                                     dict))
 
 
+@pytest.mark.slow
 def test_every_committed_dataset_validates():
     names = [p.name for p in _datasets()]
     assert names == ["clinic_eval.json", "clinic_scripted_eval.json", "helpdesk_eval.json",

@@ -32,6 +32,7 @@ def test_labelled_set_size_and_balance():
     assert all(f for _c, f, _n, scope in data if scope == "judge")
 
 
+@pytest.mark.slow
 def test_grounding_precision_and_recall_at_least_095(capsys):
     bench = _bench()
     assert bench.main([]) == 0
@@ -120,6 +121,7 @@ def test_held_out_episodes_by_hand():
     assert bench.held_out("tau2", "airline.29") and not bench.held_out("tau2", "airline.30")
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_real_conversations_precision_recall_and_false_alarms(capsys):
     # worked out from the labels: dev: one invention flagged (a refund called a charge);

@@ -9,6 +9,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from conftest import CORPUS, ROOT, corpus_mark
 
 LEADERBOARD = CORPUS / "tau2-leaderboard"
@@ -28,6 +30,7 @@ def test_a_missing_corpus_is_reported(tmp_path, capsys):
     assert f"corpus not found: {tmp_path / 'none'}; nothing measured" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @corpus_mark(LEADERBOARD / "gpt-5.4_ironshell_airline.json",
              CORPUS / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json",
              what="τ-bench GPT-4o airline trajectories and τ²-bench leaderboard submissions")

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "check_golden.py"
@@ -16,6 +18,7 @@ def check(*args):
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_golden_roundtrip_and_named_change(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

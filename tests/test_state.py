@@ -471,6 +471,7 @@ def test_one_token_figure_cache_reads_included():
     assert usage_tokens({}) == (None, None)
 
 
+@pytest.mark.slow
 def test_a_resume_keeps_the_first_command_line_and_appends_later_ones(tmp_path):
     ds, sc = write(tmp_path, CASES)
     run = tmp_path / "run"

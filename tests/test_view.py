@@ -337,9 +337,17 @@ def test_hostile_strings_stay_text_in_the_page_data(tmp_path):
     assert page["chunks"]["r0-text-0"][0][1] == hostile.replace("\u202e", "\ufffd") + "!"
 
 
+def _view_server() -> subprocess.Popen:
+    """``evaltape view STANDIN --port 0`` in a subprocess (stderr piped) that SIGINT stops,
+    also when this process was started with SIGINT ignored (a shell's background job), which
+    the subprocess would inherit."""
+    return subprocess.Popen([sys.executable, "-m", "evaltape.cli", "view", str(STANDIN),
+                             "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def test_served_page_on_loopback(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "view", str(STANDIN),
-                             "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = _view_server()
     try:
         url = None
         for _ in range(50):
@@ -563,8 +571,7 @@ def test_page_server_bad_paths_and_early_disconnects_are_one_line(tmp_path):
 
 
 def test_served_page_refuses_other_hosts_and_prints_no_traceback(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "evaltape.cli", "view", str(STANDIN),
-                             "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = _view_server()
     try:
         port = None
         for _ in range(50):

@@ -341,6 +341,7 @@ def test_hostile_strings_are_shown_as_text(browser, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_a_run_of_10000_episodes_opens_quickly(browser, tmp_path):
     """1,000 cases x 10 trials: the page opens on its index chunks and the search text of
     the first page of cases; no episode's detail is read until one is opened."""
@@ -389,6 +390,7 @@ def test_a_run_of_10000_episodes_opens_quickly(browser, tmp_path):
     assert open_s < 10 and search_s < 20
 
 
+@pytest.mark.slow
 def test_a_clinic_conversation_shows_speakers_state_changes_end_and_expected_state(
         browser, tmp_path):
     """cassettes/clinic-scripted mt_07 (the 7th episode): the user corrects March 2 to
