@@ -5,7 +5,6 @@ so the two give byte-identical ``report.json`` (:func:`report_bytes`).
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -17,7 +16,7 @@ from evaltape.grader.judge import JudgeStore
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_own_name,
                                               check_unique, resolve)
-from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
+from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report, with_coverage
 from evaltape.grader.scale import GradeJob, chunk_results, default_workers
 from evaltape.grader.stats.trials import identical_by_construction
 from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
@@ -236,7 +235,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
         ``evaltape grade`` writes to ``report.json``. ``report.coverage`` tells which
         cases/trials the run lacks. ``report.episodes`` is a lazily read sequence on a
-        temporary file (:class:`~evaltape.grader.io.spill.LazyEpisodes`).
+        temporary file (:class:`~evaltape.grader.results.StoredEpisodes`).
 
     Raises:
         UsageError: bad path, no dataset, bad metric selection, zero episodes, an unknown
@@ -281,7 +280,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
                           run_label=judge_target(opened), on_episode=on_episode,
                           check=opened.note_episodes, policy=policy,
                           by_construction=identical_by_construction(man))
-    report = dataclasses.replace(report, coverage=opened.coverage())
+    coverage = opened.coverage()
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
         problem = unrelated(base, report)
@@ -289,8 +288,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
             baseline, Report) else str(baseline), allow_missing=allow_missing)
-        report = dataclasses.replace(report, baseline_comparison=comparison)
-    return report
+        return with_coverage(report, coverage, baseline_comparison=comparison)
+    return with_coverage(report, coverage)
 
 
 def judge_target(opened: Run) -> str:

@@ -14,6 +14,7 @@ from array import array
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+import msgspec
 import orjson
 
 from evaltape.grader import __version__
@@ -22,10 +23,11 @@ from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import (ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace,
                                    check_evidence)
-from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
-                                          Report, RunInfo, Summary)
+from evaltape.grader.report_file import EPISODE_SEP, StoredEpisodes, decode_episode, episode_text
+from evaltape.grader.results import (REPORT_SCHEMA, EpisodeResult, GraderInfo, MetricResult,
+                                     Report, RunInfo, Summary)
 from evaltape.grader.io.datasets import case_digest
-from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
+from evaltape.grader.io.spill import FailureLog, SpillSorter
 from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
 from evaltape.grader.stats.failure_class import failure_class
 from evaltape.grader.stats.breakdown import breakdowns
@@ -66,17 +68,6 @@ def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
     return hashlib.sha256(blob).hexdigest()
 
 
-#: What grading one episode produces, computed wherever the episode is graded (this process,
-#: a worker process, a cluster worker) and folded into the summary by the caller, in file
-#: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code, gate state), ...) per metric, payload, timing, answer)``; the gate
-#: states are :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``;
-#: ``timing`` is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block
-#: or ``None``; ``answer`` the episode's trace, whose
-#: :func:`~evaltape.grader.stats.trials.answer_digest` :meth:`Batch.add` computes when it
-#: can still matter. ``case_id`` is the dataset case's own string (equal to the trace's).
-#: A record is used where it is made; a :class:`Batch` of records travels.
-EpisodeRecord = tuple
 
 
 #: ``evidence`` modes of :func:`grade_one` (``grade --evidence``).
@@ -100,7 +91,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
               recording: str | None = None, run_context: Any = None,
-              evidence: str = EVIDENCE_COMPACT) -> EpisodeRecord:
+              evidence: str = EVIDENCE_COMPACT) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -123,9 +114,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             result carries the evidence its metric gave).
 
     Returns:
-        An :data:`EpisodeRecord`; small except for ``payload``
-        (:func:`~evaltape.grader.results.episode_text`), which carries the episode's
-        ``trace_digest`` and ``case_digest``.
+        A :class:`GradedEpisode`: the typed :class:`EpisodeResult` and what the summary
+        counts of it.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -140,7 +130,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     tool_match = tools_match(trace, case)
     outcome = classify(trace, case, decided, tool_match=tool_match)
     label = reference_label(trace, case, traces_path)
-    scores: dict[str, dict] = {}
+    results: dict[str, MetricResult] = {}
     values = []
     failed = []
     deciding = []
@@ -172,11 +162,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         else:  # check(), inline
             passed = (value >= threshold - TOLERANCE if higher
                       else value <= threshold + TOLERANCE)
-        # MetricResult(...).to_json(), without the object
-        entry = scores[m.name] = {"score": value, "details": s.details, "reason": code,
-                                  "threshold": threshold, "passed": passed}
-        if s.evidence is not None and (full or keeps_evidence(value, passed, higher)):
-            entry["evidence"] = s.evidence
+        keep = s.evidence is not None and (full or keeps_evidence(value, passed, higher))
+        results[m.name] = MetricResult(value, s.details, code, threshold, passed,
+                                       s.evidence if keep else None)
         if not gating:
             values.append((value, code, NOT_GATING))
         elif passed is None:
@@ -189,25 +177,42 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             if decides is not None:
                 deciding.append(failed[-1])
     failure = judge_episode(outcome, failed, deciding)
-    # EpisodeResult(...).to_json() laid out as episode_text() lays it out
-    doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
-           "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
-           "metrics": scores, "case_digest": digest or case_digest(case)}
-    if failure is not None:
-        klass = failure_class(trace, case, failure)
-        if klass is not None:
-            doc["failure_class"] = klass
-    if recording is not None:
-        doc["trace_digest"] = recording
     timing = episode_timing(trace)
-    if timing is not None:
-        doc["timing"] = timing
-    payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS)
-    return (trace.source_line, case.id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload, timing, trace)
+    result = EpisodeResult(
+        trace.case_id, trace.trial, failure is None, failure, trace.steps, trace.stop_reason,
+        results, recording, digest or case_digest(case), timing,
+        None if failure is None else failure_class(trace, case, failure))
+    return GradedEpisode(trace.source_line, case.id, result, tool_match, label,
+                         tuple(values), episode_text(result), trace)
 
 
-_TEXT_OPTS = orjson.OPT_SORT_KEYS
+class GradedEpisode(msgspec.Struct, frozen=True, gc=False):
+    """What grading one episode produces, wherever it is graded (this process, a worker
+    process, a cluster worker); folded into a :class:`Batch` where it was made.
+
+    Attributes:
+        line: the trace's line in the traces file.
+        case_id: the dataset case's own id (equal to the trace's).
+        result: the typed episode result.
+        tool_match: whether the called tools equal the expected ones as lists.
+        label: the trace's or case's reference verdict, or ``None``.
+        gates: per metric ``(score, code, gate state)``, the gate states
+            :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
+        text: the episode's ``report.json`` line (:func:`~evaltape.grader.results.episode_text`).
+        trace: the episode's trace (its answer digest is computed by :meth:`Batch.add` when
+            it can still matter).
+    """
+
+    line: int
+    case_id: str
+    result: EpisodeResult
+    tool_match: bool
+    label: Any
+    gates: tuple
+    text: bytes
+    trace: Any
+
+
 _new = object.__new__
 _set = object.__setattr__
 #: ``{plan: the outcome checks it decides}`` (a run has a few distinct plans, whatever its
@@ -227,24 +232,6 @@ def _builtin(cls: type) -> bool:
         known = _BUILTIN_TYPES[cls] = (isinstance(name, str) and name in BUILTIN
                                        and BUILTIN[name] is cls)
     return known
-
-
-def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
-    """A function building an :class:`EpisodeResult` from its decoded ``report.json`` object,
-    with ``metrics`` in the run's column order ``names`` (the JSON object's keys are sorted)."""
-    names = tuple(names)
-
-    def decode(d: dict) -> EpisodeResult:
-        ms = d["metrics"]
-        return EpisodeResult(d["case_id"], d["trial"], d["passed"], d["failure"], d["steps"],
-                             d["stop_reason"],
-                             {n: MetricResult(ms[n]["score"], ms[n]["details"],
-                                              ms[n]["reason"], ms[n]["threshold"],
-                                              ms[n]["passed"], ms[n].get("evidence"))
-                              for n in names if n in ms},
-                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"),
-                             d.get("failure_class"))
-    return decode
 
 
 @contextmanager
@@ -268,52 +255,6 @@ def gc_paused() -> Iterator[None]:
 
 
 GC_EVERY = 50_000
-
-
-def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case],
-                   metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
-                   run_label: str | None = None,
-                   on_episode: Callable[[EpisodeResult], None] | None = None,
-                   traces_path: str | None = None,
-                   policy: VerdictPolicy = DEFAULT_POLICY,
-                   evidence: str = EVIDENCE_COMPACT) -> Report:
-    """Grade checked ``(trace, case)`` pairs in this process and build the report
-   .
-
-    Args:
-        episodes: checked pairs (:meth:`Run.episodes`), in any order.
-        cases: the dataset (for order, unrecorded cases, breakdowns).
-        metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
-        run_info: the report's ``run`` block.
-        judge: the run's judge store, passed to metrics in the context (judged metrics).
-        run_label: the run as the user named it, for the judge block's record command.
-        on_episode: called with each episode result as it is graded (progress display).
-        traces_path: the traces file, named in reference-label errors.
-        policy: which metrics gate the verdict and at which thresholds
-            (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`; default: every metric
-            gates at its default threshold).
-        evidence: which results keep their evidence (:func:`grade_one`).
-
-    Returns:
-        The typed :class:`Report`; its ``episodes`` are a :class:`LazyEpisodes` sequence
-        read from a temporary file (see :func:`fold_records`).
-
-    Raises:
-        UsageError: zero episodes (the scripted example suite raises ``ValueError`` for an empty
-            suite).
-        BadInputError: a trace's reference label has the wrong type.
-    """
-    prepared: dict[str, tuple] = {}
-
-    def prepare(case: Case) -> tuple:
-        if case.id not in prepared:
-            prepared[case.id] = (case_digest(case), policy.plan(metrics, case))
-        return prepared[case.id]
-    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c),
-                         evidence=evidence)
-               for t, c in episodes)
-    return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
-                        run_label=run_label, on_episode=on_episode, policy=policy)
 
 
 class Batch:
@@ -384,16 +325,18 @@ class Batch:
         self.run = write_run(zip(self.keys, self.payloads))
         self.payloads = []
 
-    def add(self, rec: EpisodeRecord, position: int, differs: set[str] | None = None) -> None:
-        """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset.
+    def add(self, rec: GradedEpisode, position: int, differs: set[str] | None = None) -> None:
+        """Add one :data:`GradedEpisode` whose case is at ``position`` in the dataset.
 
         ``differs``: the ids of the cases already seen to record two different answers in
         this run (in this process's batches, all of which the fold reads): such a case's
         trials are not all the same whatever comes, so its episodes' answer digests are
         not computed; a case this batch finds differing is added. ``None``: every digest
         the batch compares is computed."""
-        (line, case_id, trial, failure, steps, tool_match, label, values, payload, timing,
-         trace) = rec
+        line, case_id, trace, values = rec.line, rec.case_id, rec.trace, rec.gates
+        result = rec.result
+        trial, failure, steps, timing = result.trial, result.failure, result.steps, result.timing
+        tool_match, label, payload = rec.tool_match, rec.label, rec.text
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -449,7 +392,7 @@ MERGE_RANGES_PER_WORKER = 2
 BATCH_SIZE = 2048
 
 
-def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: int,
+def batches(records: Iterable[GradedEpisode], cases: Sequence[Case], n_metrics: int,
             size: int = BATCH_SIZE, differs: set[str] | None = None) -> Iterator[Batch]:
     """Group records into :class:`Batch` es of ``size``; an exception raised by ``records``
     ends the last batch as its ``error`` (raised by the fold after its episodes).
@@ -460,7 +403,7 @@ def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: 
         differs = set()
     try:
         for rec in records:
-            batch.add(rec, position[rec[1]], differs)
+            batch.add(rec, position[rec.case_id], differs)
             if batch.n >= size:
                 yield batch
                 batch = Batch(n_metrics)
@@ -468,12 +411,6 @@ def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: 
         batch.error = e
     if batch.n or batch.error is not None:
         yield batch
-
-
-def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
-                 metrics: Sequence[Any], **kw: Any) -> Report:
-    """:func:`fold_batches` over records graded in this process (in file order)."""
-    return fold_batches(batches(records, cases, len(metrics)), cases, metrics, **kw)
 
 
 def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
@@ -504,7 +441,12 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         by_construction: why the run's trials are identical by construction
             (:func:`~evaltape.grader.stats.trials.identical_by_construction` of its
             manifest), or ``None``; for ``summary.identical_trials``.
-        Others as :func:`grade_episodes`.
+        cases: the dataset (for order, unrecorded cases, breakdowns).
+        metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
+        run_info: the report's ``run`` block.
+        judge: the run's judge store (judged metrics), for the judge block.
+        run_label: the run as the user named it, for the judge block's record command.
+        on_episode: called with each episode result as it is folded (progress display).
 
     Raises:
         UsageError: zero episodes.
@@ -526,7 +468,6 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     answers: dict[str, bytes | None] = {}
     trials: set[int] = set()
     spill = SpillSorter()
-    decode = episode_decoder(names)
     n = 0
     base = 0  # lines of the ranges folded so far whose lines were numbered from 1
     infra = 0
@@ -572,7 +513,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                     add(key, payload)
                 if on_episode is not None:  # (chunk_results(payloads=True): no run files)
                     for payload in part.payloads:
-                        on_episode(decode(orjson.loads(payload)))
+                        on_episode(decode_episode(payload[4:], names))
                 n += part.n
                 if part.error is not None:
                     raise _shift_line(part.error, at)
@@ -602,7 +543,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         close = getattr(parts, "close", None)
         if close is not None:
             close()
-    results = LazyEpisodes(records, decode)
+    results = StoredEpisodes(records, names)
     harness = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
     harness["failures"] = failures.close(len(trials) > 1)
     graded = [c.id for c in cases if c.id in per_case]
@@ -622,9 +563,10 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         avg_steps=harness["avg_steps"], failures=harness["failures"],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
-        metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
+        metrics_skipped=dict(zip(names, skipped)),
+        metrics_errors=dict(zip(names, errors)) if any(errors) else {},
         metrics_skipped_reasons={n: dict(sorted(skip_codes[i].items()))
-                                 for i, n in enumerate(names) if skip_codes[i]},
+                                 for i, n in enumerate(names) if skip_codes[i]} or None,
         infra_failures=infra,
         unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
         worst_episodes=None if worst is None else tuple(worst),
@@ -644,7 +586,8 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                         metric_specs=tuple(metric_spec(m) for m in metrics),
                         lower_is_better=tuple(m.name for m in metrics
                                               if not m.higher_is_better))
-    return Report(run=run_info, grader=grader, summary=summary, episodes=results)
+    return Report(schema=REPORT_SCHEMA, run=run_info, grader=grader, summary=summary,
+                  episodes=results)
 
 
 def decided_cases(policy: VerdictPolicy, metrics: Sequence[Any],

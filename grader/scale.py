@@ -192,7 +192,7 @@ def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
 
 def grade_range(job: GradeJob, chunk: Chunk) -> Generator[tuple, None, int]:
     """Grade the traces of one range, in file order: yields
-    :data:`~evaltape.grader.engine.EpisodeRecord`; returns the number of lines read.
+    :class:`~evaltape.grader.engine.GradedEpisode`; returns the number of lines read.
 
     The lines are checked as :func:`evaltape.grader.io.traces.iter_traces` checks them
     (JSON, no key repeated in one object, a valid trace), then against the dataset. Line
@@ -273,7 +273,7 @@ def grade_chunk(job: GradeJob, chunk: Chunk) -> Any:
                     if chunk.first_line is None:
                         batch.range_lines = done.value
                     break
-                add(rec, position[rec[1]], differs)
+                add(rec, position[rec.case_id], differs)
                 if batch.n % GC_EVERY == 0:
                     import gc
                     gc.collect(0)

@@ -24,7 +24,7 @@ GRADER_LAYERS = (
     ("evaltape.grader", "evaltape.grader.errors", "evaltape.grader.schemas"),
     ("evaltape.grader.model", "evaltape.grader.envs"),
     ("evaltape.grader.io",),
-    ("evaltape.grader.results",),
+    ("evaltape.grader.results", "evaltape.grader.report_file", "evaltape.grader.formats"),
     ("evaltape.grader.matching",),
     ("evaltape.grader.metrics", "evaltape.grader.judge", "evaltape.grader.stats"),
     ("evaltape.grader.engine", "evaltape.grader.scale"),

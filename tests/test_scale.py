@@ -12,8 +12,9 @@ from conftest import ROOT, run_cli
 from evaltape.grader import scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.results import read_report, report_bytes
-from evaltape.grader.io.spill import (INDEX_EVERY, LazyEpisodes, SpillSorter, merge_range,
+from evaltape.grader.report_file import report_bytes
+from evaltape.grader.results import read_report
+from evaltape.grader.io.spill import (INDEX_EVERY, SpillSorter, merge_range,
                                           plan_ranges, write_run)
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
@@ -170,15 +171,23 @@ def test_records_stored_with_their_separator_join_by_copying(tmp_path, monkeypat
     assert alone.payload(0) == b"(0, 0)" and list(alone.iter_payloads()) == want
 
 
-def test_lazy_episodes_behave_as_a_tuple():
+def test_stored_episodes_behave_as_a_tuple():
+    from evaltape.grader.report_file import StoredEpisodes
+    from evaltape.grader.results import EpisodeResult, MetricResult
     sorter = SpillSorter(buffer=2)
-    for k in (2, 0, 1):
-        sorter.add(k, json.dumps({"k": k}).encode())
-    seq = LazyEpisodes(sorter.finish(), lambda d: d["k"])
+    eps = {k: EpisodeResult(f"c{k}", 0, True, metrics={"b": MetricResult(0.5),
+                                                        "a": MetricResult(None, "n/a")})
+           for k in (2, 0, 1)}
+    for k, e in eps.items():
+        sorter.add(k, json.dumps({"case_id": e.case_id, "trial": 0, "passed": True,
+                                  "metrics": {"a": {"score": None, "details": "n/a"},
+                                              "b": {"score": 0.5}}}).encode())
+    seq = StoredEpisodes(sorter.finish(), ["b", "a"])
     assert len(seq) == 3
-    assert list(seq) == [0, 1, 2]
-    assert seq[-1] == 2 and seq[1:] == (1, 2)
-    assert seq == (0, 1, 2) and seq != (0, 1)
+    assert list(seq) == [eps[0], eps[1], eps[2]]
+    assert list(seq[0].metrics) == ["b", "a"]  # the run's column order, not the JSON's
+    assert seq[-1] == eps[2] and seq[1:] == (eps[1], eps[2])
+    assert seq == (eps[0], eps[1], eps[2]) and seq != (eps[0], eps[1])
 
 
 def test_streamed_report_bytes_equal_the_committed_golden():

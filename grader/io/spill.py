@@ -12,12 +12,10 @@ runs), not O(episodes); the disk holds the episodes twice while merging.
 The runs live in one named temporary file (each merge reader opens it on its own), removed
 when the merge ends or the sorter is dropped.
 
-:class:`LazyEpisodes` is the :class:`~collections.abc.Sequence` of
-:class:`~evaltape.grader.results.EpisodeResult` that a streamed
-:class:`~evaltape.grader.results.Report` carries as ``episodes``: ``len``, iteration
-(one sequential read of the file) and indexing (one seek) work as on a tuple, but each
-episode is parsed when it is reached and dropped after, so iterating a million episodes
-keeps memory flat. The temporary files are deleted when the objects are garbage collected
+:class:`SpilledRecords` is the store behind a graded report's episodes
+(:class:`evaltape.grader.results.StoredEpisodes`): payloads by index (one seek) or in
+order (one sequential read), so iterating a million episodes keeps memory flat. The
+temporary files are deleted when the objects are garbage collected
 (``tempfile.TemporaryFile``). They live in the temporary folder (``TMPDIR``); a write the
 OS refuses there (a full disk, a quota, a file size limit) is a :class:`SpillWriteError`
 naming the folder and the cause, never a crash. The named ones carry the grading command's
@@ -558,52 +556,6 @@ def _chain(readers: list) -> Iterator[tuple[Any, bytes]]:
 
 def _first(rec: tuple[Any, bytes]) -> Any:
     return rec[0]
-
-
-class LazyEpisodes(Sequence):
-    """A read-only sequence of episode results backed by a :class:`SpilledRecords` file.
-
-    Args:
-        records: payloads are ``report.json`` episode objects (JSON text).
-        decode: builds one episode result from a decoded JSON object.
-
-    ``len``, iteration and indexing behave as on a tuple; each access parses one episode.
-    Equality compares element-wise with any sequence (a tuple of episode results, too).
-    """
-
-    def __init__(self, records: SpilledRecords, decode: Callable[[dict], Any]) -> None:
-        self._records = records
-        self._decode = decode
-
-    @property
-    def records(self) -> SpilledRecords:
-        """The backing file (``report.json`` writes its payloads as they are)."""
-        return self._records
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        if i < 0:
-            i += len(self)
-        return self._decode(orjson.loads(self._records.payload(i)))
-
-    def __iter__(self) -> Iterator[Any]:
-        decode, loads = self._decode, orjson.loads
-        for p in self._records.iter_payloads():
-            yield decode(loads(p))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return NotImplemented if not isinstance(other, Sequence) else False
-        return all(a == b for a, b in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<LazyEpisodes: {len(self)} episodes on disk>"
 
 
 class FailureLog(Mapping):

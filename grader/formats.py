@@ -1,7 +1,8 @@
 """The JSON Schemas (draft 2020-12) of every file evaltape reads or writes, shipped with the
 package (``evaltape/grader/schemas/*.json``) and printed by ``evaltape schema NAME``.
 
-One file per format, each field with its type, unit (``x-unit``), the version that added it
+One file per format (``report``'s is derived from the typed report,
+:func:`evaltape.grader.results.report_schema`), each field with its type, unit (``x-unit``), the version that added it
 (``x-since``) and a description; docs/formats.md explains them in words. A schema that uses
 another one refers to it by ``$id`` (``urn:evaltape:schema:<name>``); :func:`load_schema`
 returns it bundled (the schemas it refers to embedded under ``$defs``), so the printed
@@ -24,7 +25,12 @@ ID_PREFIX = "urn:evaltape:schema:"
 
 
 def _read(name: str) -> dict[str, Any]:
-    """The schema file ``name.json`` as shipped, parsed."""
+    """The schema ``name``: ``report``'s derived from the report's declarations
+    (:func:`evaltape.grader.results.report_schema`), the others the file ``name.json`` as
+    shipped, parsed."""
+    if name == "report":
+        from evaltape.grader.results import report_schema
+        return report_schema()
     text = resources.files("evaltape.grader").joinpath("schemas", f"{name}.json").read_text(
         encoding="utf-8")
     return json.loads(text)
