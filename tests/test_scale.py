@@ -123,18 +123,14 @@ def test_runs_merged_a_key_range_at_a_time_give_the_one_merge(tmp_path, monkeypa
         want = b"".join(repr(k).encode() for k in sorted(keys)
                         if (lo is None or k >= lo) and (hi is None or k < hi))
         assert got == want
-    # the sorter does the same through a merge callable, and deletes every file
+    # the sorter hands the same ranges out as merge tasks, and deletes every file
     sorter = SpillSorter()
     for path, n, index in runs:
         sorter.add_run(path, n, index)
-    calls = []
-
-    def merge(tasks):
-        calls.append(len(tasks))
-        return [merge_range(*t) for t in tasks]
-
-    out = sorter.finish(merge, parts=3)
-    assert calls == [3] and len(out) == 5000
+    tasks = sorter.merge_tasks(3)
+    assert len(tasks) == 3
+    out = sorter.finish_merged([merge_range(*t) for t in tasks])
+    assert len(out) == 5000
     assert list(out.iter_payloads(block=64)) == [repr(k).encode() for k in sorted(keys)]
     assert out.payload(0) == b"(0, 0)" and out.payload(4999) == b"(99, 49)"
     assert out.payload(2500) == b"(50, 0)"  # 50 keys per position
@@ -152,7 +148,8 @@ def test_records_stored_with_their_separator_join_by_copying(tmp_path, monkeypat
     sorter = SpillSorter()
     for path, n, index in runs:
         sorter.add_run(path, n, index)
-    out = sorter.finish(lambda tasks: [merge_range(*t) for t in tasks], parts=2, sep=b",\n")
+    out = sorter.finish_merged([merge_range(*t) for t in sorter.merge_tasks(2, sep=b",\n")],
+                               sep=b",\n")
     want = [repr(k).encode() for k in sorted(keys)]
     assert out.sep == b",\n" and len(out) == 300
     assert list(out.iter_payloads()) == want and out.payload(299) == b"(9, 29)"
@@ -399,7 +396,6 @@ def test_identical_trials_whatever_the_batches_and_workers(tmp_path, monkeypatch
     # however the episodes are cut into batches (answer digests of a case already seen to
     # differ are skipped) and on however many processes
     from conftest import make_trace, write_json, write_jsonl
-    from evaltape.grader import engine
     answers = {"a": ["x"] * 4, "b": ["x", "x", "x", "y"], "c": ["x", "y", "x", "x"]}
     traces = [make_trace(cid, trial=t, final=answers[cid][t]) for t in range(4)
               for cid in ("a", "b", "c")]
@@ -407,9 +403,9 @@ def test_identical_trials_whatever_the_batches_and_workers(tmp_path, monkeypatch
     write_jsonl(tmp_path / "run" / "traces.jsonl", traces)
     want = {"cases": 1, "of": 3}
     got = []
-    for size in (1, 2, 5, 2048):
-        monkeypatch.setattr(engine, "BATCH_SIZE", size)
-        monkeypatch.setattr(engine.batches, "__defaults__", (size, None))
+    line = len((tmp_path / "run" / "traces.jsonl").read_bytes()) // len(traces)
+    for size in (1, 2 * line, 5 * line, 1 << 20):  # ranges of 1, 2, 5 traces, all of them
+        monkeypatch.setattr(scale, "CHUNK_BYTES", size)
         report = grade(tmp_path / "run", tmp_path / "d.json", metrics=["task_completion"])
         it = report.summary.identical_trials
         got.append({k: it[k] for k in want})

@@ -299,6 +299,18 @@ def join_pieces(texts: Iterable[bytes], sep: bytes, block: int = 1 << 20
         yield lead + sep.join(pending)
 
 
+def delete_merged(result: tuple[str, bytes]) -> None:
+    """Delete the file of a :func:`merge_range` result that will not be used."""
+    delete_run(result[0])
+
+
+def set_owner(pid: int) -> None:
+    """Name this process's spill files by ``pid`` (:data:`OWNER`): a pool worker's, by the
+    grading command's."""
+    global OWNER
+    OWNER = pid
+
+
 def delete_run(path: str) -> None:
     """Delete a run file (one already gone is no error)."""
     try:
@@ -477,31 +489,42 @@ class SpillSorter:
         self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
 
-    def finish(self, merge: Callable[[list], list] | None = None, parts: int = 1,
-               sep: bytes = b"") -> SpilledRecords:
-        """Merge the runs into sorted records and return them; the sorter is spent after.
+    def merge_tasks(self, parts: int, sep: bytes = b"") -> list[tuple] | None:
+        """The merge cut into ``parts`` key ranges (:func:`plan_ranges`), each task the
+        arguments of one :func:`merge_range` ``(lo, hi, segments, sep)``, for the caller to
+        run anywhere (a process pool) and hand the results to :meth:`finish_merged`;
+        ``None`` when the runs cannot be merged by ranges (some did not come from
+        :meth:`add_run` with an index, or there are fewer than two, or ``parts`` < 2): then
+        :meth:`finish` merges here."""
+        if not (parts > 1 and len(self._runs) > 1 and not self._pending and self._fh is None
+                and all(self._indexes)):
+            return None
+        runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
+        return [(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)]
+
+    def finish_merged(self, files: Sequence[tuple[str, bytes]], sep: bytes = b""
+                      ) -> SpilledRecords:
+        """The sorted records from the results of the :meth:`merge_tasks`, in task order;
+        the sorter's own files are deleted (the sorter is spent).
+
+        Raises:
+            SpillWriteError: a merged file cannot be opened (every one is deleted).
+        """
+        self.discard()
+        with _spilling():
+            return SpilledRecords.from_files(files, sep)
+
+    def finish(self, sep: bytes = b"") -> SpilledRecords:
+        """Merge the runs in this process into sorted records and return them; the sorter
+        is spent after.
 
         Args:
-            merge: runs :func:`merge_range` on each ``(lo, hi, segments, sep)`` of a list
-                (e.g. on a process pool) and returns their results in order. Used, with
-                ``parts`` ranges, when every run came from :meth:`add_run` with an index;
-                otherwise this process merges everything into one file.
-            parts: key ranges to merge separately (:func:`plan_ranges`).
             sep: written after every payload (:class:`SpilledRecords`).
 
         Raises:
             SpillWriteError: the temporary folder refused a write (the sorter's files are
                 deleted).
         """
-        if (merge is not None and parts > 1 and len(self._runs) > 1 and not self._pending
-                and self._fh is None and all(self._indexes)):
-            runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
-            try:
-                files = merge([(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)])
-            finally:
-                self.discard()
-            with _spilling():
-                return SpilledRecords.from_files(files, sep)
         with _spilling():
             return self._merge_here(sep)
 
