@@ -75,7 +75,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
               recording: str | None = None, run_context: Any = None,
-              evidence: str = EVIDENCE_COMPACT) -> "GradedEpisode":
+              evidence: str = EVIDENCE_COMPACT,
+              trusted: Sequence[bool] | None = None) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -93,6 +94,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
             and tool schemas of its recorded requests), passed to metrics, or ``None``.
+        trusted: :func:`trusted_metrics` of ``metrics`` (computed once per run by the
+            callers), or ``None`` to compute it here.
         evidence: :data:`EVIDENCE_COMPACT` (a result with its metric's best score carries
             no ``evidence``: :func:`keeps_evidence`) or :data:`EVIDENCE_FULL` (every
             result carries the evidence its metric gave).
@@ -118,11 +121,13 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
     full = evidence == EVIDENCE_FULL
-    for m, (threshold, gating, decides) in zip(metrics, plan):
+    if trusted is None:
+        trusted = trusted_metrics(metrics)
+    for m, (threshold, gating, decides), builtin in zip(metrics, plan, trusted):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
-        elif not _builtin(type(m)):
+        elif not builtin:
             # a user metric gets its own copy of the episode: one that edits the case's
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:
@@ -217,6 +222,13 @@ _DECIDED: dict[tuple, frozenset] = {}
 #: ``{metric class: whether it is the built-in registered under its name}`` (a built-in is
 #: trusted not to edit the episode it scores), filled as classes are met.
 _BUILTIN_TYPES: dict[type, bool] = {}
+
+
+def trusted_metrics(metrics: Sequence[Any]) -> tuple[bool, ...]:
+    """Per metric, whether it is a built-in (:func:`_builtin`): trusted not to edit the
+    episode it scores, so it scores the episode itself, not a copy (computed once per run
+    by :class:`GradeJob`)."""
+    return tuple(_builtin(type(m)) for m in metrics)
 
 
 def _builtin(cls: type) -> bool:
@@ -416,6 +428,7 @@ class GradeJob:
         self._position: dict | None = None
         self._digests: dict | None = None
         self._plans: dict = {}
+        self._trusted: tuple[bool, ...] | None = None
 
     def prepared(self, case: Any) -> tuple:
         """``(case digest, verdict plan)`` of ``case``
@@ -431,6 +444,13 @@ class GradeJob:
             plan = self._plans.setdefault(plan, plan)  # one object per distinct plan
             got = self._digests[case.id] = (case_digest(case), plan)
         return got
+
+    @property
+    def trusted(self) -> tuple[bool, ...]:
+        """:func:`trusted_metrics` of the job's metrics, computed once per process."""
+        if self._trusted is None:
+            self._trusted = trusted_metrics(self.metrics)
+        return self._trusted
 
     @property
     def by_id(self) -> dict:
@@ -450,6 +470,7 @@ class GradeJob:
         state = dict(self.__dict__)
         state["_by_id"] = state["_position"] = state["_digests"] = None
         state["_plans"] = {}
+        state["_trusted"] = None
         state["differs"] = set()  # (what one process saw: each worker sees its own)
         return state
 
@@ -465,6 +486,7 @@ def score_range(job: GradeJob, chunk: Any) -> Batch:
     policy = job.policy or DEFAULT_POLICY
     context = getattr(job.run, "context", None)
     evidence, differs, prepared = job.evidence, job.differs, job.prepared
+    trusted = job.trusted
     plans: dict[str, tuple] = {}  # (the job's, looked up without a call)
     batch = Batch(len(metrics))
     add = batch.add
@@ -476,7 +498,7 @@ def score_range(job: GradeJob, chunk: Any) -> Batch:
                 if prep is None:
                     prep = plans[case.id] = prepared(case)
                 add(grade_one(trace, case, metrics, judge, where, policy, *prep, digest,
-                              context, evidence), position[case.id], differs)
+                              context, evidence, trusted), position[case.id], differs)
                 if batch.n % GC_EVERY == 0:
                     gc.collect(0)
         except BadInputError as e:

@@ -15,6 +15,7 @@ import msgspec
 import orjson
 
 from evaltape.grader.io.secrets import redact_bytes
+from evaltape.grader.io.spill import join_pieces
 from evaltape.grader.results import EpisodeResult, Report, episode_json, in_column_order, to_json
 
 _SORTED = orjson.OPT_SORT_KEYS
@@ -74,8 +75,7 @@ def _episode_pieces(episodes: Sequence[EpisodeResult]) -> Iterator[bytes]:
     if joined is not None:
         yield from joined(EPISODE_SEP, _BLOCK_BYTES)
         return
-    for j, e in enumerate(episodes):
-        yield (EPISODE_SEP if j else b"") + episode_text(e)
+    yield from join_pieces((episode_text(e) for e in episodes), EPISODE_SEP, _BLOCK_BYTES)
 
 
 def _failure_pieces(failures: Any) -> Iterator[bytes]:
@@ -85,8 +85,7 @@ def _failure_pieces(failures: Any) -> Iterator[bytes]:
     texts = (sorted_texts(b"      ") if sorted_texts is not None else
              (b"      " + orjson.dumps(k) + b": " + orjson.dumps(v)
               for k, v in sorted(failures.items())))
-    for j, text in enumerate(texts):
-        yield (EPISODE_SEP if j else b"") + text
+    yield from join_pieces(texts, EPISODE_SEP, _BLOCK_BYTES)
 
 
 def iter_report_json(report: Report) -> Iterator[bytes]:

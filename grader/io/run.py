@@ -584,24 +584,22 @@ class RangeReader:
         from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error,
                                                   line_json_error, repeated_key_error, screen)
         from evaltape.grader.io.traces import line_digest, parse_trace
-        run, by_id = self.run, self.by_id
+        run, by_id, loads = self.run, self.by_id, orjson.loads
         where = str(run.traces_path)
-        loads = orjson.loads
         try:
             fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
         except OSError as e:
             raise BadInputError(f"cannot read: {e.strerror}", path=where) from None
-        with fh:
-            fh.seek(self.start)
-            pos, first = self.start, self.first_line or 1
-            lineno = first - 1
+        pos, first = self.start, self.first_line or 1
+        lineno = first - 1
+        try:
+            fh.seek(pos)
             while pos < self.end:
                 raw = fh.readline()
                 if not raw:
                     break
                 pos += len(raw)
                 lineno += 1
-                self.lines = lineno - first + 1
                 if not raw.strip():
                     continue
                 try:
@@ -616,3 +614,6 @@ class RangeReader:
                     raise repeated_key_error(dup, where, lineno)
                 trace = parse_trace(obj, path=where, line=lineno)
                 yield trace, run.check_trace(trace, by_id), line_digest(raw)
+        finally:
+            self.lines = lineno - first + 1
+            fh.close()
