@@ -77,8 +77,10 @@ Code = Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9_]*$")]
 KMap = dict[Annotated[str, msgspec.Meta(pattern="^[1-9][0-9]*$")], Unit]
 
 
-class Struct(msgspec.Struct, frozen=True):
-    """A report object: :meth:`to_json` is its JSON object (:func:`to_json`)."""
+class Struct(msgspec.Struct, frozen=True, gc=False):
+    """A report object: :meth:`to_json` is its JSON object (:func:`to_json`). Report
+    objects hold JSON values and other report objects, never themselves, so the cyclic
+    garbage collector need not track them (``gc=False``: cheaper to make and to free)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this report object, as ``report.json`` holds it."""
@@ -436,7 +438,7 @@ class BaselineComparison(Struct):
         return bool(self.failures) or (strict and bool(self.warnings))
 
 
-class Report(Struct, frozen=False, dict=True):
+class Report(Struct, frozen=False, dict=True, gc=True):
     """The machine contract of ``evaltape grade``: run and grader blocks, summary, episodes.
 
     ``episodes`` are in dataset order, then trial: a tuple when read back from JSON
@@ -618,15 +620,6 @@ def to_json(obj: msgspec.Struct) -> dict[str, Any]:
     return _trim(msgspec.to_builtins(obj), type(obj))
 
 
-def episode_json(episode: EpisodeResult) -> dict[str, Any]:
-    """:func:`to_json` of an episode, for writing it at once: the hot path of the writer
-    (one call a graded episode). Fast path: a builder written out from the declarations
-    (:func:`_builder`) that reads the fields straight into a dict (its containers other
-    than ``metrics`` are shared with ``episode``, not copied). Plain formula, the same
-    JSON: ``_trim(msgspec.to_builtins(episode), EpisodeResult)``."""
-    return _EPISODE_BUILDER(episode)
-
-
 def _builder(cls: type) -> Any:
     """A function ``obj -> dict`` writing out the JSON object of a ``cls`` object as
     straight-line code from its plan (:func:`_plan`), report objects nested in it inline:
@@ -680,7 +673,12 @@ def _build_code(cls: type, src: str, dst: str, depth: int, lines: list[str]) -> 
                      f"{body}    {sub}s.append({sub})")
 
 
-_EPISODE_BUILDER = _builder(EpisodeResult)
+#: ``episode_json(episode)``: :func:`to_json` of an episode, for writing it at once: the
+#: hot path of the writer (one call a graded episode). Fast path: the builder written out
+#: from the declarations (:func:`_builder`), which reads the fields straight into a dict
+#: (its containers other than ``metrics`` are shared with ``episode``, not copied). Plain
+#: formula, the same JSON: ``_trim(msgspec.to_builtins(episode), EpisodeResult)``.
+episode_json = _builder(EpisodeResult)
 
 
 def in_column_order(ep: EpisodeResult, names: Sequence[str]) -> EpisodeResult:
