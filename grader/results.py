@@ -16,8 +16,9 @@ come:
   in a :class:`~evaltape.grader.errors.BadInputError` (exit 3). Unknown keys are ignored
   and absent fields take their declared default (a report written by hand or by an older
   version), so every object is open;
-* the JSON Schema ``evaltape schema report`` prints (:func:`report_schema`): a field is
-  required there when every report evaltape writes carries it.
+* the JSON Schema ``evaltape schema report`` prints
+  (:func:`evaltape.grader.formats.report_schema`): a field is required there when every
+  report evaltape writes carries it.
 
 msgspec was chosen over pydantic by measurement on 100,000 episodes of the golden
 reports: building the episode objects 1.2 s (pydantic 22 s without validation, 29 s
@@ -505,7 +506,9 @@ def with_coverage(report: Report, coverage: Any, **changes: Any) -> Report:
 _PLANS: dict[type, tuple] = {}
 
 
-def _plan(cls: type) -> tuple:
+def field_plan(cls: type) -> tuple:
+    """``(fields absent when None, fields absent when empty, nested, lists)`` of a report
+    object class, by JSON name (:data:`_PLANS`), derived from its declarations once."""
     got = _PLANS.get(cls)
     if got is not None:
         return got
@@ -554,7 +557,7 @@ def _nesting(hint: Any) -> tuple[str, type | None]:
 
 
 def _trim(out: dict[str, Any], cls: type) -> dict[str, Any]:
-    """Apply the declarations of ``cls`` (:func:`_plan`) to ``msgspec.to_builtins``
+    """Apply the declarations of ``cls`` (:func:`field_plan`) to ``msgspec.to_builtins``
     output of a ``cls`` object: tuples as lists, fields absent when ``None`` or empty
     removed, nested report objects likewise (:func:`_trimmer`, compiled once per class)."""
     fn = _TRIMMERS.get(cls)
@@ -568,7 +571,7 @@ _TRIMMERS: dict[type, Any] = {}
 
 def _trimmer(cls: type) -> Any:
     """The function :func:`_trim` applies to a ``cls`` object's builtins, written out from
-    its plan (:func:`_plan`) as straight-line code, nested objects inline: an episode is
+    its plan (:func:`field_plan`) as straight-line code, nested objects inline: an episode is
     trimmed once per graded episode, and a loop over the plan costs several times the
     checks themselves. Its plain form: for each key of ``lists``, ``list(value)``; for
     each of ``nones``, drop it when ``None``; for each of ``empties``, drop it when
@@ -584,7 +587,7 @@ def _trimmer(cls: type) -> Any:
 def _trim_code(cls: type, var: str, depth: int, lines: list[str]) -> None:
     """Append the checks of ``cls``'s plan on the builtins named ``var`` to ``lines``."""
     pad = "    " * depth
-    nones, empties, nested, lists = _plan(cls)
+    nones, empties, nested, lists = field_plan(cls)
     lines.append(pad + "pass")
     for key in lists:
         lines.append(f"{pad}if type({var}.get({key!r})) is tuple: "
@@ -618,67 +621,6 @@ def to_json(obj: msgspec.Struct) -> dict[str, Any]:
     if summary is not None and not isinstance(summary.failures, dict):
         obj = msgspec.structs.replace(summary, failures=dict(summary.failures))
     return _trim(msgspec.to_builtins(obj), type(obj))
-
-
-def _builder(cls: type) -> Any:
-    """A function ``obj -> dict`` writing out the JSON object of a ``cls`` object as
-    straight-line code from its plan (:func:`_plan`), report objects nested in it inline:
-    each field under its JSON name, a field absent when ``None`` or empty left out; other
-    values as they are (tuples are left to the JSON writer, which lists them)."""
-    lines = ["def build(o):"]
-    _build_code(cls, "o", "out", 1, lines)
-    lines.append("    return out")
-    scope: dict[str, Any] = {}
-    exec("\n".join(lines), scope)  # noqa: S102 - code written above from the declarations
-    return scope["build"]
-
-
-def _build_code(cls: type, src: str, dst: str, depth: int, lines: list[str]) -> None:
-    """Append the statements that build ``dst``, the JSON object of the ``cls`` object
-    named ``src``, to ``lines``."""
-    pad = "    " * depth
-    nones, empties, nested, _lists = _plan(cls)
-    inner = {key: (kind, other) for key, kind, other in nested}
-    always, later = [], []
-    for f in msgspec.structs.fields(cls):
-        key, attr = f.encode_name, f"{src}.{f.name}"
-        if key in inner:
-            later.append((key, attr) + inner[key])
-        elif key in nones:
-            later.append((key, attr, "none", None))
-        elif key in empties:
-            later.append((key, attr, "empty", None))
-        else:
-            always.append(f"{key!r}: {attr}")
-    lines.append(f"{pad}{dst} = {{{', '.join(always)}}}")
-    for key, attr, kind, other in later:
-        if other is None:
-            test = "is not None" if kind == "none" else ""
-            lines.append(f"{pad}if {attr} {test}: {dst}[{key!r}] = {attr}")
-            continue
-        sub, item, name = f"{dst}_{depth}", f"v{depth}", f"k{depth}"
-        optional = key in nones or key in empties
-        body = pad + ("    " if optional else "")
-        if optional:
-            lines.append(f"{pad}if {attr}:")
-        if kind == "one":
-            _build_code(other, attr, sub, depth + (1 if optional else 0), lines)
-            lines.append(f"{body}{dst}[{key!r}] = {sub}")
-            continue
-        lines.append(f"{body}{dst}[{key!r}] = {sub}s = {'{}' if kind == 'map' else '[]'}")
-        loop = f"{name}, {item} in {attr}.items()" if kind == "map" else f"{item} in {attr}"
-        lines.append(f"{body}for {loop}:")
-        _build_code(other, item, sub, depth + (2 if optional else 1), lines)
-        lines.append(f"{body}    {sub}s[{name}] = {sub}" if kind == "map" else
-                     f"{body}    {sub}s.append({sub})")
-
-
-#: ``episode_json(episode)``: :func:`to_json` of an episode, for writing it at once: the
-#: hot path of the writer (one call a graded episode). Fast path: the builder written out
-#: from the declarations (:func:`_builder`), which reads the fields straight into a dict
-#: (its containers other than ``metrics`` are shared with ``episode``, not copied). Plain
-#: formula, the same JSON: ``_trim(msgspec.to_builtins(episode), EpisodeResult)``.
-episode_json = _builder(EpisodeResult)
 
 
 def in_column_order(ep: EpisodeResult, names: Sequence[str]) -> EpisodeResult:
@@ -808,37 +750,3 @@ def read_report(path: Any) -> Report:
     """
     from evaltape.grader.io.jsonfiles import read_json
     return read_json_doc(read_json(path, "report"), str(path))
-
-
-# --------------------------------------------------------------------- the schema
-def report_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``report.json``, derived from the declarations
-    above (:func:`msgspec.json.schema`): a field is required when every report evaltape
-    writes carries it (not declared :func:`absent_if_none` or :func:`absent_if_empty`),
-    and every object is open (the reader ignores unknown keys)."""
-    generated = msgspec.json.schema(Report)
-    defs = generated["$defs"]
-    for name, node in defs.items():
-        cls = _STRUCTS.get(name)
-        if cls is not None:
-            nones, empties, _nested, _lists = _plan(cls)
-            node["required"] = [f.encode_name for f in msgspec.structs.fields(cls)
-                                if f.encode_name not in nones + empties]
-        node.pop("title", None)
-    root = defs.pop("Report")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "urn:evaltape:schema:report", "title": "evaltape report.json",
-            **root, "description": _SCHEMA_DESCRIPTION, "x-since": SINCE,
-            "$defs": dict(sorted(defs.items()))}
-
-
-_STRUCTS = {c.__name__: c for c in (MetricResult, EpisodeResult, RunInfo, GraderInfo,
-                                    JudgeSummary, Summary, Flip, CaseChange, ConfigChange,
-                                    MetricMove, BaselineComparison, Report)}
-_SCHEMA_DESCRIPTION = (
-    "The machine contract of `evaltape grade` (evaltape.grader.results: the schema, the "
-    "writer and the reader come from one declaration). Written with sorted keys, 2-space "
-    "indent with each episode on one line of compact JSON, trailing newline; byte-identical "
-    "for the same traces, dataset and configuration. Read back (baselines, evaltape diff) "
-    "ignoring unknown keys, so every object is open. Optional fields are absent, not null, "
-    "when they do not apply.")

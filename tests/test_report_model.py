@@ -10,8 +10,10 @@ import pytest
 
 from conftest import ROOT
 from evaltape.grader.errors import BadInputError
+from evaltape.grader.formats import report_schema
+from evaltape.grader.report_file import episode_json
 from evaltape.grader.results import (EpisodeResult, MetricResult, Report, Summary, _trim,
-                                     episode_json, read_report, report_schema, to_json)
+                                     read_report, to_json)
 
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*/report.json"))
 
