@@ -40,7 +40,7 @@ from evaltape.grader.model import ERROR_CODE
 REPORT_SCHEMA = "evaltape.report/1"
 SINCE = "0.1.0"
 
-try:  # (Python 3.11+; typing_extensions before, installed with msgspec's users)
+try:  # (Python 3.11+; typing_extensions before: a dependency there, pyproject.toml)
     from typing import NotRequired
 except ImportError:  # pragma: no cover
     from typing_extensions import NotRequired  # type: ignore[assignment]
