@@ -5,11 +5,11 @@ so the two give byte-identical ``report.json`` (:func:`report_bytes`).
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from evaltape.grader.engine import EVIDENCE_MODES, fold_batches
+from evaltape.grader.aggregate import MERGE_RANGES_PER_WORKER, fold_batches
+from evaltape.grader.engine import EVIDENCE_MODES, GradeJob, score_range, score_range_to_file
 from evaltape.grader.errors import UsageError
 from evaltape.grader.io.datasets import inputs_sha256
 from evaltape.grader.io.run import Run, open_run
@@ -17,8 +17,9 @@ from evaltape.grader.judge import JudgeStore
 from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_own_name,
                                               check_unique, resolve)
-from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report
-from evaltape.grader.scale import GradeJob, chunk_results, default_workers
+from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report, with_coverage
+from evaltape.grader.io.spill import owner, set_owner
+from evaltape.grader.scale import default_workers, start, usable_workers
 from evaltape.grader.stats.trials import identical_by_construction
 from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
@@ -239,7 +240,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
         ``evaltape grade`` writes to ``report.json``. ``report.coverage`` tells which
         cases/trials the run lacks. ``report.episodes`` is a lazily read sequence on a
-        temporary file (:class:`~evaltape.grader.io.spill.LazyEpisodes`).
+        temporary file (:class:`~evaltape.grader.results.StoredEpisodes`).
 
     Raises:
         UsageError: bad path, no dataset, bad metric selection, zero episodes, an unknown
@@ -278,13 +279,24 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers, engine = 1, "local"  # the judge store's observations live in this process
     job = GradeJob(opened, resolved, judge, policy, evidence)
     opened.reset_seen()
-    parts = chunk_results(job, workers=workers, engine=engine, address=address,
-                          payloads=on_episode is not None)
-    report = fold_batches(parts, opened.cases, resolved, run_info=info, judge=judge,
-                          run_label=judge_target(opened), on_episode=on_episode,
-                          check=opened.note_episodes, policy=policy,
-                          by_construction=identical_by_construction(man))
-    report = dataclasses.replace(report, coverage=opened.coverage())
+    # read and score each range (this process, a pool, a cluster); a pool's workers keep
+    # their episodes' texts in files of their own, merged on the pool (unless each episode
+    # is shown as it is folded: its text then travels back)
+    workers = usable_workers(opened.traces_path, workers, engine, address)
+    to_file = engine == "local" and workers > 1 and on_episode is None
+    executor = start(score_range_to_file if to_file else score_range, job,
+                     opened.traces_path, workers=workers, engine=engine, address=address,
+                     setup=(set_owner, (owner(),)), what="the metrics")
+    try:  # reduce each case's trials and aggregate, in file order
+        report = fold_batches(executor.results(), opened.cases, resolved, run_info=info,
+                              judge=judge, run_label=judge_target(opened),
+                              on_episode=on_episode, check=opened.note_episodes,
+                              policy=policy, by_construction=identical_by_construction(man),
+                              run_tasks=executor.run_tasks,
+                              merge_parts=MERGE_RANGES_PER_WORKER * executor.workers)
+    finally:
+        executor.close()
+    coverage = opened.coverage()
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
         problem = unrelated(base, report)
@@ -292,8 +304,8 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             raise UsageError(f"the baseline {baseline} is no grading of this run: {problem[1]}")
         comparison = compare_reports(base, report, baseline=None if isinstance(
             baseline, Report) else str(baseline), allow_missing=allow_missing, strict=strict)
-        report = dataclasses.replace(report, baseline_comparison=comparison)
-    return report
+        return with_coverage(report, coverage, baseline_comparison=comparison)
+    return with_coverage(report, coverage)
 
 
 def judge_target(opened: Run) -> str:

@@ -1,42 +1,42 @@
-"""The grading engine: score checked episodes and fold them into one typed :class:`Report`.
+"""Score each episode: the scoring step of grading (read, score, reduce trials, aggregate,
+write).
 
-The engine knows no metric by name; it runs whatever metric objects it is given. Episodes
-come checked from :meth:`evaltape.grader.io.run.Run.episodes` (or any iterable of
-``(trace, case)`` pairs); the report is sorted by dataset order, then trial, so its bytes do
-not depend on the order episodes finished recording.
+The engine knows no metric by name; it runs whatever metric objects it is given, on the
+episodes of one byte range of ``traces.jsonl`` read and checked by
+:meth:`evaltape.grader.io.run.Run.read_range`. Each episode becomes a typed
+:class:`~evaltape.grader.results.EpisodeResult` (:func:`grade_one`), and a range's
+episodes are summarised column by column into one :class:`Batch` where they were scored
+(this process, a pool worker, a cluster worker: :mod:`evaltape.grader.scale` runs
+:func:`score_range` without knowing what it does), for :mod:`evaltape.grader.aggregate` to
+fold in file order.
 """
 from __future__ import annotations
 
-import gc
 import copy
-import hashlib
+import gc
 from array import array
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
 
-import orjson
+import msgspec
 
-from evaltape.grader import __version__
-from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.metrics.base import metric_spec
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.datasets import case_digest
+from evaltape.grader.io.spill import delete_run, write_run
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import (ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace,
                                    check_evidence)
-from evaltape.grader.results import (EPISODE_SEP, EpisodeResult, GraderInfo, MetricResult,
-                                          Report, RunInfo, Summary)
-from evaltape.grader.io.datasets import case_digest
-from evaltape.grader.io.spill import FailureLog, LazyEpisodes, SpillSorter
-from evaltape.grader.stats.agreement import AgreementAccumulator, reference_label
+from evaltape.grader.report_file import episode_text
+from evaltape.grader.results import EpisodeResult, MetricResult
+from evaltape.grader.stats.agreement import reference_label
 from evaltape.grader.stats.failure_class import failure_class
-from evaltape.grader.stats.breakdown import breakdowns
-from evaltape.grader.stats.outcome import INFRA_ERROR, SummaryAccumulator, classify, tools_match
-from evaltape.grader.stats.timing import TimingAccumulator, episode_timing
-from evaltape.grader.stats.trials import answer_digest, counts_summary, identical_trials
+from evaltape.grader.stats.outcome import INFRA_ERROR, classify, tools_match
+from evaltape.grader.stats.timing import episode_timing
+from evaltape.grader.stats.trials import answer_digest
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
-                                           GATE_SKIPPED, NOT_GATING, TOLERANCE, VerdictPolicy,
-                                           check, describe, judge_episode)
-
-MEAN_DIGITS = 4
+                                           GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
+                                           describe, judge_episode)
 
 
 def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
@@ -52,31 +52,6 @@ def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
         return score
     except Exception as e:  # noqa: BLE001 - recorded as data, counted in the report
         return Score(None, f"{type(e).__name__}: {e}", code=ERROR_CODE)
-
-
-def config_sha256(metrics: Sequence[Any], extra: dict | None = None,
-                  policy: VerdictPolicy = DEFAULT_POLICY) -> str:
-    """sha256 (hex) of the metric specs (name, version, non-default args), extra config and
-    a verdict policy other than the default (its thresholds, gate and informational
-    metrics: they decide verdicts, so a report graded with other ones hashes apart)."""
-    if policy != DEFAULT_POLICY:
-        extra = {**(extra or {}), "verdict": policy.spec()}
-    blob = orjson.dumps({"metrics": [metric_spec(m) for m in metrics], "extra": extra or {}},
-                        option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(blob).hexdigest()
-
-
-#: What grading one episode produces, computed wherever the episode is graded (this process,
-#: a worker process, a cluster worker) and folded into the summary by the caller, in file
-#: order: ``(line, case_id, trial, failure, steps, tool_match, reference_label,
-#: ((score, code, gate state), ...) per metric, payload, timing, answer)``; the gate
-#: states are :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``;
-#: ``timing`` is the episode's :func:`~evaltape.grader.stats.timing.episode_timing` block
-#: or ``None``; ``answer`` the episode's trace, whose
-#: :func:`~evaltape.grader.stats.trials.answer_digest` :meth:`Batch.add` computes when it
-#: can still matter. ``case_id`` is the dataset case's own string (equal to the trace's).
-#: A record is used where it is made; a :class:`Batch` of records travels.
-EpisodeRecord = tuple
 
 
 #: ``evidence`` modes of :func:`grade_one` (``grade --evidence``).
@@ -100,7 +75,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
               recording: str | None = None, run_context: Any = None,
-              evidence: str = EVIDENCE_COMPACT) -> EpisodeRecord:
+              evidence: str = EVIDENCE_COMPACT,
+              trusted: Sequence[bool] | None = None) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -118,40 +94,40 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
             and tool schemas of its recorded requests), passed to metrics, or ``None``.
+        trusted: :func:`trusted_metrics` of ``metrics`` (computed once per run by the
+            callers), or ``None`` to compute it here.
         evidence: :data:`EVIDENCE_COMPACT` (a result with its metric's best score carries
             no ``evidence``: :func:`keeps_evidence`) or :data:`EVIDENCE_FULL` (every
             result carries the evidence its metric gave).
 
     Returns:
-        An :data:`EpisodeRecord`; small except for ``payload``
-        (:func:`~evaltape.grader.results.episode_text`), which carries the episode's
-        ``trace_digest`` and ``case_digest``.
+        A :class:`GradedEpisode`: the typed :class:`EpisodeResult` and what the summary
+        counts of it.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
     """
-    ctx = _new(EpisodeContext)  # EpisodeContext(...) without the frozen per-field setattr
-    _set(ctx, "__dict__", {"trace": trace, "case": case, "judge": judge, "run": run_context})
+    ctx = episode_context(trace, case, judge, run_context)
     if plan is None:
         plan = policy.plan(metrics, case)
-    decided = _DECIDED.get(plan)
-    if decided is None:
-        decided = _DECIDED[plan] = frozenset(d for _t, _g, d in plan if d is not None)
+    decided = decided_checks(plan)
     tool_match = tools_match(trace, case)
     outcome = classify(trace, case, decided, tool_match=tool_match)
     label = reference_label(trace, case, traces_path)
-    scores: dict[str, dict] = {}
+    results: dict[str, MetricResult] = {}
     values = []
     failed = []
     deciding = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
     full = evidence == EVIDENCE_FULL
-    for m, (threshold, gating, decides) in zip(metrics, plan):
+    if trusted is None:
+        trusted = trusted_metrics(metrics)
+    for m, (threshold, gating, decides), builtin in zip(metrics, plan, trusted):
         if infra:  # the API or network ended it (kept with --keep-errors): nothing to score
             s = Score(None, f"not scored: the episode ended in {outcome} (the "
                       "infrastructure, not the agent)", code=INFRA_CODE)
-        elif not _builtin(type(m)):
+        elif not builtin:
             # a user metric gets its own copy of the episode: one that edits the case's
             # expectations or a call's arguments cannot change another metric's score
             if user_ctx is None:
@@ -167,16 +143,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             s = score_episode(m, ctx)
         value, code = s.value, s.code
         higher = m.higher_is_better
-        if value is None or type(value) is not float:
-            passed = check(value, code, threshold, higher)
-        else:  # check(), inline
-            passed = (value >= threshold - TOLERANCE if higher
-                      else value <= threshold + TOLERANCE)
-        # MetricResult(...).to_json(), without the object
-        entry = scores[m.name] = {"score": value, "details": s.details, "reason": code,
-                                  "threshold": threshold, "passed": passed}
-        if s.evidence is not None and (full or keeps_evidence(value, passed, higher)):
-            entry["evidence"] = s.evidence
+        passed = check(value, code, threshold, higher)
+        keep = s.evidence is not None and (full or keeps_evidence(value, passed, higher))
+        results[m.name] = MetricResult(value, s.details, code, threshold, passed,
+                                       s.evidence if keep else None)
         if not gating:
             values.append((value, code, NOT_GATING))
         elif passed is None:
@@ -189,33 +159,76 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             if decides is not None:
                 deciding.append(failed[-1])
     failure = judge_episode(outcome, failed, deciding)
-    # EpisodeResult(...).to_json() laid out as episode_text() lays it out
-    doc = {"case_id": trace.case_id, "trial": trace.trial, "passed": failure is None,
-           "failure": failure, "steps": trace.steps, "stop_reason": trace.stop_reason,
-           "metrics": scores, "case_digest": digest or case_digest(case)}
-    if failure is not None:
-        klass = failure_class(trace, case, failure)
-        if klass is not None:
-            doc["failure_class"] = klass
-    if recording is not None:
-        doc["trace_digest"] = recording
     timing = episode_timing(trace)
-    if timing is not None:
-        doc["timing"] = timing
-    payload = b"    " + orjson.dumps(doc, option=_TEXT_OPTS)
-    return (trace.source_line, case.id, trace.trial, failure, trace.steps, tool_match,
-            label, tuple(values), payload, timing, trace)
+    result = EpisodeResult(
+        trace.case_id, trace.trial, failure is None, failure, trace.steps, trace.stop_reason,
+        results, recording, digest or case_digest(case), timing,
+        None if failure is None else failure_class(trace, case, failure))
+    return GradedEpisode(trace.source_line, case.id, result, tool_match, label,
+                         tuple(values), episode_text(result), trace)
 
 
-_TEXT_OPTS = orjson.OPT_SORT_KEYS
+class GradedEpisode(msgspec.Struct, frozen=True, gc=False):
+    """What grading one episode produces, wherever it is graded (this process, a worker
+    process, a cluster worker); folded into a :class:`Batch` where it was made.
+
+    Attributes:
+        line: the trace's line in the traces file.
+        case_id: the dataset case's own id (equal to the trace's).
+        result: the typed episode result.
+        tool_match: whether the called tools equal the expected ones as lists.
+        label: the trace's or case's reference verdict, or ``None``.
+        gates: per metric ``(score, code, gate state)``, the gate states
+            :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
+        text: the episode's ``report.json`` line (:func:`~evaltape.grader.results.episode_text`).
+        trace: the episode's trace (its answer digest is computed by :meth:`Batch.add` when
+            it can still matter).
+    """
+
+    line: int
+    case_id: str
+    result: EpisodeResult
+    tool_match: bool
+    label: Any
+    gates: tuple
+    text: bytes
+    trace: Any
+
+
+def episode_context(trace: Trace, case: Case, judge: Any, run: Any) -> EpisodeContext:
+    """``EpisodeContext(trace=trace, case=case, judge=judge, run=run)``, built without the
+    frozen dataclass's checked setattr per field (the plain call costs a fifth of a
+    built-in metric's work on a short episode); equal to the plain call."""
+    ctx = _new(EpisodeContext)
+    _set(ctx, "__dict__", {"trace": trace, "case": case, "judge": judge, "run": run})
+    return ctx
+
+
 _new = object.__new__
 _set = object.__setattr__
-#: ``{plan: the outcome checks it decides}`` (a run has a few distinct plans, whatever its
-#: number of cases).
+
+
+def decided_checks(plan: tuple) -> frozenset:
+    """The outcome checks a verdict plan's thresholds decide:
+    ``frozenset(d for _t, _g, d in plan if d is not None)``, computed once per distinct plan
+    (a run has a few, whatever its number of cases)."""
+    got = _DECIDED.get(plan)
+    if got is None:
+        got = _DECIDED[plan] = frozenset(d for _t, _g, d in plan if d is not None)
+    return got
+
+
 _DECIDED: dict[tuple, frozenset] = {}
 #: ``{metric class: whether it is the built-in registered under its name}`` (a built-in is
 #: trusted not to edit the episode it scores), filled as classes are met.
 _BUILTIN_TYPES: dict[type, bool] = {}
+
+
+def trusted_metrics(metrics: Sequence[Any]) -> tuple[bool, ...]:
+    """Per metric, whether it is a built-in (:func:`_builtin`): trusted not to edit the
+    episode it scores, so it scores the episode itself, not a copy (computed once per run
+    by :class:`GradeJob`)."""
+    return tuple(_builtin(type(m)) for m in metrics)
 
 
 def _builtin(cls: type) -> bool:
@@ -227,24 +240,6 @@ def _builtin(cls: type) -> bool:
         known = _BUILTIN_TYPES[cls] = (isinstance(name, str) and name in BUILTIN
                                        and BUILTIN[name] is cls)
     return known
-
-
-def episode_decoder(names: Sequence[str]) -> Callable[[dict], EpisodeResult]:
-    """A function building an :class:`EpisodeResult` from its decoded ``report.json`` object,
-    with ``metrics`` in the run's column order ``names`` (the JSON object's keys are sorted)."""
-    names = tuple(names)
-
-    def decode(d: dict) -> EpisodeResult:
-        ms = d["metrics"]
-        return EpisodeResult(d["case_id"], d["trial"], d["passed"], d["failure"], d["steps"],
-                             d["stop_reason"],
-                             {n: MetricResult(ms[n]["score"], ms[n]["details"],
-                                              ms[n]["reason"], ms[n]["threshold"],
-                                              ms[n]["passed"], ms[n].get("evidence"))
-                              for n in names if n in ms},
-                             d.get("trace_digest"), d.get("case_digest"), d.get("timing"),
-                             d.get("failure_class"))
-    return decode
 
 
 @contextmanager
@@ -268,52 +263,6 @@ def gc_paused() -> Iterator[None]:
 
 
 GC_EVERY = 50_000
-
-
-def grade_episodes(episodes: Iterable[tuple[Trace, Case]], cases: Sequence[Case],
-                   metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
-                   run_label: str | None = None,
-                   on_episode: Callable[[EpisodeResult], None] | None = None,
-                   traces_path: str | None = None,
-                   policy: VerdictPolicy = DEFAULT_POLICY,
-                   evidence: str = EVIDENCE_COMPACT) -> Report:
-    """Grade checked ``(trace, case)`` pairs in this process and build the report
-   .
-
-    Args:
-        episodes: checked pairs (:meth:`Run.episodes`), in any order.
-        cases: the dataset (for order, unrecorded cases, breakdowns).
-        metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
-        run_info: the report's ``run`` block.
-        judge: the run's judge store, passed to metrics in the context (judged metrics).
-        run_label: the run as the user named it, for the judge block's record command.
-        on_episode: called with each episode result as it is graded (progress display).
-        traces_path: the traces file, named in reference-label errors.
-        policy: which metrics gate the verdict and at which thresholds
-            (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`; default: every metric
-            gates at its default threshold).
-        evidence: which results keep their evidence (:func:`grade_one`).
-
-    Returns:
-        The typed :class:`Report`; its ``episodes`` are a :class:`LazyEpisodes` sequence
-        read from a temporary file (see :func:`fold_records`).
-
-    Raises:
-        UsageError: zero episodes (the scripted example suite raises ``ValueError`` for an empty
-            suite).
-        BadInputError: a trace's reference label has the wrong type.
-    """
-    prepared: dict[str, tuple] = {}
-
-    def prepare(case: Case) -> tuple:
-        if case.id not in prepared:
-            prepared[case.id] = (case_digest(case), policy.plan(metrics, case))
-        return prepared[case.id]
-    records = (grade_one(t, c, metrics, judge, traces_path, policy, *prepare(c),
-                         evidence=evidence)
-               for t, c in episodes)
-    return fold_records(records, cases, metrics, run_info=run_info, judge=judge,
-                        run_label=run_label, on_episode=on_episode, policy=policy)
 
 
 class Batch:
@@ -380,20 +329,21 @@ class Batch:
         """Write the payloads, sorted by key, to a temporary file as one run (a worker
         process does this, so that the texts of its episodes do not travel through a pipe
         to the process that folds, nor get written there a second time)."""
-        from evaltape.grader.io.spill import write_run
         self.run = write_run(zip(self.keys, self.payloads))
         self.payloads = []
 
-    def add(self, rec: EpisodeRecord, position: int, differs: set[str] | None = None) -> None:
-        """Add one :data:`EpisodeRecord` whose case is at ``position`` in the dataset.
+    def add(self, rec: GradedEpisode, position: int, differs: set[str] | None = None) -> None:
+        """Add one :data:`GradedEpisode` whose case is at ``position`` in the dataset.
 
         ``differs``: the ids of the cases already seen to record two different answers in
         this run (in this process's batches, all of which the fold reads): such a case's
         trials are not all the same whatever comes, so its episodes' answer digests are
         not computed; a case this batch finds differing is added. ``None``: every digest
         the batch compares is computed."""
-        (line, case_id, trial, failure, steps, tool_match, label, values, payload, timing,
-         trace) = rec
+        line, case_id, trace, values = rec.line, rec.case_id, rec.trace, rec.gates
+        result = rec.result
+        trial, failure, steps, timing = result.trial, result.failure, result.steps, result.timing
+        tool_match, label, payload = rec.tool_match, rec.label, rec.text
         self.case_ids.append(case_id)
         self.keys.append((position, trial))
         self.lines.append(line)
@@ -441,267 +391,127 @@ class Batch:
             elif gate == GATE_SKIPPED:
                 self.gate_skipped[i] += 1
 
-
-#: Key ranges per pool worker in the final merge of the workers' run files (more than one,
-#: so that a worker that finishes early takes another).
-MERGE_RANGES_PER_WORKER = 2
-#: Episodes per batch when this process grades (the in-process, streaming path).
-BATCH_SIZE = 2048
-
-
-def batches(records: Iterable[EpisodeRecord], cases: Sequence[Case], n_metrics: int,
-            size: int = BATCH_SIZE, differs: set[str] | None = None) -> Iterator[Batch]:
-    """Group records into :class:`Batch` es of ``size``; an exception raised by ``records``
-    ends the last batch as its ``error`` (raised by the fold after its episodes).
-    ``differs``: as :meth:`Batch.add` (shared by the batches of one run in one process)."""
-    position = {c.id: i for i, c in enumerate(cases)}
-    batch = Batch(n_metrics)
-    if differs is None:
-        differs = set()
-    try:
-        for rec in records:
-            batch.add(rec, position[rec[1]], differs)
-            if batch.n >= size:
-                yield batch
-                batch = Batch(n_metrics)
-    except BadInputError as e:
-        batch.error = e
-    if batch.n or batch.error is not None:
-        yield batch
+    def discard(self) -> None:
+        """Delete the batch's run file (a batch graded but never folded: grading stopped)."""
+        if self.run is not None:
+            delete_run(self.run[0])
+            self.run = None
 
 
-def fold_records(records: Iterable[EpisodeRecord], cases: Sequence[Case],
-                 metrics: Sequence[Any], **kw: Any) -> Report:
-    """:func:`fold_batches` over records graded in this process (in file order)."""
-    return fold_batches(batches(records, cases, len(metrics)), cases, metrics, **kw)
+@dataclass
+class GradeJob:
+    """What every range of one run is graded with (pickled once per worker).
 
-
-def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
-                 metrics: Sequence[Any], *, run_info: RunInfo, judge: Any = None,
-                 run_label: str | None = None,
-                 on_episode: Callable[[EpisodeResult], None] | None = None,
-                 check: Callable[[Sequence[str], Sequence[tuple[int, int]], Sequence[int], int],
-                                 None] | None = None,
-                 policy: VerdictPolicy = DEFAULT_POLICY,
-                 by_construction: str | None = None) -> Report:
-    """Fold graded episodes, in file order, into the report, in memory flat in their number.
-
-    The means are summed in file order, one score at a time, whatever graded the batches
-    (this process, a process pool, a cluster), so the bytes do not depend on the number of
-    workers. Episode texts go to a :class:`SpillSorter` keyed by (dataset position, trial)
-    and come back sorted from disk, and so do the failed episodes (:class:`FailureLog`);
-    what stays in memory is O(cases + trials + buffer) plus 8 bytes per episode (the
-    sorted file's offsets).
-
-    Args:
-        parts: :class:`Batch` es in file order.
-        check: called with each batch's ``(case_ids, keys, lines, line_offset)`` before
-            its episodes are counted (the duplicate-episode check: ``keys`` are
-            ``(dataset position, trial)``, an episode's line is ``line + line_offset``,
-            :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
-        policy: the verdict policy the batches were graded with (for the summary's
-            ``thresholds`` and ``verdict`` blocks and the config hash).
-        by_construction: why the run's trials are identical by construction
-            (:func:`~evaltape.grader.stats.trials.identical_by_construction` of its
-            manifest), or ``None``; for ``summary.identical_trials``.
-        Others as :func:`grade_episodes`.
-
-    Raises:
-        UsageError: zero episodes.
-        BadInputError: a batch's error (after its episodes), or what ``check`` raises.
+    Attributes:
+        run: the opened :class:`~evaltape.grader.io.run.Run` (its traces path, dataset and
+            per-trace checks).
+        metrics: metric objects.
+        judge: the judge store, or ``None``.
+        policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
+            or ``None`` for the default.
+        evidence: which results keep their evidence
+            (:data:`~evaltape.grader.engine.EVIDENCE_COMPACT` or ``EVIDENCE_FULL``,
+            :func:`evaltape.grader.engine.grade_one`).
     """
-    names = [m.name for m in metrics]
-    sums = [0.0] * len(names)
-    counts = [0] * len(names)
-    skipped = [0] * len(names)
-    skip_codes: list[dict[str, int]] = [{} for _ in names]
-    errors = [0] * len(names)
-    gate_failed = [0] * len(names)
-    gate_skipped = [0] * len(names)
-    acc = SummaryAccumulator()
-    failures = FailureLog()
-    agreement = AgreementAccumulator()
-    timing = TimingAccumulator()
-    per_case: dict[str, list[int]] = {}
-    answers: dict[str, bytes | None] = {}
-    trials: set[int] = set()
-    spill = SpillSorter()
-    decode = episode_decoder(names)
-    n = 0
-    base = 0  # lines of the ranges folded so far whose lines were numbered from 1
-    infra = 0
-    try:
-        with gc_paused():
-            for part in parts:
-                if part.run is not None:  # owned by the sorter first: deleted on any error
-                    spill.add_run(*part.run)
-                at = base if part.range_lines is not None else 0
-                if check is not None:
-                    check(part.case_ids, part.keys, part.lines, at)
-                trials.update(key[1] for key in part.keys)
-                acc.add_counts(part.n, part.passed, part.steps, part.tool_matches)
-                failures.extend(part.failures)
-                infra += part.infra
-                for block in part.timing:  # file order, one episode at a time
-                    timing.add(block)
-                agreement.add_cells(*part.cells, unlabelled=part.unlabelled)
-                for case_id, (k, c) in part.per_case.items():
-                    nc = per_case.get(case_id)
-                    if nc is None:
-                        per_case[case_id] = [k, c]
-                        answers[case_id] = part.answers[case_id]
-                    else:
-                        nc[0] += k
-                        nc[1] += c
-                        if answers[case_id] != part.answers[case_id]:
-                            answers[case_id] = None
-                for i, vals in enumerate(part.values):
-                    total = sums[i]
-                    for v in vals:  # one addition at a time, in file order
-                        total += v
-                    sums[i] = total
-                    counts[i] += len(vals)
-                    skipped[i] += part.skipped[i]
-                    for code, k in part.skip_codes[i].items():
-                        skip_codes[i][code] = skip_codes[i].get(code, 0) + k
-                    errors[i] += part.errors[i]
-                    gate_failed[i] += part.gate_failed[i]
-                    gate_skipped[i] += part.gate_skipped[i]
-                add = spill.add
-                for key, payload in zip(part.keys, part.payloads):
-                    add(key, payload)
-                if on_episode is not None:  # (chunk_results(payloads=True): no run files)
-                    for payload in part.payloads:
-                        on_episode(decode(orjson.loads(payload)))
-                n += part.n
-                if part.error is not None:
-                    raise _shift_line(part.error, at)
-                if part.range_lines is not None:
-                    base += part.range_lines
-                if n >= GC_EVERY:
+
+    run: Any
+    metrics: Sequence[Any]
+    judge: Any = None
+    policy: Any = None
+    evidence: str = "compact"
+
+    def __post_init__(self) -> None:
+        #: the ids of the cases seen to record two different answers in this process
+        #: (:meth:`evaltape.grader.engine.Batch.add`)
+        self.differs: set[str] = set()
+        self._by_id: dict | None = None
+        self._position: dict | None = None
+        self._digests: dict | None = None
+        self._plans: dict = {}
+        self._trusted: tuple[bool, ...] | None = None
+
+    def prepared(self, case: Any) -> tuple:
+        """``(case digest, verdict plan)`` of ``case``
+        (:func:`evaltape.grader.io.datasets.case_digest`,
+        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
+        and process."""
+        if self._digests is None:
+            self._digests, self._plans = {}, {}
+        got = self._digests.get(case.id)
+        if got is None:
+            policy = self.policy or DEFAULT_POLICY
+            plan = policy.plan(self.metrics, case)
+            plan = self._plans.setdefault(plan, plan)  # one object per distinct plan
+            got = self._digests[case.id] = (case_digest(case), plan)
+        return got
+
+    @property
+    def trusted(self) -> tuple[bool, ...]:
+        """:func:`trusted_metrics` of the job's metrics, computed once per process."""
+        if self._trusted is None:
+            self._trusted = trusted_metrics(self.metrics)
+        return self._trusted
+
+    @property
+    def by_id(self) -> dict:
+        """``{case id: Case}``, built once per process."""
+        if self._by_id is None:
+            self._by_id = self.run.case_by_id
+        return self._by_id
+
+    @property
+    def position(self) -> dict:
+        """``{case id: position in the dataset}``, built once per process."""
+        if self._position is None:
+            self._position = {c.id: i for i, c in enumerate(self.run.cases)}
+        return self._position
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_by_id"] = state["_position"] = state["_digests"] = None
+        state["_plans"] = {}
+        state["_trusted"] = None
+        state["differs"] = set()  # (what one process saw: each worker sees its own)
+        return state
+
+
+def score_range(job: GradeJob, chunk: Any) -> Batch:
+    """Score the episodes of one range of the traces file (``chunk``: ``start``, ``end``,
+    ``first_line``, :class:`evaltape.grader.scale.Chunk`) into one :class:`Batch`, in file
+    order. Its ``error`` is the first bad input of the range (the episodes before it are
+    kept, so that the fold raises it in file order); with ``first_line`` ``None`` its
+    lines are numbered from 1 and ``range_lines`` says how many the range has."""
+    position, metrics, judge = job.position, job.metrics, job.judge
+    where = str(job.run.traces_path)
+    policy = job.policy or DEFAULT_POLICY
+    context = getattr(job.run, "context", None)
+    evidence, differs, prepared = job.evidence, job.differs, job.prepared
+    trusted = job.trusted
+    plans: dict[str, tuple] = {}  # (the job's, looked up without a call)
+    batch = Batch(len(metrics))
+    add = batch.add
+    reader = job.run.read_range(chunk.start, chunk.end, chunk.first_line, job.by_id)
+    with gc_paused():
+        try:
+            for trace, case, digest in reader:
+                prep = plans.get(case.id)
+                if prep is None:
+                    prep = plans[case.id] = prepared(case)
+                add(grade_one(trace, case, metrics, judge, where, policy, *prep, digest,
+                              context, evidence, trusted), position[case.id], differs)
+                if batch.n % GC_EVERY == 0:
                     gc.collect(0)
-                    n = 0
-    except BaseException:
-        # a bad line, a duplicate episode, Ctrl-C: stop the ranges still being graded and
-        # delete every temporary file now (the traceback would keep them alive)
-        close = getattr(parts, "close", None)
-        if close is not None:
-            close()
-        spill.discard()
-        raise
-    try:
-        if acc.n == 0:
-            raise UsageError("no episodes to grade (an empty suite is an error)")
-        # a pool merges its workers' run files itself, a key range per task
-        # stored as report.json lists them, separators included: the report copies them
-        records = spill.finish(getattr(parts, "merge_runs", None),
-                               parts=MERGE_RANGES_PER_WORKER * getattr(parts, "workers", 1),
-                               sep=EPISODE_SEP)
-    finally:
-        spill.discard()
-        close = getattr(parts, "close", None)
-        if close is not None:
-            close()
-    results = LazyEpisodes(records, decode)
-    harness = acc.summary(len(trials) > 1)  # its failures list is empty: they are on disk
-    harness["failures"] = failures.close(len(trials) > 1)
-    graded = [c.id for c in cases if c.id in per_case]
-    # pass_rate_ci95; pass@k, pass^k with trials > 1: from each case's (trials, passed), in
-    # dataset order, as the sorted episodes list them
-    case_counts = {cid: (per_case[cid][0], per_case[cid][1]) for cid in graded}
-    extra = counts_summary(case_counts)
-    composite = any(m.name == "composite" for m in metrics)
-    if composite or any(c.difficulty or c.tags for c in cases):
-        # the tiered-composite scoring design's by_difficulty / by_tag
-        extra.update(breakdowns(results, cases, metrics))
-    worst = extra.pop("worst_episodes", None)
-    judged = [m for m in metrics if m.judged]
-    summary = Summary(
-        cases=len(graded), trials=len(trials), episodes=acc.n, passed=acc.passed,
-        pass_rate=harness["pass_rate"], tool_accuracy=harness["tool_accuracy"],
-        avg_steps=harness["avg_steps"], failures=harness["failures"],
-        metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
-                 for i, n in enumerate(names)},
-        metrics_skipped=dict(zip(names, skipped)), metrics_errors=dict(zip(names, errors)),
-        metrics_skipped_reasons={n: dict(sorted(skip_codes[i].items()))
-                                 for i, n in enumerate(names) if skip_codes[i]},
-        infra_failures=infra,
-        unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
-        worst_episodes=None if worst is None else tuple(worst),
-        reference_agreement=agreement.summary() if agreement.n else None,
-        judge=_judge_block(results, judged, judge, run_label or run_info.path),
-        thresholds=policy.run_thresholds(metrics),
-        verdict=_with_groups(_verdict_block(policy, names, gate_failed, gate_skipped, cases,
-                                            decided_cases(policy, metrics,
-                                                          [c for c in cases
-                                                           if c.id in per_case])),
-                             policy, names, results, cases),
-        timing=timing.summary(),
-        identical_trials=identical_trials(case_counts, answers, by_construction), **extra)
-    grader = GraderInfo(version=__version__, config_sha256=config_sha256(metrics,
-                                                                         policy=policy),
-                        metrics=tuple(names),
-                        metric_specs=tuple(metric_spec(m) for m in metrics),
-                        lower_is_better=tuple(m.name for m in metrics
-                                              if not m.higher_is_better))
-    return Report(run=run_info, grader=grader, summary=summary, episodes=results)
+        except BadInputError as e:
+            batch.error = e
+    if chunk.first_line is None:
+        batch.range_lines = reader.lines
+    return batch
 
 
-def decided_cases(policy: VerdictPolicy, metrics: Sequence[Any],
-                  cases: Sequence[Case]) -> dict[str, dict[str, Any]]:
-    """Per metric whose threshold decides an outcome check in place of its fixed rule on
-    some of ``cases`` (:meth:`VerdictPolicy.decides`): ``{"check": "tools" | "answer",
-    "cases": how many}``; ``{}`` when none does (the default)."""
-    out: dict[str, dict[str, Any]] = {}
-    for m in metrics:
-        for c in cases:
-            check_name = policy.decides(m, c)
-            if check_name is not None:
-                entry = out.setdefault(m.name, {"check": check_name, "cases": 0})
-                entry["cases"] += 1
-    return out
-
-
-def _verdict_block(policy: VerdictPolicy, names: Sequence[str], failed: Sequence[int],
-                   skipped: Sequence[int], cases: Sequence[Case],
-                   decided: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``summary.verdict``: the gating and informational metrics, per gating metric its
-    failed and skipped (null) checks, how many cases set thresholds of their own, and,
-    when some metric's threshold decides an outcome check, ``decided``
-    (:func:`decided_cases`; absent otherwise)."""
-    gates = policy.gates(names)
-    out = {"gate": list(gates), "informational": [n for n in names if n not in gates],
-           "failed": {n: failed[i] for i, n in enumerate(names) if n in gates},
-           "skipped": {n: skipped[i] for i, n in enumerate(names) if n in gates},
-           "case_thresholds": sum(1 for c in cases if c.thresholds)}
-    if decided:
-        out["decided"] = {n: dict(v) for n, v in decided.items()}
-    return out
-
-
-def _with_groups(block: dict[str, Any], policy: VerdictPolicy, names: Sequence[str],
-                 results: Any, cases: Sequence[Case]) -> dict[str, Any]:
-    """``block`` with ``groups`` (:func:`~evaltape.grader.stats.verdict_groups
-    .verdict_groups`) when some case is decided by its end state; unchanged otherwise."""
-    from evaltape.grader.matching.state import state_case
-    from evaltape.grader.stats.verdict_groups import verdict_groups
-    if any(state_case(c) for c in cases):
-        block["groups"] = verdict_groups(policy, names, results, cases)
-    return block
-
-
-def _shift_line(error: BaseException, lines: int) -> BaseException:
-    """``error`` with its line number moved down by ``lines`` (a range's error, numbered
-    from the range's first line), or ``error`` itself when it names no line."""
-    if lines and isinstance(error, BadInputError) and error.line is not None:
-        return BadInputError(error.message, path=error.path, line=error.line + lines,
-                             field=error.field)
-    return error
-
-
-def _judge_block(results: Sequence[EpisodeResult], judged: Sequence[Any], store: Any,
-                 run_label: str) -> Any:
-    from evaltape.grader.judge import judge_summary
-    if not judged:
-        return None
-    return judge_summary(results, store, judged, run_label)
+def score_range_to_file(job: GradeJob, chunk: Any) -> Batch:
+    """:func:`score_range`, the episodes' texts then written to a run file of their own
+    (:meth:`Batch.spill`): what a pool worker returns, so that the texts do not travel
+    through a pipe to the folding process."""
+    batch = score_range(job, chunk)
+    batch.spill()
+    return batch

@@ -346,8 +346,8 @@ def test_summary_figures_are_compared_apart_from_a_metric_of_that_name():
 
 
 def test_the_refused_names_are_the_summary_fields():
-    import dataclasses
+    import msgspec
 
     from evaltape.grader.model import SUMMARY_NAMES
     from evaltape.grader.results import Summary
-    assert SUMMARY_NAMES == {f.name for f in dataclasses.fields(Summary)}
+    assert SUMMARY_NAMES == {f.name for f in msgspec.structs.fields(Summary)}

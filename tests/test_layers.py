@@ -24,11 +24,12 @@ GRADER_LAYERS = (
     ("evaltape.grader", "evaltape.grader.errors", "evaltape.grader.schemas"),
     ("evaltape.grader.model", "evaltape.grader.envs"),
     ("evaltape.grader.io",),
-    ("evaltape.grader.results",),
+    ("evaltape.grader.results", "evaltape.grader.report_file", "evaltape.grader.formats"),
     ("evaltape.grader.matching",),
     ("evaltape.grader.metrics", "evaltape.grader.judge", "evaltape.grader.stats",
      "evaltape.grader.reviews"),
     ("evaltape.grader.engine", "evaltape.grader.scale"),
+    ("evaltape.grader.aggregate",),
     ("evaltape.grader.report",),
     ("evaltape.grader.importers",),
     ("evaltape.grader.api",),
@@ -202,10 +203,10 @@ def _layer(name: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
 
 def test_the_scan_sees_the_package_and_its_lazy_imports(graph):
     """The scan is not vacuous: it finds the package's modules and an import made inside a
-    function (the pool's worker in ``scale`` imports the engine lazily)."""
+    function (a run's range reader imports the trace parser lazily)."""
     mods, edges, _private = graph
     assert {"evaltape.cli", "evaltape.grader.engine", "evaltape.recorder.loop"} <= set(mods)
-    assert "evaltape.grader.engine" in edges["evaltape.grader.scale"]
+    assert "evaltape.grader.io.traces" in edges["evaltape.grader.io.run"]
     assert _cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [
         ["a", "b", "c"]]
 

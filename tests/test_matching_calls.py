@@ -257,7 +257,7 @@ def test_in_order_takes_one_parallel_step_in_any_order():
 def test_callable_override_names_itself_in_the_spec():
     """Regression: a callable override made grade() raise 'Type is not JSON serializable:
     function' when the spec was hashed."""
-    from evaltape.grader.engine import config_sha256
+    from evaltape.grader.aggregate import config_sha256
     from evaltape.grader.metrics.base import metric_spec
 
     def same_city(actual, expected):

@@ -10,7 +10,7 @@ from conftest import load_case
 
 from evaltape.grader.stats.breakdown import breakdowns
 from evaltape.grader.io.config import configure, load_config
-from evaltape.grader.engine import config_sha256
+from evaltape.grader.aggregate import config_sha256
 from evaltape.grader.metrics.base import default_threshold
 from evaltape.grader.metrics.composite import Composite
 from evaltape.grader.stats.verdict import check

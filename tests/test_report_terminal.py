@@ -127,7 +127,8 @@ def test_report_json_and_md_count_the_skipped_by_reason(tmp_path):
     (19 + 3, as above), read_report keeps the split, and report.md's Metrics table and
     failing details say what the terminal says."""
     from evaltape.grader.report.markdown import render_markdown
-    from evaltape.grader.results import read_report, report_bytes
+    from evaltape.grader.report_file import report_bytes
+    from evaltape.grader.results import read_report
     report = grade(ROOT / "cassettes" / "helpdesk-qwen1.5b")
     data = report_bytes(report)
     s = json.loads(data)["summary"]

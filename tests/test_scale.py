@@ -12,8 +12,9 @@ from conftest import ROOT, run_cli
 from evaltape.grader import scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
-from evaltape.grader.results import read_report, report_bytes
-from evaltape.grader.io.spill import (INDEX_EVERY, LazyEpisodes, SpillSorter, merge_range,
+from evaltape.grader.report_file import report_bytes
+from evaltape.grader.results import read_report
+from evaltape.grader.io.spill import (INDEX_EVERY, SpillSorter, merge_range,
                                           plan_ranges, write_run)
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
@@ -122,18 +123,14 @@ def test_runs_merged_a_key_range_at_a_time_give_the_one_merge(tmp_path, monkeypa
         want = b"".join(repr(k).encode() for k in sorted(keys)
                         if (lo is None or k >= lo) and (hi is None or k < hi))
         assert got == want
-    # the sorter does the same through a merge callable, and deletes every file
+    # the sorter hands the same ranges out as merge tasks, and deletes every file
     sorter = SpillSorter()
     for path, n, index in runs:
         sorter.add_run(path, n, index)
-    calls = []
-
-    def merge(tasks):
-        calls.append(len(tasks))
-        return [merge_range(*t) for t in tasks]
-
-    out = sorter.finish(merge, parts=3)
-    assert calls == [3] and len(out) == 5000
+    tasks = sorter.merge_tasks(3)
+    assert len(tasks) == 3
+    out = sorter.finish_merged([merge_range(*t) for t in tasks])
+    assert len(out) == 5000
     assert list(out.iter_payloads(block=64)) == [repr(k).encode() for k in sorted(keys)]
     assert out.payload(0) == b"(0, 0)" and out.payload(4999) == b"(99, 49)"
     assert out.payload(2500) == b"(50, 0)"  # 50 keys per position
@@ -151,7 +148,8 @@ def test_records_stored_with_their_separator_join_by_copying(tmp_path, monkeypat
     sorter = SpillSorter()
     for path, n, index in runs:
         sorter.add_run(path, n, index)
-    out = sorter.finish(lambda tasks: [merge_range(*t) for t in tasks], parts=2, sep=b",\n")
+    out = sorter.finish_merged([merge_range(*t) for t in sorter.merge_tasks(2, sep=b",\n")],
+                               sep=b",\n")
     want = [repr(k).encode() for k in sorted(keys)]
     assert out.sep == b",\n" and len(out) == 300
     assert list(out.iter_payloads()) == want and out.payload(299) == b"(9, 29)"
@@ -170,15 +168,23 @@ def test_records_stored_with_their_separator_join_by_copying(tmp_path, monkeypat
     assert alone.payload(0) == b"(0, 0)" and list(alone.iter_payloads()) == want
 
 
-def test_lazy_episodes_behave_as_a_tuple():
+def test_stored_episodes_behave_as_a_tuple():
+    from evaltape.grader.report_file import StoredEpisodes
+    from evaltape.grader.results import EpisodeResult, MetricResult
     sorter = SpillSorter(buffer=2)
-    for k in (2, 0, 1):
-        sorter.add(k, json.dumps({"k": k}).encode())
-    seq = LazyEpisodes(sorter.finish(), lambda d: d["k"])
+    eps = {k: EpisodeResult(f"c{k}", 0, True, metrics={"b": MetricResult(0.5),
+                                                        "a": MetricResult(None, "n/a")})
+           for k in (2, 0, 1)}
+    for k, e in eps.items():
+        sorter.add(k, json.dumps({"case_id": e.case_id, "trial": 0, "passed": True,
+                                  "metrics": {"a": {"score": None, "details": "n/a"},
+                                              "b": {"score": 0.5}}}).encode())
+    seq = StoredEpisodes(sorter.finish(), ["b", "a"])
     assert len(seq) == 3
-    assert list(seq) == [0, 1, 2]
-    assert seq[-1] == 2 and seq[1:] == (1, 2)
-    assert seq == (0, 1, 2) and seq != (0, 1)
+    assert list(seq) == [eps[0], eps[1], eps[2]]
+    assert list(seq[0].metrics) == ["b", "a"]  # the run's column order, not the JSON's
+    assert seq[-1] == eps[2] and seq[1:] == (eps[1], eps[2])
+    assert seq == (eps[0], eps[1], eps[2]) and seq != (eps[0], eps[1])
 
 
 def test_streamed_report_bytes_equal_the_committed_golden():
@@ -392,7 +398,6 @@ def test_identical_trials_whatever_the_batches_and_workers(tmp_path, monkeypatch
     # however the episodes are cut into batches (answer digests of a case already seen to
     # differ are skipped) and on however many processes
     from conftest import make_trace, write_json, write_jsonl
-    from evaltape.grader import engine
     answers = {"a": ["x"] * 4, "b": ["x", "x", "x", "y"], "c": ["x", "y", "x", "x"]}
     traces = [make_trace(cid, trial=t, final=answers[cid][t]) for t in range(4)
               for cid in ("a", "b", "c")]
@@ -400,9 +405,9 @@ def test_identical_trials_whatever_the_batches_and_workers(tmp_path, monkeypatch
     write_jsonl(tmp_path / "run" / "traces.jsonl", traces)
     want = {"cases": 1, "of": 3}
     got = []
-    for size in (1, 2, 5, 2048):
-        monkeypatch.setattr(engine, "BATCH_SIZE", size)
-        monkeypatch.setattr(engine.batches, "__defaults__", (size, None))
+    line = len((tmp_path / "run" / "traces.jsonl").read_bytes()) // len(traces)
+    for size in (1, 2 * line, 5 * line, 1 << 20):  # ranges of 1, 2, 5 traces, all of them
+        monkeypatch.setattr(scale, "CHUNK_BYTES", size)
         report = grade(tmp_path / "run", tmp_path / "d.json", metrics=["task_completion"])
         it = report.summary.identical_trials
         got.append({k: it[k] for k in want})

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from evaltape.grader.errors import UsageError
-from evaltape.grader.io.schemas import SCHEMAS, load_schema, schema_text
+from evaltape.grader.formats import SCHEMAS, load_schema, schema_text
 
 RUNS = sorted(p for p in (ROOT / "cassettes").iterdir() if p.is_dir())
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*/report.json"))
@@ -252,7 +252,7 @@ def _properties(node, where=""):
 
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_every_schema_is_draft_2020_12_and_names_the_version_of_its_top_fields(name):
-    schema = json.loads((ROOT / "grader" / "schemas" / f"{name}.json").read_text())
+    schema = load_schema(name)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == f"urn:evaltape:schema:{name}"
     top = schema.get("properties", {})
@@ -262,8 +262,7 @@ def test_every_schema_is_draft_2020_12_and_names_the_version_of_its_top_fields(n
 def test_every_top_level_field_is_in_docs_formats():
     doc = (ROOT / "docs" / "formats.md").read_text()
     missing = [(name, key) for name in SCHEMAS
-               for key in json.loads((ROOT / "grader" / "schemas" / f"{name}.json")
-                                     .read_text()).get("properties", {})
+               for key in load_schema(name).get("properties", {})
                if f"`{key}`" not in doc]
     assert missing == []
 

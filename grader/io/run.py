@@ -327,6 +327,15 @@ class Run:
                                 field="input")
         return case
 
+    def read_range(self, start: int, end: int, first_line: int | None,
+                   by_id: dict[str, Case]) -> "RangeReader":
+        """The checked episodes of the traces in bytes ``[start, end)`` of the traces file
+        (a range that starts and ends on line boundaries), in file order: a
+        :class:`RangeReader` (iterate it for ``(trace, case, line digest)``; its ``lines``
+        then says how many lines it read). Line numbers start at ``first_line``, or at 1
+        when it is ``None``. Safe to call in a worker process."""
+        return RangeReader(self, start, end, first_line, by_id)
+
     def note_episode(self, case_id: str, trial: int, line: int | None) -> None:
         """Record that ``(case_id, trial)`` was read (for :meth:`coverage`), in file order.
 
@@ -544,3 +553,67 @@ def unfinished_refresh(target: str | Path) -> str | None:
     return (f"{root}: refresh {number!s} (started {started!s}) did not finish: some episodes "
             "may have a new cassette beside their old trace line; rerun the same `evaltape "
             "record ... --refresh` to finish it")
+
+
+#: Read-ahead of a range's reader: a line of a few kilobytes costs a system call per 8 KB
+#: with the default buffer; 1 MB makes the reading of a 170 MB file 2.5x cheaper.
+READ_BUFFER = 1 << 20
+
+
+class RangeReader:
+    """The traces of one byte range of a run's traces file (:meth:`Run.read_range`),
+    checked as :func:`evaltape.grader.io.traces.iter_traces` checks them (JSON, no key
+    repeated in one object, a valid trace), then against the dataset
+    (:meth:`Run.check_trace`). Iteration yields ``(trace, case, line digest)``
+    (:func:`~evaltape.grader.io.traces.line_digest`); ``lines`` is the number of lines
+    read so far.
+
+    Raises (while iterating):
+        BadInputError: the file cannot be read; a line is not JSON, is nested too deep,
+            repeats a key; a trace is invalid, names an unknown case or carries a changed
+            input (file, line and field named).
+    """
+
+    def __init__(self, run: Run, start: int, end: int, first_line: int | None,
+                 by_id: dict[str, Case]) -> None:
+        self.run, self.start, self.end = run, start, end
+        self.first_line, self.by_id = first_line, by_id
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[tuple[Trace, Case, str]]:
+        from evaltape.grader.io.jsonfiles import (depth_error, is_depth_error,
+                                                  line_json_error, repeated_key_error, screen)
+        from evaltape.grader.io.traces import line_digest, parse_trace
+        run, by_id, loads = self.run, self.by_id, orjson.loads
+        where = str(run.traces_path)
+        try:
+            fh = open(run.traces_path, "rb", buffering=READ_BUFFER)
+        except OSError as e:
+            raise BadInputError(f"cannot read: {e.strerror}", path=where) from None
+        pos, first = self.start, self.first_line or 1
+        lineno = first - 1
+        try:
+            fh.seek(pos)
+            while pos < self.end:
+                raw = fh.readline()
+                if not raw:
+                    break
+                pos += len(raw)
+                lineno += 1
+                if not raw.strip():
+                    continue
+                try:
+                    obj = loads(raw)
+                except orjson.JSONDecodeError as e:
+                    if is_depth_error(e):
+                        raise depth_error(raw, where, lineno) from None
+                    raise BadInputError(line_json_error(raw, e), path=where,
+                                        line=lineno) from None
+                obj, dup = screen(raw, obj, where, lineno)
+                if dup is not None:
+                    raise repeated_key_error(dup, where, lineno)
+                trace = parse_trace(obj, path=where, line=lineno)
+                yield trace, run.check_trace(trace, by_id), line_digest(raw)
+        finally:
+            self.lines = lineno - first + 1
+            fh.close()

@@ -12,12 +12,10 @@ runs), not O(episodes); the disk holds the episodes twice while merging.
 The runs live in one named temporary file (each merge reader opens it on its own), removed
 when the merge ends or the sorter is dropped.
 
-:class:`LazyEpisodes` is the :class:`~collections.abc.Sequence` of
-:class:`~evaltape.grader.results.EpisodeResult` that a streamed
-:class:`~evaltape.grader.results.Report` carries as ``episodes``: ``len``, iteration
-(one sequential read of the file) and indexing (one seek) work as on a tuple, but each
-episode is parsed when it is reached and dropped after, so iterating a million episodes
-keeps memory flat. The temporary files are deleted when the objects are garbage collected
+:class:`SpilledRecords` is the store behind a graded report's episodes
+(:class:`evaltape.grader.results.StoredEpisodes`): payloads by index (one seek) or in
+order (one sequential read), so iterating a million episodes keeps memory flat. The
+temporary files are deleted when the objects are garbage collected
 (``tempfile.TemporaryFile``). They live in the temporary folder (``TMPDIR``); a write the
 OS refuses there (a full disk, a quota, a file size limit) is a :class:`SpillWriteError`
 naming the folder and the cause, never a crash. The named ones carry the grading command's
@@ -301,6 +299,18 @@ def join_pieces(texts: Iterable[bytes], sep: bytes, block: int = 1 << 20
         yield lead + sep.join(pending)
 
 
+def delete_merged(result: tuple[str, bytes]) -> None:
+    """Delete the file of a :func:`merge_range` result that will not be used."""
+    delete_run(result[0])
+
+
+def set_owner(pid: int) -> None:
+    """Name this process's spill files by ``pid`` (:data:`OWNER`): a pool worker's, by the
+    grading command's."""
+    global OWNER
+    OWNER = pid
+
+
 def delete_run(path: str) -> None:
     """Delete a run file (one already gone is no error)."""
     try:
@@ -479,31 +489,42 @@ class SpillSorter:
         self._runs.append((self._path, start, len(self._pending)))
         self._pending = []
 
-    def finish(self, merge: Callable[[list], list] | None = None, parts: int = 1,
-               sep: bytes = b"") -> SpilledRecords:
-        """Merge the runs into sorted records and return them; the sorter is spent after.
+    def merge_tasks(self, parts: int, sep: bytes = b"") -> list[tuple] | None:
+        """The merge cut into ``parts`` key ranges (:func:`plan_ranges`), each task the
+        arguments of one :func:`merge_range` ``(lo, hi, segments, sep)``, for the caller to
+        run anywhere (a process pool) and hand the results to :meth:`finish_merged`;
+        ``None`` when the runs cannot be merged by ranges (some did not come from
+        :meth:`add_run` with an index, or there are fewer than two, or ``parts`` < 2): then
+        :meth:`finish` merges here."""
+        if not (parts > 1 and len(self._runs) > 1 and not self._pending and self._fh is None
+                and all(self._indexes)):
+            return None
+        runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
+        return [(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)]
+
+    def finish_merged(self, files: Sequence[tuple[str, bytes]], sep: bytes = b""
+                      ) -> SpilledRecords:
+        """The sorted records from the results of the :meth:`merge_tasks`, in task order;
+        the sorter's own files are deleted (the sorter is spent).
+
+        Raises:
+            SpillWriteError: a merged file cannot be opened (every one is deleted).
+        """
+        self.discard()
+        with _spilling():
+            return SpilledRecords.from_files(files, sep)
+
+    def finish(self, sep: bytes = b"") -> SpilledRecords:
+        """Merge the runs in this process into sorted records and return them; the sorter
+        is spent after.
 
         Args:
-            merge: runs :func:`merge_range` on each ``(lo, hi, segments, sep)`` of a list
-                (e.g. on a process pool) and returns their results in order. Used, with
-                ``parts`` ranges, when every run came from :meth:`add_run` with an index;
-                otherwise this process merges everything into one file.
-            parts: key ranges to merge separately (:func:`plan_ranges`).
             sep: written after every payload (:class:`SpilledRecords`).
 
         Raises:
             SpillWriteError: the temporary folder refused a write (the sorter's files are
                 deleted).
         """
-        if (merge is not None and parts > 1 and len(self._runs) > 1 and not self._pending
-                and self._fh is None and all(self._indexes)):
-            runs = [(p, n, index) for (p, _s, n), index in zip(self._runs, self._indexes)]
-            try:
-                files = merge([(lo, hi, segs, sep) for lo, hi, segs in plan_ranges(runs, parts)])
-            finally:
-                self.discard()
-            with _spilling():
-                return SpilledRecords.from_files(files, sep)
         with _spilling():
             return self._merge_here(sep)
 
@@ -558,52 +579,6 @@ def _chain(readers: list) -> Iterator[tuple[Any, bytes]]:
 
 def _first(rec: tuple[Any, bytes]) -> Any:
     return rec[0]
-
-
-class LazyEpisodes(Sequence):
-    """A read-only sequence of episode results backed by a :class:`SpilledRecords` file.
-
-    Args:
-        records: payloads are ``report.json`` episode objects (JSON text).
-        decode: builds one episode result from a decoded JSON object.
-
-    ``len``, iteration and indexing behave as on a tuple; each access parses one episode.
-    Equality compares element-wise with any sequence (a tuple of episode results, too).
-    """
-
-    def __init__(self, records: SpilledRecords, decode: Callable[[dict], Any]) -> None:
-        self._records = records
-        self._decode = decode
-
-    @property
-    def records(self) -> SpilledRecords:
-        """The backing file (``report.json`` writes its payloads as they are)."""
-        return self._records
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        if i < 0:
-            i += len(self)
-        return self._decode(orjson.loads(self._records.payload(i)))
-
-    def __iter__(self) -> Iterator[Any]:
-        decode, loads = self._decode, orjson.loads
-        for p in self._records.iter_payloads():
-            yield decode(loads(p))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return NotImplemented if not isinstance(other, Sequence) else False
-        return all(a == b for a, b in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<LazyEpisodes: {len(self)} episodes on disk>"
 
 
 class FailureLog(Mapping):

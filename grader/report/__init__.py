@@ -1,1 +1,1 @@
-"""Report renderers, one module per output format; ``report.json`` lives in ``evaltape.grader.engine``."""
+"""Report renderers, one module per output format; ``report.json`` is written by ``evaltape.grader.report_file``."""

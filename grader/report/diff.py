@@ -436,7 +436,8 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
                                      list(after.values()))),
         metric_flips=_metric_flips(before, after, shared_keys),
         failures=tuple(failures), warnings=tuple(warnings), alpha=alpha,
-        allow_missing=allow_missing, strict=strict)
+        allow_missing=allow_missing, strict=strict,
+        gate="fail" if failures or (strict and warnings) else "pass")
 
 
 def _case_counts(episodes: Any) -> dict[str, tuple[int, int]]:

@@ -1,1 +1,1 @@
-"""The JSON Schemas of evaltape's file formats (data files only; read by ``evaltape.grader.io.schemas``)."""
+"""The JSON Schemas of evaltape's file formats (data files only; read by ``evaltape.grader.formats``)."""

@@ -186,7 +186,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
     from evaltape.grader.report.markdown import iter_markdown
-    from evaltape.grader.results import iter_report_json
+    from evaltape.grader.report_file import iter_report_json
 
     given_config = config_path  # named again in the judge command the notes suggest
     if config_path is None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-#: The names ``evaltape schema`` takes (:data:`evaltape.grader.io.schemas.SCHEMAS`; kept
+#: The names ``evaltape schema`` takes (:data:`evaltape.grader.formats.SCHEMAS`; kept
 #: here too so ``--help`` lists them without loading the grader).
 NAMES = ("trace", "dataset", "dataset-case", "manifest", "cassette", "judge-record", "report",
          "review")
@@ -20,7 +20,7 @@ def schema(name: str) -> None:
     (report.json), review (a line of reviews.jsonl). Every field, its unit and the version that added it: docs/formats.md.
     An unknown NAME is a usage error (exit 2) listing them.
     """
-    from evaltape.grader.io.schemas import schema_text
+    from evaltape.grader.formats import schema_text
 
     if name not in NAMES:
         raise click.UsageError(f"unknown schema {name!r}; known: {', '.join(NAMES)}")

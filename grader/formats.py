@@ -1,7 +1,8 @@
 """The JSON Schemas (draft 2020-12) of every file evaltape reads or writes, shipped with the
 package (``evaltape/grader/schemas/*.json``) and printed by ``evaltape schema NAME``.
 
-One file per format, each field with its type, unit (``x-unit``), the version that added it
+One file per format (``report``'s is derived from the typed report,
+:func:`report_schema`), each field with its type, unit (``x-unit``), the version that added it
 (``x-since``) and a description; docs/formats.md explains them in words. A schema that uses
 another one refers to it by ``$id`` (``urn:evaltape:schema:<name>``); :func:`load_schema`
 returns it bundled (the schemas it refers to embedded under ``$defs``), so the printed
@@ -24,7 +25,11 @@ ID_PREFIX = "urn:evaltape:schema:"
 
 
 def _read(name: str) -> dict[str, Any]:
-    """The schema file ``name.json`` as shipped, parsed."""
+    """The schema ``name``: ``report``'s derived from the report's declarations
+    (:func:`report_schema`), the others the file ``name.json`` as
+    shipped, parsed."""
+    if name == "report":
+        return report_schema()
     text = resources.files("evaltape.grader").joinpath("schemas", f"{name}.json").read_text(
         encoding="utf-8")
     return json.loads(text)
@@ -83,3 +88,42 @@ def schema_text(name: str) -> str:
         UsageError: an unknown name.
     """
     return json.dumps(load_schema(name), indent=2, ensure_ascii=False) + "\n"
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``report.json``, derived from the typed report's
+    declarations (:mod:`evaltape.grader.results`, :func:`msgspec.json.schema`): a field is required when every report evaltape
+    writes carries it (not declared :func:`absent_if_none` or :func:`absent_if_empty`),
+    and every object is open (the reader ignores unknown keys)."""
+    import msgspec
+
+    from evaltape.grader.results import (SINCE, BaselineComparison, CaseChange, ConfigChange,
+                                         EpisodeResult, Flip, GraderInfo, JudgeSummary,
+                                         MetricMove, MetricResult, Report, RunInfo, Summary,
+                                         field_plan)
+    structs = {c.__name__: c for c in (MetricResult, EpisodeResult, RunInfo, GraderInfo,
+                                       JudgeSummary, Summary, Flip, CaseChange, ConfigChange,
+                                       MetricMove, BaselineComparison, Report)}
+    generated = msgspec.json.schema(Report)
+    defs = generated["$defs"]
+    for name, node in defs.items():
+        cls = structs.get(name)
+        if cls is not None:
+            nones, empties, _nested, _lists = field_plan(cls)
+            node["required"] = [f.encode_name for f in msgspec.structs.fields(cls)
+                                if f.encode_name not in nones + empties]
+        node.pop("title", None)
+    root = defs.pop("Report")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "urn:evaltape:schema:report", "title": "evaltape report.json",
+            **root, "description": _SCHEMA_DESCRIPTION, "x-since": SINCE,
+            "$defs": dict(sorted(defs.items()))}
+
+
+_SCHEMA_DESCRIPTION = (
+    "The machine contract of `evaltape grade` (evaltape.grader.results: the schema, the "
+    "writer and the reader come from one declaration). Written with sorted keys, 2-space "
+    "indent with each episode on one line of compact JSON, trailing newline; byte-identical "
+    "for the same traces, dataset and configuration. Read back (baselines, evaltape diff) "
+    "ignoring unknown keys, so every object is open. Optional fields are absent, not null, "
+    "when they do not apply.")
