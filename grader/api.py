@@ -297,6 +297,14 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     finally:
         executor.close()
     coverage = opened.coverage()
+    reviews = opened.root / "reviews.jsonl"
+    if reviews.is_file():  # the reviewers' marks, measured against this grading
+        import msgspec
+
+        from evaltape.grader.reviews import episode_facts, read_reviews, review_block
+        report.summary = msgspec.structs.replace(
+            report.summary, review=review_block(read_reviews(reviews),
+                                                episode_facts(report, opened)))
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
         problem = unrelated(base, report)

@@ -340,6 +340,12 @@ class Summary(Struct):
         "Over the timed episodes: episodes, first_tool_call_s, model_turn_s, ttfb_s, tool_s "
         "({n, mean, max} each) and by_tool ({tool: {n, mean, max}}); absent when no episode "
         "recorded times.", unit="seconds")] = None
+    review: Annotated[dict[str, Any] | None, absent_if_none(
+        "Present when the run folder holds reviews.jsonl: what its reviewers' latest, "
+        "current marks say (episodes, reviewed, reviewers, pending, human_pending, "
+        "to_review_pending, stale and unknown counts; figures per grader: n, the 2x2 counts "
+        "tp fn fp tn with the reviewer as truth, agreement, kappa, kappa_se, kappa_ci95, "
+        "tpr, tnr; claims right/wrong; disagreements).")] = None
     identical_trials: Annotated[dict[str, Any] | None, absent_if_none(
         "Cases whose trials all recorded the same answer and tool calls: {cases, of (cases "
         "with 2+ trials), by_construction (why they are identical by construction, or "

@@ -374,3 +374,35 @@ def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[Episo
             else ep.trace_digest,
             strategy == "human", to_review))
     return out
+
+
+def review_block(marks: Iterable[Mark], episodes: Sequence[EpisodeFacts]) -> dict[str, Any]:
+    """The report's ``summary.review`` block: :func:`review_summary` with its lists of
+    episode keys (pending, human_pending, to_review_pending, stale, unknown) given as counts,
+    the figures and the disagreements as they are."""
+    got = review_summary(marks, episodes)
+    for key in ("pending", "human_pending", "to_review_pending", "stale", "unknown"):
+        got[key] = len(got[key])
+    return got
+
+
+def review_lines(block: Mapping[str, Any] | None) -> list[str]:
+    """The review block in words, one line each, for the terminal and report.md: who
+    reviewed how many episodes, what is pending or stale, then per grader n, agreement,
+    Cohen's kappa with its 95% interval, TPR and TNR. ``[]`` without a block."""
+    if not block:
+        return []
+    def num(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+    who = ", ".join(block["reviewers"]) or "no one"
+    out = [f"review: {block['reviewed']} of {block['episodes']} episode(s) reviewed by "
+           f"{who}; {block['pending']} pending ({block['human_pending']} of human-graded "
+           f"cases), {block['stale']} stale mark(s) not counted, "
+           f"{len(block['disagreements'])} disagreement(s)"]
+    for name, f in block["figures"].items():
+        ci = f.get("kappa_ci95")
+        kappa = num(f["kappa"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        out.append(f"  {name}: n {f['n']}, agreement {num(f['agreement'])}, kappa {kappa}, "
+                   f"TPR {num(f['tpr'])}, TNR {num(f['tnr'])} (tp {f['tp']}, fn {f['fn']}, "
+                   f"fp {f['fp']}, tn {f['tn']})")
+    return out

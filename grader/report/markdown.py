@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Mapping
 
+from evaltape.grader.reviews import review_lines
 from evaltape.grader.report.common import (cell_text, failing_details, fmt, gating,
                                            gate_failures,
                                            episode_label, verdict_lines, plain, skip_reasons,
@@ -135,7 +136,8 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
                "graded, not in pass_rate): " + _cell(", ".join(s.unrecorded_cases[:20]))
                + (", ..." if len(s.unrecorded_cases) > 20 else "")]
               if s.unrecorded_cases else []), "",
-            *[f"- {_cell(line)}" for line in verdict_lines(s, lower)], "",
+            *[f"- {_cell(line)}" for line in verdict_lines(s, lower)],
+            *[f"- {_cell(line.strip())}" for line in review_lines(s.review)], "",
             "## Metrics", "",
             "| metric | mean | threshold | gates the verdict | failed | skipped |",
             "|---|---:|---|---|---:|---:|"]

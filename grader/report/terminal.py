@@ -16,6 +16,7 @@ from evaltape.grader.report.common import (bar, cell_text, episode_label, failin
                                            threshold_text, trial_lines)
 from evaltape.grader.report.common import plain
 from evaltape.grader.results import Report
+from evaltape.grader.reviews import review_lines
 from evaltape.grader.stats.timing import timing_lines
 
 
@@ -99,6 +100,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print(Text(f"  {s.infra_failures} episode(s) ended by the infrastructure "
                            "(infra_error), not by the agent", style="yellow"))
     for line in verdict_lines(s, lower):
+        console.print(Text(plain(f"  {line}")))
+    for line in review_lines(s.review):
         console.print(Text(plain(f"  {line}")))
     gates = gating(s)
     console.print("\n  [bold]AGGREGATE SCORES")
