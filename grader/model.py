@@ -522,7 +522,8 @@ SUMMARY_NAMES = frozenset({
     "failures", "metrics", "metrics_skipped", "unrecorded_cases", "metrics_errors",
     "infra_failures", "pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases",
     "by_difficulty", "by_tag", "worst_episodes", "reference_agreement", "judge",
-    "thresholds", "verdict", "metrics_skipped_reasons", "timing", "identical_trials"})
+    "thresholds", "verdict", "metrics_skipped_reasons", "timing", "identical_trials",
+    "review"})
 
 
 def summary_name_problem(name: str) -> str | None:
