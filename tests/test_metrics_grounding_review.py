@@ -153,3 +153,19 @@ def test_a_search_about_another_date_that_lists_this_dates_leg_is_in_scope():
                   final_response=answer.replace("241", "242"), stop_reason="end_turn", steps=2)
     s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="Find flights.")))
     assert s.value > 0 and "'$242'" in s.details, s.details
+
+
+def test_out_of_stock_states_unavailable():
+    # "in_stock": false states out of stock, so unavailable too; "in_stock": 3 available
+    book = ToolCall("c1", "find_book", {"title": "Dune"},
+                    json.dumps({"title": "Dune", "in_stock": False}), False, 1)
+    trace = Trace(case_id="c", trial=0, input="Is Dune in?", tool_calls=(book,),
+                  final_response="Sorry, Dune is currently unavailable.",
+                  stop_reason="end_turn", steps=2)
+    s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="Is Dune in?")))
+    assert s.value == 0, s.details
+    trace = Trace(case_id="c", trial=0, input="Is Dune in?", tool_calls=(book,),
+                  final_response="Good news: Dune is available.", stop_reason="end_turn",
+                  steps=2)
+    s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="Is Dune in?")))
+    assert s.value > 0, s.details  # "available" is contradicted by the record

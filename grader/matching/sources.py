@@ -74,6 +74,9 @@ _ANTONYM = {"locked": ("unlocked", "not locked"), "unlocked": ("locked",),
             "online": ("offline",), "available": ("unavailable",), "paid": ("unpaid",),
             "valid": ("invalid",), "open": ("closed",), "closed": ("open",),
             "in stock": ("out of stock",)}
+#: what a stock state states besides itself: what is in stock is available, what is out of
+#: stock unavailable ("Sorry, currently unavailable" of "in_stock": false)
+_STOCK_ALSO = {"in stock": ("available",), "out of stock": ("unavailable", "not available")}
 #: result keys whose number is the converted amount, in the currency the call asked for
 _AMOUNT_KEYS = frozenset({"result", "converted", "converted_amount", "amount", "value", "total"})
 _TARGET_CURRENCY_ARGS = ("to", "target", "to_currency", "target_currency", "currency")
@@ -400,8 +403,9 @@ class SourceFacts:
 
     def _stock(self, some: bool) -> None:
         """A number under a stock key (:data:`_STOCK_KEY`): above 0 (``some``) states ``in
-        stock``, 0 ``out of stock``."""
+        stock`` and ``available``, 0 ``out of stock`` and ``unavailable``."""
         said = {"in stock"} if some else {"out of stock", "not in stock"}
+        said.update(x for st in tuple(said) for x in _STOCK_ALSO.get(st, ()))
         self.statuses.update(said)
         self.value_statuses.update(said)
 
@@ -412,6 +416,7 @@ class SourceFacts:
         if state is None:
             return
         said = {state} if value else {f"not {state}", *_ANTONYM.get(state, ())}
+        said.update(x for st in tuple(said) for x in _STOCK_ALSO.get(st, ()))
         self.statuses.update(said)
         self.value_statuses.update(said)
 
