@@ -43,6 +43,7 @@ import functools
 import importlib
 import inspect
 import json
+import sys
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import quote
@@ -304,8 +305,19 @@ def _store_error(cassette: Any, request: Any, error: Exception) -> None:
 
 
 def _store_result(cassette: Any, request: Any, tool: str, result: Any) -> Any:
-    """Append a live call's result; return it as it reads back from JSON."""
-    plain = _plain(result, f"the result of tool {tool!r}")
+    """Append a live call's result; return it as it reads back from JSON.
+
+    Raises:
+        TypeError: the result is not a JSON value; it is also written to standard error
+            (an agent that reports a tool's exception as the call's result would otherwise
+            record the episode with nothing taped and no word on the terminal).
+    """
+    try:
+        plain = _plain(result, f"the result of tool {tool!r}")
+    except TypeError as e:
+        print(f"evaltape: {e}; nothing was taped for this call, and the agent was given "
+              "the error", file=sys.stderr, flush=True)
+        raise
     cassette.append(request, _tool_response({"result": plain}))
     return plain
 

@@ -205,7 +205,7 @@ def test_results_read_back_from_json_and_ignored_parameters(tmp_path):
         assert rows(object(), limit=2) == [[0, "r0"], [1, "r1"]]
 
 
-def test_a_result_that_is_not_json_is_a_clear_type_error(tmp_path):
+def test_a_result_that_is_not_json_is_a_clear_type_error(tmp_path, capsys):
     from evaltape.recorder.tape import tape_tool
 
     @tape_tool
@@ -215,6 +215,11 @@ def test_a_result_that_is_not_json_is_a_clear_type_error(tmp_path):
     with _open(tmp_path / "c.jsonl", "all"):
         with pytest.raises(TypeError, match="the result of tool 'raw' is not a JSON value"):
             raw()
+    # said on standard error too: an agent that turns the exception into the call's result
+    # would otherwise record an episode with nothing taped and no word on the terminal
+    err = capsys.readouterr().err
+    assert "evaltape: the result of tool 'raw' is not a JSON value" in err
+    assert "nothing was taped for this call" in err
     with pytest.raises(TypeError, match="ignore names no parameter of the function: nope"):
         tape_tool(raw, ignore=("nope",))
 
