@@ -176,13 +176,22 @@ def read_reviews(path: str | Path) -> list[Mark]:
     return out
 
 
-def latest(marks: Iterable[Mark]) -> dict[tuple[str, str], Mark]:
+def latest(marks: Iterable[Mark],
+           digests: Mapping[str, str | None] | None = None) -> dict[tuple[str, str], Mark]:
     """The mark that counts for each item: ``{(episode, target): latest mark}`` (the last in
-    file order)."""
+    file order). With ``digests`` (each episode's current trace digest), a mark made on the
+    current recording wins over any later stale one (another reviewer's mark on an older
+    recording does not hide a current review); a stale mark stands only where no current
+    one exists."""
     out: dict[tuple[str, str], Mark] = {}
+    current: dict[tuple[str, str], Mark] = {}
     for m in marks:
         out.pop(m.item, None)
         out[m.item] = m
+        if digests is not None and not stale_marks([m], digests):
+            current[m.item] = m
+    for item, m in current.items():
+        out[item] = m
     return out
 
 
@@ -267,7 +276,8 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
     counted.
 
     Args:
-        marks: the marks (the latest of each item is used: :func:`latest`).
+        marks: the marks (the latest of each item is used, a current one before a later
+            stale one: :func:`latest`).
         episodes: the run's graded episodes.
 
     Returns:
@@ -282,7 +292,7 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
         metric's pass/fail (``True`` pass).
     """
     if not isinstance(marks, Mapping):
-        marks = latest(marks)
+        marks = latest(marks, {e.key: e.digest for e in episodes})
     by_key = {e.key: e for e in episodes}
     stale = {m.item for m in stale_marks(marks, {e.key: e.digest for e in episodes})}
     cells: dict[str, list[int]] = {}

@@ -151,3 +151,19 @@ def test_summary_metric_marks_are_read_as_truth():
     assert s["human_pending"] == ["e2#t1"] and s["to_review_pending"] == ["e3#t1"]
     assert [u["episode"] for u in s["unknown"]] == ["zz#t1"]
     assert s["reviewers"] == ["ana"]
+
+
+def test_a_later_stale_mark_does_not_hide_a_current_one():
+    from evaltape.grader.reviews import EpisodeFacts, check_mark, review_summary
+    ana = check_mark({"episode": "o2#t0", "trace_digest": "aaaaaaaaaaaaaaaa", "reviewer": "ana",
+                      "at": "2026-12-07T10:00:00+00:00", "target": "episode", "mark": "pass",
+                      "note": ""})
+    bob = check_mark({"episode": "o2#t0", "trace_digest": "0000000000000000", "reviewer": "bob",
+                      "at": "2026-12-07T11:00:00+00:00", "target": "episode", "mark": "fail",
+                      "note": ""})
+    eps = [EpisodeFacts("o2#t0", True, digest="aaaaaaaaaaaaaaaa")]
+    got = review_summary([ana, bob], eps)
+    # ana's mark is on the current recording: it counts (1 reviewed, a true positive);
+    # bob's later one is on another recording and hides nothing
+    assert (got["reviewed"], got["pending"]) == (1, [])
+    assert got["figures"]["verdict"]["tp"] == 1
