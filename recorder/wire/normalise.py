@@ -250,7 +250,7 @@ def resolve_rules(specs: Sequence[str]) -> list[Rule]:
             continue
         p = Path(spec)
         if not p.is_file():
-            raise ValueError(f"--normalise {spec!r}: neither a built-in set "
+            raise ValueError(f"{spec!r}: neither a built-in set "
                              f"({', '.join(sorted(BUILTIN))}) nor a file")
         try:
             data = json.loads(p.read_text(encoding="utf-8"))

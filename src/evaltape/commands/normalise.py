@@ -36,7 +36,7 @@ def normalise(run: str, specs: tuple[str, ...], clear: bool) -> None:
     from evaltape.grader.errors import UsageError
     from evaltape.grader.io.run import read_manifest
     from evaltape.recorder.runfolder import write_manifest
-    from evaltape.recorder.wire.normalise import MANIFEST_KEY, resolve_rules
+    from evaltape.recorder.wire.normalise import MANIFEST_KEY
 
     where = Path(run) / "manifest.json"
     if not where.is_file():
@@ -44,10 +44,8 @@ def normalise(run: str, specs: tuple[str, ...], clear: bool) -> None:
     if specs or clear:
         if specs and clear:
             raise UsageError("give SETs or rule files, or --none, not both")
-        try:
-            rules = [r.to_json() for r in resolve_rules(specs)]
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="SET|RULES.json") from None
+        from evaltape.commands.record import normalise_rules
+        rules = list(normalise_rules(specs, hint="SET|RULES.json"))
         manifest = read_manifest(where)
         if rules:
             manifest[MANIFEST_KEY] = rules

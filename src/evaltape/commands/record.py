@@ -39,17 +39,23 @@ def _episode_timeout(ctx: click.Context, param: click.Parameter, value: str) -> 
     return seconds
 
 
-def normalise_rules(specs: tuple[str, ...]) -> tuple[dict, ...]:
-    """``--normalise`` values as the rules stored in the manifest.
+def normalise_rules(specs: tuple[str, ...], hint: str = "--normalise") -> tuple[dict, ...]:
+    """``--normalise`` values (or ``evaltape normalise``'s, ``hint`` naming the parameter)
+    as the rules stored in the manifest.
 
     Raises:
-        click.BadParameter: an unknown set, a file that does not read, an invalid rule.
+        click.BadParameter: a name that is neither a built-in set nor a file (exit 2).
+        BadInput: a rules file that does not read, parse or validate (exit 3, naming the
+            file, the rule and its field).
     """
+    from evaltape.cli import BadInput
     from evaltape.recorder.wire.normalise import resolve_rules
     try:
         return tuple(r.to_json() for r in resolve_rules(specs))
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--normalise") from None
+        if "neither a built-in set" in str(e):
+            raise click.BadParameter(str(e), param_hint=hint) from None
+        raise BadInput(str(e)) from None
 
 
 @click.command()
