@@ -370,21 +370,64 @@ def _proxy_store(episode: Any, tool: str, arguments: dict[str, Any], outcome: di
                       f"tool {tool!r}: {answer}")
 
 
-def _via_proxy(episode: Any, tool: str, arguments: dict[str, Any],
-               run: Callable[[], Any]) -> Any:
-    """One taped call of a program behind the proxy: answered from the episode's cassette,
-    or run and stored (:func:`serve_tape` on the proxy's side)."""
-    outcome = _proxy_lookup(episode, tool, arguments)
-    if outcome is not _LIVE:
-        return _proxy_outcome(outcome, tool)
-    try:
-        result = run()
-    except Exception as e:
-        _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
-        raise
-    plain = _plain(result, f"the result of tool {tool!r}")
-    _proxy_store(episode, tool, arguments, {"result": plain})
-    return plain
+class _Tape:
+    """Where one call of a taped tool is looked up and stored: the episode's cassette in
+    this process (``cassette``), or the recording proxy's for a program it runs
+    (``episode``, :func:`serve_tape` on the proxy's side)."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any], cassette: Any = None,
+                 episode: Any = None) -> None:
+        self.tool, self.arguments = tool, arguments
+        self.cassette, self.episode = cassette, episode
+        self.request: Any = None
+
+    def recorded(self) -> Any:
+        """The recorded result, or ``_LIVE`` when the tool must run.
+
+        Raises:
+            ToolTapeMiss: replay, and no recorded call matches.
+            the recorded error: the recorded call raised.
+        """
+        if self.cassette is not None:
+            self.request, value = _play(self.cassette, self.tool, self.arguments)
+            return value
+        outcome = _proxy_lookup(self.episode, self.tool, self.arguments)
+        return outcome if outcome is _LIVE else _proxy_outcome(outcome, self.tool)
+
+    def store_error(self, error: Exception) -> None:
+        """Store a live call that raised ``error``."""
+        if self.cassette is not None:
+            _store_error(self.cassette, self.request, error)
+        else:
+            _proxy_store(self.episode, self.tool, self.arguments,
+                         {"error": _error_payload(error)})
+
+    def store_result(self, result: Any) -> Any:
+        """Store a live call's result; return it as it reads back from JSON.
+
+        Raises:
+            TypeError: the result is not a JSON value (:func:`_store_result`).
+        """
+        if self.cassette is not None:
+            return _store_result(self.cassette, self.request, self.tool, result)
+        plain = _plain(result, f"the result of tool {self.tool!r}")
+        _proxy_store(self.episode, self.tool, self.arguments, {"result": plain})
+        return plain
+
+
+def _tape_for(sig: inspect.Signature | None, tool: str, ignore: frozenset[str],
+              args: tuple, kwargs: dict) -> _Tape | None:
+    """The tape of one call: the active cassette's, else the proxy's episode's; ``None``
+    outside an episode (the function just runs).
+
+    Raises:
+        TypeError: the arguments do not fit the signature, or one is not a JSON value.
+    """
+    cassette = active_cassette()
+    episode = proxy_episode() if cassette is None else None
+    if cassette is None and episode is None:
+        return None
+    return _Tape(tool, _arguments(sig, tool, ignore, args, kwargs), cassette, episode)
 
 
 def tape_tool(fn: F | None = None, *, name: str | None = None,
@@ -428,55 +471,36 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            cassette = active_cassette()
-            if cassette is None:
-                episode = proxy_episode()
-                if episode is None:
-                    return await fn(*args, **kwargs)
-                arguments = _arguments(sig, tool, skipped, args, kwargs)
-                outcome = _proxy_lookup(episode, tool, arguments)
-                if outcome is not _LIVE:
-                    return _proxy_outcome(outcome, tool)
-                try:
-                    result = await fn(*args, **kwargs)
-                except Exception as e:
-                    _proxy_store(episode, tool, arguments, {"error": _error_payload(e)})
-                    raise
-                plain = _plain(result, f"the result of tool {tool!r}")
-                _proxy_store(episode, tool, arguments, {"result": plain})
-                return plain
-            request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args,
-                                                              kwargs))
+            tape = _tape_for(sig, tool, skipped, args, kwargs)
+            if tape is None:
+                return await fn(*args, **kwargs)
+            value = tape.recorded()
             if value is not _LIVE:
                 return value
             try:
                 result = await fn(*args, **kwargs)
             except Exception as e:
-                _store_error(cassette, request, e)
+                tape.store_error(e)
                 raise
-            return _store_result(cassette, request, tool, result)
+            return tape.store_result(result)
 
         async_wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        cassette = active_cassette()
-        if cassette is None:
-            episode = proxy_episode()
-            if episode is None:
-                return fn(*args, **kwargs)
-            return _via_proxy(episode, tool, _arguments(sig, tool, skipped, args, kwargs),
-                              lambda: fn(*args, **kwargs))
-        request, value = _play(cassette, tool, _arguments(sig, tool, skipped, args, kwargs))
+        tape = _tape_for(sig, tool, skipped, args, kwargs)
+        if tape is None:
+            return fn(*args, **kwargs)
+        value = tape.recorded()
         if value is not _LIVE:
             return value
         try:
             result = fn(*args, **kwargs)
         except Exception as e:
-            _store_error(cassette, request, e)
+            tape.store_error(e)
             raise
-        return _store_result(cassette, request, tool, result)
+        return tape.store_result(result)
 
     wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
     return wrapper
