@@ -5,10 +5,10 @@ with the note and the server's log line.
 Usage: ``python mcp_client_agent.py INPUT_FILE SERVER_SCRIPT NOTES_DIR``.
 """
 import json
-import os
 import subprocess
 import sys
-import urllib.request
+
+from model_request import ask_model
 
 
 def main() -> None:
@@ -41,14 +41,7 @@ def main() -> None:
         print(f"MCP error: {called['error']['message']}")
         sys.exit(1)
     text = called["result"]["content"][0]["text"]
-    body = {"model": "stand-in", "max_tokens": 64,
-            "messages": [{"role": "user", "content": f"Note {name}: {text}"}]}
-    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + "/v1/messages",
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json",
-                                          "anthropic-version": "2023-06-01"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        answer = json.loads(resp.read())["content"][0]["text"]
+    answer = ask_model(f"Note {name}: {text}")
     log = "; ".join(n["params"]["data"] for n in notes)
     print(f"{answer} [{tools['result']['tools'][0]['name']}: {text.strip()}] ({log})")
 

@@ -6,13 +6,13 @@ Usage: ``python mcp_sdk_agent.py INPUT_FILE SERVER_SCRIPT NOTES_DIR``. The SDK s
 server with a reduced environment, so the episode's three variables are passed on.
 """
 import asyncio
-import json
 import os
 import sys
-import urllib.request
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from model_request import ask_model
 
 EPISODE_VARS = ("EVALTAPE_PROXY_URL", "EVALTAPE_CASE_ID", "EVALTAPE_TRIAL")
 
@@ -33,14 +33,7 @@ async def read_note(name: str) -> str:
 def main() -> None:
     name = open(sys.argv[1], encoding="utf-8").read().strip()
     text = asyncio.run(read_note(name))
-    body = {"model": "stand-in", "max_tokens": 64,
-            "messages": [{"role": "user", "content": f"Note {name}: {text}"}]}
-    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + "/v1/messages",
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json",
-                                          "anthropic-version": "2023-06-01"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        answer = json.loads(resp.read())["content"][0]["text"]
+    answer = ask_model(f"Note {name}: {text}")
     print(f"{answer} {text.strip()}")
 
 
