@@ -14,7 +14,7 @@ itself, with two public hooks of the HTTP stack:
   read blocked on one at once, whether the server sends pings or nothing; the SDK's retry
   of the broken request then meets the refusal.
 
-One episode runs at a time in a process (``--concurrency`` runs episodes in worker
+One episode runs at a time in a process (``--workers`` runs episodes in worker
 processes), so the deadline is the process's: every request the episode's agent makes, from
 any thread, is under it, and shutting down the process's sockets touches no other
 episode (idle pooled connections are reopened on their next use).

@@ -189,7 +189,7 @@ def shared_client(base_url: str | None, api_key: str | None,
     """The one Messages-API client of this process for ``(base_url, api_key, max_retries)``.
 
     Built on first use and reused by every later episode in the process (the recorder, or
-    each worker of ``--concurrency N``), so the connection pool and the SSL context
+    each worker of ``--workers N``), so the connection pool and the SSL context
     (certificates: ~16 ms a client) are set up once per process, not once per episode. The
     SDK's clients are safe to share between threads (anthropic-sdk-python README,
     "Client"). Its HTTP client is the SDK's default one plus the episode deadline's

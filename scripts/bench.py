@@ -25,10 +25,10 @@ and noisy):
 3. peak RSS grading ``BENCH_LARGE`` traces (default 1,000,000) <= 1.5x the peak RSS
    grading 10,000 (flat memory);
 4. recording 16 episodes against a local Messages-API server answering after 0.5 s:
-   ``--concurrency 8`` >= 6.8x ``--concurrency 1``; replaying an 8-case run <= 1 s
+   ``--workers 8`` >= 6.8x ``--workers 1``; replaying an 8-case run <= 1 s
    (next to it, the time of ``import anthropic`` in a fresh process);
 5. recording at scale: ``BENCH_RECORD_N`` episodes (default 200, one request each) against a
-   server answering after ``BENCH_RECORD_LATENCY`` s (default 1): ``--concurrency 8`` within
+   server answering after ``BENCH_RECORD_LATENCY`` s (default 1): ``--workers 8`` within
    85% of the ideal ``N x latency / 8``, its start-up (process start to the first request
    the server sees) counted apart; and the time ``record --command`` adds per episode to a
    program that makes one request, against that program run alone (no target: reported);
@@ -318,15 +318,15 @@ def bench_recording(tmp: Path) -> None:
                 out = tmp / f"rec{conc}_{r}"
                 runs.append(timed([sys.executable, "-m", "evaltape.cli", "record", str(ds),
                                    "--agent", "helpdesk", "--out", str(out), "--base-url",
-                                   server.base_url, "--model", "stand-in", "--concurrency",
+                                   server.base_url, "--model", "stand-in", "--workers",
                                    str(conc)], env=env, cwd=ROOT)[0])
             times[conc] = statistics.median(runs)
     imp, _ = median_time([sys.executable, "-c", "import anthropic"])
-    waits = 16 * 2 * 0.5  # 16 episodes x 2 turns x 0.5 s, in turn at concurrency 1
-    print(f"  concurrency 1 {times[1]:.1f} s, concurrency 8 {times[8]:.1f} s; "
+    waits = 16 * 2 * 0.5  # 16 episodes x 2 turns x 0.5 s, in turn at --workers 1
+    print(f"  --workers 1 {times[1]:.1f} s, --workers 8 {times[8]:.1f} s; "
           f"`import anthropic` alone {imp:.2f} s: with that start-up and nothing else the "
           f"ratio is about {(waits + imp) / (waits / 8 + imp):.1f}x")
-    check("record --concurrency 8 speed-up over --concurrency 1", times[1] / times[8], 6.8,
+    check("record --workers 8 speed-up over --workers 1", times[1] / times[8], 6.8,
           True)
     replay, _ = median_time([sys.executable, "-m", "evaltape.cli", "replay",
                              "cassettes/helpdesk-scripted-standin"], cwd=ROOT)
@@ -378,13 +378,13 @@ def bench_record_scale(tmp: Path) -> None:
             runs.append(_record_timed(
                 [sys.executable, "-m", "evaltape.cli", "record", str(ds), "--agent", "helpdesk",
                  "--out", str(tmp / f"scale_{r}"), "--base-url", server.base_url, "--model",
-                 "stand-in", "--concurrency", "8"], server, env))
+                 "stand-in", "--workers", "8"], server, env))
     wall, startup = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
     ideal = N_RECORD * RECORD_LATENCY / 8
     print(f"  wall {wall:.1f} s, start-up {startup:.2f} s (to the first request), ideal "
           f"{ideal:.1f} s; {(wall - startup - ideal) / N_RECORD * 8 * 1000:.0f} ms per "
           "episode beyond the server's wait, per worker")
-    check("record --concurrency 8: ideal / (wall - start-up)", ideal / (wall - startup), 0.85,
+    check("record --workers 8: ideal / (wall - start-up)", ideal / (wall - startup), 0.85,
           True)
 
     print(f"--command overhead ({N_COMMAND} episodes of a one-request program, no latency):",

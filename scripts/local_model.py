@@ -359,7 +359,7 @@ def record(key: str, args: argparse.Namespace) -> int:
     cmd = [str(evaltape) if evaltape.exists() else "evaltape", "record", args.dataset,
            "--agent", args.agent, "--out", args.out, "--base-url", url,
            "--model", MODELS[key]["file"].removesuffix(".gguf"), "--trials", str(args.trials),
-           "--concurrency", "1"]
+           "--workers", "1"]
     cmd += args.passthrough  # any other `evaltape record` option, e.g. --stream
     for k, v in manifest_facts(key).items():
         cmd += ["--manifest-extra", f"{k}={v}"]

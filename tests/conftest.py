@@ -79,7 +79,7 @@ def run_cli(*args: str, cwd: Path | str = ROOT,
 
     What an in-process run cannot show (use :func:`run_cli_subprocess`): signals and
     SIGKILL, real file descriptors and stdio, interpreter start-up and import blocking,
-    ``PYTHONPATH``, worker processes (``--concurrency`` forks).
+    ``PYTHONPATH``, worker processes (``record --workers`` forks).
 
     Returns:
         ``subprocess.CompletedProcess(args=["evaltape", *args], returncode, stdout, stderr)``

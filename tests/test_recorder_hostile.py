@@ -750,7 +750,7 @@ def test_a_kept_timed_out_episode_in_a_worker_is_graded_as_infrastructure(tmp_pa
     with FaultServer(SCRIPTS, {1: "ping_forever"}) as server:
         t0 = time.monotonic()
         p = _record_helpdesk(tmp_path / "run", server, "--episode-timeout", "1.5",
-                             "--concurrency", "2", "--keep-errors")
+                             "--workers", "2", "--keep-errors")
         took = time.monotonic() - t0
     assert took < 30, took  # (the pings alone would hold it for the 600 s read timeout)
     assert p.returncode == 0, p.stderr
@@ -909,7 +909,7 @@ def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
     write_json(tmp_path / "d.json", [{"id": i, "task": "hi"} for i in ids])
     write_json(tmp_path / "s.json", {i: ["hi"] for i in ids})
     p = run_cli_subprocess("record", "d.json", "--agent", "siblings:run", "--out", "run",
-                           "--standin-script", "s.json", "--concurrency", "40", cwd=tmp_path)
+                           "--standin-script", "s.json", "--workers", "40", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "8 episode(s) to record, 8 at a time" in p.stderr
     assert [t["final_response"] for t in read_jsonl(tmp_path / "run" / "traces.jsonl")] == \
@@ -920,7 +920,7 @@ def test_concurrency_above_the_episodes_starts_only_as_many_workers(tmp_path):
 def test_command_concurrency_above_the_episodes_is_capped(tmp_path):
     scripts = write_json(tmp_path / "s.json", {i: SCRIPTS[i] for i in ("tc_001", "tc_002")})
     p = run_cli("record", _two_cases(tmp_path), "--command", SDK_COMMAND, "--out",
-                str(tmp_path / "run"), "--standin-script", str(scripts), "--concurrency", "40")
+                str(tmp_path / "run"), "--standin-script", str(scripts), "--workers", "40")
     assert p.returncode == 0, p.stderr
     assert "2 episode(s) to record, 2 at a time" in p.stderr
     assert sorted(_traces(tmp_path / "run")) == ["tc_001", "tc_002"]

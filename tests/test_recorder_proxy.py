@@ -86,7 +86,7 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     run = tmp_path / "run"
     cmd = f"{PY} {SDK_AGENT} {{input_file}}"
     p = run_cli("record", ds, "--command", cmd, "--standin-script", sc, "--out", str(run),
-                "--trials", "2", "--concurrency", "2", env={"ANTHROPIC_API_KEY": FAKE_KEY})
+                "--trials", "2", "--workers", "2", env={"ANTHROPIC_API_KEY": FAKE_KEY})
     assert p.returncode == 0, p.stderr
     all_traces = lines(run / "traces.jsonl")
     assert sorted((t["case_id"], t["trial"]) for t in all_traces) == [

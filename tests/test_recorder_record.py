@@ -121,7 +121,7 @@ def test_sigkill_then_rerun_leaves_exactly_one_trace_per_episode(tmp_path, kill_
                    PYTHONPATH=str(ROOT))
         args = [sys.executable, "-m", "evaltape.cli", "record", DATASET, "--agent", "helpdesk",
                 "--out", str(run), "--base-url", server.base_url, "--model", "stand-in",
-                "--concurrency", "2"]
+                "--workers", "2"]
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         traces = run / "traces.jsonl"
@@ -140,7 +140,7 @@ def test_sigkill_then_rerun_leaves_exactly_one_trace_per_episode(tmp_path, kill_
         # would already be asking for the run's lock
         p = run_cli_subprocess("record", DATASET, "--agent", "helpdesk", "--out", str(run),
                                "--base-url", server.base_url, "--model", "stand-in",
-                               "--concurrency", "2", env={"ANTHROPIC_API_KEY": "test-key-123456"})
+                               "--workers", "2", env={"ANTHROPIC_API_KEY": "test-key-123456"})
         assert p.returncode == 0, p.stderr
     got = sorted((t["case_id"], t["trial"]) for t in traces_of(run))
     assert got == [(f"tc_00{i}", 0) for i in range(1, 9)]

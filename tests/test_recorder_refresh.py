@@ -118,7 +118,7 @@ def test_changed_tool_result_refuses_record_then_refresh_sends_one_request_per_c
         assert server.requests == 24  # refused before any request
         assert cassettes(run) == before_http and lines(run / "traces.jsonl") == before_traces
 
-        p = record(tmp_path, server, "--trials", "2", "--refresh", "--concurrency", "2")
+        p = record(tmp_path, server, "--trials", "2", "--refresh", "--workers", "2")
         assert p.returncode == 0, p.stderr
         # 4 changed episodes (2 cases x 2 trials): request 1 from the cassette, request 2 live
         assert server.requests == 24 + 4
@@ -196,7 +196,7 @@ def test_refresh_of_a_command_agent_replays_through_the_proxy(tmp_path):
         p = rec(server)
         assert p.returncode == 2 and "command file status.json changed" in p.stderr
         assert server.requests == 12
-        p = rec(server, "--refresh", "--concurrency", "2")
+        p = rec(server, "--refresh", "--workers", "2")
         assert p.returncode == 0, p.stderr
         assert server.requests == 12 + 2  # o2's two trials: the answer to the new result
     assert "refresh: 4 episode(s) kept (reproduced), 2 refreshed, 0 new; 2 live request(s)" \
@@ -418,9 +418,9 @@ def test_replay_workers_give_the_same_output_as_one(tmp_path):
     ds = str(ROOT / "datasets" / "scripted_eval.json")
     one = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "1")
     four = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "4")
-    alias = run_cli_subprocess("replay", str(run), "--dataset", ds, "--concurrency", "3")
-    assert one.returncode == four.returncode == alias.returncode == 1
-    assert one.stderr == four.stderr == alias.stderr
+    three = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "3")
+    assert one.returncode == four.returncode == three.returncode == 1
+    assert one.stderr == four.stderr == three.stderr
     assert one.stderr.count("DIVERGED") == 2
     assert "case 'weather-paris' trial 0: trace differs at $.final_response" in one.stderr
     assert "case 'sum' trial 0: interaction 2 has no recorded match" in one.stderr

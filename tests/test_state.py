@@ -480,9 +480,9 @@ def test_a_resume_keeps_the_first_command_line_and_appends_later_ones(tmp_path):
     m1 = json.loads((run / "manifest.json").read_text())
     assert "later_command_lines" not in m1
     from conftest import run_cli_subprocess  # (its command line is its own argv)
-    assert run_cli_subprocess(*first, "--concurrency", "1").returncode == 0  # records nothing
+    assert run_cli_subprocess(*first, "--workers", "1").returncode == 0  # records nothing
     m2 = json.loads((run / "manifest.json").read_text())
     assert m2["command_line"] == m1["command_line"]
     assert len(m2["later_command_lines"]) == 1
-    assert m2["later_command_lines"][0][-2:] == ["--concurrency", "1"]
-    assert m2["command_line"][-2:] != ["--concurrency", "1"]
+    assert m2["later_command_lines"][0][-2:] == ["--workers", "1"]
+    assert m2["command_line"][-2:] != ["--workers", "1"]

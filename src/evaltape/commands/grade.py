@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import click
+
+from evaltape.commands.options import (config_option, dataset_option, metric_name_list,
+                                       metrics_option, workers_option)
 
 from evaltape.grader.io.jsonfiles import atomic_write_all
 from evaltape.grader.metrics import DEFAULT_METRICS
@@ -87,10 +91,33 @@ def _make_out(out_dir: Path) -> None:
     remove_stale_reports(out_dir, (data_dir_name("report.html"),))
 
 
+@dataclass(frozen=True)
+class GradeOptions:
+    """``evaltape grade``'s options, checked: what :func:`run_grade` does (each field is
+    the option of the same name; ``formats`` and ``metric_names`` parsed into lists)."""
+
+    run: str
+    dataset: str | None = None
+    out: str | None = None
+    quiet: bool = False
+    formats: tuple[str, ...] = ("json", "md")
+    metric_names: list[str] | None = None
+    config_path: str | None = None
+    baseline: str | None = None
+    workers: int | None = None
+    engine: Literal["local", "dask"] = "local"
+    address: str | None = None
+    threshold: float | None = None
+    require_complete: bool = False
+    require_judge: bool = False
+    allow_missing: bool = False
+    strict: bool = False
+    evidence: Literal["compact", "full"] = "compact"
+
+
 @click.command()
 @click.argument("run", metavar="RUN_DIR_OR_TRACES.jsonl")
-@click.option("--dataset", "dataset", default=None,
-              help="Dataset to grade against (default: the one named in the run's manifest).")
+@dataset_option("Dataset to grade against (default: the one named in the run's manifest).")
 @click.option("--out", "out", default=None,
               help="Report folder (default: reports/<run name>).")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
@@ -104,25 +131,23 @@ def _make_out(out_dir: Path) -> None:
 @click.option("--strict", is_flag=True,
               help="With --baseline: fail on warnings too (any case with fewer passes, a "
                    "mean worse by more than 0.05, a metric no longer graded).")
-@click.option("--metrics", "metric_names", default=None,
-              help="Comma-separated metric names or module:Class paths [default: "
-                   + ",".join(DEFAULT_METRICS) + " (+ expected_actions_called when cases "
-                   "carry expected actions)].")
+@metrics_option("Comma-separated metric names or module:Class paths [default: "
+                + ",".join(DEFAULT_METRICS) + " (+ expected_actions_called when cases "
+                "carry expected actions)].")
 @click.option("--format", "formats", default="json,md", show_default=True,
               help=f"Report files to write: {', '.join(FORMATS)}.")
 @click.option("--quiet", is_flag=True, help="Do not print the terminal report.")
-@click.option("--config", "config_path", default=None, metavar="FILE.toml",
-              help="Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
-                   "with [tool.evaltape]; they enter the report's config_sha256. Default: "
-                   "./evaltape.toml, else ./pyproject.toml when it has [tool.evaltape].")
+@config_option("Metric arguments (weights, thresholds): a TOML file or a pyproject.toml "
+               "with [tool.evaltape]; they enter the report's config_sha256. Default: "
+               "./evaltape.toml, else ./pyproject.toml when it has [tool.evaltape].")
 @click.option("--require-complete", is_flag=True,
               help="Fail (exit 1) when a dataset case has no recorded episode or lacks "
                    "some of the run's trials.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Processes grading chunks of the traces in parallel [default: every core "
-                   "of this machine]; the report is byte-identical for every value.")
+@workers_option("Processes grading chunks of the traces in parallel [default: every core "
+                "of this machine]; the report is byte-identical for every value.",
+                default=None)
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
               show_default=True,
               help="Where chunks are graded: a local process pool, or a Dask cluster "
@@ -135,34 +160,24 @@ def _make_out(out_dir: Path) -> None:
               help="Which metric results carry their evidence in report.json: compact "
                    "leaves it out of a result that passed with its metric's best score "
                    "(its details say every check held); full writes it on every result.")
-def grade(run: str, dataset: str | None, out: str | None, threshold: float | None,
-          metric_names: str, formats: str, quiet: bool, require_judge: bool = False,
-          baseline: str | None = None, config_path: str | None = None,
-          require_complete: bool = False, workers: int | None = None,
-          engine: str = "local", address: str | None = None, allow_missing: bool = False,
-          strict: bool = False, evidence: str = "compact") -> None:
+def grade(run: str, formats: str, metric_names: str | None, **options: Any) -> None:
     """Score a recorded run offline and write reports/<run>/report.json."""
-    fmts = _formats(formats)
-    if (allow_missing or strict) and baseline is None:
+    opts = GradeOptions(run=run, formats=tuple(_formats(formats)),
+                        metric_names=metric_name_list(metric_names), **options)
+    if (opts.allow_missing or opts.strict) and opts.baseline is None:
         raise click.UsageError("--allow-missing and --strict apply to --baseline")
-    if threshold is not None and threshold != threshold:
+    if opts.threshold is not None and opts.threshold != opts.threshold:
         raise click.BadParameter("must be a number from 0 to 1, not NaN", param_hint="--threshold")
-    names = None
-    if metric_names is not None:
-        names = [n.strip() for n in metric_names.split(",") if n.strip()]
-        if not names:
-            raise click.UsageError("--metrics names no metric")
-    if address is not None and engine != "dask":
+    if opts.address is not None and opts.engine != "dask":
         raise click.UsageError("--address is for --engine dask")
     from evaltape.grader.io.leftovers import remove_stale_spills
     remove_stale_spills()  # spill files of grades that were killed (their owner is gone)
+    out = opts.out
     made = bool(out) and not Path(out).exists()
     if out:  # checked before grading: a long run must not end on an unusable folder
         _make_out(Path(out))
     try:
-        _grade(run, dataset, out, quiet, fmts, names, config_path, baseline, workers, engine,
-               address, threshold, require_complete, require_judge, allow_missing, strict,
-               evidence)
+        run_grade(opts)
     except BaseException:
         if made:  # nothing written (the reports are written last, as one set)
             _remove_if_empty(Path(out))
@@ -177,18 +192,20 @@ def _remove_if_empty(folder: Path) -> None:
         pass
 
 
-def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: list[str],
-           names: list[str] | None, config_path: str | None, baseline: str | None,
-           workers: int | None, engine: str, address: str | None, threshold: float | None,
-           require_complete: bool, require_judge: bool, allow_missing: bool = False,
-           strict: bool = False, evidence: str = "compact") -> None:
-    """The body of :func:`grade` once its options are checked (see there)."""
+def run_grade(opts: GradeOptions) -> None:
+    """Grade, write the report files, print the terminal report, and apply the gates.
+
+    Raises:
+        GateFailed: a gate failed (exit 1): --threshold, --baseline, --require-complete,
+            --require-judge.
+        click.UsageError: the report folder cannot be written.
+    """
     from evaltape.cli import GateFailed
     from evaltape.grader.api import grade as grade_api
     from evaltape.grader.report.markdown import iter_markdown
     from evaltape.grader.report_file import iter_report_json
 
-    given_config = config_path  # named again in the judge command the notes suggest
+    given_config = config_path = opts.config_path  # (named again in the judge command)
     if config_path is None:
         from evaltape.grader.api import find_config
         found = find_config()  # the rule evaltape.grade() applies when given no config
@@ -197,36 +214,38 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             click.echo(f"config: {found} (found in the working directory; --config names "
                        "another)", err=True)
     from evaltape.grader.io.run import open_run, unfinished_refresh
-    half = unfinished_refresh(run)
+    half = unfinished_refresh(opts.run)
     if half:
         click.echo(f"warning: {half}", err=True)
-    opened = open_run(run, dataset)  # read once: grading, report.md, html and the warnings
-    report = grade_api(opened, None, names, config_path, baseline=baseline, workers=workers,
-                       engine=engine, address=address, allow_missing=allow_missing,
-                       evidence=evidence, strict=strict)
-    out_dir = Path(out) if out else Path("reports") / (report.run.name or "run")
+    opened = open_run(opts.run, opts.dataset)  # read once: grading, report.md, html and the warnings
+    report = grade_api(opened, None, opts.metric_names, config_path, baseline=opts.baseline,
+                       workers=opts.workers, engine=opts.engine, address=opts.address,
+                       allow_missing=opts.allow_missing, evidence=opts.evidence,
+                       strict=opts.strict)
+    out_dir = Path(opts.out) if opts.out else Path("reports") / (report.run.name or "run")
     _make_out(out_dir)
     files: list[tuple[Path, Iterable[bytes]]] = []
-    if "json" in fmts:
+    if "json" in opts.formats:
         files.append((out_dir / "report.json", iter_report_json(report)))
-    if "md" in fmts:
+    if "md" in opts.formats:
         convs = None
         if any(c.user is not None for c in opened.cases):
             shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
             convs = {(t.case_id, t.trial): t for t, _case in opened.episodes()
                      if (t.case_id, t.trial) in shown and "conversation" in t.raw}
         files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
-    if "junit" in fmts:
+    if "junit" in opts.formats:
         from evaltape.grader.report.junit import iter_junit
         files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))
     written: set[str] = set()
-    if "html" in fmts:
-        files = chain(files, _html_files(report, run, dataset, baseline, out_dir, written))
+    if "html" in opts.formats:
+        files = chain(files, _html_files(report, opts.run, opts.dataset, opts.baseline,
+                                          out_dir, written))
     _write(files)
-    if "html" in fmts:
+    if "html" in opts.formats:
         from evaltape.grader.report.view_files import stale_chunks
         stale_chunks(out_dir, "report.html", written)
-    if not quiet:
+    if not opts.quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)  # (a reader that closes the pipe stops the printing only)
     s = report.summary
@@ -237,7 +256,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     if cov is not None and cov.missing_trials:
         click.echo(f"note: {len(cov.missing_trials)} episode(s) missing from cases with "
                    f"{cov.trials} trials: {', '.join(cov.missing_trials[:10])}", err=True)
-    if require_complete and (s.unrecorded_cases or (cov is not None and cov.missing_trials)):
+    if opts.require_complete and (s.unrecorded_cases or (cov is not None and cov.missing_trials)):
         missing = len(cov.missing_trials) if cov is not None else 0
         raise GateFailed(f"--require-complete: {len(s.unrecorded_cases)} dataset case(s) "
                          f"have no recorded episode, {missing} trial(s) are missing")
@@ -256,7 +275,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
     if s.reference_agreement is not None:
         from evaltape.grader.stats.agreement import format_agreement
         click.echo(format_agreement(s.reference_agreement), err=True)
-    click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(fmts)})", err=True)
+    click.echo(f"wrote {out_dir.as_posix()}/ ({', '.join(opts.formats)})", err=True)
     judge = s.judge
     if judge is not None and judge.not_recorded:
         command = judge.record_command
@@ -265,7 +284,7 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
             command += f" --config {shlex.quote(given_config)}"
         click.echo(f"note: {judge.not_recorded} judge answer(s) not recorded; record "
                    f"them with: {command}", err=True)
-        if require_judge:
+        if opts.require_judge:
             raise GateFailed(f"--require-judge: {judge.not_recorded} judged score(s) "
                              "have no recorded judge answer")
     cmp = report.baseline_comparison
@@ -273,9 +292,9 @@ def _grade(run: str, dataset: str | None, out: str | None, quiet: bool, fmts: li
         from evaltape.grader.report.diff import gate_message, render_diff
         click.echo(render_diff(cmp), err=True, nl=False)  # (the report files say the same)
         if cmp.gate_failed():
-            raise GateFailed(gate_message(cmp, str(baseline)))
-    if threshold is not None:
-        verdict = threshold_gate(s.passed, s.episodes, threshold)
+            raise GateFailed(gate_message(cmp, str(opts.baseline)))
+    if opts.threshold is not None:
+        verdict = threshold_gate(s.passed, s.episodes, opts.threshold)
         if verdict:
             raise GateFailed(verdict)
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from evaltape.commands.options import config_option, dataset_option
+
 
 @click.command()
 @click.argument("run", metavar="RUN_DIR")
@@ -16,11 +18,8 @@ import click
 @click.option("--metrics", "metric_names", default="",
               help="Judged metrics, comma-separated (default: every judged metric, the "
                    "built-in ones and the judges of the configuration and the dataset).")
-@click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
-@click.option("--config", "config_path", default=None, metavar="FILE.toml",
-              help="Configuration whose [judges.NAME] tables define judged metrics of your "
-                   "own (as for grade). Default: ./evaltape.toml, else ./pyproject.toml when "
-                   "it has [tool.evaltape].")
+@dataset_option()
+@config_option()
 def judge(run: str, model: str | None, base_url: str | None, samples: int,
           metric_names: str, dataset: str | None, config_path: str | None = None) -> None:
     """Send every judge request of RUN_DIR that has no recorded answer yet into RUN_DIR/judge/."""

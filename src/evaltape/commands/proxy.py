@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from evaltape.commands.options import dataset_option
+
 
 @click.command()
 @click.option("--out", default=None, metavar="RUN",
@@ -17,8 +19,8 @@ import click
               help="Port on 127.0.0.1 (0: a free one; the URL is printed on stdout).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Seconds without traffic that end an episode.")
-@click.option("--dataset", default=None,
-              help="Dataset whose case ids the clients send; its inputs go into the traces "
+@dataset_option(
+              "Dataset whose case ids the clients send; its inputs go into the traces "
                    "and its path into the manifest (so `evaltape grade RUN` finds it).")
 @click.option("--model", default=None, help="Model name for the manifest (informative).")
 @click.option("--quiet", is_flag=True, help="Do not log one line per exchange on stderr.")

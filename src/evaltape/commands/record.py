@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from evaltape.commands.options import workers_option
+
 
 #: The longest ``--episode-timeout`` (30 days): a timer cannot wait past the platform's
 #: ``time_t`` (1e10 s crashed every episode's deadline); for longer, use no deadline.
@@ -81,8 +83,8 @@ def normalise_rules(specs: tuple[str, ...], hint: str = "--normalise") -> tuple[
 @click.option("--trials", type=click.IntRange(1), default=1, show_default=True,
               help="Independent episodes per case (a scripted model's trials are identical: "
                    "record warns).")
-@click.option("--concurrency", type=click.IntRange(1), default=1, show_default=True,
-              help="Episodes run in parallel.")
+@workers_option("Episodes recorded at once (forked worker processes, or programs run at "
+                "once for --command).")
 @click.option("--base-url", default=None,
               help="A Messages-API server (default: ANTHROPIC_BASE_URL or api.anthropic.com).")
 @click.option("--stream", is_flag=True, help="Use messages.stream instead of messages.create.")
@@ -121,7 +123,7 @@ def normalise_rules(specs: tuple[str, ...], hint: str = "--normalise") -> tuple[
                    "built-in set claude-code, or a JSON file of {path, pattern, placeholder} "
                    "rules (repeatable). Stored in manifest.json; see docs/recording.md.")
 def record(dataset: str, agent: str | None, command: str | None, command_timeout: float,
-           out: str, model: str | None, trials: int, concurrency: int, base_url: str | None,
+           out: str, model: str | None, trials: int, workers: int, base_url: str | None,
            stream: bool, standin: str | None, extra: tuple[str, ...],
            keep_errors: bool, shard: str | None = None,
            episode_timeout: float | None = 600.0, user_model: str | None = None,
@@ -145,7 +147,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     if bad:
         raise click.UsageError(f"--manifest-extra wants KEY=VALUE, got {bad[0]!r}")
     opts = RecordOptions(dataset=dataset, agent=agent or "command", out=out, model=model, trials=trials,
-                         concurrency=concurrency, base_url=base_url, stream=stream,
+                         concurrency=workers, base_url=base_url, stream=stream,
                          standin_scripts=standin, command_line=["evaltape", *sys.argv[1:]],
                          manifest_extra={k.strip(): v for k, _s, v in pairs},
                          keep_errors=keep_errors, command=command,

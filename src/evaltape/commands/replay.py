@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import click
 
+from evaltape.commands.options import dataset_option, workers_option
+
 
 @click.command()
 @click.argument("run", metavar="RUN_DIR")
-@click.option("--dataset", default=None, help="Dataset (default: the manifest's).")
-@click.option("--workers", "--concurrency", "workers", type=click.IntRange(1), default=1,
-              show_default=True,
-              help="Episodes replayed at once (forked processes for an in-process agent, "
+@dataset_option()
+@workers_option("Episodes replayed at once (forked processes for an in-process agent, "
                    "programs for a --command run); the result is the same for every N.")
 @click.option("--list-stale", is_flag=True,
               help="List the episodes that no longer reproduce (case#trial, the request "

@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from evaltape.commands.options import (config_option, dataset_option, metric_name_list,
+                                       metrics_option)
+
 #: Episode keys listed per section before "... and N more".
 LIST_LIMIT = 20
 
@@ -85,12 +88,9 @@ def review_lines(summary: dict[str, Any], where: str, limit: int = LIST_LIMIT) -
 
 @click.command()
 @click.argument("run")
-@click.option("--dataset", default=None,
-              help="Dataset of the run (default: the one its manifest names).")
-@click.option("--metrics", "metric_names", default=None,
-              help="Metrics to grade the run with (as evaltape grade --metrics).")
-@click.option("--config", "config_path", default=None, metavar="FILE.toml",
-              help="Configuration to grade the run with (as evaltape grade --config).")
+@dataset_option()
+@metrics_option("Metrics to grade the run with (as evaltape grade --metrics).")
+@config_option("Configuration to grade the run with (as evaltape grade --config).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary as JSON instead of text.")
 def review(run: str, dataset: str | None, metric_names: str | None,
@@ -111,10 +111,7 @@ def review(run: str, dataset: str | None, metric_names: str | None,
     if not (root / "traces.jsonl").is_file():
         raise UsageError(f"{run}: not a run folder (no traces.jsonl)")
     marks = read_reviews(root / REVIEWS_FILE)          # a bad file: exit 3, line named
-    names = None
-    if metric_names is not None:
-        names = [n.strip() for n in metric_names.split(",") if n.strip()]
-    source = run_source(str(root), dataset, names, config_path)
+    source = run_source(str(root), dataset, metric_name_list(metric_names), config_path)
     summary = review_summary(marks, episode_facts(source.report, source.run, source.traces))
     if as_json:
         import json

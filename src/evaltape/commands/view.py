@@ -15,6 +15,9 @@ from typing import Sequence
 
 import click
 
+from evaltape.commands.options import (config_option, dataset_option, metric_name_list,
+                                       metrics_option)
+
 from evaltape.grader.errors import BadInputError, UsageError
 
 
@@ -134,12 +137,9 @@ def open_source(path: str, dataset: str | None = None, metrics: Sequence[str] | 
 @click.option("--export", "export", default=None, metavar="DIR",
               help="Write the page to DIR (DIR/index.html, and DIR/index-data/ for a large "
                    "run) instead of serving it; it works from file:// with no network.")
-@click.option("--dataset", default=None,
-              help="Dataset of a run folder or report (default: the one its manifest names).")
-@click.option("--metrics", "metric_names", default=None,
-              help="Metrics to grade a run folder with (as evaltape grade --metrics).")
-@click.option("--config", "config_path", default=None, metavar="FILE.toml",
-              help="Configuration to grade a run folder with (as evaltape grade --config).")
+@dataset_option("Dataset of a run folder or report (default: the one its manifest names).")
+@metrics_option("Metrics to grade a run folder with (as evaltape grade --metrics).")
+@config_option("Configuration to grade a run folder with (as evaltape grade --config).")
 @click.option("--reviewer", default=None, metavar="NAME",
               help="Name written with each review mark made on the served page "
                    "(default: git's user.name, else $USER).")
@@ -161,11 +161,7 @@ def view(paths: tuple[str, ...], port: int, export: str | None, dataset: str | N
     """
     if len(paths) > 2:
         raise click.UsageError(f"view shows one run or compares two, got {len(paths)} paths")
-    names = None
-    if metric_names is not None:
-        names = [n.strip() for n in metric_names.split(",") if n.strip()]
-        if not names:
-            raise click.UsageError("--metrics names no metric")
+    names = metric_name_list(metric_names)
     sources = [open_source(p, dataset, names, config_path) for p in paths]
     if len(sources) == 2:
         _check_pair(sources[0], sources[1], paths)
