@@ -375,28 +375,45 @@ def atomic_write(path: str | Path, data: bytes | str | Iterable[bytes]) -> None:
     atomic_write_all([(path, data)])
 
 
-def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[bytes]]]
-                     ) -> None:
+def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[bytes | str]]],
+                     root: str | Path | None = None, redact: bool = False) -> list[str]:
     """:func:`atomic_write` for a set of files that belong together (one report in several
     formats): every file is written to its temp file first, and only then are they all
     renamed, so an interruption or a failure while writing leaves the old set whole.
+
+    Args:
+        files: ``(path, data)`` pairs; ``data`` is bytes, text, or an iterable of bytes
+            and text pieces (text written as UTF-8). A relative ``path`` is taken under
+            ``root``; missing parent folders are created.
+        redact: pass every piece through
+            :func:`~evaltape.grader.io.secrets.redact_bytes` (key-shaped strings replaced).
+
+    Returns:
+        The paths as given, in the order written.
 
     Raises:
         OSError: as :func:`atomic_write` (every temp file is deleted; ``filename`` names
             the file being written).
     """
+    from evaltape.grader.io.secrets import redact_bytes
+    base = Path(root) if root is not None else None
     done: list[tuple[Path, Path]] = []
+    names: list[str] = []
     try:
         for path, data in files:
-            p = Path(path)
+            p = base / path if base is not None else Path(path)
+            if not p.parent.is_dir():
+                p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
             done.append((tmp, p))
-            pieces = [data.encode()] if isinstance(data, str) else (
-                [data] if isinstance(data, (bytes, bytearray)) else data)
+            names.append(str(path))
+            pieces = [data] if isinstance(data, (str, bytes, bytearray)) else data
             try:
                 with open(tmp, "wb") as fh:
                     for piece in pieces:
-                        fh.write(piece)
+                        if isinstance(piece, str):
+                            piece = piece.encode()
+                        fh.write(redact_bytes(piece) if redact else piece)
                     fh.flush()
                     os.fsync(fh.fileno())
             except OSError as e:
@@ -408,6 +425,7 @@ def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[by
         for tmp, _p in done:
             tmp.unlink(missing_ok=True)
         raise
+    return names
 
 
 def check_readable_tree(folder: str | Path, consequence: str) -> None:

@@ -153,17 +153,8 @@ def write_page(sources: Sequence[ViewSource], folder: str | Path, page: str = "i
     from evaltape.grader.io.jsonfiles import atomic_write_all
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    written: set[str] = set()
-
-    def files() -> Iterator[tuple[Path, bytes]]:
-        for rel, data in page_files(sources, page, inline_limit):
-            path = out / rel
-            if path.parent != out:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            written.add(rel)
-            yield path, data
-    atomic_write_all(files())
-    stale_chunks(out, page, written)
+    written = atomic_write_all(page_files(sources, page, inline_limit), root=out)
+    stale_chunks(out, page, set(written))
     return out / page
 
 

@@ -8,28 +8,21 @@ import functools
 import re
 from typing import Any, Mapping
 
+from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim, clean
 from evaltape.grader.matching.numbers import fmt
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.states import STATUS_ANY, stem
 from evaltape.grader.model import ToolCall
 from evaltape.grader.metrics.grounding.dates import current_date
+from evaltape.grader.metrics.grounding.episode import action_stems, described
 from evaltape.grader.metrics.grounding.words import (ACTION_SYNONYMS, ANCHORED_ACTIONS,
                                                      GENERIC_ACTIONS, MONEY_ACTIONS,
-                                                     PAYMENT_WORDS, READ_ONLY, PAST_PASSIVE,
+                                                     PAYMENT_WORDS, PAST_PASSIVE,
                                                      REFUNDING, STOP, WORD_RE)
 
 
 @functools.lru_cache(maxsize=4096)
-def action_stems(tool: str) -> frozenset[str]:
-    """Stems of the parts of a tool name that can name an action it performs: none for a
-    read-only tool (``check_upgrade`` checks, it does not upgrade; :data:`READ_ONLY`)."""
-    parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if p]
-    if parts and parts[0].lower() in READ_ONLY:
-        return frozenset()
-    return frozenset(stem(p) for p in parts)
-
-
 def _words(text: str) -> set[str]:
     """Lower-case word and code tokens of a text, ``_``-joined parts too."""
     out = set()
@@ -76,27 +69,10 @@ def _pays(call: ToolCall) -> bool:
     return not parts.isdisjoint(PAYMENT_WORDS)
 
 
-def described(schemas: Mapping[str, Mapping[str, Any]], tool: str) -> frozenset[str]:
-    """Stems of the words of a changing tool's description in the schemas (``Cancel the
-    reservation; the refund goes to the original payment`` → ``cancel``, ``refund`` …);
-    none for a read-only tool or one without a description."""
-    desc = (schemas.get(tool) or {}).get("description") if schemas else None
-    if not isinstance(desc, str) or not action_stems(tool):
-        return frozenset()
-    return _description_stems(desc)
-
-
-@functools.lru_cache(maxsize=1024)
-def _description_stems(desc: str) -> frozenset[str]:
-    words = re.findall(r"[a-z]+", desc.lower())
-    return frozenset(stem(w) for prev, w in zip([""] + words, words)
-                     if len(w) >= 4 and prev not in ("not", "no", "cannot", "never"))
-
-
-class ActionRules:
+class ActionRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for an action
-    the answer reports: a mixin whose methods read the attributes the checker's
-    ``__init__`` sets."""
+    the answer reports: a mixin over
+    the episode's indexed sources (:class:`AnswerSources`)."""
 
     def _history(self, claim: Claim) -> bool:
         """Whether an action is told as the history of a record, not as a deed of this

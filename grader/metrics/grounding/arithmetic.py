@@ -10,6 +10,7 @@ import re
 from decimal import Decimal
 from typing import Any, Mapping
 
+from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import (Num, POOL_LIMIT, amount_sum_or_difference,
                                               compatible, derive, fmt, priced_product)
@@ -121,10 +122,10 @@ def _annotate(how: str, where: Mapping[str, str]) -> str:
                          if m.group(0) in where else m.group(0), how)
 
 
-class ArithmeticRules:
+class ArithmeticRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for a number
-    the answer derives, and ranges: a mixin whose methods read the attributes the checker's
-    ``__init__`` sets."""
+    the answer derives: a mixin over
+    the episode's indexed sources (:class:`AnswerSources`)."""
 
     def _listed_count(self, claim: Claim) -> str | None:
         """A count that the items listed right after it make up ("all three symptoms at
@@ -224,23 +225,6 @@ class ArithmeticRules:
             return None
         shown = " + ".join(fmt(v) for _a, v in sorted(parts.items()))
         return f"parts of a total: {shown} = {fmt(total)} [{'the answer' if said else src}]"
-
-    def _range(self, claim: Claim) -> tuple[str | None, str | None]:
-        """A range ("5 to 7 business days") is supported when both its ends are, each
-        checked as a number with the range's unit."""
-        whys, hows = [], []
-        for end in claim.key:
-            sub = Claim("number", f"{claim.text} ({fmt(end.value)})", end.key, claim.sentence,
-                        claim.start, end, claim.clause)
-            why, how = self.check(sub)
-            if why is not None:
-                whys.append(f"{fmt(end.value)}: {why}")
-            elif how:
-                hows.append(how)
-        if whys:
-            return "; ".join(whys), None
-        return None, (hows[0] if hows and all(h == hows[0] for h in hows) else
-                      next((h for h in hows if not h.startswith("derived")), None))
 
     def note_stated(self, claims: list[Claim]) -> None:
         """Record the answer's numbers that a source in scope states directly: the operands

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import Num, POOL_LIMIT
 from evaltape.grader.matching.sources import SourceFacts
-from evaltape.grader.metrics.grounding.words import (AGE_AFTER, AGE_BEFORE, DATE_JOIN,
-                                                     INSTRUCTIONS, MORE_DAYS, NEXT_DAY,
-                                                     NOW, WEEKDAY)
+from evaltape.grader.metrics.grounding.words import (AGE_AFTER, AGE_BEFORE, INSTRUCTIONS,
+                                                     NEXT_DAY, NOW, WEEKDAY)
 
 
 def _weekday_of(d: str) -> int | None:
@@ -27,10 +27,10 @@ def current_date(system: str) -> str | None:
     return m.group(1) if m else None
 
 
-class DateRules:
+class DateRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for dates,
-    weekdays and ages: a mixin whose methods read the attributes the checker's ``__init__``
-    sets."""
+    weekdays and ages: a mixin over
+    the episode's indexed sources (:class:`AnswerSources`)."""
 
     def _date_without_year(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
         """A support for a date with a year (``2024-05-24``) that a source states without
@@ -42,21 +42,6 @@ class DateRules:
         bare = "????" + claim.key[4:]
         found = next((f for f in scope + self.extra if bare in f.dates), None)
         return None if found is None else f"{found.label}'s date, in the current year"
-
-    def _joined_dates(self, claim: Claim) -> bool:
-        """Whether a date is joined to another by ``and``, a comma or a dash with nothing
-        else between ("on 2024-05-24 and 2024-05-25", "May 19th and 20th"): dates given
-        together, of one trip or record."""
-        end = claim.start + len(claim.text)
-        if MORE_DAYS.match(self.text, end):
-            return True
-        for c in self.claims:
-            if c.kind != "date" or c is claim:
-                continue
-            a, b = (end, c.start) if c.start >= end else (c.start + len(c.text), claim.start)
-            if 0 <= b - a <= 7 and DATE_JOIN.fullmatch(self.text[a:b]):
-                return True
-        return False
 
     def _age(self, claim: Claim) -> str | None:
         """An age said of a person ("since you're 17", "7 years old") that is the whole

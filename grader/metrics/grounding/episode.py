@@ -5,15 +5,16 @@ the tool schemas, each indexed as a source.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Mapping, NamedTuple
 
 import orjson
 
 from evaltape.grader.matching.claims import Claim, clean, extract_claims, json_reply_prose
 from evaltape.grader.matching.sources import SourceFacts
-from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA
+from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.model import EpisodeContext, Score, Trace
-from evaltape.grader.metrics.grounding.words import TOKEN
+from evaltape.grader.metrics.grounding.words import READ_ONLY, TOKEN
 
 
 def results_by_id(trace: Trace) -> dict[str, str]:
@@ -245,3 +246,29 @@ def schemas_text(schemas: Mapping[str, Mapping[str, Any]] | None) -> str:
     if not schemas:
         return ""
     return orjson.dumps(list(schemas.values()), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def action_stems(tool: str) -> frozenset[str]:
+    """Stems of the parts of a tool name that can name an action it performs: none for a
+    read-only tool (``check_upgrade`` checks, it does not upgrade; :data:`READ_ONLY`)."""
+    parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if p]
+    if parts and parts[0].lower() in READ_ONLY:
+        return frozenset()
+    return frozenset(stem(p) for p in parts)
+
+
+def described(schemas: Mapping[str, Mapping[str, Any]], tool: str) -> frozenset[str]:
+    """Stems of the words of a changing tool's description in the schemas (``Cancel the
+    reservation; the refund goes to the original payment`` → ``cancel``, ``refund`` …);
+    none for a read-only tool or one without a description."""
+    desc = (schemas.get(tool) or {}).get("description") if schemas else None
+    if not isinstance(desc, str) or not action_stems(tool):
+        return frozenset()
+    return _description_stems(desc)
+
+
+@functools.lru_cache(maxsize=1024)
+def _description_stems(desc: str) -> frozenset[str]:
+    words = re.findall(r"[a-z]+", desc.lower())
+    return frozenset(stem(w) for prev, w in zip([""] + words, words)
+                     if len(w) >= 4 and prev not in ("not", "no", "cannot", "never"))

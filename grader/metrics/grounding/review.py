@@ -4,16 +4,17 @@ status glossing a bold label.
 """
 from __future__ import annotations
 
+from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.metrics.grounding.words import (BOLD_LABEL_END, CONTACT, DIGITS_AFTER,
                                                      DIGITS_BEFORE, IF_CLAUSE, MONEY_UNITS,
                                                      SCALE_AFTER, SCALE_BEFORE)
 
 
-class ReviewRules:
+class ReviewRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for claims to
-    review and words of no claim: a mixin whose methods read the attributes the checker's
-    ``__init__`` sets."""
+    review and words of no claim: a mixin over
+    the episode's indexed sources (:class:`AnswerSources`)."""
 
     def rating_scale(self, claim: Claim) -> bool:
         """Whether a number or range gives the terms of a rating scale ("on a scale of 1 to

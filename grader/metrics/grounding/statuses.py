@@ -7,14 +7,16 @@ import re
 
 import orjson
 
+from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.metrics.grounding.words import CONDITIONS, COPULAS, LIST_ITEM, STOP
 
 
-class StatusRules:
+class StatusRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for statuses:
-    a mixin whose methods read the attributes the checker's ``__init__`` sets."""
+    a mixin over
+    the episode's indexed sources (:class:`AnswerSources`)."""
 
     def _subject_is_yes(self, claim: Claim) -> bool:
         """Whether one of the two words before the claim's verb (its subject: "your travel

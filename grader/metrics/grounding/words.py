@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 import re
-from datetime import date
 from decimal import Decimal
 
 from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem

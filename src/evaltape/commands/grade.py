@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import chain, islice
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import click
 
@@ -22,19 +22,16 @@ from evaltape.grader.metrics import DEFAULT_METRICS
 FORMATS = ("json", "md", "junit", "html")
 
 
-def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
-    for piece in pieces:
-        yield piece.encode()
+def _write(out_dir: Path, files: Iterable[tuple[str, Iterable[bytes | str]]]) -> list[str]:
+    """Write the report files into ``out_dir`` as one set (all renamed into place after all
+    are written: an interruption leaves the previous set whole), key-shaped strings
+    redacted (as report_bytes does); returns the names written.
 
-
-def _write(files: Iterable[tuple[Path, Iterable[bytes]]]) -> None:
-    """Write the report files as one set (all renamed into place after all are written:
-    an interruption leaves the previous set whole), key-shaped strings redacted (as
-    report_bytes does)."""
-    from evaltape.grader.io.secrets import redact_bytes
+    Raises:
+        click.UsageError: a file cannot be written (the system's reason).
+    """
     try:
-        atomic_write_all((path, (redact_bytes(piece) for piece in data))
-                         for path, data in files)
+        return atomic_write_all(files, root=out_dir, redact=True)
     except OSError as e:
         raise click.UsageError(f"cannot write {e.filename}: {e.strerror}") from None
 
@@ -224,27 +221,26 @@ def run_grade(opts: GradeOptions) -> None:
                        strict=opts.strict)
     out_dir = Path(opts.out) if opts.out else Path("reports") / (report.run.name or "run")
     _make_out(out_dir)
-    files: list[tuple[Path, Iterable[bytes]]] = []
+    files: list[tuple[str, Iterable[bytes | str]]] = []
     if "json" in opts.formats:
-        files.append((out_dir / "report.json", iter_report_json(report)))
+        files.append(("report.json", iter_report_json(report)))
     if "md" in opts.formats:
         convs = None
         if any(c.user is not None for c in opened.cases):
             shown = {(e.case_id, e.trial) for e in islice(report.episodes, MD_CONVERSATIONS)}
             convs = {(t.case_id, t.trial): t for t, _case in opened.episodes()
                      if (t.case_id, t.trial) in shown and "conversation" in t.raw}
-        files.append((out_dir / "report.md", _encoded(iter_markdown(report, convs))))
+        files.append(("report.md", iter_markdown(report, convs)))
     if "junit" in opts.formats:
         from evaltape.grader.report.junit import iter_junit
-        files.append((out_dir / "junit.xml", _encoded(iter_junit(report))))
-    written: set[str] = set()
+        files.append(("junit.xml", iter_junit(report)))
     if "html" in opts.formats:
-        files = chain(files, _html_files(report, opts.run, opts.dataset, opts.baseline,
-                                          out_dir, written))
-    _write(files)
-    if "html" in opts.formats:
-        from evaltape.grader.report.view_files import stale_chunks
-        stale_chunks(out_dir, "report.html", written)
+        from evaltape.grader.report.view_files import page_files, stale_chunks
+        written = _write(out_dir, chain(files, page_files(
+            _html_sources(report, opts.run, opts.dataset, opts.baseline), "report.html")))
+        stale_chunks(out_dir, "report.html", set(written))
+    else:
+        _write(out_dir, files)
     if not opts.quiet:
         from evaltape.grader.report.terminal import print_report
         print_report(report)  # (a reader that closes the pipe stops the printing only)
@@ -299,26 +295,19 @@ def run_grade(opts: GradeOptions) -> None:
             raise GateFailed(verdict)
 
 
-def _html_files(report, run: str, dataset: str | None, baseline: str | None, out_dir: Path,
-                written: set[str]) -> Iterator[tuple[Path, list[bytes]]]:
-    """``report.html``: the page of ``evaltape view`` (its data folder ``report-data/``
-    beside it for a large run), with the baseline as the first run when there is one (the
-    page's Compare view). ``written`` collects the files' paths relative to ``out_dir``."""
+def _html_sources(report, run: str, dataset: str | None, baseline: str | None) -> list:
+    """The runs ``report.html`` shows (the page of ``evaltape view``, its data folder
+    ``report-data/`` beside it for a large run): this one, after the baseline when there is
+    one (the page's Compare view)."""
     from evaltape.commands.view import report_source
     from evaltape.grader.io.run import open_run
     from evaltape.grader.report.view import ViewSource, index_traces
-    from evaltape.grader.report.view_files import page_files
     opened = open_run(run, dataset)
     sources = [ViewSource(report, opened, index_traces(opened), label=opened.name,
                           source=run)]
     if baseline is not None:
         sources.insert(0, report_source(baseline, dataset))
-    for rel, data in page_files(sources, "report.html"):
-        path = out_dir / rel
-        if path.parent != out_dir:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        written.add(rel)
-        yield path, [data]
+    return sources
 
 
 def threshold_gate(passed: int, episodes: int, threshold: float) -> str | None:
