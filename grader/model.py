@@ -610,6 +610,14 @@ def _plain_json(v: Any, depth: int) -> bool:
     return False
 
 
+def plainly_valid(value: Any, details: Any, code: Any) -> bool:
+    """Whether a score is valid by the one test most scores pass: a float in [0, 1], no
+    code, ASCII details. ``False`` says nothing: :meth:`Score._check` then applies every
+    rule of :class:`Score` (this test only spares the common case the longer checks)."""
+    return (type(value) is float and code is None and 0.0 <= value <= 1.0
+            and type(details) is str and details.isascii())
+
+
 @dataclass(frozen=True, init=False)
 class Score:
     """A metric's verdict on one episode.
@@ -643,9 +651,8 @@ class Score:
                  evidence: Any = None) -> None:
         _set(self, "__dict__", {"value": value, "details": details, "code": code,
                                 "evidence": evidence})
-        if not (type(value) is float and code is None and 0.0 <= value <= 1.0
-                and type(details) is str and details.isascii()):
-            self._check()  # (a float in [0, 1] with ASCII details is valid: no more tests)
+        if not plainly_valid(value, details, code):
+            self._check()
 
     def _check(self) -> None:
         """The checks of the class docstring (raising its errors)."""
