@@ -6,7 +6,7 @@ aggregate step of grading (read, score, reduce trials, aggregate, write).
 summed in file order, one score at a time, so the report's bytes do not depend on the
 number of workers. Each case's trials are reduced to its counts and answer digest here
 and summarised by :mod:`evaltape.grader.stats.trials` (pass@k, pass^k, identical trials);
-the episodes go to an external sort (:class:`~evaltape.grader.io.spill.SpillSorter`) keyed
+the episodes go to an external sort (:class:`~evaltape.grader.io.external_sort.SpillSorter`) keyed
 by dataset position and trial, and come back as the report's
 :class:`~evaltape.grader.report_file.StoredEpisodes`.
 """
@@ -21,7 +21,7 @@ import orjson
 from evaltape.grader import __version__
 from evaltape.grader.engine import GC_EVERY, Batch, gc_paused
 from evaltape.grader.errors import BadInputError, UsageError
-from evaltape.grader.io.spill import (FailureLog, SpilledRecords, SpillSorter, delete_merged,
+from evaltape.grader.io.external_sort import (FailureLog, SpilledRecords, SpillSorter, delete_merged,
                                       merge_range)
 from evaltape.grader.metrics.base import metric_spec
 from evaltape.grader.model import Case
@@ -88,7 +88,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         run_tasks: runs a function on each task of a list, in parallel, returning the
             results in order; on failure it hands the finished ones to ``discard``
             (``run_tasks(fn, tasks, discard)``: a process pool's
-            :meth:`evaltape.grader.scale.Executor.run_tasks`); used to merge the sorted
+            :meth:`evaltape.grader.executor.Executor.run_tasks`); used to merge the sorted
             episode files of the workers, ``merge_parts`` key ranges at a time. ``None``:
             this process merges.
         metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
@@ -198,13 +198,13 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     judged = [m for m in metrics if m.judged]
     summary = Summary(
         cases=len(graded), trials=len(trials), episodes=acc.n, passed=acc.passed,
-        pass_rate=harness["pass_rate"], tool_accuracy=harness["tool_accuracy"],
+        pass_rate=harness["pass_rate"], exact_tool_match_rate=harness["exact_tool_match_rate"],
         avg_steps=harness["avg_steps"], failures=harness["failures"],
         metrics={n: (round(sums[i] / counts[i], MEAN_DIGITS) if counts[i] else None)
                  for i, n in enumerate(names)},
         metrics_skipped=dict(zip(names, skipped)),
         metrics_errors=dict(zip(names, errors)) if any(errors) else {},
-        metrics_skipped_reasons={n: dict(sorted(skip_codes[i].items()))
+        metrics_skipped_codes={n: dict(sorted(skip_codes[i].items()))
                                  for i, n in enumerate(names) if skip_codes[i]} or None,
         infra_failures=infra,
         unrecorded_cases=tuple(c.id for c in cases if c.id not in per_case),
@@ -281,7 +281,7 @@ def _with_groups(block: dict[str, Any], policy: VerdictPolicy, names: Sequence[s
                  results: Any, cases: Sequence[Case]) -> dict[str, Any]:
     """``block`` with ``groups`` (:func:`~evaltape.grader.stats.verdict_groups
     .verdict_groups`) when some case is decided by its end state; unchanged otherwise."""
-    from evaltape.grader.matching.state import state_case
+    from evaltape.grader.matching.state_diff import state_case
     from evaltape.grader.stats.verdict_groups import verdict_groups
     if any(state_case(c) for c in cases):
         block["groups"] = verdict_groups(policy, names, results, cases)

@@ -18,8 +18,8 @@ from evaltape.grader.metrics.base import check_metric
 from evaltape.grader.metrics.registry import (BUILTIN, DEFAULT_METRICS, check_own_name,
                                               check_unique, resolve)
 from evaltape.grader.results import EpisodeResult, Report, RunInfo, read_report, with_coverage
-from evaltape.grader.io.spill import owner, set_owner
-from evaltape.grader.scale import default_workers, start, usable_workers
+from evaltape.grader.io.external_sort import owner, set_owner
+from evaltape.grader.executor import default_workers, start, usable_workers
 from evaltape.grader.stats.trials import identical_by_construction
 from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
@@ -225,14 +225,14 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
             the gate applied.
         on_episode: called with each graded episode (progress display).
         workers: processes grading chunks of the traces file (``None``: every core,
-            :func:`evaltape.grader.scale.default_workers`); the report's bytes are the same
+            :func:`evaltape.grader.executor.default_workers`); the report's bytes are the same
             for every value. A run with a judged metric is graded in this process.
         engine: ``local`` (a process pool) or ``dask`` (a ``dask.distributed`` cluster at
-            ``address``; optional extra ``evaltape[dask]``), see :mod:`evaltape.grader.scale`.
+            ``address``; optional extra ``evaltape[dask]``), see :mod:`evaltape.grader.executor`.
         address: the Dask scheduler address (``tcp://HOST:8786``).
         evidence: ``"compact"`` (a metric result that passed with its metric's best score,
             1.0 or 0.0 for a lower-is-better rate, carries no ``evidence``: its
-            ``details`` state that every check held) or ``"full"`` (every result carries
+            ``message`` state that every check held) or ``"full"`` (every result carries
             the evidence its metric gave; docs/metrics.md, "Evidence"). Scores, verdicts
             and details are the same in both.
 
@@ -272,7 +272,7 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     info = RunInfo(path=opened.root.as_posix(), name=opened.name,
                    agent=_str_or_none(man.get("agent")), model=_str_or_none(man.get("model")),
                    model_note=_str_or_none(man.get("model_note")),
-                   dataset_sha256=inputs_sha256(opened.cases))
+                   inputs_sha256=inputs_sha256(opened.cases))
     if workers is None:
         workers = default_workers()
     if judge is not None:

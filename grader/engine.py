@@ -6,7 +6,7 @@ episodes of one byte range of ``traces.jsonl`` read and checked by
 :meth:`evaltape.grader.io.run.Run.read_range`. Each episode becomes a typed
 :class:`~evaltape.grader.results.EpisodeResult` (:func:`grade_one`), and a range's
 episodes are summarised column by column into one :class:`Batch` where they were scored
-(this process, a pool worker, a cluster worker: :mod:`evaltape.grader.scale` runs
+(this process, a pool worker, a cluster worker: :mod:`evaltape.grader.executor` runs
 :func:`score_range` without knowing what it does), for :mod:`evaltape.grader.aggregate` to
 fold in file order.
 """
@@ -23,7 +23,7 @@ import msgspec
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.datasets import case_digest
-from evaltape.grader.io.spill import delete_run, write_run
+from evaltape.grader.io.external_sort import delete_run, write_run
 from evaltape.grader.metrics.registry import BUILTIN
 from evaltape.grader.model import (ERROR_CODE, INFRA_CODE, Case, EpisodeContext, Score, Trace,
                                    check_evidence)
@@ -36,13 +36,13 @@ from evaltape.grader.stats.timing import episode_timing
 from evaltape.grader.stats.trials import answer_digest
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
                                            GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
-                                           describe, judge_episode)
+                                           describe, episode_failure)
 
 
 def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
     """Run one metric; an exception becomes a null score with code ``error``.
 
-    ``details`` then holds ``Type: message``. The run goes on (STYLE.md §7): a buggy metric
+    ``message`` then holds ``Type: message``. The run goes on (STYLE.md §7): a buggy metric
     must not abort a grading run; the report counts these apart from not-applicable nulls.
     """
     try:
@@ -64,7 +64,7 @@ def keeps_evidence(value: float | None, passed: bool | None, higher_is_better: b
     """Whether a metric result keeps its ``evidence`` in ``report.json`` when evidence is
     compact (the default): every result except one that passed with its metric's best
     score (1.0; 0.0 for a lower-is-better rate), whose every check held, as its
-    ``details`` state (``Correct: 9/9``). A failing, partial or null result keeps it in
+    ``message`` state (``Correct: 9/9``). A failing, partial or null result keeps it in
     full. ``grade --evidence full`` keeps it on every result."""
     return not passed or value != (1.0 if higher_is_better else 0.0)
 
@@ -145,7 +145,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         higher = m.higher_is_better
         passed = check(value, code, threshold, higher)
         keep = s.evidence is not None and (full or keeps_evidence(value, passed, higher))
-        results[m.name] = MetricResult(value, s.details, code, threshold, passed,
+        results[m.name] = MetricResult(value, s.message, code, threshold, passed,
                                        s.evidence if keep else None)
         if not gating:
             values.append((value, code, NOT_GATING))
@@ -158,7 +158,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             failed.append(describe(m.name, value, threshold, higher))
             if decides is not None:
                 deciding.append(failed[-1])
-    failure = judge_episode(outcome, failed, deciding)
+    failure = episode_failure(outcome, failed, deciding)
     timing = episode_timing(trace)
     result = EpisodeResult(
         trace.case_id, trace.trial, failure is None, failure, trace.steps, trace.stop_reason,
@@ -275,7 +275,7 @@ class Batch:
         payloads: each episode's ``report.json`` text; empty once :meth:`spill` wrote them
             to ``run``.
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
-            (:meth:`evaltape.grader.io.spill.SpillSorter.add_run`), or ``None``.
+            (:meth:`evaltape.grader.io.external_sort.SpillSorter.add_run`), or ``None``.
         n, passed, steps, tool_matches: the scripted example suite's counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
             of them are infrastructure errors (the scripted example suite's ``infra_error:``
@@ -477,7 +477,7 @@ class GradeJob:
 
 def score_range(job: GradeJob, chunk: Any) -> Batch:
     """Score the episodes of one range of the traces file (``chunk``: ``start``, ``end``,
-    ``first_line``, :class:`evaltape.grader.scale.Chunk`) into one :class:`Batch`, in file
+    ``first_line``, :class:`evaltape.grader.executor.Chunk`) into one :class:`Batch`, in file
     order. Its ``error`` is the first bad input of the range (the episodes before it are
     kept, so that the fold raises it in file order); with ``first_line`` ``None`` its
     lines are numbered from 1 and ``range_lines`` says how many the range has."""

@@ -518,11 +518,11 @@ INFRA_CODE = "infra_error"
 #: its name: the baseline gate and readers of a report compare ``pass_rate`` (and the rest)
 #: as the summary's, so a metric column under that name would stand in for it.
 SUMMARY_NAMES = frozenset({
-    "cases", "trials", "episodes", "passed", "pass_rate", "tool_accuracy", "avg_steps",
+    "cases", "trials", "episodes", "passed", "pass_rate", "exact_tool_match_rate", "avg_steps",
     "failures", "metrics", "metrics_skipped", "unrecorded_cases", "metrics_errors",
     "infra_failures", "pass_rate_ci95", "pass_at_k", "pass_hat_k", "k_cases",
     "by_difficulty", "by_tag", "worst_episodes", "reference_agreement", "judge",
-    "thresholds", "verdict", "metrics_skipped_reasons", "timing", "identical_trials",
+    "thresholds", "verdict", "metrics_skipped_codes", "timing", "identical_trials",
     "review"})
 
 
@@ -610,12 +610,12 @@ def _plain_json(v: Any, depth: int) -> bool:
     return False
 
 
-def plainly_valid(value: Any, details: Any, code: Any) -> bool:
+def plainly_valid(value: Any, message: Any, code: Any) -> bool:
     """Whether a score is valid by the one test most scores pass: a float in [0, 1], no
-    code, ASCII details. ``False`` says nothing: :meth:`Score._check` then applies every
+    code, an ASCII message. ``False`` says nothing: :meth:`Score._check` then applies every
     rule of :class:`Score` (this test only spares the common case the longer checks)."""
     return (type(value) is float and code is None and 0.0 <= value <= 1.0
-            and type(details) is str and details.isascii())
+            and type(message) is str and message.isascii())
 
 
 @dataclass(frozen=True, init=False)
@@ -624,14 +624,14 @@ class Score:
 
     Attributes:
         value: in [0, 1], or ``None`` when not applicable / not computable.
-        details: the human message: numerators and denominators, or why the value is null.
+        message: the human message: numerators and denominators, or why the value is null.
         code: ``None`` for a value; for a null, a machine code (lower-case ``[a-z0-9_]``):
             one of :data:`NULL_CODES` for built-in metrics, any such word for user metrics.
-            ``report.json`` writes it as the metric entry's ``reason``.
+            ``report.json`` writes it as the metric entry's ``code``.
         evidence: what the score was computed from, as JSON for programs (``None``: none):
             per-action results, per-call results, call pairings and their argument
             differences (docs/metrics.md, "Evidence"). ``report.json`` writes it as the
-            metric entry's ``evidence``, keys sorted; ``details`` stays the human message.
+            metric entry's ``evidence``, keys sorted; ``message`` stays the human message.
             The grading engine checks a user metric's evidence (:func:`check_evidence`)
             and records a score whose evidence is not JSON as the metric's ``error``; the
             built-in metrics' evidence is JSON by construction.
@@ -639,30 +639,30 @@ class Score:
     Raises:
         ValueError: a null without a code, a value with one, a code that is not a
             lower-case word, or a value that is not a finite number in [0, 1].
-        TypeError: ``details`` is not a string.
+        TypeError: ``message`` is not a string.
     """
 
     value: float | None
-    details: str = ""
+    message: str = ""
     code: str | None = None
     evidence: Any = field(default=None, hash=False)
 
-    def __init__(self, value: float | None, details: str = "", code: str | None = None,
+    def __init__(self, value: float | None, message: str = "", code: str | None = None,
                  evidence: Any = None) -> None:
-        _set(self, "__dict__", {"value": value, "details": details, "code": code,
+        _set(self, "__dict__", {"value": value, "message": message, "code": code,
                                 "evidence": evidence})
-        if not plainly_valid(value, details, code):
+        if not plainly_valid(value, message, code):
             self._check()
 
     def _check(self) -> None:
         """The checks of the class docstring (raising its errors)."""
-        if not isinstance(self.details, str):
-            raise TypeError(f"score details must be a string, not {type(self.details).__name__}")
-        if not self.details.isascii():
+        if not isinstance(self.message, str):
+            raise TypeError(f"score message must be a string, not {type(self.message).__name__}")
+        if not self.message.isascii():
             try:
-                self.details.encode("utf-8")
+                self.message.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValueError("score details hold a lone surrogate (not valid UTF-8 text)"
+                raise ValueError("score message holds a lone surrogate (not valid UTF-8 text)"
                                  ) from None
         if self.code is not None and not isinstance(self.code, str):
             raise TypeError(f"score code must be a string, not {type(self.code).__name__}")
@@ -671,7 +671,7 @@ class Score:
                 raise ValueError("a null score needs a code (see NULL_CODES)")
             if not (set(self.code) <= _CODE_CHARS and self.code[0].isalpha()):
                 raise ValueError(f"score code {self.code!r} must be a lower-case word "
-                                 "([a-z][a-z0-9_]*); put the explanation in details")
+                                 "([a-z][a-z0-9_]*); put the explanation in the message")
             return
         if self.code is not None:
             raise ValueError("a score with a value has no code")

@@ -1,7 +1,7 @@
 """``report.json``'s bytes, written from the typed report (:mod:`evaltape.grader.results`),
 and the graded episodes of a report kept as their lines on disk.
 
-The layout (the ``evaltape.report/1`` contract): the top-level object and its blocks as
+The layout (the ``evaltape.report/2`` contract): the top-level object and its blocks as
 orjson's ``OPT_INDENT_2`` gives them (sorted keys, 2-space indent), each episode one line
 of compact JSON with sorted keys indented by four spaces, a trailing newline. Episodes and
 ``summary.failures`` are written piece by piece from wherever they are kept (a graded
@@ -15,7 +15,7 @@ import msgspec
 import orjson
 
 from evaltape.grader.io.secrets import redact_bytes
-from evaltape.grader.io.spill import join_pieces
+from evaltape.grader.io.external_sort import join_pieces
 from evaltape.grader.results import (EpisodeResult, Report, field_plan, in_column_order,
                                      to_json)
 
@@ -142,7 +142,7 @@ def _episode_pieces(episodes: Sequence[EpisodeResult]) -> Iterator[bytes]:
 
 def _failure_pieces(failures: Any) -> Iterator[bytes]:
     """``summary.failures``' members at depth 3, sorted by label (a stored log,
-    :class:`evaltape.grader.io.spill.FailureLog`, sorts on disk)."""
+    :class:`evaltape.grader.io.external_sort.FailureLog`, sorts on disk)."""
     sorted_texts = getattr(failures, "sorted_texts", None)
     texts = (sorted_texts(b"      ") if sorted_texts is not None else
              (b"      " + orjson.dumps(k) + b": " + orjson.dumps(v)
@@ -199,7 +199,7 @@ def decode_episode(payload: bytes, names: Sequence[str] = ()) -> EpisodeResult:
 
 class StoredEpisodes(Sequence):
     """The graded episodes of a report, kept as their ``report.json`` texts in a store
-    (:class:`evaltape.grader.io.spill.SpilledRecords`: ``len``, ``payload(i)``,
+    (:class:`evaltape.grader.io.external_sort.SpilledRecords`: ``len``, ``payload(i)``,
     ``iter_payloads()``, ``iter_joined(sep, block)``); each episode is decoded when it is
     reached, so iterating a million keeps memory flat. ``len``, iteration, indexing and
     ``==`` behave as on a tuple of :class:`EpisodeResult`.

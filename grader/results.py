@@ -9,7 +9,7 @@ when empty (:func:`absent_if_none`, :func:`absent_if_empty`). From that one decl
 come:
 
 * the writer (:func:`to_json`; the bytes :mod:`evaltape.grader.report_file` lays out): the
-  ``evaltape.report/1`` layout, sorted keys, 2-space indent with one line per episode,
+  ``evaltape.report/2`` layout, sorted keys, 2-space indent with one line per episode,
   trailing newline; optional fields are absent (not null) when they do not apply;
 * the reader (:meth:`Report.from_json`, :func:`read_report`): every field checked against
   its declared type, the first bad one named (``summary.cases``, ``episodes[3].steps``)
@@ -37,7 +37,7 @@ import msgspec
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.model import ERROR_CODE
 
-REPORT_SCHEMA = "evaltape.report/1"
+REPORT_SCHEMA = "evaltape.report/2"
 SINCE = "0.1.0"
 
 try:  # (Python 3.11+; typing_extensions before: a dependency there, pyproject.toml)
@@ -185,11 +185,10 @@ class MetricResult(Struct):
     """One metric's verdict on one episode."""
 
     score: Annotated[Unit | None, doc("In [0, 1], or null when not computable.")] = None
-    details: Annotated[str, doc("The human message: numerators, denominators, why null.")] = ""
+    message: Annotated[str, doc("The human message: numerators, denominators, why null.")] = ""
     code: Annotated[Code | None, doc(
         "A null score's machine code (not_applicable, undefined, no_answer, no_claims, "
-        "judge_not_recorded, infra_error, error, ...); null for a score.")] = \
-        msgspec.field(default=None, name="reason")
+        "judge_not_recorded, infra_error, error, ...); null for a score.")] = None
     threshold: Annotated[float | None, doc(
         "The score this episode had to reach (a lower-is-better rate: not exceed).")] = None
     passed: Annotated[bool | None, doc(
@@ -199,7 +198,7 @@ class MetricResult(Struct):
     evidence: Annotated[Any, absent_if_none(
         "What the score was computed from, as JSON for programs (per-call, per-action or "
         "per-claim results); by default absent on a result that passed with its metric's "
-        "best score (every check held, as details say), kept on every result with grade "
+        "best score (every check held, as its message says), kept on every result with grade "
         "--evidence full.")] = None
 
     @property
@@ -251,7 +250,7 @@ class RunInfo(Struct):
     agent: Annotated[str | None, doc("The manifest's agent.")] = None
     model: Annotated[str | None, doc("The manifest's model.")] = None
     model_note: Annotated[str | None, doc("The manifest's model_note.")] = None
-    dataset_sha256: Annotated[str | None, doc(
+    inputs_sha256: Annotated[str | None, doc(
         "sha256 over the dataset's case inputs (the manifest's dataset.inputs_sha256).")] = None
 
 
@@ -292,7 +291,7 @@ class Summary(Struct):
     passed: Annotated[Count | None, doc(
         "Passing episodes, exact (gates compare it, not the rounded rate).")] = None
     pass_rate: Annotated[Unit | None, doc("passed / episodes, 3 places.")] = None
-    tool_accuracy: Annotated[Unit | None, doc(
+    exact_tool_match_rate: Annotated[Unit | None, doc(
         "Share of episodes whose called tools equal expected_tools as lists, 3 places.")] \
         = None
     avg_steps: Annotated[Annotated[float, msgspec.Meta(ge=0)] | None, doc(
@@ -333,7 +332,7 @@ class Summary(Struct):
         "Which metrics gate, failed and skipped gating checks per metric, cases with their "
         "own thresholds, outcome checks decided by a metric's threshold, and per group of "
         "cases the checks that decided.")] = None
-    metrics_skipped_reasons: Annotated[dict[str, Counts] | None, absent_if_empty(
+    metrics_skipped_codes: Annotated[dict[str, Counts] | None, absent_if_empty(
         "{metric: {reason code: count}} of the skipped nulls; present when some score was "
         "skipped.")] = None
     timing: Annotated[dict[str, Any] | None, absent_if_none(
@@ -463,7 +462,7 @@ class Report(Struct, frozen=False, dict=True, gc=True):
     :class:`evaltape.grader.io.run.Coverage`) is set by :func:`evaltape.grade` and not
     part of ``report.json``."""
 
-    schema: Annotated[Literal["evaltape.report/1"], doc(
+    schema: Annotated[Literal["evaltape.report/2"], doc(
         "Format and major version; another value is refused.")]
     run: Annotated[RunInfo, doc("Where the run is and what was recorded.")]
     grader: Annotated[GraderInfo, doc("Which code and configuration produced the numbers.")]
@@ -496,7 +495,7 @@ class Report(Struct, frozen=False, dict=True, gc=True):
         """Read a ``report.json`` object back into a :class:`Report` (:func:`read_json_doc`).
 
         Raises:
-            BadInputError: not an ``evaltape.report/1`` object, or a field of the wrong type
+            BadInputError: not an ``evaltape.report/2`` object, or a field of the wrong type
                 (the JSON path is named in ``field``).
         """
         return read_json_doc(doc, path)
@@ -658,7 +657,7 @@ def read_json_doc(doc: Any, path: str = "<report>") -> Report:
     ``summary.metrics``' names; each episode's ``metrics`` follow ``grader.metrics``.
 
     Raises:
-        BadInputError: not an ``evaltape.report/1`` object (field ``schema``); a field of
+        BadInputError: not an ``evaltape.report/2`` object (field ``schema``); a field of
             another type (its JSON path named: ``summary.cases``, ``episodes[3].steps``;
             a list's item or a map's entry is named in the message); an episode listed
             twice; a summary whose episode count is not the list's.

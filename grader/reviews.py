@@ -376,7 +376,7 @@ def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[Episo
         ev = getattr(ground, "evidence", None)
         to_review = len(ev.get("to_review") or []) if isinstance(ev, Mapping) and isinstance(
             ev.get("to_review"), list) else int(" to review, not counted: " in (
-                getattr(ground, "details", "") or ""))
+                getattr(ground, "message", "") or ""))
         out.append(EpisodeFacts(
             episode_key(ep.case_id, ep.trial), bool(ep.passed),
             {n: m.passed for n, m in ep.metrics.items()},

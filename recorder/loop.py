@@ -454,9 +454,9 @@ REQUEST_FAILURES = (StreamBroke, UnscannableBody, anthropic.APIError, EpisodeTim
 
 def state_changes(before: Any, after: Any) -> list[dict]:
     """The changes one tool call made to the episode's state, ``[{path, before, after}]``
-    in path order (:func:`evaltape.grader.matching.state.state_diff`; ``None`` for a side
+    in path order (:func:`evaltape.grader.matching.state_diff.state_diff`; ``None`` for a side
     that does not hold the path)."""
-    from evaltape.grader.matching.state import state_diff
+    from evaltape.grader.matching.state_diff import state_diff
     return [{"path": p, "before": a, "after": b} for p, a, b in state_diff(before, after)]
 
 

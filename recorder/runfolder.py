@@ -953,10 +953,10 @@ class RefreshLedger:
 
     def supersede(self, key: tuple[str, int], old_line: bytes, details: dict) -> None:
         """Move episode ``key``'s previous recording aside, before its new one is put in
-        place: its cassette is copied to ``superseded/<n>/http/``, ``details`` (where it
+        place: its cassette is copied to ``superseded/<n>/http/``, ``message`` (where it
         diverged, what it cost) appended to ``refreshed.jsonl`` and its trace line to
         ``traces.jsonl`` there, each fsynced. An episode this refresh superseded already
-        keeps its first copy (only ``details`` are appended again: the last line of a key
+        keeps its first copy (only ``message`` are appended again: the last line of a key
         is the one that counts).
 
         Raises:

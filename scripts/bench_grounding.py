@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             g.append((flagged, fab))
             if flagged != fab:
                 misses.append(f"  {'FP' if flagged else 'FN'} {ctx.trace.case_id} ({note}): "
-                              f"{s.details}")
+                              f"{s.message}")
         hs = Hallucination().score(EpisodeContext(trace=ctx.trace, case=ctx.case,
                                                   judge=store))
         if hs.code == "judge_not_recorded":

@@ -79,7 +79,7 @@ def golden_diff(golden: dict[str, Any], current: dict[str, Any]) -> list[str]:
                 moved.setdefault(name, []).append(f"{key[0]}#t{key[1]} {a} → {b}")
             else:
                 ot, nt = om.get(name) or {}, nm.get(name) or {}
-                for field in ("reason", "details"):
+                for field in ("code", "message"):
                     if ot.get(field) != nt.get(field):
                         texts.append(f"{key[0]}#t{key[1]} {name}.{field}: "
                                      f"{ot.get(field)!r} → {nt.get(field)!r}")

@@ -611,7 +611,7 @@ def _nested_too_deep() -> list[Hostile]:
     for depth in (300, 1100):
         out.append(Hostile(f"baseline_nested_{depth}", {
             "d.json": DATASET, "traces.jsonl": good,
-            "old/report.json": '{"schema": "evaltape.report/1",\n"summary": {"metrics": '
+            "old/report.json": '{"schema": "evaltape.report/2",\n"summary": {"metrics": '
                                + _nest(depth) + "}}"},
             grade + ["--baseline", "{d}/old/report.json"], 3,
             ["old/report.json:2: field 'summary.metrics[0][0][0][0][0][0]…': " + TOO_DEEP]))
@@ -658,12 +658,12 @@ def _two_unrelated_reports(d: Path, other_case: str = "c", other_sha: str = "2")
     """Two minimal reports of different runs: the second over ``other_case`` with dataset
     hash ``other_sha * 64`` (the first: case ``c``, hash ``"1" * 64``)."""
     def report(run: str, sha: str, case: str) -> dict:
-        return {"schema": "evaltape.report/1",
-                "run": {"path": run, "agent": "a", "model": "m", "dataset_sha256": sha},
+        return {"schema": "evaltape.report/2",
+                "run": {"path": run, "agent": "a", "model": "m", "inputs_sha256": sha},
                 "grader": {"version": "0", "config_sha256": "0",
                            "metrics": ["task_completion"]},
                 "summary": {"cases": 1, "trials": 1, "episodes": 1, "pass_rate": 1.0,
-                            "tool_accuracy": 1.0, "avg_steps": 1.0, "failures": {},
+                            "exact_tool_match_rate": 1.0, "avg_steps": 1.0, "failures": {},
                             "metrics": {"task_completion": 1.0}},
                 "episodes": [{"case_id": case, "trial": 0, "passed": True, "failure": None,
                               "metrics": {"task_completion": {"score": 1.0,

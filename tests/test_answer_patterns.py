@@ -48,7 +48,7 @@ def test_missing_patterns_are_named_as_written():
     case = load_case({"id": "c", "user_query": "q", "expected_outcome_keywords": [
         {"regex": r"^yes"}, {"any_of": ["sold out", "gone"]}, "week"]})
     score = TaskCompletion().score(EpisodeContext(trace(ANSWER), case))
-    assert score.details == ("Found 1/3 keywords. Missing: ['/^yes/', \"any of 'sold out' "
+    assert score.message == ("Found 1/3 keywords. Missing: ['/^yes/', \"any of 'sold out' "
                              "| 'gone'\"]")
 
 
@@ -75,7 +75,7 @@ def test_one_of_an_argument_value():
     bad = trace(ANSWER, [("check_stock", {"title": "Dune Messiah", "copies": 3})])
     score = metric.score(EpisodeContext(bad, case))
     assert score.value == 0.0
-    assert score.details == ('Correct: 0/2. Issues: check_stock.title: expected one of '
+    assert score.message == ('Correct: 0/2. Issues: check_stock.title: expected one of '
                              '["Dune","Dune (Frank Herbert)"], got "Dune Messiah"; '
                              'check_stock.copies: expected one of [1,2], got 3')
     # the same expectation in an expected_tool_calls item: either value is acceptable

@@ -56,8 +56,8 @@ def test_composite_is_judged_and_alone_equals_with_hallucination(monkeypatch):
     tc5 = [e.metrics["composite"] for e in alone.episodes if e.case_id == "tc_005"]
     hall = [e.metrics["hallucination"].score for e in both.episodes if e.case_id == "tc_005"]
     for m, h in zip(tc5, hall):
-        assert "hallucination=null" not in m.details
-        assert m.details.startswith("tools=0.000, arguments=0.000, response=1.000, "
+        assert "hallucination=null" not in m.message
+        assert m.message.startswith("tools=0.000, arguments=0.000, response=1.000, "
                                     "hallucination=0.500")
         assert h == 0.5 and m.score == pytest.approx(0.25 - 0.20 * 0.5)
 
@@ -127,11 +127,11 @@ def test_a_metric_that_raises_is_counted_as_an_error_not_as_skipped(monkeypatch)
     s = report.summary
     assert (s.metrics_errors["boom"], s.metrics_skipped["boom"]) == (1, s.episodes - 1)
     sum_ep = next(e for e in report.episodes if e.case_id == "sum").metrics["boom"]
-    assert (sum_ep.score, sum_ep.code, sum_ep.details) == (None, "error", "RuntimeError: bad day")
+    assert (sum_ep.score, sum_ep.code, sum_ep.message) == (None, "error", "RuntimeError: bad day")
     doc = json.loads(evaltape.report_bytes(report))
     assert doc["summary"]["metrics_errors"] == {"boom": 1}
     assert doc["episodes"][[e["case_id"] for e in doc["episodes"]].index("sum")][
-        "metrics"]["boom"]["reason"] == "error"
+        "metrics"]["boom"]["code"] == "error"
 
 
 def test_score_codes_are_machine_words():
@@ -142,7 +142,7 @@ def test_score_codes_are_machine_words():
         evaltape.Score(None, code="the case has no topics")
     with pytest.raises(ValueError, match="has no code"):
         evaltape.Score(0.5, code="not_applicable")
-    with pytest.raises(TypeError, match="details must be a string"):
+    with pytest.raises(TypeError, match="message must be a string"):
         evaltape.Score(0.5, {"why": 1})
 
 
@@ -282,7 +282,7 @@ def test_a_key_after_a_line_break_or_control_character_never_reaches_report_file
         assert "sk-ant-api03-Zq9" not in (tmp_path / "r" / f).read_text(), f
     # the failing argument_correctness result keeps its details, key redacted
     report = json.loads((tmp_path / "r" / "report.json").read_text())
-    details = report["episodes"][0]["metrics"]["argument_correctness"]["details"]
+    details = report["episodes"][0]["metrics"]["argument_correctness"]["message"]
     assert details.startswith("Correct: 0/1") and "[REDACTED]" in details
     # and audit finds such a key in a report.json that was written without redaction
     leaked = tmp_path / "leaked" / "report.json"

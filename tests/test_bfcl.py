@@ -203,7 +203,7 @@ def test_import_with_results_end_to_end(tmp_path):
     # circle.calculate_area's radius is declared integer in the schema
     assert by["parallel_multiple_2"]["failure"] == \
         "wrong_call:parallel_function_checker_no_order:cannot_find_match"
-    assert "type_error:simple" in by["parallel_multiple_2"]["metrics"]["bfcl_ast"]["details"]
+    assert "type_error:simple" in by["parallel_multiple_2"]["metrics"]["bfcl_ast"]["message"]
     assert by["parallel_multiple_3"]["failure"] == \
         "wrong_call:parallel_function_checker_no_order:wrong_count"
 

@@ -167,21 +167,21 @@ def test_config_and_case_judges_recorded_then_graded_offline(tmp_path, monkeypat
     assert m["c1"]["next_step"]["score"] == 0.75
     assert (m["c1"]["next_step"]["threshold"], m["c1"]["next_step"]["passed"]) == (0.6, True)
     assert (m["c2"]["next_step"]["threshold"], m["c2"]["next_step"]["passed"]) == (0.6, False)
-    assert m["c1"]["next_step"]["details"] == ("score 4 on 1-5 = 0.750; reason: "
+    assert m["c1"]["next_step"]["message"] == ("score 4 on 1-5 = 0.750; reason: "
                                                "Says to check e-mail.")  # an object after prose: read, not repaired
     assert m["c2"]["next_step"]["score"] == 0.25
-    assert m["c2"]["next_step"]["details"] == ("score 2 on 1-5 = 0.250 (the "
+    assert m["c2"]["next_step"]["message"] == ("score 2 on 1-5 = 0.250 (the "
                                                "case's criteria); reason: No ticket number.")
     assert m["c3"]["next_step"]["score"] == 1.0
     assert m["c1"]["matches_reference"]["score"] == pytest.approx(0.7)
-    assert m["c1"]["matches_reference"]["details"].startswith("score 7 on 0-10 = 0.700")
+    assert m["c1"]["matches_reference"]["message"].startswith("score 7 on 0-10 = 0.700")
     for cid in ("c2", "c3"):
-        assert (m[cid]["matches_reference"]["score"], m[cid]["matches_reference"]["reason"]) \
+        assert (m[cid]["matches_reference"]["score"], m[cid]["matches_reference"]["code"]) \
             == (None, "not_applicable")
-    assert (m["c3"]["cites_ticket"]["score"], m["c3"]["cites_ticket"]["details"]) == \
+    assert (m["c3"]["cites_ticket"]["score"], m["c3"]["cites_ticket"]["message"]) == \
         (1.0, "judge: PASS")
     for cid in ("c1", "c2"):
-        assert m[cid]["cites_ticket"]["reason"] == "not_applicable"
+        assert m[cid]["cites_ticket"]["code"] == "not_applicable"
     # means over the scored episodes: next_step (0.75 + 0.25 + 1.0) / 3 = 0.6667
     assert rep["summary"]["metrics"] == {"next_step": 0.6667, "matches_reference": 0.7,
                                          "cites_ticket": 1.0}
@@ -199,7 +199,7 @@ def test_config_and_case_judges_recorded_then_graded_offline(tmp_path, monkeypat
     assert g2.exit_code == 0, g2.output
     rep2 = orjson.loads((out2 / "report.json").read_bytes())
     m2 = {e["case_id"]: e["metrics"]["next_step"] for e in rep2["episodes"]}
-    assert [m2[c]["reason"] for c in ("c1", "c2", "c3")] == ["judge_not_recorded", None,
+    assert [m2[c]["code"] for c in ("c1", "c2", "c3")] == ["judge_not_recorded", None,
                                                             "judge_not_recorded"]
     specs2 = {s["name"]: s["args"] for s in rep2["grader"]["metric_specs"]}
     assert specs2["next_step"]["criteria_sha256"] != specs["next_step"]["criteria_sha256"]
@@ -258,7 +258,7 @@ def test_samples_are_averaged_and_out_of_range_is_a_parse_failure():
     c = _answered(m, ctx(), '{"score": 5}', '{"score": 3}', '{"score": 4}')
     s = m.score(c)
     assert s.value == pytest.approx(0.75)
-    assert "[3/3 samples parsed; labels pass, pass, pass]" in s.details
+    assert "[3/3 samples parsed; labels pass, pass, pass]" in s.message
     # 6 is off the 1-5 scale, a boolean is no score
     for bad in ('{"score": 6}', '{"score": true}', '{"score": "4"}'):
         s = m.score(_answered(m, ctx(), bad))

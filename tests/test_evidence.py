@@ -54,7 +54,7 @@ def test_tool_call_f1_evidence_pairs_and_argument_differences():
         "unmatched_actual": [{"actual_index": 0, "name": "search", "call_id": "toolu_0"},
                              {"actual_index": 2, "name": "notify", "call_id": "toolu_2"}]}
     # details stay the human message, without JSON
-    assert s.details.endswith("missed: notify: $.to: 'b' != 'a'")
+    assert s.message.endswith("missed: notify: $.to: 'b' != 'a'")
 
 
 def test_trajectory_match_evidence_in_each_kind_of_mode():
@@ -145,7 +145,7 @@ def test_bfcl_evidence_gives_every_ground_truth_calls_own_result():
     miss = ("expected call 0 (get_weather) matches none of the unpaired calls; nearest: "
             "value_error:string: 'city': 'Rome' not in ['Paris'] (standardised)")
     assert s.value == 0.0
-    assert s.details == f"parallel: parallel_function_checker_no_order:cannot_find_match: {miss}"
+    assert s.message == f"parallel: parallel_function_checker_no_order:cannot_find_match: {miss}"
     assert s.evidence == {
         "category": "parallel", "valid": False,
         "error_type": "parallel_function_checker_no_order:cannot_find_match",
@@ -215,12 +215,12 @@ def test_report_json_writes_evidence_sorted_and_reads_it_back(tmp_path):
     assert text.index('"a":{') < text.index('"z":1')  # keys sorted in the bytes
     assert "evidence" not in good["metrics"]["task_completion"]  # absent, not null
     bad = next(e for e in doc["episodes"] if e["case_id"] == "bad")["metrics"]["with_evidence"]
-    assert bad["reason"] == "error" and bad["score"] is None
-    assert bad["details"].startswith("TypeError: score evidence.s is a set, not JSON")
+    assert bad["code"] == "error" and bad["score"] is None
+    assert bad["message"].startswith("TypeError: score evidence.s is a set, not JSON")
     back = Report.from_json(doc, "report.json")
     got = next(e for e in back.episodes if e.case_id == "good").metrics["with_evidence"]
     assert got == MetricResult(1.0, "ok", None, 0.8, True, {"a": {"b": [3], "y": 2}, "z": 1})
-    assert MetricResult(0.5).to_json() == {"score": 0.5, "details": "", "reason": None,
+    assert MetricResult(0.5).to_json() == {"score": 0.5, "message": "", "code": None,
                                            "threshold": None, "passed": None}
 
 
@@ -236,10 +236,10 @@ def test_a_user_metrics_evidence_is_left_out_of_a_perfect_pass_by_default(tmp_pa
         str(run / "traces.jsonl"), str(data), metrics=[WithEvidence()])))
     eps = {e["case_id"]: e["metrics"]["with_evidence"] for e in doc["episodes"]}
     # 1.0 passed its 0.8: compact leaves the evidence out, details and score stay
-    assert eps["good"] == {"score": 1.0, "details": "ok", "reason": None, "threshold": 0.8,
+    assert eps["good"] == {"score": 1.0, "message": "ok", "code": None, "threshold": 0.8,
                            "passed": True}
     # evidence that is not JSON is still the metric's error, whatever is written
-    assert eps["bad"]["reason"] == "error"
+    assert eps["bad"]["code"] == "error"
     with pytest.raises(UsageError, match="evidence must be one of compact, full"):
         evaltape.grade(str(run / "traces.jsonl"), str(data), metrics=[WithEvidence()],
                        evidence="short")
@@ -280,7 +280,7 @@ def test_compact_evidence_keeps_partial_results_whole_and_full_keeps_every_one(t
                "wrong": [{"argument": "region", "kind": "value_differs", "path": "$.region",
                           "message": "expected 'EU', got 'us'"}]}
     assert out["compact"][0]["score"] == 1.0 and "evidence" not in out["compact"][0]
-    assert out["compact"][0]["details"] == "Correct: 2/2"
+    assert out["compact"][0]["message"] == "Correct: 2/2"
     assert out["compact"][1]["score"] == 0.5
     assert out["compact"][1]["evidence"] == {"tools": [partial]}
     assert out["full"][0]["evidence"] == {"tools": [perfect]}

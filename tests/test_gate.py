@@ -307,17 +307,17 @@ def test_a_metric_or_judge_named_like_a_summary_figure_is_refused(tmp_path, wher
             "    name = 'pass_rate'\n    def score(self, ctx):\n        return Score(1.0, 'x')\n")
         args += ["--metrics", "task_completion,mine:Mine"]
     elif where == "config judge":
-        (tmp_path / "e.toml").write_text('[judges.tool_accuracy]\ncriteria = "Is it polite?"\n')
-        args += ["--config", str(tmp_path / "e.toml"), "--metrics", "tool_accuracy"]
+        (tmp_path / "e.toml").write_text('[judges.exact_tool_match_rate]\ncriteria = "Is it polite?"\n')
+        args += ["--config", str(tmp_path / "e.toml"), "--metrics", "exact_tool_match_rate"]
     else:
         ds_cases[0]["judges"] = {"avg_steps": {"criteria": "Is it polite?"}}
         args += ["--metrics", "avg_steps"]
     ds = write_json(tmp_path / "ds.json", ds_cases)
     p = run_cli(*args, "--dataset", str(ds), cwd=tmp_path)
     assert p.returncode == 3, p.stderr
-    name = {"metric": "pass_rate", "config judge": "tool_accuracy", "case judge": "avg_steps"}
+    name = {"metric": "pass_rate", "config judge": "exact_tool_match_rate", "case judge": "avg_steps"}
     assert f"{name[where]!r} is a name the report's summary uses" in p.stderr
-    field = {"metric": "field 'name'", "config judge": "field 'judges.tool_accuracy'",
+    field = {"metric": "field 'name'", "config judge": "field 'judges.exact_tool_match_rate'",
              "case judge": "field 'judges.avg_steps'"}
     assert field[where] in p.stderr
 
@@ -328,13 +328,13 @@ def test_summary_figures_are_compared_apart_from_a_metric_of_that_name():
     from evaltape.grader.report.diff import compare_reports
 
     def rep(passed, m):
-        return {"schema": "evaltape.report/1",
+        return {"schema": "evaltape.report/2",
                 "episodes": [{"case_id": "a", "trial": 0, "passed": passed[0], "failure": None,
                               "metrics": {"pass_rate": {"score": m}}},
                              {"case_id": "b", "trial": 0, "passed": passed[1], "failure": None,
                               "metrics": {"pass_rate": {"score": m}}}],
                 "summary": {"metrics": {"pass_rate": m}, "pass_rate": sum(passed) / 2,
-                            "tool_accuracy": 1.0}}
+                            "exact_tool_match_rate": 1.0}}
     d = compare_reports(rep((True, True), 0.2), rep((True, False), 0.9)).to_json()
     assert [(m["kind"], m["name"], m["before"], m["after"], m["level"])
             for m in d["metrics"]] == [("summary", "pass_rate", 1.0, 0.5, "critical"),

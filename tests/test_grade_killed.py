@@ -141,7 +141,7 @@ def test_workers_end_with_a_killed_grade_and_the_next_grade_cleans_up(tmp_path):
 def test_a_worker_ends_on_sigterm_and_when_its_parent_dies(tmp_path):
     # a process that set up as a pool worker does, under a parent that is then killed
     code = ("import os, sys, time\n"
-            "from evaltape.grader import scale\n"
+            "from evaltape.grader import executor as scale\n"
             "pid = os.fork()\n"
             "if pid == 0:\n"
             "    scale._die_with_parent(os.getppid())\n"
@@ -163,7 +163,7 @@ def test_a_worker_ends_on_sigterm_and_when_its_parent_dies(tmp_path):
 def test_sigterm_ends_a_worker_with_the_commands_handler_inherited():
     code = ("import os, signal, sys, time\n"
             "from evaltape.cli import _terminated\n"
-            "from evaltape.grader import scale\n"
+            "from evaltape.grader import executor as scale\n"
             "signal.signal(signal.SIGTERM, _terminated)\n"
             "scale._die_with_parent(os.getppid())\n"
             "try:\n"

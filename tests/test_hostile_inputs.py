@@ -78,7 +78,7 @@ def test_dict_details_become_an_error_null_score_in_every_format(tmp_path):
     d, _p = _run_case(tmp_path, "metric_dict_details")
     report = json.loads((d / "out" / "report.json").read_text())
     score = report["episodes"][0]["metrics"]["dict_details"]
-    assert score["score"] is None and score["reason"] == "error"
+    assert score["score"] is None and score["code"] == "error"
     for name in ("report.md", "junit.xml", "report.html"):
         assert (d / "out" / name).stat().st_size > 0
 
@@ -109,7 +109,7 @@ def test_a_trace_nested_too_deep_is_bad_input_on_every_worker_count(tmp_path, mo
     core), never the internal error of the duplicate-key screen's re-serialisation."""
     import json
     from conftest import make_trace, write_json
-    from evaltape.grader import scale
+    from evaltape.grader import executor as scale
     monkeypatch.setattr(scale, "CHUNK_BYTES", 2000)  # ~5 traces a range: many ranges
     write_json(tmp_path / "d.json", [{"id": f"c{i}", "user_query": "q"} for i in range(60)])
     lines = [json.dumps(make_trace(f"c{i}")) for i in range(60)]

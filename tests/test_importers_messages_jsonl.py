@@ -126,7 +126,7 @@ def test_each_call_used_once_and_bool_is_not_int():
     case = load_case({"id": "c", "input": "i", "expected_actions": [
         {"name": "f", "kwargs": {"x": 1}}, {"name": "f", "kwargs": {"x": 1}}]})
     score = ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]), case))
-    assert score.value == 0.0 and score.details.startswith("Matched 1/2")
+    assert score.value == 0.0 and score.message.startswith("Matched 1/2")
     case = load_case({"id": "c", "input": "i", "expected_actions": [{"name": "f",
                                                                     "kwargs": {"x": True}}]})
     assert ExpectedActionsCalled().score(EpisodeContext(_trace([("f", {"x": 1})]),

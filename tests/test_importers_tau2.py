@@ -130,7 +130,7 @@ def test_tau2_rules_on_a_hand_made_simulation(tmp_path):
     result = ep["metrics"]["expected_actions_called"]
     assert result["evidence"]["per_action"][5] == {"action_id": "a5", "name": "refuel",
                                                    "matched": False}
-    assert result["details"] == ("Matched 5/6 gold actions (τ² rule: any call matches, "
+    assert result["message"] == ("Matched 5/6 gold actions (τ² rule: any call matches, "
                                  "compare_args); unmatched: a5 (refuel)")
 
 
@@ -174,7 +174,7 @@ def test_tau2_end_state_check_is_reported_by_state_match(tmp_path):
     assert p.returncode in (0, 1), p.stderr
     m = json.loads((tmp_path / "rep" / "report.json").read_text())["episodes"][0]["metrics"]
     assert m["state_match"]["score"] == 0.0
-    assert "db_check.db_match: false" in m["state_match"]["details"]
+    assert "db_check.db_match: false" in m["state_match"]["message"]
 
 
 @needs_corpus

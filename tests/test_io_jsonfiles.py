@@ -27,11 +27,21 @@ def test_a_set_of_files_is_replaced_only_when_every_file_is_written(tmp_path):
     assert (tmp_path / "report.md").read_text() == "new md"
 
 
+def test_missing_folders_are_made_and_relative_paths_taken_under_root(tmp_path):
+    # a page's chunk files go into a data folder that does not exist yet; text pieces are
+    # written as UTF-8; the names come back as given
+    names = atomic_write_all([("a.txt", ["é", b"!"]), ("data/c1.json", b"{}")], root=tmp_path)
+    assert names == ["a.txt", "data/c1.json"]
+    assert (tmp_path / "a.txt").read_bytes() == "é!".encode()
+    assert (tmp_path / "data" / "c1.json").read_bytes() == b"{}"
+
+
 def test_a_failed_write_names_its_file_and_leaves_no_temp(tmp_path):
     (tmp_path / "sub").mkdir()
+    (tmp_path / "plain").write_text("a file where a folder would have to be")
     with pytest.raises(OSError) as e:
-        atomic_write_all([(tmp_path / "ok.txt", b"x"), (tmp_path / "nodir" / "b.txt", b"y")])
-    assert e.value.filename == str(tmp_path / "nodir" / "b.txt")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]  # ok.txt not renamed in
+        atomic_write_all([(tmp_path / "ok.txt", b"x"), (tmp_path / "plain" / "b.txt", b"y")])
+    assert e.value.filename == str(tmp_path / "plain" / "b.txt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain", "sub"]  # ok.txt not in
     atomic_write(tmp_path / "one.txt", "é")
     assert (tmp_path / "one.txt").read_bytes() == "é".encode()

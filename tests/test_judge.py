@@ -135,11 +135,11 @@ def test_hallucination_score_from_lists():
     s = Hallucination().score(_with(ctx, store))
     # 2 unsupported / (1 supported + 2 unsupported) = 0.6667
     assert s.value == pytest.approx(2 / 3)
-    assert s.details.startswith("2/3 claims unsupported (judge score 0.670)")
+    assert s.message.startswith("2/3 claims unsupported (judge score 0.670)")
     # statement 0 judged true (expected true) ✓, statement 1 judged true (expected false) ✗
     f = FactualClaims().score(_with(ctx, store))
     assert f.value == 0.5
-    assert f.details == "1/2 statements judged as expected; mismatched: prod-api-01 CPU is 67%"
+    assert f.message == "1/2 statements judged as expected; mismatched: prod-api-01 CPU is 67%"
 
 
 def test_rubric_weighted():
@@ -150,7 +150,7 @@ def test_rubric_weighted():
     s = RubricJudge().score(_with(ctx, store))
     # 0.5·0.9 + 0.3·0.5 + 0.2·1.0 = 0.45 + 0.15 + 0.20 = 0.80 ≥ 0.7 → PASS
     assert s.value == pytest.approx(0.8)
-    assert s.details.startswith("weighted 0.800 (task_action_accuracy=0.90×0.5")
+    assert s.message.startswith("weighted 0.800 (task_action_accuracy=0.90×0.5")
     # the reference's pass mark, 0.7, is the metric's default threshold (the report's PASS)
     from evaltape.grader.metrics.base import default_threshold
     assert default_threshold(RubricJudge()) == 0.7

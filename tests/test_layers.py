@@ -28,7 +28,7 @@ GRADER_LAYERS = (
     ("evaltape.grader.matching",),
     ("evaltape.grader.metrics", "evaltape.grader.judge", "evaltape.grader.stats",
      "evaltape.grader.reviews"),
-    ("evaltape.grader.engine", "evaltape.grader.scale"),
+    ("evaltape.grader.engine", "evaltape.grader.executor"),
     ("evaltape.grader.aggregate",),
     ("evaltape.grader.report",),
     ("evaltape.grader.importers",),

@@ -173,7 +173,7 @@ F1_TABLE = [
 def test_tool_call_f1(actual, expected, f1, fragment):
     s = ToolCallF1().score(ctx(actual, expected))
     assert s.value == pytest.approx(f1)
-    assert fragment in s.details
+    assert fragment in s.message
 
 
 def test_tool_call_f1_does_not_depend_on_list_order():
@@ -186,10 +186,10 @@ def test_tool_call_f1_does_not_depend_on_list_order():
 def test_tool_call_f1_null_cases():
     both_empty = ToolCallF1().score(ctx([], []))
     assert (both_empty.value, both_empty.code) == (None, "undefined")
-    assert "0/0" in both_empty.details
+    assert "0/0" in both_empty.message
     no_expectation = ToolCallF1().score(ctx([A], None))
     assert (no_expectation.value, no_expectation.code) == (None, "not_applicable")
-    assert "no expected" in no_expectation.details
+    assert "no expected" in no_expectation.message
 
 
 def test_nested_dict_in_another_key_order_matches():
@@ -229,14 +229,14 @@ def test_in_order_details_name_the_positions_and_the_first_missing_call():
     m = TrajectoryMatch(mode="in_order")
     # A at call 1, C at call 3 (B between is allowed)
     s = m.score(ctx([A, B, C], [EA, EC]))
-    assert s.details.endswith("; 2/2 expected calls found in order (at calls 1, 3)")
+    assert s.message.endswith("; 2/2 expected calls found in order (at calls 1, 3)")
     # C, B, A: lookup(1) is found at call 3, nothing is left after it for notify
     s = m.score(ctx([C, B, A], [EA, EC]))
-    assert s.details.endswith("; 1/2 expected calls found in order (at calls 3); expected "
+    assert s.message.endswith("; 1/2 expected calls found in order (at calls 3); expected "
                               "call 2 notify: not called after call 3")
     # the later lookup has the wrong id: its mismatch is the reason
     s = m.score(ctx([C, B], [EC, EA]))
-    assert s.details.endswith("; 1/2 expected calls found in order (at calls 1); expected "
+    assert s.message.endswith("; 1/2 expected calls found in order (at calls 1); expected "
                               "call 2 lookup: $.id: 2 != 1")
 
 
@@ -370,6 +370,6 @@ def test_efficiency():
                                model="claude-sonnet-4-5-20250929", latency=1.5))
     # 2 needed / 3 made; cost = (1000·3 + 200·15)/1e6 = 0.006 USD
     assert s.value == pytest.approx(2 / 3)
-    assert "cost=$0.006000" in s.details and "latency=1.50s" in s.details
+    assert "cost=$0.006000" in s.message and "latency=1.50s" in s.message
     assert Efficiency().score(ctx([], [EA])).value is None
-    assert "model not in price table" in Efficiency().score(ctx([A], [EA])).details
+    assert "model not in price table" in Efficiency().score(ctx([A], [EA])).message

@@ -7,7 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.grader.matching import claims, numbers, sources, states
+from evaltape.grader.matching import claims, numbers, sources
+from evaltape.grader.matching import status_words as states
 from evaltape.grader.matching.claims import folded, last_words, words_of
 from evaltape.grader.matching.patterns import led
 

@@ -47,12 +47,12 @@ def test_typed_comparisons(expected, actual, value):
 def test_messages_show_look_alike_strings_apart():
     s = score("Z\u00fcrich", {"p": "Zurich"})
     assert s.value == 0.0
-    assert s.details == "Correct: 0/1. Issues: t.p: expected 'Z\\xfcrich', got 'Zurich'"
+    assert s.message == "Correct: 0/1. Issues: t.p: expected 'Z\\xfcrich', got 'Zurich'"
     s = score({"a": 1}, {"p": {"a": "1"}})
-    assert s.details == ("Correct: 0/1. Issues: t.p: expected {\"a\":1}, got {\"a\":\"1\"} "
+    assert s.message == ("Correct: 0/1. Issues: t.p: expected {\"a\":1}, got {\"a\":\"1\"} "
                          "($.a: type mismatch: string '1' vs number 1)")
     s = score(None, {})
-    assert s.details == "Correct: 0/1. Issues: t.p: expected null, got nothing"
+    assert s.message == "Correct: 0/1. Issues: t.p: expected null, got nothing"
 
 
 #: ``(expected, actual, score)``, each worked out from the reference's str() forms

@@ -31,58 +31,58 @@ def ctx(budgets=None, *, calls=0, steps=1, latency=None, usage=None, model=None)
 
 def test_tool_calls_within_and_over_the_budget():
     s = MaxToolCalls().score(ctx({"max_tool_calls": 3}, calls=4))
-    assert (s.value, s.details) == (0.0, "4 tool calls > budget 3")
+    assert (s.value, s.message) == (0.0, "4 tool calls > budget 3")
     s = MaxToolCalls().score(ctx({"max_tool_calls": 3}, calls=3))      # 3 <= 3: within
-    assert (s.value, s.details) == (1.0, "3 tool calls <= budget 3")
+    assert (s.value, s.message) == (1.0, "3 tool calls <= budget 3")
     s = MaxToolCalls().score(ctx({"max_tool_calls": 0}, calls=1))
-    assert (s.value, s.details) == (0.0, "1 tool call > budget 0")
+    assert (s.value, s.message) == (0.0, "1 tool call > budget 0")
 
 
 def test_steps_and_latency():
     s = MaxSteps().score(ctx({"max_steps": 4}, steps=5))
-    assert (s.value, s.details) == (0.0, "5 steps > budget 4")
+    assert (s.value, s.message) == (0.0, "5 steps > budget 4")
     s = MaxLatency().score(ctx({"max_latency_s": 2}, latency=2.5))
-    assert (s.value, s.details) == (0.0, "latency 2.500 s > budget 2 s")
+    assert (s.value, s.message) == (0.0, "latency 2.500 s > budget 2 s")
     s = MaxLatency().score(ctx({"max_latency_s": 2.5}, latency=2.5))
-    assert (s.value, s.details) == (1.0, "latency 2.500 s <= budget 2.5 s")
+    assert (s.value, s.message) == (1.0, "latency 2.500 s <= budget 2.5 s")
     s = MaxLatency().score(ctx({"max_latency_s": 2}))                  # no latency recorded
-    assert (s.value, s.code) == (None, "not_applicable") and "latency_s" in s.details
+    assert (s.value, s.code) == (None, "not_applicable") and "latency_s" in s.message
 
 
 def test_cost_from_the_price_table():
     # claude-haiku-4-5: $1 in, $5 out per million: (2000·1 + 400·5) / 1e6 = $0.004
     usage = {"input_tokens": 2000, "output_tokens": 400}
     s = MaxCost().score(ctx({"max_cost_usd": 0.005}, usage=usage, model="claude-haiku-4-5"))
-    assert (s.value, s.details) == (1.0, "cost $0.004000 <= budget $0.005")
+    assert (s.value, s.message) == (1.0, "cost $0.004000 <= budget $0.005")
     # equal to the budget is within it (the float sum is not allowed to tip it over)
     s = MaxCost().score(ctx({"max_cost_usd": 0.004}, usage=usage, model="claude-haiku-4-5"))
     assert s.value == 1.0
     s = MaxCost().score(ctx({"max_cost_usd": 0.0039}, usage=usage, model="claude-haiku-4-5"))
-    assert (s.value, s.details) == (0.0, "cost $0.004000 > budget $0.0039")
+    assert (s.value, s.message) == (0.0, "cost $0.004000 > budget $0.0039")
     # claude-sonnet-4 with a cache read: 1000·3 + 100·15 + 10000·0.30 = 7500 → $0.0075
     usage = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 10000}
     s = MaxCost().score(ctx({"max_cost_usd": 0.007}, usage=usage,
                             model="claude-sonnet-4-5-20250929"))
-    assert (s.value, s.details) == (0.0, "cost $0.007500 > budget $0.007")
+    assert (s.value, s.message) == (0.0, "cost $0.007500 > budget $0.007")
     # a price table of one's own: $10 in, $20 out: (2000·10 + 400·20) / 1e6 = $0.028
     s = MaxCost(prices={"my-model": [10, 20]}).score(
         ctx({"max_cost_usd": 0.03}, usage={"input_tokens": 2000, "output_tokens": 400},
             model="my-model-v2"))
-    assert (s.value, s.details) == (1.0, "cost $0.028000 <= budget $0.03")
+    assert (s.value, s.message) == (1.0, "cost $0.028000 <= budget $0.03")
 
 
 def test_cost_without_data_is_not_applicable():
     usage = {"input_tokens": 10, "output_tokens": 1}
     unpriced = MaxCost().score(ctx({"max_cost_usd": 1}, usage=usage, model="qwen2.5-coder"))
     assert (unpriced.value, unpriced.code) == (None, "not_applicable")
-    assert unpriced.details == ("model 'qwen2.5-coder' is not in the price table (set "
+    assert unpriced.message == ("model 'qwen2.5-coder' is not in the price table (set "
                                 "[metrics_args.max_cost_usd] prices)")
     no_usage = MaxCost().score(ctx({"max_cost_usd": 1}, model="claude-haiku-4-5"))
     assert (no_usage.value, no_usage.code) == (None, "not_applicable")
-    assert "no token usage" in no_usage.details
+    assert "no token usage" in no_usage.message
     no_model = MaxCost().score(ctx({"max_cost_usd": 1}, usage=usage))
     assert (no_model.value, no_model.code) == (None, "not_applicable")
-    assert "names no model" in no_model.details
+    assert "names no model" in no_model.message
 
 
 def test_no_budget_is_not_applicable_and_a_default_fills_in():
@@ -93,13 +93,13 @@ def test_no_budget_is_not_applicable_and_a_default_fills_in():
     # a configured default applies to cases without the key: 2 calls > 1
     [m] = configure([MaxToolCalls()], {"metrics_args": {"max_tool_calls": {"default": 1}}})
     s = m.score(ctx(None, calls=2))
-    assert (s.value, s.details) == (0.0, "2 tool calls > budget 1")
+    assert (s.value, s.message) == (0.0, "2 tool calls > budget 1")
     # the case's own limit wins over the default: 2 <= 5
     assert m.score(ctx({"max_tool_calls": 5}, calls=2)).value == 1.0
     # null in the case: no budget for it, the default does not apply
     s = m.score(ctx({"max_tool_calls": None}, calls=2))
     assert (s.value, s.code) == (None, "not_applicable")
-    assert s.details == "the case sets max_tool_calls to null: no budget"
+    assert s.message == "the case sets max_tool_calls to null: no budget"
 
 
 @pytest.mark.parametrize("budgets,field,fragment", [

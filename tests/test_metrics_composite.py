@@ -40,7 +40,7 @@ def test_composite_and_thresholds(difficulty, verdict):
     c = ctx(difficulty)
     s = Composite().score(c)
     assert s.value == pytest.approx(0.675)
-    assert s.details.endswith(f"difficulty={difficulty or 'n/a'}")
+    assert s.message.endswith(f"difficulty={difficulty or 'n/a'}")
     # the tier is the metric's default threshold; the report applies it (PASS at >=)
     thr = default_threshold(Composite(), c.case)
     assert thr == {"advanced": 0.6, "basic": 0.8, "challenge": 0.4, None: 0.7}[difficulty]

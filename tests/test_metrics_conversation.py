@@ -104,7 +104,7 @@ def test_context_retention_acting_on_a_corrected_value_is_lost():
     s = ContextRetention().score(ctx)
     assert s.value == 0.0
     assert "called book_appointment with '2026-03-03' after the user corrected it to " \
-           "'2026-03-04'" in s.details
+           "'2026-03-04'" in s.message
     good = call("t9", "book_appointment", {"date": "2026-03-04"}, {"status": "booked"})
     ctx = episode([U("Book me on 2026-03-03 please"), A("Which time?"),
                    U("Actually, make it 2026-03-04, at 10:00"), A("Booking now.", good),
@@ -137,7 +137,7 @@ def test_error_recovery_after_one_failed_call(after, score, why):
         again["id"] = "t3"
         msgs += [R(call("t3", "find_patient", again["input"], {"patient_id": "P-1"}))]
     s = ErrorRecovery().score(episode(msgs))
-    assert s.value == score and why in s.details
+    assert s.value == score and why in s.message
 
 
 def test_error_recovery_is_the_share_of_failures_recovered_and_null_without_any():
@@ -150,12 +150,12 @@ def test_error_recovery_is_the_share_of_failures_recovered_and_null_without_any(
     ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
                    A("Sorry, I could not find you.")])
     s = ErrorRecovery().score(ctx)
-    assert s.value == 1.0 and s.details.startswith("1/1 failed call(s) recovered")
+    assert s.value == 1.0 and s.message.startswith("1/1 failed call(s) recovered")
     # the same failing call two more times: not recovered, whatever follows
     ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), A("", retry), R(retry),
                    A("", again), R(again), A("Sorry, I could not find you.")])
     s = ErrorRecovery().score(ctx)
-    assert s.value == 0.0 and "repeated the identical failing call 2 more times" in s.details
+    assert s.value == 0.0 and "repeated the identical failing call 2 more times" in s.message
     assert s.evidence == {"failures": [{"call": "find_patient#t1", "turn": 1,
                                         "recovered": False, "why": "repeated the identical "
                                         "failing call 2 more times"}]}
@@ -216,7 +216,7 @@ def test_a_reply_about_two_failures_judges_each_on_its_own_sentences():
     s = ErrorRecovery().score(ctx)
     # the upgrade's sentence apologises (good); the bag's claims success (bad): 1/2
     assert s.value == 0.5
-    assert "upgrade_seat#t1: reported" in s.details and "add_bag#t2: claimed success" in s.details
+    assert "upgrade_seat#t1: reported" in s.message and "add_bag#t2: claimed success" in s.message
 
 
 # ---- typed facts ----------------------------------------------------------------------
@@ -286,7 +286,7 @@ def test_context_retention_typed_lapses(messages, score, what):
     s = ContextRetention().score(episode(messages))
     assert s.value == score
     if what:
-        assert what in s.details
+        assert what in s.message
         assert what in s.evidence["lapses"][0]["what"]
 
 
@@ -298,10 +298,10 @@ def test_a_payment_source_other_than_the_chosen_one_is_a_lapse():
             U("Use my card ending in 7447.")]
     assert ContextRetention().score(episode(base + [A("", book("credit_card_1"))])).value == 1.0
     s = ContextRetention().score(episode(base + [A("", book("gift_card_5"))]))
-    assert s.value == 0.0 and "paying with 'gift_card_5'; the user chose credit_card" in s.details
+    assert s.value == 0.0 and "paying with 'gift_card_5'; the user chose credit_card" in s.message
     # the right source, another card than the one whose last four the user gave
     s = ContextRetention().score(episode(base + [A("", book("credit_card_2"))]))
-    assert s.value == 0.0 and "(ending 1907); the user gave the card ending 7447" in s.details
+    assert s.value == 0.0 and "(ending 1907); the user gave the card ending 7447" in s.message
     # the user says yes to the agent's proposal of a gift card: the gift card is chosen
     agreed = base + [A("Your card was declined. Shall we use your gift card instead?"),
                      U("Yes, go ahead."), A("", book("gift_card_5"))]
@@ -315,7 +315,7 @@ def test_context_retention_evidence_lists_facts_and_lapses_with_turns():
                                    {"kind": "zip", "value": "78750", "turn": 2}]
     (lp,) = s.evidence["lapses"]
     assert (lp["kind"], lp["given_turn"], lp["turn"]) == ("user_id", 0, 3)
-    assert "(turn 3, given in turn 0)" in s.details
+    assert "(turn 3, given in turn 0)" in s.message
 
 
 def test_error_recovery_reads_past_a_reply_that_neither_reports_nor_claims():
@@ -327,13 +327,13 @@ def test_error_recovery_reads_past_a_reply_that_neither_reports_nor_claims():
                    A("The total is $305. Shall I go ahead?"), U("Yes"), A("", good), R(good),
                    A("Booked: HATHAT.")])
     s = ErrorRecovery().score(ctx)
-    assert s.value == 1.0 and "retried with changed arguments" in s.details
+    assert s.value == 1.0 and "retried with changed arguments" in s.message
     # another tool toward the same goal (a word of its name shared): recovered
     direct = call("s1", "search_direct_flight", {"date": "2024-05-20"}, "Error: no flights")
     onestop = call("s2", "search_onestop_flight", {"date": "2024-05-20"}, [])
     ctx = episode([U("JFK to SEA on May 20"), A("", direct), R(direct), A("", onestop),
                    R(onestop), A("Here are the options.")])
-    assert "tried another tool (search_onestop_flight)" in ErrorRecovery().score(ctx).details
+    assert "tried another tool (search_onestop_flight)" in ErrorRecovery().score(ctx).message
     # the reply claims the failed booking happened: not recovered
     ctx = episode([U("Book HAT136 please"), A("", bad), R(bad),
                    A("Your flight has been successfully booked.")])

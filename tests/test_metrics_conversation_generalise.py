@@ -35,10 +35,10 @@ def test_asking_again_how_long_after_the_user_said_it_is_a_lapse():
     # the duration is the one fact; the agent asks how long: a lapse, 0
     s = retention(told + [A("How long have you had the sore throat?")])
     assert s.value == 0.0 and "asked again for the duration 'for a couple of days'" \
-        in s.details, s.details
+        in s.message, s.message
     # restating it is no lapse: 1 fact given, none lost
     s = retention(told + [A("A sore throat for 2 days: please rest and drink fluids.")])
-    assert s.value == 1.0 and s.details.startswith("1 fact(s) given"), s.details
+    assert s.value == 1.0 and s.message.startswith("1 fact(s) given"), s.message
 
 
 def test_a_name_tried_in_a_failed_lookup_may_be_asked_for_again():
@@ -47,12 +47,12 @@ def test_a_name_tried_in_a_failed_lookup_may_be_asked_for_again():
     s = retention([U("My name is Karen Mitchell."), A("", find), R(find),
                    A("I could not find you. What is your full name as it is registered?")])
     # the lookup with both words failed: asking for the name is asking for a better one
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
     ok = call("t1", "find_patient", {"first_name": "Karen", "last_name": "Mitchell"},
               {"id": "P-1"})
     s = retention([U("My name is Karen Mitchell."), A("", ok), R(ok),
                    A("Thanks. What is your full name?")])
-    assert s.value == 0.0, s.details  # found with it, then asked again: a lapse
+    assert s.value == 0.0, s.message  # found with it, then asked again: a lapse
 
 
 def test_asking_for_the_correct_value_is_no_re_ask():
@@ -61,17 +61,17 @@ def test_asking_for_the_correct_value_is_no_re_ask():
     s = retention([U("My reservation is NM1VX1."), A("", get), R(get),
                    A("That reservation is not yours; please give me the correct reservation "
                      "ID.")])
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
 
 
 def test_a_claim_in_the_simple_past_needs_a_call():
     # "I cancelled" with no cancel call: 0/1
     s = adherence([U("Cancel ABC123."), A("I cancelled reservation ABC123 for you.")])
-    assert s.value == 0.0 and "claimed done with no cancel call" in s.details, s.details
+    assert s.value == 0.0 and "claimed done with no cancel call" in s.message, s.message
     done = call("t1", "cancel_reservation", {"reservation_id": "ABC123"}, {"ok": True})
     s = adherence([U("Cancel ABC123."), A("", done), R(done),
                    A("I cancelled reservation ABC123 for you.")])
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
 
 
 def test_a_claim_about_several_records_is_backed_by_a_call_for_each():
@@ -82,7 +82,7 @@ def test_a_claim_about_several_records_is_backed_by_a_call_for_each():
     # BOH180 is shaped like a flight number; the calls hold one record each: backed, 1/1
     s = adherence([U("Downgrade both."), A("", one, two), R(one, two),
                    A("Done. I downgraded these reservations to economy: JG7FMM and BOH180.")])
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
 
 
 def test_an_offer_carried_out_right_after_the_users_reply_is_kept():
@@ -92,9 +92,9 @@ def test_an_offer_carried_out_right_after_the_users_reply_is_kept():
                    U("Please, I just need the date moved."), A("", move), R(move),
                    A("You are being transferred.")])
     # the offer (transfer), not agreed to in words, is carried out by the next call: 1/1
-    assert s.value == 1.0 and s.details.startswith("1/1"), s.details
+    assert s.value == 1.0 and s.message.startswith("1/1"), s.message
     # not carried out and not agreed to: no intention at all (null)
     s = adherence([U("I need to move my flight."),
                    A("I cannot change basic economy. I can transfer you to a human agent."),
                    U("No thanks."), A("Goodbye.")])
-    assert s.value is None, s.details
+    assert s.value is None, s.message

@@ -39,14 +39,14 @@ def test_details_show_cache_tokens_and_the_table_is_configurable(tmp_path):
     usage = {"input_tokens": 4, "output_tokens": 10, "cache_read_input_tokens": 1000}
     case = load_case({"id": "c", "user_query": "q", "expected_tools": ["a"]})
     ctx = EpisodeContext(trace("my-model-1", usage), case)
-    assert "cost=n/a (model not in price table)" in Efficiency().score(ctx).details
+    assert "cost=n/a (model not in price table)" in Efficiency().score(ctx).message
     cfg = tmp_path / "evaltape.toml"
     cfg.write_text('[metrics_args.efficiency]\nprices = {"my-model" = [1.0, 2.0]}\n')
     (metric,) = configure(resolve(["efficiency"]), load_config(cfg))
     s = metric.score(ctx)
     # 2 prices: cache read derived as 0.1 × input = 0.1; (4·1 + 10·2 + 1000·0.1)/1e6
-    assert "tokens=4in+1000cache-read/0cache-write/10out" in s.details
-    assert "cost=$0.000124" in s.details
+    assert "tokens=4in+1000cache-read/0cache-write/10out" in s.message
+    assert "cost=$0.000124" in s.message
 
 
 def test_usage_keeps_every_token_count():
@@ -77,12 +77,12 @@ def test_details_end_with_the_recorded_times_and_the_score_ignores_them():
     # 1 needed / 2 made; model 0.812 + 0.7 = 1.512 s, slowest 0.812, first byte (0.2 +
     # 0.1) / 2 = 0.150; tools 0.0004 + 0.0125 = 0.0129 s, slowest notify
     assert s.value == 0.5
-    assert s.details.endswith(
+    assert s.message.endswith(
         "latency=1.60s, cost=n/a (model not in price table); first tool call 0.812s; "
         "model 2 turns 1.512s (slowest 0.812s, first byte mean 0.150s); "
         "tools 2 calls 0.013s (slowest notify 0.013s)")
     # a tool faster than a millisecond shows its microseconds
     only = Trace(case_id="c", trial=0, input="q", tool_calls=calls[:1], final_response="ok",
                  stop_reason="end_turn", steps=2, timing=Timing())
-    assert Efficiency().score(EpisodeContext(only, case)).details.endswith(
+    assert Efficiency().score(EpisodeContext(only, case)).message.endswith(
         "; tools 1 call 0.000400s (slowest lookup 0.000400s)")

@@ -33,7 +33,7 @@ def test_correct_status():
                   [status_call("prod-api-01", SERVER_A)])
     s = Grounding().score(ctx)
     assert s.value == 0.0
-    assert s.details == "0/2 claims unsupported"
+    assert s.message == "0/2 claims unsupported"
 
 
 def test_fabricated_cpu_figure():
@@ -44,7 +44,7 @@ def test_fabricated_cpu_figure():
     s = Grounding().score(ctx)
     assert s.value == pytest.approx(1 / 3)
     # the evidence names the claim, its kind, why nothing supports it and where it looked
-    assert s.details == ("1/3 claims unsupported: number '67%' (no source states this "
+    assert s.message == ("1/3 claims unsupported: number '67%' (no source states this "
                          "number, nor a count, sum, difference, product or ratio of stated "
                          "ones; searched: input, 1 tool call (check_server_status)) in "
                          "\"prod-api-01 is healthy, with CPU usage at 67%.\"")
@@ -99,7 +99,7 @@ def test_numbers_match_on_token_boundaries(stated, answer, expected):
     ctx = episode("Why was I locked out?", answer,
                   [ToolCall("toolu_1", "audit_log", {}, result, False, 1)])
     s = Grounding().score(ctx)
-    assert s.value == expected, s.details
+    assert s.value == expected, s.message
 
 
 def test_identifier_token_boundary():
@@ -133,7 +133,7 @@ def test_parallel_calls_correct_attribution():
     # claims: prod-api-01, healthy, 23%, staging-db-02, degraded, 89% — all in scope → 0/6
     s = Grounding().score(_parallel(
         "prod-api-01 is healthy at 23% CPU. staging-db-02 is degraded at 89% CPU."))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
 
 
 def test_parallel_calls_results_not_mixed_up():
@@ -143,7 +143,7 @@ def test_parallel_calls_results_not_mixed_up():
         "prod-api-01 is degraded at 89% CPU. staging-db-02 is healthy at 23% CPU."))
     assert s.value == pytest.approx(4 / 6)
     assert "status 'degraded' (stated for another call: check_server_status#toolu_B, not " \
-           "for prod-api-01; searched:" in s.details
+           "for prod-api-01; searched:" in s.message
 
 
 def test_unicode_and_case_normalisation():
@@ -204,7 +204,7 @@ FLIGHT = {"flight": "UA 1482", "departure": "2026-03-18T07:42:10Z", "status": "d
 ])
 def test_faithful_restatements_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
+    assert s.message.split(";")[0] == f"0/{n_claims} claims unsupported", s.message
 
 
 TICKETS = {"tickets": [{"id": "INC-1", "status": "open"}, {"id": "INC-2", "status": "closed"},
@@ -231,19 +231,19 @@ TICKETS = {"tickets": [{"id": "INC-1", "status": "open"}, {"id": "INC-2", "statu
 ])
 def test_derived_numbers_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
+    assert s.message.split(";")[0] == f"0/{n_claims} claims unsupported", s.message
 
 
 def test_product_with_a_stated_rate_is_supported():
     # $500 comes from the request, the rate from the result: 500 × 1.0842 = 542.10 → 0/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$542.10.", inp="How much is $500 in euros?"))
-    assert s.details == ("0/3 claims unsupported; derived (1.0842 [the answer] × 500 "
-                         "[the answer]): '$542.10'"), s.details
+    assert s.message == ("0/3 claims unsupported; derived (1.0842 [the answer] × 500 "
+                         "[the answer]): '$542.10'"), s.message
     # and 472.10 is no product, sum, difference or ratio of 500 and 1.0842 → 1/3
     s = Grounding().score(_one("get_fx_rate", {}, {"rate": 1.0842}, "At 1.0842, $500 is "
                                "$472.10.", inp="How much is $500 in euros?"))
-    assert s.value == pytest.approx(1 / 3), s.details
+    assert s.value == pytest.approx(1 / 3), s.message
 
 
 # --- hallucinations that must be flagged (one per kind) --------------------------------------
@@ -270,8 +270,8 @@ def test_product_with_a_stated_rate_is_supported():
 ])
 def test_hallucinations_are_flagged(result, answer, bad, reason):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.value and s.value > 0, s.details
-    assert f"{bad} ({reason}" in s.details, s.details
+    assert s.value and s.value > 0, s.message
+    assert f"{bad} ({reason}" in s.message, s.message
 
 
 @pytest.mark.parametrize("result,is_error", [
@@ -283,7 +283,7 @@ def test_success_claimed_after_an_error(result, is_error):
     s = Grounding().score(_one("reset_password", {"username": "mg"}, result,
                                "Your password has been reset.", is_error=is_error))
     assert s.value == 1.0
-    assert s.details.startswith("1/1 claims unsupported: action 'reset' (reset_password#"
+    assert s.message.startswith("1/1 claims unsupported: action 'reset' (reset_password#"
                                 "toolu_1 failed, and no call of it succeeded; searched: 1 "
                                 "tool call (reset_password))")
 
@@ -294,7 +294,7 @@ def test_failure_reported_honestly_is_not_flagged():
     s = Grounding().score(_one("reset_password", {"username": "mgarcia"},
                                {"success": False, "error": "user is disabled"},
                                "I couldn't reset the password for user mgarcia."))
-    assert s.details == "0/1 claims unsupported"
+    assert s.message == "0/1 claims unsupported"
 
 
 def test_user_question_does_not_support_a_status():
@@ -319,15 +319,15 @@ def test_parallel_results_swapped_between_entities():
     s = Grounding().score(_weather("Paris is 23.4°C and Rome is 17.8°C."))
     assert s.value == pytest.approx(2 / 3)
     assert "number '17.8°C' (stated for another call: get_weather#toolu_P, not for Rome; " \
-        "searched: input, 2 tool calls (get_weather ×2))" in s.details
+        "searched: input, 2 tool calls (get_weather ×2))" in s.message
 
 
 def test_parallel_difference_across_entities_is_supported():
     # 23.4 − 17.8 = 5.6 combines both calls; the two figures stand in a clause of their
     # own; claims 5.6°C, Paris, 23.4°C, 17.8°C (Rome opens the sentence) → 0/4
     s = Grounding().score(_weather("Rome is 5.6°C warmer than Paris (23.4°C vs 17.8°C)."))
-    assert s.details == ("0/4 claims unsupported; derived (23.4 [the answer] − 17.8 "
-                         "[the answer]): '5.6°C'"), s.details
+    assert s.message == ("0/4 claims unsupported; derived (23.4 [the answer] − 17.8 "
+                         "[the answer]): '5.6°C'"), s.message
 
 
 def test_list_items_swapped():
@@ -339,9 +339,9 @@ def test_list_items_swapped():
     s = Grounding().score(_one("search_products", {}, result,
                                "The Dell S2722QC costs $379.00 and the LG 27UP850 costs "
                                "$329.99."))
-    assert s.value == 0.4, s.details
+    assert s.value == 0.4, s.message
     assert "stated for another item of search_products#toolu_1, not for Dell S2722QC" \
-        in s.details
+        in s.message
 
 
 def test_invented_reason_without_a_checkable_token_is_out_of_reach():
@@ -349,7 +349,7 @@ def test_invented_reason_without_a_checkable_token_is_out_of_reach():
     # only claims are W-1 ✓ and pending ✓ → 0/2, left to the judged hallucination metric
     s = Grounding().score(_one("get_order", {"order_id": "W-1"}, {"status": "pending"},
                                "W-1 is still pending because of a storm at the warehouse."))
-    assert s.details == "0/2 claims unsupported"
+    assert s.message == "0/2 claims unsupported"
 
 
 def test_question_claims_are_not_assertions():
@@ -398,7 +398,7 @@ def test_deterministic_and_linear_in_answer_size():
 ])
 def test_more_derived_values_are_supported(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
+    assert s.message.split(";")[0] == f"0/{n_claims} claims unsupported", s.message
 
 
 @pytest.mark.parametrize("result,answer", [
@@ -412,7 +412,7 @@ def test_more_derived_values_are_supported(result, answer, n_claims):
 ])
 def test_more_wrong_values_are_flagged(result, answer):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.value and s.value > 0, s.details
+    assert s.value and s.value > 0, s.message
 
 
 def test_unitless_difference_needs_operands_the_answer_states():
@@ -420,11 +420,11 @@ def test_unitless_difference_needs_operands_the_answer_states():
     # operand, so it is no derivation → claims Fuji ✓, 5 ✗ → 1/2
     result = {"room": "Fuji", "floor": 3, "capacity": 8}
     s = Grounding().score(_one("book_room", {}, result, "Booked room Fuji on floor 5."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
     # "38 of 40 seats are used, so 2 remain": both operands are stated → 0/3
     s = Grounding().score(_one("get_license", {}, {"seats_total": 40, "seats_used": 38},
                                "38 of 40 seats are used, so 2 remain."))
-    assert s.details == "0/3 claims unsupported; derived (40 [the answer] − 38 [the answer]): '2'", s.details
+    assert s.message == "0/3 claims unsupported; derived (40 [the answer] − 38 [the answer]): '2'", s.message
 
 
 def test_read_only_tool_performs_no_action():
@@ -432,7 +432,7 @@ def test_read_only_tool_performs_no_action():
     s = Grounding().score(_one("check_upgrade", {"flight": "LH 431"},
                                {"eligible": True, "cabin": "Business"},
                                "I've upgraded you."))
-    assert s.details == ("1/1 claims unsupported: action 'upgraded' (no successful tool call "
+    assert s.message == ("1/1 claims unsupported: action 'upgraded' (no successful tool call "
                          "or result reports this action; searched: 1 tool call "
                          "(check_upgrade)) in \"I've upgraded you.\"")
 
@@ -443,7 +443,7 @@ def test_awaiting_approval_states_no_approval():
     s = Grounding().score(_one("get_request", {"id": "REQ-3310"},
                                {"id": "REQ-3310", "state": "awaiting_approval"},
                                "REQ-3310 was approved."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
 
 
 @pytest.mark.parametrize("result,answer,n_claims", [
@@ -464,7 +464,7 @@ def test_awaiting_approval_states_no_approval():
 ])
 def test_more_faithful_restatements(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
+    assert s.message.split(";")[0] == f"0/{n_claims} claims unsupported", s.message
 
 
 def test_sum_needs_operands_the_answer_states():
@@ -474,7 +474,7 @@ def test_sum_needs_operands_the_answer_states():
                "net": 4900.0}
     s = Grounding().score(_one("get_payslip", {}, payslip,
                                "Gross pay was $7,000.00 and you took home $5,110.00."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
 
 
 def test_hyphenated_service_name_is_an_identifier():
@@ -482,8 +482,8 @@ def test_hyphenated_service_name_is_an_identifier():
     # inventory-svc ✗ → 1/2
     s = Grounding().score(_one("get_incident", {}, {"affected_services": ["checkout-api"]},
                                "It affects checkout-api and inventory-svc."))
-    assert s.value == 0.5, s.details
-    assert "identifier 'inventory-svc'" in s.details
+    assert s.value == 0.5, s.message
+    assert "identifier 'inventory-svc'" in s.message
 
 
 def test_status_swapped_between_list_items():
@@ -493,8 +493,8 @@ def test_status_swapped_between_list_items():
                                                    {"name": "eu-west", "status": "degraded"}]}
     s = Grounding().score(_one("get_service_status", {}, result,
                                "The VPN is operational, but the us-east region is degraded."))
-    assert s.value == 0.5, s.details
-    assert "stated for another item of get_service_status#toolu_1, not for us-east" in s.details
+    assert s.value == 0.5, s.message
+    assert "stated for another item of get_service_status#toolu_1, not for us-east" in s.message
 
 
 @pytest.mark.parametrize("result,answer,n_claims", [
@@ -512,7 +512,7 @@ def test_status_swapped_between_list_items():
 ])
 def test_schedule_totals_and_rounded_percents(result, answer, n_claims):
     s = Grounding().score(_one("lookup", {}, result, answer))
-    assert s.details.split(";")[0] == f"0/{n_claims} claims unsupported", s.details
+    assert s.message.split(";")[0] == f"0/{n_claims} claims unsupported", s.message
 
 
 def test_a_key_does_not_support_a_status_the_values_contradict():
@@ -520,9 +520,9 @@ def test_a_key_does_not_support_a_status_the_values_contradict():
     # claims 4817 ✓, passed ✗ → 1/2
     result = {"build": 4817, "status": "failed", "tests": {"passed": 1271, "failed": 17}}
     s = Grounding().score(_one("get_build", {}, result, "Build #4817 passed."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
     assert "status 'passed' (the tool results say 'failed'; searched: 1 tool call " \
-        "(get_build))" in s.details
+        "(get_build))" in s.message
 
 
 @pytest.mark.parametrize("tool,args,result,answer,value", [
@@ -544,7 +544,7 @@ def test_a_key_does_not_support_a_status_the_values_contradict():
 ])
 def test_states_and_units_from_structure(tool, args, result, answer, value):
     s = Grounding().score(_one(tool, args, result, answer))
-    assert s.value == value, s.details
+    assert s.value == value, s.message
 
 
 @pytest.mark.parametrize("tool,args,result,answer,value", [
@@ -560,7 +560,7 @@ def test_states_and_units_from_structure(tool, args, result, answer, value):
 ])
 def test_ordinals_boolean_stock_and_more_actions(tool, args, result, answer, value):
     s = Grounding().score(_one(tool, args, result, answer))
-    assert s.value == value, s.details
+    assert s.value == value, s.message
 
 
 def test_any_verb_a_called_tool_names_is_an_action():
@@ -573,7 +573,7 @@ def test_any_verb_a_called_tool_names_is_an_action():
     assert Grounding().score(failed).value == 1.0
     ok = _one("purge_queue", {"queue": "orders-dlq"}, {"success": True},
               "Done: orders-dlq has been purged.")
-    assert Grounding().score(ok).details == "0/1 claims unsupported"
+    assert Grounding().score(ok).message == "0/1 claims unsupported"
 
 
 def test_capitalised_unit_after_a_number_stays_with_the_number():
@@ -581,7 +581,7 @@ def test_capitalised_unit_after_a_number_stays_with_the_number():
     s = Grounding().score(_one("describe_pod", {}, {"memory_limit_mi": 512,
                                                     "memory_peak_mi": 611},
                                "It peaks at 611 Mi against a 768 Mi limit."))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
 
 
 def test_parallel_call_without_a_result_supports_nothing():
@@ -593,7 +593,7 @@ def test_parallel_call_without_a_result_supports_nothing():
     s = Grounding().score(episode("Weather in Paris and Rome?",
                                   "Rome is 23.4°C with 41% humidity.", [paris, rome]))
     assert s.value == 1.0
-    assert "the call about Rome (get_weather#toolu_r) returned no result" in s.details
+    assert "the call about Rome (get_weather#toolu_r) returned no result" in s.message
     s = Grounding().score(episode("Weather in Paris and Rome?",
                                   "Paris is 23.4°C with 41% humidity.", [paris, rome]))
     assert s.value == 0.0
@@ -615,10 +615,10 @@ def test_a_tool_result_with_a_number_beyond_28_digits_is_read_not_an_error():
     result = json.dumps({"size": 1e28, "files": 3})
     call = ToolCall("toolu_A", "stats", {}, result, False, 1)
     good = Grounding().score(episode("How big is it?", "There are 3 files.", [call]))
-    assert (good.value, good.code, good.details) == (0.0, None, "0/1 claims unsupported")
+    assert (good.value, good.code, good.message) == (0.0, None, "0/1 claims unsupported")
     bad = Grounding().score(episode("How big is it?", "There are 4 files.", [call]))
     assert (bad.value, bad.code) == (1.0, None)
-    assert bad.details.startswith("1/1 claims unsupported: number '4'")
+    assert bad.message.startswith("1/1 claims unsupported: number '4'")
 
 
 def test_listed_objects_needs_a_list_of_two_objects():
@@ -648,4 +648,4 @@ def test_a_result_nested_deeper_than_evaltape_reads_is_read_as_prose():
     # unsupported, the action is not: 1 of 2
     s = Grounding().score(_one("create_ticket", {}, '{"a":' * 999 + '"TKT-1"' + "}" * 999,
                                answer))
-    assert s.code is None and s.value == 0.5 and "identifier 'TKT-4242'" in s.details, s
+    assert s.code is None and s.value == 0.5 and "identifier 'TKT-4242'" in s.message, s

@@ -27,11 +27,11 @@ def test_a_23_digit_duration_is_compared_as_written():
     # prose "… hours": its twins in minutes (×60: 25 whole digits + 6 decimals) once
     # raised InvalidOperation; now the one claim is the number itself → 0/1 unsupported
     s = score(f"The job ran for {BIG} hours.", f"The job ran for {BIG} hours.")
-    assert (s.value, s.details) == (0.0, "0/1 claims unsupported")
+    assert (s.value, s.message) == (0.0, "0/1 claims unsupported")
     # a JSON number under duration_days (the unit of its key): read with every digit, not
     # as the double 1.2345678901234568e+22 → 0/1
     s = score(f"The job ran for {BIG} days.", json.dumps({"duration_days": int(BIG)}))
-    assert (s.value, s.details) == (0.0, "0/1 claims unsupported")
+    assert (s.value, s.message) == (0.0, "0/1 claims unsupported")
     # the last digit differs: 24 ≠ 23 as written, hedged or not (no rounding beyond the
     # precision) → 1/1 unsupported
     other = BIG[:-1] + "4"
@@ -85,10 +85,10 @@ def test_any_number_in_results_and_answers_grades_without_an_exception(whole, fr
     assert s.code != "error"
     # the same number as written, in the same unit, is stated by the result
     if text.replace(".", "").strip("0"):
-        assert s.value in (0.0, None), (claim, result, s.details)
+        assert s.value in (0.0, None), (claim, result, s.message)
     # a different last digit beyond the precision is unsupported, hedged or not
     digits = text.replace(".", "").lstrip("0")
     if len(digits) > 20 and not frac and unit:
         changed = text[:-1] + ("1" if text[-1] != "1" else "2")
         s = score(f"The job ran for {('about ' if hedge else '')}{changed}{unit}.", result)
-        assert s.value == 1.0, (changed, result, s.details)
+        assert s.value == 1.0, (changed, result, s.message)

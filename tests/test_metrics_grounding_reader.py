@@ -58,13 +58,13 @@ def test_a_json_reply_is_graded_as_its_prose():
     reply = json.dumps({"message": "Reservation ZFA04Y holds HAT170.\n\nIf you need more, "
                                    "tell me.\nPlease confirm."})
     s = Grounding().score(ctx(reply))
-    assert s.value == 0 and s.details.startswith("0/2 claims unsupported"), s.details
+    assert s.value == 0 and s.message.startswith("0/2 claims unsupported"), s.message
 
 
 def test_unicode_hyphens_make_a_date_not_three_numbers():
     # "2024‑05‑19" with non-breaking hyphens is the date of HAT170: 1 claim, supported
     s = Grounding().score(ctx("HAT170 leaves on 2024\u201105\u201119."))
-    assert s.value == 0 and s.details.startswith("0/2 claims unsupported"), s.details
+    assert s.value == 0 and s.message.startswith("0/2 claims unsupported"), s.message
     kinds = [c.kind for c in extract_claims("HAT170 leaves on 2024\u201105\u201119.")]
     assert kinds == ["date", "identifier"] or sorted(kinds) == ["date", "identifier"]
 
@@ -127,20 +127,20 @@ def test_the_answers_arithmetic_supports_its_result_and_its_restatement():
     # 2 ✓ (passengers), $174 ✓ (price), $348 = 2 × 174 ✓, "Total: $348" restates it ✓
     answer = "- 2 passengers × $174 = $348\n- Total: $348"
     s = Grounding().score(ctx(answer))
-    assert s.value == 0, s.details
-    assert "derived (the answer's arithmetic: 2 × 174 = 348)" in s.details
+    assert s.value == 0, s.message
+    assert "derived (the answer's arithmetic: 2 × 174 = 348)" in s.message
     # a wrong result is flagged: $350 ✗ (and restated ✗) of 2 ✓, $174 ✓
     s = Grounding().score(ctx("- 2 passengers × $174 = $350\n- Total: $350"))
-    assert s.value == pytest.approx(1 / 3) or s.value == pytest.approx(2 / 4), s.details
+    assert s.value == pytest.approx(1 / 3) or s.value == pytest.approx(2 / 4), s.message
 
 
 def test_a_sum_of_money_in_a_tools_prose():
     # "total price is 375" (an error's text) states $375; "gate 40" does not state $40
     err = "Error: Payment amount does not add up, total price is 375, but paid 299"
     s = Grounding().score(ctx("The total price is $375.", results=(RES, err)))
-    assert s.value == 0, s.details
+    assert s.value == 0, s.message
     s = Grounding().score(ctx("The fee is $40.", results=(RES, "Boarding at gate 40")))
-    assert s.value == 1, s.details
+    assert s.value == 1, s.message
 
 
 TRIP = {"reservation_id": "QKRY03", "created_at": "2024-05-11T10:00:00", "insurance": "yes",
@@ -154,19 +154,19 @@ def test_a_past_action_the_record_shows_is_its_history():
     # "was booked on 2024-05-11", a date before the current time: history ✓ (0 of 2 flagged:
     # the action and the date); "the insurance was purchased" with "insurance": "yes" ✓
     s = Grounding().score(ctx("It was booked on 2024-05-11.", results=(TRIP,), system=NOW))
-    assert s.value == 0 and "the record's history: 'booked'" in s.details, s.details
+    assert s.value == 0 and "the record's history: 'booked'" in s.message, s.message
     s = Grounding().score(ctx("The insurance was purchased.", results=(TRIP,), system=NOW))
-    assert s.value == 0 and "the record's history: 'purchased'" in s.details, s.details
+    assert s.value == 0 and "the record's history: 'purchased'" in s.message, s.message
     # without the current time, a date proves no history: "booked" ✗ (the date ✓) → 1/2
     s = Grounding().score(ctx("It was booked on 2024-05-11.", results=(TRIP,)))
-    assert s.value == 0.5, s.details
+    assert s.value == 0.5, s.message
 
 
 def test_a_status_in_the_policys_own_words():
     # "airline cancelled flight" is a phrase of the system prompt: no claim about this case
     s = Grounding().score(ctx("The reason: change of plan, airline cancelled flight, or other "
                               "reasons.", results=(TRIP,), system=NOW))
-    assert "'cancelled'" not in s.details.split(";")[0] and not s.value, s.details
+    assert "'cancelled'" not in s.message.split(";")[0] and not s.value, s.message
 
 
 def test_parts_of_a_stated_total():
@@ -175,11 +175,11 @@ def test_parts_of_a_stated_total():
     good = "Total: $250\n- Gift card: $100\n- Credit card: $150"
     s = Grounding().score(ctx(good, results=(TRIP, {"gift_card": {"balance": 100}}),
                               system=NOW))
-    assert "parts of a total: 100 + 150 = 250 [the answer]" in s.details, s.details
+    assert "parts of a total: 100 + 150 = 250 [the answer]" in s.message, s.message
     bad = "Total: $250\n- Gift card: $100\n- Credit card: $160"
     s = Grounding().score(ctx(bad, results=(TRIP, {"gift_card": {"balance": 100}}),
                               system=NOW))
-    assert "parts of a total" not in s.details and "'$160'" in s.details, s.details
+    assert "parts of a total" not in s.message and "'$160'" in s.message, s.message
 
 
 def test_dates_given_together_are_the_records_not_one_items():
@@ -187,9 +187,9 @@ def test_dates_given_together_are_the_records_not_one_items():
     # MCO→PHX leg's, not DTW's); one date said of DTW alone that is the other leg's ✗
     s = Grounding().score(ctx("QKRY03: MCO to DTW, flights on 2024-05-24 and 2024-05-25.",
                               results=(TRIP,)))
-    assert s.value == 0, s.details
+    assert s.value == 0, s.message
     s = Grounding().score(ctx("Your flight to DTW is on 2024-05-24.", results=(TRIP,)))
-    assert "stated for another item" in s.details, s.details
+    assert "stated for another item" in s.message, s.message
 
 
 RULES = ("# Policy\nThe current time is 2024-05-15 15:00:00 EST.\n"
@@ -206,31 +206,31 @@ def test_a_users_date_without_year_in_the_current_year():
         c = ctx(answer, results=(PAX,), system=RULES)
         c = EpisodeContext(trace=Trace(**{**c.trace.__dict__, "messages": tuple(user)}),
                            case=c.case)
-        assert Grounding().score(c).value == value, (answer, Grounding().score(c).details)
+        assert Grounding().score(c).value == value, (answer, Grounding().score(c).message)
 
 
 def test_a_status_of_a_subject_the_record_holds_as_yes():
     # "insurance": "yes" → "your insurance remains active" ✓ (1 claim, 0 unsupported)
     s = Grounding().score(ctx("Your insurance remains active.", results=(PAX,)))
-    assert s.value == 0, s.details
+    assert s.value == 0, s.message
 
 
 def test_a_total_the_rules_give_per_thing():
     # 4 passengers (the record's list) × $50 (the rule) = $200 ✓; $250 ✗
     s = Grounding().score(ctx("The certificate would be $200 total.", results=(PAX,),
                               system=RULES))
-    assert s.value == 0 and "50 [system prompt, per one] × 4" in s.details, s.details
+    assert s.value == 0 and "50 [system prompt, per one] × 4" in s.message, s.message
     s = Grounding().score(ctx("The certificate would be $250 total.", results=(PAX,),
                               system=RULES))
-    assert s.value == 1, s.details
+    assert s.value == 1, s.message
     # 2 passengers (said) × 3 free checked bags (the rule) = 6 free checked bags in total ✓;
     # 6 meals: the rule counts bags, not meals ✗
     s = Grounding().score(ctx("With 2 passengers you have 6 free checked bags in total.",
                               results=(PAX,), system=RULES))
-    assert "3 [system prompt, per one] × 2" in s.details, s.details
+    assert "3 [system prompt, per one] × 2" in s.message, s.message
     s = Grounding().score(ctx("With 2 passengers you have 6 meals in total.",
                               results=(PAX,), system=RULES))
-    assert "'6'" in s.details, s.details
+    assert "'6'" in s.message, s.message
 
 
 @pytest.mark.parametrize("stock, answer, value", [
@@ -243,4 +243,4 @@ def test_a_total_the_rules_give_per_thing():
 ])
 def test_a_stock_count_states_in_or_out_of_stock(stock, answer, value):
     s = Grounding().score(ctx(answer, results=({"title": "Dune", "in_stock": stock},)))
-    assert s.value == value, s.details
+    assert s.value == value, s.message

@@ -61,7 +61,7 @@ ORDER = call("get_order_details", {"order_id": "#W1"}, {"order_id": "#W1", "stat
 def test_actions_done_under_another_name(tool, args, answer):
     # claims: identifier #W1 → w1 (in the arguments), the action → 0/2
     s = Grounding().score(ctx(answer, [ORDER, call(tool, args, {"order_id": "#W1"})]))
-    assert s.details == "0/2 claims unsupported", s.details
+    assert s.message == "0/2 claims unsupported", s.message
 
 
 def test_an_action_no_changing_call_did_stays_unsupported():
@@ -70,7 +70,7 @@ def test_an_action_no_changing_call_did_stays_unsupported():
                               [ORDER]))
     assert s.value == 0.5
     assert ("action 'submitted' (no successful tool call or result reports this action; "
-            "searched: 1 tool call (get_order_details))") in s.details
+            "searched: 1 tool call (get_order_details))") in s.message
 
 
 def test_a_failed_changing_call_does_not_support_a_generic_action():
@@ -81,7 +81,7 @@ def test_a_failed_changing_call_does_not_support_a_generic_action():
                               [ORDER, failed]))
     assert s.value == 0.5
     assert ("return_delivered_order_items#call_1 failed, and no call that changes something "
-            "succeeded") in s.details
+            "succeeded") in s.message
 
 
 UPDATE = call("update_reservation_flights",
@@ -104,7 +104,7 @@ UPDATE = call("update_reservation_flights",
 ])
 def test_actions_the_arguments_of_a_successful_call_denote(answer, n):
     s = Grounding().score(ctx(answer, [UPDATE]))
-    assert s.details == f"0/{n} claims unsupported", s.details
+    assert s.message == f"0/{n} claims unsupported", s.message
 
 
 def test_an_upgrade_the_arguments_do_not_name_is_unsupported():
@@ -113,9 +113,9 @@ def test_an_upgrade_the_arguments_do_not_name_is_unsupported():
     # the same claim is supported (0/2, ZFA04Y ✓)
     s = Grounding().score(ctx("Your other booking has been upgraded to economy class.",
                               [UPDATE]))
-    assert s.value == 1.0 and "action 'upgraded'" in s.details
+    assert s.value == 1.0 and "action 'upgraded'" in s.message
     s = Grounding().score(ctx("ZFA04Y has been upgraded.", [UPDATE]))
-    assert s.details == "0/2 claims unsupported", s.details
+    assert s.message == "0/2 claims unsupported", s.message
 
 
 def test_a_charge_the_result_records_as_money_back_is_contradicted():
@@ -129,7 +129,7 @@ def test_a_charge_the_result_records_as_money_back_is_contradicted():
                               [refund]))
     assert s.value == 0.5
     assert ("action 'charged' (update_reservation_flights#call_1 records -114: money back, "
-            "not a charge;") in s.details
+            "not a charge;") in s.message
 
 
 def test_the_tool_description_denotes_the_action():
@@ -148,7 +148,7 @@ def test_a_negated_subject_is_no_action():
     # "no insurance was added": the subject is negated, so "added" is no action claim; the
     # only claim left is the date (stated by the call) → 0/1
     s = Grounding().score(ctx("You are set for May 19, and no insurance was added.", [UPDATE]))
-    assert s.details == "0/1 claims unsupported", s.details
+    assert s.message == "0/1 claims unsupported", s.message
 
 
 # --- the system prompt and the user's words -----------------------------------------------
@@ -161,15 +161,15 @@ def test_a_fact_of_the_system_prompt_is_supported_and_marked():
     # cancelled ✓ (the result), the range ✓ (system prompt) → 0/2
     answer = "Reservation ZFA04Y is cancelled; the refund arrives in 5 to 7 business days."
     s = Grounding().score(ctx(answer, [REFUND], system=POLICY))
-    assert s.details == ("0/3 claims unsupported; from the system prompt: "
-                         "'5 to 7 business days'"), s.details
+    assert s.message == ("0/3 claims unsupported; from the system prompt: "
+                         "'5 to 7 business days'"), s.message
     # without the policy the range is unsupported, and the evidence says where it looked
     s = Grounding().score(ctx(answer, [REFUND]))
     assert s.value == pytest.approx(1 / 3)
     assert ("range '5 to 7 business days' (5: no source states this number, nor a count, sum, "
             "difference, product or ratio of stated ones; 7: no source states this number, nor "
             "a count, sum, difference, product or ratio of stated ones; searched: input, 1 tool "
-            "call (cancel_reservation))") in s.details
+            "call (cancel_reservation))") in s.message
 
 
 def test_the_run_context_gives_the_system_prompt_of_a_recorded_run():
@@ -188,7 +188,7 @@ def test_what_the_user_said_is_supported_and_marked_user_stated():
                   [{"flight_number": "HAT271", "origin": "ORD", "destination": "PHL"}])
     s = Grounding().score(ctx("The flight from Chicago is HAT271, landing in Philadelphia.",
                               [search], messages=messages, inp="Book me a flight."))
-    assert s.details == "0/3 claims unsupported; user-stated: 'Chicago', 'Philadelphia'"
+    assert s.message == "0/3 claims unsupported; user-stated: 'Chicago', 'Philadelphia'"
 
 
 def test_a_status_the_user_asserts_is_user_stated_one_they_ask_about_is_not():
@@ -197,7 +197,7 @@ def test_a_status_the_user_asserts_is_user_stated_one_they_ask_about_is_not():
     told = [{"role": "user", "content": "My last flight was delayed by four hours."}]
     answer = "A $50 certificate is yours as compensation for the delayed flight."
     s = Grounding().score(ctx(answer, [cert], messages=told))
-    assert s.details == "0/2 claims unsupported; user-stated: 'delayed'", s.details
+    assert s.message == "0/2 claims unsupported; user-stated: 'delayed'", s.message
     # "was my flight delayed?" asks, it states nothing → delayed unsupported, 1/2
     asked = [{"role": "user", "content": "Was my last flight delayed?"}]
     assert Grounding().score(ctx(answer, [cert], messages=asked)).value == 0.5
@@ -209,12 +209,12 @@ def test_a_rule_of_the_policy_is_no_fact_of_this_case():
     look = call("get_reservation_details", {"reservation_id": "ZFA04Y"}, {"status": "active"})
     answer = "The compensation policy for cancelled flights is $100 per passenger."
     s = Grounding().score(ctx(answer, [look], system=POLICY))
-    assert s.details == "0/1 claims unsupported; from the system prompt: '$100'", s.details
+    assert s.message == "0/1 claims unsupported; from the system prompt: '$100'", s.message
     # said of these flights, the policy's rule still supports it: cancelled ✓, $100 ✓ → 0/2
     answer = "The compensation policy for the cancelled flights is $100 per passenger."
     s = Grounding().score(ctx(answer, [look], system=POLICY))
-    assert s.details == ("0/2 claims unsupported; from the system prompt: 'cancelled', "
-                         "'$100'"), s.details
+    assert s.message == ("0/2 claims unsupported; from the system prompt: 'cancelled', "
+                         "'$100'"), s.message
     # said of this case ("your flight was cancelled"), the policy does not support it → 1/1
     s = Grounding().score(ctx("Your flight was cancelled.", [look], system=POLICY))
     assert s.value == 1.0
@@ -294,7 +294,7 @@ def test_the_last_digits_of_a_stated_identifier():
     # ends with are unsupported → 1/1
     look = call("get_user_details", {"user_id": "u1"},
                 {"payment_methods": {"gift_card_1591784": {"amount": 57}}})
-    assert Grounding().score(ctx("It goes to the gift card ending in 1784.", [look])).details \
+    assert Grounding().score(ctx("It goes to the gift card ending in 1784.", [look])).message \
         == "0/1 claims unsupported"
     assert Grounding().score(ctx("It goes to the gift card ending in 1785.", [look])).value \
         == 1.0
@@ -322,26 +322,26 @@ def test_a_price_difference_is_derived_only_from_fares_the_answer_or_one_result_
     new = call("search_direct_flight", {"origin": "EWR"},
                [{"flight_number": "HAT041", "prices": {"economy": 136, "business": 400}}])
     s = Grounding().score(ctx("Your fare was $174, so you get $38 back.", [old, new]))
-    assert s.details == ("0/2 claims unsupported; derived (174 [the answer] − 136 "
-                         "[search_direct_flight#call_1]): '$38'"), s.details
+    assert s.message == ("0/2 claims unsupported; derived (174 [the answer] − 136 "
+                         "[search_direct_flight#call_1]): '$38'"), s.message
     # one the answer states pairs with a sum of money of another kind: the balance 100 −
     # the $20 charge the answer names = $80 → claims $20 ✓, $80 ✓ → 0/2
     acct = call("get_account", {}, {"balance": 100}, "call_3")
     fee = call("get_charges", {}, {"charge": 20}, "call_4")
     s = Grounding().score(ctx("After the $20 charge, your new balance is $80.", [acct, fee]))
-    assert s.details == ("0/2 claims unsupported; derived (100 [get_account#call_3] − 20 "
-                         "[the answer]): '$80'"), s.details
+    assert s.message == ("0/2 claims unsupported; derived (100 [get_account#call_3] − 20 "
+                         "[the answer]): '$80'"), s.message
     # neither fare stated: two sums of money of two results that the answer does not
     # name are no pair a reader relates (some pair of a long result adds up to most
     # numbers) → 1/1
     s = Grounding().score(ctx("You get $38 back.", [old, new]))
-    assert s.value == 1.0 and "number '$38'" in s.details, s.details
+    assert s.value == 1.0 and "number '$38'" in s.message, s.message
     # both fares in one record (a note of the old and the new fare): their difference,
     # named as money back → 0/1
     note = call("think", {}, {"old_fare": 174, "new_fare": 136}, "call_2")
     s = Grounding().score(ctx("You get $38 back.", [note]))
-    assert s.details == "0/1 claims unsupported; derived (174 [think#call_2] − 136 " \
-        "[think#call_2]): '$38'", s.details
+    assert s.message == "0/1 claims unsupported; derived (174 [think#call_2] − 136 " \
+        "[think#call_2]): '$38'", s.message
     # the same pair in a sentence that relates nothing ("Your fare is $38.") is no
     # derivation a reader makes: 1/1
     assert Grounding().score(ctx("Your fare is $38.", [note])).value == 1.0
@@ -357,13 +357,13 @@ def test_a_price_times_a_quantity_is_one_records_not_two_rules_of_the_policy():
                {"flights": [{"flight_number": "HAT285", "price": 54}]})
     system = "Each passenger gets 2 free checked bags. Travel insurance costs $30."
     s = Grounding().score(ctx("- **Price:** $60", [res], system=system))
-    assert s.value == 1.0 and "number '$60'" in s.details, s.details
+    assert s.value == 1.0 and "number '$60'" in s.message, s.message
     assert Grounding().score(ctx("- **Price:** $54", [res], system=system)).value == 0.0
     # a record's own price and quantity multiply: 25 seats × $12 = $300 → 0/1
     sub = call("get_subscription", {}, {"seats": 25, "price_per_seat_usd": 12})
     s = Grounding().score(ctx("Your plan comes to $300 a month.", [sub]))
-    assert s.details == "0/1 claims unsupported; derived (25 × 12 [get_subscription#call_1]): " \
-        "'$300'", s.details
+    assert s.message == "0/1 claims unsupported; derived (25 × 12 [get_subscription#call_1]): " \
+        "'$300'", s.message
 
 
 def test_a_total_of_a_stated_rate_times_a_stated_count():
@@ -377,9 +377,9 @@ def test_a_total_of_a_stated_rate_times_a_stated_count():
               "- Number of passengers: 3\n- Total compensation: $150")
     s = Grounding().score(ctx(answer, [res], system=system))
     assert s.value == 0.0 and "derived (3 [the answer] × 50 [the answer]): '$150'" in \
-        s.details, s.details
+        s.message, s.message
     s = Grounding().score(ctx(answer.replace("$150", "$160"), [res], system=system))
-    assert round(s.value, 4) == round(1 / 3, 4) and "number '$160'" in s.details, s.details
+    assert round(s.value, 4) == round(1 / 3, 4) and "number '$160'" in s.message, s.message
 
 
 def test_the_sum_of_an_objects_numbers_supports_only_a_total():
@@ -388,13 +388,13 @@ def test_the_sum_of_an_objects_numbers_supports_only_a_total():
     up = call("get_upgrade_list", {"flight": "UA 1482"},
               {"position": 4, "seats_available": 2, "cleared": False})
     s = Grounding().score(ctx("You're 4th on the upgrade list with 6 seats available.", [up]))
-    assert s.value == 0.5 and "number '6'" in s.details, s.details
+    assert s.value == 0.5 and "number '6'" in s.message, s.message
     # said as a total, the sum is one: 17 + 1,271 + 14 = 1,302 → claims 17, 1,271, 14,
     # 1,302 all ✓ → 0/4
     build = call("get_build", {}, {"failed": 17, "passed": 1271, "skipped": 14})
     s = Grounding().score(ctx("17 tests failed, 1,271 passed and 14 were skipped (1,302 in "
                               "total).", [build]))
-    assert s.details.startswith("0/4 claims unsupported"), s.details
+    assert s.message.startswith("0/4 claims unsupported"), s.message
 
 
 def test_a_number_the_answer_derived_is_supported_where_it_is_restated():
@@ -409,9 +409,9 @@ def test_a_number_the_answer_derived_is_supported_where_it_is_restated():
     answer = ("- Total economy fare: $105 (ATL-LGA) + $102 (LGA-PHL) = $207\n\n"
               "You will be changing to economy, and the new total fare will be {x}.")
     s = Grounding().score(ctx(answer.format(x="$207"), [a, b]))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
     s = Grounding().score(ctx(answer.format(x="$217"), [a, b]))
-    assert s.value == 0.25 and "number '$217'" in s.details, s.details
+    assert s.value == 0.25 and "number '$217'" in s.message, s.message
 
 
 def test_a_capitalised_word_after_a_semicolon_is_a_name():
@@ -421,9 +421,9 @@ def test_a_capitalised_word_after_a_semicolon_is_a_name():
     opts = call("get_shipping_options", {}, [{"name": "Overnight", "price": 29.99},
                                             {"name": "Standard", "price": 0}])
     s = Grounding().score(ctx("Overnight costs $29.99; Standard shipping is free.", [opts]))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
     s = Grounding().score(ctx("Overnight costs $29.99; Anneliese shipping is free.", [opts]))
-    assert s.value == 0.5 and "name 'Anneliese'" in s.details, s.details
+    assert s.value == 0.5 and "name 'Anneliese'" in s.message, s.message
 
 
 def test_a_product_of_a_stated_rate_and_a_stated_count():
@@ -434,13 +434,13 @@ def test_a_product_of_a_stated_rate_and_a_stated_count():
     system = "Gold members get 3 free checked bags per economy passenger."
     s = Grounding().score(ctx("You get 3 free bags per passenger, and with two passengers "
                               "that makes 6 bags.", [res], system=system))
-    assert s.value == 0.0 and "derived (3 [the answer] × 2 [the answer]): '6'" in s.details, s.details
+    assert s.value == 0.0 and "derived (3 [the answer] × 2 [the answer]): '6'" in s.message, s.message
     # two bag prices, neither a rate: 45 × 2 = 90 is no derivation. Claims $35 ✓, $45 ✓,
     # two ✗ (nothing counts two), $90 ✗ → 2/4
     bags = call("get_bag_fees", {}, {"first_bag_usd": 35, "second_bag_usd": 45})
     s = Grounding().score(ctx("The first bag is $35 and the second is $45, so two checked "
                               "bags come to $90.", [bags]))
-    assert s.value == 0.5 and "number '$90'" in s.details, s.details
+    assert s.value == 0.5 and "number '$90'" in s.message, s.message
 
 
 def test_a_total_the_answer_adds_up():
@@ -452,8 +452,8 @@ def test_a_total_the_answer_adds_up():
     s = Grounding().score(ctx("- Certificate 1: $500\n- Certificate 2: $250\n"
                               "- Certificate 3: $250\n- Total from certificates: $1,000",
                               [pay]))
-    assert s.details.startswith("0/4 claims unsupported"), s.details
-    assert "derived (500 + 250 + 250): '$1,000'" in s.details
+    assert s.message.startswith("0/4 claims unsupported"), s.message
+    assert "derived (500 + 250 + 250): '$1,000'" in s.message
 
 
 # --- a recorded run: the system prompt and tools of its recorded requests -----------------
@@ -477,7 +477,7 @@ def test_a_recorded_runs_system_prompt_and_tools_come_from_its_requests(tmp_path
     report = evaltape.grade(run, metrics=["grounding"])
     tc4 = next(e for e in report.episodes if e.case_id == "tc_004")
     assert ("searched: input, system prompt, tool schemas, 1 tool call "
-            "(check_server_status))") in tc4.metrics["grounding"].details
+            "(check_server_status))") in tc4.metrics["grounding"].message
     # a prompt whose hash is not the manifest's is not the run's: only the tools are kept
     man = json.loads((run / "manifest.json").read_text())
     man["system_prompt_sha256"] = "0" * 64
@@ -499,7 +499,7 @@ def test_the_configuration_narrows_the_sources_of_a_run(tmp_path):
     tc4 = next(e for e in report.episodes if e.case_id == "tc_004")
     # the run's system prompt and tools are not read: only the input and the call searched
     assert "searched: input, 1 tool call (check_server_status))" in \
-        tc4.metrics["grounding"].details
+        tc4.metrics["grounding"].message
     bad = tmp_path / "bad.toml"
     bad.write_text('[metrics_args.grounding]\nsources = ["policy"]\n')
     with pytest.raises(BadInputError) as e:
@@ -529,7 +529,7 @@ def test_a_count_is_supported_only_by_a_number_said_of_what_it_counts():
 
     assert score("You have 2 checked bags on this reservation.").value == 0.0
     s = score("You will have 11 free checked bags per flight.")
-    assert s.value == 1.0 and "not as a count" in s.details, s.details
+    assert s.value == 1.0 and "not as a count" in s.message, s.message
     assert score("Add 8 checked bags to the booking.").value == 1.0
     # the seats are what 11 counts: "11 seats left in business" ✓
     assert score("There are 11 seats left in business.").value == 0.0
@@ -557,15 +557,15 @@ def test_a_status_said_of_an_entity_is_checked_against_its_own_records():
     slots = call("list_slots", {"date": "2026-03-02"},
                  {"slots": [{"slot_id": "S-202", "start": "2026-03-02T10:30"}]}, "call_1")
     s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, slots]))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
     # the slot's own record says booked: contradicted → 1/2, quoting the slot's status
     taken = call("list_slots", {"date": "2026-03-02"},
                  {"slots": [{"slot_id": "S-202", "status": "booked"}]}, "call_1")
     s = Grounding().score(ctx("Slot S-202 the same day is open.", [patient, taken]))
-    assert s.value == 0.5 and "say 'booked'" in s.details, s.details
+    assert s.value == 0.5 and "say 'booked'" in s.message, s.message
     # no identifier in the clause: every result in scope is read, as before → 1/1
     s = Grounding().score(ctx("The slot is open.", [patient, slots]))
-    assert s.value == 1.0 and "say 'booked'" in s.details, s.details
+    assert s.value == 1.0 and "say 'booked'" in s.message, s.message
 
 
 def test_the_items_of_a_list_of_conditions_report_no_action():
@@ -577,11 +577,11 @@ def test_the_items_of_a_list_of_conditions_report_no_action():
     answer = ("Basic economy flights can only be cancelled for a full refund if:\n"
               "- The flight was cancelled by the airline,\n- Or you have travel insurance.")
     s = Grounding().score(ctx(answer, [res]))
-    assert s.value == 0.0 and "a condition of a rule: 'cancelled'" in s.details, s.details
+    assert s.value == 0.0 and "a condition of a rule: 'cancelled'" in s.message, s.message
     # the same item under a lead-in that states facts is a report: unsupported → 1/1
     s = Grounding().score(ctx(answer.replace("for a full refund if:", "for a full refund.\n"
                                              "Here is what happened:"), [res]))
-    assert s.value == 1.0 and "action 'cancelled'" in s.details, s.details
+    assert s.value == 1.0 and "action 'cancelled'" in s.message, s.message
 
 
 def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
@@ -597,8 +597,8 @@ def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
     s = Grounding().score(ctx("- Outbound: $51 (business $239)\n- Return: $55 (business "
                               "$490)\n\nThe total round-trip price in basic economy is $106.",
                               [out, back]))
-    assert s.details == "0/5 claims unsupported; derived (51 [the answer] + 55 [the answer]):" \
-        " '$106'", s.details
+    assert s.message == "0/5 claims unsupported; derived (51 [the answer] + 55 [the answer]):" \
+        " '$106'", s.message
     # a listing of three flights: the total of the two the paragraph names, 112 + 130 =
     # 242 ✓; 112 + 50 = 162 pairs a fare of a flight it does not name ✗. Claims HAT084 ✓,
     # HAT266 ✓ and the total → 0/3, then 1/3
@@ -608,6 +608,6 @@ def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
                     {"flight_number": "HAT999", "prices": {"economy": 50}}])
     s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $242.", [listing]))
     assert s.value == 0.0 and "derived (112 [search_onestop_flight#call_1] + 130 " \
-        "[search_onestop_flight#call_1]): '$242'" in s.details, s.details
+        "[search_onestop_flight#call_1]): '$242'" in s.message, s.message
     s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $162.", [listing]))
-    assert round(s.value, 4) == round(1 / 3, 4) and "number '$162'" in s.details, s.details
+    assert round(s.value, 4) == round(1 / 3, 4) and "number '$162'" in s.message, s.message

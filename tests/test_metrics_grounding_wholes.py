@@ -31,8 +31,8 @@ def test_a_policy_span_of_days_does_not_move_a_result_date():
     # relates the two, so May 25 is unsupported: 1 of 2 claims (HAT136 ✓)
     s = Grounding().score(_ctx("Flight HAT136 leaves on May 25, 2024.", [_call(RES)],
                                system="Refunds take 5 to 7 business days."))
-    assert s.value == 0.5, s.details
-    assert "date 'May 25, 2024'" in s.details
+    assert s.value == 0.5, s.message
+    assert "date 'May 25, 2024'" in s.message
 
 
 def test_days_the_answer_states_move_a_date():
@@ -41,31 +41,31 @@ def test_days_the_answer_states_move_a_date():
     s = Grounding().score(_ctx("Delivered on February 20, you have 30 days, so until "
                                "March 22.",
                                [_call({"delivered_on": "2026-02-20", "window_days": 30})]))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
     assert "derived (2026-02-20 [get_reservation_details#toolu_1] + 30 days [the answer])" \
-        in s.details
+        in s.message
 
 
 def test_a_capitals_code_one_letter_off_is_unsupported():
     # UHDAHV is UHDAHF with its last letter changed: a code no source states
     s = Grounding().score(_ctx("Your reservation UHDAHV is on flight HAT136.", [_call(RES)]))
-    assert s.value == 0.5, s.details
-    assert "identifier 'UHDAHV' (no source states this code; UHDAHF is stated" in s.details
+    assert s.value == 0.5, s.message
+    assert "identifier 'UHDAHV' (no source states this code; UHDAHF is stated" in s.message
 
 
 def test_an_all_caps_word_is_no_code():
     # NOTICE resembles no stated code: no claim; HAT136 ✓ → 0/1
     s = Grounding().score(_ctx("NOTICE: your flight is HAT136.", [_call(RES)]))
-    assert (s.value, s.details) == (0.0, "0/1 claims unsupported")
+    assert (s.value, s.message) == (0.0, "0/1 claims unsupported")
 
 
 def test_a_code_that_starts_with_digits_is_one_whole():
     # 59XX6W is stated; 59XY6W differs in one character: unsupported, 1/1
     res = {"reservation_id": "59XX6W"}
     assert Grounding().score(_ctx("Reservation 59XX6W was found.",
-                                  [_call(res)])).details == "0/1 claims unsupported"
+                                  [_call(res)])).message == "0/1 claims unsupported"
     s = Grounding().score(_ctx("Reservation 59XY6W was found.", [_call(res)]))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
 
 
 def test_a_quantity_is_not_stated_by_a_bare_number_of_prose():
@@ -73,9 +73,9 @@ def test_a_quantity_is_not_stated_by_a_bare_number_of_prose():
     # a JSON number whose key names no unit still states a price ("price": 250 → $250)
     s = Grounding().score(_ctx("The bottle holds 40 ml.",
                                [_call("Found 40 items in stock.", name="search")]))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
     s = Grounding().score(_ctx("It costs $250.", [_call({"price": 250})]))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
 
 
 def test_a_calculator_result_is_a_number():
@@ -83,17 +83,17 @@ def test_a_calculator_result_is_a_number():
     s = Grounding().score(_ctx("The difference comes to $597.",
                                [_call("597.0", name="calculate",
                                       args={"expression": "(430 - 136) + (412 - 109)"})]))
-    assert s.details == "0/1 claims unsupported", s.details
+    assert s.message == "0/1 claims unsupported", s.message
 
 
 def test_the_quoted_claim_is_the_whole_quantity():
     # the result says 25 km/h; "30 km/h" is quoted whole (the view highlights the quote),
     # not "30 km" with "/h" left over; 30ml is a volume claim of its own
     s = Grounding().score(_ctx("Wind is 30 km/h.", [_call({"wind_kmh": 25}, name="weather")]))
-    assert s.value == 1.0, s.details
-    assert "number '30 km/h' (" in s.details
+    assert s.value == 1.0, s.message
+    assert "number '30 km/h' (" in s.message
     s = Grounding().score(_ctx("Use 40ml.", [_call({"dose_ml": 30}, name="dose")]))
-    assert "number '40ml' (" in s.details
+    assert "number '40ml' (" in s.message
 
 
 def test_every_agent_reply_is_checked_against_what_was_known_then():
@@ -116,8 +116,8 @@ def test_every_agent_reply_is_checked_against_what_was_known_then():
                   final_response="You're welcome, enjoy HAT136.", stop_reason="end_turn",
                   steps=3, messages=msgs)
     s = Grounding().score(EpisodeContext(trace=trace, case=Case(id="c", input="x")))
-    assert s.value == 1 / 3, s.details
-    assert "number '$350' (in reply 1 of 2; no source states this number" in s.details
+    assert s.value == 1 / 3, s.message
+    assert "number '$350' (in reply 1 of 2; no source states this number" in s.message
     # "Flight HAT136 costs " is 20 characters: $350 spans 20 to 24
     assert s.evidence == {"unsupported": [{"turn": 0, "kind": "number", "start": 20,
                                            "end": 24}]}
@@ -128,17 +128,17 @@ def test_a_sum_of_unrelated_amounts_supports_no_changed_amount():
     # so "$143 per passenger" is unsupported (before: derived (274 − 131)) → 1/1
     res = {"flights": [{"price": 274}, {"price": 131}]}
     s = Grounding().score(_ctx("Compensation is set at $143 per passenger.", [_call(res)]))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
     # a sentence that names the difference and one of the fares relates them: claims
     # $274 ✓, $143 ✓ → 0/2, operands named with where each came from
     s = Grounding().score(_ctx("Against your $274 fare, the fare difference is $143.",
                                [_call(res)]))
-    assert s.details == ("0/2 claims unsupported; derived (274 [the answer] − 131 "
-                         "[get_reservation_details#toolu_1]): '$143'"), s.details
+    assert s.message == ("0/2 claims unsupported; derived (274 [the answer] − 131 "
+                         "[get_reservation_details#toolu_1]): '$143'"), s.message
     # naming neither: two fares of a listing (two flights) that the answer does not name
     # are no pair it relates → 1/1
     s = Grounding().score(_ctx("The fare difference is $143.", [_call(res)]))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
 
 
 def test_a_count_is_not_stated_by_the_policy():
@@ -147,10 +147,10 @@ def test_a_count_is_not_stated_by_the_policy():
     res = {"reservations": ["M05KNL", "UHDAHF"]}
     s = Grounding().score(_ctx("You have three reservations.", [_call(res, name="get_user")],
                                system="Members may hold three reservations at most."))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
     s = Grounding().score(_ctx("You have two reservations.", [_call(res, name="get_user")],
                                system="Members may hold three reservations at most."))
-    assert s.value == 0.0, s.details
+    assert s.value == 0.0, s.message
 
 
 def test_a_code_in_a_question_is_checked_and_a_request_asserts_nothing():
@@ -158,19 +158,19 @@ def test_a_code_in_a_question_is_checked_and_a_request_asserts_nothing():
     # lists options it does not assert: no claims
     res = {"reservation_id": "NQNU5R"}
     s = Grounding().score(_ctx("Shall I cancel reservation NQNU6R?", [_call(res)]))
-    assert s.value == 1.0, s.details
+    assert s.value == 1.0, s.message
     s = Grounding().score(_ctx("**Reason:** Please give the reason (airline cancelled "
                                "flight, or other).", [_call(res)]))
-    assert s.code == "no_claims", s.details
+    assert s.code == "no_claims", s.message
 
 
 def test_a_date_pair_shares_its_month_and_year():
     # "May 19th and 20th, 2024": two dates (2024-05-19, 2024-05-20), no number 2024
     res = {"flights": [{"date": "2024-05-19"}, {"date": "2024-05-20"}]}
     s = Grounding().score(_ctx("You fly on May 19th and 20th, 2024.", [_call(res)]))
-    assert s.details == "0/2 claims unsupported", s.details
+    assert s.message == "0/2 claims unsupported", s.message
     s = Grounding().score(_ctx("You fly on May 19th and 21st, 2024.", [_call(res)]))
-    assert s.value == 0.5 and "date '21st, 2024'" in s.details, s.details
+    assert s.value == 0.5 and "date '21st, 2024'" in s.message, s.message
 
 
 def test_a_date_in_a_question_is_checked_and_the_day_after_is_one_day():
@@ -204,4 +204,4 @@ def test_an_operand_of_a_written_sum_is_not_derived():
     res = {"flights": [{"price": 105}, {"price": 102}]}
     s = Grounding().score(_ctx("Total fare: $99 (ATL-LGA) + $102 (LGA-PHL) = $207.",
                                [_call(res)]))
-    assert s.value == 1 / 3 and "number '$99' (" in s.details, s.details
+    assert s.value == 1 / 3 and "number '$99' (" in s.message, s.message

@@ -43,7 +43,7 @@ def test_tool_selection_set_f1(expected, called, want):
 def test_tool_selection_details_name_missing_and_extra():
     s = ToolSelectionAccuracy().score(ctx(case(expected_tools=("a", "b")),
                                           make_trace("c", tools=["b", "z"])))
-    assert "Missing: ['a']" in s.details and "Extra: ['z']" in s.details
+    assert "Missing: ['a']" in s.message and "Extra: ['z']" in s.message
 
 
 def test_argument_correctness_partial_and_first_call_only():
@@ -54,7 +54,7 @@ def test_argument_correctness_partial_and_first_call_only():
                                ("r", {"username": "bob", "force": True})])
     s = ArgumentCorrectness().score(ctx(c, t))
     assert s.value == pytest.approx(2 / 3)
-    assert "r.username: expected 'bob', got 'X'" in s.details
+    assert "r.username: expected 'bob', got 'X'" in s.message
     # a boolean expectation (no help-desk example suite case has one): the reference's
     # str(True).lower() is "true", so the first r call's "true" meets it; 1 does not ("1")
     c = case(expected_args={"r": {"force": True}})
@@ -68,7 +68,7 @@ def test_argument_correctness_never_called_tool_counts_all_params_wrong():
     c = case(expected_args={"u": {"username": "a"}, "t": {"title": "x", "priority": "high"}})
     s = ArgumentCorrectness().score(ctx(c, make_trace("c", tools=[("u", {"username": "a"})])))
     assert s.value == pytest.approx(1 / 3)
-    assert "Tool 't' was never called" in s.details
+    assert "Tool 't' was never called" in s.message
 
 
 def test_argument_correctness_missing_param_is_wrong_and_empty_expectations_are_one():

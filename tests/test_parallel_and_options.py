@@ -37,7 +37,7 @@ def test_strict_trajectory_allows_any_order_inside_a_step():
     m = TrajectoryMatch(mode="strict", args_mode="exact")
     one_step = _trace([("b", {"y": 2}, 1), ("a", {"x": 1}, 1)])
     s = m.score(EpisodeContext(one_step, case))
-    assert s.value == 1.0 and "{b | a}" in s.details
+    assert s.value == 1.0 and "{b | a}" in s.message
     two_steps = _trace([("b", {"y": 2}, 1), ("a", {"x": 1}, 2)])
     assert m.score(EpisodeContext(two_steps, case)).value == 0.0
     wrong_args = _trace([("b", {"y": 3}, 1), ("a", {"x": 1}, 1)])
@@ -68,7 +68,7 @@ def test_argument_options(options, expected, actual, value):
     case = _case(options, expected)
     s = TrajectoryMatch(mode="strict", args_mode="exact").score(
         EpisodeContext(_trace([("f", actual, 1)]), case))
-    assert s.value == value, s.details
+    assert s.value == value, s.message
 
 
 def test_schema_declared_integer_refuses_float():

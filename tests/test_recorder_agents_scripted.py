@@ -32,12 +32,12 @@ STUCK = {"name": "stuck", "task": "Weather in Lima?",
 
 EXAMPLES = [
     ([WEATHER_PARIS, SUM],
-     {"pass_rate": 1, "tool_accuracy": 1, "avg_steps": 2, "failures": {}}),
+     {"pass_rate": 1, "exact_tool_match_rate": 1, "avg_steps": 2, "failures": {}}),
     ([WEATHER_PARIS, HALLUCINATED, NO_LOOKUP],
-     {"pass_rate": 0.333, "tool_accuracy": 0.667, "avg_steps": 1.67,
+     {"pass_rate": 0.333, "exact_tool_match_rate": 0.667, "avg_steps": 1.67,
       "failures": {"hallucinated": "wrong_answer", "no-lookup": "wrong_tools"}}),
     ([SUM, STUCK],
-     {"pass_rate": 0.5, "tool_accuracy": 0.5, "avg_steps": 2.5,
+     {"pass_rate": 0.5, "exact_tool_match_rate": 0.5, "avg_steps": 2.5,
       "failures": {"stuck": "no_answer:loop_detected"}}),
 ]
 
@@ -52,7 +52,7 @@ def test_harness_examples_record_and_grade(tmp_path, cases, expected):
     g = run_cli("grade", str(run), "--out", str(out), "--quiet")
     assert g.returncode == 0, g.stderr
     summary = json.loads((out / "report.json").read_text())["summary"]
-    for key in ("pass_rate", "tool_accuracy", "avg_steps"):
+    for key in ("pass_rate", "exact_tool_match_rate", "avg_steps"):
         assert summary[key] == pytest.approx(expected[key], abs=1e-5), key  # its tolerance
     assert summary["failures"] == expected["failures"]
 

@@ -187,7 +187,7 @@ def test_a_stand_in_run_is_not_priced_as_the_model_the_agent_named(tmp_path):
     assert g.returncode == 0, g.stderr
     report = json.loads((tmp / "rep" / "report.json").read_text())
     for ep in report["episodes"]:
-        assert "cost=n/a (model not in price table)" in ep["metrics"]["efficiency"]["details"]
+        assert "cost=n/a (model not in price table)" in ep["metrics"]["efficiency"]["message"]
 
 
 INPROCESS = '''\

@@ -368,7 +368,7 @@ def test_partial_text_of_a_broken_stream_is_kept_and_graded_as_infrastructure(tm
     # no metric scores what the API cut short: every one is null, counted as skipped, and
     # the means are ok's alone (1.0 each: ok has no expectations and answers)
     (ep,) = [e for e in report["episodes"] if e["case_id"] == "c"]
-    assert {m["reason"] for m in ep["metrics"].values()} == {"infra_error"}
+    assert {m["code"] for m in ep["metrics"].values()} == {"infra_error"}
     assert all(m["score"] is None for m in ep["metrics"].values())
     assert summary["metrics"]["task_completion"] == 1.0
     assert summary["metrics_skipped"]["task_completion"] == 1

@@ -103,7 +103,7 @@ def test_record_once_replay_offline_then_prompt_edit(run_dir, tmp_path, monkeypa
     hal = rep["episodes"][0]["metrics"]["hallucination"]
     # 2 unsupported / (1 supported + 2 unsupported)
     assert hal["score"] == pytest.approx(2 / 3)
-    assert hal["details"] == ("2/3 claims unsupported (judge score 0.670): CPU usage is 67%; "
+    assert hal["message"] == ("2/3 claims unsupported (judge score 0.670): CPU usage is 67%; "
                               "restarted yesterday")
     assert rep["summary"]["judge"]["not_recorded"] == 0
     # grounding, deterministic: prod-api-01 ✓, healthy ✓, 67% ✗ → 1/3
@@ -115,7 +115,7 @@ def test_record_once_replay_offline_then_prompt_edit(run_dir, tmp_path, monkeypa
     r3 = _grade(run, ds, tmp_path / "r3")
     rep3 = orjson.loads((tmp_path / "r3" / "report.json").read_bytes())
     hal3 = rep3["episodes"][0]["metrics"]["hallucination"]
-    assert (hal3["score"], hal3["reason"]) == (None, "judge_not_recorded")
+    assert (hal3["score"], hal3["code"]) == (None, "judge_not_recorded")
     assert rep3["summary"]["judge"]["not_recorded_episodes"] == ["c1#t0:hallucination"]
     assert "evaltape judge" in r3.output
     r4 = _grade(run, ds, tmp_path / "r4", "--require-judge")

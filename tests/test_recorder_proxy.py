@@ -137,7 +137,7 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
     # example agent's tools answer a bare {"success", "tool", "username"}, so tc_002's
     # "A temporary password was sent to bwilson@company.com." states an e-mail and an
     # action no result holds: grounding 2 of its 5 claims = 0.40 > 0, a failing gate
-    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (4, 0.5, 1.0)
+    assert (summary["episodes"], summary["pass_rate"], summary["exact_tool_match_rate"]) == (4, 0.5, 1.0)
     assert summary["failures"] == {"tc_002#t0": "grounding 0.40 > 0.00",
                                    "tc_002#t1": "grounding 0.40 > 0.00"}
 

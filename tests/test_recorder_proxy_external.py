@@ -103,4 +103,4 @@ def test_claude_code_cli_recorded_replayed_graded(tmp_path):
     g = run_cli("grade", str(run), "--out", str(tmp_path / "rep"), "--quiet")
     assert g.returncode == 0, g.stderr
     summary = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
-    assert (summary["episodes"], summary["pass_rate"], summary["tool_accuracy"]) == (2, 1.0, 1.0)
+    assert (summary["episodes"], summary["pass_rate"], summary["exact_tool_match_rate"]) == (2, 1.0, 1.0)

@@ -46,8 +46,8 @@ def _report(verdicts, metric):
     eps = [{"case_id": c, "trial": 0, "passed": v, "failure": None if v else "wrong_tools",
             "metrics": {}} for c, v in verdicts.items()]
     rate = sum(verdicts.values()) / len(verdicts)
-    return {"schema": "evaltape.report/1", "episodes": eps,
-            "summary": {"pass_rate": rate, "tool_accuracy": 1.0, "metrics": {"m": metric}}}
+    return {"schema": "evaltape.report/2", "episodes": eps,
+            "summary": {"pass_rate": rate, "exact_tool_match_rate": 1.0, "metrics": {"m": metric}}}
 
 
 def test_compare_reports_lists_flips_and_moves():
@@ -149,10 +149,10 @@ def test_lower_is_better_metric_direction_from_the_report():
     from evaltape.grader.report.diff import compare_reports
 
     def rep(g):
-        return {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+        return {"schema": "evaltape.report/2", "grader": {"lower_is_better": ["grounding"]},
                 "episodes": [],
                 "summary": {"metrics": {"grounding": g}, "pass_rate": 1.0,
-                            "tool_accuracy": 1.0}}
+                            "exact_tool_match_rate": 1.0}}
     worse = compare_reports(rep(0.029), rep(0.5)).to_json()
     better = compare_reports(rep(0.5), rep(0.029)).to_json()
     assert [(m["name"], m["level"]) for m in worse["metrics"]] == [("grounding", "critical")]
@@ -169,12 +169,12 @@ def test_reports_over_different_episodes_compare_shared_means():
         return {"case_id": "a", "trial": trial, "passed": True, "failure": None,
                 "metrics": {"grounding": {"score": g}}}
     # baseline: trials 0,1,2 with grounding 0, 0, 0.9 (mean 0.3); current: trial 0 only, 0
-    old = {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+    old = {"schema": "evaltape.report/2", "grader": {"lower_is_better": ["grounding"]},
            "episodes": [ep(0, 0.0), ep(1, 0.0), ep(2, 0.9)],
-           "summary": {"metrics": {"grounding": 0.3}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
-    new = {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+           "summary": {"metrics": {"grounding": 0.3}, "pass_rate": 1.0, "exact_tool_match_rate": 1.0}}
+    new = {"schema": "evaltape.report/2", "grader": {"lower_is_better": ["grounding"]},
            "episodes": [ep(0, 0.0)],
-           "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "tool_accuracy": 1.0}}
+           "summary": {"metrics": {"grounding": 0.0}, "pass_rate": 1.0, "exact_tool_match_rate": 1.0}}
     d = compare_reports(old, new).to_json()
     assert d["metrics"] == []                              # trial 0: 0.0 vs 0.0
     assert d["only_in_baseline"] == ["a#t1", "a#t2"]
@@ -193,9 +193,9 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
     import xml.etree.ElementTree as ET
     from evaltape.grader.report.junit import render_junit
     from evaltape.grader.results import Report
-    report = {"schema": "evaltape.report/1", "run": {"name": "r"},
+    report = {"schema": "evaltape.report/2", "run": {"name": "r"},
               "summary": {"trials": 1, "pass_rate": 0.0,
-                                                "tool_accuracy": 0.0, "avg_steps": 1,
+                                                "exact_tool_match_rate": 0.0, "avg_steps": 1,
                                                 "metrics": {}},
               "episodes": [{"case_id": "case<script>]]>\x07", "trial": 0, "passed": False,
                             "failure": "wrong_tools", "metrics": {}}]}
@@ -263,9 +263,9 @@ def test_a_metric_the_baseline_graded_and_the_new_report_lacks_is_a_warning():
     from evaltape.grader.report.diff import render_diff
 
     def rep(metrics):
-        return {"schema": "evaltape.report/1", "grader": {"lower_is_better": ["grounding"]},
+        return {"schema": "evaltape.report/2", "grader": {"lower_is_better": ["grounding"]},
                 "episodes": [],
-                "summary": {"metrics": metrics, "pass_rate": 1.0, "tool_accuracy": 1.0}}
+                "summary": {"metrics": metrics, "pass_rate": 1.0, "exact_tool_match_rate": 1.0}}
     # grounding dropped from --metrics; tool_call_f1 added; task_completion graded by both,
     # null in both (every episode skipped) and so not a move
     old = rep({"grounding": 0.25, "task_completion": None, "argument_correctness": 0.9})
@@ -296,7 +296,7 @@ def test_report_md_names_the_cases_without_an_episode(tmp_path):
 
 
 @pytest.mark.parametrize("edit, field", [
-    (("run", "dataset_sha256", 5), "run.dataset_sha256"),
+    (("run", "inputs_sha256", 5), "run.inputs_sha256"),
     (("summary", "metrics_skipped", "x"), "summary.metrics_skipped"),
     (("summary", "failures", [1]), "summary.failures"),
 ])

@@ -37,7 +37,7 @@ def test_absent_fields_are_left_out_as_declared():
     assert set(episode_json(ep)) == {"case_id", "trial", "passed", "failure", "steps",
                                      "stop_reason", "metrics"}
     # summary: metrics_errors absent when empty, infra_failures when 0, blocks when None
-    s = to_json(Summary(cases=1, episodes=1, passed=1, pass_rate=1.0, tool_accuracy=1.0,
+    s = to_json(Summary(cases=1, episodes=1, passed=1, pass_rate=1.0, exact_tool_match_rate=1.0,
                         avg_steps=2.0))
     assert "metrics_errors" not in s and "infra_failures" not in s and "verdict" not in s
     s = to_json(Summary(metrics_errors={"m": 2}, infra_failures=3, verdict={"gate": []}))
@@ -49,7 +49,7 @@ def test_the_schema_requires_what_every_report_carries():
     schema = report_schema()
     assert schema["required"] == ["schema", "run", "grader", "summary", "episodes"]
     defs = schema["$defs"]
-    assert defs["MetricResult"]["required"] == ["score", "details", "reason", "threshold",
+    assert defs["MetricResult"]["required"] == ["score", "message", "code", "threshold",
                                                  "passed"]
     assert "evidence" in defs["MetricResult"]["properties"]
     assert defs["EpisodeResult"]["required"] == ["case_id", "trial", "passed", "failure",

@@ -114,7 +114,7 @@ def test_trials_that_fail_differently_keep_their_own_lines():
     eps = [ep("a", 0, 0.0, "Found 0/2"), ep("a", 1, 0.5, "Found 1/2"), ep("a", 2, 0.0,
                                                                            "Found 0/2"),
            ep("b", 0, 0.0, "Found 0/2"), ep("b", 1, 1.0, "Found 2/2")]
-    got = [(label, m.details) for label, _, m in
+    got = [(label, m.message) for label, _, m in
            failing_details(eps, ["task_completion"], (), True)]
     # a's t0 and t2 are the same line; t1 differs; b's t0 is b's own (another case)
     assert got == [("a#t0,t2", "Found 0/2"), ("a#t1", "Found 1/2"), ("b#t0", "Found 0/2")]
@@ -132,12 +132,12 @@ def test_report_json_and_md_count_the_skipped_by_reason(tmp_path):
     report = grade(ROOT / "cassettes" / "helpdesk-qwen1.5b")
     data = report_bytes(report)
     s = json.loads(data)["summary"]
-    assert s["metrics_skipped_reasons"] == {"grounding": {"no_answer": 19,
+    assert s["metrics_skipped_codes"] == {"grounding": {"no_answer": 19,
                                                           "not_applicable": 3}}
     path = tmp_path / "report.json"
     path.write_bytes(data)
     again = read_report(path)
-    assert again.summary.metrics_skipped_reasons == s["metrics_skipped_reasons"]
+    assert again.summary.metrics_skipped_codes == s["metrics_skipped_codes"]
     assert report_bytes(again) == data
     md = render_markdown(report)
     assert ("| grounding (lower is better) | 0.000 | ≤ 0.00 | yes | 0 | 22 (19 no_answer, 3 "

@@ -15,7 +15,7 @@ from test_conversation import CASES, traces, write
 from evaltape.grader.envs import Session, ToolError
 from evaltape.grader.envs.clinic import ENV
 from evaltape.grader.io.datasets import parse_case
-from evaltape.grader.matching.state import partial_mismatches, state_diff
+from evaltape.grader.matching.state_diff import partial_mismatches, state_diff
 from evaltape.grader.metrics.state_match import StateMatch
 from evaltape.grader.model import EpisodeContext, Trace
 from evaltape.grader.stats.outcome import classify
@@ -70,18 +70,18 @@ def test_state_match_gold_actions_derive_the_expected_state_as_tau_bench_does():
     gold = {"gold_actions": [{"name": "reschedule_appointment",
                               "kwargs": {"appointment_id": "A-5001", "slot_id": "S-202"}}]}
     s = StateMatch().score(_episode(gold, moved.state))
-    assert s.value == 1.0 and "the initial state after 1 gold action(s)" in s.details
+    assert s.value == 1.0 and "the initial state after 1 gold action(s)" in s.message
     # moved to S-203 instead: slot_id and S-202's booking differ from the gold state, and
     # S-203's booking is a change the gold actions do not account for (collateral)
     wrong = Session(ENV)
     wrong.execute("reschedule_appointment", {"appointment_id": "A-5001", "slot_id": "S-203"})
     s = StateMatch().score(_episode(gold, wrong.state))
     assert s.value == 0.0
-    assert s.details.startswith("2 path(s) differ")
-    assert "1 collateral change(s)" in s.details and "$.slots.S-203.booked false → true" \
-        in s.details
-    assert '$.appointments.A-5001.slot_id expected "S-202", got "S-203"' in s.details
-    assert "$.slots.S-202.booked expected true, got false" in s.details
+    assert s.message.startswith("2 path(s) differ")
+    assert "1 collateral change(s)" in s.message and "$.slots.S-203.booked false → true" \
+        in s.message
+    assert '$.appointments.A-5001.slot_id expected "S-202", got "S-203"' in s.message
+    assert "$.slots.S-202.booked expected true, got false" in s.message
 
 
 def test_state_match_null_cases():
@@ -120,8 +120,8 @@ def test_a_trace_claiming_to_start_from_the_expected_end_is_not_passed():
                  {"expected_state": want}):                  # the one the trace names
         ctx = _episode(case, claimed, claimed)
         s = StateMatch().score(ctx)
-        assert (s.value, s.code) == (None, "initial_state_mismatch"), s.details
-        assert s.details.startswith(
+        assert (s.value, s.code) == (None, "initial_state_mismatch"), s.message
+        assert s.message.startswith(
             "the trace's initial_state differs from the initial state of environment "
             "'clinic' at $.patients.P-1002.phone (expected \"555-0102\", the trace says "
             "\"555-0199\"; 1 path(s) differ)")
@@ -148,7 +148,7 @@ def test_a_trace_start_is_checked_against_the_cases_initial_state_first_path_nam
     s = StateMatch().score(EpisodeContext(trace=t, case=c))
     assert (s.value, s.code) == (None, "initial_state_mismatch")
     assert ("differs from the case's initial_state at $.a (expected null, the trace says "
-            "false; 3 path(s) differ)") in s.details
+            "false; 3 path(s) differ)") in s.message
     assert classify(t, c) == "wrong_state"
     # a start equal by typed JSON (1.0 is 1) is the case's: the end state is checked
     same = {"items": [1.0, 2], "n": 1}
@@ -164,7 +164,7 @@ def test_a_trace_start_is_checked_against_the_cases_initial_state_first_path_nam
                    "final_state": {"items": [1, 2], "n": 2}})
     s = StateMatch().score(EpisodeContext(trace=t, case=c))
     assert s.code == "initial_state_mismatch" and " at $.items[0] (expected 1, the trace " \
-        "says true; 1 path(s) differ)" in s.details
+        "says true; 1 path(s) differ)" in s.message
 
 
 def test_recorded_conversation_keeps_initial_and_final_state_and_each_calls_changes(tmp_path):
@@ -233,8 +233,8 @@ def test_a_committed_trace_with_another_patients_appointment_cancelled_fails_nam
     raw["final_state"]["slots"]["S-205"]["booked"] = False
     s = StateMatch().score(_ctx(raw, case))
     assert s.value == 0.0
-    assert "2 collateral change(s)" in s.details
-    assert '$.appointments.A-5002.status "booked" → "cancelled"' in s.details
+    assert "2 collateral change(s)" in s.message
+    assert '$.appointments.A-5002.status "booked" → "cancelled"' in s.message
     assert s.evidence["collateral"] == [
         {"path": "$.appointments.A-5002.status", "before": "booked", "after": "cancelled"},
         {"path": "$.slots.S-205.booked", "before": True, "after": False}]

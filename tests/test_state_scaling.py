@@ -19,8 +19,8 @@ from evaltape.grader import engine
 from evaltape.grader.envs import Session
 from evaltape.grader.envs.clinic import ENV
 from evaltape.grader.io.datasets import parse_case
-from evaltape.grader.matching import state as state_mod
-from evaltape.grader.matching.state import ExpectedEnd, compare_end
+from evaltape.grader.matching import state_diff as state_mod
+from evaltape.grader.matching.state_diff import ExpectedEnd, compare_end
 from evaltape.grader.metrics.state_match import StateMatch
 from evaltape.grader.model import EpisodeContext, Trace
 
@@ -66,7 +66,7 @@ def test_state_match_work_grows_linearly_with_the_changed_paths(n, where):
         t, c = _episode(_grown(initial, size, where), initial)
         state_mod._LAST = (None, None, None)
         s = StateMatch().score(EpisodeContext(trace=t, case=c))
-        assert s.value == 0.0 and f"{size} collateral change(s)" in s.details
+        assert s.value == 0.0 and f"{size} collateral change(s)" in s.message
         state_mod._LAST = (None, None, None)
         works.append(_work(StateMatch().score, EpisodeContext(trace=t, case=c)))
     assert works[1] <= 2.5 * works[0], works

@@ -74,7 +74,7 @@ def test_the_report_holds_each_episodes_times_and_their_summary(tmp_path):
 def test_the_timing_summary_is_the_same_bytes_on_every_worker_count(tmp_path, monkeypatch,
                                                                      workers):
     import evaltape
-    from evaltape.grader import scale
+    from evaltape.grader import executor as scale
     monkeypatch.setattr(scale, "CHUNK_BYTES", 2000)  # several ranges of a few traces
     traces, ds = timed_run(tmp_path, copies=12)
     one = evaltape.report_bytes(evaltape.grade(traces, ds, workers=1))

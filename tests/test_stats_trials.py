@@ -163,7 +163,7 @@ def test_identical_trials_are_found_across_ranges_and_workers(tmp_path, monkeypa
 
     import evaltape
     from conftest import make_trace, write_json, write_jsonl
-    from evaltape.grader import scale
+    from evaltape.grader import executor as scale
     rows = []
     for i in range(12):
         for t in range(3):

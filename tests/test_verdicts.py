@@ -117,7 +117,7 @@ def test_default_verdict_fails_wrong_arguments_and_unsupported_number(tmp_path):
     assert "| number | FAIL `grounding 0.33 > 0.00` |" in md
     # the 3 skipped, by reason: args' and half's answers state no checkable claim
     # (no_claims), chat called no tool (not_applicable)
-    assert s["metrics_skipped_reasons"] == {"grounding": {"no_claims": 2, "not_applicable": 1}}
+    assert s["metrics_skipped_codes"] == {"grounding": {"no_claims": 2, "not_applicable": 1}}
     assert ("| grounding (lower is better) | 0.167 | ≤ 0.00 | yes | 1 | 3 (2 no_claims, 1 "
             "not_applicable) |") in md
 
@@ -271,7 +271,7 @@ def test_composite_tiers_are_its_thresholds_in_every_report(tmp_path):
 
 def test_default_gate_reproduces_the_scripted_harness_numbers(tmp_path):
     """The committed scripted-harness run under the default gate keeps the reference's
-    numbers (pass_rate 2/5, tool_accuracy 3/5, avg_steps 10/5, its three failures): the
+    numbers (pass_rate 2/5, exact_tool_match_rate 3/5, avg_steps 10/5, its three failures): the
     outcome's reason comes first, and the two passing episodes pass every default gate
     (tool selection 1.0, arguments 1.0, the expected text found, grounding 0.0).
     The gates did run: hallucinated and stuck also fail task_completion (0.0), no-lookup
@@ -281,7 +281,7 @@ def test_default_gate_reproduces_the_scripted_harness_numbers(tmp_path):
                 "--quiet")
     assert p.returncode == 0, p.stderr
     s = report(tmp_path / "out")["summary"]
-    assert (s["pass_rate"], s["tool_accuracy"], s["avg_steps"]) == (0.4, 0.6, 2.0)
+    assert (s["pass_rate"], s["exact_tool_match_rate"], s["avg_steps"]) == (0.4, 0.6, 2.0)
     assert s["failures"] == {"hallucinated": "wrong_answer", "no-lookup": "wrong_tools",
                              "stuck": "no_answer:loop_detected"}
     assert s["verdict"]["failed"] == {"tool_selection_accuracy": 1, "argument_correctness": 0,
@@ -387,9 +387,9 @@ def test_loosened_thresholds_decide_the_outcome_checks(tmp_path):
         "mixed": "wrong_tools; task_completion 0.00 < 0.50"}
     # ok, chat, three, keywords pass: 4 of 10
     assert (s["passed"], s["pass_rate"]) == (4, 0.4)
-    # tool_accuracy stays the exact rule's count: the five first cases, keywords and fewer
+    # exact_tool_match_rate stays the exact rule's count: the five first cases, keywords and fewer
     # call their expected tools as a list; three, worse and mixed do not: 7/10
-    assert s["tool_accuracy"] == 0.7
+    assert s["exact_tool_match_rate"] == 0.7
     eps = {e["case_id"]: e for e in r["episodes"]}
     tsa = eps["three"]["metrics"]["tool_selection_accuracy"]
     assert (tsa["score"], tsa["threshold"], tsa["passed"]) == (pytest.approx(2 / 3), 0.6, True)
@@ -426,7 +426,7 @@ def test_worked_example_a_loosened_threshold_changes_tc_006(tmp_path):
     """docs/metrics.md's worked example: tc_006 calls 1 of its 2 expected tools (F1 =
     2·1·0.5/1.5 = 0.67) and says 1 of its 2 keywords (0.50). tool_selection_accuracy = 0.6
     decides the tool check (passes), the answer check stays the fixed rule (wrong_answer):
-    5/8; with task_completion = 0.5 too, tc_006 passes: 6/8; tool_accuracy stays 7/8."""
+    5/8; with task_completion = 0.5 too, tc_006 passes: 6/8; exact_tool_match_rate stays 7/8."""
     cfg = tmp_path / "a.toml"
     cfg.write_text("[thresholds]\ntool_selection_accuracy = 0.6\n")
     p = run_cli("grade", "cassettes/helpdesk-scripted-standin", "--config", str(cfg),
@@ -440,4 +440,4 @@ def test_worked_example_a_loosened_threshold_changes_tc_006(tmp_path):
     assert p.returncode == 0, p.stderr
     s = report(tmp_path / "b")["summary"]
     assert "tc_006" not in s["failures"] and s["pass_rate"] == 6 / 8
-    assert s["tool_accuracy"] == 0.875
+    assert s["exact_tool_match_rate"] == 0.875

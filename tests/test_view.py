@@ -268,7 +268,7 @@ def test_usage_and_input_errors(tmp_path):
     assert p.returncode == 2 and "one run or compares two, got 3" in p.stderr
     p = run_cli("view", str(tmp_path / "missing"))
     assert p.returncode == 2 and "no such run folder, traces file or report" in p.stderr
-    (tmp_path / "bad.json").write_text('{"schema": "evaltape.report/1", "summary": []}')
+    (tmp_path / "bad.json").write_text('{"schema": "evaltape.report/2", "summary": []}')
     p = run_cli("view", str(tmp_path / "bad.json"))
     assert p.returncode == 3 and f"{tmp_path / 'bad.json'}: field 'summary'" in p.stderr
     (tmp_path / "file").write_text("x")

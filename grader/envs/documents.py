@@ -3,7 +3,7 @@ paths, typed JSON equality, the paths a partial document names and the end state
 expects (the initial state, its gold actions applied, its ``expected_state`` laid over it).
 
 Kept below the dataset loader (which refuses an expectation an agent doing nothing would
-meet) and re-exported by :mod:`evaltape.grader.matching.state`. Pure; deterministic.
+meet) and re-exported by :mod:`evaltape.grader.matching.state_diff`. Pure; deterministic.
 """
 from __future__ import annotations
 

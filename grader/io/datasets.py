@@ -250,7 +250,7 @@ def check_state_expectation(case: Case, *, path: str, line: int) -> None:
 
     An ``expected_state`` that names no path (``{}``, ``{"appointments": {}}``) checks
     nothing; an expectation (``expected_state`` laid over the initial state, the
-    ``gold_actions`` applied to it: :func:`evaltape.grader.matching.state.expected_end`)
+    ``gold_actions`` applied to it: :func:`evaltape.grader.matching.state_diff.expected_end`)
     that equals the initial state passes an agent that changes nothing. Both are refused
     unless the case says ``"expect_unchanged": true`` (the correct end is no change).
     ``expect_unchanged`` with an expectation that does change the state contradicts

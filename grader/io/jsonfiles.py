@@ -402,13 +402,13 @@ def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[by
     try:
         for path, data in files:
             p = base / path if base is not None else Path(path)
-            if not p.parent.is_dir():
-                p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
             done.append((tmp, p))
             names.append(str(path))
             pieces = [data] if isinstance(data, (str, bytes, bytearray)) else data
             try:
+                if not p.parent.is_dir():
+                    p.parent.mkdir(parents=True, exist_ok=True)
                 with open(tmp, "wb") as fh:
                     for piece in pieces:
                         if isinstance(piece, str):
@@ -423,7 +423,10 @@ def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[by
             os.replace(tmp, p)
     except BaseException:
         for tmp, _p in done:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:  # (its folder could not be made: no temp file there)
+                pass
         raise
     return names
 

@@ -4,7 +4,7 @@ and removed once that process is gone.
 A process killed outright (``kill -9``, the OOM killer, a CI runner's hard stop) runs no
 clean-up: the report set's temporary files (``.report.json.<pid>.tmp`` beside the reports,
 :func:`evaltape.grader.io.jsonfiles.atomic_write_all`) and the grader's spill files in the
-temporary folder (``evaltape-run-<pid>-…``, :mod:`evaltape.grader.io.spill`) stay. Each
+temporary folder (``evaltape-run-<pid>-…``, :mod:`evaltape.grader.io.external_sort`) stay. Each
 name carries the id of the process that owns it, so a later ``evaltape grade`` removes
 those whose owner no longer runs and leaves those of a grade still running beside it.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: ``.<file name>.<pid>.tmp``: a file of a report set being written.
 WRITE_TEMP = re.compile(r"\..+\.(\d+)\.tmp")
-#: ``evaltape-<kind>-<pid>-<random>``: a spill file (:mod:`evaltape.grader.io.spill`).
+#: ``evaltape-<kind>-<pid>-<random>``: a spill file (:mod:`evaltape.grader.io.external_sort`).
 SPILL_TEMP = re.compile(r"evaltape-(?:run|runs|merged)-(\d+)-.+")
 
 

@@ -85,7 +85,7 @@ def merge_runs(runs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
             (the field and both values named), an episode in two runs (both files and
             lines named), a cassette file name in two runs.
     """
-    from evaltape.grader.io.spill import SpillSorter
+    from evaltape.grader.io.external_sort import SpillSorter
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")
     paths = [locate_run(r) for r in runs]

@@ -399,7 +399,7 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
     """Score one episode from the recorded answers to ``body``.
 
     The score is the mean of ``value(verdict)`` over the parsed samples (one sample: its
-    value). Unparsed samples are skipped and named in ``details``; with none parsed the
+    value). Unparsed samples are skipped and named in ``message``; with none parsed the
     score is null with :data:`TRUNCATED` (if any sample was truncated) or
     :data:`PARSE_FAILURE`. No recorded answer → null :data:`NOT_RECORDED`.
     ``label(verdict)`` per sample goes to :meth:`JudgeStore.observe` for stability.

@@ -29,12 +29,12 @@ earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not 
   labelled list item, ``**Flight 1:**``, ``- Certificate 2:``, is a marker, no claim);
 - ``weekday`` (``Wednesday``), checked against the date it is said of;
 - ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
-  is the verb's stem (:func:`evaltape.grader.matching.states.stem`);
+  is the verb's stem (:func:`evaltape.grader.matching.status_words.stem`);
 - ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
   count only after a copula, not after a count (``3 delivered`` tallies), and not before a
   figure (``is down 0.83%`` is a change, not a state). Negated or future/conditional
   statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
-  delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.states`).
+  delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.status_words`).
 
 Claims in a question ("Want me to try 3:00 PM?") or a request ("Please provide the reason
 (change of plan, airline cancelled flight ...)") are left out, but for identifiers, dates
@@ -64,7 +64,7 @@ from typing import Any, NamedTuple
 from evaltape.grader.matching.numbers import (NUMBER, NUMBER_WORD, NUMBER_WORDS, RANGE, Num,
                                               parse_match, parse_range, parse_word)
 from evaltape.grader.matching.patterns import led
-from evaltape.grader.matching.states import (ACTION_RE, ACTION_VERBS, ANY_ACTION_RE,
+from evaltape.grader.matching.status_words import (ACTION_RE, ACTION_VERBS, ANY_ACTION_RE,
                                              STATUS_ANY, STATUS_COPULA, STATUS_RE, asserted,
                                              stem)
 

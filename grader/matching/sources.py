@@ -54,7 +54,7 @@ from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extr
                                              time_alternatives, words_of)
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, beyond, compatible,
                                               fmt, matches, source_values)
-from evaltape.grader.matching.states import (STATUS_ANY, STATUS_COPULA,
+from evaltape.grader.matching.status_words import (STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, stem)
 
 _TOKEN = re.compile(r"[\w@+.'-]+")

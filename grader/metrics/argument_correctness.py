@@ -9,7 +9,7 @@ import orjson
 from evaltape.grader.io.jsonfiles import compact_json
 from evaltape.grader.model import OneOf
 from evaltape.grader.matching.calls import Mismatch, nfc, value_difference
-from evaltape.grader.matching.state import stateful_case
+from evaltape.grader.matching.state_diff import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -52,7 +52,7 @@ class ArgumentCorrectness(Metric):
     "path", "message"}`` (``kind`` ``not_called``, ``missing_arguments`` or a value kind,
     :func:`check_difference`).
 
-    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) without
+    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) without
     ``expected_args`` is null (``not_applicable``), not the vacuous 1.0: its gold actions'
     arguments are checked through the end state (``state_match``).
     """
@@ -138,7 +138,7 @@ def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch
     ``missing_arguments`` (the parameter is absent), ``value_differs`` (a string
     expectation not met) or the typed comparison's kind
     (:data:`~evaltape.grader.matching.calls.VALUE_KINDS`), with the JSON path
-    (``$.param...``) and the message shown in ``details``. An expected
+    (``$.param...``) and the message shown in ``message``. An expected
     ``{"one_of": [...]}`` (:class:`~evaltape.grader.model.OneOf`) is met when
     any of its values is, each by these rules."""
     if isinstance(want, OneOf):

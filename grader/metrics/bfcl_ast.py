@@ -17,7 +17,7 @@ class BfclAst(Metric):
     schemas (``tools``) and ground truth (``expected_tool_calls`` in BFCL's form), under the
     category the importer stored (``simple``/``multiple``: exactly one call;
     ``parallel``/``parallel_multiple``: as many calls as answers, any order, one to one).
-    ``details`` names BFCL's failing rule (``value_error:string``...) and the parameter;
+    ``message`` names BFCL's failing rule (``value_error:string``...) and the parameter;
     ``evidence`` holds each ground-truth call's own result, which call it paired with and
     BFCL's error for it (:func:`evaltape.grader.matching.bfcl.verdict_evidence`).
     A case whose ``matching`` is not ``bfcl`` → null (``not_applicable``).

@@ -6,7 +6,7 @@ A case sets its limits in ``budgets`` (``{"budgets": {"max_tool_calls": 3}}``); 
 of the cases that set none. Each metric is 1.0 when the episode's measure is within the
 limit (``measure <= limit``), 0.0 over it; null ``not_applicable`` without a limit, or
 without the data to measure (no latency recorded; no token usage, no model or an unpriced
-model for the cost). The budget checks are evaltape's own (the tiered-composite scoring design's ``efficiency`` only reports steps, tokens, latency and cost in ``details``);
+model for the cost). The budget checks are evaltape's own (the tiered-composite scoring design's ``efficiency`` only reports steps, tokens, latency and cost in ``message``);
 the cost formula and price table are :func:`evaltape.grader.metrics.efficiency.cost_usd`'s.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _num(x: float | int) -> str:
 class Budget(Metric):
     """The shared rule of the four budget metrics (subclasses say what they measure).
 
-    Score: 1.0 when ``measure <= limit``, else 0.0, with ``details`` stating both
+    Score: 1.0 when ``measure <= limit``, else 0.0, with ``message`` stating both
     (``4 tool calls > budget 3``). The limit is the case's ``budgets[name]`` when the case
     has that key (``null`` there: no budget, the default does not apply), else
     ``default``; none → null ``not_applicable``; a measure the trace cannot give → null
@@ -49,7 +49,7 @@ class Budget(Metric):
         raise NotImplementedError
 
     def show_limit(self, limit: float) -> str:
-        """The limit as ``details`` print it (``budget 3``, ``budget $0.05``)."""
+        """The limit as ``message`` print it (``budget 3``, ``budget $0.05``)."""
         return _num(limit)
 
     def score(self, ctx: EpisodeContext) -> Score:

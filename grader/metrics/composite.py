@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from evaltape.grader.model import text_found
-from evaltape.grader.matching.state import stateful_case
+from evaltape.grader.matching.state_diff import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.argument_correctness import ArgumentCorrectness
 from evaltape.grader.metrics.base import Metric
@@ -66,15 +66,15 @@ class Composite(Metric):
 
     The tiered-composite scoring design's formula; the components are ``tool_selection_accuracy``,
     ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
-    rate. A null component contributes 0 to the sum and is named in ``details``; a null
+    rate. A null component contributes 0 to the sum and is named in ``message``; a null
     hallucination (no judge record) means no penalty, also named. If every positive
-    component is null the score is null. ``details`` ends with the case's difficulty; its
+    component is null the score is null. ``message`` ends with the case's difficulty; its
     threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite scoring design:
     basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
     Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
     recorded in the report's metric specs and config hash.
 
-    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) is null
+    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) is null
     (``not_applicable``): the reference's formula weighs one answer against expected tools,
     arguments and phrases, and such a case states none of them (its tools and arguments
     act on the end state, ``state_match``); a null part scoring 0 would grade the agent

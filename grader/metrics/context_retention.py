@@ -94,7 +94,7 @@ def _turn(ev: Event, k: int) -> int:
 @dataclass(frozen=True)
 class ContextRetention(Metric):
     """1.0 when the agent never loses a fact the user gave; 0.0 when it does (one lapse
-    fails the episode); ``details`` name each lapse, ``evidence`` lists every fact with
+    fails the episode); ``message`` name each lapse, ``evidence`` lists every fact with
     its kind and turn and every lapse with the turn of the fact and the turn of the lapse.
 
     **Facts**, read from every user message and typed by their shape and the words before

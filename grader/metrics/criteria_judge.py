@@ -43,7 +43,7 @@ PARTS = {"input": ("the user's request", "user_request"),
 OWN_STEPS = ("Before scoring, write the evaluation steps you will follow for these "
              "criteria, then follow them.")
 MAX_TOKENS = 1024
-#: ``details`` quote at most this many characters of the judge's reason.
+#: ``message`` quote at most this many characters of the judge's reason.
 REASON_CHARS = 300
 
 
@@ -86,7 +86,7 @@ class CriteriaJudge(OneRequestJudge):
     request, the tool calls with their results, the case's ``expected_output``, the final
     answer; always in that order) and the answer form of ``scale``. Score: the judge's
     ``score`` s on ``"LO-HI"`` → (s − LO) / (HI − LO), s outside [LO, HI] is a parse
-    failure; ``pass/fail`` → 1.0 / 0.0; several samples → the mean. ``details``: the raw
+    failure; ``pass/fail`` → 1.0 / 0.0; several samples → the mean. ``message``: the raw
     and normalised score, PASS/FAIL at ``threshold`` and the judge's reason; the stability
     label of a sample is pass/fail at ``threshold``.
 

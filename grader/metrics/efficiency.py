@@ -88,7 +88,7 @@ class Efficiency(Metric):
 
     1.0 means no more calls than the case needs; 0.5 means twice as many. ``None`` when the
     case states no expectation, or when no call was made (0 calls: the ratio is undefined;
-    correctness metrics judge whether calls were missing). ``details`` always lists steps,
+    correctness metrics judge whether calls were missing). ``message`` always lists steps,
     calls, input/output (and prompt-cache) tokens, latency and cost (USD, from ``prices``
     keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`), and when the
     trace records them the times of the tiered-composite scoring design's task executor: the

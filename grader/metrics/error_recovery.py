@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evaltape.grader.matching.conversation import Event, call_failed, events, sentences
-from evaltape.grader.matching.state import same_value
+from evaltape.grader.matching.state_diff import same_value
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 

@@ -20,7 +20,7 @@ class ExpectedActionsCalled(Metric):
     tool-call outcome users of tau-bench-style benchmarks check ("all ground-truth actions
     were taken"); tau-bench's own reward compares database state instead (see
     docs/importers.md). A case without ``expected_actions`` → null with a reason; an
-    empty list → 1.0 (nothing was required). ``details`` gives matched/expected;
+    empty list → 1.0 (nothing was required). ``message`` gives matched/expected;
     ``evidence`` the pairing of actions (expected calls) with calls, each unmatched action
     with its argument difference (:func:`evaltape.grader.matching.calls.match_evidence`).
 
@@ -29,7 +29,7 @@ class ExpectedActionsCalled(Metric):
     simulated user's, may satisfy an action, calls are not consumed, ``compare_args``
     restricts the compared arguments); ``evidence`` is then ``{"per_action": [...]}``, one
     ``{"action_id", "name", "matched"}`` object per gold action, in order (τ²'s own
-    ``action_checks``), and ``details`` names the unmatched ones.
+    ``action_checks``), and ``message`` names the unmatched ones.
     """
 
     name: ClassVar[str] = "expected_actions_called"

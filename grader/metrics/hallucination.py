@@ -109,7 +109,7 @@ class Hallucination(Metric):
     Judge request: :data:`TEMPLATE` with the user request, every tool call with its
     result (paired by id) and the final answer. Score = |unsupported| / (|supported| +
     |unsupported|) from the verdict's lists (the judge's own ``score`` is shown in
-    ``details``); no claims in either list → null ``no_claims``; no final answer → null
+    ``message``); no claims in either list → null ``no_claims``; no final answer → null
     ``no_answer``. Judge nulls: ``judge_not_recorded`` / ``judge_truncated`` /
     ``judge_parse_failure``. Several samples: the mean. Stability label per sample:
     ``grounded`` (score 0) or ``hallucinated``.
@@ -132,8 +132,8 @@ class Hallucination(Metric):
         if req is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
         s = judged_score(ctx, self.name, req, parse, _value, _label, _describe)
-        if s.value is not None and s.details.startswith("0/0 "):
-            return Score(None, s.details, code="no_claims")
+        if s.value is not None and s.message.startswith("0/0 "):
+            return Score(None, s.message, code="no_claims")
         return s
 
 

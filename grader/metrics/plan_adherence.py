@@ -389,7 +389,7 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
 @dataclass(frozen=True)
 class PlanAdherence(Metric):
     """The share of the agent's statements kept: (intentions carried out or explained +
-    claims backed by a call) ÷ statements; ``details`` quote every statement not kept,
+    claims backed by a call) ÷ statements; ``message`` quote every statement not kept,
     ``evidence`` lists every statement with its turn and the call that matched it or why
     none did.
 

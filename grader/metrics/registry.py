@@ -119,7 +119,7 @@ def check_own_name(metric: Any, label: str) -> Any:
     name would be compared with it silently.
 
     Raises:
-        BadInputError: the name is one of the summary's (``pass_rate``, ``tool_accuracy``...,
+        BadInputError: the name is one of the summary's (``pass_rate``, ``exact_tool_match_rate``...,
             :data:`evaltape.grader.model.SUMMARY_NAMES`): exit 3, naming the metric's source
             file and its ``name``.
         UsageError: the metric's class is not the built-in registered under its name.

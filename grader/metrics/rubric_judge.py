@@ -65,7 +65,7 @@ def weighted(v: dict[str, float]) -> float:
 class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
-    ``details`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the task-manager example suite: its ``pass_threshold``, which the report applies).
+    ``message`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the task-manager example suite: its ``pass_threshold``, which the report applies).
     No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
     samples: the mean; stability label per sample: pass/fail at 0.7.
     """

@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from evaltape.grader.matching.state import INITIAL_MISMATCH, check_end_state, show
+from evaltape.grader.matching.state_diff import INITIAL_MISMATCH, check_end_state, show
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
-#: Differing paths named in ``details`` (the count is always given).
+#: Differing paths named in ``message`` (the count is always given).
 SHOWN = 10
 
 
@@ -17,7 +17,7 @@ class StateMatch(Metric):
     """1.0 when the episode's whole end state (the trace's ``final_state``) equals the end
     state its case expects, else 0.0.
 
-    The expected end state (:func:`evaltape.grader.matching.state.expected_end`) is the
+    The expected end state (:func:`evaltape.grader.matching.state_diff.expected_end`) is the
     episode's initial state with the case's ``gold_actions`` applied through the
     environment's own tools, then its ``expected_state`` laid over it (the keys it names
     take its values; ``null`` means absent or null; a new record's keys it does not name
@@ -28,7 +28,7 @@ class StateMatch(Metric):
     Formula: τ-bench's and τ²-bench's reward on the environment (Yao et al. 2024;
     Barres et al. 2025, ``EnvironmentEvaluator``): the database after the episode against
     the database after the gold actions, compared whole. Paths differ by typed JSON
-    equality (:func:`evaltape.grader.matching.state.same_value`). ``details`` name the
+    equality (:func:`evaltape.grader.matching.state_diff.same_value`). ``message`` name the
     differing JSON paths, expected against actual, then the collateral changes, before
     against after (the first :data:`SHOWN` of each, and the counts); ``evidence``:
     ``{"mismatches": [{path, expected, actual}], "collateral": [{path, before, after}]}``,
@@ -37,15 +37,15 @@ class StateMatch(Metric):
     An imported τ²-bench episode (no state of its own) reports its results file's end-state
     check instead (``reference.state_match``: ``reward_info.db_check.db_match``, the
     database after the episode against the database after the gold actions, computed by
-    τ²-bench), saying so in ``details``.
+    τ²-bench), saying so in ``message``.
 
     Null: ``not_applicable`` when the case states no end state; ``no_state`` when the
     trace holds none (an agent whose tools keep no state); ``initial_state_mismatch`` when
     the trace's ``initial_state`` differs from the start the case defines (its
-    ``initial_state``, else its environment's), ``details`` naming the first differing
+    ``initial_state``, else its environment's), ``message`` naming the first differing
     JSON path and ``evidence`` ``{"initial_state_path": path}``: the trace does not vouch
     for its own start, and the episode's outcome is ``wrong_state``. A gold action the
-    environment refuses is named in ``details`` (its effect is left out of the expected
+    environment refuses is named in ``message`` (its effect is left out of the expected
     state).
     """
 

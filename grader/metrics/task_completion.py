@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from evaltape.grader.model import AnswerText
 from evaltape.grader.matching.calls import nfc
-from evaltape.grader.matching.state import stateful_case
+from evaltape.grader.matching.state_diff import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -21,7 +21,7 @@ class TaskCompletion(Metric):
     Formula (the help-desk example suite, ``TaskCompletion``): score = |found| / |keywords| with a plain
     substring test on lower-cased text (both in Unicode normal form C). No keywords → 1.0
     iff the agent gave a non-empty final answer, else 0.0; in a stateful case
-    (:func:`evaltape.grader.matching.state.stateful_case`) no keywords → null
+    (:func:`evaltape.grader.matching.state_diff.stateful_case`) no keywords → null
     (``not_applicable``): its end state, not the presence of a reply, says whether the task
     was done (``state_match``). A missing answer
     (``final_response`` null) finds nothing. The scripted example suite cases carry one phrase

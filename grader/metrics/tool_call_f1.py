@@ -25,7 +25,7 @@ class ToolCallF1(Metric):
     2 expected, 1 actual → P = 1, R = 0.5, F1 = 2/3; 1 expected, 3 identical actual →
     P = 1/3, R = 1, F1 = 0.5. E = A = [] → ``None`` (0/0; the ``irrelevance`` metric
     scores that case); no expectation at all → ``None``. Precision and recall are in
-    ``details`` (``n/a`` when their denominator is 0). ``evidence`` holds the pairs, the
+    ``message`` (``n/a`` when their denominator is 0). ``evidence`` holds the pairs, the
     unmatched expected calls with their argument differences and the unmatched actual calls
     (:func:`evaltape.grader.matching.calls.match_evidence`).
     """

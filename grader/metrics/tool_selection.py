@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from evaltape.grader.matching.state import stateful_case
+from evaltape.grader.matching.state_diff import stateful_case
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -19,12 +19,12 @@ class ToolSelectionAccuracy(Metric):
     F1 = 2PR/(P+R) (0 if P+R = 0). Duplicates and order do not count (it is a *set* F1).
     No expected tools (empty or absent): 1.0 if nothing was called, else 0.0.
 
-    A stateful case (:func:`evaltape.grader.matching.state.stateful_case`) without
+    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) without
     ``expected_tools``: E = the names of its ``gold_actions`` (the tools a correct agent
     uses, τ-bench's and τ²-bench's gold actions), else the score is null
     (``not_applicable``): an agent acting on a database is expected to call its tools.
 
-    Returns a :class:`Score` in [0, 1]; ``details`` lists expected, actual, missing, extra.
+    Returns a :class:`Score` in [0, 1]; ``message`` lists expected, actual, missing, extra.
     """
 
     name: ClassVar[str] = "tool_selection_accuracy"
@@ -54,7 +54,7 @@ class ToolSelectionAccuracy(Metric):
 @lru_cache(maxsize=4096)
 def _set_f1(expected: tuple[str, ...], actual: tuple[str, ...], source: str) -> Score:
     """The score of a non-empty ``expected`` against ``actual`` (the class's formula and
-    ``details``): a pure function of the two name lists, so the trials of a case that call
+    ``message``): a pure function of the two name lists, so the trials of a case that call
     the same tools share one computation (the most recent 4,096 kept; a Score is frozen)."""
     e, a = set(expected), set(actual)
     n_correct, n_e, n_a = len(e & a), len(e), len(a)

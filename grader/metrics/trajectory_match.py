@@ -32,7 +32,7 @@ class TrajectoryMatch(Metric):
       :func:`evaltape.grader.matching.calls.in_order_match`. This is pydantic_evals'
       ``in_order`` rule. ``superset`` ignores the order; ``strict`` allows no extra call.
 
-    Empty lists follow the set definitions and say so in ``details``: E = A = [] matches
+    Empty lists follow the set definitions and say so in ``message``: E = A = [] matches
     in every mode; A = [] is a vacuous ``subset``; E = [] is a vacuous ``superset`` and
     ``in_order``.
     A case with no expectation at all (no ``expected_tool_calls``/``expected_tools``)

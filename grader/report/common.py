@@ -265,10 +265,10 @@ def plain(text: str, one_line: bool = False) -> str:
 
 def skip_reasons(summary: Any, name: str) -> str:
     """Why metric ``name``'s skipped (null) scores were skipped: ``"19 no_answer, 3
-    not_applicable"``, the reason codes of ``summary.metrics_skipped_reasons`` with their
+    not_applicable"``, the reason codes of ``summary.metrics_skipped_codes`` with their
     counts, most frequent first, then by name (the codes of docs/metrics.md's table of null
     reasons); ``""`` when none was skipped or the report predates the reason counts."""
-    codes = (getattr(summary, "metrics_skipped_reasons", None) or {}).get(name) or {}
+    codes = (getattr(summary, "metrics_skipped_codes", None) or {}).get(name) or {}
     ordered = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{k} {code}" for code, k in ordered)
 
@@ -352,7 +352,7 @@ def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
                 continue
             lines += 1
             key = (n, m.score, m.threshold if not isinstance(m.threshold, dict) else
-                   tuple(sorted(m.threshold.items())), m.code, m.details)
+                   tuple(sorted(m.threshold.items())), m.code, m.message)
             if key in groups:
                 groups[key][1].append(ep.trial)
             else:

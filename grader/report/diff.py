@@ -12,7 +12,7 @@ The gate fails (level ``critical``, exit 1), naming each finding, when
    recordings now is always critical (with 1 or 2 trials a side the test cannot reach
    0.05);
 3. an episode of the baseline is missing now (unless ``allow_missing``);
-4. a summary figure (``pass_rate``, ``tool_accuracy``) or a metric mean got worse by more
+4. a summary figure (``pass_rate``, ``exact_tool_match_rate``) or a metric mean got worse by more
    than 0.10, the tiered-composite scoring design's ``critical`` level
    (``MetricsAggregator._detect_regressions``; worse by more than 0.05 is a ``warning``).
    When the reports cover different episodes, both sides are computed over the episodes
@@ -41,7 +41,7 @@ from evaltape.grader.results import (BaselineComparison, CaseChange, ConfigChang
 WARNING = 0.05
 CRITICAL = 0.10
 #: Summary numbers compared besides the per-metric means (all "higher is better").
-SUMMARY_KEYS = ("pass_rate", "tool_accuracy")
+SUMMARY_KEYS = ("pass_rate", "exact_tool_match_rate")
 #: Metrics whose mean is better when lower (a rising hallucination rate is a regression),
 #: besides those either report lists under ``evaltape.grader.lower_is_better``.
 LOWER_IS_BETTER = frozenset({"hallucination", "hallucination_rate", "grounding"})
@@ -51,7 +51,7 @@ def load_report(path: str | Path) -> Report:
     """Read and check a ``report.json`` (:func:`evaltape.grader.results.read_report`).
 
     Raises:
-        BadInputError: unreadable, not JSON, or not an ``evaltape.report/1`` object of the
+        BadInputError: unreadable, not JSON, or not an ``evaltape.report/2`` object of the
             right shape (file and field named).
     """
     return read_report(path)
@@ -73,7 +73,7 @@ def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
 
     Rule: a baseline comparison pairs episodes by (case id, trial) on one dataset's inputs
     (expectations may change after recording, inputs may not). Two reports
-    with no episode in common, or whose ``run.dataset_sha256`` (the inputs' hash) differ,
+    with no episode in common, or whose ``run.inputs_sha256`` (the inputs' hash) differ,
     are gradings of different things.
     """
     keys_old = {(e.case_id, e.trial) for e in old.episodes}
@@ -81,7 +81,7 @@ def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
     if keys_old and keys_new and not keys_old & keys_new:
         return NO_SHARED_EPISODE, (f"they share no episode (baseline {_where(old)}; current "
                                    f"{_where(new)})")
-    a, b = old.run.dataset_sha256, new.run.dataset_sha256
+    a, b = old.run.inputs_sha256, new.run.inputs_sha256
     if a and b and a != b:
         return OTHER_DATASET, (f"they were graded on different dataset inputs (baseline "
                                f"{_where(old)}; current {_where(new)})")
@@ -89,7 +89,7 @@ def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
 
 
 def _where(report: Report) -> str:
-    sha = report.run.dataset_sha256
+    sha = report.run.inputs_sha256
     return f"run {report.run.path!r}, dataset sha256 {sha[:12] + '…' if sha else 'unknown'}"
 
 
@@ -147,7 +147,7 @@ def _compared_episodes(old: Report, new: Report, before: Mapping,
 
 def _summary_figures(report: Report, eps: list | None) -> dict[str, Any]:
     """The summary figures compared (:data:`SUMMARY_KEYS`): the report's own, or, over the
-    episodes ``eps``, ``pass_rate`` recomputed (3 places; ``tool_accuracy`` is not stored
+    episodes ``eps``, ``pass_rate`` recomputed (3 places; ``exact_tool_match_rate`` is not stored
     per episode, so it is compared only when the reports cover the same episodes)."""
     s = report.summary
     if eps is None:
@@ -215,7 +215,7 @@ def config_changes(old: Report, new: Report, episodes_old: Any = None,
     """What decides the numbers and differs between ``old`` and ``new``: the metrics'
     versions and arguments (``grader.metric_specs``), metrics added or removed, each
     metric's run-level threshold (``summary.thresholds``), the gating metrics
-    (``summary.verdict.gate``), the dataset's inputs (``run.dataset_sha256``), the cases
+    (``summary.verdict.gate``), the dataset's inputs (``run.inputs_sha256``), the cases
     whose expectations or thresholds changed (episodes' ``case_digest``) and evaltape's
     version. A side that does not record a value (an older report) is not compared for it.
     ``episodes_old``/``episodes_new``: the reports' episodes when the caller holds them
@@ -247,9 +247,9 @@ def config_changes(old: Report, new: Report, episodes_old: Any = None,
         gb = [n for n in vb.get("gate") or () if shared is None or n in shared]
         if ga != gb:
             out.append(ConfigChange("gate", "verdict.gate", ga, gb))
-    da, db = old.run.dataset_sha256, new.run.dataset_sha256
+    da, db = old.run.inputs_sha256, new.run.inputs_sha256
     if da and db and da != db:
-        out.append(ConfigChange("dataset_inputs", "run.dataset_sha256", da, db))
+        out.append(ConfigChange("dataset_inputs", "run.inputs_sha256", da, db))
     ca = {e.case_id: e.case_digest for e in (episodes_old or old.episodes) if e.case_digest}
     cb = {e.case_id: e.case_digest for e in (episodes_new or new.episodes) if e.case_digest}
     changed = sorted(c for c in ca.keys() & cb.keys() if ca[c] != cb[c])
@@ -401,7 +401,7 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
         if x == y:
             continue
         if x is not None and y is None:  # every score skipped now: a gate checking nothing
-            reasons = (getattr(new.summary, "metrics_skipped_reasons", None) or {}).get(name)
+            reasons = (getattr(new.summary, "metrics_skipped_codes", None) or {}).get(name)
             why = ", ".join(f"{n} {code}" for code, n in sorted(reasons.items())) \
                 if reasons else "null"
             metrics.append(MetricMove(name, x, None, None, "warning"))
@@ -416,8 +416,8 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
             limit = critical if move.level == "critical" else warning
             (failures if move.level == "critical" else warnings).append(
                 f"{said} {x:.3f} → {y:.3f} ({delta:+.3f}: worse by more than {limit})")
-    datasets_differ = bool(old.run.dataset_sha256 and new.run.dataset_sha256
-                           and old.run.dataset_sha256 != new.run.dataset_sha256)
+    datasets_differ = bool(old.run.inputs_sha256 and new.run.inputs_sha256
+                           and old.run.inputs_sha256 != new.run.inputs_sha256)
     if datasets_differ:
         warnings.append("the two reports were graded on datasets with different inputs")
     worst = "critical" if failures else "warning" if warnings else "ok"

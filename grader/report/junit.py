@@ -56,7 +56,7 @@ def iter_junit(report: Report) -> Iterator[str]:
     suite = ET.SubElement(suites, "testsuite", name=name, tests=str(total),
                           failures=str(failed), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
-    for key in ("pass_rate", "tool_accuracy", "avg_steps"):
+    for key in ("pass_rate", "exact_tool_match_rate", "avg_steps"):
         ET.SubElement(props, "property", name=key, value=str(getattr(s, key)))
     for metric, value in s.metrics.items():
         ET.SubElement(props, "property", name=f"metric.{metric}",
@@ -80,7 +80,7 @@ def iter_junit(report: Report) -> Iterator[str]:
                    f" (threshold {threshold_text(m.threshold, metric in lower)})")
             info = "" if metric in gates else " (info)"
             lines.append(f"{metric}: {score} {status(m, metric in lower)}{thr}{info} "
-                         f"{m.details or m.code or ''}".rstrip())
+                         f"{m.message or m.code or ''}".rstrip())
         if not ep.passed:
             failure = str(ep.failure)
             kind = "gate" if " " in failure else failure  # outcome reasons have no space

@@ -125,10 +125,10 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
         out.append(f"Agent {_code(run.agent or 'n/a')}, model {_code(run.model or 'n/a')}"
                    + (f" ({_cell(run.model_note)})" if run.model_note else "") + ".")
         out.append("")
-    out += ["| cases | trials | episodes | pass_rate | tool_accuracy | avg_steps |",
+    out += ["| cases | trials | episodes | pass_rate | exact_tool_match_rate | avg_steps |",
             "|---:|---:|---:|---:|---:|---:|",
             f"| {s.cases} | {s.trials} | {s.episodes} | {s.pass_rate:.3f} | "
-            f"{s.tool_accuracy:.3f} | {s.avg_steps:.2f} |", "",
+            f"{s.exact_tool_match_rate:.3f} | {s.avg_steps:.2f} |", "",
             *[f"- {_cell(line)}" for line in trial_lines(s) + timing_lines(s.timing)],
             *([f"- {s.infra_failures} episode(s) ended by the infrastructure (infra_error), "
                "not by the agent"] if s.infra_failures else []),
@@ -212,5 +212,5 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
             continue
         yield (f"\n- **{_cell(label)}** `{n}` "
                f"{_score_vs(m, n in lower)}{'' if n in gates else ' (info)'}: "
-               f"{_cell(m.details or m.code or '')}")
+               f"{_cell(m.message or m.code or '')}")
     yield "\n"

@@ -92,8 +92,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console.print(Text(plain(f"  run: {run.path}   agent: {run.agent or 'n/a'}   "
                              f"model: {run.model or 'n/a'}")))
     console.print(f"  cases: {s.cases}   trials: {s.trials}   episodes: {s.episodes}")
-    console.print(f"  pass_rate: [bold]{s.pass_rate:.3f}[/]   tool_accuracy: "
-                  f"{s.tool_accuracy:.3f}   avg_steps: {s.avg_steps:.2f}")
+    console.print(f"  pass_rate: [bold]{s.pass_rate:.3f}[/]   exact_tool_match_rate: "
+                  f"{s.exact_tool_match_rate:.3f}   avg_steps: {s.avg_steps:.2f}")
     for line in trial_lines(s) + timing_lines(s.timing):
         console.print(Text(plain(f"  {line}")))
     if s.infra_failures:
@@ -158,7 +158,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
                    f" (threshold {threshold_text(m.threshold, n in lower)})")
             info = "" if n in gates else " (info)"
             console.print(Text(plain(f"  [{plain(label, True)}] {n} "
-                                     f"{fmt(m.score)}{thr}{info}: -> {m.details or m.code}")))
+                                     f"{fmt(m.score)}{thr}{info}: -> {m.message or m.code}")))
     review = [(label, listed) for ep, label in zip(shown, labels)
               for listed in [review_text(ep.metrics.get("grounding"))] if listed]
     if review:
@@ -170,13 +170,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 
 def review_text(metric: Any) -> str | None:
-    """The claims grounding lists to review in one episode, as its ``details`` state them
+    """The claims grounding lists to review in one episode, as its ``message`` state them
     (``N to review, not counted: 'text' (kind: why) in "sentence"; ...``), or ``None``
     when it lists none."""
     evidence = getattr(metric, "evidence", None)
     if not isinstance(evidence, dict) or not evidence.get("to_review"):
         return None
-    details = metric.details or ""
+    details = metric.message or ""
     at = details.find(" to review, not counted: ")
     if at < 0:
         return None

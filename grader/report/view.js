@@ -405,7 +405,7 @@
         (ci ? "; 95% interval " + fmt(ci[0]) + " to " + fmt(ci[1]) + " (Wilson, n = " + ci[2] + " cases)" : ""),
         "passrate"),
       card("episodes", int(s.episodes), int(s.cases) + " cases × " + int(s.trials) + " trial(s); tool accuracy " +
-        fmt(s.tool_accuracy) + ", " + fmt(s.avg_steps, 2) + " steps on average" +
+        fmt(s.exact_tool_match_rate) + ", " + fmt(s.avg_steps, 2) + " steps on average" +
         (s.infra_failures ? "; " + s.infra_failures + " ended by the infrastructure" : "")),
       kcard(s),
       card("tokens (in / out)", u.with_usage ? int(u.tokens_in) + " / " + int(u.tokens_out) : "n/a", u.with_usage ? "per episode " +

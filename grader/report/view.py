@@ -553,7 +553,7 @@ def expectations(case: Case | None) -> list[list[str]]:
     return out
 
 
-#: One unsupported claim as grounding's ``details`` quote it: ``kind 'text' (why) in
+#: One unsupported claim as grounding's ``message`` quote it: ``kind 'text' (why) in
 #: "sentence"``, items joined by ``; `` (:class:`evaltape.grader.metrics.grounding.Grounding`).
 _CLAIM = re.compile(r"(?:^|; |: )(?P<kind>" + "|".join(CLAIM_KINDS) + r") '(?P<text>.+?)' "
                     r"\((?P<why>.+?)\) in \"(?P<sentence>.*?)\"(?=; (?:"
@@ -568,11 +568,11 @@ def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
     not marked. Each claim is looked for in its sentence, else anywhere in the answer; a claim
     not found, or overlapping one already marked, is left unmarked (it stays in the
     details)."""
-    if metric is None or not metric.score or not metric.details:
+    if metric is None or not metric.score or not metric.message:
         return []
     marks: list[list[Any]] = []
     taken: list[tuple[int, int]] = []
-    for m in _CLAIM.finditer(metric.details):
+    for m in _CLAIM.finditer(metric.message):
         claim, sentence = m.group("text"), m.group("sentence")
         if m.group("why").startswith("in reply "):
             continue  # a claim of an earlier agent reply, not of this answer
@@ -591,7 +591,7 @@ def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
 
 
 #: One claim grounding lists to review: ``'text' (kind: why) in "sentence"``, after ``N to
-#: review, not counted: `` in its ``details``, items joined by ``; ``.
+#: review, not counted: `` in its ``message``, items joined by ``; ``.
 _REVIEW = re.compile(r"'(?P<text>.+?)' \((?P<kind>" + "|".join(CLAIM_KINDS) + r"): "
                      r"(?P<why>.+?)\) in \"(?P<sentence>.*?)\"(?=; '|$)", re.S)
 
@@ -601,7 +601,7 @@ def review_marks(answer: str, metric: Any) -> list[list[Any]]:
     ...]`` offsets in ``answer``, read from the report's ``grounding`` details. A claim is
     marked only where its sentence is found in the answer (a claim of an earlier reply is
     not marked); ``[]`` when none is listed."""
-    details = getattr(metric, "details", None) or ""
+    details = getattr(metric, "message", None) or ""
     at = details.find(" to review, not counted: ")
     if at < 0:
         return []
@@ -669,7 +669,7 @@ def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
     names = report.grader.metrics
     out: dict[str, Any] = {
         "metrics": [[n, _num(m.score), _num(m.threshold), m.passed,
-                     None if m.code is None else text(m.code, 80), text(m.details, 20_000)]
+                     None if m.code is None else text(m.code, 80), text(m.message, 20_000)]
                     for n in names if (m := ep.metrics.get(n)) is not None],
         "expect": expectations(case),
         "end_state": end_state_expectation(case),
@@ -741,7 +741,7 @@ def end_state_expectation(case: Case | None) -> dict[str, Any] | None:
     """What the page shows of a case's expected end state: ``{"expected_state": JSON text
     or None, "unchanged": bool, "gold": [name(arguments) text, ...]}``, or ``None`` for a
     case that states no end state."""
-    from evaltape.grader.matching.state import state_case
+    from evaltape.grader.matching.state_diff import state_case
     if case is None or not state_case(case):
         return None
     return {"expected_state": None if case.expected_state is None else text(json.dumps(
@@ -794,7 +794,7 @@ def setup_rows(source: ViewSource) -> list[list[str]]:
     ds = man.get("dataset") if isinstance(man.get("dataset"), Mapping) else {}
     add("dataset", "path", ds.get("path") if source.run is None
         else str(source.run.dataset_path))
-    add("dataset", "inputs sha256", r.run.dataset_sha256)
+    add("dataset", "inputs sha256", r.run.inputs_sha256)
     if source.run is not None:
         add("dataset", "cases", str(len(source.run.cases)))
     add("recording", "recorded at", man.get("created_at"))
@@ -1135,7 +1135,7 @@ class ViewBuilder:
             "summary": {
                 "cases": s.cases, "trials": s.trials, "episodes": s.episodes,
                 "passed": s.passed, "pass_rate": s.pass_rate,
-                "tool_accuracy": s.tool_accuracy, "avg_steps": s.avg_steps,
+                "exact_tool_match_rate": s.exact_tool_match_rate, "avg_steps": s.avg_steps,
                 "ci": [ci.get("low"), ci.get("high"), ci.get("n"), ci.get("method")]
                 if ci.get("low") is not None else None,
                 "pass_at_k": dict(s.pass_at_k or {}), "pass_hat_k": dict(s.pass_hat_k or {}),

@@ -47,7 +47,7 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
                      "composite_passed": comp is not None and comp.score is not None and (
                          comp.passed if comp.threshold is not None
                          else comp.score >= composite.threshold(case.difficulty)),
-                     "details": "" if comp is None else comp.details})
+                     "message": "" if comp is None else comp.message})
     out: dict[str, Any] = {}
     tiers = sorted({r["difficulty"] for r in rows if r["difficulty"]})
     if tiers:
@@ -62,6 +62,6 @@ def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
         out["worst_episodes"] = [{"case_id": r["ep"].case_id, "trial": r["ep"].trial,
                                   "composite": round(r["composite"], DIGITS),
                                   "failure": r["ep"].failure,
-                                  "difficulty": r["difficulty"], "excerpt": r["details"][:200]}
+                                  "difficulty": r["difficulty"], "excerpt": r["message"][:200]}
                                  for r in scored]
     return out

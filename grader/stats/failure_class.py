@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from evaltape.grader.matching.state import same_value, state_case
+from evaltape.grader.matching.state_diff import same_value, state_case
 from evaltape.grader.model import Case, Trace
 
 STEP, PLAN = "step", "plan"

@@ -14,7 +14,7 @@ from evaltape.grader.matching import bfcl, tau2
 from evaltape.grader.matching.actions import all_called, match_actions
 from evaltape.grader.model import text_found
 from evaltape.grader.matching.calls import step_groups
-from evaltape.grader.matching.state import check_end_state, state_case
+from evaltape.grader.matching.state_diff import check_end_state, state_case
 from evaltape.grader.model import Case, ToolCall, Trace
 
 NO_ANSWER = "no_answer:"
@@ -108,7 +108,7 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
     end-state cases keep their rules.
 
     ``tool_match``: :func:`tools_match` of the episode when the caller computed it already
-    (the engine does, for the summary's ``tool_accuracy``), so that it runs once.
+    (the engine does, for the summary's ``exact_tool_match_rate``), so that it runs once.
 
     First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
     trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
@@ -175,7 +175,7 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
 def state_outcome(trace: Trace, case: Case) -> str | None:
     """The outcome of a case that states an end state (``expected_state``,
     ``gold_actions``, ``expect_unchanged``): ``wrong_state`` when the end state differs
-    or the trace holds none (:func:`evaltape.grader.matching.state.check_end_state`, the
+    or the trace holds none (:func:`evaltape.grader.matching.state_diff.check_end_state`, the
     whole state: a collateral change fails too), then ``wrong_tools`` when a gold action
     that changes no state (a transfer, which the state cannot show) was not called
     (τ²-bench's action check, :func:`evaltape.grader.matching.tau2.action_matches`: the
@@ -246,7 +246,7 @@ class SummaryAccumulator:
         self.tool_matches += tool_matches
 
     def summary(self, multi_trial: bool, order: Iterable[tuple[str, int]] | None = None) -> dict:
-        """``pass_rate`` and ``tool_accuracy`` rounded to 3 places, ``avg_steps`` to 2.
+        """``pass_rate`` and ``exact_tool_match_rate`` rounded to 3 places, ``avg_steps`` to 2.
 
         ``failures`` maps the case id (``<case>#t<trial>`` when the run has several trials)
         to its reason. Raises ``ZeroDivisionError`` never: callers refuse zero episodes first.
@@ -254,7 +254,7 @@ class SummaryAccumulator:
         failures = {(f"{c}#t{t}" if multi_trial else c): r for c, t, r in self.failures}
         return {
             "pass_rate": round(self.passed / self.n, 3),
-            "tool_accuracy": round(self.tool_matches / self.n, 3),
+            "exact_tool_match_rate": round(self.tool_matches / self.n, 3),
             "avg_steps": round(self.steps / self.n, 2),
             "failures": failures,
         }

@@ -16,7 +16,7 @@ decided by a benchmark's rule or an end state), when that metric gates and its t
 set (the case's ``thresholds`` or the configuration's ``[thresholds]``), its threshold
 decides and the fixed rule does not also apply (:meth:`VerdictPolicy.decided`). By default
 no threshold is set, the fixed rules apply, and a suite in the scripted example suite's
-form keeps its ``pass_rate``, ``tool_accuracy``, ``avg_steps`` and ``failures`` exactly.
+form keeps its ``pass_rate``, ``exact_tool_match_rate``, ``avg_steps`` and ``failures`` exactly.
 
 A null score is a skipped check (the summary counts them), except code ``error``: the
 metric raised, and a gate that could not run fails (``grounding error``). Which metrics
@@ -31,7 +31,7 @@ Thresholds, the first that applies: the case's own ``thresholds``, the configura
 0.8, the help-desk example suite's PASS; 0 for the lower-is-better rates; ``composite``'s tier
 by difficulty; ``rubric_judge``'s 0.7).
 
-``failure`` (:func:`judge_episode`): when a fixed outcome rule fails, its reason (the scripted example suite stops at its first failing check, so its ``failures`` stay
+``failure`` (:func:`episode_failure`): when a fixed outcome rule fails, its reason (the scripted example suite stops at its first failing check, so its ``failures`` stay
 exact), followed by every failing metric that decides an outcome check in its place;
 otherwise every failing gate with its numbers, joined by ``"; "``:
 ``argument_correctness 0.00 < 0.80``.
@@ -189,7 +189,7 @@ class VerdictPolicy:
 DEFAULT_POLICY = VerdictPolicy()
 
 
-def judge_episode(outcome: str | None, failed: Sequence[str],
+def episode_failure(outcome: str | None, failed: Sequence[str],
                   deciding: Sequence[str] = ()) -> str | None:
     """The episode's ``failure`` (``None``: passed).
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from evaltape.grader.matching.state import state_case
+from evaltape.grader.matching.state_diff import state_case
 
 #: Outcome codes: a failure starting with one of these is an outcome check's.
 OUTCOME_CODES = ("infra_error", "no_answer", "wrong_tools", "wrong_answer", "wrong_call",

@@ -12,7 +12,7 @@ from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim, clean
 from evaltape.grader.matching.numbers import fmt
 from evaltape.grader.matching.sources import SourceFacts
-from evaltape.grader.matching.states import STATUS_ANY, stem
+from evaltape.grader.matching.status_words import STATUS_ANY, stem
 from evaltape.grader.model import ToolCall
 from evaltape.grader.metrics.grounding.dates import current_date
 from evaltape.grader.metrics.grounding.episode import action_stems, described

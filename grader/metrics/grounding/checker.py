@@ -9,7 +9,7 @@ import bisect
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import fmt
 from evaltape.grader.matching.sources import count_nouns
-from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
+from evaltape.grader.matching.status_words import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.metrics.grounding.actions import ActionRules
 from evaltape.grader.metrics.grounding.arithmetic import (ArithmeticRules, small_count,
                                                           spelled_out)

@@ -12,7 +12,7 @@ import orjson
 
 from evaltape.grader.matching.claims import Claim, clean, extract_claims, json_reply_prose
 from evaltape.grader.matching.sources import SourceFacts
-from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
+from evaltape.grader.matching.status_words import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.grounding.words import READ_ONLY, TOKEN
 

@@ -86,7 +86,7 @@ class Grounding(Metric):
     quoted in a joke or the keys of structured output are not fabricated facts); null
     ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer
     leaves out is not counted.
-    ``details`` quotes each unsupported claim with its kind, the reason, the sources
+    ``message`` quotes each unsupported claim with its kind, the reason, the sources
     searched and its sentence, then names the claims supported by the user's words
     (``user-stated``), the system prompt or the tool schemas, and the derived numbers with
     their arithmetic. Time is linear in the answer and results (each source is indexed

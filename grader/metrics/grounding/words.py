@@ -6,7 +6,7 @@ import operator
 import re
 from decimal import Decimal
 
-from evaltape.grader.matching.states import STATUS_ANY, STATUS_COPULA, stem
+from evaltape.grader.matching.status_words import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.model import GROUNDING_SOURCES
 
 
@@ -47,7 +47,7 @@ READ_ONLY = frozenset("""get list search find lookup look fetch check show query
 read view verify validate quote compare count estimate preview calculate track think
 """.split())
 #: the sources besides the tool calls, by name (``[metrics_args.grounding] sources`` and a
-#: case's ``grounding_sources`` narrow them); the label each has in ``details``
+#: case's ``grounding_sources`` narrow them); the label each has in ``message``
 SOURCES = dict(zip(GROUNDING_SOURCES, ("input", "user turns", "system prompt",
                                         "tool schemas")))
 INSTRUCTIONS = ("system prompt", "tool schemas")

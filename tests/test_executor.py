@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
-from evaltape.grader import scale
+from evaltape.grader import executor as scale
 from evaltape.grader.api import grade
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.report_file import report_bytes
 from evaltape.grader.results import read_report
-from evaltape.grader.io.spill import (INDEX_EVERY, SpillSorter, merge_range,
+from evaltape.grader.io.external_sort import (INDEX_EVERY, SpillSorter, merge_range,
                                           plan_ranges, write_run)
 
 RUN = ROOT / "cassettes" / "helpdesk-qwen1.5b"  # 8 cases x 3 trials, no judged metric below
@@ -89,7 +89,7 @@ def test_a_run_reads_back_whatever_its_read_block(block):
     # own byte offset
     import marshal
 
-    from evaltape.grader.io.spill import _read_run
+    from evaltape.grader.io.external_sort import _read_run
     recs = [((k, 0), bytes([97 + k % 26]) * (k * 37 % 3001)) for k in range(60)]
     path, n, index = write_run(recs)
     try:
@@ -177,7 +177,7 @@ def test_stored_episodes_behave_as_a_tuple():
            for k in (2, 0, 1)}
     for k, e in eps.items():
         sorter.add(k, json.dumps({"case_id": e.case_id, "trial": 0, "passed": True,
-                                  "metrics": {"a": {"score": None, "details": "n/a"},
+                                  "metrics": {"a": {"score": None, "message": "n/a"},
                                               "b": {"score": 0.5}}}).encode())
     seq = StoredEpisodes(sorter.finish(), ["b", "a"])
     assert len(seq) == 3
@@ -336,7 +336,7 @@ def test_checked_trace_reading_gives_the_same_trace_on_both_paths():
 
 
 def test_failure_log_keeps_file_order_and_sorts_for_the_report():
-    from evaltape.grader.io.spill import FailureLog
+    from evaltape.grader.io.external_sort import FailureLog
 
     log = FailureLog()
     for rec in (("c2", 0, "wrong_tools"), ("c10", 1, "wrong_answer"), ("c1", 3, "no_answer:x")):
@@ -371,7 +371,7 @@ def test_checked_trace_reading_names_a_missing_key_and_call_key():
                                      "http://127.0.0.1:8786", "tcp://[::1", "inproc://x"])
 def test_a_malformed_dask_address_is_a_usage_error(address):
     from evaltape.grader.errors import UsageError
-    from evaltape.grader.scale import check_address
+    from evaltape.grader.executor import check_address
     with pytest.raises(UsageError, match="expected tcp://HOST:PORT"):
         check_address(address)
     check_address("tcp://127.0.0.1:8786")  # well formed: no error

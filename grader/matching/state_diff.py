@@ -73,7 +73,7 @@ def canonical(state: Any) -> str:
 
 
 def show(value: Any, limit: int = 60) -> str:
-    """A value as short JSON text for ``details`` (``null`` for an absent one), cut at
+    """A value as short JSON text for ``message`` (``null`` for an absent one), cut at
     ``limit`` characters."""
     text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return text if len(text) <= limit else text[:limit - 1] + "…"
