@@ -29,7 +29,8 @@ from evaltape.grader.model import TRACE_SCHEMA
 
 from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_kept,
                        refresh_divergence, refreshed_interactions, work_cassette)
-from .wire.scrub import UnscannableBody, scrub_text
+from .wire.codings import UnscannableBody
+from .wire.scrub import scrub_text
 
 Mode = Literal["record", "replay"]
 #: Seconds an episode's end waits for exchanges still being stored.

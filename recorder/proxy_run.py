@@ -19,7 +19,7 @@ from evaltape.grader.errors import UsageError
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
 from .runfolder import (append_trace, check_base_url, finished_episodes, lock_run, versions,
                         write_manifest)
-from .wire.scrub import strip_credentials
+from .wire.credentials import strip_credentials
 
 
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,

@@ -41,7 +41,8 @@ from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOpt
 from .stale import first_agent_request, setup_changed_message, setup_difference, \
     trace_difference
 from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header, parse_turn
-from .wire.scrub import (UnscannableBody, url_credentials)
+from .wire.codings import UnscannableBody
+from .wire.credentials import url_credentials
 
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,

@@ -27,8 +27,10 @@ from evaltape.grader.io.run import read_manifest
 from .cassette import REFRESH_FOLDER, cassette_name, cassette_path
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S)
 from .wire.persister import SecretLeakError, atomic_write_text
-from .wire.scrub import (find_secret, find_secret_deep,
-                            register_url_credentials, scrub_text, scrub_value, strip_credentials)
+from .wire.credentials import strip_credentials
+from .wire.live_keys import register_url_credentials
+from .wire.scan import find_secret, find_secret_deep
+from .wire.scrub import scrub_text, scrub_value
 
 
 DEFAULT_MODEL = "claude-sonnet-4-6"  # the SDK flags 4-5 as deprecated
@@ -730,7 +732,7 @@ def check_base_url(url: str | None, option: str = "--base-url") -> None:
     """Refuse a malformed ``--base-url`` before any request (exit 2 instead of a traceback).
 
     Credentials in the URL (``http://user:token@host``) are registered as live secrets
-    first (:func:`~.wire.scrub.register_url_credentials`: redacted wherever they would
+    first (:func:`~.wire.live_keys.register_url_credentials`: redacted wherever they would
     be written or printed), and the messages show the URL without them.
 
     Raises:

@@ -183,7 +183,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                           markup=False, highlight=False, soft_wrap=True)
 
     from evaltape.grader.errors import EvaltapeError
-    from evaltape.recorder.wire.scrub import scrub_text, strip_credentials
+    from evaltape.recorder.wire.credentials import strip_credentials
+    from evaltape.recorder.wire.scrub import scrub_text
     try:
         counts = do_record(opts, progress)
     except EvaltapeError as e:
