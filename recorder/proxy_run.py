@@ -17,8 +17,10 @@ from urllib.parse import urlsplit
 from evaltape.grader.errors import UsageError
 
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
-from .runfolder import (append_trace, check_base_url, finished_episodes, lock_run, versions,
-                        write_manifest)
+from .runfolder.folder import lock_run
+from .runfolder.manifest import versions, write_manifest
+from .runfolder.options import check_base_url
+from .runfolder.traces import append_trace, finished_episodes
 from .wire.credentials import strip_credentials
 
 

@@ -133,7 +133,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from evaltape.recorder.run import record_run as do_record
-    from evaltape.recorder.runfolder import RecordOptions, parse_shard
+    from evaltape.recorder.runfolder.options import RecordOptions, parse_shard
 
     if (agent is None) == (command is None):
         raise click.UsageError("give exactly one of --agent NAME and --command CMD")
