@@ -20,7 +20,8 @@ from .wire.matchers import (canonical_body, make_canonical_body, matcher_normali
                             parse_body, shorten_pair)
 from .wire.normalise import run_normaliser
 from .wire.persister import AtomicPersister
-from .wire.scrub import UnscannableBody, scrub_request, scrub_response, scrub_text, scrub_value
+from .wire.codings import UnscannableBody
+from .wire.scrub import scrub_request, scrub_response, scrub_text, scrub_value
 
 __all__ = ["MAX_NAME_ID", "SAFE_NAME_CHARS", "cassette_name", "cassette_path",
            "legacy_cassette_name", "make_vcr", "miss_message", "miss_request_number",

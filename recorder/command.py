@@ -47,9 +47,12 @@ from evaltape.grader.model import Case
 from .cassette import cassette_name, cassette_path, work_cassette
 from .episodes import EpisodeKey, mark_refused, trace_from_cassette
 from .proxy import DEFAULT_UPSTREAM, TRIAL_HEADER, ProxyServer, episode_base_url
-from .runfolder import (EpisodeOutcome, check_base_url, episode_finisher, finish_manifest,
-                        load_standin_scripts, open_run_folder, plan_recording,
-                        refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
+from .runfolder.folder import open_run_folder
+from .runfolder.manifest import finish_manifest
+from .runfolder.options import (check_base_url, load_standin_scripts, refuse_secrets_in_inputs,
+                                worker_count)
+from .runfolder.outcomes import EpisodeOutcome, episode_finisher, refresh_outcome_handler
+from .runfolder.plan import plan_recording
 from .stale import setup_changed_message, setup_difference, trace_difference
 from .script_server import CASE_HEADER, ScriptServer, case_header
 from .wire.jsonl_serializer import HEADER
@@ -58,7 +61,7 @@ from .wire.scrub import scrub_text
 
 PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
 #: The manifest's model of a ``--command`` run recorded without ``--model`` until its
-#: recorded requests name one (:func:`.runfolder.finish_manifest`).
+#: recorded requests name one (:func:`.runfolder.manifest.finish_manifest`).
 CHOSEN_BY_COMMAND = "chosen-by-command"
 NO_KEY = "evaltape-proxy-no-key"
 #: Characters of stderr kept in a failed episode's ``error``.
@@ -78,7 +81,7 @@ class SetupChanged(Exception):
 
 def _recorded_model(out: Path) -> str | None:
     """The model a ``--command`` run in ``out`` recorded without ``--model`` (the one its
-    requests named, :func:`.runfolder.finish_manifest`), or ``None``: no such run."""
+    requests named, :func:`.runfolder.manifest.finish_manifest`), or ``None``: no such run."""
     try:
         previous = read_manifest(out / "manifest.json")
     except BadInputError:

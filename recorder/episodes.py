@@ -9,7 +9,7 @@ conversation whose last request it extends, same first message and strictly more
 
 Files are the ones ``evaltape record`` writes: ``http/<case>__t<trial>.jsonl``
 through our vcrpy serializer, scrubbing hooks and atomic, secret-scanned persister, and one
-``traces.jsonl`` line per finished episode (:func:`evaltape.recorder.record.append_trace`).
+``traces.jsonl`` line per finished episode (:func:`evaltape.recorder.runfolder.traces.append_trace`).
 The trace is derived from the cassette by the importer's conversation → trace rules
 (``grader/importers/common.py``), so a proxied episode and an imported cassette agree.
 """
@@ -29,7 +29,8 @@ from evaltape.grader.model import TRACE_SCHEMA
 
 from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_kept,
                        refresh_divergence, refreshed_interactions, work_cassette)
-from .wire.scrub import UnscannableBody, scrub_text
+from .wire.codings import UnscannableBody
+from .wire.scrub import scrub_text
 
 Mode = Literal["record", "replay"]
 #: Seconds an episode's end waits for exchanges still being stored.

@@ -114,7 +114,8 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
     if not api_key and not base_url:
         raise UsageError("no judge to talk to: set ANTHROPIC_API_KEY, or pass --base-url "
                          "(or set ANTHROPIC_BASE_URL) for a Messages-API server")
-    from .record import check_base_url, sdk_client
+    from .record import sdk_client
+    from .runfolder.options import check_base_url
     check_base_url(base_url)
     store = JudgeStore.load(opened.root)
     client = sdk_client(base_url, api_key, max_retries)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 import anthropic
 
 from .deadline import EpisodeTimeout
-from .wire.scrub import UnscannableBody
+from .wire.codings import UnscannableBody
 
 DEFAULT_MAX_STEPS = 8
 LOOP_REPEATS = 3

@@ -45,8 +45,9 @@ from vcr.request import Request
 
 from .episodes import EpisodeBook, EpisodeFinished, EpisodeKey, Mode
 from .script_server import CASE_HEADER, BackgroundServer, case_from_header, case_header
-from .wire.scrub import (register_header_credentials, register_url_credentials,
-                            scrub_text, scrub_value, url_credentials)
+from .wire.credentials import url_credentials
+from .wire.live_keys import register_header_credentials, register_url_credentials
+from .wire.scrub import scrub_text, scrub_value
 
 try:  # the anthropic SDK >= 2 ships httpx as ``httpx2``; older ones use ``httpx``
     import httpx2 as httpx

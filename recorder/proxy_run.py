@@ -17,9 +17,11 @@ from urllib.parse import urlsplit
 from evaltape.grader.errors import UsageError
 
 from .proxy import DEFAULT_UPSTREAM, ProxyServer
-from .runfolder import (append_trace, check_base_url, finished_episodes, lock_run, versions,
-                        write_manifest)
-from .wire.scrub import strip_credentials
+from .runfolder.folder import lock_run
+from .runfolder.manifest import versions, write_manifest
+from .runfolder.options import check_base_url
+from .runfolder.traces import append_trace, finished_episodes
+from .wire.credentials import strip_credentials
 
 
 def _proxy_manifest(out: Path, previous: dict, upstream: str, dataset: str | None,

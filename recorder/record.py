@@ -34,14 +34,18 @@ from .cassette import (cassette_name, make_vcr, prune_retried, recorded_lines_ke
                        refresh_divergence, refreshed_interactions, work_cassette)
 from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadline,
                        mark_timed_out, on_request)
-from .runfolder import (DEFAULT_MODEL, SCRIPTED_MODEL, EpisodeOutcome, RecordOptions,
-                        check_base_url, check_episode_timeout, episode_finisher,
-                        finish_manifest, load_scripts, open_run_folder, plan_recording,
-                        refresh_outcome_handler, refuse_secrets_in_inputs, worker_count)
+from .runfolder.folder import open_run_folder
+from .runfolder.manifest import finish_manifest
+from .runfolder.options import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, check_base_url,
+                                check_episode_timeout, load_scripts, refuse_secrets_in_inputs,
+                                worker_count)
+from .runfolder.outcomes import EpisodeOutcome, episode_finisher, refresh_outcome_handler
+from .runfolder.plan import plan_recording
 from .stale import first_agent_request, setup_changed_message, setup_difference, \
     trace_difference
 from .script_server import CASE_HEADER, SPEAKER_HEADER, ScriptServer, case_header, parse_turn
-from .wire.scrub import (UnscannableBody, url_credentials)
+from .wire.codings import UnscannableBody
+from .wire.credentials import url_credentials
 
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,
@@ -333,10 +337,10 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
     Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
     requests are cut and it ends as an infrastructure timeout. A run whose fingerprint
     differs from this recording's is refused before any request
-    (:func:`.runfolder.check_fingerprint`) unless ``opts.allow_changed``; with
+    (:func:`.runfolder.manifest.check_fingerprint`) unless ``opts.allow_changed``; with
     ``opts.refresh`` every finished episode is replayed first and only those that no
     longer reproduce are recorded again, from their first diverging request
-    (:func:`refresh_episode`, :class:`.runfolder.RefreshLedger`).
+    (:func:`refresh_episode`, :class:`.runfolder.refresh.RefreshLedger`).
 
     Returns:
         Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
@@ -620,7 +624,7 @@ def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
     divergence are answered from the cassette, every later one goes to the model).
 
     Works on a copy of the cassette (:func:`.cassette.work_cassette`); the recorder puts
-    a refreshed one in place (:class:`.runfolder.RefreshLedger`). The episode is kept when
+    a refreshed one in place (:class:`.runfolder.refresh.RefreshLedger`). The episode is kept when
     it sent no live request, asked for every recorded interaction and its trace equals the
     recorded one (:func:`.stale.trace_difference`); otherwise it is refreshed: the new
     cassette holds the interactions it played, in order, then the live ones

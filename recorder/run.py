@@ -10,7 +10,7 @@ from typing import Callable
 
 from .command import record_command
 from .record import record
-from .runfolder import RecordOptions, check_episode_timeout
+from .runfolder.options import RecordOptions, check_episode_timeout
 
 
 def record_run(opts: RecordOptions,

@@ -177,8 +177,8 @@ def load_case(obj: dict):
 def _fresh_registered_secrets(monkeypatch):
     """Each test starts with no secret registered at run time: a credential one test sends
     (a header, a ``?key=`` parameter) is not a live key of the next test in this process."""
-    from evaltape.recorder.wire import scrub
-    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
+    from evaltape.recorder.wire import live_keys
+    monkeypatch.setattr(live_keys, "_SEEN_SECRETS", set())
 
 
 def proxy_exchange(run: Path, upstream: str, target: str, body: str,

@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, run_cli
 from evaltape.grader.api import grade
 from evaltape.grader.errors import UsageError
-from evaltape.recorder.runfolder import in_shard, parse_shard
+from evaltape.recorder.runfolder.options import in_shard, parse_shard
 
 DATASET = "datasets/helpdesk_eval.json"  # 8 cases, tc_001 .. tc_008
 SCRIPTS = "datasets/helpdesk_standin_scripts.json"

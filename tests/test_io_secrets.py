@@ -71,7 +71,8 @@ def test_the_recorder_scrubs_a_key_after_an_escape_in_a_json_tool_result():
     # the key follows the escape of a line break inside that text
     import json
 
-    from evaltape.recorder.wire.scrub import find_secret_deep, scrub_value
+    from evaltape.recorder.wire.scan import find_secret_deep
+    from evaltape.recorder.wire.scrub import scrub_value
     key = "sk-ant-api03-" + "Rt4" * 12 + "AA"
     result = json.dumps({"order_id": "4", "env": "ANTHROPIC_API_KEY=\n" + key})
     body = {"messages": [{"role": "user", "content": [

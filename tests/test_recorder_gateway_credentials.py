@@ -15,7 +15,8 @@ import pytest
 
 from conftest import ROOT, proxy_exchange, read_jsonl, run_cli
 from fault_server import FaultServer
-from evaltape.recorder.wire.scrub import credential_values, is_credential_name, strip_credentials
+from evaltape.recorder.wire.credentials import (credential_values, is_credential_name,
+                                               strip_credentials)
 
 SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
 _rng = random.Random("gateway-credentials")

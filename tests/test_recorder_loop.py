@@ -11,7 +11,7 @@ from fault_server import FaultServer
 
 def record_scripted(tmp_path, cases) -> list[dict]:
     from evaltape.recorder.record import record
-    from evaltape.recorder.runfolder import RecordOptions
+    from evaltape.recorder.runfolder.options import RecordOptions
     ds = write_json(tmp_path / "cases.json", cases)
     record(RecordOptions(dataset=str(ds), agent="scripted", out=str(tmp_path / "run")))
     lines = (tmp_path / "run" / "traces.jsonl").read_text().splitlines()

@@ -558,7 +558,7 @@ def test_wire_fingerprint_adds_a_resumed_recordings_cassettes_to_the_earlier_val
 
 
 def test_a_refresh_entry_this_recorder_did_not_write_is_not_resumed(tmp_path):
-    from evaltape.recorder.runfolder import RefreshLedger
+    from evaltape.recorder.runfolder.refresh import RefreshLedger
     manifest = {"refreshes": [{"number": 1, "folder": "../elsewhere", "finished_at": None,
                                "runs": []}]}
     ledger = RefreshLedger(tmp_path, manifest, tmp_path / "traces.jsonl")
@@ -569,7 +569,7 @@ def test_a_refresh_entry_this_recorder_did_not_write_is_not_resumed(tmp_path):
 
 def test_a_damaged_superseded_trace_file_is_bad_input_naming_its_line(tmp_path):
     from evaltape.grader.errors import BadInputError
-    from evaltape.recorder.runfolder import RefreshLedger
+    from evaltape.recorder.runfolder.refresh import RefreshLedger
     folder = tmp_path / "superseded" / "1"
     folder.mkdir(parents=True)
     (folder / "traces.jsonl").write_text('{"case_id": "a", "trial": 0}\nnot json\n')

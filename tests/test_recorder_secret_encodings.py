@@ -14,8 +14,9 @@ import pytest
 
 from conftest import ROOT, read_jsonl, run_cli
 from fault_server import FaultServer
-from evaltape.recorder.wire.scrub import (find_secret, find_secret_deep, register_secret,
-                                             scrub_text)
+from evaltape.recorder.wire.live_keys import register_secret
+from evaltape.recorder.wire.scan import find_secret, find_secret_deep
+from evaltape.recorder.wire.scrub import scrub_text
 
 KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i in range(45))
 SCRIPTS = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
@@ -25,8 +26,8 @@ DATASET = str(ROOT / "datasets" / "helpdesk_eval.json")
 @pytest.fixture(autouse=True)
 def no_registered_secrets(monkeypatch):
     """Keys registered by earlier in-process runs are not live here."""
-    from evaltape.recorder.wire import scrub
-    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
+    from evaltape.recorder.wire import live_keys
+    monkeypatch.setattr(live_keys, "_SEEN_SECRETS", set())
 
 
 def b64(data: str) -> str:

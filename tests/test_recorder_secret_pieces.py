@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.recorder.wire.scrub import (find_secret, find_secret_deep, register_secret,
-                                             scrub_text)
+from evaltape.recorder.wire.live_keys import register_secret
+from evaltape.recorder.wire.scan import find_secret, find_secret_deep
+from evaltape.recorder.wire.scrub import scrub_text
 
 KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i in range(45))
 
@@ -19,8 +20,8 @@ KEY = "sk-ant-api03-" + "".join(chr(ord("A") + (i * 7) % 26) + str(i % 10) for i
 def no_registered_secrets(monkeypatch):
     """Keys registered by earlier in-process runs (the recording proxy registers each key
     its clients send) are not live here."""
-    from evaltape.recorder.wire import scrub
-    monkeypatch.setattr(scrub, "_SEEN_SECRETS", set())
+    from evaltape.recorder.wire import live_keys
+    monkeypatch.setattr(live_keys, "_SEEN_SECRETS", set())
 
 
 def test_pieces_of_the_live_key_worked_by_hand(monkeypatch):
@@ -108,15 +109,15 @@ def secret_and_text(draw):
 @given(secret_and_text())
 def test_pieces_match_the_brute_force_rule(case):
     import os
-    from evaltape.recorder.wire import scrub
+    from evaltape.recorder.wire import live_keys
     secret, text = case
-    before, seen = os.environ.get("ANTHROPIC_API_KEY"), scrub._SEEN_SECRETS
-    os.environ["ANTHROPIC_API_KEY"], scrub._SEEN_SECRETS = secret, set()
+    before, seen = os.environ.get("ANTHROPIC_API_KEY"), live_keys._SEEN_SECRETS
+    os.environ["ANTHROPIC_API_KEY"], live_keys._SEEN_SECRETS = secret, set()
     try:
         assert scrub_text(text) == _reference(text, secret)
         assert (find_secret(text) is None) == (_reference(text, secret) == text)
     finally:
-        scrub._SEEN_SECRETS = seen
+        live_keys._SEEN_SECRETS = seen
         if before is None:
             del os.environ["ANTHROPIC_API_KEY"]
         else:

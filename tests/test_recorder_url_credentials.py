@@ -161,7 +161,7 @@ def test_a_bad_url_with_credentials_is_refused_without_repeating_them(tmp_path, 
 
 
 def test_url_credentials_split_and_strip():
-    from evaltape.recorder.wire.scrub import strip_userinfo, url_credentials
+    from evaltape.recorder.wire.credentials import strip_userinfo, url_credentials
     assert url_credentials("https://bob:p%40ss@gw.example:8443/anthropic") == (
         "https://gw.example:8443/anthropic", ("bob", "p@ss"))
     assert url_credentials("http://tok@h") == ("http://h", ("tok", ""))

@@ -463,7 +463,7 @@ def test_the_page_labels_speakers_and_shows_state_changes_end_and_expected_state
 
 def test_one_token_figure_cache_reads_included():
     from evaltape.grader.model import usage_tokens
-    from evaltape.recorder.runfolder import episode_tokens
+    from evaltape.recorder.runfolder.outcomes import episode_tokens
     u = {"input_tokens": 10, "cache_creation_input_tokens": 20,
          "cache_read_input_tokens": 100, "output_tokens": 5}
     assert usage_tokens(u) == (130, 5)

@@ -1,7 +1,7 @@
 """The scan behind ``evaltape audit``: a key in a file however the file or a string in it
 encodes it.
 
-:func:`~.scrub.find_secret_deep` reads each line as stored, its JSON strings decoded, SSE
+:func:`~.scan.find_secret_deep` reads each line as stored, its JSON strings decoded, SSE
 streams assembled and stored bodies decompressed. This module adds what a reader could
 still decode from a file to reach a key, so that a committed run is vouched for whatever
 wrote it (the recorder, an importer, a hand edit, another tool):
@@ -15,7 +15,7 @@ wrote it (the recorder, an importer, a hand edit, another tool):
   and URL-safe alphabets; the bytes decompressed when they are gzip, zlib or zstd) and of
   hexadecimal digits.
 
-Each decoded text is scanned with :func:`~.scrub.find_secret`: the live key and its pieces
+Each decoded text is scanned with :func:`~.scan.find_secret`: the live key and its pieces
 when one is in the environment, key-shaped strings (``sk-ant-…``) always, an Anthropic key
 also right after a letter, digit, ``-`` or ``_``.
 """
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote
 
-from .scrub import (UNSCANNABLE, UnscannableBody, unwrap_sniffed, describe_hit, find_secret,
-                    find_secret_deep)
+from .codings import UnscannableBody, unwrap_sniffed
+from .scan import UNSCANNABLE, describe_hit, find_secret, find_secret_deep
 
 #: Most decoding layers followed from one line (base64 of gzip of JSON holding an escape
 #: is four).
@@ -50,7 +50,7 @@ _ANT_KEY_ANYWHERE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}")
 
 
 def _find(text: str) -> str | None:
-    """:func:`~.scrub.find_secret`, or an Anthropic key after any character (masked)."""
+    """:func:`~.scan.find_secret`, or an Anthropic key after any character (masked)."""
     hit = find_secret(text)
     if hit is None and "sk-ant-" in text:
         m = _ANT_KEY_ANYWHERE.search(text)
@@ -173,7 +173,7 @@ def scan_name(path: Path) -> str | None:
 def scan_file(path: Path) -> list[str]:
     """Every secret found in file ``path``, one message each: ``PATH: …`` for its name,
     ``PATH:LINE: …`` for a line (the line of the decoded text when the file is compressed
-    or UTF-16), or an :data:`~.scrub.UNSCANNABLE` message for compressed bytes that do not
+    or UTF-16), or an :data:`~.scan.UNSCANNABLE` message for compressed bytes that do not
     decompress. ``PATH`` is :func:`shown_path`'s.
 
     Raises:

@@ -4,7 +4,7 @@ JSON bodies are stored parsed (``"body": {"json": ...}``; as text when nested to
 written back parsed), other text as text
 (``"body": {"text": ...}``), so cassettes read and diff as data (docs/formats.md). Bytes that
 are not UTF-8 are stored as ``{"base64": ...}`` and replay byte for byte. Compressed bodies
-are decoded before they are scrubbed (:func:`.scrub.decode_response`, header dropped); one
+are decoded before they are scrubbed (:func:`.codings.decode_response`, header dropped); one
 that cannot be decoded is refused there, never stored. A body that still carries a
 ``content-encoding`` here would be stored raw, in base64: never a decoded body with the
 header, never garbled bytes.

@@ -10,7 +10,7 @@ from vcr.serialize import deserialize, serialize
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import atomic_write
 
-from .scrub import describe_hit, find_secret_deep
+from .scan import describe_hit, find_secret_deep
 
 
 class SecretLeakError(BadInputError):

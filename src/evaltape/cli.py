@@ -50,17 +50,16 @@ def redacted(text: str) -> str:
     """``text`` as an error message may show it: the live keys (of the environment, or
     seen by the recording proxy), every piece of 12 or more characters of one and
     key-shaped strings replaced by ``[REDACTED]``
-    (:func:`evaltape.recorder.wire.scrub.scrub_text`). With no live key the
-    recorder's scrubber is not loaded: the key-shaped strings are redacted alone."""
+    (:func:`evaltape.recorder.wire.scrub.scrub_text`). With no live key (none in the
+    environment, and the recorder's registry of live keys not loaded, so none registered)
+    the recorder's scrubber is not loaded: the key-shaped strings are redacted alone."""
     import os
-    scrub = sys.modules.get("evaltape.recorder.wire.scrub")
-    if scrub is None and (os.environ.get("ANTHROPIC_API_KEY") or
-                          os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        from evaltape.recorder.wire import scrub
-    if scrub is None:
+    if "evaltape.recorder.wire.live_keys" not in sys.modules and not (
+            os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
         from evaltape.grader.io.secrets import redact
         return redact(text)
-    return scrub.scrub_text(text)
+    from evaltape.recorder.wire.scrub import scrub_text
+    return scrub_text(text)
 
 
 def to_click(exc: EvaltapeError) -> click.ClickException:

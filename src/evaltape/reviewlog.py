@@ -8,7 +8,7 @@ by the next writer, under the lock, before it appends; a whole mark without its 
 file edited by hand) is ended instead.
 
 Every string of a mark is scanned for secrets as the recorder scans what it stores
-(:func:`evaltape.recorder.wire.scrub.find_secret`: the live key of this environment, a
+(:func:`evaltape.recorder.wire.scan.find_secret`: the live key of this environment, a
 piece of one, or a key-shaped string); a mark holding one is refused, never written.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ class SecretInMark(ValueError):
 def secret_in(mark: Mark) -> tuple[str, str] | None:
     """``(field, masked secret)`` of the first string of ``mark`` that holds a secret, or
     ``None``."""
-    from evaltape.recorder.wire.scrub import find_secret
+    from evaltape.recorder.wire.scan import find_secret
     for k in FIELDS:
         v = getattr(mark, k)
         if isinstance(v, str):

@@ -87,7 +87,8 @@ def _redact_live_keys(result: Any) -> int:
     Returns:
         how many strings changed (0 when no key is set: nothing is scanned).
     """
-    from evaltape.recorder.wire.scrub import live_secrets, scrub_value
+    from evaltape.recorder.wire.live_keys import live_secrets
+    from evaltape.recorder.wire.scrub import scrub_value
     if not live_secrets():
         return 0
     changed = 0

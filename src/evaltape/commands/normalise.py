@@ -35,7 +35,7 @@ def normalise(run: str, specs: tuple[str, ...], clear: bool) -> None:
     are not changed."""
     from evaltape.grader.errors import UsageError
     from evaltape.grader.io.run import read_manifest
-    from evaltape.recorder.runfolder import write_manifest
+    from evaltape.recorder.runfolder.manifest import write_manifest
     from evaltape.recorder.wire.normalise import MANIFEST_KEY
 
     where = Path(run) / "manifest.json"

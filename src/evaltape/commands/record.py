@@ -135,7 +135,7 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from evaltape.recorder.run import record_run as do_record
-    from evaltape.recorder.runfolder import RecordOptions, parse_shard
+    from evaltape.recorder.runfolder.options import RecordOptions, parse_shard
 
     if (agent is None) == (command is None):
         raise click.UsageError("give exactly one of --agent NAME and --command CMD")
@@ -185,7 +185,8 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                           markup=False, highlight=False, soft_wrap=True)
 
     from evaltape.grader.errors import EvaltapeError
-    from evaltape.recorder.wire.scrub import scrub_text, strip_credentials
+    from evaltape.recorder.wire.credentials import strip_credentials
+    from evaltape.recorder.wire.scrub import scrub_text
     try:
         counts = do_record(opts, progress)
     except EvaltapeError as e:

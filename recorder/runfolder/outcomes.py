@@ -1,0 +1,164 @@
+"""Each finished episode of a run filed: its trace appended (or, for a refresh, put in
+place of the previous one), the run's tally counted and the progress display told.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..cassette import cassette_name, cassette_path
+from ..wire.scrub import scrub_text
+from .refresh import RefreshLedger
+from .traces import append_trace
+
+
+def episode_tokens(trace: dict) -> int:
+    """An episode's tokens as the record summary counts them: in + out by
+    :func:`evaltape.grader.model.usage_tokens` (cache reads and writes included), the same
+    figure the page shows."""
+    from evaltape.grader.model import usage_tokens
+    tin, tout = usage_tokens(trace.get("usage"))
+    return (tin or 0) + (tout or 0)
+
+
+def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_errors: bool,
+                     total: int, progress: Any = None) -> Callable[[dict], None]:
+    """The callback that files each finished episode of a run (``record`` and
+    ``record --command`` alike).
+
+    An episode that ended in an API/transport error is not a finished episode unless
+    ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
+    (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
+    ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
+    failed, live_requests: the requests the episode sent to the model, passed as ``live``)
+    is updated and ``progress("episode", ...)`` told, with the episode's ``outcome``
+    (``recorded``, or ``failed``: not saved, left for a rerun) and ``detail``
+    (:func:`episode_detail`).
+    """
+    def finished(trace: dict, live: int = 0) -> None:
+        counts["live_requests"] = counts.get("live_requests", 0) + live
+        saved = not (trace.get("stop_reason") == "error" and not keep_errors)
+        if not saved:
+            counts["errors"] += 1
+            counts["failed"].append(scrub_text(f"{trace['case_id']}#t{trace['trial']}: "
+                                               f"{trace.get('error')}"))
+            (out / "http" / cassette_name(trace["case_id"], trace["trial"])).unlink(
+                missing_ok=True)
+        else:
+            append_trace(traces, trace)
+            counts["recorded"] += 1
+            counts["errors"] += trace.get("stop_reason") == "error"
+            counts["infra_kept"] += trace.get("stop_reason") == "error" and \
+                bool(trace.get("infra_error"))
+        counts["tokens"] += episode_tokens(trace)
+        if progress:
+            progress("episode", {"case_id": trace["case_id"], "trial": trace["trial"],
+                                 **counts, "total": total,
+                                 "outcome": "recorded" if saved else "failed",
+                                 "detail": episode_detail(trace)})
+    return finished
+
+
+def episode_detail(trace: dict) -> str:
+    """One line about a finished episode for the progress display: ``end_turn, 2
+    step(s), 812 tokens, 3.1 s``, or the error's first line (200 characters at most),
+    redacted."""
+    if trace.get("stop_reason") == "error":
+        first = str(trace.get("error") or "error").strip().splitlines() or ["error"]
+        return scrub_text("error: " + first[0][:200])
+    parts = [str(trace.get("stop_reason")), f"{trace.get('steps', 0)} step(s)",
+             f"{episode_tokens(trace)} tokens"]
+    if isinstance(trace.get("latency_s"), (int, float)):
+        parts.append(f"{trace['latency_s']:.1f} s")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one recording run of one episode gave (picklable: forked workers return it).
+
+    Attributes:
+        case_id, trial: the episode.
+        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
+            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
+            was recorded again into ``work``, not yet in place).
+        trace: the trace of this run of the episode.
+        live: requests sent to the model (the SDK's retries included).
+        replayed: requests answered from the episode's previous cassette.
+        request: the 1-based number of the first request that diverged, or of the first
+            recorded request the agent no longer sent; ``None`` when every request matched
+            (and only the trace differs, or nothing does).
+        difference: the first difference (a request's JSON path, or the trace's), redacted;
+            ``None`` for a kept or new episode.
+        work: the refreshed cassette, beside the old one, for the recorder to put in place.
+    """
+
+    case_id: str
+    trial: int
+    kind: str
+    trace: dict
+    live: int
+    replayed: int = 0
+    request: int | None = None
+    difference: str | None = None
+    work: str | None = None
+
+
+def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callable[..., None],
+                            ledger: "RefreshLedger | None",
+                            recorded: dict[tuple[str, int], bytes], keep_errors: bool,
+                            total: int, progress: Any = None) -> Callable[[Any], None]:
+    """The callback that files each outcome of a (refreshing) run, in the recorder process,
+    one at a time. ``outcome`` has ``case_id``, ``trial``, ``kind`` (``new``, ``kept``,
+    ``refreshed``), ``trace``, ``live``, ``replayed``, ``request``, ``difference`` and
+    ``work`` (the new cassette of a refreshed episode).
+
+    - ``new``: filed by ``finished`` (:func:`episode_finisher`);
+    - ``kept``: counted; its cassette and trace line stay byte for byte;
+    - ``refreshed``: the previous recording is superseded (:meth:`RefreshLedger.supersede`),
+      the new cassette renamed into place, the new trace put in the old one's line. One
+      whose new run ended in an API error is not saved unless ``keep_errors`` (the old
+      recording stays; listed in ``counts["failed"]``; a rerun retries it).
+
+    ``counts`` gains ``kept``, ``refreshed``, ``new``, ``live_requests`` and
+    ``replayed_requests``; ``progress("episode", ...)`` is told.
+    """
+    for k in ("kept", "refreshed", "new", "replayed_requests"):
+        counts.setdefault(k, 0)
+
+    def handle(o: Any) -> None:
+        key = (o.case_id, o.trial)
+        if o.kind == "new":
+            before = counts["recorded"]
+            finished(o.trace, o.live)
+            counts["new"] += counts["recorded"] - before
+            return
+        counts["replayed_requests"] += o.replayed
+        counts["live_requests"] += o.live
+        outcome = o.kind
+        if o.kind == "kept":
+            counts["kept"] += 1
+        elif o.trace.get("stop_reason") == "error" and not keep_errors:
+            outcome = "failed"
+            Path(o.work).unlink(missing_ok=True)
+            counts["errors"] += 1
+            counts["failed"].append(scrub_text(f"{o.case_id}#t{o.trial}: {o.trace.get('error')}"
+                                               " (refresh; the previous recording is kept)"))
+        else:
+            assert ledger is not None
+            ledger.supersede(key, recorded[key], {
+                "request": o.request, "difference": o.difference, "live_requests": o.live,
+                "replayed_requests": o.replayed})
+            os.replace(o.work, cassette_path(out / "http", *key))
+            ledger.replace(key, o.trace)
+            counts["refreshed"] += 1
+            counts["errors"] += o.trace.get("stop_reason") == "error"
+            # (a refreshed trace's tokens, replayed ones too)
+            counts["tokens"] += episode_tokens(o.trace)
+        if progress:
+            progress("episode", {"case_id": o.case_id, "trial": o.trial, **counts,
+                                 "total": total, "outcome": outcome,
+                                 "detail": episode_detail(o.trace)})
+    return handle
