@@ -287,7 +287,7 @@ def _html_files(report, run: str, dataset: str | None, baseline: str | None, out
     page's Compare view). ``written`` collects the files' paths relative to ``out_dir``."""
     from evaltape.commands.view import report_source
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     from evaltape.grader.report.view_files import page_files
     opened = open_run(run, dataset)
     sources = [ViewSource(report, opened, index_traces(opened), label=opened.name,
