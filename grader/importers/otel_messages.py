@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -14,6 +14,7 @@ from evaltape.grader.importers.otel_spans import Span, json_or
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _INDEXED = re.compile(r"^(gen_ai\.prompt|gen_ai\.completion)\.(\d+)\.(.+)$")
+_INDEXED_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _OI = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _OI_PART = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
@@ -200,21 +201,35 @@ def messages_from_value(value: Any, place: str) -> list[Msg]:
     return []
 
 
-def _indexed(attrs: dict[str, Any], prefix: str, place: str) -> list[Msg]:
-    """OpenLLMetry ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` → messages (by N)."""
+def _numbered(attrs: dict[str, Any], rx: re.Pattern, head: str | None = None
+              ) -> dict[int, dict[str, Any]]:
+    """``{N: {rest of the key: value}}`` of the keys ``rx`` matches as ``(N, rest)``, or as
+    ``(head, N, rest)`` when ``head`` is given (keys of another head left out)."""
     rows: dict[int, dict[str, Any]] = {}
+    at = 1 if head is None else 2
     for k, v in attrs.items():
-        m = _INDEXED.match(k)
-        if m and m.group(1) == prefix:
-            rows.setdefault(int(m.group(2)), {})[m.group(3)] = v
+        m = rx.match(k)
+        if m and (head is None or m.group(1) == head):
+            rows.setdefault(int(m.group(at)), {})[m.group(at + 1)] = v
+    return rows
+
+
+def _numbered_messages(attrs: dict[str, Any], rx: re.Pattern, head: str, place: str,
+                       to_obj: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Msg]:
+    """The messages of numbered attributes (``<head>.N.*`` as ``rx`` reads them), by N: each
+    N's attributes made one message object by ``to_obj``, then read by
+    :func:`message_from_obj` (its place ``<place>.N``)."""
+    rows = _numbered(attrs, rx, head)
     out: list[Msg] = []
     for n in sorted(rows):
-        r = rows[n]
-        calls: dict[int, dict[str, Any]] = {}
-        for k, v in r.items():
-            cm = re.match(r"^tool_calls\.(\d+)\.(.+)$", k)
-            if cm:
-                calls.setdefault(int(cm.group(1)), {})[cm.group(2)] = v
+        out.extend(message_from_obj(to_obj(rows[n]), f"{place}.{n}"))
+    return out
+
+
+def _indexed(attrs: dict[str, Any], prefix: str, place: str) -> list[Msg]:
+    """OpenLLMetry ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` → messages (by N)."""
+    def to_obj(r: dict[str, Any]) -> dict[str, Any]:
+        calls = _numbered(r, _INDEXED_CALL)
         obj: dict[str, Any] = {"role": r.get("role", "assistant" if prefix.endswith("completion")
                                              else "user"),
                                "content": r.get("content"), "tool_call_id": r.get("tool_call_id")}
@@ -222,38 +237,27 @@ def _indexed(attrs: dict[str, Any], prefix: str, place: str) -> list[Msg]:
             obj["tool_calls"] = [{"id": c.get("id"), "function": {
                 "name": c.get("name"), "arguments": c.get("arguments")}}
                 for _, c in sorted(calls.items())]
-        out.extend(message_from_obj(obj, f"{place} attribute {prefix}.{n}"))
-    return out
+        return obj
+    return _numbered_messages(attrs, _INDEXED, prefix, f"{place} attribute {prefix}", to_obj)
+
+
+def _openinference_obj(r: dict[str, Any]) -> dict[str, Any]:
+    """One OpenInference message's attributes (``message.*`` of one N) as a message object."""
+    calls, parts = _numbered(r, _OI_CALL), _numbered(r, _OI_PART)
+    content = r.get("content")
+    if content is None and parts:
+        content = "\n".join(str(p.get("text")) for _, p in sorted(parts.items())
+                            if p.get("type", "text") == "text" and p.get("text") is not None)
+    return {"role": r.get("role"), "content": content, "tool_call_id": r.get("tool_call_id"),
+            "tool_calls": [{"id": c.get("id"), "function": {
+                "name": c.get("function.name"), "arguments": c.get("function.arguments")}}
+                for _, c in sorted(calls.items())]}
 
 
 def _openinference(attrs: dict[str, Any], direction: str, place: str) -> list[Msg]:
     """OpenInference ``llm.<direction>_messages.N.message.*`` → messages (by N)."""
-    rows: dict[int, dict[str, Any]] = {}
-    for k, v in attrs.items():
-        m = _OI.match(k)
-        if m and m.group(1) == direction:
-            rows.setdefault(int(m.group(2)), {})[m.group(3)] = v
-    out: list[Msg] = []
-    for n in sorted(rows):
-        r = rows[n]
-        calls: dict[int, dict[str, Any]] = {}
-        parts: dict[int, dict[str, Any]] = {}
-        for k, v in r.items():
-            cm, pm = _OI_CALL.match(k), _OI_PART.match(k)
-            if cm:
-                calls.setdefault(int(cm.group(1)), {})[cm.group(2)] = v
-            elif pm:
-                parts.setdefault(int(pm.group(1)), {})[pm.group(2)] = v
-        content = r.get("content")
-        if content is None and parts:
-            content = "\n".join(str(p.get("text")) for _, p in sorted(parts.items())
-                                if p.get("type", "text") == "text" and p.get("text") is not None)
-        obj = {"role": r.get("role"), "content": content, "tool_call_id": r.get("tool_call_id"),
-               "tool_calls": [{"id": c.get("id"), "function": {
-                   "name": c.get("function.name"), "arguments": c.get("function.arguments")}}
-                   for _, c in sorted(calls.items())]}
-        out.extend(message_from_obj(obj, f"{place} attribute llm.{direction}_messages.{n}"))
-    return out
+    return _numbered_messages(attrs, _OI, direction,
+                              f"{place} attribute llm.{direction}_messages", _openinference_obj)
 
 
 def _details_event(s: Span, key: str) -> Any:
@@ -261,6 +265,24 @@ def _details_event(s: Span, key: str) -> Any:
         if name == DETAILS_EVENT and key in attrs:
             return attrs[key]
     return None
+
+
+def _convention_messages(s: Span, key: str, prefix: str, direction: str) -> list[Msg]:
+    """One side of a model call from the conventions' own message attributes, the first
+    that gives any: structured ``key`` (as an attribute, else in the details event),
+    OpenLLMetry's ``<prefix>.N.*``, OpenInference's ``llm.<direction>_messages.N.*``."""
+    a, where = s.attrs, s.where
+    msgs: list[Msg] = []
+    if key in a:
+        msgs = messages_from_value(a[key], f"{where} attribute {key}")
+    elif _details_event(s, key) is not None:
+        msgs = messages_from_value(_details_event(s, key), f"{where} event {DETAILS_EVENT} "
+                                   f"attribute {key}")
+    if not msgs:
+        msgs = _indexed(a, prefix, where)
+    if not msgs:
+        msgs = _openinference(a, direction, where)
+    return msgs
 
 
 def span_messages(s: Span) -> tuple[list[Msg], list[Msg]]:
@@ -272,17 +294,7 @@ def span_messages(s: Span) -> tuple[list[Msg], list[Msg]]:
             the span and the attribute.
     """
     a, where = s.attrs, s.where
-    inp: list[Msg] = []
-    for key in ("gen_ai.input.messages",):
-        if key in a:
-            inp = messages_from_value(a[key], f"{where} attribute {key}")
-        elif _details_event(s, key) is not None:
-            inp = messages_from_value(_details_event(s, key), f"{where} event {DETAILS_EVENT} "
-                                      f"attribute {key}")
-    if not inp:
-        inp = _indexed(a, "gen_ai.prompt", where)
-    if not inp:
-        inp = _openinference(a, "input", where)
+    inp = _convention_messages(s, "gen_ai.input.messages", "gen_ai.prompt", "input")
     if not inp and "ai.prompt.messages" in a:
         inp = messages_from_value(a["ai.prompt.messages"], f"{where} attribute ai.prompt.messages")
     if not inp and isinstance(json_or(a.get("ai.prompt")), dict):
@@ -302,17 +314,7 @@ def span_messages(s: Span) -> tuple[list[Msg], list[Msg]]:
                     isinstance(v["args"][0], str):
                 inp = [Msg("user", text=v["args"][0])]
 
-    out: list[Msg] = []
-    key = "gen_ai.output.messages"
-    if key in a:
-        out = messages_from_value(a[key], f"{where} attribute {key}")
-    elif _details_event(s, key) is not None:
-        out = messages_from_value(_details_event(s, key), f"{where} event {DETAILS_EVENT} "
-                                  f"attribute {key}")
-    if not out:
-        out = _indexed(a, "gen_ai.completion", where)
-    if not out:
-        out = _openinference(a, "output", where)
+    out = _convention_messages(s, "gen_ai.output.messages", "gen_ai.completion", "output")
     if not out and "gen_ai.output" in a:  # any-agent
         v = json_or(a["gen_ai.output"])
         if isinstance(v, list) and v and all(isinstance(c, dict) and "tool.name" in c for c in v):
