@@ -8,7 +8,8 @@ import functools
 import re
 from typing import Any, Mapping
 
-from evaltape.grader.matching.claims import Claim, clean
+from evaltape.grader.matching.answer_text import clean
+from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import fmt
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.states import STATUS_ANY, stem
