@@ -351,7 +351,7 @@ def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[Episo
         report: a :class:`~evaltape.grader.results.Report`.
         run: its :class:`~evaltape.grader.io.run.Run`, for the cases' ``grading_strategy``
             (``None``: no case is taken as human).
-        index: a :class:`~evaltape.grader.report.view.TraceIndex` of the run, for the
+        index: a :class:`~evaltape.grader.report.view_source.TraceIndex` of the run, for the
             current trace digests (``None``: the digests the report was graded with).
 
     Raises:

@@ -7,14 +7,15 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.grader.matching import claims, numbers, sources
+from evaltape.grader.matching import (claim_patterns, claim_scans, claim_spans, numbers,
+                                      sentences, sources)
 from evaltape.grader.matching import status_words as states
-from evaltape.grader.matching.claims import folded, last_words, words_of
+from evaltape.grader.matching.answer_text import clean, folded, last_words, words_of
 from evaltape.grader.matching.patterns import led
 
-LED = {"DATE_ISO": claims.DATE_ISO, "DATE_MDY": claims.DATE_MDY, "DATE_DMY": claims.DATE_DMY,
-       "TIME": claims.TIME, "IDENT": claims.IDENT, "BARE_HOUR": claims.BARE_HOUR,
-       "ORDINAL": claims.ORDINAL, "DURATION": claims.DURATION, "NUMBER": numbers.NUMBER,
+LED = {"DATE_ISO": claim_patterns.DATE_ISO, "DATE_MDY": claim_patterns.DATE_MDY, "DATE_DMY": claim_patterns.DATE_DMY,
+       "TIME": claim_patterns.TIME, "IDENT": claim_patterns.IDENT, "BARE_HOUR": claim_patterns.BARE_HOUR,
+       "ORDINAL": claim_patterns.ORDINAL, "DURATION": claim_patterns.DURATION, "NUMBER": numbers.NUMBER,
        "NUMBER_WORD": numbers.NUMBER_WORD, "ACTION_RE": states.ACTION_RE,
        "ANY_ACTION_RE": states.ANY_ACTION_RE}
 
@@ -52,7 +53,7 @@ _texts = st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(list(" 0123
 @settings(max_examples=300, deadline=None)
 @given(text=_texts)
 def test_led_patterns_match_as_the_patterns_themselves(text):
-    # (LED_MORE: the sentence, clause and identifier-hint patterns extract_spans leads too)
+    # (LED_MORE: the clause and identifier-hint patterns extract_spans leads too)
     for name, rx in {**LED, **LED_MORE}.items():
         got = [(m.span(), m.groupdict()) for m in rx.finditer(text)]
         want = [(m.span(), m.groupdict()) for m in unled(rx).finditer(text)]
@@ -63,17 +64,17 @@ def test_led_patterns_match_as_the_patterns_themselves(text):
 @given(text=_texts)
 def test_word_screens_never_skip_a_match(text):
     # each screened pattern's matches end their phrase on a word of the text
-    vocab = words_of(folded(claims.clean(text)))
-    norm = claims.clean(text)
-    screens = [(states.STATUS_RE, claims._STATUS_LAST), (states.ACTION_RE, claims._ACTION_LAST),
-               (claims.DATE_MDY, claims._MONTH_LAST), (claims.DATE_DMY, claims._MONTH_LAST),
-               (numbers.NUMBER_WORD, claims._NUMBER_WORD_LAST),
-               (claims.BARE_HOUR, claims._BARE_HOUR_LAST)]
+    vocab = words_of(folded(clean(text)))
+    norm = clean(text)
+    screens = [(states.STATUS_RE, claim_scans.STATUS_LAST), (states.ACTION_RE, claim_scans.ACTION_LAST),
+               (claim_patterns.DATE_MDY, claim_scans.MONTH_LAST), (claim_patterns.DATE_DMY, claim_scans.MONTH_LAST),
+               (numbers.NUMBER_WORD, claim_scans.NUMBER_WORD_LAST),
+               (claim_patterns.BARE_HOUR, claim_scans.BARE_HOUR_LAST)]
     for rx, last in screens:
         if rx.search(norm):
             assert not vocab.isdisjoint(last), rx.pattern[:40]
-    if claims._WEEKDAY_RE.search(norm.lower()):
-        assert not vocab.isdisjoint(claims._WEEKDAY_LAST)
+    if claim_spans._WEEKDAY_RE.search(norm.lower()):
+        assert not vocab.isdisjoint(claim_scans.WEEKDAY_LAST)
 
 
 def test_folding_covers_what_ignorecase_matches():
@@ -84,8 +85,12 @@ def test_folding_covers_what_ignorecase_matches():
 
 
 # -- the scans extract_spans uses instead of one regular-expression pass each --------------
-LED_MORE = {"SENTENCE_END": claims.SENTENCE_END, "_CLAUSE_END": claims._CLAUSE_END,
-            "_IDENT_HINT": claims._IDENT_HINT}
+LED_MORE = {"_CLAUSE_END": sentences._CLAUSE_END,
+            "_IDENT_HINT": claim_scans._IDENT_HINT}
+
+#: Where a sentence ends, as one pattern reads it: the cut that sentences.split_sentences
+#: makes with a faster scan (sentences._SENTENCE_CUT) must find the same spans.
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)|\n+")
 
 
 
@@ -94,7 +99,7 @@ def _spans(matches):
 
 
 def _windowed(rx, norm, phrases, copula=False):
-    return _spans(m for a, b in claims.phrase_windows(norm, folded(norm), phrases, copula)
+    return _spans(m for a, b in claim_scans.phrase_windows(norm, folded(norm), phrases, copula)
                   for m in rx.finditer(norm, a, b))
 
 
@@ -102,12 +107,12 @@ def _windowed(rx, norm, phrases, copula=False):
 @given(text=_texts)
 def test_windowed_scans_find_the_matches_of_a_whole_scan(text):
     # the windows hold every match whose phrase is asked for, found as one scan finds it
-    norm = claims.clean(text)
+    norm = clean(text)
     vocab = words_of(folded(norm))
-    status = [p for w in vocab & claims._STATUS_LAST for p in claims._STATUS_PHRASES[w]]
+    status = [p for w in vocab & claim_scans.STATUS_LAST for p in claim_scans.STATUS_PHRASES[w]]
     assert _windowed(states.STATUS_RE, norm, status, True) == \
         _spans(states.STATUS_RE.finditer(norm))
-    assert _windowed(states.ACTION_RE, norm, vocab & claims._ACTION_LAST) == \
+    assert _windowed(states.ACTION_RE, norm, vocab & claim_scans.ACTION_LAST) == \
         _spans(states.ACTION_RE.finditer(norm))
     if norm.isascii():
         done = [w for w in vocab if w.endswith("ed")]
@@ -121,7 +126,7 @@ def test_windowed_scans_find_the_matches_of_a_whole_scan(text):
 @settings(max_examples=400, deadline=None)
 @given(text=_texts)
 def test_windowed_source_status_scan_finds_what_one_scan_finds(text):
-    low = claims.clean(text).lower().replace("_", " ")
+    low = clean(text).lower().replace("_", " ")
     assert _spans(sources.source_statuses(low)) == _spans(sources._SOURCE_STATUS.finditer(low))
 
 
@@ -129,56 +134,56 @@ def test_windows_cover_a_run_and_the_character_after_it():
     norm = "Done. The disk is now full; 3 servers are down"
     # "full" after "now" (a copula word): its run " The disk is now full" and the ";"
     # after it; "down" after "are": its run, from after the "3", to the end of the text
-    got = claims.phrase_windows(norm, folded(norm), ["full", "down"], True)
+    got = claim_scans.phrase_windows(norm, folded(norm), ["full", "down"], True)
     assert got == [(5, 27), (29, len(norm))]
     # "the full context": no copula before "full", no window
-    assert claims.phrase_windows("the full context", "the full context", ["full"], True) == []
+    assert claim_scans.phrase_windows("the full context", "the full context", ["full"], True) == []
 
 
 @settings(max_examples=400, deadline=None)
 @given(text=_texts)
 def test_identifier_and_name_scans_find_what_the_patterns_find(text):
-    norm = claims.clean(text)
-    assert _spans(claims._ident_matches(norm)) == _spans(claims.IDENT.finditer(norm))
-    assert _spans(claims._name_matches(norm)) == _spans(claims.NAME.finditer(norm))
-    assert _spans(claims._named_matches(norm, folded(norm))) == \
-        _spans(claims.NAMED.finditer(norm))
+    norm = clean(text)
+    assert _spans(claim_scans.ident_matches(norm)) == _spans(claim_patterns.IDENT.finditer(norm))
+    assert _spans(claim_scans.name_matches(norm)) == _spans(claim_patterns.NAME.finditer(norm))
+    assert _spans(claim_scans.named_matches(norm, folded(norm))) == \
+        _spans(claim_patterns.NAMED.finditer(norm))
 
 
 @settings(max_examples=400, deadline=None)
 @given(text=_texts)
 def test_sentence_and_clause_cuts_are_those_of_their_patterns(text):
     cuts = []
-    for m in claims._SENTENCE_CUT.finditer(text):
+    for m in sentences._SENTENCE_CUT.finditer(text):
         cuts.append(m.span("s") if m.start("s") >= 0 else m.span())
-    assert cuts == [m.span() for m in claims.SENTENCE_END.finditer(text)]
-    assert claims.clauses(text, []) == sorted({0, *(m.end() for m in
-                                                    claims._CLAUSE_END.finditer(text))})
+    assert cuts == [m.span() for m in SENTENCE_END.finditer(text)]
+    assert sentences.clauses(text, []) == sorted({0, *(m.end() for m in
+                                                    sentences._CLAUSE_END.finditer(text))})
 
 
 @settings(max_examples=400, deadline=None)
 @given(text=_texts)
 def test_shape_screens_answer_as_their_patterns(text):
-    norm = claims.clean(text)
-    assert claims._ident_hint(norm) == (claims._IDENT_HINT.search(norm) is not None)
-    assert claims._caps_hint(norm) == (claims._CAPS_HINT.search(norm) is not None)
+    norm = clean(text)
+    assert claim_scans.ident_hint(norm) == (claim_scans._IDENT_HINT.search(norm) is not None)
+    assert claim_scans.caps_hint(norm) == (claim_scans._CAPS_HINT.search(norm) is not None)
     for t in (norm + "ABCDE", "x-" + norm, norm + ".a_", "." + norm + "-b"):
-        assert claims._ident_hint(t) == (claims._IDENT_HINT.search(t) is not None)
-        assert claims._caps_hint(t) == (claims._CAPS_HINT.search(t) is not None)
+        assert claim_scans.ident_hint(t) == (claim_scans._IDENT_HINT.search(t) is not None)
+        assert claim_scans.caps_hint(t) == (claim_scans._CAPS_HINT.search(t) is not None)
 
 
 def test_shape_screens_by_hand():
-    assert claims._ident_hint("on-call") and claims._ident_hint("see status.example")
-    assert not claims._ident_hint("a - b, e.g. x_") and not claims._ident_hint("Done. Ok.")
-    assert claims._caps_hint("code UHDAHF") and not claims._caps_hint("NASA PLS ok")
+    assert claim_scans.ident_hint("on-call") and claim_scans.ident_hint("see status.example")
+    assert not claim_scans.ident_hint("a - b, e.g. x_") and not claim_scans.ident_hint("Done. Ok.")
+    assert claim_scans.caps_hint("code UHDAHF") and not claim_scans.caps_hint("NASA PLS ok")
 
 
 def test_identifier_and_name_scans_on_an_answer():
     text = ("Server prod-api-07 (see status.example.com) had 3 errors; iPhone users on "
             "AirPods and Los Angeles users were fine. e.g. 12A, INC-4242.")
-    assert [m.group() for m in claims._ident_matches(text)] == [
+    assert [m.group() for m in claim_scans.ident_matches(text)] == [
         "prod-api-07", "status.example.com", "12A", "INC-4242"]
-    assert [m.group() for m in claims._name_matches(text)] == [
+    assert [m.group() for m in claim_scans.name_matches(text)] == [
         "Server", "iPhone", "AirPods", "Los Angeles"]
 
 

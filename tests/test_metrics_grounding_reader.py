@@ -12,7 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from evaltape.grader.matching.claims import extract_claims, json_reply_prose, unasserted
+from evaltape.grader.matching.claims import extract_claims, unasserted
+from evaltape.grader.matching.json_prose import json_reply_prose
 from evaltape.grader.metrics.grounding import Grounding, spelled_out
 from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
 

@@ -114,7 +114,7 @@ def test_a_full_phone_number_is_counted_not_to_review():
 
 def test_the_page_and_the_terminal_list_the_claims_to_review():
     from evaltape.grader.report.terminal import review_text
-    from evaltape.grader.report.view import claim_marks, review_marks
+    from evaltape.grader.report.view_claims import claim_marks, review_marks
     from evaltape.grader.results import MetricResult
     answer = "Reservation ZFA04Y has 988 points. The helpline number is 741741."
     s = Grounding().score(ctx(answer))

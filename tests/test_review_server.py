@@ -238,7 +238,7 @@ def test_a_case_id_the_page_shows_changed_is_still_marked(tmp_path, monkeypatch)
     """A case id holding a control character is shown with U+FFFD on the page; the page's
     key is taken back to the real id, and the mark names the real id."""
     from conftest import make_trace, write_json, write_jsonl
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     from evaltape.grader.api import grade
     from evaltape.grader.io.run import open_run
     from evaltape.review_server import ReviewApi

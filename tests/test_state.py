@@ -445,8 +445,8 @@ def test_env_show_prints_the_clinic_tools_and_data():
 
 def test_the_page_labels_speakers_and_shows_state_changes_end_and_expected_state():
     from evaltape.grader.io.traces import parse_trace
-    from evaltape.grader.report.view import (conversation, conversation_facts,
-                                             end_state_expectation)
+    from evaltape.grader.report.view_conversation import conversation
+    from evaltape.grader.report.view_episode import conversation_facts, end_state_expectation
     raw = _committed("mt_07")
     turns, _left = conversation(parse_trace(raw))
     assert [t["who"] for t in turns][:5] == ["user", "agent", "user", "agent", "tool results"]

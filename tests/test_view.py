@@ -17,8 +17,10 @@ import pytest
 
 from conftest import ROOT, make_trace, run_cli, write_json, write_jsonl
 from evaltape.grader.model import ExpectedCall, ToolCall, Trace
-from evaltape.grader.report.view import (call_pairs, conversation, flags, outcome_reason,
-                                         text)
+from evaltape.grader.report.view_calls import call_pairs
+from evaltape.grader.report.view_conversation import conversation
+from evaltape.grader.report.view_rows import flags, outcome_reason
+from evaltape.grader.report.view_text import text
 from evaltape.grader.report.view_files import read_page
 from evaltape.grader.results import EpisodeResult, MetricResult
 
@@ -281,7 +283,7 @@ def test_large_run_spills_its_chunks_into_files(tmp_path):
     into the same folder removes the files the first one left."""
     from evaltape.grader.api import grade
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     from evaltape.grader.report.view_files import write_page
     cases = [{"id": f"c{i:03d}", "user_query": f"q{i}", "expected_tools": ["t"]}
              for i in range(120)]
@@ -379,6 +381,7 @@ def test_a_run_past_the_list_limit_lists_the_first_episodes_and_counts_all(tmp_p
     from evaltape.grader.io.run import open_run
     from evaltape.grader.report import view
     from evaltape.grader.report.view_files import write_page
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     monkeypatch.setattr(view, "LIST_LIMIT", 5)
     cases = [{"id": f"c{i}", "user_query": f"q{i}", "expected_tools": ["t"]} for i in range(4)]
     write_json(tmp_path / "d.json", cases)
@@ -387,8 +390,7 @@ def test_a_run_past_the_list_limit_lists_the_first_episodes_and_counts_all(tmp_p
                 [make_trace(c["id"], tools=[] if c["id"] == "c3" else ["t"], trial=t,
                             input=c["user_query"]) for c in cases for t in range(2)])
     run = open_run(tmp_path / "run", tmp_path / "d.json")
-    src = view.ViewSource(grade(run, metrics=["tool_selection_accuracy"]), run,
-                          view.index_traces(run))
+    src = ViewSource(grade(run, metrics=["tool_selection_accuracy"]), run, index_traces(run))
     write_page([src], tmp_path / "out")
     page = read_page(tmp_path / "out" / "index.html")
     meta = page["meta"]["runs"][0]

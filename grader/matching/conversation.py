@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from evaltape.grader.matching.claims import json_reply_prose
+from evaltape.grader.matching.json_prose import json_reply_prose
 from evaltape.grader.model import ToolCall, Trace
 
 
@@ -71,7 +71,7 @@ CALL_TYPES = ("tool_use", "server_tool_use", "mcp_tool_use")
 def events(trace: Trace) -> list[Event]:
     """The conversation in order (module doc); a tool call appears where the agent made it,
     after the text of its own message. An agent reply written as one JSON object is read as
-    its prose (:func:`~evaltape.grader.matching.claims.json_reply_prose`)."""
+    its prose (:func:`~evaltape.grader.matching.json_prose.json_reply_prose`)."""
     by_id = {c.id: c for c in trace.tool_calls}
     if not trace.messages:
         out = [Event("user", trace.input)] + [Event("call", call=c) for c in trace.tool_calls]

@@ -49,9 +49,11 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from evaltape.grader.io.jsonfiles import MAX_DEPTH
-from evaltape.grader.matching.claims import (KINDS, WEEKDAYS, Claim, clean, extract_spans,
-                                             has_digit, last_words, phrase_windows,
-                                             time_alternatives, words_of)
+from evaltape.grader.matching.answer_text import clean, has_digit, last_words, words_of
+from evaltape.grader.matching.claim_patterns import WEEKDAYS, time_alternatives
+from evaltape.grader.matching.claim_scans import phrase_windows
+from evaltape.grader.matching.claim_spans import extract_spans
+from evaltape.grader.matching.claims import KINDS, Claim
 from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, beyond, compatible,
                                               fmt, matches, source_values)
 from evaltape.grader.matching.status_words import (STATUS_ANY, STATUS_COPULA,

@@ -25,7 +25,8 @@ from typing import Any, Iterator, Sequence
 import orjson
 
 from evaltape.grader.io.secrets import redact_bytes
-from evaltape.grader.report.view import ViewSource, build_view
+from evaltape.grader.report.view import build_view
+from evaltape.grader.report.view_source import ViewSource
 
 #: Page data kept inside the page (bytes of JSON); above it the chunks become files.
 INLINE_LIMIT = 6 << 20

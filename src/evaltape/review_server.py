@@ -28,10 +28,10 @@ _ANCHOR = b'<script type="application/json" id="evaltape-meta">'
 
 def page_key(case_id: str, trial: int) -> str:
     """An episode's key as the page knows it: its case id as the page shows it (cut at
-    :data:`~evaltape.grader.report.view.ID_LIMIT` characters, control characters as
+    :data:`~evaltape.grader.report.view_text.ID_LIMIT` characters, control characters as
     U+FFFD, key-shaped strings redacted), ``#t``, the trial."""
     from evaltape.grader.io.secrets import redact
-    from evaltape.grader.report.view import ID_LIMIT, text
+    from evaltape.grader.report.view_text import ID_LIMIT, text
     return redact(text(case_id, ID_LIMIT)) + f"#t{trial}"
 
 
@@ -55,7 +55,7 @@ class ReviewApi:
     """The review requests of the pages of one ``evaltape view`` server.
 
     Args:
-        sources: the shown runs (:class:`~evaltape.grader.report.view.ViewSource`); a run
+        sources: the shown runs (:class:`~evaltape.grader.report.view_source.ViewSource`); a run
             whose folder is not known (a report alone) cannot be reviewed.
         reviewer: the name written with every mark.
         token: the page's token (default: 32 random bytes, URL-safe).

@@ -9,7 +9,8 @@ import re
 from typing import Any, Mapping
 
 from evaltape.grader.metrics.grounding.scope import AnswerSources
-from evaltape.grader.matching.claims import Claim, clean
+from evaltape.grader.matching.answer_text import clean
+from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import fmt
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.status_words import STATUS_ANY, stem

@@ -10,7 +10,9 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
-from evaltape.grader.matching.claims import Claim, clean, extract_claims, json_reply_prose
+from evaltape.grader.matching.answer_text import clean
+from evaltape.grader.matching.claims import Claim, extract_claims
+from evaltape.grader.matching.json_prose import json_reply_prose
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.status_words import STATUS_ANY, STATUS_COPULA, stem
 from evaltape.grader.model import EpisodeContext, Score, Trace
@@ -78,7 +80,7 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
 def read_reply(text: str) -> tuple[str, list[int] | None]:
     """``(what grounding reads, where each of its characters is in text)``: a reply
     written as one JSON object is read as its prose
-    (:func:`~evaltape.grader.matching.claims.json_reply_prose`); any other reply as it
+    (:func:`~evaltape.grader.matching.json_prose.json_reply_prose`); any other reply as it
     is, with ``None``."""
     got = json_reply_prose(text) if text.lstrip()[:1] == "{" else None
     return (text, None) if got is None else got

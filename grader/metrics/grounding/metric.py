@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.matching.claims import CAPS_CODE, Claim, extract_claims
+from evaltape.grader.matching.claim_patterns import CAPS_CODE
+from evaltape.grader.matching.claims import Claim, extract_claims
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.model import EpisodeContext, Score, Trace

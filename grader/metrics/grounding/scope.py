@@ -12,8 +12,10 @@ from typing import Any, Mapping
 
 import orjson
 
-from evaltape.grader.matching.claims import Claim, clean, split_sentences
+from evaltape.grader.matching.answer_text import clean
+from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import Num
+from evaltape.grader.matching.sentences import split_sentences
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.model import ToolCall, Trace
 from evaltape.grader.metrics.grounding.episode import (action_stems, asserted_statuses,

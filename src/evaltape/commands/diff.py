@@ -58,10 +58,10 @@ def diff(baseline: str, current: str, warning: float, critical: float,
 
 def _print_setup(baseline: str, current: str, old, new) -> None:
     """The setup rows that differ between the two runs, as the page's Compare view names
-    them (:func:`~evaltape.grader.report.view.setup_changes`: stand-in scripts, prompt and
+    them (:func:`~evaltape.grader.report.view_setup.setup_changes`: stand-in scripts, prompt and
     tool hashes, model, trials, versions...), or why they cannot be compared."""
     from evaltape.commands.view import setup_source
-    from evaltape.grader.report.view import setup_changes
+    from evaltape.grader.report.view_setup import setup_changes
     a, b = setup_source(baseline, old), setup_source(current, new)
     if a is None or b is None:
         missing = [p for p, src in ((baseline, a), (current, b)) if src is None]

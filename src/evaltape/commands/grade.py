@@ -301,7 +301,7 @@ def _html_sources(report, run: str, dataset: str | None, baseline: str | None) -
     one (the page's Compare view)."""
     from evaltape.commands.view import report_source
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     opened = open_run(run, dataset)
     sources = [ViewSource(report, opened, index_traces(opened), label=opened.name,
                           source=run)]

@@ -42,7 +42,7 @@ def _run_of_report(report, report_path: Path) -> Path | None:
 
 
 def report_source(path: str, dataset: str | None = None, label: str | None = None):
-    """A :class:`~evaltape.grader.report.view.ViewSource` for a ``report.json``: the report,
+    """A :class:`~evaltape.grader.report.view_source.ViewSource` for a ``report.json``: the report,
     and its run's dataset and traces when they are found and still read (else a note on
     the page says why the conversations are missing).
 
@@ -50,7 +50,7 @@ def report_source(path: str, dataset: str | None = None, label: str | None = Non
         BadInputError: the report cannot be read (file and field named).
     """
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     from evaltape.grader.results import read_report
     report = read_report(path)
     where = _run_of_report(report, Path(path))
@@ -74,11 +74,11 @@ def report_source(path: str, dataset: str | None = None, label: str | None = Non
 
 
 def setup_source(path: str, report):
-    """A :class:`~evaltape.grader.report.view.ViewSource` of a ``report.json`` with its
+    """A :class:`~evaltape.grader.report.view_source.ViewSource` of a ``report.json`` with its
     run's manifest and dataset but no traces (what the setup rows read), or ``None`` when
     the run is not found or does not open (its setup cannot be compared)."""
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource
+    from evaltape.grader.report.view_source import ViewSource
     where = _run_of_report(report, Path(path))
     if where is None:
         return None
@@ -90,7 +90,7 @@ def setup_source(path: str, report):
 
 def run_source(path: str, dataset: str | None, metrics: Sequence[str] | None,
                config: str | None):
-    """A :class:`~evaltape.grader.report.view.ViewSource` for a run folder (or its
+    """A :class:`~evaltape.grader.report.view_source.ViewSource` for a run folder (or its
     ``traces.jsonl``), graded now with ``evaltape grade``'s defaults (every core; the
     configuration found in the working folder when ``config`` is ``None``).
 
@@ -99,7 +99,7 @@ def run_source(path: str, dataset: str | None, metrics: Sequence[str] | None,
     """
     from evaltape.grader.api import grade
     from evaltape.grader.io.run import open_run
-    from evaltape.grader.report.view import ViewSource, index_traces
+    from evaltape.grader.report.view_source import ViewSource, index_traces
     if config is None:
         from evaltape.grader.io.config import discover_config
         found = discover_config()

@@ -1,0 +1,105 @@
+"""One graded run as the page of ``evaltape view`` reads it: the report, the opened run
+and an index of where each episode's trace is in ``traces.jsonl``."""
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evaltape.grader.errors import BadInputError
+from evaltape.grader.io.run import Run
+from evaltape.grader.io.traces import line_digest, parse_trace
+from evaltape.grader.model import Trace
+from evaltape.grader.results import Report
+
+
+@dataclass
+class TraceIndex:
+    """Where each episode's trace line is in a run's ``traces.jsonl``, for reading them in
+    any order (the report's order is the dataset's; the file's is the recording's).
+
+    Build it with :func:`index_traces`; :meth:`get` reads and parses one trace.
+
+    Attributes:
+        path: the traces file.
+        lines: ``{(case_id, trial): 1-based line}``.
+        starts: byte offset of each line of the file (index = line − 1).
+    """
+
+    path: Path
+    lines: dict[tuple[str, int], int]
+    starts: array = field(repr=False)
+    _fh: Any = field(default=None, repr=False, compare=False)
+
+    def get(self, case_id: str, trial: int) -> tuple[Trace, str, int] | None:
+        """``(trace, trace digest, line)`` of one episode, or ``None`` when the run has no
+        trace for it. The file stays open between calls (:meth:`close` closes it).
+
+        Raises:
+            BadInputError: the line changed since :func:`index_traces` read it and no
+                longer parses as a trace (file and line named).
+        """
+        line = self.lines.get((case_id, trial))
+        if line is None:
+            return None
+        if self._fh is None:
+            self._fh = open(self.path, "rb")
+        self._fh.seek(self.starts[line - 1])
+        raw = self._fh.readline()
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise BadInputError("the line changed since it was read (not JSON now)",
+                                path=str(self.path), line=line) from None
+        trace = parse_trace(obj, path=str(self.path), line=line)
+        return trace, line_digest(raw), line
+
+    def close(self) -> None:
+        """Close the traces file (:meth:`get` opens it again when called)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def index_traces(run: Run) -> TraceIndex:
+    """Read a run's traces once, checked as ``grade`` checks them (:meth:`Run.episodes`:
+    the dataset's cases, no repeated episode, unchanged inputs), and note where each is.
+
+    Raises:
+        BadInputError: an invalid trace line, a case the dataset lacks, a repeated
+            episode or a changed input (file, line and field named).
+    """
+    lines = {(t.case_id, t.trial): t.source_line for t, _case in run.episodes()}
+    starts = array("Q", [0])
+    pos = 0
+    with open(run.traces_path, "rb") as fh:
+        for raw in fh:
+            pos += len(raw)
+            starts.append(pos)
+    return TraceIndex(Path(run.traces_path), lines, starts)
+
+
+@dataclass(frozen=True)
+class ViewSource:
+    """One graded run as the page shows it.
+
+    Attributes:
+        report: the graded report (from :func:`evaltape.grade` or ``report.json``).
+        run: the opened run (manifest, dataset), or ``None`` when only the report is known.
+        traces: where its traces are (:func:`index_traces`), or ``None``: the page then
+            shows scores and details without conversations.
+        label: the run's name on the page (default: the report's run name).
+        source: the path the user gave.
+        note: why conversations or the dataset are missing, shown on the page.
+    """
+
+    report: Report
+    run: Run | None = None
+    traces: TraceIndex | None = None
+    label: str = ""
+    source: str = ""
+    note: str | None = None
+
