@@ -3,7 +3,7 @@ did."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -233,9 +233,22 @@ def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
     return out
 
 
+#: Typographic apostrophes and quotes, read as straight ones.
+TYPOGRAPHIC = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"',
+                             "\u201d": '"'})
+
+
+def plain(evs: list[Event]) -> list[Event]:
+    """``evs`` with typographic apostrophes and quotes in their text made straight ("I\u2019ll"
+    reads as "I'll")."""
+    return [replace(e, text=e.text.translate(TYPOGRAPHIC)) if e.text else e for e in evs]
+
+
 def statements(evs: list[Event]) -> list[Statement]:
     """The agent's intentions and claims in ``evs`` (the class docstring of
-    :class:`PlanAdherence` says which sentences count)."""
+    :class:`PlanAdherence` says which sentences count), typographic apostrophes read as
+    straight ones."""
+    evs = plain(evs)
     out: list[Statement] = []
     for k, ev in enumerate(evs):
         if ev.kind != "agent":
@@ -441,7 +454,7 @@ class PlanAdherence(Metric):
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
-        evs = events(ctx.trace)
+        evs = plain(events(ctx.trace))
         found = statements(evs)
         if not found:
             return Score(None, "the agent stated no intention and claimed no action",
@@ -452,6 +465,12 @@ class PlanAdherence(Metric):
                 payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        if all(s.kind == "claim" and s.action == "lookup" and s.ok and not s.again
+               for s in found):
+            # reporting a look the agent did take states no intention to act
+            return Score(None, "the agent only reported lookups it had made",
+                         code="no_statements",
+                         evidence={"statements": [s.as_dict() for s in found]})
         kept = sum(s.ok for s in found)
         bad = [s for s in found if not s.ok]
         details = f"{kept}/{len(found)} statement(s) carried out or explained"
