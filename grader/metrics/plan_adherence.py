@@ -24,7 +24,7 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
                r"swap\w*|exchang\w*"),
     ("add", r"add(?:ing|ed|s)?\b"),
     ("remove", r"remov\w*|delet\w*"),
-    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|search\w*|"
+    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|look(?:ing|ed)? (?:you|it|them|him|her) up|search\w*|"
                r"find\b|finding|found|retriev\w*|verif\w*|review\w*|pull(?:ing|ed)? up|"
                r"fetch\w*|locat\w*|(?:see|show|view|provide|pull) (?:you )?(?:the |your |all )?"
                r"(?:details|information|options)"),
@@ -60,10 +60,19 @@ READ_TOOLS = TOOL_WORDS["lookup"] + TOOL_WORDS["calculate"] + ("think",)
 INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am now| 'm now|'m"
                        r" now)|let me(?! know)|let's|next,? i(?:'ll| will)|i(?:'d| would) like "
                        r"to now|allow me to)\s+", re.I)
+#: Words before "let me" that make it another's permission, not the agent's intention
+#: ("does not let me confirm a refund", "the system won't let me change it").
+LETS_ME = re.compile(r"\b(?:not|n't|to|will|would|can|could|may|might|does|do|did|should|"
+                     r"lets|allows?)\s+$", re.I)
 #: An offer: it becomes an intention when the user's next message agrees.
 OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
                    r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
-                   r" (?:to )?proceed|are you ready (?:for me )?to|i can|i could)\b", re.I)
+                   r" (?:to )?proceed|are you ready (?:for me )?to|i can(?!'t|not| not| only)|"
+                   r"i could(?!n't| not| only))\b", re.I)
+#: Words before "I can" that make it a relative clause, not an offer ("what I can tell you",
+#: "the only option I can offer", "anything else I can do").
+RELATIVE = re.compile(r"\b(?:what|whatever|all|anything|everything|something|nothing|else|"
+                      r"only \w+|options?|ways?|things?)\s*$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
@@ -120,17 +129,42 @@ NEGATED = re.compile(r"\b(?:instead of|rather than|not|no|without)\b[^.,;]{0,40}
 CABINS = re.compile(r"\b(basic economy|economy|business|first class|premium economy)\b", re.I)
 
 
-def actions_in(text: str, *, joined: bool = False) -> list[str]:
+#: An action word used as a noun's modifier names no action ("a change of plans", "the
+#: cancellation fee", "our refund policy", "the cancellation reason").
+NOUN_USE = re.compile(r"\s+(?:of plans?|fees?|polic(?:y|ies)|rules?|reasons?|eligibility|window|"
+                      r"terms)\b", re.I)
+#: Adverbs not counted among an offer's first words ("I can also add", "I can still check").
+ADVERBS = {"also", "still", "then", "now", "just", "first", "certainly", "definitely",
+           "gladly", "quickly", "immediately", "right", "away", "happily"}
+
+
+def actions_in(text: str, *, joined: bool = False, lead: int | None = None) -> list[str]:
     """The actions ``text`` names, in order of first appearance, without repeats ("proceed
-    with" and "go ahead and" name none by themselves). With ``joined``, the first action
-    and only those joined to what comes before by "and", "then" or a comma ("upgrade ...
-    and then cancel ..."), not the objects of the first ("calculate the refund")."""
+    with" and "go ahead and" name none by themselves; an action word before "of plans",
+    "fee", "policy", "rules", "reason" ... is a noun's modifier and names none). With
+    ``joined``, the first action and only those joined to what comes before by "and",
+    "then" or a comma ("upgrade ... and then cancel ..."), not the objects of the first
+    ("calculate the refund"). With ``lead``, only actions whose word starts within the
+    first ``lead`` words (:data:`ADVERBS` not counted): the verb of an offer, not a word of
+    what it goes on to say ("I can note it as booked by mistake")."""
     text = re.sub(r"\b(?:proceed(?:ing)? (?:with|to)|go(?:ing)? ahead (?:and|with))\b", " ",
                   text, flags=re.I)
+    limit = len(text)
+    if lead is not None:
+        n = 0
+        for w in re.finditer(r"\S+", text):
+            if w.group().lower().strip(",") in ADVERBS:
+                continue
+            n += 1
+            if n == lead:
+                limit = w.end()
+                break
     found = []
     for name, rx in _ACTION_RX:
         for m in rx.finditer(text):
-            found.append((m.start(), name))
+            if m.start() < limit and not NOUN_USE.match(text, m.end() + len(
+                    re.match(r"\w*", text[m.end():]).group())):
+                found.append((m.start(), name))
     out: list[str] = []
     for pos, name in sorted(found):
         if name in out:
@@ -201,24 +235,40 @@ class Statement:
                 "why": self.why}
 
 
+#: How many words after "I can / would you like me to" may name the offered action.
+OFFER_LEAD = 4
+
+
 def _offered(tail: str) -> list[str]:
-    """The actions an offer's words after "I can / would you like me to" name; "help /
-    assist you with X" is no action itself, only what is joined to it with "and" ("I can
-    assist you with your cancellation and check if you are eligible")."""
+    """The actions an offer's words after "I can / would you like me to" name, in its first
+    :data:`OFFER_LEAD` words (its verb and object: "I can confirm that a change of plans does
+    not allow a refund" offers nothing); "help / assist you with X" is no action itself,
+    only what is joined to it with "and" ("I can assist you with your cancellation and
+    check if you are eligible")."""
+    tail = re.sub(r"^\s*(?:you(?:'d| would| want| wish)?(?: like)? (?:for )?(?:me )?to\b|"
+                  r"to\b)", " ", tail, flags=re.I)
     m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
     if m:
         joined = re.search(r"\band\b", tail)
-        return actions_in(tail[joined.end():], joined=True) if joined else []
-    return actions_in(tail)
+        return actions_in(tail[joined.end():], joined=True, lead=OFFER_LEAD) if joined else []
+    return actions_in(tail, lead=OFFER_LEAD)
 
 
-def _agrees(reply: Event | None) -> bool:
-    """Whether the user's reply agrees to what the agent offered: it starts with "yes",
-    "sure", "please proceed", "thanks" ..., or it gives a fact the agent asked for (an id,
-    an e-mail, a date ...), and it does not decline."""
+#: A message that asks the user for something: a question, "please provide", "I need".
+ASKS = re.compile(r"\?|\bplease (?:provide|share|send|give|tell|confirm|reply|let me know|"
+                  r"specify|choose|select)\b|\bi(?:'ll| will)? need\b|\b(?:could|can|would) "
+                  r"you\b", re.I)
+
+
+def _agrees(reply: Event | None, asked: str = "?") -> bool:
+    """Whether the user's reply agrees to what the agent offered in the message ``asked``:
+    it starts with "yes", "sure", "please proceed", "thanks" ..., or it gives a fact (an id,
+    an e-mail, a date ...) where that message asked for something (:data:`ASKS`), and it
+    does not decline."""
     if reply is None or DECLINE.search(reply.text[:40]):
         return False
-    return bool(AGREE.search(reply.text)) or bool(facts_in(reply.text))
+    return bool(AGREE.search(reply.text)) or (bool(ASKS.search(asked))
+                                              and bool(facts_in(reply.text)))
 
 
 def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
@@ -254,7 +304,7 @@ def statements(evs: list[Event]) -> list[Statement]:
         if ev.kind != "agent":
             continue
         reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
-        agreed = _agrees(reply)
+        agreed = _agrees(reply, ev.text)
         previous = ""
         for s in sentences(ev.text):
             s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
@@ -272,8 +322,12 @@ def statements(evs: list[Event]) -> list[Statement]:
                 for a in acts[:1]:
                     out.append(Statement("claim", a, s, ev.message, k, ev.text))
                 continue
-            m = INTENTION.search(s_clean)
+            m = next((x for x in INTENTION.finditer(s_clean) if not (
+                x.group().lower().startswith("let") and LETS_ME.search(s_clean[:x.start()]))),
+                None)
             offer = OFFER.search(s_clean)
+            if offer and RELATIVE.search(s_clean[:offer.start()]):
+                offer = None
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
                     ).endswith("?"):
                 tail = s_clean[m.end():]
@@ -302,11 +356,27 @@ def statements(evs: list[Event]) -> list[Statement]:
                     continue  # "if you don't know it, I can look it up": not an offer to act
                 tail = s_clean[(offer or m).end():]
                 acts = _offered(tail)
+                if not acts and offer and m and m.start() > offer.start():
+                    # "Please confirm if everything is correct, and I'll proceed with the
+                    # update": the intention after the offer names the action
+                    acts = actions_in(s_clean[m.end():], joined=True)
                 if not acts and POINTS_BACK.match(tail):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
                 for a in acts[:1]:
+                    if _asks_other(reply, a):
+                        continue  # "yes, please book the flights" accepts the booking only
                     out.append(Statement("offer", a, s, ev.message, k, ev.text))
     return out
+
+
+def _asks_other(reply: Event | None, action: str) -> bool:
+    """Whether the user's agreeing reply names actions, none of them ``action`` ("Yes,
+    please go ahead and book the flights" after offers to book and to transfer): it accepts
+    those, not this offer. A reply naming "process" / "complete" accepts any."""
+    if reply is None:
+        return False
+    named = actions_in(reply.text)
+    return bool(named) and action not in named and "process" not in named
 
 
 _CABIN = r"(basic economy|economy|business|first class|premium economy)"
