@@ -350,3 +350,21 @@ def test_facts_accept_an_offer_only_when_the_agent_asked_for_something():
                A("I can review your other reservations. Could you give me your user id?"),
                U("It is mia_li_3668."), A("Your booking is from May 2.")])
     assert s.value == 0.0, s.details
+
+
+def test_a_transfer_about_another_record_does_not_explain_an_accepted_offer():
+    def run(summary):
+        hand = call("t5", "transfer_to_human_agents", {"summary": summary}, "Transfer successful")
+        return score([U("Upgrade EHGLP3 to business; XKQ9P2 needs a person."),
+                      A("Before I can proceed with the upgrade for EHGLP3, I need a payment "
+                        "method. Which card should I use?"),
+                      U("Yes, use credit_card_1."), A("", hand), R(hand),
+                      A("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT."), U("###TRANSFER###")])
+    # the accepted upgrade offer names EHGLP3; the transfer is about XKQ9P2 only: not an
+    # explanation, no upgrade call, the conversation goes on → 0/1 = 0.0
+    s = run("User needs help with reservation XKQ9P2.")
+    assert s.value == 0.0, s.details
+    assert "never acted on: no upgrade call followed" in s.details
+    # a transfer naming EHGLP3, or naming no record, explains it → 1/1 = 1.0
+    assert run("User wants EHGLP3 upgraded and help with XKQ9P2.").value == 1.0
+    assert run("User needs help.").value == 1.0

@@ -625,6 +625,15 @@ def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
         s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
 
 
+def _transfer_elsewhere(s: Statement, call) -> bool:
+    """Whether a transfer ``call`` is about other records than the statement's: its
+    arguments name booking codes and none is one the statement names (a hand-over for
+    another reservation does not explain an upgrade left undone)."""
+    named = booking_codes(s.text)
+    held = set().union(*(booking_codes(v) for _k, v in argument_strings(dict(call.arguments))))
+    return bool(named and held and not named & held)
+
+
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
     later = [e for i, e in enumerate(evs) if i > s.position or (
@@ -652,7 +661,7 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                 else:
                     s.outcome, s.why = "carried_out", f"carried out by {s.call}"
                 return
-            if carries_out("transfer", e.call.name):
+            if carries_out("transfer", e.call.name) and not _transfer_elsewhere(s, e.call):
                 s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
                 return
         elif e.kind == "user" and DECLINE.search(e.text):
