@@ -368,3 +368,32 @@ def test_a_transfer_about_another_record_does_not_explain_an_accepted_offer():
     # a transfer naming EHGLP3, or naming no record, explains it → 1/1 = 1.0
     assert run("User wants EHGLP3 upgraded and help with XKQ9P2.").value == 1.0
     assert run("User needs help.").value == 1.0
+
+
+def test_a_purpose_clause_or_a_needed_step_is_an_offer_the_reply_accepts():
+    cancel = call("t6", "cancel_reservation", {"reservation_id": "EHGLP3"}, {"ok": True})
+    # "To cancel your flight, I need your user id": the user gives it, the agent cancels →
+    # the offer is carried out → 1/1 = 1.0
+    s = score([U("Cancel my flight please."),
+               A("To cancel your flight, I need your user id and reservation id."),
+               U("mia_li_3668, EHGLP3."), A("", cancel), R(cancel), A("Done.")])
+    assert s.value == 1.0, s.details
+    assert s.evidence["statements"][0]["kind"] == "offer"
+    # the user gives the ids and the agent never cancels while the conversation goes on →
+    # 0/1 = 0.0
+    s = score([U("Cancel my flight please."),
+               A("To cancel your flight, I need your user id and reservation id."),
+               U("mia_li_3668, EHGLP3."), A("Your flight leaves at 9."), U("Ok.")])
+    assert s.value == 0.0, s.details
+    # "I need to verify your reservation" and the user cannot give the id: not accepted, no
+    # other statement → null
+    s = score([U("Compensation for my delay?"),
+               A("I need to verify your reservation details. Could you give me the id?"),
+               U("I'm sorry, I don't have it with me."), A("Okay, come back with it.")])
+    assert s.value is None, s.details
+    # the user gives it and the agent looks it up → 1/1 = 1.0
+    look = call("t1", "get_reservation_details", {"reservation_id": "EHGLP3"}, {"ok": True})
+    s = score([U("Compensation for my delay?"),
+               A("I need to verify your reservation details. Could you give me the id?"),
+               U("It is EHGLP3."), A("", look), R(look), A("It was delayed 3 hours.")])
+    assert s.value == 1.0, s.details

@@ -60,6 +60,14 @@ READ_TOOLS = TOOL_WORDS["lookup"] + TOOL_WORDS["calculate"] + ("think",)
 INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am now| 'm now|'m"
                        r" now)|let me(?! know)|let's|next,? i(?:'ll| will)|i(?:'d| would) like "
                        r"to now|allow me to)\s+", re.I)
+#: A step the agent says it must take ("First, I need to verify your identity"): an offer,
+#: kept only when the user's reply agrees (gives what was asked for).
+NEED_TO = re.compile(r"\bi (?:first |also )?need to\s+", re.I)
+#: A purpose clause that introduces a request ("To cancel your flight, I need your user id",
+#: "To modify a reservation, please provide ..."): it offers the action it names.
+PURPOSE = re.compile(r"^\W*(?:in order )?to\s+(?P<what>[^,.;:]{1,80}),\s*(?:i(?:'ll| will| "
+                     r"would|'d)? (?:first |also )?need\b|please\b|could you\b|can you\b|"
+                     r"may i\b|i(?:'ll| will)? (?:first )?have to\b|i must\b)", re.I)
 #: Words before "let me" that make it another's permission, not the agent's intention
 #: ("does not let me confirm a refund", "the system won't let me change it").
 LETS_ME = re.compile(r"\b(?:not|n't|to|will|would|can|could|may|might|does|do|did|should|"
@@ -340,6 +348,14 @@ def statements(evs: list[Event]) -> list[Statement]:
                     acts = [a for a in acts if a not in ("lookup", "calculate")]
                 for a in acts[:3]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
+            elif not m and not offer and (PURPOSE.match(s_clean) or NEED_TO.search(s_clean)):
+                # "To cancel your flight, I need your user id", "I need to verify your
+                # identity": an offer of the step, accepted by the user's reply
+                purpose, need = PURPOSE.match(s_clean), NEED_TO.search(s_clean)
+                what = purpose.group("what") if purpose else s_clean[need.end():]
+                if agreed and (purpose or not CONDITION.search(s_clean[:need.start()])):
+                    for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
+                        out.append(Statement("offer", a, s, ev.message, k, ev.text))
             elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
                 # on", with the transfer call), or by the agent's first calls after the
@@ -370,10 +386,11 @@ def statements(evs: list[Event]) -> list[Statement]:
 
 
 def _asks_other(reply: Event | None, action: str) -> bool:
-    """Whether the user's agreeing reply names actions, none of them ``action`` ("Yes,
+    """Whether the user's reply says yes (:data:`AGREE`) and names actions, none of them
+    ``action`` ("Yes,
     please go ahead and book the flights" after offers to book and to transfer): it accepts
     those, not this offer. A reply naming "process" / "complete" accepts any."""
-    if reply is None:
+    if reply is None or not AGREE.search(reply.text):
         return False
     named = actions_in(reply.text)
     return bool(named) and action not in named and "process" not in named
