@@ -302,6 +302,54 @@ def plain(evs: list[Event]) -> list[Event]:
     return [replace(e, text=e.text.translate(TYPOGRAPHIC)) if e.text else e for e in evs]
 
 
+#: A claim in the simple past passive about a payment ("The payment was processed using
+#: ...", "$461 was charged to your Visa"), read only in a message that confirms an action.
+PASSIVE = re.compile(r"\b(?:payment|refund|amount|charge|balance|difference|total|\$[\d,.]+)"
+                     r"\b[^.;:]{0,40}?\b(?:was|were) (?:successfully |also |then |now )?"
+                     r"(?=(?:processed|charged|refunded|issued|applied|credited|sent)\b)", re.I)
+#: Words that confirm an action done, besides a :data:`CLAIM` ("Your booking is confirmed!").
+CONFIRMS = re.compile(r"\b(?:is|are) (?:now )?(?:confirmed|complete|completed|all set)\b|"
+                      r"\ball set\b", re.I)
+#: A summary line "Label: value" ("- **Seats:** aisle and middle together").
+ITEM_LINE = re.compile(r"^[\s>*\-\u2022]*(?P<label>[A-Za-z][A-Za-z /]{1,30}?)[\s*]*:[\s*]*"
+                       r"(?P<value>\S.*)$")
+#: A summary value that states nothing was set ("none", "no", "0", "n/a", "not included").
+EMPTY_VALUE = re.compile(r"^\W*(?:no|none|n/a|0|not|nil|zero|-)\b", re.I)
+
+
+def _claim_at(text: str, rx: re.Pattern = CLAIM) -> re.Match | None:
+    """Where ``rx`` reads a claim in the sentence ``text``: not in a question, not after
+    "not", "if", "once" ... (:data:`NOT_A_CLAIM`), not followed by "not" / "never"."""
+    m = rx.search(text)
+    if m and not text.rstrip().endswith("?") and not NOT_A_CLAIM.search(
+            text[:m.start()]) and not re.match(r"\s*(?:not|never)\b", text[m.end():]):
+        return m
+    return None
+
+
+def _item_lines(evs: list[Event], k: int) -> list[Statement]:
+    """The claims the summary lines of the confirming message ``evs[k]`` make: a line
+    "Label: value" whose label names an item of :data:`ITEMS` (seats, bags, meals ...),
+    whose value is not empty ("none", "0") and says something no earlier call's arguments
+    or result hold (a value read back from the record restates it): an ``add`` claim that
+    the item was set."""
+    ev = evs[k]
+    seen = " ".join(str(dict(e.call.arguments)) + " " + (e.call.result or "")
+                    for i, e in enumerate(evs) if e.kind == "call" and (
+                        i < k or (ev.message >= 0 and e.message == ev.message))).lower()
+    out = []
+    for line in ev.text.splitlines():
+        m = ITEM_LINE.match(line)
+        if not m or EMPTY_VALUE.match(m.group("value")) or not any(
+                re.search(r"\b(?:" + rx + ")", m.group("label"), re.I) for _stem, rx in ITEMS):
+            continue
+        words = [w for w in re.findall(r"[a-z]{4,}", m.group("value").lower())
+                 if not any(re.fullmatch(rx, w) for _stem, rx in ITEMS)]
+        if words and not all(w in seen for w in words):
+            out.append(Statement("claim", "add", line.strip(), ev.message, k, ev.text))
+    return out
+
+
 def statements(evs: list[Event]) -> list[Statement]:
     """The agent's intentions and claims in ``evs`` (the class docstring of
     :class:`PlanAdherence` says which sentences count), typographic apostrophes read as
@@ -313,6 +361,10 @@ def statements(evs: list[Event]) -> list[Statement]:
             continue
         reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
         agreed = _agrees(reply, ev.text)
+        confirming = bool(CONFIRMS.search(ev.text)) or any(
+            _claim_at(x.replace("*", "")) for x in sentences(ev.text))
+        if confirming:
+            out.extend(_item_lines(evs, k))
         previous = ""
         for s in sentences(ev.text):
             s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
@@ -322,10 +374,8 @@ def statements(evs: list[Event]) -> list[Statement]:
                 out.append(Statement("claim", "lookup", s, ev.message, k, ev.text,
                                      again=True))
                 continue
-            m = CLAIM.search(s_clean)
-            if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
-                    s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
-                                                          s_clean[m.end():]):
+            m = _claim_at(s_clean) or (confirming and _claim_at(s_clean, PASSIVE))
+            if m:
                 acts = actions_in(s_clean[m.end():m.end() + 60]) or actions_in(s_clean)
                 for a in acts[:1]:
                     out.append(Statement("claim", a, s, ev.message, k, ev.text))
