@@ -101,7 +101,8 @@ CLAIM = re.compile(
     r"found\b|issued\b)"
     r"|\bi (?:now |successfully |already |just |also )?(?=(?:cancell?ed|booked|upgraded|"
     r"downgraded|changed|updated|modified|added|removed|refunded|issued|sent|processed|"
-    r"transferred|applied|rebooked|reserved|moved|switched)\b)"
+    r"transferred|applied|rebooked|reserved|moved|switched|checked|verified|reviewed|"
+    r"looked up|retrieved)\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
     r"|\bsuccessfully (?=\w+ed\b)", re.I)
 #: A claim that a record was looked at again ("I've re-checked", "I double-checked your
