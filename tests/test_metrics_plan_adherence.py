@@ -447,3 +447,14 @@ def test_a_lookup_claimed_in_the_simple_past_needs_a_lookup_behind_it():
     s = score([U("Is EHGLP3 active?"), A("", look), R(look),
                A("I verified your reservation and it is active.")])
     assert s.value is None, s.details
+
+
+def test_a_bare_yes_does_not_accept_a_purpose_clause_that_asks_for_facts():
+    # the user says "sure" but never gives the id asked for; the agent asks again: the step
+    # is still waiting, no statement → null
+    s = score([U("A cardiology appointment on March 3?"),
+               A("To book a cardiology appointment, please provide your patient id."),
+               U("Sure."),
+               A("To book a cardiology appointment, please provide your patient id."),
+               U("Sure.")])
+    assert s.value is None, s.details

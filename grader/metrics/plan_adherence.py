@@ -280,6 +280,15 @@ def _agrees(reply: Event | None, asked: str = "?") -> bool:
                                               and bool(facts_in(reply.text)))
 
 
+def _acted_calls(evs: list[Event], k: int) -> list[str]:
+    """The names of the calls of the agent message ``evs[k]`` and of the agent's first calls
+    after the user's reply (:func:`_next_turn_calls`)."""
+    msg = evs[k].message
+    own = [e.call.name for e in evs[k + 1:] if e.kind == "call" and e.message == msg
+           and msg >= 0]
+    return own + _next_turn_calls(evs, k)
+
+
 def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
     """The names of the calls the agent makes right after the user's reply to event ``k``,
     before it writes to the user again."""
@@ -401,19 +410,20 @@ def statements(evs: list[Event]) -> list[Statement]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
             elif not m and not offer and (PURPOSE.match(s_clean) or NEED_TO.search(s_clean)):
                 # "To cancel your flight, I need your user id", "I need to verify your
-                # identity": an offer of the step, accepted by the user's reply
+                # identity": an offer of the step, accepted by a reply that gives facts (a
+                # bare "sure" without the id asked for leaves the step waiting)
                 purpose, need = PURPOSE.match(s_clean), NEED_TO.search(s_clean)
                 what = purpose.group("what") if purpose else s_clean[need.end():]
-                if agreed and (purpose or not CONDITION.search(s_clean[:need.start()])):
+                given = reply is not None and not DECLINE.search(reply.text[:40]) and bool(
+                    facts_in(reply.text))
+                if given and (purpose or not CONDITION.search(s_clean[:need.start()])):
                     for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
             elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
                 # on", with the transfer call), or by the agent's first calls after the
                 # user's reply: an intention carried out
-                own = [e.call.name for e in evs[k + 1:] if e.kind == "call"
-                       and e.message == ev.message and ev.message >= 0]
-                own += _next_turn_calls(evs, k)
+                own = _acted_calls(evs, k)
                 for a in _offered(s_clean[offer.end():])[:1]:
                     if any(carries_out(a, name) for name in own):
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
@@ -430,7 +440,8 @@ def statements(evs: list[Event]) -> list[Statement]:
                 if not acts and POINTS_BACK.match(tail):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
                 for a in acts[:1]:
-                    if _asks_other(reply, a):
+                    if _asks_other(reply, a) and not any(
+                            carries_out(a, name) for name in _acted_calls(evs, k)):
                         continue  # "yes, please book the flights" accepts the booking only
                     out.append(Statement("offer", a, s, ev.message, k, ev.text))
     return out
@@ -588,7 +599,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
