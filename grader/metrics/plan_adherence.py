@@ -451,7 +451,8 @@ def _asks_other(reply: Event | None, action: str) -> bool:
     """Whether the user's reply says yes (:data:`AGREE`) and names actions, none of them
     ``action`` ("Yes,
     please go ahead and book the flights" after offers to book and to transfer): it accepts
-    those, not this offer. A reply naming "process" / "complete" accepts any."""
+    those, not this offer (unless the agent's next calls carry it out). A reply naming
+    "process" / "complete" accepts any."""
     if reply is None or not AGREE.search(reply.text):
         return False
     named = actions_in(reply.text)
@@ -573,6 +574,11 @@ class PlanAdherence(Metric):
     - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
       booked", "successfully <done>", naming an action; not after "not", "if", "once",
       "when" ... in the same sentence, and not a question.
+    - a *step offered by a request*: "To cancel your flight, I need your user id", "I need
+      to verify your identity": an offer, a statement when the user's reply gives facts;
+    - in a message that confirms an action: a passive payment claim ("the payment was
+      processed using ...") and summary lines naming an item with a new value ("Seats:
+      aisle and middle together"), add claims (:func:`_item_lines`).
 
     **Kept**: an intention is *carried out* by a later call (or one of the same message)
     whose tool carries out the action (:func:`matches`), even if that call fails (the
@@ -592,7 +598,8 @@ class PlanAdherence(Metric):
     definitions' judgement calls (an accepted offer is an intention; a claim with no call
     behind it is a failure); the phrase lists were written for this project from τ-bench
     and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
-    intention, made no offer the user accepted and claimed no action. What it cannot
+    intention, made no offer the user accepted and claimed no action, or only reported
+    lookups it made. What it cannot
     catch: intentions in words it does not
     read ("Allow me a moment"), a call that matches the action but on the wrong thing when
     the statement names nothing to compare, and claims about actions without a tool.
