@@ -3,7 +3,7 @@ did."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
                r"swap\w*|exchang\w*"),
     ("add", r"add(?:ing|ed|s)?\b"),
     ("remove", r"remov\w*|delet\w*"),
-    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|search\w*|"
+    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|look(?:ing|ed)? (?:you|it|them|him|her) up|search\w*|"
                r"find\b|finding|found|retriev\w*|verif\w*|review\w*|pull(?:ing|ed)? up|"
                r"fetch\w*|locat\w*|(?:see|show|view|provide|pull) (?:you )?(?:the |your |all )?"
                r"(?:details|information|options)"),
@@ -60,10 +60,27 @@ READ_TOOLS = TOOL_WORDS["lookup"] + TOOL_WORDS["calculate"] + ("think",)
 INTENTION = re.compile(r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am now| 'm now|'m"
                        r" now)|let me(?! know)|let's|next,? i(?:'ll| will)|i(?:'d| would) like "
                        r"to now|allow me to)\s+", re.I)
+#: A step the agent says it must take ("First, I need to verify your identity"): an offer,
+#: kept only when the user's reply agrees (gives what was asked for).
+NEED_TO = re.compile(r"\bi (?:first |also )?need to\s+", re.I)
+#: A purpose clause that introduces a request ("To cancel your flight, I need your user id",
+#: "To modify a reservation, please provide ..."): it offers the action it names.
+PURPOSE = re.compile(r"^\W*(?:in order )?to\s+(?P<what>[^,.;:]{1,80}),\s*(?:i(?:'ll| will| "
+                     r"would|'d)? (?:first |also )?need\b|please\b|could you\b|can you\b|"
+                     r"may i\b|i(?:'ll| will)? (?:first )?have to\b|i must\b)", re.I)
+#: Words before "let me" that make it another's permission, not the agent's intention
+#: ("does not let me confirm a refund", "the system won't let me change it").
+LETS_ME = re.compile(r"\b(?:not|n't|to|will|would|can|could|may|might|does|do|did|should|"
+                     r"lets|allows?)\s+$", re.I)
 #: An offer: it becomes an intention when the user's next message agrees.
 OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
                    r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
-                   r" (?:to )?proceed|are you ready (?:for me )?to|i can|i could)\b", re.I)
+                   r" (?:to )?proceed|are you ready (?:for me )?to|i can(?!'t|not| not| only)|"
+                   r"i could(?!n't| not| only))\b", re.I)
+#: Words before "I can" that make it a relative clause, not an offer ("what I can tell you",
+#: "the only option I can offer", "anything else I can do").
+RELATIVE = re.compile(r"\b(?:what|whatever|all|anything|everything|something|nothing|else|"
+                      r"only \w+|options?|ways?|things?)\s*$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
@@ -84,7 +101,8 @@ CLAIM = re.compile(
     r"found\b|issued\b)"
     r"|\bi (?:now |successfully |already |just |also )?(?=(?:cancell?ed|booked|upgraded|"
     r"downgraded|changed|updated|modified|added|removed|refunded|issued|sent|processed|"
-    r"transferred|applied|rebooked|reserved|moved|switched)\b)"
+    r"transferred|applied|rebooked|reserved|moved|switched|checked|verified|reviewed|"
+    r"looked up|retrieved)\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
     r"|\bsuccessfully (?=\w+ed\b)", re.I)
 #: A claim that a record was looked at again ("I've re-checked", "I double-checked your
@@ -120,17 +138,42 @@ NEGATED = re.compile(r"\b(?:instead of|rather than|not|no|without)\b[^.,;]{0,40}
 CABINS = re.compile(r"\b(basic economy|economy|business|first class|premium economy)\b", re.I)
 
 
-def actions_in(text: str, *, joined: bool = False) -> list[str]:
+#: An action word used as a noun's modifier names no action ("a change of plans", "the
+#: cancellation fee", "our refund policy", "the cancellation reason").
+NOUN_USE = re.compile(r"\s+(?:of plans?|fees?|polic(?:y|ies)|rules?|reasons?|eligibility|window|"
+                      r"terms)\b", re.I)
+#: Adverbs not counted among an offer's first words ("I can also add", "I can still check").
+ADVERBS = {"also", "still", "then", "now", "just", "first", "certainly", "definitely",
+           "gladly", "quickly", "immediately", "right", "away", "happily"}
+
+
+def actions_in(text: str, *, joined: bool = False, lead: int | None = None) -> list[str]:
     """The actions ``text`` names, in order of first appearance, without repeats ("proceed
-    with" and "go ahead and" name none by themselves). With ``joined``, the first action
-    and only those joined to what comes before by "and", "then" or a comma ("upgrade ...
-    and then cancel ..."), not the objects of the first ("calculate the refund")."""
+    with" and "go ahead and" name none by themselves; an action word before "of plans",
+    "fee", "policy", "rules", "reason" ... is a noun's modifier and names none). With
+    ``joined``, the first action and only those joined to what comes before by "and",
+    "then" or a comma ("upgrade ... and then cancel ..."), not the objects of the first
+    ("calculate the refund"). With ``lead``, only actions whose word starts within the
+    first ``lead`` words (:data:`ADVERBS` not counted): the verb of an offer, not a word of
+    what it goes on to say ("I can note it as booked by mistake")."""
     text = re.sub(r"\b(?:proceed(?:ing)? (?:with|to)|go(?:ing)? ahead (?:and|with))\b", " ",
                   text, flags=re.I)
+    limit = len(text)
+    if lead is not None:
+        n = 0
+        for w in re.finditer(r"\S+", text):
+            if w.group().lower().strip(",") in ADVERBS:
+                continue
+            n += 1
+            if n == lead:
+                limit = w.end()
+                break
     found = []
     for name, rx in _ACTION_RX:
         for m in rx.finditer(text):
-            found.append((m.start(), name))
+            if m.start() < limit and not NOUN_USE.match(text, m.end() + len(
+                    re.match(r"\w*", text[m.end():]).group())):
+                found.append((m.start(), name))
     out: list[str] = []
     for pos, name in sorted(found):
         if name in out:
@@ -201,24 +244,49 @@ class Statement:
                 "why": self.why}
 
 
+#: How many words after "I can / would you like me to" may name the offered action.
+OFFER_LEAD = 4
+
+
 def _offered(tail: str) -> list[str]:
-    """The actions an offer's words after "I can / would you like me to" name; "help /
-    assist you with X" is no action itself, only what is joined to it with "and" ("I can
-    assist you with your cancellation and check if you are eligible")."""
+    """The actions an offer's words after "I can / would you like me to" name, in its first
+    :data:`OFFER_LEAD` words (its verb and object: "I can confirm that a change of plans does
+    not allow a refund" offers nothing); "help / assist you with X" is no action itself,
+    only what is joined to it with "and" ("I can assist you with your cancellation and
+    check if you are eligible")."""
+    tail = re.sub(r"^\s*(?:you(?:'d| would| want| wish)?(?: like)? (?:for )?(?:me )?to\b|"
+                  r"to\b)", " ", tail, flags=re.I)
     m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
     if m:
         joined = re.search(r"\band\b", tail)
-        return actions_in(tail[joined.end():], joined=True) if joined else []
-    return actions_in(tail)
+        return actions_in(tail[joined.end():], joined=True, lead=OFFER_LEAD) if joined else []
+    return actions_in(tail, lead=OFFER_LEAD)
 
 
-def _agrees(reply: Event | None) -> bool:
-    """Whether the user's reply agrees to what the agent offered: it starts with "yes",
-    "sure", "please proceed", "thanks" ..., or it gives a fact the agent asked for (an id,
-    an e-mail, a date ...), and it does not decline."""
+#: A message that asks the user for something: a question, "please provide", "I need".
+ASKS = re.compile(r"\?|\bplease (?:provide|share|send|give|tell|confirm|reply|let me know|"
+                  r"specify|choose|select)\b|\bi(?:'ll| will)? need\b|\b(?:could|can|would) "
+                  r"you\b", re.I)
+
+
+def _agrees(reply: Event | None, asked: str = "?") -> bool:
+    """Whether the user's reply agrees to what the agent offered in the message ``asked``:
+    it starts with "yes", "sure", "please proceed", "thanks" ..., or it gives a fact (an id,
+    an e-mail, a date ...) where that message asked for something (:data:`ASKS`), and it
+    does not decline."""
     if reply is None or DECLINE.search(reply.text[:40]):
         return False
-    return bool(AGREE.search(reply.text)) or bool(facts_in(reply.text))
+    return bool(AGREE.search(reply.text)) or (bool(ASKS.search(asked))
+                                              and bool(facts_in(reply.text)))
+
+
+def _acted_calls(evs: list[Event], k: int) -> list[str]:
+    """The names of the calls of the agent message ``evs[k]`` and of the agent's first calls
+    after the user's reply (:func:`_next_turn_calls`)."""
+    msg = evs[k].message
+    own = [e.call.name for e in evs[k + 1:] if e.kind == "call" and e.message == msg
+           and msg >= 0]
+    return own + _next_turn_calls(evs, k)
 
 
 def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
@@ -233,15 +301,80 @@ def _next_turn_calls(evs: list[Event], k: int) -> list[str]:
     return out
 
 
+#: Typographic apostrophes and quotes, read as straight ones.
+TYPOGRAPHIC = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"',
+                             "\u201d": '"'})
+
+
+def plain(evs: list[Event]) -> list[Event]:
+    """``evs`` with typographic apostrophes and quotes in their text made straight ("I\u2019ll"
+    reads as "I'll")."""
+    return [replace(e, text=e.text.translate(TYPOGRAPHIC)) if e.text else e for e in evs]
+
+
+#: A claim in the simple past passive about a payment ("The payment was processed using
+#: ...", "$461 was charged to your Visa"), read only in a message that confirms an action.
+PASSIVE = re.compile(r"\b(?:payment|refund|amount|charge|balance|difference|total|\$[\d,.]+)"
+                     r"\b[^.;:]{0,40}?\b(?:was|were) (?:successfully |also |then |now )?"
+                     r"(?=(?:processed|charged|refunded|issued|applied|credited|sent)\b)", re.I)
+#: Words that confirm an action done, besides a :data:`CLAIM` ("Your booking is confirmed!").
+CONFIRMS = re.compile(r"\b(?:is|are) (?:now )?(?:confirmed|complete|completed|all set)\b|"
+                      r"\ball set\b", re.I)
+#: A summary line "Label: value" ("- **Seats:** aisle and middle together").
+ITEM_LINE = re.compile(r"^[\s>*\-\u2022]*(?P<label>[A-Za-z][A-Za-z /]{1,30}?)[\s*]*:[\s*]*"
+                       r"(?P<value>\S.*)$")
+#: A summary value that states nothing was set ("none", "no", "0", "n/a", "not included").
+EMPTY_VALUE = re.compile(r"^\W*(?:no|none|n/a|0|not|nil|zero|-)\b", re.I)
+
+
+def _claim_at(text: str, rx: re.Pattern = CLAIM) -> re.Match | None:
+    """Where ``rx`` reads a claim in the sentence ``text``: not in a question, not after
+    "not", "if", "once" ... (:data:`NOT_A_CLAIM`), not followed by "not" / "never"."""
+    m = rx.search(text)
+    if m and not text.rstrip().endswith("?") and not NOT_A_CLAIM.search(
+            text[:m.start()]) and not re.match(r"\s*(?:not|never)\b", text[m.end():]):
+        return m
+    return None
+
+
+def _item_lines(evs: list[Event], k: int) -> list[Statement]:
+    """The claims the summary lines of the confirming message ``evs[k]`` make: a line
+    "Label: value" whose label names an item of :data:`ITEMS` (seats, bags, meals ...),
+    whose value is not empty ("none", "0") and says something no earlier call's arguments
+    or result hold (a value read back from the record restates it): an ``add`` claim that
+    the item was set."""
+    ev = evs[k]
+    seen = " ".join(str(dict(e.call.arguments)) + " " + (e.call.result or "")
+                    for i, e in enumerate(evs) if e.kind == "call" and (
+                        i < k or (ev.message >= 0 and e.message == ev.message))).lower()
+    out = []
+    for line in ev.text.splitlines():
+        m = ITEM_LINE.match(line)
+        if not m or EMPTY_VALUE.match(m.group("value")) or not any(
+                re.search(r"\b(?:" + rx + ")", m.group("label"), re.I) for _stem, rx in ITEMS):
+            continue
+        words = [w for w in re.findall(r"[a-z]{4,}", m.group("value").lower())
+                 if not any(re.fullmatch(rx, w) for _stem, rx in ITEMS)]
+        if words and not all(w in seen for w in words):
+            out.append(Statement("claim", "add", line.strip(), ev.message, k, ev.text))
+    return out
+
+
 def statements(evs: list[Event]) -> list[Statement]:
     """The agent's intentions and claims in ``evs`` (the class docstring of
-    :class:`PlanAdherence` says which sentences count)."""
+    :class:`PlanAdherence` says which sentences count), typographic apostrophes read as
+    straight ones."""
+    evs = plain(evs)
     out: list[Statement] = []
     for k, ev in enumerate(evs):
         if ev.kind != "agent":
             continue
         reply = next((e for e in evs[k + 1:] if e.kind == "user"), None)
-        agreed = _agrees(reply)
+        agreed = _agrees(reply, ev.text)
+        confirming = bool(CONFIRMS.search(ev.text)) or any(
+            _claim_at(x.replace("*", "")) for x in sentences(ev.text))
+        if confirming:
+            out.extend(_item_lines(evs, k))
         previous = ""
         for s in sentences(ev.text):
             s_clean, previous, before = s.replace("*", ""), s.replace("*", ""), previous
@@ -251,16 +384,18 @@ def statements(evs: list[Event]) -> list[Statement]:
                 out.append(Statement("claim", "lookup", s, ev.message, k, ev.text,
                                      again=True))
                 continue
-            m = CLAIM.search(s_clean)
-            if m and not s_clean.rstrip().endswith("?") and not NOT_A_CLAIM.search(
-                    s_clean[:m.start()]) and not re.match(r"\s*(?:not|never)\b",
-                                                          s_clean[m.end():]):
+            m = _claim_at(s_clean) or (confirming and _claim_at(s_clean, PASSIVE))
+            if m:
                 acts = actions_in(s_clean[m.end():m.end() + 60]) or actions_in(s_clean)
                 for a in acts[:1]:
                     out.append(Statement("claim", a, s, ev.message, k, ev.text))
                 continue
-            m = INTENTION.search(s_clean)
+            m = next((x for x in INTENTION.finditer(s_clean) if not (
+                x.group().lower().startswith("let") and LETS_ME.search(s_clean[:x.start()]))),
+                None)
             offer = OFFER.search(s_clean)
+            if offer and RELATIVE.search(s_clean[:offer.start()]):
+                offer = None
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
                     ).endswith("?"):
                 tail = s_clean[m.end():]
@@ -273,13 +408,22 @@ def statements(evs: list[Event]) -> list[Statement]:
                     acts = [a for a in acts if a not in ("lookup", "calculate")]
                 for a in acts[:3]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
+            elif not m and not offer and (PURPOSE.match(s_clean) or NEED_TO.search(s_clean)):
+                # "To cancel your flight, I need your user id", "I need to verify your
+                # identity": an offer of the step, accepted by a reply that gives facts (a
+                # bare "sure" without the id asked for leaves the step waiting)
+                purpose, need = PURPOSE.match(s_clean), NEED_TO.search(s_clean)
+                what = purpose.group("what") if purpose else s_clean[need.end():]
+                given = reply is not None and not DECLINE.search(reply.text[:40]) and bool(
+                    facts_in(reply.text))
+                if given and (purpose or not CONDITION.search(s_clean[:need.start()])):
+                    for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
+                        out.append(Statement("offer", a, s, ev.message, k, ev.text))
             elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
                 # on", with the transfer call), or by the agent's first calls after the
                 # user's reply: an intention carried out
-                own = [e.call.name for e in evs[k + 1:] if e.kind == "call"
-                       and e.message == ev.message and ev.message >= 0]
-                own += _next_turn_calls(evs, k)
+                own = _acted_calls(evs, k)
                 for a in _offered(s_clean[offer.end():])[:1]:
                     if any(carries_out(a, name) for name in own):
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
@@ -289,11 +433,30 @@ def statements(evs: list[Event]) -> list[Statement]:
                     continue  # "if you don't know it, I can look it up": not an offer to act
                 tail = s_clean[(offer or m).end():]
                 acts = _offered(tail)
+                if not acts and offer and m and m.start() > offer.start():
+                    # "Please confirm if everything is correct, and I'll proceed with the
+                    # update": the intention after the offer names the action
+                    acts = actions_in(s_clean[m.end():], joined=True)
                 if not acts and POINTS_BACK.match(tail):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
                 for a in acts[:1]:
+                    if _asks_other(reply, a) and not any(
+                            carries_out(a, name) for name in _acted_calls(evs, k)):
+                        continue  # "yes, please book the flights" accepts the booking only
                     out.append(Statement("offer", a, s, ev.message, k, ev.text))
     return out
+
+
+def _asks_other(reply: Event | None, action: str) -> bool:
+    """Whether the user's reply says yes (:data:`AGREE`) and names actions, none of them
+    ``action`` ("Yes,
+    please go ahead and book the flights" after offers to book and to transfer): it accepts
+    those, not this offer (unless the agent's next calls carry it out). A reply naming
+    "process" / "complete" accepts any."""
+    if reply is None or not AGREE.search(reply.text):
+        return False
+    named = actions_in(reply.text)
+    return bool(named) and action not in named and "process" not in named
 
 
 _CABIN = r"(basic economy|economy|business|first class|premium economy)"
@@ -411,6 +574,11 @@ class PlanAdherence(Metric):
     - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
       booked", "successfully <done>", naming an action; not after "not", "if", "once",
       "when" ... in the same sentence, and not a question.
+    - a *step offered by a request*: "To cancel your flight, I need your user id", "I need
+      to verify your identity": an offer, a statement when the user's reply gives facts;
+    - in a message that confirms an action: a passive payment claim ("the payment was
+      processed using ...") and summary lines naming an item with a new value ("Seats:
+      aisle and middle together"), add claims (:func:`_item_lines`).
 
     **Kept**: an intention is *carried out* by a later call (or one of the same message)
     whose tool carries out the action (:func:`matches`), even if that call fails (the
@@ -430,18 +598,19 @@ class PlanAdherence(Metric):
     definitions' judgement calls (an accepted offer is an intention; a claim with no call
     behind it is a failure); the phrase lists were written for this project from τ-bench
     and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
-    intention, made no offer the user accepted and claimed no action. What it cannot
+    intention, made no offer the user accepted and claimed no action, or only reported
+    lookups it made. What it cannot
     catch: intentions in words it does not
     read ("Allow me a moment"), a call that matches the action but on the wrong thing when
     the statement names nothing to compare, and claims about actions without a tool.
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
-        evs = events(ctx.trace)
+        evs = plain(events(ctx.trace))
         found = statements(evs)
         if not found:
             return Score(None, "the agent stated no intention and claimed no action",
@@ -452,6 +621,12 @@ class PlanAdherence(Metric):
                 payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        if all(s.kind == "claim" and s.action == "lookup" and s.ok and not s.again
+               for s in found):
+            # reporting a look the agent did take states no intention to act
+            return Score(None, "the agent only reported lookups it had made",
+                         code="no_statements",
+                         evidence={"statements": [s.as_dict() for s in found]})
         kept = sum(s.ok for s in found)
         bad = [s for s in found if not s.ok]
         details = f"{kept}/{len(found)} statement(s) carried out or explained"
@@ -536,6 +711,15 @@ def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
         s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
 
 
+def _transfer_elsewhere(s: Statement, call) -> bool:
+    """Whether a transfer ``call`` is about other records than the statement's: its
+    arguments name booking codes and none is one the statement names (a hand-over for
+    another reservation does not explain an upgrade left undone)."""
+    named = booking_codes(s.text)
+    held = set().union(*(booking_codes(v) for _k, v in argument_strings(dict(call.arguments))))
+    return bool(named and held and not named & held)
+
+
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
     later = [e for i, e in enumerate(evs) if i > s.position or (
@@ -563,7 +747,7 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                 else:
                     s.outcome, s.why = "carried_out", f"carried out by {s.call}"
                 return
-            if carries_out("transfer", e.call.name):
+            if carries_out("transfer", e.call.name) and not _transfer_elsewhere(s, e.call):
                 s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
                 return
         elif e.kind == "user" and DECLINE.search(e.text):

@@ -69,7 +69,7 @@ class PlanAdherenceJudge(PassFailJudge):
     """
 
     name: ClassVar[str] = "plan_adherence_judge"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
         if not statements(events(ctx.trace)):
