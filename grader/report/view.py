@@ -189,7 +189,7 @@ class ViewBuilder:
         failed = gate_failures(s)
         metrics = []
         for n in names:
-            ci = cluster_mean(tuple(v) for v in acc.scores.get(n, {}).values())
+            ci = cluster_mean([tuple(v) for v in acc.scores.get(n, {}).values()])
             thr = (s.thresholds or {}).get(n)
             metrics.append({
                 "name": n, "mean": s.metrics.get(n), "ci": None if ci is None else

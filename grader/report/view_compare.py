@@ -60,7 +60,7 @@ def compare_data(old: ViewSource, new: ViewSource, keys: Sequence[Mapping],
     metrics = []
     for n in ["pass_rate", *names]:
         rows = list(sums.get(n, {}).values())
-        d = cluster_delta(tuple(v) for v in rows)
+        d = cluster_delta([tuple(v) for v in rows])
         if d is None and rows:  # scored on one side only: that side's mean, no change
             mb, ma = sum(r[1] for r in rows), sum(r[3] for r in rows)
             d = {"before": round(sum(r[0] for r in rows) / mb, 4) if mb else None,
