@@ -228,6 +228,8 @@ def text_found(expected: str | AnswerText, answer_lower: str) -> bool:
     """The outcome check's test of one expected piece of text against an answer already
     in lower case: a phrase (or each ``any_of`` phrase) as a case-insensitive substring, a
     regex searched case-insensitively."""
+    if type(expected) is str:
+        return expected.lower() in answer_lower
     if isinstance(expected, AnswerText):
         if expected.phrases:
             return any(p.lower() in answer_lower for p in expected.phrases)

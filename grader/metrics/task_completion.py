@@ -63,28 +63,33 @@ class TaskCompletion(Metric):
                          "No specific outcome keywords to check. Agent responded: "
                          + ("yes" if answer else "no"))
         lower = nfc(answer).lower()
-        numbers: set[Decimal] | None = None
+        numbers: list[set[Decimal]] = []  # the answer's numbers, read at the first number
         found, missing = [], []
-        def has(k: str) -> bool:
-            nonlocal numbers
-            value, text = _keyword(k)
-            if value is None:
-                return text in lower
-            if numbers is None:
-                numbers = numbers_in(answer)
-            return value in numbers
-
         for k in keywords:
-            if isinstance(k, AnswerText):  # a regex, or any of several keywords
-                hit = any(has(p) for p in k.phrases) if k.phrases else k.search(answer)
-            else:
-                hit = has(k)
-            # (a regex or any_of is named as /PATTERN/ or any of 'a' | 'b')
-            (found if hit else missing).append(k.label() if isinstance(k, AnswerText) else k)
-        details = f"Found {len(found)}/{len(keywords)} keywords"
+            if not isinstance(k, AnswerText):
+                hit = keyword_found(k, lower, answer, numbers)
+                (found if hit else missing).append(k)
+                continue
+            # a regex, or any of several keywords (named as /PATTERN/ or any of 'a' | 'b')
+            hit = any(keyword_found(p, lower, answer, numbers) for p in k.phrases) \
+                if k.phrases else k.search(answer)
+            (found if hit else missing).append(k.label())
+        message = f"Found {len(found)}/{len(keywords)} keywords"
         if missing:
-            details += f". Missing: {missing}"
-        return Score(len(found) / len(keywords), details)
+            message += f". Missing: {missing}"
+        return Score(len(found) / len(keywords), message)
+
+
+def keyword_found(k: str, lower: str, answer: str, numbers: list[set[Decimal]]) -> bool:
+    """Whether keyword ``k`` is in the answer (``lower``: the answer in NFC, lower case): a
+    number keyword as a whole number of equal value among the answer's numbers (read into
+    ``numbers`` on first use, then reused), any other as a substring."""
+    value, text = _keyword(k)
+    if value is None:
+        return text in lower
+    if not numbers:
+        numbers.append(numbers_in(answer))
+    return value in numbers[0]
 
 
 #: A number token: digits with optional thousands groups and decimals, not glued to a
