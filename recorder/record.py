@@ -598,6 +598,19 @@ def _episode_parts(job: EpisodeJob) -> tuple[Callable[..., dict], Any, Any]:
     return agent_fn, client, user
 
 
+def run_within_deadline(agent_fn: Any, job: EpisodeJob, client: Any, user: Any) -> dict:
+    """The trace of one episode run under its deadline (:func:`episode_deadline`): past
+    ``job.timeout_s`` its requests are cut and the trace is marked as an infrastructure
+    timeout (:func:`mark_timed_out`)."""
+    with episode_deadline(job.timeout_s) as deadline:
+        trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream,
+                            user)
+        late = deadline.expired
+    if late:
+        mark_timed_out(trace, deadline.timeout_s)
+    return trace
+
+
 def record_counted(job: EpisodeJob) -> tuple[dict, int]:
     """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
     counted before they are pruned)."""
@@ -606,12 +619,7 @@ def record_counted(job: EpisodeJob) -> tuple[dict, int]:
         path.unlink()
     agent_fn, client, user = _episode_parts(job)
     with make_vcr("all").use_cassette(str(path)) as cassette:
-        with episode_deadline(job.timeout_s) as deadline:
-            trace = run_episode(agent_fn, job.case, job.trial, client, job.model, job.stream,
-                                user)
-            late = deadline.expired
-        if late:
-            mark_timed_out(trace, deadline.timeout_s)
+        trace = run_within_deadline(agent_fn, job, client, user)
         live = len(cassette.data)
         prune_retried(cassette)
     return trace, live
@@ -643,12 +651,7 @@ def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
         cassette.prefix_only = True
         loaded = len(cassette.data)
         positions = {id(pair): i for i, pair in enumerate(cassette.data)}
-        with episode_deadline(ep.timeout_s) as deadline:
-            trace = run_episode(agent_fn, ep.case, ep.trial, client, ep.model, ep.stream,
-                                user)
-            late = deadline.expired
-        if late:
-            mark_timed_out(trace, deadline.timeout_s)
+        trace = run_within_deadline(agent_fn, ep, client, user)
         live = len(cassette.data) - loaded
         replayed = len(cassette.played_order)
         request, difference = refresh_divergence(cassette, loaded)

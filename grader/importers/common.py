@@ -16,6 +16,7 @@ import orjson
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.jsonfiles import (check_depth, depth_error, is_depth_error,
                                          value_depth_error)
+from evaltape.grader.matching.conversation import block_text
 from evaltape.grader.model import TRACE_SCHEMA
 
 #: Content block types the model emits that are tool calls. ``server_tool_use`` (web search,
@@ -35,6 +36,18 @@ class EpisodeProblem(ValueError):
     def __init__(self, message: str, place: str = "", line: int | None = None) -> None:
         self.place, self.line, self.message = place, line, message
         super().__init__(f"{place}: {message}" if place else message)
+
+
+def list_field(obj: Mapping[str, Any], key: str, place: str) -> list:
+    """``obj[key]`` when it is a list, ``[]`` when it is absent, null or empty.
+
+    Raises:
+        EpisodeProblem: it is something else ("expected a list" at ``place.key``).
+    """
+    value = obj.get(key) or []
+    if not isinstance(value, list):
+        raise EpisodeProblem("expected a list", f"{place}.{key}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -125,17 +138,6 @@ def unique_id(wanted: str, taken: Iterable[str]) -> str:
     while f"{wanted}__{k}" in taken:
         k += 1
     return f"{wanted}__{k}"
-
-
-def block_text(content: Any) -> str:
-    """The text of a message ``content``: the string itself, or its ``text`` blocks joined
-    with ``\\n`` (other blocks, e.g. images, contribute nothing)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content if isinstance(b, dict)
-                         and b.get("type") == "text" and isinstance(b.get("text"), str))
-    return ""
 
 
 def system_text(value: Any) -> str | None:

@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
-                                              Note, read_json_source, system_messages,
+                                              Note, list_field, read_json_source, system_messages,
                                               system_text, tool_schemas, trace_from_messages)
 from evaltape.grader.io.traces import INT_MAX
 
@@ -165,9 +165,7 @@ def _convert(messages: Any, place: str,
         role, text = m.get("role"), m.get("content")
         if text is not None and not isinstance(text, str):
             raise EpisodeProblem("expected a string or null", w + ".content")
-        calls = m.get("tool_calls") or []
-        if not isinstance(calls, list):
-            raise EpisodeProblem("expected a list", w + ".tool_calls")
+        calls = list_field(m, "tool_calls", w)
         if role == "assistant":
             blocks: list[dict] = [{"type": "text", "text": text}] if text else []
             turn, turn_at = [], w
@@ -247,9 +245,7 @@ def _known_actions(reward_info: dict, place: str) -> list[dict] | None:
     """The gold actions a compact file's simulation reveals through its own
     ``reward_info.action_checks`` (each check's ``action``), or ``None`` when it has none
     (``action_checks`` null or empty): then nothing is known about them."""
-    raw = reward_info.get("action_checks") or []
-    if not isinstance(raw, list):
-        raise EpisodeProblem("expected a list", place + ".reward_info.action_checks")
+    raw = list_field(reward_info, "action_checks", place + ".reward_info")
     actions = []
     for j, c in enumerate(raw):
         a = c.get("action") if isinstance(c, dict) else None
@@ -400,9 +396,7 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
                 reward = reward_info.get("reward")
                 if not isinstance(reward, (int, float)) or isinstance(reward, bool):
                     raise EpisodeProblem("expected a number", place + ".reward_info.reward")
-            raw_checks = reward_info.get("action_checks") or []
-            if not isinstance(raw_checks, list):
-                raise EpisodeProblem("expected a list", place + ".reward_info.action_checks")
+            raw_checks = list_field(reward_info, "action_checks", place + ".reward_info")
             checks = []
             for j, c in enumerate(raw_checks):
                 if not isinstance(c, dict):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaltape.grader.importers.common import (NOT_READ, EpisodeError, EpisodeProblem, ImportResult,
-                                              read_json_source, system_messages,
+                                              list_field, read_json_source, system_messages,
                                               trace_from_messages)
 from evaltape.grader.io.traces import INT_MAX
 from evaltape.grader.importers.openai_chat import openai_to_anthropic
@@ -43,9 +43,7 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
     instruction = task.get("instruction")
     if not isinstance(instruction, str):
         raise EpisodeProblem("expected a string", place + ".info.task.instruction")
-    actions = task.get("actions") or []
-    if not isinstance(actions, list):
-        raise EpisodeProblem("expected a list", place + ".info.task.actions")
+    actions = list_field(task, "actions", place + ".info.task")
     norm = []
     for i, a in enumerate(actions):
         if not (isinstance(a, dict) and isinstance(a.get("name"), str)

@@ -30,6 +30,18 @@ from evaltape.grader.io.jsonfiles import iter_json_lines
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.results import JudgeSummary
 
+
+#: The user's request and the agent's tool calls as the judge prompts lay them out
+#: (``str.format`` fields ``user_request`` and ``tool_calls``), ending with a line break.
+EPISODE_BLOCKS = """<user_request>
+{user_request}
+</user_request>
+
+<tool_calls>
+{tool_calls}
+</tool_calls>
+"""
+
 JUDGE_DIR = "judge"
 NOT_RECORDED = "judge_not_recorded"
 TRUNCATED = "judge_truncated"

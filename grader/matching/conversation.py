@@ -40,7 +40,9 @@ class Event:
     message: int = -1
 
 
-def _text(content: Any) -> str:
+def block_text(content: Any) -> str:
+    """The text of a message ``content``: the string itself, or its ``text`` blocks joined
+    with ``\\n`` (other blocks, e.g. images, contribute nothing)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -85,7 +87,7 @@ def events(trace: Trace) -> list[Event]:
         if who == "tool":
             continue
         content = m.get("content") if isinstance(m, dict) else None
-        text = _text(content)
+        text = block_text(content)
         if who == "user":
             if text:
                 out.append(Event("user", text, message=k))

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Mapping
 import orjson
 
 from evaltape.grader.errors import UsageError
+from evaltape.grader.matching.calls import case_schemas, trace_schemas
 from evaltape.grader.model import EpisodeContext, Score
 
 #: Per-metric PASS threshold, as the help-desk example suite's ``print_report`` prints it (score >=
@@ -90,6 +91,25 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The protocol's attributes with their types (``bool`` is checked apart from ``int``).
 PROTOCOL: dict[str, type] = {"name": str, "version": int, "higher_is_better": bool,
                              "judged": bool}
+
+
+class ExpectedCallsMetric(Metric):
+    """A metric of the episode's tool calls against the case's ``expected_calls``: null
+    (``not_applicable``) when the case states none, else :meth:`score_calls` with the tool
+    schemas the trace and the case give (the case's win)."""
+
+    def score(self, ctx: EpisodeContext) -> Score:
+        """Score one episode; the formula, source and null cases are in the class docstring."""
+        expected = ctx.case.expected_calls
+        if expected is None:
+            return Score(None, "case states no expected tool calls", code="not_applicable")
+        schemas = {**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)}
+        return self.score_calls(ctx, expected, schemas)
+
+    def score_calls(self, ctx: EpisodeContext, expected: Any,
+                    schemas: dict[str, Any]) -> Score:
+        """The score of the calls of an episode whose case expects ``expected``."""
+        raise NotImplementedError
 
 
 def check_metric(metric: Any, label: str) -> Any:

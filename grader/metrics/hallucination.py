@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 
 from evaltape.grader.io.jsonfiles import compact_json
-from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, str_list, unit_float
+from evaltape.grader.judge import (EPISODE_BLOCKS, build_request, judged_score,
+                                   parse_json_verdict, str_list, unit_float)
 from evaltape.grader.model import EpisodeContext, FactualClaim, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.grounding import results_by_id
@@ -24,14 +25,7 @@ UNSUPPORTED when no tool result or the user request states it (fabricated figure
 statuses, identifiers, dates, or results attributed to the wrong tool call).
 Leaving out a fact is not a hallucination.
 
-<user_request>
-{user_request}
-</user_request>
-
-<tool_calls>
-{tool_calls}
-</tool_calls>
-
+""" + EPISODE_BLOCKS + """
 <final_answer>
 {final_answer}
 </final_answer>

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evaltape.grader.judge import build_request, judged_score, parse_json_verdict, unit_float
+from evaltape.grader.judge import (EPISODE_BLOCKS, build_request, judged_score,
+                                   parse_json_verdict, unit_float)
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
@@ -33,14 +34,7 @@ conciseness: Assess whether the response contains unnecessary repetition or fill
 A one-sentence confirmation for a simple action is ideal. Score 1.0 if concise, 0.5 if
 somewhat verbose, 0.0 if excessively padded.
 
-<user_request>
-{user_request}
-</user_request>
-
-<tool_calls>
-{tool_calls}
-</tool_calls>
-
+""" + EPISODE_BLOCKS + """
 <final_response>
 {final_response}
 </final_response>

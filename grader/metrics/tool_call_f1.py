@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, case_schemas, check_mode, check_overrides,
-                                            match_calls, match_evidence, trace_schemas)
+from evaltape.grader.matching.calls import (ArgsMode, check_mode, check_overrides, match_calls,
+                                            match_evidence)
 from evaltape.grader.model import EpisodeContext, Score
-from evaltape.grader.metrics.base import Metric
+from evaltape.grader.metrics.base import ExpectedCallsMetric
 
 
 def _ratio(num: int, den: int) -> str:
@@ -15,7 +15,7 @@ def _ratio(num: int, den: int) -> str:
 
 
 @dataclass(frozen=True)
-class ToolCallF1(Metric):
+class ToolCallF1(ExpectedCallsMetric):
     """F1 of calls matched one to one, arguments included; duplicates and misses count.
 
     With E expected calls, A actual calls and M the size of the optimal matching
@@ -39,14 +39,11 @@ class ToolCallF1(Metric):
         check_mode(self.args_mode, ArgsMode, "args mode")
         check_overrides(self.overrides)
 
-    def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
-        expected = ctx.case.expected_calls
-        if expected is None:
-            return Score(None, "case states no expected tool calls", code="not_applicable")
+    def score_calls(self, ctx: EpisodeContext, expected: Any,
+                    schemas: dict[str, Any]) -> Score:
+        """F1 of the matched calls; the formula is in the class docstring."""
         m = match_calls(ctx.trace.tool_calls, expected, args_mode=self.args_mode,
-                        overrides=self.overrides,
-                        schemas={**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)})
+                        overrides=self.overrides, schemas=schemas)
         if m.n_expected + m.n_actual == 0:
             return Score(None, "no calls expected and none made: F1 is 0/0 "
                          "(see the irrelevance metric)", code="undefined")

@@ -4,16 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from evaltape.grader.matching.calls import (ArgsMode, OrderMode, case_schemas, check_mode,
-                                            check_overrides, in_order_sequence, match_calls,
-                                            match_evidence, sequence_evidence, show_steps,
-                                            step_groups, strict_sequence, trace_schemas)
+from evaltape.grader.matching.calls import (ArgsMode, OrderMode, check_mode, check_overrides,
+                                            in_order_sequence, match_calls, match_evidence,
+                                            sequence_evidence, show_steps, step_groups,
+                                            strict_sequence)
 from evaltape.grader.model import EpisodeContext, Score
-from evaltape.grader.metrics.base import Metric
+from evaltape.grader.metrics.base import ExpectedCallsMetric
 
 
 @dataclass(frozen=True)
-class TrajectoryMatch(Metric):
+class TrajectoryMatch(ExpectedCallsMetric):
     """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes, and
     an in-order subsequence mode).
 
@@ -65,14 +65,11 @@ class TrajectoryMatch(Metric):
         check_mode(self.args_mode, ArgsMode, "args mode")
         check_overrides(self.overrides)
 
-    def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
-        expected = ctx.case.expected_calls
-        if expected is None:
-            return Score(None, "case states no expected tool calls", code="not_applicable")
+    def score_calls(self, ctx: EpisodeContext, expected: Any,
+                    schemas: dict[str, Any]) -> Score:
+        """The trajectory's verdict in ``mode``; the formulas are in the class docstring."""
         actual = ctx.trace.tool_calls
-        kw = dict(args_mode=self.args_mode, overrides=self.overrides,
-                  schemas={**trace_schemas(ctx.trace.raw), **case_schemas(ctx.case.tools)})
+        kw = dict(args_mode=self.args_mode, overrides=self.overrides, schemas=schemas)
         head = (f"mode={self.mode}: expected {[e.name for e in expected]}, "
                 f"actual {[a.name for a in actual]}")
         if any(len(g) > 1 for g in step_groups(actual)):
