@@ -13,8 +13,8 @@ from typing import Any, Iterable, Literal, Sequence
 
 import click
 
-from evaltape.commands.options import (config_option, dataset_option, metric_name_list,
-                                       metrics_option, workers_option)
+from evaltape.commands.options import (config_option, config_or_found, dataset_option,
+                                       metric_name_list, metrics_option, workers_option)
 
 from evaltape.grader.io.jsonfiles import atomic_write_all
 from evaltape.grader.metrics import DEFAULT_METRICS
@@ -202,14 +202,8 @@ def run_grade(opts: GradeOptions) -> None:
     from evaltape.grader.report.markdown import iter_markdown
     from evaltape.grader.report_file import iter_report_json
 
-    given_config = config_path = opts.config_path  # (named again in the judge command)
-    if config_path is None:
-        from evaltape.grader.api import find_config
-        found = find_config()  # the rule evaltape.grade() applies when given no config
-        if found is not None:
-            config_path = str(found)
-            click.echo(f"config: {found} (found in the working directory; --config names "
-                       "another)", err=True)
+    given_config = opts.config_path  # (named again in the judge command the notes suggest)
+    config_path = config_or_found(given_config)  # (the rule evaltape.grade() applies)
     from evaltape.grader.io.run import open_run, unfinished_refresh
     half = unfinished_refresh(opts.run)
     if half:

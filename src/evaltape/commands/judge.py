@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from evaltape.commands.options import config_option, dataset_option
+from evaltape.commands.options import config_option, config_or_found, dataset_option
 
 
 @click.command()
@@ -26,13 +26,7 @@ def judge(run: str, model: str | None, base_url: str | None, samples: int,
     from evaltape.recorder.judge import judge_run
 
     names = [n.strip() for n in metric_names.split(",") if n.strip()]
-    if config_path is None:
-        from evaltape.grader.io.config import discover_config
-        found = discover_config()
-        if found is not None:
-            config_path = str(found)
-            click.echo(f"config: {found} (found in the working directory; --config names "
-                       "another)", err=True)
+    config_path = config_or_found(config_path)
     counts = judge_run(run, metric_names=names, model=model, base_url=base_url,
                        samples=samples, dataset=dataset, config=config_path)
     click.echo(f"judge: {counts['requests']} request(s), {counts['complete']} already "

@@ -52,3 +52,22 @@ def metric_name_list(value: str | None) -> list[str] | None:
     if not names:
         raise click.UsageError("--metrics names no metric")
     return names
+
+
+def config_or_found(config_path: str | None) -> str | None:
+    """``config_path`` when given, else the configuration found in the working directory
+    (:func:`evaltape.grader.io.config.discover_config`; its path is said on stderr), else
+    ``None``.
+
+    Raises:
+        BadInputError: the file found cannot be read or parsed (exit 3).
+    """
+    if config_path is not None:
+        return config_path
+    from evaltape.grader.io.config import discover_config
+    found = discover_config()
+    if found is None:
+        return None
+    click.echo(f"config: {found} (found in the working directory; --config names another)",
+               err=True)
+    return str(found)

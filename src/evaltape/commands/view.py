@@ -15,8 +15,8 @@ from typing import Sequence
 
 import click
 
-from evaltape.commands.options import (config_option, dataset_option, metric_name_list,
-                                       metrics_option)
+from evaltape.commands.options import (config_option, config_or_found, dataset_option,
+                                       metric_name_list, metrics_option)
 
 from evaltape.grader.errors import BadInputError, UsageError
 
@@ -100,13 +100,7 @@ def run_source(path: str, dataset: str | None, metrics: Sequence[str] | None,
     from evaltape.grader.api import grade
     from evaltape.grader.io.run import open_run
     from evaltape.grader.report.view_source import ViewSource, index_traces
-    if config is None:
-        from evaltape.grader.io.config import discover_config
-        found = discover_config()
-        if found is not None:
-            config = str(found)
-            click.echo(f"config: {found} (found in the working directory; --config names "
-                       "another)", err=True)
+    config = config_or_found(config)
     report = grade(path, dataset, metrics, config, workers=None)
     run = open_run(path, dataset)
     return ViewSource(report, run, index_traces(run), label=run.name, source=path)
