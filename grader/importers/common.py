@@ -128,6 +128,11 @@ class ImportResult:
         """Add a case; a repeated id keeps the first (same task across trials)."""
         self.cases.setdefault(case["id"], case)
 
+    def add_episode(self, case: dict[str, Any], trace: dict[str, Any]) -> None:
+        """Add one imported episode: its case (:meth:`add_case`) and its trace."""
+        self.add_case(case)
+        self.traces.append(trace)
+
 
 def unique_id(wanted: str, taken: Iterable[str]) -> str:
     """``wanted``, or ``wanted__2``, ``wanted__3``... when already taken."""

@@ -436,8 +436,7 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
             result.errors.append(EpisodeError(path, p.place, p.message))
             continue
         seen.add((case_id, trial))
-        result.add_case(case)
-        result.traces.append(trace)
+        result.add_episode(case, trace)
         labels.append(label)
         if repeated:
             by_position.append(place)

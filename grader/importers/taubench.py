@@ -113,5 +113,4 @@ def import_file(path: str, result: ImportResult, *, prefix: str = "",
             result.errors.append(EpisodeError(path, p.place, p.message))
             continue
         seen.add((case_id, trial))
-        result.add_case(case)
-        result.traces.append(trace)
+        result.add_episode(case, trace)
