@@ -439,11 +439,6 @@ class BaselineComparison(Struct):
     gate: Annotated[Literal["pass", "fail"], doc(
         "The gate applied: fail on any failure, or with strict on any warning too.")] = "pass"
 
-    @property
-    def critical_metrics(self) -> list[str]:
-        """Names of the numbers that regressed past the critical threshold."""
-        return [m.name for m in self.metrics if m.level == "critical"]
-
     def gate_failed(self, strict: bool | None = None) -> bool:
         """Whether the gate fails: any failure, or with ``strict`` (default: the
         comparison's own :attr:`strict`) any warning too."""

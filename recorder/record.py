@@ -565,24 +565,12 @@ def check_refresh_cassette(path: Path) -> None:
 
 
 def run_job(job: "EpisodeJob | RefreshJob") -> EpisodeOutcome:
-    """Run one job of :func:`record`: a new episode (:func:`record_episode`) or a refresh
+    """Run one job of :func:`record`: a new episode (:func:`record_counted`) or a refresh
     (:func:`refresh_episode`)."""
     if isinstance(job, RefreshJob):
         return refresh_episode(job)
     trace, live = record_counted(job)
     return EpisodeOutcome(job.case.id, job.trial, "new", trace, live)
-
-
-def record_episode(job: EpisodeJob) -> dict:
-    """Record one episode into its own cassette (atomic write) and return its trace.
-
-    Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
-    so parallel episodes never share a cassette. A cassette left by an interrupted
-    attempt (no trace was written for it) is replaced. An episode still running at its
-    deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
-    timeout (:func:`.deadline.mark_timed_out`).
-    """
-    return record_counted(job)[0]
 
 
 def _episode_parts(job: EpisodeJob) -> tuple[Callable[..., dict], Any, Any]:
@@ -612,8 +600,15 @@ def run_within_deadline(agent_fn: Any, job: EpisodeJob, client: Any, user: Any) 
 
 
 def record_counted(job: EpisodeJob) -> tuple[dict, int]:
-    """:func:`record_episode`, and how many requests it sent (the SDK's retries included:
-    counted before they are pruned)."""
+    """Record one episode into its own cassette (atomic write): its trace, and how many
+    requests it sent (the SDK's retries included: counted before they are pruned).
+
+    Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
+    so parallel episodes never share a cassette. A cassette left by an interrupted
+    attempt (no trace was written for it) is replaced. An episode still running at its
+    deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
+    timeout (:func:`run_within_deadline`).
+    """
     path = Path(job.cassette)
     if path.exists():
         path.unlink()

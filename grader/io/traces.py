@@ -386,12 +386,6 @@ def iter_traces(path: str | Path) -> Iterator[Trace]:
         yield parse_trace(obj, path=str(path), line=lineno)
 
 
-def trace_to_json(trace: Mapping[str, Any]) -> bytes:
-    """Serialise one trace object to a single JSONL line (sorted keys, trailing newline)."""
-    return orjson.dumps(dict(trace), option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
-
-
-
 #: Hex digits of a trace digest (:func:`line_digest`), as :data:`evaltape.grader.io
 #: .datasets.DIGEST_HEX`.
 TRACE_DIGEST_HEX = 16

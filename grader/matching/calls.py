@@ -582,22 +582,17 @@ class SequenceMatch:
     missed: MissedCall | None = None
 
 
-def strict_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
-                 **kw: Any) -> str | None:
-    """``None`` when the lists have equal length and call ``i`` matches call ``i``, the calls
-    of one parallel step (:func:`step_groups`) in any order: a step of ``g`` calls must pair
-    one to one with the next ``g`` expected calls.
-
-    Keyword arguments go to :func:`call_mismatch`. Otherwise returns the first difference
-    (:func:`strict_sequence` gives the pairs and the difference in parts).
-    """
-    return strict_sequence(actual, expected, **kw).difference
-
-
 def strict_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                     **kw: Any) -> SequenceMatch:
-    """:func:`strict_match` with the pairs found before the first difference, and that
-    difference in parts."""
+    """The strict comparison: the lists have equal length and call ``i`` matches expected
+    call ``i``, the calls of one parallel step (:func:`step_groups`) in any order (a step
+    of ``g`` calls pairs one to one with the next ``g`` expected calls). Keyword arguments
+    go to :func:`call_mismatch`.
+
+    Returns:
+        The pairs found before the first difference, and that difference in parts
+        (``difference`` ``None`` when the lists match).
+    """
     if len(actual) != len(expected):
         text = f"{len(actual)} calls made, {len(expected)} expected"
         return SequenceMatch((), text, MissedCall(None, None, None,
@@ -637,38 +632,27 @@ def strict_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall]
     return SequenceMatch(tuple(sorted(found)))
 
 
-def in_order_match(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
-                   **kw: Any) -> tuple[tuple[int, ...], str | None]:
+def in_order_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
+                      **kw: Any) -> SequenceMatch:
     """Find the expected calls in the actual ones, in their order, other calls allowed
     between them (a subsequence match; the calls of one parallel step may come in any
-    order among themselves, as in :func:`strict_match`).
+    order among themselves, as in :func:`strict_sequence`). Keyword arguments go to
+    :func:`call_mismatch`.
 
     Scans the steps (:func:`step_groups`) left to right and gives each step the longest
     run of the next expected calls that pairs one to one with its calls (Kuhn's matching,
     :func:`max_matching`). Taking the longest run at the earliest step is optimal: it
     leaves the shortest remainder of the expected list for the later steps, so the number
-    found is the length of the longest in-order prefix of the expected calls (a classic
-    greedy subsequence test, here over steps instead of single items).
-
-    Keyword arguments go to :func:`call_mismatch`.
+    found is the length of the longest in-order prefix of the expected calls (a greedy
+    subsequence test, over steps instead of single items).
 
     Returns:
-        ``(positions, missing)``: for each expected call found, in order, the 0-based index
-        of the actual call it paired with; ``missing`` is ``None`` when every expected call
-        was found, else why the first one not found is missing (``"call 2 notify: not
-        called after call 1"``, or the mismatch against its first later namesake).
-        :func:`in_order_sequence` gives the same in parts.
+        A :class:`SequenceMatch`: the pairs found (expected index, actual index), and the
+        first expected call not found in parts (kind ``not_called`` when no call has its
+        name, ``out_of_order`` when its namesakes all come before the calls already
+        paired, else the mismatch against its first later namesake); no difference when
+        every expected call was found.
     """
-    m = in_order_sequence(actual, expected, **kw)
-    return tuple(a for _e, a in m.pairs), m.difference
-
-
-def in_order_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
-                      **kw: Any) -> SequenceMatch:
-    """:func:`in_order_match` as a :class:`SequenceMatch`: the pairs found, and the first
-    expected call not found in parts (kind ``not_called`` when no call has its name,
-    ``out_of_order`` when its namesakes all come before the calls already paired, else
-    the mismatch against its first later namesake)."""
     positions: list[int] = []
     k, start, last = 0, 0, -1
     for group in step_groups(actual):

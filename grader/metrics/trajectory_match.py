@@ -29,7 +29,7 @@ class TrajectoryMatch(ExpectedCallsMetric):
     * ``in_order``: E is a subsequence of A: indices i1 < i2 < ... < i|E| with A[ik]
       matching E[k] (the expected calls in their order, any other calls before, between
       or after them; the calls of one parallel step in any order among themselves),
-      :func:`evaltape.grader.matching.calls.in_order_match`. This is pydantic_evals'
+      :func:`evaltape.grader.matching.calls.in_order_sequence`. This is pydantic_evals'
       ``in_order`` rule. ``superset`` ignores the order; ``strict`` allows no extra call.
 
     Empty lists follow the set definitions and say so in ``message``: E = A = [] matches

@@ -47,15 +47,6 @@ def result_passed(m: Any, lower_is_better: bool = False) -> bool | None:
 PROBLEM_REASONS = ("error", "judge_")
 
 
-def is_failing(m: Any, lower_is_better: bool = False) -> bool:
-    """True for a metric result that does not pass its threshold, or a null score that
-    could not be computed (a metric error or a judge problem); a not-applicable null is not
-    a failure."""
-    if m.score is None:
-        return m.code is None or str(m.code).startswith(PROBLEM_REASONS)
-    return result_passed(m, lower_is_better) is False
-
-
 def status(m: Any, lower_is_better: bool = False) -> str:
     """``PASS``/``FAIL`` against the result's threshold (:func:`result_passed`), ``ERROR``
     for a metric that raised, ``N/A`` for a skipped (null) score."""
