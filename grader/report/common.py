@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from evaltape.grader.metrics.base import PASS_THRESHOLD
 
 BAR_WIDTH = 30
 
@@ -23,23 +22,13 @@ def fmt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def passes(value: float, lower_is_better: bool = False) -> bool:
-    """The default per-metric PASS, for reports written before each metric result carried
-    its threshold: score >= 0.8 (the help-desk example suite); for a rate of unsupported claims
-    (``grounding``, ``hallucination``, lower is better) 0 only."""
-    return value == 0.0 if lower_is_better else value >= PASS_THRESHOLD
-
-
 def result_passed(m: Any, lower_is_better: bool = False) -> bool | None:
     """Whether a metric result (:class:`evaltape.grader.results.MetricResult`) passes its
-    threshold: its recorded ``passed`` (the verdict's, :mod:`evaltape.grader.stats.verdict`);
-    for an older report without thresholds, :func:`passes`. ``None`` for a skipped (null)
-    score; a metric error is ``False``."""
-    if m.threshold is not None or m.passed is not None:
-        return m.passed
-    if m.score is None:
-        return False if m.code == "error" else None
-    return passes(m.score, lower_is_better)
+    threshold: its recorded ``passed`` (the verdict's, :mod:`evaltape.grader.stats.verdict`;
+    ``None`` for a skipped, null score; ``False`` for a metric that raised).
+    ``lower_is_better`` is accepted for the callers' symmetry and not needed: the verdict
+    applied it when it recorded ``passed``."""
+    return m.passed
 
 
 #: Null-score reasons that mean "could not be computed" (shown as failing details), as
@@ -258,7 +247,7 @@ def skip_reasons(summary: Any, name: str) -> str:
     """Why metric ``name``'s skipped (null) scores were skipped: ``"19 no_answer, 3
     not_applicable"``, the reason codes of ``summary.metrics_skipped_codes`` with their
     counts, most frequent first, then by name (the codes of docs/metrics.md's table of null
-    reasons); ``""`` when none was skipped or the report predates the reason counts."""
+    codes); ``""`` when none was skipped."""
     codes = (getattr(summary, "metrics_skipped_codes", None) or {}).get(name) or {}
     ordered = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{k} {code}" for code, k in ordered)
@@ -266,8 +255,7 @@ def skip_reasons(summary: Any, name: str) -> str:
 
 def skipped_text(summary: Any, name: str) -> str:
     """How many of metric ``name``'s scores were skipped (null) and why: ``"22 skipped: 19
-    no_answer, 3 not_applicable"`` (:func:`skip_reasons`); ``"22 skipped"`` for a report
-    written before the reasons were counted; ``""`` when none was skipped."""
+    no_answer, 3 not_applicable"`` (:func:`skip_reasons`); ``""`` when none was skipped."""
     n = (summary.metrics_skipped or {}).get(name, 0)
     if not n:
         return ""
