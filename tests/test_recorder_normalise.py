@@ -56,6 +56,10 @@ def test_claude_code_rules_replay_another_day_directory_and_home(cc_run):
     p = run_cli("replay", str(run), cwd=tmp / "cwd_b", env=env("b", CC_OS="Linux 6.18.4"))
     assert p.returncode == 0, p.stderr
     assert "matching after 8 normalisation rule(s) of the manifest:" in p.stderr
+    # what reproduced was the normalised request, and the closing line says so
+    assert (f"replay ok: 1 episode(s) reproduced from {run}, matched after its 8 "
+            "normalisation rule(s)") in p.stderr, p.stderr
+    assert "reproduced exactly" not in p.stderr
     assert ("claude-code: working directory: at $.system, "
             "/(?<=Primary working directory: )[^\\n]*|(?<=Working directory: )[^\\n]*/ → <cwd>"
             ) in p.stderr
@@ -188,3 +192,28 @@ def test_normalise_command_bad_rules_file_is_exit_3_unknown_set_exit_2(tmp_path)
     # an unknown name is a usage error, named as this command's parameter
     assert p.returncode == 2 and "SET|RULES.json" in p.stderr, p.stderr
     assert "--normalise" not in p.stderr
+
+
+def test_a_rule_that_changes_no_recorded_request_is_warned_about(tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "cassettes" / "clinic-scripted", run)
+    # every request of the clinic run carries a system prompt naming the clinic; no request
+    # has a top-level "nothing_here" key, and none says "zebra"
+    rules = tmp_path / "rules.json"
+    write_json(rules, [{"name": "clinic", "path": "$.system", "pattern": "[Cc]linic",
+                        "placeholder": "<c>"},
+                       {"name": "no such key", "path": "$.nothing_here", "pattern": "x",
+                        "placeholder": "<x>"},
+                       {"name": "no such word", "path": "$.system", "pattern": "zebra",
+                        "placeholder": "<z>"}])
+    p = run_cli("normalise", str(run), str(rules))
+    assert p.returncode == 0, p.stderr
+    warned = [ln for ln in p.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 2, p.stderr
+    assert "no such key" in warned[0] and "no such word" in warned[1]
+    assert all("changes none of the requests recorded" in ln for ln in warned)
+    # the rules are stored all the same (the warning loses nothing)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [r["name"] for r in manifest["normalise"]] == ["clinic", "no such key",
+                                                          "no such word"]

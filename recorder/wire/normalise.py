@@ -160,6 +160,17 @@ class Normaliser:
         return hash(self.rules)
 
 
+def rules_without_effect(rules: Sequence[Rule], bodies: Iterable[Any]) -> list[Rule]:
+    """The rules that change none of ``bodies`` (parsed request bodies): their path selects
+    nothing in them, or their pattern matches nothing there."""
+    idle = list(rules)
+    for body in bodies:
+        if not idle:
+            break
+        idle = [r for r in idle if r.apply(body) == body]
+    return idle
+
+
 def _cc(name: str, path: str, pattern: str, placeholder: str) -> Rule:
     return Rule(path, pattern, placeholder, f"claude-code: {name}")
 

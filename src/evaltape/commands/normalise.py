@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Iterator
 
 import click
 
@@ -21,6 +22,23 @@ def rule_lines(run: str | Path) -> list[str]:
     except ValueError as e:
         raise BadInputError(str(e), path=str(where), field="normalise") from None
     return [describe_rule(r) for r in rules]
+
+
+def recorded_bodies(run: str | Path) -> Iterator[Any]:
+    """The JSON bodies of the requests stored in ``RUN/http/*.jsonl`` (lines that do not
+    parse, or hold no JSON request body, are passed over: `evaltape replay` reports them)."""
+    import orjson
+    for path in sorted((Path(run) / "http").glob("*.jsonl")):
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                request = obj.get("request") if isinstance(obj, dict) else None
+                body = request.get("body") if isinstance(request, dict) else None
+                if isinstance(body, dict) and isinstance(body.get("json"), (dict, list)):
+                    yield body["json"]
 
 
 @click.command()
@@ -52,6 +70,12 @@ def normalise(run: str, specs: tuple[str, ...], clear: bool) -> None:
         else:
             manifest.pop(MANIFEST_KEY, None)
         write_manifest(where, manifest)
+        from evaltape.recorder.wire.normalise import (describe_rule, rules_from_json,
+                                                      rules_without_effect)
+        idle = rules_without_effect(rules_from_json(rules, str(where)), recorded_bodies(run))
+        for rule in idle:
+            click.echo(f"warning: {describe_rule(rule)} changes none of the requests "
+                       f"recorded in {run}: its path or its pattern may be wrong", err=True)
     lines = rule_lines(run)
     if not lines:
         click.echo(f"{run}: no normalisation rules (requests match exactly)")

@@ -56,7 +56,9 @@ def replay(run: str, dataset: str | None, workers: int, list_stale: bool,
         from evaltape.cli import GateFailed
         raise GateFailed(f"{len(divergences)} of {checked} episode(s) did not reproduce; "
                          f"first: {divergences[0]}")
-    click.echo(f"replay ok: {checked} episode(s) reproduced exactly from {run}", err=True)
+    click.echo(f"replay ok: {checked} episode(s) reproduced "
+               + (f"from {run}, matched after its {len(rules)} normalisation rule(s)"
+                  if rules else f"exactly from {run}"), err=True)
 
 
 def _echo_stderr(d, verbose: bool) -> None:
