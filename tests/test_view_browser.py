@@ -253,6 +253,24 @@ def test_one_episode(browser, exported):
     page.close()
 
 
+def test_an_episode_opens_from_a_link_naming_its_case_and_trial(browser, exported):
+    page = Page(browser, exported["standin"])
+    tab = page.tab
+    page.go("case/0/tc_005/0", ".ephead h1")
+    assert tab.inner_text(".ephead h1") == "tc_005"
+    # the episode page offers the same link (the run's position, the case, the trial)
+    assert tab.get_attribute("#permalink", "href") == "#case/0/tc_005/0"
+    tab.click("#permalink")
+    tab.wait_for_function("() => location.hash === '#case/0/tc_005/0'")
+    assert tab.inner_text(".ephead h1") == "tc_005"
+    # a case the run does not hold: said, and the list shown
+    page.go("case/0/no-such-case/0", "#nocase")
+    assert tab.inner_text("#nocase") == "This run has no episode no-such-case#t0."
+    tab.wait_for_selector("#episodes tbody tr.case")
+    _inside(page, exported["standin"])
+    page.close()
+
+
 def test_compare_two_reports(browser, exported):
     page = Page(browser, exported["compare"])
     tab = page.tab

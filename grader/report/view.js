@@ -326,6 +326,11 @@
     var view = parts[0] || "overview";
     var r = parseInt(parts[1], 10);
     if (!(r >= 0 && r < RUNS.length)) r = LAST;
+    if (view === "case") {  /* #case/RUN/CASE_ID/TRIAL: one episode by its case and trial */
+      var trial = parseInt(parts[3], 10);
+      return { view: view, r: r, i: -1, params: params,
+               key: decodeURIComponent(parts[2] || "") + "\u0000" + (trial >= 0 ? trial : 0) };
+    }
     return { view: view, r: r, i: parseInt(parts[2], 10), params: params };
   }
   function go(hash, replace) {
@@ -378,6 +383,16 @@
     loadRun(run).then(function () { return loadReviews(run); }).then(function () {
       if (current.main !== main) return;
       clear(main);
+      if (route.view === "case") {
+        var at = keyIndex(run)[route.key];
+        if (at === undefined) {
+          main.appendChild(h("p", { class: "note", id: "nocase" }, "This run has no episode " +
+            route.key.replace("\u0000", "#t") + "."));
+          return renderList(main, run, route.params);
+        }
+        route.i = at;
+        return renderEpisode(main, run, route);
+      }
       if (route.view === "episode" && route.i >= 0 && route.i < run.eps.length) return renderEpisode(main, run, route);
       if (route.view === "episodes" || route.view === "episode") return renderList(main, run, route.params);
       return renderOverview(main, run);
@@ -880,6 +895,8 @@
       e[V] ? badge("pass", "PASS") : badge("fail", "FAIL"),
       e[F] ? h("span", { class: "fail" }, cut(e[F], 300)) : null,
       h("span", { class: "spacer" }),
+      h("a", { class: "btn", id: "permalink", href: "#case/" + run.r + "/" + encodeURIComponent(c[0]) + "/" + e[T],
+               title: "a link to this episode by its case and trial: it stays valid when the run is graded again" }, "link"),
       other ? h("a", { class: "btn", id: "other", href: "#", onclick: function (ev) {
         ev.preventDefault();
         loadRun(other).then(function () {
