@@ -70,4 +70,4 @@ def test_no_extra_tool_calls(episode):
 def test_arguments_match_expected(episode):
     """Beyond the task-manager example suite: a built-in metric as an assertion (the help-desk example suite's argument check)."""
     score = episode.score("argument_correctness")
-    assert score.value == 1.0, score.details
+    assert score.value == 1.0, score.message

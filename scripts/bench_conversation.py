@@ -149,7 +149,7 @@ def corpus_scores(corpus: Path) -> dict[str, dict[str, Any]]:
                 else:
                     key = (f"{rel.rsplit('.', 1)[0]}/{ep.case_id.split('.', 1)[-1]}"
                            f"/{ep.trial}")
-                out[key] = {m: (ep.metrics[m].score, ep.metrics[m].details)
+                out[key] = {m: (ep.metrics[m].score, ep.metrics[m].message)
                             for m in REAL_METRICS}
                 out[key]["model"] = model
     return out
@@ -177,7 +177,7 @@ def dev_set(files: list[str], verbose: bool) -> None:
                 agree += 1
             else:
                 misses.append(f"{ep.case_id}: label {want}, score {ep.metrics[name].score} "
-                              f"({ep.metrics[name].details})")
+                              f"({ep.metrics[name].message})")
         n = len(report.episodes)
         print(f"{name}: {agree}/{n} agree ({agree / n:.3f})")
         if verbose:
