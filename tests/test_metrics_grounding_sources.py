@@ -611,3 +611,25 @@ def test_a_total_of_fares_the_answer_lists_or_of_the_items_it_names():
         "[search_onestop_flight#call_1]): '$242'" in s.message, s.message
     s = Grounding().score(ctx("Flights HAT084 and HAT266, total price: $162.", [listing]))
     assert round(s.value, 4) == round(1 / 3, 4) and "number '$162'" in s.message, s.message
+
+
+TRIP = call("get_reservation_details", {"reservation_id": "4NQLHD"},
+            {"reservation_id": "4NQLHD", "flights": [
+                {"flight_number": "HAT190", "price": 126}, {"flight_number": "HAT047", "price": 139},
+                {"flight_number": "HAT021", "price": 148}, {"flight_number": "HAT279", "price": 114}]})
+
+
+@pytest.mark.parametrize("answer, value", [
+    # the return legs, items 3 and 4: 148 + 114 = 262, said as a total
+    ("Your original return total is $262 per passenger.", 0.0),
+    # the outbound legs and the first return leg: 126 + 139 + 148 = 413, said as a total
+    ("Your outbound legs and the first return leg total $413.", 0.0),
+    # the same sum not said as a total: a price no source states
+    ("The return costs $262.", 1.0),
+    # items 1 and 3 are not consecutive: 126 + 148 = 274 is no run of the list
+    ("The total for those two flights is $274.", 1.0),
+])
+def test_a_total_of_consecutive_items_of_a_record(answer, value):
+    # (the whole trip, 527, is the list's sum: a count of its own, supported either way)
+    assert Grounding().score(ctx(answer, [TRIP])).value == value, \
+        Grounding().score(ctx(answer, [TRIP])).message

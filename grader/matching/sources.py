@@ -156,6 +156,11 @@ _MONEY_LEAD = re.compile(r"\b(?:price|prices|total|amount|cost|costs|fee|fees|fa
 
 
 
+#: The longest list whose runs of consecutive items are totalled (:meth:`SourceFacts._run_totals`):
+#: a trip's flights, an order's lines; a search result of more items is none.
+RUN_ITEMS = 8
+
+
 @dataclass
 class SourceFacts:
     """The normalised facts one source states (built by :meth:`of`).
@@ -175,8 +180,9 @@ class SourceFacts:
         count_context: for each whole number from 0 to 20 without a unit, where it was
             stated: ``(key path, "")`` for a JSON number (``" available_seats business"``),
             ``("", the text after it)`` for one of prose (:meth:`counts_of`).
-        totals: the sums of the numbers of one object; total_index: ``{value: {units}}`` of
-            ``totals`` (such a sum adds fields of different things, so it supports only a
+        totals: the sums of the numbers of one object, and of a numeric field over runs
+            of consecutive items of a short list (:meth:`_run_totals`); total_index:
+            ``{value: {units}}`` of ``totals`` (such a sum adds fields of different things, so it supports only a
             claim said as a total: ``4 + 2`` of ``{"position": 4, "seats_available": 2}``
             is no count of seats).
         moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
@@ -296,6 +302,29 @@ class SourceFacts:
         return f
 
     # -- indexing --------------------------------------------------------------------------
+    def _run_totals(self, items: list, currency: str) -> None:
+        """The totals of consecutive items of a short list of records, per numeric key: the
+        prices of the return legs of a four-flight trip (items 3 and 4), of a run of two
+        to ``len - 1`` items (the whole list is a count of its own). Only for lists of at
+        most :data:`RUN_ITEMS` records, each holding the key as a number; added to
+        ``totals``, which support only a claim said as a total."""
+        if not 3 <= len(items) <= RUN_ITEMS or not all(isinstance(v, dict) for v in items):
+            return
+        for k in items[0]:
+            vals = [v.get(k) for v in items]
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+                continue
+            unit = _key_unit(k) or currency
+            nums = [_decimal(x) for x in vals]
+            if not all(d.is_finite() for d in nums):
+                continue
+            for i in range(len(nums)):
+                run = nums[i]
+                for j in range(i + 1, len(nums)):
+                    run += nums[j]
+                    if j - i + 1 < len(nums):
+                        self.totals.append(Num(run, unit))
+
     def _walk(self, value: Any, key: str, currency: str = "", money: str = "",
               path: str = "") -> None:
         if not money and key and "number" in self.needs:
@@ -329,6 +358,8 @@ class SourceFacts:
                 self._count(Decimal(n))
             for k, total in sums.items():
                 self.counts.extend(source_values(Num(total, _key_unit(k) or currency)))
+            if "number" in self.needs:
+                self._run_totals(value, currency)
         elif isinstance(value, bool) or value is None:
             if value is not None:
                 self.tokens.add(str(value).lower())
