@@ -142,9 +142,10 @@ def test_a_worker_ends_on_sigterm_and_when_its_parent_dies(tmp_path):
     # a process that set up as a pool worker does, under a parent that is then killed
     code = ("import os, sys, time\n"
             "from evaltape.grader import executor as scale\n"
-            "pid = os.fork()\n"
+            "me = os.getpid()\n"  # (taken before the fork, as the pool does: a child that
+            "pid = os.fork()\n"   # asks getppid() late may find its parent already gone)
             "if pid == 0:\n"
-            "    scale._die_with_parent(os.getppid())\n"
+            "    scale._die_with_parent(me)\n"
             "    time.sleep(60)\n"
             "    os._exit(0)\n"
             "print(pid, flush=True)\n"
