@@ -441,22 +441,45 @@ def review_lines(block: Mapping[str, Any] | None) -> list[str]:
     Cohen's kappa with its 95% interval, TPR and TNR. ``[]`` without a block."""
     if not block:
         return []
+    head = review_headline(block)
+    out = [head["line"]]
+    if head["waiting"]:
+        out.append(f"  human-graded, pending review (not passed): {head['waiting']}")
+    for r in review_rows(block):
+        kappa = r["kappa"] + (f" {r['ci']}" if r["ci"] else "")
+        out.append(f"  {r['grader']}: n {r['n']}, agreement {r['agreement']}, kappa {kappa}, "
+                   f"TPR {r['tpr']}, TNR {r['tnr']} (tp {r['tp']}, fn {r['fn']}, "
+                   f"fp {r['fp']}, tn {r['tn']})")
+    return out
+
+
+def review_headline(block: Mapping[str, Any]) -> dict[str, str]:
+    """The review block's first line (``line``: who reviewed how many episodes, what is
+    pending or stale, how many disagreements) and the human-graded episodes pending review
+    (``waiting``: up to ten keys, ``""`` when none)."""
+    who = ", ".join(block["reviewers"]) or "no one"
+    line = (f"review: {block['reviewed']} of {block['episodes']} episode(s) reviewed by "
+            f"{who}; {block['pending']} pending ({block['human_pending']} of human-graded "
+            f"cases), {block['stale']} stale mark(s) not counted, "
+            f"{len(block['disagreements'])} disagreement(s)")
+    waiting = block.get("human_pending_episodes") or []
+    shown = ", ".join(waiting[:10]) + (f" and {len(waiting) - 10} more"
+                                       if len(waiting) > 10 else "")
+    return {"line": line, "waiting": shown}
+
+
+def review_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per grader of the review block, its figures as the terminal prints them:
+    ``grader``, ``n``, ``agreement``, ``kappa``, ``ci`` (``"[low, high]"`` or ``""``),
+    ``tpr``, ``tnr`` (3 places, ``n/a`` when undefined) and the counts ``tp fn fp tn``."""
     def num(x: Any) -> str:
         return "n/a" if x is None else f"{x:.3f}"
-    who = ", ".join(block["reviewers"]) or "no one"
-    out = [f"review: {block['reviewed']} of {block['episodes']} episode(s) reviewed by "
-           f"{who}; {block['pending']} pending ({block['human_pending']} of human-graded "
-           f"cases), {block['stale']} stale mark(s) not counted, "
-           f"{len(block['disagreements'])} disagreement(s)"]
-    waiting = block.get("human_pending_episodes") or []
-    if waiting:
-        shown = ", ".join(waiting[:10]) + (f" and {len(waiting) - 10} more"
-                                           if len(waiting) > 10 else "")
-        out.append(f"  human-graded, pending review (not passed): {shown}")
+    rows = []
     for name, f in block["figures"].items():
         ci = f.get("kappa_ci95")
-        kappa = num(f["kappa"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        out.append(f"  {name}: n {f['n']}, agreement {num(f['agreement'])}, kappa {kappa}, "
-                   f"TPR {num(f['tpr'])}, TNR {num(f['tnr'])} (tp {f['tp']}, fn {f['fn']}, "
-                   f"fp {f['fp']}, tn {f['tn']})")
-    return out
+        rows.append({"grader": name, "n": f["n"], "agreement": num(f["agreement"]),
+                     "kappa": num(f["kappa"]),
+                     "ci": f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "",
+                     "tpr": num(f["tpr"]), "tnr": num(f["tnr"]),
+                     "tp": f["tp"], "fn": f["fn"], "fp": f["fp"], "tn": f["tn"]})
+    return rows

@@ -119,3 +119,24 @@ def test_require_reviewed_fails_while_an_episode_is_pending(human_run, tmp_path)
         fh.write(json.dumps(mark("mt_10#t0", digest["mt_10"], "pass")) + "\n")
     r = _grade(run, ds, tmp_path / "new2", "--baseline", base, "--require-reviewed")
     assert r.exit_code == 0, r.output  # mt_10 pending -> pass: nothing got worse
+
+
+def test_a_review_made_before_a_re_recording_is_stale_and_not_counted(human_run):
+    run, ds, digest = human_run
+    write(run, [mark("mt_01#t0", digest["mt_01"], "pass"),   # human-graded
+                mark("mt_02#t0", digest["mt_02"], "fail")])  # a disagreement, for now
+    before = evaltape.grade(str(run), dataset=str(ds))
+    assert {e.case_id: e.passed for e in before.episodes}["mt_01"] is True
+    assert before.summary.review["figures"]["verdict"]["fp"] == 1
+    # mt_01 and mt_02 are recorded again: their lines, so their digests, change
+    lines = (run / "traces.jsonl").read_text().splitlines(keepends=True)
+    redone = [x.replace('"final_response":"', '"final_response":" ', 1)
+              if json.loads(x)["case_id"] in ("mt_01", "mt_02") else x for x in lines]
+    assert sum(a != b for a, b in zip(lines, redone)) == 2
+    (run / "traces.jsonl").write_text("".join(redone))
+    after = evaltape.grade(str(run), dataset=str(ds))
+    r = after.summary.review
+    # both marks are stale: no episode reviewed, no figure, no disagreement; mt_01 waits
+    assert (r["reviewed"], r["stale"], r["figures"], r["disagreements"]) == (0, 2, {}, [])
+    assert r["human_pending_episodes"] == ["mt_01#t0", "mt_07#t0", "mt_10#t0"]
+    assert {e.case_id: e.human_review for e in after.episodes}["mt_01"] == "pending"
