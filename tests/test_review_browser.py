@@ -228,13 +228,21 @@ def test_a_post_from_elsewhere_or_without_the_token_is_403(browser, server):  # 
     assert _post(url, {"Origin": own, "X-Evaltape-Token": token}) == 200
 
 
-def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
-    p = run_cli("view", str(QWEN), "--dataset", str(DATASET), "--export", str(tmp_path / "x"))
+def exported_tab(browser, run, dataset, folder, hash_, wait):  # noqa: F811
+    """``evaltape view RUN --export FOLDER`` opened at ``#hash_`` once ``wait`` shows:
+    (context, tab, the page's errors)."""
+    p = run_cli("view", str(run), "--dataset", str(dataset), "--export", str(folder))
     assert p.returncode == 0, p.stderr
     errors: list[str] = []
     ctx, tab = new_tab(browser, errors)
-    tab.goto((tmp_path / "x" / "index.html").resolve().as_uri() + "#episode/0/0")
-    tab.wait_for_selector("#readonly")
+    tab.goto((folder / "index.html").resolve().as_uri() + "#" + hash_)
+    tab.wait_for_selector(wait)
+    return ctx, tab, errors
+
+
+def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
+    ctx, tab, errors = exported_tab(browser, QWEN, DATASET, tmp_path / "x", "episode/0/0",
+                                    "#readonly")
     assert "read-only" in tab.inner_text("#readonly")
     assert "evaltape view" in tab.inner_text("#readonly")
     assert tab.query_selector("#review-pass") is None
@@ -275,12 +283,8 @@ def test_the_overview_shows_the_review_figures_the_terminal_prints(browser, tmp_
              mark("mt_07", "metric:state_match", "right"),
              mark("mt_04", "episode", "pass", "0000000000000000")]  # stale
     (run / "reviews.jsonl").write_text("".join(json.dumps(m) + "\n" for m in marks))
-    p = run_cli("view", str(run), "--dataset", str(ds), "--export", str(tmp_path / "x"))
-    assert p.returncode == 0, p.stderr
-    errors: list[str] = []
-    ctx, tab = new_tab(browser, errors)
-    tab.goto((tmp_path / "x" / "index.html").resolve().as_uri() + "#overview/0")
-    tab.wait_for_selector("#review-figures")
+    ctx, tab, errors = exported_tab(browser, run, ds, tmp_path / "x", "overview/0",
+                                    "#review-figures")
     box = tab.inner_text("#review-figures")
     # 6 current episode marks of 12 episodes; mt_10 (human-graded, unmarked) is pending
     assert ("review: 6 of 12 episode(s) reviewed by alice; 6 pending (1 of human-graded "
