@@ -277,7 +277,12 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
         workers = default_workers()
     if judge is not None:
         workers, engine = 1, "local"  # the judge store's observations live in this process
-    job = GradeJob(opened, resolved, judge, policy, evidence)
+    from evaltape.grader.reviews import REVIEWS_FILE, human_marks, is_human, read_reviews
+    reviews = opened.root / REVIEWS_FILE
+    marks = read_reviews(reviews) if reviews.is_file() else None
+    has_human = any(is_human(c) for c in opened.cases)
+    job = GradeJob(opened, resolved, judge, policy, evidence,
+                   human_marks(marks or (), opened.cases) if has_human else None)
     opened.reset_seen()
     # read and score each range (this process, a pool, a cluster); a pool's workers keep
     # their episodes' texts in files of their own, merged on the pool (unless each episode
@@ -297,14 +302,12 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     finally:
         executor.close()
     coverage = opened.coverage()
-    reviews = opened.root / "reviews.jsonl"
-    if reviews.is_file():  # the reviewers' marks, measured against this grading
+    if marks is not None or has_human:  # the reviewers' marks, measured against this grading
         import msgspec
 
-        from evaltape.grader.reviews import episode_facts, read_reviews, review_block
+        from evaltape.grader.reviews import episode_facts, review_block
         report.summary = msgspec.structs.replace(
-            report.summary, review=review_block(read_reviews(reviews),
-                                                episode_facts(report, opened)))
+            report.summary, review=review_block(marks or (), episode_facts(report, opened)))
     if base is not None:
         from evaltape.grader.report.diff import NO_SHARED_EPISODE, compare_reports, unrelated
         problem = unrelated(base, report)

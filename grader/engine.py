@@ -29,6 +29,7 @@ from evaltape.grader.model import (ERROR_CODE, INFRA_CODE, Case, EpisodeContext,
                                    check_evidence)
 from evaltape.grader.report_file import episode_text
 from evaltape.grader.results import EpisodeResult, MetricResult
+from evaltape.grader.reviews import PENDING, human_verdict, is_human
 from evaltape.grader.stats.agreement import reference_label
 from evaltape.grader.stats.failure_class import failure_class
 from evaltape.grader.stats.outcome import INFRA_ERROR, classify, tools_match
@@ -76,7 +77,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               plan: Sequence[tuple[float, bool]] | None = None,
               recording: str | None = None, run_context: Any = None,
               evidence: str = EVIDENCE_COMPACT,
-              trusted: Sequence[bool] | None = None) -> "GradedEpisode":
+              trusted: Sequence[bool] | None = None,
+              human: Any = None) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
     (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
     the report text.
@@ -99,6 +101,12 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         evidence: :data:`EVIDENCE_COMPACT` (a result with its metric's best score carries
             no ``evidence``: :func:`keeps_evidence`) or :data:`EVIDENCE_FULL` (every
             result carries the evidence its metric gave).
+        human: ``{episode key: ((trace_digest, mark), ...)}`` of the human-graded cases
+            (:func:`evaltape.grader.reviews.human_marks`), or ``None`` (none reviewed). A
+            case whose ``grading_strategy`` is ``"human"`` takes its verdict from its latest
+            current episode mark (:func:`~evaltape.grader.reviews.human_verdict`); until
+            then it is pending: not passed, failure ``human_review:pending``. Its metrics
+            are scored and gate nothing.
 
     Returns:
         A :class:`GradedEpisode`: the typed :class:`EpisodeResult` and what the summary
@@ -120,6 +128,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     deciding = []
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
+    reviewed = None
+    if is_human(case):
+        reviewed = human_verdict((human or {}).get(f"{trace.case_id}#t{trace.trial}", ()),
+                                 recording)
     full = evidence == EVIDENCE_FULL
     if trusted is None:
         trusted = trusted_metrics(metrics)
@@ -147,7 +159,7 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         keep = s.evidence is not None and (full or keeps_evidence(value, passed, higher))
         results[m.name] = MetricResult(value, s.message, code, threshold, passed,
                                        s.evidence if keep else None)
-        if not gating:
+        if not gating or reviewed is not None:
             values.append((value, code, NOT_GATING))
         elif passed is None:
             values.append((value, code, GATE_SKIPPED))
@@ -158,12 +170,16 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             failed.append(describe(m.name, value, threshold, higher))
             if decides is not None:
                 deciding.append(failed[-1])
-    failure = episode_failure(outcome, failed, deciding)
+    if reviewed is None:
+        failure = episode_failure(outcome, failed, deciding)
+    else:
+        failure = None if reviewed == "pass" else f"{HUMAN_REVIEW}:{reviewed}"
     timing = episode_timing(trace)
     result = EpisodeResult(
         trace.case_id, trace.trial, failure is None, failure, trace.steps, trace.stop_reason,
         results, recording, digest or case_digest(case), timing,
-        None if failure is None else failure_class(trace, case, failure))
+        None if failure is None or reviewed == PENDING else failure_class(trace, case, failure),
+        reviewed)
     return GradedEpisode(trace.source_line, case.id, result, tool_match, label,
                          tuple(values), episode_text(result), trace)
 
@@ -219,6 +235,9 @@ def decided_checks(plan: tuple) -> frozenset:
 
 
 _DECIDED: dict[tuple, frozenset] = {}
+#: The failure of a human-graded episode its reviewer failed (``human_review:fail``) or
+#: nobody has reviewed on its current recording (``human_review:pending``).
+HUMAN_REVIEW = "human_review"
 #: ``{metric class: whether it is the built-in registered under its name}`` (a built-in is
 #: trusted not to edit the episode it scores), filled as classes are met.
 _BUILTIN_TYPES: dict[type, bool] = {}
@@ -412,6 +431,8 @@ class GradeJob:
         evidence: which results keep their evidence
             (:data:`~evaltape.grader.engine.EVIDENCE_COMPACT` or ``EVIDENCE_FULL``,
             :func:`evaltape.grader.engine.grade_one`).
+        human: the human-graded cases' episode marks
+            (:func:`evaltape.grader.reviews.human_marks`), or ``None``.
     """
 
     run: Any
@@ -419,6 +440,7 @@ class GradeJob:
     judge: Any = None
     policy: Any = None
     evidence: str = "compact"
+    human: Any = None
 
     def __post_init__(self) -> None:
         #: the ids of the cases seen to record two different answers in this process
@@ -486,7 +508,7 @@ def score_range(job: GradeJob, chunk: Any) -> Batch:
     policy = job.policy or DEFAULT_POLICY
     context = getattr(job.run, "context", None)
     evidence, differs, prepared = job.evidence, job.differs, job.prepared
-    trusted = job.trusted
+    trusted, human = job.trusted, job.human
     plans: dict[str, tuple] = {}  # (the job's, looked up without a call)
     batch = Batch(len(metrics))
     add = batch.add
@@ -498,7 +520,7 @@ def score_range(job: GradeJob, chunk: Any) -> Batch:
                 if prep is None:
                     prep = plans[case.id] = prepared(case)
                 add(grade_one(trace, case, metrics, judge, where, policy, *prep, digest,
-                              context, evidence, trusted), position[case.id], differs)
+                              context, evidence, trusted, human), position[case.id], differs)
                 if batch.n % GC_EVERY == 0:
                     gc.collect(0)
         except BadInputError as e:

@@ -213,10 +213,12 @@ class EpisodeResult(Struct):
     case_id: Annotated[str, doc("The case.")]
     trial: Annotated[Count, doc("The trial, from 0.")]
     passed: Annotated[bool, doc(
-        "The verdict: the outcome checks, then every gating metric against its threshold.")]
+        "The verdict: the outcome checks, then every gating metric against its threshold; "
+        "for a human-graded case, its reviewer's mark (human_review).")]
     failure: Annotated[str | None, doc(
         "The outcome's reason (no_answer:<stop_reason>, wrong_tools, wrong_answer, "
-        "infra_error:<kind>) or each failing gate with its numbers; null when passed.")] = None
+        "infra_error:<kind>, human_review:fail, human_review:pending) or each failing gate "
+        "with its numbers; null when passed.")] = None
     steps: Annotated[Count, doc("From the trace.", unit="model turns")] = 0
     stop_reason: Annotated[str, doc("From the trace.")] = ""
     metrics: Annotated[dict[str, MetricResult], doc(
@@ -234,7 +236,12 @@ class EpisodeResult(Struct):
         "A failed episode's class: plan (the objective was lost: a loop, no answer, running "
         "out of steps or turns, giving up, or what was required missing at the end) or step "
         "(anything else: a wrong or missing call, argument or value); absent on a passed or "
-        "infrastructure-ended episode.")] = None
+        "infrastructure-ended episode, or a human-graded one pending review.")] = None
+    human_review: Annotated[Literal["pass", "fail", "pending"] | None, absent_if_none(
+        "Present when the case's grading_strategy is human: the verdict is the latest "
+        "current episode mark of reviews.jsonl (pass or fail; failure human_review:fail), "
+        "or pending until one is made on this recording (not passed; failure "
+        "human_review:pending); the metrics are scored and gate nothing.")] = None
 
     @property
     def label(self) -> str:
@@ -340,9 +347,11 @@ class Summary(Struct):
         "({n, mean, max} each) and by_tool ({tool: {n, mean, max}}); absent when no episode "
         "recorded times.", unit="seconds")] = None
     review: Annotated[dict[str, Any] | None, absent_if_none(
-        "Present when the run folder holds reviews.jsonl: what its reviewers' latest, "
-        "current marks say (episodes, reviewed, reviewers, pending, human_pending, "
-        "to_review_pending, stale and unknown counts; figures per grader: n, the 2x2 counts "
+        "Present when the run folder holds reviews.jsonl or the dataset has a human-graded "
+        "case: what its reviewers' latest, current marks say (episodes, reviewed, "
+        "reviewers, pending, human_pending, to_review_pending, stale and unknown counts; "
+        "human_pending_episodes: the case#tN of the human-graded episodes pending review, "
+        "not passed; figures per grader: n, the 2x2 counts "
         "tp fn fp tn with the reviewer as truth, agreement, kappa, kappa_se, kappa_ci95, "
         "tpr, tnr; claims right/wrong; disagreements).")] = None
     identical_trials: Annotated[dict[str, Any] | None, absent_if_none(

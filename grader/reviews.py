@@ -195,6 +195,40 @@ def latest(marks: Iterable[Mark],
     return out
 
 
+#: The ``grading_strategy`` of a case whose verdict is its reviewer's mark.
+HUMAN = "human"
+#: An episode's ``human_review`` while its human-graded case has no current mark.
+PENDING = "pending"
+
+
+def is_human(case: Any) -> bool:
+    """Whether a dataset case's ``grading_strategy`` is ``"human"``: its episodes' verdicts
+    are their reviewers' marks."""
+    return (getattr(case, "extra", None) or {}).get("grading_strategy") == HUMAN
+
+
+def human_marks(marks: Iterable[Mark], cases: Iterable[Any]
+                ) -> dict[str, tuple[tuple[str | None, str], ...]]:
+    """The episode marks of the human-graded cases: ``{episode key: ((trace_digest, "pass"
+    | "fail"), ...)}`` in file order (:func:`human_verdict` picks the one that counts)."""
+    human = {c.id for c in cases if is_human(c)}
+    out: dict[str, list[tuple[str | None, str]]] = {}
+    for m in marks:
+        if m.target == "episode" and m.episode.rpartition("#t")[0] in human:
+            out.setdefault(m.episode, []).append((m.trace_digest, m.mark))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def human_verdict(marks: Sequence[tuple[str | None, str]], recording: str | None) -> str:
+    """A human-graded episode's verdict: ``"pass"`` or ``"fail"`` as the latest of its
+    episode marks made on the current recording says (a mark without a digest, or an
+    episode of unknown digest, counts as current), else :data:`PENDING`."""
+    for digest, mark in reversed(marks):
+        if digest is None or recording is None or digest == recording:
+            return mark
+    return PENDING
+
+
 @dataclass(frozen=True)
 class EpisodeFacts:
     """What the review figures need of one graded episode.
@@ -273,7 +307,8 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
                    episodes: Sequence[EpisodeFacts]) -> dict[str, Any]:
     """What the reviews say of a run: pending items, disagreements, stale marks and the
     figures per grader. A stale mark, or one of an episode the run does not have, is not
-    counted.
+    counted; a human-graded episode's mark is its verdict, so it enters no verdict figure
+    (its metric and judge marks are counted).
 
     Args:
         marks: the marks (the latest of each item is used, a current one before a later
@@ -318,6 +353,8 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
             continue
         if kind == "episode":
             reviewed.add(m.episode)
+            if ep.human:  # its verdict is this mark: nothing to measure
+                continue
             predicted: bool | None = ep.passed
             name = "verdict"
         else:
@@ -389,8 +426,10 @@ def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[Episo
 def review_block(marks: Iterable[Mark], episodes: Sequence[EpisodeFacts]) -> dict[str, Any]:
     """The report's ``summary.review`` block: :func:`review_summary` with its lists of
     episode keys (pending, human_pending, to_review_pending, stale, unknown) given as counts,
-    the figures and the disagreements as they are."""
+    ``human_pending_episodes`` the keys of the human-graded episodes awaiting a review, the
+    figures and the disagreements as they are."""
     got = review_summary(marks, episodes)
+    got["human_pending_episodes"] = list(got["human_pending"])
     for key in ("pending", "human_pending", "to_review_pending", "stale", "unknown"):
         got[key] = len(got[key])
     return got
@@ -402,17 +441,45 @@ def review_lines(block: Mapping[str, Any] | None) -> list[str]:
     Cohen's kappa with its 95% interval, TPR and TNR. ``[]`` without a block."""
     if not block:
         return []
+    head = review_headline(block)
+    out = [head["line"]]
+    if head["waiting"]:
+        out.append(f"  human-graded, pending review (not passed): {head['waiting']}")
+    for r in review_rows(block):
+        kappa = r["kappa"] + (f" {r['ci']}" if r["ci"] else "")
+        out.append(f"  {r['grader']}: n {r['n']}, agreement {r['agreement']}, kappa {kappa}, "
+                   f"TPR {r['tpr']}, TNR {r['tnr']} (tp {r['tp']}, fn {r['fn']}, "
+                   f"fp {r['fp']}, tn {r['tn']})")
+    return out
+
+
+def review_headline(block: Mapping[str, Any]) -> dict[str, str]:
+    """The review block's first line (``line``: who reviewed how many episodes, what is
+    pending or stale, how many disagreements) and the human-graded episodes pending review
+    (``waiting``: up to ten keys, ``""`` when none)."""
+    who = ", ".join(block["reviewers"]) or "no one"
+    line = (f"review: {block['reviewed']} of {block['episodes']} episode(s) reviewed by "
+            f"{who}; {block['pending']} pending ({block['human_pending']} of human-graded "
+            f"cases), {block['stale']} stale mark(s) not counted, "
+            f"{len(block['disagreements'])} disagreement(s)")
+    waiting = block.get("human_pending_episodes") or []
+    shown = ", ".join(waiting[:10]) + (f" and {len(waiting) - 10} more"
+                                       if len(waiting) > 10 else "")
+    return {"line": line, "waiting": shown}
+
+
+def review_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per grader of the review block, its figures as the terminal prints them:
+    ``grader``, ``n``, ``agreement``, ``kappa``, ``ci`` (``"[low, high]"`` or ``""``),
+    ``tpr``, ``tnr`` (3 places, ``n/a`` when undefined) and the counts ``tp fn fp tn``."""
     def num(x: Any) -> str:
         return "n/a" if x is None else f"{x:.3f}"
-    who = ", ".join(block["reviewers"]) or "no one"
-    out = [f"review: {block['reviewed']} of {block['episodes']} episode(s) reviewed by "
-           f"{who}; {block['pending']} pending ({block['human_pending']} of human-graded "
-           f"cases), {block['stale']} stale mark(s) not counted, "
-           f"{len(block['disagreements'])} disagreement(s)"]
+    rows = []
     for name, f in block["figures"].items():
         ci = f.get("kappa_ci95")
-        kappa = num(f["kappa"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        out.append(f"  {name}: n {f['n']}, agreement {num(f['agreement'])}, kappa {kappa}, "
-                   f"TPR {num(f['tpr'])}, TNR {num(f['tnr'])} (tp {f['tp']}, fn {f['fn']}, "
-                   f"fp {f['fp']}, tn {f['tn']})")
-    return out
+        rows.append({"grader": name, "n": f["n"], "agreement": num(f["agreement"]),
+                     "kappa": num(f["kappa"]),
+                     "ci": f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "",
+                     "tpr": num(f["tpr"]), "tnr": num(f["tnr"]),
+                     "tp": f["tp"], "fn": f["fn"], "fp": f["fp"], "tn": f["tn"]})
+    return rows

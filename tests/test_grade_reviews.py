@@ -85,3 +85,32 @@ def test_a_run_without_reviews_has_no_block(tmp_path):
     assert report.summary.review is None
     from evaltape.grader.report.markdown import render_markdown as md
     assert "review:" not in md(report)
+
+
+def test_the_committed_review_of_the_standin_run():
+    """cassettes/helpdesk-scripted-standin/reviews.jsonl: the maintainers' marks of its 8
+    episodes; its golden report carries their figures."""
+    golden = json.loads((ROOT / "tests" / "golden" / "helpdesk-scripted-standin"
+                         / "report.json").read_text())
+    r = golden["summary"]["review"]
+    assert (r["episodes"], r["reviewed"], r["pending"], r["stale"]) == (8, 8, 0, 0)
+    assert r["reviewers"] == ["evaltape-maintainers"]
+    v = r["figures"]["verdict"]
+    # the grader passes tc_001, 002, 003, 007, 008 and fails tc_004, 005, 006; the
+    # reviewers pass tc_005 too (its query 'VPN setup' is sound): tp 5, fn 1, fp 0, tn 2.
+    # p_o = 7/8; p_e = (5/8)(6/8) + (3/8)(2/8) = 36/64; kappa = (56/64 - 36/64) / (28/64)
+    # = 5/7; SE = sqrt((7/8)(1/8) / (8 (28/64)^2)) = sqrt(1/14); TPR 5/6, TNR 1
+    assert (v["tp"], v["fn"], v["fp"], v["tn"]) == (5, 1, 0, 2)
+    assert v["agreement"] == pytest.approx(7 / 8) and v["kappa"] == pytest.approx(5 / 7)
+    assert v["kappa_se"] == pytest.approx((1 / 14) ** 0.5)
+    assert v["kappa_ci95"] == pytest.approx([5 / 7 - 1.959964 * (1 / 14) ** 0.5, 1.0])
+    assert v["tpr"] == pytest.approx(5 / 6) and v["tnr"] == 1.0
+    # argument_correctness failed tc_005, marked wrong: a false negative, agreement 0
+    ac = r["figures"]["metric:argument_correctness"]
+    assert (ac["n"], ac["fn"], ac["agreement"]) == (1, 1, 0.0)
+    # grounding failed tc_004 (94% is in no tool result) and task_completion tc_006 (no
+    # ticket): both marked right, one true negative each
+    for name in ("metric:grounding", "metric:task_completion"):
+        assert (r["figures"][name]["n"], r["figures"][name]["tn"]) == (1, 1)
+    assert [(d["episode"], d["target"]) for d in r["disagreements"]] == [
+        ("tc_005#t0", "episode"), ("tc_005#t0", "metric:argument_correctness")]

@@ -228,13 +228,21 @@ def test_a_post_from_elsewhere_or_without_the_token_is_403(browser, server):  # 
     assert _post(url, {"Origin": own, "X-Evaltape-Token": token}) == 200
 
 
-def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
-    p = run_cli("view", str(QWEN), "--dataset", str(DATASET), "--export", str(tmp_path / "x"))
+def exported_tab(browser, run, dataset, folder, hash_, wait):  # noqa: F811
+    """``evaltape view RUN --export FOLDER`` opened at ``#hash_`` once ``wait`` shows:
+    (context, tab, the page's errors)."""
+    p = run_cli("view", str(run), "--dataset", str(dataset), "--export", str(folder))
     assert p.returncode == 0, p.stderr
     errors: list[str] = []
     ctx, tab = new_tab(browser, errors)
-    tab.goto((tmp_path / "x" / "index.html").resolve().as_uri() + "#episode/0/0")
-    tab.wait_for_selector("#readonly")
+    tab.goto((folder / "index.html").resolve().as_uri() + "#" + hash_)
+    tab.wait_for_selector(wait)
+    return ctx, tab, errors
+
+
+def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
+    ctx, tab, errors = exported_tab(browser, QWEN, DATASET, tmp_path / "x", "episode/0/0",
+                                    "#readonly")
     assert "read-only" in tab.inner_text("#readonly")
     assert "evaltape view" in tab.inner_text("#readonly")
     assert tab.query_selector("#review-pass") is None
@@ -246,3 +254,59 @@ def test_the_exported_page_is_read_only(browser, tmp_path):  # noqa: F811
     assert tab.query_selector("#review-state") is None
     ctx.close()
     assert not errors, errors
+
+
+CLINIC = ROOT / "cassettes" / "clinic-scripted"
+CLINIC_DATASET = ROOT / "datasets" / "clinic_scripted_eval.json"
+
+
+def test_the_overview_shows_the_review_figures_the_terminal_prints(browser, tmp_path):  # noqa: F811
+    import evaltape
+    run = tmp_path / "run"
+    shutil.copytree(CLINIC, run)
+    cases = json.loads(CLINIC_DATASET.read_text())
+    for c in cases:
+        if c["id"] == "mt_10":
+            c["grading_strategy"] = "human"
+    ds = tmp_path / "clinic.json"
+    ds.write_text(json.dumps(cases))
+    digest = {e.case_id: e.trace_digest
+              for e in evaltape.grade(str(CLINIC), dataset=str(CLINIC_DATASET)).episodes}
+
+    def mark(case, target, value, dg=None):
+        return {"episode": f"{case}#t0", "trace_digest": dg or digest[case], "reviewer": "alice",
+                "at": "2026-12-07T10:00:00+00:00", "target": target, "mark": value, "note": ""}
+    # the automatic verdicts pass mt_01, mt_02, mt_03 and fail mt_07, mt_08, mt_09
+    marks = [mark("mt_01", "episode", "pass"), mark("mt_02", "episode", "pass"),
+             mark("mt_03", "episode", "fail"), mark("mt_07", "episode", "fail"),
+             mark("mt_08", "episode", "pass"), mark("mt_09", "episode", "fail"),
+             mark("mt_07", "metric:state_match", "right"),
+             mark("mt_04", "episode", "pass", "0000000000000000")]  # stale
+    (run / "reviews.jsonl").write_text("".join(json.dumps(m) + "\n" for m in marks))
+    ctx, tab, errors = exported_tab(browser, run, ds, tmp_path / "x", "overview/0",
+                                    "#review-figures")
+    box = tab.inner_text("#review-figures")
+    # 6 current episode marks of 12 episodes; mt_10 (human-graded, unmarked) is pending
+    assert ("review: 6 of 12 episode(s) reviewed by alice; 6 pending (1 of human-graded "
+            "cases), 1 stale mark(s) not counted, 2 disagreement(s)") in box
+    assert "1 human-graded episode(s) pending review (not passed): mt_10#t0" in box
+    rows = tab.eval_on_selector_all("table.review-figures tbody tr", "rs => rs.map(r => "
+                                    "Array.from(r.cells).map(c => c.textContent))")
+    # verdict: tp 2 (mt_01, mt_02), fn 1 (mt_08), fp 1 (mt_03), tn 2 (mt_07, mt_09):
+    # agreement 4/6; p_e = 0.5, kappa (2/3 - 1/2) / (1/2) = 1/3, SE sqrt((2/9) / 1.5) =
+    # 0.3849, interval 1/3 -+ 1.96 SE = [-0.421, 1.088] clipped to 1; TPR 2/3, TNR 2/3.
+    # state_match: one true negative; p_e = 1 (both say fail only): kappa n/a, TPR n/a
+    assert rows == [
+        ["verdict", "6", "0.667", "0.333", "[-0.421, 1.000]", "0.667", "0.667",
+         "2", "1", "1", "2"],
+        ["metric:state_match", "1", "1.000", "n/a", "", "n/a", "1.000", "0", "0", "0", "1"]]
+    ctx.close()
+    assert not errors, errors
+    # the terminal prints the same figures
+    g = run_cli("grade", str(run), "--dataset", str(ds), "--out", str(tmp_path / "r"))
+    assert g.returncode == 0, g.stderr
+    out = " ".join(g.stdout.split())
+    for r in rows:
+        kappa = r[3] + (" " + r[4] if r[4] else "")
+        assert (f"{r[0]}: n {r[1]}, agreement {r[2]}, kappa {kappa}, TPR {r[5]}, TNR {r[6]} "
+                f"(tp {r[7]}, fn {r[8]}, fp {r[9]}, tn {r[10]})") in out

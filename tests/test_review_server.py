@@ -20,8 +20,9 @@ DATASET = ROOT / "datasets" / "helpdesk_eval.json"
 
 
 def copy_run(tmp_path):
+    """A copy of the stand-in run without its committed reviews (a run nobody reviewed)."""
     run = tmp_path / "run"
-    shutil.copytree(STANDIN, run)
+    shutil.copytree(STANDIN, run, ignore=shutil.ignore_patterns("reviews.jsonl"))
     return run
 
 

@@ -457,6 +457,7 @@
         h("th", { class: "num", title: "null scores: the metric did not apply" }, "skipped"))),
       h("tbody", null, rows))));
     m.verdict_lines.forEach(function (line) { main.appendChild(h("p", { class: "muted small" }, line)); });
+    if (m.review) main.appendChild(reviewBlock(m.review));
 
     var grid = h("div", { class: "grid2" });
     var reasons = Object.keys(run.reasons).sort(function (a, b) { return run.reasons[b] - run.reasons[a] || collator.compare(a, b); });
@@ -477,6 +478,25 @@
     if (grid.firstChild) main.appendChild(grid);
     main.appendChild(h("h2", null, "Setup"));
     main.appendChild(setupTable(m.setup));
+  }
+  function reviewBlock(rv) {
+    var box = h("div", { id: "review-figures" }, h("h2", null, "Review"),
+      h("p", { class: "muted small" }, rv.line),
+      rv.waiting ? h("p", { class: "note" }, rv.human_pending + " human-graded episode(s) pending review (not passed): " + rv.waiting) : null);
+    if (rv.rows.length) box.appendChild(h("div", { class: "tablewrap" }, h("table", { class: "review-figures" },
+      h("thead", null, h("tr", null, h("th", { title: "the reviewer's mark is the truth" }, "grader"),
+        h("th", { class: "num", title: "reviewed results with a pass/fail" }, "reviewed"),
+        h("th", { class: "num" }, "agreement"), h("th", { class: "num", title: "Cohen's kappa" }, "kappa"),
+        h("th", { class: "num", title: "kappa ± 1.96 SE, clipped to [-1, 1]" }, "95% interval"),
+        h("th", { class: "num" }, "TPR"), h("th", { class: "num" }, "TNR"),
+        ["TP", "FN", "FP", "TN"].map(function (x) { return h("th", { class: "num" }, x); }))),
+      h("tbody", null, rv.rows.map(function (r) {
+        return h("tr", null, h("td", null, h("code", null, r.grader)), h("td", { class: "num" }, int(r.n)),
+          h("td", { class: "num" }, r.agreement), h("td", { class: "num" }, r.kappa), h("td", { class: "num" }, r.ci),
+          h("td", { class: "num" }, r.tpr), h("td", { class: "num" }, r.tnr),
+          [r.tp, r.fn, r.fp, r.tn].map(function (x) { return h("td", { class: "num" }, int(x)); }));
+      })))));
+    return box;
   }
   function card(k, v, s, cls) {
     return h("div", { class: "card" + (cls ? " " + cls : "") }, h("div", { class: "k" }, k),

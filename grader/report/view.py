@@ -229,6 +229,7 @@ class ViewBuilder:
                 "judge_command": None if s.judge is None else text(s.judge.record_command,
                                                                     2000)},
             "verdict_lines": [text(x, 4000) for x in verdict_lines(s, lower)],
+            "review": review_view(s.review),
             "setup": setup_rows(source), "usage": usage_block(acc, episodes),
             "breakdowns": breakdowns(source, case_ids, acc, tags, diffs),
             "tags": [text(t, 200) for t in tags], "difficulties": [text(d, 200) for d in diffs],
@@ -240,6 +241,20 @@ class ViewBuilder:
         run (see :func:`~evaltape.grader.report.view_compare.compare_data`)."""
         return compare_data(self.sources[0], self.sources[1], self._keys, self._case_ids,
                             self._counts)
+
+
+def review_view(block: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The overview's review block (``None`` without ``summary.review``): the line and the
+    pending human-graded episodes the terminal prints first, and one row per grader with
+    its figures as the terminal words them (:func:`~evaltape.grader.reviews.review_rows`)."""
+    if not block:
+        return None
+    from evaltape.grader.reviews import review_headline, review_rows
+    head = review_headline(block)
+    return {"line": text(head["line"], 4000), "waiting": text(head["waiting"], 4000),
+            "human_pending": int(block["human_pending"]),
+            "rows": [{k: text(v, 300) if isinstance(v, str) else v for k, v in r.items()}
+                     for r in review_rows(block)]}
 
 
 def build_view(sources: Sequence[ViewSource]) -> ViewBuilder:

@@ -6,6 +6,7 @@ a script calling ``evaltape.grade`` write byte-identical ``report.json``.
 """
 from __future__ import annotations
 
+import shlex
 from itertools import chain, islice
 from pathlib import Path
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class GradeOptions:
     threshold: float | None = None
     require_complete: bool = False
     require_judge: bool = False
+    require_reviewed: bool = False
     allow_missing: bool = False
     strict: bool = False
     evidence: Literal["compact", "full"] = "compact"
@@ -142,6 +144,10 @@ class GradeOptions:
                    "some of the run's trials.")
 @click.option("--require-judge", is_flag=True,
               help="Fail (exit 1) when a judged metric has no recorded judge answer.")
+@click.option("--require-reviewed", is_flag=True,
+              help="Fail (exit 1) when an episode of a human-graded case (grading_strategy "
+                   "human) has no current review in RUN/reviews.jsonl (its verdict is "
+                   "pending).")
 @workers_option("Processes grading chunks of the traces in parallel [default: every core "
                 "of this machine]; the report is byte-identical for every value.",
                 default=None)
@@ -194,7 +200,7 @@ def run_grade(opts: GradeOptions) -> None:
 
     Raises:
         GateFailed: a gate failed (exit 1): --threshold, --baseline, --require-complete,
-            --require-judge.
+            --require-judge, --require-reviewed.
         click.UsageError: the report folder cannot be written.
     """
     from evaltape.cli import GateFailed
@@ -270,13 +276,20 @@ def run_grade(opts: GradeOptions) -> None:
     if judge is not None and judge.not_recorded:
         command = judge.record_command
         if given_config is not None:
-            import shlex
             command += f" --config {shlex.quote(given_config)}"
         click.echo(f"note: {judge.not_recorded} judge answer(s) not recorded; record "
                    f"them with: {command}", err=True)
         if opts.require_judge:
             raise GateFailed(f"--require-judge: {judge.not_recorded} judged score(s) "
                              "have no recorded judge answer")
+    waiting = (s.review or {}).get("human_pending_episodes") or []
+    if waiting:
+        click.echo(f"note: {len(waiting)} human-graded episode(s) pending review (not "
+                   f"passed): {', '.join(waiting[:10])}; mark them with: evaltape view "
+                   f"{shlex.quote(opts.run)}", err=True)
+        if opts.require_reviewed:
+            raise GateFailed(f"--require-reviewed: {len(waiting)} human-graded episode(s) "
+                             f"pending review: {', '.join(waiting[:10])}")
     cmp = report.baseline_comparison
     if cmp is not None:
         from evaltape.grader.report.diff import gate_message, render_diff
