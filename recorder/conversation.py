@@ -16,7 +16,8 @@ The trace's ``messages`` carry who spoke (``speaker``: ``user``, ``agent`` or ``
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
 
 from evaltape.grader.model import DEFAULT_MAX_TURNS, USER_STOP, UserSpec
 
@@ -233,6 +234,87 @@ def speaker(message: dict) -> str:
     return "user"
 
 
+@dataclass
+class Talk:
+    """How a conversation went (:func:`talk`).
+
+    Attributes:
+        end: one of :data:`ENDS`.
+        user_turns: user messages, the first included.
+        closing: the user's last message when the agent never got it (it held the stop
+            text, or the user spoke as the agent), else ``None``.
+        out_of_role: what gave the user away, for ``user_out_of_role``.
+        failure: the exception of a failed request of the user model (``end`` ``error``).
+    """
+
+    end: str
+    user_turns: int
+    closing: str | None = None
+    out_of_role: str | None = None
+    failure: Exception | None = None
+
+
+def talk(first_message: str, user: User,
+         agent_reply: Callable[[str], tuple[str | None, str | None]], *,
+         max_turns: int, stop: str) -> Talk:
+    """Alternate the agent and ``user`` until the conversation ends (module doc).
+
+    ``agent_reply(message)`` runs the agent's turn on a user message (the first message,
+    then each reply of the user that does not end the conversation) and returns ``(None,
+    reply text)``, or ``(end, None)`` when the turn ended the conversation (``transfer``,
+    ``agent_stopped``, ``error``).
+    """
+    transcript: list[tuple[str, str]] = [("user", first_message)]
+    message, user_turns = first_message, 1
+    while True:
+        end, reply = agent_reply(message)
+        if end is not None:
+            return Talk(end, user_turns)
+        transcript.append(("agent", reply or ""))
+        if user_turns >= max_turns:
+            return Talk("max_turns", user_turns)
+        try:
+            said = user.reply(transcript)
+        except UserOutOfRole as e:
+            return Talk("user_out_of_role", user_turns + 1, e.text, e.why)
+        except REQUEST_FAILURES as e:  # the user model is the episode's infrastructure
+            return Talk("error", user_turns, failure=e)
+        if said is None:
+            return Talk("user_stop", user_turns)
+        user_turns += 1
+        if stop in said:
+            return Talk("user_stop", user_turns, said)
+        transcript.append(("user", said))
+        message = said
+
+
+def user_model_failure(e: Exception) -> tuple[str, dict]:
+    """``(error text, extra trace fields)`` of a failed request of the user model: an
+    infrastructure error whatever failed (``infra_error`` ``user_model:<kind>``,
+    :func:`.loop.infra_kind`), its text starting ``user model:``."""
+    error, extra = api_failure(e)
+    kind = extra.get("infra_error") or infra_kind(e)
+    extra["infra_error"] = f"user_model:{kind}"
+    return f"user model: {error}", extra
+
+
+def conversation_fields(t: Talk, user: User, messages: list[dict]) -> dict:
+    """The trace fields a conversation adds: ``messages`` each carrying ``speaker`` (the
+    user's closing message appended) and ``conversation`` (how it ended, the kind of
+    user, its messages, and a simulated user's tokens, retries and ``out_of_role``)."""
+    labelled = [dict(m, speaker=speaker(m)) for m in messages]
+    if t.closing is not None:
+        labelled.append({"role": "user", "content": t.closing, "speaker": "user"})
+    conversation = {"end": t.end, "user": user.kind, "user_turns": t.user_turns}
+    if getattr(user, "usage", None) and any(user.usage.values()):
+        conversation["user_usage"] = dict(user.usage)
+    if getattr(user, "retries", 0):
+        conversation["user_retries"] = user.retries
+    if t.out_of_role is not None:
+        conversation["out_of_role"] = t.out_of_role
+    return {"messages": labelled, "conversation": conversation}
+
+
 def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: User,
                      model: str, max_turns: int, stop: str,
                      max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
@@ -266,59 +348,31 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
     log = EpisodeLog(messages=[{"role": "user", "content": first_message}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})
     kwargs = request_kwargs(spec, model, request_extra)
-    transcript: list[tuple[str, str]] = [("user", first_message)]
-    user_turns, closing, out_of_role = 1, None, None
-    while True:
+    last: dict[str, Any] = {"stop_reason": None, "final": None}
+
+    def agent_reply(message: str) -> tuple[str | None, str | None]:
+        if len(log.messages) > 1:  # (the first message is already in the log)
+            log.messages.append({"role": "user", "content": message})
         stop_reason, final = agent_turn(client, spec, log, kwargs, stream=stream,
                                         max_steps=max_steps)
+        last.update(stop_reason=stop_reason, final=None)
         if stop_reason == TRANSFER:
-            end, final = "transfer", None
-            break
+            return "transfer", None
         if stop_reason in ("error", "max_steps", "loop_detected") or \
                 log.extra.get("unfinished") or final is None:
-            end = "error" if stop_reason == "error" else "agent_stopped"
-            final = None
-            break
-        transcript.append(("agent", final))
-        if user_turns >= max_turns:
-            end = "max_turns"
-            break
-        try:
-            said = user.reply(transcript)
-        except UserOutOfRole as e:
-            end, closing, out_of_role = "user_out_of_role", e.text, e.why
-            user_turns += 1
-            break
-        except REQUEST_FAILURES as e:
-            # the user model is the infrastructure of the agent's episode, whatever failed
-            error, log.extra = api_failure(e)
-            kind = log.extra.get("infra_error") or infra_kind(e)
-            log.extra["infra_error"] = f"user_model:{kind}"
-            log.error, stop_reason, end = f"user model: {error}", "error", "error"
-            final = None
-            break
-        if said is None:
-            end = "user_stop"
-            break
-        user_turns += 1
-        if stop in said:
-            end, closing = "user_stop", said
-            break
-        transcript.append(("user", said))
-        log.messages.append({"role": "user", "content": said})
-    messages = [dict(m, speaker=speaker(m)) for m in log.messages]
-    if closing is not None:
-        messages.append({"role": "user", "content": closing, "speaker": "user"})
-    conversation = {"end": end, "user": user.kind, "user_turns": user_turns}
-    if getattr(user, "usage", None) and any(user.usage.values()):
-        conversation["user_usage"] = dict(user.usage)
-    if getattr(user, "retries", 0):
-        conversation["user_retries"] = user.retries
-    if out_of_role is not None:
-        conversation["out_of_role"] = out_of_role
+            return ("error" if stop_reason == "error" else "agent_stopped"), None
+        last["final"] = final
+        return None, final
+
+    t = talk(first_message, user, agent_reply, max_turns=max_turns, stop=stop)
+    stop_reason, final = last["stop_reason"], last["final"]
+    if t.failure is not None:
+        log.error, log.extra = user_model_failure(t.failure)
+        stop_reason, final = "error", None
+    fields = conversation_fields(t, user, log.messages)
     return {"tool_calls": log.calls, "final_response": final, "stop_reason": stop_reason,
-            "steps": log.steps, "messages": messages, "usage": log.usage,
-            "error": log.error, **log.extra, "conversation": conversation}
+            "steps": log.steps, "messages": fields["messages"], "usage": log.usage,
+            "error": log.error, **log.extra, "conversation": fields["conversation"]}
 
 
 def run_case(client: Any, spec: AgentSpec, case: Any, *, model: str, stream: bool = False,

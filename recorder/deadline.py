@@ -111,6 +111,23 @@ def on_request(request: Any) -> None:
         request.extensions["trace"] = both
 
 
+async def _trace_async(name: str, info: dict) -> None:
+    """httpcore's ``trace`` callback for an async client (awaited): :func:`_trace`."""
+    _trace(name, info)
+
+
+async def on_request_async(request: Any) -> None:
+    """:func:`on_request` for an async httpx client (its event hooks are awaited).
+
+    Raises:
+        EpisodeTimeout: the current episode's deadline has passed.
+    """
+    current = _current
+    if current is not None and current.expired:
+        raise EpisodeTimeout(current.timeout_s or 0.0)
+    request.extensions.setdefault("trace", _trace_async)
+
+
 def _expire(deadline: Deadline) -> None:
     with _lock:
         deadline.expired = True

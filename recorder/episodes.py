@@ -484,6 +484,31 @@ def conversation_timing(path: Path, indices: list[int], trace: dict) -> dict | N
     return {"first_tool_call_s": first, "turns": turns}
 
 
+def agent_conversation(result: Any) -> tuple[dict, list[int] | None]:
+    """The agent's trace fields among the conversations a cassette's interactions were
+    imported into (an :class:`~evaltape.grader.importers.common.ImportResult`): the one
+    with the most Messages calls (the first of equals), with ``conversations`` counting
+    them all, and the positions of its interactions. With no readable Messages call, an
+    error trace (``stop_reason: "error"``, ``error`` naming why) and ``None``."""
+    best = None
+    for t in result.traces:
+        n = len(t.get("source", {}).get("interactions", []))
+        if best is None or n > best[0]:
+            best = (n, t)
+    if best is None:
+        why = "; ".join([str(e) for e in result.errors] +
+                        [f"{s.place}: {s.reason}" for s in result.skipped]) or \
+            "the agent made no Messages API call"
+        return ({"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
+                 "messages": [], "usage": {}, "model": None, "error": why, "input": "",
+                 "conversations": 0}, None)
+    trace = dict(best[1])
+    positions = (trace.pop("source", None) or {}).get("interactions") or []
+    trace.setdefault("error", None)
+    trace["conversations"] = len(result.traces)
+    return trace, positions
+
+
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                         input_text: str | None = None) -> dict:
     """The ``evaltape.trace/1`` object of one proxied episode.
@@ -508,14 +533,8 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
     from evaltape.grader.importers.common import ImportResult
     result = ImportResult()
     import_file(str(path), result)
-    best = None
-    for t in result.traces:
-        n = len(t.get("source", {}).get("interactions", []))
-        if best is None or n > best[0]:
-            best = (n, t)
-    if best is not None:
-        trace = dict(best[1])
-        last = (trace.pop("source", None) or {}).get("interactions") or []
+    trace, last = agent_conversation(result)
+    if last is not None:
         timing = conversation_timing(path, last, trace)
         if timing is not None:
             trace["timing"] = timing
@@ -525,16 +544,8 @@ def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                           "final_response": None,
                           "error": f"IncompleteStream: the stream of interaction "
                                    f"{last[-1] + 1} ended before message_stop"})
-    else:
-        why = "; ".join([str(e) for e in result.errors] +
-                        [f"{s.place}: {s.reason}" for s in result.skipped]) or \
-            "the agent made no Messages API call"
-        trace = {"tool_calls": [], "final_response": None, "stop_reason": "error", "steps": 0,
-                 "messages": [], "usage": {}, "model": None, "error": why,
-                 "input": ""}
-    trace.setdefault("error", None)
     trace.update({"schema": TRACE_SCHEMA, "case_id": key.case_id, "trial": key.trial,
-                  "latency_s": latency_s, "conversations": len(result.traces)})
+                  "latency_s": latency_s})
     if input_text is not None:
         trace["input"] = input_text
     if trace.get("input") is None:

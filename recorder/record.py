@@ -37,7 +37,8 @@ from .deadline import (DEFAULT_EPISODE_TIMEOUT_S, EpisodeTimeout, episode_deadli
 from .runfolder.folder import open_run_folder
 from .runfolder.manifest import finish_manifest
 from .runfolder.options import (DEFAULT_MODEL, SCRIPTED_MODEL, RecordOptions, check_base_url,
-                                check_episode_timeout, load_scripts, refuse_secrets_in_inputs,
+                                check_episode_timeout, load_scripts, load_standin_users,
+                                refuse_secrets_in_inputs,
                                 worker_count)
 from .runfolder.outcomes import EpisodeOutcome, episode_finisher, refresh_outcome_handler
 from .runfolder.plan import plan_recording
@@ -393,7 +394,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
         counts, recorded = plan.counts, plan.recorded
         with ExitStack() as stack:
             if scripts is not None:
-                server = stack.enter_context(ScriptServer(scripts))
+                users_said = (load_standin_users(opts.standin_scripts)
+                              if opts.standin_scripts else None)
+                server = stack.enter_context(ScriptServer(scripts, user_scripts=users_said))
                 base_url, api_key = server.base_url, "scripted-no-key"
             users = UserOptions(opts.user_model or model, opts.user_base_url or base_url,
                                 api_key if opts.user_base_url is None else

@@ -222,6 +222,8 @@ def test_resuming_with_another_dataset_is_refused(tmp_path):
     ("{not json", "not valid JSON"),
     ('{"tc_001": "not a list"}', "field 'tc_001': expected a list of turns"),
     ('{"tc_001": ["x"]}', "no script for case(s) tc_002"),
+    ('{"tc_001": {"agent": ["x"], "users": ["y"]}}', "field 'tc_001.users': expected {"),
+    ('{"tc_001": {"agent": ["x"], "user": "y"}}', "field 'tc_001': expected {"),
 ])
 def test_bad_standin_script_is_exit_3(tmp_path, content, message):
     path = tmp_path / "s.json"

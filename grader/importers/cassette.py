@@ -227,6 +227,14 @@ def import_file(path: str, result: ImportResult, *, model: str | None = None) ->
     except EpisodeProblem as p:
         result.errors.append(EpisodeError(path, p.place, p.message, line=p.line))
         return
+    import_interactions(interactions, path, result, model=model)
+
+
+def import_interactions(interactions: list[Any], path: str, result: ImportResult, *,
+                        model: str | None = None) -> None:
+    """Import a cassette's interactions (``{request, response}`` dicts as the file holds
+    them; ``path`` names them in messages and case ids): one episode per conversation,
+    by the rules of :func:`import_file`."""
     convs: list[dict[str, Any]] = []  # {"first", "n", "calls": [(i, request, message)]}
     malformed: dict[str, str] = {}  # tool call id → its streamed input, which does not parse
     for i, it in enumerate(interactions):

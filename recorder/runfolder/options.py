@@ -132,9 +132,18 @@ def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str
     doc = read_json(path, "stand-in script")
     if not isinstance(doc, dict):
         raise BadInputError("expected an object {case_id: [turn, ...]}", path=path)
+    scripts: dict[str, list[str]] = {}
     for key, turns in doc.items():
-        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+        if isinstance(turns, dict):  # {"agent": [turn, ...], "user": [message, ...]}
+            extra = sorted(set(turns) - {"agent", "user"})
+            if extra or not all(_strings(turns.get(k, [])) for k in ("agent", "user")):
+                raise BadInputError("expected {\"agent\": [turn, ...], \"user\": [message, "
+                                    "...]} (lists of strings)", path=path,
+                                    field=f"{key}.{extra[0]}" if extra else key)
+            turns = turns.get("agent", [])
+        if not _strings(turns):
             raise BadInputError("expected a list of turns (strings)", path=path, field=key)
+        scripts[key] = turns
     ids = {c.id for c in cases}
     missing = [c.id for c in cases if c.id not in doc]
     if missing:
@@ -143,7 +152,20 @@ def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str
     if unknown:
         raise BadInputError(f"script(s) for case(s) the dataset does not have: "
                             f"{', '.join(unknown[:10])}", path=path, field=unknown[0])
-    return doc
+    return scripts
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def load_standin_users(path: str) -> dict[str, list[str]]:
+    """The simulated users' messages of a ``--standin-script`` file (checked by
+    :func:`load_standin_scripts`): ``{case_id: [message, ...]}`` from the cases written
+    as ``{"agent": [...], "user": [...]}``, the user's messages after the first."""
+    from evaltape.grader.io.jsonfiles import read_json
+    doc = read_json(path, "stand-in script")
+    return {k: v["user"] for k, v in doc.items() if isinstance(v, dict) and "user" in v}
 
 
 def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequence[str]] | None:

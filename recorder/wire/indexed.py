@@ -78,6 +78,11 @@ class IndexedCassette(Cassette):
         self.misses: list = []
         self.played_order: list[int] = []
 
+    @property
+    def loaded(self) -> int:
+        """How many interactions were read from the cassette's file (0 for a new one)."""
+        return getattr(self, "_loaded_count", 0)
+
     def _exact(self) -> bool:
         return tuple(m.__name__ for m in self._match_on) == self.INDEXED_MATCHERS
 

@@ -18,7 +18,9 @@ metric"). Names exported here: :func:`grade`, :func:`open_run`, :class:`Run`,
 :class:`Score`, :class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`,
 and for recording :func:`tape_tool` (a tool's calls taped into the episode's cassette, so
 replay needs neither its files nor its services; docs/recording.md), :class:`ToolTapeMiss`,
-:class:`TapedToolError`.
+:class:`TapedToolError`, and for agents on a framework that builds its own Anthropic client
+(docs/framework-agents.md) :func:`client_options`, :func:`async_client`,
+:func:`episode_trace` and :func:`converse`.
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ _EXPORTS = {
     "tape_tool": "evaltape.recorder.tape",
     "ToolTapeMiss": "evaltape.recorder.tape",
     "TapedToolError": "evaltape.recorder.tape",
+    "client_options": "evaltape.recorder.framework",
+    "async_client": "evaltape.recorder.framework",
+    "episode_trace": "evaltape.recorder.framework",
+    "converse": "evaltape.recorder.framework",
 }
 __all__ = sorted(_EXPORTS)
 
