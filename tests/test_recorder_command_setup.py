@@ -214,12 +214,13 @@ def test_an_in_process_agent_without_spec_is_checked_after_its_first_new_episode
     """A module:function agent whose prompt is read from a file: the manifest takes the
     prompt's hash from the requests, and a resumed recording whose first new episode sent
     another prompt is not saved and ends in exit 2 naming it."""
-    (tmp_path / "shopagent.py").write_text(INPROCESS)
+    # (a module name no other in-process test imports: the loader keeps the first it sees)
+    (tmp_path / "promptfileagent.py").write_text(INPROCESS)
     (tmp_path / "prompt.txt").write_text(PROMPT)
     (tmp_path / "fail.txt").write_text("tc_003")
     write_json(tmp_path / "scripts.json", {c["id"]: SCRIPTS[c["id"]] for c in CASES})
     write_json(tmp_path / "ds.json", CASES)
-    args = ("record", "ds.json", "--agent", "shopagent:run", "--standin-script",
+    args = ("record", "ds.json", "--agent", "promptfileagent:run", "--standin-script",
             "scripts.json", "--out", "run")
     p = run_cli(*args, cwd=tmp_path)
     assert p.returncode == 1, p.stderr  # tc_003 raised: left for a rerun
