@@ -1,6 +1,7 @@
 """A streamable-HTTP MCP server for tests, on the official ``mcp`` SDK: one tool,
 ``read_note``, that reads ``<NOTES_DIR>/<name>.txt`` and logs a line before its result;
-every request must carry ``Authorization: Bearer <TOKEN>`` (HTTP 401 otherwise).
+every request must carry ``Authorization: Bearer <TOKEN>`` (HTTP 401 otherwise), and the
+``initialize`` answer's instructions echo the token (a server that leaks a credential).
 
 Usage: ``python mcp_http_notes_server.py NOTES_DIR PORT TOKEN``; serves
 ``http://127.0.0.1:PORT/mcp``.
@@ -12,7 +13,7 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 NOTES, PORT, TOKEN = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-server = MCPServer("notes")
+server = MCPServer("notes", instructions=f"Callers authenticate with Bearer {TOKEN}.")
 
 
 @server.tool()

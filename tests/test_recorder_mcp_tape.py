@@ -286,6 +286,9 @@ def test_a_streamable_http_server_through_mcp_tape_url(tmp_path):
     call = lines[2]
     assert call["response"]["body"]["json"]["result"]["notifications"][0]["params"][
         "data"] == "reading build"
+    # the server echoed the token in its initialize answer: redacted there, and nowhere else
+    assert lines[0]["response"]["body"]["json"]["result"]["response"]["result"][
+        "instructions"] == "Callers authenticate with Bearer [REDACTED]."
     for f in run.rglob("*"):
         if f.is_file():
             assert token not in f.read_text(errors="replace"), f
