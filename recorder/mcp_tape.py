@@ -26,6 +26,9 @@ when recording and not taped; a client's notifications are passed to the server 
 recording and dropped at replay. During ``record --refresh`` the requests are answered
 from the cassette up to the episode's first divergence; the server starts at the first
 request that goes live and is first sent the session so far (:func:`record_session`).
+
+A server reached over streamable HTTP (a URL) is taped the same way by ``mcp-tape --url``
+(:mod:`.mcp_http`).
 """
 from __future__ import annotations
 
