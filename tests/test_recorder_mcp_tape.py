@@ -9,13 +9,19 @@ import sys
 from conftest import ROOT, run_cli, run_cli_subprocess, write_json
 
 
-def _setup(tmp_path):
-    server = tmp_path / "srv" / "mcp_notes_server.py"
+def _server_and_notes(tmp_path, program="mcp_notes_server.py"):
+    """A copy of the test server ``program`` (in its own folder) and a notes folder."""
+    server = tmp_path / "srv" / program
     server.parent.mkdir()
-    shutil.copy(ROOT / "tests" / "mcp_notes_server.py", server)
+    shutil.copy(ROOT / "tests" / program, server)
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "build.txt").write_text("The build is green.\n")
+    return server, notes
+
+
+def _setup(tmp_path):
+    server, notes = _server_and_notes(tmp_path)
     ds = write_json(tmp_path / "ds.json", [{"id": "n1", "input": "build"},
                                            {"id": "n2", "input": "deploy"}])
     sc = write_json(tmp_path / "sc.json", {"n1": ["Read it."], "n2": ["Read it."]})
@@ -239,12 +245,7 @@ def test_a_streamable_http_server_through_mcp_tape_url(tmp_path):
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    server = tmp_path / "srv" / "mcp_http_notes_server.py"
-    server.parent.mkdir()
-    shutil.copy(ROOT / "tests" / "mcp_http_notes_server.py", server)
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "build.txt").write_text("The build is green.\n")
+    server, notes = _server_and_notes(tmp_path, "mcp_http_notes_server.py")
     token = "tok-Zq8vN3xW5yR7uT1pK4m"
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
