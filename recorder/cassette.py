@@ -3,6 +3,8 @@ pruning of retried answers, and the explanation of a replay miss."""
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any
 
 import vcr
@@ -272,4 +274,60 @@ def _explain_miss(cassette: Any, seen: list, upto: int | None = None) -> str:
     path, a, b = diff
     sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
     return (f"interaction {number} has no recorded match; against the nearest recorded "
-            f"request the body first differs at {path}: recorded {sa}, now {sb}")
+            f"request the body first differs at {path}: recorded {sa}, now {sb}"
+            + _tool_result_note(norm(parse_body(nearest)), norm(parse_body(request)), path))
+
+
+_BLOCK_PATH = re.compile(r"^\$\.messages\[(\d+)\]\.content\[(\d+)\](.*)$")
+
+
+def _result_value(content: Any) -> Any:
+    """A tool result's content as the JSON it holds: a string (or the joined text blocks)
+    that parses as JSON is parsed; anything else is kept as it is."""
+    if isinstance(content, list) and content and all(
+            isinstance(b, dict) and b.get("type") == "text" for b in content):
+        content = "".join(str(b.get("text", "")) for b in content)
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def _tool_result_note(recorded: Any, now: Any, path: str) -> str:
+    """When ``path`` (where a Messages request body first differs from the recorded one)
+    lies in a ``tool_result`` block: the tool's name (its ``tool_use`` in an earlier
+    assistant message, by id) and the path within the result where it first differs;
+    otherwise ``""``."""
+    m = _BLOCK_PATH.match(path)
+    if not m or not isinstance(now, dict) or not isinstance(recorded, dict):
+        return ""
+    i, j, rest = int(m.group(1)), int(m.group(2)), m.group(3)
+    try:
+        block, old = now["messages"][i]["content"][j], recorded["messages"][i]["content"][j]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    if not (isinstance(block, dict) and block.get("type") == "tool_result"
+            and isinstance(old, dict)):
+        return ""
+    use_id = block.get("tool_use_id")
+    name = None
+    for msg in reversed(now["messages"][:i]):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for b in content if isinstance(content, list) else ():
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == use_id:
+                name = b.get("name")
+        if name is not None:
+            break
+    tool = f"tool {name!r}" if name is not None else "a tool"
+    note = f"; that is the result of {tool} (tool_use id {use_id!r})"
+    if not rest.startswith(".content"):
+        return note
+    diff = first_difference(_result_value(old.get("content")),
+                            _result_value(block.get("content")))
+    if diff is None:
+        return note
+    where, a, b = diff
+    sa, sb = shorten_pair(scrub_value(a), scrub_value(b))
+    return f"{note}, which first differs at {where}: recorded {sa}, now {sb}"

@@ -14,8 +14,9 @@ CLI, ``curl``) is recorded with no code change. Environment of each run:
   set, a placeholder is set so SDKs start (a stand-in server needs no key).
 
 ``CMD`` is split like a shell would (``shlex``) but run without a shell; in each argument
-``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}``, ``{trial}`` and
-``{episode_uuid}`` are replaced. The episode ends when the program exits: its trace is built from its cassette
+``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}``, ``{trial}``,
+``{episode_uuid}`` and ``{python}`` (the Python interpreter evaltape runs on) are replaced.
+The episode ends when the program exits: its trace is built from its cassette
 (:func:`.episodes.trace_from_cassette`), plus ``exit_code`` and ``stdout``; a non-empty
 stdout (stripped) is the ``final_response``, otherwise the conversation's last turn is; a
 non-zero exit or a timeout makes ``stop_reason: "error"`` (not saved unless
@@ -30,6 +31,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -59,7 +61,7 @@ from .wire.jsonl_serializer import HEADER
 from .wire.persister import atomic_write_text
 from .wire.scrub import scrub_text
 
-PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}")
+PLACEHOLDERS = ("{input_file}", "{case_id}", "{trial}", "{episode_uuid}", "{python}")
 #: The manifest's model of a ``--command`` run recorded without ``--model`` until its
 #: recorded requests name one (:func:`.runfolder.manifest.finish_manifest`).
 CHOSEN_BY_COMMAND = "chosen-by-command"
@@ -96,7 +98,8 @@ def parse_command(command: str) -> list[str]:
     """Split ``--command`` into argv and check the program exists.
 
     Raises:
-        UsageError: empty or unbalanced quoting, or the program is not found on ``PATH``.
+        UsageError: empty or unbalanced quoting, or the program is not found on ``PATH``
+            (``{python}`` is always found: evaltape's own interpreter).
     """
     try:
         argv = shlex.split(command)
@@ -104,7 +107,7 @@ def parse_command(command: str) -> list[str]:
         raise UsageError(f"--command {command!r}: {e}") from None
     if not argv:
         raise UsageError("--command is empty")
-    if shutil.which(argv[0]) is None:
+    if argv[0] != "{python}" and shutil.which(argv[0]) is None:
         raise UsageError(f"--command: program {argv[0]!r} not found (not on PATH and not a "
                          "path to an executable file)")
     return argv
@@ -144,12 +147,13 @@ def episode_uuid(case_id: str, trial: int) -> str:
 
 
 def expand(argv: Sequence[str], input_file: str, case_id: str, trial: int) -> list[str]:
-    """``argv`` with ``{input_file}``, ``{case_id}``, ``{trial}`` and ``{episode_uuid}``
-    replaced in each argument (plain replacement: other braces, e.g. JSON in
-    ``python -c``, are left alone)."""
+    """``argv`` with ``{input_file}``, ``{case_id}``, ``{trial}``, ``{episode_uuid}`` and
+    ``{python}`` (``sys.executable``) replaced in each argument (plain replacement: other
+    braces, e.g. JSON in ``python -c``, are left alone)."""
     out = []
     for a in argv:
         a = a.replace("{input_file}", input_file).replace("{case_id}", case_id)
+        a = a.replace("{python}", sys.executable)
         a = a.replace("{episode_uuid}", episode_uuid(case_id, trial))
         out.append(a.replace("{trial}", str(trial)))
     return out

@@ -26,6 +26,9 @@ when recording and not taped; a client's notifications are passed to the server 
 recording and dropped at replay. During ``record --refresh`` the requests are answered
 from the cassette up to the episode's first divergence; the server starts at the first
 request that goes live and is first sent the session so far (:func:`record_session`).
+
+A server reached over streamable HTTP (a URL) is taped the same way by ``mcp-tape --url``
+(:mod:`.mcp_http`).
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Sequence
 from urllib.parse import quote
 
-__all__ = ["Episode", "episode_from_env", "mcp_tape", "post_tape", "MISS_CODE"]
+__all__ = ["Episode", "episode_from_env", "mcp_tape", "post_tape", "proxy_mode", "request_key",
+           "tape_answer", "MISS_CODE"]
 
 #: JSON-RPC error code of a replay miss (the spec's "internal error").
 MISS_CODE = -32603
@@ -100,14 +104,14 @@ def post_tape(episode: Episode, payload: dict) -> tuple[int, dict]:
             return e.code, {}
 
 
-def _mode(episode: Episode) -> str:
+def proxy_mode(episode: Episode) -> str:
     """``"record"`` or ``"replay"``: the proxy's mode (its health endpoint)."""
     url = f"{episode.proxy.rstrip('/')}/evaltape/health"
     with urllib.request.urlopen(url, timeout=30) as resp:
         return json.loads(resp.read()).get("mode", "record")
 
 
-def _key(message: dict) -> dict:
+def request_key(message: dict) -> dict:
     """A client request's taped arguments: its method and params (not its id)."""
     return {"method": message.get("method"), "params": message.get("params")}
 
@@ -156,8 +160,8 @@ def replay_session(episode: Episode, tool: str, stdin: IO[bytes], out: _Out) -> 
         msg = _parse(line)
         if not _is_request(msg):
             continue  # (notifications, and answers to requests no server sent)
-        status, answer = post_tape(episode, {"tool": tool, "arguments": _key(msg)})
-        result = _tape_answer(status, answer)
+        status, answer = post_tape(episode, {"tool": tool, "arguments": request_key(msg)})
+        result = tape_answer(status, answer)
         if result is None:
             why = answer.get("miss") or answer.get("error") or f"HTTP {status}"
             out.write({"jsonrpc": "2.0", "id": msg["id"],
@@ -173,7 +177,7 @@ class _Pending:
     notifications: list = field(default_factory=list)
 
 
-def _tape_answer(status: int, answer: dict) -> dict | None:
+def tape_answer(status: int, answer: dict) -> dict | None:
     """The recorded ``{"response", "notifications"}`` of a looked-up request, or ``None``."""
     outcome = answer.get("outcome") if status == 200 else None
     result = outcome.get("result") if isinstance(outcome, dict) else None
@@ -267,8 +271,9 @@ def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: I
                 if not _is_request(msg):
                     history.append(line)
                     continue
-                status, answer = post_tape(episode, {"tool": tool, "arguments": _key(msg)})
-                result = _tape_answer(status, answer)
+                status, answer = post_tape(episode, {"tool": tool,
+                                                     "arguments": request_key(msg)})
+                result = tape_answer(status, answer)
                 if result is not None:
                     history.append(line)
                     _answer(out, msg, result)
@@ -283,7 +288,7 @@ def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: I
                 server = start()
             if _is_request(msg):
                 with lock:
-                    pending[json.dumps(msg["id"])] = _Pending(_key(msg))
+                    pending[json.dumps(msg["id"])] = _Pending(request_key(msg))
             assert server.stdin is not None
             try:
                 server.stdin.write(line if line.endswith(b"\n") else line + b"\n")
@@ -329,6 +334,6 @@ def mcp_tape(command: Sequence[str], *, name: str | None = None,
     if episode is None:
         return subprocess.call(list(command), stdin=stdin, stdout=out.stream)
     tool = "mcp/" + (name or os.path.splitext(os.path.basename(command[-1]))[0] or "server")
-    if _mode(episode) == "replay":
+    if proxy_mode(episode) == "replay":
         return replay_session(episode, tool, stdin, out)
     return record_session(episode, tool, command, stdin, out)

@@ -43,7 +43,7 @@ GRADER_LAYERS = (
 RECORDER_LAYERS = (
     ("evaltape.recorder",),
     ("evaltape.recorder.wire", "evaltape.recorder.script_server", "evaltape.recorder.deadline",
-     "evaltape.recorder.tape", "evaltape.recorder.mcp_tape"),
+     "evaltape.recorder.tape", "evaltape.recorder.mcp_tape", "evaltape.recorder.mcp_http"),
     ("evaltape.recorder.cassette", "evaltape.recorder.stale"),
     ("evaltape.recorder.runfolder", "evaltape.recorder.episodes"),
     ("evaltape.recorder.loop", "evaltape.recorder.conversation"),

@@ -235,3 +235,12 @@ def test_an_in_process_agent_without_spec_is_checked_after_its_first_new_episode
             f"{sha(PROMPT)[:12]}…)") in p.stderr
     assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before
     assert not (tmp_path / "run" / "http" / "tc_003__t0.jsonl").exists()
+
+
+def test_python_placeholder_is_evaltapes_interpreter():
+    """``{python}`` in ``--command`` runs on evaltape's own interpreter, wherever ``PATH``
+    points (the committed ``cassettes/orders-mcp-scripted`` replays with it)."""
+    from evaltape.recorder.command import expand, parse_command
+    argv = parse_command("{python} examples/mcp/agent.py {input_file} scripted")
+    assert expand(argv, "in.txt", "c1", 0) == [sys.executable, "examples/mcp/agent.py",
+                                               "in.txt", "scripted"]

@@ -9,13 +9,19 @@ import sys
 from conftest import ROOT, run_cli, run_cli_subprocess, write_json
 
 
-def _setup(tmp_path):
-    server = tmp_path / "srv" / "mcp_notes_server.py"
+def _server_and_notes(tmp_path, program="mcp_notes_server.py"):
+    """A copy of the test server ``program`` (in its own folder) and a notes folder."""
+    server = tmp_path / "srv" / program
     server.parent.mkdir()
-    shutil.copy(ROOT / "tests" / "mcp_notes_server.py", server)
+    shutil.copy(ROOT / "tests" / program, server)
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "build.txt").write_text("The build is green.\n")
+    return server, notes
+
+
+def _setup(tmp_path):
+    server, notes = _server_and_notes(tmp_path)
     ds = write_json(tmp_path / "ds.json", [{"id": "n1", "input": "build"},
                                            {"id": "n2", "input": "deploy"}])
     sc = write_json(tmp_path / "sc.json", {"n1": ["Read it."], "n2": ["Read it."]})
@@ -214,3 +220,82 @@ def test_the_official_mcp_sdk_client_through_mcp_tape(tmp_path):
     shutil.rmtree(notes)
     p = run_cli_subprocess("replay", str(run), timeout=300)
     assert p.returncode == 0, p.stderr
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_streamable_http_server_through_mcp_tape_url(tmp_path):
+    """An agent on the ``mcp`` SDK's streamable-HTTP client reaches a real HTTP MCP server
+    (its own process on 127.0.0.1, bearer token required) through ``mcp-tape --url``; the
+    token is nowhere in the run; the run replays with the server stopped and removed."""
+    import importlib.util
+    import os
+    import subprocess
+    import time
+    import urllib.request
+
+    import pytest
+    if importlib.util.find_spec("mcp") is None:
+        msg = "the mcp package (a dev dependency: make install) is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    server, notes = _server_and_notes(tmp_path, "mcp_http_notes_server.py")
+    token = "tok-Zq8vN3xW5yR7uT1pK4m"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen([sys.executable, str(server), str(notes), str(port), token],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):  # until it listens (any HTTP answer: 401 without the token)
+            try:
+                urllib.request.urlopen(url, timeout=1)
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                time.sleep(0.05)
+        ds = write_json(tmp_path / "ds.json", [{"id": "n1", "input": "build"},
+                                               {"id": "n2", "input": "deploy"}])
+        sc = write_json(tmp_path / "sc.json", {"n1": ["Read it."], "n2": ["Read it."]})
+        cmd = (f"{sys.executable} {ROOT / 'tests' / 'mcp_http_sdk_agent.py'} {{input_file}} "
+               f"{url}")
+        run = tmp_path / "run"
+        p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script",
+                               str(sc), "--out", str(run), env={"NOTES_TOKEN": token},
+                               timeout=300)
+        assert p.returncode == 0, p.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    traces = {t["case_id"]: t for t in map(json.loads,
+                                           (run / "traces.jsonl").read_text().splitlines())}
+    assert traces["n1"]["stdout"].strip() == \
+        "Read it. [read_note: The build is green.] (reading build)"
+    assert traces["n2"]["stdout"].strip() == \
+        "Read it. [read_note: no note deploy] (reading deploy)"
+    lines = [json.loads(x) for x in (run / "http" / "n1__t0.jsonl").read_text().splitlines()[1:]
+             if json.loads(x)["request"]["method"] == "TOOL"]
+    taped = [it["request"]["body"]["json"] for it in lines]
+    assert {t["tool"] for t in taped} == {"mcp/notes"}
+    assert [t["arguments"]["method"] for t in taped] == ["initialize", "tools/list",
+                                                         "tools/call"]
+    call = lines[2]
+    assert call["response"]["body"]["json"]["result"]["notifications"][0]["params"][
+        "data"] == "reading build"
+    # the server echoed the token in its initialize answer: redacted there, and nowhere else
+    assert lines[0]["response"]["body"]["json"]["result"]["response"]["result"][
+        "instructions"] == "Callers authenticate with Bearer [REDACTED]."
+    for f in run.rglob("*"):
+        if f.is_file():
+            assert token not in f.read_text(errors="replace"), f
+    # replay with the server stopped and its program and notes gone
+    shutil.rmtree(server.parent)
+    shutil.rmtree(notes)
+    p = run_cli_subprocess("replay", str(run), env={"NOTES_TOKEN": token}, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "replay ok: 2 episode(s)" in p.stderr

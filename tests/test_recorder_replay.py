@@ -36,6 +36,10 @@ def test_changed_tool_result_names_case_interaction_and_path(tmp_path, monkeypat
     assert "interaction 2 has no recorded match" in msg
     assert "$.messages[2].content[0].content" in msg
     assert "99%" in msg and "23%" in msg
+    # named by its tool (the tool_use of the assistant message before) and the JSON path
+    # within the result
+    assert ("that is the result of tool 'check_server_status' (tool_use id 'toolu_s01_0'), "
+            "which first differs at $.cpu_usage: recorded '23%', now '99%'") in msg
 
 
 def test_replay_cli_exit_1_on_divergence(tmp_path):

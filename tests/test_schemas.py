@@ -80,8 +80,9 @@ def test_a_conversation_trace_with_bad_conversation_or_state_fields_fails_at_the
 
 
 def test_there_are_committed_runs_and_goldens():
-    # the four single-turn runs and the two clinic ones (scripted, and the 1.5B model's)
-    assert len(RUNS) == 6 and len(GOLDEN) == 6
+    # the four single-turn runs, the two clinic ones (scripted, and the 1.5B model's) and
+    # the MCP-tools one
+    assert len(RUNS) == 7 and len(GOLDEN) == 7
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
@@ -127,7 +128,8 @@ def _datasets() -> list[Path]:
 def test_every_committed_dataset_validates():
     names = [p.name for p in _datasets()]
     assert names == ["clinic_eval.json", "clinic_scripted_eval.json", "helpdesk_eval.json",
-                     "scripted_eval.json", "taskmanager_eval.json", "triage_eval.json"]
+                     "orders_mcp_eval.json", "scripted_eval.json", "taskmanager_eval.json",
+                     "triage_eval.json"]
     for p in _datasets():
         doc = json.loads(p.read_text())
         assert _errors("dataset", doc) == [], p.name
