@@ -26,7 +26,7 @@ def test_episode_json_fast_path_equals_the_plain_formula_on_every_golden_episode
             assert orjson.dumps(episode_json(e), option=orjson.OPT_SORT_KEYS) == \
                 orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
             n += 1
-    assert n == 91  # 12 + 12 + 24 + 8 + 5 + 30 episodes in the six goldens
+    assert n == 95  # 12 + 12 + 24 + 8 + 4 + 5 + 30 episodes in the seven goldens
 
 
 def test_absent_fields_are_left_out_as_declared():
