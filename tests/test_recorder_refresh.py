@@ -578,3 +578,28 @@ def test_a_damaged_superseded_trace_file_is_bad_input_naming_its_line(tmp_path):
     with pytest.raises(BadInputError) as e:
         RefreshLedger(tmp_path, manifest, tmp_path / "traces.jsonl")
     assert str(folder / "traces.jsonl") in str(e.value) and ":2" in str(e.value)
+
+
+def test_a_new_stand_in_script_alone_re_records_nothing_and_says_why(tmp_path):
+    # the stand-in's answers come back from the cassettes at a refresh, so a script whose
+    # answers changed changes no request: every episode is kept, and record says so
+    from conftest import run_cli
+    scripts = json.loads((ROOT / "datasets" / "helpdesk_standin_scripts.json").read_text())
+    first = {k: scripts[k] for k in ("tc_001", "tc_002")}
+    cases = [c for c in json.loads((ROOT / "datasets" / "helpdesk_eval.json").read_text())
+             if c["id"] in first]
+    (tmp_path / "ds.json").write_text(json.dumps(cases))
+    (tmp_path / "s.json").write_text(json.dumps(first))
+    args = ("record", "ds.json", "--agent", "helpdesk", "--standin-script", "s.json",
+            "--out", "run")
+    assert run_cli(*args, cwd=tmp_path).returncode == 0
+    before = (tmp_path / "run" / "traces.jsonl").read_bytes()
+    changed = json.loads(json.dumps(first))
+    changed["tc_001"][-1] = "Done."  # another last answer
+    (tmp_path / "s.json").write_text(json.dumps(changed))
+    p = run_cli(*args, "--refresh", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "2 episode(s) kept (reproduced), 0 refreshed, 0 new" in p.stderr
+    assert "note: stand-in script s.json changed" in p.stderr, p.stderr
+    assert "record into a new run folder" in p.stderr
+    assert (tmp_path / "run" / "traces.jsonl").read_bytes() == before

@@ -57,6 +57,8 @@ def plan_recording(out: Path, opts: "RecordOptions", cases: Sequence[Any], agent
     ledger = RefreshLedger(out, manifest, out / "traces.jsonl", changes) \
         if opts.refresh else None
     traces, done, todo, counts = plan_run(out, manifest, previous, cases, opts, progress)
+    if opts.refresh:
+        counts["fingerprint_changes"] = list(changes)  # (the closing summary names some)
     recorded = read_trace_lines(traces) if opts.refresh else {}
     return RecordingPlan(manifest, ledger, traces, done, todo, counts, recorded)
 

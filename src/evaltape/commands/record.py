@@ -204,6 +204,14 @@ def record(dataset: str, agent: str | None, command: str | None, command_timeout
                    f"{counts['tokens']} tokens → {out}"
                    + (f" (superseded recordings in {out}/superseded/)"
                       if counts["refreshed"] else ""), err=True)
+        answered = [c for c in counts.get("fingerprint_changes", ())
+                    if c.startswith(("model ", "standin_scripts ", "stand-in script "))]
+        if answered and not counts["refreshed"]:
+            click.echo(f"note: {'; '.join(answered)}: the model's answers (a stand-in "
+                       "script's too) are replayed from the cassettes, so --refresh "
+                       "re-records only the episodes whose requests changed, and none did; "
+                       "to record with the new model or script, record into a new run "
+                       "folder", err=True)
     else:
         click.echo(f"recorded {counts['recorded']} episode(s), skipped {counts['skipped']} "
                    f"already finished, {counts['tokens']} tokens (in + out, cache reads "
