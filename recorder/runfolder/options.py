@@ -81,7 +81,7 @@ def check_episode_timeout(value: float | None) -> None:
 
 
 def worker_count(concurrency: int, pending: int) -> int:
-    """How many episodes run at once: ``--concurrency``, but never more than the episodes
+    """How many episodes run at once: ``--workers``, but never more than the episodes
     still to record (at least 1)."""
     return max(1, min(concurrency, pending))
 
