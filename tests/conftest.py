@@ -214,3 +214,33 @@ def proxy_exchange(run: Path, upstream: str, target: str, body: str,
         out, err = proc.communicate(timeout=20)
         timer.cancel()
     return resp.status, answer, out, err
+
+
+#: The Claude Code CLI that ``make node-agents`` installs.
+CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+
+def require_claude_code() -> Path:
+    """:data:`CLAUDE`, when it and ``node`` are installed; else skip the test (fail it under
+    ``CI``, which installs them)."""
+    import shutil
+    if not (shutil.which("node") and CLAUDE.exists()):
+        msg = "examples/claude-code is not installed or node is missing: make node-agents"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return CLAUDE
+
+
+def claude_code_sides(tmp_path: Path):
+    """Two working directories and HOMEs under ``tmp_path`` (``cwd_a``, ``home_a``, ``cwd_b``,
+    ``home_b``: record on one side, replay on the other); returns ``env(side)``, the
+    environment the CLI runs in on that side (its HOME, telemetry and other traffic off)."""
+    for side in ("a", "b"):
+        (tmp_path / f"cwd_{side}").mkdir()
+        (tmp_path / f"home_{side}").mkdir()
+
+    def env(side: str) -> dict:
+        return {"HOME": str(tmp_path / f"home_{side}"), "DISABLE_TELEMETRY": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    return env

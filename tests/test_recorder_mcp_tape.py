@@ -6,7 +6,8 @@ import json
 import shutil
 import sys
 
-from conftest import ROOT, run_cli, run_cli_subprocess, write_json
+from conftest import (ROOT, claude_code_sides, require_claude_code, run_cli,
+                      run_cli_subprocess, write_json)
 
 
 def _server_and_notes(tmp_path, program="mcp_notes_server.py"):
@@ -30,12 +31,32 @@ def _setup(tmp_path):
     return server, notes, ds, sc, cmd
 
 
-def test_mcp_server_is_taped_and_replayed_without_the_server(tmp_path):
+def _recorded(tmp_path):
+    """The notes agent's two cases recorded through ``mcp-tape`` into ``tmp_path/run``:
+    ``(server program, notes folder, run folder, the record command's arguments)``."""
     server, notes, ds, sc, cmd = _setup(tmp_path)
     run = tmp_path / "run"
-    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
-                           "--out", str(run), timeout=300)
+    record = ("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",
+              str(run))
+    p = run_cli_subprocess(*record, timeout=300)
     assert p.returncode == 0, p.stderr
+    return server, notes, run, record
+
+
+def _ask_recorded_for(run, name: str):
+    """Rewrite n1's recorded ``tools/call`` (the cassette's third interaction) as asking for
+    note ``name``; returns the cassette's path."""
+    cassette = run / "http" / "n1__t0.jsonl"
+    lines = cassette.read_text().splitlines()
+    it = json.loads(lines[3])
+    it["request"]["body"]["json"]["arguments"]["params"]["arguments"]["name"] = name
+    lines[3] = json.dumps(it)
+    cassette.write_text("\n".join(lines) + "\n")
+    return cassette
+
+
+def test_mcp_server_is_taped_and_replayed_without_the_server(tmp_path):
+    server, notes, run, _record = _recorded(tmp_path)
     traces = {t["case_id"]: t for t in map(json.loads,
                                            (run / "traces.jsonl").read_text().splitlines())}
     assert traces["n1"]["stdout"].strip() == \
@@ -63,17 +84,8 @@ def test_mcp_server_is_taped_and_replayed_without_the_server(tmp_path):
 
 
 def test_another_mcp_request_at_replay_is_a_miss_naming_method_and_params(tmp_path):
-    server, notes, ds, sc, cmd = _setup(tmp_path)
-    run = tmp_path / "run"
-    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
-                           "--out", str(run), timeout=300)
-    assert p.returncode == 0, p.stderr
-    cassette = run / "http" / "n1__t0.jsonl"
-    lines = cassette.read_text().splitlines()
-    it = json.loads(lines[3])
-    it["request"]["body"]["json"]["arguments"]["params"]["arguments"]["name"] = "release"
-    lines[3] = json.dumps(it)
-    cassette.write_text("\n".join(lines) + "\n")
+    server, notes, run, _record = _recorded(tmp_path)
+    _ask_recorded_for(run, "release")
     shutil.rmtree(server.parent)
     p = run_cli_subprocess("replay", str(run), timeout=300)
     assert p.returncode == 1
@@ -83,12 +95,7 @@ def test_another_mcp_request_at_replay_is_a_miss_naming_method_and_params(tmp_pa
 
 
 def test_refresh_answers_from_the_cassette_and_starts_the_server_at_the_divergence(tmp_path):
-    server, notes, ds, sc, cmd = _setup(tmp_path)
-    run = tmp_path / "run"
-    record = ("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",
-              str(run))
-    p = run_cli_subprocess(*record, timeout=300)
-    assert p.returncode == 0, p.stderr
+    server, notes, run, record = _recorded(tmp_path)
     # nothing changed: both episodes reproduce from the cassette, the server is not needed
     moved = tmp_path / "moved.py"
     server.rename(moved)
@@ -97,12 +104,7 @@ def test_refresh_answers_from_the_cassette_and_starts_the_server_at_the_divergen
     assert "refresh: 2 episode(s) kept (reproduced), 0 refreshed, 0 new" in p.stderr
     moved.rename(server)
     # n1's recorded tools/call asked for another note: the live one diverges at it
-    cassette = run / "http" / "n1__t0.jsonl"
-    lines = cassette.read_text().splitlines()
-    it = json.loads(lines[3])
-    it["request"]["body"]["json"]["arguments"]["params"]["arguments"]["name"] = "release"
-    lines[3] = json.dumps(it)
-    cassette.write_text("\n".join(lines) + "\n")
+    cassette = _ask_recorded_for(run, "release")
     p = run_cli_subprocess(*record, "--refresh", timeout=300)
     assert p.returncode == 0, p.stderr
     assert "refresh: 1 episode(s) kept (reproduced), 1 refreshed, 0 new" in p.stderr
@@ -135,22 +137,12 @@ def test_outside_an_episode_mcp_tape_just_runs_the_server(tmp_path):
     assert answers[1]["id"] == 7 and answers[1]["result"]["tools"][0]["name"] == "read_note"
 
 
-CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
-
-
 def test_claude_code_cli_with_a_taped_mcp_server(tmp_path):
     """The Claude Code CLI (``make node-agents``) given the server through ``--mcp-config``
     with ``mcp-tape`` as its command: the scripted model calls ``mcp__notes__read_note``,
     the CLI runs it through the server; replay runs without the server, from another
     directory and HOME (``--normalise claude-code``)."""
-    import os
-
-    import pytest
-    if not (shutil.which("node") and CLAUDE.exists()):
-        msg = "examples/claude-code is not installed or node is missing: make node-agents"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    claude = require_claude_code()
     server, notes, *_ = _setup(tmp_path)
     config = write_json(tmp_path / "mcp.json", {"mcpServers": {"notes": {
         "type": "stdio", "command": sys.executable,
@@ -159,15 +151,8 @@ def test_claude_code_cli_with_a_taped_mcp_server(tmp_path):
     call = json.dumps({"tool": "mcp__notes__read_note", "arguments": {"name": "build"}})
     ds = write_json(tmp_path / "cc.json", [{"id": "m1", "input": "Read the note build."}])
     sc = write_json(tmp_path / "cc_sc.json", {"m1": [call, "The note says: {last_tool_result}"]})
-    for side in ("a", "b"):
-        (tmp_path / f"home_{side}").mkdir()
-        (tmp_path / f"cwd_{side}").mkdir()
-
-    def env(side):
-        return {"HOME": str(tmp_path / f"home_{side}"), "DISABLE_TELEMETRY": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-
-    cmd = (f"sh -c 'exec {CLAUDE} -p \"$(cat {{input_file}})\" --model stand-in --mcp-config "
+    env = claude_code_sides(tmp_path)
+    cmd = (f"sh -c 'exec {claude} -p \"$(cat {{input_file}})\" --model stand-in --mcp-config "
            f"{config} --allowedTools mcp__notes__read_note --session-id {{episode_uuid}} "
            "--no-session-persistence'")
     run = tmp_path / "run"

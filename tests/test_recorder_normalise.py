@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, run_cli, write_json
+from conftest import ROOT, claude_code_sides, require_claude_code, run_cli, write_json
 
 CLIENT = ROOT / "tests" / "cc_like_client.py"
 
@@ -125,9 +125,6 @@ def test_rules_apply_only_under_their_path():
     assert body["system"][0]["text"].endswith("/home/u/p\n")  # the input is not changed
 
 
-CLAUDE = ROOT / "examples" / "claude-code" / "node_modules" / ".bin" / "claude"
-
-
 def test_claude_code_cli_replays_from_another_directory_home_and_day(tmp_path):
     """The real CLI (``make node-agents``), recorded with ``--normalise claude-code`` from
     one directory and HOME, replayed from others, and on another day under ``faketime``
@@ -137,24 +134,13 @@ def test_claude_code_cli_replays_from_another_directory_home_and_day(tmp_path):
     import shutil
     import subprocess
     from conftest import run_cli_subprocess
-    if not (shutil.which("node") and CLAUDE.exists()):
-        msg = "examples/claude-code is not installed or node is missing: make node-agents"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    claude = require_claude_code()
     bash = json.dumps({"tool": "Bash", "arguments": {"command": "echo ready",
                                                      "description": "Print ready"}})
     ds = write_json(tmp_path / "ds.json", [{"id": "cc_bash", "input": "Print ready with echo."}])
     sc = write_json(tmp_path / "sc.json", {"cc_bash": [bash, "Printed: {last_tool_result}"]})
-    for side in ("a", "b"):
-        (tmp_path / f"cwd_{side}").mkdir()
-        (tmp_path / f"home_{side}").mkdir()
-
-    def env(side):
-        return {"HOME": str(tmp_path / f"home_{side}"), "DISABLE_TELEMETRY": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-
-    cmd = (f"sh -c 'exec {CLAUDE} -p \"$(cat {{input_file}})\" --model stand-in "
+    env = claude_code_sides(tmp_path)
+    cmd = (f"sh -c 'exec {claude} -p \"$(cat {{input_file}})\" --model stand-in "
            "--allowedTools Bash --session-id {episode_uuid} --no-session-persistence'")
     run = tmp_path / "run"
     p = run_cli("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",

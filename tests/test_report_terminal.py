@@ -115,10 +115,10 @@ def test_trials_that_fail_differently_keep_their_own_lines():
                                                                            "Found 0/2"),
            ep("b", 0, 0.0, "Found 0/2"), ep("b", 1, 1.0, "Found 2/2")]
     got = [(label, m.message) for label, _, m in
-           failing_details(eps, ["task_completion"], (), True)]
+           failing_details(eps, ["task_completion"], True)]
     # a's t0 and t2 are the same line; t1 differs; b's t0 is b's own (another case)
     assert got == [("a#t0,t2", "Found 0/2"), ("a#t1", "Found 1/2"), ("b#t0", "Found 0/2")]
-    got = [label for label, _, _ in failing_details(eps[3:4], ["task_completion"], (), False)]
+    got = [label for label, _, _ in failing_details(eps[3:4], ["task_completion"], False)]
     assert got == ["b"]
 
 

@@ -22,24 +22,16 @@ def fmt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def result_passed(m: Any, lower_is_better: bool = False) -> bool | None:
-    """Whether a metric result (:class:`evaltape.grader.results.MetricResult`) passes its
-    threshold: its recorded ``passed`` (the verdict's, :mod:`evaltape.grader.stats.verdict`;
-    ``None`` for a skipped, null score; ``False`` for a metric that raised).
-    ``lower_is_better`` is accepted for the callers' symmetry and not needed: the verdict
-    applied it when it recorded ``passed``."""
-    return m.passed
-
-
 #: Null-score reasons that mean "could not be computed" (shown as failing details), as
 #: opposed to "not applicable" (``no_claims``, ``category_mismatch``...), which are not.
 PROBLEM_REASONS = ("error", "judge_")
 
 
-def status(m: Any, lower_is_better: bool = False) -> str:
-    """``PASS``/``FAIL`` against the result's threshold (:func:`result_passed`), ``ERROR``
-    for a metric that raised, ``N/A`` for a skipped (null) score."""
-    ok = result_passed(m, lower_is_better)
+def status(m: Any) -> str:
+    """``PASS``/``FAIL`` as the result's recorded ``passed`` says (the verdict applied the
+    threshold and its direction), ``ERROR`` for a metric that raised, ``N/A`` for a
+    skipped (null) score."""
+    ok = m.passed
     if ok is None:
         return "N/A"
     if m.score is None:
@@ -263,12 +255,12 @@ def skipped_text(summary: Any, name: str) -> str:
     return f"{n} skipped: {why}" if why else f"{n} skipped"
 
 
-def cell_text(m: Any, lower_is_better: bool = False) -> str:
+def cell_text(m: Any) -> str:
     """A metric cell of the per-episode tables: the score and its status (``0.00 FAIL``,
     ``1.00 PASS``); a null score reads ``n/a`` alone (its reason is in the summary's
     skipped counts and, when it could not be computed, in the failing details), a metric
     that raised ``ERROR``."""
-    st = status(m, lower_is_better)
+    st = status(m)
     if m.score is None:
         return "ERROR" if st == "ERROR" or m.code == "error" else "n/a"
     return f"{fmt(m.score)} {st}"
@@ -292,14 +284,14 @@ def trials_text(trials: list[int]) -> str:
     return ",".join(parts)
 
 
-def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
+def failing_details(episodes: Any, names: Any, multi_trial: bool
                     ) -> Iterator[tuple[str, str | None, Any]]:
     """The failing metric results of ``episodes`` as ``(label, metric name, result)``, and
     for a failed episode none of whose metric results fails (it failed on an outcome
     check alone: ``wrong_answer``, ``no_answer:...``, ``wrong_state``) one line
     ``(label, None, its failure)``, so every failing episode has a line.
 
-    Failing means ``passed`` is false (:func:`result_passed`): below its threshold, or a
+    Failing means the recorded ``passed`` is false: below its threshold, or a
     metric that raised. A skipped (null) score, a judge answer not recorded among them, is
     not a failure and has no line (the judge block and its note count those).
 
@@ -327,7 +319,7 @@ def failing_details(episodes: Any, names: Any, lower: Any, multi_trial: bool
         lines = 0
         for n in names:
             m = ep.metrics[n]
-            if result_passed(m, n in lower) is not False:
+            if m.passed is not False:
                 continue
             lines += 1
             key = (n, m.score, m.threshold if not isinstance(m.threshold, dict) else

@@ -79,7 +79,7 @@ def iter_junit(report: Report) -> Iterator[str]:
             thr = ("" if m.threshold is None else
                    f" (threshold {threshold_text(m.threshold, metric in lower)})")
             info = "" if metric in gates else " (info)"
-            lines.append(f"{metric}: {score} {status(m, metric in lower)}{thr}{info} "
+            lines.append(f"{metric}: {score} {status(m)}{thr}{info} "
                          f"{m.message or m.code or ''}".rstrip())
         if not ep.passed:
             failure = str(ep.failure)

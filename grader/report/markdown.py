@@ -170,7 +170,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
             "|---|---|" + "---:|" * len(names)]
     yield "\n".join(out)
     for ep in report.episodes:
-        cells = [cell_text(ep.metrics[n], n in lower) for n in names]
+        cells = [cell_text(ep.metrics[n]) for n in names]
         outcome = "PASS" if ep.passed else f"FAIL {_code(ep.failure)}"
         yield (f"\n| {_cell(episode_label(ep, multi))} | {outcome} | " + " | ".join(cells)
                + " |")
@@ -200,7 +200,7 @@ def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] |
             yield (f"\n### {_cell(episode_label(ep, multi))}: {verdict}\n\n{scores}\n\n"
                    + "\n".join(conversation_md(trace)) + "\n")
     header = False
-    for label, n, m in failing_details(report.episodes, names, lower, multi):
+    for label, n, m in failing_details(report.episodes, names, multi):
         if not header:
             yield "\n\n## Failing metric details\n"
             if multi:

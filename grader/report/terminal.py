@@ -137,15 +137,15 @@ def print_report(report: Report, console: Console | None = None) -> None:
                 cells.append(Text(outcome, style="green" if ep.passed else "red"))
             for name in names:
                 m = ep.metrics[name]
-                st = status(m, name in lower)
-                cells.append(Text(cell_text(m, name in lower), style="green" if st == "PASS"
+                st = status(m)
+                cells.append(Text(cell_text(m), style="green" if st == "PASS"
                                   else ("yellow" if st == "N/A" else "red")))
             table.add_row(*cells)
         console.print(table)
     if len(report.episodes) > len(shown):
         console.print(f"  ... and {len(report.episodes) - len(shown)} more episodes "
                       "(report.json, report.md)")
-    details = list(failing_details(shown, report.grader.metrics, lower, multi))
+    details = list(failing_details(shown, report.grader.metrics, multi))
     if details:
         console.print("  [bold]FAILING DETAILS" + (
             "[/] (trials of a case that fail alike share a line: #t0-t2 = trials 0 to 2)"
