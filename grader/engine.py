@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import msgspec
+from orjson import dumps as orjson_dumps
 
 from evaltape.grader.errors import BadInputError
 from evaltape.grader.io.datasets import case_digest
@@ -33,11 +34,11 @@ from evaltape.grader.reviews import PENDING, human_verdict, is_human
 from evaltape.grader.stats.agreement import reference_label
 from evaltape.grader.stats.failure_class import failure_class
 from evaltape.grader.stats.outcome import INFRA_ERROR, classify, tools_match
-from evaltape.grader.stats.timing import episode_timing
+from evaltape.grader.stats.timing import episode_timing, small_times
 from evaltape.grader.stats.trials import answer_digest
 from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PASSED,
-                                           GATE_SKIPPED, NOT_GATING, VerdictPolicy, check,
-                                           describe, episode_failure)
+                                           GATE_SKIPPED, NOT_GATING, TOLERANCE, VerdictPolicy,
+                                           check, describe, episode_failure)
 
 
 def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
@@ -75,6 +76,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               policy: VerdictPolicy = DEFAULT_POLICY,
               digest: str | None = None,
               plan: Sequence[tuple[float, bool]] | None = None,
+              decided: frozenset | None = None, human_case: bool | None = None,
+              small_thresholds: bool = False,
               recording: str | None = None, run_context: Any = None,
               evidence: str = EVIDENCE_COMPACT,
               trusted: Sequence[bool] | None = None,
@@ -92,6 +95,13 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
         plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
             ``None`` to compute it here; it says which outcome checks a metric's threshold
             decides in place of the fixed rule.
+        decided: :func:`decided_checks` of ``plan``, and ``human_case``: :func:`is_human`
+            of ``case`` (both computed once per case by the callers), or ``None`` to compute
+            them here.
+        small_thresholds: whether every threshold of ``plan`` is below 1e16 in magnitude
+            (:func:`small_numbers`; the callers compute it once per case): with small
+            times and evidence, the episode's text takes its fast path
+            (:func:`~evaltape.grader.report_file.episode_text`).
         recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
             episode's ``trace_digest``), or ``None`` when no line was read (unknown).
         run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
@@ -118,7 +128,8 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     ctx = episode_context(trace, case, judge, run_context)
     if plan is None:
         plan = policy.plan(metrics, case)
-    decided = decided_checks(plan)
+    if decided is None:
+        decided = decided_checks(plan)
     tool_match = tools_match(trace, case)
     outcome = classify(trace, case, decided, tool_match=tool_match)
     label = reference_label(trace, case, traces_path)
@@ -129,10 +140,13 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     user_ctx = None
     infra = outcome is not None and outcome.startswith(INFRA_ERROR)
     reviewed = None
-    if is_human(case):
+    if human_case is None:
+        human_case = is_human(case)
+    if human_case:
         reviewed = human_verdict((human or {}).get(f"{trace.case_id}#t{trace.trial}", ()),
                                  recording)
     full = evidence == EVIDENCE_FULL
+    small = small_thresholds  # no float of the episode reaches 1e16 (so far)
     if trusted is None:
         trusted = trusted_metrics(metrics)
     for m, (threshold, gating, decides), builtin in zip(metrics, plan, trusted):
@@ -155,8 +169,14 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
             s = score_episode(m, ctx)
         value, code = s.value, s.code
         higher = m.higher_is_better
-        passed = check(value, code, threshold, higher)
+        if type(value) is float:  # check(value, code, threshold, higher) of a number
+            passed = value >= threshold - TOLERANCE if higher else \
+                value <= threshold + TOLERANCE
+        else:
+            passed = check(value, code, threshold, higher)
         keep = s.evidence is not None and (full or keeps_evidence(value, passed, higher))
+        if keep and small and b"e+" in orjson_dumps(s.evidence):
+            small = False  # (orjson writes a float's positive exponent as e+)
         results[m.name] = MetricResult(value, s.message, code, threshold, passed,
                                        s.evidence if keep else None)
         if not gating or reviewed is not None:
@@ -175,13 +195,15 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
     else:
         failure = None if reviewed == "pass" else f"{HUMAN_REVIEW}:{reviewed}"
     timing = episode_timing(trace)
+    if timing is not None and small:
+        small = small_times(timing)
     result = EpisodeResult(
         trace.case_id, trace.trial, failure is None, failure, trace.steps, trace.stop_reason,
         results, recording, digest or case_digest(case), timing,
         None if failure is None or reviewed == PENDING else failure_class(trace, case, failure),
         reviewed)
     return GradedEpisode(trace.source_line, case.id, result, tool_match, label,
-                         tuple(values), episode_text(result), trace)
+                         tuple(values), episode_text(result, small), trace)
 
 
 class GradedEpisode(msgspec.Struct, frozen=True, gc=False):
@@ -218,6 +240,12 @@ def episode_context(trace: Trace, case: Case, judge: Any, run: Any) -> EpisodeCo
     ctx = _new(EpisodeContext)
     _set(ctx, "__dict__", {"trace": trace, "case": case, "judge": judge, "run": run})
     return ctx
+
+
+def small_numbers(values: Any) -> bool:
+    """Whether every number of ``values`` (``None`` skipped) is below 1e16 in magnitude:
+    then msgspec and orjson write them alike."""
+    return all(v is None or -1e16 < v < 1e16 for v in values)
 
 
 _new = object.__new__
@@ -453,10 +481,12 @@ class GradeJob:
         self._trusted: tuple[bool, ...] | None = None
 
     def prepared(self, case: Any) -> tuple:
-        """``(case digest, verdict plan)`` of ``case``
+        """``(case digest, verdict plan, the checks it decides, whether human-graded,
+        whether its thresholds are small)`` of ``case``
         (:func:`evaltape.grader.io.datasets.case_digest`,
-        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`), computed once per case
-        and process."""
+        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`, :func:`decided_checks`,
+        :func:`~evaltape.grader.reviews.is_human`, :func:`small_numbers`): :func:`grade_one`'s
+        per-case arguments, computed once per case and process."""
         if self._digests is None:
             self._digests, self._plans = {}, {}
         got = self._digests.get(case.id)
@@ -464,7 +494,9 @@ class GradeJob:
             policy = self.policy or DEFAULT_POLICY
             plan = policy.plan(self.metrics, case)
             plan = self._plans.setdefault(plan, plan)  # one object per distinct plan
-            got = self._digests[case.id] = (case_digest(case), plan)
+            got = self._digests[case.id] = (case_digest(case), plan, decided_checks(plan),
+                                            is_human(case),
+                                            small_numbers(t for t, _g, _d in plan))
         return got
 
     @property

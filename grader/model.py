@@ -612,14 +612,6 @@ def _plain_json(v: Any, depth: int) -> bool:
     return False
 
 
-def plainly_valid(value: Any, message: Any, code: Any) -> bool:
-    """Whether a score is valid by the one test most scores pass: a float in [0, 1], no
-    code, an ASCII message. ``False`` says nothing: :meth:`Score._check` then applies every
-    rule of :class:`Score` (this test only spares the common case the longer checks)."""
-    return (type(value) is float and code is None and 0.0 <= value <= 1.0
-            and type(message) is str and message.isascii())
-
-
 @dataclass(frozen=True, init=False)
 class Score:
     """A metric's verdict on one episode.
@@ -653,7 +645,9 @@ class Score:
                  evidence: Any = None) -> None:
         _set(self, "__dict__", {"value": value, "message": message, "code": code,
                                 "evidence": evidence})
-        if not plainly_valid(value, message, code):
+        # the common case (a float in [0, 1], no code, an ASCII message) skips _check
+        if not (type(value) is float and code is None and 0.0 <= value <= 1.0
+                and type(message) is str and message.isascii()):
             self._check()
 
     def _check(self) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from typing import (Annotated, Any, ClassVar, Literal, Sequence, TypedDict, Union, get_args,
-                    get_origin, get_type_hints)
+                    get_origin)
 
 import msgspec
 
@@ -181,20 +181,20 @@ class Stability(TypedDict, total=False):
 
 
 # --------------------------------------------------------------------- report objects
-class MetricResult(Struct):
-    """One metric's verdict on one episode."""
+class MetricResult(Struct, omit_defaults=True):
+    """One metric's verdict on one episode. Every field but ``evidence`` is always written
+    (``evidence``, the one field with a default, is left out when ``None``)."""
 
-    score: Annotated[Unit | None, doc("In [0, 1], or null when not computable.")] = None
-    message: Annotated[str, doc("The human message: numerators, denominators, why null.")] = ""
+    score: Annotated[Unit | None, doc("In [0, 1], or null when not computable.")]
+    message: Annotated[str, doc("The human message: numerators, denominators, why null.")]
     code: Annotated[Code | None, doc(
         "A null score's machine code (not_applicable, undefined, no_answer, no_claims, "
-        "judge_not_recorded, infra_error, error, ...); null for a score.")] = None
+        "judge_not_recorded, infra_error, error, ...); null for a score.")]
     threshold: Annotated[float | None, doc(
-        "The score this episode had to reach (a lower-is-better rate: not exceed).")] = None
+        "The score this episode had to reach (a lower-is-better rate: not exceed).")]
     passed: Annotated[bool | None, doc(
         "Whether the score passes its threshold; null for a null score (a skipped check); "
-        "false when the metric raised. The one meaning of PASS in every report format.")] \
-        = None
+        "false when the metric raised. The one meaning of PASS in every report format.")]
     evidence: Annotated[Any, absent_if_none(
         "What the score was computed from, as JSON for programs (per-call, per-action or "
         "per-claim results); by default absent on a result that passed with its metric's "
@@ -207,8 +207,10 @@ class MetricResult(Struct):
         return self.code == ERROR_CODE
 
 
-class EpisodeResult(Struct):
-    """One graded episode: its verdict and every metric's result."""
+class EpisodeResult(Struct, omit_defaults=True):
+    """One graded episode: its verdict and every metric's result. The fields with a
+    default (``None``) are left out of the JSON when ``None``; the others are always
+    written."""
 
     case_id: Annotated[str, doc("The case.")]
     trial: Annotated[Count, doc("The trial, from 0.")]
@@ -218,11 +220,11 @@ class EpisodeResult(Struct):
     failure: Annotated[str | None, doc(
         "The outcome's reason (no_answer:<stop_reason>, wrong_tools, wrong_answer, "
         "infra_error:<kind>, human_review:fail, human_review:pending) or each failing gate "
-        "with its numbers; null when passed.")] = None
-    steps: Annotated[Count, doc("From the trace.", unit="model turns")] = 0
-    stop_reason: Annotated[str, doc("From the trace.")] = ""
+        "with its numbers; null when passed.")]
+    steps: Annotated[Count, doc("From the trace.", unit="model turns")]
+    stop_reason: Annotated[str, doc("From the trace.")]
     metrics: Annotated[dict[str, MetricResult], doc(
-        "{metric name: result}, in the run's metric order.")] = {}
+        "{metric name: result}, in the run's metric order.")]
     trace_digest: Annotated[Digest | None, absent_if_none(
         "First 16 hex digits of the sha256 of the trace line: equal in two reports graded "
         "from the same recording.")] = None
@@ -528,11 +530,9 @@ def field_plan(cls: type) -> tuple:
     got = _PLANS.get(cls)
     if got is not None:
         return got
-    hints = get_type_hints(cls, include_extras=True)
-    info = {f.name: f.encode_name for f in msgspec.structs.fields(cls)}
     nones, empties, nested, lists = [], [], [], []
-    for name, key in info.items():
-        hint = hints[name]
+    for f in msgspec.structs.fields(cls):
+        key, hint = f.encode_name, f.type
         if get_origin(_strip(hint)) is tuple:
             lists.append(key)
         omit = None
@@ -654,6 +654,27 @@ def in_column_order(ep: EpisodeResult, names: Sequence[str]) -> EpisodeResult:
 _PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 
 
+#: What a report read from JSON takes for an absent episode or metric result field that
+#: every written report holds (:class:`EpisodeResult` and :class:`MetricResult` declare
+#: no default for them, so that msgspec writes them always).
+EPISODE_READ_DEFAULTS = {"failure": None, "steps": 0, "stop_reason": "", "metrics": {}}
+METRIC_READ_DEFAULTS = {"score": None, "message": "", "code": None, "threshold": None,
+                        "passed": None}
+
+
+def _with_read_defaults(episode: Any) -> Any:
+    """An episode object of a report with :data:`EPISODE_READ_DEFAULTS` and, in each
+    metric result, :data:`METRIC_READ_DEFAULTS` filled in where absent (anything not an
+    object is left for the declarations to refuse)."""
+    if not isinstance(episode, dict):
+        return episode
+    out = {**EPISODE_READ_DEFAULTS, **episode}
+    if isinstance(out["metrics"], dict):
+        out["metrics"] = {k: {**METRIC_READ_DEFAULTS, **v} if isinstance(v, dict) else v
+                          for k, v in out["metrics"].items()}
+    return out
+
+
 def read_json_doc(doc: Any, path: str = "<report>") -> Report:
     """A ``report.json`` object (parsed JSON) as a :class:`Report`, every field checked
     against its declaration. Absent fields take their declared default; ``summary.passed``
@@ -674,6 +695,8 @@ def read_json_doc(doc: Any, path: str = "<report>") -> Report:
     for key in ("run", "grader"):
         if doc.get(key) is None:
             doc[key] = {}
+    if isinstance(doc.get("episodes"), list):
+        doc["episodes"] = [_with_read_defaults(e) for e in doc["episodes"]]
     try:
         report = msgspec.convert(doc, Report)
     except msgspec.ValidationError as e:

@@ -220,8 +220,8 @@ def test_report_json_writes_evidence_sorted_and_reads_it_back(tmp_path):
     back = Report.from_json(doc, "report.json")
     got = next(e for e in back.episodes if e.case_id == "good").metrics["with_evidence"]
     assert got == MetricResult(1.0, "ok", None, 0.8, True, {"a": {"b": [3], "y": 2}, "z": 1})
-    assert MetricResult(0.5).to_json() == {"score": 0.5, "message": "", "code": None,
-                                           "threshold": None, "passed": None}
+    assert MetricResult(0.5, "", None, None, None).to_json() == {
+        "score": 0.5, "message": "", "code": None, "threshold": None, "passed": None}
 
 
 def test_a_user_metrics_evidence_is_left_out_of_a_perfect_pass_by_default(tmp_path):

@@ -172,13 +172,17 @@ def test_stored_episodes_behave_as_a_tuple():
     from evaltape.grader.report_file import StoredEpisodes
     from evaltape.grader.results import EpisodeResult, MetricResult
     sorter = SpillSorter(buffer=2)
-    eps = {k: EpisodeResult(f"c{k}", 0, True, metrics={"b": MetricResult(0.5),
-                                                        "a": MetricResult(None, "n/a")})
+    eps = {k: EpisodeResult(f"c{k}", 0, True, None, 0, "",
+                            {"b": MetricResult(0.5, "", None, None, None),
+                             "a": MetricResult(None, "n/a", None, None, None)})
            for k in (2, 0, 1)}
     for k, e in eps.items():
+        none = {"code": None, "threshold": None, "passed": None}
         sorter.add(k, json.dumps({"case_id": e.case_id, "trial": 0, "passed": True,
-                                  "metrics": {"a": {"score": None, "message": "n/a"},
-                                              "b": {"score": 0.5}}}).encode())
+                                  "failure": None, "steps": 0, "stop_reason": "",
+                                  "metrics": {"a": {"score": None, "message": "n/a", **none},
+                                              "b": {"score": 0.5, "message": "", **none}}
+                                  }).encode())
     seq = StoredEpisodes(sorter.finish(), ["b", "a"])
     assert len(seq) == 3
     assert list(seq) == [eps[0], eps[1], eps[2]]

@@ -73,9 +73,9 @@ def test_breakdowns_by_difficulty_and_tag():
              Case(id="b", input="q", tags=("x", "y"), difficulty="challenge")]
     from evaltape.grader.results import EpisodeResult, MetricResult
     eps = [EpisodeResult("a", 0, True, None, 2, "end_turn",
-                         {"composite": MetricResult(0.75, "d")}),
+                         {"composite": MetricResult(0.75, "d", None, 0.8, False)}),
            EpisodeResult("b", 0, False, "wrong_tools", 2, "end_turn",
-                         {"composite": MetricResult(0.45, "e")})]
+                         {"composite": MetricResult(0.45, "e", None, 0.4, True)})]
     out = breakdowns(eps, cases, [Composite()])
     # a: 0.75 < 0.8 basic → composite fails; b: 0.45 ≥ 0.4 challenge → passes
     assert out["by_difficulty"]["basic"] == {"episodes": 1, "passed": 1, "pass_rate": 1.0,

@@ -129,7 +129,7 @@ def test_the_page_and_the_terminal_list_the_claims_to_review():
     assert review_text(m).startswith("1 to review, not counted: '741741' (number: a contact")
     # a claim listed to review whose sentence is not in the answer is not marked
     assert review_marks("Something else.", m) == []
-    assert review_text(MetricResult(0.0, "0/1 claims unsupported")) is None
+    assert review_text(MetricResult(0.0, "0/1 claims unsupported", None, 0.0, False)) is None
 
 
 def test_a_search_about_another_date_that_lists_this_dates_leg_is_in_scope():

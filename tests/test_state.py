@@ -411,7 +411,8 @@ def test_a_mixed_run_counts_each_groups_own_deciding_checks():
         return EpisodeResult(case_id=cid, trial=0, passed=passed, failure=failure, steps=1,
                              stop_reason="end_turn",
                              metrics={"tool_selection_accuracy": MetricResult(
-                                 score=1.0 if ok else 0.0, passed=ok)})
+                                 score=1.0 if ok else 0.0, message="", code=None,
+                                 threshold=0.8, passed=ok)})
     eps = [ep("s", False, "wrong_state", False), ep("s", True, None, False),
            ep("o", False, "tool_selection_accuracy 0.00 < 0.80", False),
            ep("o", False, "no_answer:max_steps", False), ep("o", True, None, True)]

@@ -88,8 +88,8 @@ def test_conversation_from_messages_names_each_result_and_rebuilds_without_messa
 
 
 def test_flags_and_outcome_reason():
-    ms = {"a": MetricResult(1.0, threshold=0.8, passed=True),
-          "b": MetricResult(0.2, threshold=0.8, passed=False),
+    ms = {"a": MetricResult(1.0, "", None, 0.8, True),
+          "b": MetricResult(0.2, "", None, 0.8, False),
           "c": MetricResult(None, "raised", "error", 0.8, False),
           "d": MetricResult(None, "n/a", "not_applicable", 0.8, None)}
     gate = EpisodeResult("c1", 0, False, "b 0.20 < 0.80", 2, "end_turn", ms)

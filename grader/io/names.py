@@ -1,7 +1,8 @@
-"""File names of a run's per-episode files (``http/`` and ``judge/`` cassettes).
+"""File names of a run's per-episode files (``http/`` and ``judge/`` cassettes), and of
+the data folder beside a page.
 
-The recorder writes them and ``evaltape merge`` (grader side) checks that every recorded
-episode of a shard brings its cassette; one definition serves both.
+The recorder writes the cassettes and ``evaltape merge`` (grader side) checks that every
+recorded episode of a shard brings its cassette; one definition serves both.
 """
 from __future__ import annotations
 
@@ -62,3 +63,9 @@ def legacy_cassette_name(case_id: str, trial: int) -> str:
     ``[A-Za-z0-9._-]`` replaced by ``_``; not injective), so runs recorded by them still
     replay."""
     return f"{re.sub(r'[^A-Za-z0-9._-]', '_', case_id)}__t{trial}.jsonl"
+
+
+def data_dir_name(page: str) -> str:
+    """The folder beside the page that holds its data files: ``index.html`` →
+    ``index-data``."""
+    return f"{Path(page).stem}-data"

@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import orjson
 
+from evaltape.grader.io.names import data_dir_name
 from evaltape.grader.io.secrets import redact_bytes
 from evaltape.grader.report.view import build_view
 from evaltape.grader.report.view_source import ViewSource
@@ -65,12 +66,6 @@ def chunk_script(name: str, data: bytes) -> bytes:
     loads with ``<script src>``; U+2028 and U+2029 escaped for older JavaScript parsers)."""
     body = data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
     return b'evaltapeChunk("' + name.encode() + b'",' + body + b");\n"
-
-
-def data_dir_name(page: str) -> str:
-    """The folder beside the page that holds its data files: ``index.html`` →
-    ``index-data``."""
-    return f"{Path(page).stem}-data"
 
 
 def page_files(sources: Sequence[ViewSource], page: str = "index.html",

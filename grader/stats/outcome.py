@@ -166,9 +166,11 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
     if case.expected_answer_contains is not None:
         if not text_found(case.expected_answer_contains, answer):
             return WRONG_ANSWER
-    elif case.expected_outcome_keywords:
-        if any(not text_found(k, answer) for k in case.expected_outcome_keywords):
-            return WRONG_ANSWER
+    else:
+        for k in case.expected_outcome_keywords or ():
+            # text_found(k, answer), a plain phrase inline
+            if k.lower() not in answer if type(k) is str else not text_found(k, answer):
+                return WRONG_ANSWER
     return None
 
 

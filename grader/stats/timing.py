@@ -10,6 +10,7 @@ is deterministic.
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Mapping
 
 from evaltape.grader.model import Trace
@@ -41,6 +42,19 @@ def episode_timing(trace: Trace) -> dict[str, Any] | None:
     if any(x.ttfb_s is not None for x in t.turns):
         out["ttfb_s"] = [x.ttfb_s for x in t.turns]
     return out
+
+
+def small_times(block: Mapping[str, Any]) -> bool:
+    """Whether every time of an :func:`episode_timing` block is below 1e16 seconds (times
+    are never negative)."""
+    first, turns, tools = block["first_tool_call_s"], block["model_turn_s"], block["tool_s"]
+    if (first is not None and first >= 1e16) or (turns and max(turns) >= 1e16) or \
+            (tools and max(map(_SECONDS, tools)) >= 1e16):
+        return False
+    return all(x is None or x < 1e16 for x in block.get("ttfb_s", ()))
+
+
+_SECONDS = itemgetter(1)
 
 
 class TimingAccumulator:

@@ -78,7 +78,7 @@ def _make_out(out_dir: Path) -> None:
         click.UsageError: it is a file, or cannot be created (the system's reason).
     """
     from evaltape.grader.io.leftovers import remove_stale_reports
-    from evaltape.grader.report.view_files import data_dir_name
+    from evaltape.grader.io.names import data_dir_name
     if out_dir.exists() and not out_dir.is_dir():
         raise click.UsageError(f"--out {out_dir}: is a file, not a folder for the reports")
     try:
