@@ -527,3 +527,31 @@ def test_the_step_after_a_check_is_an_intention_too():
     assert s.value == 0.5, s.message
     assert [(x["action"], x["outcome"]) for x in s.evidence["statements"]] == [
         ("lookup", "carried_out"), ("cancel", "no_call")]
+
+
+def test_the_same_change_made_again_with_other_arguments_is_no_follow_through():
+    def upd(cid, cabin):
+        return call(cid, "update_reservation_flights", {"reservation_id": "QW3RT7",
+                    "cabin": cabin, "flights": [{"flight_number": "HAT131"}]}, {"ok": True})
+    ask = A("Shall I upgrade all three passengers to business class on QW3RT7?")
+    # accepted; the agent sets business, then economy, then business again without a word
+    one, two, three = upd("u1", "business"), upd("u2", "economy"), upd("u3", "business")
+    s = score([U("Upgrade QW3RT7 please."), ask, U("Yes."), A("", one, two, three),
+               R(one, two, three), A("Done.")])
+    assert s.value == 0.0, s.message
+    assert "update_reservation_flights#u1 carried it out, then update_reservation_flights#u2 " \
+           "made the same change again with other arguments" in s.message
+    # the identical call repeated is no other change: 1/1 ("all three passengers" is who the
+    # upgrade is for, not an item: a flights update backs it)
+    again = upd("u4", "business")
+    s = score([U("Upgrade QW3RT7 please."), ask, U("Yes."), A("", one, again), R(one, again),
+               A("Done.")])
+    assert s.value == 1.0, s.message
+
+
+def test_a_cabin_written_with_a_narrow_space_is_read():
+    down = call("d1", "update_reservation_flights", {"reservation_id": "QW3RT7",
+                "cabin": "basic_economy", "flights": []}, {"ok": True})
+    s = score([U("Downgrade QW3RT7."), A("Shall I change QW3RT7 to Basic\u202fEconomy?"),
+               U("Yes."), A("", down), R(down), A("Done.")])
+    assert s.value == 1.0, s.message

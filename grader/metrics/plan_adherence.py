@@ -489,7 +489,7 @@ def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     """The cabins ``text`` asks for, lower case: those after "to" / "into" ("downgraded to
     economy"), else those of "Cabin: X" lines, else every cabin named not after "from",
     "current" or "existing"; with ``labelled_only``, only "Cabin: X" lines."""
-    low = text.lower().replace("*", "")
+    low = re.sub(r"\s", " ", text.lower().replace("*", ""))  # "Basic\u202fEconomy" too
     labelled = {m.group(1) for m in re.finditer(r"\bcabin(?:\s+class)?\s*[:\-\u2013]\s*"
                                                 + _CABIN, low)
                 if not re.search(r"\b(?:current|existing|original|old|from)\b\W*$",
@@ -617,7 +617,9 @@ class PlanAdherence(Metric):
 
     **Failures**: a claim with no matching successful call (``no_call``, ``failed_call``);
     an intention never acted on while the conversation goes on, or dropped for a transfer
-    the user is not told the reason of (``no_call``); a matching
+    the user is not told the reason of (``no_call``); an intention carried out and then
+    changed again by the same tool on the same records with other arguments in the same
+    run of calls, with no word to the user (``contradicted``); a matching
     call whose arguments contradict the statement (``contradicted``,
     :func:`contradiction`); an intention whose calls leave out a booking code it names.
 
@@ -682,6 +684,11 @@ ITEMS = (("bag", r"bags?\b|baggages?|luggage|suitcases?"), ("passeng", r"passeng
          ("certific", r"certificates?|vouchers?"))
 
 
+#: Words before an item that make it who a change is for, not the thing changed ("upgrade
+#: all three passengers to business", "for each passenger").
+SCOPE = re.compile(r"\b(?:all|both|each|every|per|for)(?:\s+(?:the|of|\w+))?\s*$", re.I)
+
+
 def matches(s: Statement, call) -> bool:
     """Whether ``call`` carries out the statement: a tool of its action
     (:func:`carries_out`), or for a claim or an accepted offer of an action in
@@ -689,14 +696,16 @@ def matches(s: Statement, call) -> bool:
     of :data:`ITEMS` (bags, passengers, seats, insurance, meals, certificates) for an add,
     a remove or a change, a call whose tool name or argument
     keys name one of those items ("one bag has been added" is not backed by a flight
-    change)."""  # (checked for add, remove and change only: "a refund of $38 per passenger")
+    change; "all three passengers", "for each passenger" say whom it is for, not what)."""  # (checked for add, remove and change only: "a refund of $38 per passenger")
     name = call.name
     if not ((s.kind != "intention" and s.action in LOOSE and carries_out("process", name))
             or carries_out(s.action, name)):
         return False
     if s.action not in ("add", "remove", "change"):
         return True
-    named = [stem for stem, rx in ITEMS if re.search(r"\b(?:" + rx + ")", s.text, re.I)]
+    named = [stem for stem, rx in ITEMS if any(
+        not SCOPE.search(s.text[max(0, m.start() - 30):m.start()])
+        for m in re.finditer(r"\b(?:" + rx + ")", s.text, re.I))]
     if not named:
         return True
     where = (name + " " + " ".join(k for k, _v in argument_strings(dict(call.arguments)))
@@ -789,6 +798,24 @@ def _transfer_told(evs: list[Event], start: int, at: int) -> bool:
     return False
 
 
+def _done_again(evs: list[Event], call) -> Any:
+    """The first later successful call of ``call``'s tool, on the same records (the same
+    booking codes, or none), with other arguments, that the agent makes in the same run
+    of calls as ``call`` (before it writes to the user or the user speaks), or ``None``. A
+    change that only reads is never one; an identical repeat is not one either."""
+    if not carries_out("process", call.name):
+        return None
+    k = next(i for i, e in enumerate(evs) if e.kind == "call" and e.call is call)
+    for e in evs[k + 1:]:
+        if e.kind != "call":
+            return None
+        c = e.call
+        if c.name == call.name and not call_failed(c) and held_codes(c) == held_codes(call) \
+                and dict(c.arguments) != dict(call.arguments):
+            return c
+    return None
+
+
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
     later = [e for i, e in enumerate(evs) if i > s.position or (
@@ -809,6 +836,11 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                     # "upgrade XEHM4B and then cancel both": every code named is acted on
                     bad = (f"never acted on {', '.join(sorted(named - held))} (the "
                            f"{s.action} calls hold {', '.join(sorted(held))})")
+                if bad is None and not call_failed(call):
+                    again = _done_again(evs, call)
+                    if again is not None:
+                        bad = (f"carried it out, then {_label(again)} made the same change "
+                               "again with other arguments, with no word to the user")
                 if bad:
                     s.outcome, s.why = "contradicted", f"{s.call} {bad}"
                 elif call_failed(call):
