@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from evaltape.grader.matching.conversation import condition_facts, facts_in
 from evaltape.grader.metrics.context_retention import ContextRetention
+from evaltape.grader.metrics.error_recovery import ErrorRecovery
 from evaltape.grader.metrics.plan_adherence import PlanAdherence
 from test_metrics_conversation import A, R, U, call, episode
 
@@ -144,3 +145,29 @@ def test_an_offer_carried_out_right_after_the_users_reply_is_kept():
                    A("I cannot change basic economy. I can transfer you to a human agent."),
                    U("No thanks."), A("Goodbye.")])
     assert s.value is None, s.message
+
+
+def test_a_date_written_with_typographic_hyphens_is_a_date():
+    got = [(f.kind, f.norm) for f in facts_in("It was on **2025\u201111\u201128**.")]
+    assert got == [("date", "2025-11-28")]
+    # it answers "To check ..., could you give the date?": the offered check is a
+    # statement, carried out by the lookup (which fails: the error explains it) → 1/1
+    status = call("s1", "get_flight_status", {"flight_number": "HAT039", "date": "2025-11-28"},
+                  "Error: flight not found", error=True)
+    s = adherence([U("My flight HAT039 was delayed."),
+                   A("To check the status of flight HAT039, could you please give me the date?"),
+                   U("It was on 2025\u201111\u201128."), A("", status), R(status),
+                   A("I could not find that flight on that date.")])
+    assert s.value == 1.0 and s.message.startswith("1/1"), s.message
+
+
+def test_a_transfer_after_a_failure_is_another_way():
+    status = call("s1", "get_flight_status", {"flight_number": "HAT039"},
+                  "Error: flight not found", error=True)
+    hand = call("h1", "transfer_to_human_agents", {"summary": "delay"}, "Transfer successful")
+    s = ErrorRecovery().score(episode([U("Why was HAT039 delayed?"), A("", status), R(status),
+                                       A("", hand), R(hand)]))
+    assert s.value == 1.0 and "transferred the user" in s.message, s.message
+    # with nothing after the failure, it was never reported → 0/1
+    s = ErrorRecovery().score(episode([U("Why was HAT039 delayed?"), A("", status), R(status)]))
+    assert s.value == 0.0, s.message

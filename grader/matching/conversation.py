@@ -217,6 +217,8 @@ AGE = re.compile(r"\b" + _AGE_N + r"[\s-]*(?:years?|yrs?)[\s-]*old\b"
                  r"|\b(?:aged|age(?:\s+is)?)\s+" + _AGE_N + r"\b"
                  r"|\b(?:i'm|i am|he's|he is|she's|she is|they're|they are)\s+" + _AGE_N +
                  r"(?=\s*(?:[.,;!]|$|now\b|and\b))", re.I)
+#: Typographic hyphens and dashes, read as ``-`` (one character each, so spans stay put).
+_HYPHENS = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2212"})
 #: Typographic apostrophes, read as straight ones ("I\u2019ve").
 _STRAIGHT = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 #: Words that name a symptom or a medical condition a person has.
@@ -366,7 +368,8 @@ def facts_in(text: str) -> list[Fact]:
     ``booking`` code when they hold a digit and are not shaped like a flight number, or
     when "reservation", "booking", "confirmation" or "code" is one of the three words just
     before (and "flight" is not)."""
-    text = text.replace("**", "  ")  # markdown emphasis ("for about **6 hours**")
+    # markdown emphasis ("for about **6 hours**") and typographic hyphens ("2025\u201111\u201128")
+    text = text.replace("**", "  ").translate(_HYPHENS)
     found: list[tuple[int, Fact]] = []
     taken = bytearray(len(text))  # 1 for each character a fact already covers
 

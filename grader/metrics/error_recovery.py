@@ -82,7 +82,8 @@ class ErrorRecovery(Metric):
     - **recovered**: a later call of the same tool with **changed arguments** (a retry; if
       it fails too, that is a failure of its own), or a call of **another tool toward the
       same goal** (its name shares a word with the failed tool's, beyond ``get``,
-      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``);
+      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``), or a
+      successful **transfer** to a person (another way to get it done);
     - a reply to the user (the sentences naming the tool's action when some do: a reply
       about two failures judges each on its own sentences): **recovered** when it
       **states the failure** (could not, unable, not found, failed, already booked, a
@@ -106,7 +107,7 @@ class ErrorRecovery(Metric):
     """
 
     name: ClassVar[str] = "error_recovery"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -157,6 +158,9 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
         if ev.kind == "call":
             if _words(ev.call.name) & _words(call.name):
                 return True, f"{label}: tried another tool ({ev.call.name})", same
+            if "transfer" in _words(ev.call.name) and not call_failed(ev.call):
+                # handing the user to a person is another way to get it done
+                return True, f"{label}: transferred the user ({ev.call.name})", same
             continue
         if ev.kind == "agent":
             working = ev.message >= 0 and any(
