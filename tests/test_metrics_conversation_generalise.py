@@ -171,3 +171,20 @@ def test_a_transfer_after_a_failure_is_another_way():
     # with nothing after the failure, it was never reported → 0/1
     s = ErrorRecovery().score(episode([U("Why was HAT039 delayed?"), A("", status), R(status)]))
     assert s.value == 0.0, s.message
+
+
+def test_telling_the_user_what_the_error_said_is_a_report():
+    book = call("b1", "book_reservation", {"flight": "HAT097", "amount": 300},
+                "Error: Payment amount does not add up, total price is 420, but paid 300",
+                error=True)
+    told = [U("Book HAT097."), A("", book), R(book)]
+    # the reply gives the total the error named (420, not in the arguments) and asks to go
+    # on; the user agrees and the conversation ends: the agent told the user → 1/1
+    s = ErrorRecovery().score(episode(told + [
+        A("The total fare is $420. Shall I charge the remaining $120 to your card?"),
+        U("yes")]))
+    assert s.value == 1.0 and "told the user what the error said (420)" in s.message, \
+        s.message
+    # the same figure in a reply claiming success is no report: went on as if done → 0/1
+    s = ErrorRecovery().score(episode(told + [A("Your booking is confirmed! Total: $420.")]))
+    assert s.value == 0.0, s.message

@@ -48,6 +48,26 @@ def _about(text: str, call) -> str:
     return " ".join(mine) if mine else text
 
 
+def _error_values(call) -> set[str]:
+    """The numbers and ids (three characters or more, with a digit) a failed call's error
+    message gives that its arguments do not hold ("total price is 375, but paid 299":
+    375)."""
+    held = " ".join(str(v) for v in call.arguments.values()).lower()
+    return {t for t in re.findall(r"[a-z0-9_.-]*\d[a-z0-9_.-]*", (call.result or "").lower())
+            if len(t.strip(".-_")) >= 3 and t.strip(".-_") not in held}
+
+
+def _told(text: str, call) -> str | None:
+    """A value of the error message (:func:`_error_values`) that the reply ``text`` states
+    with no success claimed ("The total fare is $375"), or ``None``."""
+    if SUCCESS.search(_about(text, call)):
+        return None
+    low = text.lower().replace(",", "")
+    return next((v.strip(".-_") for v in sorted(_error_values(call))
+                 if re.search(r"(?<![\w.])" + re.escape(v.strip(".-_")) + r"(?!\w)", low)),
+                None)
+
+
 def _reply_verdict(text: str, call) -> tuple[bool, str] | None:
     """Whether a reply after the failure of ``call`` recovers from it, and why; ``None``
     when it neither reports, asks nor claims (the rest of the conversation decides)."""
@@ -92,8 +112,11 @@ class ErrorRecovery(Metric):
       "correct"); **not recovered** when it **claims the failed action happened** (done,
       successfully, has been booked, I've updated ...); a reply that says neither is read
       past, as is text written beside the agent's next calls;
-    - the end of the conversation with none of these: **not recovered** (the agent went on
-      as if the call had succeeded, or never reported it).
+    - the end of the conversation with none of these: **recovered** when a reply stated a
+      value the error message gave and the call's arguments did not hold ("total price
+      is 375": "The total fare is $375 ... shall I go on?"), with no success claimed;
+      else **not recovered** (the agent went on as if the call had succeeded, or never
+      reported it).
 
     The categories are the issue's and the labelling definitions' (recovered: fixed the
     arguments and retried, tried another approach, asked the user, told the user honestly;
@@ -144,6 +167,7 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
     call = failed.call
     label = f"{call.name}#{call.id}"
     same: list[int] = []
+    told: str | None = None
     for j, ev in enumerate(rest):
         if ev.kind == "call" and ev.call.name == call.name:
             if same_value(dict(ev.call.arguments), dict(call.arguments)):
@@ -175,6 +199,11 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
             if verdict is not None:
                 ok, why = verdict
                 return ok, f"{label}: {why}", same
+            told = told or _told(ev.text, call)
+    if told:
+        # a reply gave the user what the error said and the conversation ended before
+        # the agent acted again: it told the user (and asked how to go on)
+        return True, f"{label}: told the user what the error said ({told})", same
     said = any(ev.kind == "agent" for ev in rest)
     return False, (f"{label}: went on as if the call had succeeded" if said
                    else f"{label}: the failure was never reported"), same
