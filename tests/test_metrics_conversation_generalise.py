@@ -188,3 +188,15 @@ def test_telling_the_user_what_the_error_said_is_a_report():
     # the same figure in a reply claiming success is no report: went on as if done → 0/1
     s = ErrorRecovery().score(episode(told + [A("Your booking is confirmed! Total: $420.")]))
     assert s.value == 0.0, s.message
+
+
+def test_a_report_in_a_sentence_that_does_not_name_the_tool_counts():
+    find = call("f1", "find_patient_by_name_dob", {"first_name": "Ann", "last_name": "Lee"},
+                "Error: Patient not found", error=True)
+    # the sentence naming the tool's words ("patient") says nothing of the failure; the
+    # one before reports it: the whole reply decides → reported, 1/1
+    s = ErrorRecovery().score(episode([
+        U("I'm Ann Lee."), A("", find), R(find),
+        A("Sorry, I wasn't able to find a match under Ann Lee. Your patient ID is on your "
+          "patient portal."), U("Ok, bye.")]))
+    assert s.value == 1.0 and "reported the failure" in s.message, s.message

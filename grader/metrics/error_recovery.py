@@ -70,8 +70,15 @@ def _told(text: str, call) -> str | None:
 
 def _reply_verdict(text: str, call) -> tuple[bool, str] | None:
     """Whether a reply after the failure of ``call`` recovers from it, and why; ``None``
-    when it neither reports, asks nor claims (the rest of the conversation decides)."""
-    text = _about(text, call)
+    when it neither reports, asks nor claims (the rest of the conversation decides). The
+    sentences naming the tool's action decide; when they say none of these, the whole
+    reply does ("I wasn't able to find a match ... your patient ID would locate you")."""
+    about = _about(text, call)
+    verdict = _text_verdict(about, call)
+    return verdict if verdict is not None or about == text else _text_verdict(text, call)
+
+
+def _text_verdict(text: str, call) -> tuple[bool, str] | None:
     claims = any(SUCCESS.search(s) and not FAILURE_WORDS.search(s) for s in sentences(text))
     if FAILURE_WORDS.search(text):
         return True, "reported the failure to the user"
