@@ -200,3 +200,15 @@ def test_a_report_in_a_sentence_that_does_not_name_the_tool_counts():
         A("Sorry, I wasn't able to find a match under Ann Lee. Your patient ID is on your "
           "patient portal."), U("Ok, bye.")]))
     assert s.value == 1.0 and "reported the failure" in s.message, s.message
+
+
+def test_a_code_of_letters_only_the_user_wrote_is_the_users():
+    def cancel(code):
+        return call("c1", "cancel_reservation", {"reservation_id": code}, {"ok": True})
+    said = U("My bookings are MFRB94 and **PUNERT**; please cancel PUNERT.")
+    # PUNERT holds no digit (no booking fact by itself) but the user wrote it: 1.0
+    s = retention([said, A("", cancel("PUNERT")), R(cancel("PUNERT")), A("Cancelled.")])
+    assert s.value == 1.0, s.message
+    # a code the user never wrote: another entity, 0.0
+    s = retention([said, A("", cancel("QWERTZ")), R(cancel("QWERTZ")), A("Cancelled.")])
+    assert s.value == 0.0 and "not the user's 'MFRB94'" in s.message, s.message

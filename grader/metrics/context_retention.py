@@ -138,7 +138,8 @@ class ContextRetention(Metric):
     - *another entity*: a call holding a user id, e-mail or phone number other than every
       one the user gave, or a call that changes something (not a get/search/... tool)
       on a booking code or order id the user never named when the user named one (a
-      booking a call of this conversation created is the user's).
+      booking a call of this conversation created is the user's, and so is any six-character
+      code the user wrote, letters only too: ``PUNERT``).
     - *offering again what the user refused*: an agent sentence that offers the refused
       thing (a question or "would you like / shall I / I recommend") without saying it is
       left out ("no", "without", "declined"), or a call setting it to yes/true, unless the
@@ -167,7 +168,7 @@ class ContextRetention(Metric):
         lapses: list[dict[str, Any]] = []
         judged = False
         failed_values: list[str] = []
-        created: set[str] = set()
+        created: set[str] = set()  # codes a call created or the user wrote: the user's
         last_agent = ""
         # indexes of ``given`` and ``stale``, so that each fact is placed in constant time
         # (a message of thousands of numbers is read in time linear in its length)
@@ -186,6 +187,9 @@ class ContextRetention(Metric):
         for k, ev in enumerate(evs):
             turn = _turn(ev, k)
             if ev.kind == "user":
+                # every code the user writes is one the user named, a code of letters
+                # only ("PUNERT", read as a booking only after a booking word) too
+                created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
                 new = facts_in(ev.text) + condition_facts(ev.text)
                 if CORRECTION.search(ev.text):
                     norms = {g.norm for g, _t in given}
