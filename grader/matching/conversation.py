@@ -198,8 +198,8 @@ DOB_WORDS = re.compile(r"birth|born|dob|birthday|birthdate", re.I)
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
                 "a couple of": 2, "a couple": 2, "a few": "few", "several": "several"}
-_COUNT = r"(a\s+couple(?:\s+of)?|a\s+few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|" \
-    r"eleven|twelve|\d{1,3})"
+_COUNT = r"(a\s+couple(?:\s+of)?|a\s+few|several|an?|one|two|three|four|five|six|seven|" \
+    r"eight|nine|ten|eleven|twelve|\d{1,3})"
 _SPAN_UNIT = r"(second|minute|hour|day|night|week|month|year)s?\b"
 #: how long something has lasted or how long ago it began, as the user tells it: "for about
 #: a week", "for the past 3 days", "it lasted about 2 minutes", "3 months ago"

@@ -696,7 +696,8 @@ def matches(s: Statement, call) -> bool:
     of :data:`ITEMS` (bags, passengers, seats, insurance, meals, certificates) for an add,
     a remove or a change, a call whose tool name or argument
     keys name one of those items ("one bag has been added" is not backed by a flight
-    change; "all three passengers", "for each passenger" say whom it is for, not what)."""  # (checked for add, remove and change only: "a refund of $38 per passenger")
+    change; "all three passengers", "for each passenger" say whom it is for, not what)."""
+    # (checked for add, remove and change only: "a refund of $38 per passenger")
     name = call.name
     if not ((s.kind != "intention" and s.action in LOOSE and carries_out("process", name))
             or carries_out(s.action, name)):
