@@ -6,8 +6,9 @@ after the user's reply. Each expected score is the documented rule applied by ha
 conversations are written here."""
 from __future__ import annotations
 
-from evaltape.grader.matching.conversation import facts_in
+from evaltape.grader.matching.conversation import condition_facts, facts_in
 from evaltape.grader.metrics.context_retention import ContextRetention
+from evaltape.grader.metrics.error_recovery import ErrorRecovery
 from evaltape.grader.metrics.plan_adherence import PlanAdherence
 from test_metrics_conversation import A, R, U, call, episode
 
@@ -29,16 +30,62 @@ def test_durations_are_read_as_count_and_unit():
     assert facts_in("I take two pills a day.") == []  # a rate, no span of time
 
 
+def test_durations_in_markdown_and_without_of():
+    got = [(f.kind, f.norm) for f in facts_in(
+        "It has been going on for about **6 hours**; a cough for a couple days now.")]
+    assert got == [("duration", "6 hour"), ("duration", "2 day")]
+
+
+def test_ages_and_symptoms_stated_as_facts():
+    got = [(f.kind, f.norm) for f in condition_facts(
+        "My son is 5 years old. He\u2019s had a stomach ache since yesterday. He has no "
+        "fever. Could it be an infection?")]
+    # the fever is denied and the infection only asked about: neither is a fact
+    assert got == [("age", "5"), ("symptom", "stomach ache")]
+    assert condition_facts("I'm 5 minutes away.") == []  # a bare number is no age there
+    assert [(f.kind, f.norm) for f in condition_facts(
+        "My feet have been a little puffy, and I have multiple conditions.")] == [
+        ("symptom", "puffy"), ("symptom", "multiple conditions")]
+    assert [f.norm for f in condition_facts("Patient aged 72, with chest pain.")] == ["72"]
+
+
+def test_a_symptom_is_a_fact_and_asking_for_it_again_is_a_lapse():
+    told = [U("Hi, I've had really bad back pain and I'd like to see a doctor."),
+            A("I'm sorry to hear that. Could you give me your name and date of birth?"),
+            U("I'd rather not say yet.")]
+    # the symptom is the one fact, never lost: 1 (no fact at all would be null)
+    s = retention(told + [A("I understand. For back pain, please book with your doctor.")])
+    assert s.value == 1.0 and s.message.startswith("1 fact(s) given"), s.message
+    # asked what the symptoms are after the user told them: a lapse, 0
+    s = retention(told + [A("I understand. What symptoms are you experiencing?")])
+    assert s.value == 0.0 and "asked again for the symptom 'back pain'" in s.message, \
+        s.message
+    # asking for more about it, or naming it, is no re-ask
+    for follow_up in ("Are you having any other symptoms?",
+                      "What seems to be making the back pain worse?"):
+        s = retention(told + [A(follow_up)])
+        assert s.value == 1.0, (follow_up, s.message)
+
+
+def test_asking_a_given_age_again_is_a_lapse():
+    told = [U("My daughter is 7 years old and has a rash on her arms."),
+            A("Thank you.")]
+    s = retention(told + [A("How old is your daughter?")])
+    assert s.value == 0.0 and "asked again for the age '7 years old'" in s.message, s.message
+    s = retention(told + [A("For a 7-year-old with a rash, a same-day visit is best.")])
+    assert s.value == 1.0 and s.message.startswith("2 fact(s) given"), s.message
+
+
 def test_asking_again_how_long_after_the_user_said_it_is_a_lapse():
     look = call("t1", "get_protocol", {"topic": "sore throat"}, {"advice": "rest"})
     told = [U("I've had a sore throat for a couple of days."), A("", look), R(look)]
-    # the duration is the one fact; the agent asks how long: a lapse, 0
+    # the duration is given; the agent asks how long: a lapse, 0
     s = retention(told + [A("How long have you had the sore throat?")])
     assert s.value == 0.0 and "asked again for the duration 'for a couple of days'" \
         in s.message, s.message
-    # restating it is no lapse: 1 fact given, none lost
+    # restating it is no lapse: 2 facts given (the sore throat and how long), none lost
     s = retention(told + [A("A sore throat for 2 days: please rest and drink fluids.")])
-    assert s.value == 1.0 and s.message.startswith("1 fact(s) given"), s.message
+    assert s.value == 1.0 and s.message.startswith("2 fact(s) given"), s.message
 
 
 def test_a_name_tried_in_a_failed_lookup_may_be_asked_for_again():
@@ -98,3 +145,70 @@ def test_an_offer_carried_out_right_after_the_users_reply_is_kept():
                    A("I cannot change basic economy. I can transfer you to a human agent."),
                    U("No thanks."), A("Goodbye.")])
     assert s.value is None, s.message
+
+
+def test_a_date_written_with_typographic_hyphens_is_a_date():
+    got = [(f.kind, f.norm) for f in facts_in("It was on **2025\u201111\u201128**.")]
+    assert got == [("date", "2025-11-28")]
+    # it answers "To check ..., could you give the date?": the offered check is a
+    # statement, carried out by the lookup (which fails: the error explains it) → 1/1
+    status = call("s1", "get_flight_status", {"flight_number": "HAT039", "date": "2025-11-28"},
+                  "Error: flight not found", error=True)
+    s = adherence([U("My flight HAT039 was delayed."),
+                   A("To check the status of flight HAT039, could you please give me the date?"),
+                   U("It was on 2025\u201111\u201128."), A("", status), R(status),
+                   A("I could not find that flight on that date.")])
+    assert s.value == 1.0 and s.message.startswith("1/1"), s.message
+
+
+def test_a_transfer_after_a_failure_is_another_way():
+    status = call("s1", "get_flight_status", {"flight_number": "HAT039"},
+                  "Error: flight not found", error=True)
+    hand = call("h1", "transfer_to_human_agents", {"summary": "delay"}, "Transfer successful")
+    s = ErrorRecovery().score(episode([U("Why was HAT039 delayed?"), A("", status), R(status),
+                                       A("", hand), R(hand)]))
+    assert s.value == 1.0 and "transferred the user" in s.message, s.message
+    # with nothing after the failure, it was never reported → 0/1
+    s = ErrorRecovery().score(episode([U("Why was HAT039 delayed?"), A("", status), R(status)]))
+    assert s.value == 0.0, s.message
+
+
+def test_telling_the_user_what_the_error_said_is_a_report():
+    book = call("b1", "book_reservation", {"flight": "HAT097", "amount": 300},
+                "Error: Payment amount does not add up, total price is 420, but paid 300",
+                error=True)
+    told = [U("Book HAT097."), A("", book), R(book)]
+    # the reply gives the total the error named (420, not in the arguments) and asks to go
+    # on; the user agrees and the conversation ends: the agent told the user → 1/1
+    s = ErrorRecovery().score(episode(told + [
+        A("The total fare is $420. Shall I charge the remaining $120 to your card?"),
+        U("yes")]))
+    assert s.value == 1.0 and "told the user what the error said (420)" in s.message, \
+        s.message
+    # the same figure in a reply claiming success is no report: went on as if done → 0/1
+    s = ErrorRecovery().score(episode(told + [A("Your booking is confirmed! Total: $420.")]))
+    assert s.value == 0.0, s.message
+
+
+def test_a_report_in_a_sentence_that_does_not_name_the_tool_counts():
+    find = call("f1", "find_patient_by_name_dob", {"first_name": "Ann", "last_name": "Lee"},
+                "Error: Patient not found", error=True)
+    # the sentence naming the tool's words ("patient") says nothing of the failure; the
+    # one before reports it: the whole reply decides → reported, 1/1
+    s = ErrorRecovery().score(episode([
+        U("I'm Ann Lee."), A("", find), R(find),
+        A("Sorry, I wasn't able to find a match under Ann Lee. Your patient ID is on your "
+          "patient portal."), U("Ok, bye.")]))
+    assert s.value == 1.0 and "reported the failure" in s.message, s.message
+
+
+def test_a_code_of_letters_only_the_user_wrote_is_the_users():
+    def cancel(code):
+        return call("c1", "cancel_reservation", {"reservation_id": code}, {"ok": True})
+    said = U("My bookings are MFRB94 and **PUNERT**; please cancel PUNERT.")
+    # PUNERT holds no digit (no booking fact by itself) but the user wrote it: 1.0
+    s = retention([said, A("", cancel("PUNERT")), R(cancel("PUNERT")), A("Cancelled.")])
+    assert s.value == 1.0, s.message
+    # a code the user never wrote: another entity, 0.0
+    s = retention([said, A("", cancel("QWERTZ")), R(cancel("QWERTZ")), A("Cancelled.")])
+    assert s.value == 0.0 and "not the user's 'MFRB94'" in s.message, s.message

@@ -204,10 +204,12 @@ def test_a_call_setting_one_cabin_contradicts_a_summary_of_two():
     assert s.value == 0.0
     assert ("cabin business for the whole reservation; the statement names business, economy"
             in s.message)
-    # a transfer does not carry out an accepted change
+    # a transfer does not carry out an accepted change; it explains dropping it only when
+    # the agent says why
     move = call("t9", "transfer_to_human_agents", {"summary": "x"}, "Transfer successful")
     s = score([U("Business out please."), A("Shall I proceed with the change?"), U("Yes."),
-               A("", move), R(move)])
+               A("Unfortunately I cannot change this fare, so I will transfer you.", move),
+               R(move)])
     assert s.evidence["statements"][0]["outcome"] == "explained"
 
 
@@ -353,21 +355,25 @@ def test_facts_accept_an_offer_only_when_the_agent_asked_for_something():
 
 
 def test_a_transfer_about_another_record_does_not_explain_an_accepted_offer():
-    def run(summary):
+    def run(summary, said=""):
         hand = call("t5", "transfer_to_human_agents", {"summary": summary}, "Transfer successful")
         return score([U("Upgrade EHGLP3 to business; XKQ9P2 needs a person."),
                       A("Before I can proceed with the upgrade for EHGLP3, I need a payment "
                         "method. Which card should I use?"),
-                      U("Yes, use credit_card_1."), A("", hand), R(hand),
+                      U("Yes, use credit_card_1."), A(said, hand), R(hand),
                       A("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT."), U("###TRANSFER###")])
+    why = "Unfortunately this needs a colleague."
     # the accepted upgrade offer names EHGLP3; the transfer is about XKQ9P2 only: not an
-    # explanation, no upgrade call, the conversation goes on → 0/1 = 0.0
-    s = run("User needs help with reservation XKQ9P2.")
+    # explanation even with a reason given, no upgrade call, the conversation goes on → 0.0
+    s = run("User needs help with reservation XKQ9P2.", why)
     assert s.value == 0.0, s.message
     assert "never acted on: no upgrade call followed" in s.message
-    # a transfer naming EHGLP3, or naming no record, explains it → 1/1 = 1.0
-    assert run("User wants EHGLP3 upgraded and help with XKQ9P2.").value == 1.0
-    assert run("User needs help.").value == 1.0
+    # a transfer naming EHGLP3, or naming no record, with the reason told → 1/1 = 1.0
+    assert run("User wants EHGLP3 upgraded and help with XKQ9P2.", why).value == 1.0
+    assert run("User needs help.", why).value == 1.0
+    # the same transfer with no word to the user why: the upgrade dropped silently → 0.0
+    s = run("User needs help.")
+    assert s.value == 0.0 and "without telling them why" in s.message, s.message
 
 
 def test_a_purpose_clause_or_a_needed_step_is_an_offer_the_reply_accepts():
@@ -458,3 +464,94 @@ def test_a_bare_yes_does_not_accept_a_purpose_clause_that_asks_for_facts():
                A("To book a cardiology appointment, please provide your patient id."),
                U("Sure.")])
     assert s.value is None, s.message
+
+
+HAND = call("h1", "transfer_to_human_agents", {"summary": "cancel request"}, "Transfer successful")
+GET = call("g9", "get_reservation_details", {"reservation_id": "QW3RT7"}, {"status": "ok"})
+
+
+def test_a_silent_transfer_explains_no_stated_intention():
+    # "I'll cancel it", then a transfer with no word why: the cancel dropped silently → 0/1
+    s = score([U("Please cancel QW3RT7."), A("Sure, I'll cancel reservation QW3RT7."),
+               U("Thanks."), A("", HAND), R(HAND), A("You are being transferred."),
+               U("Ok.")])
+    assert s.value == 0.0, s.message
+    (st,) = s.evidence["statements"]
+    assert (st["outcome"], st["turn"], st["call"]) == ("no_call", 1, "transfer_to_human_agents#h1")
+    assert "without telling them why, and no cancel call came before" in st["why"]
+    # the reason told with the transfer (a policy), or a user who asked for a person: 1/1
+    s = score([U("Please cancel QW3RT7."), A("Sure, I'll cancel reservation QW3RT7."),
+               U("Thanks."), A("This fare is not eligible under our policy.", HAND), R(HAND),
+               A("You are being transferred."), U("Ok.")])
+    assert s.value == 1.0, s.message
+    s = score([U("Please cancel QW3RT7."), A("Sure, I'll cancel reservation QW3RT7."),
+               U("Actually, can you transfer me to a human agent?"), A("", HAND), R(HAND),
+               A("You are being transferred."), U("Ok.")])
+    assert s.value == 1.0, s.message
+
+
+def test_a_refusal_declines_only_what_it_names():
+    # "I don't want to be transferred" turns down a transfer, not the cancellation the agent
+    # said it would make; the agent then transfers silently: 0/1
+    s = score([U("Cancel QW3RT7."), A("I'll cancel reservation QW3RT7 now."),
+               U("Good, and I don't want to be transferred."), A("", HAND), R(HAND),
+               A("You are being transferred."), U("No!")])
+    assert s.value == 0.0, s.message
+    # "no, wait" names nothing: it declines what was said → explained, 1/1
+    s = score([U("Cancel QW3RT7."), A("I'll cancel reservation QW3RT7 now."),
+               U("No, wait, I need to think."), A("Of course, take your time."), U("Bye.")])
+    assert s.value == 1.0, s.message
+
+
+def test_saying_it_will_let_the_user_know_is_an_intention():
+    asked = [U("Can I cancel QW3RT7? My id is ana_li_1234."),
+             A("Please send your reservation id. Once I have it, I'll check the "
+               "eligibility and let you know the next steps."), U("It is QW3RT7."),
+             A("", GET), R(GET)]
+    # the check is made, the user never told, a silent transfer: 1/2 kept
+    s = score(asked + [A("", HAND), R(HAND)])
+    assert s.value == 0.5, s.message
+    assert "without telling them why, and never told them" in s.message
+    # a later message tells the user: both kept, 2/2
+    s = score(asked + [A("It can be cancelled for free. Shall I go ahead?"), U("Not now.")])
+    assert s.value == 1.0, s.message
+
+
+def test_the_step_after_a_check_is_an_intention_too():
+    offer = A("Could you give me your user id so I can check the details before proceeding "
+              "with the cancellation?")
+    # the user gives it; the agent checks, then transfers without a word: the cancellation
+    # it said it would proceed with is dropped → 1/2
+    s = score([U("Cancel QW3RT7."), offer, U("It is ana_li_1234."), A("", GET), R(GET),
+               A("", HAND), R(HAND), A("You are being transferred."), U("Hm.")])
+    assert s.value == 0.5, s.message
+    assert [(x["action"], x["outcome"]) for x in s.evidence["statements"]] == [
+        ("lookup", "carried_out"), ("cancel", "no_call")]
+
+
+def test_the_same_change_made_again_with_other_arguments_is_no_follow_through():
+    def upd(cid, cabin):
+        return call(cid, "update_reservation_flights", {"reservation_id": "QW3RT7",
+                    "cabin": cabin, "flights": [{"flight_number": "HAT131"}]}, {"ok": True})
+    ask = A("Shall I upgrade all three passengers to business class on QW3RT7?")
+    # accepted; the agent sets business, then economy, then business again without a word
+    one, two, three = upd("u1", "business"), upd("u2", "economy"), upd("u3", "business")
+    s = score([U("Upgrade QW3RT7 please."), ask, U("Yes."), A("", one, two, three),
+               R(one, two, three), A("Done.")])
+    assert s.value == 0.0, s.message
+    assert "update_reservation_flights#u1 carried it out, then update_reservation_flights#u2 " \
+           "made the same change again with other arguments" in s.message
+    # the identical call repeated is no other change: 1/1 ("all three passengers" is who the
+    # upgrade is for, not an item: a flights update backs it)
+    again = upd("u4", "business")
+    s = score([U("Upgrade QW3RT7 please."), ask, U("Yes."), A("", one, again), R(one, again),
+               A("Done.")])
+    assert s.value == 1.0, s.message
+
+
+def test_a_cabin_written_with_a_narrow_space_is_read():
+    down = call("d1", "update_reservation_flights", {"reservation_id": "QW3RT7",
+                "cabin": "basic_economy", "flights": []}, {"ok": True})
+    s = score([U("Downgrade QW3RT7."), A("Shall I change QW3RT7 to Basic\u202fEconomy?"),
+               U("Yes."), A("", down), R(down), A("Done.")])
+    assert s.value == 1.0, s.message

@@ -197,9 +197,9 @@ _YEAR_AFTER = re.compile(r",?\s*(\d{4})\b")
 DOB_WORDS = re.compile(r"birth|born|dob|birthday|birthdate", re.I)
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-                "a couple of": 2, "a few": "few", "several": "several"}
-_COUNT = r"(a\s+couple\s+of|a\s+few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|" \
-    r"eleven|twelve|\d{1,3})"
+                "a couple of": 2, "a couple": 2, "a few": "few", "several": "several"}
+_COUNT = r"(a\s+couple(?:\s+of)?|a\s+few|several|an?|one|two|three|four|five|six|seven|" \
+    r"eight|nine|ten|eleven|twelve|\d{1,3})"
 _SPAN_UNIT = r"(second|minute|hour|day|night|week|month|year)s?\b"
 #: how long something has lasted or how long ago it began, as the user tells it: "for about
 #: a week", "for the past 3 days", "it lasted about 2 minutes", "3 months ago"
@@ -207,6 +207,79 @@ DURATION = re.compile(r"\b(?:(?:for|about|around|nearly|almost|roughly|over)\s+)
                       r"(?:the\s+(?:past|last)\s+)?" + _COUNT + r"\s+" + _SPAN_UNIT +
                       r"|\b(?:the\s+(?:past|last)\s+)" + _COUNT + r"\s+" + _SPAN_UNIT +
                       r"|\b" + _COUNT + r"\s+" + _SPAN_UNIT + r"(?=\s+ago\b)", re.I)
+_NUMBER_WORDS = {w: n for n, w in enumerate(("zero", "one", "two", "three", "four", "five",
+                                               "six", "seven", "eight", "nine", "ten",
+                                               "eleven", "twelve"))}
+_AGE_N = r"(\d{1,3}|" + "|".join(list(_NUMBER_WORDS)[1:]) + r")"
+#: an age: "5 years old", "a 72-year-old", "aged 40", "age 40", "she's 3." (a bare number
+#: after "I'm / he's / she's" only where the clause ends: "I'm 5 minutes away" is no age)
+AGE = re.compile(r"\b" + _AGE_N + r"[\s-]*(?:years?|yrs?)[\s-]*old\b"
+                 r"|\b(?:aged|age(?:\s+is)?)\s+" + _AGE_N + r"\b"
+                 r"|\b(?:i'm|i am|he's|he is|she's|she is|they're|they are)\s+" + _AGE_N +
+                 r"(?=\s*(?:[.,;!]|$|now\b|and\b))", re.I)
+#: Typographic hyphens and dashes, read as ``-`` (one character each, so spans stay put).
+_HYPHENS = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2212"})
+#: Typographic apostrophes, read as straight ones ("I\u2019ve").
+_STRAIGHT = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+#: Words that name a symptom or a medical condition a person has.
+SYMPTOMS = (r"pains?|aches?|aching|headaches?|migraines?|stomach\s?aches?|toothaches?|"
+            r"backaches?|fevers?|feverish|coughs?|coughing|flu|nausea|nauseous|vomit(?:ing|ed)?|"
+            r"throwing up|threw up|diarrh?o?ea|constipat(?:ed|ion)|dizzy|dizziness|"
+            r"light-?headed|faint(?:ing|ed)?|rash(?:es)?|itch(?:y|ing)|hives|swelling|swollen|"
+            r"puffy|puffiness|bleeding|bruis(?:ed|ing)|infect(?:ed|ions?)|allerg(?:y|ies)|"
+            r"fatigue|insomnia|short(?:ness)? of breath|wheez(?:e|ing)|congest(?:ed|ion)|"
+            r"runny nose|stuffy nose|sore throat|cramps?|cramping|numbness|numb|tingling|"
+            r"palpitations?|skipping beats?|irregular heartbeat|racing heart|seizures?|"
+            r"blurr(?:y|ed) vision|sprain(?:ed|s)?|fractur(?:e|ed|es)|uti|utis|"
+            r"(?:medical|health|chronic|heart|multiple|several) conditions?|"
+            r"blood (?:sugar|pressure)")
+_SYMPTOM = re.compile(r"\b(?:" + SYMPTOMS + r")\b", re.I)
+#: Body parts a symptom may be named with ("stomach pain", "my feet have been puffy").
+BODY_PARTS = re.compile(r"\b(head|stomach|belly|abdomen|abdominal|back|chest|neck|shoulders?|"
+                        r"arms?|legs?|knees?|hips?|foot|feet|toes?|hands?|fingers?|wrists?|"
+                        r"ankles?|eyes?|ears?|throat|nose|tooth|teeth|skin|heart|joints?|"
+                        r"muscles?|kidneys?|bladder|incision|scar)\b", re.I)
+#: Words that make a symptom an absence or a question's subject ("no fever", "I don't have
+#: any pain", "not having any of those symptoms").
+_NOT_HAD = re.compile(r"\b(?:no|not|never|without|nor|denies|deny)\b|n't\b", re.I)
+#: Who a symptom is about: the user or the person the user speaks for.
+_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|he|he's|his|him|she|she's|her|they|their|"
+                     r"we|our|it|it's)\b", re.I)
+
+
+def condition_facts(text: str) -> list[Fact]:
+    """The ages and symptoms one user message states as facts about the user or the person
+    the user speaks for, in order: ``age`` ("my son is 5 years old", norm the number) and
+    ``symptom`` (a symptom or condition stated in a sentence about a person, not negated
+    and not asked: "I've had stomach pain", "my feet have been a little puffy", "I have
+    multiple conditions"; norm the symptom word, with the body part written before it)."""
+    out: list[tuple[int, Fact]] = []
+    for m in AGE.finditer(text):
+        word = next(g for g in m.groups() if g).lower()
+        n = _NUMBER_WORDS.get(word, word)
+        out.append((m.start(), Fact("age", m.group(), str(int(n)), LABELS["age"])))
+    plain, at = text.translate(_STRAIGHT), 0
+    for s in sentences(plain):
+        start = plain.find(s, at)
+        at = max(at, start)
+        if s.rstrip().endswith("?") or not _PERSON.search(s):
+            continue
+        seen: set[str] = set()
+        for m in _SYMPTOM.finditer(s):
+            before = s[max(0, m.start() - 30):m.start()]
+            if _NOT_HAD.search(" ".join(re.findall(r"[\w']+", before)[-4:])):
+                continue
+            word = re.sub(r"\s+", " ", m.group().lower())
+            part = BODY_PARTS.search(" ".join(re.findall(r"[\w']+", before)[-2:]))
+            norm = f"{part.group(1).lower()} {word}" if part else word
+            if norm not in seen:
+                seen.add(norm)
+                value = f"{part.group(1)} {m.group()}" if part else m.group()
+                out.append((start + m.start(), Fact("symptom", value, norm,
+                                                    LABELS["symptom"])))
+    return [f for _pos, f in sorted(out, key=lambda pf: pf[0])]
+
+
 NAME = re.compile(r"\b(?i:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
 ID_NOUNS = ("booking", "reservation", "order", "appointment", "account", "ticket",
@@ -228,7 +301,15 @@ LABELS = {"email": ("email", "e-mail", "mail address"),
           "card": ("last four", "last 4", "which card"),
           "duration": ("how long", "since when", "when did", "when it started",
                        "when this started", "when they started", "how many days",
-                       "how many weeks")}
+                       "how many weeks"),
+          "age": ("how old", "your age", "his age", "her age", "their age", "what age",
+                  "the age of", "patient's age"),
+          "symptom": ("what symptoms", "which symptoms", "what brings you", "reason for your "
+                      "call", "reason for your visit", "reason for calling", "what seems to "
+                      "be", "what's going on", "what is going on", "what's wrong", "what is "
+                      "wrong", "what's bothering you", "what is bothering you", "what are you "
+                      "experiencing", "what you're experiencing", "what you are experiencing",
+                      "what's happening", "what is happening")}
 #: Kinds that say who the user is: another value of one of these in a call is another person.
 IDENTITY_KINDS = ("user_id", "email", "phone")
 _ID_WORDS = ("id", "number", "reference", "code", "confirmation")
@@ -287,6 +368,8 @@ def facts_in(text: str) -> list[Fact]:
     ``booking`` code when they hold a digit and are not shaped like a flight number, or
     when "reservation", "booking", "confirmation" or "code" is one of the three words just
     before (and "flight" is not)."""
+    # markdown emphasis ("for about **6 hours**") and typographic hyphens ("2025\u201111\u201128")
+    text = text.replace("**", "  ").translate(_HYPHENS)
     found: list[tuple[int, Fact]] = []
     taken = bytearray(len(text))  # 1 for each character a fact already covers
 
@@ -461,6 +544,11 @@ def mentions(text: str, fact: Fact) -> bool:
         return fact.norm in re.sub(r"\D", "", text)
     if fact.kind in ("amount", "duration"):
         return any(f.kind == fact.kind and f.norm == fact.norm for f in _facts(text))
+    if fact.kind == "age":
+        return any(f.kind == "age" and f.norm == fact.norm for f in condition_facts(text))
+    if fact.kind == "symptom":  # the symptom or the body part it was named with
+        low = text.lower()
+        return any(_quotes(low, w) for w in fact.norm.split() if len(w) > 2)
     if fact.kind in ("date", "dob"):
         return any(f.kind in ("date", "dob") and (f.norm == fact.norm or f.norm.endswith(fact.norm)
                                          or fact.norm.endswith(f.norm))

@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 from evaltape.grader.matching.conversation import (EMAIL, IDENTITY_KINDS, ORDER_ID, USER_ID,
                                                    CODE6, Event, Fact, call_failed,
-                                                   choices_in, events, facts_in, mentions,
+                                                   choices_in, condition_facts, events,
+                                                   facts_in, mentions,
                                                    argument_strings, payment_cards,
                                                    sentences)
 from evaltape.grader.model import EpisodeContext, Score
@@ -49,8 +50,16 @@ READ_WORDS = ("get", "search", "list", "find", "check", "calculate", "think", "l
               "look", "read", "fetch", "retrieve", "query", "verify", "transfer")
 
 
+#: Words of a question about a symptom already told that ask for more of it, not for it
+#: again ("any other symptoms?", "is it getting worse?", "tell me more about what's going on").
+FOLLOW_UP = re.compile(r"\b(?:more|further|detail|details|else|other|any|still|now|also|"
+                       r"besides|worse|better|changed?|new)\b", re.I)
+
+
 def _asks_for(sentence: str, fact: Fact) -> bool:
-    low = sentence.lower()
+    low = sentence.lower().replace("\u2019", "'")
+    if fact.kind == "symptom" and FOLLOW_UP.search(low):
+        return False
     for label in fact.labels:
         for m in re.finditer(r"(?<![\w-])" + re.escape(label) + r"(?![\w-])", low):
             if fact.kind == "date" and re.match(r"\s+of\s+birth", low[m.end():]):
@@ -60,8 +69,8 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
 
 
 def _same_kind(a: Fact, b: Fact) -> bool:
-    if a.kind != b.kind:
-        return False
+    if a.kind != b.kind or a.kind == "symptom":
+        return False  # a new symptom adds to the earlier ones, it corrects none
     if a.kind != "id":
         return True
     # ids: the same noun names them ("order"), or the same shape (letters before digits)
@@ -102,8 +111,10 @@ class ContextRetention(Metric):
     e-mail, phone, zip/postal code, user id (``first_last_1234``), order id
     (``#W2071346``), booking or reservation code (``EHGLP3``), flight number, other ids
     (``A-5001``, five or more digits), date, date of birth, amount, name, a card's last
-    four digits, and choices: a payment source chosen ("use my gift card") or an offer
-    refused ("I don't want travel insurance", a bare "no" to an offer).
+    four digits, a duration ("for about a week"), an age ("5 years old"), a symptom or
+    condition stated about a person, not denied or asked ("my feet have been puffy"),
+    and choices: a payment source chosen ("use my gift card") or an offer refused ("I
+    don't want travel insurance", a bare "no" to an offer).
 
     **Lapses** (each after the fact was given):
 
@@ -111,7 +122,9 @@ class ContextRetention(Metric):
       provide / could you give / what is your ...") and names the fact's kind by its own
       words (``user id``; ``zip code``; ``reservation number``; ``e-mail``; ``date``, not
       ``date of birth``; for other ids the noun they came with or ``id``/``number``/
-      ``code``), without quoting the value or another value of that kind. Not a lapse: a
+      ``code``; for a symptom "what symptoms / what brings you / what's going on", not
+      with "more", "other", "any", "worse" ...), without quoting the value or another
+      value of that kind (for a symptom, its word or body part). Not a lapse: a
       confirmation that quotes the value, a request for another value ("a new e-mail"),
       asking for a kind not yet given, asking again after a call with that value failed.
       Not checked for amounts, flight numbers and choices.
@@ -125,7 +138,8 @@ class ContextRetention(Metric):
     - *another entity*: a call holding a user id, e-mail or phone number other than every
       one the user gave, or a call that changes something (not a get/search/... tool)
       on a booking code or order id the user never named when the user named one (a
-      booking a call of this conversation created is the user's).
+      booking a call of this conversation created is the user's, and so is any six-character
+      code the user wrote, letters only too: ``PUNERT``).
     - *offering again what the user refused*: an agent sentence that offers the refused
       thing (a question or "would you like / shall I / I recommend") without saying it is
       left out ("no", "without", "declined"), or a call setting it to yes/true, unless the
@@ -142,7 +156,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -154,7 +168,7 @@ class ContextRetention(Metric):
         lapses: list[dict[str, Any]] = []
         judged = False
         failed_values: list[str] = []
-        created: set[str] = set()
+        created: set[str] = set()  # codes a call created or the user wrote: the user's
         last_agent = ""
         # indexes of ``given`` and ``stale``, so that each fact is placed in constant time
         # (a message of thousands of numbers is read in time linear in its length)
@@ -173,7 +187,10 @@ class ContextRetention(Metric):
         for k, ev in enumerate(evs):
             turn = _turn(ev, k)
             if ev.kind == "user":
-                new = facts_in(ev.text)
+                # every code the user writes is one the user named, a code of letters
+                # only ("PUNERT", read as a booking only after a booking word) too
+                created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
+                new = facts_in(ev.text) + condition_facts(ev.text)
                 if CORRECTION.search(ev.text):
                     norms = {g.norm for g, _t in given}
                     for f in new:

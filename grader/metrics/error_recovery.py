@@ -48,10 +48,37 @@ def _about(text: str, call) -> str:
     return " ".join(mine) if mine else text
 
 
+def _error_values(call) -> set[str]:
+    """The numbers and ids (three characters or more, with a digit) a failed call's error
+    message gives that its arguments do not hold ("total price is 375, but paid 299":
+    375)."""
+    held = " ".join(str(v) for v in call.arguments.values()).lower()
+    return {t for t in re.findall(r"[a-z0-9_.-]*\d[a-z0-9_.-]*", (call.result or "").lower())
+            if len(t.strip(".-_")) >= 3 and t.strip(".-_") not in held}
+
+
+def _told(text: str, call) -> str | None:
+    """A value of the error message (:func:`_error_values`) that the reply ``text`` states
+    with no success claimed ("The total fare is $375"), or ``None``."""
+    if SUCCESS.search(_about(text, call)):
+        return None
+    low = text.lower().replace(",", "")
+    return next((v.strip(".-_") for v in sorted(_error_values(call))
+                 if re.search(r"(?<![\w.])" + re.escape(v.strip(".-_")) + r"(?!\w)", low)),
+                None)
+
+
 def _reply_verdict(text: str, call) -> tuple[bool, str] | None:
     """Whether a reply after the failure of ``call`` recovers from it, and why; ``None``
-    when it neither reports, asks nor claims (the rest of the conversation decides)."""
-    text = _about(text, call)
+    when it neither reports, asks nor claims (the rest of the conversation decides). The
+    sentences naming the tool's action decide; when they say none of these, the whole
+    reply does ("I wasn't able to find a match ... your patient ID would locate you")."""
+    about = _about(text, call)
+    verdict = _text_verdict(about, call)
+    return verdict if verdict is not None or about == text else _text_verdict(text, call)
+
+
+def _text_verdict(text: str, call) -> tuple[bool, str] | None:
     claims = any(SUCCESS.search(s) and not FAILURE_WORDS.search(s) for s in sentences(text))
     if FAILURE_WORDS.search(text):
         return True, "reported the failure to the user"
@@ -82,7 +109,8 @@ class ErrorRecovery(Metric):
     - **recovered**: a later call of the same tool with **changed arguments** (a retry; if
       it fails too, that is a failure of its own), or a call of **another tool toward the
       same goal** (its name shares a word with the failed tool's, beyond ``get``,
-      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``);
+      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``), or a
+      successful **transfer** to a person (another way to get it done);
     - a reply to the user (the sentences naming the tool's action when some do: a reply
       about two failures judges each on its own sentences): **recovered** when it
       **states the failure** (could not, unable, not found, failed, already booked, a
@@ -91,8 +119,11 @@ class ErrorRecovery(Metric):
       "correct"); **not recovered** when it **claims the failed action happened** (done,
       successfully, has been booked, I've updated ...); a reply that says neither is read
       past, as is text written beside the agent's next calls;
-    - the end of the conversation with none of these: **not recovered** (the agent went on
-      as if the call had succeeded, or never reported it).
+    - the end of the conversation with none of these: **recovered** when a reply stated a
+      value the error message gave and the call's arguments did not hold ("total price
+      is 375": "The total fare is $375 ... shall I go on?"), with no success claimed;
+      else **not recovered** (the agent went on as if the call had succeeded, or never
+      reported it).
 
     The categories are the issue's and the labelling definitions' (recovered: fixed the
     arguments and retried, tried another approach, asked the user, told the user honestly;
@@ -106,7 +137,7 @@ class ErrorRecovery(Metric):
     """
 
     name: ClassVar[str] = "error_recovery"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -143,6 +174,7 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
     call = failed.call
     label = f"{call.name}#{call.id}"
     same: list[int] = []
+    told: str | None = None
     for j, ev in enumerate(rest):
         if ev.kind == "call" and ev.call.name == call.name:
             if same_value(dict(ev.call.arguments), dict(call.arguments)):
@@ -157,6 +189,9 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
         if ev.kind == "call":
             if _words(ev.call.name) & _words(call.name):
                 return True, f"{label}: tried another tool ({ev.call.name})", same
+            if "transfer" in _words(ev.call.name) and not call_failed(ev.call):
+                # handing the user to a person is another way to get it done
+                return True, f"{label}: transferred the user ({ev.call.name})", same
             continue
         if ev.kind == "agent":
             working = ev.message >= 0 and any(
@@ -171,6 +206,11 @@ def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
             if verdict is not None:
                 ok, why = verdict
                 return ok, f"{label}: {why}", same
+            told = told or _told(ev.text, call)
+    if told:
+        # a reply gave the user what the error said and the conversation ended before
+        # the agent acted again: it told the user (and asked how to go on)
+        return True, f"{label}: told the user what the error said ({told})", same
     said = any(ev.kind == "agent" for ev in rest)
     return False, (f"{label}: went on as if the call had succeeded" if said
                    else f"{label}: the failure was never reported"), same

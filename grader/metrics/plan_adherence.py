@@ -32,6 +32,8 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
     ("transfer", r"transfer\w*"),
     ("refund", r"refund\w*|issu(?:e|ed|ing)\b|send(?:ing)?\b|sent\b|compensat\w*|"
                r"credit(?:ed|ing)\b"),
+    ("inform", r"let (?:you|them) know\b|inform(?:ing)? you\b|notify(?:ing)? you\b|get back to "
+               r"you\b|advis(?:e|ing) you\b"),
     ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
                 r"to)\s+(?!process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
                 r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
@@ -51,6 +53,7 @@ TOOL_WORDS = {
                "fetch", "read", "query", "verify", "details"),
     "calculate": ("calculate", "compute"),
     "transfer": ("transfer",),
+    "inform": (),  # carried out by the agent's next message to the user, not by a call
     "refund": ("refund", "send", "issue", "certificate", "compensate", "compensation",
                "credit", "cancel", "return"),
 }
@@ -406,7 +409,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                 if s_clean.rstrip().endswith(":"):
                     # "Let's review the available flights:" introduces what follows
                     acts = [a for a in acts if a not in ("lookup", "calculate")]
-                for a in acts[:3]:
+                for a in acts[:3] + [a for a in _then(s_clean) if a not in acts[:3]]:
                     out.append(Statement("intention", a, s, ev.message, k, ev.text))
             elif not m and not offer and (PURPOSE.match(s_clean) or NEED_TO.search(s_clean)):
                 # "To cancel your flight, I need your user id", "I need to verify your
@@ -439,12 +442,32 @@ def statements(evs: list[Event]) -> list[Statement]:
                     acts = actions_in(s_clean[m.end():], joined=True)
                 if not acts and POINTS_BACK.match(tail):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
-                for a in acts[:1]:
-                    if _asks_other(reply, a) and not any(
+                if acts and not offer:
+                    # "Once I have it, I'll check ... and let you know": what is joined to
+                    # the first action is promised too
+                    acts = acts[:1] + [a for a in actions_in(tail, joined=True)[1:3]
+                                       if a not in acts[:1]]
+                else:
+                    acts = acts[:1]
+                acts += [a for a in _then(s_clean) if a not in acts]
+                for a in acts:
+                    if a != "inform" and _asks_other(reply, a) and not any(
                             carries_out(a, name) for name in _acted_calls(evs, k)):
                         continue  # "yes, please book the flights" accepts the booking only
                     out.append(Statement("offer", a, s, ev.message, k, ev.text))
     return out
+
+
+#: The step an agent says it will take after the one it offers ("... so I can check the
+#: details before proceeding with the cancellation").
+THEN = re.compile(r"\bbefore (?:proceeding|going ahead|moving forward|continuing) (?:with|to)\s+"
+                  r"(?P<what>[^.;:?!]{1,60})", re.I)
+
+
+def _then(text: str) -> list[str]:
+    """The first action :data:`THEN` names in ``text`` (none when there is no such clause)."""
+    m = THEN.search(text)
+    return actions_in("proceed with " + m.group("what"), lead=OFFER_LEAD)[:1] if m else []
 
 
 def _asks_other(reply: Event | None, action: str) -> bool:
@@ -455,7 +478,7 @@ def _asks_other(reply: Event | None, action: str) -> bool:
     "process" / "complete" accepts any."""
     if reply is None or not AGREE.search(reply.text):
         return False
-    named = actions_in(reply.text)
+    named = [a for a in actions_in(reply.text) if a != "inform"]  # "I'll let them know"
     return bool(named) and action not in named and "process" not in named
 
 
@@ -466,7 +489,7 @@ def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     """The cabins ``text`` asks for, lower case: those after "to" / "into" ("downgraded to
     economy"), else those of "Cabin: X" lines, else every cabin named not after "from",
     "current" or "existing"; with ``labelled_only``, only "Cabin: X" lines."""
-    low = text.lower().replace("*", "")
+    low = re.sub(r"\s", " ", text.lower().replace("*", ""))  # "Basic\u202fEconomy" too
     labelled = {m.group(1) for m in re.finditer(r"\bcabin(?:\s+class)?\s*[:\-\u2013]\s*"
                                                 + _CABIN, low)
                 if not re.search(r"\b(?:current|existing|original|old|from)\b\W*$",
@@ -560,7 +583,8 @@ class PlanAdherence(Metric):
     "plan_adherence", states every phrase list):
 
     - an *intention*: "I'll / I will / let me / I am going to / next I will" followed by an
-      action (:data:`ACTION_WORDS`); several when joined by "and" / "then". Not: "I'll be
+      action (:data:`ACTION_WORDS`); several when joined by "and" / "then", and the step
+      "before proceeding with" names. Not: "I'll be
       happy to", "I'll need", "let me know", a question, a conditional "if ..., I'll ...",
       a check or calculation that introduces what follows ("Let's review the flights:");
     - an *accepted offer*: "Would you like me to ...?", "Shall I ...?", "Would you like to
@@ -582,14 +606,20 @@ class PlanAdherence(Metric):
 
     **Kept**: an intention is *carried out* by a later call (or one of the same message)
     whose tool carries out the action (:func:`matches`), even if that call fails (the
-    error is the explanation); *explained* when, before such a call, the user declines or
-    changes course, the agent says why not ("unable", "policy", "unfortunately", "cannot"
-    in a sentence naming the action), or the agent transfers the user; *pending* (not a
-    failure) when the conversation ends with no further agent turn. A claim is *backed* by
-    a successful matching call before it or in its own message.
+    error is the explanation), and one to tell the user ("I'll let you know") by the
+    agent's next message; *explained* when, before such a call, the user declines or
+    changes course (a refusal that names other actions declines only those: "I don't want
+    to be transferred"), the agent says why not ("unable", "policy", "unfortunately",
+    "cannot" in a sentence naming the action), or the agent transfers the user and tells
+    them why (or the user asked for a person); *pending* (not a failure) when the
+    conversation ends with no further agent turn. A claim is *backed* by a successful
+    matching call before it or in its own message.
 
     **Failures**: a claim with no matching successful call (``no_call``, ``failed_call``);
-    an intention never acted on while the conversation goes on (``no_call``); a matching
+    an intention never acted on while the conversation goes on, or dropped for a transfer
+    the user is not told the reason of (``no_call``); an intention carried out and then
+    changed again by the same tool on the same records with other arguments in the same
+    run of calls, with no word to the user (``contradicted``); a matching
     call whose arguments contradict the statement (``contradicted``,
     :func:`contradiction`); an intention whose calls leave out a booking code it names.
 
@@ -606,7 +636,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -654,6 +684,11 @@ ITEMS = (("bag", r"bags?\b|baggages?|luggage|suitcases?"), ("passeng", r"passeng
          ("certific", r"certificates?|vouchers?"))
 
 
+#: Words before an item that make it who a change is for, not the thing changed ("upgrade
+#: all three passengers to business", "for each passenger").
+SCOPE = re.compile(r"\b(?:all|both|each|every|per|for)(?:\s+(?:the|of|\w+))?\s*$", re.I)
+
+
 def matches(s: Statement, call) -> bool:
     """Whether ``call`` carries out the statement: a tool of its action
     (:func:`carries_out`), or for a claim or an accepted offer of an action in
@@ -661,14 +696,17 @@ def matches(s: Statement, call) -> bool:
     of :data:`ITEMS` (bags, passengers, seats, insurance, meals, certificates) for an add,
     a remove or a change, a call whose tool name or argument
     keys name one of those items ("one bag has been added" is not backed by a flight
-    change)."""  # (checked for add, remove and change only: "a refund of $38 per passenger")
+    change; "all three passengers", "for each passenger" say whom it is for, not what)."""
+    # (checked for add, remove and change only: "a refund of $38 per passenger")
     name = call.name
     if not ((s.kind != "intention" and s.action in LOOSE and carries_out("process", name))
             or carries_out(s.action, name)):
         return False
     if s.action not in ("add", "remove", "change"):
         return True
-    named = [stem for stem, rx in ITEMS if re.search(r"\b(?:" + rx + ")", s.text, re.I)]
+    named = [stem for stem, rx in ITEMS if any(
+        not SCOPE.search(s.text[max(0, m.start() - 30):m.start()])
+        for m in re.finditer(r"\b(?:" + rx + ")", s.text, re.I))]
     if not named:
         return True
     where = (name + " " + " ".join(k for k, _v in argument_strings(dict(call.arguments)))
@@ -720,6 +758,65 @@ def _transfer_elsewhere(s: Statement, call) -> bool:
     return bool(named and held and not named & held)
 
 
+#: A user message asking for a person ("can you transfer me to someone", "I'd like to speak
+#: with a human agent").
+WANTS_PERSON = re.compile(r"\b(?:transfer(?:red)?|speak|talk|connect(?:ed)?|put me through)\b"
+                          r"[^.?!]{0,60}?\b(?:human|person|agent|representative|supervisor|"
+                          r"manager|someone|somebody|nurse|doctor|staff|clinician)\b", re.I)
+_REFUSES = re.compile(r"\b(?:not|never|no|don't|do not|won't|refuse|can't|cannot)\b", re.I)
+
+
+def _declines(text: str, s: Statement) -> bool:
+    """Whether a user message declines or changes course on the statement ``s``: a
+    :data:`DECLINE` phrase whose clause names no action, or one the statement's sentence
+    names ("no, wait", "I don't have it"; "I don't want to be transferred" declines a
+    transfer, not a lookup)."""
+    mine = None
+    for m in DECLINE.finditer(text):
+        clause = re.split(r"[.;,!?\u2014]|\s-\s", text[m.start():], maxsplit=1)[0]
+        named = [a for a in actions_in(clause) if a != "inform"]  # "I'll get back to you"
+        if mine is None:
+            mine = set(actions_in(s.text.replace("*", ""))) | {s.action, "process"}
+        if not named or mine & set(named):
+            return True
+    return False
+
+
+def _transfer_told(evs: list[Event], start: int, at: int) -> bool:
+    """Whether the transfer at ``evs[at]`` is a course the user knows the reason for: an
+    agent sentence after the statement ``evs[start]`` up to the agent's first text after
+    the transfer says why (:data:`EXPLAIN`: "unable", "policy", "unfortunately" ...), or
+    the user asked for a person (not "I don't want to be transferred")."""
+    after = next((e for e in evs[at + 1:] if e.kind == "agent"), None)
+    for e in evs[start + 1:at] + ([after] if after else []):
+        if e.kind == "agent" and any(EXPLAIN.search(x) for x in sentences(e.text)):
+            return True
+        if e.kind == "user":
+            for m in WANTS_PERSON.finditer(e.text):
+                head = re.findall(r"[\w']+", e.text[:m.start()])[-4:]
+                if not _REFUSES.search(" ".join(head + [m.group()])):
+                    return True
+    return False
+
+
+def _done_again(evs: list[Event], call) -> Any:
+    """The first later successful call of ``call``'s tool, on the same records (the same
+    booking codes, or none), with other arguments, that the agent makes in the same run
+    of calls as ``call`` (before it writes to the user or the user speaks), or ``None``. A
+    change that only reads is never one; an identical repeat is not one either."""
+    if not carries_out("process", call.name):
+        return None
+    k = next(i for i, e in enumerate(evs) if e.kind == "call" and e.call is call)
+    for e in evs[k + 1:]:
+        if e.kind != "call":
+            return None
+        c = e.call
+        if c.name == call.name and not call_failed(c) and held_codes(c) == held_codes(call) \
+                and dict(c.arguments) != dict(call.arguments):
+            return c
+    return None
+
+
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
     later = [e for i, e in enumerate(evs) if i > s.position or (
@@ -740,6 +837,11 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                     # "upgrade XEHM4B and then cancel both": every code named is acted on
                     bad = (f"never acted on {', '.join(sorted(named - held))} (the "
                            f"{s.action} calls hold {', '.join(sorted(held))})")
+                if bad is None and not call_failed(call):
+                    again = _done_again(evs, call)
+                    if again is not None:
+                        bad = (f"carried it out, then {_label(again)} made the same change "
+                               "again with other arguments, with no word to the user")
                 if bad:
                     s.outcome, s.why = "contradicted", f"{s.call} {bad}"
                 elif call_failed(call):
@@ -748,12 +850,22 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                     s.outcome, s.why = "carried_out", f"carried out by {s.call}"
                 return
             if carries_out("transfer", e.call.name) and not _transfer_elsewhere(s, e.call):
-                s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
+                if _transfer_told(evs, s.position, evs.index(e, s.position)):
+                    s.outcome, s.why = "explained", f"the agent transferred ({_label(e.call)})"
+                else:
+                    s.outcome, s.call = "no_call", _label(e.call)
+                    s.why = (f"the agent transferred the user ({s.call}, turn {e.message}) "
+                             "without telling them why, " + (
+                                 "and never told them" if s.action == "inform" else
+                                 f"and no {s.action} call came before"))
                 return
-        elif e.kind == "user" and DECLINE.search(e.text):
+        elif e.kind == "user" and _declines(e.text, s):
             s.outcome, s.why = "explained", "the user declined or changed course"
             return
         elif e.kind == "agent" and e is not evs[s.position]:
+            if s.action == "inform" and e.message != evs[s.position].message:
+                s.outcome, s.why = "carried_out", f"the agent told the user (turn {e.message})"
+                return
             for sent in sentences(e.text):
                 if EXPLAIN.search(sent) and s.action in actions_in(sent):
                     s.outcome, s.why = "explained", f"the agent explained: \"{sent[:100]}\""
