@@ -90,6 +90,9 @@ LABEL = re.compile(r"(?:\*\*|__)(?P<l>[^*_\n]{1,80}?)(?::(?:\*\*|__)|(?:\*\*|__)
                    r"|^[ \t]*#{1,6}[ \t]+(?P<h>[^\n]+)$"
                    r"|^[ \t]*(?:[-*•][ \t]+)?(?:\*\*|__)(?P<b>[^*_\n]{1,80})(?:\*\*|__)[ \t]*$",
                    re.MULTILINE)
+# the words of a LaTeX formula ("\\text{Original amount paid}"): they name a quantity
+TEX_WORDS = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mbox)"
+                       r"\{([^{}\n]{1,80})\}")
 # the number of a labelled item ("**Flight 1:**", "**Option 2**:"): a list marker
 _LABEL_NUMBER = led(r"\d", re.compile(r"(?<=[A-Za-z] )\d{1,2}(?=:(?:\*\*|__)|(?:\*\*|__):)"))
 # the number of an item in a plain list ("- Certificate 1: $500", "Option 2: ...")
@@ -141,6 +144,8 @@ def extract_spans(text: str, *, answer: bool = True, words: bool | None = None,
         if bold or "#" in norm:
             labels = [m.span(next(g for g in ("l", "h", "b") if m.group(g) is not None))
                       for m in LABEL.finditer(norm)]
+        if "\\" in norm and "{" in norm:  # the words of a formula: "\text{New amount}"
+            labels = sorted(labels + [m.span(1) for m in TEX_WORDS.finditer(norm)])
         if digits and ":" in norm:
             for rx, g in ((_LABEL_NUMBER, 0), (_ITEM_NUMBER, 1)) if bold else \
                     ((_ITEM_NUMBER, 1),):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.answer_text import clean

@@ -8,7 +8,8 @@ import bisect
 import itertools
 import re
 from decimal import Decimal
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
@@ -16,10 +17,10 @@ from evaltape.grader.matching.numbers import (Num, POOL_LIMIT, amount_sum_or_dif
                                               compatible, derive, fmt, priced_product)
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.metrics.grounding.episode import listed_objects
-from evaltape.grader.metrics.grounding.words import (CALC_OPS, CALC_SPAN, CALC_TOKEN,
+from evaltape.grader.metrics.grounding.words import (BOTH, CALC_OPS, CALC_SPAN, CALC_TOKEN,
                                                      ENDING, EQUALS, LIST_ITEM, LIST_LEAD,
                                                      LIST_SPLIT, MINUTES, MONEY_UNITS,
-                                                     NUM_TEXT, RATE, RELATION, RULE_RATE,
+                                                     NUM_TEXT, RATE, RATE_LABEL, RELATION, RULE_RATE,
                                                      SHARE, TOTAL)
 
 
@@ -301,15 +302,19 @@ class ArithmeticRules(AnswerSources):
             # "The compensation is $50 per passenger. … Number of passengers: 3 … Total
             # compensation: $150": a rate the answer states before the claim times a count
             # it states in the claim's paragraph
+            # (a rate may be labelled: "Total per passenger: $849"; "both" counts two)
             lo = self.text.rfind("\n\n", 0, at) + 1
             rates = {c.num.value for c in self.claims if c.start < at and c.kind == "number"
                      and c.num is not None and c.num.unit == n.unit
-                     and RATE.match(self.text, c.start + len(c.text))}
-            for c in self.claims if rates else ():
-                if lo <= c.start < at and small_count(c.num):
-                    k = c.num.value
-                    if n.value / k in rates:
-                        return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
+                     and (RATE.match(self.text, c.start + len(c.text)) or RATE_LABEL.search(
+                         self.text, self.text.rfind("\n", 0, c.start) + 1, c.start))}
+            counts = [c.num.value for c in self.claims
+                      if lo <= c.start < at and small_count(c.num)]
+            if rates and BOTH.search(self.text, lo, at):
+                counts.append(Decimal(2))
+            for k in counts:
+                if n.value / k in rates:
+                    return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
         # the pool: the answer's stated numbers nearest to the claim (any of them when the
         # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -250,6 +251,7 @@ def schemas_text(schemas: Mapping[str, Mapping[str, Any]] | None) -> str:
     return orjson.dumps(list(schemas.values()), option=orjson.OPT_SORT_KEYS).decode()
 
 
+@functools.lru_cache(maxsize=4096)
 def action_stems(tool: str) -> frozenset[str]:
     """Stems of the parts of a tool name that can name an action it performs: none for a
     read-only tool (``check_upgrade`` checks, it does not upgrade; :data:`READ_ONLY`)."""

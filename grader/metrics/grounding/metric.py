@@ -17,7 +17,7 @@ from evaltape.grader.metrics.grounding.episode import (ClaimVerdict, at_reply_of
                                                        known_at, schemas_of, system_prompt_of,
                                                        agent_replies, read_reply,
                                                        results_by_id)
-from evaltape.grader.metrics.grounding.words import SOURCES
+from evaltape.grader.metrics.grounding.words import MONEY_UNITS, SOURCES, written_operand
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Grounding(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "grounding"
-    version: ClassVar[int] = 8
+    version: ClassVar[int] = 9
     #: the sources read besides the tool calls (:data:`SOURCES`); a case's
     #: ``grounding_sources`` narrows them further
     sources: tuple[str, ...] = tuple(SOURCES)
@@ -237,6 +237,7 @@ class Grounding(Metric):
         check.note_stated(claims)
         out = []
         kept = []
+        known = []  # how many derived numbers were known when each verdict was given
         for c in claims:
             if c.kind in ("number", "range") and check.rating_scale(c):
                 continue  # "on a scale of 1 to 10": the terms of a question, no claim
@@ -254,6 +255,19 @@ class Grounding(Metric):
                 out.append(ClaimVerdict(c, None, None, "", review=review))
             else:
                 out.append(ClaimVerdict(c, why, how, check.searched(c) if why else ""))
+            known.append(len(check.derived_here))
+        for i, v in enumerate(out):
+            # "additional cost = $1,200 (total fare $1,698)": a sum of money read again
+            # once the numbers derived after it are known (1,698 − 498); an operand of a
+            # sum the answer writes out is a figure a source must state, not the sum less
+            # the others
+            if v.reason and v.claim.kind == "number" and v.claim.num is not None \
+                    and v.claim.num.unit in MONEY_UNITS and known[i] < len(check.derived_here) \
+                    and not written_operand(check.text, v.claim.start,
+                                            v.claim.start + len(v.claim.text)):
+                why, how = check.check(v.claim)
+                if not why:
+                    out[i] = ClaimVerdict(v.claim, None, how, "")
         if not kept:
             return Score(None, "no checkable claims in the final answer", code="no_claims")
         return kept, out

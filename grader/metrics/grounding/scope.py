@@ -6,9 +6,11 @@ from __future__ import annotations
 
 
 import bisect
+import functools
 import itertools
 from decimal import Decimal
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -25,6 +27,26 @@ from evaltape.grader.metrics.grounding.episode import (action_stems, asserted_st
 from evaltape.grader.metrics.grounding.words import (DATE_JOIN, ITEM_LIMIT, MORE_DAYS,
                                                      SCOPED_KINDS, SOURCES, TOKEN,
                                                      VALUE_LIKE)
+
+
+@functools.lru_cache(maxsize=256)
+def unique_items(result: str | None) -> tuple[tuple[str, dict, list[dict]], ...]:
+    """``(value, item, its list)`` for each short string value (its :func:`norm_tokens`)
+    that exactly one item of a list of objects in ``result`` holds
+    (:func:`listed_objects`). Cached: a conversation's replies read each result again; the
+    objects returned are never changed by their users."""
+    out = []
+    for items in listed_objects(result):
+        counts: dict[str, list[int]] = {}
+        for n, item in enumerate(items):
+            for v in item.values():
+                if isinstance(v, str) and 0 < len(v) <= 60 and not VALUE_LIKE.match(v):
+                    key = norm_tokens(v)
+                    if key and len(key.split()) <= 4 and n not in counts.get(key, []):
+                        counts.setdefault(key, []).append(n)
+        out += [(key, items[where[0]], items) for key, where in counts.items()
+                if len(where) == 1]
+    return tuple(out)
 
 
 class AnswerSources:
@@ -145,17 +167,9 @@ class AnswerSources:
         # an item of several calls' lists: HAT092 in two days' flight searches)
         self.items: dict[str, list[tuple[str, Any, list[Any]]]] = {}
         for c, f in self.calls:
-            for items in listed_objects(self.results.get(c.id)):
-                counts: dict[str, list[int]] = {}
-                for n, item in enumerate(items):
-                    for v in item.values():
-                        if isinstance(v, str) and 0 < len(v) <= 60 and not VALUE_LIKE.match(v):
-                            key = norm_tokens(v)
-                            if key and len(key.split()) <= 4 and n not in counts.get(key, []):
-                                counts.setdefault(key, []).append(n)
-                for key, where in counts.items():
-                    if len(where) == 1 and key not in subj:
-                        self.items.setdefault(key, []).append((f.label, items[where[0]], items))
+            for key, item, items in unique_items(self.results.get(c.id)):
+                if key not in subj:
+                    self.items.setdefault(key, []).append((f.label, item, items))
         self.mentions: list[tuple[int, int, str]] = []
         self.mention_starts: list[int] = []
         if not subj and not self.items:

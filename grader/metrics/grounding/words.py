@@ -91,6 +91,18 @@ RELATION = re.compile(r"\b(?:differences?|differ|total|totals|totaling|totalling
 MONEY_UNITS = frozenset({"usd", "eur", "gbp"})
 #: after a number, a "+" and another number: the number is an operand of a written sum
 SUM_OPERAND = re.compile(r"\s*(?:\([^()\n]{0,30}\))?\s*\+\s*[$€£]?\d")
+#: after the last operand of a written sum, its result: "+ $102 (LGA-PHL) = $207"
+SUM_END = re.compile(r"\s*(?:\([^()\n]{0,30}\))?\s*(?:=|equals\b)")
+
+
+def written_operand(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` is an operand of a sum the answer writes
+    out ("$105 + $102 = $207": either operand)."""
+    return SUM_OPERAND.match(text, end) is not None or (
+        text[max(0, start - 4):start].rstrip().endswith("+")
+        and SUM_END.match(text, end) is not None)
+
+
 #: words that move a date by one day ("the day after my original reservation")
 NEXT_DAY = re.compile(r"\b(?:the\s+)?(?:day\s+(?:after|before)|next\s+day|following\s+day|"
                        r"previous\s+day|day\s+later|day\s+earlier)\b", re.IGNORECASE)
@@ -163,6 +175,12 @@ TOTAL = re.compile(r"\b(?:total|totals|totaling|totalling|sum|altogether|in all|
 #: after a number, the words that make it a rate ("$50 per passenger", "3 bags each")
 RATE = re.compile(r"(?:\s+[A-Za-z-]+){0,3}\s+(?:per|each|every|apiece|a\s+piece)\b|\s*/\s*[a-z]",
                    re.IGNORECASE)
+#: before a number on its line, a label that makes it a rate ("Total per passenger: $849",
+#: "Fare (each):")
+RATE_LABEL = re.compile(r"\b(?:per|each)\b[\w\s-]{0,20}\)?[*_\s]*[:|][*_\s]*$",
+                        re.IGNORECASE)
+#: a count of two said as a word ("both passengers")
+BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 #: the changes after which money goes back (a refund): their tools' name stems
 REFUNDING = frozenset(stem(w) for w in """update change modify cancel return exchange
 downgrade refund""".split())

@@ -1,0 +1,66 @@
+"""grounding reads a formula's words as labels, a rate labelled before its number, "both"
+as a count of two, and a number derived later in the answer (expected values worked out
+by hand in each test's comment)."""
+from __future__ import annotations
+
+import json
+
+from evaltape.grader.matching.claims import extract_claims
+from evaltape.grader.metrics.grounding import Grounding
+from evaltape.grader.model import Case, EpisodeContext, ToolCall, Trace
+
+
+def _ctx(answer: str, result: dict) -> EpisodeContext:
+    call = ToolCall("toolu_1", "get_fares", {}, json.dumps(result), False, 1)
+    trace = Trace(case_id="c", trial=0, input="Help me.", tool_calls=(call,),
+                  final_response=answer, stop_reason="end_turn", steps=2)
+    return EpisodeContext(trace=trace, case=Case(id="c", input="Help me."))
+
+
+def test_the_words_of_a_formula_are_no_names():
+    # \text{Original amount paid} and \text{New amount due} label quantities: no name;
+    # the $ amounts stay claims, and a name outside the formula stays one
+    text = ("The refund for Maria Lopez:\n\\[ \\text{Refund} = \\text{Original amount paid} - "
+            "\\text{New amount due} = \\$300 - \\$120 \\]")
+    got = [(c.kind, c.text) for c in extract_claims(text)]
+    assert ("name", "Maria Lopez") in got
+    assert not [t for k, t in got if k == "name" and t != "Maria Lopez"]
+    assert ("number", "$300") in got and ("number", "$120") in got
+
+
+def test_a_rate_labelled_before_its_number_times_both():
+    # $849 is stated; "Total per passenger:" makes it a rate, "both" counts 2:
+    # 849 × 2 = 1,698 → 0/2
+    s = Grounding().score(_ctx("- **Total per passenger:** $849\n- Upgrading both "
+                               "passengers: total fare $1,698.", {"business_fare": 849}))
+    assert s.value == 0.0, s.message
+    assert "2 [the answer] × 849 [the answer]" in s.message
+
+
+def test_without_a_count_the_labelled_rate_derives_nothing():
+    # no count in the paragraph (no "both", no number): $1,698 is no stated number nor a
+    # sum or difference of stated ones (849 + 849 counts one value once) → 1/2
+    s = Grounding().score(_ctx("- **Total per passenger:** $849\n- Upgrading the "
+                               "passengers: total fare $1,698.", {"business_fare": 849}))
+    assert s.value == 0.5, s.message
+    assert "number '$1,698'" in s.message
+
+
+def test_a_number_derived_after_it_in_the_sentence_supports_it():
+    # $849 and $498 are stated; $1,698 = 2 × 849 ("both"); read again once $1,698 is
+    # known, $1,200 = 1,698 − 498 ("additional": a relation) → 0/4
+    s = Grounding().score(_ctx(
+        "- **Total per passenger:** $849\n- You paid $498 for both passengers.\n"
+        "- Upgrading both passengers: additional cost = $1,200 (total fare $1,698).",
+        {"business_fare": 849, "paid": 498}))
+    assert s.value == 0.0, s.message
+
+
+def test_an_operand_of_a_written_sum_is_not_read_again():
+    # $105 + $60 = $207 with fares 105 and 102: 105 + 60 = 165, so the answer's arithmetic
+    # does not hold; 207 = 105 + 102 of the record (a total); $60 would be 207 − 105 only
+    # by reading the sum backwards: unsupported → 1/3
+    s = Grounding().score(_ctx("Total fare: $105 + $60 = $207.",
+                               {"legs": [{"price": 105}, {"price": 102}]}))
+    assert "number '$60'" in s.message, s.message
+    assert s.value == 1 / 3, s.message
