@@ -1,6 +1,5 @@
-"""Frozen data model of the grader: the boundary parses JSON into these, the rest trusts them.
-
-The shapes of a trace line and of a dataset case.
+"""Frozen data model of the grader: trace lines and dataset cases, parsed from JSON at the
+boundary and trusted everywhere else.
 """
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ class ToolCall:
         result: the tool result text, or ``None`` when the call was not executed.
         is_error: whether the tool result was flagged as an error.
         step: 1-based model turn that issued the call; parallel calls share a step.
-        duration_s: seconds the tool took to run (the trace's ``duration_s``; recorded for
-            in-process agents), or ``None`` when not recorded or the tool was not run.
+        duration_s: seconds the tool ran, or ``None`` when not recorded or not run.
     """
 
     id: str
@@ -43,15 +41,13 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class TurnTiming:
-    """One model turn's timing, as recorded in the trace's ``timing.turns``.
+    """One model turn's timing (the trace's ``timing.turns``), in seconds.
 
     Attributes:
-        step: the 1-based model turn (``steps`` counts them).
-        latency_s: seconds from sending the request to having the whole answer (retries
-            the client made for the turn included).
-        start_s: seconds from the start of the episode to sending the request, or ``None``.
-        ttfb_s: seconds from sending the request to the answer's first byte (recorded by
-            the proxy for ``--command`` agents), or ``None``.
+        step: the 1-based model turn.
+        latency_s: request sent to whole answer received, client retries included.
+        start_s: episode start to request sent, or ``None``.
+        ttfb_s: request sent to the answer's first byte, or ``None``.
     """
 
     step: int
@@ -62,15 +58,12 @@ class TurnTiming:
 
 @dataclass(frozen=True)
 class Timing:
-    """The trace's timing: what the tiered-composite scoring design's task executor records
-    (time to the first tool call, time to completion, per-tool latency), per model turn.
-    Time to completion is the trace's ``latency_s``; each tool's time is its call's
-    :attr:`ToolCall.duration_s`.
+    """The trace's timing, in seconds. Time to completion is the trace's ``latency_s``; each
+    tool's time is its call's :attr:`ToolCall.duration_s`.
 
     Attributes:
-        first_tool_call_s: seconds from the start of the episode to the arrival of the
-            model answer that made the first tool call, or ``None`` (no call, or not
-            recorded).
+        first_tool_call_s: episode start to the answer that made the first tool call, or
+            ``None`` (no call, or not recorded).
         turns: the model turns' timings, in order (:class:`TurnTiming`).
     """
 
@@ -82,11 +75,9 @@ class Timing:
 class Trace:
     """One episode (a case run once, in one trial) as recorded.
 
-    ``final_response`` is ``None`` when the agent gave no final answer. ``steps`` counts
-    model turns. ``timing`` (:class:`Timing`) is ``None`` for a trace that records no
-    timing at all (no ``timing`` object and no call's ``duration_s``). ``raw`` keeps the
-    parsed JSON object for metrics that need keys this class does not model (forward
-    compatibility).
+    ``final_response`` is ``None`` without a final answer; ``steps`` counts model turns;
+    ``timing`` is ``None`` when the trace records no timing; ``raw`` is the parsed JSON
+    object, for keys this class does not model.
     """
 
     case_id: str
@@ -107,21 +98,19 @@ class Trace:
 
     @property
     def tools_called(self) -> list[str]:
-        """Names of the called tools, in call order (the scripted example suite's
-        ``tools_called``)."""
+        """Names of the called tools, in call order."""
         return [c.name for c in self.tool_calls]
 
 
 @dataclass(frozen=True)
 class ArgOptions:
-    """How one parameter's value is compared (set per parameter by a dataset or importer).
+    """How one parameter's value is compared (per parameter, set by a dataset or importer).
 
     Attributes:
         unordered: a list value compares as a multiset (order ignored, duplicates count).
         ignore: the parameter is not compared, and may be absent.
-        standardize: strings (also inside lists and objects) compare after the Berkeley
-            Function-Calling Leaderboard's standardisation (``ast_checker.standardize_string``:
-            spaces and ``,./-_*^`` removed, lower case, ``'`` read as ``"``).
+        standardize: strings compare after BFCL's ``standardize_string`` (spaces and
+            ``,./-_*^`` removed, lower case, ``'`` read as ``"``).
         tolerance: numbers within this absolute difference are equal (``None``: exact).
     """
 
@@ -137,16 +126,13 @@ class ExpectedCall:
 
     Attributes:
         name: the tool name (compared exactly).
-        acceptable: ``{param: (value, ...)}``: each parameter's acceptable values, or
-            ``None`` to accept any arguments (the case names the tool only).
+        acceptable: ``{param: (value, ...)}`` acceptable values, or ``None``: any arguments.
         optional: parameters that may be absent (BFCL's ``""`` marker).
-        args_mode: this call's own argument mode (BFCL items use ``exact``), or ``None``
-            for the metric's.
+        args_mode: this call's own argument mode, or ``None`` for the metric's.
         unordered_lists: compare list values as multisets.
         options: per-parameter comparison options (:class:`ArgOptions`).
-        action_id: the benchmark's id of this gold action (τ²-bench ``action_id``), or ``None``.
-        compare_args: τ²-bench's ``compare_args``: only these arguments are compared (an
-            empty tuple: the name alone), or ``None`` for τ²'s default.
+        action_id: τ²-bench's ``action_id`` of this gold action, or ``None``.
+        compare_args: τ²-bench's ``compare_args`` (``()``: the name alone), or ``None``.
         requestor: who must make the call (τ²-bench: ``assistant`` or ``user``).
     """
 
@@ -177,11 +163,10 @@ TEXT_FORMS = {"regex": "a regular expression (string)",
 
 
 class AnswerText(dict):
-    """An expected piece of answer text written as an object: ``{"regex": PATTERN}`` (a
-    Python regular expression, searched case-insensitively in the answer, both in Unicode
-    normal form C) or ``{"any_of": [PHRASE, ...]}`` (found when any phrase is). Built by
-    :func:`evaltape.grader.io.expectations.parse_answer_text`, which checks the shape and
-    that the pattern compiles."""
+    """Expected answer text written as an object: ``{"regex": PATTERN}`` (searched
+    case-insensitively, both sides in NFC) or ``{"any_of": [PHRASE, ...]}``. Built by
+    :func:`evaltape.grader.io.expectations.parse_answer_text`.
+    """
 
     __slots__ = ("_rx",)
 
@@ -196,8 +181,7 @@ class AnswerText(dict):
         return tuple(self.get("any_of") or ())
 
     def search(self, answer: str) -> bool:
-        """Whether a regex is found in ``answer`` (normalised to NFC here); ``False`` for
-        an ``any_of`` (its phrases are tested by the caller's own keyword rule)."""
+        """Whether the regex is found in ``answer`` (NFC); ``False`` for an ``any_of``."""
         return bool(self._rx is not None and
                     self._rx.search(unicodedata.normalize("NFC", answer)))
 
@@ -209,8 +193,7 @@ class AnswerText(dict):
 
 
 class OneOf(dict):
-    """An expected argument value written ``{"one_of": [v1, v2, ...]}``: any of the values
-    is correct. Built by :func:`evaltape.grader.io.expectations.parse_arg_value`."""
+    """An expected argument written ``{"one_of": [v1, v2, ...]}``: any of the values is correct."""
 
     @property
     def options(self) -> tuple[Any, ...]:
@@ -219,15 +202,15 @@ class OneOf(dict):
 
 
 def acceptable_values(value: Any) -> tuple[Any, ...]:
-    """The acceptable values of an expected argument: a :class:`OneOf`'s options, else
-    the one literal value."""
+    """The acceptable values of an expected argument: a :class:`OneOf`'s options, else ``(value,)``.
+    """
     return value.options if isinstance(value, OneOf) else (value,)
 
 
 def text_found(expected: str | AnswerText, answer_lower: str) -> bool:
-    """The outcome check's test of one expected piece of text against an answer already
-    in lower case: a phrase (or each ``any_of`` phrase) as a case-insensitive substring, a
-    regex searched case-insensitively."""
+    """Whether ``expected`` is in ``answer_lower`` (already lower case): a phrase or any
+    ``any_of`` phrase as a case-insensitive substring, or a regex search.
+    """
     if type(expected) is str:
         return expected.lower() in answer_lower
     if isinstance(expected, AnswerText):
@@ -239,12 +222,11 @@ def text_found(expected: str | AnswerText, answer_lower: str) -> bool:
 
 @dataclass(frozen=True)
 class FactualClaim:
-    """A statement whose truth a judge checks against the tool results (the tiered-composite scoring design).
+    """A statement a judge checks against the tool results (a case's ``factual_claims``).
 
     Attributes:
         statement: the claim, in words.
-        expected_truth: what the judge should find (the tiered-composite scoring design default:
-            ``True``).
+        expected_truth: what the judge should find (default ``True``).
         source_ref: where the fact comes from (informational).
     """
 
@@ -255,20 +237,16 @@ class FactualClaim:
 
 @dataclass(frozen=True)
 class JudgeCriteria:
-    """A judged metric the user writes (G-Eval's form: criteria, evaluation steps, a score
-    on a scale; Liu et al. 2023), as a ``[judges.NAME]`` table of the configuration or a
-    case's ``judges.NAME`` gives it (:mod:`evaltape.grader.io.judges` parses both).
-
-    ``None`` means "not set here": a case's entry inherits the configuration's value.
+    """A user-written judged metric in G-Eval's form (Liu et al. 2023): criteria, steps, a
+    scale; from ``[judges.NAME]`` or a case's ``judges.NAME`` (:mod:`evaltape.grader.io.judges`).
+    A ``None`` field is not set here: a case's entry inherits the configuration's value.
 
     Attributes:
         criteria: what the judge checks, in words.
-        evaluation_steps: the steps the judge follows, in order (``()``: none given).
-        scale: ``"LO-HI"`` (whole numbers, ``"1-5"``) or ``"pass/fail"``; scores are
-            normalised to [0, 1].
-        threshold: the normalised score at or above which a sample counts as a pass.
-        include: what the judge is shown, a subset of ``input``, ``tool_calls``,
-            ``expected_output``, ``answer``.
+        evaluation_steps: the steps the judge follows, in order (``()``: none).
+        scale: ``"LO-HI"`` (whole numbers, ``"1-5"``) or ``"pass/fail"``; normalised to [0, 1].
+        threshold: the normalised score at or above which a sample passes.
+        include: what the judge sees: ``input``, ``tool_calls``, ``expected_output``, ``answer``.
         model: the model ``evaltape judge`` asks (the configuration only).
     """
 
@@ -290,21 +268,16 @@ DEFAULT_MAX_TURNS = 10
 
 @dataclass(frozen=True)
 class UserSpec:
-    """The user of a multi-turn case (the case's ``user`` key): a scripted user (``turns``,
-    no model) or a simulated one (a model over the Messages API given ``instructions``).
-
-    The case's input is always the user's first message; the user writes the ones after
-    it, each time the agent replies. The conversation ends when the user's message holds
-    :attr:`stop` (or a scripted user runs out of turns), when the agent calls one of the
-    agent's transfer tools, or after :attr:`max_turns` user messages.
+    """The user of a multi-turn case (its ``user`` key): scripted (``turns``) or simulated (a
+    model given ``instructions``). The case's input is the first user message. The
+    conversation ends on :attr:`stop`, a transfer tool call, the scripted turns running out,
+    or :attr:`max_turns` user messages.
 
     Attributes:
-        instructions: what the simulated user wants and how to behave (its goal), in words.
-        persona: who the user is (tone, background), in words, or ``None``.
-        known_facts: ``{name: value}`` the user knows and gives only when the agent asks
-            (an id, an e-mail, a date), or ``None``.
-        turns: a scripted user's messages after the first, in order, or ``None`` for a
-            simulated user.
+        instructions: the simulated user's goal and behaviour, in words.
+        persona: who the user is (tone, background), or ``None``.
+        known_facts: ``{name: value}`` the user gives only when asked, or ``None``.
+        turns: a scripted user's messages after the first, or ``None`` (simulated).
         max_turns: the most user messages, the first included.
         stop: the text that ends the conversation when a user message contains it.
     """
@@ -324,85 +297,45 @@ class UserSpec:
 
 @dataclass(frozen=True)
 class Case:
-    """One dataset case, every expectation parsed at load.
-
-    The reference formats and their keys: the help-desk example suite (``id``, ``user_query``,
-    ``expected_tools``,
-    ``expected_args``, ``expected_outcome_keywords``, ``tags``), the triage example suite (``ticket``,
-    ``expected_category``, ``must_mention``), the scripted example suite (``name``, ``task``,
-    ``script``,
-    ``expected_answer_contains``, ``expected_tools``, ``max_steps``), the tiered-composite scoring design
-    (``difficulty``, ``final_response_contains``/``_excludes``, ``factual_claims``), the task-manager example suite (``expected_tool_calls``, ``expected_topics``,
-    ``should_not_contain``) and
-    evaltape's ``expected_actions``, ``reference_label``, ``budgets``, ``expected_output``
-    and ``judges``.
+    """One dataset case, every expectation parsed at load (keys: docs/formats.md).
 
     Attributes:
-        id: case id (the help-desk example suite ``id``, the scripted example suite ``name``; else
-            ``case_NNN`` by position).
+        id: case id (``id`` or ``name``; else ``case_NNN`` by position).
         input: the user's request (``user_query`` / ``task`` / ``ticket`` / ``user_input``).
-        expected_tools: tool names expected in order (``expected_tools``, else the names of
-            ``expected_tool_calls``), or ``None`` when the case says nothing.
-        expected_args: ``{tool: {param: value}}`` (the help-desk example suite), or ``None``.
-        expected_calls: the expected calls with their acceptable arguments: from
-            ``expected_tool_calls`` (a name, ``{name, arguments}`` or BFCL's
-            ``{name: {param: [values]}}``), else ``expected_tools`` + ``expected_args``;
-            ``None`` when the case states no tool expectation.
+        expected_tools: tool names expected in order, or ``None``.
+        expected_args: ``{tool: {param: value}}``, or ``None``.
+        expected_calls: expected calls with acceptable arguments (from ``expected_tool_calls``,
+            else ``expected_tools`` + ``expected_args``), or ``None``.
         expected_actions: expected actions (``{name, kwargs}``), exact arguments, or ``None``.
-        expected_outcome_keywords: keywords the answer must contain (the help-desk example suite; the task-manager example suite's
-            ``expected_topics`` when absent), or ``None``. Each is a phrase (``str``) or
-            an :class:`~evaltape.grader.model.AnswerText` (``{"regex": ...}``,
-            ``{"any_of": [...]}``); so are the items of ``final_response_contains``.
-        expected_answer_contains: one phrase the answer must contain (the scripted example suite), or ``None``
-            (or an ``AnswerText``).
-        expected_topics: the task-manager example suite's topics, or ``None``.
-        final_response_contains, final_response_excludes: the tiered-composite scoring design phrases, or
-            ``None``.
-        should_not_contain: the task-manager example suite forbidden phrases, or ``None``.
-        factual_claims: the tiered-composite scoring design claims for the judge, or ``None``.
-        expected_category, must_mention: the triage example suite's triage expectations, or ``None``.
-        difficulty: the tiered-composite scoring design tier (``basic``/``advanced``/``challenge`` or any
-            word).
-        reference_label: a reference verdict (pass ``True``/fail ``False``) to measure
-            agreement with, or ``None``.
-        tools: the function schemas offered with the case (BFCL's ``{name, description,
-            parameters}`` or Anthropic's ``{name, description, input_schema}``), or ``None``.
-        matching: whose rules decide tool-call matching: ``None`` (evaltape's), ``"bfcl"``
-            (the Berkeley Function-Calling Leaderboard's AST checker) or ``"tau2"``
-            (τ²-bench's action checks).
-        script: the scripted model's turns (the scripted example suite), or ``None``.
+        expected_outcome_keywords: phrases or :class:`AnswerText` the answer must contain
+            (``expected_topics`` when absent), or ``None``.
+        expected_answer_contains: one phrase (or ``AnswerText``) the answer must contain.
+        expected_topics: topics the answer should cover, or ``None``.
+        final_response_contains, final_response_excludes: required / forbidden phrases.
+        should_not_contain: forbidden phrases, or ``None``.
+        factual_claims: claims for the judge (:class:`FactualClaim`), or ``None``.
+        expected_category, must_mention: triage expectations, or ``None``.
+        difficulty: a tier (``basic``/``advanced``/``challenge`` or any word).
+        reference_label: a reference verdict (pass ``True``/fail ``False``), or ``None``.
+        tools: function schemas offered with the case (BFCL or Anthropic form), or ``None``.
+        matching: tool-call matching rules: ``None`` (evaltape's), ``"bfcl"`` or ``"tau2"``.
+        script: the scripted model's turns, or ``None``.
         max_steps: per-case step limit, or ``None`` for the agent default (8).
         tags: free labels for breakdowns.
-        thresholds: this case's own pass thresholds, ``{metric name: number in [0, 1]}``
-            (``"thresholds": {"tool_selection_accuracy": 0.6}``); they win over the
-            configuration's ``[thresholds]`` and the metric's default
-            (:mod:`evaltape.grader.stats.verdict`), or ``None``.
+        thresholds: per-case pass thresholds ``{metric: number in [0, 1]}``, or ``None``.
         extra: the other known keys, verbatim (``description``, ``metadata``, ...).
         line: 1-based line (JSONL) or position (JSON array) of the case in its file.
-        expected_output: a reference answer a user-written judge may be shown
-            (``expected_output``), or ``None``.
-        judges: the case's user-written judges and overrides (``{name: JudgeCriteria}``),
-            or ``None``.
-        budgets: evaltape's per-case limits ``{max_tool_calls, max_steps, max_cost_usd,
-            max_latency_s}`` (a ``None`` value: no budget, whatever the configured default),
-            or ``None`` when the case sets none.
-        grounding_sources: the sources ``grounding`` may read besides the tool calls, for
-            this case (names of :data:`GROUNDING_SOURCES`; ``[]``: the tool calls alone),
-            narrowing the configured ones, or ``None``.
-        user: the user of a multi-turn case (:class:`UserSpec`), or ``None`` (one user
-            message, the input).
-        env: the stateful tool environment the agent's tools act on (a built-in name of
-            :mod:`evaltape.grader.envs` or ``module:object``), or ``None``.
-        initial_state: the environment's state at the start of each episode (a JSON
-            object; ``None``: the environment's own initial state).
-        expected_state: the end state the episode must leave, a partial document: every
-            key it names must hold the value it gives (``None``: not checked).
-        gold_actions: the actions (``{name, kwargs}``) whose effect on the initial state
-            is the expected end state, as τ-bench derives it, or ``None``.
-        expect_unchanged: ``True`` when the correct end state is the initial state itself
-            (a request the tools must not act on, a lookup): the whole end state must
-            equal it. Without it a case whose expectation already holds at the start is
-            refused at load. ``None`` otherwise.
+        expected_output: a reference answer a user-written judge may be shown, or ``None``.
+        judges: the case's user-written judges (``{name: JudgeCriteria}``), or ``None``.
+        budgets: ``{max_tool_calls, max_steps, max_cost_usd, max_latency_s}`` (a ``None``
+            value: no budget), or ``None``.
+        grounding_sources: names of :data:`GROUNDING_SOURCES` ``grounding`` may read, or ``None``.
+        user: the user of a multi-turn case (:class:`UserSpec`), or ``None``.
+        env: the stateful tool environment (a built-in name or ``module:object``), or ``None``.
+        initial_state: the environment's start state (JSON object), or ``None``.
+        expected_state: a partial end-state document every named key must match, or ``None``.
+        gold_actions: actions whose effect on the initial state is the expected end state.
+        expect_unchanged: ``True`` when the end state must equal the initial state.
     """
 
     id: str
@@ -451,16 +384,11 @@ class Case:
 
     @property
     def has_expectations(self) -> bool:
-        """Whether the case states anything to check the agent against (:data:`EXPECTATIONS`);
-        a case without any passes the help-desk example suite's rules by definition (no expected tool
-        and none
-        called → 1.0, no keyword and an answer → 1.0)."""
+        """Whether the case states anything to check (:data:`EXPECTATIONS`)."""
         return any(getattr(self, name) is not None for name in self.EXPECTATIONS)
 
     def __post_init__(self) -> None:
-        # A case built in code with the help-desk and scripted example suites' fields gets the
-        # same expected calls the
-        # loader derives: each expected tool with its expected_args as literal values.
+        # expected_tools + expected_args given in code: derive expected_calls as the loader does
         if self.expected_calls is None and self.expected_tools is not None:
             args = self.expected_args or {}
             object.__setattr__(self, "expected_calls", tuple(
@@ -475,11 +403,10 @@ INPUT_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_i
 
 
 def usage_tokens(usage: Any) -> tuple[int | None, int | None]:
-    """``(tokens in, tokens out)`` of a trace's ``usage``: the one token figure evaltape
-    shows everywhere (the record summary, the page): tokens in = the sum of
-    :data:`INPUT_TOKEN_KEYS` present (cache reads and writes included), tokens out =
-    ``output_tokens``; ``None`` for a side the usage does not report (a count that is not
-    a whole number is left out)."""
+    """``(tokens in, tokens out)`` of a trace's ``usage``: in = sum of the
+    :data:`INPUT_TOKEN_KEYS` present, out = ``output_tokens``; ``None`` for a side not
+    reported as a whole number.
+    """
     u = usage if isinstance(usage, Mapping) else {}
     ins = [u.get(k) for k in INPUT_TOKEN_KEYS]
     ins = [v for v in ins if isinstance(v, int) and not isinstance(v, bool)]
@@ -546,17 +473,12 @@ MAX_EVIDENCE_DEPTH = 249
 
 
 def check_evidence(value: Any) -> None:
-    """Refuse an ``evidence`` value that ``report.json`` cannot hold as written.
-
-    Evidence is JSON: objects (``dict`` with ``str`` keys), arrays (``list`` or
-    ``tuple``), strings, finite numbers (integers within 64 bits, what ``orjson`` writes),
-    booleans and ``None``, nested at most :data:`MAX_EVIDENCE_DEPTH` levels.
+    """Refuse an ``evidence`` value ``report.json`` cannot hold: JSON only, integers within
+    64 bits, finite floats, at most :data:`MAX_EVIDENCE_DEPTH` levels.
 
     Raises:
-        TypeError: a value of another type (a set, a non-``str`` key, an object), naming
-            its JSON path (``evidence.pairs[0].actual``).
-        ValueError: a number that is NaN, infinite or an integer beyond 64 bits, or
-            nesting deeper than :data:`MAX_EVIDENCE_DEPTH`, naming the path.
+        TypeError: a value of another type or a non-``str`` key, naming its JSON path.
+        ValueError: NaN, infinity, an integer beyond 64 bits, or too deep, naming the path.
     """
     if _plain_json(value, 0):
         return  # the common case, checked without building paths
@@ -595,8 +517,7 @@ _INF = (float("inf"), float("-inf"))
 
 
 def _plain_json(v: Any, depth: int) -> bool:
-    """Whether ``v`` is JSON :func:`check_evidence` accepts, built of the exact built-in
-    types (a fast test; ``False`` sends :func:`check_evidence` to its path-naming walk)."""
+    """Whether ``v`` is JSON :func:`check_evidence` accepts, of exact built-in types (fast test)."""
     t = type(v)
     if t is str or t is bool or v is None:
         return True
@@ -619,16 +540,9 @@ class Score:
     Attributes:
         value: in [0, 1], or ``None`` when not applicable / not computable.
         message: the human message: numerators and denominators, or why the value is null.
-        code: ``None`` for a value; for a null, a machine code (lower-case ``[a-z0-9_]``):
-            one of :data:`NULL_CODES` for built-in metrics, any such word for user metrics.
-            ``report.json`` writes it as the metric entry's ``code``.
-        evidence: what the score was computed from, as JSON for programs (``None``: none):
-            per-action results, per-call results, call pairings and their argument
-            differences (docs/metrics.md, "Evidence"). ``report.json`` writes it as the
-            metric entry's ``evidence``, keys sorted; ``message`` stays the human message.
-            The grading engine checks a user metric's evidence (:func:`check_evidence`)
-            and records a score whose evidence is not JSON as the metric's ``error``; the
-            built-in metrics' evidence is JSON by construction.
+        code: ``None`` for a value; for a null, a lower-case word (:data:`NULL_CODES`).
+        evidence: what the score was computed from, as JSON (docs/metrics.md, "Evidence"),
+            or ``None``.
 
     Raises:
         ValueError: a null without a code, a value with one, a code that is not a
@@ -684,15 +598,11 @@ class Score:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every episode of a recorded run shares and its traces do not carry, read once
-    per run from the run's recorded requests (:meth:`evaltape.grader.io.run.Run.context`).
-
-    A trace's own ``system`` and ``tools`` keys win over these (imported traces carry
-    them).
+    """What a run's episodes share and traces do not carry, read once from the recorded
+    requests (:meth:`evaltape.grader.io.run.Run.context`); a trace's own keys win.
 
     Attributes:
-        system: the agent's system prompt as text (text blocks joined by a blank line), or
-            ``None``.
+        system: the agent's system prompt (text blocks joined by a blank line), or ``None``.
         tools: the tool schemas offered (``{name, description, input_schema}``), or ``()``.
     """
 
