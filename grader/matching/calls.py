@@ -1,31 +1,11 @@
-"""Tool-call matching: tiny pure comparators, one optimal one-to-one assignment.
+"""Tool-call matching: pure comparators and one optimal one-to-one assignment.
 
-Two independent axes (STYLE.md §8, after openevals' ``trajectory/`` and ``types.py``):
-
-* **order** (:data:`OrderMode`) says how the two call lists must correspond:
-  ``strict`` (same calls, same order), ``unordered`` (same multiset of calls),
-  ``subset`` (every actual call is expected: no extra calls), ``superset`` (every expected
-  call was made: extra calls allowed), ``in_order`` (the expected calls appear in their
-  order, other calls allowed between them: a subsequence).
-* **arguments** (:data:`ArgsMode`) say when one actual call's arguments match one expected
-  call's: ``exact`` (same keys, equal values), ``ignore`` (names only), ``subset`` (the
-  actual keys are a subset of the expected keys; given values equal), ``superset`` (the
-  actual keys include every expected key; those values equal). Per-tool overrides take a
-  mode, a list of dotted key paths to compare, or a ``(actual_args, expected_args) -> bool``
-  callable.
-
-Expected calls come parsed from the case (:class:`evaltape.grader.model.ExpectedCall`, read
-by :mod:`evaltape.grader.io.expectations`): each parameter has a tuple of acceptable values
-(BFCL-style lists, where ``""`` marks the parameter optional, Berkeley Function-Calling
-Leaderboard ``ast_checker``).
-
-Values compare recursively (:func:`compare_values`): dict key order never matters; list
-order matters unless asked otherwise; ``12 == 12.0``; ``True`` never equals ``1``; ``"1"``
-vs ``1`` is a type mismatch.
-
-Matching between actual and expected calls is a maximum bipartite matching (Kuhn's
-augmenting paths), so the number of matched pairs is optimal, never depends on the order
-of either list, and duplicates count: two identical expected calls need two actual calls.
+Two axes: **order** (:data:`OrderMode`: ``strict``, ``unordered``, ``subset``,
+``superset``, ``in_order``) says how the call lists correspond; **arguments**
+(:data:`ArgsMode`: ``exact``, ``ignore``, ``subset``, ``superset``, or per tool a list of
+key paths or a predicate) says when one call's arguments match another's. Values compare
+recursively (:func:`compare_values`). Pairing is a maximum bipartite matching (Kuhn's
+augmenting paths): optimal, independent of list order, and duplicates count.
 """
 from __future__ import annotations
 
@@ -44,8 +24,7 @@ ArgsOverride = Union[str, Sequence[str], Callable[[Mapping[str, Any], Mapping[st
 
 
 def check_overrides(overrides: Any) -> None:
-    """Per-tool argument overrides must each be a mode, a list of dotted key paths, or a
-    callable (a typo must not turn every score of the tool into an error null).
+    """Check that each per-tool override is a mode, a list of dotted key paths, or a callable.
 
     Raises:
         ValueError: naming the tool and the valid modes.
@@ -102,20 +81,13 @@ def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                    tolerance: float | None = None, ignore_case: bool = False) -> str | None:
     """Compare two JSON values recursively; ``None`` when equal, else the first difference.
 
-    Rules: strings compare in Unicode normal form C (:func:`nfc`), and differing ones are
-    shown with ``\\u`` escapes so look-alikes are visible; numbers compare by value
-    (``12 == 12.0``); booleans equal only booleans
-    (``True != 1``); different JSON kinds are a type mismatch (``"1"`` vs ``1``); objects
-    need the same keys (any order) with equal values; arrays need equal length and equal
-    items in order, or, with ``unordered_lists``, a one-to-one pairing of equal items.
-    ``standardize`` compares strings after BFCL's standardisation
-    (:func:`evaltape.grader.matching.bfcl.standardize`); ``tolerance`` makes numbers within
-    that absolute difference equal; ``ignore_case`` compares strings and object keys in
-    lower case (:func:`value_difference`). All apply at every depth.
+    Strings compare in NFC, numbers by value (``12 == 12.0``), booleans only with booleans,
+    objects by keys in any order, arrays in order (multisets with ``unordered_lists``).
+    ``standardize`` (BFCL's string standardisation), ``tolerance`` (absolute, numbers) and
+    ``ignore_case`` apply at every depth.
 
     Returns:
-        ``None`` or a message such as ``"$.a[1]: type mismatch: string '1' vs number 1"``
-        (the path and text of :func:`value_difference`).
+        ``None`` or ``"PATH: TEXT"``, e.g. ``"$.a[1]: type mismatch: string '1' vs number 1"``.
     """
     diff = value_difference(actual, expected, unordered_lists=unordered_lists, path=path,
                             standardize=standardize, tolerance=tolerance,
@@ -129,8 +101,7 @@ VALUE_KINDS = ("type_mismatch", "keys_differ", "length_differs", "items_differ",
 
 
 def _fold_keys(obj: Mapping[str, Any]) -> dict[str, str] | None:
-    """``{lower-case key: key}`` of an object, or ``None`` when two keys differ only in case
-    (then the keys compare exactly)."""
+    """``{lower-case key: key}`` of an object; ``None`` when two keys differ only in case."""
     out = {nfc(k).lower(): k for k in obj}
     return out if len(out) == len(obj) else None
 
@@ -139,14 +110,10 @@ def value_difference(actual: Any, expected: Any, *, unordered_lists: bool = Fals
                      path: str = "$", standardize: bool = False,
                      tolerance: float | None = None,
                      ignore_case: bool = False) -> tuple[str, str, str] | None:
-    """The first difference between two JSON values as ``(kind, path, text)``, or ``None``
-    when they are equal under the rules of :func:`compare_values`.
-
-    ``kind`` is one of :data:`VALUE_KINDS`; ``path`` is the JSON path of the differing
-    value (``$.time.start``, ``$.ids[1]``); ``text`` says what differs (``'a' != 'b'``).
-    With ``ignore_case``, strings are equal when their lower-case NFC forms are (or their
-    plain lower-case forms, ``str.lower``), and object keys pair by their lower-case form
-    (in an object with two keys that differ only in case, keys pair exactly).
+    """The first difference between two JSON values as ``(kind, path, text)``, or ``None`` when
+    equal under :func:`compare_values`' rules. ``kind`` is one of :data:`VALUE_KINDS`;
+    ``path`` is a JSON path (``$.ids[1]``). ``ignore_case`` pairs object keys by lower-case
+    form unless two keys of one object differ only in case.
     """
     ka, ke = _kind(actual), _kind(expected)
     if ka != ke:
@@ -209,8 +176,7 @@ def value_difference(actual: Any, expected: Any, *, unordered_lists: bool = Fals
 
 
 def nfc(text: str) -> str:
-    """``text`` in Unicode normal form C: "Zu\u0308rich" (u + combining diaeresis) and
-    "Z\u00fcrich" (ü) are the same string to a reader, so they compare equal."""
+    r"""``text`` in Unicode normal form C, so "Zu\u0308rich" equals "Z\u00fcrich"."""
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
@@ -258,18 +224,12 @@ class Mismatch:
     """Why one actual call does not match one expected call, in parts a program can read.
 
     Attributes:
-        kind: what differs: ``name`` or ``name_case`` (the tool names), ``missing_arguments``
-            or ``unexpected_arguments`` (keys, listed in ``arguments``), ``schema_type``
-            (the tool's schema declares ``integer``, the call gives a float),
-            ``not_in_expected`` (a compared key path the expected call lacks),
-            ``no_acceptable_value``, ``custom`` (a user predicate said no), or one of
-            :data:`VALUE_KINDS` (a value differs at ``path``).
-        message: the human text (what :func:`args_mismatch` and :func:`call_mismatch`
-            return).
-        path: the JSON path of the differing value in the arguments (``$.time.start``), or
-            ``None`` when no single value differs.
-        arguments: the top-level arguments concerned (the missing or unexpected ones; the
-            argument holding ``path``).
+        kind: ``name``, ``name_case``, ``missing_arguments``, ``unexpected_arguments``,
+            ``schema_type``, ``not_in_expected``, ``no_acceptable_value``, ``custom``, or one
+            of :data:`VALUE_KINDS`.
+        message: the human text (what :func:`args_mismatch` and :func:`call_mismatch` return).
+        path: the JSON path of the differing value (``$.time.start``), or ``None``.
+        arguments: the top-level arguments concerned (missing, unexpected, or holding the path).
     """
 
     kind: str
@@ -292,21 +252,11 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
                   schema: Mapping[str, Any] | None = None) -> str | None:
     """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
 
-    Per-parameter :class:`evaltape.grader.model.ArgOptions` (``expected.options``) apply to
-    mode-based comparison: ``ignore`` drops the parameter from every check (it may be
-    absent or extra), ``unordered`` compares its lists as multisets, ``standardize`` and
-    ``tolerance`` go to :func:`compare_values`. With the tool's JSON ``schema``, a
-    parameter declared ``integer`` refuses a float value (``5.0``) as BFCL's type rule does
-    (``ast_checker.type_checker``); ``number``/``float`` accept integers.
-
-    ``override`` (a per-tool setting) replaces ``mode``: a mode string, a list of dotted key
-    paths (each must exist on both sides and compare equal), or a predicate on
-    ``(actual_args, expected.literal_args())``. ``expected.acceptable is None`` always
-    matches. Key rules per mode: ``exact``: no unexpected key, every required key present;
-    ``superset``: every required key present; ``subset``: no unexpected key. Values of keys
-    present on both sides must equal one acceptable value.
-
-    The same check in parts: :func:`args_difference`.
+    ``override`` replaces ``mode``: a mode, dotted key paths (each present on both sides and
+    equal), or a predicate on ``(actual_args, expected.literal_args())``. ``exact`` refuses
+    unexpected and missing keys, ``superset`` missing ones, ``subset`` unexpected ones; shared
+    keys must equal an acceptable value. Per-parameter :class:`ArgOptions` apply; a schema
+    ``integer`` refuses a float (BFCL's ``type_checker``). In parts: :func:`args_difference`.
     """
     diff = args_difference(actual, expected, mode, override, schema)
     return None if diff is None else diff.message
@@ -380,12 +330,9 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
                   schemas: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
     """Why one actual call does not match one expected call; ``None`` when it matches.
 
-    Names compare exactly; a difference only in letter case is reported as such (and is
-    still a mismatch). Arguments are first coerced with the tool's ``input_schema`` from
-    ``schemas`` (JSON strings → objects), then compared with :func:`args_mismatch` using
-    the per-tool override, else the expected call's own mode, else ``args_mode``.
-
-    The same check in parts: :func:`call_difference`.
+    Names compare exactly (a case-only difference is named). Arguments are coerced with the
+    tool's schema, then compared by :func:`args_mismatch` with the per-tool override, else the
+    call's own mode, else ``args_mode``. In parts: :func:`call_difference`.
     """
     diff = call_difference(actual, expected, args_mode=args_mode, overrides=overrides,
                            schemas=schemas)
@@ -442,11 +389,9 @@ class MissedCall:
     Attributes:
         expected_index: its 0-based position among the expected calls.
         name: its tool name.
-        actual_index: the 0-based position of the actual call it was compared with (the
-            nearest namesake, :func:`match_calls`), or ``None`` when there is none.
-        mismatch: why: a :class:`Mismatch` against that call, or kind ``not_called`` (no
-            call of the tool) or ``already_paired`` (every call that matches it is paired
-            with another expected call).
+        actual_index: 0-based position of the nearest namesake compared with, or ``None``.
+        mismatch: a :class:`Mismatch` against that call, or kind ``not_called`` /
+            ``already_paired``.
     """
 
     expected_index: int | None
@@ -481,11 +426,9 @@ class CallMatch:
 def match_calls(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall], *,
                 args_mode: str = "exact", overrides: Mapping[str, ArgsOverride] | None = None,
                 schemas: Mapping[str, Mapping[str, Any]] | None = None) -> CallMatch:
-    """Optimally pair actual with expected calls (see :func:`max_matching`).
-
-    ``misses`` explains each unmatched expected call: the mismatch against the first
-    unmatched actual call with the same name (ignoring case), else against the first call
-    with that name, or ``"<name>: not called"``.
+    """Optimally pair actual with expected calls (:func:`max_matching`). ``misses`` explains
+    each unmatched expected call against its first unpaired namesake (case-insensitive),
+    else its first namesake, or ``"<name>: not called"``.
     """
     reasons = [[call_difference(a, e, args_mode=args_mode, overrides=overrides,
                                 schemas=schemas)
@@ -534,10 +477,9 @@ def difference_json(expected_index: int | None, name: str | None, actual_index: 
 
 
 def match_evidence(m: CallMatch, actual: Sequence[ToolCall]) -> dict[str, Any]:
-    """The evidence of a one-to-one matching: ``{"pairs": [...], "unmatched_expected":
-    [...], "unmatched_actual": [...]}`` (:func:`pair_json`, :func:`difference_json`, and
-    ``{"actual_index", "name", "call_id"}`` for each actual call left unpaired), each list
-    in order of position."""
+    """The evidence of a one-to-one matching: ``{"pairs", "unmatched_expected",
+    "unmatched_actual"}`` lists (:func:`pair_json`, :func:`difference_json`), by position.
+    """
     used = {j for _, j in m.pairs}
     return {"pairs": [pair_json(i, j, actual) for i, j in m.pairs],
             "unmatched_expected": [difference_json(x.expected_index, x.name, x.actual_index,
@@ -566,15 +508,12 @@ def show_steps(calls: Sequence[ToolCall]) -> str:
 
 @dataclass(frozen=True)
 class SequenceMatch:
-    """Result of an order-keeping comparison (:func:`strict_sequence`,
-    :func:`in_order_sequence`), which stops at the first difference.
+    """Result of an order-keeping comparison, which stops at the first difference.
 
     Attributes:
         pairs: ``(expected_index, actual_index)`` pairs found before it, by expected index.
         difference: the first difference as a message, or ``None`` when the lists match.
-        missed: the same in parts (:class:`MissedCall`; for a call count that differs,
-            ``expected_index`` and ``name`` are ``None`` and the kind is ``call_count``), or
-            ``None``.
+        missed: the same in parts (kind ``call_count`` for a count difference), or ``None``.
     """
 
     pairs: tuple[tuple[int, int], ...]
@@ -584,14 +523,9 @@ class SequenceMatch:
 
 def strict_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                     **kw: Any) -> SequenceMatch:
-    """The strict comparison: the lists have equal length and call ``i`` matches expected
-    call ``i``, the calls of one parallel step (:func:`step_groups`) in any order (a step
-    of ``g`` calls pairs one to one with the next ``g`` expected calls). Keyword arguments
-    go to :func:`call_mismatch`.
-
-    Returns:
-        The pairs found before the first difference, and that difference in parts
-        (``difference`` ``None`` when the lists match).
+    """Strict comparison: equal lengths, call ``i`` matches expected call ``i``; calls of one
+    parallel step (:func:`step_groups`) match in any order. Keywords go to
+    :func:`call_mismatch`. Returns the pairs before the first difference and that difference.
     """
     if len(actual) != len(expected):
         text = f"{len(actual)} calls made, {len(expected)} expected"
@@ -634,24 +568,13 @@ def strict_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall]
 
 def in_order_sequence(actual: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                       **kw: Any) -> SequenceMatch:
-    """Find the expected calls in the actual ones, in their order, other calls allowed
-    between them (a subsequence match; the calls of one parallel step may come in any
-    order among themselves, as in :func:`strict_sequence`). Keyword arguments go to
+    """Find the expected calls in order among the actual ones, others allowed between (a
+    subsequence match; a parallel step's calls in any order). Keywords go to
     :func:`call_mismatch`.
 
-    Scans the steps (:func:`step_groups`) left to right and gives each step the longest
-    run of the next expected calls that pairs one to one with its calls (Kuhn's matching,
-    :func:`max_matching`). Taking the longest run at the earliest step is optimal: it
-    leaves the shortest remainder of the expected list for the later steps, so the number
-    found is the length of the longest in-order prefix of the expected calls (a greedy
-    subsequence test, over steps instead of single items).
-
-    Returns:
-        A :class:`SequenceMatch`: the pairs found (expected index, actual index), and the
-        first expected call not found in parts (kind ``not_called`` when no call has its
-        name, ``out_of_order`` when its namesakes all come before the calls already
-        paired, else the mismatch against its first later namesake); no difference when
-        every expected call was found.
+    Each step takes the longest run of next expected calls it can pair (:func:`max_matching`);
+    greedy over steps, which finds the longest in-order prefix. The first call not found is
+    ``not_called``, ``out_of_order``, or a mismatch against its first later namesake.
     """
     positions: list[int] = []
     k, start, last = 0, 0, -1
@@ -707,10 +630,7 @@ def case_schemas(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping
 
 
 def trace_schemas(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """``{tool: input_schema}`` from a trace's optional ``tools`` list (Anthropic format).
-
-    Traces without ``tools`` give ``{}`` (arguments are then compared as recorded).
-    """
+    """``{tool: input_schema}`` from a trace's optional ``tools`` list; ``{}`` without one."""
     tools = raw.get("tools") if isinstance(raw, Mapping) else None
     if not isinstance(tools, list):
         return {}
