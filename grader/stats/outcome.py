@@ -1,9 +1,6 @@
-"""Episode outcome and suite summary exactly as the scripted example suite (``evaluate_agent``).
-
-Cases whose ``matching`` names a benchmark are decided by that benchmark's rules instead:
-``bfcl`` by the Berkeley Function-Calling Leaderboard's AST checker
-(:mod:`evaltape.grader.matching.bfcl`), ``tau2`` by τ²-bench's action and communicate checks
-(:mod:`evaltape.grader.matching.tau2`).
+"""Episode outcome (pass, or a failure reason) and the suite summary: answer present, tools
+called as expected, answer text found. Cases with ``matching: bfcl`` or ``tau2`` use that
+benchmark's rules (:mod:`evaltape.grader.matching.bfcl`, :mod:`evaltape.grader.matching.tau2`).
 """
 from __future__ import annotations
 
@@ -36,10 +33,9 @@ OUTCOME_CHECKS = (TOOLS_CHECK, ANSWER_CHECK)
 
 
 def names_match_by_step(calls: Sequence[ToolCall], expected: Sequence[str]) -> bool:
-    """The scripted example suite's list equality of called names, with the calls of one step
-    compared as a
-    multiset: a step of ``g`` calls must hold the next ``g`` expected names in any order.
-    With one call per step this is exactly ``tools_called == expected_tools``."""
+    """Whether the called names equal ``expected`` as lists, the calls of one parallel step
+    compared as a multiset (with one call per step: ``tools_called == expected_tools``).
+    """
     if len(calls) != len(expected):
         return False
     for c, e in zip(calls, expected):
@@ -68,20 +64,10 @@ def tau2_checks(trace: Trace, case: Case) -> list[tau2.ActionCheck]:
 
 
 def tools_match(trace: Trace, case: Case) -> bool:
-    """The scripted example suite's exact tool check: the called names equal ``expected_tools``
-    as lists
-    (the calls of one parallel step in any order, :func:`names_match_by_step`).
-
-    ``matching: bfcl`` cases: the BFCL verdict; ``matching: tau2`` cases: every gold action
-    matched by τ²'s rule.
-
-    A case without ``expected_tools`` expects no call (as the help-desk example suite reads a missing
-    key).
-    A case with ``expected_actions`` (imported benchmarks) is checked by action instead:
-    every expected action called with equal arguments, order-insensitive, each call used
-    once (:func:`evaltape.grader.matching.actions.match_actions`); its ``expected_tools`` then only
-    feed
-    the tool-selection metric.
+    """Whether the episode called the expected tools: names equal ``expected_tools`` by step
+    (:func:`names_match_by_step`; missing: no call expected). ``bfcl``: the BFCL verdict;
+    ``expected_actions``: every action called with equal arguments (``tau2``: τ²'s rule);
+    an end-state case without ``expected_tools``: every gold action called.
     """
     if case.matching == "bfcl":
         return bfcl_verdict(trace, case).valid
@@ -101,30 +87,15 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
              tool_match: bool | None = None) -> str | None:
     """The failure reason of one episode, or ``None`` when it passed.
 
-    ``decided``: the outcome checks (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) a gating
-    metric's threshold decides on this case instead of the fixed rule
-    (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decided`): those fixed rules are
-    left out of the plain-case checks (:func:`scripted_outcome`); benchmark and
-    end-state cases keep their rules.
+    In order: ``"infra_error:" + kind`` (``stop_reason`` ``error`` with ``infra_error`` set);
+    ``bfcl``: ``"wrong_call:" + error type``; ``tau2``: ``wrong_tools`` (a gold action
+    unmatched) then ``wrong_answer`` (an ``expected_outputs`` item not communicated); an
+    end-state case: :func:`state_outcome`; else :func:`scripted_outcome`.
 
-    ``tool_match``: :func:`tools_match` of the episode when the caller computed it already
-    (the engine does, for the summary's ``exact_tool_match_rate``), so that it runs once.
-
-    First, an episode the infrastructure ended (``stop_reason`` ``"error"`` with the
-    trace's ``infra_error`` kind set by the recorder) → ``"infra_error:" + kind``, so
-    such episodes are counted apart from the agent's own failures. Then the checks in
-    the scripted example suite's order: (1) no final answer → ``"no_answer:" + stop_reason``;
-    (2) called tools differ from ``expected_tools`` → ``"wrong_tools"``; (3) the answer
-    lacks ``expected_answer_contains`` (case-insensitive substring) → ``"wrong_answer"``.
-    For the help-desk example suite cases, which carry ``expected_outcome_keywords`` instead, check (3)
-    requires every keyword (case-insensitive substring); a case with neither passes (3).
-
-    ``matching: bfcl``: the item's answer is its calls alone (no final answer is expected):
-    ``"wrong_call:" + BFCL's error type`` (``wrong_call:value_error:string``) or pass.
-    ``matching: tau2``: ``wrong_tools`` when a gold action is unmatched (τ²'s rule), then
-    ``wrong_answer`` when an ``expected_outputs`` item (τ²'s ``communicate_info``) was not
-    communicated; no final answer is required (τ² rewards state, not a last message).
-    A case with ``expected_state`` or ``gold_actions``: :func:`state_outcome`.
+    Args:
+        decided: outcome checks a gating metric's threshold decides instead of the fixed rule
+            (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`).
+        tool_match: :func:`tools_match` when the caller has computed it already.
     """
     infra = trace.raw.get("infra_error") if isinstance(trace.raw, dict) else None
     if trace.stop_reason == "error" and isinstance(infra, str) and infra:
@@ -144,16 +115,11 @@ def classify(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
 
 def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozenset(), *,
                      tool_match: bool | None = None) -> str | None:
-    """The scripted example suite's checks of a plain case, in its order, stopping at the
-    first that fails: no final answer → ``"no_answer:" + stop_reason``; the called tools
-    differ from ``expected_tools`` (:func:`tools_match`) → ``"wrong_tools"``; the answer
-    lacks ``expected_answer_contains`` (else any of ``expected_outcome_keywords``),
-    case-insensitive substring (a ``regex`` or ``any_of`` item:
-    :func:`evaltape.grader.model.text_found`) → ``"wrong_answer"``; else ``None``.
-
-    A check named in ``decided`` (:data:`TOOLS_CHECK`, :data:`ANSWER_CHECK`) is skipped:
-    a metric measuring the same thing decides it by its threshold. The answer's presence
-    is never skipped (an episode passes only with an answer).
+    """The checks of a plain case, stopping at the first that fails: no final answer →
+    ``"no_answer:" + stop_reason``; tools differ (:func:`tools_match`) → ``"wrong_tools"``;
+    ``expected_answer_contains`` (else any ``expected_outcome_keywords`` item) not found
+    (:func:`evaltape.grader.model.text_found`) → ``"wrong_answer"``; else ``None``. A check in
+    ``decided`` is skipped; the answer's presence never is.
     """
     if trace.final_response is None:
         return NO_ANSWER + trace.stop_reason
@@ -175,16 +141,11 @@ def scripted_outcome(trace: Trace, case: Case, decided: frozenset[str] = frozens
 
 
 def state_outcome(trace: Trace, case: Case) -> str | None:
-    """The outcome of a case that states an end state (``expected_state``,
-    ``gold_actions``, ``expect_unchanged``): ``wrong_state`` when the end state differs
-    or the trace holds none (:func:`evaltape.grader.matching.state_diff.check_end_state`, the
-    whole state: a collateral change fails too), then ``wrong_tools`` when a gold action
-    that changes no state (a transfer, which the state cannot show) was not called
-    (τ²-bench's action check, :func:`evaltape.grader.matching.tau2.action_matches`: the
-    arguments its ``compare_args`` name, by default all the call's) or, only when the
-    case gives ``expected_tools``, the called names differ from them, then
-    ``wrong_answer`` only when it gives keywords. No final answer is required: a conversation may end with the user's stop
-    or a transfer, and the state is what it achieved (τ-bench's reward).
+    """The outcome of an end-state case: ``wrong_state`` when the end state differs or is missing
+    (:func:`evaltape.grader.matching.state_diff.check_end_state`); ``wrong_tools`` when a
+    state-neutral gold action was not called (τ²'s action check) or the names differ from
+    ``expected_tools`` when given; ``wrong_answer`` when given text is not found. No final
+    answer is required (τ-bench's reward is the state).
 
     Raises:
         LookupError: the case's environment cannot be loaded (gold actions to apply).
@@ -210,10 +171,7 @@ def state_outcome(trace: Trace, case: Case) -> str | None:
 
 
 class SummaryAccumulator:
-    """Streaming fold of episodes into the scripted example suite's summary numbers.
-
-    Memory is O(number of failures), not O(number of episodes).
-    """
+    """Streaming fold of episodes into the summary's numbers; memory O(failures)."""
 
     def __init__(self) -> None:
         self.n = 0
@@ -229,8 +187,7 @@ class SummaryAccumulator:
 
     def add_outcome(self, case_id: str, trial: int, steps: int, tool_match: bool,
                     failure: str | None) -> None:
-        """Count one episode from its already computed parts (:meth:`add` without the
-        trace, for episodes graded in another process)."""
+        """Count one episode from its parts (:meth:`add` without the trace)."""
         self.n += 1
         self.steps += steps
         self.tool_matches += tool_match
@@ -240,18 +197,15 @@ class SummaryAccumulator:
             self.failures.append((case_id, trial, failure))
 
     def add_counts(self, n: int, passed: int, steps: int, tool_matches: int) -> None:
-        """Count ``n`` episodes at once from their totals (episodes graded elsewhere; their
-        failures are kept by the caller)."""
+        """Count ``n`` episodes from their totals (the caller keeps their failures)."""
         self.n += n
         self.passed += passed
         self.steps += steps
         self.tool_matches += tool_matches
 
     def summary(self, multi_trial: bool, order: Iterable[tuple[str, int]] | None = None) -> dict:
-        """``pass_rate`` and ``exact_tool_match_rate`` rounded to 3 places, ``avg_steps`` to 2.
-
-        ``failures`` maps the case id (``<case>#t<trial>`` when the run has several trials)
-        to its reason. Raises ``ZeroDivisionError`` never: callers refuse zero episodes first.
+        """``pass_rate``, ``exact_tool_match_rate`` (3 places), ``avg_steps`` (2 places) and
+        ``failures`` (``{case or case#tN: reason}``). Callers refuse zero episodes first.
         """
         failures = {(f"{c}#t{t}" if multi_trial else c): r for c, t, r in self.failures}
         return {
