@@ -1,4 +1,4 @@
-"""``argument_correctness``: expected parameter values found in the first call (the help-desk example suite)."""
+"""``argument_correctness``: expected parameter values found in each tool's first call."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,50 +18,22 @@ from evaltape.grader.metrics.base import Metric
 class ArgumentCorrectness(Metric):
     """Fraction of expected ``(tool, param)`` values the agent passed.
 
-    Formula (the help-desk example suite, ``ArgumentCorrectness``): for each tool in ``expected_args``,
-    take the
-    *first* call of that tool; each expected parameter is one check. A tool never called
-    counts all its expected parameters wrong. Score = correct / checks; no ``expected_args``
-    (or zero checks) → 1.0.
+    For each tool in ``expected_args`` its first call is checked, one check per parameter; a
+    tool never called fails all its checks. Score = correct / checks; no checks → 1.0; a
+    stateful case without ``expected_args`` → null (``not_applicable``). A check passes on
+    ``str(actual).lower() == str(expected).lower()`` (the help-desk example's rule), else
+    on an NFC comparison for strings or a typed case-insensitive JSON comparison
+    (:func:`check_difference`; docs/metrics.md).
 
-    When is one check correct (:func:`check_difference`): the actual value is present (not
-    null) and the help-desk example suite's own test holds,
-    ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
-    value, so ``{"city": "Paris"}`` and ``{"city": "paris"}`` are equal, and so are ``1``
-    and ``"1"``); or, when it does not:
-
-    - expected value a string (every help-desk example suite case): both sides in Unicode
-      normal form C, ``nfc(str(actual)).lower() == nfc(expected).lower()`` (so
-      "Zu\\u0308rich" equals "Z\\u00fcrich"; the reference compares the raw strings,
-      which no reference case can tell apart);
-    - any other expected value (number, object, array, boolean, null): a typed JSON
-      comparison with the reference's case rule at every depth
-      (:func:`evaltape.grader.matching.calls.value_difference` with ``ignore_case``):
-      strings and object keys compare in lower case, object key order never matters,
-      numbers compare by value (``12 == 12.0``), ``true`` never equals ``1``, and an
-      expected ``null`` is met by an explicit ``null`` (the reference never counts a null
-      actual value).
-
-    So every check the reference's formula counts correct is correct here too (on any
-    pair of JSON values); the typed comparison only adds what its ``str()`` form misses
-    (another key order, ``12.0`` for ``12``, another Unicode normal form, ``null``).
-
-    ``evidence``: ``{"tools": [...]}``, one ``{"tool", "actual_index", "call_id", "correct",
-    "wrong"}`` per tool of ``expected_args`` in order: its first call (``None`` when never
-    called), the arguments found right (names), and the others as ``{"argument", "kind",
-    "path", "message"}`` (``kind`` ``not_called``, ``missing_arguments`` or a value kind,
-    :func:`check_difference`).
-
-    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) without
-    ``expected_args`` is null (``not_applicable``), not the vacuous 1.0: its gold actions'
-    arguments are checked through the end state (``state_match``).
+    ``evidence``: ``{"tools": [{"tool", "actual_index", "call_id", "correct", "wrong"}]}``,
+    ``wrong`` items ``{"argument", "kind", "path", "message"}``.
     """
 
     name: ClassVar[str] = "argument_correctness"
     version: ClassVar[int] = 4
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
+        """Score one episode (formula and null cases: the class docstring)."""
         expected_args = ctx.case.expected_args or {}
         if not expected_args and stateful_case(ctx.case):
             return Score(None, "a stateful case with no expected_args: the arguments act "
@@ -119,28 +91,24 @@ def _wrong(param: str, problem: Mismatch) -> dict[str, Any]:
 
 
 def reference_equal(actual: Any, expected: Any) -> bool:
-    """The help-desk example suite's test of one value: ``actual`` is not ``None`` and
-    ``str(actual).lower() == str(expected).lower()`` (Python's ``str`` of the decoded JSON
-    values: ``"{'city': 'Paris'}"``, ``"[1, 2]"``, ``"True"``, ``"None"``)."""
+    """The reference test of one value: ``actual is not None`` and
+    ``str(actual).lower() == str(expected).lower()``.
+    """
     return actual is not None and str(actual).lower() == str(expected).lower()
 
 
 def check(args: Mapping[str, Any], param: str, want: Any) -> str | None:
-    """``None`` when ``args[param]`` matches ``want`` (rules in :class:`ArgumentCorrectness`),
-    else what differs (:func:`check_difference`'s message)."""
+    """``None`` when ``args[param]`` matches ``want``, else :func:`check_difference`'s message."""
     diff = check_difference(args, param, want)
     return None if diff is None else diff.message
 
 
 def check_difference(args: Mapping[str, Any], param: str, want: Any) -> Mismatch | None:
-    """``None`` when ``args[param]`` matches ``want`` (rules in :class:`ArgumentCorrectness`),
-    else what differs as a :class:`~evaltape.grader.matching.calls.Mismatch`: kind
-    ``missing_arguments`` (the parameter is absent), ``value_differs`` (a string
-    expectation not met) or the typed comparison's kind
-    (:data:`~evaltape.grader.matching.calls.VALUE_KINDS`), with the JSON path
-    (``$.param...``) and the message shown in ``message``. An expected
-    ``{"one_of": [...]}`` (:class:`~evaltape.grader.model.OneOf`) is met when
-    any of its values is, each by these rules."""
+    """``None`` when ``args[param]`` matches ``want`` (rules: :class:`ArgumentCorrectness`), else
+    a :class:`~evaltape.grader.matching.calls.Mismatch` (``missing_arguments``,
+    ``value_differs`` or a typed kind) with path ``$.param...``. A ``OneOf`` matches when any
+    of its values does.
+    """
     if isinstance(want, OneOf):
         if any(check_difference(args, param, v) is None for v in want.options):
             return None
@@ -179,8 +147,7 @@ _SCALARS = (str, int, float, bool)
 
 
 def _same_json(a: Any, b: Any) -> bool:
-    """``compact_json(a) == compact_json(b)``, comparing orjson's bytes where it can write
-    both values."""
+    """``compact_json(a) == compact_json(b)``, via orjson's bytes where it can write both."""
     try:
         return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
             b, option=orjson.OPT_SORT_KEYS)
@@ -189,8 +156,7 @@ def _same_json(a: Any, b: Any) -> bool:
 
 
 def _quoted(value: Any) -> str:
-    """``'text'`` as the help-desk example suite prints it; non-ASCII text with ``\\u`` escapes, so two
-    look-alike strings ("Zürich" composed and decomposed) print differently."""
+    """``'text'``, or ``ascii(text)`` for non-ASCII so look-alike strings print differently."""
     text = str(value)
     return f"'{text}'" if text.isascii() else ascii(text)
 

@@ -1,4 +1,4 @@
-"""``task_completion``: fraction of outcome keywords present in the answer (the help-desk example suite)."""
+"""``task_completion``: fraction of outcome keywords found in the answer."""
 from __future__ import annotations
 
 import re
@@ -18,27 +18,11 @@ from evaltape.grader.metrics.base import Metric
 class TaskCompletion(Metric):
     """Fraction of ``expected_outcome_keywords`` found, case-insensitively, in the answer.
 
-    Formula (the help-desk example suite, ``TaskCompletion``): score = |found| / |keywords| with a plain
-    substring test on lower-cased text (both in Unicode normal form C). No keywords → 1.0
-    iff the agent gave a non-empty final answer, else 0.0; in a stateful case
-    (:func:`evaltape.grader.matching.state_diff.stateful_case`) no keywords → null
-    (``not_applicable``): its end state, not the presence of a reply, says whether the task
-    was done (``state_match``). A missing answer
-    (``final_response`` null) finds nothing. The scripted example suite cases carry one phrase
-    in
-    ``expected_answer_contains``; it is used as the single keyword when
-    ``expected_outcome_keywords`` is absent.
-
-    A keyword written ``{"any_of": [...]}`` is found when any of its keywords is (each by
-    the rules here); ``{"regex": PATTERN}`` when the pattern is found in the answer,
-    case-insensitively (:mod:`evaltape.grader.model`).
-
-    A keyword that is a number (``"10"``, ``"1,000"``, ``"3.5"``; no the help-desk example suite keyword
-    is)
-    is found only as a whole number of equal value: ``"10"`` is not in "$100", and
-    ``"1000"`` is in "1,000 dollars" (thousands separators, a comma or a (narrow) no-break
-    space between groups of three digits, are read inside a number only). The help-desk example suite's
-    substring test would find "10" in "100" and miss "1000" in "1,000".
+    Score = |found| / |keywords|, substring test on lower-cased NFC text (docs/metrics.md).
+    ``expected_answer_contains`` is the one keyword when no keywords are given. No keywords:
+    1.0 with a non-empty answer, else 0.0; null (``not_applicable``) in a stateful case. A
+    number keyword (``"1,000"``) matches only a whole number of equal value in the answer;
+    ``{"any_of": [...]}`` matches when any item does; ``{"regex": ...}`` when it is found.
     """
 
     name: ClassVar[str] = "task_completion"
@@ -49,7 +33,7 @@ class TaskCompletion(Metric):
     version: ClassVar[int] = 3
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
+        """Score one episode (formula and null cases: the class docstring)."""
         keywords = list(ctx.case.expected_outcome_keywords or ())
         if not keywords and ctx.case.expected_answer_contains is not None:
             keywords = [ctx.case.expected_answer_contains]
@@ -91,9 +75,9 @@ class TaskCompletion(Metric):
 
 
 def keyword_found(k: str, lower: str, answer: str, numbers: list[set[Decimal]]) -> bool:
-    """Whether keyword ``k`` is in the answer (``lower``: the answer in NFC, lower case): a
-    number keyword as a whole number of equal value among the answer's numbers (read into
-    ``numbers`` on first use, then reused), any other as a substring."""
+    """Whether keyword ``k`` is in the answer (``lower``: NFC, lower case): a number keyword as
+    an equal whole number (answer numbers read into ``numbers`` once), else a substring.
+    """
     value, text = _keyword(k)
     if value is None:
         return text in lower
@@ -112,8 +96,7 @@ _SEPARATORS = str.maketrans("", "", ",\u00a0\u202f")
 
 @lru_cache(maxsize=1 << 14)
 def _keyword(k: str) -> tuple[Decimal | None, str]:
-    """``(number_value(k), nfc(k).lower())``: a case's keywords are read again in every
-    trial, so each distinct keyword is prepared once (the most recent 16,384 kept)."""
+    """``(number_value(k), nfc(k).lower())``, cached (16,384 keywords)."""
     return number_value(k), nfc(k).lower()
 
 
@@ -125,6 +108,5 @@ def number_value(text: str) -> Decimal | None:
 
 
 def numbers_in(text: str) -> set[Decimal]:
-    """The values of every whole number token in ``text`` (``"$1,000.50 or 3"`` →
-    {1000.50, 3}); a separator counts only between digit groups of a number."""
+    """Values of every number token in ``text`` (``"$1,000.50 or 3"`` → {1000.50, 3})."""
     return {Decimal(m.group().translate(_SEPARATORS)) for m in _NUMBER.finditer(text)}

@@ -1,4 +1,4 @@
-"""``tool_selection_accuracy``: set F1 of called vs expected tool names (the help-desk example suite)."""
+"""``tool_selection_accuracy``: set F1 of called vs expected tool names."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,19 +12,12 @@ from evaltape.grader.metrics.base import Metric
 
 @dataclass(frozen=True)
 class ToolSelectionAccuracy(Metric):
-    """Set F1 between the expected tool names and the names the agent called.
+    """Set F1 between the expected tool names E and the called names A.
 
-    Formula (the help-desk example suite, ``ToolSelectionAccuracy``): with E = set(expected_tools) and
-    A = set(called names), precision = |E∩A|/|A| (0 if A is empty), recall = |E∩A|/|E|,
-    F1 = 2PR/(P+R) (0 if P+R = 0). Duplicates and order do not count (it is a *set* F1).
-    No expected tools (empty or absent): 1.0 if nothing was called, else 0.0.
-
-    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) without
-    ``expected_tools``: E = the names of its ``gold_actions`` (the tools a correct agent
-    uses, τ-bench's and τ²-bench's gold actions), else the score is null
-    (``not_applicable``): an agent acting on a database is expected to call its tools.
-
-    Returns a :class:`Score` in [0, 1]; ``message`` lists expected, actual, missing, extra.
+    P = |E∩A|/|A| (0 if A empty), R = |E∩A|/|E|, F1 = 2PR/(P+R) (0 if P+R = 0); order and
+    duplicates do not count. No expected tools: 1.0 if nothing was called, else 0.0. A
+    stateful case without ``expected_tools`` uses its ``gold_actions``' names, else null
+    (``not_applicable``). ``message`` lists expected, actual, missing, extra.
     """
 
     name: ClassVar[str] = "tool_selection_accuracy"
@@ -35,7 +28,7 @@ class ToolSelectionAccuracy(Metric):
     version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
+        """Score one episode (formula and null cases: the class docstring)."""
         expected = list(ctx.case.expected_tools or ())
         actual = [c.name for c in ctx.trace.tool_calls]  # (Trace.tools_called)
         source = ""
@@ -53,9 +46,7 @@ class ToolSelectionAccuracy(Metric):
 
 @lru_cache(maxsize=4096)
 def _set_f1(expected: tuple[str, ...], actual: tuple[str, ...], source: str) -> Score:
-    """The score of a non-empty ``expected`` against ``actual`` (the class's formula and
-    ``message``): a pure function of the two name lists, so the trials of a case that call
-    the same tools share one computation (the most recent 4,096 kept; a Score is frozen)."""
+    """The score of a non-empty ``expected`` against ``actual``, cached (4,096 pairs)."""
     e, a = set(expected), set(actual)
     n_correct, n_e, n_a = len(e & a), len(e), len(a)
     precision = n_correct / n_a if n_a else 0.0
