@@ -1,31 +1,9 @@
-"""The metric protocol: what a metric is, declared on the class, checked once at resolution.
-
-A metric is an object with
-
-- ``name`` (str): its column in reports; unique within one grading run;
-- ``version`` (int): bumped whenever the formula changes, so reports show which formula
-  produced a number;
-- ``higher_is_better`` (bool): ``False`` for rates of bad things (``grounding``,
-  ``hallucination``): reports then pass only 0 and draw their bars red;
-- ``judged`` (bool): whether the score reads recorded LLM-judge answers; ``grade`` loads
-  the run's ``judge/`` records only when a selected metric is judged;
-- optionally ``pass_threshold`` (float in [0, 1]): the score the metric's own reference
-  passes at, when it is not the default (:func:`default_threshold`), or a method
-  ``case_threshold(case) -> float`` for a threshold that depends on the case;
-- optionally ``outcome_check`` (``"tools"`` or ``"answer"``): the outcome check the metric
-  measures too (``tool_selection_accuracy`` the tool choice, ``task_completion`` the
-  answer's content); a threshold set for it then decides that check in place of the fixed
-  rule (:meth:`evaltape.grader.stats.verdict.VerdictPolicy.decides`);
-- ``score(ctx) -> Score``: the verdict on one episode (:class:`EpisodeContext` in,
-  :class:`Score` out);
-- ``requests(ctx, model=None) -> list[dict]``: the judge requests ``score`` will look up
-  (Messages-API bodies), so ``evaltape judge`` can record them; ``[]`` for unjudged ones.
-
-Subclass :class:`Metric` to get the defaults (version 1, higher is better, not judged, no
-requests). A metric built from others (``composite``) declares ``judged`` and
-``requests`` from its parts, so its score never depends on which other metrics are
-selected. The shape follows inspect_ai's scorer protocol and pydantic_evals' evaluator
-specs (a declared name and version, a spec hashed into the report).
+"""The metric protocol, declared on the class and checked once at resolution
+(:func:`check_metric`): ``name`` (report column), ``version`` (bumped with the formula),
+``higher_is_better``, ``judged`` (reads recorded judge answers), optional
+``pass_threshold`` or ``case_threshold(case)``, optional ``outcome_check`` (``"tools"`` or
+``"answer"``), ``score(ctx) -> Score`` and ``requests(ctx, model=None) -> list[dict]``
+(judge request bodies). Subclass :class:`Metric` for the defaults.
 """
 from __future__ import annotations
 
@@ -39,21 +17,17 @@ from evaltape.grader.errors import UsageError
 from evaltape.grader.matching.calls import case_schemas, trace_schemas
 from evaltape.grader.model import EpisodeContext, Score
 
-#: Per-metric PASS threshold, as the help-desk example suite's ``print_report`` prints it (score >=
-# 0.8).
+#: Default pass threshold of a score (score >= 0.8).
 PASS_THRESHOLD = 0.8
 #: The threshold of a lower-is-better rate (``grounding``, ``hallucination``): one
-#: unsupported claim already fails (the help-desk example suite's goal: catch fabrication).
+#: unsupported claim already fails.
 RATE_THRESHOLD = 0.0
 
 
 def default_threshold(metric: Any, case: Any = None) -> float:
-    """A metric's own pass threshold on ``case`` (before any configuration).
-
-    In order: the metric's ``case_threshold(case)`` (``composite``: its tier by
-    difficulty, the tiered-composite scoring design; with no case, the ``default`` tier), its
-    ``pass_threshold`` attribute (``rubric_judge``: 0.7, the task-manager example suite), else :data:`PASS_THRESHOLD` (0.8, the help-desk example suite's report) for a
-    score and :data:`RATE_THRESHOLD` (0) for a lower-is-better rate.
+    """A metric's own pass threshold on ``case``: its ``case_threshold(case)``, else its
+    ``pass_threshold``, else :data:`PASS_THRESHOLD` (0.8), or :data:`RATE_THRESHOLD` (0)
+    when lower is better.
     """
     tier = getattr(metric, "case_threshold", None)
     if callable(tier):
@@ -65,11 +39,8 @@ def default_threshold(metric: Any, case: Any = None) -> float:
 
 
 class Metric:
-    """Base class of every metric (built-in or user): declares the protocol's defaults.
-
-    Subclasses set ``name`` and implement :meth:`score`; judged metrics set
-    ``judged = True`` and implement :meth:`requests`. Built-ins are frozen dataclasses
-    whose fields are their arguments (weights, thresholds, modes).
+    """Base class of every metric, with the protocol's defaults; subclasses set ``name`` and
+    implement :meth:`score` (judged ones also ``judged = True`` and :meth:`requests`).
     """
 
     name: ClassVar[str]
@@ -94,9 +65,9 @@ PROTOCOL: dict[str, type] = {"name": str, "version": int, "higher_is_better": bo
 
 
 class ExpectedCallsMetric(Metric):
-    """A metric of the episode's tool calls against the case's ``expected_calls``: null
-    (``not_applicable``) when the case states none, else :meth:`score_calls` with the tool
-    schemas the trace and the case give (the case's win)."""
+    """A metric of the tool calls against ``expected_calls``: null (``not_applicable``) without
+    them, else :meth:`score_calls` with the trace's and case's tool schemas (the case's win).
+    """
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -113,16 +84,15 @@ class ExpectedCallsMetric(Metric):
 
 
 def check_metric(metric: Any, label: str) -> Any:
-    """Return ``metric`` if it satisfies the protocol above; else raise naming what is off.
+    """Return ``metric`` if it satisfies the protocol.
 
     Args:
         metric: an instantiated metric.
         label: how the user named it (``--metrics`` entry), for the message.
 
     Raises:
-        UsageError: a missing or wrongly typed attribute, an empty name, or a missing
-            ``score``/``requests`` method. The message suggests subclassing
-            ``evaltape.Metric``, which supplies every default.
+        UsageError: a missing or wrongly typed attribute, a bad name, version, threshold or
+            ``outcome_check``, or a missing ``score``/``requests`` method.
     """
     problems = []
     for attr, kind in PROTOCOL.items():
@@ -156,14 +126,9 @@ def check_metric(metric: Any, label: str) -> Any:
 
 
 def metric_spec(metric: Any) -> dict[str, Any]:
-    """The metric's name, version and the fields that differ from their defaults.
-
-    Modelled on pydantic_evals' ``as_spec``: two metrics with equal specs compute the same
-    numbers, so ``report.json`` hashes these specs into ``config_sha256``. The values are
-    made JSON (:func:`spec_value`): a callable argument (a ``trajectory_match`` per-tool
-    predicate) is named by its module and qualified name, so the spec serialises and its
-    hash is the same on every run. A field declared with ``metadata={"spec": False}`` is
-    left out (a judge's criteria text, which enters the spec as its hash instead).
+    """``{"name", "version", "args"}``: ``args`` the fields that differ from their defaults, as
+    JSON (:func:`spec_value`), those with ``metadata={"spec": False}`` left out; hashed into
+    ``config_sha256`` (after pydantic_evals' ``as_spec``).
     """
     args: dict[str, Any] = {}
     if dataclasses.is_dataclass(metric):
@@ -179,14 +144,9 @@ def metric_spec(metric: Any) -> dict[str, Any]:
 
 
 def spec_value(value: Any) -> Any:
-    """``value`` as plain JSON for a metric spec.
-
-    Mappings become objects (keys as strings), lists, tuples and sets lists (sets sorted
-    by their JSON form), a callable ``{"callable": "module.qualname"}`` (a lambda is
-    ``module.function.<locals>.<lambda>``; an object with ``__call__``, its class's name),
-    which is stable across runs because no memory address enters it. Its code is not
-    hashed: editing a function's body leaves the spec as it was. Strings, numbers,
-    booleans and ``None`` stay as they are; any other object becomes its ``repr``.
+    """``value`` as plain JSON for a metric spec: mappings as objects, sequences and sets (sorted)
+    as lists, a callable as ``{"callable": "module.qualname"}``, a dataclass as its fields,
+    anything else as its ``repr``.
     """
     if value is None or isinstance(value, (str, bool, int, float)):
         return value

@@ -1,5 +1,4 @@
-"""``composite``: the tiered-composite scoring design's weighted score with per-difficulty pass
-thresholds."""
+"""``composite``: a weighted score of four metrics with pass thresholds per difficulty tier."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,22 +13,20 @@ from evaltape.grader.metrics.hallucination import Hallucination
 from evaltape.grader.metrics.task_completion import TaskCompletion
 from evaltape.grader.metrics.tool_selection import ToolSelectionAccuracy
 
-#: The tiered-composite scoring design ``GradingEngine.grade`` weights.
+#: Default weights of the composite's parts.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"tools": 0.30, "arguments": 0.25, "response": 0.25,
                                         "hallucination": 0.20}
-#: The tiered-composite scoring design pass thresholds by ``difficulty``; other/missing tiers use
-# ``default``.
+#: Pass thresholds by ``difficulty``; other or missing tiers use ``default``.
 DEFAULT_THRESHOLDS: Mapping[str, float] = {"basic": 0.8, "advanced": 0.6, "challenge": 0.4,
                                            "default": 0.7}
 
 
 def check_unit_table(table: Any, what: str, keys: set[str] | None,
                      upper: float | None) -> None:
-    """A table of finite, non-negative numbers (at most ``upper``), keys among ``keys``.
+    """Check a table of finite numbers >= 0 (at most ``upper``) whose keys are among ``keys``.
 
     Raises:
-        ValueError: naming the table and the entry (a NaN threshold failed every episode,
-            a negative weight floored every score at 0).
+        ValueError: naming the table and the entry.
     """
     if not isinstance(table, Mapping):
         raise ValueError(f"{what} must be a table, got {type(table).__name__}")
@@ -44,10 +41,9 @@ def check_unit_table(table: Any, what: str, keys: set[str] | None,
 
 
 def response_content(ctx: EpisodeContext) -> Score:
-    """The tiered-composite scoring design ``grade_response_content``: fraction of
-    ``final_response_contains`` found,
-    minus 0.3 (floored at 0) per ``final_response_excludes`` phrase present. Without
-    ``final_response_contains`` it falls back to the help-desk example suite's ``task_completion``."""
+    """Fraction of ``final_response_contains`` found, minus 0.3 (floored at 0) per
+    ``final_response_excludes`` phrase present; ``task_completion`` without the former.
+    """
     contains = ctx.case.final_response_contains
     if not contains:
         return TaskCompletion().score(ctx)
@@ -64,21 +60,12 @@ def response_content(ctx: EpisodeContext) -> Score:
 class Composite(Metric):
     """0.30·tools + 0.25·arguments + 0.25·response − 0.20·hallucination, floored at 0.
 
-    The tiered-composite scoring design's formula; the components are ``tool_selection_accuracy``,
-    ``argument_correctness``, :func:`response_content` and the judged ``hallucination``
-    rate. A null component contributes 0 to the sum and is named in ``message``; a null
-    hallucination (no judge record) means no penalty, also named. If every positive
-    component is null the score is null. ``message`` ends with the case's difficulty; its
-    threshold (:meth:`case_threshold`, from ``thresholds``; the tiered-composite scoring design:
-    basic 0.8, advanced 0.6, challenge 0.4, other 0.7) is the report's, with PASS/FAIL.
-    Weights and thresholds are configuration (``[tool.evaltape.metrics_args.composite]``),
-    recorded in the report's metric specs and config hash.
-
-    A stateful case (:func:`evaltape.grader.matching.state_diff.stateful_case`) is null
-    (``not_applicable``): the reference's formula weighs one answer against expected tools,
-    arguments and phrases, and such a case states none of them (its tools and arguments
-    act on the end state, ``state_match``); a null part scoring 0 would grade the agent
-    on what was never asked.
+    Parts: ``tool_selection_accuracy``, ``argument_correctness``, :func:`response_content`
+    and the judged ``hallucination`` rate. A null part adds 0 (no penalty for hallucination)
+    and is named in ``message``; every positive part null → null (``components_null``); a
+    stateful case → null (``not_applicable``). Pass threshold by difficulty: basic 0.8,
+    advanced 0.6, challenge 0.4, other 0.7. Weights and thresholds are configurable
+    (``[tool.evaltape.metrics_args.composite]``).
     """
 
     name: ClassVar[str] = "composite"
@@ -111,9 +98,7 @@ class Composite(Metric):
         return float(self.thresholds.get(str(difficulty), self.thresholds.get("default", 0.7)))
 
     def case_threshold(self, case: Any) -> float:
-        """The pass threshold of ``case``'s episodes: its difficulty's tier (``default``
-        for no case or no difficulty), the metric's default threshold
-        (:func:`evaltape.grader.metrics.base.default_threshold`)."""
+        """The pass threshold of its tier by ``case``'s difficulty (``default`` without one)."""
         return self.threshold(getattr(case, "difficulty", None))
 
     def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:

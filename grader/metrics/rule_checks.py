@@ -1,10 +1,5 @@
-"""The task-manager example suite's six stage-2 rule checks (``TestRuleBasedEval``), each a
-small metric.
-
-They live together because each is a one-line assertion of the same test class; each is
-still its own frozen dataclass with its own name and version. A rule that passes scores
-1.0, one that fails 0.0; a rule with nothing to check is ``None`` with a reason (the task-manager example suite
-``pytest.skip``s the forbidden-content rule in that case).
+"""Six rule checks of the task-manager example's stage-2 tests, each a small metric: 1.0
+when the rule holds, 0.0 when not, null (``not_applicable``) when there is nothing to check.
 """
 from __future__ import annotations
 
@@ -21,11 +16,10 @@ def _expected_names(ctx: EpisodeContext) -> list[str] | None:
 
 
 def check_count(value: Any, what: str) -> None:
-    """``value`` must be a whole number from 0 to 10**9 (a count of characters or calls).
+    """Check that ``value`` is a whole number from 0 to 10**9 (a count of characters or calls).
 
     Raises:
-        ValueError: naming the argument (-100 made the rule fail everywhere; 20.5 or a
-            20-digit number passed unnoticed).
+        ValueError: naming the argument.
     """
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10 ** 9:
         raise ValueError(f"{what} must be a whole number from 0 to 10**9, got {value!r}"[:120])
@@ -69,7 +63,7 @@ class ResponseNotEmpty(Metric):
 
 @dataclass(frozen=True)
 class ResponseMinLength(Metric):
-    """The final response has at least ``min_chars`` characters (the task-manager example suite: 20)."""
+    """The final response has at least ``min_chars`` characters (default 20)."""
 
     name: ClassVar[str] = "response_min_length"
     version: ClassVar[int] = 1
@@ -87,11 +81,8 @@ class ResponseMinLength(Metric):
 
 @dataclass(frozen=True)
 class ExpectedTopicsPresent(Metric):
-    """Fraction of ``expected_topics`` found case-insensitively in the answer.
-
-    The task-manager example suite asserts all of them; the fraction keeps partial credit
-    visible (1.0 = the
-    assertion passes). No ``expected_topics`` → ``None``.
+    """Fraction of ``expected_topics`` found case-insensitively in the answer (1.0: all
+    found); null without ``expected_topics``.
     """
 
     name: ClassVar[str] = "expected_topics_present"
@@ -111,10 +102,9 @@ class ExpectedTopicsPresent(Metric):
 
 @dataclass(frozen=True)
 class ForbiddenContentAbsent(Metric):
-    """No phrase of ``should_not_contain`` (the task-manager example suite) /
-    ``final_response_excludes``
-    (the tiered-composite scoring design) occurs case-insensitively in the answer. Neither given →
-    ``None``."""
+    """1.0 when no phrase of ``should_not_contain`` or ``final_response_excludes`` occurs in
+    the answer (case-insensitive), else 0.0; null when neither is given.
+    """
 
     name: ClassVar[str] = "forbidden_content_absent"
     version: ClassVar[int] = 1
@@ -133,8 +123,7 @@ class ForbiddenContentAbsent(Metric):
 
 @dataclass(frozen=True)
 class NoExtraToolCalls(Metric):
-    """At most ``slack`` more calls than expected (the task-manager example suite: expected +
-    1, for retries)."""
+    """At most ``slack`` (default 1) more calls than expected."""
 
     name: ClassVar[str] = "no_extra_tool_calls"
     version: ClassVar[int] = 1
