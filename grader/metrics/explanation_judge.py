@@ -1,4 +1,4 @@
-"""``explanation_judge``: the triage example suite's PASS/FAIL judge of the triage explanation."""
+"""``explanation_judge``: a PASS/FAIL judge of the triage explanation (the triage example)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,19 +8,18 @@ from evaltape.grader.judge import build_request
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.pass_fail_judge import PassFailJudge
 
-#: The triage example suite's judge prompt, kept word for word (the explanation is the final answer).
+#: The judge prompt, word for word (the explanation is the final answer).
 TEMPLATE = ('Explanation: "{explanation}"\n'
             "Required topic: {must_mention}\n"
             "Does the explanation clearly address the required topic, specifically "
             "(not generically)? Answer with exactly one word: PASS or FAIL.")
-#: The triage example suite asks for 10 tokens; a little more room so a verdict followed by a few words
-#: is not cut (a cut answer is ``judge_truncated``, never a verdict).
+#: Room for a verdict and a few words (a cut answer is ``judge_truncated``).
 MAX_TOKENS = 32
 TOOL = "classify_ticket"
 
 
 def called_category(ctx: EpisodeContext) -> str | None:
-    """The ``category`` argument of the first ``classify_ticket`` call (the triage example suite)."""
+    """The ``category`` argument of the first ``classify_ticket`` call, or ``None``."""
     for call in ctx.trace.tool_calls:
         if call.name == TOOL:
             return call.arguments.get("category")
@@ -31,11 +30,9 @@ def called_category(ctx: EpisodeContext) -> str | None:
 class ExplanationJudge(PassFailJudge):
     """1.0 when the judge says PASS, 0.0 for FAIL (mean over samples).
 
-    As in the triage example suite, the explanation is judged only when the deterministic category check
-    passed (first ``classify_ticket`` category == ``expected_category``); otherwise the
-    score is null with reason ``category_mismatch`` (the case fails on its category, and
-    no judge verdict exists). No ``must_mention`` → null ``not_applicable``; no final
-    answer → null ``no_answer``. Parsing: :func:`evaltape.grader.judge.parse_pass_fail`.
+    Judged only when the first ``classify_ticket`` category equals ``expected_category``,
+    else null ``category_mismatch``. No ``must_mention`` → null ``not_applicable``; no
+    final answer → null ``no_answer``. Parsing: :func:`evaltape.grader.judge.parse_pass_fail`.
     """
 
     name: ClassVar[str] = "explanation_judge"

@@ -1,5 +1,4 @@
-"""``factual_claims``: the tiered-composite scoring design's ``factual_claims`` checked by the
-hallucination judge."""
+"""``factual_claims``: a case's ``factual_claims`` checked by the hallucination judge."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,10 +14,8 @@ from evaltape.grader.metrics.hallucination import factual_claims, hallucination_
 class FactualClaims(Metric):
     """Fraction of the case's ``factual_claims`` whose judged truth equals ``expected_truth``.
 
-    Uses the same judge request as ``hallucination`` (the statements are part of it), so
-    one recorded answer serves both. A statement the judge did not rate counts as wrong.
-    No ``factual_claims`` in the case → null ``not_applicable``; no final answer → null
-    ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`.
+    Shares ``hallucination``'s judge request; an unrated statement counts as wrong. No
+    ``factual_claims`` → null ``not_applicable``; no final answer → null ``no_answer``.
     """
 
     name: ClassVar[str] = "factual_claims"

@@ -1,5 +1,4 @@
-"""``hallucination``: an LLM judge's share of unsupported claims (the help-desk example suite's secret
-mission)."""
+"""``hallucination``: an LLM judge's share of unsupported claims in the final answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +15,8 @@ from evaltape.grader.metrics.grounding import results_by_id
 SYSTEM = ("You are a strict fact-checking judge for a tool-calling AI agent. You only "
           "answer with one JSON object.")
 
-#: The judge prompt. Editing it changes every request, so old answers no longer match
-#: and the metric reports ``judge_not_recorded`` until ``evaltape judge`` records anew.
+#: The judge prompt. Editing it changes every request: recorded answers stop matching
+#: (``judge_not_recorded``) until ``evaltape judge`` records again.
 TEMPLATE = """Check whether the agent's final answer is grounded in what it was told.
 
 A claim is SUPPORTED when the user request or a tool result below states it. A claim is
@@ -59,8 +58,7 @@ def render_tool_calls(ctx: EpisodeContext) -> str:
 
 
 def factual_claims(ctx: EpisodeContext) -> tuple[FactualClaim, ...]:
-    """The tiered-composite scoring design's ``factual_claims`` of the case (statement, expected
-    truth)."""
+    """The case's ``factual_claims`` (statement, expected truth), or ``()``."""
     return ctx.case.factual_claims or ()
 
 
@@ -100,13 +98,9 @@ def parse(message: dict):
 class Hallucination(Metric):
     """Share of the answer's claims the judge finds unsupported (lower is better).
 
-    Judge request: :data:`TEMPLATE` with the user request, every tool call with its
-    result (paired by id) and the final answer. Score = |unsupported| / (|supported| +
-    |unsupported|) from the verdict's lists (the judge's own ``score`` is shown in
-    ``message``); no claims in either list → null ``no_claims``; no final answer → null
-    ``no_answer``. Judge nulls: ``judge_not_recorded`` / ``judge_truncated`` /
-    ``judge_parse_failure``. Several samples: the mean. Stability label per sample:
-    ``grounded`` (score 0) or ``hallucinated``.
+    Score = |unsupported| / (|supported| + |unsupported|) from the verdict's lists of the
+    :data:`TEMPLATE` request. No claims → null ``no_claims``; no final answer → null
+    ``no_answer``; judge nulls: :mod:`evaltape.grader.judge`. Several samples: the mean.
     """
 
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)

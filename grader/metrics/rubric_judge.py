@@ -1,5 +1,4 @@
-"""``rubric_judge``: the task-manager example suite's weighted three-criterion rubric, judged
-by an LLM."""
+"""``rubric_judge``: a weighted three-criterion rubric judged by an LLM (task-manager example)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,13 +10,13 @@ from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 from evaltape.grader.metrics.hallucination import render_tool_calls
 
-#: The task-manager example suite's criteria and weights (``WEIGHTED_METRICS``), in order.
+#: The criteria and their weights, in order.
 CRITERIA = (("task_action_accuracy", 0.5), ("completeness", 0.3), ("conciseness", 0.2))
-#: The task-manager example suite's overall passing threshold (``weighted_score >= 0.7``).
+#: The pass threshold of the weighted score (``>= 0.7``).
 PASS_AT = 0.7
 
 SYSTEM = "You are a strict evaluation judge. You only answer with one JSON object."
-#: The task-manager example suite's evaluation steps, one block per criterion.
+#: The evaluation steps, one block per criterion.
 TEMPLATE = """Score the agent's response on three criteria, each from 0.0 to 1.0.
 
 task_action_accuracy: Read the user's request and the agent's final response carefully.
@@ -49,8 +48,7 @@ def validate(obj: dict) -> dict[str, float]:
 
 
 def weighted(v: dict[str, float]) -> float:
-    """The task-manager example suite's ``compute_weighted_score``: Σ score·weight / Σ weight
-    (weights sum to 1)."""
+    """Σ score·weight / Σ weight over :data:`CRITERIA` (weights sum to 1)."""
     total = sum(w for _k, w in CRITERIA)
     return sum(v[k] * w for k, w in CRITERIA) / total
 
@@ -59,9 +57,8 @@ def weighted(v: dict[str, float]) -> float:
 class RubricJudge(Metric):
     """Weighted rubric score: 0.5·task_action_accuracy + 0.3·completeness + 0.2·conciseness.
 
-    ``message`` shows each criterion; the metric passes at :data:`PASS_AT` (0.7, the task-manager example suite: its ``pass_threshold``, which the report applies).
-    No final answer → null ``no_answer``; judge nulls as in :mod:`evaltape.grader.judge`. Several
-    samples: the mean; stability label per sample: pass/fail at 0.7.
+    Passes at :data:`PASS_AT` (0.7); ``message`` shows each criterion. No final answer →
+    null ``no_answer``; judge nulls: :mod:`evaltape.grader.judge`. Several samples: the mean.
     """
 
     name: ClassVar[str] = "rubric_judge"
