@@ -1,2 +1,1 @@
-"""Aggregation: the scripted example suite outcomes, trials (pass@k, pass^k, intervals),
-breakdowns, agreement."""
+"""Aggregation: episode outcomes, trials (pass@k, pass^k, intervals), breakdowns, agreement."""

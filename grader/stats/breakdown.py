@@ -1,5 +1,4 @@
-"""The tiered-composite scoring design's report sections: per-difficulty and per-tag breakdowns, the
-worst episodes."""
+"""Report sections by group: per-difficulty and per-tag breakdowns, the worst episodes."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -23,17 +22,13 @@ def _group(rows: list[dict], composite: Any) -> dict[str, Any]:
 
 def breakdowns(episodes: Sequence[Any], cases: Sequence[Case],
                metrics: Sequence[Any]) -> dict[str, Any]:
-    """Summary keys for the tiered-composite scoring design's template, added only when they have
-    content.
+    """Summary keys, each only when it has content.
 
-    * ``by_difficulty`` (cases carry ``difficulty``) and ``by_tag`` (cases carry tags):
-      ``{group: {episodes, passed, pass_rate[, avg_composite, composite_passed]}}`` where
-      ``passed`` is the episode verdict and ``composite_passed`` counts the composite
-      scores that pass the episode's threshold (its result's ``passed``: the tier's, the tiered-composite scoring design: basic 0.8, advanced 0.6, challenge 0.4, unless the
-      configuration or the case sets one).
-    * ``worst_episodes`` (only with the ``composite`` metric): the 20 lowest composite
-      scores (nulls excluded), ties by dataset order, with failure and an excerpt of the
-      composite details.
+    * ``by_difficulty`` / ``by_tag``: ``{group: {episodes, passed, pass_rate[,
+      avg_composite, composite_passed]}}``; ``composite_passed`` counts composite scores that
+      pass their episode's threshold (by tier: basic 0.8, advanced 0.6, challenge 0.4).
+    * ``worst_episodes`` (with ``composite``): the 20 lowest composite scores, ties by
+      dataset order, with failure and a 200-character excerpt of the details.
     """
     by_id = {c.id: c for c in cases}
     composite = next((m for m in metrics if m.name == "composite"), None)

@@ -1,22 +1,12 @@
-"""Every failed episode as a ``step`` or a ``plan`` failure.
+"""Every failed episode as a ``step`` or a ``plan`` failure (deterministic, from the trace).
 
-- ``plan``: the objective was lost. The agent looped or ran out of steps (``stop_reason``
-  ``loop_detected`` or ``max_steps``), gave no answer (``no_answer:*``), the conversation
-  ran out of turns or its last agent turn gave no reply (``conversation.end`` ``max_turns``
-  or ``agent_stopped``), the agent gave up (it transferred, or its answer says it cannot
-  help), or what was required is missing when the conversation ended: a case with an end
-  state whose episode changed nothing (``final_state`` equal to ``initial_state``), or in
-  which more than half of the required tools (the expected tools, else the tools of the
-  gold or expected actions) were never called.
-- ``step``: anything else: the plan was followed but a call, an argument or a value was
-  wrong or missing (a wrong slot, a call the end state lacks, a gate such as
-  ``argument_correctness`` that failed).
+- ``plan``: the objective was lost: ``stop_reason`` ``loop_detected`` or ``max_steps``, no
+  answer, a conversation ended by ``max_turns``/``agent_stopped``/``transfer``, an answer
+  that gives up (:data:`GIVE_UP`), an end-state case whose state is unchanged, or more
+  than half of the required tools never called.
+- ``step``: any other failure (a wrong call, argument or value).
 
-The split is the tiered-composite scoring design's ("Agentic Evaluation Framework", which asks
-for failures split into single-step failures, a wrong tool, and plan-level ones, the
-objective lost); the rules above are evaltape's own, deterministic and read from the trace
-alone. Infrastructure errors and passed episodes get
-no class.
+Passed episodes and infrastructure errors get no class.
 """
 from __future__ import annotations
 
@@ -33,17 +23,16 @@ GIVE_UP = re.compile(r"\b(?:i (?:can(?:no|')t|am unable to|'m unable to|am not a
                      re.I)
 
 
-#: Every match of :data:`GIVE_UP` holds one of these, case-folded (``str.casefold`` maps
-#: each letter ``re.IGNORECASE`` equates with these ASCII ones, the long s too, to it).
+#: Every match of :data:`GIVE_UP` holds one of these, case-folded.
 _GIVE_UP_WORDS = ("cannot", "can't", "unable", "not able", "contact", "transfer")
-#: :data:`GIVE_UP` led by a look-ahead of its alternatives' first letters, which the
-#: regular-expression engine uses to skip positions (the same matches).
+#: :data:`GIVE_UP` led by a look-ahead of its first letters (the same matches, faster).
 _GIVE_UP_LED = re.compile("(?=[ipct])" + GIVE_UP.pattern, re.I)
 
 
 def gives_up(answer: str) -> bool:
-    """Whether ``answer`` gives up on the task (:data:`GIVE_UP` finds a match); the
-    search runs only on an answer holding one of its words (most answers hold none)."""
+    """Whether ``answer`` gives up on the task (:data:`GIVE_UP` matches); the regex runs only
+    when one of its words is present.
+    """
     folded = answer.casefold()
     if not any(w in folded for w in _GIVE_UP_WORDS):
         return False
@@ -51,8 +40,9 @@ def gives_up(answer: str) -> bool:
 
 
 def failure_class(trace: Trace, case: Case, failure: str | None) -> str | None:
-    """``"plan"``, ``"step"`` or ``None`` (passed, or an infrastructure error): the rules
-    of the module doc, in that order."""
+    """``"plan"``, ``"step"`` or ``None`` (passed, or an infrastructure error), by the module's
+    rules in order.
+    """
     if failure is None or failure.startswith("infra_error:"):
         return None
     raw = trace.raw if isinstance(trace.raw, dict) else {}

@@ -1,12 +1,6 @@
-"""The recorded times of a run: each episode's figures for ``report.json``, their summary,
-and the one-line text the ``efficiency`` metric and the reports show.
-
-The figures are the tiered-composite scoring design's timing metrics (its task executor records
-the time to the first tool call, the time to completion and per-tool latency), with each
-model turn's latency and, behind the recording proxy, its time to the first byte. Time to
-completion is the trace's ``latency_s``. Nothing here measures anything: the times are
-the trace's (:class:`evaltape.grader.model.Timing`, ``ToolCall.duration_s``), so grading
-is deterministic.
+"""The recorded times of a run: each episode's ``timing`` block for ``report.json``, their
+summary, and the text the ``efficiency`` metric and reports show. Times are the trace's
+(seconds: first tool call, model turns, first byte, tool runs); nothing is measured here.
 """
 from __future__ import annotations
 
@@ -23,14 +17,11 @@ FIGURES = (("first_tool_call_s", "episodes"), ("model_turn_s", "turns"),
 
 
 def episode_timing(trace: Trace) -> dict[str, Any] | None:
-    """The episode's ``timing`` block in ``report.json``, or ``None`` when its trace
-    records no times (a trace made before they were recorded: the episode's JSON keeps
-    its bytes).
+    """The episode's ``timing`` block, or ``None`` when its trace records no times.
 
     Returns:
-        ``{"first_tool_call_s": s or None, "model_turn_s": [s per turn], "tool_s":
-        [[tool name, s] per timed call, in call order]}``, and ``"ttfb_s": [s or None per
-        turn]`` when a turn has its time to the first byte.
+        ``{"first_tool_call_s": s or None, "model_turn_s": [s per turn], "tool_s": [[tool,
+        s] per timed call]}``, plus ``"ttfb_s": [s or None per turn]`` when any is recorded.
     """
     t = trace.timing
     if t is None:
@@ -45,8 +36,7 @@ def episode_timing(trace: Trace) -> dict[str, Any] | None:
 
 
 def small_times(block: Mapping[str, Any]) -> bool:
-    """Whether every time of an :func:`episode_timing` block is below 1e16 seconds (times
-    are never negative)."""
+    """Whether every time of an :func:`episode_timing` block is below 1e16 seconds."""
     first, turns, tools = block["first_tool_call_s"], block["model_turn_s"], block["tool_s"]
     if (first is not None and first >= 1e16) or (turns and max(turns) >= 1e16) or \
             (tools and max(map(_SECONDS, tools)) >= 1e16):
@@ -58,10 +48,9 @@ _SECONDS = itemgetter(1)
 
 
 class TimingAccumulator:
-    """Folds the episodes' :func:`episode_timing` blocks, in file order, into
-    ``summary.timing``: per figure the count, the mean (summed one value at a time in the
-    order added, so the same episodes give the same bytes however they were graded) and
-    the largest value; per tool the same over its calls. Memory is O(tools)."""
+    """Folds :func:`episode_timing` blocks, in file order, into ``summary.timing``: per figure
+    and per tool the count, mean (summed in order added) and max. Memory O(tools).
+    """
 
     def __init__(self) -> None:
         self.episodes = 0
@@ -76,8 +65,7 @@ class TimingAccumulator:
             acc[2] = value
 
     def add(self, block: Mapping[str, Any]) -> None:
-        """Add one episode's block (:func:`episode_timing`, or the same object read back
-        from a report)."""
+        """Add one episode's block (:func:`episode_timing`, or read back from a report)."""
         self.episodes += 1
         figures, add = self._figures, self._add
         if block.get("first_tool_call_s") is not None:
@@ -100,13 +88,11 @@ class TimingAccumulator:
         return {"n": n, "mean": round(total / n, DIGITS) if n else None, "max": top}
 
     def summary(self) -> dict[str, Any] | None:
-        """``summary.timing``, or ``None`` when no episode recorded times (the summary
-        then has no ``timing`` key).
+        """``summary.timing``, or ``None`` when no episode recorded times.
 
         Returns:
-            ``{"episodes": n timed episodes, "first_tool_call_s", "model_turn_s",
-            "ttfb_s", "tool_s": {"n", "mean", "max"} each (``mean``/``max`` null when
-            ``n`` is 0), "by_tool": {name: {"n", "mean", "max"}}}``.
+            ``{"episodes", "first_tool_call_s", "model_turn_s", "ttfb_s", "tool_s": {"n",
+            "mean", "max"} each, "by_tool": {name: {"n", "mean", "max"}}}``.
         """
         if not self.episodes:
             return None
@@ -128,10 +114,9 @@ def _count(n: int, what: str) -> str:
 
 
 def timing_text(trace: Trace) -> str:
-    """The episode's times in words, for a metric's details and a trajectory: ``first
-    tool call 0.812s; model 2 turns 1.512s (slowest 0.900s, first byte mean 0.200s);
-    tools 2 calls 0.004s (slowest lookup_order 0.003s)``; each part only when recorded,
-    ``""`` when the trace records no times."""
+    """The episode's times in words (``first tool call 0.812s; model 2 turns 1.512s (...);
+    tools 2 calls 0.004s (...)``), each part only when recorded; ``""`` without times.
+    """
     t = trace.timing
     if t is None:
         return ""
@@ -155,8 +140,9 @@ def timing_text(trace: Trace) -> str:
 
 
 def timing_lines(timing: Mapping[str, Any] | None, top: int = 5) -> list[str]:
-    """``summary.timing`` in words, one or two lines (``[]`` without the block): the
-    figures, then the ``top`` tools with the highest mean time."""
+    """``summary.timing`` in one or two lines (``[]`` without it): the figures, then the ``top``
+    tools by mean time.
+    """
     if not isinstance(timing, Mapping):
         return []
     parts = []

@@ -1,7 +1,5 @@
 """Fold the trials of each case: pass@k, pass^k, and a Wilson interval on pass_rate.
-
-Pure functions over ``(case_id, passed)`` pairs; no randomness, so the same episodes
-always give the same numbers (``report.json`` must be byte-identical).
+Pure and deterministic over ``(case_id, passed)`` pairs.
 """
 from __future__ import annotations
 
@@ -18,11 +16,7 @@ WILSON = "Wilson score interval, n = cases"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one case: ``1 - C(n-c, k) / C(n, k)``.
-
-    Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1: the
-    probability that at least one of k trials drawn without replacement from the n
-    recorded ones passes, given c of the n passed.
+    """Unbiased pass@k of one case: ``1 - C(n-c, k) / C(n, k)`` (Chen et al. 2021, eq. 1).
 
     Raises:
         ValueError: unless ``0 <= c <= n`` and ``1 <= k <= n``.
@@ -35,8 +29,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k of one case: ``C(c, k) / C(n, k)``, the chance that k trials drawn without
-    replacement all pass (tau-bench, Yao et al. 2024, §5: reliability across trials).
+    """pass^k of one case: ``C(c, k) / C(n, k)`` (τ-bench, Yao et al. 2024, §5).
 
     Raises:
         ValueError: unless ``0 <= c <= n`` and ``1 <= k <= n``.
@@ -57,17 +50,10 @@ def case_counts(verdicts: Iterable[tuple[str, bool]]) -> dict[str, tuple[int, in
 
 
 def k_curves(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
-    """``pass_at_k`` and ``pass_hat_k`` for every k from 1 to the largest trial count.
-
-    Each value is the mean over the cases with at least k trials (rounded to 4 places);
-    ``k_cases`` gives how many cases each k averaged (fewer when some cases have fewer
-    trials, e.g. an interrupted recording). Keys are k as strings (JSON object keys).
-
-    The values are :func:`pass_at_k` and :func:`pass_hat_k` exactly (the same integers
-    divided once), but the binomial coefficients are carried from one k to the next,
-    ``C(m, k) = C(m, k - 1) · (m - k + 1) / k`` (an exact integer division), once per
-    distinct ``(n, c)``: O(distinct pairs) integer steps per k instead of three
-    ``math.comb`` per case and k (5 cases of 8,000 trials took a minute that way).
+    """``{"pass_at_k", "pass_hat_k", "k_cases"}``, keyed by k as a string, k from 1 to the
+    largest trial count: the mean over cases with at least k trials (4 places) and their
+    count. Equals :func:`pass_at_k` / :func:`pass_hat_k`; the binomials are carried from k to
+    k + 1 per distinct ``(n, c)``: ``C(m, k) = C(m, k - 1) · (m - k + 1) / k``.
     """
     rows = list(counts.values())
     top = max((n for n, _ in rows), default=0)
@@ -97,19 +83,10 @@ def k_curves(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
 
 
 def wilson_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95) -> dict[str, Any]:
-    """Wilson score interval on pass_rate, counting each case once.
+    """Wilson score interval on pass_rate (Wilson 1927), n = the number of cases.
 
-    Wilson (1927), "Probable inference, the law of succession, and statistical inference":
-    with p̂ the pass rate, n observations and z the normal quantile of (1 + level) / 2,
-
-        centre = (p̂ + z²/2n) / (1 + z²/n),  half = z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
-
-    Unlike the normal (Wald) interval or a bootstrap, it keeps its width at 0 % and 100 %
-    (5 of 5 passing gives [0.566, 1.0], not [1, 1]). The trials of one case are not
-    independent observations (the same task, often the same answer), so n is the number
-    of *cases*, not episodes: conservative when trials vary, and one case with 3 trials
-    gives a wide interval instead of a point. p̂ is the episode pass rate (Σ passed / Σ
-    trials), as ``pass_rate``.
+    p̂ is the episode pass rate, z the normal quantile of (1 + level) / 2:
+    centre = (p̂ + z²/2n) / (1 + z²/n), half = z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
 
     Returns:
         ``{"low", "high", "level", "n", "method"}`` (bounds rounded to 4 places).
@@ -130,14 +107,13 @@ def wilson_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95) -> 
 
 
 def trial_summary(verdicts: Iterable[tuple[str, bool]]) -> dict[str, Any]:
-    """The summary keys this module adds, from ``(case_id, passed)`` pairs: ``pass_rate_ci95``
-    always; with more than one trial, ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` too."""
+    """``pass_rate_ci95``, plus ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` with several trials.
+    """
     return counts_summary(case_counts(verdicts))
 
 
 def counts_summary(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
-    """:func:`trial_summary` from ``{case_id: (n trials, c passed)}`` (as :func:`case_counts`
-    gives them, in the cases' order)."""
+    """:func:`trial_summary` from ``{case_id: (n trials, c passed)}``."""
     out: dict[str, Any] = {"pass_rate_ci95": wilson_ci(counts)}
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))
@@ -145,11 +121,9 @@ def counts_summary(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
 
 
 def answer_digest(trace: Any) -> bytes:
-    """8 bytes that are equal for two trials that recorded the same answer: the same
-    ``final_response``, ``stop_reason`` and tool calls (name, arguments, result, error
-    flag, in order; call ids, times and token counts left out), as canonical JSON hashed
-    with SHA-256 (the first 8 bytes). Two trials of a case with equal digests give pass@k no information
-    beyond one of them."""
+    """First 8 bytes of the SHA-256 of ``final_response``, ``stop_reason`` and the calls (name,
+    arguments, result, error flag) as canonical JSON: equal for trials with the same answer.
+    """
     doc = [trace.final_response, trace.stop_reason,
            [[c.name, c.arguments, c.result, c.is_error] for c in trace.tool_calls]]
     try:
@@ -165,10 +139,9 @@ def answer_digest(trace: Any) -> bytes:
 
 
 def identical_by_construction(manifest: Mapping[str, Any]) -> str | None:
-    """Why every trial of a run gets the same model turns by construction, from its
-    ``manifest.json``, or ``None``: a scripted stand-in model (``standin_scripts``: the
-    script server answers each case with the same turns in every trial) or the scripted
-    agent (``agent: "scripted"``: each case's ``script`` is its model, the scripted example suite's)."""
+    """Why every trial of a run gets the same model turns (a scripted stand-in model, or the
+    scripted agent), from its ``manifest.json``; ``None`` otherwise.
+    """
     scripts = manifest.get("standin_scripts")
     if isinstance(scripts, str) and scripts:
         return (f"the model is the scripted stand-in {scripts}, which serves every trial "
@@ -181,22 +154,17 @@ def identical_by_construction(manifest: Mapping[str, Any]) -> str | None:
 def identical_trials(counts: Mapping[str, tuple[int, int]],
                      answers: Mapping[str, bytes | None],
                      by_construction: str | None = None) -> dict[str, Any] | None:
-    """``summary.identical_trials``: how many cases with two or more trials recorded the
-    same answer in every one (:func:`answer_digest`), and what that means for pass@k and
-    pass^k. A case whose trials all agree passes in all or none of them, so its pass@k
-    and pass^k are 1 or 0 for every k (both equal its pass rate): its trials tell nothing
-    about how often a retry succeeds.
+    """``summary.identical_trials``: how many multi-trial cases recorded the same answer in
+    every trial (:func:`answer_digest`); for those, pass@k = pass^k = the pass rate.
 
     Args:
         counts: ``{case_id: (n trials, c passed)}``.
-        answers: ``{case_id: digest}`` when all the case's trials share one, ``None`` when
-            they differ.
+        answers: ``{case_id: digest}`` when all trials share one, ``None`` when they differ.
         by_construction: :func:`identical_by_construction` of the run, or ``None``.
 
     Returns:
-        ``{"cases": n identical, "of": n with 2+ trials, "by_construction": reason or
-        None, "note": the meaning in words}``; ``None`` when no case has two trials, or
-        none is identical and nothing makes them so.
+        ``{"cases", "of", "by_construction", "note"}``; ``None`` when no case has two
+        trials, or none is identical and nothing makes them so.
     """
     multi = [cid for cid, (n, _c) in counts.items() if n >= 2]
     if not multi:
