@@ -1,10 +1,5 @@
-"""Load datasets: a JSON array or JSONL of cases in any example suite's format.
-
-The help-desk example suite (``id``, ``user_query``, ``expected_tools``, ``expected_args``,
-``expected_outcome_keywords``, ``tags``), the scripted example suite (``name``, ``task``,
-``script``,
-``expected_answer_contains``, ``expected_tools``, ``max_steps``), the triage example suite (``ticket``,
-``expected_category``, ``must_mention``) and the tiered-composite scoring design and the task-manager example suite' fields load unchanged.
+"""Load datasets: a JSON array or JSONL file of cases, each parsed into a :class:`Case`
+(keys: docs/formats.md).
 """
 from __future__ import annotations
 
@@ -29,18 +24,18 @@ from evaltape.grader.model import GROUNDING_SOURCES, Case
 ID_KEYS = ("id", "name")
 INPUT_KEYS = ("user_query", "task", "ticket", "user_input", "input")
 #: Keys parsed into typed :class:`Case` fields. The recorded inputs among them (id, input,
-#: script, max_steps, tools, user, env, initial_state) may not change after recording (:func:`case_input_sha256`); every
-#: other key is an expectation and may change freely.
+#: script, max_steps, tools, user, env, initial_state) may not change after recording
+#: (:func:`case_input_sha256`); every other key is an expectation and may change freely.
 MODELED_KEYS = {
     "id", "name", "user_query", "task", "ticket", "user_input", "input", "script",
     "max_steps", "tags",
-    # the help-desk and scripted example suites
+    # answer and tool expectations
     "expected_tools", "expected_args", "expected_outcome_keywords", "expected_answer_contains",
-    # the triage example suite
+    # triage
     "expected_category", "must_mention",
-    # the tiered-composite scoring design
+    # difficulty tiers, required and forbidden phrases, judged claims
     "difficulty", "final_response_contains", "final_response_excludes", "factual_claims",
-    # the task-manager example suite
+    # expected calls and topics, forbidden phrases
     "expected_tool_calls", "expected_topics", "should_not_contain",
     # evaltape's own
     "expected_actions", "reference_label", "tools", "matching", "budgets",
@@ -59,8 +54,9 @@ def _field(key: str, sub: str) -> str:
 
 
 def _parse(obj: dict, key: str, parser: Any, path: str, line: int) -> Any:
-    """``parser(obj[key])`` or ``None`` when the key is absent or null; a
-    :class:`FieldError` becomes bad input naming ``key`` and the place inside it."""
+    """``parser(obj[key])``, or ``None`` when absent or null; a :class:`FieldError` becomes a
+    ``BadInputError`` naming the field.
+    """
     value = obj.get(key)
     if value is None:
         return None
@@ -77,8 +73,7 @@ def _text(value: Any) -> str:
 
 
 def _grounding_sources(value: Any) -> tuple[str, ...]:
-    """A case's ``grounding_sources``: names of :data:`~evaltape.grader.model
-    .GROUNDING_SOURCES`, each once."""
+    """A case's ``grounding_sources``: names of :data:`~evaltape.grader.model.GROUNDING_SOURCES`."""
     names = str_list(value)
     for i, name in enumerate(names):
         if name not in GROUNDING_SOURCES:
@@ -100,8 +95,7 @@ def unit_number(value: Any) -> bool:
 
 
 def parse_thresholds(value: Any) -> dict[str, float]:
-    """A case's ``thresholds``: ``{metric name: pass threshold}``, each a finite number in
-    [0, 1] (NaN fails the range check).
+    """A case's ``thresholds``: ``{metric name: finite number in [0, 1]}``.
 
     Raises:
         FieldError: not an object, or an entry that is not such a number (the entry named).
@@ -118,8 +112,7 @@ def parse_thresholds(value: Any) -> dict[str, float]:
 
 
 def _args(value: Any) -> dict:
-    """``expected_args``: ``{tool: {param: value}}``, a value ``{"one_of": [...]}`` read as
-    :class:`~evaltape.grader.model.OneOf`."""
+    """``expected_args``: ``{tool: {param: value}}``, ``{"one_of": [...]}`` values as ``OneOf``."""
     if not (isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())):
         raise FieldError("", "expected {tool: {param: value}}")
     return {tool: {k: parse_arg_value(v, f"{tool}.{k}") for k, v in params.items()}
@@ -132,9 +125,9 @@ _INT_LOW, _INT_HIGH = -(1 << 63), (1 << 64) - 1
 
 
 def beyond_64_bits(value: Any) -> str | None:
-    """Where (``""``, ``".a[2]"``) the first integer of a decoded JSON value lies that is
-    outside the range orjson writes (-2^63 to 2^64 - 1), or ``None`` when there is none.
-    Walked without recursion (a value as deep as the reader allows is no crash)."""
+    """The path (``""``, ``".a[2]"``) of the first integer outside -2^63..2^64-1 in a decoded
+    JSON value, or ``None``; iterative.
+    """
     todo: list[tuple[Any, str]] = [(value, "")]
     while todo:
         item, where = todo.pop()
@@ -154,12 +147,12 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     Args:
         obj: the decoded case.
         path, line: its file and 1-based line (JSONL) or 1-based index (JSON array).
-        position: 0-based index, used for ``case_NNN`` ids of the triage example suite cases without id.
+        position: 0-based index, for the ``case_NNN`` id of a case without one.
 
     Raises:
-        BadInputError: not an object; an unknown key (the message suggests the nearest known
-            key); no input key; a field of the wrong shape, named as the user wrote it
-            (``expected_tool_calls[1].arguments``).
+        BadInputError: not an object, an unknown key (with the nearest known one), no input,
+            an integer beyond 64 bits in a fed key, or a field of the wrong shape (named as
+            written: ``expected_tool_calls[1].arguments``).
     """
     if not isinstance(obj, dict):
         raise BadInputError(f"case must be an object, got {type(obj).__name__}", path=path,
@@ -201,7 +194,7 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
     calls = get("expected_tool_calls", parse_expected_calls)
     tools = get("expected_tools", str_list)
     if tools is None and calls is not None:
-        # the task-manager example suite's name for the same expectation
+        # expected_tool_calls also gives the expected tool names
         tools = tuple(c.name for c in calls)
     topics = get("expected_topics", str_list)
     keywords = get("expected_outcome_keywords", parse_answer_texts)
@@ -246,23 +239,16 @@ def parse_case(obj: Any, *, path: str, line: int, position: int) -> Case:
 
 
 def check_state_expectation(case: Case, *, path: str, line: int) -> None:
-    """Refuse an end-state expectation that any agent doing nothing would meet.
+    """Refuse an end-state expectation that an agent doing nothing would meet.
 
-    An ``expected_state`` that names no path (``{}``, ``{"appointments": {}}``) checks
-    nothing; an expectation (``expected_state`` laid over the initial state, the
-    ``gold_actions`` applied to it: :func:`evaltape.grader.matching.state_diff.expected_end`)
-    that equals the initial state passes an agent that changes nothing. Both are refused
-    unless the case says ``"expect_unchanged": true`` (the correct end is no change).
-    ``expect_unchanged`` with an expectation that does change the state contradicts
-    itself and is refused too. The initial state is the case's ``initial_state``, else
-    its environment's; a case whose environment cannot be loaded here is checked when it
-    is graded.
-
-    A gold action the environment refuses (an unknown tool, an id the initial state does not
-    hold, arguments of the wrong shape) is refused too: it describes no end state.
+    Refused: an ``expected_state`` naming no path; an expected end
+    (:func:`evaltape.grader.envs.documents.expected_end`) equal to the initial state, unless
+    ``"expect_unchanged": true``; ``expect_unchanged`` with an end that changes it; a gold
+    action the environment refuses. A case whose environment cannot be loaded is checked at
+    grading.
 
     Raises:
-        BadInputError: one of the above, naming the case and the field (exit 3).
+        BadInputError: one of the above, naming the case and the field.
     """
     from evaltape.grader.envs import resolve_env
     from evaltape.grader.envs.documents import expected_end, named_paths, same_value
@@ -359,12 +345,8 @@ def load_dataset(path: str | Path) -> list[Case]:
 
 
 def case_input_sha256(case: Case) -> str:
-    """sha256 (hex) of what a case feeds the agent: id, input, script, max_steps, and the
-    offered ``tools``, the ``user`` (scripted turns or the simulated user's instructions),
-    the ``env`` and its ``initial_state`` when the case carries them (cases without them
-    hash as before).
-
-    Expectations are excluded on purpose: they may change after recording.
+    """sha256 (hex) of what a case feeds the agent: id, input, script, max_steps, and, when
+    set, ``tools``, ``user``, ``env`` and ``initial_state``. Expectations are excluded.
     """
     fed = {"id": case.id, "input": case.input,
            "script": list(case.script) if case.script is not None else None,
@@ -386,8 +368,7 @@ def case_input_sha256(case: Case) -> str:
 
 
 def _json_default(value: Any) -> Any:
-    """What orjson does not write itself inside a case: sets (sorted) and mappings that are
-    not dicts."""
+    """orjson's ``default``: sets (sorted by ``repr``) and non-dict mappings."""
     if isinstance(value, (frozenset, set)):
         return sorted(value, key=repr)
     if hasattr(value, "items"):
@@ -401,13 +382,9 @@ DIGEST_HEX = 16
 
 
 def case_digest(case: Case) -> str:
-    """The first :data:`DIGEST_HEX` hex digits of the sha256 of everything a case states
-    (inputs, every expectation, its thresholds), as canonical JSON; the case's place in
-    its file (``line``) and the fields it leaves unset (``None``) are left out, so a field
-    evaltape adds later does not change the digest of a case that does not use it.
-
-    Two reports whose episodes of one case carry different digests were graded against
-    different versions of that case (``evaltape diff`` names it).
+    """The first :data:`DIGEST_HEX` hex digits of the sha256 of the canonical JSON of every set
+    field of a case (``line`` and ``None`` fields left out); differing digests mean differing
+    case versions.
     """
     import dataclasses
     stated = {f.name: getattr(case, f.name) for f in dataclasses.fields(case)
