@@ -192,7 +192,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
     extra = counts_summary(case_counts)
     composite = any(m.name == "composite" for m in metrics)
     if composite or any(c.difficulty or c.tags for c in cases):
-        # the tiered-composite scoring design's by_difficulty / by_tag
+        # by_difficulty / by_tag
         extra.update(breakdowns(results, cases, metrics))
     worst = extra.pop("worst_episodes", None)
     judged = [m for m in metrics if m.judged]

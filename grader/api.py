@@ -25,8 +25,8 @@ from evaltape.grader.stats.verdict import DEFAULT_POLICY, VerdictPolicy
 
 
 def default_metric_names(cases: Sequence[Any]) -> list[str]:
-    """The metrics a plain ``grade`` runs: the help-desk example suite's three and ``grounding``, plus
-    ``expected_actions_called`` when the cases carry expected actions (imported benchmarks)."""
+    """:data:`DEFAULT_METRICS`, plus ``expected_actions_called`` when cases carry expected
+    actions."""
     from evaltape.grader.metrics.expected_actions import actions_metric_for
     return list(DEFAULT_METRICS) + actions_metric_for(cases)
 

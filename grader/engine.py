@@ -323,10 +323,9 @@ class Batch:
             to ``run``.
         run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
             (:meth:`evaltape.grader.io.external_sort.SpillSorter.add_run`), or ``None``.
-        n, passed, steps, tool_matches: the scripted example suite's counts.
+        n, passed, steps, tool_matches: the summary's episode counts.
         failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
-            of them are infrastructure errors (the scripted example suite's ``infra_error:``
-            reasons).
+            of them are infrastructure errors (``infra_error:`` reasons).
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
         answers: ``{case_id: answer digest}`` while every episode of the case in the batch

@@ -10,7 +10,7 @@ files are imported together), trial = ``trial``, input = the task ``instruction`
 for every trial, as the grader requires; the simulated user's first message is in
 ``messages``), ``system`` = the text of the system message (the agent's policy). The case carries ``expected_actions`` (``info.task.actions``, in order),
 ``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
-the help-desk example suite's ``argument_correctness``) and ``expected_outputs``
+``argument_correctness``) and ``expected_outputs``
 (``info.task.outputs``). The
 trace keeps tau-bench's verdict: ``reference_label`` = the reward within 1e-6 of 1
 (tau-bench ``run.py`` ``display_metrics.is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``,

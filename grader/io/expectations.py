@@ -4,9 +4,7 @@ Every parser here raises :class:`FieldError` naming the place inside the key the
 (``[2].arguments``), so :func:`evaltape.grader.io.datasets.parse_case` can report
 ``file: field 'expected_tool_calls[2].arguments': ...``.
 
-Accepted forms of ``expected_tool_calls`` items (the task-manager example suite and the
-Berkeley Function-Calling
-Leaderboard's ground truth, ``ast_checker``):
+Accepted forms of ``expected_tool_calls`` items (BFCL's ground truth among them):
 
 - ``"tool_name"``: the tool, any arguments;
 - ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool,
@@ -244,9 +242,8 @@ def parse_actions(value: Any) -> tuple[ExpectedCall, ...]:
 
 
 def parse_claims(value: Any) -> tuple[FactualClaim, ...]:
-    """The tiered-composite scoring design's ``factual_claims``: ``{"statement": str, "expected_truth"?:
-    bool,
-    "source_ref"?: str}`` objects (``expected_truth`` defaults to true, as the tiered-composite scoring design reads).
+    """A case's ``factual_claims``: ``{"statement": str, "expected_truth"?: bool,
+    "source_ref"?: str}`` objects (``expected_truth`` defaults to true).
 
     Raises:
         FieldError: not a list, or an item of the wrong shape (index and key named).

@@ -587,8 +587,8 @@ class FailureLog(Mapping):
 
     Filled by :meth:`append` with ``(case_id, trial, reason)`` (the shape of
     :class:`~evaltape.grader.stats.outcome.SummaryAccumulator`'s ``failures``); after
-    :meth:`close` labels are ``case`` or ``case#tN`` (``multi_trial``, the scripted example suite's
-    ``failures`` keys). Iteration and :meth:`items` read the file in order; lookup by label
+    :meth:`close` labels are ``case`` or ``case#tN`` (``multi_trial``). Iteration and
+    :meth:`items` read the file in order; lookup by label
     reads it until found (O(failures)); :meth:`sorted_items` gives the pairs in key order,
     sorted on disk (:class:`SpillSorter`), as ``report.json`` lists them.
     """

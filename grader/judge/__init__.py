@@ -244,7 +244,7 @@ _PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(PASS|FAIL)(?![A-Za-z/])", re.IGNORECAS
 
 
 def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
-    """Parse a PASS/FAIL answer (the triage example suite's judge); the verdict is the *last* marker.
+    """Parse a PASS/FAIL answer; the verdict is the *last* marker.
 
     Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED` (the rest of the answer is
     unknown, so no verdict is trusted). Strict: the text is exactly ``PASS`` or ``FAIL``.

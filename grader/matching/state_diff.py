@@ -90,9 +90,7 @@ def state_case(case: Any) -> bool:
 def stateful_case(case: Any) -> bool:
     """Whether a case runs on a stateful environment (an ``env``) or is decided by its end
     state (:func:`state_case`). In such a case a metric with nothing of its own to compare
-    is null (``not_applicable``), never a vacuous 0 or 1: the example suites' defaults
-    ("no tool expected: 1.0 iff none called", "no keyword: 1.0 iff an answer") assume one
-    request answered in one message, not an agent acting on a database."""
+    is null (``not_applicable``), never a vacuous 0 or 1."""
     return getattr(case, "env", None) is not None or state_case(case)
 
 

@@ -6,8 +6,7 @@ A case sets its limits in ``budgets`` (``{"budgets": {"max_tool_calls": 3}}``); 
 of the cases that set none. Each metric is 1.0 when the episode's measure is within the
 limit (``measure <= limit``), 0.0 over it; null ``not_applicable`` without a limit, or
 without the data to measure (no latency recorded; no token usage, no model or an unpriced
-model for the cost). The budget checks are evaltape's own (the tiered-composite scoring design's ``efficiency`` only reports steps, tokens, latency and cost in ``message``);
-the cost formula and price table are :func:`evaltape.grader.metrics.efficiency.cost_usd`'s.
+model for the cost). Cost: :func:`evaltape.grader.metrics.efficiency.cost_usd`.
 """
 from __future__ import annotations
 

@@ -86,15 +86,10 @@ def cost_usd(trace: Trace, prices: Mapping[str, Any]) -> float | None:
 class Efficiency(Metric):
     """Call efficiency = min(1, |expected calls| / |calls made|).
 
-    1.0 means no more calls than the case needs; 0.5 means twice as many. ``None`` when the
-    case states no expectation, or when no call was made (0 calls: the ratio is undefined;
-    correctness metrics judge whether calls were missing). ``message`` always lists steps,
-    calls, input/output (and prompt-cache) tokens, latency and cost (USD, from ``prices``
-    keyed by model, :func:`cost_usd`; table dated :data:`PRICES_AS_OF`), and when the
-    trace records them the times of the tiered-composite scoring design's task executor: the
-    time to the first tool call, the model turns' latency (and time to the first byte) and
-    the tools' run time (:func:`evaltape.grader.stats.timing.timing_text`). The times do
-    not enter the score.
+    Null when the case states no expectation or no call was made. ``message`` lists
+    steps, calls, tokens, latency, cost (USD, :func:`cost_usd`, prices of
+    :data:`PRICES_AS_OF`) and the recorded times
+    (:func:`evaltape.grader.stats.timing.timing_text`), which do not enter the score.
     """
 
     name: ClassVar[str] = "efficiency"

@@ -13,7 +13,7 @@ from evaltape.grader.metrics.base import check_metric
 
 #: Where each built-in metric is defined: ``name: (module under evaltape.grader.metrics,
 #: class)``. A module is imported when its metric is first asked for (:data:`BUILTIN`), so
-#: grading the help-desk example suite's three metrics does not compile the patterns of
+#: grading the three default metrics does not compile the patterns of
 #: ``grounding``; a test imports every entry and checks each class's ``name``.
 _WHERE: dict[str, tuple[str, str]] = {
     "tool_selection_accuracy": ("tool_selection", "ToolSelectionAccuracy"),
@@ -23,7 +23,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "expected_actions_called": ("expected_actions", "ExpectedActionsCalled"),
     # opt-in; grade adds it when cases use matching: bfcl
     "bfcl_ast": ("bfcl_ast", "BfclAst"),
-    # opt-in: trajectory and call matching, the task-manager example suite rules, efficiency
+    # opt-in: trajectory and call matching, rule checks, efficiency
     "trajectory_match": ("trajectory_match", "TrajectoryMatch"),
     "tool_call_f1": ("tool_call_f1", "ToolCallF1"),
     "irrelevance": ("irrelevance", "Irrelevance"),
@@ -34,8 +34,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "expected_topics_present": ("rule_checks", "ExpectedTopicsPresent"),
     "forbidden_content_absent": ("rule_checks", "ForbiddenContentAbsent"),
     "no_extra_tool_calls": ("rule_checks", "NoExtraToolCalls"),
-    # the tiered-composite scoring design's weighted score; weights and thresholds via
-    # [tool.evaltape]
+    # weighted score; weights and thresholds via [tool.evaltape]
     "composite": ("composite", "Composite"),
     # opt-in: hallucination checks
     "grounding": ("grounding", "Grounding"),
@@ -98,9 +97,8 @@ class _Registry(MutableMapping):
 #: Built-in metric classes by name. The engine knows no metric by name; only this does.
 BUILTIN: MutableMapping[str, type] = _Registry(_WHERE)
 
-#: Metrics a plain ``evaltape grade`` runs: the help-desk example suite's three, plus the offline
-# ``grounding``
-#: check of its goal of catching fabricated facts (deterministic, no judge needed).
+#: Metrics a plain ``evaltape grade`` runs: tool selection, arguments, task completion,
+#: and ``grounding`` (deterministic fabrication check, no judge).
 DEFAULT_METRICS = ("tool_selection_accuracy", "argument_correctness", "task_completion",
                    "grounding")
 

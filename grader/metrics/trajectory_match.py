@@ -39,9 +39,8 @@ class TrajectoryMatch(ExpectedCallsMetric):
     scores ``None`` with a reason.
 
     ``args_mode`` defaults to ``superset``: every expected argument must be present and
-    equal, extra actual arguments are allowed (the help-desk example suite's ``expected_args`` list only
-    the
-    parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
+    equal, extra actual arguments are allowed (``expected_args`` lists only the parameters
+    that matter). ``overrides`` maps tool → mode / key paths / predicate. The
     case's ``tools`` schemas (else the trace's) give the declared types (``integer``
     refuses ``5.0``) and per-parameter options apply
     (:func:`evaltape.grader.matching.calls.args_mismatch`).

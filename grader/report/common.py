@@ -9,8 +9,7 @@ BAR_WIDTH = 30
 
 
 def bar(value: float | None, width: int = BAR_WIDTH) -> str:
-    """The help-desk example suite's text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` →
-    blanks."""
+    """A text bar: ``int(score * 30)`` '#' then '.' up to 30; ``None`` → blanks."""
     if value is None:
         return " " * width
     n = max(0, min(width, int(value * width)))

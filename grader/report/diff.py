@@ -13,8 +13,7 @@ The gate fails (level ``critical``, exit 1), naming each finding, when
    0.05);
 3. an episode of the baseline is missing now (unless ``allow_missing``);
 4. a summary figure (``pass_rate``, ``exact_tool_match_rate``) or a metric mean got worse by more
-   than 0.10, the tiered-composite scoring design's ``critical`` level
-   (``MetricsAggregator._detect_regressions``; worse by more than 0.05 is a ``warning``).
+   than 0.10 (``critical``; worse by more than 0.05 is a ``warning``).
    When the reports cover different episodes, both sides are computed over the episodes
    of the cases both have (new trials of a case count; a case only one report has does
    not); summary figures and metric means are kept apart (:func:`_summary_figures`,

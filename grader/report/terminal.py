@@ -1,5 +1,4 @@
-"""The terminal report (rich): aggregate bars and a per-episode table, as the help-desk example suite
-prints."""
+"""The terminal report (rich): aggregate bars and a per-episode table."""
 from __future__ import annotations
 
 import os
@@ -69,8 +68,7 @@ def metric_groups(names: list[str], label_w: int, outcome_w: int, width: int
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    """Print the help-desk example suite's ``print_report`` layout with rich: totals, bars, per-episode
-    results.
+    """Print the report with rich: totals, bars, per-episode results.
 
     Failing metrics (a score that misses its threshold, or a null that could not be
     computed) show their details below the tables, the trials of a case that fail one

@@ -1,7 +1,7 @@
 """``grounding``: the share of the answer's checkable claims that no source states.
 
-The deterministic check for the help-desk example suite's goal ("catch the agent fabricating
-information not grounded in tool outputs"); the judged ``hallucination`` metric covers what
+A deterministic check that the agent does not fabricate information not grounded in tool
+outputs; the judged ``hallucination`` metric covers what
 has no checkable token. What it can and cannot catch: docs/metrics.md, "grounding".
 
 Modules, each calling only those listed before it: :mod:`.words` (word lists and
