@@ -88,7 +88,7 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
         run_tasks: runs a function on each task of a list, in parallel, returning the
             results in order; on failure it hands the finished ones to ``discard``
             (``run_tasks(fn, tasks, discard)``: a process pool's
-            :meth:`evaltape.grader.executor.Executor.run_tasks`); used to merge the sorted
+            :meth:`evaltape.grader.executor.Executor.run_tasks`), used for merging the sorted
             episode files of the workers, ``merge_parts`` key ranges at a time. ``None``:
             this process merges.
         metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.

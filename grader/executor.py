@@ -138,7 +138,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """Exit this process at once (``os._exit``) when its parent is no longer ``parent``
+    """Exit this process at once (``os._exit``) when its parent is not ``parent`` any more
     (it ended, and the process was handed to another)."""
     import time
     while True:

@@ -392,7 +392,7 @@ def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[Episo
             current trace digests (``None``: the digests the report was graded with).
 
     Raises:
-        BadInputError: the traces file no longer reads (file named).
+        BadInputError: the traces file cannot be read (file named).
     """
     digests: dict[tuple[str, int], str] = {}
     if index is not None:

@@ -177,7 +177,7 @@ def miss_request_number(cassette: Any) -> int:
 def refreshed_interactions(cassette: Any, loaded: int) -> list:
     """A refreshed episode's interactions: those of the first ``loaded`` (the recording)
     that were played, in the order they were played (``IndexedCassette.played_order``),
-    then the ones recorded live after them. The recorded interactions the agent no longer
+    then the ones recorded live after them. The recorded interactions the agent did not
     asked for are left out, so the new cassette replays whole."""
     played = [i for i in getattr(cassette, "played_order", ()) if i < loaded]
     return [cassette.data[i] for i in played] + list(cassette.data[loaded:])
@@ -188,7 +188,7 @@ def refresh_divergence(cassette: Any, loaded: int) -> tuple[int | None, str | No
     ``IndexedCassette`` with ``prefix_only`` whose first ``loaded`` interactions are the
     recording): ``(request number, first difference)`` for the first request with no
     recorded match (:func:`miss_message`), else for the first recorded request the agent
-    no longer sent, else ``(None, None)`` (every recorded request was asked for, in some
+    not sent, else ``(None, None)`` (every recorded request was asked for, in some
     order: only the trace can still differ)."""
     replayed = len(getattr(cassette, "played_order", ()))
     if getattr(cassette, "misses", None):

@@ -427,13 +427,13 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
 
     A divergence is, in order: a request with no recorded match (the proxy's message: the
     interaction number and the first differing JSON path), recorded exchanges the program
-    no longer made, or the first JSON path where the traces differ (the times are the
+    not made, or the first JSON path where the traces differ (the times are the
     recording's: :func:`.stale.with_recorded_times`).
 
     Returns:
         ``[(case_id, trial, request number or None, divergence message or None, stderr)]``
         in trace order; the request is the one with no recorded match, or the first
-        recorded one the program no longer sent (``None``: every request matched);
+        recorded one the program did not send (``None``: every request matched);
         ``stderr`` the program's whole standard error, redacted (:func:`redact_output`).
 
     Raises:

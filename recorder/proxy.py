@@ -740,7 +740,7 @@ class ProxyServer(BackgroundServer):
     @staticmethod
     def _send_recorded(h: ProxyHandler, response: dict) -> int:
         """Send a recorded answer (status, headers but the hop-by-hop ones and those the
-        stored body no longer has, the body with its own ``content-length``).
+        stored body does not have, the body with its own ``content-length``).
 
         Returns:
             The HTTP status sent.

@@ -1,6 +1,6 @@
 """The in-process driver: record a dataset with an agent function, one cassette and one
 trace per (case, trial), the episodes run in forked worker processes; with ``--refresh``,
-replay every finished episode first and record again only those that no longer reproduce
+replay every finished episode first and record again only those that do not reproduce
 (:func:`refresh_episode`).
 
 The run folder (manifest, ``traces.jsonl``, resume, the lock) is :mod:`.runfolder`'s; a

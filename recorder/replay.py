@@ -51,10 +51,10 @@ class Divergence:
     Attributes:
         case_id, trial: the episode.
         message: the first difference: a request with no recorded match (its number and
-            the first differing JSON path), recorded requests no longer sent, or the first
+            the first differing JSON path), recorded requests not sent, or the first
             JSON path where the traces differ.
         request: the 1-based number of the request that had no recorded match, or of the
-            first recorded request no longer sent; ``None`` when every request matched and
+            first recorded request not sent; ``None`` when every request matched and
             only the trace differs, or the cassette is damaged.
         damaged: the episode's cassette is missing, not a file or does not read
             (``message`` names it and why).
@@ -180,7 +180,7 @@ def replay_run(run: str, dataset: str | None = None,
     Args:
         workers: episodes replayed at once (see the module docstring); the result is the
             same for every value.
-        list_stale: list the episodes that no longer describe the agent rather than
+        list_stale: list the episodes that do not describe the agent rather than
             refuse the run: an episode whose case input changed since recording is
             reported (request 1, :data:`CHANGED_INPUT`) without being run.
 

@@ -2,7 +2,7 @@
 
 A run's recordings stand for one agent on one model. The manifest's ``fingerprint`` records
 what they depend on, so that ``evaltape record`` into an existing run can refuse an agent
-that is no longer the recorded one before it sends a request:
+that differs from the recorded one before it sends a request:
 
 - ``agent``: an in-process agent's module and the sha256 of its source files
   (:func:`agent_sources`), or a ``--command`` agent's command line and the sha256 of the
@@ -17,8 +17,8 @@ Each case's input is fingerprinted by the manifest's ``dataset.cases`` (hashes o
 :func:`evaltape.grader.io.datasets.case_input_sha256`), and a spec'd agent's system prompt
 and tools by ``system_prompt_sha256`` / ``tools_sha256``. :func:`fingerprint_changes`
 names every difference. :func:`trace_difference` is the rule replay, ``replay
---list-stale`` and ``record --refresh`` use to decide that a replayed episode no longer
-reproduces its trace.
+--list-stale`` and ``record --refresh`` use to decide that a replayed episode does not
+reproduce its trace.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ clean-up: the report set's temporary files (``.report.json.<pid>.tmp`` beside th
 :func:`evaltape.grader.io.jsonfiles.atomic_write_all`) and the grader's spill files in the
 temporary folder (``evaltape-run-<pid>-…``, :mod:`evaltape.grader.io.external_sort`) stay. Each
 name carries the id of the process that owns it, so a later ``evaltape grade`` removes
-those whose owner no longer runs and leaves those of a grade still running beside it.
+those whose owner has exited and leaves those of a grade still running beside it.
 """
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ def config_changes(old: Report, new: Report, episodes_old: Any = None,
     metric's run-level threshold (``summary.thresholds``), the gating metrics
     (``summary.verdict.gate``), the dataset's inputs (``run.inputs_sha256``), the cases
     whose expectations or thresholds changed (episodes' ``case_digest``) and evaltape's
-    version. A side that does not record a value (an older report) is not compared for it.
+    version. A side that does not record a value is not compared for it.
     ``episodes_old``/``episodes_new``: the reports' episodes when the caller holds them
     already (a graded report's are read from disk at each pass).
     """
@@ -390,7 +390,7 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
     dropped = set(old.summary.metrics) - set(new.summary.metrics)
     for name in sorted(mb.keys() | ma.keys()):
         x, y = mb.get(name), ma.get(name)
-        # an older report's metric named like a summary figure: named as a metric
+        # a report's metric named like a summary figure: named as a metric
         said = f"metric {name}" if name in SUMMARY_KEYS else name
         if name in dropped:
             metrics.append(MetricMove(name, x, None, None, "warning"))

@@ -79,7 +79,7 @@ def page_files(sources: Sequence[ViewSource], page: str = "index.html",
     within about ``inline_limit`` whatever the run's size.
 
     Raises:
-        BadInputError: a trace or judge cassette that no longer reads (file and line named).
+        BadInputError: a trace or judge cassette that cannot be read (file and line named).
     """
     builder = build_view(sources)
     folder = data_dir_name(page)
@@ -304,7 +304,7 @@ def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
                 self.server.closed(self.connection)
 
         def parse_request(self) -> bool:
-            """The request line and headers read: the read deadline no longer applies."""
+            """The request line and headers read: the read deadline stops applying."""
             ok = super().parse_request()
             self.server.read_done(self.connection)
             return ok

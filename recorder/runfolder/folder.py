@@ -23,7 +23,7 @@ def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path)
     """Refuse to continue a run with another agent, model, dataset or stand-in script.
 
     Mixing them would put traces of two setups into one run under one manifest. A refresh
-    (``opts.refresh``) re-records every episode that no longer reproduces, so it may change
+    (``opts.refresh``) re-records every episode that does not reproduce, so it may change
     the agent (of the same kind), model, streaming and stand-in script; never the shard or
     the dataset.
 

@@ -236,12 +236,12 @@ def setup_from_wire(manifest: dict) -> None:
 
 
 def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> list[str]:
-    """Refuse to add episodes to a run whose recordings no longer match this agent.
+    """Refuse to add episodes to a run whose recordings do not match this agent.
 
     Compares the run's recorded manifest with the one this recording would write
     (:func:`.stale.fingerprint_changes`: the agent's sources or command files, a stand-in
     script's content, a spec'd system prompt or tools, each case's input). With
-    ``opts.refresh`` every change is allowed (the refresh re-records what no longer
+    ``opts.refresh`` every change is allowed (the refresh re-records what does not
     reproduces); with ``opts.allow_changed`` the unfinished episodes are recorded anyway,
     the finished ones stay as they are, and ``manifest["appended_changed"]`` records when
     and what changed.

@@ -190,7 +190,7 @@ def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequen
 
 def refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
     """A key-shaped string in a case's input would be redacted on disk, so the recorded input
-    would no longer match the dataset; refuse before spending anything.
+    would not match the dataset; refuse before spending anything.
 
     Raises:
         BadInputError: names the case and the field (the key itself is masked).

@@ -88,7 +88,7 @@ class EpisodeOutcome:
         live: requests sent to the model (the SDK's retries included).
         replayed: requests answered from the episode's previous cassette.
         request: the 1-based number of the first request that diverged, or of the first
-            recorded request the agent no longer sent; ``None`` when every request matched
+            recorded request the agent did not send; ``None`` when every request matched
             (and only the trace differs, or nothing does).
         difference: the first difference (a request's JSON path, or the trace's), redacted;
             ``None`` for a kept or new episode.

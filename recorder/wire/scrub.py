@@ -55,7 +55,7 @@ def scrub_text(text: str, *, pieces: bool = True) -> str:
 
     Key-shaped strings go before pieces: one that shares a piece with a live key (the 13
     characters ``sk-ant-api03-`` of another key) is redacted whole, not cut into a piece
-    and a rest that no longer looks like a key.
+    and a rest that does not look like a key.
 
     ``pieces=False`` skips the pieces search (whole live keys and key-shaped strings are
     still redacted): for strings decoded from a JSON text already scanned for pieces,

@@ -106,7 +106,7 @@ class ReviewApi:
         """The marks that count for run ``r`` and its queues.
 
         Raises:
-            BadInputError: the review file no longer reads.
+            BadInputError: the review file cannot be read.
         """
         facts = self.facts[r]
         marks = latest(read_reviews(self.files[r]))
