@@ -102,57 +102,16 @@ def _turn(ev: Event, k: int) -> int:
 
 @dataclass(frozen=True)
 class ContextRetention(Metric):
-    """1.0 when the agent never loses a fact the user gave; 0.0 when it does (one lapse
-    fails the episode); ``message`` name each lapse, ``evidence`` lists every fact with
-    its kind and turn and every lapse with the turn of the fact and the turn of the lapse.
+    """1.0 when the agent never loses a fact the user gave, else 0.0 (one lapse fails).
 
-    **Facts**, read from every user message and typed by their shape and the words before
-    them (:func:`evaltape.grader.matching.conversation.facts_in`, ``choices_in``):
-    e-mail, phone, zip/postal code, user id (``first_last_1234``), order id
-    (``#W2071346``), booking or reservation code (``EHGLP3``), flight number, other ids
-    (``A-5001``, five or more digits), date, date of birth, amount, name, a card's last
-    four digits, a duration ("for about a week"), an age ("5 years old"), a symptom or
-    condition stated about a person, not denied or asked ("my feet have been puffy"),
-    and choices: a payment source chosen ("use my gift card") or an offer refused ("I
-    don't want travel insurance", a bare "no" to an offer).
-
-    **Lapses** (each after the fact was given):
-
-    - *asking again*: an agent sentence that asks for something (a question, or "please
-      provide / could you give / what is your ...") and names the fact's kind by its own
-      words (``user id``; ``zip code``; ``reservation number``; ``e-mail``; ``date``, not
-      ``date of birth``; for other ids the noun they came with or ``id``/``number``/
-      ``code``; for a symptom "what symptoms / what brings you / what's going on", not
-      with "more", "other", "any", "worse" ...), without quoting the value or another
-      value of that kind (for a symptom, its word or body part). Not a lapse: a
-      confirmation that quotes the value, a request for another value ("a new e-mail"),
-      asking for a kind not yet given, asking again after a call with that value failed.
-      Not checked for amounts, flight numbers and choices.
-    - *a value other than the one given*: a call, or an agent sentence, holding the value
-      the user corrected (a new value of the same kind with "actually", "sorry", "I
-      meant", "instead", "no, ..."); a call paying or refunding (an argument shaped like a
-      payment id, ``credit_card_4421486``) with a source the user did not choose
-      (the user's latest choice of sources, joined by the sources the agent proposed when
-      the user answers "yes" to them; a card whose last four digits, read from earlier
-      tool results, are not the ones the user gave).
-    - *another entity*: a call holding a user id, e-mail or phone number other than every
-      one the user gave, or a call that changes something (not a get/search/... tool)
-      on a booking code or order id the user never named when the user named one (a
-      booking a call of this conversation created is the user's, and so is any six-character
-      code the user wrote, letters only too: ``PUNERT``).
-    - *offering again what the user refused*: an agent sentence that offers the refused
-      thing (a question or "would you like / shall I / I recommend") without saying it is
-      left out ("no", "without", "declined"), or a call setting it to yes/true, unless the
-      user took the refusal back.
-
-    The rule follows DeepEval's knowledge-retention metric (a conversation's "knowledge
-    attritions": the assistant asking for or contradicting what the user already said),
-    made deterministic and per episode, with the fact kinds of τ-bench's and τ²-bench's
-    customer-service domains. Null ``no_facts``: the user gave no fact or choice, or the
-    agent said and did nothing after the first one. What it cannot catch: facts in words
-    ("my sister's birthday"), a re-ask that names no kind ("Could you repeat that?"), a
-    forgotten request or constraint in words ("not before 11 AM"), a stale value used after
-    a correction written without a correction word.
+    Facts are read from user messages by shape and context
+    (:func:`evaltape.grader.matching.conversation.facts_in`, ``choices_in``): ids, e-mails,
+    phones, dates, amounts, names, card digits, symptoms, and choices (a payment source,
+    a refused offer). Lapses after a fact was given: asking for it again, using a value the
+    user corrected or a payment source not chosen, acting on another user's id or another
+    booking, offering again what was refused. After DeepEval's knowledge retention, made
+    deterministic; rules: docs/metrics.md, "context_retention". Null ``no_facts``.
+    ``message`` names each lapse; ``evidence`` lists facts and lapses with their turns.
     """
 
     name: ClassVar[str] = "context_retention"

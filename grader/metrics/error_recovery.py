@@ -69,10 +69,9 @@ def _told(text: str, call) -> str | None:
 
 
 def _reply_verdict(text: str, call) -> tuple[bool, str] | None:
-    """Whether a reply after the failure of ``call`` recovers from it, and why; ``None``
-    when it neither reports, asks nor claims (the rest of the conversation decides). The
-    sentences naming the tool's action decide; when they say none of these, the whole
-    reply does ("I wasn't able to find a match ... your patient ID would locate you")."""
+    """Whether a reply after ``call`` failed recovers from it, and why; ``None`` when it neither
+    reports, asks nor claims. Sentences naming the tool's action decide, else the whole reply.
+    """
     about = _about(text, call)
     verdict = _text_verdict(about, call)
     return verdict if verdict is not None or about == text else _text_verdict(text, call)
@@ -96,44 +95,15 @@ def _text_verdict(text: str, call) -> tuple[bool, str] | None:
 
 @dataclass(frozen=True)
 class ErrorRecovery(Metric):
-    """The share of failed tool calls the agent recovered from: recovered failures ÷
-    failures, where a failed call repeated with identical arguments belongs to the failure
-    it repeats (it is not counted again).
+    """Share of failed tool calls the agent recovered from (identical repeats of a failed call
+    belong to the failure they repeat).
 
-    A call failed by grounding's rule (flagged ``is_error``, a JSON result with
-    ``success``/``ok`` false or an ``error``, a text starting with "error"). After each
-    failure the rest of the conversation is read in order; the first of these decides:
-
-    - **not recovered**: the same call (same tool, identical arguments) repeated **two or
-      more further times**;
-    - **recovered**: a later call of the same tool with **changed arguments** (a retry; if
-      it fails too, that is a failure of its own), or a call of **another tool toward the
-      same goal** (its name shares a word with the failed tool's, beyond ``get``,
-      ``update``...: ``search_onestop_flight`` after ``search_direct_flight``), or a
-      successful **transfer** to a person (another way to get it done);
-    - a reply to the user (the sentences naming the tool's action when some do: a reply
-      about two failures judges each on its own sentences): **recovered** when it
-      **states the failure** (could not, unable, not found, failed, already booked, a
-      problem, sorry ... with no success claimed) or **asks the user about the failed
-      input** (a question naming an argument's value or "double-check", "again",
-      "correct"); **not recovered** when it **claims the failed action happened** (done,
-      successfully, has been booked, I've updated ...); a reply that says neither is read
-      past, as is text written beside the agent's next calls;
-    - the end of the conversation with none of these: **recovered** when a reply stated a
-      value the error message gave and the call's arguments did not hold ("total price
-      is 375": "The total fare is $375 ... shall I go on?"), with no success claimed;
-      else **not recovered** (the agent went on as if the call had succeeded, or never
-      reported it).
-
-    The categories are the issue's and the labelling definitions' (recovered: fixed the
-    arguments and retried, tried another approach, asked the user, told the user honestly;
-    not recovered: the same failing call two or more further times, claiming success,
-    going on as if it had worked), in the spirit of τ-bench's observation that agents act
-    on failed calls as if they had worked; the word lists were written for this project.
-    Null (``no_tool_errors``): no tool call failed. What it cannot catch: a retry with
-    changed but still wrong arguments counts as recovered; a report in words it does not
-    read counts as going on; later calls that depend on the failed call's effect are not
-    told apart from calls of unrelated tools.
+    After each failure the first of these decides: the same call repeated two or more times
+    → not recovered; a retry with changed arguments, another tool toward the same goal, or a
+    transfer → recovered; a reply that states the failure or asks about the failed input →
+    recovered, one that claims the action happened → not; at the end, not recovered unless a
+    reply stated a value the error gave. Rules: docs/metrics.md, "error_recovery". Null
+    ``no_tool_errors``.
     """
 
     name: ClassVar[str] = "error_recovery"

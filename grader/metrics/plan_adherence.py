@@ -151,14 +151,10 @@ ADVERBS = {"also", "still", "then", "now", "just", "first", "certainly", "defini
 
 
 def actions_in(text: str, *, joined: bool = False, lead: int | None = None) -> list[str]:
-    """The actions ``text`` names, in order of first appearance, without repeats ("proceed
-    with" and "go ahead and" name none by themselves; an action word before "of plans",
-    "fee", "policy", "rules", "reason" ... is a noun's modifier and names none). With
-    ``joined``, the first action and only those joined to what comes before by "and",
-    "then" or a comma ("upgrade ... and then cancel ..."), not the objects of the first
-    ("calculate the refund"). With ``lead``, only actions whose word starts within the
-    first ``lead`` words (:data:`ADVERBS` not counted): the verb of an offer, not a word of
-    what it goes on to say ("I can note it as booked by mistake")."""
+    """The actions ``text`` names, in order, without repeats (a modifier of a noun names none).
+    With ``joined``, the first and those joined to it by "and", "then" or a comma; with
+    ``lead``, only those whose word starts within the first ``lead`` words.
+    """
     text = re.sub(r"\b(?:proceed(?:ing)? (?:with|to)|go(?:ing)? ahead (?:and|with))\b", " ",
                   text, flags=re.I)
     limit = len(text)
@@ -208,20 +204,17 @@ class Statement:
     """One intention or claim of the agent, and what became of it.
 
     Attributes:
-        kind: ``intention`` (said it will act), ``offer`` (offered, and the user's next
-            message agreed) or ``claim`` (said an action is done).
+        kind: ``intention``, ``offer`` (the user agreed) or ``claim`` (said it is done).
         action: the action named (:data:`ACTION_WORDS`).
         text: the sentence, as written.
         turn: the index of its message in the trace (``-1`` without messages).
         position: its index among the conversation's events.
-        context: the whole message it is in (a summary of the change it confirms).
-        outcome: ``carried_out``, ``explained``, ``pending`` (the conversation ended
-            first), ``no_call``, ``failed_call`` (a claim whose only matching call failed)
+        context: the whole message it is in.
+        outcome: ``carried_out``, ``explained``, ``pending``, ``no_call``, ``failed_call``
             or ``contradicted``.
         call: the matching call, ``name#id``, or ``None``.
         why: one sentence.
-        again: a claim of a second look ("I've re-checked", "I double-checked"): a
-            lookup claim, backed by any lookup call before it.
+        again: a claim of a second look ("I've re-checked"), backed by any earlier lookup.
     """
 
     kind: str
@@ -252,11 +245,9 @@ OFFER_LEAD = 4
 
 
 def _offered(tail: str) -> list[str]:
-    """The actions an offer's words after "I can / would you like me to" name, in its first
-    :data:`OFFER_LEAD` words (its verb and object: "I can confirm that a change of plans does
-    not allow a refund" offers nothing); "help / assist you with X" is no action itself,
-    only what is joined to it with "and" ("I can assist you with your cancellation and
-    check if you are eligible")."""
+    """The actions an offer names in its first :data:`OFFER_LEAD` words after "I can / would
+    you like me to"; "help / assist you with X" names only what is joined by "and".
+    """
     tail = re.sub(r"^\s*(?:you(?:'d| would| want| wish)?(?: like)? (?:for )?(?:me )?to\b|"
                   r"to\b)", " ", tail, flags=re.I)
     m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
@@ -273,10 +264,9 @@ ASKS = re.compile(r"\?|\bplease (?:provide|share|send|give|tell|confirm|reply|le
 
 
 def _agrees(reply: Event | None, asked: str = "?") -> bool:
-    """Whether the user's reply agrees to what the agent offered in the message ``asked``:
-    it starts with "yes", "sure", "please proceed", "thanks" ..., or it gives a fact (an id,
-    an e-mail, a date ...) where that message asked for something (:data:`ASKS`), and it
-    does not decline."""
+    """Whether the user's reply agrees to the offer in message ``asked``: a yes-word, or a fact
+    given where that message asked for one (:data:`ASKS`), and no decline.
+    """
     if reply is None or DECLINE.search(reply.text[:40]):
         return False
     return bool(AGREE.search(reply.text)) or (bool(ASKS.search(asked))
@@ -341,11 +331,9 @@ def _claim_at(text: str, rx: re.Pattern = CLAIM) -> re.Match | None:
 
 
 def _item_lines(evs: list[Event], k: int) -> list[Statement]:
-    """The claims the summary lines of the confirming message ``evs[k]`` make: a line
-    "Label: value" whose label names an item of :data:`ITEMS` (seats, bags, meals ...),
-    whose value is not empty ("none", "0") and says something no earlier call's arguments
-    or result hold (a value read back from the record restates it): an ``add`` claim that
-    the item was set."""
+    """``add`` claims from the "Label: value" lines of confirming message ``evs[k]``: a label
+    naming an item of :data:`ITEMS`, a non-empty value no earlier call holds.
+    """
     ev = evs[k]
     seen = " ".join(str(dict(e.call.arguments)) + " " + (e.call.result or "")
                     for i, e in enumerate(evs) if e.kind == "call" and (
@@ -471,11 +459,9 @@ def _then(text: str) -> list[str]:
 
 
 def _asks_other(reply: Event | None, action: str) -> bool:
-    """Whether the user's reply says yes (:data:`AGREE`) and names actions, none of them
-    ``action`` ("Yes,
-    please go ahead and book the flights" after offers to book and to transfer): it accepts
-    those, not this offer (unless the agent's next calls carry it out). A reply naming
-    "process" / "complete" accepts any."""
+    """Whether the user's yes (:data:`AGREE`) names other actions only, accepting those and not
+    ``action`` ("process" / "complete" accept any).
+    """
     if reply is None or not AGREE.search(reply.text):
         return False
     named = [a for a in actions_in(reply.text) if a != "inform"]  # "I'll let them know"
@@ -523,15 +509,10 @@ def _payment_sources(text: str) -> set[str]:
 
 def contradiction(s: Statement, call, cards: dict[str, str], *,
                   codes: bool = True) -> str | None:
-    """What in ``call``'s arguments contradicts the statement, or ``None``: a payment
-    source the statement names (not one it rules out: "certificates cannot be used") that
-    the call's payment ids leave out, a card whose last four digits are not the
-    statement's, a booking code (with ``codes``; unless the statement speaks of several:
-    "both", "all", "these"), a flight number or a date the statement names where the call
-    holds others of that kind (with ``codes``, not when it speaks of several records, each
-    call holding one), and a cabin the statement asks for (:func:`cabin_targets`;
-    a sentence naming none takes its message's "Cabin: X" lines) that the call's ``cabin``
-    leaves out."""
+    """What in ``call``'s arguments contradicts the statement, or ``None``: a payment source,
+    card digits, a booking code (with ``codes``), flight number, date or cabin the statement
+    names that the call's arguments leave out or replace.
+    """
     leaves = argument_strings(dict(call.arguments))
     text = s.text
     low = text.lower()
@@ -574,65 +555,17 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
 
 @dataclass(frozen=True)
 class PlanAdherence(Metric):
-    """The share of the agent's statements kept: (intentions carried out or explained +
-    claims backed by a call) ÷ statements; ``message`` quote every statement not kept,
-    ``evidence`` lists every statement with its turn and the call that matched it or why
-    none did.
+    """Share of the agent's statements kept: (intentions carried out or explained + claims
+    backed by a call) ÷ statements.
 
-    **Statements**, read sentence by sentence from the agent's text (docs/metrics.md,
-    "plan_adherence", states every phrase list):
-
-    - an *intention*: "I'll / I will / let me / I am going to / next I will" followed by an
-      action (:data:`ACTION_WORDS`); several when joined by "and" / "then", and the step
-      "before proceeding with" names. Not: "I'll be
-      happy to", "I'll need", "let me know", a question, a conditional "if ..., I'll ...",
-      a check or calculation that introduces what follows ("Let's review the flights:");
-    - an *accepted offer*: "Would you like me to ...?", "Shall I ...?", "Would you like to
-      proceed with the booking?", "I can transfer you", "once you confirm, I'll ..." when
-      the user's next message agrees ("yes", "please proceed", "thanks", or a fact the
-      agent asked for), or the agent's own message or its first calls after the user's
-      reply carry it out; not behind a contingency
-      ("if you don't know it, I can look it up"); "I can help / assist you with X" names
-      only what is joined to it by "and"; "Would you like me to do that?" takes the
-      actions of the sentence before it;
-    - a *claim*: "has / have been (successfully) <done>", "I've / I have <done>", "is now
-      booked", "successfully <done>", naming an action; not after "not", "if", "once",
-      "when" ... in the same sentence, and not a question.
-    - a *step offered by a request*: "To cancel your flight, I need your user id", "I need
-      to verify your identity": an offer, a statement when the user's reply gives facts;
-    - in a message that confirms an action: a passive payment claim ("the payment was
-      processed using ...") and summary lines naming an item with a new value ("Seats:
-      aisle and middle together"), add claims (:func:`_item_lines`).
-
-    **Kept**: an intention is *carried out* by a later call (or one of the same message)
-    whose tool carries out the action (:func:`matches`), even if that call fails (the
-    error is the explanation), and one to tell the user ("I'll let you know") by the
-    agent's next message; *explained* when, before such a call, the user declines or
-    changes course (a refusal that names other actions declines only those: "I don't want
-    to be transferred"), the agent says why not ("unable", "policy", "unfortunately",
-    "cannot" in a sentence naming the action), or the agent transfers the user and tells
-    them why (or the user asked for a person); *pending* (not a failure) when the
-    conversation ends with no further agent turn. A claim is *backed* by a successful
-    matching call before it or in its own message.
-
-    **Failures**: a claim with no matching successful call (``no_call``, ``failed_call``);
-    an intention never acted on while the conversation goes on, or dropped for a transfer
-    the user is not told the reason of (``no_call``); an intention carried out and then
-    changed again by the same tool on the same records with other arguments in the same
-    run of calls, with no word to the user (``contradicted``); a matching
-    call whose arguments contradict the statement (``contradicted``,
-    :func:`contradiction`); an intention whose calls leave out a booking code it names.
-
-    The measure is the agentic-evaluation design's plan adherence ("did the agent follow
-    through on stated intentions or diverge without explanation?"), with the labelling
-    definitions' judgement calls (an accepted offer is an intention; a claim with no call
-    behind it is a failure); the phrase lists were written for this project from τ-bench
-    and τ²-bench airline conversations. Null ``no_statements``: the agent stated no
-    intention, made no offer the user accepted and claimed no action, or only reported
-    lookups it made. What it cannot
-    catch: intentions in words it does not
-    read ("Allow me a moment"), a call that matches the action but on the wrong thing when
-    the statement names nothing to compare, and claims about actions without a tool.
+    Statements are intentions ("I'll ..."), offers the user accepted ("Would you like me to
+    ...?"), and claims of a done action ("has been booked"), read per sentence. An intention
+    is kept when a later call carries it out (:func:`matches`) or the user declines or the
+    agent explains why not; *pending* when the conversation ends first. A claim is kept when
+    a successful matching call backs it. A call whose arguments contradict its statement
+    (:func:`contradiction`) fails it. Phrase lists and rules: docs/metrics.md,
+    "plan_adherence". Null ``no_statements``. ``message`` quotes every statement not kept;
+    ``evidence`` lists every statement with its turn and matching call or reason.
     """
 
     name: ClassVar[str] = "plan_adherence"
@@ -690,13 +623,10 @@ SCOPE = re.compile(r"\b(?:all|both|each|every|per|for)(?:\s+(?:the|of|\w+))?\s*$
 
 
 def matches(s: Statement, call) -> bool:
-    """Whether ``call`` carries out the statement: a tool of its action
-    (:func:`carries_out`), or for a claim or an accepted offer of an action in
-    :data:`LOOSE`, any tool that does not only read; and when the statement names an item
-    of :data:`ITEMS` (bags, passengers, seats, insurance, meals, certificates) for an add,
-    a remove or a change, a call whose tool name or argument
-    keys name one of those items ("one bag has been added" is not backed by a flight
-    change; "all three passengers", "for each passenger" say whom it is for, not what)."""
+    """Whether ``call`` carries out the statement: a tool of its action (:func:`carries_out`),
+    or for a :data:`LOOSE` action any non-read-only tool; a statement naming an item of
+    :data:`ITEMS` needs a call whose tool name or argument keys name it.
+    """
     # (checked for add, remove and change only: "a refund of $38 per passenger")
     name = call.name
     if not ((s.kind != "intention" and s.action in LOOSE and carries_out("process", name))
@@ -767,10 +697,9 @@ _REFUSES = re.compile(r"\b(?:not|never|no|don't|do not|won't|refuse|can't|cannot
 
 
 def _declines(text: str, s: Statement) -> bool:
-    """Whether a user message declines or changes course on the statement ``s``: a
-    :data:`DECLINE` phrase whose clause names no action, or one the statement's sentence
-    names ("no, wait", "I don't have it"; "I don't want to be transferred" declines a
-    transfer, not a lookup)."""
+    """Whether a user message declines or changes course on ``s``: a :data:`DECLINE` phrase
+    whose clause names no action, or one ``s``'s sentence names.
+    """
     mine = None
     for m in DECLINE.finditer(text):
         clause = re.split(r"[.;,!?\u2014]|\s-\s", text[m.start():], maxsplit=1)[0]
@@ -783,10 +712,10 @@ def _declines(text: str, s: Statement) -> bool:
 
 
 def _transfer_told(evs: list[Event], start: int, at: int) -> bool:
-    """Whether the transfer at ``evs[at]`` is a course the user knows the reason for: an
-    agent sentence after the statement ``evs[start]`` up to the agent's first text after
-    the transfer says why (:data:`EXPLAIN`: "unable", "policy", "unfortunately" ...), or
-    the user asked for a person (not "I don't want to be transferred")."""
+    """Whether the user knows the reason for the transfer at ``evs[at]``: an agent sentence in
+    ``evs[start]`` and the first text after it explains (:data:`EXPLAIN`), or the user
+    asked for a person.
+    """
     after = next((e for e in evs[at + 1:] if e.kind == "agent"), None)
     for e in evs[start + 1:at] + ([after] if after else []):
         if e.kind == "agent" and any(EXPLAIN.search(x) for x in sentences(e.text)):
@@ -800,10 +729,9 @@ def _transfer_told(evs: list[Event], start: int, at: int) -> bool:
 
 
 def _done_again(evs: list[Event], call) -> Any:
-    """The first later successful call of ``call``'s tool, on the same records (the same
-    booking codes, or none), with other arguments, that the agent makes in the same run
-    of calls as ``call`` (before it writes to the user or the user speaks), or ``None``. A
-    change that only reads is never one; an identical repeat is not one either."""
+    """The first later successful call of ``call``'s tool on the same records with other
+    arguments in the same run of calls, or ``None`` (read-only changes and repeats excluded).
+    """
     if not carries_out("process", call.name):
         return None
     k = next(i for i, e in enumerate(evs) if e.kind == "call" and e.call is call)

@@ -22,77 +22,19 @@ from evaltape.grader.metrics.grounding.words import MONEY_UNITS, SOURCES, writte
 
 @dataclass(frozen=True)
 class Grounding(Metric):
-    """Unsupported share of the checkable claims of the final answer, or in a conversation
-    of every agent reply, each against what was known when it was written (lower is
-    better; :meth:`verdicts`).
+    """Unsupported share of the checkable claims of the final answer (in a conversation, of
+    every agent reply, each against what was known when it was written); lower is better.
 
-    Claims (:mod:`evaltape.grader.matching.claims`): numbers with units and scales, ranges
-    ("5 to 7 business days"), identifiers (by their shape), e-mails, names, dates, times,
-    weekdays, statuses, and actions reported as done. Sources
-    (:mod:`evaltape.grader.matching.sources`): each executed tool call (its arguments and
-    its result, paired by ``tool_use_id``), always; and, unless the configuration
-    (``sources``, :data:`SOURCES`) or the case (``grounding_sources``) leaves them out, the
-    input, what the user said (the user turns), the agent's system prompt or policy (the
-    trace's ``system``, else the run's recorded requests') and the tool schemas it was
-    offered (the trace's ``tools``, else the run's, else the case's). The system prompt and
-    schemas are indexed once per process (:func:`instruction_facts`).
+    Claims: :mod:`evaltape.grader.matching.claims` (numbers, ranges, identifiers, e-mails,
+    names, dates, times, weekdays, statuses, actions). Sources:
+    :mod:`evaltape.grader.matching.sources`: every executed tool call with its result, and
+    unless ``sources`` / ``grounding_sources`` leave them out, the input, the user's words,
+    the system prompt and the tool schemas. Support rules: docs/metrics.md, "grounding".
 
-    Support rules (docs/metrics.md, "grounding", has the full list, the measured
-    precision and recall and what it cannot catch):
-
-    - identifiers, e-mails and names: stated by any source (a name glossing a code in
-      parentheses, "Newark (EWR)", and the words of a markdown field label are no claims);
-    - numbers, dates, times, statuses and weekdays are *scoped* by the entity their clause
-      names (nearest before the claim, else first after): when an argument value tells
-      apart calls of one tool (``get_weather(Rome)`` / ``get_weather(Paris)``) the other
-      calls of that tool are left out, and when a value names one item of a listed result
-      the claim must hold for that item, so a figure of Paris's result is unsupported for
-      Rome ("stated for another call");
-    - a number is also supported when it is a count of a listed result (the sum of one
-      object's numbers only when the answer says "total"), a price times a quantity of
-      one tool result, a span between two stated times, a total of the numbers the answer
-      lists just before it, a rate the answer states times a count of the total's
-      paragraph, a sum or difference of two sums of money of which the answer states one
-      (``$500 − $375 [the answer]``) or one tool result states both, or a sum,
-      difference, product, ratio or percent change of two numbers
-      (:func:`evaltape.grader.matching.numbers.derive`; sums, differences and
-      whole-number products only of numbers the answer itself states, a product only
-      with a rate: "3 bags per passenger"), or a number the answer derived earlier; never
-      two numbers of the sources the answer does not relate; a value stated with another
-      unit is unsupported; a range needs both ends; a count followed by what it counts
-      ("11 checked bags") only by a number said of that thing
-      (:meth:`~evaltape.grader.matching.sources.SourceFacts.counts_of`);
-    - a status must be one a tool result in scope states (``shipped`` against ``"status":
-      "pending"`` is unsupported; said of an identifier, only the records holding it
-      contradict it), one the user asserts ("my flight was delayed"), a rule
-      of the system prompt when the sentence speaks of a policy, or reached by a
-      successful call that performs it (any changing call for ``completed``,
-      ``confirmed``: :data:`OUTCOME_STATUSES`); a failed call states ``failed``;
-    - an action (``has been reset``) is supported by a successful call of a tool whose
-      name or description names it (``reset_password``; :data:`ACTION_SYNONYMS`; a
-      read-only tool such as ``check_upgrade`` names none, :data:`READ_ONLY`); by any
-      successful changing call for a generic verb (``processed``, ``submitted``:
-      :data:`GENERIC_ACTIONS`), one that names a payment for a payment verb
-      (:data:`MONEY_ACTIONS`; a charge the result records as negative is contradicted),
-      one whose arguments hold a word of the claim's sentence for an action on an object
-      (``booked on HAT266``: :data:`ANCHORED_ACTIONS`); else by a successful result using
-      the word (not after ``awaiting``, ``pending``, ``not`` …); when every such call
-      failed it is unsupported; the user's words never support an action; an item of a
-      list of conditions ("… a full refund if:") reports none;
-    - a date a stated number of days from a stated date is supported; a weekday must match
-      the date it is said of (the year taken from the sources when the answer gives none).
-
-    Score = unsupported / checked. Null ``no_answer`` without a final answer; null
-    ``not_applicable`` when no tool returned anything (nothing to ground against: words
-    quoted in a joke or the keys of structured output are not fabricated facts); null
-    ``no_claims`` when the answer makes no checkable claim. A fact of a tool result the answer
-    leaves out is not counted.
-    ``message`` quotes each unsupported claim with its kind, the reason, the sources
-    searched and its sentence, then names the claims supported by the user's words
-    (``user-stated``), the system prompt or the tool schemas, and the derived numbers with
-    their arithmetic. Time is linear in the answer and results (each source is indexed
-    once, only for the claim kinds the answer has; the derived-number and item searches are
-    bounded by :data:`evaltape.grader.matching.numbers.POOL_LIMIT` and :data:`ITEM_LIMIT`).
+    Score = unsupported / checked. Null ``no_answer`` (no final answer), ``not_applicable``
+    (no tool returned anything) or ``no_claims``. ``message`` quotes each unsupported claim
+    with its kind, reason, sources and sentence, then the claims supported by the user, the
+    system prompt or schemas, and derived numbers with their arithmetic.
     """
 
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
@@ -155,20 +97,11 @@ class Grounding(Metric):
         return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
-        """Every claim with its verdict (what :meth:`score` counts and quotes; the
-        benchmarks read the flagged ones), or the null
-        :class:`~evaltape.grader.model.Score` when there is nothing to check (the codes of
-        the class docstring).
-
-        A conversation (two or more agent replies with text in ``trace.messages``) has
-        every reply checked against what was known when it was written (:func:`turns`):
-        the tool results before it, the user's words before it, the input, the system
-        prompt and the tool schemas; each verdict's ``turn`` is the reply's 0-based index
-        among the agent replies (the final answer is the last). A reply written before any
-        tool returned is not checked. One reply (or none in ``messages``): the final answer
-        alone, ``turn`` ``None``. A number an earlier reply derived (``2 × 174``) is
-        supported when a later reply restates it before another tool result comes back
-        (``derived in reply N``)."""
+        """Every claim with its verdict, or the null :class:`~evaltape.grader.model.Score` when
+        there is nothing to check. In a conversation (two or more agent replies) each reply is
+        checked against the sources before it (:func:`turns`) and ``turn`` is its 0-based index;
+        a reply before any tool result is not checked; else the final answer, ``turn`` ``None``.
+        """
         trace = ctx.trace
         if trace.final_response is None:
             return Score(None, "the agent gave no final answer", code="no_answer")
