@@ -1,18 +1,8 @@
-"""Judged metrics users write: criteria, evaluation steps and a score on a scale (G-Eval).
-
-The form is G-Eval's (Liu et al. 2023, "G-Eval: NLG Evaluation using GPT-4 with Better
-Human Alignment"): the prompt states the task, the evaluation *criteria*, the *evaluation
-steps* the judge follows (chain of thought), the material judged, and asks for a score on a
-fixed scale. G-Eval weights each possible score by its token probability; where a model
-gives no probabilities the paper samples the judge several times and averages, which is
-what ``evaltape judge --judge-samples N`` and the mean over samples do here. The score is
-normalised to [0, 1]: (s − LO) / (HI − LO) on a ``"LO-HI"`` scale, 1.0 / 0.0 for PASS / FAIL.
-
-Each ``[judges.NAME]`` table of the configuration, and each judge name a case's ``judges``
-defines, is one metric named NAME (:func:`judge_metrics`); its requests are recorded by
-``evaltape judge RUN --metrics NAME`` and read back offline by canonical request, parsed as
-the built-in judges' are (:func:`evaltape.grader.judge.parse_json_verdict`,
-:func:`evaltape.grader.judge.parse_pass_fail`).
+"""Judged metrics users write: criteria, evaluation steps and a score on a scale, in G-Eval's
+form (Liu et al. 2023). Scores are normalised to [0, 1]: (s − LO) / (HI − LO) on a
+``"LO-HI"`` scale, 1.0 / 0.0 for PASS / FAIL; several samples are averaged. Each
+``[judges.NAME]`` table, or judge name in a case's ``judges``, is one metric NAME
+(:func:`judge_metrics`), recorded by ``evaltape judge`` and read back offline.
 """
 from __future__ import annotations
 
@@ -79,32 +69,16 @@ class Resolved:
 
 @dataclass(frozen=True)
 class CriteriaJudge(OneRequestJudge):
-    """A judged metric from criteria the user writes (G-Eval's form, module docstring).
+    """A judged metric from user-written criteria (G-Eval's form).
 
-    Request: :data:`SYSTEM` and one user turn stating the criteria, the numbered evaluation
-    steps (or, with none, :data:`OWN_STEPS`), the parts ``include`` names (the user's
-    request, the tool calls with their results, the case's ``expected_output``, the final
-    answer; always in that order) and the answer form of ``scale``. Score: the judge's
-    ``score`` s on ``"LO-HI"`` → (s − LO) / (HI − LO), s outside [LO, HI] is a parse
-    failure; ``pass/fail`` → 1.0 / 0.0; several samples → the mean. ``message``: the raw
-    and normalised score, PASS/FAIL at ``threshold`` and the judge's reason; the stability
-    label of a sample is pass/fail at ``threshold``.
+    The request states the criteria, the evaluation steps (or :data:`OWN_STEPS`), the parts
+    ``include`` names and the answer form of ``scale``. A case's ``judges.NAME`` overrides the
+    settings it gives. Null: ``not_applicable`` (no criteria, or ``expected_output`` shown and
+    absent), ``no_answer``, and the judge codes of :mod:`evaltape.grader.judge`.
 
-    Per case, an entry ``judges.NAME`` of the case overrides each setting it gives; when it
-    gives ``criteria``, the configuration's ``evaluation_steps`` (written for the other
-    criteria) are not used (the entry's own steps, or :data:`OWN_STEPS`).
-
-    Null: ``not_applicable`` when neither the configuration nor the case gives criteria,
-    or the judge is shown ``expected_output`` and the case has none; ``no_answer`` when it
-    is shown the answer and there is none; the judge codes of :mod:`evaltape.grader.judge`.
-
-    Fields: ``name`` (the report column), ``criteria``, ``evaluation_steps``, ``scale``
-    (default ``"1-5"``, G-Eval's), ``threshold`` (default 0.5), ``include`` (default
-    input, tool_calls, answer), ``model`` (what ``evaltape judge`` asks; not part of the
-    lookup), ``case_criteria_sha256`` (the hash of the cases' entries, set by
-    :func:`judge_metrics`). The spec shows ``criteria_sha256`` (sha256 over the criteria,
-    the steps and the cases' hash) in place of the texts, so a changed criterion is a
-    changed metric in ``config_sha256``.
+    Fields: ``name``, ``criteria``, ``evaluation_steps``, ``scale`` (default ``"1-5"``),
+    ``threshold`` (default 0.5), ``include`` (default input, tool_calls, answer), ``model``,
+    ``case_criteria_sha256``; the spec shows ``criteria_sha256`` in place of the texts.
     """
 
     name: str = field(default="", metadata={"spec": False})  # the spec's own "name"
@@ -249,19 +223,16 @@ def case_entries_sha256(name: str, cases: Sequence[Case]) -> str | None:
 def judge_metrics(configured: Mapping[str, JudgeCriteria], cases: Sequence[Case], *,
                   builtin: Collection[str], config_path: str | None = None,
                   dataset_path: str | None = None) -> dict[str, CriteriaJudge]:
-    """One :class:`CriteriaJudge` per judge name of the configuration (``configured``, from
-    :func:`evaltape.grader.io.judges.config_judges`) and of the cases' ``judges``, by name
-    (configuration first, then the cases' in dataset order).
+    """One :class:`CriteriaJudge` per judge name of ``configured`` and of the cases' ``judges``
+    (configuration first, then cases in dataset order).
 
     Args:
-        builtin: the built-in metric names (passed in by the caller), which no judge may
-            take.
+        builtin: the built-in metric names, which no judge may take.
         config_path, dataset_path: named in errors.
 
     Raises:
-        BadInputError: a judge named like a built-in metric or a summary figure (the file
-            and ``judges.NAME`` named: the configuration's, or the dataset's with the case's line), or a case's
-            judge that no configuration table defines and that gives no ``criteria``.
+        BadInputError: a judge named like a built-in metric or a summary figure, or a case's
+            judge no configuration defines that gives no ``criteria``.
     """
     for name in configured:
         if name in builtin:

@@ -15,21 +15,11 @@ from evaltape.grader.metrics.base import Metric
 class ExpectedActionsCalled(Metric):
     """1.0 when every action in the case's ``expected_actions`` was called, else 0.0.
 
-    Formula: :func:`evaltape.grader.matching.actions.match_actions` (same tool name, exactly equal JSON
-    arguments, order-insensitive, each call used once, extra calls allowed). This is the
-    tool-call outcome users of tau-bench-style benchmarks check ("all ground-truth actions
-    were taken"); tau-bench's own reward compares database state instead (see
-    docs/importers.md). A case without ``expected_actions`` → null with a reason; an
-    empty list → 1.0 (nothing was required). ``message`` gives matched/expected;
-    ``evidence`` the pairing of actions (expected calls) with calls, each unmatched action
-    with its argument difference (:func:`evaltape.grader.matching.calls.match_evidence`).
-
-    ``matching: tau2`` cases use τ²-bench's semantics instead
-    (:func:`evaltape.grader.matching.tau2.check_actions`: any call, the agent's or the
-    simulated user's, may satisfy an action, calls are not consumed, ``compare_args``
-    restricts the compared arguments); ``evidence`` is then ``{"per_action": [...]}``, one
-    ``{"action_id", "name", "matched"}`` object per gold action, in order (τ²'s own
-    ``action_checks``), and ``message`` names the unmatched ones.
+    Matching: :func:`evaltape.grader.matching.actions.match_actions` (same name, equal JSON
+    arguments, any order, each call used once). No ``expected_actions`` → null; an empty list
+    → 1.0. ``matching: tau2`` cases use :func:`evaltape.grader.matching.tau2.check_actions`
+    and ``evidence`` ``{"per_action": [{"action_id", "name", "matched"}]}``; else
+    ``evidence`` is :func:`evaltape.grader.matching.calls.match_evidence`.
     """
 
     name: ClassVar[str] = "expected_actions_called"
@@ -68,11 +58,10 @@ def per_action(result: Mapping[str, Any]) -> list[dict] | None:
 
 
 def actions_metric_for(cases) -> list[str]:
-    """Metrics ``evaltape grade`` adds to the defaults for imported benchmark runs:
-    ``expected_actions_called`` when any case carries ``expected_actions``, ``bfcl_ast``
-    when any case uses ``matching: bfcl``, ``state_match`` when any case states an end
-    state (``expected_state`` or ``gold_actions``), ``context_retention``,
-    ``error_recovery`` and ``plan_adherence`` when any case is a conversation (``user``)."""
+    """Metrics ``evaltape grade`` adds to the defaults: ``expected_actions_called``
+    (``expected_actions``), ``bfcl_ast`` (``matching: bfcl``), ``state_match`` (an end state),
+    and ``context_retention``, ``error_recovery``, ``plan_adherence`` (a ``user``).
+    """
     out = [ExpectedActionsCalled.name] if any(
         c.expected_actions is not None for c in cases) else []
     if any(c.matching == "bfcl" for c in cases):

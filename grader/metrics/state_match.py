@@ -14,39 +14,17 @@ SHOWN = 10
 
 @dataclass(frozen=True)
 class StateMatch(Metric):
-    """1.0 when the episode's whole end state (the trace's ``final_state``) equals the end
-    state its case expects, else 0.0.
+    """1.0 when the trace's whole ``final_state`` equals the expected end state, else 0.0
+    (τ-bench's and τ²-bench's reward: the database compared whole).
 
-    The expected end state (:func:`evaltape.grader.matching.state_diff.expected_end`) is the
-    episode's initial state with the case's ``gold_actions`` applied through the
-    environment's own tools, then its ``expected_state`` laid over it (the keys it names
-    take its values; ``null`` means absent or null; a new record's keys it does not name
-    are free); ``expect_unchanged`` expects the initial state itself. Every other path
-    must hold its initial value, so a change neither accounts for (another patient's
-    appointment cancelled) is *collateral damage* and fails.
-
-    Formula: τ-bench's and τ²-bench's reward on the environment (Yao et al. 2024;
-    Barres et al. 2025, ``EnvironmentEvaluator``): the database after the episode against
-    the database after the gold actions, compared whole. Paths differ by typed JSON
-    equality (:func:`evaltape.grader.matching.state_diff.same_value`). ``message`` name the
-    differing JSON paths, expected against actual, then the collateral changes, before
-    against after (the first :data:`SHOWN` of each, and the counts); ``evidence``:
-    ``{"mismatches": [{path, expected, actual}], "collateral": [{path, before, after}]}``,
-    every one of them (``null`` for an absent side).
-
-    An imported τ²-bench episode (no state of its own) reports its results file's end-state
-    check instead (``reference.state_match``: ``reward_info.db_check.db_match``, the
-    database after the episode against the database after the gold actions, computed by
-    τ²-bench), saying so in ``message``.
-
-    Null: ``not_applicable`` when the case states no end state; ``no_state`` when the
-    trace holds none (an agent whose tools keep no state); ``initial_state_mismatch`` when
-    the trace's ``initial_state`` differs from the start the case defines (its
-    ``initial_state``, else its environment's), ``message`` naming the first differing
-    JSON path and ``evidence`` ``{"initial_state_path": path}``: the trace does not vouch
-    for its own start, and the episode's outcome is ``wrong_state``. A gold action the
-    environment refuses is named in ``message`` (its effect is left out of the expected
-    state).
+    Expected end state: :func:`evaltape.grader.matching.state_diff.expected_end` (the gold
+    actions applied to the initial state, ``expected_state`` laid over it); any other
+    changed path is collateral damage and fails. ``message`` names the differing paths and
+    collateral changes; ``evidence``: ``{"mismatches": [{path, expected, actual}],
+    "collateral": [{path, before, after}]}``. An imported τ²-bench episode reports its own
+    ``reward_info.db_check.db_match``. Null: ``not_applicable`` (no end state stated),
+    ``no_state`` (the trace holds none), ``initial_state_mismatch`` (the trace's start is not
+    the case's).
     """
 
     name: ClassVar[str] = "state_match"

@@ -18,16 +18,10 @@ def _ratio(num: int, den: int) -> str:
 class ToolCallF1(ExpectedCallsMetric):
     """F1 of calls matched one to one, arguments included; duplicates and misses count.
 
-    With E expected calls, A actual calls and M the size of the optimal matching
-    (:func:`evaltape.grader.matching.calls.match_calls`): precision = M/|A|, recall = M/|E|,
-    F1 = 2M / (|E| + |A|) (the harmonic mean, written so it is defined whenever either
-    list is non-empty). Hand examples: 2 expected, 2 identical actual → 1.0;
-    2 expected, 1 actual → P = 1, R = 0.5, F1 = 2/3; 1 expected, 3 identical actual →
-    P = 1/3, R = 1, F1 = 0.5. E = A = [] → ``None`` (0/0; the ``irrelevance`` metric
-    scores that case); no expectation at all → ``None``. Precision and recall are in
-    ``message`` (``n/a`` when their denominator is 0). ``evidence`` holds the pairs, the
-    unmatched expected calls with their argument differences and the unmatched actual calls
-    (:func:`evaltape.grader.matching.calls.match_evidence`).
+    With E expected, A actual calls and M the optimal matching size
+    (:func:`evaltape.grader.matching.calls.match_calls`): P = M/|A|, R = M/|E|,
+    F1 = 2M / (|E| + |A|). E = A = [] or no expectation → null. ``evidence``:
+    :func:`evaltape.grader.matching.calls.match_evidence`.
     """
 
     name: ClassVar[str] = "tool_call_f1"

@@ -14,43 +14,17 @@ from evaltape.grader.metrics.base import ExpectedCallsMetric
 
 @dataclass(frozen=True)
 class TrajectoryMatch(ExpectedCallsMetric):
-    """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes, and
-    an in-order subsequence mode).
+    """1.0 when the trajectory matches under ``mode``, else 0.0 (openevals' four modes and
+    pydantic_evals' ``in_order``).
 
-    With E the expected calls, A the actual calls and M the optimal one-to-one matching
-    (:func:`evaltape.grader.matching.calls.match_calls`; a pair matches by name and by
-    ``args_mode``):
-
-    * ``strict``: |A| = |E| and call i matches expected call i, for every i, except that
-      the calls of one parallel step may come in any order;
-    * ``unordered``: M = |A| = |E| (same multiset of calls);
-    * ``subset``: M = |A| (every call made was expected; nothing extra);
-    * ``superset``: M = |E| (every expected call was made; extras allowed);
-    * ``in_order``: E is a subsequence of A: indices i1 < i2 < ... < i|E| with A[ik]
-      matching E[k] (the expected calls in their order, any other calls before, between
-      or after them; the calls of one parallel step in any order among themselves),
-      :func:`evaltape.grader.matching.calls.in_order_sequence`. This is pydantic_evals'
-      ``in_order`` rule. ``superset`` ignores the order; ``strict`` allows no extra call.
-
-    Empty lists follow the set definitions and say so in ``message``: E = A = [] matches
-    in every mode; A = [] is a vacuous ``subset``; E = [] is a vacuous ``superset`` and
-    ``in_order``.
-    A case with no expectation at all (no ``expected_tool_calls``/``expected_tools``)
-    scores ``None`` with a reason.
-
-    ``args_mode`` defaults to ``superset``: every expected argument must be present and
-    equal, extra actual arguments are allowed (``expected_args`` lists only the parameters
-    that matter). ``overrides`` maps tool → mode / key paths / predicate. The
-    case's ``tools`` schemas (else the trace's) give the declared types (``integer``
-    refuses ``5.0``) and per-parameter options apply
-    (:func:`evaltape.grader.matching.calls.args_mismatch`).
-
-    ``evidence``: ``{"mode", "pairs", ...}``; in ``strict`` and ``in_order`` mode the pairs
-    found before the first difference and that ``difference``
-    (:func:`evaltape.grader.matching.calls.sequence_evidence`), in the other modes the
-    optimal pairs with ``unmatched_expected`` (each with its argument difference against
-    its nearest namesake) and ``unmatched_actual``
-    (:func:`evaltape.grader.matching.calls.match_evidence`).
+    With E expected, A actual calls and M the optimal matching
+    (:func:`evaltape.grader.matching.calls.match_calls`): ``strict``: call i matches expected
+    call i (a parallel step in any order); ``unordered``: M = |A| = |E|; ``subset``: M = |A|;
+    ``superset``: M = |E|; ``in_order``: E is a subsequence of A. Empty lists follow the set
+    definitions; no expectation → null. ``args_mode`` defaults to ``superset``; ``overrides``
+    maps tool → mode / key paths / predicate (:func:`evaltape.grader.matching.calls.args_mismatch`).
+    ``evidence``: ``{"mode", "pairs", ...}`` with the first ``difference`` (``strict``,
+    ``in_order``) or the unmatched calls (the other modes).
     """
 
     name: ClassVar[str] = "trajectory_match"
