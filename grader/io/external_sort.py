@@ -1,26 +1,12 @@
-"""Graded episodes on disk: sorted in bounded memory, read back lazily.
+"""Graded episodes on disk: an external merge sort in bounded memory, read back lazily.
 
-A run of a million episodes does not fit in a list comfortably (about 1.5 KB per episode
-result), and ``report.json`` needs them in dataset order while traces arrive in file order
-(often trial-major, or in the order a concurrent recording finished them). So the engine
-hands each graded episode to a :class:`SpillSorter` as ``(key, payload)`` where the payload
-is the episode's finished ``report.json`` text. The sorter keeps at most ``buffer`` records
-in memory, writes each full buffer as one sorted *run* to a temporary file, and at the end
-merges the runs (``heapq.merge``, a k-way merge: Knuth, TAOCP vol. 3, §5.4.1, "external
-sorting") into one sorted file: :class:`SpilledRecords`. Memory is O(buffer + number of
-runs), not O(episodes); the disk holds the episodes twice while merging.
-The runs live in one named temporary file (each merge reader opens it on its own), removed
-when the merge ends or the sorter is dropped.
-
-:class:`SpilledRecords` is the store behind a graded report's episodes
-(:class:`evaltape.grader.results.StoredEpisodes`): payloads by index (one seek) or in
-order (one sequential read), so iterating a million episodes keeps memory flat. The
-temporary files are deleted when the objects are garbage collected
-(``tempfile.TemporaryFile``). They live in the temporary folder (``TMPDIR``); a write the
-OS refuses there (a full disk, a quota, a file size limit) is a :class:`SpillWriteError`
-naming the folder and the cause, never a crash. The named ones carry the grading command's
-process id (``evaltape-run-<pid>-…``, :func:`owner`), so that a later grade deletes those a
-killed command left (:mod:`evaltape.grader.io.leftovers`).
+:class:`SpillSorter` takes ``(key, payload)`` records (payload: an episode's
+``report.json`` text), writes each full buffer as a sorted run to a temporary file, and
+merges the runs (``heapq.merge``; Knuth, TAOCP vol. 3, §5.4.1) into
+:class:`SpilledRecords`, read by index or in order. Memory O(buffer + runs). A write the
+OS refuses is a :class:`SpillWriteError`; named files carry the process id
+(:func:`owner`) so a later grade deletes those a killed one left
+(:mod:`evaltape.grader.io.leftovers`).
 """
 from __future__ import annotations
 
@@ -102,9 +88,7 @@ def _dumped(recs: Iterable[tuple[Any, bytes]]) -> list[bytes]:
 
 
 def _records(fh: BinaryIO, count: int, block: int) -> Iterator[tuple[Any, bytes]]:
-    """Yield the next ``count`` records of a run from ``fh`` (a handle at the first),
-    reading about ``block`` bytes at a time and decoding each record from memory (two
-    buffered reads a record cost more than its decoding).
+    """Yield the next ``count`` records of a run from ``fh``, reading ~``block`` bytes at a time.
 
     Raises:
         EOFError: the file ends inside the ``count`` records.
@@ -122,8 +106,7 @@ def _records(fh: BinaryIO, count: int, block: int) -> Iterator[tuple[Any, bytes]
 
 
 def _more(fh: BinaryIO, rest: bytes, need: int, block: int) -> bytes:
-    """``rest`` followed by at least ``need`` more bytes of ``fh`` (reads of at least
-    ``block`` bytes).
+    """``rest`` followed by at least ``need`` more bytes of ``fh``.
 
     Raises:
         EOFError: ``fh`` ends first.
@@ -148,14 +131,11 @@ def _read_run(path: str, start: int, count: int, buffering: int) -> Iterator[tup
 
 
 def write_run(records: Any) -> tuple[str, int, tuple]:
-    """Write ``(key, payload)`` records, sorted by key, to a new temporary file in the
-    format of a :class:`SpillSorter` run.
+    """Write ``(key, payload)`` records, sorted by key, to a new temporary run file.
 
     Returns:
-        ``(path, count, index)``: ``index`` holds ``(key, byte offset)`` of every
-        :data:`INDEX_EVERY`-th record (0, 64, 128, ...), so that a merge of one key range
-        can start near it (:func:`plan_ranges`). The file is the caller's to hand to
-        :meth:`SpillSorter.add_run` (which deletes it) or to delete.
+        ``(path, count, index)``, ``index`` the ``(key, byte offset)`` of every
+        :data:`INDEX_EVERY`-th record (:func:`plan_ranges`); the caller owns the file.
 
     Raises:
         SpillWriteError: the OS refused the write (nothing is left behind).
@@ -194,19 +174,16 @@ def _read_range(path: str, start: int, count: int, lo: Any, hi: Any, buffering: 
 
 def plan_ranges(runs: Sequence[tuple[str, int, tuple]], parts: int
                 ) -> list[tuple[Any, Any, list[tuple[str, int, int]]]]:
-    """Cut the key space of sorted runs into about ``parts`` ranges of similar size, for
-    :func:`merge_range` to merge each on its own (in parallel).
+    """Cut the key space of sorted runs into about ``parts`` ranges of similar size (quantiles
+    of the indexed keys), for :func:`merge_range`.
 
     Args:
         runs: ``(path, count, index)`` as :func:`write_run` returns them.
-        parts: ranges wanted; the cuts are quantiles of the indexed keys, so the ranges
-            hold about the same number of records (fewer ranges when keys repeat).
+        parts: ranges wanted (fewer when keys repeat).
 
     Returns:
-        ``[(lo, hi, segments)]`` in key order, ``lo``/``hi`` the range's bounds (``None``
-        for the open ends; ``lo <= key < hi``); ``segments`` has, per run, ``(path, byte
-        offset, records left)`` of the last indexed record at or before ``lo``, where the
-        range's records of that run begin (at most ``INDEX_EVERY - 1`` records early).
+        ``[(lo, hi, segments)]`` in key order, ``lo <= key < hi`` (``None``: open end);
+        ``segments`` per run ``(path, byte offset, records left)`` where the range may begin.
     """
     samples = sorted(k for _p, _n, index in runs for k, _off in index)
     cuts: list[Any] = []
@@ -230,14 +207,11 @@ def plan_ranges(runs: Sequence[tuple[str, int, tuple]], parts: int
 
 def merge_range(lo: Any, hi: Any, segments: Sequence[tuple[str, int, int]],
                 sep: bytes = b"") -> tuple[str, bytes]:
-    """Merge the records with ``lo <= key < hi`` of sorted runs (a range of
-    :func:`plan_ranges`) into a new temporary file of their payloads, in key order, each
-    followed by ``sep``.
+    """Merge the records with ``lo <= key < hi`` of sorted runs into a new temporary file of
+    payloads, in key order, each followed by ``sep``.
 
     Returns:
-        ``(path, offsets)``: ``offsets`` is ``array('q').tobytes()`` of ``n + 1`` byte
-        offsets (payload ``i`` is ``file[offsets[i]:offsets[i + 1] - len(sep)]``); the file
-        is the caller's (:meth:`SpilledRecords.from_files`).
+        ``(path, offsets)``: ``array('q').tobytes()`` of ``n + 1`` byte offsets.
 
     Raises:
         SpillWriteError: the OS refused the write (the file is deleted).
@@ -320,15 +294,13 @@ def delete_run(path: str) -> None:
 
 
 class SpilledRecords:
-    """Payloads sorted by key, stored in one or more temporary files (the second and later
-    files continue the key order of the one before), each payload followed by ``sep``.
+    """Payloads sorted by key in one or more temporary files (in key order), each followed by
+    ``sep``.
 
     Args:
-        segments: ``[(file, offsets)]``: ``offsets`` is an ``array('q')`` of ``n + 1`` byte
-            offsets, payload ``i`` of the file is ``file[offsets[i]:offsets[i + 1] -
-            len(sep)]`` (8 bytes of memory per record).
-        sep: what follows every payload in the files (``b""``: nothing), so that
-            :meth:`iter_joined` with the same separator copies the files as they are.
+        segments: ``[(file, offsets)]``, ``offsets`` an ``array('q')`` of ``n + 1`` byte
+            offsets (8 bytes of memory per record).
+        sep: what follows every payload (``b""``: nothing).
     """
 
     def __init__(self, segments: Sequence[tuple[BinaryIO, array]], sep: bytes = b"") -> None:
@@ -343,9 +315,8 @@ class SpilledRecords:
     @classmethod
     def from_files(cls, files: Sequence[tuple[str, bytes]], sep: bytes = b""
                    ) -> "SpilledRecords":
-        """Records stored by :func:`merge_range` s (with ``sep``), in key order: each file
-        is opened and its name deleted at once (the open handle keeps the data until it is
-        closed).
+        """Records stored by :func:`merge_range` (with ``sep``), in key order; each file's name is
+        deleted once opened.
 
         Raises:
             OSError: a file cannot be opened (every file named is deleted even so).
@@ -426,11 +397,8 @@ class SpilledRecords:
 
 
 class SpillSorter:
-    """Sort ``(key, payload)`` records in bounded memory (external merge sort).
-
-    Keys must be ``marshal``-able and totally ordered (tuples of ints, strings); payloads are
-    bytes. Records with equal keys keep their insertion order only within one buffer, so
-    callers use unique keys (an episode's ``(dataset position, trial)``).
+    """Sort ``(key, payload)`` records in bounded memory (external merge sort). Keys must be
+    ``marshal``-able, totally ordered and unique; payloads are bytes.
 
     Args:
         buffer: records held in memory before a sorted run is written out.
@@ -490,12 +458,10 @@ class SpillSorter:
         self._pending = []
 
     def merge_tasks(self, parts: int, sep: bytes = b"") -> list[tuple] | None:
-        """The merge cut into ``parts`` key ranges (:func:`plan_ranges`), each task the
-        arguments of one :func:`merge_range` ``(lo, hi, segments, sep)``, for the caller to
-        run anywhere (a process pool) and hand the results to :meth:`finish_merged`;
-        ``None`` when the runs cannot be merged by ranges (some did not come from
-        :meth:`add_run` with an index, or there are fewer than two, or ``parts`` < 2): then
-        :meth:`finish` merges here."""
+        """The merge as ``parts`` :func:`merge_range` argument tuples ``(lo, hi, segments, sep)``
+        to run anywhere, results to :meth:`finish_merged`; ``None`` when the runs cannot be
+        merged by ranges (then :meth:`finish` merges).
+        """
         if not (parts > 1 and len(self._runs) > 1 and not self._pending and self._fh is None
                 and all(self._indexes)):
             return None
@@ -504,8 +470,7 @@ class SpillSorter:
 
     def finish_merged(self, files: Sequence[tuple[str, bytes]], sep: bytes = b""
                       ) -> SpilledRecords:
-        """The sorted records from the results of the :meth:`merge_tasks`, in task order;
-        the sorter's own files are deleted (the sorter is spent).
+        """The sorted records from the :meth:`merge_tasks` results; the sorter is spent.
 
         Raises:
             SpillWriteError: a merged file cannot be opened (every one is deleted).
@@ -515,15 +480,10 @@ class SpillSorter:
             return SpilledRecords.from_files(files, sep)
 
     def finish(self, sep: bytes = b"") -> SpilledRecords:
-        """Merge the runs in this process into sorted records and return them; the sorter
-        is spent after.
-
-        Args:
-            sep: written after every payload (:class:`SpilledRecords`).
+        """Merge the runs in this process and return the sorted records; the sorter is spent.
 
         Raises:
-            SpillWriteError: the temporary folder refused a write (the sorter's files are
-                deleted).
+            SpillWriteError: the temporary folder refused a write (the files are deleted).
         """
         with _spilling():
             return self._merge_here(sep)
@@ -582,15 +542,9 @@ def _first(rec: tuple[Any, bytes]) -> Any:
 
 
 class FailureLog(Mapping):
-    """``summary.failures`` on disk: ``{episode label: failure reason}`` in the order the
-    episodes were graded (file order), with O(1) memory.
-
-    Filled by :meth:`append` with ``(case_id, trial, reason)`` (the shape of
-    :class:`~evaltape.grader.stats.outcome.SummaryAccumulator`'s ``failures``); after
-    :meth:`close` labels are ``case`` or ``case#tN`` (``multi_trial``). Iteration and
-    :meth:`items` read the file in order; lookup by label
-    reads it until found (O(failures)); :meth:`sorted_items` gives the pairs in key order,
-    sorted on disk (:class:`SpillSorter`), as ``report.json`` lists them.
+    """``summary.failures`` on disk, ``{label: reason}`` in grading order, O(1) memory. Labels
+    are ``case`` or ``case#tN``; lookup by label scans (O(failures)); :meth:`sorted_items`
+    sorts on disk (:class:`SpillSorter`).
     """
 
     def __init__(self) -> None:
