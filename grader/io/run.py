@@ -1,15 +1,8 @@
 """Open a recorded run: find its traces, manifest and dataset, and check them together.
-
-:func:`open_run` is the one way every command (``grade``, ``replay``, ``judge``), the pytest
-plugin and the Python API open a run, so the same rules hold everywhere:
-
-- a trace whose case the dataset lacks is bad input (file, line, ``case_id``);
-- a repeated ``(case, trial)`` is bad input (a run has one trace per episode);
-- a case whose input changed since recording is bad input, checked twice: against the
-  manifest's per-case input hashes before any trace is read, and per trace (its recorded
-  ``input`` against the dataset's);
-- cases without any episode and cases with fewer trials than the run are reported
-  (:meth:`Run.coverage`); ``grade --require-complete`` turns them into a failed gate.
+:func:`open_run` is how every command, the pytest plugin and the API open a run. Bad
+input: a trace whose case the dataset lacks, a repeated ``(case, trial)``, a case whose
+input changed since recording (manifest hashes and each trace's ``input``). Missing cases
+and trials are reported (:meth:`Run.coverage`).
 """
 from __future__ import annotations
 
@@ -105,12 +98,8 @@ def locate_run(target: str | Path) -> RunPaths:
 
 
 def dataset_path_for(run: RunPaths, override: str | None) -> Path:
-    """The dataset to grade against: ``--dataset``, else the manifest's recorded path.
-
-    The manifest path is tried as given (relative to the working directory), then as
-    recorded relative to the run directory (``path_from_run``), then relative to each folder
-    above the run (older manifests: the project root), so a run grades from any working
-    directory.
+    """The dataset to grade against: ``--dataset``, else the manifest's path, tried from the
+    working directory, then relative to the run (``path_from_run``), then to each folder above.
 
     Raises:
         UsageError: no ``--dataset`` and the manifest names none or it cannot be found.
@@ -141,14 +130,11 @@ def dataset_path_for(run: RunPaths, override: str | None) -> Path:
 
 
 def check_inputs_unchanged(manifest: dict[str, Any], cases: Any, where: str) -> None:
-    """Refuse a run whose recorded case inputs differ from the dataset's, naming the case.
-
-    Compares the manifest's per-case input hashes (``dataset.cases``; see
-    :func:`evaltape.grader.io.datasets.case_input_sha256`: id, input, script, max_steps) with the
-    dataset's. Expectations are not hashed: they may change after recording.
+    """Refuse a run whose manifest's per-case input hashes (``dataset.cases``,
+    :func:`evaltape.grader.io.datasets.case_input_sha256`) differ from the dataset's.
 
     Raises:
-        BadInputError: a recorded case's input hash differs.
+        BadInputError: a recorded case's input hash differs, naming the case.
     """
     from evaltape.grader.io.datasets import case_input_sha256
     ds = manifest.get("dataset") or {}
@@ -224,11 +210,9 @@ class Coverage:
     """Which dataset cases and trials a run holds.
 
     Attributes:
-        trials: the run's trial count (the manifest's ``trials``, else the largest trial
-            seen + 1).
+        trials: the manifest's ``trials``, else the largest trial seen + 1.
         unrecorded_cases: dataset cases with no episode, in dataset order.
-        missing_trials: ``case#tN`` of the episodes absent from cases that have some
-            (an interrupted recording), in dataset order then trial.
+        missing_trials: ``case#tN`` absent from cases that have some, in dataset order.
     """
 
     trials: int
@@ -304,12 +288,11 @@ class Run:
         self._seen.clear()
 
     def check_trace(self, trace: Trace, by_id: dict[str, Case]) -> Case:
-        """The dataset case of one trace, checked on its own (no duplicate check: that needs
-        every earlier trace, see :meth:`note_episode`). Safe to call in a worker process.
+        """The dataset case of one trace, checked on its own (no duplicate check,
+        :meth:`note_episode`). Safe in a worker process.
 
         Raises:
-            BadInputError: the trace names a case the dataset lacks, or carries an input
-                other than its case's (file, line and field named).
+            BadInputError: an unknown case, or an input other than its case's.
         """
         case = by_id.get(trace.case_id)
         if case is not None and (trace.input == case.input or not self.check_inputs):
@@ -329,11 +312,9 @@ class Run:
 
     def read_range(self, start: int, end: int, first_line: int | None,
                    by_id: dict[str, Case]) -> "RangeReader":
-        """The checked episodes of the traces in bytes ``[start, end)`` of the traces file
-        (a range that starts and ends on line boundaries), in file order: a
-        :class:`RangeReader` (iterate it for ``(trace, case, line digest)``; its ``lines``
-        then says how many lines it read). Line numbers start at ``first_line``, or at 1
-        when it is ``None``. Safe to call in a worker process."""
+        """A :class:`RangeReader` over the traces in bytes ``[start, end)`` (line boundaries),
+        lines numbered from ``first_line`` (or 1). Safe in a worker process.
+        """
         return RangeReader(self, start, end, first_line, by_id)
 
     def note_episode(self, case_id: str, trial: int, line: int | None) -> None:
@@ -346,9 +327,8 @@ class Run:
 
     def note_episodes(self, case_ids: Sequence[str], keys: Sequence[tuple[int, int]],
                       lines: Sequence[int], line_offset: int = 0) -> None:
-        """:meth:`note_episode` for a batch of episodes, in file order: their case ids,
-        ``(dataset position, trial)`` keys and lines (the file's line is ``line +
-        line_offset``; 0: unknown).
+        """:meth:`note_episode` for a batch: case ids, ``(dataset position, trial)`` keys, and
+        lines (``line + line_offset``; 0: unknown).
 
         Raises:
             BadInputError: an episode was read before (the first such, in file order).
@@ -393,8 +373,7 @@ class Run:
         """Cases and trials missing from the run.
 
         Raises:
-            UsageError: :meth:`episodes` has not been read to the end yet (the coverage is
-                what that pass saw; before it, every case would look unrecorded).
+            UsageError: :meth:`episodes` has not been read to the end yet.
         """
         if not self._read and not self._seen:
             raise UsageError("read run.episodes() to the end before asking for coverage()")
@@ -416,17 +395,15 @@ def open_run(target: str | Path, dataset: str | Path | None = None,
     Args:
         target: ``cassettes/RUN`` or ``cassettes/RUN/traces.jsonl``.
         dataset: the dataset to grade against; default: the one the manifest names.
-        check_inputs: refuse a case whose input changed since recording (the manifest's
-            hashes, and each trace's ``input``); ``False`` lets a caller that lists stale
-            episodes (``evaltape replay --list-stale``) see them. Grading always checks.
+        check_inputs: refuse a case whose input changed since recording (``False`` for
+            ``replay --list-stale``).
 
     Returns:
         A :class:`Run`; iterate :meth:`Run.episodes` for checked ``(trace, case)`` pairs.
 
     Raises:
         UsageError: no such path, or no dataset to be found.
-        BadInputError: no ``traces.jsonl``, an invalid manifest or dataset, or a case
-            whose input hash differs from the one recorded in the manifest.
+        BadInputError: no ``traces.jsonl``, an invalid manifest or dataset, or a changed input.
     """
     from evaltape.grader.io.datasets import load_dataset
     if not isinstance(target, (str, Path)):
@@ -446,17 +423,10 @@ CONTEXT_FILES = 16
 
 
 def recorded_context(root: Path, manifest: dict[str, Any]) -> RunContext | None:
-    """The system prompt and tool schemas a recorded run sent with every request.
-
-    A run recorded by ``evaltape record`` names them by hash in its manifest
-    (``system_prompt_sha256``, ``tools_sha256``: the sha256 of the value as sorted-key
-    JSON); the value itself is in the requests of its cassettes (``http/*.jsonl``). The
-    first request of up to :data:`CONTEXT_FILES` cassettes (in name order) is read, and a
-    value is taken only when its hash is the manifest's, so it is the one every episode
-    got. ``None`` without those hashes (an imported run: its traces carry ``system`` and
-    ``tools`` themselves; a ``--command`` run, whose agents may send several) or when no
-    cassette holds them; a cassette that cannot be read is passed over (grading never
-    needs it; ``replay`` reports it).
+    """The system prompt and tool schemas every request of a recorded run carried: read from
+    the first request of up to :data:`CONTEXT_FILES` cassettes, taken only when its sha256
+    (sorted-key JSON) is the manifest's ``system_prompt_sha256`` / ``tools_sha256``. ``None``
+    without those hashes or when no readable cassette holds them.
     """
     import hashlib
 
@@ -529,14 +499,9 @@ def _system_text(value: Any) -> str | None:
 
 
 def unfinished_refresh(target: str | Path) -> str | None:
-    """A warning when the run at ``target`` (a run folder or its ``traces.jsonl``) has a
-    ``record --refresh`` that did not finish: the manifest's last ``refreshes`` entry has
-    ``finished_at`` null. Then some episodes may have their new cassette beside their old
-    trace line (the recorder replaces the cassette first), so grading or replaying it
-    reads a half-refreshed run. ``None`` otherwise, and when the manifest does not read
-    (what reads it properly says why).
-
-    The message names the refresh's number and start, and the command that finishes it.
+    """A warning naming the refresh and the command that finishes it when the manifest's last
+    ``refreshes`` entry has ``finished_at`` null (a half-refreshed run); else ``None``, also
+    when the manifest does not read.
     """
     import orjson
     p = Path(target)
@@ -561,17 +526,13 @@ READ_BUFFER = 1 << 20
 
 
 class RangeReader:
-    """The traces of one byte range of a run's traces file (:meth:`Run.read_range`),
-    checked as :func:`evaltape.grader.io.traces.iter_traces` checks them (JSON, no key
-    repeated in one object, a valid trace), then against the dataset
-    (:meth:`Run.check_trace`). Iteration yields ``(trace, case, line digest)``
-    (:func:`~evaltape.grader.io.traces.line_digest`); ``lines`` is the number of lines
-    read so far.
+    """The traces of one byte range of a traces file (:meth:`Run.read_range`), checked as
+    :func:`evaltape.grader.io.traces.iter_traces` and :meth:`Run.check_trace` do. Yields
+    ``(trace, case, line digest)``; ``lines`` counts lines read.
 
     Raises (while iterating):
-        BadInputError: the file cannot be read; a line is not JSON, is nested too deep,
-            repeats a key; a trace is invalid, names an unknown case or carries a changed
-            input (file, line and field named).
+        BadInputError: unreadable file, bad JSON, a repeated key, an invalid trace, an
+            unknown case or a changed input (file, line and field named).
     """
 
     def __init__(self, run: Run, start: int, end: int, first_line: int | None,
