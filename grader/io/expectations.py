@@ -1,33 +1,10 @@
-"""Parse a case's expectations into typed values, once, at dataset load.
-
-Every parser here raises :class:`FieldError` naming the place inside the key the user wrote
-(``[2].arguments``), so :func:`evaltape.grader.io.datasets.parse_case` can report
-``file: field 'expected_tool_calls[2].arguments': ...``.
-
-Accepted forms of ``expected_tool_calls`` items (BFCL's ground truth among them):
-
-- ``"tool_name"``: the tool, any arguments;
-- ``{"name": ..., "arguments": {...}, "args_mode"?: ..., "unordered_lists"?: bool,
-  "options"?: {param: {"unordered"?: bool, "ignore"?: bool, "standardize"?: bool,
-  "tolerance"?: number}}}``: literal argument values (``"args"`` is accepted for
-  ``"arguments"``; a value ``{"one_of": [v1, v2]}`` accepts any of them) and per-parameter
-  comparison options (:class:`ArgOptions`);
-- ``{"tool_name": {"param": [acceptable, ..., ""]}}``: BFCL's form, one key; each value a
-  list of acceptable values, ``""`` marking the parameter optional; exact argument mode
-  (unexpected parameters fail).
-
-``expected_actions`` items are ``{"name": str, "kwargs": {...}}`` (τ-bench's
-``info.task.actions``; ``"arguments"`` is accepted for ``"kwargs"``), compared exactly,
-with τ²-bench's optional ``action_id``, ``compare_args`` (list of argument names or null)
-and ``requestor`` (``assistant``/``user``) kept.
-
-Expected answer text (an item of ``expected_outcome_keywords`` or
-``final_response_contains``, or ``expected_answer_contains``) is a phrase or
-``{"regex": PATTERN}`` / ``{"any_of": [PHRASE, ...]}`` (:func:`parse_answer_text`); an
-expected argument value may be ``{"one_of": [VALUE, ...]}`` (:func:`parse_arg_value`).
-
-``tools`` is a list of function schemas (``{name, description?, parameters|input_schema}``)
-and ``matching`` one of :data:`MATCHING` (whose rules decide call matching).
+"""Parse a case's expectations into typed values at dataset load; each parser raises
+:class:`FieldError` naming the place inside the key (``[2].arguments``). Forms
+(docs/formats.md): ``expected_tool_calls`` items are ``"tool"``, ``{"name", "arguments",
+"args_mode"?, "unordered_lists"?, "options"?}`` or BFCL's ``{"tool": {"param":
+[acceptable, ..., ""]}}``; ``expected_actions`` items ``{"name", "kwargs"}`` (τ-bench,
+with τ²-bench's ``action_id``, ``compare_args``, ``requestor``); answer text a phrase,
+``{"regex": ...}`` or ``{"any_of": [...]}``; an argument value may be ``{"one_of": [...]}``.
 """
 from __future__ import annotations
 
@@ -324,18 +301,14 @@ USER_KEYS = ("instructions", "persona", "known_facts", "turns", "max_turns", "st
 
 
 def parse_user(value: Any) -> UserSpec:
-    """A case's ``user``: ``{"instructions"?: str, "persona"?: str, "known_facts"?: {name:
-    value}, "turns"?: [str, ...], "max_turns"?: int >= 1, "stop"?: str}``. A scripted user
-    gives ``turns``; a simulated one ``instructions`` (one of the two is required).
-    Without ``max_turns`` a user may send
-    :data:`~evaltape.grader.model.DEFAULT_MAX_TURNS` messages (a scripted user at least
-    all of its turns and the first message), so a scripted user ends by running out of
-    turns.
+    """A case's ``user``: ``{"instructions"?, "persona"?, "known_facts"?, "turns"?,
+    "max_turns"?: int >= 1, "stop"?}``; ``turns`` (scripted) or ``instructions`` (simulated)
+    is required. ``max_turns`` defaults to :data:`~evaltape.grader.model.DEFAULT_MAX_TURNS`,
+    at least the scripted turns + 1.
 
     Raises:
-        FieldError: not an object, an unknown key (the nearest known one suggested), a
-            value of the wrong type (the key named), or neither ``turns`` nor
-            ``instructions``.
+        FieldError: not an object, an unknown key (nearest suggested), a wrong type, or
+            neither ``turns`` nor ``instructions``.
     """
     import difflib
 
@@ -405,14 +378,11 @@ def parse_env(value: Any) -> str:
 
 
 def parse_answer_text(value: Any, where: str = "") -> str | AnswerText:
-    """One expected piece of answer text: a string as it is, or an object of one of the
-    forms of the module docstring.
+    """One expected piece of answer text: a string, or ``{"regex": ...}`` / ``{"any_of": [...]}``.
 
     Raises:
-        FieldError: another type, an object with other keys or more than one, a pattern
-            that is not a string or does not compile (the compiler's message and
-            position), or ``any_of`` not a non-empty list of non-empty strings; the place
-            named (``[2].regex``).
+        FieldError: another type or keys, a pattern that does not compile (with the
+            compiler's message), or ``any_of`` not a non-empty list of non-empty strings.
     """
     if isinstance(value, str):
         return value
