@@ -1,9 +1,4 @@
-"""Files of JSON: whole documents, JSONL streams, and atomic writes; errors name the file.
-
-The one place that reads JSON files (reports, manifests, stand-in scripts, datasets,
-traces, judge cassettes, imported conversations) and writes files atomically (reports,
-imported runs, cassettes, manifests).
-"""
+"""Files of JSON: whole documents, JSONL streams and atomic writes, errors naming the file."""
 from __future__ import annotations
 
 import json
@@ -18,17 +13,14 @@ from evaltape.grader.errors import BadInputError
 
 
 def read_json(path: str | Path, what: str) -> Any:
-    """Decode the JSON document at ``path``, its integers exact and no key repeated in one
-    object (:func:`screen`).
+    """Decode the JSON document at ``path``, integers exact, no key repeated (:func:`screen`).
 
     Args:
         what: what the file is, for the message (``"report"``, ``"stand-in script"``).
 
     Raises:
-        BadInputError: the file cannot be read, is not JSON (file, line and column named),
-            is nested deeper than :data:`MAX_DEPTH` (file, line and JSON path named) or
-            repeats a key inside one object (the key named: JSON readers keep the last
-            value silently, so the file is ambiguous).
+        BadInputError: unreadable, not JSON (line and column named), nested deeper than
+            :data:`MAX_DEPTH` (JSON path named), or a key repeated inside one object.
     """
     p = str(path)
     try:
@@ -71,12 +63,10 @@ _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.S)
 
 
 def _containers(raw: bytes) -> Iterator[tuple[str, Any, list]]:
-    """The structure of the JSON text ``raw``, token by token: ``("open", byte offset,
-    stack)`` before an array or object opens, ``("key", key token, stack)`` at each key of
-    an object (``stack[-1]`` is that object). ``stack`` holds ``[is object, current key
-    token or index, a slot for the caller]`` per open container, outermost first. A
-    pure-Python scan: for the error paths (:func:`_deep_offset`, :func:`_repeated_path`),
-    never per line."""
+    """The structure of JSON text ``raw`` token by token: ``("open", offset, stack)`` before a
+    container opens, ``("key", key token, stack)`` at each key; ``stack`` holds ``[is object,
+    key token or index, caller slot]`` per open container. Pure Python, for error paths only.
+    """
     stack: list[list] = []
     want_key = False
     for m in _TOKENS.finditer(raw):
@@ -164,13 +154,8 @@ def value_depth_error(value: Any, path: str | None, line: int | None = None
 
 
 def check_depth(raw: bytes, decoded: Any, path: str | None, line: int | None = None) -> None:
-    """Refuse a decoded JSON text nested deeper than :data:`MAX_DEPTH`.
-
-    Cheap: a text with no more ``[`` and ``{`` bytes than the limit cannot be too deep (two
-    counts in C); only a text with more is written back with ``orjson`` (which refuses
-    the depth it cannot write), and only a refused one is scanned for the path. ``decoded``
-    may come from the standard library (integers beyond 64 bits, which ``orjson`` cannot
-    write either: such a value is walked instead).
+    """Refuse a decoded JSON text nested deeper than :data:`MAX_DEPTH`. Fast path: at most
+    MAX_DEPTH ``[``/``{`` bytes cannot be too deep; else ``orjson.dumps`` refuses the depth.
 
     Raises:
         BadInputError: :func:`depth_error`.
@@ -207,9 +192,8 @@ def line_json_error(raw: bytes, error: orjson.JSONDecodeError) -> str:
 
 
 def compact_json(value: Any) -> str:
-    """``value`` as compact JSON with sorted keys (``orjson``; the standard library's same
-    layout for a value holding an integer beyond 64 bits, which ``orjson`` cannot write:
-    :func:`screen` keeps such integers exact).
+    """``value`` as compact JSON with sorted keys (orjson; the standard library for an integer
+    beyond 64 bits).
 
     Raises:
         TypeError: a value JSON cannot hold.
@@ -222,21 +206,12 @@ def compact_json(value: Any) -> str:
 
 def screen(raw: bytes, decoded: Any, path: str | None = None,
            line: int | None = None) -> tuple[Any, str | None]:
-    """``(value, repeated key)`` of a JSON text ``raw`` that ``orjson`` decoded to
-    ``decoded``: the value with exact integers, and the first key ``raw`` repeats inside one
-    object (:func:`duplicate_key`), else ``None``.
-
-    ``orjson`` reads an integer beyond 64 bits as the nearest float, so
-    ``12345678901234567890123`` and ``...124`` would compare equal. Such a float is at
-    least 9.2e18, and ``orjson`` writes every float of 1e16 or more with ``e+``: when the
-    re-serialised value holds no ``e+``, no integer was rounded. Otherwise (or when a
-    string holds ``e+``) the text is parsed again with the standard library, whose integers
-    are exact. One ``orjson.dumps`` serves both screens, and a third: it refuses a value
-    nested deeper than :data:`MAX_DEPTH`, so the depth check costs nothing here.
+    """``(value, repeated key)`` of JSON text ``raw`` that orjson decoded to ``decoded``: the
+    value with exact integers (re-parsed by the standard library when orjson's output holds
+    ``e+``), and the first repeated key's path (:func:`duplicate_key`) or ``None``.
 
     Raises:
-        BadInputError: ``raw`` is nested deeper than :data:`MAX_DEPTH` (``path`` and
-            ``line`` name where it was read).
+        BadInputError: ``raw`` is nested deeper than :data:`MAX_DEPTH`.
     """
     try:
         dumped = orjson.dumps(decoded)
@@ -249,21 +224,10 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
 
 
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
-    """The JSON path of the first key that ``raw`` repeats inside one object
-    (``tool_calls[1].arguments.assignee``; a key of the outermost object alone: ``q``),
-    else ``None``.
-
-    JSON parsers keep the last of two equal keys silently (``{"q": "a", "q": "b"}`` reads as
-    ``{"q": "b"}``), so a grader could score a value the producer never meant. RFC 8259
-    §4: the names within an object SHOULD be unique.
-
-    Cheap screen first, all in C: ``decoded`` re-serialised lost every repeated key with
-    its colon, while a colon inside a string survives the round trip unchanged. So when
-    ``raw`` holds no more colons than the re-serialised text, no key was repeated. A colon
-    written as the escape ``\\u003a`` inside a string is counted as the colon it is (an
-    escaped backslash followed by the text ``u003a`` is then counted too: that only sends
-    the line to the exact check). Only a line that fails the screen is scanned again, in
-    Python, to name the key and where it is.
+    r"""The JSON path of the first key ``raw`` repeats inside one object
+    (``tool_calls[1].arguments.assignee``), else ``None`` (RFC 8259 §4: names SHOULD be
+    unique). Fast path: no repeat when ``raw`` holds no more colons than ``decoded``
+    re-serialised (``\\u003a`` counted); else :func:`_repeated_path` scans.
     """
     return _repeated_key(raw, orjson.dumps(decoded))
 
@@ -281,11 +245,7 @@ def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
 
 
 def _repeated_path(raw: bytes) -> list | None:
-    """``[key or index, ...]``: the JSON path of the first key (in document order) that
-    the JSON text ``raw`` repeats inside one object, keys compared as a reader decodes them
-    (``"a"`` and ``"\\u0061"`` are one key); ``None`` when none is repeated
-    (:func:`_containers`: only for a text the colon screen of :func:`duplicate_key` sent
-    here)."""
+    """The JSON path of the first repeated key of ``raw`` (keys compared decoded), or ``None``."""
     for what, token, stack in _containers(raw):
         if what != "key":
             continue
@@ -308,17 +268,14 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
     """Stream ``(1-based line, decoded value)`` from JSONL; blank lines are skipped.
 
     Args:
-        source: a file path (read line by line: memory stays flat) or the file's bytes.
+        source: a file path (read line by line) or the file's bytes.
         path: the file named in errors when ``source`` is bytes.
-        keep_going: yield ``(line, BadInputError)`` for a line that is not JSON (or too
-            deep, or repeats a key) instead of raising, so an importer can report the line
-            and read on.
-        unique_keys: refuse a line that repeats a key inside one object
-            (:func:`duplicate_key`).
+        keep_going: yield ``(line, BadInputError)`` for a bad line instead of raising.
+        unique_keys: refuse a line that repeats a key inside one object.
 
     Raises:
         BadInputError: the file cannot be opened, or (unless ``keep_going``) a line is not
-            JSON or is nested deeper than :data:`MAX_DEPTH`; file and line named.
+            JSON or too deep; file and line named.
     """
     if isinstance(source, bytes):
         where = path or "<bytes>"
@@ -362,38 +319,30 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
 
 
 def atomic_write(path: str | Path, data: bytes | str | Iterable[bytes]) -> None:
-    """Write ``data`` to ``path`` all or nothing: a temp file beside it, fsync, rename.
-
-    A reader sees the old file or the new one, never a torn one; a failed write leaves no
-    temp file behind. ``str`` data is written as UTF-8; an iterable of ``bytes`` pieces is
-    written piece by piece (a streamed report never exists whole in memory).
+    """Write ``data`` (bytes, UTF-8 text, or bytes pieces) to ``path`` all or nothing: a temp
+    file beside it, fsync, rename; a failed write leaves no temp file.
 
     Raises:
-        OSError: the folder is missing or not writable, or the disk is full (the caller
-            turns it into a message naming the file).
+        OSError: the folder is missing or not writable, or the disk is full.
     """
     atomic_write_all([(path, data)])
 
 
 def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[bytes | str]]],
                      root: str | Path | None = None, redact: bool = False) -> list[str]:
-    """:func:`atomic_write` for a set of files that belong together (one report in several
-    formats): every file is written to its temp file first, and only then are they all
-    renamed, so an interruption or a failure while writing leaves the old set whole.
+    """:func:`atomic_write` for a set of files that belong together: all temp files are
+    written, then all renamed, so a failure leaves the old set whole.
 
     Args:
-        files: ``(path, data)`` pairs; ``data`` is bytes, text, or an iterable of bytes
-            and text pieces (text written as UTF-8). A relative ``path`` is taken under
-            ``root``; missing parent folders are created.
-        redact: pass every piece through
-            :func:`~evaltape.grader.io.secrets.redact_bytes` (key-shaped strings replaced).
+        files: ``(path, data)`` pairs; data bytes, text or pieces; relative paths under
+            ``root``, parent folders created.
+        redact: pass every piece through :func:`~evaltape.grader.io.secrets.redact_bytes`.
 
     Returns:
         The paths as given, in the order written.
 
     Raises:
-        OSError: as :func:`atomic_write` (every temp file is deleted; ``filename`` names
-            the file being written).
+        OSError: as :func:`atomic_write` (temp files deleted; ``filename`` names the file).
     """
     from evaltape.grader.io.secrets import redact_bytes
     base = Path(root) if root is not None else None
@@ -432,12 +381,10 @@ def atomic_write_all(files: Iterable[tuple[str | Path, bytes | str | Iterable[by
 
 
 def check_readable_tree(folder: str | Path, consequence: str) -> None:
-    """Raise for the first folder under ``folder`` that cannot be listed: ``Path.rglob``
-    and ``os.walk`` skip it without a word, so its files would silently be missing.
+    """Raise for the first folder under ``folder`` that cannot be listed (``rglob`` would skip it).
 
     Args:
-        consequence: what skipping it would cause, for the message ("its files would be
-            left out of the import").
+        consequence: what skipping it would cause, for the message.
 
     Raises:
         BadInputError: names the folder and the system's reason.
