@@ -1,39 +1,16 @@
 """Tools taped into the episode's cassette: ``@evaltape.tape_tool``.
 
-A tool that reads the world (a file, a database, a service) would run live again at
-replay: a changed result is a cassette miss, a deleted file a crash, and a tool that
-writes writes again. A function decorated with :func:`tape_tool` is recorded instead:
+While an episode records, the decorated function runs and its name, arguments and result
+(or error) are appended to the cassette, scrubbed (:mod:`.wire.scrub`). At replay the
+result is read back and the function does not run (the recorded error is raised again);
+differing arguments are a :class:`ToolTapeMiss`. ``record --refresh`` plays calls up to
+the first divergence, then runs them live. Under ``record --command`` calls go through the
+recording proxy (:func:`serve_tape`). Outside an episode the function just runs.
 
-* while an episode records (``evaltape record``, in-process agents), the function runs
-  and its name, arguments and result (or the error it raised) are appended to the
-  episode's cassette, scrubbed like the model traffic (:mod:`.wire.scrub`);
-* while an episode replays (``evaltape replay``, ``--list-stale``), the result is read
-  from the cassette and the function does **not** run; the recorded error is raised
-  again. A call whose arguments differ from the recorded call's is a miss
-  (:class:`ToolTapeMiss`) that names the tool and the argument;
-* during ``record --refresh``, calls are answered from the cassette up to the episode's
-  first divergence (model request or tool call) and run live after it;
-* in a program that ``evaltape record --command`` runs behind the recording proxy (a
-  Python agent in its own process, the Claude Agent SDK's in-process tools), the calls go
-  to the episode's cassette through the proxy (``EVALTAPE_PROXY_URL``,
-  ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``; :func:`serve_tape`), with the same rules;
-* outside any episode (the agent in production, a unit test) the function just runs.
-
-One call is one cassette interaction, stored in order with the model's::
-
-    {"request": {"method": "TOOL", "uri": "evaltape://tool/<name>",
-                 "body": {"json": {"tool": NAME, "arguments": {PARAM: VALUE, ...}}}, ...},
-     "response": {"status": {"code": 200, ...},
-                  "body": {"json": {"result": VALUE}}   # or {"error": {"type", "message"}}
-                  ...}}
-
-Replay matches it as it matches model requests (method, path, canonical JSON body), so a
-tool call is played once per recorded call, in any order among equal calls.
-
-Arguments and results must be JSON values (``dict`` with string keys, ``list``, ``str``,
-numbers, ``bool``, ``None``); tuples become lists. The function returns, also when
-recording, the result as it reads back from JSON, so the agent sees the same value at
-record and at replay (a ``sqlite3`` row tuple is a list either way).
+One call is one interaction: method ``TOOL``, uri ``evaltape://tool/<name>``, body
+``{"tool", "arguments"}``; response body ``{"result"}`` or ``{"error": {"type",
+"message"}}``; matched as model requests are. Arguments and results must be JSON values;
+the function returns the result as it reads back from JSON (tuples become lists).
 """
 from __future__ import annotations
 
@@ -82,9 +59,8 @@ class ToolTapeMiss(AssertionError):
 
 
 class TapedToolError(Exception):
-    """A recorded tool error raised again at replay when its own exception class cannot be
-    rebuilt (not importable, or not from its recorded arguments): a subclass named as the
-    recorded class, so ``type(e).__name__`` and ``str(e)`` read as when recording.
+    """A recorded tool error raised again at replay when its class cannot be rebuilt: a
+    subclass named as the recorded class, with the same ``str()``.
 
     Attributes:
         type: the recorded class, ``module.QualName``.
@@ -116,10 +92,9 @@ def cassette_active(cassette: Any) -> Iterator[Any]:
 
 
 def active_cassette() -> Any:
-    """The cassette of the episode running now, or ``None``: the one set in this thread's
-    context, else the only one open in the process (a tool run on a thread the agent
-    started). Two episodes open at once in one process leave a tool on a foreign thread
-    without a cassette (it runs untaped)."""
+    """The running episode's cassette, or ``None``: this thread's context's, else the only one
+    open in the process (two open at once leave a foreign thread's tool untaped).
+    """
     cassette = _current.get()
     if cassette is not None:
         return cassette
@@ -196,10 +171,9 @@ def _error_payload(error: BaseException) -> dict:
 
 
 def _rebuilt_error(err: dict) -> Exception:
-    """The recorded exception, rebuilt: its own class when importable and constructible
-    from its recorded ``args`` (or its message) with the same ``str()``; otherwise a
-    :class:`TapedToolError` subclass with the recorded class's name (so
-    ``type(e).__name__`` and ``str(e)`` read as they did when recording)."""
+    """The recorded exception rebuilt in its own class when importable and constructible with
+    the same ``str()``; else a :class:`TapedToolError` subclass of the recorded name.
+    """
     type_name = str(err.get("type", "Exception"))
     message = str(err.get("message", ""))
     args = err.get("args")
@@ -246,10 +220,9 @@ def _outcome(response: dict, tool: str) -> Any:
 
 
 def miss_text(cassette: Any, request: Any, tool: str, arguments: dict[str, Any]) -> str:
-    """Why a tool call has no recorded match: against the first unplayed recorded call of
-    the same tool, the first argument that differs (its JSON path, both values shortened
-    and redacted); or that every recorded call of it was played; or that the recording
-    has no call of it."""
+    """Why a tool call has no recorded match: the first differing argument against the first
+    unplayed call of the tool (path, values shortened and redacted), all played, or none.
+    """
     from .wire.jsonpath import first_difference
     from .wire.matchers import parse_body, shorten_pair
     from .wire.scrub import scrub_value
@@ -282,8 +255,7 @@ def _play(cassette: Any, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any
     """Look a tool call up in ``cassette`` (vcrpy's rule, as for an HTTP request).
 
     Returns:
-        ``(request, result)``: the recorded result when the cassette can play the call,
-        or ``_LIVE`` when the tool must run (recording, or past a refresh's divergence).
+        ``(request, result)``; result ``_LIVE`` when the tool must run.
 
     Raises:
         ToolTapeMiss: the cassette is write-protected (replay) and has no match.
@@ -308,9 +280,7 @@ def _store_result(cassette: Any, request: Any, tool: str, result: Any) -> Any:
     """Append a live call's result; return it as it reads back from JSON.
 
     Raises:
-        TypeError: the result is not a JSON value; it is also written to standard error
-            (an agent that reports a tool's exception as the call's result would otherwise
-            record the episode with nothing taped and no word on the terminal).
+        TypeError: the result is not a JSON value (also written to standard error).
     """
     try:
         plain = _plain(result, f"the result of tool {tool!r}")
@@ -432,27 +402,22 @@ def _tape_for(sig: inspect.Signature | None, tool: str, ignore: frozenset[str],
 
 def tape_tool(fn: F | None = None, *, name: str | None = None,
               ignore: tuple[str, ...] | list[str] = ()) -> Any:
-    """Tape a tool function into the running episode's cassette (module docstring).
-
-    Use as ``@tape_tool``, ``@tape_tool(name="lookup", ignore=("conn",))`` or
-    ``tape_tool(fn)``; ``async def`` functions are taped too.
+    """Tape a tool function into the running episode's cassette (module docstring). Use as
+    ``@tape_tool``, ``@tape_tool(name="lookup", ignore=("conn",))`` or ``tape_tool(fn)``;
+    ``async def`` works too.
 
     Args:
         fn: the tool function.
-        name: the tool's name in the cassette (default: the function's ``__name__``).
-        ignore: parameters left out of the recorded arguments and of matching (a
-            connection, a client, a logger); ``self`` and ``cls`` always are.
+        name: the tool's name in the cassette (default: ``__name__``).
+        ignore: parameters left out of recording and matching (``self``, ``cls`` always).
 
     Returns:
-        The wrapped function: same signature; returns the result as it reads back from
-        JSON.
+        The wrapped function, same signature, returning the result as read back from JSON.
 
     Raises (from the wrapped function):
-        ToolTapeMiss: at replay, no recorded call matches (names the tool and the first
-            differing argument).
-        TypeError: an argument or the result is not a JSON value (names which).
-        the recorded error: at replay, when the recorded call raised (its own class when
-            it can be rebuilt, else :class:`TapedToolError`).
+        ToolTapeMiss: at replay, no recorded call matches.
+        TypeError: an argument or the result is not a JSON value.
+        the recorded error: at replay, when the recorded call raised.
     """
     if fn is None:
         return lambda f: tape_tool(f, name=name, ignore=ignore)
@@ -507,15 +472,11 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
 
 
 def serve_tape(cassette: Any, payload: Any) -> tuple[int, dict]:
-    """One taped call sent over HTTP (the recording proxy's ``/evaltape/<case>/<trial>/tape``)
-    by a tool that runs in another process.
+    """One taped call over HTTP (the proxy's ``/evaltape/<case>/<trial>/tape``).
 
-    ``payload``: ``{"tool": NAME, "arguments": {...}}`` looks the call up: ``200
-    {"outcome": {"result": ...} or {"error": {...}}}`` when the cassette plays it, ``200
-    {"live": true}`` when the tool must run (recording), ``404 {"miss": message}`` at
-    replay with no recorded match (:func:`miss_text`). With ``"outcome"`` added, it stores
-    a live call: ``200 {"stored": true}`` (``409`` at replay). ``400`` for a payload of
-    another shape.
+    ``{"tool", "arguments"}`` looks up: ``200 {"outcome": ...}``, ``200 {"live": true}``
+    (must run) or ``404 {"miss": message}``. With ``"outcome"`` it stores a live call:
+    ``200 {"stored": true}`` (``409`` at replay). ``400`` for another shape.
 
     Returns:
         ``(HTTP status, JSON answer)``.
