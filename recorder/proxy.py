@@ -1,32 +1,15 @@
 """``evaltape proxy``: a recording (or replaying) reverse proxy for the Messages API.
 
-Any client that honours a base URL (``ANTHROPIC_BASE_URL``: the Python and TypeScript SDKs,
-the Claude Code CLI behind the Claude Agent SDK, ``curl``) can be recorded with no code
-change: it talks to ``http://127.0.0.1:PORT``, the proxy forwards each request to the
-upstream Messages API, passes the answer back as it arrives (server-sent events are written
-through chunk by chunk, never buffered whole) and stores the exchange, scrubbed, in the
-run's JSONL cassettes (:mod:`.episodes`). In replay mode the same proxy answers from the
-cassettes and never opens a connection.
+A client honouring ``ANTHROPIC_BASE_URL`` talks to ``http://127.0.0.1:PORT``; the proxy
+forwards each request upstream (``httpx``), streams the answer back chunk by chunk, and
+stores the exchange, scrubbed, in the run's JSONL cassettes (:mod:`.episodes`). Replay
+answers from the cassettes with no network. The loopback side is the standard library's
+``ThreadingHTTPServer``.
 
-HTTP stack: the standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive, one thread
-per connection; the script server's stack) serves the loopback side, and ``httpx``
-(``httpx2``, the client the ``anthropic`` SDK ships with) talks to the upstream: connection
-pooling, TLS, timeouts and incremental ``iter_raw()`` reads. mitmproxy was considered and not
-taken: for a plain-HTTP loopback reverse proxy it would add a large dependency tree (its own
-TLS interception stack) that the recorder does not need; an ASGI server would add an event
-loop and two dependencies for the same forwarding loop.
-
-Episode routing (first match wins):
-
-1. URL prefix ``/evaltape/<case>/<trial>/...`` (what ``evaltape record --command`` puts in
-   ``ANTHROPIC_BASE_URL``; SDKs append ``/v1/messages`` to it), ``<case>`` percent-encoded;
-2. headers ``x-evaltape-case`` and ``x-evaltape-trial`` (default trial 0), as sent by
-   ``evaltape record`` and settable through ``ANTHROPIC_CUSTOM_HEADERS`` in Claude Code;
-3. otherwise conversations are grouped (:meth:`.episodes.EpisodeBook.group`).
-
-Control endpoints: ``POST /evaltape/<case>/<trial>/end`` or ``POST /evaltape/end`` (with the
-headers, or none to end every open episode) end episodes and answer with a summary;
-``GET /evaltape/health``.
+Episode routing (first match wins): URL prefix ``/evaltape/<case>/<trial>/...``; headers
+``x-evaltape-case`` / ``x-evaltape-trial``; else conversation grouping
+(:meth:`.episodes.EpisodeBook.group`). Control: ``POST /evaltape/<case>/<trial>/end`` or
+``POST /evaltape/end`` end episodes; ``GET /evaltape/health``.
 """
 from __future__ import annotations
 
@@ -85,14 +68,12 @@ class Route:
 
 
 def route(raw_path: str, headers: Any) -> Route:
-    """Parse a request target and headers into a :class:`Route`.
-
-    Only origin-form targets (RFC 9112 §3.2.1: ``/path[?query]``) are taken, split as they
-    are (never read as a URL, so ``//host/...`` stays a path).
+    """Parse an origin-form request target (RFC 9112 §3.2.1, never read as a URL) and headers
+    into a :class:`Route`.
 
     Raises:
-        ValueError: the target does not start with ``/`` (an absolute URL, ``@host...``,
-            ``*``), or ``x-evaltape-trial`` is not a non-negative integer.
+        ValueError: the target does not start with ``/``, or ``x-evaltape-trial`` is not a
+            non-negative integer.
     """
     if not raw_path.startswith("/"):
         raise ValueError(f"the request target must be a path starting with '/', got "
@@ -132,13 +113,9 @@ _ENCODE_IN_TARGET = re.compile(rb"[^\x21-\x7e]|#")
 
 
 def forward_url(upstream: httpx.URL, path: str) -> httpx.URL:
-    """The upstream URL of a request for ``path`` (a :class:`Route` path, query included).
-
-    The upstream's scheme, host and port, its base path, then ``path`` as raw bytes: the
-    result is built, never parsed from a string, so nothing in ``path`` (``//host``,
-    ``/\\host``, ``@host``) can name another server. Bytes outside printable ASCII are
-    percent-encoded (``path`` holds the target's bytes as Latin-1, as ``http.server``
-    decodes them).
+    """The upstream URL for ``path`` (query included): the upstream's scheme, host, port and
+    base path, then ``path`` as raw bytes (built, never parsed, so ``path`` cannot name
+    another host); non-printable bytes percent-encoded.
 
     Raises:
         ValueError: ``path`` does not start with ``/``.
@@ -161,13 +138,10 @@ TIME_DIGITS = 6
 
 def exchange_timing(episode_start: float, sent: float, first_byte: float,
                     done: float) -> dict[str, float]:
-    """The times the proxy stores with a recorded answer (``response.timing`` in the
-    cassette), in seconds rounded to :data:`TIME_DIGITS` places, from ``time.monotonic()``
-    readings: ``start_s`` (the episode's first request → this request forwarded),
-    ``ttfb_s`` (forwarded → the upstream's status line and headers in: the time to the
-    first byte) and ``latency_s`` (forwarded → the answer's last byte passed on). The
-    trace's ``timing`` is built from them (:func:`.episodes.trace_from_cassette`), so a
-    replay, which reads the cassette, keeps them."""
+    """``response.timing`` of a recorded answer, in seconds (:data:`TIME_DIGITS` places) from
+    ``time.monotonic()`` readings: ``start_s`` (episode start → forwarded), ``ttfb_s``
+    (forwarded → headers in), ``latency_s`` (forwarded → last byte passed on).
+    """
     return {"start_s": round(sent - episode_start, TIME_DIGITS),
             "ttfb_s": round(first_byte - sent, TIME_DIGITS),
             "latency_s": round(done - sent, TIME_DIGITS)}
@@ -213,8 +187,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         pass
 
     def _read_exact(self, n: int, what: str) -> bytes:
-        """``n`` bytes of the body, read in pieces of at most 1 MiB (memory follows what
-        arrives, not what a header claims).
+        """``n`` bytes of the body, read in pieces of at most 1 MiB.
 
         Raises:
             BadRequest: the client closed its side before ``n`` bytes came.
@@ -229,14 +202,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return b"".join(parts)
 
     def _read_body(self) -> bytes:
-        """The request body, framed by ``transfer-encoding: chunked`` (RFC 9112 §7.1) or
-        ``content-length`` (§6.3); none is an empty body.
+        """The request body, framed by chunked transfer coding (RFC 9112 §7.1) or
+        ``content-length`` (§6.3); none is empty.
 
         Raises:
-            BadRequest: a transfer coding other than ``chunked``; a ``content-length`` that
-                is not one decimal byte count; a chunk size that is not hexadecimal; chunk
-                data not followed by CRLF; a body cut short; more than
-                :data:`MAX_BODY_BYTES` (status 413).
+            BadRequest: another transfer coding, a bad length or chunk size, missing CRLF, a
+                body cut short, or more than :data:`MAX_BODY_BYTES` (413).
         """
         codings = [c.strip().lower() for v in self.headers.get_all("transfer-encoding", [])
                    for c in v.split(",") if c.strip()]
@@ -359,26 +330,18 @@ class ProxyServer(BackgroundServer):
 
     Args:
         run: the run folder (cassettes under ``http/``, traces in ``traces.jsonl``).
-        mode: ``"record"`` (forward to ``upstream`` and store) or ``"replay"`` (answer from
-            the cassettes; no network).
-        upstream: base URL of the Messages API (record mode), e.g. ``https://api.anthropic.com``.
-            Credentials in it (``http://user:token@host``) are sent as HTTP basic auth,
-            registered as live secrets, and kept out of every recorded URI and message.
+        mode: ``"record"`` (forward and store) or ``"replay"`` (answer from cassettes).
+        upstream: base URL of the Messages API (record mode); credentials in it are sent as
+            basic auth and kept out of every recording.
         port: 0 picks a free port.
         idle_timeout: seconds of silence that end an episode (``None``: explicit ends only).
         finished: episodes that already have a trace (record mode refuses them).
-        refreshing: record mode: finished episodes to record again from their first
-            diverging request (``record --refresh``): their requests are answered from
-            their cassettes while they match the recording, and forwarded from the first
-            one that does not (:class:`~.episodes.EpisodeBook`).
-        on_end: receives each trace of an episode ended by the proxy (idle/explicit/shutdown).
-        log: receives one line per exchange (method, path, status, episode, milliseconds);
-            never headers or bodies.
-        setup_check: record mode: given the first Messages request body forwarded (scrubbed),
-            returns how it differs from the run's recorded setup, or ``None``
-            (:func:`.stale.setup_difference`). When it differs, that request and every
-            later one are refused (HTTP 409, nothing forwarded or stored) and
-            :attr:`setup_refused` holds the difference.
+        refreshing: finished episodes to record again from their first diverging request.
+        on_end: receives each trace of an episode the proxy ended.
+        log: receives one line per exchange (method, path, status, episode, ms).
+        setup_check: returns how the first forwarded request differs from the run's setup
+            (:func:`.stale.setup_difference`), or ``None``; a difference refuses it and every
+            later one (HTTP 409).
 
     Attributes:
         base_url: ``http://127.0.0.1:<port>``.
@@ -436,12 +399,8 @@ class ProxyServer(BackgroundServer):
         self.deadlines[key] = deadline
 
     def abort(self, key: EpisodeKey) -> int:
-        """Cut the upstream answers episode ``key`` still has in flight (its client was
-        killed at its deadline): their sockets are shut down, so a read blocked on a silent
-        or pinging upstream ends at once and the exchange is not stored.
-
-        Returns:
-            How many answers were cut.
+        """Cut the upstream answers episode ``key`` has in flight (sockets shut down, nothing
+        stored). Returns how many were cut.
         """
         with self._upstream_lock:
             responses = list(self._upstream.get(key, ()))
@@ -662,14 +621,11 @@ class ProxyServer(BackgroundServer):
 
     @staticmethod
     def _stream_back(h: ProxyHandler, resp: Any) -> tuple[list[bytes], bool]:
-        """Write the upstream response to the client as its bytes arrive.
-
-        With an upstream ``content-length`` the bytes are copied as they come; without one
-        the body is re-framed with chunked transfer coding (RFC 9112 §7.1).
+        """Write the upstream response to the client as its bytes arrive (re-framed as chunked
+        without an upstream ``content-length``).
 
         Returns:
-            ``(body chunks, complete)``; ``complete`` is False when the client went away
-            before the end (the exchange is then not stored: the client will retry it).
+            ``(body chunks, complete)``; ``complete`` False when the client went away.
         """
         length = resp.headers.get("content-length")
         h.send_response(resp.status_code, resp.reason_phrase)
