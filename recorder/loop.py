@@ -43,16 +43,14 @@ Executor = Callable[[str, dict], Any]
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """What an agent sends the model: system prompt, tools and the executor of those tools.
+    """What an agent sends the model: system prompt, tools and their executor.
 
     Attributes:
-        system, tools, execute, max_tokens: the system prompt, the tool schemas, the
-            executor (:data:`Executor`) and each request's ``max_tokens``.
-        state: for tools acting on an episode-scoped state, a function returning that
-            state (a JSON object) as it is now; each call's changes to it are recorded
-            (``state_changes``). ``None``: stateless tools.
-        end_tools: tool names whose successful call ends the conversation (a transfer to
-            a human agent, as τ-bench's ``transfer_to_human_agents``).
+        system, tools, execute, max_tokens: the system prompt, tool schemas, executor
+            (:data:`Executor`) and each request's ``max_tokens``.
+        state: returns the episode's tool state (a JSON object) now; each call's changes are
+            recorded (``state_changes``). ``None``: stateless tools.
+        end_tools: tool names whose successful call ends the conversation (a transfer).
     """
 
     system: str
@@ -87,13 +85,11 @@ class Turn:
 
 
 class InfraResponseError(anthropic.APIError):
-    """An HTTP 2xx answer the loop cannot use, which is the infrastructure's failure, not
-    the agent's: the trace's ``infra_error`` is :attr:`kind`. Re-sent like a transient
-    stream error (:data:`STREAM_RETRIES`).
+    """An HTTP 2xx answer the loop cannot use: an infrastructure failure (``infra_error`` is
+    :attr:`kind`), re-sent like a transient stream error (:data:`STREAM_RETRIES`).
 
     Attributes:
-        kind: ``"bad_response"`` (:class:`BadResponse`) or ``"incomplete_stream"``
-            (:class:`IncompleteStream`).
+        kind: ``"bad_response"`` or ``"incomplete_stream"``.
         response: the ``httpx`` response.
         status_code: its HTTP status.
     """
@@ -134,12 +130,9 @@ def _bad_response(response: Any, why: str, body: bytes | str | None = None) -> B
 
 
 def not_a_message(doc: dict) -> str | None:
-    """Why a JSON object is not a Messages API answer, or ``None`` when it is one: the
-    Messages API's message object has ``"type": "message"`` (a server that leaves the
-    field out is accepted), ``role`` ``"assistant"`` when given, and ``content`` a list of
-    content blocks, each an object with a string ``type`` (Anthropic Messages API
-    reference, "Message" response). A gateway's ``{"type": "error", ...}`` sent with HTTP
-    200, ``{}`` or a message whose ``content`` is a string is none."""
+    """Why a JSON object is not a Messages API answer (``type`` ``message`` or absent, ``role``
+    ``assistant`` when given, ``content`` a list of typed blocks), or ``None`` when it is.
+    """
     kind = doc.get("type")
     if kind == "error":
         err = doc.get("error")
@@ -214,12 +207,9 @@ def _snapshot_text(stream: Any) -> str | None:
 
 
 def send_turn(client: anthropic.Anthropic, messages: list, kwargs: dict, stream: bool) -> Turn:
-    """One model turn. The SDK retries 429/529/5xx and dropped connections itself; an HTTP
-    200 the SDK does not retry but that is no whole answer is re-sent here, up to
-    :data:`STREAM_RETRIES` times: a stream that breaks off with a transient ``error``
-    event, a stream that ends before ``message_stop``, and a body that is not a Messages
-    API answer (:class:`InfraResponseError`). Replay makes the same requests in the same
-    order, so it reproduces the recorded retries exactly.
+    """One model turn. An HTTP 200 that is no whole answer (a stream broken by a transient
+    ``error`` event or ended before ``message_stop``, or not a message) is re-sent up to
+    :data:`STREAM_RETRIES` times; the SDK retries 429/529/5xx itself.
 
     Raises:
         anthropic.APIError: the request failed (after the retries), including
@@ -287,12 +277,10 @@ REQUEST_ERRORS = frozenset({"invalid_request_error", "not_found_error", "request
 
 
 def is_infra(e: Exception) -> bool:
-    """Whether an API error ended the episode for reasons outside the agent: no
-    connection, a timeout (also the episode's deadline), an unusable 2xx answer
-    (:class:`InfraResponseError`), an error type other than :data:`REQUEST_ERRORS` (a
-    stream's error event carries its type, not its status), else a status of
-    :data:`INFRA_STATUSES` or 5xx. ``False`` for an error that answers the request itself
-    (``invalid_request_error``, 400), which is the agent's."""
+    """Whether an API error is the infrastructure's: no connection, a timeout, an unusable 2xx
+    answer, an error type outside :data:`REQUEST_ERRORS`, or a status in
+    :data:`INFRA_STATUSES` or 5xx. ``False`` for a 400-class request error.
+    """
     if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError,
                       InfraResponseError, EpisodeTimeout)):
         return True
@@ -311,12 +299,10 @@ def _error_type(e: Exception) -> str | None:
 
 
 def infra_kind(e: Exception) -> str:
-    """The kind of an infrastructure failure, for the trace's ``infra_error`` and the
-    grader's ``infra_error:<kind>`` failure: the API's error type when its body names one
-    (``overloaded_error``, ``rate_limit_error``, ``api_error``...), else ``status_<code>``,
-    ``timeout`` or ``connection`` (anthropic SDK exception classes);
-    :attr:`InfraResponseError.kind` for an unusable 2xx answer; ``timeout`` for the
-    episode's deadline (:class:`EpisodeTimeout`, also when the SDK wrapped it)."""
+    """The kind of an infrastructure failure (``infra_error``): the API's error type
+    (``overloaded_error`` ...), else ``status_<code>``, ``timeout`` or ``connection``;
+    :attr:`InfraResponseError.kind`; ``timeout`` for the episode's deadline.
+    """
     if isinstance(e, InfraResponseError):
         return e.kind
     cause: BaseException | None = e
@@ -343,13 +329,8 @@ def _parses_as_object(text: str) -> bool:
 
 
 def tool_arguments(use: dict, raw: str | None) -> tuple[dict, str | None]:
-    """``(arguments, raw input or None)`` of one ``tool_use`` block.
-
-    ``raw`` is the streamed input's fragments joined (``None`` for a non-streamed turn).
-    A tool input that is not a JSON object (streamed fragments that do not parse as one; a
-    non-streamed ``input`` that is a string, list, number or null) gives ``{}`` and the raw
-    input as the model sent it (streamed: the fragments; else the value as JSON text):
-    the call is then malformed and its tool is never run.
+    """``(arguments, raw input or None)`` of one ``tool_use`` block (``raw``: the streamed
+    fragments joined). An input that is not a JSON object gives ``{}`` and the raw input.
     """
     if raw is not None and raw.strip() and not _parses_as_object(raw):
         return {}, raw
@@ -380,12 +361,8 @@ def _run_tool(spec: AgentSpec, names: set[str], name: str, args: dict) -> tuple[
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, Any]) -> None:
-    """Add every integer count of one response's ``usage`` into ``total`` (in place).
-
-    Keeps all the token counts the server reports, not only input and output: prompt
-    caching bills ``cache_creation_input_tokens`` and ``cache_read_input_tokens`` apart
-    (a cached request may report 4 input tokens and 1,163 read from the cache). Nested
-    breakdowns and nulls are skipped.
+    """Add every integer count of one response's ``usage`` into ``total`` in place (cache
+    tokens included; nested breakdowns and nulls skipped).
     """
     for key, value in usage.items():
         if isinstance(value, int) and not isinstance(value, bool):
@@ -394,23 +371,18 @@ def add_usage(total: dict[str, int], usage: Mapping[str, Any]) -> None:
 
 @dataclass
 class EpisodeLog:
-    """What one episode's model turns have produced so far (shared by the turns of a
-    conversation).
+    """What one episode's model turns have produced so far (shared by a conversation's turns).
 
     Attributes:
         messages: the Anthropic-format conversation sent to the model.
         calls: every tool call, as the trace stores it.
         usage: token counts summed over the agent's responses (:func:`add_usage`).
-        steps: model turns so far (a call's ``step`` is the 1-based turn that made it).
+        steps: model turns so far.
         error: the error that ended the episode, or ``None``.
         extra: trace fields an ending adds (``infra_error``, ``partial_response``,
             ``unfinished``).
-        timing: the trace's ``timing``: ``turns`` (each model turn's ``step``,
-            ``start_s`` and ``latency_s``, retries included) and ``first_tool_call_s``
-            (when the answer with the first tool call had arrived); seconds from
-            ``started``, :data:`TIME_DIGITS` places; each executed call gets its
-            ``duration_s`` (the tiered-composite scoring design's timing metrics: time to the
-            first tool call, per-tool latency).
+        timing: the trace's ``timing`` (``turns``, ``first_tool_call_s``), seconds from
+            ``started``, :data:`TIME_DIGITS` places.
         started: the episode's start on :func:`time.perf_counter`.
     """
 
@@ -576,7 +548,7 @@ def request_kwargs(spec: AgentSpec, model: str, request_extra: dict | None) -> d
 def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str, *,
                   model: str, max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                   request_extra: dict | None = None) -> dict:
-    """Run the agent loop until the model answers or a limit stops it.
+    r"""Run the agent loop until the model answers or a limit stops it.
 
     Args:
         client: the client the recorder built (its cassette is already active).
@@ -588,35 +560,16 @@ def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str,
         request_extra: extra request fields (e.g. ``{"temperature": 0}``).
 
     Returns:
-        The trace fields this loop owns (README, "Your own agent"): ``tool_calls``,
-        ``final_response``
-        (all text blocks of the final turn joined with ``\\n``; ``None`` if there were none),
-        ``stop_reason``, ``steps``, ``messages``, ``usage`` and ``error``; and when they
-        apply: ``unfinished: true`` (see below), ``infra_error`` (the kind of an API
-        failure, :func:`infra_kind`) and ``partial_response`` (the text a broken stream
-        delivered before the error; not a final answer).
+        The trace fields: ``tool_calls``, ``final_response`` (final turn's text blocks joined
+        with ``\\n``, or ``None``), ``stop_reason``, ``steps``, ``messages``, ``usage``,
+        ``error``, and when they apply ``unfinished``, ``infra_error``, ``partial_response``.
 
-    Stop rules: a turn without ``tool_use`` (or with a stop reason other than ``tool_use``)
-    ends the loop with the model's stop reason, kept verbatim. Such a turn is *unfinished*
-    when its stop reason is ``pause_turn`` or it holds ``tool_use`` blocks: then
-    ``final_response`` is ``None`` (the grader reads ``no_answer:<stop_reason>``) and its
-    calls are kept in ``tool_calls`` with ``result: null`` and ``not_run`` (never run).
-    The same tool with equal arguments ``LOOP_REPEATS`` times in a row stops with
-    ``loop_detected`` before executing the repeat. After ``max_steps`` turns that all
-    called tools, ``max_steps``. An API error (after the SDK's retries) stops with
-    ``error``; so does an answer the recorder refuses to store because it cannot decode
-    it (infra kind ``undecodable_response``). An unknown tool or a raising tool becomes
-    an error tool result and the loop goes on; so does a tool input that is not a JSON
-    object (streamed fragments that do not parse as one, or a non-streamed ``input`` that
-    is a string, list, number or null): the call is kept with ``arguments: {}``,
-    ``raw_arguments`` (the fragments joined, or the value as JSON text) and
-    ``malformed_tool_input: true``, and the tool is not run. A turn whose content nests
-    too deep to be stored (a tool input 300 arrays deep) stops with ``error``
-    (``trace_too_deep: ...``), the turn itself left out. The episode's deadline
-    (:class:`~.deadline.EpisodeTimeout`) stops with ``error`` and
-    ``infra_error: "timeout"``. With a stateful spec (:attr:`AgentSpec.state`) each call
-    that changed the state carries ``state_changes``; a call of one of
-    :attr:`AgentSpec.end_tools` stops with :data:`TRANSFER` after its result.
+    Stops: a turn without tool use (the model's stop reason; *unfinished* on ``pause_turn``
+    or with unrun ``tool_use`` blocks); ``LOOP_REPEATS`` equal calls in a row
+    (``loop_detected``); ``max_steps`` turns; an API error, an undecodable answer, content too
+    deep to store or the deadline (``error``); a call of :attr:`AgentSpec.end_tools`
+    (:data:`TRANSFER`). Unknown or raising tools and non-object inputs become error results
+    and the loop goes on (docs/formats.md).
     """
     log = EpisodeLog(messages=[{"role": "user", "content": user_input}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})
