@@ -1,39 +1,13 @@
 """What one source states: the user's request, or one tool call (arguments + result).
 
-:class:`SourceFacts` indexes a source once, in one pass over its text or JSON, so each claim
-is then checked in constant (or logarithmic) time:
-
-- tokens (lower case, on token boundaries; JSON keys and values; ``_`` parts too, so
-  ``p95`` is found in ``p95_latency_ms``) for identifiers, e-mails, names and weekdays;
-- numbers with their units: a JSON number takes its unit from its key's last ``_`` part
-  (``distance_km: 12.4`` is 12.4 km), a string is parsed like an answer
-  (:mod:`evaltape.grader.matching.numbers`); percent/fraction twins are added;
-- dates (``YYYY-MM-DD``), times of day (``HH:MM``);
-- statuses: every status word of a string value (``"in_transit"`` → ``in transit``), and
-  ``succeeded`` for a call that returned ``success: true``, ``failed`` for one that failed;
-- word stems of the result, for reported actions (not a word right after ``awaiting``,
-  ``pending``, ``not``, ``failed`` …: ``awaiting_approval`` states no approval);
-- counts: the length of every JSON list and, for lists of objects, how many items share
-  each scalar value (5 tickets, 3 with ``status: open`` → counts 5, 3 and 2), the sum
-  of each numeric field over the items (a total of listed amounts) and the sum of the
-  numbers of one object (``{"passed": 1271, "failed": 17, "skipped": 14}`` → 1302);
-- a ``currency`` key (``"GBP"``) is the unit of the numbers of its object that have none;
-  a call's target currency argument (``to: "EUR"``) is the unit of its result's amount
-  (``result``, ``amount``, ``total`` …); a number in a key (``pages_last_24h``) is stated;
-- a boolean whose key is a state: ``"locked": true`` states ``locked``, ``false`` states
-  ``not locked`` and ``unlocked``;
-- sums of money (:attr:`SourceFacts.amounts`): numbers with a currency and numbers under a
-  price or amount key, the operands of derived amounts; a range of a text (``5 to 7
-  business days``) states both its ends.
-
-The string values of a JSON result are read as one text (joined by `` | ``, which no
-pattern reads across), so each pattern runs once per source, not once per value (the
-status pattern only over the runs of words that hold one of its phrases:
-:func:`source_statuses`).
-
-A call *failed* when it is flagged ``is_error``, or its JSON result has ``success``/``ok``
-false or a non-empty ``error``/``errors`` key, or its text result starts with ``error``.
-Pure functions; no model, no network.
+:class:`SourceFacts` indexes a source once, so each claim is checked in constant or
+logarithmic time: tokens (``_`` parts too), numbers with units (a JSON number's unit from
+its key's last ``_`` part), dates, times, statuses, word stems for actions, counts (list
+lengths, per-value tallies, field sums), ``currency`` keys, boolean states
+(``"locked": true``), and sums of money. A JSON result's string values are read as one
+text joined by `` | ``. A call *failed* when flagged ``is_error``, when its JSON has
+``success``/``ok`` false or an ``error``/``errors`` key, or its text starts with
+``error``. Pure functions; details: docs/metrics.md, "grounding".
 """
 from __future__ import annotations
 
@@ -121,12 +95,10 @@ def source_statuses(low: str) -> list[re.Match]:
 
 
 def _too_deep(text: str, parsed: Any) -> bool:
-    """Whether ``parsed`` (a tool result's JSON, decoded from ``text``) nests arrays and
-    objects deeper than :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH`, the most evaltape
-    reads in any file: a result string may hold JSON nested deeper (``orjson`` reads 1,024
-    levels), which is read as prose so that its walk cannot exhaust Python's stack. Only
-    possible with more opening brackets than that, and then ``orjson``, which writes no
-    deeper, refuses to write it back."""
+    """Whether ``parsed`` (a result's JSON) nests deeper than
+    :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (then read as prose). Fast path: only
+    possible with more opening brackets than that, and then orjson refuses to write it back.
+    """
     if text.count("{") + text.count("[") <= MAX_DEPTH:
         return False
     try:
@@ -169,36 +141,20 @@ class SourceFacts:
     Attributes:
         label: ``"input"`` or ``"<tool>#<tool_use_id>"``.
         tool: the tool name (``""`` for the input).
-        failed: the call failed (see the module docstring).
+        failed: the call failed (module docstring).
         tokens: lower-case tokens.
-        numbers: ``{value: {units}}`` (``""`` when stated without a unit).
-        values: ``(value, unit)`` sorted, for rounding look-ups.
+        numbers: ``{value: {units}}`` (``""``: no unit); values: ``(value, unit)`` sorted.
         nums: the numbers in the order stated (the derived-number pool).
         dates, times, statuses, stems: normalised keys.
-        counts: list lengths, per-value tallies and the sums of a numeric field over the
-            items of a list (see the module docstring).
-        count_index: ``{value: {units}}`` of ``counts``.
-        count_context: for each whole number from 0 to 20 without a unit, where it was
-            stated: ``(key path, "")`` for a JSON number (``" available_seats business"``),
-            ``("", the text after it)`` for one of prose (:meth:`counts_of`).
-        totals: the sums of the numbers of one object, and of a numeric field over runs
-            of consecutive items of a short list (:meth:`_run_totals`); total_index:
-            ``{value: {units}}`` of ``totals`` (such a sum adds fields of different things, so it supports only a
-            claim said as a total: ``4 + 2`` of ``{"position": 4, "seats_available": 2}``
-            is no count of seats).
-        moments: ISO date-times stated (``2026-03-18T14:05``), in minutes since 1970.
-        full_dates: the dates with a year, sorted; month_days: ``{"MM-DD": [dates]}``;
-            weekdays: the weekdays (Monday = 0) of those dates; sorted_times: ``times``
-            in order (a bounded slice of a set would depend on hash order);
-            value_statuses: the statuses its values state (not the call's outcome).
-        amounts: the sums of money it states, in order: numbers with a currency, and
-            numbers under a key that names a price or an amount (``"prices":
-            {"economy": 109}``, ``"amount": 150``, ``fare``, ``cost``, ``fee``, ``balance``,
-            ``refund``, ``total``); the operands of derived amounts.
-        amount_words: for each of ``amounts``, the money word of its key (``price`` for
-            ``"prices": {"economy": 109}``, ``amount``, ``fee`` …; ``""`` for a number
-            with a currency and no such key): a difference of two sums of money is one of
-            two of a kind (two prices), not a price and a fee.
+        counts, count_index: list lengths, tallies and field sums; ``{value: {units}}``.
+        count_context: where each unit-less whole number 0-20 was stated (:meth:`counts_of`).
+        totals, total_index: sums of one object's numbers and of runs of list items
+            (:meth:`_run_totals`); they support only a claim said as a total.
+        moments: ISO date-times stated, in minutes since 1970.
+        full_dates, month_days, weekdays, sorted_times: date and time indexes.
+        value_statuses: the statuses its values state (not the call's outcome).
+        amounts, amount_words: sums of money in order (currency, or under a price/amount
+            key) and the money word of each one's key.
     """
 
     label: str
@@ -236,12 +192,8 @@ class SourceFacts:
     def of(cls, label: str, text: str | None, *, tool: str = "",
            arguments: Mapping[str, Any] | None = None, is_error: bool = False,
            needs: Iterable[str] | None = None) -> "SourceFacts":
-        """Index a user input (plain text) or a tool call (its arguments and result text).
-
-        A result that parses as a JSON object or array is walked value by value; any other
-        text is read as prose. ``needs`` (default: every kind) names the claim kinds that
-        will be looked up, so passes no claim needs are skipped (no number in the answer →
-        no number parsing of the results).
+        """Index a user input (plain text) or a tool call (arguments and result text; a JSON result
+        walked value by value). ``needs`` names the claim kinds to index (default: all).
         """
         f = cls(label, tool=tool, needs=KINDS_ALL if needs is None else frozenset(needs))
         f._numeric = not f.needs.isdisjoint(_NUMERIC_KINDS)
@@ -304,11 +256,9 @@ class SourceFacts:
 
     # -- indexing --------------------------------------------------------------------------
     def _run_totals(self, items: list, currency: str) -> None:
-        """The totals of consecutive items of a short list of records, per numeric key: the
-        prices of the return legs of a four-flight trip (items 3 and 4), of a run of two
-        to ``len - 1`` items (the whole list is a count of its own). Only for lists of at
-        most :data:`RUN_ITEMS` records, each holding the key as a number; added to
-        ``totals``, which support only a claim said as a total."""
+        """Add to ``totals`` the per-key sums of runs of 2 to ``len - 1`` consecutive items of a
+        list of at most :data:`RUN_ITEMS` records.
+        """
         if not 3 <= len(items) <= RUN_ITEMS or not all(isinstance(v, dict) for v in items):
             return
         for k in items[0]:
@@ -537,16 +487,9 @@ class SourceFacts:
 
     # -- look-ups --------------------------------------------------------------------------
     def supports(self, claim: Claim) -> bool:
-        """Whether this source states ``claim`` (kinds number, date, time, identifier,
-        email, name, status, weekday; actions are checked by the metric).
-
-        Numbers: an equal value with a compatible unit, or one that rounds to the claim
-        (:func:`evaltape.grader.matching.numbers.matches`). Dates: equal keys; a date
-        without a year matches any year. Times: the time, or for ``3:30`` without am/pm
-        also ``15:30``. Identifiers, e-mails: the token. Names: every word as a token.
-        Statuses: the canonical status, or the word as a token (``pending_requests``)
-        when no value of the source states a status.
-        Weekdays: the word itself.
+        """Whether this source states ``claim`` (number, date, time, identifier, email, name,
+        status, weekday; actions are checked by the metric). Rules: docs/metrics.md,
+        "grounding", "Sources and support".
         """
         k = claim.kind
         if k == "number":
@@ -573,13 +516,10 @@ class SourceFacts:
         return False
 
     def supports_number(self, n: Num) -> bool:
-        """Whether a stated number (or a rounding of one, see ``matches``) agrees with ``n``:
-        the same value with the same unit, or without one when ``n`` has none; a number
-        with a unit (``40 ml``, ``$250``) is stated by a bare number only as a JSON number
-        whose key names no unit (``"price": 250``), never by a bare number of prose (the
-        ``40`` of "40 items" or of "gate 40"): a quantity is compared as a whole. A number
-        :func:`~evaltape.grader.matching.numbers.beyond` the precision is compared as
-        written only."""
+        """Whether a stated number (or a rounding of it) agrees with ``n``: equal value and unit;
+        a number with a unit is stated by a bare number only as a JSON number under a unit-less
+        key; one :func:`~evaltape.grader.matching.numbers.beyond` precision compares as written.
+        """
         key = fmt(n.value)
         units = self.numbers.get(key)
         if units and (not n.unit or n.unit in units or "" in units and key in self.bare):
@@ -609,17 +549,10 @@ class SourceFacts:
         return any(_same_noun(w, n) for w in self._count_stems for n in nouns)
 
     def counts_of(self, value: str, nouns: Iterable[str]) -> bool:
-        """Whether this source states the whole number ``value`` (:func:`fmt` text) as a
-        count of what ``nouns`` name (word stems, :func:`count_nouns` of the claim): a JSON
-        number under a key that names one of them (``"total_baggages": 2`` for "2 checked
-        bags", ``"available_seats": {"business": 9}`` for "9 seats") or names no thing
-        (``count``, ``total``, ``result`` …: :data:`_GENERIC_KEYS`), or a number of prose
-        followed by one of them ("2 free checked bags") or by no word; ``True`` too for a
-        number stated without a unit where neither is recorded (a ratio's twin). A number
-        said of something else ("available_seats": 11 for "11 bags", "after 8 am" for "8
-        bags") is no count of it, nor is a sum of money (``$11``) or a token of a code or
-        a time (``11`` of ``11:00:00``); one with another unit is (``14 °C`` for "14
-        degrees": the answer's word may name the unit)."""
+        """Whether this source states whole number ``value`` as a count of ``nouns`` (stems): a
+        JSON number under a key naming one of them or no thing (:data:`_GENERIC_KEYS`), or a
+        prose number followed by one of them or no word; never a sum of money or a code's token.
+        """
         units = self.numbers.get(value, ())
         if "" not in units:
             return bool(units) and not units <= _CURRENCIES
@@ -699,12 +632,9 @@ def _number_token(x: int | float) -> str | None:
 
 
 def _number_text(x: int | float) -> str | None:
-    """:func:`_number_token` of a JSON number, for most numbers without building a
-    :class:`~decimal.Decimal`: an ``int`` (of fewer than 16 digits) is written as ``str``
-    writes it, and a ``float`` whose ``repr`` has no exponent and is finite as ``repr``
-    writes it, without a final ``.0`` (``fmt`` of ``Decimal(repr(x))``: an integral value
-    without its fraction, ``-0.0`` as ``-0``, no trailing zeros, which a float's ``repr``
-    never has after the point but for ``.0``)."""
+    """:func:`_number_token` of a JSON number; fast path equal to ``fmt(Decimal(repr(x)))``
+    for ints under 16 digits and finite floats without an exponent.
+    """
     t = type(x)
     if t is int and -10 ** 15 < x < 10 ** 15:
         return str(x)
@@ -723,11 +653,9 @@ _DIGITS_16 = re.compile(r"[0-9]{16}")
 
 
 def _exact_ints(text: str, parsed: Any) -> Any:
-    """``text`` read again by the standard library's JSON reader, which keeps every digit
-    of an integer (orjson reads one beyond 64 bits as a float, ``1.2345678901234569e+23``
-    for ``123456789012345678901234``), so such a number is compared as written; ``parsed``
-    (orjson's reading) when that reader refuses it (an integer of more than 4,300 digits,
-    nesting deeper than its recursion allows)."""
+    """``text`` re-read by the standard library (integers exact beyond 64 bits), or ``parsed``
+    when that reader refuses it.
+    """
     import json
     try:
         return json.loads(text)
