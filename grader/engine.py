@@ -1,14 +1,8 @@
-"""Score each episode: the scoring step of grading (read, score, reduce trials, aggregate,
-write).
-
-The engine knows no metric by name; it runs whatever metric objects it is given, on the
-episodes of one byte range of ``traces.jsonl`` read and checked by
-:meth:`evaltape.grader.io.run.Run.read_range`. Each episode becomes a typed
-:class:`~evaltape.grader.results.EpisodeResult` (:func:`grade_one`), and a range's
-episodes are summarised column by column into one :class:`Batch` where they were scored
-(this process, a pool worker, a cluster worker: :mod:`evaltape.grader.executor` runs
-:func:`score_range` without knowing what it does), for :mod:`evaltape.grader.aggregate` to
-fold in file order.
+"""Score each episode: the scoring step of grading. Runs the given metric objects on the
+episodes of one byte range of ``traces.jsonl``
+(:meth:`evaltape.grader.io.run.Run.read_range`), each episode becoming an
+:class:`~evaltape.grader.results.EpisodeResult` (:func:`grade_one`), a range summarised
+into one :class:`Batch` for :mod:`evaltape.grader.aggregate` to fold in file order.
 """
 from __future__ import annotations
 
@@ -42,10 +36,8 @@ from evaltape.grader.stats.verdict import (DEFAULT_POLICY, GATE_FAILED, GATE_PAS
 
 
 def score_episode(metric: Any, ctx: EpisodeContext) -> Score:
-    """Run one metric; an exception becomes a null score with code ``error``.
-
-    ``message`` then holds ``Type: message``. The run goes on (STYLE.md §7): a buggy metric
-    must not abort a grading run; the report counts these apart from not-applicable nulls.
+    """Run one metric; an exception becomes a null score with code ``error`` and message
+    ``Type: message``.
     """
     try:
         score = metric.score(ctx)
@@ -63,11 +55,9 @@ EVIDENCE_MODES = (EVIDENCE_COMPACT, EVIDENCE_FULL)
 
 
 def keeps_evidence(value: float | None, passed: bool | None, higher_is_better: bool) -> bool:
-    """Whether a metric result keeps its ``evidence`` in ``report.json`` when evidence is
-    compact (the default): every result except one that passed with its metric's best
-    score (1.0; 0.0 for a lower-is-better rate), whose every check held, as its
-    ``message`` state (``Correct: 9/9``). A failing, partial or null result keeps it in
-    full. ``grade --evidence full`` keeps it on every result."""
+    """Whether a result keeps its ``evidence`` under compact evidence: all but a pass with the
+    metric's best score (1.0; 0.0 when lower is better).
+    """
     return not passed or value != (1.0 if higher_is_better else 0.0)
 
 
@@ -83,44 +73,20 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               trusted: Sequence[bool] | None = None,
               human: Any = None) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
-    (the outcome checks, then the gating metrics, :mod:`evaltape.grader.stats.verdict`),
-    the report text.
-
-    The outcome checks (and the exact tool check they share with the summary) run once
-    per episode; the verdict plan is the case's, computed once per case by the callers.
+    (:mod:`evaltape.grader.stats.verdict`) and the report text.
 
     Args:
-        digest: the case's :func:`~evaltape.grader.io.datasets.case_digest` (computed once
-            per case by the caller), or ``None`` to compute it here.
-        plan: ``policy.plan(metrics, case)`` (computed once per case by the caller), or
-            ``None`` to compute it here; it says which outcome checks a metric's threshold
-            decides in place of the fixed rule.
-        decided: :func:`decided_checks` of ``plan``, and ``human_case``: :func:`is_human`
-            of ``case`` (both computed once per case by the callers), or ``None`` to compute
-            them here.
-        small_thresholds: whether every threshold of ``plan`` is below 1e16 in magnitude
-            (:func:`small_numbers`; the callers compute it once per case): with small
-            times and evidence, the episode's text takes its fast path
-            (:func:`~evaltape.grader.report_file.episode_text`).
-        recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest` (the
-            episode's ``trace_digest``), or ``None`` when no line was read (unknown).
-        run_context: the run's :class:`~evaltape.grader.model.RunContext` (system prompt
-            and tool schemas of its recorded requests), passed to metrics, or ``None``.
-        trusted: :func:`trusted_metrics` of ``metrics`` (computed once per run by the
-            callers), or ``None`` to compute it here.
-        evidence: :data:`EVIDENCE_COMPACT` (a result with its metric's best score carries
-            no ``evidence``: :func:`keeps_evidence`) or :data:`EVIDENCE_FULL` (every
-            result carries the evidence its metric gave).
-        human: ``{episode key: ((trace_digest, mark), ...)}`` of the human-graded cases
-            (:func:`evaltape.grader.reviews.human_marks`), or ``None`` (none reviewed). A
-            case whose ``grading_strategy`` is ``"human"`` takes its verdict from its latest
-            current episode mark (:func:`~evaltape.grader.reviews.human_verdict`); until
-            then it is pending: not passed, failure ``human_review:pending``. Its metrics
-            are scored and gate nothing.
+        digest, plan, decided, human_case, small_thresholds, trusted: per-case or per-run
+            values the callers compute once (:meth:`GradeJob.prepared`), or ``None`` to
+            compute them here.
+        recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest`, or ``None``.
+        run_context: the run's :class:`~evaltape.grader.model.RunContext`, or ``None``.
+        evidence: :data:`EVIDENCE_COMPACT` (:func:`keeps_evidence`) or :data:`EVIDENCE_FULL`.
+        human: ``{episode key: ((trace_digest, mark), ...)}`` of human-graded cases, or
+            ``None``; such a case's verdict is its latest mark, pending until one exists.
 
     Returns:
-        A :class:`GradedEpisode`: the typed :class:`EpisodeResult` and what the summary
-        counts of it.
+        A :class:`GradedEpisode`.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -207,20 +173,17 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
 
 
 class GradedEpisode(msgspec.Struct, frozen=True, gc=False):
-    """What grading one episode produces, wherever it is graded (this process, a worker
-    process, a cluster worker); folded into a :class:`Batch` where it was made.
+    """What grading one episode produces, wherever it is graded; folded into a :class:`Batch`.
 
     Attributes:
         line: the trace's line in the traces file.
-        case_id: the dataset case's own id (equal to the trace's).
+        case_id: the dataset case's id.
         result: the typed episode result.
         tool_match: whether the called tools equal the expected ones as lists.
         label: the trace's or case's reference verdict, or ``None``.
-        gates: per metric ``(score, code, gate state)``, the gate states
-            :mod:`evaltape.grader.stats.verdict`'s ``NOT_GATING`` ... ``GATE_SKIPPED``.
-        text: the episode's ``report.json`` line (:func:`~evaltape.grader.results.episode_text`).
-        trace: the episode's trace (its answer digest is computed by :meth:`Batch.add` when
-            it can still matter).
+        gates: per metric ``(score, code, gate state)`` (:mod:`evaltape.grader.stats.verdict`).
+        text: the episode's ``report.json`` line.
+        trace: the episode's trace.
     """
 
     line: int
@@ -291,13 +254,9 @@ def _builtin(cls: type) -> bool:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while grading (reference counting still frees
-    everything at once). Grading allocates millions of short-lived containers and keeps
-    few: the collector's generation-0 passes cost about 30% of grading time and find
-    nothing. Objects alive before grading are frozen (``gc.freeze``) so that a collection
-    after grading does not walk them again; young garbage is collected every
-    :data:`GC_EVERY` episodes so that a metric that makes reference cycles (an exception's
-    traceback) cannot grow memory without bound."""
+    """Pause the cyclic garbage collector while grading (``gc.freeze`` older objects; young
+    garbage collected every :data:`GC_EVERY` episodes).
+    """
     was_enabled = gc.isenabled()
     gc.freeze()
     gc.disable()
@@ -313,35 +272,24 @@ GC_EVERY = 50_000
 
 
 class Batch:
-    """Consecutive graded episodes summarised column by column, where they were graded
-    (a worker process, a cluster worker, or this process), so that folding them costs the
-    caller little per episode. Everything is in file order.
+    """Consecutive graded episodes summarised column by column where they were graded, in file
+    order.
 
     Attributes:
         case_ids, keys, lines: each episode's case, ``(dataset position, trial)`` and line.
-        payloads: each episode's ``report.json`` text; empty once :meth:`spill` wrote them
-            to ``run``.
-        run: ``(path, count)`` of a temporary file holding the payloads as one sorted run
-            (:meth:`evaltape.grader.io.external_sort.SpillSorter.add_run`), or ``None``.
+        payloads: each episode's ``report.json`` text (empty once :meth:`spill` wrote ``run``).
+        run: ``(path, count)`` of a temporary sorted run of the payloads, or ``None``.
         n, passed, steps, tool_matches: the summary's episode counts.
-        failures: ``(case_id, trial, reason)`` of the failed episodes; ``infra``: how many
-            of them are infrastructure errors (``infra_error:`` reasons).
+        failures, infra: ``(case_id, trial, reason)`` of failures; how many are infra errors.
         cells, unlabelled: the reference-agreement 2x2 counts.
         per_case: ``{case_id: [episodes, passed]}``.
-        answers: ``{case_id: answer digest}`` while every episode of the case in the batch
-            recorded the same answer (:func:`~evaltape.grader.stats.trials.answer_digest`),
-            ``None`` once two differ.
-        values: per metric, its non-null scores (``array('d')``); ``skipped``, ``errors``:
-            per metric, its not-applicable and error nulls; ``skip_codes``: per metric,
-            ``{reason code: count}`` of its skipped nulls; ``gate_failed``,
-            ``gate_skipped``: per metric, its failed and skipped gating checks.
-        timing: the :func:`~evaltape.grader.stats.timing.episode_timing` blocks of the
-            episodes that recorded times, in file order.
+        answers: ``{case_id: answer digest}`` while the case's answers agree, else ``None``.
+        values, skipped, errors, skip_codes, gate_failed, gate_skipped: per-metric scores
+            (``array('d')``), null counts, null codes and gate counts.
+        timing: the episodes' :func:`~evaltape.grader.stats.timing.episode_timing` blocks.
         error: the bad input that ended the range, raised after these episodes.
-        range_lines: ``None`` when ``lines`` (and ``error``'s line) are the file's line
-            numbers; else the batch is a whole range whose lines were numbered from 1, and
-            this is how many lines the range has (the fold adds those of the ranges
-            before, :func:`fold_batches`).
+        range_lines: ``None`` when lines are the file's; else the range's line count (lines
+            numbered from 1).
     """
 
     __slots__ = ("case_ids", "keys", "lines", "payloads", "n", "passed", "steps",
@@ -379,13 +327,9 @@ class Batch:
         self.payloads = []
 
     def add(self, rec: GradedEpisode, position: int, differs: set[str] | None = None) -> None:
-        """Add one :data:`GradedEpisode` whose case is at ``position`` in the dataset.
-
-        ``differs``: the ids of the cases already seen to record two different answers in
-        this run (in this process's batches, all of which the fold reads): such a case's
-        trials are not all the same whatever comes, so its episodes' answer digests are
-        not computed; a case this batch finds differing is added. ``None``: every digest
-        the batch compares is computed."""
+        """Add one :data:`GradedEpisode` whose case is at ``position`` in the dataset; ``differs``:
+        cases known to record differing answers (their digests are skipped), updated here.
+        """
         line, case_id, trace, values = rec.line, rec.case_id, rec.trace, rec.gates
         result = rec.result
         trial, failure, steps, timing = result.trial, result.failure, result.steps, result.timing
@@ -449,17 +393,12 @@ class GradeJob:
     """What every range of one run is graded with (pickled once per worker).
 
     Attributes:
-        run: the opened :class:`~evaltape.grader.io.run.Run` (its traces path, dataset and
-            per-trace checks).
+        run: the opened :class:`~evaltape.grader.io.run.Run`.
         metrics: metric objects.
         judge: the judge store, or ``None``.
-        policy: the verdict policy (:class:`~evaltape.grader.stats.verdict.VerdictPolicy`),
-            or ``None`` for the default.
-        evidence: which results keep their evidence
-            (:data:`~evaltape.grader.engine.EVIDENCE_COMPACT` or ``EVIDENCE_FULL``,
-            :func:`evaltape.grader.engine.grade_one`).
-        human: the human-graded cases' episode marks
-            (:func:`evaltape.grader.reviews.human_marks`), or ``None``.
+        policy: the :class:`~evaltape.grader.stats.verdict.VerdictPolicy`, or ``None``.
+        evidence: :data:`EVIDENCE_COMPACT` or :data:`EVIDENCE_FULL`.
+        human: the human-graded cases' episode marks, or ``None``.
     """
 
     run: Any
@@ -480,12 +419,9 @@ class GradeJob:
         self._trusted: tuple[bool, ...] | None = None
 
     def prepared(self, case: Any) -> tuple:
-        """``(case digest, verdict plan, the checks it decides, whether human-graded,
-        whether its thresholds are small)`` of ``case``
-        (:func:`evaltape.grader.io.datasets.case_digest`,
-        :meth:`evaltape.grader.stats.verdict.VerdictPolicy.plan`, :func:`decided_checks`,
-        :func:`~evaltape.grader.reviews.is_human`, :func:`small_numbers`): :func:`grade_one`'s
-        per-case arguments, computed once per case and process."""
+        """:func:`grade_one`'s per-case arguments for ``case``, computed once per case and process:
+        ``(case digest, verdict plan, decided checks, human-graded, small thresholds)``.
+        """
         if self._digests is None:
             self._digests, self._plans = {}, {}
         got = self._digests.get(case.id)
@@ -529,11 +465,9 @@ class GradeJob:
 
 
 def score_range(job: GradeJob, chunk: Any) -> Batch:
-    """Score the episodes of one range of the traces file (``chunk``: ``start``, ``end``,
-    ``first_line``, :class:`evaltape.grader.executor.Chunk`) into one :class:`Batch`, in file
-    order. Its ``error`` is the first bad input of the range (the episodes before it are
-    kept, so that the fold raises it in file order); with ``first_line`` ``None`` its
-    lines are numbered from 1 and ``range_lines`` says how many the range has."""
+    """Score one range of the traces file (:class:`evaltape.grader.executor.Chunk`) into a
+    :class:`Batch`, in file order; its ``error`` is the range's first bad input.
+    """
     position, metrics, judge = job.position, job.metrics, job.judge
     where = str(job.run.traces_path)
     policy = job.policy or DEFAULT_POLICY
