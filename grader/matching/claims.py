@@ -1,50 +1,13 @@
 """Checkable claims of a final answer: extraction and normalisation.
 
-A *claim* is a short span of the final answer that a tool result or the user's request can
-confirm or contradict. Kinds (:data:`KINDS`, extracted in this order; a span taken by an
-earlier kind is not claimed again, so ``prod-api-01`` is one identifier and not the number
-1, and ``2026-03-04`` is one date):
-
-- ``email``; ``date`` (ISO ``2026-03-18``, also inside ``2026-03-18T07:42:10Z``, and
-  ``March 18[, 2026]`` / ``18 March [2026]``; a date without a year matches any year);
-- ``time`` of day (``07:42``, ``9:30 AM`` = ``09:30``, ``9 pm`` = ``21:00``; seconds and a
-  ``Z`` suffix are dropped);
-- ``identifier``: host names, ticket and order ids (letters/digits joined by ``-``, ``_`` or
-  ``.``), codes that mix letters and digits (``A320``, ``UA123``, ``#W2378156``), quoted
-  single tokens shaped like an identifier (a digit, ``_``, ``-``, ``.`` or an inner
-  capital: ``'prod-api-01'``; a quoted everyday word such as ``'once'`` is none, unless an
-  account word precedes it: ``the account called 'akhan'``), the name after
-  ``username``/``account`` (not a preposition: ``account within``), codes of capitals and
-  digits (``59XX6W``, ``SPRING10``) and words of 5 to 8 capitals (``UHDAHF``: the checker
-  keeps one only when a source holds a code of its length one or two characters off);
-- ``name``: a proper name in Title or camel case that is not the first word of a
-  sentence (``Boeing``, ``Rome``, ``AirPods``); a run of such words is one claim. The
-  words of a markdown field label or heading (``**Payment Method:**``) and a name glossing
-  a code in parentheses (``Newark (EWR)``, ``LAX (Los Angeles)``: world knowledge) are not;
-- ``range``: two numbers as one claim, ``5 to 7 business days``, ``5-7 days``,
-  ``between 2 and 4 hours`` (:data:`evaltape.grader.matching.numbers.RANGE`; ``from 8 to
-  12`` is a change, two numbers);
-- ``number`` (:mod:`evaltape.grader.matching.numbers`: units, scales, percent, words,
-  signs, ordinals; ``1 hour 15 minutes`` is one duration of 75 min; the number of a
-  labelled list item, ``**Flight 1:**``, ``- Certificate 2:``, is a marker, no claim);
-- ``weekday`` (``Wednesday``), checked against the date it is said of;
-- ``action``: an action reported as done (``has been reset``, ``I've cancelled``), whose key
-  is the verb's stem (:func:`evaltape.grader.matching.status_words.stem`);
-- ``status`` (``shipped``, ``degraded``, ``is open``): enum-like states; ambiguous words
-  count only after a copula, not after a count (``3 delivered`` tallies), and not before a
-  figure (``is down 0.83%`` is a change, not a state). Negated or future/conditional
-  statuses and actions (``has not shipped``, ``will be refunded``, ``once it is
-  delivered``) are not claims (vocabulary: :mod:`evaltape.grader.matching.status_words`).
-
-Claims in a question ("Want me to try 3:00 PM?") or a request ("Please provide the reason
-(change of plan, airline cancelled flight ...)") are left out, but for identifiers, dates
-and sums of money. A date pair ("May 19th and 20th, 2024") is two dates.
-
-Normalisation (:func:`~evaltape.grader.matching.answer_text.clean`): Unicode NFC,
-zero-width characters removed, non-breaking spaces as spaces, case folded; comparison is on
-token boundaries, so ``10`` is never found in ``100`` and ``prod-api-01`` is not found in
-``prod-api-010``. Extraction (:mod:`evaltape.grader.matching.claim_spans`) is linear in the
-answer's length. Pure functions; no model, no network.
+A *claim* is a short span a tool result or the user's request can confirm or contradict.
+Kinds (:data:`KINDS`, extracted in order; a span an earlier kind took is not claimed
+again): ``email``, ``date``, ``time``, ``identifier``, ``name``, ``range``, ``number``
+(:mod:`evaltape.grader.matching.numbers`), ``weekday``, ``action`` (reported as done)
+and ``status`` (:mod:`evaltape.grader.matching.status_words`). Negated, future or
+conditional statuses and actions, and claims of questions or requests (but identifiers,
+dates and sums of money) are left out. Text is NFC, case folded, compared on token
+boundaries. Linear in the answer's length; rules: docs/metrics.md, "grounding", "Claims".
 """
 from __future__ import annotations
 
@@ -70,22 +33,19 @@ _REQUEST = re.compile(r"[\W_]*(?:(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)\s*:?\s*|[^\
 
 
 class Claim(NamedTuple):
-    """One checkable claim of an answer (immutable; a named tuple because an answer of a
-    megabyte holds tens of thousands of claims and a tuple is built several times faster
-    than a frozen dataclass).
+    """One checkable claim of an answer (a named tuple: built several times faster than a
+    frozen dataclass).
 
     Attributes:
         kind: one of :data:`KINDS`.
         text: the span as written in the answer.
-        key: the normalised comparison key: ``("2100000", "")`` (value, unit) for
-            ``2.1 million``, ``"prod-api-01"`` for an identifier, ``"2026-03-04"`` (or
-            ``"????-03-04"``) for a date, ``"09:30"`` for a time, ``"shipped"`` for a
-            status, the verb stem (``"cancel"``) for an action, ``"rome"`` for a name, the
-            weekday index (Monday = 0) for a weekday.
+        key: the normalised comparison key: ``(value, unit)`` for a number, the text for an
+            identifier or name, ``"2026-03-04"`` / ``"????-03-04"`` for a date, ``"09:30"``
+            for a time, the status, the verb stem for an action, Monday = 0 for a weekday.
         sentence: the sentence of the answer the claim came from.
         start: character offset of the claim in the (NFC-normalised) answer.
         num: the parsed number (kind ``number`` only).
-        clause: ``(start, end)`` offsets of the clause the claim is in
+        clause: ``(start, end)`` offsets of its clause
             (:func:`~evaltape.grader.matching.sentences.clauses`).
     """
 
@@ -119,15 +79,10 @@ _PLURAL_NEXT = re.compile(r"\s+[a-z]{3,}s\b")
 
 
 def unasserted(lead: str, clause_lead: str, clause_rest: str) -> bool:
-    """Whether a status or action word asserts nothing about an entity of the case, given
-    its sentence up to it (``lead``), its clause up to it (``clause_lead``) and after it
-    (``clause_rest``): the sentence before it puts it under a condition, a hypothesis or
-    an open question (``if``, ``whether``, ``unless``, ``once``, ``when``...); a negation
-    or a modal stands before it in its clause or among the six words before it (``not``,
-    ``no``, ``never``, ``n't``, ``will``, ``can``, ``would``...); a condition follows it in
-    its clause ("is available if you …"); or it qualifies a plural noun with no
-    determiner or number before it ("complaints about cancelled flights": a kind of thing,
-    as policies speak)."""
+    """Whether a status or action word asserts nothing, given its sentence up to it (``lead``)
+    and its clause before and after (``clause_lead``, ``clause_rest``): under a condition or
+    question, after a negation or modal, followed by a condition, or qualifying a bare plural.
+    """
     if _HEDGE_SENTENCE.search(lead) or _HEDGE_AFTER.search(clause_rest):
         return True
     if _HEDGE_NEAR.search(clause_lead) or _HEDGE_NEAR.search(" ".join(lead.split()[-6:])):
@@ -136,18 +91,9 @@ def unasserted(lead: str, clause_lead: str, clause_rest: str) -> bool:
 
 
 def extract_claims(answer: str, verbs: frozenset[str] = frozenset()) -> list[Claim]:
-    """The checkable claims of an answer, each with the sentence it came from.
-
-    Duplicates within one clause (same kind and key) are kept once. Claims of a
-    question (a sentence ending in ``?``: "Want me to try 3:00 PM instead?") or of a
-    request ("Please provide ...", "Additionally, please ...", "**Reason:** Please ...")
-    are not assertions and are left out, except identifiers, dates and sums of money:
-    "Shall I cancel reservation NQNU5R?" says that reservation exists, "Shall I issue the
-    $50 certificate?" that amount is due, "your flight on May 20, is that right?" that
-    date. ``verbs`` are stems of actions the episode's tools
-    perform (``purg`` for ``purge_queue``): any past participle with that stem after a lead
-    such as "has been" is an action claim too. Linear in the answer's length (the sentence
-    of a claim is found by bisection).
+    """The checkable claims of an answer, each with its sentence; duplicates within one clause
+    kept once; questions and requests dropped but for identifiers, dates and money. ``verbs``:
+    stems of the episode's tools' actions, whose past participles are action claims too.
     """
     spans = extract_spans(answer, answer=True, verbs=verbs)
     if not spans:
