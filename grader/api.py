@@ -34,22 +34,18 @@ def default_metric_names(cases: Sequence[Any]) -> list[str]:
 def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
                     config: str | Path | Mapping[str, Any] | None = None, *,
                     dataset_path: str | Path | None = None) -> list[Any]:
-    """Metric objects from names (built-in, a judge of the configuration or the dataset, or
-    ``module:Class``) and/or metric objects.
+    """Metric objects from names (built-in, a configured or dataset judge, ``module:Class``)
+    and/or metric objects; ``None`` → :func:`default_metric_names`.
 
     Args:
-        metrics: names and/or objects, or one comma-separated string of names; ``None`` →
-            :func:`default_metric_names`.
         cases: the dataset (for the default set and the judges its cases define).
-        config: metric arguments and judges: a TOML file path (``[tool.evaltape]`` in a
-            pyproject.toml, or a plain evaltape TOML), or an already-loaded table.
+        config: a TOML path (``[tool.evaltape]`` or plain evaltape TOML) or a loaded table.
         dataset_path: the dataset file, named in errors about its judges.
 
     Raises:
-        UsageError: an empty selection, a name given twice, an unknown or broken metric,
-            two metrics with one name, or a bad configuration value.
-        BadInputError: a bad configuration file or table, or a judge named like a built-in
-            metric (:func:`evaltape.grader.metrics.criteria_judge.judge_metrics`).
+        UsageError: an empty selection, a repeated name, an unknown or broken metric, two
+            metrics with one name, or a bad configuration value.
+        BadInputError: a bad configuration, or a judge named like a built-in metric.
     """
     table, path = load_config_table(config)
     return _resolve(metrics, cases, table, path, dataset_path)

@@ -53,10 +53,8 @@ def default_workers() -> int:
 
 
 def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
-    """Cut a JSONL file into ranges of about ``chunk_bytes`` that end after a newline.
-
-    One sequential read counts the newlines before each cut, so every range knows its
-    first line number.
+    """Cut a JSONL file into ranges of about ``chunk_bytes`` ending after a newline, each with
+    its first line number.
 
     Raises:
         BadInputError: the file cannot be read.

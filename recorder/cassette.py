@@ -157,13 +157,8 @@ def prune_retried(cassette) -> int:
 
 
 def miss_message(cassette: Any, seen: list, upto: int | None = None) -> str:
-    """Explain a replay miss: the interaction number and the first differing JSON path,
-    redacted (:func:`.wire.scrub.scrub_text`; the two values before they are cut).
-
-    A request that equals recorded ones which were all played already (the agent sent it
-    once more than when recording) says so: ``interaction #i matched but was already
-    played (k of k used)``. ``upto``: only the first ``upto`` interactions are the
-    recording (a refresh appends the live ones after them).
+    """Explain a replay miss, redacted: the interaction number and first differing JSON path, or
+    that the matching interactions were all played; ``upto`` limits the recorded ones.
     """
     return scrub_text(_explain_miss(cassette, seen, upto))
 
@@ -178,7 +173,7 @@ def refreshed_interactions(cassette: Any, loaded: int) -> list:
     """A refreshed episode's interactions: those of the first ``loaded`` (the recording)
     that were played, in the order they were played (``IndexedCassette.played_order``),
     then the ones recorded live after them. The recorded interactions the agent did not
-    asked for are left out, so the new cassette replays whole."""
+    ask for are left out, so the new cassette replays whole."""
     played = [i for i in getattr(cassette, "played_order", ()) if i < loaded]
     return [cassette.data[i] for i in played] + list(cassette.data[loaded:])
 

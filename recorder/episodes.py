@@ -56,15 +56,11 @@ class EpisodeFinished(Exception):
 
 
 def load_cassette(path: Path, mode: Mode) -> Cassette:
-    """A vcrpy :class:`Cassette` at ``path`` configured exactly as :func:`make_vcr` does
-    (JSONL serializer, atomic persister, scrubbing hooks, method/path/body matchers),
-    without patching any HTTP library: the proxy feeds it requests itself.
-
-    Args:
-        mode: ``"record"`` (vcrpy ``all``: start empty) or ``"replay"`` (``none``: load).
+    """A vcrpy :class:`Cassette` at ``path`` configured as :func:`make_vcr` does, without
+    patching any HTTP library. ``mode``: ``"record"`` (start empty) or ``"replay"`` (load).
 
     Raises:
-        ValueError: the cassette file cannot be parsed (from the serializer, names the line).
+        ValueError: the cassette file cannot be parsed (the line named).
     """
     cfg = make_vcr("all" if mode == "record" else "none").get_merged_config(path=str(path))
     kwargs = {k: v for k, v in cfg.items()

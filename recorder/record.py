@@ -191,17 +191,8 @@ _CLIENTS: dict[tuple, anthropic.Anthropic] = {}
 
 def shared_client(base_url: str | None, api_key: str | None,
                   max_retries: int = 4) -> anthropic.Anthropic:
-    """The one Messages-API client of this process for ``(base_url, api_key, max_retries)``.
-
-    Built on first use and reused by every later episode in the process (the recorder, or
-    each worker of ``--workers N``), so the connection pool and the SSL context
-    (certificates: ~16 ms a client) are set up once per process, not once per episode. The
-    SDK's clients are safe to share between threads (anthropic-sdk-python README,
-    "Client"). Its HTTP client is the SDK's default one plus the episode deadline's
-    request hook (:func:`.deadline.on_request`). Worker processes forked by :func:`record`
-    inherit the client that :func:`warm_up` built in the recorder, which never sends a
-    request itself when it forks, so the inherited connection pool is empty: each worker
-    opens its own sockets.
+    """The one Messages-API client of this process per ``(base_url, api_key, max_retries)``,
+    built on first use (:func:`sdk_client`) and shared by later episodes and threads.
     """
     key = (base_url, api_key or "no-key", max_retries)
     client = _CLIENTS.get(key)

@@ -15,16 +15,15 @@ from .runfolder.options import RecordOptions, check_episode_timeout
 
 def record_run(opts: RecordOptions,
                progress: Callable[[str, dict], None] | None = None) -> dict:
-    """Record every unfinished (case, trial) of ``opts.dataset`` into ``opts.out`` with the
-    driver ``opts`` asks for: the command driver when ``opts.command`` is set, else the
-    in-process one.
+    """Record every unfinished (case, trial) of ``opts.dataset`` into ``opts.out``, with the
+    command driver when ``opts.command`` is set, else in process.
 
     Returns:
-        ``{"recorded", "skipped", "errors", "tokens", "failed", ...}``: the driver's counts.
+        The driver's counts (``recorded``, ``skipped``, ``errors``, ``tokens``, ``failed``...).
 
     Raises:
-        UsageError, BadInputError, SecretLeakError: as the driver raises them
-        (:func:`.record.record`, :func:`.command.record_command`).
+        UsageError, BadInputError, SecretLeakError: from :func:`.record.record` or
+            :func:`.command.record_command`.
     """
     check_episode_timeout(opts.episode_timeout)
     if opts.command is not None:

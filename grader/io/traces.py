@@ -374,13 +374,11 @@ def parse_trace(obj: Any, *, path: str = "<trace>", line: int | None = None) -> 
 
 
 def iter_traces(path: str | Path) -> Iterator[Trace]:
-    """Stream the traces of a ``traces.jsonl`` file, one line at a time.
-
-    Blank lines are skipped. Memory stays flat in the number of lines.
+    """Stream the traces of a ``traces.jsonl`` file, one line at a time (blank lines skipped).
 
     Raises:
-        BadInputError: the file cannot be opened, a line is not JSON or repeats a key in
-            one object, or a trace is invalid; names the file and the 1-based line.
+        BadInputError: unreadable file, bad JSON, a repeated key or an invalid trace (file
+            and 1-based line named).
     """
     for lineno, obj in iter_json_lines(path, unique_keys=True):
         yield parse_trace(obj, path=str(path), line=lineno)
@@ -392,12 +390,7 @@ TRACE_DIGEST_HEX = 16
 
 
 def line_digest(line: bytes) -> str:
-    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of one trace line of
-    ``traces.jsonl`` as stored (surrounding whitespace and the line end left out).
-
-    The recording's fingerprint: grading the same recording again (the same file, or a
-    merge, which keeps each line's bytes) gives the same digest; a new recording differs
-    (at least its ``latency_s``), so a baseline comparison tells a re-grade from a
-    re-recording.
+    """The first :data:`TRACE_DIGEST_HEX` hex digits of the sha256 of one stripped trace line:
+    equal for a re-grade of the same recording, different for a new recording.
     """
     return hashlib.sha256(line.strip()).hexdigest()[:TRACE_DIGEST_HEX]

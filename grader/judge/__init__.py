@@ -246,22 +246,11 @@ _PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(PASS|FAIL)(?![A-Za-z/])", re.IGNORECAS
 def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
     """Parse a PASS/FAIL answer; the verdict is the *last* marker.
 
-    Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED` (the rest of the answer is
-    unknown, so no verdict is trusted). Strict: the text is exactly ``PASS`` or ``FAIL``.
-    Repair (NFKC, zero-width characters removed, case folded), first rule that applies:
-
-    1. labelled verdicts (``Verdict: X``, ``Final verdict: X``, ``PASS/FAIL: X``): the last
-       one, so a corrected "Final verdict: FAIL" after a draft "Verdict: PASS" is FAIL;
-    2. lines holding only a verdict word: the last one;
-    3. an answer that starts with a verdict word ("PASS. It would FAIL only if..."): that;
-    4. a single verdict word anywhere.
-
-    Both words present and none of these rules deciding → :data:`AMBIGUOUS` (counted in
-    the report's judge block); no verdict word → :data:`PARSE_FAILURE`. The verdict is
-    ``repaired`` only when the rules read it from the cleaned text and not from the answer
-    as written (a zero-width character inside the word). This follows the
-    usual reading of chain-of-thought judges (G-Eval, MT-Bench's "[[A]]" convention): the
-    final, marked answer counts, not the reasoning before it.
+    ``max_tokens`` → :data:`TRUNCATED`; exactly ``PASS``/``FAIL`` → that. Else, on the
+    cleaned text (NFKC, zero-width removed, case folded): the last labelled verdict
+    (``Final verdict: X``), else the last verdict-only line, else a leading verdict word,
+    else a single verdict word; both words undecided → :data:`AMBIGUOUS`, none →
+    :data:`PARSE_FAILURE`. ``repaired`` when read from the cleaned text only.
     """
     text = answer_text(message)
     if message.get("stop_reason") == "max_tokens":

@@ -16,12 +16,8 @@ from evaltape.grader.model import ExpectedCall, ToolCall
 
 
 def match_actions(calls: Sequence[ToolCall], actions: Sequence[ExpectedCall]) -> CallMatch:
-    """Pair expected actions (``Case.expected_actions``) with tool calls one to one (exact
-    arguments, any order).
-
-    Returns:
-        The :class:`evaltape.grader.matching.calls.CallMatch`; every action was called iff
-        :func:`all_called` is true.
+    """Pair ``expected_actions`` with tool calls one to one (exact arguments, any order); every
+    action was called iff :func:`all_called`.
     """
     return match_calls(calls, actions, args_mode="exact")
 

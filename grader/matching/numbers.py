@@ -160,15 +160,10 @@ _FMT_EXPONENT = 4000
 
 
 def fmt(value: Decimal) -> str:
-    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``),
-    every digit as written (no rounding to a context's precision, whatever the size);
-    ``-0`` for a negative zero. A value whose exponent is beyond ±4,000 (``1E+999999``)
-    is written ``<digits>E<exponent>`` without trailing zeros; NaN and infinities as
-    ``str`` writes them. Never raises.
-
-    Non-zero values are cached: equal values (``142`` and ``142.00``) have one text, and
-    an answer or a tool result repeats its numbers; zero is not (``-0`` is equal to ``0``
-    but written ``-0``)."""
+    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``), every
+    digit kept, ``-0`` for negative zero; exponents beyond ±4,000 as ``<digits>E<exp>``.
+    Cached for non-zero values. Never raises.
+    """
     return _fmt_cached(value) if value else _fmt(value)
 
 

@@ -13,16 +13,7 @@ import re
 
 
 def led(first: str, rx: re.Pattern) -> re.Pattern:
-    """``rx`` with the look-ahead ``(?=first)`` in front, compiled with the same flags.
-
-    Args:
-        first: a character set (``r"\\d"``, ``"[hwias]"``) that holds the first character
-            of every match of ``rx``, under ``rx``'s own flags (an ``IGNORECASE`` pattern's
-            set is case-insensitive too). A set that misses a first character loses the
-            matches that start with it: the tests compare each led pattern with the
-            pattern itself on random text.
-
-    Returns:
-        A compiled pattern with the same groups and the same matches as ``rx``.
+    """``rx`` led by the look-ahead ``(?=first)``, same flags, groups and matches; ``first`` is
+    a character set holding every match's first character under ``rx``'s flags.
     """
     return re.compile(f"(?={first})(?:{rx.pattern})", rx.flags)

@@ -225,24 +225,14 @@ _LAST: tuple = (None, None, None)
 
 
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
-    """Compare the trace's whole ``final_state`` with the end state the case expects
-    (:func:`expected_end` from the episode's initial state: the trace's
-    ``initial_state``, else the case's, else the environment's; the environment named by
-    the case's ``env``, else the trace's) by :func:`compare_end`. The same ``trace`` and
-    ``case`` objects asked about twice in a row get the first answer (the outcome check
-    and ``state_match`` share one comparison per episode); treat it as read-only.
-
-    The trace does not vouch for its own start: where the case defines one (its
-    ``initial_state``, else its ``env``'s initial state, else the initial state of the
-    environment the trace names, when that one loads), a trace ``initial_state`` that
-    differs from it by typed JSON equality is not checked (``code``
-    :data:`INITIAL_MISMATCH`, ``initial_path`` the first differing path): an agent that
-    did nothing would otherwise pass by claiming to have started from the expected end.
+    """Compare the trace's whole ``final_state`` with the expected end state
+    (:func:`expected_end` from the trace's, case's or environment's initial state) by
+    :func:`compare_end`; the last answer is cached per ``(trace, case)`` (read-only). A trace
+    ``initial_state`` differing from the case's start is not checked
+    (:data:`INITIAL_MISMATCH`).
 
     Raises:
-        LookupError: an environment that cannot be loaded where one is needed (gold
-            actions to apply, no initial state in the trace or the case, or the case's
-            ``env`` to check the trace's ``initial_state`` against).
+        LookupError: an environment that cannot be loaded where one is needed.
     """
     global _LAST
     last = _LAST

@@ -17,18 +17,9 @@ from evaltape.grader.results import Report
 
 
 def render_junit(report: Report) -> str:
-    """Render a :class:`Report` as JUnit XML (deterministic text, ends with a newline).
-
-    Shape: ``<testsuites><testsuite name=RUN tests failures skipped=0><properties>`` with
-    the summary numbers, then one ``<testcase classname="evaltape.RUN" name=EPISODE>`` per
-    episode; a failed episode (the report's verdict: the outcome checks, then every gating
-    metric against its threshold) carries ``<failure type=KIND message=FAILURE>`` (``KIND``
-    the outcome reason, or ``gate`` when only metrics failed) whose text lists each
-    metric's score, threshold, PASS/FAIL and details. A report compared with a baseline
-    has one more test case, ``name="baseline gate"``, last: the gate the grade applied
-    (strict included), failed with ``type="baseline"`` and the gate's message when it
-    failed, its lines (:func:`~evaltape.grader.report.diff.gate_lines`) as its text. No
-    timestamps, so the file diffs cleanly.
+    """Render a :class:`Report` as deterministic JUnit XML: one ``<testcase>`` per episode, a
+    failed one with ``<failure type=KIND>`` (outcome reason, or ``gate``) listing each
+    metric's score and threshold; with a baseline, a last ``baseline gate`` test case.
     """
     return "".join(iter_junit(report))
 

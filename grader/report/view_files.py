@@ -134,16 +134,14 @@ def render_page(meta: dict[str, Any], inline: Sequence[tuple[str, bytes]] = ()) 
 
 def write_page(sources: Sequence[ViewSource], folder: str | Path, page: str = "index.html",
                inline_limit: int = INLINE_LIMIT) -> Path:
-    """Write the page into ``folder`` (created): the page and, for a large run, its data
-    folder, all renamed into place once every file is written
-    (:func:`evaltape.grader.io.jsonfiles.atomic_write_all`); chunk files a previous export
-    left in the data folder and this one does not write are deleted.
+    """Write the page (and a large run's data folder) into ``folder`` atomically
+    (:func:`evaltape.grader.io.jsonfiles.atomic_write_all`), deleting stale chunk files.
 
     Returns:
         The page's path.
 
     Raises:
-        OSError: the folder cannot be created or written (``filename`` names the file).
+        OSError: the folder cannot be created or written.
         BadInputError: as :func:`page_files`.
     """
     from evaltape.grader.io.jsonfiles import atomic_write_all
