@@ -1,17 +1,9 @@
-"""Episodes of the recording proxy: one vcrpy cassette per (case, trial), one trace at its end.
-
-An *episode* is the HTTP traffic of one agent run on one case and trial. The proxy learns
-which episode a request belongs to from its URL prefix (``/evaltape/<case>/<trial>/...``),
-from the ``x-evaltape-case`` / ``x-evaltape-trial`` headers that ``evaltape record`` already
-sends, or, when neither is present, by grouping requests into conversations with the rule of
-the cassette importer (``grader/importers/cassette.py``: a call continues the most recent
-conversation whose last request it extends, same first message and strictly more messages).
-
-Files are the ones ``evaltape record`` writes: ``http/<case>__t<trial>.jsonl``
-through our vcrpy serializer, scrubbing hooks and atomic, secret-scanned persister, and one
-``traces.jsonl`` line per finished episode (:func:`evaltape.recorder.runfolder.traces.append_trace`).
-The trace is derived from the cassette by the importer's conversation → trace rules
-(``grader/importers/common.py``), so a proxied episode and an imported cassette agree.
+"""Episodes of the recording proxy: one vcrpy cassette per (case, trial), one trace at its
+end. A request's episode comes from its URL prefix (``/evaltape/<case>/<trial>/...``),
+the ``x-evaltape-case`` / ``x-evaltape-trial`` headers, or conversation grouping (the
+cassette importer's rule). Files: ``http/<case>__t<trial>.jsonl`` and one ``traces.jsonl``
+line per finished episode, the trace derived by the importer's rules
+(``grader/importers/common.py``).
 """
 from __future__ import annotations
 
@@ -69,12 +61,9 @@ def load_cassette(path: Path, mode: Mode) -> Cassette:
 
 
 def load_refresh_cassette(path: Path) -> Any:
-    """The cassette of an episode being refreshed, loaded from ``path`` (a copy of its
-    recording): vcrpy's ``new_episodes`` mode on an
-    :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``, configured as
-    :func:`load_cassette` configures the others. The proxy answers a request from it
-    while the requests match the recording, and forwards every request from the first
-    that does not.
+    """The cassette of an episode being refreshed, from ``path`` (a copy of its recording):
+    an :class:`~.wire.indexed.IndexedCassette` in ``new_episodes`` mode with
+    ``prefix_only``, played while requests match and forwarding from the first that does not.
 
     Raises:
         ValueError: the cassette file cannot be parsed.
@@ -89,21 +78,18 @@ def load_refresh_cassette(path: Path) -> Any:
 
 
 class Episode:
-    """Live state of one episode: its cassette, requests in flight, last activity.
+    """Live state of one episode.
 
     Attributes:
         key: the episode.
-        cassette: its vcrpy cassette (record: being written; replay: being played).
+        cassette: its vcrpy cassette (being written or played).
         inflight: requests forwarded and not yet answered completely.
-        started, last: ``time.monotonic()`` of the first request and of the last activity.
-        first, n: grouping state: the first message (canonical JSON) and the message count
-            of the conversation's latest request.
-        misses: replay misses, each a message naming the interaction and JSON path.
-        miss_at: replay mode: the 1-based number of the first request that missed.
-        live: record mode: exchanges forwarded to the upstream and stored.
-        original: an episode being refreshed: its recorded cassette (``cassette`` is a copy
-            of it, :func:`load_refresh_cassette`); ``None`` otherwise.
-        loaded: an episode being refreshed: how many recorded interactions it started with.
+        started, last: ``time.monotonic()`` of the first request and the last activity.
+        first, n: grouping state: first message (canonical JSON) and latest message count.
+        misses: replay misses, each naming the interaction and JSON path.
+        miss_at: replay: the 1-based number of the first request that missed.
+        live: record: exchanges forwarded and stored.
+        original, loaded: a refresh's recorded cassette and its interaction count, or ``None``.
     """
 
     def __init__(self, key: EpisodeKey, cassette: Cassette,
@@ -138,21 +124,16 @@ def first_message(body: Any) -> tuple[bytes, int] | None:
 
 
 class EpisodeBook:
-    """The proxy's episodes: opens them on first request, ends them explicitly or when idle.
+    """The proxy's episodes: opened on first request, ended explicitly, when idle or at shutdown.
 
     Args:
         run: the run folder (``http/`` and ``traces.jsonl`` inside).
         mode: ``"record"`` or ``"replay"``.
-        idle_timeout: seconds without traffic after which an episode ends (``None``: only
-            explicit ends and shutdown end episodes).
-        finished: episodes that already have a trace (record mode refuses them again).
-        on_end: called with the trace of each episode ended by idle timeout, an explicit
-            end request or shutdown (record mode; e.g. append it to ``traces.jsonl``).
-        refreshing: record mode: finished episodes recorded again from their first
-            diverging request (``record --refresh``): each is opened on a copy of its
-            cassette (:func:`load_refresh_cassette`) and, when it ends, its new cassette
-            is left beside the old one (:func:`.cassette.work_cassette`) with what
-            :attr:`refreshed` says of it.
+        idle_timeout: seconds without traffic that end an episode (``None``: explicit only).
+        finished: episodes that already have a trace (record mode refuses them).
+        on_end: called with each ended episode's trace (record mode).
+        refreshing: finished episodes recorded again from their first diverging request
+            (:func:`load_refresh_cassette`); the new cassette is left beside the old one.
     """
 
     def __init__(self, run: Path, mode: Mode, *, idle_timeout: float | None = None,
@@ -187,10 +168,8 @@ class EpisodeBook:
     # -- opening -----------------------------------------------------------------------
 
     def get(self, key: EpisodeKey) -> Episode:
-        """The open episode ``key``, opened now if needed.
-
-        Record mode replaces a cassette left by an interrupted attempt (no trace);
-        replay mode loads ``http/<case>__t<trial>.jsonl``.
+        """The open episode ``key``, opened now if needed (record: replacing a cassette without
+        trace; replay: loading ``http/<case>__t<trial>.jsonl``).
 
         Raises:
             EpisodeFinished: record mode, and the episode already has a trace.
@@ -224,13 +203,9 @@ class EpisodeBook:
             return ep
 
     def group(self, body: Any) -> Episode:
-        """The episode a request without episode headers belongs to (record mode).
-
-        Rule of the cassette importer: the most recently opened open conversation whose
-        first message equals this request's and whose last request had fewer messages;
-        otherwise a new conversation ``conv-NNNN`` (trial 0). A request without a
-        ``messages`` list (token counting, model listing) joins the most recently active
-        open conversation, or starts one.
+        """The episode of a request without episode headers (record mode): the latest open
+        conversation with the same first message and fewer messages, else a new ``conv-NNNN``;
+        a request without ``messages`` joins the latest active one.
         """
         fm = first_message(body)
         with self.lock:
@@ -269,13 +244,8 @@ class EpisodeBook:
     # -- recording ---------------------------------------------------------------------
 
     def record(self, ep: Episode, request: Any, response: dict) -> None:
-        """Append one exchange to the episode's cassette in memory (scrubbed by the vcrpy
-        hooks). The file is written once, atomically, when the episode ends: an episode
-        cut short has no trace and is recorded again from scratch on resume, so saving
-        every exchange would buy nothing but a full rewrite per request.
-
-        An answer that cannot be decoded to be scanned for keys is not stored: the episode
-        is marked in :attr:`refused` (the first reason kept) and ends as an infra error.
+        """Append one exchange to the cassette in memory (written atomically at the end). An answer
+        that cannot be decoded is not stored; the episode is marked in :attr:`refused`.
         """
         with ep.lock:
             ep.live += 1
@@ -288,15 +258,13 @@ class EpisodeBook:
     # -- ending ------------------------------------------------------------------------
 
     def end(self, key: EpisodeKey, notify: bool = True) -> dict | None:
-        """End episode ``key``: wait (up to :data:`SETTLE_TIMEOUT_S`) for requests still in
-        flight, then in record mode drop retried error exchanges, save the cassette and
-        return its trace (also passed to ``on_end`` when ``notify``).
+        """End episode ``key``: wait up to :data:`SETTLE_TIMEOUT_S` for requests in flight; in
+        record mode drop retried error exchanges, save the cassette and return the trace (also to
+        ``on_end`` when ``notify``).
 
         Returns:
-            The trace (record mode), ``{"case_id", "trial", "misses": [...], "unplayed": n,
-            "played": n, "miss_at": n}`` (replay mode: miss messages, recorded exchanges
-            never requested and played, the number of the first request that missed), or
-            ``None`` when the episode is not open.
+            The trace (record), ``{"case_id", "trial", "misses", "unplayed", "played",
+            "miss_at"}`` (replay), or ``None`` when the episode is not open.
         """
         with self.lock:
             ep = self.open.pop(key, None)
@@ -440,17 +408,9 @@ def _seconds(value: Any) -> float | None:
 
 
 def conversation_timing(path: Path, indices: list[int], trace: dict) -> dict | None:
-    """The trace's ``timing`` from the times the proxy stored with each answer of the
-    conversation (``response.timing`` of the interactions at ``indices``, in order,
-    :func:`.proxy.exchange_timing`): one turn per Messages call, ``{step, start_s,
-    latency_s, ttfb_s}``, and ``first_tool_call_s``, the time from the episode's first
-    request to the end of the answer that made the trace's first tool call (its
-    ``step``; ``None`` without a call, or when the conversation's calls and the trace's
-    model turns do not pair one to one).
-
-    Returns:
-        ``None`` when an answer lacks its times (a cassette recorded before they were
-        stored, or written by another tool): no ``timing`` rather than a partial one.
+    """The trace's ``timing`` from each answer's stored ``response.timing``
+    (:func:`.proxy.exchange_timing`): one ``{step, start_s, latency_s, ttfb_s}`` per call and
+    ``first_tool_call_s``; ``None`` when an answer lacks its times.
     """
     from evaltape.grader.importers.cassette import load_interactions
     from evaltape.grader.importers.common import EpisodeProblem
@@ -507,23 +467,12 @@ def agent_conversation(result: Any) -> tuple[dict, list[int] | None]:
 
 def trace_from_cassette(path: Path, key: EpisodeKey, *, latency_s: float,
                         input_text: str | None = None) -> dict:
-    """The ``evaltape.trace/1`` object of one proxied episode.
-
-    The cassette is read by the ``anthropic-cassette`` importer (its conversation grouping
-    and conversation → trace rules). An agent that also makes side calls (a title, a
-    classifier, a sub-agent) yields several conversations: the trace is the one with the
-    most Messages calls (the first of equals), and ``conversations`` counts them all.
-    ``case_id``, ``trial``, ``latency_s`` (first request to last response, seconds) and,
-    when given, ``input`` (the dataset's) are the proxy's.
-
-    ``timing`` comes from the times the proxy stored with each answer
-    (:func:`conversation_timing`); a cassette recorded without them gives no ``timing``.
-
-    With no readable Messages call (none made, or only HTTP errors) the trace has
-    ``stop_reason: "error"`` and ``error`` naming why. When the conversation's last answer
-    is a stream that ended before ``message_stop`` (:func:`stream_cut_short`), what it
-    delivered is no answer: ``stop_reason: "error"``, ``infra_error:
-    "incomplete_stream"``, its text kept as ``partial_response``.
+    """The ``evaltape.trace/1`` object of one proxied episode, by the ``anthropic-cassette``
+    importer's rules: the conversation with the most Messages calls (``conversations`` counts
+    all); ``case_id``, ``trial``, ``latency_s`` and ``input`` from the proxy; ``timing`` by
+    :func:`conversation_timing`. No readable call → ``stop_reason: "error"``; a last stream
+    cut short (:func:`stream_cut_short`) → ``infra_error: "incomplete_stream"`` with
+    ``partial_response``.
     """
     from evaltape.grader.importers.cassette import import_file
     from evaltape.grader.importers.common import ImportResult
