@@ -24,6 +24,13 @@ then real conversations labelled blind by two labellers.
    dropped), the metric's agreement: a score of 1.0 stands for 1, below 1.0 for 0 (the
    definitions are all-or-nothing: one lapse, one failure), null for null.
 
+3. The same for two more pairs of label files: ``pool_labels_a/b.jsonl`` (66 conversations of
+   three τ²-bench leaderboard submissions: gpt-oss-120b behind LangChain, GPT-5.4, Claude
+   Opus 4.6 on medical triage) and ``heldout_labels_a/b.jsonl`` (60 other conversations of
+   the same submissions, 20 per model, labelled after the measures' rules were written: no
+   rule was written from them; chosen per submission among the conversations the first
+   pair did not label, those with a failed tool call first, then failed tasks, by task id).
+
 ``-v`` lists every disagreement. A missing corpus or label file is reported and that part
 skipped. A bad label line is an error naming the file, the line and the field (exit 3).
 Exit 0 otherwise.
@@ -48,6 +55,10 @@ LABELS = (ROOT / "bench" / "conversation" / "real_labels_a.jsonl",
 #: against, labelled by two other labellers (keys ``tau2-leaderboard/<file stem>/<task>/<trial>``)
 POOL_LABELS = (ROOT / "bench" / "conversation" / "pool_labels_a.jsonl",
                ROOT / "bench" / "conversation" / "pool_labels_b.jsonl")
+#: the third blind set: 60 other conversations of the same three submissions, labelled after
+#: every rule of the current versions was written (no rule was written from them)
+HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "heldout_labels_a.jsonl",
+                   ROOT / "bench" / "conversation" / "heldout_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
@@ -272,8 +283,11 @@ def main(argv: list[str]) -> int:
     dev_set(files, verbose)
     try:
         scores = real_set(corpus, verbose)
-        real_set(corpus, verbose, POOL_LABELS, "conversations of other agents and models",
-                 scores)
+        scores = real_set(corpus, verbose, POOL_LABELS,
+                          "conversations of other agents and models", scores)
+        real_set(corpus, verbose, HELD_OUT_LABELS,
+                 "held-out conversations of the same agents and models (no rule written from "
+                 "them)", scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3
