@@ -589,7 +589,7 @@ class FailureLog(Mapping):
     :class:`~evaltape.grader.stats.outcome.SummaryAccumulator`'s ``failures``); after
     :meth:`close` labels are ``case`` or ``case#tN`` (``multi_trial``, the scripted example suite's
     ``failures`` keys). Iteration and :meth:`items` read the file in order; lookup by label
-    reads it until found (O(failures)); :meth:`sorted_items` gives the pairs in key order,
+    reads it until found (O(failures)); :meth:`sorted_texts` gives the pairs in key order,
     sorted on disk (:class:`SpillSorter`), as ``report.json`` lists them.
     """
 
@@ -653,15 +653,9 @@ class FailureLog(Mapping):
                 return reason
         raise KeyError(label)
 
-    def sorted_items(self) -> Iterator[tuple[str, str]]:
-        """``(label, reason)`` sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
-        loads = marshal.loads
-        for payload in self._sorted(marshal.dumps):
-            yield loads(payload)
-
     def sorted_texts(self, indent: bytes) -> Iterator[bytes]:
         """Each ``"label": "reason"`` member as ``report.json`` lays it out (``indent``
-        first, orjson's escaping), sorted by label."""
+        first, orjson's escaping), sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
         texts: dict[str, bytes] = {}  # the few distinct reasons, serialised once
 
         def member(pair: tuple[str, str]) -> bytes:

@@ -51,7 +51,7 @@ def read_json(path: str | Path, what: str) -> Any:
 def repeated_key_error(field: str, path: str | None, line: int | None = None,
                        what: str | None = None) -> BadInputError:
     """The error for a JSON text that repeats the key at ``field`` (its JSON path,
-    :func:`duplicate_key`) inside one object: JSON readers keep the last value silently, so
+    :func:`_repeated_key`) inside one object: JSON readers keep the last value silently, so
     the text is ambiguous. ``line``: the JSONL line (the message then says "the line", else
     "the file"); ``what``: what the file is (``"manifest"``), named in the message."""
     return BadInputError(f"a key appears twice in one object{f' of the {what}' if what else ''}"
@@ -224,7 +224,7 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
            line: int | None = None) -> tuple[Any, str | None]:
     """``(value, repeated key)`` of a JSON text ``raw`` that ``orjson`` decoded to
     ``decoded``: the value with exact integers, and the first key ``raw`` repeats inside one
-    object (:func:`duplicate_key`), else ``None``.
+    object (:func:`_repeated_key`), else ``None``.
 
     ``orjson`` reads an integer beyond 64 bits as the nearest float, so
     ``12345678901234567890123`` and ``...124`` would compare equal. Such a float is at
@@ -248,10 +248,10 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
     return decoded, dup
 
 
-def duplicate_key(raw: bytes, decoded: Any) -> str | None:
+def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
     """The JSON path of the first key that ``raw`` repeats inside one object
     (``tool_calls[1].arguments.assignee``; a key of the outermost object alone: ``q``),
-    else ``None``.
+    else ``None``; ``dumped`` is ``orjson.dumps`` of ``raw`` decoded.
 
     JSON parsers keep the last of two equal keys silently (``{"q": "a", "q": "b"}`` reads as
     ``{"q": "b"}``), so a grader could score a value the producer never meant. RFC 8259
@@ -265,12 +265,6 @@ def duplicate_key(raw: bytes, decoded: Any) -> str | None:
     the line to the exact check). Only a line that fails the screen is scanned again, in
     Python, to name the key and where it is.
     """
-    return _repeated_key(raw, orjson.dumps(decoded))
-
-
-def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
-    """:func:`duplicate_key`, given ``orjson.dumps`` of the decoded value: the JSON path of
-    the first key ``raw`` repeats (``tool_calls[1].arguments.assignee``), else ``None``."""
     colons = raw
     if b"\\u003" in raw:  # JSON escapes are \\u + four hex digits; a colon is 003a/003A
         colons = raw.replace(b"\\u003a", b":").replace(b"\\u003A", b":")
@@ -284,7 +278,7 @@ def _repeated_path(raw: bytes) -> list | None:
     """``[key or index, ...]``: the JSON path of the first key (in document order) that
     the JSON text ``raw`` repeats inside one object, keys compared as a reader decodes them
     (``"a"`` and ``"\\u0061"`` are one key); ``None`` when none is repeated
-    (:func:`_containers`: only for a text the colon screen of :func:`duplicate_key` sent
+    (:func:`_containers`: only for a text the colon screen of :func:`_repeated_key` sent
     here)."""
     for what, token, stack in _containers(raw):
         if what != "key":
@@ -314,7 +308,7 @@ def iter_json_lines(source: str | Path | bytes, *, path: str | None = None,
             deep, or repeats a key) instead of raising, so an importer can report the line
             and read on.
         unique_keys: refuse a line that repeats a key inside one object
-            (:func:`duplicate_key`).
+            (:func:`_repeated_key`).
 
     Raises:
         BadInputError: the file cannot be opened, or (unless ``keep_going``) a line is not

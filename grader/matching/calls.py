@@ -235,15 +235,6 @@ def coerce_arguments(args: Mapping[str, Any],
     return {k: _coerce(v, props.get(k)) for k, v in args.items()}
 
 
-def schema_errors(args: Mapping[str, Any], input_schema: Mapping[str, Any]) -> list[str]:
-    """Messages of every jsonschema violation of ``args`` against ``input_schema`` (sorted)."""
-    import jsonschema  # base dependency; imported lazily to keep ``import evaltape.grader`` light
-
-    validator = jsonschema.Draft202012Validator(input_schema)
-    return sorted(f"{'/'.join(map(str, e.path)) or '$'}: {e.message}"
-                  for e in validator.iter_errors(dict(args)))
-
-
 def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
     for p in parts:
         if isinstance(value, Mapping) and p in value:
@@ -264,8 +255,7 @@ class Mismatch:
             ``not_in_expected`` (a compared key path the expected call lacks),
             ``no_acceptable_value``, ``custom`` (a user predicate said no), or one of
             :data:`VALUE_KINDS` (a value differs at ``path``).
-        message: the human text (what :func:`args_mismatch` and :func:`call_mismatch`
-            return).
+        message: the human text (what :func:`call_mismatch` returns).
         path: the JSON path of the differing value in the arguments (``$.time.start``), or
             ``None`` when no single value differs.
         arguments: the top-level arguments concerned (the missing or unexpected ones; the
@@ -287,10 +277,11 @@ def _value_mismatch(diff: tuple[str, str, str], argument: str) -> Mismatch:
     return Mismatch(kind, f"{path}: {text}", path, (argument,))
 
 
-def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                  override: ArgsOverride | None = None,
-                  schema: Mapping[str, Any] | None = None) -> str | None:
-    """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
+def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
+                    override: ArgsOverride | None = None,
+                    schema: Mapping[str, Any] | None = None) -> Mismatch | None:
+    """Why ``actual`` arguments do not match ``expected`` under ``mode`` (a
+    :class:`Mismatch`); ``None`` if they do.
 
     Per-parameter :class:`evaltape.grader.model.ArgOptions` (``expected.options``) apply to
     mode-based comparison: ``ignore`` drops the parameter from every check (it may be
@@ -305,18 +296,7 @@ def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str =
     matches. Key rules per mode: ``exact``: no unexpected key, every required key present;
     ``superset``: every required key present; ``subset``: no unexpected key. Values of keys
     present on both sides must equal one acceptable value.
-
-    The same check in parts: :func:`args_difference`.
     """
-    diff = args_difference(actual, expected, mode, override, schema)
-    return None if diff is None else diff.message
-
-
-def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                    override: ArgsOverride | None = None,
-                    schema: Mapping[str, Any] | None = None) -> Mismatch | None:
-    """:func:`args_mismatch` as a :class:`Mismatch` (kind, JSON path, arguments, message),
-    or ``None`` when the arguments match."""
     if expected.acceptable is None:
         return None
     if callable(override) and not isinstance(override, str):
@@ -382,7 +362,7 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
 
     Names compare exactly; a difference only in letter case is reported as such (and is
     still a mismatch). Arguments are first coerced with the tool's ``input_schema`` from
-    ``schemas`` (JSON strings → objects), then compared with :func:`args_mismatch` using
+    ``schemas`` (JSON strings → objects), then compared with :func:`args_difference` using
     the per-tool override, else the expected call's own mode, else ``args_mode``.
 
     The same check in parts: :func:`call_difference`.

@@ -44,7 +44,7 @@ class TrajectoryMatch(ExpectedCallsMetric):
     parameters that matter). ``overrides`` maps tool → mode / key paths / predicate. The
     case's ``tools`` schemas (else the trace's) give the declared types (``integer``
     refuses ``5.0``) and per-parameter options apply
-    (:func:`evaltape.grader.matching.calls.args_mismatch`).
+    (:func:`evaltape.grader.matching.calls.args_difference`).
 
     ``evidence``: ``{"mode", "pairs", ...}``; in ``strict`` and ``in_order`` mode the pairs
     found before the first difference and that ``difference``

@@ -16,8 +16,9 @@ from evaltape.grader.report.common import episode_label, gating, status, thresho
 from evaltape.grader.results import Report
 
 
-def render_junit(report: Report) -> str:
-    """Render a :class:`Report` as JUnit XML (deterministic text, ends with a newline).
+def iter_junit(report: Report) -> Iterator[str]:
+    """Render a :class:`Report` as JUnit XML (deterministic text, ends with a newline), in
+    pieces, one ``<testcase>`` at a time (flat memory).
 
     Shape: ``<testsuites><testsuite name=RUN tests failures skipped=0><properties>`` with
     the summary numbers, then one ``<testcase classname="evaltape.RUN" name=EPISODE>`` per
@@ -29,12 +30,6 @@ def render_junit(report: Report) -> str:
     (strict included), failed with ``type="baseline"`` and the gate's message when it
     failed, its lines (:func:`~evaltape.grader.report.diff.gate_lines`) as its text. No
     timestamps, so the file diffs cleanly.
-    """
-    return "".join(iter_junit(report))
-
-
-def iter_junit(report: Report) -> Iterator[str]:
-    """:func:`render_junit` in pieces, one ``<testcase>`` at a time (flat memory).
 
     The head (suites, suite, properties) and each test case are laid out by ElementTree
     (``ET.indent`` at their depth), so the pieces join to the text ElementTree writes for
@@ -99,7 +94,7 @@ def iter_junit(report: Report) -> Iterator[str]:
 
 
 def _gate_case(cmp, name: str) -> ET.Element:
-    """The ``baseline gate`` test case of a compared report (see :func:`render_junit`)."""
+    """The ``baseline gate`` test case of a compared report (see :func:`iter_junit`)."""
     from evaltape.grader.report.diff import gate_lines, gate_message
     tc = ET.Element("testcase", classname=f"evaltape.{name}", name="baseline gate")
     lines = "\n".join(gate_lines(cmp))
