@@ -424,7 +424,7 @@ def test_list_stale_lists_damaged_cassettes_and_goes_on(tmp_path, workers):
 def test_replay_workers_give_the_same_output_as_one(tmp_path):
     run, _ds = _stale_run(tmp_path)
     ds = str(ROOT / "datasets" / "scripted_eval.json")
-    one = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "1")
+    one = run_cli("replay", str(run), "--dataset", ds, "--workers", "1")  # (no fork)
     four = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "4")
     three = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "3")
     assert one.returncode == four.returncode == three.returncode == 1
