@@ -52,20 +52,12 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def split_lines(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
-    """Cut a JSONL file into ranges of about ``chunk_bytes`` ending after a newline, each with
-    its first line number.
-
-    Raises:
-        BadInputError: the file cannot be read.
-    """
-    return list(iter_chunks(path, chunk_bytes))
-
-
 def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
                 count_lines: bool = True, taper: int = 0) -> Iterator[Chunk]:
-    """:func:`split_lines`, one range at a time: a range is yielded as soon as it is cut,
-    so that workers start on the first while the rest of the file is read.
+    """Cut a JSONL file into ranges of about ``chunk_bytes`` that end after a newline, one
+    range at a time: a range is yielded as soon as it is cut, so that workers start on the
+    first while the rest of the file is read. One sequential read counts the newlines
+    before each cut, so every range knows its first line number.
 
     Args:
         count_lines: read the file to give each range its ``first_line``; ``False`` reads

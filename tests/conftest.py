@@ -244,3 +244,41 @@ def claude_code_sides(tmp_path: Path):
         return {"HOME": str(tmp_path / f"home_{side}"), "DISABLE_TELEMETRY": "1",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
     return env
+
+
+def case_counts(verdicts) -> dict[str, tuple[int, int]]:
+    """``{case_id: (n trials, c passed)}`` from ``(case_id, passed)`` pairs, one per episode."""
+    counts: dict[str, list[int]] = {}
+    for case_id, passed in verdicts:
+        nc = counts.setdefault(case_id, [0, 0])
+        nc[0] += 1
+        nc[1] += bool(passed)
+    return {cid: (n, c) for cid, (n, c) in counts.items()}
+
+
+def per_action(result: dict) -> list[dict] | None:
+    """The ``evidence.per_action`` list of an ``expected_actions_called`` result (a
+    ``report.json`` metric object), or ``None`` when it has none."""
+    evidence = result.get("evidence")
+    return evidence.get("per_action") if isinstance(evidence, dict) else None
+
+
+def read_page(path: Path | str) -> dict:
+    """The data of a page ``evaltape view`` wrote, read back: ``{"meta": {...}, "chunks":
+    {name: value}}`` (inline chunks and the data folder's files)."""
+    import re
+    p = Path(path)
+    doc = p.read_text("utf-8")
+    found = re.search(r'<script type="application/json" id="evaltape-meta">(.*?)</script>',
+                      doc, re.S)
+    if not found:
+        raise ValueError(f"{p}: not a page written by evaltape view")
+    meta = json.loads(found.group(1))
+    chunks = {m.group(1): json.loads(m.group(2)) for m in re.finditer(
+        r'<script type="application/json" data-chunk="([^"]+)">(.*?)</script>', doc, re.S)}
+    if meta.get("data_dir"):
+        for f in sorted((p.parent / meta["data_dir"]).glob("*.js")):
+            raw = f.read_text("utf-8")
+            name, _, rest = raw.partition('",')
+            chunks[name[len('evaltapeChunk("'):]] = json.loads(rest.rstrip().rstrip(");"))
+    return {"meta": meta, "chunks": chunks}

@@ -48,6 +48,11 @@ def recipe(tmp_path: Path, baselines: Path, *args: str, **env: str):
                           capture_output=True, text=True, timeout=300)
 
 
+#: For the tests of the gate alone: the replay of the same committed run is what
+#: test_green_against_the_committed_golden and the stale-cassette test check.
+GATE_ONLY = {"EVALTAPE_REPLAY": "0"}
+
+
 def golden_copy(tmp_path: Path) -> Path:
     gold = tmp_path / "gold"
     shutil.copytree(ROOT / "tests" / "golden" / RUN, gold / RUN)
@@ -85,7 +90,7 @@ def test_green_against_the_committed_golden(tmp_path):
 def test_red_when_the_golden_is_changed(tmp_path):
     gold = golden_copy(tmp_path)
     edit(gold, lambda r: r["summary"]["metrics"].__setitem__("tool_selection_accuracy", 0.95))
-    res = recipe(tmp_path, gold)
+    res = recipe(tmp_path, gold, **GATE_ONLY)
     assert res.returncode == 1
     assert "FAIL: regression against the baseline" in res.stderr
     assert "tool_selection_accuracy 0.950 → 0.792 (-0.158: worse by more than 0.1)" in res.stderr
@@ -105,7 +110,7 @@ def test_a_flipped_episode_of_the_same_recording_fails(tmp_path):
     edit(gold, flip)
     # the committed run is the golden's recording (same trace digest): re-grading is
     # deterministic, so one pass → fail fails the gate by itself
-    res = recipe(tmp_path, gold)
+    res = recipe(tmp_path, gold, **GATE_ONLY)
     assert res.returncode == 1
     assert "tc_001#t0: pass → fail on the same recording (no_answer:loop_detected)" in res.stderr
 
@@ -138,7 +143,7 @@ def test_strict_reports_state_the_strict_gate(tmp_path):
     job summary that holds it) and junit.xml say the same gate, FAIL, strict."""
     gold = golden_copy(tmp_path)
     edit(gold, lambda r: r["summary"]["metrics"].__setitem__("argument_correctness", 0.75))
-    res = recipe(tmp_path, gold, EVALTAPE_STRICT="1")
+    res = recipe(tmp_path, gold, EVALTAPE_STRICT="1", **GATE_ONLY)
     assert res.returncode == 1
     assert "gate: FAIL (1 finding(s), strict)" in res.stderr
     md = (tmp_path / "out" / RUN / "report.md").read_text()
@@ -152,10 +157,10 @@ def test_strict_reports_state_the_strict_gate(tmp_path):
 def test_strict_by_default_fails_on_a_warning(tmp_path):
     gold = golden_copy(tmp_path)
     edit(gold, lambda r: r["summary"]["metrics"].__setitem__("argument_correctness", 0.75))
-    res = recipe(tmp_path, gold)
+    res = recipe(tmp_path, gold, **GATE_ONLY)
     assert res.returncode == 1
     assert "argument_correctness 0.750 → 0.688 (-0.062: worse by more than 0.05)" in res.stderr
-    res = recipe(tmp_path, gold, EVALTAPE_STRICT="0")
+    res = recipe(tmp_path, gold, EVALTAPE_STRICT="0", **GATE_ONLY)
     assert res.returncode == 0, res.stderr
     assert "1 warning(s), not failing without strict mode" in res.stderr
 
@@ -180,11 +185,11 @@ def test_an_imported_run_is_graded_without_replay(tmp_path):
 @pytest.mark.slow
 def test_missing_baseline_fails_and_update_writes_it(tmp_path):
     gold = tmp_path / "empty-gold"
-    res = recipe(tmp_path, gold)
+    res = recipe(tmp_path, gold, **GATE_ONLY)
     assert res.returncode == 1 and "no baseline" in res.stderr
-    assert recipe(tmp_path, gold, "--update").returncode == 0
+    assert recipe(tmp_path, gold, "--update", **GATE_ONLY).returncode == 0
     assert (gold / RUN / "report.json").is_file()
-    assert recipe(tmp_path, gold).returncode == 0
+    assert recipe(tmp_path, gold, **GATE_ONLY).returncode == 0
 
 
 @pytest.mark.slow
@@ -498,7 +503,7 @@ def test_the_recipe_runs_on_a_fresh_clone_of_a_team_repository(tmp_path):
     # a clone whose evals/.gitignore is missing is warned about
     (clone / "evals" / ".gitignore").unlink()
     _git(clone, "commit", "-q", "-am", "no ignore file")
-    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=clone, env=run_env,
+    res = subprocess.run(["bash", "ci/evaltape-ci.sh"], cwd=clone, env={**run_env, **GATE_ONLY},
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "warning: evals/reports is not ignored by git" in res.stderr

@@ -197,15 +197,14 @@ def test_streamed_report_bytes_equal_the_committed_golden():
         assert report_bytes(read_report(golden)) == golden.read_bytes(), golden
 
 
-def test_split_lines_cuts_after_newlines_and_counts_lines(tmp_path):
+def test_iter_chunks_cuts_after_newlines_and_counts_lines(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_bytes(b"aaaa\nbb\n\ncccccc\nd\n")  # lines 1..5 start at bytes 0, 5, 8, 9, 16
-    chunks = scale.split_lines(p, chunk_bytes=4)
+    chunks = list(scale.iter_chunks(p, chunk_bytes=4))
     # cut at byte 4 -> end of line 1 (5); 5+4=9 -> end of the line holding byte 9 (16);
     # 16+4 >= 18 -> the rest
     assert [(c.start, c.end, c.first_line) for c in chunks] == [(0, 5, 1), (5, 16, 2),
                                                                  (16, 18, 5)]
-    assert list(scale.iter_chunks(p, chunk_bytes=4)) == chunks  # the same, one at a time
     # the pools' cut reads one line per cut: the same ranges, lines not counted
     assert [(c.start, c.end, c.first_line) for c in scale.iter_chunks(
         p, chunk_bytes=4, count_lines=False)] == [(0, 5, None), (5, 16, None), (16, 18, None)]
@@ -309,7 +308,7 @@ def test_html_page_of_a_graded_report_holds_every_episode_in_chunks(tmp_path, mo
     """report.html (the view page) lists every episode, in chunks: with 10 episodes a
     detail chunk, the 24 episodes take chunks of 10, 10 and 4."""
     from evaltape.grader.report import view
-    from evaltape.grader.report.view_files import read_page
+    from conftest import read_page
 
     monkeypatch.setattr(view, "DETAIL_CHUNK", 10)
     p = run_cli("grade", str(RUN), "--metrics", ",".join(METRICS), "--workers", "1",
@@ -349,7 +348,9 @@ def test_failure_log_keeps_file_order_and_sorts_for_the_report():
     assert list(log.items()) == [("c2#t0", "wrong_tools"), ("c10#t1", "wrong_answer"),
                                  ("c1#t3", "no_answer:x")]
     # code point order, as orjson's OPT_SORT_KEYS: "c1#" < "c10" < "c2#"
-    assert [k for k, _v in log.sorted_items()] == ["c1#t3", "c10#t1", "c2#t0"]
+    assert list(log.sorted_texts(b"  ")) == [b'  "c1#t3": "no_answer:x"',
+                                             b'  "c10#t1": "wrong_answer"',
+                                             b'  "c2#t0": "wrong_tools"']
     assert len(log) == 3 and log["c10#t1"] == "wrong_answer" and dict(log)["c2#t0"] == "wrong_tools"
     with pytest.raises(KeyError):
         log["c3#t0"]

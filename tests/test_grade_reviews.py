@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import evaltape
-from evaltape.grader.report.markdown import render_markdown
+from evaltape.grader.report.markdown import iter_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "cassettes" / "clinic-scripted"
@@ -72,7 +72,7 @@ def test_terminal_and_markdown_state_the_same_figures(reviewed, capsys):
     # 1/3 ± 1.96 · 0.3849 = [−0.421, 1.088] clipped to 1
     assert line in out
     assert "review: 6 of 12 episode(s) reviewed by alice; 6 pending" in out
-    md = render_markdown(reviewed)
+    md = "".join(iter_markdown(reviewed))
     # report.md escapes the brackets (no Markdown link can be formed from a recorded string)
     assert line.replace("[", "\\[").replace("]", "\\]") in md
     assert "1 stale mark(s) not counted" in md
@@ -83,8 +83,7 @@ def test_a_run_without_reviews_has_no_block(tmp_path):
     shutil.copytree(RUN, run)
     report = evaltape.grade(str(run), dataset=str(DATASET))
     assert report.summary.review is None
-    from evaltape.grader.report.markdown import render_markdown as md
-    assert "review:" not in md(report)
+    assert "review:" not in "".join(iter_markdown(report))
 
 
 def test_the_committed_review_of_the_standin_run():

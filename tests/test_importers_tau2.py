@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 
-from conftest import CORPUS, corpus_mark, read_jsonl, run_cli, write_json
-from evaltape.grader.metrics.expected_actions import per_action
+from conftest import CORPUS, corpus_mark, per_action, read_jsonl, run_cli, write_json
 from evaltape.grader.stats.agreement import cohen_kappa
 
 TAU2 = CORPUS / "tau2" / "gpt-4.1_airline_default_gpt-4.1_1trials.json"

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, corpus_mark, read_jsonl, run_cli, write_json
-from evaltape.grader.metrics.expected_actions import per_action
+from conftest import CORPUS, corpus_mark, per_action, read_jsonl, run_cli, write_json
 
 POOL = CORPUS / "tau2-leaderboard"
 TRIAGE = POOL / "claude-opus-4-6_adaptive-agent_medical_triage.json"

@@ -9,7 +9,7 @@ import pytest
 from conftest import load_case
 
 from evaltape.grader.judge import (AMBIGUOUS, NOT_RECORDED, PARSE_FAILURE, TRUNCATED, JudgeStore, build_request,
-                          first_json_object, parse_json_verdict, parse_pass_fail, request_key)
+                          json_objects, parse_json_verdict, parse_pass_fail, request_key)
 from evaltape.grader.metrics.explanation_judge import ExplanationJudge
 from evaltape.grader.metrics.hallucination import Hallucination, hallucination_request
 from evaltape.grader.metrics.factual_claims import FactualClaims
@@ -88,10 +88,11 @@ def test_json_verdict(text, stop, value, reason, repaired):
     assert (v.value, v.reason, v.repaired) == (value, reason, repaired)
 
 
-def test_first_json_object_keeps_braces_inside_strings():
+def test_json_objects_keeps_braces_inside_strings():
     text = 'verdict: {"reason": "a, } b \\" {", "score": 0.5} trailing {"x": 1}'
-    assert orjson.loads(first_json_object(text)) == {"reason": 'a, } b " {', "score": 0.5}
-    assert first_json_object('{"a": "}"') is None
+    assert [orjson.loads(o) for o in json_objects(text)] == [
+        {"reason": 'a, } b " {', "score": 0.5}, {"x": 1}]
+    assert json_objects('{"a": "}"') == []
 
 
 def test_request_key_ignores_model_and_stream_only():

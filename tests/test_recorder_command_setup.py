@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from conftest import ROOT, run_cli, write_json
 
@@ -27,14 +29,13 @@ import os
 import pathlib
 import sys
 
-import anthropic
-
 HERE = pathlib.Path(__file__).parent
 
 
 def main():
     if os.environ.get("EVALTAPE_CASE_ID") == os.environ.get("BOOKSTORE_FAIL_CASE"):
         return 1  # (a test knob: this case fails before any request)
+    import anthropic
     system = (HERE / "prompt.txt").read_text()
     tools = json.loads((HERE / "tools.json").read_text())
     model = os.environ.get("BOOKSTORE_MODEL", "claude-sonnet-4-6")
@@ -88,6 +89,21 @@ def first_two(tmp: Path) -> None:
     assert sorted(t["case_id"] for t in traces(tmp)) == ["tc_001", "tc_002"]
 
 
+@pytest.fixture(scope="module")
+def _recorded_once(tmp_path_factory) -> Path:
+    tmp = project(tmp_path_factory.mktemp("bookstore"))
+    first_two(tmp)
+    return tmp
+
+
+@pytest.fixture
+def recorded(tmp_path, _recorded_once) -> Path:
+    """A copy of one :func:`project` whose tc_001 and tc_002 :func:`first_two` recorded."""
+    tmp = tmp_path / "project"
+    shutil.copytree(_recorded_once, tmp)
+    return tmp
+
+
 def record(tmp: Path, *extra: str, env=None):
     return run_cli("record", "ds.json", "--command", f"{PY} -m bookstore.agent {{input_file}}",
                    "--standin-script", "scripts.json", "--out", "run", *extra, cwd=tmp,
@@ -98,9 +114,8 @@ def traces(tmp: Path) -> list[dict]:
     return [json.loads(x) for x in (tmp / "run" / "traces.jsonl").read_text().splitlines()]
 
 
-def test_the_manifest_holds_the_setup_the_requests_sent(tmp_path):
-    tmp = project(tmp_path)
-    first_two(tmp)
+def test_the_manifest_holds_the_setup_the_requests_sent(recorded):
+    tmp = recorded
     man = json.loads((tmp / "run" / "manifest.json").read_text())
     # the -m module and its package are fingerprinted (hashes of the files as written;
     # beside the interpreter, named by its path)
@@ -114,9 +129,8 @@ def test_the_manifest_holds_the_setup_the_requests_sent(tmp_path):
     assert (man["model"], man["model_from_requests"]) == ("claude-sonnet-4-6", True)
 
 
-def test_a_changed_prompt_file_stops_the_resumed_recording(tmp_path):
-    tmp = project(tmp_path)
-    first_two(tmp)
+def test_a_changed_prompt_file_stops_the_resumed_recording(recorded):
+    tmp = recorded
     before = (tmp / "run" / "traces.jsonl").read_bytes()
     (tmp / "bookstore" / "prompt.txt").write_text("You are terse.")
     p = record(tmp)  # tc_003 to record: its first request is compared
@@ -133,9 +147,8 @@ def test_a_changed_prompt_file_stops_the_resumed_recording(tmp_path):
     assert sorted(t["case_id"] for t in traces(tmp)) == ["tc_001", "tc_002", "tc_003"]
 
 
-def test_changed_tools_and_model_are_named(tmp_path):
-    tmp = project(tmp_path)
-    first_two(tmp)
+def test_changed_tools_and_model_are_named(recorded):
+    tmp = recorded
     (tmp / "bookstore" / "tools.json").write_text(json.dumps(TOOLS[:2]))
     p = record(tmp, env={"BOOKSTORE_MODEL": "claude-haiku-4-5"})
     assert p.returncode == 2, p.stderr
@@ -151,9 +164,8 @@ def test_changed_tools_and_model_are_named(tmp_path):
     assert man["model"] == "chosen-by-command"
 
 
-def test_a_changed_module_file_is_a_fingerprint_change(tmp_path):
-    tmp = project(tmp_path)
-    first_two(tmp)
+def test_a_changed_module_file_is_a_fingerprint_change(recorded):
+    tmp = recorded
     (tmp / "bookstore" / "agent.py").write_text(AGENT.replace("max_tokens=256",
                                                               "max_tokens=300"))
     p = record(tmp)
@@ -161,12 +173,12 @@ def test_a_changed_module_file_is_a_fingerprint_change(tmp_path):
     assert "command file bookstore/agent.py changed" in p.stderr
 
 
-def test_diff_names_the_prompt_change_between_two_command_runs(tmp_path):
-    one = project(tmp_path / "one")
+def test_diff_names_the_prompt_change_between_two_command_runs(tmp_path, recorded):
+    one = recorded
     two = project(tmp_path / "two")
     (two / "bookstore" / "prompt.txt").write_text("You are terse.")
+    first_two(two)
     for tmp in (one, two):
-        first_two(tmp)
         g = run_cli("grade", "run", "--out", "rep", "--quiet", cwd=tmp)
         assert g.returncode == 0, g.stderr
     d = run_cli("diff", str(one / "rep" / "report.json"), str(two / "rep" / "report.json"),
@@ -176,12 +188,11 @@ def test_diff_names_the_prompt_change_between_two_command_runs(tmp_path):
     assert sha(PROMPT) in d.stdout and sha("You are terse.") in d.stdout
 
 
-def test_a_stand_in_run_is_not_priced_as_the_model_the_agent_named(tmp_path):
+def test_a_stand_in_run_is_not_priced_as_the_model_the_agent_named(recorded):
     """The agent names claude-sonnet-4-6 (its default) but a stand-in script answered: the
     trace's model is the answer's, 'scripted', which no price table holds, so efficiency
     prices nothing where it priced the episode as Sonnet."""
-    tmp = project(tmp_path)
-    first_two(tmp)
+    tmp = recorded
     assert {t["model"] for t in traces(tmp)} == {"scripted"}
     g = run_cli("grade", "run", "--out", "rep", "--quiet", "--metrics", "efficiency", cwd=tmp)
     assert g.returncode == 0, g.stderr

@@ -6,8 +6,7 @@ import json
 import shutil
 import sys
 
-from conftest import (ROOT, claude_code_sides, require_claude_code, run_cli,
-                      run_cli_subprocess, write_json)
+from conftest import ROOT, claude_code_sides, require_claude_code, run_cli, write_json
 
 
 def _server_and_notes(tmp_path, program="mcp_notes_server.py"):
@@ -38,7 +37,7 @@ def _recorded(tmp_path):
     run = tmp_path / "run"
     record = ("record", str(ds), "--command", cmd, "--standin-script", str(sc), "--out",
               str(run))
-    p = run_cli_subprocess(*record, timeout=300)
+    p = run_cli(*record)
     assert p.returncode == 0, p.stderr
     return server, notes, run, record
 
@@ -78,7 +77,7 @@ def test_mcp_server_is_taped_and_replayed_without_the_server(tmp_path):
     # replay with neither the server program nor the notes
     shutil.rmtree(server.parent)
     shutil.rmtree(notes)
-    p = run_cli_subprocess("replay", str(run), timeout=300)
+    p = run_cli("replay", str(run))
     assert p.returncode == 0, p.stderr
     assert "replay ok: 2 episode(s)" in p.stderr
 
@@ -87,7 +86,7 @@ def test_another_mcp_request_at_replay_is_a_miss_naming_method_and_params(tmp_pa
     server, notes, run, _record = _recorded(tmp_path)
     _ask_recorded_for(run, "release")
     shutil.rmtree(server.parent)
-    p = run_cli_subprocess("replay", str(run), timeout=300)
+    p = run_cli("replay", str(run))
     assert p.returncode == 1
     assert ("interaction 3: tool 'mcp/notes' was called with other arguments than recorded: "
             "argument 'params' at $.params.arguments.name: recorded 'release', now 'build'"
@@ -99,13 +98,13 @@ def test_refresh_answers_from_the_cassette_and_starts_the_server_at_the_divergen
     # nothing changed: both episodes reproduce from the cassette, the server is not needed
     moved = tmp_path / "moved.py"
     server.rename(moved)
-    p = run_cli_subprocess(*record, "--refresh", timeout=300)
+    p = run_cli(*record, "--refresh")
     assert p.returncode == 0, p.stderr
     assert "refresh: 2 episode(s) kept (reproduced), 0 refreshed, 0 new" in p.stderr
     moved.rename(server)
     # n1's recorded tools/call asked for another note: the live one diverges at it
     cassette = _ask_recorded_for(run, "release")
-    p = run_cli_subprocess(*record, "--refresh", timeout=300)
+    p = run_cli(*record, "--refresh")
     assert p.returncode == 0, p.stderr
     assert "refresh: 1 episode(s) kept (reproduced), 1 refreshed, 0 new" in p.stderr
     new = [json.loads(x) for x in cassette.read_text().splitlines()[1:]]
@@ -170,8 +169,7 @@ def test_claude_code_cli_with_a_taped_mcp_server(tmp_path):
     assert methods == ["initialize", "tools/list", "tools/call"]
     shutil.rmtree(server.parent)
     shutil.rmtree(notes)
-    p = run_cli_subprocess("replay", str(run), cwd=tmp_path / "cwd_b", env=env("b"),
-                           timeout=300)
+    p = run_cli("replay", str(run), cwd=tmp_path / "cwd_b", env=env("b"))
     assert p.returncode == 0, p.stderr
 
 
@@ -191,8 +189,8 @@ def test_the_official_mcp_sdk_client_through_mcp_tape(tmp_path):
     cmd = (f"{sys.executable} {ROOT / 'tests' / 'mcp_sdk_agent.py'} {{input_file}} "
            f"{server} {notes}")
     run = tmp_path / "run"
-    p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script", str(sc),
-                           "--out", str(run), timeout=300)
+    p = run_cli("record", str(ds), "--command", cmd, "--standin-script", str(sc),
+                           "--out", str(run))
     assert p.returncode == 0, p.stderr
     traces = {t["case_id"]: t for t in map(json.loads,
                                            (run / "traces.jsonl").read_text().splitlines())}
@@ -203,7 +201,7 @@ def test_the_official_mcp_sdk_client_through_mcp_tape(tmp_path):
     assert "initialize" in methods and "tools/call" in methods
     shutil.rmtree(server.parent)
     shutil.rmtree(notes)
-    p = run_cli_subprocess("replay", str(run), timeout=300)
+    p = run_cli("replay", str(run))
     assert p.returncode == 0, p.stderr
 
 
@@ -250,9 +248,8 @@ def test_a_streamable_http_server_through_mcp_tape_url(tmp_path):
         cmd = (f"{sys.executable} {ROOT / 'tests' / 'mcp_http_sdk_agent.py'} {{input_file}} "
                f"{url}")
         run = tmp_path / "run"
-        p = run_cli_subprocess("record", str(ds), "--command", cmd, "--standin-script",
-                               str(sc), "--out", str(run), env={"NOTES_TOKEN": token},
-                               timeout=300)
+        p = run_cli("record", str(ds), "--command", cmd, "--standin-script",
+                               str(sc), "--out", str(run), env={"NOTES_TOKEN": token})
         assert p.returncode == 0, p.stderr
     finally:
         proc.terminate()
@@ -281,6 +278,6 @@ def test_a_streamable_http_server_through_mcp_tape_url(tmp_path):
     # replay with the server stopped and its program and notes gone
     shutil.rmtree(server.parent)
     shutil.rmtree(notes)
-    p = run_cli_subprocess("replay", str(run), env={"NOTES_TOKEN": token}, timeout=300)
+    p = run_cli("replay", str(run), env={"NOTES_TOKEN": token})
     assert p.returncode == 0, p.stderr
     assert "replay ok: 2 episode(s)" in p.stderr

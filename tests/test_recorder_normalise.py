@@ -177,16 +177,13 @@ def test_claude_code_cli_replays_from_another_directory_home_and_day(tmp_path):
 
 def test_normalise_command_bad_rules_file_is_exit_3_unknown_set_exit_2(tmp_path):
     import shutil
-    import subprocess
-    import sys
     run = tmp_path / "run"
     shutil.copytree(ROOT / "cassettes" / "clinic-scripted", run)
     bad = tmp_path / "bad.json"
     bad.write_text('[{"path": "$.system", "pattern": "(", "placeholder": "<x>"}]')
-    cli = [sys.executable, "-m", "evaltape.cli", "normalise", str(run)]
-    p = subprocess.run(cli + [str(bad)], capture_output=True, text=True)
+    p = run_cli("normalise", str(run), str(bad))
     assert p.returncode == 3 and "pattern" in p.stderr, p.stderr  # bad input: exit 3
-    p = subprocess.run(cli + ["nosuchset"], capture_output=True, text=True)
+    p = run_cli("normalise", str(run), "nosuchset")
     # an unknown name is a usage error, named as this command's parameter
     assert p.returncode == 2 and "SET|RULES.json" in p.stderr, p.stderr
     assert "--normalise" not in p.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,28 +143,36 @@ def test_sdk_agent_process_is_recorded_replayed_offline_and_graded(tmp_path):
                                    "tc_002#t1": "grounding 0.40 > 0.00"}
 
 
-@pytest.mark.slow
-def test_replay_of_a_changed_agent_names_the_json_path(tmp_path):
-    ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
-    run = tmp_path / "run"
+@pytest.fixture(scope="module")
+def _tc_001_recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("sdk-tc_001")
+    ds, sc, _ = small_dataset(tmp, ids=("tc_001",))
     p = run_cli("record", ds, "--command", f"{PY} {SDK_AGENT} {{input_file}}",
-                "--standin-script", sc, "--out", str(run))
+                "--standin-script", sc, "--out", str(tmp / "run"))
     assert p.returncode == 0, p.stderr
+    return tmp / "run"
+
+
+@pytest.fixture
+def tc_001_run(tmp_path, _tc_001_recorded) -> Path:
+    """A copy of one recording of the SDK agent on tc_001 (its stand-in script)."""
+    return Path(shutil.copytree(_tc_001_recorded, tmp_path / "run"))
+
+
+@pytest.mark.slow
+def test_replay_of_a_changed_agent_names_the_json_path(tc_001_run):
+    run = tc_001_run
     r = run_cli("replay", str(run), env={"AGENT_MAX_TOKENS": "100"})
     assert r.returncode == 1
     assert "interaction 1 has no recorded match" in r.stderr
     assert "first differs at $.max_tokens: recorded '512', now '100'" in r.stderr
 
 
-def test_replay_of_a_crashing_program_shows_its_stderr(tmp_path):
+def test_replay_of_a_crashing_program_shows_its_stderr(tc_001_run):
     """The agent fails at replay after writing 30 log lines and 'planned failure' (31
     lines): replay shows the last 20 (log lines 11..29 and the failure) under the
     divergence, and all 31 with --verbose."""
-    ds, sc, _ = small_dataset(tmp_path, ids=("tc_001",))
-    run = tmp_path / "run"
-    p = run_cli("record", ds, "--command", f"{PY} {SDK_AGENT} {{input_file}}",
-                "--standin-script", sc, "--out", str(run))
-    assert p.returncode == 0, p.stderr
+    run = tc_001_run
     env = {"AGENT_FAIL_CASE": "tc_001", "AGENT_STDERR_LINES": "30"}
     r = run_cli("replay", str(run), env=env)
     assert r.returncode == 1

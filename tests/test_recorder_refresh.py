@@ -6,6 +6,7 @@ changed tool result changes the second request only."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import shutil
 import sys
@@ -82,10 +83,17 @@ def write_agent(tmp: Path, status: dict) -> None:
 
 
 def record(tmp: Path, server: FaultServer, *extra: str):
-    """`evaltape record` in a process of its own (the edited agent module is imported anew)."""
-    return run_cli_subprocess("record", "ds.json", "--agent", "shopagent:run", "--out", "run",
-                              "--base-url", server.base_url, "--model", "stand-in", *extra,
-                              cwd=tmp, env=KEY)
+    """`evaltape record` of the shop agent; the agent module (edited between recordings) is
+    imported anew from its source. With ``--workers`` above 1 (forked workers) in a process
+    of its own."""
+    args = ("record", "ds.json", "--agent", "shopagent:run", "--out", "run", "--base-url",
+            server.base_url, "--model", "stand-in", *extra)
+    if "--workers" in extra and extra[extra.index("--workers") + 1] != "1":
+        return run_cli_subprocess(*args, cwd=tmp, env=KEY)
+    sys.modules.pop("shopagent", None)
+    shutil.rmtree(tmp / "__pycache__", ignore_errors=True)
+    importlib.invalidate_caches()
+    return run_cli(*args, cwd=tmp, env=KEY)
 
 
 def lines(path: Path) -> list[bytes]:
@@ -416,7 +424,7 @@ def test_list_stale_lists_damaged_cassettes_and_goes_on(tmp_path, workers):
 def test_replay_workers_give_the_same_output_as_one(tmp_path):
     run, _ds = _stale_run(tmp_path)
     ds = str(ROOT / "datasets" / "scripted_eval.json")
-    one = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "1")
+    one = run_cli("replay", str(run), "--dataset", ds, "--workers", "1")  # (no fork)
     four = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "4")
     three = run_cli_subprocess("replay", str(run), "--dataset", ds, "--workers", "3")
     assert one.returncode == four.returncode == three.returncode == 1

@@ -142,3 +142,11 @@ def test_a_key_in_pieces_shorter_than_a_piece_joined_by_whitespace_is_one_run(mo
     # whitespace is stepped over only between characters of the key: 11 of them and then
     # unrelated text are no piece
     assert scrub_text(f"{KEY[:6]}\n{KEY[6:11]} other") == f"{KEY[:6]}\n{KEY[6:11]} other"
+
+
+def test_drop_ws_holds_every_whitespace_character():
+    # \t \n \v \f \r, \x1c-\x1f, space, U+0085, U+00A0, U+1680, U+2000-200A, U+2028,
+    # U+2029, U+202F, U+205F, U+3000: 5 + 4 + 1 + 2 + 1 + 11 + 2 + 2 + 1 = 29
+    from evaltape.recorder.wire.pieces import DROP_WS
+    assert set(DROP_WS) == {c for c in range(0x110000) if chr(c).isspace()}
+    assert (len(DROP_WS), max(DROP_WS)) == (29, 0x3000)

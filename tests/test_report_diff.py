@@ -116,7 +116,7 @@ def test_grade_baseline_exits_1_and_names_the_episode(two_runs):
 
     # report.html is the view page: the baseline is its first run, the flip is in its
     # comparison, and the changed episode's call and arguments are in its detail
-    from evaltape.grader.report.view_files import read_page
+    from conftest import read_page
     html = (tmp / "new" / "report.html").read_text()
     assert "https://" not in html and "<link" not in html
     page = read_page(tmp / "new" / "report.html")
@@ -191,7 +191,7 @@ def test_reports_over_different_episodes_compare_shared_means():
 def test_junit_stays_well_formed_with_control_characters_in_ids():
     """Regression: a case id with \\x07 made junit.xml unparsable."""
     import xml.etree.ElementTree as ET
-    from evaltape.grader.report.junit import render_junit
+    from evaltape.grader.report.junit import iter_junit
     from evaltape.grader.results import Report
     report = {"schema": "evaltape.report/2", "run": {"name": "r"},
               "summary": {"trials": 1, "pass_rate": 0.0,
@@ -199,15 +199,15 @@ def test_junit_stays_well_formed_with_control_characters_in_ids():
                                                 "metrics": {}},
               "episodes": [{"case_id": "case<script>]]>\x07", "trial": 0, "passed": False,
                             "failure": "wrong_tools", "metrics": {}}]}
-    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
+    root = ET.fromstring("".join(iter_junit(Report.from_json(report))).split("\n", 1)[1])
     assert root.find(".//testcase").get("name") == "case<script>]]>\\u0007"
     # distinct ids stay distinct test names (both used to become U+FFFD)
     report["episodes"] = [dict(report["episodes"][0], case_id=f"x{c}") for c in "\x01\x02"]
-    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
+    root = ET.fromstring("".join(iter_junit(Report.from_json(report))).split("\n", 1)[1])
     assert [t.get("name") for t in root.iter("testcase")] == ["x\\u0001", "x\\u0002"]
     # a bidirectional override (U+202E) is spelled out too: a CI page would reverse the rest
     report["episodes"] = [dict(report["episodes"][0], case_id="abc\u202edef")]
-    root = ET.fromstring(render_junit(Report.from_json(report)).split("\n", 1)[1])
+    root = ET.fromstring("".join(iter_junit(Report.from_json(report))).split("\n", 1)[1])
     assert root.find(".//testcase").get("name") == "abc\\u202edef"
 
 
@@ -349,7 +349,7 @@ def test_every_report_file_states_the_strict_gate_the_grade_applied(two_runs):
     assert doc["summary"]["metrics"]["task_completion"] == 0.6  # 3 of 5 cases complete
     doc["summary"]["metrics"]["task_completion"] = 0.67
     base.write_text(json.dumps(doc))
-    from evaltape.grader.report.view_files import read_page
+    from conftest import read_page
     for strict, code in ((True, 1), (False, 0)):
         out = tmp / f"strict-{strict}"
         args = ["grade", str(RUN), "--dataset", str(DATASET), "--out", str(out),

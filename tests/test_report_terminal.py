@@ -126,7 +126,7 @@ def test_report_json_and_md_count_the_skipped_by_reason(tmp_path):
     """The same run: report.json's summary splits grounding's 22 skipped scores by reason
     (19 + 3, as above), read_report keeps the split, and report.md's Metrics table and
     failing details say what the terminal says."""
-    from evaltape.grader.report.markdown import render_markdown
+    from evaltape.grader.report.markdown import iter_markdown
     from evaltape.grader.report_file import report_bytes
     from evaltape.grader.results import read_report
     report = grade(ROOT / "cassettes" / "helpdesk-qwen1.5b")
@@ -139,7 +139,7 @@ def test_report_json_and_md_count_the_skipped_by_reason(tmp_path):
     again = read_report(path)
     assert again.summary.metrics_skipped_codes == s["metrics_skipped_codes"]
     assert report_bytes(again) == data
-    md = render_markdown(report)
+    md = "".join(iter_markdown(report))
     assert ("| grounding (lower is better) | 0.000 | ≤ 0.00 | yes | 0 | 22 (19 no_answer, 3 "
             "not_applicable) |") in md
     assert "n/a N/A" not in md and "| tc_005#t0 | FAIL `wrong_tools` |" in md

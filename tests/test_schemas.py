@@ -2,6 +2,7 @@
 invalid documents, and ``evaltape schema NAME``."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ RUNS = sorted(p for p in (ROOT / "cassettes").iterdir() if p.is_dir())
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*/report.json"))
 
 
+@functools.lru_cache(maxsize=None)
 def _validator(name: str) -> jsonschema.Draft202012Validator:
     schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -89,7 +91,7 @@ def test_there_are_committed_runs_and_goldens():
 def test_every_committed_trace_validates(run):
     traces = _lines(run / "traces.jsonl")
     assert traces
-    assert [(i, _errors("trace", t)) for i, t in enumerate(traces) if _errors("trace", t)] == []
+    assert [(i, e) for i, t in enumerate(traces) for e in [_errors("trace", t)] if e] == []
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
@@ -101,8 +103,8 @@ def test_every_committed_manifest_validates(run):
 def test_every_committed_cassette_line_validates(run):
     files = sorted((run / "http").glob("*.jsonl"))
     assert files
-    bad = [(f.name, i, _errors("cassette", obj)) for f in files
-           for i, obj in enumerate(_lines(f)) if _errors("cassette", obj)]
+    bad = [(f.name, i, e) for f in files for i, obj in enumerate(_lines(f))
+           for e in [_errors("cassette", obj)] if e]
     assert bad == []
     # every cassette starts with its header line
     assert {json.dumps(_lines(f)[0], sort_keys=True) for f in files} == {
@@ -112,8 +114,8 @@ def test_every_committed_cassette_line_validates(run):
 def test_every_committed_judge_record_validates():
     files = sorted(ROOT.glob("cassettes/*/judge/*.jsonl"))
     assert len({f.parent.parent.name for f in files}) == 2  # the two runs with judge/
-    bad = [(str(f), i, _errors("judge-record", obj)) for f in files
-           for i, obj in enumerate(_lines(f)) if _errors("judge-record", obj)]
+    bad = [(str(f), i, e) for f in files for i, obj in enumerate(_lines(f))
+           for e in [_errors("judge-record", obj)] if e]
     assert bad == []
 
 

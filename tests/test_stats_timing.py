@@ -96,7 +96,7 @@ LINES = ["timing (2 timed episodes): first tool call mean 1.000s, max 1.500s (2 
 
 def test_the_reports_print_the_timing_lines(tmp_path):
     import evaltape
-    from evaltape.grader.report.markdown import render_markdown
+    from evaltape.grader.report.markdown import iter_markdown
     from evaltape.grader.report.terminal import print_report
     traces, ds = timed_run(tmp_path)
     report = evaltape.grade(traces, ds)
@@ -104,5 +104,5 @@ def test_the_reports_print_the_timing_lines(tmp_path):
     print_report(report, Console(file=buf, width=300, color_system=None))
     printed = [line.strip() for line in buf.getvalue().splitlines()]
     assert LINES[0] in printed and LINES[1] in printed
-    md = render_markdown(report).splitlines()
+    md = "".join(iter_markdown(report)).splitlines()
     assert f"- {LINES[0]}" in md and f"- {LINES[1]}" in md

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from evaltape.grader.stats.trials import case_counts, k_curves, pass_at_k, pass_hat_k
+from conftest import case_counts
+from evaltape.grader.stats.trials import k_curves, pass_at_k, pass_hat_k
 
 #: Same examples on every run (2 shared cores: keep counts modest, no deadline).
 DETERMINISTIC = dict(derandomize=True, deadline=None, database=None)

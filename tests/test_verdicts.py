@@ -257,7 +257,7 @@ def test_composite_tiers_are_its_thresholds_in_every_report(tmp_path):
     assert "0.55 PASS" in rows["args"]
     assert "composite                 [" in p.stdout and "pass by difficulty: basic 0.80, " \
         "advanced 0.60, challenge 0.50, default 0.90" in p.stdout
-    from evaltape.grader.report.view_files import read_page
+    from conftest import read_page
     page = read_page(tmp_path / "o2" / "report.html")
     cases = [c[0] for c in page["chunks"]["r0-cases"]]
     details = page["chunks"]["r0-ep-0"]

@@ -21,7 +21,7 @@ from evaltape.grader.report.view_calls import call_pairs
 from evaltape.grader.report.view_conversation import conversation
 from evaltape.grader.report.view_rows import flags, outcome_reason
 from evaltape.grader.report.view_text import text
-from evaltape.grader.report.view_files import read_page
+from conftest import read_page
 from evaltape.grader.results import EpisodeResult, MetricResult
 
 STANDIN = ROOT / "cassettes" / "helpdesk-scripted-standin"

@@ -543,8 +543,8 @@ def _first(rec: tuple[Any, bytes]) -> Any:
 
 class FailureLog(Mapping):
     """``summary.failures`` on disk, ``{label: reason}`` in grading order, O(1) memory. Labels
-    are ``case`` or ``case#tN``; lookup by label scans (O(failures)); :meth:`sorted_items`
-    sorts on disk (:class:`SpillSorter`).
+    are ``case`` or ``case#tN``; lookup by label scans (O(failures)); :meth:`sorted_texts`
+    gives the pairs in key order, sorted on disk (:class:`SpillSorter`).
     """
 
     def __init__(self) -> None:
@@ -607,15 +607,9 @@ class FailureLog(Mapping):
                 return reason
         raise KeyError(label)
 
-    def sorted_items(self) -> Iterator[tuple[str, str]]:
-        """``(label, reason)`` sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
-        loads = marshal.loads
-        for payload in self._sorted(marshal.dumps):
-            yield loads(payload)
-
     def sorted_texts(self, indent: bytes) -> Iterator[bytes]:
         """Each ``"label": "reason"`` member as ``report.json`` lays it out (``indent``
-        first, orjson's escaping), sorted by label."""
+        first, orjson's escaping), sorted by label (code point order, as ``OPT_SORT_KEYS``)."""
         texts: dict[str, bytes] = {}  # the few distinct reasons, serialised once
 
         def member(pair: tuple[str, str]) -> bytes:

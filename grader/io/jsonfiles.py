@@ -43,7 +43,7 @@ def read_json(path: str | Path, what: str) -> Any:
 def repeated_key_error(field: str, path: str | None, line: int | None = None,
                        what: str | None = None) -> BadInputError:
     """The error for a JSON text that repeats the key at ``field`` (its JSON path,
-    :func:`duplicate_key`) inside one object: JSON readers keep the last value silently, so
+    :func:`_repeated_key`) inside one object: JSON readers keep the last value silently, so
     the text is ambiguous. ``line``: the JSONL line (the message then says "the line", else
     "the file"); ``what``: what the file is (``"manifest"``), named in the message."""
     return BadInputError(f"a key appears twice in one object{f' of the {what}' if what else ''}"
@@ -208,7 +208,7 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
            line: int | None = None) -> tuple[Any, str | None]:
     """``(value, repeated key)`` of JSON text ``raw`` that orjson decoded to ``decoded``: the
     value with exact integers (re-parsed by the standard library when orjson's output holds
-    ``e+``), and the first repeated key's path (:func:`duplicate_key`) or ``None``.
+    ``e+``), and the first repeated key's path (:func:`_repeated_key`) or ``None``.
 
     Raises:
         BadInputError: ``raw`` is nested deeper than :data:`MAX_DEPTH`.
@@ -223,18 +223,13 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
     return decoded, dup
 
 
-def duplicate_key(raw: bytes, decoded: Any) -> str | None:
+def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
     r"""The JSON path of the first key ``raw`` repeats inside one object
     (``tool_calls[1].arguments.assignee``), else ``None`` (RFC 8259 §4: names SHOULD be
-    unique). Fast path: no repeat when ``raw`` holds no more colons than ``decoded``
-    re-serialised (``\\u003a`` counted); else :func:`_repeated_path` scans.
+    unique); ``dumped``: ``orjson.dumps`` of ``raw`` decoded. Fast path: no repeat when
+    ``raw`` holds no more colons than ``dumped`` (``\\u003a`` counted); else
+    :func:`_repeated_path` scans.
     """
-    return _repeated_key(raw, orjson.dumps(decoded))
-
-
-def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
-    """:func:`duplicate_key`, given ``orjson.dumps`` of the decoded value: the JSON path of
-    the first key ``raw`` repeats (``tool_calls[1].arguments.assignee``), else ``None``."""
     colons = raw
     if b"\\u003" in raw:  # JSON escapes are \\u + four hex digits; a colon is 003a/003A
         colons = raw.replace(b"\\u003a", b":").replace(b"\\u003A", b":")

@@ -323,12 +323,6 @@ def json_objects(text: str) -> list[str]:
     return out
 
 
-def first_json_object(text: str) -> str | None:
-    """The first balanced ``{...}`` of ``text`` (see :func:`json_objects`), or ``None``."""
-    objs = json_objects(text)
-    return objs[0] if objs else None
-
-
 def _drop_trailing_commas(src: str) -> str:
     """Remove commas directly before ``}`` or ``]``, outside strings only."""
     mask = _string_mask(src)

@@ -201,15 +201,6 @@ def coerce_arguments(args: Mapping[str, Any],
     return {k: _coerce(v, props.get(k)) for k, v in args.items()}
 
 
-def schema_errors(args: Mapping[str, Any], input_schema: Mapping[str, Any]) -> list[str]:
-    """Messages of every jsonschema violation of ``args`` against ``input_schema`` (sorted)."""
-    import jsonschema  # base dependency; imported lazily to keep ``import evaltape.grader`` light
-
-    validator = jsonschema.Draft202012Validator(input_schema)
-    return sorted(f"{'/'.join(map(str, e.path)) or '$'}: {e.message}"
-                  for e in validator.iter_errors(dict(args)))
-
-
 def _dig(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
     for p in parts:
         if isinstance(value, Mapping) and p in value:
@@ -227,7 +218,7 @@ class Mismatch:
         kind: ``name``, ``name_case``, ``missing_arguments``, ``unexpected_arguments``,
             ``schema_type``, ``not_in_expected``, ``no_acceptable_value``, ``custom``, or one
             of :data:`VALUE_KINDS`.
-        message: the human text (what :func:`args_mismatch` and :func:`call_mismatch` return).
+        message: the human text (what :func:`call_mismatch` returns).
         path: the JSON path of the differing value (``$.time.start``), or ``None``.
         arguments: the top-level arguments concerned (missing, unexpected, or holding the path).
     """
@@ -247,26 +238,18 @@ def _value_mismatch(diff: tuple[str, str, str], argument: str) -> Mismatch:
     return Mismatch(kind, f"{path}: {text}", path, (argument,))
 
 
-def args_mismatch(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                  override: ArgsOverride | None = None,
-                  schema: Mapping[str, Any] | None = None) -> str | None:
-    """Why ``actual`` arguments do not match ``expected`` under ``mode``; ``None`` if they do.
+def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
+                    override: ArgsOverride | None = None,
+                    schema: Mapping[str, Any] | None = None) -> Mismatch | None:
+    """Why ``actual`` arguments do not match ``expected`` under ``mode`` (a
+    :class:`Mismatch`); ``None`` if they do.
 
     ``override`` replaces ``mode``: a mode, dotted key paths (each present on both sides and
     equal), or a predicate on ``(actual_args, expected.literal_args())``. ``exact`` refuses
     unexpected and missing keys, ``superset`` missing ones, ``subset`` unexpected ones; shared
     keys must equal an acceptable value. Per-parameter :class:`ArgOptions` apply; a schema
-    ``integer`` refuses a float (BFCL's ``type_checker``). In parts: :func:`args_difference`.
+    ``integer`` refuses a float (BFCL's ``type_checker``).
     """
-    diff = args_difference(actual, expected, mode, override, schema)
-    return None if diff is None else diff.message
-
-
-def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str = "exact",
-                    override: ArgsOverride | None = None,
-                    schema: Mapping[str, Any] | None = None) -> Mismatch | None:
-    """:func:`args_mismatch` as a :class:`Mismatch` (kind, JSON path, arguments, message),
-    or ``None`` when the arguments match."""
     if expected.acceptable is None:
         return None
     if callable(override) and not isinstance(override, str):
@@ -331,8 +314,8 @@ def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = 
     """Why one actual call does not match one expected call; ``None`` when it matches.
 
     Names compare exactly (a case-only difference is named). Arguments are coerced with the
-    tool's schema, then compared by :func:`args_mismatch` with the per-tool override, else the
-    call's own mode, else ``args_mode``. In parts: :func:`call_difference`.
+    tool's schema, then compared by :func:`args_difference` with the per-tool override, else
+    the call's own mode, else ``args_mode``. In parts: :func:`call_difference`.
     """
     diff = call_difference(actual, expected, args_mode=args_mode, overrides=overrides,
                            schemas=schemas)

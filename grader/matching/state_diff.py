@@ -1,5 +1,5 @@
 """Environment states compared as JSON documents: differences by JSON path, partial
-documents, canonical text.
+documents, values shown as short JSON text.
 
 A state is the JSON object a stateful tool environment holds (a small database). Two
 states compare as typed JSON, as call arguments do (docs/metrics.md, "Trajectory and call
@@ -66,12 +66,6 @@ def partial_mismatches(expected: Any, actual: Any, path: str = "$"
     return [] if same_value(expected, actual) else [(path, expected, actual)]
 
 
-def canonical(state: Any) -> str:
-    """The canonical JSON text of a state (sorted keys, no spaces), for hashing and
-    display."""
-    return orjson.dumps(state, option=orjson.OPT_SORT_KEYS).decode()
-
-
 def show(value: Any, limit: int = 60) -> str:
     """A value as short JSON text for ``message`` (``null`` for an absent one), cut at
     ``limit`` characters."""
@@ -95,7 +89,8 @@ def stateful_case(case: Any) -> bool:
 
 
 def _under(path: str, prefix: str) -> bool:
-    """``path`` is ``prefix`` or inside it (``$.a.b`` is under ``$.a``, ``$.ab`` is not)."""
+    """``path`` is ``prefix`` or inside it (``$.a.b`` is under ``$.a``, ``$.ab`` is not).
+    The rule :class:`PathIndex` answers fast; tests/test_state_scaling.py compares the two."""
     return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
 
 

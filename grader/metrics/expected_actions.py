@@ -49,14 +49,6 @@ class ExpectedActionsCalled(Metric):
                      evidence=match_evidence(m, ctx.trace.tool_calls))
 
 
-def per_action(result: Mapping[str, Any]) -> list[dict] | None:
-    """The per-action list of a τ² episode's ``expected_actions_called`` result (a
-    ``report.json`` metric object, or :class:`~evaltape.grader.results.MetricResult`'s
-    ``to_json()``): its ``evidence.per_action``, or ``None`` when it has none."""
-    evidence = result.get("evidence")
-    return evidence.get("per_action") if isinstance(evidence, Mapping) else None
-
-
 def actions_metric_for(cases) -> list[str]:
     """Metrics ``evaltape grade`` adds to the defaults: ``expected_actions_called``
     (``expected_actions``), ``bfcl_ast`` (``matching: bfcl``), ``state_match`` (an end state),

@@ -22,7 +22,7 @@ class TrajectoryMatch(ExpectedCallsMetric):
     call i (a parallel step in any order); ``unordered``: M = |A| = |E|; ``subset``: M = |A|;
     ``superset``: M = |E|; ``in_order``: E is a subsequence of A. Empty lists follow the set
     definitions; no expectation → null. ``args_mode`` defaults to ``superset``; ``overrides``
-    maps tool → mode / key paths / predicate (:func:`evaltape.grader.matching.calls.args_mismatch`).
+    maps tool → mode / key paths / predicate (:func:`evaltape.grader.matching.calls.args_difference`).
     ``evidence``: ``{"mode", "pairs", ...}`` with the first ``difference`` (``strict``,
     ``in_order``) or the unmatched calls (the other modes).
     """

@@ -16,16 +16,11 @@ from evaltape.grader.report.common import episode_label, gating, status, thresho
 from evaltape.grader.results import Report
 
 
-def render_junit(report: Report) -> str:
-    """Render a :class:`Report` as deterministic JUnit XML: one ``<testcase>`` per episode, a
-    failed one with ``<failure type=KIND>`` (outcome reason, or ``gate``) listing each
-    metric's score and threshold; with a baseline, a last ``baseline gate`` test case.
-    """
-    return "".join(iter_junit(report))
-
-
 def iter_junit(report: Report) -> Iterator[str]:
-    """:func:`render_junit` in pieces, one ``<testcase>`` at a time (flat memory).
+    """Render a :class:`Report` as deterministic JUnit XML, one ``<testcase>`` at a time (flat
+    memory): one per episode, a failed one with ``<failure type=KIND>`` (outcome reason, or
+    ``gate``) listing each metric's score and threshold; with a baseline, a last ``baseline
+    gate`` test case.
 
     The head (suites, suite, properties) and each test case are laid out by ElementTree
     (``ET.indent`` at their depth), so the pieces join to the text ElementTree writes for
@@ -90,7 +85,7 @@ def iter_junit(report: Report) -> Iterator[str]:
 
 
 def _gate_case(cmp, name: str) -> ET.Element:
-    """The ``baseline gate`` test case of a compared report (see :func:`render_junit`)."""
+    """The ``baseline gate`` test case of a compared report (see :func:`iter_junit`)."""
     from evaltape.grader.report.diff import gate_lines, gate_message
     tc = ET.Element("testcase", classname=f"evaltape.{name}", name="baseline gate")
     lines = "\n".join(gate_lines(cmp))

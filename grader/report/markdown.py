@@ -72,12 +72,6 @@ def _score_vs(m: Any, lower_is_better: bool) -> str:
     return f"{fmt(m.score)} (threshold {threshold_text(m.threshold, lower_is_better)})"
 
 
-def render_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] | None = None
-                    ) -> str:
-    """Render a :class:`Report` as Markdown (deterministic text, ends with a newline)."""
-    return "".join(iter_markdown(report, conversations))
-
-
 def conversation_md(trace: Any) -> list[str]:
     """A conversation turn by turn as Markdown list lines: each user message, the agent's
     text, its calls with arguments and results (errors marked) and the state changes each
@@ -112,8 +106,9 @@ def conversation_md(trace: Any) -> list[str]:
 
 def iter_markdown(report: Report, conversations: Mapping[tuple[str, int], Any] | None = None
                   ) -> Iterator[str]:
-    """:func:`render_markdown` in pieces: the episodes are read twice (table, then failing
-    details) one at a time, so a report on disk is rendered in flat memory.
+    """Render a :class:`Report` as Markdown (deterministic text, ends with a newline), in
+    pieces: the episodes are read twice (table, then failing details) one at a time, so a
+    report on disk is rendered in flat memory.
     ``conversations`` (``{(case_id, trial): Trace}`` of multi-turn episodes) adds a
     "Conversations" section: each one turn by turn (:func:`conversation_md`) with its
     metrics."""

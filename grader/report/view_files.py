@@ -167,32 +167,6 @@ def stale_chunks(folder: Path, page: str, written: set[str]) -> None:
         pass
 
 
-def read_page(path: str | Path) -> dict[str, Any]:
-    """The data of a written page read back: ``{"meta": {...}, "chunks": {name: value}}``
-    (inline chunks and the data folder's files). For tests and tools that check what a
-    page shows without a browser.
-
-    Raises:
-        ValueError: the file is not such a page.
-    """
-    import json
-    p = Path(path)
-    doc = p.read_text("utf-8")
-    found = re.search(r'<script type="application/json" id="evaltape-meta">(.*?)</script>',
-                      doc, re.S)
-    if not found:
-        raise ValueError(f"{p}: not a page written by evaltape view")
-    meta = json.loads(found.group(1))
-    chunks = {m.group(1): json.loads(m.group(2)) for m in re.finditer(
-        r'<script type="application/json" data-chunk="([^"]+)">(.*?)</script>', doc, re.S)}
-    if meta.get("data_dir"):
-        for f in sorted((p.parent / meta["data_dir"]).glob("*.js")):
-            raw = f.read_text("utf-8")
-            name, _, rest = raw.partition('",')
-            chunks[name[len('evaltapeChunk("'):]] = json.loads(rest.rstrip().rstrip(");"))
-    return {"meta": meta, "chunks": chunks}
-
-
 #: Host names the page server answers to (any port): a request naming another host (a
 #: site that rebinds its own name to 127.0.0.1, "DNS rebinding") gets 421 and nothing else.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")

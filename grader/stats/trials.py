@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from math import comb, sqrt
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import orjson
 
@@ -37,16 +37,6 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if not (0 <= c <= n and 1 <= k <= n):
         raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
     return comb(c, k) / comb(n, k)
-
-
-def case_counts(verdicts: Iterable[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
-    """``{case_id: (n trials, c passed)}`` from ``(case_id, passed)`` pairs, one per episode."""
-    counts: dict[str, list[int]] = {}
-    for case_id, passed in verdicts:
-        nc = counts.setdefault(case_id, [0, 0])
-        nc[0] += 1
-        nc[1] += bool(passed)
-    return {cid: (n, c) for cid, (n, c) in counts.items()}
 
 
 def k_curves(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
@@ -106,14 +96,9 @@ def wilson_ci(counts: Mapping[str, tuple[int, int]], *, level: float = 0.95) -> 
             "level": level, "n": n, "method": WILSON}
 
 
-def trial_summary(verdicts: Iterable[tuple[str, bool]]) -> dict[str, Any]:
-    """``pass_rate_ci95``, plus ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` with several trials.
-    """
-    return counts_summary(case_counts(verdicts))
-
-
 def counts_summary(counts: Mapping[str, tuple[int, int]]) -> dict[str, Any]:
-    """:func:`trial_summary` from ``{case_id: (n trials, c passed)}``."""
+    """``pass_rate_ci95``, plus ``pass_at_k``, ``pass_hat_k`` and ``k_cases`` with several
+    trials, from ``{case_id: (n trials, c passed)}`` in the cases' order."""
     out: dict[str, Any] = {"pass_rate_ci95": wilson_ci(counts)}
     if max((n for n, _ in counts.values()), default=0) > 1:
         out.update(k_curves(counts))

@@ -227,9 +227,12 @@ _LIVE: list[tuple[tuple, LiveSecrets]] = [((), None)]  # type: ignore[list-item]
 LONG_TEXT = 4096
 #: Most runs looked at one by one; a text with more (base64) gets whole-text passes.
 _MAX_RUNS = 256
+#: Every whitespace character lies below this code point (the last is U+3000, IDEOGRAPHIC
+#: SPACE): :data:`DROP_WS` is built from these alone (a test checks it against all of them).
+WS_LIMIT = 0x3001
 #: Every whitespace character (``str.isspace``, as ``str.split`` splits on), deleted by
 #: ``str.translate`` (C speed; ASCII text takes its fast path).
-DROP_WS = {c: None for c in range(0x110000) if chr(c).isspace()}
+DROP_WS = {c: None for c in range(WS_LIMIT) if chr(c).isspace()}
 _WS_RUN = re.compile(r"\s+")
 
 
