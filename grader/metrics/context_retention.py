@@ -115,7 +115,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 5
+    version: ClassVar[int] = 6
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -223,8 +223,11 @@ class ContextRetention(Metric):
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:
+                            # a value of the kind in the sentence (one the user gave, or
+                            # options the agent lists to choose from): not a re-ask
                             quoted[f.kind] = any(g.kind == f.kind and mentions(s, g)
-                                                 for g, _t in given)
+                                                 for g, _t in given) or any(
+                                g.kind == f.kind for g in facts_in(s))
                         if not quoted[f.kind]:
                             lapse(f, at, f"asked again for the {f.kind} {f.value!r}: "
                                   f"\"{s[:100]}\"", turn)
