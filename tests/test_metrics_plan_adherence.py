@@ -555,3 +555,50 @@ def test_a_cabin_written_with_a_narrow_space_is_read():
     s = score([U("Downgrade QW3RT7."), A("Shall I change QW3RT7 to Basic\u202fEconomy?"),
                U("Yes."), A("", down), R(down), A("Done.")])
     assert s.value == 1.0, s.message
+
+
+def test_a_guess_about_a_record_is_no_claim():
+    # "may have been transferred" guesses what became of the record: no claim, no statement
+    s = score([U("Find my record, id PT-1234."),
+               A("I could not find it. The record may have been transferred or archived.")])
+    assert (s.value, s.code) == (None, "no_statements")
+
+
+def test_an_offered_question_the_user_asks_for_is_accepted():
+    hand = call("h1", "transfer_to_human_agents", {"summary": "id"}, "Transfer successful")
+    ask = A("Is there anything else I can help with, or would you like me to transfer you to "
+            "a staff member?")
+    # the reply asks for the offered transfer: an accepted offer; the transfer follows → 1/1
+    s = score([U("Move my visit."), ask, U("This is annoying. Can you just transfer me to "
+                                           "someone?"), A("", hand), R(hand)])
+    assert s.value == 1.0 and s.evidence["statements"][0]["kind"] == "offer", s.message
+    # the same request, and the agent only talks: the accepted offer is never acted on → 0/1
+    s = score([U("Move my visit."), ask, U("Can you just transfer me to someone?"),
+               A("Please call the front desk."), U("Ok.")])
+    assert s.value == 0.0, s.message
+
+
+def test_help_followed_by_a_verb_names_that_action():
+    look = call("g1", "get_reservation_details", {"reservation_id": "PEP4E0"}, {"ok": True})
+    # "I can help check" offers a lookup; the user gives the ids (agrees); the lookup
+    # follows → 1/1 (with "help you with" the offer would name nothing)
+    s = score([U("My insurance is missing."),
+               A("I can help check your reservation. Please provide your reservation ID."),
+               U("It is PEP4E0."), A("", look), R(look), A("There is no insurance on it.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["action"] == "lookup", s.message
+
+
+def test_a_contingency_the_reply_meets_makes_the_offer_accepted():
+    user = call("u1", "get_user_details", {"user_id": "ana_ruiz_1010"}, {"ok": True})
+    ask = A("Please provide your user id and reservation id. If you don't know the "
+            "reservation id, I can help locate it with your user id.")
+    # the user does not have the code: the offered search is accepted, and made → 1/1
+    s = score([U("Cancel my trip."), ask,
+               U("My user id is ana_ruiz_1010. I don't have the reservation id handy."),
+               A("", user), R(user), A("Found it.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["kind"] == "offer", s.message
+    # the user gives the code: the contingency is not met, no offer → no statement
+    s = score([U("Cancel my trip."), ask,
+               U("My user id is ana_ruiz_1010 and the reservation is KQ7ZP2."),
+               A("Thanks, one moment.")])
+    assert (s.value, s.code) == (None, "no_statements"), s.message

@@ -246,11 +246,15 @@ OFFER_LEAD = 4
 
 def _offered(tail: str) -> list[str]:
     """The actions an offer names in its first :data:`OFFER_LEAD` words after "I can / would
-    you like me to"; "help / assist you with X" names only what is joined by "and".
+    you like me to"; "help / assist you with X" names only what is joined by "and", "help
+    (you) check" the verb after "help".
     """
     tail = re.sub(r"^\s*(?:you(?:'d| would| want| wish)?(?: like)? (?:for )?(?:me )?to\b|"
                   r"to\b)", " ", tail, flags=re.I)
     m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
+    verb = re.match(r"\s*help\s+(?:you\s+)?(?:to\s+)?", tail, re.I)
+    if verb and actions_in(tail[verb.end():], lead=1):
+        return actions_in(tail[verb.end():], lead=1)  # "help locate it": the verb after help
     if m:
         joined = re.search(r"\band\b", tail)
         return actions_in(tail[joined.end():], joined=True, lead=OFFER_LEAD) if joined else []
@@ -261,6 +265,33 @@ def _offered(tail: str) -> list[str]:
 ASKS = re.compile(r"\?|\bplease (?:provide|share|send|give|tell|confirm|reply|let me know|"
                   r"specify|choose|select)\b|\bi(?:'ll| will)? need\b|\b(?:could|can|would) "
                   r"you\b", re.I)
+
+
+#: A user sentence that asks the agent to act ("can you just transfer me", "please check").
+REQUESTS = re.compile(r"\b(?:can|could|would|will) you\b|\bplease\b|\bi(?:'d| would) like "
+                      r"(?:you )?to\b|\bi want (?:you )?to\b|\bgo ahead\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
+
+
+def _requested(reply: Event | None, acts: list[str]) -> bool:
+    """Whether the user's reply asks, in a sentence with no negation, for one of the offered
+    actions ``acts``: the user takes up the offer."""
+    if reply is None or not acts:
+        return False
+    return any(REQUESTS.search(x) and not _NEGATION.search(x) and set(actions_in(x)) & set(acts)
+               for x in sentences(reply.text.translate(TYPOGRAPHIC)))
+
+
+#: A contingency on what the user does not know or have ("if you don't know the id").
+_NOT_KNOWN = re.compile(r"\b(?:don't|do not|can't|cannot|not)\s+(?:\w+\s+){0,2}?(?:know|have|"
+                        r"remember|recall|find|sure)\b", re.I)
+
+
+def _met(head: str, reply: Event | None) -> bool:
+    """Whether the user's reply meets the contingency in ``head``: "if you don't know it"
+    answered by "I don't have it" (the offer behind it is then accepted)."""
+    return reply is not None and bool(_NOT_KNOWN.search(head)) and bool(
+        _NOT_KNOWN.search(reply.text.translate(TYPOGRAPHIC)))
 
 
 def _agrees(reply: Event | None, asked: str = "?") -> bool:
@@ -320,12 +351,19 @@ ITEM_LINE = re.compile(r"^[\s>*\-\u2022]*(?P<label>[A-Za-z][A-Za-z /]{1,30}?)[\s
 EMPTY_VALUE = re.compile(r"^\W*(?:no|none|n/a|0|not|nil|zero|-)\b", re.I)
 
 
+#: A modal right before "have been": a guess or a counterfactual, no claim ("the record may
+#: have been transferred", "it would have been refunded").
+MODAL = re.compile(r"\b(?:may|might|could|would|should|must)\s+$", re.I)
+
+
 def _claim_at(text: str, rx: re.Pattern = CLAIM) -> re.Match | None:
     """Where ``rx`` reads a claim in the sentence ``text``: not in a question, not after
-    "not", "if", "once" ... (:data:`NOT_A_CLAIM`), not followed by "not" / "never"."""
+    "not", "if", "once" ... (:data:`NOT_A_CLAIM`) or a modal (:data:`MODAL`), not followed
+    by "not" / "never"."""
     m = rx.search(text)
     if m and not text.rstrip().endswith("?") and not NOT_A_CLAIM.search(
-            text[:m.start()]) and not re.match(r"\s*(?:not|never)\b", text[m.end():]):
+            text[:m.start()]) and not MODAL.search(text[:m.start()]) and not re.match(
+            r"\s*(?:not|never)\b", text[m.end():]):
         return m
     return None
 
@@ -384,9 +422,15 @@ def statements(evs: list[Event]) -> list[Statement]:
             m = next((x for x in INTENTION.finditer(s_clean) if not (
                 x.group().lower().startswith("let") and LETS_ME.search(s_clean[:x.start()]))),
                 None)
-            offer = OFFER.search(s_clean)
-            if offer and RELATIVE.search(s_clean[:offer.start()]):
-                offer = None
+            offer = next((x for x in OFFER.finditer(s_clean)
+                          if not RELATIVE.search(s_clean[:x.start()])), None)
+            # taken up without a yes: "... or shall I transfer you?" - "Can you transfer me?";
+            # "if you don't know the id, I can look it up" - "I don't have it"
+            taken = bool(offer) and not agreed and (
+                (s_clean.rstrip().endswith("?") and _requested(
+                    reply, _offered(s_clean[offer.end():])))
+                or _met(s_clean[:offer.start()], reply))
+            took = agreed or taken
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
                     ).endswith("?"):
                 tail = s_clean[m.end():]
@@ -410,7 +454,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                 if given and (purpose or not CONDITION.search(s_clean[:need.start()])):
                     for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
-            elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
+            elif offer and not took and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
                 # on", with the transfer call), or by the agent's first calls after the
                 # user's reply: an intention carried out
@@ -418,9 +462,9 @@ def statements(evs: list[Event]) -> list[Statement]:
                 for a in _offered(s_clean[offer.end():])[:1]:
                     if any(carries_out(a, name) for name in own):
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
-            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and agreed:
+            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and took:
                 head = s_clean[:(offer or m).start()]
-                if CONTINGENCY.search(head):
+                if CONTINGENCY.search(head) and not taken and not _met(head, reply):
                     continue  # "if you don't know it, I can look it up": not an offer to act
                 tail = s_clean[(offer or m).end():]
                 acts = _offered(tail)
@@ -569,7 +613,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 5
+    version: ClassVar[int] = 6
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
