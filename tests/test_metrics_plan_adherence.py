@@ -602,3 +602,27 @@ def test_a_contingency_the_reply_meets_makes_the_offer_accepted():
                U("My user id is ana_ruiz_1010 and the reservation is KQ7ZP2."),
                A("Thanks, one moment.")])
     assert (s.value, s.code) == (None, "no_statements"), s.message
+
+
+def test_before_i_can_proceed_asks_for_what_is_missing():
+    move = call("u1", "update_reservation_passengers", {"reservation_id": "KQ7ZP2"},
+                {"ok": True})
+    # "Before I can proceed, I need ..." names no action: no offer; the later "Shall I
+    # update it?" accepted and carried out is the one statement → 1/1
+    s = score([U("Fix the passenger on KQ7ZP2."),
+               A("Bags can be added but not removed. Before I can proceed, I need the "
+                 "passenger's name and date of birth."), U("Omar Rossi, 1970-06-06."),
+               A("Shall I update the passenger?"), U("Yes."), A("", move), R(move),
+               A("Done.")])
+    assert s.value == 1.0 and len(s.evidence["statements"]) == 1, s.message
+
+
+def test_a_code_the_statement_rules_out_is_not_one_it_promises():
+    cancel = call("c1", "cancel_reservation", {"reservation_id": "59XX6W"}, {"ok": True})
+    # the offer names 59XX6W to cancel and XEHM4B only as what it cannot do: cancelling
+    # 59XX6W keeps it → 1/1
+    s = score([U("Cancel 59XX6W and XEHM4B."),
+               A("I can cancel 59XX6W, but I cannot cancel XEHM4B under the policy. Shall I "
+                 "go ahead?"), U("Yes."), A("", cancel), R(cancel), A("Cancelled 59XX6W.")])
+    assert all(x["outcome"] == "carried_out" for x in s.evidence["statements"]), s.message
+    assert s.value == 1.0, s.message

@@ -84,6 +84,9 @@ OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall
 #: "the only option I can offer", "anything else I can do").
 RELATIVE = re.compile(r"\b(?:what|whatever|all|anything|everything|something|nothing|else|"
                       r"only \w+|options?|ways?|things?)\s*$", re.I)
+#: Words right before "I can" that make it a precondition: "Before I can proceed, I need
+#: two things from you" points back to no action (it asks for what is missing).
+PRECONDITION = re.compile(r"\b(?:before|until|till|unless)\s+$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
@@ -472,7 +475,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                     # "Please confirm if everything is correct, and I'll proceed with the
                     # update": the intention after the offer names the action
                     acts = actions_in(s_clean[m.end():], joined=True)
-                if not acts and POINTS_BACK.match(tail):
+                if not acts and POINTS_BACK.match(tail) and not PRECONDITION.search(head):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
                 if acts and not offer:
                     # "Once I have it, I'll check ... and let you know": what is joined to
@@ -572,7 +575,7 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
         if last4 and known and not set(last4) & set(known):
             return f"paid with the card ending {known[0]}; the statement names {last4[0]}"
     several = re.search(r"\b(?:both|all|each|every|these|those|them)\b", low)
-    named = booking_codes(text)
+    named = booking_codes(re.sub(NEGATED, " ", text))  # not those it rules out
     held = held_codes(call)
     if codes and named and held and not named & held and not several:
         return f"acted on {', '.join(sorted(held))}; the statement names " \
@@ -613,7 +616,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 6
+    version: ClassVar[int] = 7
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -800,7 +803,7 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                         and matches(s, x.call)]
                 call, bad = _pick(s, rest, cards, codes=False)
                 s.call = _label(call)
-                named = booking_codes(s.text)
+                named = booking_codes(re.sub(NEGATED, " ", s.text))  # not those ruled out
                 # (only when the statement names codes: over every later call, it made a
                 # long conversation quadratic)
                 held = set().union(*(held_codes(c) for c in rest
