@@ -626,3 +626,17 @@ def test_a_code_the_statement_rules_out_is_not_one_it_promises():
                  "go ahead?"), U("Yes."), A("", cancel), R(cancel), A("Cancelled 59XX6W.")])
     assert all(x["outcome"] == "carried_out" for x in s.evidence["statements"]), s.message
     assert s.value == 1.0, s.message
+
+
+def test_an_intention_stated_again_is_judged_at_its_last_statement():
+    told = [U("My son hit his head."),
+            A("This needs care now. I'm going to transfer you to a clinician."),
+            U("Are you sure? He seems fine.")]
+    # stated again in the last reply, then the conversation ends: pending, both kept → 1/1
+    s = score(told + [A("Yes. I'm going to transfer you to a clinician now."),
+                      U("Okay, thank you.")])
+    assert s.value == 1.0, s.message
+    # stated again, then a later reply drops it without a word: both never acted on → 0/2
+    s = score(told + [A("Yes. I'm going to transfer you to a clinician now."),
+                      U("Okay."), A("Please go to the ER."), U("Bye.")])
+    assert s.value == 0.0, s.message

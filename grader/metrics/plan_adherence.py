@@ -616,7 +616,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 7
+    version: ClassVar[int] = 8
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -631,6 +631,7 @@ class PlanAdherence(Metric):
                 payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        _restated(found)
         if all(s.kind == "claim" and s.action == "lookup" and s.ok and not s.again
                for s in found):
             # reporting a look the agent did take states no intention to act
@@ -645,6 +646,19 @@ class PlanAdherence(Metric):
                                         for s in bad[:4]) + ("; ..." if len(bad) > 4 else "")
         return Score(kept / len(found), details,
                      evidence={"statements": [s.as_dict() for s in found]})
+
+
+def _restated(found: list[Statement]) -> None:
+    """An intention never acted on that the agent states again in a later message is judged
+    there: *pending* when the restatement is (the conversation ended before it)."""
+    for s in found:
+        if s.kind == "claim" or s.outcome != "no_call":
+            continue
+        again = next((t for t in found if t.kind != "claim" and t.action == s.action
+                      and t.position > s.position and t.turn != s.turn), None)
+        if again is not None and again.outcome == "pending":
+            s.outcome = "pending"
+            s.why = f"stated again (turn {again.turn}); the conversation ended before it"
 
 
 def _label(call) -> str:
