@@ -640,3 +640,23 @@ def test_an_intention_stated_again_is_judged_at_its_last_statement():
     s = score(told + [A("Yes. I'm going to transfer you to a clinician now."),
                       U("Okay."), A("Please go to the ER."), U("Bye.")])
     assert s.value == 0.0, s.message
+
+
+def test_an_accepted_offer_carries_the_payment_plan_of_its_message():
+    def change(pay):
+        return call("u1", "update_reservation_flights",
+                    {"reservation_id": "K1NW8N", "cabin": "business", "payment_id": pay},
+                    {"ok": True})
+    plan = A("After applying your certificate and gift card, $719 remains to charge to your "
+             "Mastercard. I can proceed with the cabin change if you want.")
+    # the plan names certificate, gift card and credit card; a call paying with the credit
+    # card alone contradicts the accepted offer → 0/1
+    s = score([U("Upgrade K1NW8N to business."), plan, U("Yes, go ahead."),
+               A("", change("credit_card_1")), R(change("credit_card_1")), A("Updated.")])
+    assert s.value == 0.0 and "the offer's message plans" in s.message, s.message
+    # a message naming payment methods only as a question plans nothing → 1/1
+    ask = A("Which would you like to use: your gift card or your Mastercard? I can proceed "
+            "with the cabin change if you want.")
+    s = score([U("Upgrade K1NW8N to business."), ask, U("Yes, go ahead."),
+               A("", change("credit_card_1")), R(change("credit_card_1")), A("Updated.")])
+    assert s.value == 1.0, s.message

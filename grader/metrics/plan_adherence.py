@@ -554,6 +554,21 @@ def _payment_sources(text: str) -> set[str]:
     return {src for src, rx in PAYMENT_SOURCES if rx.search(text)}
 
 
+#: Words that say how a payment will be split or charged ("after applying your
+#: certificates", "charge the rest to your Mastercard").
+PLAN_VERBS = re.compile(r"\b(?:appl(?:y|ying|ied)|charg(?:e|ed|ing))\b", re.I)
+
+
+def _planned_sources(message: str) -> set[str]:
+    """The payment sources the sentences of an offer's ``message`` plan to apply or charge
+    (not in a question, not ruled out): what the user accepts with the offer."""
+    out: set[str] = set()
+    for x in sentences(message):
+        if PLAN_VERBS.search(x) and not x.rstrip().endswith("?"):
+            out |= _payment_sources(re.sub(NEGATED, " ", x))
+    return out
+
+
 def contradiction(s: Statement, call, cards: dict[str, str], *,
                   codes: bool = True) -> str | None:
     """What in ``call``'s arguments contradicts the statement, or ``None``: a payment source,
@@ -565,11 +580,13 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
     low = text.lower()
     if "original" not in low:
         named = _payment_sources(re.sub(NEGATED, " ", text))
+        who = "the statement names"
+        if not named and s.kind == "offer":
+            named, who = _planned_sources(s.context), "the offer's message plans"
         pay = [v for _k, v in leaves if PAYMENT_ID.match(v)]
         used = {PAYMENT_ID.match(v).group(1) for v in pay}
         if named and used and named - used:
-            return (f"paid with {', '.join(pay)}; the statement names "
-                    f"{', '.join(sorted(named))}")
+            return f"paid with {', '.join(pay)}; {who} {', '.join(sorted(named))}"
         last4 = re.findall(r"ending (?:in |with )?(\d{4})", text)
         known = [cards[v] for v in pay if v in cards]
         if last4 and known and not set(last4) & set(known):
@@ -616,7 +633,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 8
+    version: ClassVar[int] = 9
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
