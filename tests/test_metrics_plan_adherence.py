@@ -660,3 +660,11 @@ def test_an_accepted_offer_carries_the_payment_plan_of_its_message():
     s = score([U("Upgrade K1NW8N to business."), ask, U("Yes, go ahead."),
                A("", change("credit_card_1")), R(change("credit_card_1")), A("Updated.")])
     assert s.value == 1.0, s.message
+
+
+def test_process_it_at_the_end_of_a_sentence_is_an_intention():
+    assert actions_in("Please reply yes and I will process it.") == ["process"]
+    # the user says yes; no call follows and the agent goes on: never acted on → 0/1
+    s = score([U("Downgrade my trip."), A("Please reply yes and I will process it."),
+               U("Yes."), A("Anything else?"), U("Bye.")])
+    assert s.value == 0.0, s.message

@@ -35,7 +35,7 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
     ("inform", r"let (?:you|them) know\b|inform(?:ing)? you\b|notify(?:ing)? you\b|get back to "
                r"you\b|advis(?:e|ing) you\b"),
     ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
-                r"to)\s+(?!process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
+                r"to)\b(?!\s+process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
                 r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
 )
 _ACTION_RX = [(name, re.compile(r"\b(?:" + rx + r")", re.I)) for name, rx in ACTION_WORDS]
@@ -633,7 +633,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 9
+    version: ClassVar[int] = 10
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
