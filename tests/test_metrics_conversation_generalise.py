@@ -212,3 +212,33 @@ def test_a_code_of_letters_only_the_user_wrote_is_the_users():
     # a code the user never wrote: another entity, 0.0
     s = retention([said, A("", cancel("QWERTZ")), R(cancel("QWERTZ")), A("Cancelled.")])
     assert s.value == 0.0 and "not the user's 'MFRB94'" in s.message, s.message
+
+
+def test_listing_codes_to_choose_from_is_no_re_ask():
+    look = call("g1", "get_reservation_details", {"reservation_id": "KQ7ZP2"}, {"ok": True})
+    told = [U("My user id is ana_ruiz_1010."),
+            A("I see the reservations KQ7ZP2, LM4RT8 and ZX9WQ1. Which one should I check?"),
+            U("Please check KQ7ZP2."), A("", look), R(look)]
+    # the request names the codes left to choose from: a choice, not KQ7ZP2 asked again → 1
+    s = retention(told + [A("It is not that one. Please give the next reservation ID to "
+                            "check: LM4RT8 or ZX9WQ1.")])
+    assert s.value == 1.0, s.message
+    # asking for the reservation id with no code named asks again for KQ7ZP2 → 0
+    s = retention(told + [A("Could you please provide your reservation ID?")])
+    assert s.value == 0.0 and "'KQ7ZP2'" in s.message, s.message
+
+
+def test_a_round_trip_return_searched_in_the_outbound_direction_is_a_lapse():
+    def search(o, d, day):
+        return call(f"s{o}{d}{day}", "search_direct_flight",
+                    {"origin": o, "destination": d, "date": f"2024-05-{day}"}, "[]")
+    ask = U("My user id is mia_kim_4397. I need a round trip from JFK to SEA, departing "
+            "May 20 and returning May 25.")
+    # the return date searched JFK to SEA again, never SEA to JFK: the user's trip is lost → 0
+    calls = [search("JFK", "SEA", "20"), search("JFK", "SEA", "25")]
+    s = retention([ask, A("", *calls), R(*calls), A("The cheapest is $117.")])
+    assert s.value == 0.0 and "return date 'May 25'" in s.message, s.message
+    # the return searched SEA to JFK: kept → 1
+    calls = [search("JFK", "SEA", "20"), search("SEA", "JFK", "25")]
+    s = retention([ask, A("", *calls), R(*calls), A("The cheapest is $117.")])
+    assert s.value == 1.0, s.message

@@ -555,3 +555,116 @@ def test_a_cabin_written_with_a_narrow_space_is_read():
     s = score([U("Downgrade QW3RT7."), A("Shall I change QW3RT7 to Basic\u202fEconomy?"),
                U("Yes."), A("", down), R(down), A("Done.")])
     assert s.value == 1.0, s.message
+
+
+def test_a_guess_about_a_record_is_no_claim():
+    # "may have been transferred" guesses what became of the record: no claim, no statement
+    s = score([U("Find my record, id PT-1234."),
+               A("I could not find it. The record may have been transferred or archived.")])
+    assert (s.value, s.code) == (None, "no_statements")
+
+
+def test_an_offered_question_the_user_asks_for_is_accepted():
+    hand = call("h1", "transfer_to_human_agents", {"summary": "id"}, "Transfer successful")
+    ask = A("Is there anything else I can help with, or would you like me to transfer you to "
+            "a staff member?")
+    # the reply asks for the offered transfer: an accepted offer; the transfer follows → 1/1
+    s = score([U("Move my visit."), ask, U("This is annoying. Can you just transfer me to "
+                                           "someone?"), A("", hand), R(hand)])
+    assert s.value == 1.0 and s.evidence["statements"][0]["kind"] == "offer", s.message
+    # the same request, and the agent only talks: the accepted offer is never acted on → 0/1
+    s = score([U("Move my visit."), ask, U("Can you just transfer me to someone?"),
+               A("Please call the front desk."), U("Ok.")])
+    assert s.value == 0.0, s.message
+
+
+def test_help_followed_by_a_verb_names_that_action():
+    look = call("g1", "get_reservation_details", {"reservation_id": "PEP4E0"}, {"ok": True})
+    # "I can help check" offers a lookup; the user gives the ids (agrees); the lookup
+    # follows → 1/1 (with "help you with" the offer would name nothing)
+    s = score([U("My insurance is missing."),
+               A("I can help check your reservation. Please provide your reservation ID."),
+               U("It is PEP4E0."), A("", look), R(look), A("There is no insurance on it.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["action"] == "lookup", s.message
+
+
+def test_a_contingency_the_reply_meets_makes_the_offer_accepted():
+    user = call("u1", "get_user_details", {"user_id": "ana_ruiz_1010"}, {"ok": True})
+    ask = A("Please provide your user id and reservation id. If you don't know the "
+            "reservation id, I can help locate it with your user id.")
+    # the user does not have the code: the offered search is accepted, and made → 1/1
+    s = score([U("Cancel my trip."), ask,
+               U("My user id is ana_ruiz_1010. I don't have the reservation id handy."),
+               A("", user), R(user), A("Found it.")])
+    assert s.value == 1.0 and s.evidence["statements"][0]["kind"] == "offer", s.message
+    # the user gives the code: the contingency is not met, no offer → no statement
+    s = score([U("Cancel my trip."), ask,
+               U("My user id is ana_ruiz_1010 and the reservation is KQ7ZP2."),
+               A("Thanks, one moment.")])
+    assert (s.value, s.code) == (None, "no_statements"), s.message
+
+
+def test_before_i_can_proceed_asks_for_what_is_missing():
+    move = call("u1", "update_reservation_passengers", {"reservation_id": "KQ7ZP2"},
+                {"ok": True})
+    # "Before I can proceed, I need ..." names no action: no offer; the later "Shall I
+    # update it?" accepted and carried out is the one statement → 1/1
+    s = score([U("Fix the passenger on KQ7ZP2."),
+               A("Bags can be added but not removed. Before I can proceed, I need the "
+                 "passenger's name and date of birth."), U("Omar Rossi, 1970-06-06."),
+               A("Shall I update the passenger?"), U("Yes."), A("", move), R(move),
+               A("Done.")])
+    assert s.value == 1.0 and len(s.evidence["statements"]) == 1, s.message
+
+
+def test_a_code_the_statement_rules_out_is_not_one_it_promises():
+    cancel = call("c1", "cancel_reservation", {"reservation_id": "59XX6W"}, {"ok": True})
+    # the offer names 59XX6W to cancel and XEHM4B only as what it cannot do: cancelling
+    # 59XX6W keeps it → 1/1
+    s = score([U("Cancel 59XX6W and XEHM4B."),
+               A("I can cancel 59XX6W, but I cannot cancel XEHM4B under the policy. Shall I "
+                 "go ahead?"), U("Yes."), A("", cancel), R(cancel), A("Cancelled 59XX6W.")])
+    assert all(x["outcome"] == "carried_out" for x in s.evidence["statements"]), s.message
+    assert s.value == 1.0, s.message
+
+
+def test_an_intention_stated_again_is_judged_at_its_last_statement():
+    told = [U("My son hit his head."),
+            A("This needs care now. I'm going to transfer you to a clinician."),
+            U("Are you sure? He seems fine.")]
+    # stated again in the last reply, then the conversation ends: pending, both kept → 1/1
+    s = score(told + [A("Yes. I'm going to transfer you to a clinician now."),
+                      U("Okay, thank you.")])
+    assert s.value == 1.0, s.message
+    # stated again, then a later reply drops it without a word: both never acted on → 0/2
+    s = score(told + [A("Yes. I'm going to transfer you to a clinician now."),
+                      U("Okay."), A("Please go to the ER."), U("Bye.")])
+    assert s.value == 0.0, s.message
+
+
+def test_an_accepted_offer_carries_the_payment_plan_of_its_message():
+    def change(pay):
+        return call("u1", "update_reservation_flights",
+                    {"reservation_id": "K1NW8N", "cabin": "business", "payment_id": pay},
+                    {"ok": True})
+    plan = A("After applying your certificate and gift card, $719 remains to charge to your "
+             "Mastercard. I can proceed with the cabin change if you want.")
+    # the plan names certificate, gift card and credit card; a call paying with the credit
+    # card alone contradicts the accepted offer → 0/1
+    s = score([U("Upgrade K1NW8N to business."), plan, U("Yes, go ahead."),
+               A("", change("credit_card_1")), R(change("credit_card_1")), A("Updated.")])
+    assert s.value == 0.0 and "the offer's message plans" in s.message, s.message
+    # a message naming payment methods only as a question plans nothing → 1/1
+    ask = A("Which would you like to use: your gift card or your Mastercard? I can proceed "
+            "with the cabin change if you want.")
+    s = score([U("Upgrade K1NW8N to business."), ask, U("Yes, go ahead."),
+               A("", change("credit_card_1")), R(change("credit_card_1")), A("Updated.")])
+    assert s.value == 1.0, s.message
+
+
+def test_process_it_at_the_end_of_a_sentence_is_an_intention():
+    assert actions_in("Please reply yes and I will process it.") == ["process"]
+    # the user says yes; no call follows and the agent goes on: never acted on → 0/1
+    s = score([U("Downgrade my trip."), A("Please reply yes and I will process it."),
+               U("Yes."), A("Anything else?"), U("Bye.")])
+    assert s.value == 0.0, s.message

@@ -109,13 +109,14 @@ class ContextRetention(Metric):
     phones, dates, amounts, names, card digits, symptoms, and choices (a payment source,
     a refused offer). Lapses after a fact was given: asking for it again, using a value the
     user corrected or a payment source not chosen, acting on another user's id or another
-    booking, offering again what was refused. After DeepEval's knowledge retention, made
+    booking, offering again what was refused, going the outbound way on a round
+    trip's return date. After DeepEval's knowledge retention, made
     deterministic; rules: docs/metrics.md, "context_retention". Null ``no_facts``.
     ``message`` names each lapse; ``evidence`` lists facts and lapses with their turns.
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 5
+    version: ClassVar[int] = 7
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -143,9 +144,15 @@ class ContextRetention(Metric):
             return turns[id(fact)]
 
         evs = events(ctx.trace)
+        returns: dict[str, tuple[Fact, int]] = {}  # MM-DD of a round trip's return → fact
+        routes: list[tuple[tuple[str, str, str], int]] = []  # (origin, destination, MM-DD)
         for k, ev in enumerate(evs):
             turn = _turn(ev, k)
             if ev.kind == "user":
+                for d in return_dates(ev.text):
+                    f = next(g for g in facts_in(ev.text) if g.kind == "date"
+                             and g.norm[-5:] == d)
+                    returns.setdefault(d, (f, turn))
                 # every code the user writes is one the user named, a code of letters
                 # only ("PUNERT", read as a booking only after a booking word) too
                 created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
@@ -192,6 +199,9 @@ class ContextRetention(Metric):
                 continue
             judged = True
             if ev.kind == "call":
+                r = route(dict(ev.call.arguments))
+                if r is not None:
+                    routes.append((r, turn))
                 self._call(ev, turn, given, stale, refused, paying, cards, lapse, turn_of,
                            created)
                 call = ev.call
@@ -223,11 +233,15 @@ class ContextRetention(Metric):
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:
+                            # a value of the kind in the sentence (one the user gave, or
+                            # options the agent lists to choose from): not a re-ask
                             quoted[f.kind] = any(g.kind == f.kind and mentions(s, g)
-                                                 for g, _t in given)
+                                                 for g, _t in given) or any(
+                                g.kind == f.kind for g in facts_in(s))
                         if not quoted[f.kind]:
                             lapse(f, at, f"asked again for the {f.kind} {f.value!r}: "
                                   f"\"{s[:100]}\"", turn)
+        _wrong_way(returns, routes, lapse)
         facts = [{"kind": f.kind, "value": f.value, "turn": t} for f, t in given]
         if not any(f.kind != "amount" for f, _t in given):
             given = []  # an amount alone: nothing the agent is checked on
@@ -292,6 +306,54 @@ class ContextRetention(Metric):
                     lapse(last4[-1], turn_of(last4[-1]), f"called {call.name} paying with "
                           f"{value!r} (ending {cards[value]}); the user gave the card "
                           f"ending {last4[-1].norm}", turn)
+
+
+#: A round trip the user asks for, and the word that introduces its return date.
+ROUND_TRIP = re.compile(r"\bround[- ]?trip\b", re.I)
+RETURN_WORD = re.compile(r"\b(?:return(?:ing)?|back|coming back)\W+(?:\w+\W+){0,2}$", re.I)
+
+
+def return_dates(text: str) -> set[str]:
+    """The ``MM-DD`` of the dates a user message asking for a round trip gives as its
+    return ("departing May 20 and returning May 25")."""
+    if not ROUND_TRIP.search(text):
+        return set()
+    out = set()
+    for f in facts_in(text):
+        at = text.find(f.value)
+        if f.kind == "date" and at >= 0 and RETURN_WORD.search(text[max(0, at - 30):at]):
+            out.add(f.norm[-5:])
+    return out
+
+
+def route(arguments: dict) -> tuple[str, str, str] | None:
+    """``(origin, destination, MM-DD)`` of a call's arguments that name a route and a date,
+    else ``None``."""
+    got: dict[str, str] = {}
+    for key, value in argument_strings(arguments):
+        k = key.lower()
+        for part in ("origin", "destination", "date"):
+            if part in k and part not in got:
+                got[part] = value.lower()
+    if len(got) < 3 or not re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", got["date"]):
+        return None
+    return got["origin"], got["destination"], got["date"][5:10]
+
+
+def _wrong_way(returns: dict[str, tuple[Fact, int]],
+               routes: list[tuple[tuple[str, str, str], int]], lapse) -> None:
+    """A lapse for a round trip's return searched or booked in the outbound direction: a call
+    on the return date repeats the origin and destination of a call on another date, and no
+    call on a return date goes the other way."""
+    back = {(o, d) for (o, d, day), _t in routes if day in returns}
+    out = {(o, d) for (o, d, day), _t in routes if day not in returns}
+    for (o, d, day), turn in routes:
+        if day in returns and (o, d) in out and (d, o) not in back:
+            f, at = returns[day]
+            lapse(f, at, f"went {o.upper()} to {d.upper()} on the return date "
+                  f"{f.value!r} of the round trip the user asked for, the outbound "
+                  "direction", turn)
+            return
 
 
 def _in_failed_call(fact: Fact, arguments: str) -> bool:

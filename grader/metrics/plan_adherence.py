@@ -35,7 +35,7 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
     ("inform", r"let (?:you|them) know\b|inform(?:ing)? you\b|notify(?:ing)? you\b|get back to "
                r"you\b|advis(?:e|ing) you\b"),
     ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
-                r"to)\s+(?!process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
+                r"to)\b(?!\s+process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
                 r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
 )
 _ACTION_RX = [(name, re.compile(r"\b(?:" + rx + r")", re.I)) for name, rx in ACTION_WORDS]
@@ -84,6 +84,9 @@ OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall
 #: "the only option I can offer", "anything else I can do").
 RELATIVE = re.compile(r"\b(?:what|whatever|all|anything|everything|something|nothing|else|"
                       r"only \w+|options?|ways?|things?)\s*$", re.I)
+#: Words right before "I can" that make it a precondition: "Before I can proceed, I need
+#: two things from you" points back to no action (it asks for what is missing).
+PRECONDITION = re.compile(r"\b(?:before|until|till|unless)\s+$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
@@ -246,11 +249,15 @@ OFFER_LEAD = 4
 
 def _offered(tail: str) -> list[str]:
     """The actions an offer names in its first :data:`OFFER_LEAD` words after "I can / would
-    you like me to"; "help / assist you with X" names only what is joined by "and".
+    you like me to"; "help / assist you with X" names only what is joined by "and", "help
+    (you) check" the verb after "help".
     """
     tail = re.sub(r"^\s*(?:you(?:'d| would| want| wish)?(?: like)? (?:for )?(?:me )?to\b|"
                   r"to\b)", " ", tail, flags=re.I)
     m = re.match(r"\s*(?:help|assist)\b", tail, re.I)
+    verb = re.match(r"\s*help\s+(?:you\s+)?(?:to\s+)?", tail, re.I)
+    if verb and actions_in(tail[verb.end():], lead=1):
+        return actions_in(tail[verb.end():], lead=1)  # "help locate it": the verb after help
     if m:
         joined = re.search(r"\band\b", tail)
         return actions_in(tail[joined.end():], joined=True, lead=OFFER_LEAD) if joined else []
@@ -261,6 +268,33 @@ def _offered(tail: str) -> list[str]:
 ASKS = re.compile(r"\?|\bplease (?:provide|share|send|give|tell|confirm|reply|let me know|"
                   r"specify|choose|select)\b|\bi(?:'ll| will)? need\b|\b(?:could|can|would) "
                   r"you\b", re.I)
+
+
+#: A user sentence that asks the agent to act ("can you just transfer me", "please check").
+REQUESTS = re.compile(r"\b(?:can|could|would|will) you\b|\bplease\b|\bi(?:'d| would) like "
+                      r"(?:you )?to\b|\bi want (?:you )?to\b|\bgo ahead\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
+
+
+def _requested(reply: Event | None, acts: list[str]) -> bool:
+    """Whether the user's reply asks, in a sentence with no negation, for one of the offered
+    actions ``acts``: the user takes up the offer."""
+    if reply is None or not acts:
+        return False
+    return any(REQUESTS.search(x) and not _NEGATION.search(x) and set(actions_in(x)) & set(acts)
+               for x in sentences(reply.text.translate(TYPOGRAPHIC)))
+
+
+#: A contingency on what the user does not know or have ("if you don't know the id").
+_NOT_KNOWN = re.compile(r"\b(?:don't|do not|can't|cannot|not)\s+(?:\w+\s+){0,2}?(?:know|have|"
+                        r"remember|recall|find|sure)\b", re.I)
+
+
+def _met(head: str, reply: Event | None) -> bool:
+    """Whether the user's reply meets the contingency in ``head``: "if you don't know it"
+    answered by "I don't have it" (the offer behind it is then accepted)."""
+    return reply is not None and bool(_NOT_KNOWN.search(head)) and bool(
+        _NOT_KNOWN.search(reply.text.translate(TYPOGRAPHIC)))
 
 
 def _agrees(reply: Event | None, asked: str = "?") -> bool:
@@ -320,12 +354,19 @@ ITEM_LINE = re.compile(r"^[\s>*\-\u2022]*(?P<label>[A-Za-z][A-Za-z /]{1,30}?)[\s
 EMPTY_VALUE = re.compile(r"^\W*(?:no|none|n/a|0|not|nil|zero|-)\b", re.I)
 
 
+#: A modal right before "have been": a guess or a counterfactual, no claim ("the record may
+#: have been transferred", "it would have been refunded").
+MODAL = re.compile(r"\b(?:may|might|could|would|should|must)\s+$", re.I)
+
+
 def _claim_at(text: str, rx: re.Pattern = CLAIM) -> re.Match | None:
     """Where ``rx`` reads a claim in the sentence ``text``: not in a question, not after
-    "not", "if", "once" ... (:data:`NOT_A_CLAIM`), not followed by "not" / "never"."""
+    "not", "if", "once" ... (:data:`NOT_A_CLAIM`) or a modal (:data:`MODAL`), not followed
+    by "not" / "never"."""
     m = rx.search(text)
     if m and not text.rstrip().endswith("?") and not NOT_A_CLAIM.search(
-            text[:m.start()]) and not re.match(r"\s*(?:not|never)\b", text[m.end():]):
+            text[:m.start()]) and not MODAL.search(text[:m.start()]) and not re.match(
+            r"\s*(?:not|never)\b", text[m.end():]):
         return m
     return None
 
@@ -384,9 +425,15 @@ def statements(evs: list[Event]) -> list[Statement]:
             m = next((x for x in INTENTION.finditer(s_clean) if not (
                 x.group().lower().startswith("let") and LETS_ME.search(s_clean[:x.start()]))),
                 None)
-            offer = OFFER.search(s_clean)
-            if offer and RELATIVE.search(s_clean[:offer.start()]):
-                offer = None
+            offer = next((x for x in OFFER.finditer(s_clean)
+                          if not RELATIVE.search(s_clean[:x.start()])), None)
+            # taken up without a yes: "... or shall I transfer you?" - "Can you transfer me?";
+            # "if you don't know the id, I can look it up" - "I don't have it"
+            taken = bool(offer) and not agreed and (
+                (s_clean.rstrip().endswith("?") and _requested(
+                    reply, _offered(s_clean[offer.end():])))
+                or _met(s_clean[:offer.start()], reply))
+            took = agreed or taken
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
                     ).endswith("?"):
                 tail = s_clean[m.end():]
@@ -410,7 +457,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                 if given and (purpose or not CONDITION.search(s_clean[:need.start()])):
                     for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
-            elif offer and not agreed and not CONTINGENCY.search(s_clean[:offer.start()]):
+            elif offer and not took and not CONTINGENCY.search(s_clean[:offer.start()]):
                 # an offer acted on in its own message ("I can transfer you ... Please hold
                 # on", with the transfer call), or by the agent's first calls after the
                 # user's reply: an intention carried out
@@ -418,9 +465,9 @@ def statements(evs: list[Event]) -> list[Statement]:
                 for a in _offered(s_clean[offer.end():])[:1]:
                     if any(carries_out(a, name) for name in own):
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
-            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and agreed:
+            elif (offer or (m and CONDITION.search(s_clean[:m.start()]))) and took:
                 head = s_clean[:(offer or m).start()]
-                if CONTINGENCY.search(head):
+                if CONTINGENCY.search(head) and not taken and not _met(head, reply):
                     continue  # "if you don't know it, I can look it up": not an offer to act
                 tail = s_clean[(offer or m).end():]
                 acts = _offered(tail)
@@ -428,7 +475,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                     # "Please confirm if everything is correct, and I'll proceed with the
                     # update": the intention after the offer names the action
                     acts = actions_in(s_clean[m.end():], joined=True)
-                if not acts and POINTS_BACK.match(tail):
+                if not acts and POINTS_BACK.match(tail) and not PRECONDITION.search(head):
                     acts = actions_in(before)  # "... a transfer. Would you like me to do that?"
                 if acts and not offer:
                     # "Once I have it, I'll check ... and let you know": what is joined to
@@ -507,6 +554,21 @@ def _payment_sources(text: str) -> set[str]:
     return {src for src, rx in PAYMENT_SOURCES if rx.search(text)}
 
 
+#: Words that say how a payment will be split or charged ("after applying your
+#: certificates", "charge the rest to your Mastercard").
+PLAN_VERBS = re.compile(r"\b(?:appl(?:y|ying|ied)|charg(?:e|ed|ing))\b", re.I)
+
+
+def _planned_sources(message: str) -> set[str]:
+    """The payment sources the sentences of an offer's ``message`` plan to apply or charge
+    (not in a question, not ruled out): what the user accepts with the offer."""
+    out: set[str] = set()
+    for x in sentences(message):
+        if PLAN_VERBS.search(x) and not x.rstrip().endswith("?"):
+            out |= _payment_sources(re.sub(NEGATED, " ", x))
+    return out
+
+
 def contradiction(s: Statement, call, cards: dict[str, str], *,
                   codes: bool = True) -> str | None:
     """What in ``call``'s arguments contradicts the statement, or ``None``: a payment source,
@@ -518,17 +580,19 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
     low = text.lower()
     if "original" not in low:
         named = _payment_sources(re.sub(NEGATED, " ", text))
+        who = "the statement names"
+        if not named and s.kind == "offer":
+            named, who = _planned_sources(s.context), "the offer's message plans"
         pay = [v for _k, v in leaves if PAYMENT_ID.match(v)]
         used = {PAYMENT_ID.match(v).group(1) for v in pay}
         if named and used and named - used:
-            return (f"paid with {', '.join(pay)}; the statement names "
-                    f"{', '.join(sorted(named))}")
+            return f"paid with {', '.join(pay)}; {who} {', '.join(sorted(named))}"
         last4 = re.findall(r"ending (?:in |with )?(\d{4})", text)
         known = [cards[v] for v in pay if v in cards]
         if last4 and known and not set(last4) & set(known):
             return f"paid with the card ending {known[0]}; the statement names {last4[0]}"
     several = re.search(r"\b(?:both|all|each|every|these|those|them)\b", low)
-    named = booking_codes(text)
+    named = booking_codes(re.sub(NEGATED, " ", text))  # not those it rules out
     held = held_codes(call)
     if codes and named and held and not named & held and not several:
         return f"acted on {', '.join(sorted(held))}; the statement names " \
@@ -569,7 +633,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 5
+    version: ClassVar[int] = 10
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -584,6 +648,7 @@ class PlanAdherence(Metric):
                 payment_cards(ev.call.result, cards)
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
+        _restated(found)
         if all(s.kind == "claim" and s.action == "lookup" and s.ok and not s.again
                for s in found):
             # reporting a look the agent did take states no intention to act
@@ -598,6 +663,19 @@ class PlanAdherence(Metric):
                                         for s in bad[:4]) + ("; ..." if len(bad) > 4 else "")
         return Score(kept / len(found), details,
                      evidence={"statements": [s.as_dict() for s in found]})
+
+
+def _restated(found: list[Statement]) -> None:
+    """An intention never acted on that the agent states again in a later message is judged
+    there: *pending* when the restatement is (the conversation ended before it)."""
+    for s in found:
+        if s.kind == "claim" or s.outcome != "no_call":
+            continue
+        again = next((t for t in found if t.kind != "claim" and t.action == s.action
+                      and t.position > s.position and t.turn != s.turn), None)
+        if again is not None and again.outcome == "pending":
+            s.outcome = "pending"
+            s.why = f"stated again (turn {again.turn}); the conversation ended before it"
 
 
 def _label(call) -> str:
@@ -756,7 +834,7 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                         and matches(s, x.call)]
                 call, bad = _pick(s, rest, cards, codes=False)
                 s.call = _label(call)
-                named = booking_codes(s.text)
+                named = booking_codes(re.sub(NEGATED, " ", s.text))  # not those ruled out
                 # (only when the statement names codes: over every later call, it made a
                 # long conversation quadratic)
                 held = set().union(*(held_codes(c) for c in rest
