@@ -247,9 +247,9 @@ def _sha(value: Any) -> str:
 def wire_fingerprint(cassettes: Iterable[Path],
                      previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256",
-    "tools_sha256", "models", "parameters", "parameter_sets"}``, lists sorted and unique (``"none"`` for an
-    absent prompt or tool list); ``parameters`` are body keys other than :data:`NOT_PARAMETERS`,
-    at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets`` counts all). Requests without
+    "tools_sha256", "models", "parameters", "parameter_sets"}``, lists sorted and unique
+    (``"none"`` for an absent prompt or tool list); ``parameters`` are body keys other than
+    :data:`NOT_PARAMETERS`, at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets`` counts all). Requests without
     ``messages``, non-JSON bodies and unreadable files are skipped. ``previous``: an earlier
     wire fingerprint of the run whose values are merged in (a resumed recording).
     """

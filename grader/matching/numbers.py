@@ -255,8 +255,8 @@ def parse_word(m: re.Match, text: str) -> Num:
 
 def matches(claim: Num, value: Decimal) -> bool:
     """Whether a source ``value`` states ``claim`` (units checked by the caller): equal, or
-    rounds to the claim's precision (any precision when hedged, only decimals when not). A value or claim
-    :func:`beyond` the precision matches only an equal one.
+    rounds to the claim's precision (any precision when hedged, only decimals when not). A
+    value or claim :func:`beyond` the precision matches only an equal one.
     """
     if value == claim.value:
         return True

@@ -54,8 +54,8 @@ class RefreshLedger:
         self._last_rewrite = 0.0
 
     def supersede(self, key: tuple[str, int], old_line: bytes, details: dict) -> None:
-        """Move episode ``key``'s previous recording to ``superseded/<n>/`` (cassette, trace line, and
-        ``details`` in ``refreshed.jsonl``), each fsynced; a second time only ``details`` are added.
+        """Move episode ``key``'s previous recording to ``superseded/<n>/`` (cassette, trace
+        line, ``details`` in ``refreshed.jsonl``), each fsynced; later only ``details`` are added.
 
         Raises:
             OSError: a write failed.
@@ -75,7 +75,7 @@ class RefreshLedger:
         self.superseded.add(key)
 
     def replace(self, key: tuple[str, int], trace: dict) -> None:
-        """Put episode ``key``'s refreshed trace in place of its old line (written by :meth:`flush`).
+        """Put episode ``key``'s refreshed trace in place of its old line (by :meth:`flush`).
 
         Raises:
             SecretLeakError: the trace holds a key-shaped string.
