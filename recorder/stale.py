@@ -249,8 +249,9 @@ def wire_fingerprint(cassettes: Iterable[Path],
     """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256",
     "tools_sha256", "models", "parameters", "parameter_sets"}``, lists sorted and unique
     (``"none"`` for an absent prompt or tool list); ``parameters`` are body keys other than
-    :data:`NOT_PARAMETERS`, at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets`` counts all). Requests without
-    ``messages``, non-JSON bodies and unreadable files are skipped. ``previous``: an earlier
+    :data:`NOT_PARAMETERS`, at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
+    counts all). Requests without ``messages``, non-JSON bodies and unreadable files are
+    skipped. ``previous``: an earlier
     wire fingerprint of the run whose values are merged in (a resumed recording).
     """
     prev = previous if isinstance(previous, Mapping) else {}
