@@ -251,8 +251,7 @@ def wire_fingerprint(cassettes: Iterable[Path],
     (``"none"`` for an absent prompt or tool list); ``parameters`` are body keys other than
     :data:`NOT_PARAMETERS`, at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
     counts all). Requests without ``messages``, non-JSON bodies and unreadable files are
-    skipped. ``previous``: an earlier
-    wire fingerprint of the run whose values are merged in (a resumed recording).
+    skipped. ``previous``: an earlier wire fingerprint of the run, merged in (a resume).
     """
     prev = previous if isinstance(previous, Mapping) else {}
 
