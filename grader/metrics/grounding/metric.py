@@ -89,9 +89,9 @@ class Grounding(Metric):
         return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
-        """Every claim with its verdict, or the null :class:`~evaltape.grader.model.Score`.
-        With two or more agent replies each is checked against the sources before it (:func:`turns`), ``turn``
-        its index; else the final answer, ``turn`` ``None``.
+        """Every claim with its verdict, or the null :class:`~evaltape.grader.model.Score`. With two
+        or more agent replies each is checked against the sources before it (:func:`turns`),
+        ``turn`` its index; else the final answer, ``turn`` ``None``.
         """
         trace = ctx.trace
         if trace.final_response is None:

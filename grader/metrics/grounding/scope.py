@@ -140,8 +140,8 @@ class AnswerSources:
     # -- scope -----------------------------------------------------------------------------
     def _subjects(self) -> None:
         """Entities that tell sources apart, and where the answer names them: call level, an
-        argument value that differs between calls of one tool; item level, a string found in exactly one
-        item of a listed result.
+        argument value that differs between calls of one tool; item level, a string found in exactly
+        one item of a listed result.
         """
         by_tool: dict[str, list[int]] = {}
         for i, (c, _f) in enumerate(self.calls):
