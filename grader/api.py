@@ -34,17 +34,11 @@ def default_metric_names(cases: Sequence[Any]) -> list[str]:
 def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
                     config: str | Path | Mapping[str, Any] | None = None, *,
                     dataset_path: str | Path | None = None) -> list[Any]:
-    """Metric objects from names (built-in, a configured or dataset judge, ``module:Class``)
-    and/or metric objects; ``None`` → :func:`default_metric_names`.
-
-    Args:
-        cases: the dataset (for the default set and the judges its cases define).
-        config: a TOML path (``[tool.evaltape]`` or plain evaltape TOML) or a loaded table.
-        dataset_path: the dataset file, named in errors about its judges.
+    """Metric objects from names (built-in, configured or dataset judge, ``module:Class``) and/or
+    objects; ``None`` → :func:`default_metric_names`. ``config``: a TOML path or loaded table.
 
     Raises:
-        UsageError: an empty selection, a repeated name, an unknown or broken metric, two
-            metrics with one name, or a bad configuration value.
+        UsageError: an empty selection, a repeated name, an unknown or broken metric.
         BadInputError: a bad configuration, or a judge named like a built-in metric.
     """
     table, path = load_config_table(config)
@@ -74,11 +68,8 @@ def load_config_table(config: str | Path | Mapping[str, Any] | None
 
 
 def find_config(folder: str | Path = ".") -> Path | None:
-    """The configuration :func:`grade` and ``evaltape grade`` (and ``judge``, ``view``) use
-    when none is given: ``evaltape.toml`` in ``folder`` (the working directory), else its
-    ``pyproject.toml`` when that has a ``[tool.evaltape]`` table, else ``None``
-    (:func:`evaltape.grader.io.config.discover_config`). One rule for the command line and
-    the API, so both grade a folder holding ``evaltape.toml`` with it.
+    """The configuration used when none is given: ``evaltape.toml`` in ``folder``, else a
+    ``pyproject.toml`` with ``[tool.evaltape]``, else ``None`` (:func:`discover_config`).
     """
     from evaltape.grader.io.config import discover_config
     return discover_config(folder)

@@ -116,10 +116,9 @@ def refuse_conversations(cases: Sequence[Case], dataset: str) -> None:
 
 
 def episode_uuid(case_id: str, trial: int) -> str:
-    """A UUID fixed by (case, trial): uuid5 (RFC 4122 §4.3, SHA-1 name-based) of
-    ``evaltape:<case_id>:<trial>`` in the URL namespace. Clients that put a random session
-    id into each request (Claude Code's ``metadata.user_id``) replay only if it is the same
-    at recording and replay, e.g. ``claude --session-id {episode_uuid}``."""
+    """A UUID fixed by (case, trial): uuid5 of ``evaltape:<case_id>:<trial>`` (URL namespace),
+    for clients needing a stable session id.
+    """
     import uuid
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evaltape:{case_id}:{trial}"))
 
@@ -210,10 +209,9 @@ def _communicate_until(p: subprocess.Popen, deadline: float) -> tuple[bytes, byt
 
 
 def redact_output(data: bytes | str | None) -> str:
-    """A program's stdout or stderr as text (UTF-8, undecodable bytes replaced), redacted
-    line by line before it is shown or stored: live keys, every piece of 12 or more
-    characters of one (a key printed in two halves) and key-shaped strings
-    (:func:`.wire.scrub.scrub_text`)."""
+    """A program's output as text (bad UTF-8 replaced), redacted line by line
+    (:func:`.wire.scrub.scrub_text`).
+    """
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
     return "".join(scrub_text(line) for line in text.splitlines(keepends=True))
 

@@ -548,28 +548,11 @@ def request_kwargs(spec: AgentSpec, model: str, request_extra: dict | None) -> d
 def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str, *,
                   model: str, max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                   request_extra: dict | None = None) -> dict:
-    r"""Run the agent loop until the model answers or a limit stops it.
-
-    Args:
-        client: the client the recorder built (its cassette is already active).
-        spec: system prompt, tool schemas and executor.
-        user_input: the case's input (first user message).
-        model: model id sent with every request.
-        max_steps: the most model turns (default 8).
-        stream: use ``messages.stream`` and build the turn from the final message.
-        request_extra: extra request fields (e.g. ``{"temperature": 0}``).
-
-    Returns:
-        The trace fields: ``tool_calls``, ``final_response`` (final turn's text blocks joined
-        with ``\\n``, or ``None``), ``stop_reason``, ``steps``, ``messages``, ``usage``,
-        ``error``, and when they apply ``unfinished``, ``infra_error``, ``partial_response``.
-
-    Stops: a turn without tool use (the model's stop reason; *unfinished* on ``pause_turn``
-    or with unrun ``tool_use`` blocks); ``LOOP_REPEATS`` equal calls in a row
-    (``loop_detected``); ``max_steps`` turns; an API error, an undecodable answer, content too
-    deep to store or the deadline (``error``); a call of :attr:`AgentSpec.end_tools`
-    (:data:`TRANSFER`). Unknown or raising tools and non-object inputs become error results
-    and the loop goes on (docs/formats.md).
+    r"""Run the agent loop until the model answers or a limit stops it: a turn without tool use,
+    ``LOOP_REPEATS`` equal calls (``loop_detected``), ``max_steps`` turns, an error or the
+    deadline, or a :attr:`AgentSpec.end_tools` call. Bad tool calls become error results.
+    Returns the trace fields (``tool_calls``, ``final_response``, ``stop_reason``, ``steps``,
+    ``messages``, ``usage``, ``error``, ``timing`` and extras). Rules: docs/formats.md.
     """
     log = EpisodeLog(messages=[{"role": "user", "content": user_input}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})

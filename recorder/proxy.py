@@ -138,9 +138,8 @@ TIME_DIGITS = 6
 
 def exchange_timing(episode_start: float, sent: float, first_byte: float,
                     done: float) -> dict[str, float]:
-    """``response.timing`` of a recorded answer, in seconds (:data:`TIME_DIGITS` places) from
-    ``time.monotonic()`` readings: ``start_s`` (episode start → forwarded), ``ttfb_s``
-    (forwarded → headers in), ``latency_s`` (forwarded → last byte passed on).
+    """``response.timing`` in seconds from monotonic readings: ``start_s``, ``ttfb_s``,
+    ``latency_s`` (:data:`TIME_DIGITS` places).
     """
     return {"start_s": round(sent - episode_start, TIME_DIGITS),
             "ttfb_s": round(first_byte - sent, TIME_DIGITS),

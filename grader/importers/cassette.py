@@ -184,10 +184,9 @@ def _without_cache_control(value: Any) -> Any:
 
 
 def conversation_key(messages: list) -> bytes:
-    """The grouping key of a request: its first message as canonical JSON, without
-    ``cache_control`` markers. Clients move the prompt-caching breakpoint to the newest
-    message on every turn (Claude Code does), so the marker is not part of the
-    conversation's identity (Anthropic docs, "Prompt caching": it only marks a prefix)."""
+    """The grouping key of a request: its first message as canonical JSON without
+    ``cache_control`` markers (clients move the caching breakpoint every turn).
+    """
     if not messages:
         return b""
     return orjson.dumps(_without_cache_control(messages[0]), option=orjson.OPT_SORT_KEYS)

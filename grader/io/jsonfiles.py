@@ -224,10 +224,8 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
 
 
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
-    r"""The JSON path of the first key ``raw`` repeats inside one object
-    (``tool_calls[1].arguments.assignee``), else ``None`` (RFC 8259 §4: names SHOULD be
-    unique). Fast path: no repeat when ``raw`` holds no more colons than ``decoded``
-    re-serialised (``\\u003a`` counted); else :func:`_repeated_path` scans.
+    r"""The JSON path of the first key ``raw`` repeats inside one object, else ``None``. Fast path:
+    no repeat when ``raw`` has no more colons than ``decoded`` re-serialised.
     """
     return _repeated_key(raw, orjson.dumps(decoded))
 

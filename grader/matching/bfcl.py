@@ -48,10 +48,7 @@ OPTIONAL = ""  # BFCL's marker, among acceptable values, of a parameter that may
 
 
 def standardize(text: str) -> str:
-    """BFCL's ``standardize_string``: drop spaces and ``,./-_*^``, lower-case, ``'`` → ``"``.
-
-    ``"April 1, 2024"`` and ``"april 1 2024"`` both become ``"april12024"``.
-    """
+    """BFCL's ``standardize_string``: drop spaces and ``,./-_*^``, lower-case, ``'`` → ``"``."""
     return _STRIP.sub("", text).lower().replace("'", '"')
 
 

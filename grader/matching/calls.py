@@ -79,15 +79,9 @@ def _kind(x: Any) -> str:
 def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                    path: str = "$", standardize: bool = False,
                    tolerance: float | None = None, ignore_case: bool = False) -> str | None:
-    """Compare two JSON values recursively; ``None`` when equal, else the first difference.
-
-    Strings compare in NFC, numbers by value (``12 == 12.0``), booleans only with booleans,
-    objects by keys in any order, arrays in order (multisets with ``unordered_lists``).
-    ``standardize`` (BFCL's string standardisation), ``tolerance`` (absolute, numbers) and
-    ``ignore_case`` apply at every depth.
-
-    Returns:
-        ``None`` or ``"PATH: TEXT"``, e.g. ``"$.a[1]: type mismatch: string '1' vs number 1"``.
+    """Compare two JSON values recursively: ``None`` when equal, else ``"PATH: TEXT"`` for the
+    first difference. NFC strings, numbers by value, bools only with bools, ordered arrays
+    (multisets with ``unordered_lists``); ``standardize``, ``tolerance``, ``ignore_case`` apply.
     """
     diff = value_difference(actual, expected, unordered_lists=unordered_lists, path=path,
                             standardize=standardize, tolerance=tolerance,
@@ -328,11 +322,8 @@ def args_difference(actual: Mapping[str, Any], expected: ExpectedCall, mode: str
 def call_mismatch(actual: ToolCall, expected: ExpectedCall, *, args_mode: str = "exact",
                   overrides: Mapping[str, ArgsOverride] | None = None,
                   schemas: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
-    """Why one actual call does not match one expected call; ``None`` when it matches.
-
-    Names compare exactly (a case-only difference is named). Arguments are coerced with the
-    tool's schema, then compared by :func:`args_mismatch` with the per-tool override, else the
-    call's own mode, else ``args_mode``. In parts: :func:`call_difference`.
+    """Why one actual call does not match one expected call (``None`` if it does): exact names,
+    arguments via :func:`args_mismatch` (override, call mode, else ``args_mode``).
     """
     diff = call_difference(actual, expected, args_mode=args_mode, overrides=overrides,
                            schemas=schemas)

@@ -137,9 +137,8 @@ _FMT_EXPONENT = 4000
 
 
 def fmt(value: Decimal) -> str:
-    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``), every
-    digit kept, ``-0`` for negative zero; exponents beyond ±4,000 as ``<digits>E<exp>``.
-    Cached for non-zero values. Never raises.
+    """Canonical text of a value: no exponent, no trailing zeros, ``-0`` kept; exponents beyond
+    ±4,000 as ``<digits>E<exp>``.
     """
     return _fmt_cached(value) if value else _fmt(value)
 

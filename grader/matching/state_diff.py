@@ -225,14 +225,11 @@ _LAST: tuple = (None, None, None)
 
 
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
-    """Compare the trace's whole ``final_state`` with the expected end state
-    (:func:`expected_end` from the trace's, case's or environment's initial state) by
-    :func:`compare_end`; the last answer is cached per ``(trace, case)`` (read-only). A trace
-    ``initial_state`` differing from the case's start is not checked
-    (:data:`INITIAL_MISMATCH`).
+    """Compare the trace's ``final_state`` with the expected end state (:func:`expected_end`,
+    :func:`compare_end`), caching the last answer; a mismatched ``initial_state`` is not checked.
 
     Raises:
-        LookupError: an environment that cannot be loaded where one is needed.
+        LookupError: an environment that cannot be loaded.
     """
     global _LAST
     last = _LAST

@@ -17,9 +17,8 @@ from evaltape.grader.results import Report
 
 
 def render_junit(report: Report) -> str:
-    """Render a :class:`Report` as deterministic JUnit XML: one ``<testcase>`` per episode, a
-    failed one with ``<failure type=KIND>`` (outcome reason, or ``gate``) listing each
-    metric's score and threshold; with a baseline, a last ``baseline gate`` test case.
+    """Deterministic JUnit XML of a :class:`Report`: a ``<testcase>`` per episode (failures name
+    each metric's score and threshold), plus a ``baseline gate`` case with a baseline.
     """
     return "".join(iter_junit(report))
 

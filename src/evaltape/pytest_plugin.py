@@ -82,35 +82,22 @@ class Episode:
 
     @property
     def final_response(self) -> str:
-        """The final answer text; ``""`` when the agent gave none (see ``trace.stop_reason``).
-
-        ``trace.final_response`` keeps the recorded ``None``; this helper returns a string
-        so that rule assertions such as ``episode.final_response.strip()`` fail as
-        assertions instead of raising ``AttributeError``.
-        """
+        """The final answer text; ``""`` when the agent gave none, so string assertions fail
+        cleanly."""
         return self.trace.final_response or ""
 
     @property
     def expected_tools(self) -> list[str] | None:
-        """Expected tool names: the task-manager example suite ``expected_tool_calls``, else
-        ``expected_tools``.
-
-        ``None`` when the case states no tool expectation (not the same as ``[]``: "call
-        no tool").
+        """Expected tool names (from ``expected_tool_calls`` or ``expected_tools``); ``None`` when
+        the case states no tool expectation.
         """
         calls = self.case.expected_calls
         return None if calls is None else [c.name for c in calls]
 
     def score(self, metric_name: str, **params: Any) -> Any:
-        """Score this episode with one metric, by built-in name or ``module:Class``.
-
-        ``params`` override the metric's fields, e.g.
-        ``episode.score("response_min_length", min_chars=40)``. A metric that raises
-        makes the test error (unlike ``evaltape grade``, which records a null score).
-
-        Returns:
-            a :class:`evaltape.grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
-            ``.code``, and ``.details``.
+        """Score this episode with one metric (built-in name or ``module:Class``), ``params``
+        overriding its fields; a raising metric errors the test. Returns a
+        :class:`evaltape.grader.model.Score`.
         """
         from evaltape.grader.metrics import resolve
         from evaltape.grader.model import EpisodeContext

@@ -76,10 +76,9 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
 
 
 def read_reply(text: str) -> tuple[str, list[int] | None]:
-    """``(what grounding reads, where each of its characters is in text)``: a reply
-    written as one JSON object is read as its prose
-    (:func:`~evaltape.grader.matching.json_prose.json_reply_prose`); any other reply as it
-    is, with ``None``."""
+    """``(what grounding reads, each character's position in text)``: a one-JSON-object reply
+    read as its prose, any other reply as is with ``None``.
+    """
     got = json_reply_prose(text) if text.lstrip()[:1] == "{" else None
     return (text, None) if got is None else got
 
@@ -201,10 +200,7 @@ def instruction_facts(label: str, text: str) -> SourceFacts:
 
 @functools.lru_cache(maxsize=1024)
 def input_facts(text: str, needs: frozenset[str]) -> SourceFacts:
-    """The input indexed for ``needs``: the trials of one case share their input, so it is
-    indexed once per process and kind set (the result is never changed by its users; the
-    1,024 last ones are kept, a few MB: the inputs of a run's cases when its traces come
-    trial by trial)."""
+    """The input indexed for ``needs``, cached per process (inputs are shared by trials)."""
     return SourceFacts.of("input", text, needs=needs)
 
 
