@@ -33,7 +33,7 @@ class TraceIndex:
         :meth:`close`.
 
         Raises:
-            BadInputError: the line changed since indexing and no longer parses.
+            BadInputError: the line changed since indexing and does not parse.
         """
         line = self.lines.get((case_id, trial))
         if line is None:
