@@ -1,14 +1,8 @@
 """Fold scored episodes into the typed :class:`~evaltape.grader.results.Report`: the
-aggregate step of grading (read, score, reduce trials, aggregate, write).
-
-:func:`fold_batches` takes the :class:`~evaltape.grader.engine.Batch` es of
-:func:`evaltape.grader.engine.score_range`, in file order, whatever ran them; means are
-summed in file order, one score at a time, so the report's bytes do not depend on the
-number of workers. Each case's trials are reduced to its counts and answer digest here
-and summarised by :mod:`evaltape.grader.stats.trials` (pass@k, pass^k, identical trials);
-the episodes go to an external sort (:class:`~evaltape.grader.io.external_sort.SpillSorter`) keyed
-by dataset position and trial, and come back as the report's
-:class:`~evaltape.grader.report_file.StoredEpisodes`.
+aggregate step of grading. :func:`fold_batches` sums means in file order, so the bytes do
+not depend on the number of workers; trials are summarised by
+:mod:`evaltape.grader.stats.trials`; episodes go through an external sort
+(:class:`~evaltape.grader.io.external_sort.SpillSorter`) by dataset position and trial.
 """
 from __future__ import annotations
 
@@ -64,38 +58,20 @@ def fold_batches(parts: Iterable[Batch], cases: Sequence[Case],
                  policy: VerdictPolicy = DEFAULT_POLICY,
                  by_construction: str | None = None,
                  run_tasks: Callable[..., list] | None = None, merge_parts: int = 1) -> Report:
-    """Fold graded episodes, in file order, into the report, in memory flat in their number.
-
-    The means are summed in file order, one score at a time, whatever graded the batches
-    (this process, a process pool, a cluster), so the bytes do not depend on the number of
-    workers. Episode texts go to a :class:`SpillSorter` keyed by (dataset position, trial)
-    and come back sorted from disk, and so do the failed episodes (:class:`FailureLog`);
-    what stays in memory is O(cases + trials + buffer) plus 8 bytes per episode (the
-    sorted file's offsets).
+    """Fold graded episodes, in file order, into the report, memory flat in their number (sorted
+    on disk; O(cases + trials) plus 8 bytes per episode).
 
     Args:
         parts: :class:`Batch` es in file order.
-        check: called with each batch's ``(case_ids, keys, lines, line_offset)`` before
-            its episodes are counted (the duplicate-episode check: ``keys`` are
-            ``(dataset position, trial)``, an episode's line is ``line + line_offset``,
-            :meth:`evaltape.grader.io.run.Run.note_episodes`); may raise.
-        policy: the verdict policy the batches were graded with (for the summary's
-            ``thresholds`` and ``verdict`` blocks and the config hash).
-        by_construction: why the run's trials are identical by construction
-            (:func:`~evaltape.grader.stats.trials.identical_by_construction` of its
-            manifest), or ``None``; for ``summary.identical_trials``.
-        cases: the dataset (for order, unrecorded cases, breakdowns).
-        run_tasks: runs a function on each task of a list, in parallel, returning the
-            results in order; on failure it hands the finished ones to ``discard``
-            (``run_tasks(fn, tasks, discard)``: a process pool's
-            :meth:`evaltape.grader.executor.Executor.run_tasks`), used for merging the sorted
-            episode files of the workers, ``merge_parts`` key ranges at a time. ``None``:
-            this process merges.
-        metrics: metric objects satisfying :mod:`evaltape.grader.metrics.base`.
-        run_info: the report's ``run`` block.
-        judge: the run's judge store (judged metrics), for the judge block.
-        run_label: the run as the user named it, for the judge block's record command.
-        on_episode: called with each episode result as it is folded (progress display).
+        check: called with each batch's ``(case_ids, keys, lines, line_offset)`` first (the
+            duplicate-episode check); may raise.
+        policy: the verdict policy the batches were graded with.
+        by_construction: why trials are identical by construction, or ``None``.
+        cases: the dataset.
+        run_tasks: ``run_tasks(fn, tasks, discard)`` of a pool, to merge the workers' sorted
+            files ``merge_parts`` key ranges at a time; ``None``: this process merges.
+        metrics, run_info, judge, run_label: for the report's blocks.
+        on_episode: called with each episode result as it is folded.
 
     Raises:
         UsageError: zero episodes.

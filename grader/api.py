@@ -34,17 +34,11 @@ def default_metric_names(cases: Sequence[Any]) -> list[str]:
 def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
                     config: str | Path | Mapping[str, Any] | None = None, *,
                     dataset_path: str | Path | None = None) -> list[Any]:
-    """Metric objects from names (built-in, a configured or dataset judge, ``module:Class``)
-    and/or metric objects; ``None`` → :func:`default_metric_names`.
-
-    Args:
-        cases: the dataset (for the default set and the judges its cases define).
-        config: a TOML path (``[tool.evaltape]`` or plain evaltape TOML) or a loaded table.
-        dataset_path: the dataset file, named in errors about its judges.
+    """Metric objects from names (built-in, configured or dataset judge, ``module:Class``) and/or
+    objects; ``None`` → :func:`default_metric_names`. ``config``: a TOML path or loaded table.
 
     Raises:
-        UsageError: an empty selection, a repeated name, an unknown or broken metric, two
-            metrics with one name, or a bad configuration value.
+        UsageError: an empty selection, a repeated name, an unknown or broken metric.
         BadInputError: a bad configuration, or a judge named like a built-in metric.
     """
     table, path = load_config_table(config)
@@ -53,8 +47,8 @@ def resolve_metrics(metrics: Sequence[Any] | None, cases: Sequence[Any],
 
 def load_config_table(config: str | Path | Mapping[str, Any] | None
                       ) -> tuple[dict[str, Any] | None, str | None]:
-    """``(table, path)`` of a configuration given as a TOML path or a table, checked
-    (:func:`evaltape.grader.io.config.load_config`); ``(None, None)`` for no configuration.
+    """``(table, path)`` of a configuration given as a TOML path or a table, checked;
+    ``(None, None)`` for none.
 
     Raises:
         UsageError: ``config`` is neither a path nor a table.
@@ -74,11 +68,8 @@ def load_config_table(config: str | Path | Mapping[str, Any] | None
 
 
 def find_config(folder: str | Path = ".") -> Path | None:
-    """The configuration :func:`grade` and ``evaltape grade`` (and ``judge``, ``view``) use
-    when none is given: ``evaltape.toml`` in ``folder`` (the working directory), else its
-    ``pyproject.toml`` when that has a ``[tool.evaltape]`` table, else ``None``
-    (:func:`evaltape.grader.io.config.discover_config`). One rule for the command line and
-    the API, so both grade a folder holding ``evaltape.toml`` with it.
+    """The configuration used when none is given: ``evaltape.toml`` in ``folder``, else a
+    ``pyproject.toml`` with ``[tool.evaltape]``, else ``None`` (:func:`discover_config`).
     """
     from evaltape.grader.io.config import discover_config
     return discover_config(folder)
@@ -122,11 +113,8 @@ def _resolve(metrics: Sequence[Any] | None, cases: Sequence[Any],
 
 def user_judges(cases: Sequence[Any], table: Mapping[str, Any] | None, where: str | None,
                 dataset_path: str | Path | None = None) -> dict[str, Any]:
-    """The judged metrics users write (``[judges.NAME]`` of the configuration table, and
-    the names the cases' ``judges`` define), by name.
-
-    Raises:
-        BadInputError: see :func:`evaltape.grader.metrics.criteria_judge.judge_metrics`.
+    """The judged metrics users write (``[judges.NAME]`` and the cases' ``judges``), by name.
+    Raises what :func:`evaltape.grader.metrics.criteria_judge.judge_metrics` raises.
     """
     from evaltape.grader.io.judges import config_judges
     configured = config_judges(table or {}, where or "<config>")
@@ -149,20 +137,12 @@ def _unknown(name: str, judges: Mapping[str, Any]) -> None:
 def resolve_policy(metrics: Sequence[Any], cases: Sequence[Any],
                    table: dict[str, Any] | None = None, path: str | None = None,
                    dataset_path: str | Path | None = None) -> VerdictPolicy:
-    """The verdict policy of a run: the configuration's ``[thresholds]`` and ``[verdict]``
-    checked against the selected ``metrics``, and the cases' own ``thresholds`` checked to
-    name metrics (:mod:`evaltape.grader.stats.verdict`).
-
-    Args:
-        metrics: the resolved metric objects of the run.
-        cases: the dataset.
-        table, path: the loaded configuration and its file (:func:`load_config_table`).
-        dataset_path: the dataset file, named in errors about a case's thresholds.
+    """The run's verdict policy: ``[thresholds]`` and ``[verdict]`` checked against ``metrics``,
+    and the cases' ``thresholds`` checked to name metrics (:mod:`evaltape.grader.stats.verdict`).
 
     Raises:
-        BadInputError: a threshold for an unknown metric (in the configuration or a case;
-            the nearest name suggested, the file, line and field named), or a ``gate``
-            naming a metric the run does not grade.
+        BadInputError: a threshold for an unknown metric (nearest name suggested), or a
+            ``gate`` naming a metric the run does not grade.
     """
     import difflib
 
@@ -200,49 +180,27 @@ def grade(run: str | Path | Run, dataset: str | Path | None = None,
     """Grade a recorded run offline and return its typed :class:`Report`.
 
     Args:
-        run: a run directory (``cassettes/RUN``), its ``traces.jsonl``, or an opened
-            :class:`Run` (:func:`open_run`).
-        dataset: the dataset (default: the one the run's manifest names).
-        metrics: metric names (built-in or ``module:Class``) and/or metric objects;
-            default: ``tool_selection_accuracy``, ``argument_correctness``,
-            ``task_completion``, ``grounding`` (+ ``expected_actions_called`` for cases
-            with expected actions).
-        config: metric arguments, ``[thresholds]`` and ``[verdict]`` (a TOML path or a
-            loaded table), see ``--config``; ``None`` (the default): found as ``evaltape
-            grade`` finds it, in the working directory (:func:`find_config`), so the two
-            write the same bytes; ``{}`` for none.
-        baseline: an earlier report (path or :class:`Report`) to compare with; the
-            comparison is the report's ``baseline_comparison``
-            (:func:`evaltape.grader.report.diff.compare_reports`).
-        allow_missing: in the comparison, accept episodes of the baseline this run lacks
-            (a warning instead of a failure).
-        strict: in the comparison, the gate fails on warnings too (``--strict``); the
-            report's ``baseline_comparison`` carries it, so every report file states
-            the gate applied.
-        on_episode: called with each graded episode (progress display).
-        workers: processes grading chunks of the traces file (``None``: every core,
-            :func:`evaltape.grader.executor.default_workers`); the report's bytes are the same
-            for every value. A run with a judged metric is graded in this process.
-        engine: ``local`` (a process pool) or ``dask`` (a ``dask.distributed`` cluster at
-            ``address``; optional extra ``evaltape[dask]``), see :mod:`evaltape.grader.executor`.
-        address: the Dask scheduler address (``tcp://HOST:8786``).
-        evidence: ``"compact"`` (a metric result that passed with its metric's best score,
-            1.0 or 0.0 for a lower-is-better rate, carries no ``evidence``: its
-            ``message`` state that every check held) or ``"full"`` (every result carries
-            the evidence its metric gave; docs/metrics.md, "Evidence"). Scores, verdicts
-            and details are the same in both.
+        run: a run directory, its ``traces.jsonl``, or an opened :class:`Run`.
+        dataset: the dataset (default: the manifest's).
+        metrics: names (built-in or ``module:Class``) and/or metric objects; default
+            :func:`default_metric_names`.
+        config: a TOML path or table; ``None``: found as ``evaltape grade`` finds it
+            (:func:`find_config`); ``{}`` for none.
+        baseline: a report (path or :class:`Report`) to compare with
+            (``baseline_comparison``); ``allow_missing`` and ``strict`` as the CLI's.
+        on_episode: called with each graded episode.
+        workers, engine, address: parallel grading (:mod:`evaltape.grader.executor`); the
+            bytes are the same for every value; judged runs grade in this process.
+        evidence: ``"compact"`` (no ``evidence`` on results with the best score) or
+            ``"full"``.
 
     Returns:
-        The report; ``report_bytes(report)`` (or :func:`write_report`, streaming) is what
-        ``evaltape grade`` writes to ``report.json``. ``report.coverage`` tells which
-        cases/trials the run lacks. ``report.episodes`` is a lazily read sequence on a
-        temporary file (:class:`~evaltape.grader.results.StoredEpisodes`).
+        The report (:func:`write_report` writes ``report.json``); ``report.coverage`` names
+        missing cases/trials; ``report.episodes`` is read lazily from a temporary file.
 
     Raises:
-        UsageError: bad path, no dataset, bad metric selection, zero episodes, an unknown
-            ``evidence`` mode.
-        BadInputError: invalid run files or dataset, or inputs changed since recording
-            (file, line and field named).
+        UsageError: bad path, no dataset, bad metric selection, zero episodes, bad ``evidence``.
+        BadInputError: invalid run files or dataset, or inputs changed since recording.
     """
     if not isinstance(run, (str, Path, Run)):
         raise UsageError(f"run must be a run directory or traces.jsonl path (or an opened "

@@ -73,20 +73,10 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
               trusted: Sequence[bool] | None = None,
               human: Any = None) -> "GradedEpisode":
     """Grade one checked episode: each metric's score against its threshold, the verdict
-    (:mod:`evaltape.grader.stats.verdict`) and the report text.
-
-    Args:
-        digest, plan, decided, human_case, small_thresholds, trusted: per-case or per-run
-            values the callers compute once (:meth:`GradeJob.prepared`), or ``None`` to
-            compute them here.
-        recording: the trace line's :func:`~evaltape.grader.io.traces.line_digest`, or ``None``.
-        run_context: the run's :class:`~evaltape.grader.model.RunContext`, or ``None``.
-        evidence: :data:`EVIDENCE_COMPACT` (:func:`keeps_evidence`) or :data:`EVIDENCE_FULL`.
-        human: ``{episode key: ((trace_digest, mark), ...)}`` of human-graded cases, or
-            ``None``; such a case's verdict is its latest mark, pending until one exists.
-
-    Returns:
-        A :class:`GradedEpisode`.
+    (:mod:`evaltape.grader.stats.verdict`) and the report text. ``digest``, ``plan``,
+    ``decided``, ``human_case``, ``small_thresholds``, ``trusted``: values the callers compute
+    once (:meth:`GradeJob.prepared`) or ``None``; ``recording``: the line digest; ``human``:
+    the marks of human-graded cases. Returns a :class:`GradedEpisode`.
 
     Raises:
         BadInputError: the trace's reference label has the wrong type.
@@ -173,17 +163,9 @@ def grade_one(trace: Trace, case: Case, metrics: Sequence[Any], judge: Any = Non
 
 
 class GradedEpisode(msgspec.Struct, frozen=True, gc=False):
-    """What grading one episode produces, wherever it is graded; folded into a :class:`Batch`.
-
-    Attributes:
-        line: the trace's line in the traces file.
-        case_id: the dataset case's id.
-        result: the typed episode result.
-        tool_match: whether the called tools equal the expected ones as lists.
-        label: the trace's or case's reference verdict, or ``None``.
-        gates: per metric ``(score, code, gate state)`` (:mod:`evaltape.grader.stats.verdict`).
-        text: the episode's ``report.json`` line.
-        trace: the episode's trace.
+    """What grading one episode produces, folded into a :class:`Batch`: ``line``, ``case_id``,
+    ``result``, ``tool_match``, ``label`` (reference verdict), ``gates`` (per metric ``(score,
+    code, gate state)``), ``text`` (its ``report.json`` line) and ``trace``.
     """
 
     line: int
@@ -390,15 +372,8 @@ class Batch:
 
 @dataclass
 class GradeJob:
-    """What every range of one run is graded with (pickled once per worker).
-
-    Attributes:
-        run: the opened :class:`~evaltape.grader.io.run.Run`.
-        metrics: metric objects.
-        judge: the judge store, or ``None``.
-        policy: the :class:`~evaltape.grader.stats.verdict.VerdictPolicy`, or ``None``.
-        evidence: :data:`EVIDENCE_COMPACT` or :data:`EVIDENCE_FULL`.
-        human: the human-graded cases' episode marks, or ``None``.
+    """What every range of one run is graded with (pickled once per worker): ``run``,
+    ``metrics``, ``judge``, ``policy``, ``evidence`` and ``human`` marks.
     """
 
     run: Any

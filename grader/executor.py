@@ -1,20 +1,9 @@
-"""Run the scoring step on every core, or on a Dask cluster: an executor that knows
-nothing of scores.
-
-The traces file is cut into byte ranges that end on line boundaries (:func:`iter_chunks`);
-an :class:`Executor` runs a function ``fn(job, chunk)`` on each range, wherever it runs
-it, and hands the results back in range order:
-
-* ``workers=1``: this process, one range after the other;
-* ``engine="local"``: a pool of ``workers`` processes (``concurrent.futures``), which
-  also runs other work in parallel (:meth:`Executor.run_tasks`);
-* ``engine="dask"``: a ``dask.distributed`` cluster at ``address`` (optional extra
-  ``evaltape[dask]``; the workers import evaltape and read the traces file by the same
-  path, so it must sit on storage they share, e.g. NFS or a mounted bucket).
-
-At most ``2 x workers`` ranges are in flight, so memory stays flat however long the file
-is. A result that carries a ``discard()`` method has it called when the caller stops early
-(a bad line, Ctrl-C) and the result will not be used.
+"""Run the scoring step on every core or on a Dask cluster: an executor that knows nothing of
+scores. The traces file is cut into line-aligned byte ranges (:func:`iter_chunks`); an
+:class:`Executor` runs ``fn(job, chunk)`` on each and yields the results in range order:
+in this process (``workers=1``), a local process pool, or a ``dask.distributed`` cluster
+(the file on storage its workers share). At most ``2 x workers`` ranges are in flight; a
+result's ``discard()`` is called when the caller stops early.
 """
 from __future__ import annotations
 
@@ -54,21 +43,13 @@ def default_workers() -> int:
 
 def iter_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
                 count_lines: bool = True, taper: int = 0) -> Iterator[Chunk]:
-    """Cut a JSONL file into ranges of about ``chunk_bytes`` that end after a newline, one
-    range at a time: a range is yielded as soon as it is cut, so that workers start on the
-    first while the rest of the file is read. One sequential read counts the newlines
-    before each cut, so every range knows its first line number.
-
-    Args:
-        count_lines: read the file to give each range its ``first_line``; ``False`` reads
-            one line per cut only (ranges with ``first_line=None``, whose graders count
-            their own lines: the pools do this, so that the file is read once).
-        taper: the last ``taper`` bytes of the file are cut into ranges a quarter as long
-            (at least 64 KB), so that the workers of a pool finish close together instead
-            of one grading the last whole range alone.
+    """Cut a JSONL file into ranges of about ``chunk_bytes`` ending after a newline, each
+    yielded as soon as it is cut, with its first line number. ``count_lines=False`` gives
+    ``first_line=None`` (graders count their own lines); the last ``taper`` bytes are cut into
+    quarter-size ranges (at least 64 KB) so a pool's workers finish together.
 
     Raises:
-        BadInputError: the file cannot be read (when the first range is asked for).
+        BadInputError: the file cannot be read.
     """
     try:
         fh = open(path, "rb")
@@ -105,11 +86,9 @@ _PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal sent when the parent thread
 
 
 def _die_with_parent(parent: int) -> None:
-    """Make this worker end when the grading process ends, however it ends (``kill -9``
-    included): on Linux the kernel sends it SIGKILL (``prctl(PR_SET_PDEATHSIG)``); on
-    every system a daemon thread checks ``os.getppid()`` (:func:`_watch_parent`). SIGTERM
-    gets its default action back (the command's handler, inherited through ``fork``,
-    would turn it into an exception the pool swallows, so the worker did not end)."""
+    """Make this worker end when the grading process ends, ``kill -9`` included
+    (``PR_SET_PDEATHSIG`` on Linux, else :func:`_watch_parent`); restore SIGTERM's default.
+    """
     import signal
     import sys
     import threading
@@ -167,8 +146,7 @@ def _ordered(submit: Callable[[Chunk], Any], result: Callable[[Any], Any],
 
 
 def check_address(address: str) -> None:
-    """A Dask scheduler address must be ``tcp://`` or ``tls://`` with a host and a numeric
-    port (``tcp://127.0.0.1:8786``); anything else fails before a client is built.
+    """Check a Dask scheduler address: ``tcp://`` or ``tls://``, a host and a numeric port.
 
     Raises:
         UsageError: naming the address and the expected form.
@@ -213,15 +191,9 @@ def _discard(result: Any) -> None:
 
 
 class Executor:
-    """Runs ``fn(job, chunk)`` on ranges and yields the results in range order
-    (:meth:`results`, iterate once); :meth:`close` stops it (pending results discarded).
-
-    Attributes:
-        workers: how many processes run the ranges (1: this process).
-        run_tasks: ``run_tasks(fn, tasks, discard)`` runs ``fn(*task)`` for each task on
-            the pool's processes and returns the results in task order (on failure the
-            finished ones are handed to ``discard`` before the error is raised); ``None``
-            when there is no pool.
+    """Runs ``fn(job, chunk)`` on ranges and yields results in range order (:meth:`results`, once);
+    :meth:`close` stops it. ``workers``: processes (1: this one); ``run_tasks(fn, tasks,
+    discard)``: ``fn(*task)`` on the pool, results in task order, or ``None`` without a pool.
     """
 
     workers = 1
@@ -313,8 +285,8 @@ def _dask_results(fn: Callable[[Any, Chunk], Any], job: Any, chunks: Sequence[Ch
 
 def usable_workers(path: str | os.PathLike, workers: int, engine: str = "local",
                    address: str | None = None, chunk_bytes: int | None = None) -> int:
-    """The processes a local run of ``workers`` will use: no more than the file has
-    ranges (1: this process). For ``dask``, ``workers`` as given (the cluster decides).
+    """The processes a local run of ``workers`` will use: no more than the file has ranges. For
+    ``dask``, ``workers`` as given.
 
     Raises:
         UsageError: an unknown engine, ``dask`` without an address.
@@ -335,20 +307,12 @@ def start(fn: Callable[[Any, Chunk], Any], job: Any, path: str | os.PathLike, *,
           workers: int = 1, engine: str = "local", address: str | None = None,
           chunk_bytes: int | None = None, setup: tuple | None = None,
           what: str = "the job") -> Executor:
-    """An :class:`Executor` running ``fn(job, chunk)`` on the ranges of the file at
-    ``path``.
-
-    Args:
-        workers: processes of the local pool (:func:`usable_workers`; 1: this process).
-        engine: ``local`` or ``dask``.
-        address: the Dask scheduler (``tcp://host:8786``); required with ``dask``.
-        chunk_bytes: size of one range (default :data:`CHUNK_BYTES`).
-        setup: ``(function, args)`` each pool worker calls before its first range.
-        what: how messages name ``job`` ("the metrics").
+    """An :class:`Executor` running ``fn(job, chunk)`` on the ranges of ``path``: ``workers``
+    (:func:`usable_workers`), ``engine`` (``local``/``dask``), ``address`` (Dask scheduler),
+    ``setup`` (``(function, args)`` per pool worker), ``what`` (names ``job`` in messages).
 
     Raises:
-        UsageError: an unknown engine, ``dask`` without an address or without the extra,
-            a scheduler that cannot be reached, a job that cannot be sent to workers.
+        UsageError: an unknown engine, Dask missing or unreachable, a job that cannot be sent.
     """
     workers = usable_workers(path, workers, engine, address, chunk_bytes)
     size = chunk_bytes or CHUNK_BYTES

@@ -34,13 +34,8 @@ _BLOCK_BYTES = 1 << 20
 
 
 def episode_text(episode: EpisodeResult, small_numbers: bool = False) -> bytes:
-    """One episode as it stands in ``report.json``: one line, four spaces then its compact
-    JSON with sorted keys (no trailing comma, no line end): orjson's text of
-    :data:`episode_json`.
-
-    Fast path, ``small_numbers`` (the caller knows that no float of the episode reaches
-    1e16 in magnitude): msgspec writes the typed episode directly, the same bytes (its text
-    differs from orjson's only in a float's positive exponent: ``1e16``, ``1e+16``).
+    """One episode as ``report.json`` holds it: four spaces and its compact sorted JSON. With
+    ``small_numbers`` (no float reaches 1e16) msgspec writes the same bytes directly.
     """
     if small_numbers:
         return b"    " + _ENCODE(episode)

@@ -1,30 +1,10 @@
-"""The typed report: what ``evaltape grade`` and :func:`evaltape.grade` produce, defined once.
-
-Each object of ``report.json`` (the episode, a metric result, the summary and its blocks,
-the run and grader blocks, the baseline comparison) is declared here once, as a
-:class:`msgspec.Struct` (objects the program builds and reads by attribute) or a
-:class:`~typing.TypedDict` (summary blocks the program builds and reads as dicts). Each
-field carries its description, unit and the version that added it, and how it is written
-when empty (:func:`absent_if_none`, :func:`absent_if_empty`). From that one declaration
-come:
-
-* the writer (:func:`to_json`; the bytes :mod:`evaltape.grader.report_file` lays out): the
-  ``evaltape.report/2`` layout, sorted keys, 2-space indent with one line per episode,
-  trailing newline; optional fields are absent (not null) when they do not apply;
-* the reader (:meth:`Report.from_json`, :func:`read_report`): every field checked against
-  its declared type, the first bad one named (``summary.cases``, ``episodes[3].steps``)
-  in a :class:`~evaltape.grader.errors.BadInputError` (exit 3). Unknown keys are ignored
-  and absent fields take their declared default (a report written by hand or by an older
-  version), so every object is open;
-* the JSON Schema ``evaltape schema report`` prints
-  (:func:`evaltape.grader.formats.report_schema`): a field is required there when every
-  report evaltape writes carries it.
-
-msgspec was chosen over pydantic by measurement on 100,000 episodes of the golden
-reports: building the episode objects 1.2 s (pydantic 22 s without validation, 29 s
-with), reading them from JSON 4.2 s (pydantic 24 s); JSON bytes are written by orjson
-from :func:`msgspec.to_builtins` (msgspec's own encoder spells large floats ``1e16``
-where orjson, and so every report already written, spells ``1e+16``).
+"""The typed report ``evaltape grade`` and :func:`evaltape.grade` produce: each object of
+``report.json`` declared once, as a :class:`msgspec.Struct` or a :class:`~typing.TypedDict`,
+each field with its description, unit and when it is absent (:func:`absent_if_none`,
+:func:`absent_if_empty`). From these come the writer (:func:`to_json`), the reader
+(:func:`read_report`: each field checked, the first bad one named in a
+:class:`~evaltape.grader.errors.BadInputError`; unknown keys ignored) and the JSON Schema
+(:func:`evaltape.grader.formats.report_schema`). JSON bytes are written by orjson.
 """
 from __future__ import annotations
 
@@ -459,14 +439,11 @@ class BaselineComparison(Struct):
 
 class Report(Struct, frozen=False, dict=True, gc=True):
     """The machine contract of ``evaltape grade``: run and grader blocks, summary, episodes.
-
-    ``episodes`` are in dataset order, then trial: a tuple when read back from JSON
-    (:meth:`from_json`), a :class:`~evaltape.grader.report_file.StoredEpisodes` when graded (:func:`evaltape.grade`):
-    a read-only sequence on a temporary file that parses each episode when it is reached.
-    ``baseline_comparison`` is not read back (a baseline's own comparison is history, not
-    input). ``coverage`` (which cases and trials the run lacks,
-    :class:`evaltape.grader.io.run.Coverage`) is set by :func:`evaltape.grade` and not
-    part of ``report.json``."""
+    ``episodes`` are in dataset order, then trial: a tuple when read from JSON, a
+    :class:`~evaltape.grader.report_file.StoredEpisodes` (parsed on access) when graded.
+    ``baseline_comparison`` is not read back; ``coverage``
+    (:class:`evaltape.grader.io.run.Coverage`) is set by :func:`evaltape.grade`, not written.
+    """
 
     schema: Annotated[Literal["evaltape.report/2"], doc(
         "Format and major version; another value is refused.")]
@@ -501,8 +478,7 @@ class Report(Struct, frozen=False, dict=True, gc=True):
         """Read a ``report.json`` object back into a :class:`Report` (:func:`read_json_doc`).
 
         Raises:
-            BadInputError: not an ``evaltape.report/2`` object, or a field of the wrong type
-                (the JSON path is named in ``field``).
+            BadInputError: not an ``evaltape.report/2`` object, or a field of the wrong type.
         """
         return read_json_doc(doc, path)
 
@@ -586,12 +562,10 @@ _TRIMMERS: dict[type, Any] = {}
 
 
 def _trimmer(cls: type) -> Any:
-    """The function :func:`_trim` applies to a ``cls`` object's builtins, written out from
-    its plan (:func:`field_plan`) as straight-line code, nested objects inline: an episode is
-    trimmed once per graded episode, and a loop over the plan costs several times the
-    checks themselves. Its plain form: for each key of ``lists``, ``list(value)``; for
-    each of ``nones``, drop it when ``None``; for each of ``empties``, drop it when
-    falsy; the same inside each report object of ``nested``."""
+    """The function :func:`_trim` applies to a ``cls`` object's builtins, compiled from its plan
+    (:func:`field_plan`) as straight-line code. Plain form: ``list()`` each of ``lists``, drop
+    each of ``nones`` when ``None`` and each of ``empties`` when falsy; recurse into ``nested``.
+    """
     lines = ["def trim(out):"]
     _trim_code(cls, "out", 1, lines)
     lines.append("    return out")
@@ -676,16 +650,13 @@ def _with_read_defaults(episode: Any) -> Any:
 
 
 def read_json_doc(doc: Any, path: str = "<report>") -> Report:
-    """A ``report.json`` object (parsed JSON) as a :class:`Report`, every field checked
-    against its declaration. Absent fields take their declared default; ``summary.passed``
-    and ``summary.episodes`` default to the episodes' counts and ``grader.metrics`` to
-    ``summary.metrics``' names; each episode's ``metrics`` follow ``grader.metrics``.
+    """A parsed ``report.json`` object as a :class:`Report`, every field checked. Absent fields
+    take their defaults (``summary.passed``/``episodes`` from the episodes, ``grader.metrics``
+    from ``summary.metrics``); each episode's ``metrics`` follow ``grader.metrics``.
 
     Raises:
-        BadInputError: not an ``evaltape.report/2`` object (field ``schema``); a field of
-            another type (its JSON path named: ``summary.cases``, ``episodes[3].steps``;
-            a list's item or a map's entry is named in the message); an episode listed
-            twice; a summary whose episode count is not the list's.
+        BadInputError: not an ``evaltape.report/2`` object, a field of the wrong type (its JSON
+            path named), an episode listed twice, or a summary count not the list's.
     """
     if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
         raise BadInputError(f"not an {REPORT_SCHEMA} report", path=path, field="schema")
@@ -781,8 +752,7 @@ def _dotted(parts: Sequence[str | int], lead: bool = False) -> str:
 
 
 def read_report(path: Any) -> Report:
-    """Read and check a ``report.json`` file (baselines, ``evaltape diff``). Its
-    ``baseline_comparison`` block is not read back.
+    """Read and check a ``report.json`` file (``baseline_comparison`` is not read back).
 
     Raises:
         BadInputError: unreadable, not JSON, or not a report (file, line and field named).

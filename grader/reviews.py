@@ -1,23 +1,9 @@
-"""Human review marks of a run (``RUN/reviews.jsonl``), read and measured.
-
-A reviewer marks an episode's verdict ``pass`` or ``fail``, and marks a metric's result, a
-judge's verdict or a grounding claim ``right`` or ``wrong``. Each mark is one JSON line::
-
-    {"episode": "<case_id>#t<trial>", "trace_digest": "<hex>" | null,
-     "reviewer": "<name>", "at": "<ISO 8601 time>",
-     "target": "episode" | "metric:<name>" | "judge:<name>" | "claim:<start>-<end>",
-     "mark": "pass" | "fail" (target "episode") | "right" | "wrong" (the others),
-     "note": "<text>"}
-
-The file only grows; for one item (episode and target) the latest line wins, so it reads
-well in a diff and can be committed beside the run. A mark whose ``trace_digest`` differs
-from the episode's current one (:func:`evaltape.grader.io.traces.line_digest`) is stale:
-the recording changed after it was made; it is listed, not counted.
-
-The figures (:func:`confusion_stats`) take the reviewer's mark as the truth. For the
-episode verdict the reviewer's ``pass``/``fail`` is compared with the verdict; for a
-metric or judge, ``right`` means its pass/fail is correct and ``wrong`` that the opposite
-is, so the true label of the episode for that metric is its pass/fail, or the other one.
+"""Human review marks of a run (``RUN/reviews.jsonl``), read and measured. A reviewer marks an
+episode ``pass``/``fail`` or a metric, judge or grounding claim ``right``/``wrong``, one JSON
+line per mark (``episode``, ``trace_digest``, ``reviewer``, ``at``, ``target``, ``mark``,
+``note``). The file only grows; per item the latest mark wins. A mark whose ``trace_digest``
+is not the episode's current one is stale: listed, not counted. :func:`confusion_stats`
+takes the reviewer's mark as the truth (``wrong`` means the opposite pass/fail is true).
 """
 from __future__ import annotations
 
@@ -97,8 +83,7 @@ def check_mark(obj: Any, *, path: str | None = None, line: int | None = None) ->
     """A :class:`Mark` from one decoded JSON line, checked.
 
     Raises:
-        BadInputError: not an object, a missing or unknown field, or a field of the wrong
-            type or value (file, line and field named).
+        BadInputError: not an object, a missing, unknown or ill-typed field (file, line named).
     """
     def bad(msg: str, key: str | None = None) -> BadInputError:
         return BadInputError(msg, path=path, line=line, field=key)
@@ -145,13 +130,11 @@ def check_mark(obj: Any, *, path: str | None = None, line: int | None = None) ->
 
 
 def read_reviews(path: str | Path) -> list[Mark]:
-    """Every mark of a review file, in file order; ``[]`` when the file does not exist.
-    A last line cut short (no line end and not JSON: a write that never finished, never
-    acknowledged) is left out.
+    """Every mark of a review file in file order (``[]`` when absent); a cut-short last line
+    (no line end, not JSON) is left out.
 
     Raises:
-        BadInputError: the file cannot be read, or a line is not a valid mark (file, line
-            and field named).
+        BadInputError: the file cannot be read, or a line is not a valid mark.
     """
     import orjson
     p = Path(path)
@@ -178,11 +161,9 @@ def read_reviews(path: str | Path) -> list[Mark]:
 
 def latest(marks: Iterable[Mark],
            digests: Mapping[str, str | None] | None = None) -> dict[tuple[str, str], Mark]:
-    """The mark that counts for each item: ``{(episode, target): latest mark}`` (the last in
-    file order). With ``digests`` (each episode's current trace digest), a mark made on the
-    current recording wins over any later stale one (another reviewer's mark on an older
-    recording does not hide a current review); a stale mark stands only where no current
-    one exists."""
+    """``{(episode, target): the mark that counts}``: the last in file order; with ``digests``
+    (current trace digests) a current mark wins over any later stale one.
+    """
     out: dict[tuple[str, str], Mark] = {}
     current: dict[tuple[str, str], Mark] = {}
     for m in marks:
@@ -231,15 +212,9 @@ def human_verdict(marks: Sequence[tuple[str | None, str]], recording: str | None
 
 @dataclass(frozen=True)
 class EpisodeFacts:
-    """What the review figures need of one graded episode.
-
-    Attributes:
-        key: ``<case_id>#t<trial>``.
-        passed: the verdict.
-        metrics: ``{metric name: passed}`` (``None``: not scored, nothing to compare).
-        digest: the current trace digest, or ``None`` when the run has no trace for it.
-        human: the case's ``grading_strategy`` is ``"human"``.
-        to_review: claims grounding lists to review, not counted.
+    """What the review figures need of one graded episode: ``key`` (``case_id#tN``), ``passed``,
+    ``metrics`` (``{name: passed or None}``), ``digest`` (current trace digest or ``None``),
+    ``human`` (human-graded case), ``to_review`` (grounding claims to review).
     """
 
     key: str
@@ -261,19 +236,10 @@ def stale_marks(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
 
 
 def confusion_stats(tp: int, fn: int, fp: int, tn: int) -> dict[str, Any]:
-    """Agreement of a grader's pass/fail with the reviewer's (the truth), from the 2x2
-    table: ``tp`` grader pass / truth pass, ``fn`` grader fail / truth pass, ``fp`` grader
-    pass / truth fail, ``tn`` grader fail / truth fail.
-
-    Returns:
-        ``{"n", "tp", "fn", "fp", "tn", "agreement", "kappa", "kappa_se", "kappa_ci95",
-        "tpr", "tnr"}``: agreement p_o = (tp + tn) / n; Cohen's kappa
-        (p_o − p_e) / (1 − p_e) with p_e = p_grader_pass·p_truth_pass +
-        p_grader_fail·p_truth_fail (Cohen 1960); its standard error
-        sqrt(p_o·(1 − p_o) / (n·(1 − p_e)²)) (the large-sample approximation of Cohen
-        1960) and the normal 95% interval kappa ± 1.96·SE clipped to [−1, 1]; TPR =
-        tp / (tp + fn), TNR = tn / (tn + fp). A figure whose denominator is 0 is ``None``
-        (kappa too when p_e = 1: both sides said one thing only).
+    """Agreement of a grader's pass/fail with the reviewer's (the truth) from the 2x2 table
+    (``tp``, ``fn``, ``fp``, ``tn``; first letter: grader pass/fail against truth): agreement,
+    Cohen's (1960) kappa with its large-sample SE and normal 95% interval clipped to [−1, 1],
+    TPR and TNR; a figure with a zero denominator is ``None``. Formulas: docs/metrics.md.
     """
     n = tp + fn + fp + tn
     out: dict[str, Any] = {"n": n, "tp": tp, "fn": fn, "fp": fp, "tn": tn, "agreement": None,
@@ -305,26 +271,14 @@ def _truth(mark: Mark, predicted: bool) -> bool:
 
 def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
                    episodes: Sequence[EpisodeFacts]) -> dict[str, Any]:
-    """What the reviews say of a run: pending items, disagreements, stale marks and the
-    figures per grader. A stale mark, or one of an episode the run does not have, is not
-    counted; a human-graded episode's mark is its verdict, so it enters no verdict figure
-    (its metric and judge marks are counted).
-
-    Args:
-        marks: the marks (the latest of each item is used, a current one before a later
-            stale one: :func:`latest`).
-        episodes: the run's graded episodes.
+    """What the reviews say of a run: pending items, disagreements, stale and unknown marks, and
+    :func:`confusion_stats` per grader (``verdict``, ``metric:<name>``, ``judge:<name>``), from
+    the latest mark per item (:func:`latest`). Stale marks and unknown episodes are not counted;
+    a human-graded episode's mark is its verdict and enters no verdict figure.
 
     Returns:
-        ``{"episodes", "reviewed", "reviewers": [names, sorted],
-        "pending": [episode keys not reviewed],
-        "human_pending": [keys of grading_strategy "human" cases not reviewed],
-        "to_review_pending": [keys with grounding claims to review, not reviewed],
-        "disagreements": [{"episode", "target", "mark", "graded", "reviewer", "note"}],
-        "stale": [mark as JSON], "unknown": [mark as JSON],
-        "figures": {"verdict" | "metric:<name>" | "judge:<name>": confusion_stats(...)},
-        "claims": {"right": int, "wrong": int}}``. ``graded`` is the verdict or the
-        metric's pass/fail (``True`` pass).
+        ``{"episodes", "reviewed", "reviewers", "pending", "human_pending",
+        "to_review_pending", "disagreements", "stale", "unknown", "figures", "claims"}``.
     """
     if not isinstance(marks, Mapping):
         marks = latest(marks, {e.key: e.digest for e in episodes})
@@ -382,14 +336,9 @@ def review_summary(marks: Mapping[tuple[str, str], Mark] | Iterable[Mark],
 
 
 def episode_facts(report: Any, run: Any = None, index: Any = None) -> list[EpisodeFacts]:
-    """:class:`EpisodeFacts` of every episode of a graded report, in the report's order.
-
-    Args:
-        report: a :class:`~evaltape.grader.results.Report`.
-        run: its :class:`~evaltape.grader.io.run.Run`, for the cases' ``grading_strategy``
-            (``None``: no case is taken as human).
-        index: a :class:`~evaltape.grader.report.view_source.TraceIndex` of the run, for the
-            current trace digests (``None``: the digests the report was graded with).
+    """:class:`EpisodeFacts` of every episode of a graded ``report``, in order; ``run`` gives the
+    cases' ``grading_strategy``, ``index`` (a ``TraceIndex``) the current trace digests (else the
+    report's).
 
     Raises:
         BadInputError: the traces file cannot be read (file named).

@@ -107,13 +107,9 @@ class _IndexedVCR(vcr.VCR):
 
 
 def make_vcr(record_mode: str) -> vcr.VCR:
-    """A ``vcr.VCR`` with the JSONL serializer, atomic persister and body matcher; its
-    cassettes look requests up by index (:mod:`.wire.indexed`), so replay is linear.
-    Responses are decoded and scrubbed before they are stored (:func:`_scrub_answer`).
-
-    Args:
-        record_mode: vcrpy mode: ``"all"`` to record, ``"none"`` to replay offline,
-            ``"new_episodes"`` to play what matches and record the rest (a refresh).
+    """A ``vcr.VCR`` with the JSONL serializer, atomic persister, body matcher and indexed
+    cassettes; responses scrubbed before storing. ``record_mode``: ``"all"``, ``"none"`` or
+    ``"new_episodes"``.
     """
     v = _IndexedVCR(serializer="evaltape_jsonl", record_mode=record_mode,
                     match_on=list(MATCH_ON), decode_compressed_response=False,
@@ -170,10 +166,9 @@ def miss_request_number(cassette: Any) -> int:
 
 
 def refreshed_interactions(cassette: Any, loaded: int) -> list:
-    """A refreshed episode's interactions: those of the first ``loaded`` (the recording)
-    that were played, in the order they were played (``IndexedCassette.played_order``),
-    then the ones recorded live after them. The recorded interactions the agent did not
-    ask for are left out, so the new cassette replays whole."""
+    """A refreshed episode's interactions: the recorded ones that were played, in play order,
+    then those recorded live.
+    """
     played = [i for i in getattr(cassette, "played_order", ()) if i < loaded]
     return [cassette.data[i] for i in played] + list(cassette.data[loaded:])
 
@@ -200,10 +195,7 @@ REFRESH_FOLDER = ".refresh"
 
 
 def work_cassette(path: Any) -> Any:
-    """Where a refresh records an episode before the new cassette takes the place of
-    ``path`` (a :class:`pathlib.Path` in ``http/``): the same name in ``http/.refresh/``
-    (created), so it reads as a cassette and no reader of ``http/`` takes it for one of
-    the run's."""
+    """Where a refresh records an episode: ``path``'s name in ``http/.refresh/`` (created)."""
     folder = path.parent / REFRESH_FOLDER
     folder.mkdir(exist_ok=True)
     return folder / path.name
@@ -211,19 +203,12 @@ def work_cassette(path: Any) -> Any:
 
 def recorded_lines_kept(work: Any, original: Any, data: list,
                         positions: dict[int, int]) -> None:
-    """Make the interactions a refreshed cassette took from the recording byte-identical to
-    their lines in the ``original`` cassette file.
-
-    vcrpy writes every interaction of ``data`` anew (line ``j + 2`` of ``work`` is
-    ``data[j]``), and a stored response's ``content-length`` is the one measured when the
-    file was read, so a copied interaction could differ from its recorded line in that
-    header. ``positions`` maps ``id()`` of each recorded interaction (the ``(request,
-    response)`` pairs as loaded) to its 0-based position in ``original``; those lines are
-    copied as they are, the live ones stay as vcrpy wrote them.
+    """Make the interactions a refreshed cassette took from the recording byte-identical to their
+    lines in ``original`` (``positions``: ``id()`` of each recorded pair → its position).
 
     Raises:
         OSError: a file cannot be read or written.
-        SecretLeakError: (never for lines already stored) the scan refuses the file.
+        SecretLeakError: the scan refuses the file.
     """
     from pathlib import Path
 

@@ -1,29 +1,10 @@
 """Record (and replay) any program as the agent: ``evaltape record DATASET --command CMD``.
-
-The program runs once per (case, trial) with the recording proxy's episode URL in
-``ANTHROPIC_BASE_URL``, so every Messages API client (any SDK, any language, the Claude Code
-CLI, ``curl``) is recorded with no code change. Environment of each run:
-
-- ``ANTHROPIC_BASE_URL``: ``http://127.0.0.1:<port>/evaltape/<case>/<trial>``;
-- ``ANTHROPIC_CUSTOM_HEADERS``: ``x-evaltape-case: <case>`` and ``x-evaltape-trial: <trial>``
-  on two lines (the variable Claude Code reads; clients that send these headers to the bare
-  ``EVALTAPE_PROXY_URL`` land in the same episode);
-- ``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``, ``EVALTAPE_TRIAL``, ``EVALTAPE_INPUT_FILE``,
-  ``EVALTAPE_EPISODE_UUID`` (:func:`episode_uuid`);
-- ``ANTHROPIC_API_KEY`` is passed through; when neither it nor ``ANTHROPIC_AUTH_TOKEN`` is
-  set, a placeholder is set so SDKs start (a stand-in server needs no key).
-
-``CMD`` is split like a shell would (``shlex``) but run without a shell; in each argument
-``{input_file}`` (a UTF-8 file holding the case's input), ``{case_id}``, ``{trial}``,
-``{episode_uuid}`` and ``{python}`` (the Python interpreter evaltape runs on) are replaced.
-The episode ends when the program exits: its trace is built from its cassette
-(:func:`.episodes.trace_from_cassette`), plus ``exit_code`` and ``stdout``; a non-empty
-stdout (stripped) is the ``final_response``, otherwise the conversation's last turn is; a
-non-zero exit or a timeout makes ``stop_reason: "error"`` (not saved unless
-``--keep-errors``, as for built-in agents). The program is killed at the episode's deadline
-(the earlier of ``--command-timeout`` and ``--episode-timeout``), what it still had in
-flight through the proxy is cut, and the episode is an infrastructure timeout
-(``infra_error: "timeout"``).
+The program runs once per (case, trial) with ``ANTHROPIC_BASE_URL`` set to the proxy's
+episode URL (plus ``ANTHROPIC_CUSTOM_HEADERS``, ``EVALTAPE_*`` variables and a placeholder
+key when none is set). ``CMD`` is split with ``shlex`` and run without a shell, with
+``{input_file}``, ``{case_id}``, ``{trial}``, ``{episode_uuid}`` and ``{python}`` replaced.
+The trace is built from the cassette plus ``exit_code`` and ``stdout`` (non-empty stdout is
+the ``final_response``); a non-zero exit is an error, the deadline an infrastructure timeout.
 """
 from __future__ import annotations
 
@@ -98,8 +79,7 @@ def parse_command(command: str) -> list[str]:
     """Split ``--command`` into argv and check the program exists.
 
     Raises:
-        UsageError: empty or unbalanced quoting, or the program is not found on ``PATH``
-            (``{python}`` is always found: evaltape's own interpreter).
+        UsageError: empty or unbalanced quoting, or the program is not on ``PATH``.
     """
     try:
         argv = shlex.split(command)
@@ -114,13 +94,11 @@ def parse_command(command: str) -> list[str]:
 
 
 def refuse_conversations(cases: Sequence[Case], dataset: str) -> None:
-    """Refuse a dataset with conversation cases (a ``user``): a ``--command`` program runs
-    once per episode with the first message and has no way to be given the user's
-    replies, so each conversation would be recorded as one turn (the agent's question as
-    its final answer) and graded as a finished conversation.
+    """Refuse a dataset with conversation cases: a ``--command`` program cannot be given the
+    user's replies.
 
     Raises:
-        UsageError: names the dataset and every such case (with its line, the first 10).
+        UsageError: names the dataset and such cases (with lines, the first 10).
     """
     talking = [c for c in cases if c.user is not None]
     if not talking:
@@ -138,10 +116,9 @@ def refuse_conversations(cases: Sequence[Case], dataset: str) -> None:
 
 
 def episode_uuid(case_id: str, trial: int) -> str:
-    """A UUID fixed by (case, trial): uuid5 (RFC 4122 §4.3, SHA-1 name-based) of
-    ``evaltape:<case_id>:<trial>`` in the URL namespace. Clients that put a random session
-    id into each request (Claude Code's ``metadata.user_id``) replay only if it is the same
-    at recording and replay, e.g. ``claude --session-id {episode_uuid}``."""
+    """A UUID fixed by (case, trial): uuid5 of ``evaltape:<case_id>:<trial>`` (URL namespace),
+    for clients needing a stable session id.
+    """
     import uuid
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evaltape:{case_id}:{trial}"))
 
@@ -216,12 +193,11 @@ def run_command(px: ProxyServer, argv: Sequence[str], case: Case, trial: int,
 
 
 def _communicate_until(p: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
-    """``p.communicate()`` (its stdout and stderr) while :data:`clock` is before
-    ``deadline``, looking at the clock at least every :data:`CLOCK_TICK_S` seconds.
+    """``p.communicate()`` while :data:`clock` is before ``deadline``, checked every
+    :data:`CLOCK_TICK_S` seconds.
 
     Raises:
-        subprocess.TimeoutExpired: the deadline passed with the program still running (it
-            is left running; what it wrote so far stays with ``p``).
+        subprocess.TimeoutExpired: the deadline passed (the program is left running).
     """
     while True:
         left = deadline - clock()
@@ -233,10 +209,9 @@ def _communicate_until(p: subprocess.Popen, deadline: float) -> tuple[bytes, byt
 
 
 def redact_output(data: bytes | str | None) -> str:
-    """A program's stdout or stderr as text (UTF-8, undecodable bytes replaced), redacted
-    line by line before it is shown or stored: live keys, every piece of 12 or more
-    characters of one (a key printed in two halves) and key-shaped strings
-    (:func:`.wire.scrub.scrub_text`)."""
+    """A program's output as text (bad UTF-8 replaced), redacted line by line
+    (:func:`.wire.scrub.scrub_text`).
+    """
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
     return "".join(scrub_text(line) for line in text.splitlines(keepends=True))
 
@@ -244,16 +219,12 @@ def redact_output(data: bytes | str | None) -> str:
 def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
                   timeout_s: float, model: str | None, refused: str | None = None,
                   path: Path | None = None) -> dict:
-    """The trace of one command episode from its (closed) cassette and the process result.
-
-    An episode that made no request gets a cassette with only the header line, so every
-    trace has its cassette (replay checks that). ``refused``: why the proxy refused to
-    store an answer of the episode (:attr:`.episodes.EpisodeBook.refused`); the episode
-    is then an infrastructure error whatever the program did. ``path``: the cassette, when
-    it is not the episode's own under ``run/http/`` (a refresh's new one beside it).
+    """The trace of one command episode from its closed cassette and the process result (a
+    header-only cassette is written when there was no request). ``refused``: why the proxy
+    refused an answer (the episode is then an infrastructure error); ``path``: another cassette.
 
     Raises:
-        BadInputError: the resulting trace fails the trace reader (a bug; names the field).
+        BadInputError: the trace fails the trace reader (a bug; names the field).
     """
     from evaltape.grader.io.traces import parse_trace
     path = path or run / "http" / cassette_name(key.case_id, key.trial)
@@ -282,24 +253,16 @@ def command_trace(run: Path, key: EpisodeKey, case: Case, res: CommandResult,
 
 
 def record_command(opts: Any, progress: Callable[[str, dict], None] | None = None) -> dict:
-    """``evaltape record DATASET --command CMD``: record every unfinished (case, trial).
-
-    Same contract as :func:`evaltape.recorder.record.record` (lock, resume, atomic trace
-    appends, scrubbing, secret scan, errors left for a rerun unless ``keep_errors``, the
-    fingerprint check, ``--refresh``); the manifest's ``agent`` is ``"command"`` and
-    ``command`` holds ``CMD``. A refresh re-runs the program for every finished episode
-    against the proxy, which answers from the episode's cassette while its requests match
-    (:class:`~.episodes.EpisodeBook`, ``refreshing``).
+    """``evaltape record DATASET --command CMD``: record every unfinished (case, trial), with the
+    contract of :func:`evaltape.recorder.record.record`; the manifest's ``agent`` is
+    ``"command"``. A refresh re-runs the program against cassette answers while requests match.
 
     Returns:
-        ``{"recorded", "skipped", "errors", "tokens", "failed", "live_requests"}`` (and the
-        refresh's counts) as ``record`` does.
+        The counts ``record`` returns.
 
     Raises:
-        UsageError: bad ``--command``, trials, URL, a dataset with conversation cases
-            (:func:`refuse_conversations`), a run recorded with another setup, a
-            fingerprint that differs, or a first new request whose system prompt, tools
-            or model differ from the recordings' (:func:`.stale.setup_difference`).
+        UsageError: bad ``--command``, trials or URL, conversation cases, another setup or
+            fingerprint, or a first request differing from the recordings'.
         BadInputError: invalid dataset or stand-in script.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -420,25 +383,15 @@ def replay_command_run(root: Path, manifest: dict, cases: dict[str, Case],
                        recorded: list[tuple[int, dict]], traces_path: Path,
                        timeout_s: float = 600.0, workers: int = 1
                        ) -> list[tuple[str, int, int | None, str | None, str]]:
-    """Re-run a ``--command`` run's program against its cassettes through the proxy in
-    replay mode (no network) and compare each new trace with the recorded one; ``workers``
-    programs at once (threads: each program is a process of its own), with the same
-    result as one.
-
-    A divergence is, in order: a request with no recorded match (the proxy's message: the
-    interaction number and the first differing JSON path), recorded exchanges the program
-    not made, or the first JSON path where the traces differ (the times are the
-    recording's: :func:`.stale.with_recorded_times`).
+    """Re-run a ``--command`` run's program against its cassettes through the proxy in replay
+    mode, ``workers`` at once, and compare each trace with the recorded one. A divergence is an
+    unmatched request, recorded exchanges not made, or the first differing trace path.
 
     Returns:
-        ``[(case_id, trial, request number or None, divergence message or None, stderr)]``
-        in trace order; the request is the one with no recorded match, or the first
-        recorded one the program did not send (``None``: every request matched);
-        ``stderr`` the program's whole standard error, redacted (:func:`redact_output`).
+        ``[(case_id, trial, request number or None, message or None, redacted stderr)]``.
 
     Raises:
-        BadInputError: the manifest has no command, a case is missing from the dataset, or
-            a cassette is missing.
+        BadInputError: no command in the manifest, a case or cassette missing.
         UsageError: the program is not found.
     """
     command = manifest.get("command")

@@ -1,17 +1,9 @@
-"""Multi-turn conversations: the agent and a user, turn by turn.
-
-The case's input is the user's first message. Each time the agent replies (its turn ends
-with text and no tool call), the user answers: a scripted user with the case's next
-``user.turns`` entry (no model), a simulated user with a model over the Messages API
-(:class:`ModelUser`, the peers' design: τ-bench's and τ²-bench's user simulators get the
-task's instructions, answer as the user one message at a time and end with a stop token).
-The conversation ends when a user message holds the case's stop text (a scripted user
-that runs out of turns stops too), when the agent calls one of its transfer tools
-(:attr:`~.loop.AgentSpec.end_tools`), after ``max_turns`` user messages, or when an agent
-turn ends without a reply (``max_steps``, ``loop_detected``, an unfinished turn, an error).
-
-The trace's ``messages`` carry who spoke (``speaker``: ``user``, ``agent`` or ``tool``);
-``conversation`` holds how it ended, the kind of user and the count of user messages.
+"""Multi-turn conversations: the agent and a user, turn by turn. The case's input is the
+user's first message; after each agent reply a scripted user gives its next ``user.turns``
+entry, a simulated user (:class:`ModelUser`, after τ-bench's user simulator) a model's
+answer. It ends on the stop text, a transfer tool (:attr:`~.loop.AgentSpec.end_tools`),
+``max_turns`` user messages, or an agent turn without a reply. ``messages`` carry
+``speaker``; ``conversation`` holds the end, the kind of user and its message count.
 """
 from __future__ import annotations
 
@@ -42,11 +34,8 @@ USER_MESSAGE_LIMIT = 20_000
 
 
 class User(Protocol):
-    """The user of a conversation: ``reply(transcript)`` gives the user's next message
-    (``None``: the user has nothing more to say, the conversation ends).
-
-    ``transcript`` is ``[(speaker, text)]`` so far, ``speaker`` ``"user"`` or ``"agent"``,
-    starting with the user's first message and ending with the agent's reply.
+    """The user of a conversation: ``reply(transcript)`` gives its next message (``None`` ends the
+    conversation); ``transcript`` is ``[(speaker, text)]``, ``speaker`` ``"user"`` or ``"agent"``.
     """
 
     kind: str
@@ -74,13 +63,10 @@ class ScriptedUser:
 
 
 def user_system_prompt(spec: UserSpec) -> str:
-    """The simulated user's system prompt: who it plays and its goal, the facts it may give,
-    and the rules, written for this project after what τ-bench's and τ²-bench's user
-    simulators learned (Yao et al. 2024; Barres et al. 2025): stay the customer (never
-    answer as the agent, never write tool calls or their results), one short message at a
-    time, facts only when asked and never invented ("I don't have it" instead), keep going
-    until the goal is reached, end with the stop text only when it is reached or clearly
-    cannot be."""
+    """The simulated user's system prompt: its role, goal and facts, and rules after τ-bench's and
+    τ²-bench's user simulators: stay the customer, one short message at a time, facts only when
+    asked and never invented, end with the stop text only when done or impossible.
+    """
     parts = ["You are a customer talking to a customer-service agent. You are NOT the "
              "agent and you are not an assistant: you are the person asking for help. "
              "Write only your own next message to the agent, in the first person, as that "
@@ -131,11 +117,9 @@ AGENT_VOICE = (
 
 
 def speaks_as_agent(text: str) -> str | None:
-    """Why a simulated user's message speaks as the agent (the first of
-    :data:`AGENT_VOICE` that matches: ``"offers help"``...), or ``None`` when it reads as
-    the customer's. A heuristic written for the clinic and help-desk domains: the failure
-    τ-bench reports for weak user models is the user answering as the agent; these are
-    the forms it took with a 1.5B model here."""
+    """Why a simulated user's message speaks as the agent (the first matching
+    :data:`AGENT_VOICE` label), or ``None``. A heuristic for the clinic and help-desk domains.
+    """
     for why, pattern in AGENT_VOICE:
         if pattern.search(text or ""):
             return why
@@ -148,15 +132,10 @@ ROLE_REMINDER = ("[Your last message was written as if you were the agent. You a
 
 
 class ModelUser:
-    """A simulated user: a model over the Messages API given the case's ``user``
-    instructions (:func:`user_system_prompt`). Its conversation is the agent's seen from
-    the other side: the user's own messages are ``assistant`` turns, the agent's replies
-    ``user`` turns (after :data:`USER_OPENING`); the agent's tool calls are not shown.
-
-    Its requests go through ``client`` (built with the :data:`~.script_server.SPEAKER_HEADER`
-    header, so
-    the cassette marks them as the user's) and count in :attr:`usage`, apart from the
-    agent's tokens. A reply without text ends the conversation.
+    """A simulated user: a model over the Messages API given the case's ``user`` instructions
+    (:func:`user_system_prompt`), seeing the conversation from the other side (its messages are
+    ``assistant`` turns; the agent's tool calls hidden). Requests carry
+    :data:`~.script_server.SPEAKER_HEADER` and count in :attr:`usage`. No text ends the talk.
     """
 
     kind = "model"
@@ -170,10 +149,8 @@ class ModelUser:
         self.retries = 0
 
     def reply(self, transcript: Sequence[tuple[str, str]]) -> str | None:
-        """Ask the user model for the next message. A reply that speaks as the agent
-        (:func:`speaks_as_agent`) is asked for once more, after :data:`ROLE_REMINDER`; a
-        second such reply raises :class:`UserOutOfRole`. Retries count in
-        :attr:`retries`.
+        """Ask the user model for the next message; one that speaks as the agent is asked again once
+        after :data:`ROLE_REMINDER` (counted in :attr:`retries`).
 
         Raises:
             UserOutOfRole: the user model spoke as the agent twice in a row.
@@ -210,11 +187,8 @@ class ModelUser:
 
 
 class UserOutOfRole(Exception):
-    """The simulated user spoke as the agent twice in a row (:meth:`ModelUser.reply`).
-
-    Attributes:
-        text: its second reply (kept in the trace as its last message).
-        why: what gave it away (:func:`speaks_as_agent`).
+    """The simulated user spoke as the agent twice in a row: ``text`` its second reply, ``why``
+    what gave it away (:func:`speaks_as_agent`).
     """
 
     def __init__(self, text: str, why: str) -> None:
@@ -236,15 +210,9 @@ def speaker(message: dict) -> str:
 
 @dataclass
 class Talk:
-    """How a conversation went (:func:`talk`).
-
-    Attributes:
-        end: one of :data:`ENDS`.
-        user_turns: user messages, the first included.
-        closing: the user's last message when the agent never got it (it held the stop
-            text, or the user spoke as the agent), else ``None``.
-        out_of_role: what gave the user away, for ``user_out_of_role``.
-        failure: the exception of a failed request of the user model (``end`` ``error``).
+    """How a conversation went (:func:`talk`): ``end`` (one of :data:`ENDS`), ``user_turns``,
+    ``closing`` (the user's last message when the agent never got it), ``out_of_role`` and
+    ``failure`` (the user model's exception, ``end`` ``error``).
     """
 
     end: str
@@ -257,12 +225,8 @@ class Talk:
 def talk(first_message: str, user: User,
          agent_reply: Callable[[str], tuple[str | None, str | None]], *,
          max_turns: int, stop: str) -> Talk:
-    """Alternate the agent and ``user`` until the conversation ends (module doc).
-
-    ``agent_reply(message)`` runs the agent's turn on a user message (the first message,
-    then each reply of the user that does not end the conversation) and returns ``(None,
-    reply text)``, or ``(end, None)`` when the turn ended the conversation (``transfer``,
-    ``agent_stopped``, ``error``).
+    """Alternate the agent and ``user`` until the conversation ends. ``agent_reply(message)``
+    returns ``(None, reply text)``, or ``(end, None)`` when the turn ended the conversation.
     """
     transcript: list[tuple[str, str]] = [("user", first_message)]
     message, user_turns = first_message, 1
@@ -319,31 +283,12 @@ def run_conversation(client: Any, spec: AgentSpec, first_message: str, *, user: 
                      model: str, max_turns: int, stop: str,
                      max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                      request_extra: dict | None = None) -> dict:
-    """Run the agent and ``user`` turn by turn (module doc) and return the trace fields.
-
-    Args:
-        client: the agent's client (its cassette is active).
-        spec: the agent's system prompt, tools and executor.
-        first_message: the user's first message (the case's input).
-        user: who answers the agent (:class:`ScriptedUser`, :class:`ModelUser`).
-        model: the agent's model.
-        max_turns: the most user messages, the first included.
-        stop: the text that ends the conversation when a user message holds it.
-        max_steps: the most model turns of one agent turn (per user message).
-        stream, request_extra: as :func:`.loop.run_tool_loop`.
-
-    Returns:
-        :func:`.loop.run_tool_loop`'s fields over the whole conversation (``steps`` and
-        ``usage`` summed, a call's ``step`` counted from the first turn), with
-        ``final_response`` the agent's last reply (``None`` when its last turn ended
-        without one), ``messages`` each carrying ``speaker`` (the user's last message,
-        the one holding the stop text, included though the agent never gets it), and
-        ``conversation``: ``{"end": one of ENDS, "user": "scripted" | "model",
-        "user_turns": user messages, "user_usage": the user model's tokens}``. A failed
-        request of the user model ends the episode as an infrastructure error (the user
-        model is not the agent): ``stop_reason`` ``error``, ``infra_error``
-        ``user_model:<kind>`` (:func:`.loop.infra_kind`), its error text starting
-        ``user model:``.
+    """Run the agent and ``user`` turn by turn and return the trace fields: those of
+    :func:`.loop.run_tool_loop` summed over the conversation, ``final_response`` the agent's
+    last reply, ``messages`` with ``speaker``, and ``conversation``: ``{"end", "user",
+    "user_turns", "user_usage"}``. ``max_turns`` counts user messages, ``max_steps`` model
+    turns per agent turn. A failed user-model request is an infrastructure error
+    (``infra_error`` ``user_model:<kind>``).
     """
     log = EpisodeLog(messages=[{"role": "user", "content": first_message}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})

@@ -1,23 +1,8 @@
-"""Per-episode deadlines for the in-process agents: stop the requests of an episode that hangs.
-
-httpx's read timeout applies to each read, so a server that keeps a stream alive with
-``event: ping`` (or sends a byte now and then) never trips it; and vcrpy reads a response
-to its end before the SDK sees a byte of it. So ``record`` enforces a deadline per episode
-itself, with two public hooks of the HTTP stack:
-
-- every request of the recorder's clients passes :func:`on_request` (an httpx request event
-  hook): once the episode's deadline has passed it refuses the request with
-  :class:`EpisodeTimeout`, which the SDK neither wraps nor retries (an ``AnthropicError``
-  that is no connection or status error); it also asks httpcore, through its ``trace``
-  request extension, for the socket of every connection the client opens;
-- at the deadline a timer shuts those sockets down (``shutdown(SHUT_RDWR)``), which ends a
-  read blocked on one at once, whether the server sends pings or nothing; the SDK's retry
-  of the broken request then meets the refusal.
-
-One episode runs at a time in a process (``--workers`` runs episodes in worker
-processes), so the deadline is the process's: every request the episode's agent makes, from
-any thread, is under it, and shutting down the process's sockets touches no other
-episode (idle pooled connections are reopened on their next use).
+"""Per-episode deadlines for in-process agents (httpx timeouts apply per read, so pings keep a
+hung stream alive). :func:`on_request`, an httpx request hook, refuses requests after the
+deadline with :class:`EpisodeTimeout` (not retried by the SDK) and collects each
+connection's socket via httpcore's ``trace`` extension; at the deadline a timer shuts those
+sockets down. One episode runs per process, so the deadline is the process's.
 """
 from __future__ import annotations
 

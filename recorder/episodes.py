@@ -392,10 +392,9 @@ def stream_cut_short(path: Path, index: int) -> bool:
 
 
 def mark_refused(trace: dict, why: str) -> dict:
-    """Make ``trace`` (in place) an infrastructure error: an answer of its episode was
-    refused, not stored (``why``), so the cassette misses it and the trace cannot stand
-    for what the agent did: ``stop_reason: "error"``, no final answer, ``error: why`` and
-    ``infra_error: "undecodable_response"``."""
+    """Make ``trace`` (in place) an infrastructure error for a refused answer ``why``: ``error``
+    stop, no final answer, ``infra_error: "undecodable_response"``.
+    """
     trace.update({"stop_reason": "error", "final_response": None, "error": why,
                   "infra_error": UnscannableBody.infra_kind})
     return trace

@@ -31,11 +31,9 @@ EPISODE_HEADER_PREFIX = "x-evaltape-"
 
 
 def client_options(client: Any) -> dict:
-    """The keyword arguments that build an Anthropic client talking to the same episode
-    as ``client`` (the one an agent function is given): ``base_url``, ``api_key``,
-    ``default_headers`` (the ``x-evaltape-*`` headers naming the case and trial) and
-    ``max_retries``. For ``anthropic.AsyncAnthropic(**options)`` or any client that takes
-    a base URL and headers."""
+    """Keyword arguments for an Anthropic client talking to ``client``'s episode: ``base_url``,
+    ``api_key``, ``x-evaltape-*`` ``default_headers`` and ``max_retries``.
+    """
     headers = {k: v for k, v in client.default_headers.items()
                if isinstance(v, str) and k.lower().startswith(EPISODE_HEADER_PREFIX)}
     return {"base_url": str(client.base_url), "api_key": client.api_key,
@@ -119,15 +117,9 @@ def episode_trace(*, talked: Talk | None = None, user: Any = None) -> dict:
 
 
 def converse(case: Any, user: Any, respond: Callable[[str], str | None]) -> dict:
-    """Run ``case`` with an agent that answers one user message at a time and return
-    its trace fields (:func:`episode_trace`).
-
-    ``respond(message)`` is the agent's turn: it gets a user message (the case's input,
-    then each reply of the user), keeps its own history, and returns its reply text
-    (``None`` or empty: the agent stopped without a reply). Without a ``user`` (a
-    one-message case) it is called once. With one, the user answers each reply
-    (``user.reply(transcript)``) until the conversation ends: the user's stop text, a
-    scripted user out of turns, ``max_turns`` user messages, or no reply from the agent.
+    """Run ``case`` with an agent answering one user message at a time, ``respond(message)`` →
+    reply (``None``/empty: stopped), and return its trace fields. Without ``user`` it is called
+    once; with one, until the conversation ends (:func:`talk`).
     """
     if user is None:
         respond(case.input)

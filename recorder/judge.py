@@ -1,12 +1,7 @@
-"""Record LLM-judge answers into a run's ``judge/`` cassettes (``evaltape judge``).
-
-For every episode of a run and every judged metric, the metric builds its judge requests
-exactly as ``grade`` will (:meth:`requests`); each request with fewer than ``samples``
-recorded answers is sent through the ``anthropic`` SDK inside a vcrpy cassette
-``judge/<case_id>__t<trial>.jsonl`` (same JSONL serializer, scrubbing and atomic
-persister as ``http/``). The cassette is opened in vcrpy's ``new_episodes`` mode: the
-answers already recorded for a request are played back first and only the missing
-samples reach the network, so a rerun is free and resumable.
+"""Record LLM-judge answers into a run's ``judge/`` cassettes (``evaltape judge``): each
+judged metric builds its requests as ``grade`` will; requests with fewer than ``samples``
+answers are sent inside ``judge/<case_id>__t<trial>.jsonl`` in vcrpy's ``new_episodes``
+mode, so reruns send only what is missing.
 """
 from __future__ import annotations
 
@@ -84,22 +79,12 @@ def judge_run(run: str, *, metric_names: Sequence[str] | None = None,
               dataset: str | None = None, max_retries: int = 4,
               progress: Callable[[dict], None] | None = None,
               config: Any = None) -> dict[str, int]:
-    """Record the missing judge answers of ``run``.
-
-    Args:
-        run: the run directory (or its ``traces.jsonl``).
-        metric_names: judged metrics to record for (default: every judged metric).
-        model: judge model (default :data:`evaltape.grader.judge.DEFAULT_JUDGE_MODEL`); it is not
-            part of the lookup key, so ``grade`` finds answers from any model.
-        base_url: Messages-API server (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
-        samples: answers wanted per request (``--judge-samples``), for stability.
-        dataset: dataset override (default: the manifest's).
-        config: the configuration (a TOML path or a table) whose ``[judges.NAME]`` tables
-            define judged metrics of the user's, as for ``grade``.
+    """Record the missing judge answers of ``run`` for ``metric_names`` (default: every judged
+    metric) with judge ``model`` (not part of the lookup key), ``samples`` answers per request;
+    ``config`` may define user judges.
 
     Returns:
-        Counts: ``{"requests": unique requests, "complete": already had enough answers,
-        "sent": answers requested now, "errors": failed requests}``.
+        ``{"requests", "complete", "sent", "errors"}`` counts.
 
     Raises:
         UsageError: ``samples`` < 1, no key and no base URL, or bad metric names.

@@ -1,32 +1,9 @@
-"""A small Messages-API adapter on loopback between the recorder and ``llama-server``.
-
-Small open models (Qwen2.5-Coder) often write a tool call as text instead of in the tags
-the server parses::
-
-    ```json
-    {"name": "unlock_account", "arguments": {"username": "jsmith"}}
-    ```
-
-so ``llama-server`` answers a text block with ``stop_reason: end_turn`` and the agent's tool
-loop ends. This adapter forwards ``POST /v1/messages`` to the server and turns such text
-(fenced ```json blocks, ``<tool_call>...</tool_call>`` tags, or a reply that is nothing but
-the JSON; also with the doubled braces ``{{...}}`` that Qwen2.5's chat template shows and
-the models copy) into ``tool_use`` blocks with ``stop_reason: tool_use``. Only a call whose
-``name`` is one of the request's tools is converted; anything else stays text.
-
-Other rules:
-- ``temperature`` is set to 0 when the request has none (greedy decoding: reruns of the
-  same request give the same answer).
-- ``tool_use`` ids (the server's random ones included) and the message id are derived from
-  a hash of the request and the call, so they are deterministic.
-- ``"stream": true`` is served by asking the server for the whole message and sending it
-  back as server-sent events.
-- Every other path (``/health``, ``/props``, ``/v1/models``, ...) is proxied unchanged.
-- A client that goes away before its answer (the recorder cut the request at the episode's
-  deadline) has its upstream request closed at once, so ``llama-server`` cancels the
-  generation and frees its slot (with one slot, every later request waited behind it).
-
-Run: ``python -m recorder.local_adapter --upstream http://127.0.0.1:8081 --port 8080``.
+"""A small Messages-API adapter on loopback between the recorder and ``llama-server``: small
+open models write tool calls as text (fenced JSON, ``<tool_call>`` tags, bare JSON, Qwen's
+doubled braces), which it turns into ``tool_use`` blocks when the name is a request tool.
+It also sets ``temperature`` 0 when absent, derives ids from a request hash, serves
+``stream`` as SSE from a whole message, proxies other paths, and closes the upstream request
+when the client goes away. Run: ``python -m recorder.local_adapter --upstream URL --port N``.
 Stdlib only; the grader never imports it.
 """
 from __future__ import annotations
@@ -81,12 +58,8 @@ def _json_sequence(text: str) -> list[Any] | None:
 
 
 def _brace_repaired(text: str) -> list[Any] | None:
-    """One JSON value written with the doubled/extra braces of Qwen2.5's chat template.
-
-    The template shows the call format as ``{{"name": <function-name>, "arguments":
-    <args-json-object>}}`` (Jinja escaping left in), and models copy it, e.g.
-    ``{{"name": "classify_ticket", "arguments": {"category": "billing"}}}}``. Accepted: an
-    optional extra leading ``{``, one JSON value, then nothing but ``}`` characters.
+    """One JSON value written with Qwen2.5's template braces (``{{"name": ..., "arguments":
+    {...}}}}``): an optional extra leading ``{``, one JSON value, then only ``}`` characters.
     """
     start = 1 if text.startswith("{{") else 0
     try:
@@ -135,12 +108,8 @@ def _calls_in(snippet: str, tool_names: set[str]) -> list[dict] | None:
 
 
 def extract_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[dict]]:
-    """Split a text reply into (remaining text, tool calls written as text).
-
-    Recognised, in this order: ``<tool_call>`` tags (a missing closing tag at the end is
-    tolerated), fenced code blocks (```json, ```tool_call or bare ```), and a reply that
-    is only JSON. In each, one JSON value with template-style doubled or extra closing
-    braces is accepted (:func:`_brace_repaired`). The remaining text has the converted spans removed and is stripped.
+    """Split a text reply into (remaining text, tool calls written as text): ``<tool_call>`` tags,
+    fenced blocks, or a JSON-only reply, in that order, template braces repaired.
     """
     if not tool_names:
         return text, []
@@ -168,11 +137,8 @@ def extract_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[dict]
 
 
 def rewrite_message(message: dict, request: Mapping[str, Any]) -> dict:
-    """Return ``message`` (a Messages-API response) with text tool calls made ``tool_use``.
-
-    Ids: the message id is ``msg_`` + 24 hex digits of sha256(canonical request); the
-    ``k``-th ``tool_use`` block (0-based, over the whole reply) gets ``toolu_`` + 24 hex
-    digits of sha256(request digest, k, name, canonical input), joined by NUL bytes.
+    """``message`` with text tool calls made ``tool_use``; the message id and each call's id are
+    sha256-derived from the canonical request (and the call's index, name and input).
     """
     tool_names = {t["name"] for t in request.get("tools") or []
                   if isinstance(t, dict) and isinstance(t.get("name"), str)}
@@ -258,16 +224,11 @@ class AdapterHandler(BaseHTTPRequestHandler):
             "type": kind, "message": message}}).encode(), "application/json")
 
     def _upstream(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes, str]:
-        """Send one request upstream and return ``(status, body, content type)``.
-
-        While the answer is awaited, the client's connection is watched: when the client
-        goes away (the recorder cut the request at its episode's deadline), the upstream
-        connection is closed at once, so ``llama-server`` cancels the generation and frees
-        its slot instead of finishing an answer nobody reads.
+        """Send one request upstream: ``(status, body, content type)``. If the client goes away
+        meanwhile, the upstream connection is closed so ``llama-server`` frees its slot.
 
         Raises:
-            OSError: the upstream could not be reached, or the client went away
-                (:class:`ClientGone`).
+            OSError: the upstream could not be reached, or the client went away.
         """
         u = self.server.upstream  # type: ignore[attr-defined]
         conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=UPSTREAM_TIMEOUT_S)
@@ -350,15 +311,11 @@ class AdapterHandler(BaseHTTPRequestHandler):
 
 
 class LocalAdapter(BackgroundServer):
-    """The adapter server; use as a context manager (serves on a thread) or ``serve_forever``.
-
-    Args:
-        upstream: base URL of the Messages-API server, e.g. ``http://127.0.0.1:8081``.
-        host, port: where to listen (``port`` 0 picks a free one).
+    """The adapter server (a context manager serving on a thread, or ``serve_forever``):
+    ``upstream`` base URL, ``host`` and ``port`` (0: any free).
 
     Raises:
-        ValueError: ``upstream`` is not ``http://HOST[:PORT]``, or carries credentials
-            (``user:password@``; the message does not repeat them).
+        ValueError: ``upstream`` is not ``http://HOST[:PORT]`` or carries credentials.
     """
 
     def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0,

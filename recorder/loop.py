@@ -1,9 +1,6 @@
-"""The manual tool-use loop every built-in agent runs on the ``anthropic`` SDK.
-
-It records every tool call with its arguments, result and step, and stops with a
-``stop_reason``: the model's own, or ``max_steps``, ``loop_detected`` or ``error``
-(docs/formats.md). :func:`agent_turn` is one agent turn (model turns until the
-agent replies); a multi-turn conversation (:mod:`.conversation`) runs it once per user
+"""The manual tool-use loop every built-in agent runs on the ``anthropic`` SDK: it records
+each tool call with arguments, result and step, and stops with a ``stop_reason``
+(docs/formats.md). :func:`agent_turn` is one agent turn; a conversation runs it per user
 message.
 """
 from __future__ import annotations
@@ -69,13 +66,8 @@ def _is_transient_stream_error(e: Exception) -> bool:
 
 @dataclass
 class Turn:
-    """One model turn as the loop received it.
-
-    Attributes:
-        message: the SDK's final message of the turn.
-        raw_inputs: for a streamed turn, content index → the tool input's ``partial_json``
-            fragments joined (what the model really sent; the SDK's ``input`` is a lenient
-            partial parse of it).
+    """One model turn as received: ``message`` (the SDK's final message) and, when streamed,
+    ``raw_inputs`` (content index → the tool input's ``partial_json`` joined).
     """
 
     message: Any
@@ -85,13 +77,8 @@ class Turn:
 
 
 class InfraResponseError(anthropic.APIError):
-    """An HTTP 2xx answer the loop cannot use: an infrastructure failure (``infra_error`` is
-    :attr:`kind`), re-sent like a transient stream error (:data:`STREAM_RETRIES`).
-
-    Attributes:
-        kind: ``"bad_response"`` or ``"incomplete_stream"``.
-        response: the ``httpx`` response.
-        status_code: its HTTP status.
+    """An HTTP 2xx answer the loop cannot use, an infrastructure failure re-sent like a stream
+    error: ``kind`` (``"bad_response"``, ``"incomplete_stream"``), ``response``, ``status_code``.
     """
 
     kind = "bad_response"
@@ -185,12 +172,8 @@ def _parse_message(raw: Any) -> Any:
 
 
 class StreamBroke(Exception):
-    """A streamed turn ended by an error after part of the answer arrived (no retry left).
-
-    Attributes:
-        error: the SDK's exception.
-        partial_text: the text blocks received before the error, joined with ``\\n``
-            (``None`` when no text arrived).
+    """A streamed turn broken after part of the answer arrived: ``error`` and ``partial_text``
+    (text received, or ``None``).
     """
 
     def __init__(self, error: Exception, partial_text: str | None) -> None:
@@ -371,19 +354,9 @@ def add_usage(total: dict[str, int], usage: Mapping[str, Any]) -> None:
 
 @dataclass
 class EpisodeLog:
-    """What one episode's model turns have produced so far (shared by a conversation's turns).
-
-    Attributes:
-        messages: the Anthropic-format conversation sent to the model.
-        calls: every tool call, as the trace stores it.
-        usage: token counts summed over the agent's responses (:func:`add_usage`).
-        steps: model turns so far.
-        error: the error that ended the episode, or ``None``.
-        extra: trace fields an ending adds (``infra_error``, ``partial_response``,
-            ``unfinished``).
-        timing: the trace's ``timing`` (``turns``, ``first_tool_call_s``), seconds from
-            ``started``, :data:`TIME_DIGITS` places.
-        started: the episode's start on :func:`time.perf_counter`.
+    """One episode's model turns so far: ``messages``, ``calls``, ``usage`` (summed), ``steps``,
+    ``error``, ``extra`` (fields an ending adds), ``timing`` (seconds from ``started``) and
+    ``started`` (:func:`time.perf_counter`).
     """
 
     messages: list
@@ -548,28 +521,11 @@ def request_kwargs(spec: AgentSpec, model: str, request_extra: dict | None) -> d
 def run_tool_loop(client: anthropic.Anthropic, spec: AgentSpec, user_input: str, *,
                   model: str, max_steps: int = DEFAULT_MAX_STEPS, stream: bool = False,
                   request_extra: dict | None = None) -> dict:
-    r"""Run the agent loop until the model answers or a limit stops it.
-
-    Args:
-        client: the client the recorder built (its cassette is already active).
-        spec: system prompt, tool schemas and executor.
-        user_input: the case's input (first user message).
-        model: model id sent with every request.
-        max_steps: the most model turns (default 8).
-        stream: use ``messages.stream`` and build the turn from the final message.
-        request_extra: extra request fields (e.g. ``{"temperature": 0}``).
-
-    Returns:
-        The trace fields: ``tool_calls``, ``final_response`` (final turn's text blocks joined
-        with ``\\n``, or ``None``), ``stop_reason``, ``steps``, ``messages``, ``usage``,
-        ``error``, and when they apply ``unfinished``, ``infra_error``, ``partial_response``.
-
-    Stops: a turn without tool use (the model's stop reason; *unfinished* on ``pause_turn``
-    or with unrun ``tool_use`` blocks); ``LOOP_REPEATS`` equal calls in a row
-    (``loop_detected``); ``max_steps`` turns; an API error, an undecodable answer, content too
-    deep to store or the deadline (``error``); a call of :attr:`AgentSpec.end_tools`
-    (:data:`TRANSFER`). Unknown or raising tools and non-object inputs become error results
-    and the loop goes on (docs/formats.md).
+    r"""Run the agent loop until the model answers or a limit stops it: a turn without tool use,
+    ``LOOP_REPEATS`` equal calls (``loop_detected``), ``max_steps`` turns, an error or the
+    deadline, or a :attr:`AgentSpec.end_tools` call. Bad tool calls become error results.
+    Returns the trace fields (``tool_calls``, ``final_response``, ``stop_reason``, ``steps``,
+    ``messages``, ``usage``, ``error``, ``timing`` and extras). Rules: docs/formats.md.
     """
     log = EpisodeLog(messages=[{"role": "user", "content": user_input}], calls=[],
                      usage={"input_tokens": 0, "output_tokens": 0})

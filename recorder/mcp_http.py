@@ -1,31 +1,11 @@
-"""``evaltape mcp-tape --url URL``: an MCP server reached over streamable HTTP, taped into
-the episode's cassette.
-
-``mcp-tape`` serves a local MCP endpoint (``http://127.0.0.1:PORT/<the URL's path>``,
-printed on its first line of standard output) that the client is given instead of the
-server's URL:
-
-* recording: each JSON-RPC request the client POSTs is forwarded to the server with the
-  client's headers; the server's answer (JSON, or an SSE stream: relayed event by event) goes
-  back to the client, and the request's ``method`` and ``params`` with the server's response
-  and the notifications sent before it are stored as a taped call of tool ``mcp/<NAME>``
-  (as :mod:`.mcp_tape` stores a stdio server's). Headers are never stored; the values of
-  credential headers (``Authorization``, ``X-Api-Key``...) and of the URL's credentials are
-  redacted wherever the exchange holds them (:mod:`.wire.scrub`);
-* replaying: the server is never contacted; each request is answered from the cassette
-  (an SSE stream with the recorded notifications then the response, or a JSON body when
-  there were none), a miss with a JSON-RPC error (:data:`.mcp_tape.MISS_CODE`);
-* ``record --refresh``: requests are answered from the cassette up to the first one the
-  proxy wants live; the server is then first sent the client's messages so far (answers
-  dropped) and everything after is forwarded and stored;
-* outside an episode it forwards everything, untaped.
-
-The client's session id is ``mcp-tape``'s own (issued with the ``initialize`` answer); the
-server's is kept for the requests forwarded to it. A standalone SSE stream (``GET``) is
-refused with 405, which the protocol allows: server messages outside a request's answer are
-not relayed. Requests the server sends the client within an answer (sampling, elicitation)
-are relayed when recording and not taped; the client's answers to them, and its
-notifications, are forwarded when recording and dropped at replay.
+"""``evaltape mcp-tape --url URL``: an MCP server reached over streamable HTTP, taped into the
+episode's cassette. It serves a local endpoint (printed first on stdout) given to the client
+instead of the server's URL. Recording: each JSON-RPC request is forwarded and relayed (JSON
+or SSE), and stored as a taped call of ``mcp/<NAME>`` as :mod:`.mcp_tape` does; headers are
+never stored, credentials redacted. Replay answers from the cassette (a miss: JSON-RPC
+error :data:`.mcp_tape.MISS_CODE`); ``record --refresh`` goes live at the first divergence;
+outside an episode it just forwards. ``mcp-tape`` issues its own session id; a standalone
+``GET`` stream is refused with 405; server-to-client requests are relayed untaped.
 """
 from __future__ import annotations
 
@@ -270,12 +250,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve_http(url: str, *, name: str | None = None, episode: Episode | None = None,
                host: str = "127.0.0.1", port: int = 0, out: IO[str] | None = None) -> int:
-    """Serve the local endpoint standing for the streamable-HTTP MCP server at ``url``
-    (module docstring) until SIGTERM or SIGINT; its URL is written first to ``out``
-    (default standard output).
-
-    Returns:
-        0.
+    """Serve the local endpoint standing for the MCP server at ``url`` until SIGTERM or SIGINT,
+    its URL written first to ``out`` (default stdout); returns 0.
 
     Raises:
         OSError: the port cannot be bound, or the proxy cannot be reached.

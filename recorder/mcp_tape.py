@@ -1,34 +1,11 @@
 """``evaltape mcp-tape -- SERVER...``: an MCP stdio server taped into the episode's cassette.
-
-An MCP client (the Claude Agent SDK, Claude Code, an agent of your own) starts its stdio
-servers as programs and talks JSON-RPC to them, one JSON message a line. Give it
-``evaltape mcp-tape [--name NAME] -- <server command>`` as the server's command instead:
-
-* recording (``evaltape record --command``, behind the recording proxy): ``mcp-tape``
-  starts the server, passes every line through both ways, and stores each request the
-  client sends and the server's response (with the server's notifications in between)
-  in the episode's cassette, through the proxy (:func:`.tape.serve_tape`), as a taped
-  call of tool ``mcp/<NAME>`` with arguments ``{"method", "params"}``;
-* replaying (``evaltape replay`` of that run): the server is **not** started; each
-  request is answered from the cassette (the recorded notifications first, then the
-  response with the client's own ``id``). A request with no recorded match gets a
-  JSON-RPC error (``-32603``, ``evaltape replay miss: ...``) and the replay reports the
-  miss with the method and the first differing ``params`` path;
-* outside an episode (no proxy in the environment) it runs the server as it is.
-
-The episode comes from ``--proxy``/``--case``/``--trial`` or the environment ``evaltape
-record`` gives its program (``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``,
-``EVALTAPE_TRIAL``): an MCP client that starts servers with a reduced environment must
-pass these three on (or put them on the command line).
-
-Requests the server sends to the client (sampling, roots, elicitation) are passed through
-when recording and not taped; a client's notifications are passed to the server when
-recording and dropped at replay. During ``record --refresh`` the requests are answered
-from the cassette up to the episode's first divergence; the server starts at the first
-request that goes live and is first sent the session so far (:func:`record_session`).
-
-A server reached over streamable HTTP (a URL) is taped the same way by ``mcp-tape --url``
-(:mod:`.mcp_http`).
+Given to an MCP client as the server's command: when recording (behind the proxy) it starts
+the server, passes lines both ways and stores each request/response exchange as a taped
+call of tool ``mcp/<NAME>`` (:func:`.tape.serve_tape`); at replay it answers from the
+cassette without starting the server (a miss gets JSON-RPC error ``-32603``); outside an
+episode it runs the server as is. The episode comes from ``--proxy``/``--case``/``--trial``
+or ``EVALTAPE_PROXY_URL``/``EVALTAPE_CASE_ID``/``EVALTAPE_TRIAL``. Server-to-client
+requests are passed through untaped. HTTP servers: :mod:`.mcp_http`.
 """
 from __future__ import annotations
 
@@ -66,8 +43,8 @@ class Episode:
 
 def episode_from_env(proxy: str | None = None, case_id: str | None = None,
                      trial: int | None = None) -> Episode | None:
-    """The episode named by the arguments, else by ``EVALTAPE_PROXY_URL``,
-    ``EVALTAPE_CASE_ID`` and ``EVALTAPE_TRIAL``; ``None`` when no proxy or case is known.
+    """The episode named by the arguments, else by ``EVALTAPE_PROXY_URL``, ``EVALTAPE_CASE_ID``
+    and ``EVALTAPE_TRIAL``; ``None`` when no proxy or case is known.
 
     Raises:
         ValueError: ``EVALTAPE_TRIAL`` is not a non-negative integer.
@@ -85,8 +62,7 @@ def episode_from_env(proxy: str | None = None, case_id: str | None = None,
 
 
 def post_tape(episode: Episode, payload: dict) -> tuple[int, dict]:
-    """POST one taped call to the proxy (:func:`.tape.serve_tape`); ``(status, JSON
-    answer)``.
+    """POST one taped call to the proxy (:func:`.tape.serve_tape`); ``(status, JSON answer)``.
 
     Raises:
         OSError: the proxy cannot be reached.
@@ -151,10 +127,8 @@ def _is_response(msg: Any) -> bool:
 
 
 def replay_session(episode: Episode, tool: str, stdin: IO[bytes], out: _Out) -> int:
-    """Answer the client's requests from the cassette until its stdin closes.
-
-    Returns:
-        0 (a miss is answered with a JSON-RPC error and reported by the replay).
+    """Answer the client's requests from the cassette until its stdin closes; returns 0 (misses
+    get a JSON-RPC error and are reported by the replay).
     """
     for line in stdin:
         msg = _parse(line)
@@ -196,18 +170,10 @@ def _answer(out: _Out, msg: dict, result: dict) -> None:
 
 def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: IO[bytes],
                    out: _Out) -> int:
-    """Pass lines both ways between the client and the server and store each request's
-    exchange.
-
-    Each request is first looked up in the episode's cassette: while the proxy answers
-    from it (``record --refresh``, before the episode's first divergence) the client gets
-    the recorded answer and the server is not started. At the first request the proxy
-    wants run live (always, when recording a new episode) the server is started, sent the
-    session so far (its answers dropped) so it is in the state the client expects, and
-    from then on every line passes through and every exchange is stored.
-
-    Returns:
-        The server's exit status (0 when it was never started).
+    """Pass lines both ways between client and server and store each request's exchange. While
+    the proxy answers from the cassette (``record --refresh`` before the divergence) the server
+    is not started; at the first live request it starts and is sent the session so far.
+    Returns the server's exit status (0 if never started).
 
     Raises:
         OSError: the server cannot be started, or the proxy cannot be reached.
@@ -311,17 +277,10 @@ def record_session(episode: Episode, tool: str, command: Sequence[str], stdin: I
 def mcp_tape(command: Sequence[str], *, name: str | None = None,
              episode: Episode | None = None, stdin: IO[bytes] | None = None,
              stdout: IO[bytes] | None = None) -> int:
-    """Stand between an MCP client (``stdin``/``stdout``, default this process's) and the
-    stdio server ``command`` (module docstring).
-
-    Args:
-        name: the server's name in the cassette (tool ``mcp/<name>``; default the
-            command's last argument's file name without its extension).
-        episode: where taped calls go (default :func:`episode_from_env`); ``None`` and
-            none in the environment: the server runs untaped.
-
-    Returns:
-        The exit status: the server's (recording, untaped) or 0 (replay).
+    """Stand between an MCP client (``stdin``/``stdout``) and the stdio server ``command`` (module
+    doc). ``name``: tool ``mcp/<name>`` (default the last argument's stem); ``episode``: where
+    taped calls go (default :func:`episode_from_env`; none: untaped). Returns the server's exit
+    status, or 0 at replay.
 
     Raises:
         OSError: the server cannot be started, or the proxy cannot be reached.

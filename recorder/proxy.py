@@ -1,15 +1,9 @@
-"""``evaltape proxy``: a recording (or replaying) reverse proxy for the Messages API.
-
-A client honouring ``ANTHROPIC_BASE_URL`` talks to ``http://127.0.0.1:PORT``; the proxy
-forwards each request upstream (``httpx``), streams the answer back chunk by chunk, and
-stores the exchange, scrubbed, in the run's JSONL cassettes (:mod:`.episodes`). Replay
-answers from the cassettes with no network. The loopback side is the standard library's
-``ThreadingHTTPServer``.
-
-Episode routing (first match wins): URL prefix ``/evaltape/<case>/<trial>/...``; headers
-``x-evaltape-case`` / ``x-evaltape-trial``; else conversation grouping
-(:meth:`.episodes.EpisodeBook.group`). Control: ``POST /evaltape/<case>/<trial>/end`` or
-``POST /evaltape/end`` end episodes; ``GET /evaltape/health``.
+"""``evaltape proxy``: a recording (or replaying) reverse proxy for the Messages API. A client
+honouring ``ANTHROPIC_BASE_URL`` talks to ``http://127.0.0.1:PORT``; the proxy forwards
+upstream (``httpx``), streams answers back and stores each exchange, scrubbed, in the run's
+cassettes (:mod:`.episodes`); replay answers offline. Episodes are routed by URL prefix
+``/evaltape/<case>/<trial>/``, then ``x-evaltape-*`` headers, then conversation grouping.
+Control: ``POST /evaltape[/<case>/<trial>]/end``, ``GET /evaltape/health``.
 """
 from __future__ import annotations
 
@@ -54,12 +48,8 @@ def episode_base_url(root: str, case_id: str, trial: int) -> str:
 
 @dataclass(frozen=True)
 class Route:
-    """Where a proxied request goes.
-
-    Attributes:
-        action: ``"forward"`` (an API call), ``"end"`` (end episodes) or ``"health"``.
-        key: the episode named by URL or headers, or ``None`` (grouped / all).
-        path: the upstream path with its query string (the episode prefix removed).
+    """Where a proxied request goes: ``action`` (``"forward"``, ``"end"``, ``"health"``), ``key``
+    (the episode named, or ``None``) and ``path`` (upstream path and query, prefix removed).
     """
 
     action: str
@@ -138,9 +128,8 @@ TIME_DIGITS = 6
 
 def exchange_timing(episode_start: float, sent: float, first_byte: float,
                     done: float) -> dict[str, float]:
-    """``response.timing`` of a recorded answer, in seconds (:data:`TIME_DIGITS` places) from
-    ``time.monotonic()`` readings: ``start_s`` (episode start → forwarded), ``ttfb_s``
-    (forwarded → headers in), ``latency_s`` (forwarded → last byte passed on).
+    """``response.timing`` in seconds from monotonic readings: ``start_s``, ``ttfb_s``,
+    ``latency_s`` (:data:`TIME_DIGITS` places).
     """
     return {"start_s": round(sent - episode_start, TIME_DIGITS),
             "ttfb_s": round(first_byte - sent, TIME_DIGITS),
@@ -326,28 +315,20 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 
 class ProxyServer(BackgroundServer):
-    """The proxy on ``127.0.0.1``; use as a context manager (serves on a daemon thread).
+    """The proxy on ``127.0.0.1`` (a context manager serving on a daemon thread).
 
     Args:
-        run: the run folder (cassettes under ``http/``, traces in ``traces.jsonl``).
-        mode: ``"record"`` (forward and store) or ``"replay"`` (answer from cassettes).
-        upstream: base URL of the Messages API (record mode); credentials in it are sent as
-            basic auth and kept out of every recording.
-        port: 0 picks a free port.
-        idle_timeout: seconds of silence that end an episode (``None``: explicit ends only).
-        finished: episodes that already have a trace (record mode refuses them).
-        refreshing: finished episodes to record again from their first diverging request.
-        on_end: receives each trace of an episode the proxy ended.
-        log: receives one line per exchange (method, path, status, episode, ms).
-        setup_check: returns how the first forwarded request differs from the run's setup
-            (:func:`.stale.setup_difference`), or ``None``; a difference refuses it and every
-            later one (HTTP 409).
+        run: the run folder; mode: ``"record"`` or ``"replay"``.
+        upstream: the Messages API base URL (credentials sent as basic auth, never recorded).
+        port: 0 picks a free port; idle_timeout: seconds of silence ending an episode.
+        finished: episodes with a trace (refused); refreshing: episodes to re-record.
+        on_end: receives each ended episode's trace; log: one line per exchange.
+        setup_check: how the first forwarded request differs from the run's setup, or
+            ``None``; a difference refuses it and all later ones (HTTP 409).
 
     Attributes:
-        base_url: ``http://127.0.0.1:<port>``.
-        upstream: the upstream base URL without credentials.
-        book: the :class:`~.episodes.EpisodeBook`.
-        setup_refused: the difference ``setup_check`` found, or ``None``.
+        base_url, upstream (without credentials), book (:class:`~.episodes.EpisodeBook`),
+        setup_refused (the difference found, or ``None``).
     """
 
     def __init__(self, run: Path, *, mode: Mode = "record", upstream: str | None = None,

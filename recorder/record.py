@@ -1,10 +1,7 @@
-"""The in-process driver: record a dataset with an agent function, one cassette and one
-trace per (case, trial), the episodes run in forked worker processes; with ``--refresh``,
-replay every finished episode first and record again only those that do not reproduce
-(:func:`refresh_episode`).
-
-The run folder (manifest, ``traces.jsonl``, resume, the lock) is :mod:`.runfolder`'s; a
-program run behind the recording proxy is :mod:`.command`'s; :mod:`.run` picks the driver.
+"""The in-process driver: record a dataset with an agent function, one cassette and one trace
+per (case, trial), episodes run in forked workers; with ``--refresh``, replay finished
+episodes first and re-record only those that do not reproduce (:func:`refresh_episode`).
+The run folder is :mod:`.runfolder`'s, a program behind the proxy :mod:`.command`'s.
 """
 from __future__ import annotations
 
@@ -51,22 +48,14 @@ from .wire.credentials import url_credentials
 
 def run_episode(agent_fn: Callable[..., dict], case: Case, trial: int, client: Any,
                 model: str, stream: bool, user: Any = None) -> dict:
-    """Run one episode and complete its trace with the recorder-owned fields.
-
-    ``user`` (:mod:`.conversation`: a scripted or simulated user) is passed to the agent
-    as ``user=`` for a case with a ``user`` (a multi-turn conversation).
-
-    The recorder's fields (``schema``, ``case_id``, ``trial``, ``input``, ``model``,
-    ``latency_s``) always win over what the agent returns. An agent that raises ends the
-    episode with ``stop_reason: "error"`` (it is then not saved; see :func:`record`), and
-    so does a trace nested deeper than evaltape stores (:func:`too_deep_trace`); when
-    what it raised is an API failure of the infrastructure (:func:`.loop.is_infra`: no
-    connection, a 5xx, an unusable 2xx answer...), the trace's ``infra_error`` names its
-    kind, as the tool loop's own traces do.
+    """Run one episode and complete its trace with the recorder's fields (``schema``, ``case_id``,
+    ``trial``, ``input``, ``model``, ``latency_s``), which win over the agent's. ``user`` is
+    passed as ``user=`` for a conversation case. An agent that raises, or a trace nested too
+    deep (:func:`too_deep_trace`), ends with ``stop_reason: "error"``; an infrastructure API
+    failure (:func:`.loop.is_infra`) also sets ``infra_error``.
 
     Raises:
-        BadInputError: the agent returned something other than a dict, or a trace that the
-            grader's reader would reject (names the agent's field).
+        BadInputError: the agent returned a non-dict or a trace the grader's reader rejects.
     """
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.traces import parse_trace
@@ -134,11 +123,10 @@ def _too_deep(fields: dict) -> str | None:
 
 
 def too_deep_trace(fields: dict, path: str) -> dict:
-    """The trace fields of an episode whose trace nests deeper than evaltape stores (a
-    model answer or tool input nested that deep, at JSON path ``path``): a failed
-    episode, ``stop_reason: "error"``, with nothing of the deep value (no calls, no
-    messages) and an ``error`` that says so; its steps and usage are kept when they are
-    plain. Saved or not as any episode the agent ended with an error."""
+    """The trace fields of an episode whose trace nests deeper than evaltape stores (at JSON path
+    ``path``): ``stop_reason: "error"``, no calls or messages, an ``error`` saying so; plain
+    steps and usage kept.
+    """
     from evaltape.grader.io.jsonfiles import MAX_DEPTH
     steps, usage = fields.get("steps"), fields.get("usage")
     ok_usage = isinstance(usage, dict) and all(
@@ -152,14 +140,11 @@ def too_deep_trace(fields: dict, path: str) -> dict:
 
 
 def plain_json(value: Any, where: str, path: str = "$") -> Any:
-    """``value`` as plain JSON data: SDK objects (pydantic models of the ``anthropic`` SDK,
-    e.g. the ``resp.content`` blocks an agent put into ``messages``) become the dicts of
-    their ``model_dump(mode="json", exclude_none=True)``, as the built-in loop stores them;
-    tuples become lists.
+    """``value`` as plain JSON: SDK (pydantic) objects become their
+    ``model_dump(mode="json", exclude_none=True)`` dicts; tuples become lists.
 
     Raises:
-        BadInputError: a value JSON cannot hold (names ``where`` and the JSON path of the
-            value, e.g. ``$.messages[1].content[0]``).
+        BadInputError: a value JSON cannot hold (names ``where`` and the JSON path).
     """
     from evaltape.grader.errors import BadInputError
     if value is None or isinstance(value, (str, bool, int)):
@@ -203,12 +188,9 @@ def shared_client(base_url: str | None, api_key: str | None,
 
 def sdk_client(base_url: str | None, api_key: str | None,
                max_retries: int) -> anthropic.Anthropic:
-    """A new Messages-API client for ``base_url`` (``None``: the SDK's default), whose HTTP
-    client carries the episode deadline's request hook (:func:`.deadline.on_request`).
-
-    Credentials in the URL (``http://user:token@host``) are sent as HTTP basic auth, as
-    httpx does for such a URL, but from the client's ``auth``: the URL the client holds,
-    and so every request URI vcrpy records, has no userinfo.
+    """A new Messages-API client for ``base_url`` (``None``: the SDK default) whose HTTP client
+    carries the deadline hook (:func:`.deadline.on_request`). URL credentials are sent as basic
+    auth from the client's ``auth``, so recorded request URIs hold no userinfo.
     """
     creds = None
     if base_url:
@@ -219,11 +201,9 @@ def sdk_client(base_url: str | None, api_key: str | None,
 
 
 def warm_up(agent: str, base_url: str | None, api_key: str | None) -> None:
-    """Pay the one-time costs of an episode once, in the recorder, before it forks workers:
-    the agent's and the HTTP stack's lazy imports, vcrpy's HTTP stubs, the SDK's request
-    and response models, and the shared client with its SSL context. Forked workers
-    inherit all of it (copy-on-write), instead of each paying ~0.1 s of CPU for it on
-    their first episode while competing for the same cores. Sends no request."""
+    """Pay an episode's one-time costs (lazy imports, vcrpy stubs, SDK models, the shared client
+    and SSL context) in the recorder before it forks workers, which inherit them. No request.
+    """
     import importlib
 
     import vcr.stubs.httpx_stubs  # noqa: F401 - imported when a cassette first patches httpx
@@ -265,22 +245,13 @@ NO_MODEL_MESSAGE = (
 
 
 def refuse_foreign_tools_for_scripted(cases: Any) -> None:
-    """Say what ``--agent scripted`` is when a dataset names tools it does not have.
-
-    The built-in scripted agent is the scripted example suite's sandbox: four tools of its own
-    (``get_weather``, ``add``, ``divide``, ``lookup_doc``), whatever the dataset says. A case
-    whose ``expected_tools`` or offered ``tools`` name another tool describes another agent,
-    so it is refused before anything is recorded. A script that calls another tool (to see an
-    unknown tool become an error result) is recorded, with a warning on stderr that names the
-    case and the tool.
-
-    Args:
-        cases: the dataset's cases (:class:`evaltape.grader.model.Case`).
+    """Refuse a dataset naming tools ``--agent scripted`` lacks: its sandbox has only
+    ``get_weather``, ``add``, ``divide`` and ``lookup_doc``. A script calling another tool is
+    recorded, with a warning on stderr.
 
     Raises:
-        UsageError: a case expects or offers a tool the sandbox lacks; the message names the
-        case and the tool, and the way to script one's own agent (``--agent module:run
-        --standin-script FILE``).
+        UsageError: a case expects or offers another tool (names case, tool, and
+            ``--agent module:run --standin-script FILE``).
     """
     from .agents.scripted import TOOLS as sandbox_tools
 
@@ -324,27 +295,19 @@ def warn_unused_user_model(opts: Any, cases: Any) -> str | None:
 
 
 def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = None) -> dict:
-    """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``.
-
-    Each episode runs under ``opts.episode_timeout`` (:mod:`.deadline`): past it, its
-    requests are cut and it ends as an infrastructure timeout. A run whose fingerprint
-    differs from this recording's is refused before any request
-    (:func:`.runfolder.manifest.check_fingerprint`) unless ``opts.allow_changed``; with
-    ``opts.refresh`` every finished episode is replayed first and only those that no
-    longer reproduce are recorded again, from their first diverging request
-    (:func:`refresh_episode`, :class:`.runfolder.refresh.RefreshLedger`).
+    """Record every unfinished (case, trial) episode of ``opts.dataset`` into ``opts.out``, each
+    under ``opts.episode_timeout`` (:mod:`.deadline`). A changed fingerprint is refused before
+    any request unless ``opts.allow_changed``; ``opts.refresh`` replays finished episodes and
+    re-records those that do not reproduce (:func:`refresh_episode`).
 
     Returns:
-        Counts: ``{"recorded": n, "skipped": n, "errors": n, "infra_kept": n, "tokens": n,
-        "failed": [...], "live_requests": n}`` (with ``opts.refresh`` also ``"kept"``,
-        ``"refreshed"``, ``"new"`` and ``"replayed_requests"``). An episode that ended
-        with an API error (after the SDK's retries) is not saved unless ``keep_errors``:
-        it is listed in ``failed`` and a rerun records it again.
+        ``{"recorded", "skipped", "errors", "infra_kept", "tokens", "failed", "live_requests"}``
+        (with ``opts.refresh`` also ``"kept"``, ``"refreshed"``, ``"new"``,
+        ``"replayed_requests"``). API-error episodes are not saved unless ``keep_errors``.
 
     Raises:
-        UsageError: no key and no base URL for a live agent; bad trials/concurrency; a
-            file of the run could not be written (disk full...: finished episodes stay);
-            the run's fingerprint differs (names each change).
+        UsageError: no key or base URL, bad trials/concurrency, a run file not writable, or a
+            changed fingerprint.
         BadInputError: the dataset is invalid.
         SecretLeakError: a cassette or trace would hold a key.
     """
@@ -460,15 +423,9 @@ def record(opts: RecordOptions, progress: Callable[[str, dict], None] | None = N
 def first_request_checked(handle: Callable[[EpisodeOutcome], None], wire: dict, out: Path,
                           case_tools: set[str] = frozenset()
                           ) -> tuple[Callable[[EpisodeOutcome], None], list[str]]:
-    """``handle`` (which files each outcome) with the first new episode's first request
-    compared with the run's recorded setup (:func:`.stale.setup_difference`), for an
-    agent that runs in this process (the requests are only seen once sent); the tools of
-    a case in ``case_tools`` (ids of cases that give their own tools) are not compared.
-
-    Returns:
-        The wrapped handler, and a list that receives the difference when there is one;
-        from then on no new episode is filed (its cassette is deleted), so the run ends
-        with what was recorded before.
+    """``handle`` wrapped to compare the first new episode's first request with the run's recorded
+    setup (:func:`.stale.setup_difference`; tools not compared for cases in ``case_tools``).
+    Returns the handler and a list receiving the difference; after one, no new episode is filed.
     """
     changed: list[str] = []
     state = {"checked": False}
@@ -531,12 +488,11 @@ class RefreshJob:
 
 
 def check_refresh_cassette(path: Path) -> None:
-    """Refuse to refresh over a finished episode's cassette that does not read (as
-    ``replay`` refuses it): not a file, not UTF-8 text, or lines that are not a cassette's
-    (:func:`.wire.jsonl_serializer.deserialize`). A missing cassette is recorded again.
+    """Refuse to refresh over a finished episode's cassette that does not read (not a file, not
+    UTF-8, not cassette lines). A missing cassette is recorded again.
 
     Raises:
-        BadInputError: naming the cassette in ``http/`` and what is wrong with it.
+        BadInputError: names the cassette and what is wrong with it.
     """
     from .wire.jsonl_serializer import deserialize
     try:
@@ -594,14 +550,9 @@ def run_within_deadline(agent_fn: Any, job: EpisodeJob, client: Any, user: Any) 
 
 
 def record_counted(job: EpisodeJob) -> tuple[dict, int]:
-    """Record one episode into its own cassette (atomic write): its trace, and how many
-    requests it sent (the SDK's retries included: counted before they are pruned).
-
-    Runs in the recorder process or in a worker process: vcrpy patches HTTP per process,
-    so parallel episodes never share a cassette. A cassette left by an interrupted
-    attempt (no trace was written for it) is replaced. An episode still running at its
-    deadline (``job.timeout_s``) has its requests cut and ends as an infrastructure
-    timeout (:func:`run_within_deadline`).
+    """Record one episode into its own cassette (atomic write): its trace and the number of
+    requests it sent (retries included). Runs in the recorder or a worker; a leftover cassette
+    is replaced; past ``job.timeout_s`` it ends as an infrastructure timeout.
     """
     path = Path(job.cassette)
     if path.exists():
@@ -615,18 +566,11 @@ def record_counted(job: EpisodeJob) -> tuple[dict, int]:
 
 
 def refresh_episode(job: RefreshJob) -> EpisodeOutcome:
-    """Replay a finished episode against its cassette and, from its first request with no
-    recorded match on, record it live (vcrpy's ``new_episodes`` mode on an
-    :class:`~.wire.indexed.IndexedCassette` with ``prefix_only``: the requests before the
-    divergence are answered from the cassette, every later one goes to the model).
-
-    Works on a copy of the cassette (:func:`.cassette.work_cassette`); the recorder puts
-    a refreshed one in place (:class:`.runfolder.refresh.RefreshLedger`). The episode is kept when
-    it sent no live request, asked for every recorded interaction and its trace equals the
-    recorded one (:func:`.stale.trace_difference`); otherwise it is refreshed: the new
-    cassette holds the interactions it played, in order, then the live ones
-    (:func:`.cassette.refreshed_interactions`), retried errors pruned. The deadline
-    applies as for a new episode.
+    """Replay a finished episode against a copy of its cassette and record live from its first
+    unmatched request (``new_episodes`` on a ``prefix_only``
+    :class:`~.wire.indexed.IndexedCassette`). Kept when it sent no live request, used every
+    recorded interaction and its trace equals the recorded one (:func:`.stale.trace_difference`);
+    otherwise refreshed (:func:`.cassette.refreshed_interactions`). The deadline applies.
     """
     ep = job.episode
     path = Path(ep.cassette)

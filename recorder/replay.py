@@ -1,10 +1,7 @@
-"""Replay a recorded run offline and check the agent reproduces its stored traces.
-
-Every episode is re-run against its cassette with no network (vcrpy's ``none`` mode for an
-in-process agent; the proxy in replay mode for a ``--command`` program). With ``workers``
-> 1 the episodes run on that many forked processes (an in-process agent: vcrpy patches HTTP
-per process) or threads (a program: each is its own process already); the result, and the
-order in which divergences are reported, are those of one worker: trace order.
+"""Replay a recorded run offline and check the agent reproduces its stored traces: each
+episode re-runs against its cassette (vcrpy ``none`` mode in process, the proxy in replay
+mode for a ``--command`` program), on ``workers`` forked processes or threads, with the
+result and report order of one worker.
 """
 from __future__ import annotations
 
@@ -41,26 +38,11 @@ STDERR_LINES = 20
 
 @dataclass(frozen=True)
 class Divergence:
-    """Where a replayed episode first differs from the recorded one.
-
-    ``message`` is redacted when the divergence is made, and the whole text again when it
-    is shown (live keys, pieces of 12 or more characters of one, key-shaped strings:
-    :func:`.wire.scrub.scrub_text`): a replayed agent may send or answer with a key
-    the recording never held.
-
-    Attributes:
-        case_id, trial: the episode.
-        message: the first difference: a request with no recorded match (its number and
-            the first differing JSON path), recorded requests not sent, or the first
-            JSON path where the traces differ.
-        request: the 1-based number of the request that had no recorded match, or of the
-            first recorded request not sent; ``None`` when every request matched and
-            only the trace differs, or the cassette is damaged.
-        damaged: the episode's cassette is missing, not a file or does not read
-            (``message`` names it and why).
-        stderr: what a ``--command`` agent wrote to its standard error in the replay
-            (redacted; ``""`` for an in-process agent or a silent program), the cause a
-            crash's one-line ``message`` cuts off.
+    """Where a replayed episode first differs from the recorded one (``message`` redacted when
+    made and when shown): ``case_id``, ``trial``, ``message`` (an unmatched request, unsent
+    recorded requests, or the first differing trace path), ``request`` (its 1-based number, or
+    ``None``), ``damaged`` (the cassette is missing or unreadable) and ``stderr`` (a
+    ``--command`` agent's, redacted).
     """
 
     case_id: str
@@ -101,12 +83,8 @@ class ReplayJob:
 
 
 def replay_episode(job: ReplayJob) -> tuple[str, int | None, str | None]:
-    """Replay one episode against its cassette with no network.
-
-    Returns:
-        ``("ok", None, None)``; ``("diverged", request number or None, message)``; or
-        ``("unreadable", None, why)`` when the cassette cannot be read (the caller raises:
-        an exception from a worker process would lose its file name).
+    """Replay one episode against its cassette offline: ``("ok", None, None)``, ``("diverged",
+    request number or None, message)`` or ``("unreadable", None, why)``.
     """
     seen: list = []
 
@@ -175,26 +153,17 @@ def replay_run(run: str, dataset: str | None = None,
                progress: Callable[[Divergence | None], None] | None = None,
                workers: int = 1, list_stale: bool = False
                ) -> tuple[int, list[Divergence]]:
-    """Re-run every recorded episode against its cassette with no network.
-
-    Args:
-        workers: episodes replayed at once (see the module docstring); the result is the
-            same for every value.
-        list_stale: list the episodes that do not describe the agent rather than
-            refuse the run: an episode whose case input changed since recording is
-            reported (request 1, :data:`CHANGED_INPUT`) without being run.
+    """Re-run every recorded episode against its cassette offline, ``workers`` at once (same
+    result for every value); ``list_stale`` reports changed-input episodes
+    (:data:`CHANGED_INPUT`) and damaged cassettes instead of refusing.
 
     Returns:
-        ``(episodes_checked, divergences)`` in trace order; an empty list means every trace
-        reproduced (all keys but ``latency_s`` equal). ``progress`` is told of each
-        episode (its divergence or ``None``), in trace order.
+        ``(episodes_checked, divergences)`` in trace order; ``progress`` is told of each.
 
     Raises:
-        BadInputError: invalid traces, or (unless ``list_stale``) a missing or damaged
-            cassette or dataset inputs changed since recording (names the file or case).
-            With ``list_stale`` a damaged cassette is a divergence with ``damaged`` set.
-        UsageError: a run recorded by ``evaltape proxy`` or imported (nothing to re-run),
-            or no episodes.
+        BadInputError: invalid traces, or (without ``list_stale``) a missing or damaged
+            cassette or changed inputs.
+        UsageError: a proxy-recorded or imported run, or no episodes.
     """
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")

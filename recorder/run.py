@@ -15,15 +15,9 @@ from .runfolder.options import RecordOptions, check_episode_timeout
 
 def record_run(opts: RecordOptions,
                progress: Callable[[str, dict], None] | None = None) -> dict:
-    """Record every unfinished (case, trial) of ``opts.dataset`` into ``opts.out``, with the
-    command driver when ``opts.command`` is set, else in process.
-
-    Returns:
-        The driver's counts (``recorded``, ``skipped``, ``errors``, ``tokens``, ``failed``...).
-
-    Raises:
-        UsageError, BadInputError, SecretLeakError: from :func:`.record.record` or
-            :func:`.command.record_command`.
+    """Record with the command driver when ``opts.command`` is set, else in process; returns
+    the driver's counts. Raises what :func:`.record.record` or
+    :func:`.command.record_command` raise.
     """
     check_episode_timeout(opts.episode_timeout)
     if opts.command is not None:

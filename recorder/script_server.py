@@ -1,15 +1,7 @@
-"""A small Messages-API server on 127.0.0.1 whose "model" replays a case's script.
-
-The scripted example suite's scripted agent: each case carries ``script``, the model's turns in
-order. A turn
-that parses as ``{"tool": ..., "arguments": ...}`` is a tool call (a JSON list of such
-objects is a turn of parallel calls); anything else is the final answer, with
-``{last_tool_result}`` replaced by the content of the latest tool result. The turn
-index is the number of assistant messages already in the request, so the server keeps no
-state between requests. The script is chosen by the ``x-evaltape-case`` header the
-recorder's client sends.
-
-Supports ``"stream": true`` (server-sent events, as the real API sends them).
+"""A small Messages-API server on 127.0.0.1 whose "model" replays a case's ``script``: a turn
+parsing as ``{"tool", "arguments"}`` (or a list of them) is a tool call, anything else the
+final answer with ``{last_tool_result}`` filled in. The turn index is the request's count
+of assistant messages (stateless); the case comes from ``x-evaltape-case``. Streams too.
 """
 from __future__ import annotations
 
@@ -194,18 +186,9 @@ class BackgroundServer(ThreadingHTTPServer):
 
 
 class ScriptServer(BackgroundServer):
-    """Serves scripted turns on ``127.0.0.1``; use as a context manager.
-
-    Args:
-        scripts: case id → the model's turns.
-        port: 0 picks a free port.
-        user_scripts: case id → a simulated user's messages after the first: requests
-            marked ``{SPEAKER_HEADER}: user`` are answered from these (the k-th user
-            request gets message k; an answer with no text after the last one), so a
-            conversation with a model-backed user can be recorded with no model.
-
-    Attributes:
-        base_url: ``http://127.0.0.1:<port>`` once constructed.
+    """Serves scripted turns on ``127.0.0.1`` (a context manager): ``scripts`` (case id → turns),
+    ``port`` (0: free), ``user_scripts`` (case id → a simulated user's later messages, answering
+    requests marked ``{SPEAKER_HEADER}: user`` in order). ``base_url`` once constructed.
     """
 
     def __init__(self, scripts: Mapping[str, Sequence[str]], port: int = 0,

@@ -1,24 +1,10 @@
-"""What a recording depends on, and how a stale one is told apart: the run fingerprint.
-
-A run's recordings stand for one agent on one model. The manifest's ``fingerprint`` records
-what they depend on, so that ``evaltape record`` into an existing run can refuse an agent
-that differs from the recorded one before it sends a request:
-
-- ``agent``: an in-process agent's module and the sha256 of its source files
-  (:func:`agent_sources`), or a ``--command`` agent's command line and the sha256 of the
-  files it names (:func:`command_files`);
-- ``model``: the model, streaming, and the sha256 of a ``--standin-script`` file;
-- ``wire``: what the recorded requests sent (:func:`wire_fingerprint`: the system prompts,
-  tool schemas, models and other request parameters seen in the cassettes). A change that
-  shows only on the wire (a prompt read from a file the fingerprint does not hash) is found
-  by replaying, not by comparing fingerprints; the wire part says what was sent.
-
-Each case's input is fingerprinted by the manifest's ``dataset.cases`` (hashes of
-:func:`evaltape.grader.io.datasets.case_input_sha256`), and a spec'd agent's system prompt
-and tools by ``system_prompt_sha256`` / ``tools_sha256``. :func:`fingerprint_changes`
-names every difference. :func:`trace_difference` is the rule replay, ``replay
---list-stale`` and ``record --refresh`` use to decide that a replayed episode does not
-reproduce its trace.
+"""The run fingerprint: what a recording depends on, so that ``evaltape record`` into an
+existing run refuses a different agent before sending a request. The manifest's
+``fingerprint`` holds ``agent`` (module and source hashes, :func:`agent_sources`, or a
+``--command`` line and its files, :func:`command_files`), ``model`` (model, streaming,
+stand-in script hash) and ``wire`` (:func:`wire_fingerprint`). :func:`fingerprint_changes`
+names every difference; :func:`trace_difference` decides that a replayed episode does not
+reproduce its trace (replay, ``--list-stale``, ``record --refresh``).
 """
 from __future__ import annotations
 
@@ -119,15 +105,10 @@ def _imported_names(path: Path, name: str) -> set[str]:
 
 
 def agent_sources(module: str) -> dict[str, str]:
-    """``{module name: sha256 of its file}`` for an in-process agent's source files.
-
-    The files are the agent's module and, transitively, every module it imports that is the
-    user's code: a ``.py`` file of the agent's own top-level package, or one in the agent
-    module's folder, and neither in the standard library nor in an installed package
-    (site-packages). evaltape's own modules (the tool loop a built-in agent runs on) are
-    not hashed, except a built-in agent's own module: they are the tool, recorded by
-    version in the manifest's ``versions``. A module evaltape cannot find (not imported,
-    not a ``.py`` file) is left out.
+    """``{module name: sha256 of its file}`` for an in-process agent's source files: its module
+    and, transitively, the user's modules it imports (the agent's own top-level package or its
+    folder; not the standard library, site-packages or evaltape, except a built-in agent's own
+    module). Modules that cannot be found as ``.py`` files are left out.
 
     Raises:
         OSError: a source file cannot be read.
@@ -164,13 +145,9 @@ def agent_sources(module: str) -> dict[str, str]:
 
 
 def command_files(command: str) -> dict[str, str]:
-    """``{path as written: sha256}`` of the files a ``--command`` line names: every argument
-    (or the value of a ``--name=value`` argument) that is an existing file relative to the
-    working directory, and the program itself when it is given as a path (``./agent.sh``);
-    a program found on ``PATH`` (``node``, ``python``) is not hashed. Placeholders such as
-    ``{input_file}`` name no file. A module a Python interpreter is told to run with ``-m``
-    (``python -m bookstore.agent``) counts with its source files:
-    :func:`python_module_files`.
+    """``{path as written: sha256}`` of the files a ``--command`` line names: each argument (or
+    ``--name=value`` value) that is an existing file, and the program when given as a path; a
+    program on ``PATH`` is not hashed. ``python -m MODULE`` adds :func:`python_module_files`.
 
     Raises:
         OSError: a named file cannot be read.
@@ -230,11 +207,9 @@ def _find_in_roots(name: str, roots: list[Path]) -> list[Path]:
 
 
 def python_module_files(module: str) -> dict[str, str]:
-    """``{path relative to the working directory: sha256}`` of the module ``python -m
-    module`` runs and, transitively, of every module it imports that is found in the
-    working directory or a ``PYTHONPATH`` folder (the user's code; the standard library
-    and installed packages are not there), found without importing anything. A module
-    not found there names no file.
+    """``{path relative to the working directory: sha256}`` of the module ``python -m module``
+    runs and, transitively, the modules it imports found in the working directory or
+    ``PYTHONPATH`` (found without importing). A module not found there names no file.
 
     Raises:
         OSError: a source file cannot be read.
@@ -271,19 +246,13 @@ def _sha(value: Any) -> str:
 
 def wire_fingerprint(cassettes: Iterable[Path],
                      previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256":
-    [...], "tools_sha256": [...], "models": [...], "parameters": [{...}, ...],
-    "parameter_sets": n}``, each list sorted and without repeats. A system prompt or
-    tool list a request did not send is ``"none"``; ``parameters`` are the request body
-    keys other than :data:`NOT_PARAMETERS` (``max_tokens``, ``temperature``, ``stream``,
-    ``tool_choice``...), at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
-    counts them all). Requests without a ``messages`` list (token counting), bodies that
-    are not JSON, and files that cannot be read or parsed are skipped: this records what
-    was sent, it is not a check of the cassettes (replay is).
-
-    ``previous``: an earlier wire fingerprint of the same run whose values are added (a
-    resumed recording reads only its new cassettes); ``parameter_sets`` is then at least
-    the earlier count."""
+    """What the recorded Messages requests of ``cassettes`` sent: ``{"system_sha256",
+    "tools_sha256", "models", "parameters", "parameter_sets"}``, lists sorted and unique
+    (``"none"`` for an absent prompt or tool list); ``parameters`` are body keys other than
+    :data:`NOT_PARAMETERS`, at most :data:`MAX_PARAMETER_SETS` sets (``parameter_sets``
+    counts all). Requests without ``messages``, non-JSON bodies and unreadable files are
+    skipped. ``previous``: an earlier wire fingerprint of the run, merged in (a resume).
+    """
     prev = previous if isinstance(previous, Mapping) else {}
 
     def strings(key: str) -> set[str]:
@@ -340,12 +309,10 @@ def _changed_hashes(what: str, old: Mapping[str, Any], new: Mapping[str, Any]) -
 
 
 def fingerprint_changes(previous: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
-    """What differs between a run's recorded manifest ``previous`` and the manifest this
-    recording would write (``manifest``), one plain line each, in a fixed order: the
-    agent, its source files or command and the files it names, the model, streaming,
-    the stand-in script and its content, a spec'd system prompt and tools, then each case
-    whose input changed. A part that ``previous`` does not record (a run recorded before
-    fingerprints) is not compared; an empty list means nothing recorded differs.
+    """What differs between the recorded manifest ``previous`` and ``manifest``, one plain line
+    each in a fixed order (agent, sources or command files, model, streaming, stand-in script,
+    system prompt and tools, then each changed case input). Parts ``previous`` lacks are not
+    compared; ``[]`` when nothing recorded differs.
     """
     if not previous:
         return []
@@ -392,12 +359,9 @@ def changed_inputs(previous: Mapping[str, Any], manifest: Mapping[str, Any]) -> 
 
 
 def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``now`` with its ``usage`` cut to the token counts the recorded trace has.
-
-    Recorders before the one that kept every usage count stored only ``input_tokens`` and
-    ``output_tokens``; the same exchange replayed now also yields the prompt-cache counts
-    the server reported. Those are not a divergence of the agent. Counts both traces hold
-    must still be equal.
+    """``now`` with its ``usage`` cut to the token counts the recorded trace has: a recorded
+    trace may hold only input and output tokens where a replay also yields prompt-cache counts.
+    Counts both traces hold must still be equal.
     """
     old, new = recorded.get("usage"), now.get("usage")
     if isinstance(old, dict) and isinstance(new, dict) and set(new) - set(old):
@@ -406,11 +370,10 @@ def comparable_usage(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str,
 
 
 def trace_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
-    """Where a replayed episode's trace ``now`` first differs from the ``recorded`` one
-    (every key but :data:`VOLATILE_KEYS`; usage counts the recording did not keep are
-    ignored, :func:`comparable_usage`; ``now`` is redacted first, as the recorded trace was
-    when it was stored), as ``trace differs at $.PATH: recorded A, replayed B`` with both
-    values redacted and cut for display; ``None`` when equal."""
+    """Where a replayed trace ``now`` first differs from ``recorded`` (all keys but
+    :data:`VOLATILE_KEYS`, usage per :func:`comparable_usage`, ``now`` redacted first), as
+    ``trace differs at $.PATH: recorded A, replayed B`` (values redacted, cut); ``None`` if equal.
+    """
     now = with_recorded_times(dict(recorded), dict(now))  # (times are never measured again)
     a = {k: v for k, v in recorded.items() if k not in VOLATILE_KEYS}
     b = comparable_usage(a, {k: v for k, v in now.items() if k not in VOLATILE_KEYS})
@@ -429,11 +392,9 @@ TIMING_KEYS = ("latency_s", "timing")
 
 
 def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``now`` (a trace replayed from its cassette) with the times of ``recorded`` (the
-    trace as recorded) in place of the ones measured while replaying: ``latency_s``,
-    ``timing`` and each tool call's ``duration_s`` (by position), taken when the recording
-    has them and dropped when it has not (a recording made before they were measured).
-    Replay keeps what the recording measured; every other field is left to compare."""
+    """``now`` (a replayed trace) with ``recorded``'s ``latency_s``, ``timing`` and per-call
+    ``duration_s`` (by position) in place of the replay's, dropped when the recording lacks them.
+    """
     out = dict(now)
     for key in TIMING_KEYS:
         if key in recorded:
@@ -456,19 +417,11 @@ def with_recorded_times(recorded: dict[str, Any], now: dict[str, Any]) -> dict[s
 
 def setup_difference(body: Any, wire: Mapping[str, Any] | None,
                      case_tools: bool = False) -> str | None:
-    """How one Messages request ``body`` differs from the setup a run's recordings sent
-    (``wire``: :func:`wire_fingerprint`), or ``None`` when it does not.
-
-    A part (the system prompt, the tools, the model) is compared only when every recorded
-    request sent the same value for it: a part the recordings already sent several values
-    of (a prompt or tools built per case, a simulated user's own prompt) says nothing of
-    the next request. ``case_tools``: the case gives the agent its tools (a dataset's
-    ``tools``), so they are not compared. ``None`` too when ``body`` is no Messages
-    request (no ``messages`` list).
-
-    The message names each part that differs: ``system prompt sha256 ab12… (the
-    recordings sent cd34…)``, ``tools sha256 … [get_stock, place_order] (the recordings
-    sent …)``, ``model 'x' (the recordings sent 'y')``.
+    """How a Messages request ``body`` differs from the recorded setup ``wire``
+    (:func:`wire_fingerprint`), or ``None``. A part (system prompt, tools, model) is compared
+    only when every recorded request sent one value for it; tools are not compared when
+    ``case_tools``; ``None`` too when ``body`` has no ``messages`` list. The message names each
+    part: ``system prompt sha256 ab12… (the recordings sent cd34…)``.
     """
     if not isinstance(wire, Mapping) or not isinstance(body, dict) or \
             not isinstance(body.get("messages"), list):

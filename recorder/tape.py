@@ -252,14 +252,8 @@ _LIVE = object()
 
 
 def _play(cassette: Any, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
-    """Look a tool call up in ``cassette`` (vcrpy's rule, as for an HTTP request).
-
-    Returns:
-        ``(request, result)``; result ``_LIVE`` when the tool must run.
-
-    Raises:
-        ToolTapeMiss: the cassette is write-protected (replay) and has no match.
-        the recorded error: the recorded call raised.
+    """Look a tool call up in ``cassette``: ``(request, result)``, result ``_LIVE`` when the tool
+    must run. Raises :class:`ToolTapeMiss` at replay without a match, or the recorded error.
     """
     request = _tool_request(tool, arguments)
     if cassette.can_play_response_for(request):

@@ -1,15 +1,8 @@
-"""Stateful tool environments: tools acting on an episode-scoped state (a JSON document).
-
-An :class:`Environment` is a set of tools (Messages-API schemas) and their functions
-``(state, arguments) -> result``, which read and change ``state`` in place, and the state
-each episode starts from. The recorder runs an agent's tools on a fresh copy of that state
-per episode and stores the end state in the trace; the grader applies a case's gold
-actions to the initial state to derive the expected end state, as τ-bench does (Yao et al.
-2024: the reward compares the database after the episode with the database after the
-gold actions). Environments are pure Python: no model, no network.
-
-Built-in environments are named in :data:`BUILTIN_ENVS`; any other is ``module:object``
-(an :class:`Environment`, importable from the working directory).
+"""Stateful tool environments: tools ``(state, arguments) -> result`` acting on an
+episode-scoped JSON state, and the state each episode starts from. The recorder runs tools
+on a fresh copy and stores the end state; the grader applies gold actions to the initial
+state for the expected end state, as τ-bench does. Pure Python. Built-ins are in
+:data:`BUILTIN_ENVS`; any other is ``module:object``.
 """
 from __future__ import annotations
 
@@ -29,16 +22,9 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Environment:
-    """A stateful tool environment.
-
-    Attributes:
-        name: how cases and reports name it.
-        tools: the tools' Messages-API schemas (``{name, description, input_schema}``).
-        functions: ``{tool name: function}`` (:data:`ToolFunction`).
-        initial: the state every episode starts from unless the case gives its own
-            ``initial_state`` (a JSON object; copied for each episode).
-        end_tools: tools whose successful call ends the conversation (a transfer to a
-            human agent).
+    """A stateful tool environment: ``name``, ``tools`` (Messages-API schemas), ``functions``
+    (``{tool name: function}``), ``initial`` (the default start state, copied per episode) and
+    ``end_tools`` (tools whose success ends the conversation).
     """
 
     name: str
@@ -53,13 +39,10 @@ class Environment:
         return copy.deepcopy(dict(override if override is not None else self.initial))
 
     def call(self, state: dict, name: str, arguments: dict) -> Any:
-        """Run tool ``name`` on ``state``; a refused or failed call leaves ``state`` as it
-        was (the function works on a copy that replaces the state only on success).
+        """Run tool ``name`` on a copy of ``state`` that replaces it only on success.
 
         Raises:
-            ToolError: the tool refused (its message is the agent's error result); an
-                unknown tool name; any other exception the function raised (a
-                ``KeyError`` for a missing argument), the state unchanged.
+            ToolError: the tool refused or failed, or an unknown tool (the state unchanged).
         """
         fn = self.functions.get(name)
         if fn is None:
@@ -115,13 +98,8 @@ def resolve_env(name: str) -> Environment:
 
 
 class Session:
-    """One episode's state in one environment (fresh for each episode): the executor and
-    the state snapshot a recorder's agent needs.
-
-    Attributes:
-        env: the environment.
-        state: the state now (changed in place by :meth:`execute`).
-        initial: a copy of the state the episode started from.
+    """One episode's fresh state in one environment: ``env``, ``state`` (changed by
+    :meth:`execute`) and ``initial`` (a copy of the start).
     """
 
     def __init__(self, env: Environment, initial_state: Mapping[str, Any] | None = None

@@ -52,19 +52,10 @@ def named_paths(doc: Any, path: str = "$") -> list[str]:
 
 
 class ExpectedEnd:
-    """The whole end state a case expects from one initial state.
-
-    Attributes:
-        state: the expected document: the initial state, the gold actions applied in
-            order, then ``expected_state`` laid over it (an object merges key by key, a
-            ``null`` removes the key, any other value replaces it).
-        named: the paths ``expected_state`` names (:func:`named_paths`).
-        free: paths of objects ``expected_state`` adds that the state before it did not
-            hold (a new record): their keys it does not name may hold anything.
-        absent: the paths ``expected_state`` gives as ``null`` (absent or null).
-        problems: gold actions the environment refused (their effect left out).
-        neutral: the gold actions that left the state as it was (a transfer, a lookup),
-            which the state cannot show were taken (checked as calls instead).
+    """The whole end state a case expects from one initial state: ``state`` (initial state, gold
+    actions applied, ``expected_state`` laid over: objects merge, ``null`` removes), ``named``
+    paths, ``free`` (new records' paths, unnamed keys free), ``absent`` (paths given as
+    ``null``), ``problems`` (refused gold actions) and ``neutral`` (actions changing nothing).
     """
 
     def __init__(self, state: dict, named: list[str], free: list[str], absent: list[str],
@@ -89,11 +80,8 @@ def _overlay(doc: dict, patch: dict, path: str, free: list[str], absent: list[st
 
 
 def expected_end(case: Any, initial: dict, env: Any = None) -> ExpectedEnd:
-    """The end state ``case`` expects from ``initial`` (:class:`ExpectedEnd`): τ²-bench's
-    environment check replays the gold actions on a fresh copy of the initial database
-    and compares the whole result (Barres et al. 2025, ``EnvironmentEvaluator``);
-    evaltape does the same and lays the case's ``expected_state`` over it, so every path
-    neither names stays as it was at the start.
+    """The end state ``case`` expects from ``initial``: the gold actions replayed on a copy, as
+    τ²-bench's ``EnvironmentEvaluator`` does, with ``expected_state`` laid over it.
 
     Raises:
         LookupError: gold actions to apply and no environment (``env`` ``None``).

@@ -117,14 +117,11 @@ def expand_sources(fmt: str, sources: Sequence[str]) -> list[str]:
 
 def import_sources(fmt: str, sources: Sequence[str], model: str | None = None,
                    **options: str | None) -> ImportResult:
-    """Run the ``fmt`` importer over ``sources`` (files or folders).
-
-    ``options`` (``answers``, ``results``) go to the formats listed in
-    :data:`FORMAT_OPTIONS`; ``None`` values are ignored.
+    """Run the ``fmt`` importer over ``sources``; ``options`` go to the formats of
+    :data:`FORMAT_OPTIONS` (``None`` values ignored).
 
     Raises:
-        UsageError: unknown format (lists the known ones), a missing source, or an option
-            the format does not take.
+        UsageError: unknown format, a missing source, or an option the format does not take.
     """
     if fmt not in IMPORTERS:
         raise UsageError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
@@ -166,18 +163,13 @@ def build_cases(result: ImportResult) -> list[Case]:
 
 def write_run(result: ImportResult, fmt: str, out: str | Path,
               command_line: Sequence[str] | None = None) -> dict:
-    """Write ``traces.jsonl``, ``dataset.jsonl`` and ``manifest.json`` into ``out``.
-
-    The manifest names the format, every source (path + sha256, plus the facts the
-    importer read about it, ``result.source_facts``), the counts, and lists every skipped
-    interaction, every error with its place and every note about a source. Existing files are replaced
-    atomically. Returns the manifest. A format of :data:`DATASET_ONLY` imported without
-    episodes (BFCL questions without ``--results``) writes the dataset and manifest only.
+    """Write ``traces.jsonl``, ``dataset.jsonl`` and ``manifest.json`` into ``out`` (atomically)
+    and return the manifest: format, sources (sha256 and ``source_facts``), counts, skipped
+    items, errors and notes. A :data:`DATASET_ONLY` format without episodes writes no traces.
 
     Raises:
         BadInputError: nothing was imported and there were errors (names the first).
-        UsageError: nothing was imported and nothing failed (e.g. only skipped calls), or
-            the OS refused a write (disk full...: names the file and the reason).
+        UsageError: nothing imported and nothing failed, or a write failed (file named).
     """
     dataset_only = not result.traces and fmt in DATASET_ONLY and bool(result.cases)
     if not result.traces and result.errors and not dataset_only:

@@ -1,26 +1,9 @@
 """``bfcl``: Berkeley Function-Calling Leaderboard question files (+ model results) → run.
-
-Source layout (ShishirPatil/gorilla ``berkeley-function-call-leaderboard/bfcl_eval/data/``):
-``BFCL_v<N>_<category>.json``, one JSON object a line, ``{"id", "question": [[{role,
-content}...]], "function": [{name, description, parameters: {type: "dict", properties,
-required}}]}``; the ground truth in ``possible_answer/<same name>`` (or ``--answers DIR``),
-``{"id", "ground_truth": [{func_name: {param: [acceptable values...]}}]}`` with ``""`` among
-the values marking a parameter that may be omitted. Model results (``--results``, a file or
-a folder of ``*.json``): one line per item, ``{"id", "result": [{func_name: args}, ...] |
-"text"}`` where ``args`` is a JSON string or an object.
-
-Each question becomes one case: id = BFCL id, input = the first turn's user text (its user
-messages joined with a blank line), ``tools`` = the function schemas verbatim,
-``expected_tool_calls`` = the ground truth in BFCL's form, ``matching: "bfcl"``,
-``metadata.category`` (``simple``, ``multiple``, ``parallel``, ``parallel_multiple``). Only
-these Python categories are imported: the Java and JavaScript files use another checker
-(values are source-code strings converted per language), named in the error.
-
-Each result line becomes one episode (trial 0): one assistant turn whose calls are the
-result's items in order (``step`` 1, not executed, ``stop_reason`` ``tool_use``). A text
-result, or a result whose arguments do not decode, becomes an episode with no call and the
-text as ``final_response`` (``decode_error`` says why): BFCL scores such an item as failed,
-and so does the ``wrong_count`` rule.
+Each question (``BFCL_v<N>_<category>.json``, ground truth in ``possible_answer/``) becomes a
+case: its user text, ``tools``, ``expected_tool_calls`` in BFCL's form, ``matching: "bfcl"``
+and ``metadata.category``; only the Python categories are imported. Each result line
+becomes an episode of one untaken assistant turn; a text or undecodable result is an episode
+without calls (``decode_error`` says why). Shapes: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -79,10 +62,8 @@ def _input(question: Any) -> str:
 
 
 def decode_result(value: Any) -> tuple[list[tuple[str, dict]], str | None]:
-    """A result's calls ``[(name, arguments)]``, or ``([], why)`` when it holds none.
-
-    Accepted: a list of one-key objects ``{func_name: args}`` with ``args`` an object or a
-    JSON string of one. A string result is text (no call); anything else does not decode.
+    """A result's calls ``[(name, arguments)]`` (one-key objects, ``args`` an object or JSON
+    string), or ``([], why)`` when it holds none.
     """
     if isinstance(value, str):
         return [], "the result is text, not function calls"
@@ -126,19 +107,9 @@ def _result_files(results: str, categories: set[str],
 
 def import_bfcl(paths: Sequence[str], model: str | None = None, *, answers: str | None = None,
                 results: str | None = None) -> ImportResult:
-    """Import BFCL question files, their answers and optionally model results.
-
-    Args:
-        paths: question files (``BFCL_v4_<category>.json``).
-        model: model name written into traces.
-        answers: folder holding ``possible_answer`` files of the same names (default: the
-            ``possible_answer`` folder beside each question file).
-        results: a result file or a folder of them.
-
-    Returns:
-        The :class:`ImportResult`; problems (a non-Python category, a missing answer file or
-        answer line, a result id that names no imported question, a malformed line) are
-        recorded as errors naming file, line and place, and the rest still imports.
+    """Import BFCL question files ``paths``, their answers (``answers``, default the
+    ``possible_answer`` folder beside each) and optionally ``results`` (a file or folder).
+    Problems are recorded as errors naming file, line and place; the rest still imports.
     """
     result = ImportResult(sources=[])
     imported: set[str] = set()

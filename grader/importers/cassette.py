@@ -1,25 +1,9 @@
-"""``anthropic-cassette``: vcrpy cassettes of Anthropic Messages API traffic → traces.
-
-Accepted files: vcrpy YAML (``.yaml``/``.yml``; read with PyYAML, imported only here and
-only when needed), vcrpy JSON (``.json``) and evaltape's own JSONL cassettes (``.jsonl``). Bodies
-may be the standard ``body: {string: ...}`` (text or ``!!binary``,
-gzip decoded), a plain ``body`` string, ``parsed_body`` (pydantic-ai's serializer) or
-evaltape's ``{json: ...}`` / ``{text: ...}``.
-
-An interaction is a *Messages call* when it is a ``POST`` to a path ending in
-``/v1/messages`` (query ignored) with a status below 400. Every other interaction (token
-counting, other providers, downloads, HTTP errors) is listed in ``skipped`` with the reason.
-Responses are JSON messages or SSE streams (reassembled by :mod:`.sse`).
-
-Calls are grouped into conversations: a call continues the most recent open conversation
-whose last request it extends (same first message, strictly more messages); otherwise it
-starts a new one (``cache_control`` markers are ignored in that comparison). One
-conversation = one episode: its messages are the last request's
-messages plus the last response as an assistant turn. Case id = file stem, with ``#2``,
-``#3``... for further conversations in the same file; input = first user message text.
-Final answer rule ``last_turn`` (None when the last response stopped for ``tool_use``).
-The last request's ``system`` is the trace's ``system`` (text blocks joined) and its
-``tools`` the trace's ``tools``.
+"""``anthropic-cassette``: vcrpy cassettes of Anthropic Messages API traffic → traces. Reads
+vcrpy YAML (PyYAML, imported when needed) and JSON, and evaltape's JSONL, any body form. A
+Messages call is a ``POST`` to ``…/v1/messages`` with status < 400 (others are skipped with
+a reason); SSE responses are reassembled (:mod:`.sse`). Calls group into conversations (a
+call extends the last open one whose request it extends); each is one episode, case id the
+file stem (``#2``... for more), final answer ``last_turn``. Details: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -45,8 +29,7 @@ def load_interactions(path: str) -> list[Any]:
     """Read a cassette file and return its ``interactions`` list.
 
     Raises:
-        EpisodeProblem: unreadable file, a YAML/JSON syntax error (with ``line``), or no
-            ``interactions`` list.
+        EpisodeProblem: unreadable file, a YAML/JSON syntax error, or no ``interactions`` list.
         UsageError: a YAML cassette but PyYAML is not installed.
     """
     p = Path(path)
@@ -144,10 +127,8 @@ def _body(part: dict[str, Any], where: str) -> Any:
 
 def _messages_call(it: Any, i: int,
                    malformed: dict[str, str] | None = None) -> tuple[dict, dict] | str:
-    """``(request body, response message)`` of a Messages call, or the reason to skip it.
-
-    A streamed tool input that does not parse is recorded in ``malformed`` (tool call id →
-    raw fragments), its ``input`` read as ``{}``, when ``malformed`` is given.
+    """``(request body, response message)`` of a Messages call, or the reason to skip it. With
+    ``malformed``, an unparsable streamed tool input is recorded there (id → raw fragments).
 
     Raises:
         EpisodeProblem: a Messages call whose request or response cannot be read.
@@ -203,10 +184,9 @@ def _without_cache_control(value: Any) -> Any:
 
 
 def conversation_key(messages: list) -> bytes:
-    """The grouping key of a request: its first message as canonical JSON, without
-    ``cache_control`` markers. Clients move the prompt-caching breakpoint to the newest
-    message on every turn (Claude Code does), so the marker is not part of the
-    conversation's identity (Anthropic docs, "Prompt caching": it only marks a prefix)."""
+    """The grouping key of a request: its first message as canonical JSON without
+    ``cache_control`` markers (clients move the caching breakpoint every turn).
+    """
     if not messages:
         return b""
     return orjson.dumps(_without_cache_control(messages[0]), option=orjson.OPT_SORT_KEYS)
@@ -216,11 +196,8 @@ _first = conversation_key
 
 
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
-    """Import one cassette: each conversation becomes one episode (see module docstring).
-
-    A file that cannot be read is one error; a malformed interaction or episode is one
-    error naming the interaction and JSON place; non-Messages interactions are skipped
-    with a reason. Nothing raises except :class:`UsageError` (PyYAML missing).
+    """Import one cassette, one episode per conversation; problems are recorded as errors, other
+    interactions skipped with a reason. Raises only :class:`UsageError` (PyYAML missing).
     """
     try:
         interactions = load_interactions(path)

@@ -26,11 +26,8 @@ CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 
 class EpisodeProblem(ValueError):
-    """One episode (or one source) cannot be imported; ``place`` says where inside the file.
-
-    Attributes:
-        place: a JSON-path-like location, e.g. ``"[12].traj[5].tool_calls[0]"`` or
-            ``"interactions[1].request.messages[3].content[0]"``; ``line`` when known.
+    """One episode (or source) cannot be imported; ``place`` is a JSON-path-like location in the
+    file (``"[12].traj[5].tool_calls[0]"``), ``line`` when known.
     """
 
     def __init__(self, message: str, place: str = "", line: int | None = None) -> None:
@@ -97,22 +94,10 @@ class EpisodeError:
 
 @dataclass
 class ImportResult:
-    """What an importer produced from its sources.
-
-    Attributes:
-        traces: trace objects (dicts of schema ``evaltape.trace/1``), in source order.
-        cases: dataset cases by id, in first-seen order (``id``, ``input`` and any
-            expectations the source carries).
-        skipped: interactions/entries left out on purpose, each with a reason.
-        errors: episodes or sources that failed, each naming file and place.
-        warnings: episodes imported with something flagged (e.g. a tool call marked
-            ``malformed_tool_input``), one sentence each naming file and episode.
-        notes: facts about a source as a whole (what its shape lacked, episodes read by
-            a fallback rule), written to the manifest's ``imported.notes``.
-        source_facts: per source path, what the source says about itself (e.g. the
-            ``domain``, ``agent`` and ``model`` of a τ²-bench leaderboard file), added to
-            its entry in the manifest's ``imported.sources``.
-        sources: the source paths read.
+    """What an importer produced: ``traces`` (in source order), ``cases`` (by id, first-seen
+    order), ``skipped`` and ``errors`` (with reasons and places), ``warnings`` (flagged
+    episodes), ``notes`` (about a source as a whole, the manifest's ``imported.notes``),
+    ``source_facts`` (per source path, added to ``imported.sources``) and ``sources`` read.
     """
 
     traces: list[dict[str, Any]] = field(default_factory=list)
@@ -146,12 +131,8 @@ def unique_id(wanted: str, taken: Iterable[str]) -> str:
 
 
 def system_text(value: Any) -> str | None:
-    """The agent's instructions as one text: a string as is, a list of ``text`` blocks
-    (the Messages API's ``system`` as blocks) or of system messages' contents joined with
-    a blank line; ``None`` when there is no text.
-
-    What grounding reads as the system prompt (docs/metrics.md, "grounding"): the
-    importers keep it in the trace's ``system`` key.
+    """The agent's instructions as one text (a string, ``text`` blocks or system messages' contents
+    joined by a blank line), ``None`` without text; kept as the trace's ``system`` for grounding.
     """
     if isinstance(value, str):
         return value if value.strip() else None
@@ -214,35 +195,18 @@ def trace_from_messages(messages: list[Any], *, case_id: str, trial: int = 0,
                         extra: dict[str, Any] | None = None,
                         malformed: Mapping[str, str] | None = None, system: str | None = None,
                         tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Build one trace object from an Anthropic-format conversation (system excluded).
-
-    Rules:
-        * ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` blocks of assistant messages
-          are tool calls, ``step`` = 1-based index of their assistant message; results pair
-          by ``tool_use_id`` (``tool_result`` blocks of user messages, ``*_tool_result``
-          blocks of assistant messages), never by position.
-        * ``steps`` = number of assistant messages (model turns).
-        * ``input``: ``input_text``, else the text of the first user message.
-        * ``final_response``: ``final="last_text"`` (dialogues: tau-bench, message lists)
-          takes the text of the last assistant message that has text; ``final="last_turn"``
-          (cassettes) takes the last message's text unless ``stop_reason`` is ``tool_use``
-          (the agent was still working); ``None`` when there is no such text.
-        * ``stop_reason``: as given, else ``tool_use`` when the last assistant message
-          calls a tool and ``end_turn`` otherwise.
-        * ``malformed`` (``None``: refuse such calls): a call whose ``input`` is not a JSON
-          object, or whose id ``malformed`` lists (a converter that set its input to
-          ``{}``), is kept the way the recorder keeps one (README, "Your own agent"):
-          ``arguments: {}``, ``raw_arguments`` (``malformed[id]``, else the input as JSON
-          text) and ``malformed_tool_input: true``; its result pairs as usual.
-        * ``system``: the agent's system prompt or policy (text), kept as the trace's
-          ``system`` key when given; ``tools``: the tool schemas offered to the agent
-          (``{name, description, input_schema}``), kept as ``tools`` when given. Both
-          are left out of the trace when empty.
+    """Build one trace from an Anthropic-format conversation (system excluded). Calls are the
+    ``*tool_use`` blocks of assistant messages (``step`` = 1-based assistant message index),
+    results paired by id; ``steps`` counts assistant messages; ``input`` is ``input_text`` or
+    the first user text. ``final="last_text"``: the last assistant text; ``"last_turn"``: the
+    last message's text unless it stopped for ``tool_use``. ``stop_reason`` defaults from the
+    last assistant message. With ``malformed``, a call with non-object input is kept as the
+    recorder keeps one (``arguments: {}``, ``raw_arguments``, ``malformed_tool_input``).
+    ``system`` and ``tools`` are kept when non-empty.
 
     Raises:
-        EpisodeProblem: a message that is not ``{role, content}``, a call whose ``input`` is
-            not an object (when ``malformed`` is ``None``), a duplicate call id, or a result whose id matches no call; the
-            place comes from ``place_of(message_index)``.
+        EpisodeProblem: a message not ``{role, content}``, a non-object input (without
+            ``malformed``), a duplicate call id or an unmatched result (``place_of`` names it).
     """
     calls: list[dict[str, Any]] = []
     by_id: dict[str, dict[str, Any]] = {}
@@ -409,8 +373,7 @@ def too_deep(raw: bytes, decoded: Any, line: int | None = None) -> None:
     """:func:`~evaltape.grader.io.jsonfiles.check_depth` for an importer's source text.
 
     Raises:
-        EpisodeProblem: ``raw`` is nested deeper than
-            :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (line and JSON path named).
+        EpisodeProblem: ``raw`` nests deeper than ``MAX_DEPTH`` (line and JSON path named).
     """
     try:
         check_depth(raw, decoded, None, line)
@@ -419,12 +382,10 @@ def too_deep(raw: bytes, decoded: Any, line: int | None = None) -> None:
 
 
 def drop_unwritable(result: "ImportResult") -> None:
-    """Move the episodes that JSON cannot write back from ``result.traces`` to
-    ``result.errors``, naming their source file and place: a value nested deeper than
-    :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` once placed in the trace or its case
-    (a tool input or an arguments string close to the limit in its source). A case that
-    cannot be written takes its episodes with it, and a case left without episodes goes
-    too; the other episodes import as usual."""
+    """Move episodes JSON cannot write (nested deeper than ``MAX_DEPTH`` once in a trace or case)
+    from ``result.traces`` to ``result.errors``; a case that cannot be written takes its
+    episodes with it, and a case left without episodes goes too.
+    """
     bad = {cid: f"its case's {why}" for cid, case in result.cases.items()
            if (why := _unwritable(case)) is not None}
     keep, dropped = [], set()

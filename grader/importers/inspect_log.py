@@ -1,37 +1,10 @@
 """``inspect``: Inspect (UK AISI ``inspect_ai``) eval logs → one episode per sample and epoch.
-
-Two log forms are read, told apart by content (a zip archive starts with ``PK``), not by
-the file name:
-
-* the JSON log: one object ``{version, status, eval, plan, results, stats, samples, ...}``;
-* the ``.eval`` log: a zip archive with ``header.json`` (the same ``eval`` block) and one
-  ``samples/<id>_epoch_<n>.json`` per sample and epoch (log versions 2 and 3).
-
-Both forms are documented by Inspect ("Eval Logs" in the inspect_ai documentation; the
-``EvalLog`` / ``EvalSample`` / ``ChatMessage*`` classes of ``inspect_ai.log`` and
-``inspect_ai.model``). Mapping, per sample:
-
-* case id ``<task>:<sample id>`` (``task`` without its registry prefix, e.g.
-  ``inspect_evals/luce_intercode_ctf`` → ``luce_intercode_ctf``); trial = ``epoch - 1``;
-* the case input is the sample's ``input`` (a string, or the text of its first user message);
-  the case keeps ``target`` under ``metadata.target`` (Inspect targets are scorer-specific
-  and are not turned into expectations);
-* messages: ``system`` messages are dropped; ``user`` content becomes text blocks;
-  ``assistant`` text parts become text blocks and each ``tool_calls[]`` entry
-  ``{id, function, arguments}`` a ``tool_use`` block; consecutive ``tool`` messages become
-  one user message of ``tool_result`` blocks (``tool_use_id`` = ``tool_call_id``,
-  ``is_error`` when the message has an ``error``). ``reasoning`` parts and images carry no
-  text and are left out of the text; ``attachment://<hash>`` references are resolved from
-  the sample's ``attachments``;
-* usage: ``model_usage`` summed over models (``input_tokens``, ``output_tokens``);
-* reference label: Inspect's pass/fail score values ``"C"`` (CORRECT) → true and ``"I"``
-  (INCORRECT) → false, or a boolean, taken from the first scorer (in the log's order) whose
-  value is one of these; other values (numbers, ``"P"``, ``"N"``, dicts) give no label.
-  All scores are kept on the trace under ``reference.scores``.
-
-A sample that cannot be converted is one error naming file and place
-(``samples[3].messages[5].tool_calls[0]`` or ``samples/15_epoch_1.json:messages[2]``); the
-others still import.
+Reads the JSON log and the ``.eval`` zip (told apart by content). Case id
+``<task>:<sample id>``, trial ``epoch - 1``, input the sample's ``input``, ``target`` in
+``metadata.target``; messages become Anthropic form (system dropped, attachments resolved);
+usage summed over models; reference label from the first scorer with a ``"C"``/``"I"`` or
+boolean value (all scores under ``reference.scores``). A bad sample is one error naming
+file and place. Mapping: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -52,10 +25,8 @@ ATTACHMENT = "attachment://"
 
 
 def score_label(scores: Any) -> tuple[bool | None, str | None]:
-    """The reference label from a sample's ``scores`` dict and the scorer it came from.
-
-    Rule: the first scorer whose ``value`` is ``"C"``/``"I"`` (Inspect's CORRECT/INCORRECT)
-    or a boolean gives the label (``C``/``true`` → True); otherwise ``(None, None)``.
+    """``(label, scorer)`` from a sample's ``scores``: the first scorer whose ``value`` is ``"C"``/
+    ``"I"`` or a boolean (``C``/``true`` → True); else ``(None, None)``.
     """
     if not isinstance(scores, dict):
         return None, None
@@ -99,8 +70,7 @@ def inspect_messages(messages: Any, place: str) -> list[dict[str, Any]]:
     """Convert Inspect ``ChatMessage`` dicts to Anthropic-format messages (system excluded).
 
     Raises:
-        EpisodeProblem: not a list; an unknown role; a tool call without a string ``id`` and
-            ``function`` or with non-object ``arguments``; the place names the Inspect path.
+        EpisodeProblem: not a list, an unknown role, or a malformed tool call (Inspect path).
     """
     if not isinstance(messages, list):
         raise EpisodeProblem("expected a list of messages", place)
@@ -253,12 +223,9 @@ def _episode(sample: Any, task: str, model: str | None, path: str,
 
 
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
-    """Import one Inspect log (JSON or ``.eval``) into ``result``.
-
-    Errors (unreadable file, not a log, a malformed sample) go to ``result.errors`` with file
-    and place; the other samples still import. A sample and epoch seen again is skipped when
-    it comes from the same eval (same ``eval_id``: the same run as ``.json`` and ``.eval``)
-    and an error otherwise (two evals of one task are two runs: import them separately).
+    """Import one Inspect log (JSON or ``.eval``) into ``result``; errors go to ``result.errors``
+    with file and place. A sample and epoch seen again is skipped when from the same
+    ``eval_id``, an error otherwise.
     """
     data = read_source(path, result)
     if data is None:

@@ -1,27 +1,10 @@
-"""``openai-messages`` and ``anthropic-messages``: a JSONL of conversations as message lists.
-
-Each non-blank line is one episode, either a bare JSON array of messages or an object::
-
-    {"messages": [...], "id"?: str, "trial"?: int, "reference_label"?: bool,
-     "expected_actions"?: [...], "expected_tools"?: [...], "expected_outputs"?: [...],
-     "model"?: str, "metadata"?: {...}}
-
-``openai-messages`` lines hold OpenAI chat messages (converted by
-:func:`evaltape.grader.importers.openai_chat.openai_to_anthropic`); ``anthropic-messages`` lines hold
-Anthropic Messages API messages. The system prompt (``role: "system"``/``"developer"``
-messages, and a top-level ``system`` key, a string or text blocks) is kept as the trace's
-``system``, and a top-level ``tools`` list (either API's schemas) as its ``tools``; system
-messages are not part of ``messages``. The case id is ``id``, else ``<file stem>:<line>``; the input is the
-first user message's text. Final answer: the last assistant text (dialogue rule of
-:func:`evaltape.grader.importers.common.trace_from_messages`). A bad line is one error naming
-file and line; the other lines still import.
-
-A tool call whose arguments are not a JSON object (OpenAI ``function.arguments`` that do
-not parse as one; an Anthropic ``tool_use`` ``input`` that is a string, list, number or
-null) does not reject its conversation: it is kept the way the recorder keeps such a call
-(``arguments: {}``, ``raw_arguments``, ``malformed_tool_input: true``; its recorded result
-stays as the source has it), graded as a call with none of the expected arguments, and one
-warning names the file, line, episode and call.
+"""``openai-messages`` and ``anthropic-messages``: a JSONL of conversations, one episode per
+line (a message array or ``{"messages", "id"?, "trial"?, "reference_label"?, "expected_*"?,
+"model"?, "metadata"?}``). OpenAI lines are converted
+(:func:`~evaltape.grader.importers.openai_chat.openai_to_anthropic`); system messages and a
+top-level ``system``/``tools`` become the trace's ``system``/``tools``. Case id ``id`` or
+``<file stem>:<line>``; final answer the last assistant text. A call with non-object
+arguments is kept as ``malformed_tool_input`` with a warning; a bad line is one error.
 """
 from __future__ import annotations
 
@@ -80,10 +63,8 @@ def _episode(obj: Any, flavour: str, default_id: str, path: str, lineno: int,
 
 def import_file(path: str, result: ImportResult, *, flavour: str,
                 model: str | None = None) -> None:
-    """Import one JSONL file of conversations (``flavour`` = ``"openai"`` or ``"anthropic"``).
-
-    Errors (unreadable file, a line that is not JSON, a malformed conversation) are added
-    to ``result.errors`` with the file, line and place; other lines still import.
+    """Import one JSONL file of conversations (``flavour`` ``"openai"`` or ``"anthropic"``);
+    errors go to ``result.errors`` with file, line and place.
     """
     data = read_source(path, result)
     if data is None:

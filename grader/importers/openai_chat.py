@@ -1,32 +1,9 @@
-"""OpenAI chat messages → Anthropic-format messages (one canonical shape, normalised once).
-
-Mapping: ``system``/``developer`` messages are dropped (traces exclude the system prompt);
-``user`` content (string or parts) is kept, text parts becoming ``text`` blocks; an
-``assistant`` message becomes ``text`` + ``tool_use`` blocks, each ``function.arguments``
-JSON string parsed into ``input``; consecutive ``role: "tool"`` messages become one user
-message of ``tool_result`` blocks (``tool_use_id`` = ``tool_call_id``).
-
-Legacy function calling (the API before ``tool_calls``; ToolBench's format): an assistant
-``function_call: {name, arguments}`` is one tool call (id ``function_call_<message index>``)
-and a ``role: "function"`` message (``{name, content}``) is its result, paired with the
-earliest unanswered legacy call of that name.
-
-Nothing that carries content is dropped silently: a message key outside
-:data:`KNOWN_KEYS` with a non-empty value, or a ``content`` that is neither a string, a
-list of parts nor null, is an error naming the message and the key.
-
-Arguments that are not a JSON object (a string that does not parse, or parses to a list,
-a number, a string or null; a non-string value other than an object) are refused by
-default; given a ``malformed`` dict, the call is kept instead, as the recorder keeps such a
-call: its ``tool_use`` input is ``{}`` and ``malformed[call id]`` holds the arguments as the
-source wrote them (a string verbatim, another value as JSON text), for
-:func:`~evaltape.grader.importers.common.trace_from_messages` to flag the call
-``malformed_tool_input``.
-
-Repeated call ids: real OpenAI logs reuse ids within one conversation (49 of tau-bench's
-200 airline trajectories do, always as call → result → call → result). A repeated id is
-made unique as ``<id>~2``, ``<id>~3``...; a ``tool`` message pairs with the earliest
-unanswered call carrying its ``tool_call_id``.
+"""OpenAI chat messages → Anthropic-format messages. System/developer messages are dropped;
+assistant messages become ``text`` + ``tool_use`` blocks (arguments parsed); consecutive
+``tool`` messages one user message of ``tool_result`` blocks. Legacy ``function_call`` /
+``function`` messages pair by name. Unknown keys with values are errors. Non-object
+arguments are refused, or kept with ``malformed``. Repeated call ids become ``<id>~2``...,
+a result pairing with the earliest unanswered call of its id.
 """
 from __future__ import annotations
 
@@ -51,13 +28,11 @@ KNOWN_KEYS = {
 
 def _parse_args(raw: Any, where: str, malformed: dict[str, str] | None = None,
                 cid: str = "") -> dict:
-    """The arguments object of one call (``None`` or ``""`` is ``{}``).
+    """The arguments object of one call (``None`` or ``""`` is ``{}``); with ``malformed``, bad
+    arguments give ``{}`` and ``malformed[cid]`` the raw text.
 
     Raises:
-        EpisodeProblem: the arguments are not a JSON object (a string that is not JSON or
-            is JSON of another type, or a non-string value other than an object), when
-            ``malformed`` is ``None``; otherwise ``{}`` is returned and ``malformed[cid]``
-            holds the raw arguments (a string verbatim, another value as JSON text).
+        EpisodeProblem: not a JSON object, when ``malformed`` is ``None``.
     """
     if isinstance(raw, str):
         try:
@@ -88,21 +63,12 @@ def _parts(content: Any) -> Any:
 
 def openai_to_anthropic(messages: Any, place: str = "messages",
                         malformed: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Convert one OpenAI chat conversation.
-
-    Args:
-        messages: the list of OpenAI messages.
-        place: location prefix used in error messages (e.g. ``"[12].traj"``).
-        malformed: when given, a call whose arguments are not a JSON object is kept (input
-            ``{}``) and its raw arguments are added here under its (unique) call id; when
-            ``None`` such a call is an error.
+    """Convert one OpenAI chat conversation; ``place`` prefixes error places; ``malformed``: keep
+    calls with non-object arguments (input ``{}``, raw text stored under the call id).
 
     Raises:
-        EpisodeProblem: not a list; an unknown role; an unknown key with a value, or a
-            ``content`` of another shape; a tool call whose ``function.arguments`` is not JSON
-            or not a JSON object (unless ``malformed`` is given); a ``tool`` message whose ``tool_call_id`` matches no earlier
-            call, or a ``function`` message whose ``name`` matches no unanswered
-            ``function_call``. The place names the original OpenAI path.
+        EpisodeProblem: not a list, an unknown role or key, a bad ``content``, bad arguments
+            (without ``malformed``), or a result that matches no call (OpenAI path named).
     """
     if not isinstance(messages, list):
         raise EpisodeProblem("expected a list of messages", place)

@@ -1,48 +1,11 @@
 """``otel-genai``: OpenTelemetry spans of an agent (GenAI semantic conventions, OpenLLMetry,
-OpenInference, Vercel AI SDK) → one episode per trace.
-
-Containers, detected from the content (never from the file name):
-
-* OTLP/JSON (the OTLP file exporter's form): ``{"resourceSpans": [{"scopeSpans": [{"spans":
-  [...]}]}]}``, one export per file or one per line (JSONL); ids are hex strings, attributes
-  are ``[{key, value: {stringValue|intValue|doubleValue|boolValue|arrayValue|kvlistValue}}]``;
-* a span dump of the Python SDK's ``ReadableSpan`` as JSON: ``{"spans": [...]}`` or a bare
-  list; ``context.{trace_id, span_id}`` (decimal integers or ``0x`` hex), ``parent``,
-  ``start_time`` (ns or ISO 8601), ``attributes`` as an object (any-agent writes this);
-* a span dump of the JS SDK's ``ReadableSpan``: ``spanContext.{traceId, spanId}``,
-  ``parentSpanId`` / ``parentSpanContext``, ``startTime`` as ``[seconds, nanos]``; as a list,
-  or as an object of such lists (keyed by operation); also without ``spanContext``
-  (``JSON.stringify`` leaves out a method), the spans then grouped as far as their parent
-  links allow (:func:`~evaltape.grader.importers.otel_link.link_traces`);
-* a Langfuse trace export ``{"trace": {...}, "observations": [...]}``: one observation per
-  span, the span's attributes under ``metadata.attributes`` (``metadata`` may be a JSON
-  string), the message content Langfuse moved out of the attributes in ``input``/``output``.
-
-Spans are grouped by trace id (:func:`~evaltape.grader.importers.otel_link.link_traces`);
-each trace holding at least one model call is one episode (trial 0, case id ``<file
-stem>:<first 16 hex digits of the trace id>``). A model-call span is one whose attributes
-say so: ``gen_ai.operation.name`` in
-:data:`~evaltape.grader.importers.otel_semconv.LLM_OPERATIONS`, ``openinference.span.kind =
-LLM``, a Vercel ``ai.*.doGenerate``/``doStream`` operation, or message attributes
-(``gen_ai.input.messages``, ``gen_ai.prompt.N.*``, ``llm.input_messages``). Wrapper spans
-without such attributes (Langfuse ``GENERATION`` observations with no attributes, Vercel
-``ai.generateText``) count only when no marked model-call span is their ancestor or
-descendant. Tool spans: ``gen_ai.operation.name = execute_tool``, ``openinference.span.kind
-= TOOL``, Langfuse ``TOOL``, or a ``gen_ai.tool.name`` / ``tool.name`` attribute.
-
-The conversation is rebuilt from the model-call spans in start order (rules in
-:func:`~evaltape.grader.importers.otel_conversation.conversation`); its tool calls come from
-the model's output messages and their results from the next call's input messages or,
-failing that, from the tool spans (paired by ``gen_ai.tool.call.id``, else by tool name in
-order). Message attributes read, newest convention first: structured
-``gen_ai.input.messages`` / ``gen_ai.output.messages`` (GenAI semconv >= v1.37, also as the
-``gen_ai.client.inference.operation.details`` span event), indexed ``gen_ai.prompt.N.*`` /
-``gen_ai.completion.N.*`` (OpenLLMetry), OpenInference ``llm.input_messages.N.message.*`` /
-``llm.output_messages.*`` / ``llm.prompts`` / ``output.value``, Vercel
-``ai.prompt.messages`` / ``ai.response.*``, and any-agent's ``gen_ai.output``. Usage:
-``gen_ai.usage.input_tokens``/``output_tokens`` (semconv >= v1.28),
-``gen_ai.usage.prompt_tokens``/``completion_tokens`` (before),
-``llm.token_count.prompt``/``completion``, summed over the model calls.
+OpenInference, Vercel AI SDK) → one episode per trace. Containers (detected by content):
+OTLP/JSON, Python and JS SDK span dumps, Langfuse trace exports (:mod:`.otel_spans`).
+Spans are grouped into traces (:func:`~.otel_link.link_traces`); each trace with a
+model-call span (:func:`~.otel_semconv.llm_strength`) is an episode, case id
+``<file stem>:<16 hex of the trace id>``. The conversation is rebuilt from model-call
+spans (:func:`~.otel_conversation.conversation`), results from the next input or tool spans;
+usage is summed. Attributes read: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -95,17 +58,10 @@ def _episode(group: TraceGroup, path: str, case_id: str, model: str | None,
 
 
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
-    """Import one span file: every trace with a model call becomes an episode.
-
-    Traces are grouped by :func:`link_traces` (by trace id, else as far as the parent
-    links allow). Skips (with reasons, in ``result.skipped``): a file that holds no spans;
-    a trace with no model-call span; a trace already imported from an earlier file (the
-    same trace id, or the same missing parent); tool spans that pair with no tool call; a
-    span without ids that cannot be linked to the spans it may be the parent of; and a
-    note for each group imported without its parent. Errors (file, trace/span/attribute,
-    message): unreadable or malformed files, a trace whose messages cannot be converted,
-    and a file whose spans carry no ids when nothing of it could be imported (bad input,
-    not a file to skip).
+    """Import one span file: every trace with a model call becomes an episode. Skipped with
+    reasons: no spans, traces without a model call, traces already imported, unpaired tool
+    spans, unlinkable spans. Errors: unreadable or malformed files, unconvertible messages, or
+    a file of id-less spans when nothing imported.
     """
     data = read_source(path, result)
     if data is None:

@@ -100,22 +100,12 @@ class _Conversation:
 
 def conversation(llm_spans: list[Span], tool_spans: list[Span], tag: str,
                  skipped: list[str]) -> list[dict[str, Any]]:
-    """Rebuild one trace's conversation as Anthropic-format messages.
-
-    Rules, per model-call span in start order:
-        1. results of earlier calls: tool spans that started before this span, paired by
-           ``gen_ai.tool.call.id`` with the call's id, else by tool name in call order;
-        2. its input messages: the first span contributes every non-system message; later
-           spans contribute tool results that answer a pending call and the user messages
-           after their last assistant message (earlier ones are the history already held;
-           a span whose input has no assistant message contributes its user messages not
-           already in the conversation, as with the Responses API's ``previous_response_id``);
-        3. its output messages, as one model turn (consecutive assistant messages merge).
-    After the last span, tool spans left pair with the calls still pending. A tool span that
-    records no result gives none (the messages may hold it). A call whose
-    model-side arguments are empty takes the arguments its tool span recorded (LlamaIndex
-    via any-agent logs ``"{}"`` on the model side while the tool ran with real arguments).
-    A tool span whose id or tool name matches no call is reported in ``skipped``.
+    """Rebuild one trace's conversation as Anthropic-format messages, per model-call span in
+    start order: first the results of earlier calls from tool spans started before it (by
+    ``gen_ai.tool.call.id``, else tool name in order); then its new input messages (all for the
+    first span; later, pending results and the user messages after the last assistant one);
+    then its output as one model turn. Tool spans left pair with pending calls at the end; a
+    call with empty arguments takes its tool span's. Unmatched tool spans go to ``skipped``.
     """
     conv = _Conversation(tag)
     tools = sorted(tool_spans, key=lambda t: t.start)

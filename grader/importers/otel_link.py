@@ -19,11 +19,9 @@ def _ancestors(s: Span, by_id: dict[str, Span]) -> Iterable[Span]:
 
 
 def model_call_spans(spans: list[Span]) -> tuple[list[Span], list[str]]:
-    """The spans that stand for model calls in one trace, in start order, and why others
-    that look like one were left out.
-
-    Rule: marked spans (strength 2) that contain no other marked span; a wrapper
-    (strength 1) only when no marked span is its ancestor or descendant.
+    """The spans that stand for model calls in one trace, in start order, and why look-alikes
+    were left out: marked spans (strength 2) containing no other marked span; a wrapper
+    (strength 1) only with no marked ancestor or descendant.
     """
     by_id = {s.span_id: s for s in spans}
     strength = {s.span_id: llm_strength(s) for s in spans}
@@ -52,19 +50,10 @@ def model_call_spans(spans: list[Span]) -> tuple[list[Span], list[str]]:
 
 @dataclass
 class TraceGroup:
-    """The spans of one episode as :func:`link_traces` groups them.
-
-    Attributes:
-        spans: its spans, in file order.
-        place: where it is, in messages and the trace's ``source.place``: ``trace <id>``,
-            ``spans under parent <id>`` (spans whose parent is not in the file),
-            ``span <id>`` or ``span #<n>`` (a tree whose spans carry no trace id).
-        case_part: the case id after ``<file stem>:`` (``<16 hex of the trace id>``,
-            ``parent-<16 hex>``, ``span-<id or n>``).
-        trace_id: the trace id, or ``None`` when none of its spans carries one.
-        dedupe: the key under which another file's copy of it is recognised (``None``: a
-            group no other file can hold, named only by its place in this file).
-        note: why it may not be the whole trace (``None`` when it is).
+    """The spans of one episode (:func:`link_traces`): ``spans`` in file order; ``place``
+    (``trace <id>``, ``spans under parent <id>``, ``span <id>``/``#<n>``); ``case_part`` (the
+    case id after ``<file stem>:``); ``trace_id`` or ``None``; ``dedupe``, the key that
+    recognises another file's copy (``None``: none can); ``note``, why it may be incomplete.
     """
 
     spans: list[Span]
@@ -76,25 +65,13 @@ class TraceGroup:
 
 
 def link_traces(spans: list[Span]) -> tuple[list[TraceGroup], list[tuple[Span, str]]]:
-    """Group one file's spans into traces, as far as their ids and parent links allow.
-
-    Rules:
-        * a span without a span id (a JS SDK dump without ``spanContext``) is named by its
-          place in the file, ``#<n>`` (1-based), which no parent link can name;
-        * spans that carry a trace id are grouped by it (the OpenTelemetry data model:
-          the trace id identifies the trace);
-        * a span without a trace id joins the group of its parent when a span of the file
-          has its ``parentSpanId`` as span id; spans without a trace id that name the same
-          parent not in the file are siblings under it, one group (``spans under parent
-          <id>``, noted as imported without that parent);
-        * a span with neither a trace id nor a parent starts its own group; when it carries
-          no span id while a group of spans under a missing parent holds a model call, it
-          may be that parent but cannot be linked to them: it is left out and returned in
-          ``unlinked`` with the reason (its children, if they are, are imported in their
-          own group, so no model call is counted twice).
+    """Group one file's spans into traces as far as ids and parent links allow: by trace id;
+    a span without one joins its parent's group, or its siblings' under a parent missing from
+    the file; else it starts its own. A span without a span id is named ``#<n>``; one that may
+    be a missing parent but cannot be linked is returned in ``unlinked`` with the reason.
 
     Returns:
-        ``(groups in the order of their first span, unlinked spans with the reason)``.
+        ``(groups in order of their first span, [(unlinked span, reason)])``.
     """
     n = len(spans)
     for i, sp in enumerate(spans):

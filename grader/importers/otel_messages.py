@@ -94,13 +94,8 @@ def _openai_calls(calls: Any, place: str) -> list[dict[str, Any]]:
 
 
 def message_from_obj(m: Any, place: str) -> list[Msg]:
-    """One message object in any of the shapes seen in spans → neutral messages.
-
-    Shapes: semconv parts ``{role, parts: [text | tool_call | tool_call_response]}``;
-    OpenAI chat ``{role, content, tool_calls, tool_call_id}``; Anthropic ``{role, content:
-    [text | tool_use | tool_result]}``; Vercel parts (``tool-call``/``tool-result``);
-    OpenAI Responses items (``function_call``, ``function_call_output``, ``message``).
-    Objects without a usable ``role``/``type`` give ``[]``.
+    """One message object in any span shape (semconv parts, OpenAI chat, Anthropic, Vercel parts,
+    OpenAI Responses items) → neutral messages; ``[]`` without a usable ``role``/``type``.
 
     Raises:
         EpisodeProblem: a tool call without a name or with non-object arguments.
@@ -177,11 +172,8 @@ def message_from_obj(m: Any, place: str) -> list[Msg]:
 
 
 def messages_from_value(value: Any, place: str) -> list[Msg]:
-    """Messages from a decoded attribute or Langfuse input/output value.
-
-    Accepts a list of message objects, ``{"messages": [...]}``, an OpenAI chat completion
-    (``choices[].message``), an OpenAI Responses object (``output[]``), or one message.
-    A JSON string is decoded first; other strings give ``[]``.
+    """Messages from a decoded attribute or Langfuse value: a list, ``{"messages": [...]}``, a chat
+    completion, a Responses object or one message (JSON strings decoded; other strings: ``[]``).
     """
     value = json_or(value)
     if isinstance(value, list):
@@ -286,12 +278,10 @@ def _convention_messages(s: Span, key: str, prefix: str, direction: str) -> list
 
 
 def span_messages(s: Span) -> tuple[list[Msg], list[Msg]]:
-    """``(input messages, output messages)`` of a model-call span (sources:
-    :mod:`evaltape.grader.importers.otel`).
+    """``(input messages, output messages)`` of a model-call span.
 
     Raises:
-        EpisodeProblem: a message attribute holding a malformed tool call; the place names
-            the span and the attribute.
+        EpisodeProblem: a malformed tool call in a message attribute (span and attribute named).
     """
     a, where = s.attrs, s.where
     inp = _convention_messages(s, "gen_ai.input.messages", "gen_ai.prompt", "input")

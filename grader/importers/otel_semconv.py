@@ -27,13 +27,9 @@ def _oi_kind(s: Span) -> str | None:
 
 
 def llm_strength(s: Span) -> int:
-    """2 = the attributes mark a model call; 1 = a wrapper that may stand for one; 0 = not.
-
-    Rule (:mod:`evaltape.grader.importers.otel`): marked = chat-like
-    ``gen_ai.operation.name``, OpenInference ``LLM``, Vercel
-    ``ai.*.doGenerate``/``ai.*.doStream``, or message attributes; a wrapper = Langfuse
-    ``GENERATION`` with no marks, or a Vercel ``ai.generateText`` / ``ai.streamText`` /
-    ``ai.generateObject`` / ``ai.streamObject`` span.
+    """2: the attributes mark a model call (a chat-like ``gen_ai.operation.name``, OpenInference
+    ``LLM``, Vercel ``doGenerate``/``doStream``, or message attributes); 1: a wrapper that may
+    stand for one (Langfuse ``GENERATION``, Vercel ``ai.generateText`` and kin); 0: neither.
     """
     op, kind = _op(s), _oi_kind(s)
     if op in NOT_LLM_OPERATIONS or kind in ("TOOL", "AGENT", "CHAIN", "EMBEDDING",

@@ -17,16 +17,9 @@ _OTLP_VALUE_KEYS = ("stringValue", "boolValue", "intValue", "doubleValue", "byte
 
 @dataclass
 class Span:
-    """One span, whatever container it came from.
-
-    Attributes:
-        trace_id, span_id, parent_id: lower-case hex (``parent_id`` None for a root).
-        start, end: Unix time in nanoseconds (0 when absent).
-        attrs: the span's attributes, flat ``{key: value}``.
-        events: ``[(name, attrs)]``.
-        lf_type, lf_input, lf_output, lf_model, lf_usage: Langfuse's observation ``type``,
-            ``input``, ``output``, ``model`` and ``usageDetails`` (None elsewhere).
-        error: the span's status says it failed.
+    """One span, whatever container it came from: hex ``trace_id``/``span_id``/``parent_id``;
+    ``start``/``end`` in Unix ns (0 when absent); flat ``attrs``; ``events`` ``[(name, attrs)]``;
+    Langfuse's ``lf_*`` fields (type, input, output, model, usage); ``error``.
     """
 
     trace_id: str
@@ -203,12 +196,11 @@ def _is_sdk_span(x: Any) -> bool:
 
 
 def read_spans(path: str, data: bytes) -> tuple[list[Span], str, Any]:
-    """Parse a file into spans; returns ``(spans, container name, any-agent final_output)``.
+    """Parse a file into ``(spans, container name, any-agent final_output)``; a JSON file of no
+    known container gives ``([], "<why>", None)``.
 
     Raises:
-        EpisodeProblem: not JSON/JSONL (names the line), or a span with a malformed id or time
-            (names the span's index). A file that is JSON but no known span container returns
-            ``([], "<why>", None)`` so the caller can skip it with that reason.
+        EpisodeProblem: not JSON/JSONL (line named), or a span with a malformed id or time.
     """
     # The standard json module, not orjson: Python SDK dumps write 128-bit trace ids as
     # decimal integers, which orjson reads as (lossy) floats.

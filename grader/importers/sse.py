@@ -1,13 +1,7 @@
-"""Reassemble an Anthropic Messages SSE stream into the final message object.
-
-Event grammar (Anthropic streaming docs, "Streaming Messages"): ``message_start`` (the
-message with empty ``content``), then per block ``content_block_start`` /
-``content_block_delta``\\* / ``content_block_stop``, then ``message_delta`` (``stop_reason``,
-``stop_sequence``, cumulative ``usage``) and ``message_stop``; ``ping`` anywhere; ``error``
-aborts. Deltas: ``text_delta`` (append ``text``), ``input_json_delta`` (append
-``partial_json``; parsed as the block's ``input`` at ``content_block_stop``, ``""`` → ``{}``),
-``thinking_delta``, ``signature_delta``, ``citations_delta``. Unknown events and deltas are
-ignored (forward compatible).
+"""Reassemble an Anthropic Messages SSE stream into the final message object, per the
+streaming event grammar (``message_start``, content block start/delta/stop,
+``message_delta``, ``message_stop``; ``error`` aborts). Text, tool-input JSON, thinking,
+signature and citation deltas are applied; unknown events and deltas are ignored.
 """
 from __future__ import annotations
 
@@ -44,13 +38,11 @@ def iter_events(text: str) -> Iterator[tuple[str | None, Any]]:
 
 
 def assemble(text: str, malformed: dict[str, str] | None = None) -> dict[str, Any]:
-    """The final message of one SSE stream (same shape as a non-streaming response).
+    """The final message of one SSE stream (as a non-streaming response).
 
     Raises:
-        EpisodeProblem: no ``message_start``; an ``error`` event; a delta for a block that
-            was never started; tool input JSON that does not parse at ``content_block_stop``
-            (unless ``malformed`` is given: then the block's ``input`` is ``{}`` and
-            ``malformed[block id]`` gets the raw fragments joined).
+        EpisodeProblem: no ``message_start``, an ``error`` event, a delta for an unstarted
+            block, or unparsable tool input (unless ``malformed``: input ``{}``, raw kept).
     """
     message: dict[str, Any] | None = None
     partial: dict[int, str] = {}

@@ -1,49 +1,11 @@
-"""``tau2``: τ²-bench results files (both shapes) → traces + dataset.
-
-Source shape (sierra-research/tau2-bench ``Results``): one JSON object ``{timestamp, info,
-tasks, simulations}``. ``tasks[]``: ``{id, user_scenario: {instructions}, evaluation_criteria:
-{actions: [{action_id, requestor, name, arguments, compare_args}], communicate_info, ...}}``.
-``simulations[]``: ``{id, task_id, trial, termination_reason, reward_info: {reward,
-action_checks, ...}, messages}``; messages have ``role`` assistant/user/tool, assistant and
-user messages may carry ``tool_calls`` ``[{id, name, arguments, requestor}]`` and tool
-messages ``{id, content, requestor, error}``.
-
-Each simulation becomes one episode: case id ``<domain>.<task_id>`` (the domain from
-``info.environment_info.domain_name``; the bare task id when absent), trial = ``trial``,
-input = the user scenario's instructions (the same for every trial). The agent's calls
-(``requestor: assistant``) are the trace's ``tool_calls``, each paired with its tool
-message by id; the simulated user's own calls (telecom) are kept apart in the trace key
-``user_tool_calls`` (not agent calls, not errors) and their results with them. The stop
-reason is ``termination_reason`` verbatim. The agent's policy
-(``info.environment_info.policy``) is the trace's ``system``, and the tool definitions
-(``tool_defs``, when the file has them) its ``tools``.
-
-The case carries ``expected_actions`` (the gold actions with ``action_id``,
-``compare_args`` and ``requestor``), ``expected_outputs`` (``communicate_info``) and
-``matching: "tau2"`` so the grader uses τ²'s semantics. The trace keeps τ²'s verdict:
-``reference_label`` = the reward within 1e-6 of 1 (τ²-bench ``metrics/agent_metrics.py``
-``is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``) and ``reference`` = ``{"source",
-"reward", "action_checks": [{action_id, name, matched}], "state_match"?: bool}`` (the
-file's own checks; ``state_match`` is ``reward_info.db_check.db_match`` when the file has
-it, τ²'s end-state check, which the ``state_match`` metric reports). A simulation without
-``reward_info`` (not scored: ``infrastructure_error``) has ``reference_label`` false and
-``reward`` null, as τ²'s pass rate counts it, and is named in a manifest note.
-
-Compact shape (some leaderboard submissions): ``{domain, agent, model, total_tasks, passed,
-pass_rate, simulations}``, no ``info`` and no ``tasks`` (told apart by the missing
-``tasks`` key). There are no task criteria: each case is built from its simulation (case
-``<domain>.<task_id>``, input = its first user message, its ``policy`` as the trace's
-``system``), with ``expected_actions`` (and ``matching: "tau2"``) only when the
-simulation's own ``action_checks`` name the gold actions and ``expected_outputs`` only from
-its ``communicate_checks``. The file's ``model`` names the traces' model; the manifest
-notes what the shape lacked and keeps ``domain``, ``agent`` and ``model`` in the source's
-entry (``ImportResult.source_facts``).
-
-Repeated call ids (vLLM reuses ``chatcmpl-tool-…`` ids across turns): in a conversation
-whose agent call ids repeat, a result pairs with the earliest unanswered call of its id
-among the calls of its own turn (the assistant message before it), i.e. by position; the
-repeated calls become ``<id>~2``, ``<id>~3``...; a manifest note counts such conversations.
-A result that answers no call of its turn is an error naming file and JSON path.
+"""``tau2``: τ²-bench results files (full and compact leaderboard shapes) → traces + dataset.
+Each simulation is an episode: case ``<domain>.<task_id>``, ``trial``, input the scenario's
+instructions (compact: the first user message); the agent's calls are ``tool_calls``, the
+user's own kept apart in ``user_tool_calls``; the policy is ``system``. Cases carry
+``expected_actions``, ``expected_outputs`` and ``matching: "tau2"``. ``reference_label`` is
+``1 - 1e-6 <= reward <= 1 + 1e-6`` (τ²-bench ``is_successful``); ``reference`` keeps the
+reward, action checks and ``state_match``. Repeated call ids pair by position within their
+turn (renamed ``<id>~2``...). Shapes: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -140,13 +102,9 @@ def repeated_call_ids(messages: Any) -> bool:
 
 def _convert(messages: Any, place: str,
              by_position: bool = False) -> tuple[list[dict], list[dict]]:
-    """τ² messages → (Anthropic-format agent conversation, the user's own tool calls).
-
-    ``by_position`` (the conversation repeats call ids): a result pairs with the calls of
-    its turn (the last assistant message before it) only, with the earliest unanswered
-    call of its id there, so with the call it follows in order when a turn repeats an
-    id too; a repeated id becomes ``<id>~2``, ``<id>~3``... in the conversation.
-    Otherwise a result pairs with the agent call of its id, wherever it is.
+    """τ² messages → (Anthropic-format agent conversation, the user's own tool calls). With
+    ``by_position``, a result pairs with the earliest unanswered call of its id in its own turn
+    (repeats renamed ``<id>~2``...); otherwise with the agent call of its id.
     """
     if not isinstance(messages, list):
         raise EpisodeProblem("expected a list of messages", place)
@@ -277,13 +235,11 @@ def _compact_case(sim: dict, case_id: str, reward_info: dict, meta: dict,
 
 
 def _header(doc: Any, model: str | None) -> dict[str, Any]:
-    """What the file says about all its simulations: ``compact`` (the leaderboard's shape
-    without ``info``/``tasks``), ``domain``, ``model``, ``policy``, ``tools``, ``tasks``
-    and, for a compact file, ``agent`` and its own ``passed`` count.
+    """What the file says of all its simulations: ``compact``, ``domain``, ``model``, ``policy``,
+    ``tools``, ``tasks`` and, for a compact file, ``agent`` and its ``passed`` count.
 
     Raises:
-        EpisodeProblem: not a results object of either shape, or a header field of the
-            wrong type (named).
+        EpisodeProblem: neither results shape, or a header field of the wrong type.
     """
     if not (isinstance(doc, dict) and isinstance(doc.get("simulations"), list)
             and isinstance(doc.get("tasks", []), list)):
@@ -336,13 +292,9 @@ def _compact_notes(path: str, head: dict, result: ImportResult, labels: list[boo
 
 
 def import_file(path: str, result: ImportResult, *, model: str | None = None) -> None:
-    """Import one τ²-bench results file into ``result``.
-
-    A file that is not JSON, or is neither shape (``{info, tasks, simulations}`` or the
-    leaderboard's compact ``{domain, agent, model, ..., simulations}``), is one error; a
-    simulation that cannot be converted is one error naming its index and JSON path, and
-    the others still import. What a compact file lacked, the simulations whose results
-    were paired by position and those without ``reward_info`` are noted in the manifest.
+    """Import one τ²-bench results file into ``result``: an unreadable or unknown file is one
+    error, a bad simulation one error (index and path); compact-shape gaps, position-paired
+    results and unscored simulations are noted in the manifest.
     """
     doc = read_json_source(path, result)
     if doc is NOT_READ:

@@ -1,21 +1,8 @@
-"""``taubench``: tau-bench trajectory files → traces + dataset.
-
-Source shape (sierra-research/tau-bench ``historical_trajectories/*.json``): a JSON list of
-``{task_id, trial, reward, info: {task: {user_id, instruction, actions, outputs}, ...},
-traj}`` where ``traj`` is an OpenAI chat conversation (system prompt first, assistant
-``tool_calls`` with ``function.arguments`` as a JSON string, ``role: "tool"`` results).
-
-Each entry becomes one episode: case id ``task_NNN`` (``<file stem>.task_NNN`` when several
-files are imported together), trial = ``trial``, input = the task ``instruction`` (the same
-for every trial, as the grader requires; the simulated user's first message is in
-``messages``), ``system`` = the text of the system message (the agent's policy). The case carries ``expected_actions`` (``info.task.actions``, in order),
-``expected_tools`` (their names), ``expected_args`` (each tool's first action's kwargs, for
-``argument_correctness``) and ``expected_outputs``
-(``info.task.outputs``). The
-trace keeps tau-bench's verdict: ``reference_label`` = the reward within 1e-6 of 1
-(tau-bench ``run.py`` ``display_metrics.is_successful``: ``1 - 1e-6 <= reward <= 1 + 1e-6``,
-so ``0.9999999999999998`` is a success) and ``reference`` = ``{"source": "tau-bench
-reward", "reward": reward}``.
+"""``taubench``: tau-bench trajectory files (a JSON list of ``{task_id, trial, reward, info,
+traj}``) → traces + dataset. Each entry is an episode: case ``task_NNN`` (file-stem prefixed
+when several files), input the task ``instruction``, ``system`` the policy message; the case
+carries ``expected_actions``, ``expected_tools``, ``expected_args`` and ``expected_outputs``.
+``reference_label`` is ``1 - 1e-6 <= reward <= 1 + 1e-6`` (tau-bench ``is_successful``).
 """
 from __future__ import annotations
 
@@ -64,12 +51,8 @@ def _case(task: Any, case_id: str, place: str) -> dict[str, Any]:
 
 def import_file(path: str, result: ImportResult, *, prefix: str = "",
                 model: str | None = None) -> None:
-    """Import one tau-bench trajectory file into ``result``.
-
-    A file that is not JSON or not a list is one error (with the line of a JSON syntax
-    error); an entry that cannot be converted (e.g. a tool call whose arguments string is
-    not JSON) is one error naming the entry and the JSON path, and the other entries
-    still import.
+    """Import one tau-bench trajectory file into ``result``: a non-JSON or non-list file is one
+    error, an unconvertible entry one error (entry and JSON path); the others still import.
     """
     doc = read_json_source(path, result)
     if doc is NOT_READ:

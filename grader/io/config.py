@@ -1,25 +1,8 @@
-"""Grader configuration: ``[tool.evaltape]`` in ``pyproject.toml`` or a standalone TOML file.
-
-Shape::
-
-    [tool.evaltape.metrics_args.composite]   # or [metrics_args.composite] in evaltape.toml
-    weights = {tools = 0.3, arguments = 0.25, response = 0.25, hallucination = 0.2}
-    thresholds = {basic = 0.8, advanced = 0.6, challenge = 0.4, default = 0.7}
-
-    [tool.evaltape.judges.states_next_step]  # a judged metric of your own
-    criteria = "The answer tells the user what happens next."
-
-Metric arguments become dataclass fields, so they appear in the report's metric specs and
-``config_sha256`` changes whenever any of them does.
-
-What decides an episode's verdict (:mod:`evaltape.grader.stats.verdict`)::
-
-    [thresholds]                 # per metric: the score it must reach (a rate: not exceed)
-    task_completion = 1.0
-
-    [verdict]                    # which metrics gate the verdict; default: every selected
-    gate = ["tool_selection_accuracy", "argument_correctness"]   # only these gate, or
-    informational = ["grounding"]                                 # all selected but these
+"""Grader configuration: ``[tool.evaltape]`` in ``pyproject.toml`` or a standalone
+``evaltape.toml``: ``[metrics_args.<metric>]`` (dataclass fields, so part of the metric
+specs and ``config_sha256``), ``[judges.<name>]`` (judged metrics of your own),
+``[thresholds]`` and ``[verdict]`` (``gate`` or ``informational``;
+:mod:`evaltape.grader.stats.verdict`). Reference: docs/metrics.md (evaltape.toml).
 """
 from __future__ import annotations
 
@@ -42,15 +25,12 @@ VERDICT_KEYS = ("gate", "informational")
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """The evaltape table of a TOML file (``[tool.evaltape]`` for ``pyproject.toml``,
-    else the whole document); ``{}`` when a pyproject has no such table.
+    """The evaltape table of a TOML file (``[tool.evaltape]`` of a ``pyproject.toml``, else the
+    whole document); ``{}`` when a pyproject has none.
 
     Raises:
-        BadInputError: unreadable file, a UTF-8 byte-order mark at its start, or invalid
-            TOML (named, with the parser's line),
-            nesting deeper than :data:`~evaltape.grader.io.jsonfiles.MAX_DEPTH` (the key
-            path named), or ``tool`` / ``tool.evaltape`` that is not a table
-            (``tool = "x"``).
+        BadInputError: unreadable, a BOM, invalid TOML (with its line), too deep, or a
+            ``tool``/``tool.evaltape`` that is not a table.
     """
     p = Path(path)
     try:
@@ -89,7 +69,7 @@ def check_table(table: dict[str, Any], path: str) -> None:
     """:func:`load_config`'s checks for a table given in code (``evaltape.grade(config=)``).
 
     Raises:
-        BadInputError: an unknown key or a wrong shape, as for a file.
+        BadInputError: an unknown key or a wrong shape.
     """
     _check(table, path)
 
@@ -160,25 +140,13 @@ def _check_verdict_shapes(table: dict[str, Any], path: str) -> None:
 def verdict_settings(config: dict[str, Any], path: str | None, selected: Sequence[str],
                      builtin: Collection[str] = ()
                      ) -> tuple[dict[str, float], tuple[str, ...] | None, tuple[str, ...]]:
-    """The checked ``[thresholds]`` and ``[verdict]`` of a configuration:
-    ``(thresholds, gate, informational)``.
-
-    Args:
-        config: a table checked by :func:`load_config` or :func:`check_table`.
-        path: the configuration file, named in errors.
-        selected: the names of the metrics this run grades.
-        builtin: the built-in metric names (passed in by the caller, as for
-            :func:`configure`).
-
-    Returns:
-        ``thresholds``: ``{metric: number}``; ``gate``: the metrics named in
-        ``verdict.gate`` (``None`` when the key is absent: every selected metric gates);
-        ``informational``: those named in ``verdict.informational``.
+    """The checked ``[thresholds]`` and ``[verdict]``: ``(thresholds, gate, informational)``;
+    ``gate`` is ``None`` when absent (every selected metric gates). ``selected``: the run's
+    metrics; ``builtin``: the built-in metric names.
 
     Raises:
-        BadInputError: a threshold for a metric that is neither built in nor selected (the
-            nearest name suggested), a ``gate`` naming a metric this run does not grade (a
-            gate that checks nothing), or an ``informational`` name that is no metric.
+        BadInputError: a threshold for an unknown metric (nearest name suggested), a ``gate``
+            naming a metric not graded, or an ``informational`` name that is no metric.
     """
     import difflib
 
@@ -225,13 +193,10 @@ def _kind(value: Any) -> str:
 
 
 def _check_types(metric: Any, kw: dict[str, Any], path: str | None) -> None:
-    """Each configured value must be an argument of the metric, of the kind of its
-    default (a number where the default is a number, a table of numbers where it is a
-    table of numbers...).
+    """Check that each configured value is an argument of the metric of its default's kind.
 
     Raises:
-        BadInputError: names the file, ``metrics_args.<metric>.<argument>`` and both kinds,
-            or the arguments the metric takes.
+        BadInputError: names the file, ``metrics_args.<metric>.<argument>`` and both kinds.
     """
     import dataclasses
     fields = ({f.name: getattr(metric, f.name) for f in dataclasses.fields(metric)}
@@ -257,25 +222,14 @@ def _check_types(metric: Any, kw: dict[str, Any], path: str | None) -> None:
 
 def configure(metrics: Sequence[Any], config: dict[str, Any],
               path: str | None = None, *, builtin: Collection[str] = ()) -> list[Any]:
-    """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords.
-
-    Metrics without configured arguments are returned unchanged. Arguments may be given
-    for any built-in metric (a shared pyproject.toml configures metrics a run may not
-    select) and for the selected user metrics, by their ``name``.
-
-    Args:
-        path: the configuration file, named in errors.
-        builtin: the names of the built-in metrics (the registry's keys, passed in by the
-            caller: this reading layer does not import the metrics), which a table may
-            configure even when the run does not select them.
+    """Rebuild each metric with ``config["metrics_args"][metric.name]`` as keywords (unchanged
+    without). Any built-in metric (``builtin``, passed in: this layer does not import metrics)
+    and the selected user metrics may be configured.
 
     Raises:
-        BadInputError: arguments for a metric that is neither built in nor selected but
-            whose name is close to one that is (a typo; the nearest name suggested; a table
-            for another metric is left unused, :func:`unused_tables`), an argument the
-            metric does not take, or a value of
-            the wrong kind (file and ``metrics_args.<metric>.<argument>`` named), or a
-            value the metric itself refuses (file and ``metrics_args.<metric>`` named).
+        BadInputError: a table for an unknown name close to a known one (nearest suggested),
+            an argument the metric does not take, a value of the wrong kind, or one the metric
+            refuses (file and key named).
     """
     import difflib
 
@@ -316,12 +270,11 @@ DISCOVERED = ("evaltape.toml", "pyproject.toml")
 
 
 def discover_config(folder: str | Path = ".") -> Path | None:
-    """The configuration file ``evaltape grade`` uses without ``--config``:
-    ``evaltape.toml`` in ``folder``, else its ``pyproject.toml`` when that has a
-    ``[tool.evaltape]`` table; ``None`` when neither.
+    """The file ``evaltape grade`` uses without ``--config``: ``evaltape.toml`` in ``folder``,
+    else a ``pyproject.toml`` with ``[tool.evaltape]``; ``None`` when neither.
 
     Raises:
-        BadInputError: the file found cannot be read or parsed (:func:`load_config`).
+        BadInputError: the file found cannot be read or parsed.
     """
     base = Path(folder)
     if (base / "evaltape.toml").is_file():

@@ -1,22 +1,8 @@
-"""Parse the judges users write: ``[judges.NAME]`` tables of the configuration and a case's
-``judges`` object, into :class:`evaltape.grader.model.JudgeCriteria`.
-
-Shape (G-Eval's form, Liu et al. 2023: criteria, evaluation steps, a score on a scale)::
-
-    [judges.states_next_step]
-    criteria = "The answer tells the user what happens next and when."
-    evaluation_steps = ["Find the next step in the answer.", "Check it has a time."]
-    scale = "1-5"              # "LO-HI" whole numbers, or "pass/fail"; default "1-5"
-    threshold = 0.5            # on the normalised [0, 1] score; default 0.5
-    include = ["input", "tool_calls", "answer"]   # what the judge sees (the default)
-    model = "claude-haiku-4-5" # optional: the model `evaltape judge` asks
-
-A case may define a judge of its own or override the configuration's for itself::
-
-    {"id": "tc_001", ..., "judges": {"states_next_step": {"criteria": "..."}}}
-
-Every function here raises :class:`FieldError` (case side, the place inside ``judges``
-named) or :class:`BadInputError` (configuration side, file and ``judges.NAME.key``).
+"""Parse the judges users write (``[judges.NAME]`` tables and a case's ``judges`` object) into
+:class:`evaltape.grader.model.JudgeCriteria`, G-Eval's form (Liu et al. 2023): ``criteria``,
+``evaluation_steps``, ``scale`` (``"LO-HI"`` or ``"pass/fail"``), ``threshold``, ``include``
+and ``model``; a case may define or override one. Errors are :class:`FieldError` (case
+side) or :class:`BadInputError` (configuration side). Shape: docs/metrics.md.
 """
 from __future__ import annotations
 
@@ -45,8 +31,7 @@ _RANGE = re.compile(r"(\d{1,3})\s*-\s*(\d{1,3})")
 
 
 def parse_scale(value: Any, where: str = "scale") -> str:
-    """A scale: ``"pass/fail"`` or ``"LO-HI"`` with whole numbers 0 <= LO < HI <= 100,
-    returned in its plain form (``"1 - 5"`` → ``"1-5"``).
+    """A scale: ``"pass/fail"`` or ``"LO-HI"`` with whole 0 <= LO < HI <= 100, in plain form.
 
     Raises:
         FieldError: another string or type.
@@ -77,18 +62,11 @@ def _text(value: Any, where: str) -> str:
 
 
 def parse_judge(obj: Any, where: str = "", *, keys: tuple[str, ...] = CASE_KEYS) -> JudgeCriteria:
-    """One judge table (configuration) or case entry, with only the keys it sets.
-
-    Args:
-        obj: the decoded table or object.
-        where: its place, for messages (``"states_next_step"``).
-        keys: the keys it may hold (:data:`CONFIG_KEYS` or :data:`CASE_KEYS`).
+    """One judge table or case entry, with only the keys it sets (``keys``: :data:`CONFIG_KEYS`
+    or :data:`CASE_KEYS`); ``where`` names it in messages.
 
     Raises:
-        FieldError: not an object; an unknown key (the known ones listed); ``criteria`` or
-            ``model`` not a non-empty string; ``evaluation_steps`` not a list of non-empty
-            strings; a bad ``scale``; ``threshold`` not a number in [0, 1]; ``include``
-            not a non-empty list of :data:`INCLUDE` items without repeats.
+        FieldError: not an object, an unknown key, or a key of the wrong type or value.
     """
     def at(key: str) -> str:
         return f"{where}.{key}" if where else key
@@ -142,8 +120,7 @@ def parse_case_judges(value: Any) -> dict[str, JudgeCriteria]:
     include?}}``.
 
     Raises:
-        FieldError: not an object, a name that is not a lower-case word (a report
-            column), or an entry :func:`parse_judge` refuses.
+        FieldError: not an object, a name not a lower-case word, or a bad entry.
     """
     if not isinstance(value, Mapping):
         raise FieldError("", "expected an object {judge name: {criteria, ...}}")
@@ -160,10 +137,8 @@ def config_judges(table: Mapping[str, Any], path: str | None) -> dict[str, Judge
     """The ``judges`` tables of a configuration, each with its ``criteria``.
 
     Raises:
-        BadInputError: ``judges`` not a table of tables, a name that is not a lower-case
-            word or is one of the summary's (``pass_rate``...,
-            :data:`evaltape.grader.model.SUMMARY_NAMES`), a judge without ``criteria``,
-            or a key :func:`parse_judge` refuses (file and ``judges.NAME.key`` named).
+        BadInputError: not a table of tables, a bad or reserved name, no ``criteria``, or a
+            bad key (file and ``judges.NAME.key`` named).
     """
     judges = table.get("judges", {})
     if not isinstance(judges, Mapping):

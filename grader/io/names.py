@@ -46,12 +46,8 @@ def cassette_name(case_id: str, trial: int) -> str:
 
 
 def cassette_path(http: Path, case_id: str, trial: int) -> Path:
-    """An episode's cassette in a run's ``http/`` folder: its name, or the name earlier
-    versions gave it (:func:`legacy_cassette_name`) when only that file exists; the
-    (possibly missing) current name otherwise, for the caller to check and name.
-
-    Raises:
-        OSError: the folder cannot be searched (mode 000).
+    """An episode's cassette in ``http/``: its current name, or the legacy name
+    (:func:`legacy_cassette_name`) when only that file exists. Raises ``OSError`` if unsearchable.
     """
     path = http / cassette_name(case_id, trial)
     legacy = http / legacy_cassette_name(case_id, trial)

@@ -390,20 +390,13 @@ class Run:
 
 def open_run(target: str | Path, dataset: str | Path | None = None,
              check_inputs: bool = True) -> Run:
-    """Open a run directory (or its ``traces.jsonl``) with its dataset, checked.
-
-    Args:
-        target: ``cassettes/RUN`` or ``cassettes/RUN/traces.jsonl``.
-        dataset: the dataset to grade against; default: the one the manifest names.
-        check_inputs: refuse a case whose input changed since recording (``False`` for
-            ``replay --list-stale``).
-
-    Returns:
-        A :class:`Run`; iterate :meth:`Run.episodes` for checked ``(trace, case)`` pairs.
+    """Open a run directory (or its ``traces.jsonl``) with its ``dataset`` (default: the
+    manifest's), checked; ``check_inputs=False`` allows changed inputs. Iterate
+    :meth:`Run.episodes` for checked ``(trace, case)`` pairs.
 
     Raises:
         UsageError: no such path, or no dataset to be found.
-        BadInputError: no ``traces.jsonl``, an invalid manifest or dataset, or a changed input.
+        BadInputError: no traces, an invalid manifest or dataset, or a changed input.
     """
     from evaltape.grader.io.datasets import load_dataset
     if not isinstance(target, (str, Path)):

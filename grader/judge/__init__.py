@@ -1,18 +1,9 @@
 """LLM-as-judge, offline: deterministic requests, lookup of recorded answers, verdict parsing.
-
-The grader never calls a model. A judged metric builds its request deterministically
-(:func:`build_request`), looks the recorded answers up in the run's ``judge/*.jsonl``
-cassettes by canonical request (:class:`JudgeStore`, read here with orjson; the recorder's
-``evaltape judge`` writes them through vcrpy), and parses each answer strictly, repairing
-only when the strict parse fails (:func:`parse_pass_fail`, :func:`parse_json_verdict`).
-
-Null codes:
-
-- ``judge_not_recorded``: no recorded answer for this exact request (a changed prompt
-  template is a new request, so it shows up here, never as a stale verdict);
-- ``judge_truncated``: every recorded answer stopped at ``max_tokens``;
-- ``judge_parse_failure``: no recorded answer could be parsed, even after repair;
-- ``judge_ambiguous``: the answers name both verdicts and no marker says which is final.
+The grader never calls a model: a judged metric builds its request (:func:`build_request`),
+finds the answers ``evaltape judge`` recorded in ``judge/*.jsonl`` (:class:`JudgeStore`)
+and parses each strictly, repairing only on failure. Null codes: ``judge_not_recorded``
+(no answer for this exact request), ``judge_truncated`` (all stopped at ``max_tokens``),
+``judge_parse_failure``, ``judge_ambiguous`` (both verdicts, no final marker).
 """
 from __future__ import annotations
 
@@ -59,12 +50,8 @@ _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), No
 # --------------------------------------------------------------------------- requests
 def build_request(prompt: str, *, system: str | None = None, max_tokens: int = 512,
                   model: str | None = None) -> dict[str, Any]:
-    """A Messages-API request body for one judge call (one user turn).
-
-    Deterministic: equal arguments give equal bodies, so the canonical key of a request
-    the grader builds equals the key of the one ``evaltape judge`` recorded. No sampling
-    parameters are set (the installed SDK's ``messages.create`` takes none; sample
-    variation is what ``--judge-samples`` measures).
+    """A deterministic Messages-API request body for one judge call (one user turn), so its
+    canonical key equals the recorded one; no sampling parameters are set.
     """
     body: dict[str, Any] = {"model": model or DEFAULT_JUDGE_MODEL, "max_tokens": max_tokens,
                             "messages": [{"role": "user", "content": prompt}]}
@@ -98,14 +85,9 @@ def request_key(body: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- store
 class JudgeStore:
-    """Recorded judge answers of a run, by canonical request key, plus grading notes.
-
-    Answers are Messages-API response objects (``{"content": [...], "stop_reason": ...}``)
-    in recording order (files sorted by path, then line), so ``N`` samples of one
-    request come back in the order they were recorded. Only HTTP 200 JSON responses
-    count as answers (a retried 529 is not an answer).
-
-    Metrics report what they saw through :meth:`observe`; :meth:`stability` summarises it.
+    """Recorded judge answers of a run by canonical request key, in recording order (files by
+    path, then line); only HTTP 200 JSON responses count. Metrics report through
+    :meth:`observe`; :meth:`stability` summarises.
     """
 
     def __init__(self, answers: Mapping[str, Sequence[dict]] | None = None,
@@ -119,8 +101,7 @@ class JudgeStore:
         """Read every ``<run_dir>/judge/**/*.jsonl`` cassette (empty store when absent).
 
         Raises:
-            BadInputError: a line is not JSON or the header names another format (file
-                and line named).
+            BadInputError: a line is not JSON or the header names another format.
         """
         root = Path(run_dir) / JUDGE_DIR
         answers: dict[str, list[dict]] = {}
@@ -143,11 +124,9 @@ class JudgeStore:
         self._labels[(metric, case_id, trial)] = tuple(labels)
 
     def stability(self) -> dict[str, dict[str, Any]]:
-        """Per metric, across episodes judged with at least two parsed samples.
-
-        ``agreement`` = mean over those episodes of (count of the most common label /
-        samples); ``flip_rate`` = share of those episodes whose labels are not all equal;
-        both ``None`` when no episode has two samples. Rounded to 4 places.
+        """Per metric, over episodes with two or more parsed samples: ``agreement`` (mean
+        share of the most common label) and ``flip_rate`` (share with differing labels),
+        4 places; ``None`` without such episodes.
         """
         out: dict[str, dict[str, Any]] = {}
         for (metric, _c, _t), labels in sorted(self._labels.items()):
@@ -171,7 +150,7 @@ def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
     """``(request key, answer)`` for each HTTP-200 JSON interaction of one JSONL cassette.
 
     Raises:
-        BadInputError: invalid JSON or an unknown header format, naming file and line.
+        BadInputError: invalid JSON or an unknown header format (file and line named).
     """
     for lineno, obj in iter_json_lines(path):
         if not isinstance(obj, dict):
@@ -200,16 +179,9 @@ def read_cassette(path: Path) -> Iterable[tuple[str, dict]]:
 # --------------------------------------------------------------------------- parsing
 @dataclass(frozen=True)
 class Verdict:
-    """One parsed judge answer.
-
-    Attributes:
-        value: the parsed verdict (``bool`` for PASS/FAIL, the validated object for JSON),
-            or ``None`` when it could not be parsed.
-        reason: ``None``, :data:`TRUNCATED` or :data:`PARSE_FAILURE`.
-        repaired: ``value`` was read from a changed text: NFKC, zero-width characters
-            removed, trailing commas dropped (a verdict read from the answer as written,
-            a marked line or an object among prose, is not repaired).
-        text: the answer's text.
+    """One parsed judge answer: ``value`` (``bool`` or the validated object; ``None`` when
+    unparsed), ``reason`` (``None``, :data:`TRUNCATED`, :data:`PARSE_FAILURE`), ``repaired``
+    (read from cleaned text) and ``text``.
     """
 
     value: Any
@@ -244,13 +216,10 @@ _PF_LEAD = re.compile(r"^[\s*_`#>\"'(\[]*(PASS|FAIL)(?![A-Za-z/])", re.IGNORECAS
 
 
 def parse_pass_fail(message: Mapping[str, Any]) -> Verdict:
-    """Parse a PASS/FAIL answer; the verdict is the *last* marker.
-
-    ``max_tokens`` → :data:`TRUNCATED`; exactly ``PASS``/``FAIL`` → that. Else, on the
-    cleaned text (NFKC, zero-width removed, case folded): the last labelled verdict
-    (``Final verdict: X``), else the last verdict-only line, else a leading verdict word,
-    else a single verdict word; both words undecided → :data:`AMBIGUOUS`, none →
-    :data:`PARSE_FAILURE`. ``repaired`` when read from the cleaned text only.
+    """Parse a PASS/FAIL answer; the verdict is the *last* marker. ``max_tokens`` →
+    :data:`TRUNCATED`; exactly ``PASS``/``FAIL`` → that; else on the cleaned text (NFKC,
+    zero-width removed, case folded) the last labelled verdict, verdict-only line, leading or
+    single verdict word; both undecided → :data:`AMBIGUOUS`, none → :data:`PARSE_FAILURE`.
     """
     text = answer_text(message)
     if message.get("stop_reason") == "max_tokens":
@@ -302,10 +271,8 @@ def _string_mask(text: str) -> list[bool]:
 
 
 def json_objects(text: str) -> list[str]:
-    """Every top-level balanced ``{...}`` of ``text``, in order, aware of JSON strings.
-
-    Braces inside strings (a reason such as ``"ok, }"``) do not count; an object that
-    never closes (a truncated answer) is not returned.
+    """Every top-level balanced ``{...}`` of ``text`` in order, braces in JSON strings ignored;
+    an unclosed object is not returned.
     """
     mask = _string_mask(text)
     out, depth, start = [], 0, -1
@@ -338,14 +305,9 @@ def _drop_trailing_commas(src: str) -> str:
 
 def parse_json_verdict(message: Mapping[str, Any],
                        validate: Callable[[dict], Any]) -> Verdict:
-    """Parse a JSON verdict and validate it with ``validate`` (raises ``ValueError``).
-
-    Order: ``stop_reason == "max_tokens"`` → :data:`TRUNCATED`. Strict: the whole text
-    is one JSON object that validates. Repair: zero-width characters removed, NFKC; the
-    *last* balanced object that validates (a judge that drafts an object and then corrects
-    it is scored on the correction), string-aware (``", }"`` inside a reason is kept),
-    trailing commas outside strings dropped. Otherwise :data:`PARSE_FAILURE` (an object
-    that never closes is not guessed at).
+    """Parse a JSON verdict validated by ``validate`` (raises ``ValueError``): ``max_tokens`` →
+    :data:`TRUNCATED`; the whole text as one object; else, cleaned, the *last* balanced object
+    that validates, trailing commas dropped; else :data:`PARSE_FAILURE`.
     """
     text = answer_text(message)
     if message.get("stop_reason") == "max_tokens":
@@ -391,13 +353,9 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
                  parse: Callable[[Mapping[str, Any]], Verdict],
                  value: Callable[[Any], float], label: Callable[[Any], str],
                  describe: Callable[[Any], str]) -> Score:
-    """Score one episode from the recorded answers to ``body``.
-
-    The score is the mean of ``value(verdict)`` over the parsed samples (one sample: its
-    value). Unparsed samples are skipped and named in ``message``; with none parsed the
-    score is null with :data:`TRUNCATED` (if any sample was truncated) or
-    :data:`PARSE_FAILURE`. No recorded answer → null :data:`NOT_RECORDED`.
-    ``label(verdict)`` per sample goes to :meth:`JudgeStore.observe` for stability.
+    """Score one episode: the mean of ``value(verdict)`` over parsed samples (unparsed named in
+    ``message``); none parsed → null :data:`TRUNCATED` or :data:`PARSE_FAILURE`; no answer →
+    null :data:`NOT_RECORDED`. ``label(verdict)`` goes to :meth:`JudgeStore.observe`.
     """
     store = ctx.judge if isinstance(ctx.judge, JudgeStore) else None
     answers = store.answers(body) if store is not None else []
@@ -428,12 +386,9 @@ def judged_score(ctx: EpisodeContext, metric: str, body: Mapping[str, Any],
 
 def judge_summary(results: Sequence[Any], store: "JudgeStore | None", metrics: Sequence[Any],
                   run: str) -> JudgeSummary:
-    """The report's ``summary.judge`` block (:class:`JudgeSummary`) for the judged metrics.
-
-    Counts the null scores with the judge codes over the judged ``metrics`` in ``results``
-    (:class:`evaltape.grader.results.EpisodeResult`), lists the episodes whose answer
-    was not recorded (``case#tN:metric``, report order), the command that records them, and
-    the store's :meth:`JudgeStore.stability` for those metrics.
+    """The report's ``summary.judge`` block for the judged ``metrics``: counts of judge null
+    codes, the episodes not recorded (``case#tN:metric``), the command that records them, and
+    :meth:`JudgeStore.stability`.
     """
     judged = [m.name for m in metrics]
     counts = {NOT_RECORDED: 0, TRUNCATED: 0, PARSE_FAILURE: 0, AMBIGUOUS: 0}

@@ -1,30 +1,10 @@
-"""The Berkeley Function-Calling Leaderboard's AST checker rules, for cases with ``matching: bfcl``.
-
-Rules (source: ShishirPatil/gorilla, ``berkeley-function-call-leaderboard/bfcl_eval/
-eval_checker/ast_eval/ast_checker.py``; our own implementation of its Python branch):
-
-* **count**: the model must make exactly as many calls as the ground truth lists (one for
-  ``simple`` and ``multiple``); otherwise ``<checker>:wrong_count``.
-* **pairing** (``parallel``, ``parallel_multiple``): ground-truth calls are taken in order,
-  each paired with the first still-unpaired call that passes the single-call check (greedy,
-  any order, one to one); a ground-truth call with no such partner is
-  ``parallel_function_checker_no_order:cannot_find_match``.
-* **single call** (``simple_function_checker``), in this order, stopping at the first failure:
-  name (``wrong_func_name``; a dotted name ``math.factorial`` also matches ``math_factorial``,
-  BFCL's ``convert_func_name`` for models whose API refuses dots); every schema-``required``
-  parameter present (``missing_required``); every given parameter declared in the schema
-  and listed in the answer (``unexpected_param``); the value's type against the schema's
-  declared type (``type_error:simple`` / ``type_error:nested``: ``integer`` refuses ``5.0``,
-  ``float`` accepts ``5`` as ``5.0``, ``boolean`` refuses ``1``; a value of the answer's own
-  type is accepted as a *variable*); the value against the acceptable list: strings after
-  :func:`standardize` (``value_error:string``), lists item-wise with standardised strings
-  (``value_error:list/tuple``), dicts key by key against each acceptable dict whose values
-  are lists of acceptable values (``value_error:dict_key`` / ``value_error:dict_value``),
-  lists of dicts position by position (``value_error:list_dict_count`` and the dict
-  errors), anything else by equality (``value_error:others``); finally, every answer
-  parameter without ``""`` among its values must be present (``missing_optional``).
-
-Equality is Python's ``==`` on the decoded JSON, as in BFCL (``5 == 5.0``; lists ordered).
+"""The Berkeley Function-Calling Leaderboard's AST checker rules for ``matching: bfcl`` cases,
+our implementation of the Python branch of gorilla's ``ast_checker.py``: exact call count
+(``wrong_count``); parallel categories pair each ground-truth call greedily with the first
+unpaired call that passes (``cannot_find_match``); a single call checks, stopping at the
+first failure, name (dots may be ``_``), required and unexpected parameters, schema types
+(a value of the answer's own type passes), values (strings after :func:`standardize`,
+lists, dicts, lists of dicts, else ``==``) and optional parameters. Rules: docs/importers.md.
 """
 from __future__ import annotations
 
@@ -48,26 +28,15 @@ OPTIONAL = ""  # BFCL's marker, among acceptable values, of a parameter that may
 
 
 def standardize(text: str) -> str:
-    """BFCL's ``standardize_string``: drop spaces and ``,./-_*^``, lower-case, ``'`` → ``"``.
-
-    ``"April 1, 2024"`` and ``"april 1 2024"`` both become ``"april12024"``.
-    """
+    """BFCL's ``standardize_string``: drop spaces and ``,./-_*^``, lower-case, ``'`` → ``"``."""
     return _STRIP.sub("", text).lower().replace("'", '"')
 
 
 @dataclass(frozen=True)
 class CallCheck:
-    """One ground-truth call's result in an item (:func:`check_calls`).
-
-    Attributes:
-        expected_index: its 0-based position in the ground truth.
-        name: its function name.
-        actual_index: the 0-based position of the model's call it paired with (the one it
-            was checked against in ``simple``/``multiple``), or ``None`` when no unpaired
-            call passes.
-        verdict: the single-call check (:func:`check_call`) against that call; for a call
-            with no partner, ``parallel_function_checker_no_order:cannot_find_match`` with
-            the nearest failure.
+    """One ground-truth call's result in an item: ``expected_index``, ``name``, ``actual_index``
+    (the model call paired, ``None`` when none passes) and ``verdict`` (:func:`check_call`, or
+    ``cannot_find_match`` with the nearest failure).
     """
 
     expected_index: int
@@ -78,14 +47,8 @@ class CallCheck:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One BFCL check's outcome.
-
-    Attributes:
-        valid: the call list (or call) passes.
-        error_type: BFCL's error kind (``"value_error:string"``...), ``None`` when valid.
-        message: what failed, naming the parameter and values.
-        calls: for an item (:func:`check_calls`) whose call count is right, each
-            ground-truth call's result (:class:`CallCheck`), in order; ``()`` otherwise.
+    """One BFCL check's outcome: ``valid``, ``error_type`` (BFCL's kind, ``None`` when valid),
+    ``message`` and ``calls`` (per ground-truth call :class:`CallCheck` when the count is right).
     """
 
     valid: bool
@@ -203,16 +166,9 @@ def names_match(actual: str, expected: str) -> bool:
 
 def check_call(tool: Mapping[str, Any] | None, call: ToolCall,
                expected: ExpectedCall) -> Verdict:
-    """BFCL ``simple_function_checker`` (Python): does ``call`` satisfy ``expected``?
-
-    Args:
-        tool: the expected function's schema (``{name, parameters: {properties, required}}``);
-            ``None`` when the case lists no schema for it (types then come from the answer).
-        call: the model's call.
-        expected: the ground-truth call (acceptable values per parameter, optional set).
-
-    Returns:
-        A :class:`Verdict` whose ``error_type`` names BFCL's failing rule.
+    """BFCL ``simple_function_checker`` (Python): does ``call`` satisfy ``expected``? ``tool``:
+    the function's schema, or ``None`` (types then come from the answer). Returns a
+    :class:`Verdict` naming BFCL's failing rule.
     """
     if not names_match(call.name, expected.name):
         return _fail("simple_function_checker:wrong_func_name",
@@ -284,18 +240,9 @@ def _find_tool(tools: Sequence[Mapping[str, Any]] | None, name: str) -> Mapping[
 
 def check_calls(calls: Sequence[ToolCall], expected: Sequence[ExpectedCall],
                 tools: Sequence[Mapping[str, Any]] | None, category: str = "parallel") -> Verdict:
-    """BFCL ``ast_checker`` for one item: the count rule, then the category's checker.
-
-    Args:
-        calls: the model's calls of the one turn, in emission order.
-        expected: the ground truth, in its order.
-        tools: the item's function schemas (``None``: no type rules from a schema).
-        category: ``simple``, ``multiple``, ``parallel`` or ``parallel_multiple`` (any other
-            value is checked as ``parallel``).
-
-    Returns:
-        The item's :class:`Verdict`; ``error_type`` names BFCL's failing rule with its
-        checker prefix (``multiple_function_checker:wrong_count``...).
+    """BFCL ``ast_checker`` for one item: the count rule, then the ``category``'s checker (an
+    unknown category is checked as ``parallel``); ``tools`` ``None``: no schema types. Returns
+    the item's :class:`Verdict`, ``error_type`` with its checker prefix.
     """
     prefix = {"simple": "simple_function_checker", "multiple": "multiple_function_checker"
               }.get(category, "parallel_function_checker_no_order")

@@ -79,15 +79,9 @@ def _kind(x: Any) -> str:
 def compare_values(actual: Any, expected: Any, *, unordered_lists: bool = False,
                    path: str = "$", standardize: bool = False,
                    tolerance: float | None = None, ignore_case: bool = False) -> str | None:
-    """Compare two JSON values recursively; ``None`` when equal, else the first difference.
-
-    Strings compare in NFC, numbers by value (``12 == 12.0``), booleans only with booleans,
-    objects by keys in any order, arrays in order (multisets with ``unordered_lists``).
-    ``standardize`` (BFCL's string standardisation), ``tolerance`` (absolute, numbers) and
-    ``ignore_case`` apply at every depth.
-
-    Returns:
-        ``None`` or ``"PATH: TEXT"``, e.g. ``"$.a[1]: type mismatch: string '1' vs number 1"``.
+    """Compare two JSON values recursively: ``None`` when equal, else ``"PATH: TEXT"`` for the
+    first difference. NFC strings, numbers by value, bools only with bools, ordered arrays
+    (multisets with ``unordered_lists``); ``standardize``, ``tolerance``, ``ignore_case`` apply.
     """
     diff = value_difference(actual, expected, unordered_lists=unordered_lists, path=path,
                             standardize=standardize, tolerance=tolerance,

@@ -1,12 +1,7 @@
 """A trace as a conversation: who said what, in order, with the tool calls between, and the
-facts a user gives (ids, e-mails, phone numbers, dates, names).
-
-The order comes from the trace's ``messages``: each message's ``speaker`` when the recorder
-wrote one (``user``, ``agent``, ``tool``), else its role and content (an assistant message
-is the agent's, a user message of tool results only is the tools', any other user message
-the user's), so imported message lists (``anthropic-messages``, τ-bench) read the same way.
-A trace without messages reads as the input, the calls, then the final answer. Pure; no
-model.
+facts a user gives (ids, e-mails, phone numbers, dates, names). The order comes from each
+message's ``speaker``, else its role and content (so imported message lists read the same);
+a trace without messages reads as input, calls, final answer. Pure; no model.
 """
 from __future__ import annotations
 
@@ -23,15 +18,9 @@ from evaltape.grader.model import ToolCall, Trace
 
 @dataclass(frozen=True)
 class Event:
-    """One thing that happened in a conversation.
-
-    Attributes:
-        kind: ``user`` (a user message), ``agent`` (the agent's text) or ``call`` (a tool
-            call, with its result).
-        text: the message text (``""`` for a call).
-        call: the tool call (``None`` for a message).
-        message: the index of the message it comes from (``-1`` when the trace has no
-            messages): an agent's text and the calls of the same message share it.
+    """One thing that happened: ``kind`` ``user``, ``agent`` or ``call``; ``text`` (``""`` for a
+    call); ``call`` (``None`` for a message); ``message``, the index of its message (``-1``
+    without messages; an agent's text and its calls share it).
     """
 
     kind: str
@@ -128,23 +117,11 @@ def call_failed(call: ToolCall) -> bool:
 
 @dataclass(frozen=True)
 class Fact:
-    """A value the user gave, typed by its shape and the words before it.
-
-    Attributes:
-        kind: ``email``, ``phone``, ``zip``, ``user_id`` (``first_last_1234``),
-            ``order_id`` (``#W2071346``), ``booking`` (a booking or reservation code,
-            ``EHGLP3``), ``flight`` (a flight number, ``HAT039``), ``id`` (any other id:
-            ``A-5001``, ``BK1042``, a number of five or more digits), ``date``, ``dob`` (a
-            date of birth), ``amount`` (``$120``), ``name``, ``card`` (a card's last four
-            digits), ``duration`` (how long something lasted or how long ago it began:
-            "for about a week", "3 months ago") or ``choice`` (a payment method chosen, an
-            offer refused: see :func:`choices_in`).
-        value: as written.
-        norm: the comparable form (lower case; digits only for a phone, zip and card;
-            ``YYYY-MM-DD`` or ``MM-DD`` for a date; the amount as a plain number; a
-            duration as count and unit, ``"1 week"``).
-        labels: words that name this kind of fact in a question (``e-mail``, ``user id``,
-            ``booking`` for an id written after "booking" ...).
+    """A value the user gave, typed by its shape and the words before it: ``kind`` (``email``,
+    ``phone``, ``zip``, ``user_id``, ``order_id``, ``booking``, ``flight``, ``id``, ``date``,
+    ``dob``, ``amount``, ``name``, ``card``, ``duration``, ``choice``), ``value`` as written,
+    ``norm`` its comparable form (lower case, digits only, ``YYYY-MM-DD``, ``"1 week"``...) and
+    ``labels``, the words that name it in a question.
     """
 
     kind: str
@@ -248,11 +225,10 @@ _PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|he|he's|his|him|she|she's|her|t
 
 
 def condition_facts(text: str) -> list[Fact]:
-    """The ages and symptoms one user message states as facts about the user or the person
-    the user speaks for, in order: ``age`` ("my son is 5 years old", norm the number) and
-    ``symptom`` (a symptom or condition stated in a sentence about a person, not negated
-    and not asked: "I've had stomach pain", "my feet have been a little puffy", "I have
-    multiple conditions"; norm the symptom word, with the body part written before it)."""
+    """The ``age`` and ``symptom`` facts one user message states about the user or the person they
+    speak for, in order (not negated, not asked); norm the number, or the symptom word with
+    its body part.
+    """
     out: list[tuple[int, Fact]] = []
     for m in AGE.finditer(text):
         word = next(g for g in m.groups() if g).lower()
@@ -339,13 +315,8 @@ def _near(text: str, start: int, words: re.Pattern) -> bool:
 
 
 def phone_spans(text: str) -> Iterator[tuple[int, int]]:
-    """The spans :data:`PHONE` finds in ``text`` (those of ``PHONE.finditer``, in order), in
-    time linear in the text's length.
-
-    Within one run of the characters a number is written with, every start reaches the
-    same last digit, so the first start that fails or matches decides the run; the pattern
-    itself tries again from each later digit, reading a long run (``(1-(1-(1-...``) once
-    per digit.
+    """The spans ``PHONE.finditer`` finds in ``text``, in time linear in its length (within one
+    run of number characters the first start that fails or matches decides the run).
     """
     for run in _PHONE_RUN.finditer(text):
         lo = run.start() - 1 if run.start() and text[run.start() - 1] == "+" else run.start()
@@ -358,16 +329,11 @@ def phone_spans(text: str) -> Iterator[tuple[int, int]]:
 
 
 def facts_in(text: str) -> list[Fact]:
-    """The facts one user message gives, in order of appearance; each span of the text is
-    read once, the most specific kind first (e-mail, user id, order id, card, zip, date,
-    booking code, flight number, other ids, phone, amount, name), so an e-mail's parts and
-    a date's digits are not also read as ids or phone numbers.
-
-    Kinds from the four words before a value: five digits after "zip"/"postal" are a
-    ``zip``; a date after "birth"/"born"/"dob" is a ``dob``; six capitals and digits are a
-    ``booking`` code when they hold a digit and are not shaped like a flight number, or
-    when "reservation", "booking", "confirmation" or "code" is one of the three words just
-    before (and "flight" is not)."""
+    """The facts one user message gives, in order; each span read once, the most specific kind
+    first (e-mail, user id, order id, card, zip, date, booking, flight, ids, phone, amount,
+    name). The four words before a value refine it (``zip`` after "zip", ``dob`` after "born",
+    a ``booking`` code after "reservation" or "code").
+    """
     # markdown emphasis ("for about **6 hours**") and typographic hyphens ("2025\u201111\u201128")
     text = text.replace("**", "  ").translate(_HYPHENS)
     found: list[tuple[int, Fact]] = []
@@ -475,13 +441,11 @@ OFFER_NOUNS = ("insurance", "upgrade", "bag", "baggage", "luggage", "seat", "mea
 
 
 def choices_in(text: str, offer: str = "", *, proposal: bool = False) -> list[Fact]:
-    """The choices one user message makes: ``choice`` facts whose ``norm`` is
-    ``pay:<source>`` (a payment source named with "use", "pay", "charge" or "refund": a
-    gift card, a certificate, PayPal, a credit card) or ``refuse:<noun>`` (an offer turned
-    down: "I don't want travel insurance", "no insurance"; a bare "no" to an agent
-    question ``offer`` whose last question names one of :data:`OFFER_NOUNS`). A question
-    names no payment choice, unless ``proposal`` (an agent's text, read for what it
-    proposes: "Shall we use your gift card?")."""
+    """The ``choice`` facts one user message makes: ``pay:<source>`` (a payment source with "use",
+    "pay", "charge", "refund") or ``refuse:<noun>`` (an offer turned down, or a bare "no" to an
+    ``offer`` question naming one of :data:`OFFER_NOUNS`). Questions name no payment choice
+    unless ``proposal`` (an agent's text).
+    """
     out: list[Fact] = []
     for s in sentences(text):
         if PAY_VERBS.search(s) and (proposal or not s.rstrip().endswith("?")):

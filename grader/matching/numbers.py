@@ -1,28 +1,10 @@
-"""Numbers in answers and tool results: parsing, units, rounding and derived values.
-
-A number is a :class:`Num`: an exact :class:`~decimal.Decimal` value, a canonical unit
-(``""`` when none is written), the count of decimal places as written (``142.00`` → 2) and
-whether the writer hedged it (``about 18``). Normalisation rules:
-
-- separators and trailing zeros: ``18,402.77`` = ``18402.77``; ``142.00`` = ``142``;
-- scale words and suffixes: ``2.1 million`` = ``$2.1M`` = ``2100000`` (``k``/``m``/``b`` only
-  right after the digits or after a currency sign, so ``5 m`` is not five million);
-- currency signs and codes are units: ``$`` = ``usd``, ``€`` = ``eur``, ``£`` = ``gbp``;
-- percent ↔ fraction: a result's ``0.0415`` also states ``4.15%`` and its ``50%`` also states
-  ``0.5``; ``half``, ``a quarter`` are 0.5 and 0.25;
-- small numbers in words (``two`` … ``twelve``, ``twenty``, ``a dozen``); ``one`` is left
-  out, it is mostly a pronoun.
-
-Units are compared as written or as named by a JSON key suffix (``distance_km``); two
-numbers are *compatible* when their units are equal or one of them has none. Rounding is
-accepted when it keeps what the answer wrote: ``4.15%`` for ``4.153%`` (the answer states
-decimals, the source has more), and any rounding to the answer's last significant digit
-when hedged (``about 18°C`` for ``17.8``, ``about 1.4 million`` for ``1,352,000``).
-
-Derived numbers (:func:`derive`): a sum, difference, product or ratio of two numbers of a
-bounded pool (:data:`POOL_LIMIT` numbers), the rule of the benchmark's "derived" kind;
-sums and differences must be exact, products and ratios are rounded to the answer's
-decimals. Pure functions; no model, no network.
+"""Numbers in answers and tool results: parsing, units, rounding and derived values. A
+:class:`Num` is an exact value, a canonical unit, decimal places as written and a hedge
+flag. Normalised: separators and trailing zeros, scale words (``2.1 million`` = ``$2.1M``),
+currency signs as units, percent ↔ fraction, small number words (not ``one``). Numbers are
+compatible when units are equal or one has none; rounding is accepted to the answer's
+decimals, or any significant digit when hedged. :func:`derive`: arithmetic over a bounded
+pool. Rules in docs/metrics.md (grounding). Pure functions.
 """
 from __future__ import annotations
 
@@ -123,14 +105,9 @@ _HEDGE = re.compile(r"(?:about|around|approximately|approx\.?|roughly|nearly|alm
 
 @dataclass(frozen=True)
 class Num:
-    """A parsed number.
-
-    Attributes:
-        value: exact value after scale (``2.1 million`` → ``2100000``).
-        unit: canonical unit (:data:`UNITS`), ``""`` when none.
-        places: decimal places as written (``4.15`` → 2; ``1.4 million`` → -5, the place
-            of its last significant digit counted like :func:`round`).
-        hedged: written after ``about``, ``roughly``, ``~`` and the like.
+    """A parsed number: exact ``value`` after scale, canonical ``unit`` (``""`` when none),
+    ``places`` as written (``4.15`` → 2; ``1.4 million`` → -5, as :func:`round` counts) and
+    ``hedged`` (after ``about``, ``~``...).
     """
 
     value: Decimal
@@ -160,9 +137,8 @@ _FMT_EXPONENT = 4000
 
 
 def fmt(value: Decimal) -> str:
-    """Canonical text of a value: no exponent, no trailing zeros (``142.00`` → ``142``), every
-    digit kept, ``-0`` for negative zero; exponents beyond ±4,000 as ``<digits>E<exp>``.
-    Cached for non-zero values. Never raises.
+    """Canonical text of a value: no exponent, no trailing zeros, ``-0`` kept; exponents beyond
+    ±4,000 as ``<digits>E<exp>``.
     """
     return _fmt_cached(value) if value else _fmt(value)
 
@@ -236,11 +212,10 @@ def parse_match(m: re.Match, text: str) -> Num:
 
 
 def parse_range(m: re.Match, text: str) -> tuple[Num, Num] | None:
-    """The two ends of a :data:`RANGE` match, each with the range's unit (``5 to 7 days``:
-    5 days and 7 days; a currency sign before the first number is the unit of both), or
-    ``None`` when the match is no range: ``and`` without ``between``, ``from 8 to 12`` or
-    ``$84,000 to $86,940`` (a change: ``to`` with a unit on each end), or the first number
-    not below the second (``3-1`` is a score, ``555-0199`` a phone number)."""
+    """The two ends of a :data:`RANGE` match, each with the range's unit, or ``None`` when it is no
+    range (``and`` without ``between``, a change ``$84,000 to $86,940``, or a first number not
+    below the second: a score, a phone number).
+    """
     if (m.group("sep") or "").lower() == "and" and not m.group("between"):
         return None
     if re.search(r"\bfrom\s+$", text[max(0, m.start() - 6):m.start()], re.IGNORECASE):
@@ -278,12 +253,9 @@ def parse_word(m: re.Match, text: str) -> Num:
 
 
 def matches(claim: Num, value: Decimal) -> bool:
-    """Whether a source ``value`` states ``claim`` (units are checked by the caller).
-
-    Equal values always match. Otherwise rounding to the claim's precision must give the
-    claim: for any precision when hedged, and only to one or more decimal places when not
-    (an unhedged whole number is an exact statement: ``18`` is not ``17.8``). A value or
-    claim :func:`beyond` the precision matches only an equal one.
+    """Whether a source ``value`` states ``claim`` (units checked by the caller): equal, or
+    rounds to the claim's precision (any precision when hedged, only decimals when not). A
+    value or claim :func:`beyond` the precision matches only an equal one.
     """
     if value == claim.value:
         return True
@@ -308,14 +280,9 @@ _TIME_TWINS = {"s": (("min", 1, 60), ("h", 1, 3600), ("day", 1, 86400)),
 
 
 def source_values(n: Num) -> list[Num]:
-    """The values a source number states: itself and its twins.
-
-    Twins: a unitless fraction ``0 < v < 1`` also states ``v × 100 %`` and a percent
-    ``v / 100``; a negative number also states its magnitude (``-0.83`` is said "down
-    0.83%"); a duration also states itself in the neighbouring time units, to six decimals
-    (``210 min`` = ``3.5 h``; ``1209600 s`` = ``14 days``; ``180 days`` = ``6 months`` of 30
-    days), so "about 3.5 hours" matches 212 minutes by rounding. A number :func:`beyond`
-    the precision states itself and its magnitude only.
+    """The values a source number states: itself and its twins (a fraction in (0, 1) as a percent
+    and back, a negative's magnitude, a duration in neighbouring time units to six decimals,
+    30-day months). A number :func:`beyond` the precision: itself and its magnitude only.
     """
     out = [n]
     if n.value < 0:
@@ -336,28 +303,12 @@ def source_values(n: Num) -> list[Num]:
 
 def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = frozenset(),
            rates: frozenset[tuple[str, str]] = frozenset()) -> str | None:
-    """A sum, difference, product or ratio of two pool numbers that gives ``claim``.
-
-    Rules (the first match is returned as text, e.g. ``"1250 + 750"``):
-
-    - ``a + b`` and ``a − b`` must equal the claim exactly, have compatible units, and
-      both operands must be in ``stated`` (numbers the answer itself states: "38 of 40
-      seats are used, so 2 remain"): the numbers of a result (a floor and a capacity, a
-      net pay and one deduction) are too easy to combine by chance;
-    - ``a × b`` (one side unitless) must round to the claim at its stated precision, or
-      equal it exactly with a non-integer factor (a rate: 500 × 1.0842), or with two whole
-      numbers the answer itself states of which one is in ``rates`` (written as a rate:
-      "3 free bags per passenger" and "two passengers" give 6 bags); see also
-      :func:`priced_product`;
-    - ``a ± b%`` (a raise, a discount, a tax) likewise;
-    - ``a ÷ b`` (× 100 for a percent claim) likewise, a percent rounded to the digits it
-      shows even when not hedged (812.4 of 1,024 is "79%"); a whole-number ratio counts only for
-      a percent, or a claim with a unit that is at least 10 (an average price), since
-      small whole numbers are too easy to hit by chance.
-
-    Pool numbers 0 and 1 are skipped (they make any number derivable), and only the first
-    :data:`POOL_LIMIT` are used: cost is bounded by POOL_LIMIT² per claim. A claim or pool
-    number :func:`beyond` the precision takes no part.
+    """A sum, difference, product or ratio of two pool numbers that gives ``claim``, as text
+    (``"1250 + 750"``), or ``None``. Sums and differences exact, compatible units, both operands
+    in ``stated``; products, percent changes and ratios round to the claim's precision or are
+    exact with a non-integer factor or a ``rates`` operand (:func:`priced_product`); whole-number
+    ratios only for percents or unit claims ≥ 10. Pool numbers 0 and 1 are skipped, only the
+    first :data:`POOL_LIMIT` used. Rules: docs/metrics.md (grounding, derived numbers).
     """
     if beyond(claim.value):
         return None
@@ -433,21 +384,11 @@ def derive(claim: Num, pool: list[Num], stated: frozenset[tuple[str, str]] = fro
 def amount_sum_or_difference(claim: Num, amounts: list[Num],
                              words: list[str] | None = None,
                              anchors: frozenset[Decimal] | None = None) -> str | None:
-    """A sum or difference of two sums of money the sources state that equals a money
-    claim exactly: the price difference of two fares (``$174 − $136 = $38``), a refund of
-    two payments. Only for a claim in a currency (``$``, ``€``, ``£``), with operands of a
-    compatible unit, the first :data:`POOL_LIMIT` amounts (0 and 1 skipped, each value
-    once); the amounts are the sources' own (:attr:`SourceFacts.amounts
-    <evaltape.grader.matching.sources.SourceFacts>`: numbers with a currency or under a
-    price or amount key), so a floor number or a net pay is no operand. ``words`` (one per
-    amount: the money word of its key, ``""`` for none) pairs only sums of one kind: two
-    prices, two amounts, not a price and a fee. ``anchors`` (``None``: any): values the
-    answer itself states near the claim; when given, one operand must be one of them (the
-    $375 of "the full amount of $375, which will leave you with $125"), so the pair is one
-    the answer relates, not any two of the sources' sums (with 30 sums of money, some pair
-    adds up to most claims); the answer relating them, they need not be of one kind ("after
-    the $20 charge, your balance is $80": a balance and a charge). Without anchors a sum is
-    tried before a difference.
+    """A sum or difference of two source sums of money (:attr:`SourceFacts.amounts
+    <evaltape.grader.matching.sources.SourceFacts>`) that equals a currency claim exactly
+    (first :data:`POOL_LIMIT`, 0 and 1 skipped). ``words`` pairs only amounts of one kind;
+    ``anchors`` (values the answer states near the claim; ``None``: any), when given, must hold
+    one operand, and then kinds may differ. Without anchors a sum is tried first.
     """
     if claim.unit not in ("usd", "eur", "gbp") or claim.value <= 0 or beyond(claim.value):
         return None
@@ -489,11 +430,9 @@ def amount_sum_or_difference(claim: Num, amounts: list[Num],
 
 
 def priced_product(claim: Num, record: list[Num]) -> str | None:
-    """A price times a quantity stated by one record: ``25`` seats × ``$12`` = ``$300``.
-
-    Both numbers come from the same tool result (the caller passes one source's numbers),
-    exactly one carries the claim's unit, and the product equals the claim exactly. Only
-    the first :data:`POOL_LIMIT` numbers of the record are used.
+    """A price times a quantity from one tool result's numbers ``record`` (``25`` × ``$12`` =
+    ``$300``): exactly one carries the claim's unit, the product is exact; first
+    :data:`POOL_LIMIT` numbers only.
     """
     if not claim.unit or beyond(claim.value):
         return None

@@ -54,11 +54,8 @@ def _split_sentences(text: str) -> list[tuple[int, int, str]]:
 
 
 def clauses(text: str, sentences: list[tuple[int, int, str]] | None = None) -> list[int]:
-    """Start offsets of the clauses of ``text``: sentences split further at ``;``,
-    parentheses, dashes and ``and``/``but``/``while``/``whereas``/``vs``.
-
-    Used to tie a claim to the entity named in its own clause ("Paris is 17.8°C and Rome
-    is 23.4°C"). ``sentences``: ``split_sentences(text)`` when the caller has it already.
+    """Start offsets of the clauses of ``text``: sentences split at ``;``, parentheses, dashes and
+    ``and``/``but``/``while``/``whereas``/``vs``. ``sentences``: a precomputed split.
     """
     out = [0]
     out += [m.end() for m in (_CLAUSE_CUT_ASCII.finditer(text.lower()) if text.isascii()

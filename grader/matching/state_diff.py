@@ -1,12 +1,7 @@
-"""Environment states compared as JSON documents: differences by JSON path, partial
-documents, values shown as short JSON text.
-
-A state is the JSON object a stateful tool environment holds (a small database). Two
-states compare as typed JSON, as call arguments do (docs/metrics.md, "Trajectory and call
-matching"): object key order never matters, numbers compare by value (``1 == 1.0``),
-``true`` is not ``1``, arrays compare item by item. Paths are written
-``$.appointments.A-5001.status`` (a key that is not a plain word is quoted:
-``$["a b"]``; array items ``[2]``). Pure; deterministic.
+"""Environment states compared as JSON documents: differences by JSON path, partial documents,
+values as short JSON text. States compare as typed JSON, like call arguments (key order
+ignored, ``1 == 1.0``, ``true`` is not ``1``, arrays item by item); paths read
+``$.appointments.A-5001.status`` (``$["a b"]`` for other keys, ``[2]`` for items). Pure.
 """
 from __future__ import annotations
 
@@ -139,17 +134,11 @@ def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
 
 def compare_end(expected: ExpectedEnd, initial: dict, final: dict
                 ) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
-    """The whole end state against the expected one: ``(mismatches, collateral)``.
-
-    ``mismatches``: ``[(path, expected, actual)]`` where the end state misses what the
-    expectation asks (a path ``expected_state`` names or the gold actions change, or
-    one the agent left as it was while the expectation changes it). ``collateral``:
-    ``[(path, before, after)]``, changes of the agent that neither ``expected_state`` nor
-    the gold actions account for (another patient's appointment cancelled), τ²-bench's
-    whole-database comparison (every such change fails the check). Not a difference: a
-    key ``expected_state`` gives as ``null`` that is absent or null, and a key of a new
-    record (:attr:`ExpectedEnd.free`) that ``expected_state`` does not name. ``None``
-    stands for an absent side.
+    """The whole end state against the expected one: ``(mismatches, collateral)``. Mismatches
+    ``[(path, expected, actual)]``: what the expectation asks and the end state lacks.
+    Collateral ``[(path, before, after)]``: changes neither ``expected_state`` nor the gold
+    actions account for (τ²-bench's whole-database check). A ``null`` expected key may be
+    absent; unnamed keys of new records (:attr:`ExpectedEnd.free`) are free. ``None``: absent.
     """
     # every path set indexed once (PathIndex): each differing path is then placed in time
     # independent of how many paths changed, so the check is linear in the states' size
@@ -178,22 +167,11 @@ INITIAL_MISMATCH = "initial_state_mismatch"
 
 
 class EndStateCheck:
-    """An episode's end state against its case's expectation.
-
-    Attributes:
-        checked: whether there was anything to check (the case states an end state and
-            the trace holds one, starting where the case says).
-        why_not: why nothing was checked (``None`` when checked).
-        code: the machine code of ``why_not`` (``not_applicable``, ``no_state``,
-            :data:`INITIAL_MISMATCH`); ``None`` when checked.
-        initial_path: for :data:`INITIAL_MISMATCH`, the first JSON path (in path order)
-            where the trace's ``initial_state`` differs from the defined start.
-        mismatches: ``[(path, expected, actual)]`` (:func:`compare_end`).
-        collateral: ``[(path, before, after)]``, changes nothing expected
-            (:func:`compare_end`).
-        problems: gold actions the environment refused (their effect left out).
-        paths: how many paths ``expected_state`` names.
-        neutral: gold actions that change no state (:attr:`ExpectedEnd.neutral`).
+    """An episode's end state against its case's expectation: ``checked``, ``why_not`` and its
+    ``code`` (``not_applicable``, ``no_state``, :data:`INITIAL_MISMATCH`), ``initial_path``
+    (first differing path of the start), ``mismatches`` and ``collateral``
+    (:func:`compare_end`), ``problems`` (refused gold actions), ``paths`` (count named) and
+    ``neutral`` (gold actions that change no state).
     """
 
     def __init__(self, checked: bool, why_not: str | None = None,
@@ -220,14 +198,11 @@ _LAST: tuple = (None, None, None)
 
 
 def check_end_state(trace: Any, case: Any) -> EndStateCheck:
-    """Compare the trace's whole ``final_state`` with the expected end state
-    (:func:`expected_end` from the trace's, case's or environment's initial state) by
-    :func:`compare_end`; the last answer is cached per ``(trace, case)`` (read-only). A trace
-    ``initial_state`` differing from the case's start is not checked
-    (:data:`INITIAL_MISMATCH`).
+    """Compare the trace's ``final_state`` with the expected end state (:func:`expected_end`,
+    :func:`compare_end`), caching the last answer; a mismatched ``initial_state`` is not checked.
 
     Raises:
-        LookupError: an environment that cannot be loaded where one is needed.
+        LookupError: an environment that cannot be loaded.
     """
     global _LAST
     last = _LAST

@@ -235,10 +235,9 @@ def plain(text: str, one_line: bool = False) -> str:
 
 
 def skip_reasons(summary: Any, name: str) -> str:
-    """Why metric ``name``'s skipped (null) scores were skipped: ``"19 no_answer, 3
-    not_applicable"``, the reason codes of ``summary.metrics_skipped_codes`` with their
-    counts, most frequent first, then by name (the codes of docs/metrics.md's table of null
-    codes); ``""`` when none was skipped."""
+    """Why metric ``name``'s null scores were skipped (``"19 no_answer, 3 not_applicable"``,
+    most frequent first); ``""`` when none.
+    """
     codes = (getattr(summary, "metrics_skipped_codes", None) or {}).get(name) or {}
     ordered = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{k} {code}" for code, k in ordered)

@@ -1,31 +1,10 @@
 """Compare two ``report.json`` objects: the regression gate of ``grade --baseline`` and
-``evaltape diff``.
-
-The gate fails (level ``critical``, exit 1), naming each finding, when
-
-1. an episode graded from the *same recording* in both reports (equal ``trace_digest``:
-   re-grading is deterministic) went from pass to fail;
-2. a case with *new recordings* (re-recorded trials, or trials the baseline does not
-   have) lost passes beyond chance: Fisher's exact test, one-sided, on its 2x2 table of
-   passes and fails over all its trials in each report (:func:`fisher_one_sided`) at
-   ``p <=`` :data:`ALPHA`; a case that passed in every trial before and in none of its new
-   recordings now is always critical (with 1 or 2 trials a side the test cannot reach
-   0.05);
-3. an episode of the baseline is missing now (unless ``allow_missing``);
-4. a summary figure (``pass_rate``, ``exact_tool_match_rate``) or a metric mean got worse by more
-   than 0.10 (``critical``; worse by more than 0.05 is a ``warning``).
-   When the reports cover different episodes, both sides are computed over the episodes
-   of the cases both have (new trials of a case count; a case only one report has does
-   not); summary figures and metric means are kept apart (:func:`_summary_figures`,
-   :func:`_metric_means`).
-
-Warnings (a failure only in strict mode): a case with fewer passes that the test does not
-single out, a mean worse by more than 0.05, a metric the baseline graded and this report
-does not, episodes missing but allowed, other dataset inputs. Configuration, metric,
-dataset and case changes between the reports are named (:func:`config_changes`) but are
-not failures by themselves: their effect is (a flipped verdict, a moved mean). The flips are
-also summarised by McNemar's exact (binomial) test, the paired test for two verdicts on
-the same episodes.
+``evaltape diff``. Critical (exit 1): a same-recording episode (equal ``trace_digest``) went
+pass→fail; a re-recorded case lost passes (one-sided Fisher test at :data:`ALPHA`, or all
+passes to none); a baseline episode is missing; a summary figure or metric mean is worse by
+more than 0.10. Warnings: smaller losses, means worse by over 0.05, dropped metrics, allowed
+missing episodes. Config changes are named (:func:`config_changes`), not failures. Flips get
+McNemar's exact test. Rules in docs/metrics.md.
 """
 from __future__ import annotations
 
@@ -50,8 +29,7 @@ def load_report(path: str | Path) -> Report:
     """Read and check a ``report.json`` (:func:`evaltape.grader.results.read_report`).
 
     Raises:
-        BadInputError: unreadable, not JSON, or not an ``evaltape.report/2`` object of the
-            right shape (file and field named).
+        BadInputError: unreadable, not JSON, or not an ``evaltape.report/2`` report.
     """
     return read_report(path)
 
@@ -67,13 +45,8 @@ OTHER_DATASET = "other_dataset"
 
 
 def unrelated(old: Report, new: Report) -> tuple[str, str] | None:
-    """Why two reports cannot be compared as baseline and current: ``(kind, message)`` with
-    kind :data:`NO_SHARED_EPISODE` or :data:`OTHER_DATASET`, or ``None``.
-
-    Rule: a baseline comparison pairs episodes by (case id, trial) on one dataset's inputs
-    (expectations may change after recording, inputs may not). Two reports
-    with no episode in common, or whose ``run.inputs_sha256`` (the inputs' hash) differ,
-    are gradings of different things.
+    """Why two reports cannot be compared: ``(kind, message)`` with kind :data:`NO_SHARED_EPISODE`
+    (no episode in common) or :data:`OTHER_DATASET` (``run.inputs_sha256`` differ), or ``None``.
     """
     keys_old = {(e.case_id, e.trial) for e in old.episodes}
     keys_new = {(e.case_id, e.trial) for e in new.episodes}
@@ -93,11 +66,8 @@ def _where(report: Report) -> str:
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for b pass→fail and c fail→pass flips.
-
-    Under H0 each discordant pair flips either way with probability 1/2, so
-    p = min(1, 2 · Σ_{i=0}^{min(b,c)} C(b+c, i) / 2^(b+c)) (McNemar 1947; exact binomial
-    form as in Fagerland et al. 2013). No flips → 1.0.
+    """Two-sided exact McNemar p-value for b pass→fail and c fail→pass flips (McNemar 1947):
+    p = min(1, 2 · Σ_{i=0}^{min(b,c)} C(b+c, i) / 2^(b+c)); 1.0 without flips.
     """
     n = b + c
     if n == 0:
@@ -108,11 +78,8 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 def level(delta: float | None, *, lower_is_better: bool = False, warning: float = WARNING,
           critical: float = CRITICAL) -> str | None:
-    """``"critical"``, ``"warning"``, ``"improved"`` or ``None`` for one change in a mean.
-
-    ``delta`` is new − old, rounded to 4 places first so 0.85 − 0.80 is not 0.04999….
-    A regression (worse by more than ``critical``/``warning``) gets its level; a change
-    for the better by more than ``warning`` is ``improved``.
+    """``"critical"``, ``"warning"``, ``"improved"`` or ``None`` for one change ``delta``
+    (new − old, rounded to 4 places) in a mean.
     """
     if delta is None:
         return None
@@ -128,14 +95,9 @@ def level(delta: float | None, *, lower_is_better: bool = False, warning: float 
 
 def _compared_episodes(old: Report, new: Report, before: Mapping,
                        after: Mapping) -> tuple[list | None, list | None]:
-    """The episodes whose figures and means are compared, ``(baseline's, current's)``, or
-    ``(None, None)`` when the reports cover the same episodes (their own summaries apply).
-
-    Rule: the current side holds every episode of a case the baseline has, its new trials
-    included (they are what the agent does now); the baseline side holds its episodes the
-    current report has too (a vanished episode is its own finding, not a moved mean).
-    A case only the current report has is left out of both (there is nothing to compare
-    it with).
+    """The episodes compared, ``(baseline's, current's)``, or ``(None, None)`` when both cover the
+    same episodes: the current side holds every episode of a case the baseline has; the
+    baseline side those the current report has too.
     """
     if before.keys() == after.keys():
         return None, None
@@ -177,16 +139,10 @@ LIST_LIMIT = 10
 
 def fisher_one_sided(passed_before: int, n_before: int, passed_after: int,
                      n_after: int) -> float:
-    """One-sided p-value of Fisher's exact test that the current run passes less often than
-    the baseline, from the 2x2 table (passes, fails) x (baseline, current).
-
-    Given the total passes ``K = passed_before + passed_after`` of ``N = n_before +
-    n_after`` episodes, the baseline's pass count is hypergeometric under "one pass rate
-    for both" (Fisher 1935, *The Design of Experiments*, ch. 2; the one-sided form as in
-    Agresti 2002, *Categorical Data Analysis*, 2nd ed., sec. 3.5.1):
-    p = Σ_{x >= passed_before} C(K, x) C(N - K, n_before - x) / C(N, n_before).
-    3/3 → 0/3 gives 1/20 = 0.05; 2/3 → 0/3 gives 4/20 = 0.2; 2/2 → 0/2 gives 1/6.
-    An empty side gives 1.0.
+    """One-sided Fisher exact p-value that the current run passes less often than the baseline
+    (Fisher 1935; Agresti 2002 sec. 3.5.1), with ``K`` passes of ``N`` episodes in all:
+    p = Σ_{x >= passed_before} C(K, x) C(N - K, n_before - x) / C(N, n_before); 1.0 if a side
+    is empty.
     """
     if n_before <= 0 or n_after <= 0:
         return 1.0
@@ -211,14 +167,10 @@ def _specs(report: Report) -> dict[str, dict]:
 
 def config_changes(old: Report, new: Report, episodes_old: Any = None,
                    episodes_new: Any = None) -> list[ConfigChange]:
-    """What decides the numbers and differs between ``old`` and ``new``: the metrics'
-    versions and arguments (``grader.metric_specs``), metrics added or removed, each
-    metric's run-level threshold (``summary.thresholds``), the gating metrics
-    (``summary.verdict.gate``), the dataset's inputs (``run.inputs_sha256``), the cases
-    whose expectations or thresholds changed (episodes' ``case_digest``) and evaltape's
-    version. A side that does not record a value is not compared for it.
-    ``episodes_old``/``episodes_new``: the reports' episodes when the caller holds them
-    already (a graded report's are read from disk at each pass).
+    """What decides the numbers and differs between ``old`` and ``new``: metric versions and
+    arguments, added or removed metrics, thresholds, gating metrics, ``run.inputs_sha256``,
+    cases whose ``case_digest`` changed, and evaltape's version; a value one side lacks is not
+    compared. ``episodes_old``/``episodes_new``: the episodes when the caller holds them.
     """
     out: list[ConfigChange] = []
     a, b = _specs(old), _specs(new)
@@ -289,25 +241,13 @@ def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, 
                     warning: float = WARNING, critical: float = CRITICAL,
                     baseline: str | None = None, alpha: float = ALPHA,
                     allow_missing: bool = False, strict: bool = False) -> BaselineComparison:
-    """The regression comparison of ``new`` against the baseline ``old`` (the rules are in
-    the module docstring).
-
-    Args:
-        old, new: reports (:class:`Report`, or ``report.json`` objects, read with
-            :meth:`Report.from_json`).
-        warning, critical: the alert levels of a worse mean (0.05, 0.10).
-        baseline: the baseline's path, kept in the result.
-        alpha: the per-case test's significance level (:data:`ALPHA`).
-        allow_missing: accept episodes of the baseline that the current report lacks (a
-            warning instead of a failure).
-        strict: the gate applied fails on warnings too (kept in the result, so every
-            report writer states that gate).
+    """The regression comparison of ``new`` against the baseline ``old`` (rules: module doc).
+    ``warning``/``critical``: alert levels of a worse mean; ``alpha``: the per-case test's
+    level; ``allow_missing``: a missing episode is a warning; ``strict``: warnings fail too.
 
     Returns:
-        A :class:`BaselineComparison`: the flips, the cases that lost passes, every mean
-        that moved (or became or stopped being null) with its alert level, the changes of
-        configuration, every failure and warning in words, and the worst level
-        (``"critical"`` when anything fails, else ``"warning"`` or ``"ok"``).
+        A :class:`BaselineComparison` (flips, cases, moved means, config changes, messages,
+        the worst level).
 
     Raises:
         BadInputError: a report object of the wrong shape.

@@ -1,26 +1,9 @@
-"""The data of ``evaltape view``'s page: one or two graded runs as JSON chunks.
-
-The page (:mod:`evaltape.grader.report.view_files` writes it, ``view.js`` draws it) reads a
-small ``meta`` object first and every other piece as a *chunk* when it needs it, so a run of
-100,000 episodes opens without loading every transcript:
-
-- ``r<R>-cases``: one row per case, ``[id, [tag index...], difficulty index or -1, first
-  episode, episodes]`` (a case's episodes are consecutive: dataset order, then trial);
-- ``r<R>-index-<K>``: :data:`INDEX_CHUNK` episodes per chunk, one compact row each (see
-  :func:`~evaltape.grader.report.view_rows.index_row`); loaded when the page opens
-  (filters and sorting need every episode);
-- ``r<R>-text-<K>``: :data:`TEXT_CHUNK` episodes' input and final answer, each cut at
-  :data:`TEXT_LIMIT` characters: loaded for the rows on screen, and all of them when the
-  user searches;
-- ``r<R>-ep-<K>``: :data:`DETAIL_CHUNK` episodes' whole detail (conversation, calls,
-  expected calls, metric details, grounding's unsupported claims, recorded judge answers):
-  loaded when an episode is opened;
-- ``compare``: two runs side by side (:mod:`~evaltape.grader.report.view_compare`), when
-  two runs are given.
-
-Every string from a recording goes through
-:func:`evaltape.grader.report.view_text.text` and is cut at a stated length; the page
-inserts them as text, never as markup.
+"""The data of ``evaltape view``'s page: one or two graded runs as JSON chunks, loaded when
+needed after a small ``meta`` object: ``r<R>-cases`` (a row per case), ``r<R>-index-<K>``
+(:func:`~evaltape.grader.report.view_rows.index_row` rows, loaded at once),
+``r<R>-text-<K>`` (inputs and answers, cut), ``r<R>-ep-<K>`` (an episode's whole detail)
+and ``compare`` (:mod:`~evaltape.grader.report.view_compare`). Recorded strings go through
+:func:`evaltape.grader.report.view_text.text`.
 """
 from __future__ import annotations
 

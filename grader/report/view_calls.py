@@ -26,19 +26,12 @@ def _arg_status(actual: Any, options: Sequence[Any], ec: ExpectedCall, key: str)
 
 def call_pairs(expected: Sequence[ExpectedCall] | None, calls: Sequence[ToolCall]
                ) -> list[dict[str, Any]]:
-    """Expected and actual calls side by side, one row per pair.
-
-    Calls that match an expected call exactly are paired first by
-    :func:`~evaltape.grader.matching.calls.match_calls` (one to one, Kuhn's maximum
-    matching, any order); each expected call left is paired with the first call left of the
-    same name (ignoring letter case), and the calls left after that are extra. Each row:
-    ``{"e": expected index or None, "a": actual index or None, "status": "match" |
-    "differs" | "missing" | "extra", "args": [[name, expected values as JSON text or None,
-    actual value as JSON text or None, state], ...]}`` where state is ``same``, ``case``
-    (only letter case differs), ``diff``, ``missing``, ``optional`` (absent and allowed),
-    ``extra`` (not expected), ``any`` (the case names the tool only) or ``unpaired`` (an
-    argument of a call no expected call pairs with). Rows follow the
-    expected order; extra calls come last, in call order.
+    """Expected and actual calls side by side, one row per pair: exact matches first
+    (:func:`~evaltape.grader.matching.calls.match_calls`), then each expected call with the
+    first unpaired call of its name (case ignored); the rest are extra. A row is ``{"e", "a",
+    "status" (match/differs/missing/extra), "args": [[name, expected JSON, actual JSON,
+    state]]}``, state one of ``same``, ``case``, ``diff``, ``missing``, ``optional``,
+    ``extra``, ``any``, ``unpaired``. Expected order; extra calls last.
     """
     exp = list(expected or ())
     if not exp and not calls:

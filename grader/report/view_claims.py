@@ -17,13 +17,10 @@ _CLAIM = re.compile(r"(?:^|; |: )(?P<kind>" + "|".join(CLAIM_KINDS) + r") '(?P<t
 
 
 def claim_marks(answer: str, metric: Any) -> list[list[Any]]:
-    """Grounding's unsupported claims as ``[[start, end, kind, why], ...]`` offsets in
-    ``answer`` (the answer as the page shows it), read from the report's ``grounding``
-    details (what the report says, whichever version graded it; no second grounding
-    pass). A claim of an earlier agent reply (its reason starts "in reply N of M") is
-    not marked. Each claim is looked for in its sentence, else anywhere in the answer; a claim
-    not found, or overlapping one already marked, is left unmarked (it stays in the
-    details)."""
+    """Grounding's unsupported claims as ``[[start, end, kind, why], ...]`` offsets in ``answer``,
+    from the report's ``grounding`` details. Claims of earlier replies ("in reply N of M"),
+    claims not found and overlapping ones are not marked.
+    """
     if metric is None or not metric.score or not metric.message:
         return []
     marks: list[list[Any]] = []

@@ -16,15 +16,10 @@ COMPARE_LIST_LIMIT = 50_000
 def compare_data(old: ViewSource, new: ViewSource, keys: Sequence[Mapping],
                  case_ids: Sequence[Sequence[str]], counts: Sequence[Mapping]
                  ) -> dict[str, Any]:
-    """Two runs side by side, for the page's Compare view.
-
-    ``keys``, ``case_ids`` and ``counts``: per run, ``{(case, trial): episode index}``, the
-    case ids in page order and ``{case position: [passed, episodes]}``. The gate is
-    :func:`evaltape.grader.report.diff.compare_reports` (the same rules as ``evaltape
-    diff``; the current report's own ``baseline_comparison`` when it has one). Each mean's
-    change gets an interval over the episodes both runs have, cases as clusters
-    (:func:`evaltape.grader.stats.intervals.cluster_delta`); ``pass_rate`` is the mean of
-    the verdicts (1 pass, 0 fail).
+    """Two runs side by side for the page's Compare view. ``keys``, ``case_ids``, ``counts``: per
+    run, ``{(case, trial): index}``, case ids in page order, ``{position: [passed, episodes]}``.
+    The gate is :func:`evaltape.grader.report.diff.compare_reports`; each mean's change gets a
+    case-clustered interval (:func:`evaltape.grader.stats.intervals.cluster_delta`).
 
     Returns:
         ``{"labels", "level", "gate", "failures", "warnings", "unrelated", "changes",

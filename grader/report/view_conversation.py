@@ -57,12 +57,10 @@ def _blocks_of(content: Any, names_by_id: Mapping[str, str]) -> list[dict[str, A
 
 
 def conversation(trace: Trace) -> tuple[list[dict[str, Any]], int]:
-    """The episode's conversation turn by turn: ``([{"role", "blocks"}...], turns left
-    out)``. From the trace's ``messages`` (user text, assistant text, each tool call with
-    its arguments, each tool result with the tool's name and error flag, thinking); an
-    OpenAI-style message's ``tool_calls`` and ``tool`` role are read too. A trace without
-    messages gets them rebuilt from its input, calls and final answer. At most
-    :data:`TURN_LIMIT` turns."""
+    """The episode's conversation turn by turn: ``([{"role", "blocks"}...], turns left out)``,
+    from ``messages`` (OpenAI-style read too), else rebuilt from input, calls and answer; at
+    most :data:`TURN_LIMIT` turns.
+    """
     names_by_id = {c.id: c.name for c in trace.tool_calls}
     changes_by_id = state_changes_by_call(trace.raw if isinstance(trace.raw, Mapping) else {})
     msgs = list(trace.messages or ())

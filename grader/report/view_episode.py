@@ -67,9 +67,8 @@ def expectations(case: Case | None) -> list[list[str]]:
 
 
 def judge_answers(run: Run | None, case_id: str, trial: int) -> list[dict[str, Any]]:
-    """The judge exchanges recorded for one episode (``RUN/judge/<case>__t<trial>.jsonl``,
-    written by ``evaltape judge``): ``[{"prompt", "system", "answer", "stop_reason",
-    "model", "status"}]`` in recording order; ``[]`` when none were recorded.
+    """The judge exchanges recorded for one episode (``RUN/judge/<case>__t<trial>.jsonl``):
+    ``[{"prompt", "system", "answer", "stop_reason", "model", "status"}]``; ``[]`` when none.
 
     Raises:
         BadInputError: a line of the cassette is not JSON (file and line named).
@@ -108,13 +107,10 @@ def judge_answers(run: Run | None, case_id: str, trial: int) -> list[dict[str, A
 
 def episode_detail(ep: EpisodeResult, report: Report, case: Case | None,
                    found: tuple[Trace, str, int] | None, run: Run | None) -> dict[str, Any]:
-    """Everything the page shows of one episode (the ``r<R>-ep-<K>`` chunk's entries):
-    ``metrics`` ``[[name, score, threshold, passed, code, details], ...]`` in the report's
-    order; with its trace: ``turns`` (:func:`~.view_conversation.conversation`), ``final``
-    (where the final answer is among them), ``answer``, ``calls``, ``pairs``
-    (:func:`~.view_calls.call_pairs`), ``claims`` (:func:`~.view_claims.claim_marks`),
-    ``judge`` (:func:`judge_answers`), and the trace's facts (stop reason, error, usage,
-    latency, model, line, digest)."""
+    """Everything the page shows of one episode: ``metrics`` ``[[name, score, threshold, passed,
+    code, details]]`` and, with a trace, ``turns``, ``final``, ``answer``, ``calls``, ``pairs``,
+    ``claims``, ``judge`` and the trace's facts (stop reason, error, usage, latency, model).
+    """
     names = report.grader.metrics
     out: dict[str, Any] = {
         "metrics": [[n, num(m.score), num(m.threshold), m.passed,

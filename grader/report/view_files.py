@@ -1,17 +1,8 @@
-"""The files of ``evaltape view``'s page, and the local server that shows them.
-
-One page, written three ways with the same bytes: ``evaltape view --export DIR``
-(``DIR/index.html``), ``evaltape grade --format html`` (``report.html``) and ``evaltape
-view`` (served from a temporary folder on 127.0.0.1). The page is plain HTML, CSS and
-JavaScript written by this project (``view.css``, ``view.js`` beside this module, no
-build step, no library, nothing fetched from elsewhere); a Content-Security-Policy in the
-page itself refuses anything but its own files.
-
-The data (:mod:`evaltape.grader.report.view`) is put inside the page when it is small
-(up to :data:`INLINE_LIMIT` bytes: one file to attach or mail); a larger run's chunks go
-to ``<page stem>-data/<chunk>.js`` beside the page, each a script that hands its chunk
-to the page, so the page works from ``file://`` (browsers refuse ``fetch`` there, not
-``<script src>``) and loads a chunk only when it is shown.
+"""The files of ``evaltape view``'s page, and the local server that shows them. One page,
+the same bytes for ``view --export``, ``grade --format html`` and ``view``: plain HTML, CSS
+and JavaScript (``view.css``, ``view.js``), nothing fetched, a Content-Security-Policy. Data
+up to :data:`INLINE_LIMIT` bytes is inline; a larger run's chunks go to
+``<page stem>-data/<chunk>.js`` scripts, so the page works from ``file://``.
 """
 from __future__ import annotations
 
@@ -70,13 +61,8 @@ def chunk_script(name: str, data: bytes) -> bytes:
 
 def page_files(sources: Sequence[ViewSource], page: str = "index.html",
                inline_limit: int = INLINE_LIMIT) -> Iterator[tuple[str, bytes]]:
-    """``(relative path, bytes)`` of every file of the page, the page last; key-shaped
-    strings redacted (:func:`evaltape.grader.io.secrets.redact_bytes`).
-
-    The chunks are built one at a time (:class:`~evaltape.grader.report.view.ViewBuilder`);
-    while their total stays within ``inline_limit`` bytes they are kept for the page, and
-    once it is passed every chunk becomes a file of ``<page stem>-data/``, so memory stays
-    within about ``inline_limit`` whatever the run's size.
+    """``(relative path, bytes)`` of every file of the page, the page last, key-shaped strings
+    redacted. Chunks are kept inline while within ``inline_limit`` bytes, then all become files.
 
     Raises:
         BadInputError: a trace or judge cassette that cannot be read (file and line named).
@@ -134,11 +120,8 @@ def render_page(meta: dict[str, Any], inline: Sequence[tuple[str, bytes]] = ()) 
 
 def write_page(sources: Sequence[ViewSource], folder: str | Path, page: str = "index.html",
                inline_limit: int = INLINE_LIMIT) -> Path:
-    """Write the page (and a large run's data folder) into ``folder`` atomically
-    (:func:`evaltape.grader.io.jsonfiles.atomic_write_all`), deleting stale chunk files.
-
-    Returns:
-        The page's path.
+    """Write the page (and a data folder) into ``folder`` atomically, deleting stale chunks;
+    returns the page's path.
 
     Raises:
         OSError: the folder cannot be created or written.
@@ -184,11 +167,9 @@ API_BODY_LIMIT = 256 << 10
 
 
 def loopback_host(value: str | None) -> bool:
-    """Whether a request's ``Host`` header names this machine's loopback address:
-    ``127.0.0.1``, ``localhost`` or ``[::1]`` (letter case ignored), with or without a
-    port. A missing header is refused too (every browser sends one). This is the defence
-    against DNS rebinding named in the WHATWG Fetch and OWASP guidance: the browser sends the
-    attacker's host name, so checking it refuses the page to that site."""
+    """Whether a ``Host`` header names loopback (``127.0.0.1``, ``localhost``, ``[::1]``, any
+    case, any port); ``None`` is refused. The DNS-rebinding defence.
+    """
     return bool(value) and _HOST.match(value.strip()) is not None
 
 
@@ -209,28 +190,14 @@ def loopback_origin(value: str | None, port: int, *, host_header: bool = False) 
 def serve(folder: str | Path, port: int = 0, host: str = "127.0.0.1", *,
           idle_timeout: float = IDLE_TIMEOUT, read_timeout: float = READ_TIMEOUT,
           max_connections: int = MAX_CONNECTIONS, log: Any = None, api: Any = None) -> Any:
-    """An HTTP server for the page in ``folder`` on ``host`` (loopback only) and ``port``
-    (0: any free port), with the standard library's ``http.server``: files of ``folder``
-    only (no listing of folders), the page's Content-Security-Policy as a header, no
-    caching. Call ``serve_forever()`` on the result; its ``server_address`` says the port.
-
-    Hostile clients: a request whose ``Host`` is not :data:`LOOPBACK_HOSTS` gets 421; a
-    connection silent for ``idle_timeout`` seconds, or that has not sent its request line
-    and headers within ``read_timeout`` seconds, is closed; past ``max_connections`` open
-    connections a new one gets 503 and is closed; a bad request (a path the file system
-    refuses, such as one holding ``%00`` or an encoded lone surrogate: 404) or a request
-    that fails (a client that goes away early) is one line on ``log`` (a text stream,
-    ``sys.stderr`` when ``None``), never a traceback.
-
-    ``api`` (``None``: the page is read-only and a POST gets 501) answers the page's
-    review requests under ``/api/``: an object with ``token`` (a random string),
-    ``page(html: bytes) -> bytes`` (the page as served, given the page file's bytes) and
-    ``handle(method, path, query, body) -> (status, JSON value)``. A request to ``/api/``
-    is answered only when its ``Host`` names this server with its port, its
-    :data:`TOKEN_HEADER` equals ``api.token`` (compared in constant time) and, for a POST
-    (and any request that sends one), its ``Origin`` is this server
-    (:func:`loopback_origin`); anything else gets 403. A POST body must be JSON
-    (``Content-Type: application/json``) of at most :data:`API_BODY_LIMIT` bytes.
+    """An HTTP server (``http.server``) for the page in ``folder`` on a loopback ``host`` and
+    ``port`` (0: any): files only, the CSP as a header, no caching. Hostile clients: a foreign
+    ``Host`` gets 421; idle or slow connections are closed (``idle_timeout``,
+    ``read_timeout``); past ``max_connections`` 503; bad or failed requests are one ``log``
+    line. ``api`` (``None``: read-only, POST 501) answers ``/api/`` review requests (``token``,
+    ``page(html)``, ``handle(method, path, query, body)``) only with this server's ``Host``, the
+    :data:`TOKEN_HEADER` token and, for a POST, its own ``Origin`` (else 403); POST bodies are
+    JSON of at most :data:`API_BODY_LIMIT` bytes.
 
     Raises:
         OSError: the port is taken or refused.

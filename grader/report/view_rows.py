@@ -59,11 +59,10 @@ def trace_tokens(trace: Trace | None) -> tuple[int | None, int | None]:
 
 def index_row(position: int, ep: EpisodeResult, names: Sequence[str], trace: Trace | None,
               cost: float | None) -> list[Any]:
-    """The compact row of one episode in an index chunk:
-    ``[case position, trial, passed 1/0, failure, outcome reason, steps, input tokens,
-    output tokens, latency s, cost USD, [score per metric], flags, has answer 1/0,
-    tool calls]`` (input tokens include prompt-cache reads and writes; ``None`` where the
-    trace does not say; scores rounded to 4 places; flags as :func:`flags`)."""
+    """One episode's compact index row: ``[case position, trial, passed, failure, outcome reason,
+    steps, input tokens (cache included), output tokens, latency s, cost USD, [scores, 4
+    places], flags, has answer, tool calls]``, ``None`` where the trace does not say.
+    """
     tin, tout = trace_tokens(trace)
     return [position, ep.trial, int(ep.passed),
             None if ep.failure is None else text(ep.failure, 2000),

@@ -18,15 +18,9 @@ from evaltape.grader.results import Report
 
 @dataclass
 class TraceIndex:
-    """Where each episode's trace line is in a run's ``traces.jsonl``, for reading them in
-    any order (the report's order is the dataset's; the file's is the recording's).
-
-    Build it with :func:`index_traces`; :meth:`get` reads and parses one trace.
-
-    Attributes:
-        path: the traces file.
-        lines: ``{(case_id, trial): 1-based line}``.
-        starts: byte offset of each line of the file (index = line − 1).
+    """Where each episode's line is in ``traces.jsonl``, to read traces in any order (built by
+    :func:`index_traces`; :meth:`get` reads one): ``path``, ``lines`` ``{(case_id, trial):
+    1-based line}``, ``starts`` (byte offset per line).
     """
 
     path: Path
@@ -35,12 +29,11 @@ class TraceIndex:
     _fh: Any = field(default=None, repr=False, compare=False)
 
     def get(self, case_id: str, trial: int) -> tuple[Trace, str, int] | None:
-        """``(trace, trace digest, line)`` of one episode, or ``None`` when the run has no
-        trace for it. The file stays open between calls (:meth:`close` closes it).
+        """``(trace, trace digest, line)`` of one episode, or ``None``; the file stays open until
+        :meth:`close`.
 
         Raises:
-            BadInputError: the line changed since :func:`index_traces` read it and no
-                longer parses as a trace (file and line named).
+            BadInputError: the line changed since indexing and does not parse.
         """
         line = self.lines.get((case_id, trial))
         if line is None:
@@ -65,12 +58,10 @@ class TraceIndex:
 
 
 def index_traces(run: Run) -> TraceIndex:
-    """Read a run's traces once, checked as ``grade`` checks them (:meth:`Run.episodes`:
-    the dataset's cases, no repeated episode, unchanged inputs), and note where each is.
+    """Read a run's traces once, checked as ``grade`` checks them, and note where each is.
 
     Raises:
-        BadInputError: an invalid trace line, a case the dataset lacks, a repeated
-            episode or a changed input (file, line and field named).
+        BadInputError: an invalid line, an unknown case, a repeated episode or changed input.
     """
     lines = {(t.case_id, t.trial): t.source_line for t, _case in run.episodes()}
     starts = array("Q", [0])
@@ -84,16 +75,9 @@ def index_traces(run: Run) -> TraceIndex:
 
 @dataclass(frozen=True)
 class ViewSource:
-    """One graded run as the page shows it.
-
-    Attributes:
-        report: the graded report (from :func:`evaltape.grade` or ``report.json``).
-        run: the opened run (manifest, dataset), or ``None`` when only the report is known.
-        traces: where its traces are (:func:`index_traces`), or ``None``: the page then
-            shows scores and details without conversations.
-        label: the run's name on the page (default: the report's run name).
-        source: the path the user gave.
-        note: why conversations or the dataset are missing, shown on the page.
+    """One graded run as the page shows it: ``report``, ``run`` (or ``None``), ``traces``
+    (:func:`index_traces`, or ``None``: no conversations), ``label`` (its name on the page),
+    ``source`` (the path given) and ``note`` (why something is missing).
     """
 
     report: Report

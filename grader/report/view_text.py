@@ -1,10 +1,6 @@
-"""Recorded values as the page of ``evaltape view`` may show them: strings made safe and
-cut at a stated length, JSON pretty-printed, numbers rounded.
-
-Every string from a recording (ids, inputs, answers, tool arguments and results) goes
-through :func:`text` (:func:`evaltape.grader.report.common.plain`: control characters and
-bidirectional overrides shown as U+FFFD, key-shaped strings redacted); the page inserts
-them as text, never as markup.
+"""Recorded values as ``evaltape view``'s page shows them: strings made safe
+(:func:`evaltape.grader.report.common.plain`) and cut, JSON pretty-printed, numbers
+rounded. The page inserts them as text, never as markup.
 """
 from __future__ import annotations
 

@@ -22,14 +22,11 @@ LABEL_KEY = "reference_label"
 
 
 def reference_label(trace: Trace, case: Case, path: str | None = None) -> bool | None:
-    """The episode's reference verdict: trace ``reference_label``, else the case's.
-
-    Returns:
-        ``True`` (reference says pass), ``False`` (fail) or ``None`` (no label).
+    """The episode's reference verdict (``True``/``False``/``None``): the trace's
+    ``reference_label``, else the case's.
 
     Raises:
-        BadInputError: a label that is neither a boolean nor null (names the trace line or
-            the dataset case).
+        BadInputError: a label neither boolean nor null.
     """
     if trace.raw.get(LABEL_KEY) is not None:
         value = trace.raw[LABEL_KEY]

@@ -1,22 +1,8 @@
-"""Intervals on metric means and on their change between two runs, with cases as clusters.
-
-The trials of one case are not independent observations (the same task, often the same
-answer), so, as the Wilson interval on ``pass_rate`` does (:mod:`evaltape.grader.stats.trials`),
-these intervals count cases, not episodes: a case is a cluster of episodes and the mean
-score per episode is a ratio estimate over clusters (Cochran 1977, *Sampling Techniques*,
-3rd ed.: the ratio estimate's variance, ch. 6, applied to single-stage cluster sampling
-with clusters of unequal sizes, ch. 9A). With n cases, ``S_c`` the sum of a case's non-null
-scores and ``m_c`` their number, ``M = Σ m_c`` and the mean ``μ = Σ S_c / M``:
-
-    v(μ) = n / (n − 1) · Σ_c (S_c − μ · m_c)² / M²
-
-and the interval is ``μ ± t · √v`` with Student's t on n − 1 degrees of freedom. When
-every case has the same number of scores this is the t interval on the cases' own means
-(``s / √n``). For the change between two runs graded on the same cases, each case's
-residuals of the two runs are differenced first (the linearised difference of two ratio
-estimates on the same clusters), so what the cases share cancels out, as in a paired test.
-
-Pure functions, no randomness: the same scores always give the same bounds.
+"""Intervals on metric means and on their change between two runs, with cases as clusters:
+the mean per episode is a ratio estimate over cases (Cochran 1977, ch. 6 and 9A), with
+``v(μ) = n / (n − 1) · Σ_c (S_c − μ · m_c)² / M²`` and ``μ ± t · √v`` on n − 1 degrees of
+freedom; for a change, each case's residuals are differenced first (paired). Formulas:
+docs/metrics.md ("Intervals on means and on their change"). Pure and deterministic.
 """
 from __future__ import annotations
 
@@ -30,11 +16,8 @@ METHOD = "t interval, cases as clusters"
 
 
 def t_two_sided(t: float, df: int) -> float:
-    """P(|T| ≤ t) for Student's t with ``df`` degrees of freedom (``t ≥ 0``, ``df ≥ 1``).
-
-    Abramowitz and Stegun (1964), *Handbook of Mathematical Functions*, 26.7.3 (odd
-    ``df``) and 26.7.4 (even ``df``): finite sums in θ = arctan(t / √df), exact for
-    whole degrees of freedom.
+    """P(|T| ≤ t) for Student's t with ``df`` degrees of freedom (``t ≥ 0``, ``df ≥ 1``), exact
+    finite sums (Abramowitz and Stegun 1964, 26.7.3 and 26.7.4).
     """
     theta = atan(t / sqrt(df))
     c2 = cos(theta) ** 2
@@ -55,12 +38,8 @@ def t_two_sided(t: float, df: int) -> float:
 
 
 def t_quantile(level: float, df: int) -> float:
-    """The two-sided critical value q with P(|T| ≤ q) = ``level`` on ``df`` degrees of
-    freedom (2.776 for 0.95 and 4; 1.960 as ``df`` grows).
-
-    Bisection on :func:`t_two_sided` up to 1,000 degrees of freedom; beyond, the
-    Cornish-Fisher expansion of t in the normal quantile z (Abramowitz and Stegun 26.7.5,
-    three terms: its error there is below 1e-9).
+    """The two-sided critical value q with P(|T| ≤ q) = ``level`` on ``df`` degrees of freedom:
+    bisection on :func:`t_two_sided` up to 1,000, then Cornish-Fisher (A&S 26.7.5).
 
     Raises:
         ValueError: ``level`` outside (0, 1) or ``df`` below 1.
@@ -86,18 +65,10 @@ def t_quantile(level: float, df: int) -> float:
 
 def cluster_mean(groups: Iterable[tuple[float, int]], *, level: float = 0.95,
                  bounds: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any] | None:
-    """The mean score per episode with its interval, cases as clusters (module docstring).
-
-    Args:
-        groups: ``(sum of the case's non-null scores, how many)`` per case; cases with no
-            score are left out.
-        level: the interval's coverage.
-        bounds: the range the mean lives in (scores: [0, 1]); the bounds are clipped to it.
-
-    Returns:
-        ``{"mean", "low", "high", "n", "level", "method"}`` rounded to 4 places (``low`` and
-        ``high`` ``None`` with fewer than 2 cases: no spread to measure), or ``None`` when
-        no case has a score.
+    """The mean score per episode with its interval, cases as clusters. ``groups``: ``(sum of a
+    case's non-null scores, count)`` per case; ``bounds`` clip the interval. Returns
+    ``{"mean", "low", "high", "n", "level", "method"}`` (4 places; no bounds under 2 cases),
+    or ``None`` without scores.
     """
     rows = [(float(s), int(m)) for s, m in groups if m]
     if not rows:
@@ -118,19 +89,10 @@ def cluster_mean(groups: Iterable[tuple[float, int]], *, level: float = 0.95,
 
 def cluster_delta(groups: Iterable[tuple[float, int, float, int]], *, level: float = 0.95
                   ) -> dict[str, Any] | None:
-    """The change of a mean score between two runs graded on the same cases, with its
-    interval (module docstring: each case's two residuals are differenced).
-
-    Args:
-        groups: per case, ``(sum before, count before, sum after, count after)`` of the
-            non-null scores of the episodes both runs have; a case scored on one side only
-            still counts on that side.
-        level: the interval's coverage.
-
-    Returns:
-        ``{"before", "after", "delta", "low", "high", "n", "level", "method"}`` (4 places;
-        ``delta`` = after − before; ``low``/``high`` ``None`` with fewer than 2 cases), or
-        ``None`` when either side has no score.
+    """The change of a mean between two runs on the same cases, with its interval (residuals
+    differenced per case). ``groups``: ``(sum before, count before, sum after, count after)``
+    per case. Returns ``{"before", "after", "delta", "low", "high", "n", "level", "method"}``
+    (4 places), or ``None`` when a side has no score.
     """
     rows = [(float(sb), int(mb), float(sa), int(ma)) for sb, mb, sa, ma in groups
             if mb or ma]

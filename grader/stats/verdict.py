@@ -146,15 +146,8 @@ DEFAULT_POLICY = VerdictPolicy()
 
 def episode_failure(outcome: str | None, failed: Sequence[str],
                   deciding: Sequence[str] = ()) -> str | None:
-    """The episode's ``failure`` (``None``: passed).
-
-    Args:
-        outcome: the outcome checks' failure (:func:`~evaltape.grader.stats.outcome.classify`).
-        failed: the failing gates, each as :func:`describe` words it, in metric order.
-        deciding: those of ``failed`` deciding an outcome check (:meth:`VerdictPolicy.decides`).
-
-    Returns:
-        ``outcome`` followed by ``deciding``, else the failing gates, joined by ``"; "``.
+    """The episode's ``failure`` (``None``: passed): ``outcome`` followed by ``deciding`` (the
+    gates deciding an outcome check), else the ``failed`` gates, joined by ``"; "``.
     """
     if outcome is not None:
         return "; ".join((outcome, *deciding))

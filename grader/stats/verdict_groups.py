@@ -1,23 +1,9 @@
 """Which checks decided the verdict, per group of cases, and how often each failed.
-
-A run may hold two kinds of case that are decided differently
-(:mod:`evaltape.grader.stats.verdict`):
-
-- **end state** cases (``expected_state``, ``gold_actions``, ``expect_unchanged``): the
-  outcome checks of :func:`evaltape.grader.stats.outcome.state_outcome` decide: the whole
-  end state (``wrong_state``), a gold action that changes no state called and the case's
-  ``expected_tools`` (``wrong_tools``), its answer keywords (``wrong_answer``); no metric
-  gates them unless ``[verdict] gate`` names some (τ-bench's and τ²-bench's reward is the
-  environment's state, not a metric);
-- **other** cases: the outcome checks (an answer, the expected tools and text, or a
-  benchmark's rule), then every gating metric against its threshold.
-
-``summary.verdict.groups`` (written when a run holds end-state cases) says so per group, so
-a report never presents a metric as gating cases it does not gate, and counts the failures
-of exactly the checks that decided: an episode that failed an outcome check counts under
-that check's code (``wrong_state``), one that failed gating metrics under each of them; an
-informational metric's failures are not counted there (they stay in the metric's own
-entries, shown as informational).
+**End state** cases (``expected_state``, ``gold_actions``, ``expect_unchanged``) are decided
+by :func:`evaltape.grader.stats.outcome.state_outcome`, gated by metrics only when
+``[verdict] gate`` names some; **other** cases by the outcome checks then every gating
+metric. ``summary.verdict.groups`` states this per group and counts the failures of
+exactly the deciding checks (informational metrics not counted).
 """
 from __future__ import annotations
 
@@ -51,23 +37,10 @@ def outcome_code(failure: str | None) -> str | None:
 
 def verdict_groups(policy: Any, names: Sequence[str], episodes: Iterable[Any],
                    cases: Sequence[Any]) -> list[dict[str, Any]]:
-    """``summary.verdict.groups``: one entry per group that holds graded episodes, end
-    state first.
-
-    Each entry: ``group`` (:data:`END_STATE` or :data:`OTHER`), ``cases`` and
-    ``episodes`` (counts), ``passed`` (episodes), ``decided_by`` (the checks in words),
-    ``gate`` (the metrics among ``names`` that gate its cases: the policy's
-    ``gating(name, case)`` for some case of the group), ``informational`` (the others),
-    and ``failed``: ``{check: episodes}``, the outcome codes (for end-state cases always
-    ``wrong_state``, ``wrong_tools`` and ``wrong_answer``; for others the codes that
-    occurred) then each gating metric (an episode counts under a metric when its score
-    failed the threshold and the outcome checks passed, as the verdict reads it).
-
-    Args:
-        policy: the :class:`~evaltape.grader.stats.verdict.VerdictPolicy`.
-        names: the run's metrics, in column order.
-        episodes: the graded :class:`~evaltape.grader.results.EpisodeResult` items.
-        cases: the dataset's cases.
+    """``summary.verdict.groups``: one entry per group with graded episodes, end state first:
+    ``group``, ``cases``, ``episodes``, ``passed``, ``decided_by`` (in words), ``gate`` (metrics
+    of ``names`` gating some case of it), ``informational``, and ``failed`` ``{check:
+    episodes}``: outcome codes, then each gating metric (failed with outcome checks passed).
     """
     by_id = {c.id: c for c in cases}
     groups: dict[str, dict[str, Any]] = {}

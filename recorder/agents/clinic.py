@@ -33,13 +33,9 @@ SPEC = AgentSpec(system=SYSTEM_PROMPT, tools=list(TOOLS), execute=lambda n, a: N
 
 def run(case: Case, client: Any, *, model: str, stream: bool = False,
         user: User | None = None) -> dict:
-    """Run the clinic agent on one case: a conversation with the case's user (or one
-    message without one), on a fresh copy of the case's environment state (``env``, by
-    default ``clinic``); returns the trace fields with ``env``, ``initial_state`` and
-    ``final_state``.
-
-    Raises:
-        LookupError: the case names an environment that cannot be loaded.
+    """Run the clinic agent on one case (a conversation when the case has a user) on a fresh
+    copy of its environment state; the trace fields plus ``env`` and both states.
+    Raises ``LookupError`` for an environment that cannot be loaded.
     """
     session = Session(resolve_env(case.env) if case.env else ENV, case.initial_state)
     spec = AgentSpec(system=SYSTEM_PROMPT, tools=list(session.env.tools),

@@ -20,12 +20,8 @@ SETUP_FIELDS = ("agent", "model", "stream", "standin_scripts")
 
 
 def check_same_setup(previous: dict, opts: RecordOptions, model: str, out: Path) -> None:
-    """Refuse to continue a run with another agent, model, dataset or stand-in script.
-
-    Mixing them would put traces of two setups into one run under one manifest. A refresh
-    (``opts.refresh``) re-records every episode that does not reproduce, so it may change
-    the agent (of the same kind), model, streaming and stand-in script; never the shard or
-    the dataset.
+    """Refuse to continue a run with another agent, model, dataset or stand-in script; a refresh
+    may change the agent (same kind), model, streaming and script, never shard or dataset.
 
     Raises:
         UsageError: names the field, the recorded value and the requested one.
@@ -73,19 +69,12 @@ def _shard_text(shard: Any) -> str:
 
 def open_run_folder(out: Path, cases: Sequence[Case], opts: Any, model: str
                     ) -> tuple[Any, dict]:
-    """Create (or reopen) the run folder ``out`` for recording: ``(lock, previous manifest)``.
-
-    Locks the run (one recorder per run), deletes the temp files of writes a killed
-    recorder never finished, and checks that a resumed run records with the same setup
-    (``opts``: the options of ``record`` or ``record --command``): the same agent, model,
-    streaming, stand-in script, shard and dataset. A refresh (``opts.refresh``) may change
-    all but the shard, the dataset and the kind of agent (in process or ``--command``);
-    a changed case input is :func:`.manifest.check_fingerprint`'s to refuse, after the
-    manifest is built.
+    """Create or reopen the run folder ``out``: ``(lock, previous manifest)``. Locks it, deletes
+    temp files of unfinished writes and checks a resumed run's setup (:func:`check_same_setup`;
+    changed case inputs are :func:`.manifest.check_fingerprint`'s).
 
     Raises:
-        UsageError: the folder cannot be created, another recorder holds it, or the setup
-            differs from the manifest's.
+        UsageError: the folder cannot be created, is locked, or the setup differs.
     """
     try:
         (out / "http").mkdir(parents=True, exist_ok=True)

@@ -44,13 +44,10 @@ def _sha(obj: Any) -> str:
 
 
 def write_manifest(path: Path, manifest: dict) -> None:
-    """Write a run's ``manifest.json`` atomically (an interrupted or refused write leaves
-    the previous manifest whole and no temp file).
+    """Write a run's ``manifest.json`` atomically (a failed write leaves the old one whole).
 
     Raises:
-        UsageError: the OS refused the write (disk full, quota, file size limit, a
-            read-only or vanished folder): names the file and the system's reason; nothing
-            was recorded yet, the episodes already finished are untouched.
+        UsageError: the OS refused the write (file and reason named).
         SecretLeakError: the manifest would hold a key.
     """
     try:
@@ -64,12 +61,9 @@ def write_manifest(path: Path, manifest: dict) -> None:
 
 def build_manifest(opts: RecordOptions, cases: Sequence[Case], agent_fn: Any, model: str,
                    base_url: str | None, previous: dict) -> dict:
-    """The run's ``manifest.json``: what was recorded (agent, model, dataset and each case's
-    input hash, trials, versions) and its ``fingerprint`` (:func:`run_fingerprint`).
-
-    Keeps from an earlier run of the folder its ``created_at``, the ``wire`` part of its
-    fingerprint (until the recording's end rewrites it: :func:`finish_manifest`), its
-    ``refreshes`` and ``appended_changed`` records, and its ``--manifest-extra`` facts.
+    """The run's ``manifest.json``: agent, model, dataset and case input hashes, trials, versions
+    and ``fingerprint`` (:func:`run_fingerprint`); keeps an earlier run's ``created_at``,
+    ``wire``, ``refreshes``, ``appended_changed`` and ``--manifest-extra`` facts.
 
     Raises:
         OSError: a source file of the agent (or a file its command names) cannot be read.
@@ -150,12 +144,9 @@ def command_lines(previous: dict, current: list[str]) -> dict[str, Any]:
 
 def run_fingerprint(opts: RecordOptions, agent_fn: Any, model: str,
                     previous: dict) -> dict[str, Any]:
-    """What the recordings depend on (:mod:`.stale`): ``{"agent": {"name", "module",
-    "sources"}}`` for an in-process agent (:func:`.stale.agent_sources`) or ``{"agent":
-    {"command", "files"}}`` for a ``--command`` agent (:func:`.stale.command_files`),
-    ``"model": {"model", "stream", "standin_scripts_sha256"}``, and ``"wire"``: what the
-    recorded requests sent, as the earlier recording of the folder found it (``None`` for a
-    new run; :func:`finish_manifest` measures it again at the end).
+    """What the recordings depend on (:mod:`.stale`): ``agent`` (``{"name", "module", "sources"}``
+    or ``{"command", "files"}``), ``model`` (``{"model", "stream", "standin_scripts_sha256"}``)
+    and ``wire`` (the earlier recording's, ``None`` for a new run).
 
     Raises:
         OSError: a source file or a named file cannot be read.
@@ -176,11 +167,9 @@ def run_fingerprint(opts: RecordOptions, agent_fn: Any, model: str,
 
 def finish_manifest(out: Path, manifest: dict, traces: Path,
                     recorded: Sequence[tuple[str, int]] | None = None) -> None:
-    """Write the manifest once more at the end of a recording, its fingerprint's ``wire``
-    part measured (:func:`.stale.wire_fingerprint`): from the cassettes of the episodes
-    ``recorded`` in this run added to the earlier ``wire`` values, or, with ``recorded``
-    ``None`` or no earlier values (a refresh, a run recorded before fingerprints), from
-    the cassette of every episode ``traces.jsonl`` now holds.
+    """Write the manifest again at the end of a recording with its ``wire`` measured
+    (:func:`.stale.wire_fingerprint`): from the ``recorded`` episodes' cassettes merged with
+    the earlier values, or from every episode's cassette when there are none.
 
     Raises:
         UsageError: as :func:`write_manifest`.
@@ -208,13 +197,11 @@ def _setup_from_requests(previous: dict) -> dict[str, Any]:
 
 
 def setup_from_wire(manifest: dict) -> None:
-    """Fill in what the recorded requests state of a run's setup, where the recorder was
-    not told it: a run whose agent has no spec (a ``--command`` program, a
-    ``module:function`` agent) gets ``system_prompt_sha256`` and ``tools_sha256`` from its
-    fingerprint's ``wire`` (:func:`.stale.single_setup`: the one value every request sent,
-    else ``null``) and ``"setup_from": "requests"``; a ``--command`` run recorded without
-    ``--model`` gets the model its requests named (``"model_from_requests": true``), or
-    keeps ``chosen-by-command`` when they named several."""
+    """Fill in the setup the recorded requests state where the recorder was not told it: for an
+    agent without a spec, ``system_prompt_sha256`` and ``tools_sha256`` from ``wire``
+    (:func:`.stale.single_setup`) with ``"setup_from": "requests"``; for a ``--command`` run
+    without ``--model``, the single model its requests named (``"model_from_requests"``).
+    """
     from ..stale import single_setup
     fp = manifest.get("fingerprint") or {}
     if not isinstance(fp.get("wire"), dict) or not fp["wire"].get("models"):
@@ -236,23 +223,14 @@ def setup_from_wire(manifest: dict) -> None:
 
 
 def check_fingerprint(previous: dict, manifest: dict, opts: Any, out: Path) -> list[str]:
-    """Refuse to add episodes to a run whose recordings do not match this agent.
-
-    Compares the run's recorded manifest with the one this recording would write
-    (:func:`.stale.fingerprint_changes`: the agent's sources or command files, a stand-in
-    script's content, a spec'd system prompt or tools, each case's input). With
-    ``opts.refresh`` every change is allowed (the refresh re-records what does not
-    reproduces); with ``opts.allow_changed`` the unfinished episodes are recorded anyway,
-    the finished ones stay as they are, and ``manifest["appended_changed"]`` records when
-    and what changed.
-
-    Returns:
-        The changes (empty when nothing recorded differs).
+    """Refuse to add episodes to a run whose recordings do not match this agent
+    (:func:`.stale.fingerprint_changes`). ``opts.refresh`` allows every change;
+    ``opts.allow_changed`` records unfinished episodes anyway, noted in
+    ``manifest["appended_changed"]``. Returns the changes.
 
     Raises:
-        UsageError: the fingerprint differs and neither flag is given (nothing has been
-            sent or written yet), or ``--allow-changed`` is given while a case's input
-            changed (its finished episodes carry the old input, which grading refuses).
+        UsageError: a changed fingerprint without either flag, or ``--allow-changed`` with a
+            changed case input.
     """
     from ..stale import changed_inputs, fingerprint_changes
     changes = fingerprint_changes(previous, scrub_value(manifest))

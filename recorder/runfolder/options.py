@@ -68,8 +68,7 @@ class RecordOptions:
 
 
 def check_episode_timeout(value: float | None) -> None:
-    """Refuse an episode timeout that is not ``None`` or a number of seconds > 0 and at
-    most 30 days (a timer cannot wait past the platform's ``time_t``).
+    """Refuse an episode timeout that is not ``None`` or seconds in (0, 30 days].
 
     Raises:
         UsageError: names the value.
@@ -104,12 +103,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def in_shard(position: int, trial: int, trials: int, shard: tuple[int, int] | None) -> bool:
-    """Whether episode ``(case at dataset position, trial)`` belongs to ``shard``.
-
-    Episodes are numbered ``position * trials + trial`` (dataset order, then trial) and dealt
-    round-robin: shard ``i`` of ``N`` takes the numbers ``k`` with ``k mod N == i - 1``. So
-    the N shards are disjoint, cover every episode, and differ in size by at most one
-    (the trials of one case spread over the shards).
+    """Whether episode ``(case at dataset position, trial)`` belongs to ``shard``: episode
+    ``k = position * trials + trial`` goes to shard ``k mod N + 1`` (round-robin).
     """
     if shard is None:
         return True
@@ -118,14 +113,10 @@ def in_shard(position: int, trial: int, trials: int, shard: tuple[int, int] | No
 
 
 def load_standin_scripts(path: str, cases: Sequence[Case]) -> dict[str, list[str]]:
-    """Read and check a ``--standin-script`` file: ``{case_id: [turn, ...]}``.
-
-    Every case of the dataset needs a script; a script for an unknown case is an error too
-    (a typo would otherwise go unnoticed).
+    """Read and check a ``--standin-script`` file, ``{case_id: [turn, ...]}``, one per case.
 
     Raises:
-        BadInputError: unreadable file, invalid JSON, wrong shape, or ids that do not match
-            the dataset's (names the file and the key).
+        BadInputError: unreadable, invalid JSON, wrong shape, or ids unlike the dataset's.
     """
     from evaltape.grader.errors import BadInputError
     from evaltape.grader.io.jsonfiles import read_json
@@ -170,8 +161,7 @@ def load_standin_users(path: str) -> dict[str, list[str]]:
 
 def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequence[str]] | None:
     """The scripted turns of an in-process run, ``{case_id: [turn, ...]}``: the
-    ``--standin-script`` file's (:func:`load_standin_scripts`), each case's ``script`` for
-    ``--agent scripted``, else ``None``.
+    ``--standin-script`` file's, each case's ``script`` for ``--agent scripted``, else ``None``.
 
     Raises:
         BadInputError: as :func:`load_standin_scripts`.
@@ -189,11 +179,10 @@ def load_scripts(opts: RecordOptions, cases: Sequence[Case]) -> dict[str, Sequen
 
 
 def refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
-    """A key-shaped string in a case's input would be redacted on disk, so the recorded input
-    would not match the dataset; refuse before spending anything.
+    """Refuse a key-shaped string in a case's input (it would be redacted on disk).
 
     Raises:
-        BadInputError: names the case and the field (the key itself is masked).
+        BadInputError: names the case and the field (the key masked).
     """
     from evaltape.grader.errors import BadInputError
     for c in cases:
@@ -213,11 +202,8 @@ def refuse_secrets_in_inputs(cases: Sequence[Case], dataset: str) -> None:
 
 
 def check_base_url(url: str | None, option: str = "--base-url") -> None:
-    """Refuse a malformed ``--base-url`` before any request (exit 2 instead of a traceback).
-
-    Credentials in the URL (``http://user:token@host``) are registered as live secrets
-    first (:func:`~.wire.live_keys.register_url_credentials`: redacted wherever they would
-    be written or printed), and the messages show the URL without them.
+    """Refuse a malformed ``--base-url`` before any request; URL credentials are registered as
+    live secrets first and not shown.
 
     Raises:
         UsageError: not ``http(s)://host[:port][/path]``.

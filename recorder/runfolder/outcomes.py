@@ -25,17 +25,10 @@ def episode_tokens(trace: dict) -> int:
 
 def episode_finisher(out: Path, traces: Path, counts: dict[str, Any], keep_errors: bool,
                      total: int, progress: Any = None) -> Callable[[dict], None]:
-    """The callback that files each finished episode of a run (``record`` and
-    ``record --command`` alike).
-
-    An episode that ended in an API/transport error is not a finished episode unless
-    ``keep_errors``: its cassette is removed so a rerun retries it, and the error is listed
-    (scrubbed: the server's answer may echo the key). Any other episode's trace is appended.
-    ``counts`` (recorded, errors, infra_kept: kept errors with an ``infra_error``, tokens,
-    failed, live_requests: the requests the episode sent to the model, passed as ``live``)
-    is updated and ``progress("episode", ...)`` told, with the episode's ``outcome``
-    (``recorded``, or ``failed``: not saved, left for a rerun) and ``detail``
-    (:func:`episode_detail`).
+    """The callback that files each finished episode of a run: an API/transport error is dropped
+    (cassette removed, error listed scrubbed) unless ``keep_errors``; any other trace is
+    appended. Updates ``counts`` and tells ``progress("episode", ...)`` with ``outcome`` and
+    ``detail`` (:func:`episode_detail`).
     """
     def finished(trace: dict, live: int = 0) -> None:
         counts["live_requests"] = counts.get("live_requests", 0) + live
@@ -77,22 +70,10 @@ def episode_detail(trace: dict) -> str:
 
 @dataclass(frozen=True)
 class EpisodeOutcome:
-    """What one recording run of one episode gave (picklable: forked workers return it).
-
-    Attributes:
-        case_id, trial: the episode.
-        kind: ``"new"`` (recorded; its cassette is in place), ``"kept"`` (a refresh
-            reproduced it: its files stay as they are) or ``"refreshed"`` (it diverged and
-            was recorded again into ``work``, not yet in place).
-        trace: the trace of this run of the episode.
-        live: requests sent to the model (the SDK's retries included).
-        replayed: requests answered from the episode's previous cassette.
-        request: the 1-based number of the first request that diverged, or of the first
-            recorded request the agent did not send; ``None`` when every request matched
-            (and only the trace differs, or nothing does).
-        difference: the first difference (a request's JSON path, or the trace's), redacted;
-            ``None`` for a kept or new episode.
-        work: the refreshed cassette, beside the old one, for the recorder to put in place.
+    """What one recording run of one episode gave (picklable): ``case_id``, ``trial``, ``kind``
+    (``"new"``, ``"kept"``, ``"refreshed"``), ``trace``, ``live`` and ``replayed`` request
+    counts, ``request`` (1-based first diverging or unsent request, or ``None``),
+    ``difference`` (redacted) and ``work`` (the refreshed cassette, not yet in place).
     """
 
     case_id: str
@@ -110,20 +91,10 @@ def refresh_outcome_handler(out: Path, counts: dict[str, Any], finished: Callabl
                             ledger: "RefreshLedger | None",
                             recorded: dict[tuple[str, int], bytes], keep_errors: bool,
                             total: int, progress: Any = None) -> Callable[[Any], None]:
-    """The callback that files each outcome of a (refreshing) run, in the recorder process,
-    one at a time. ``outcome`` has ``case_id``, ``trial``, ``kind`` (``new``, ``kept``,
-    ``refreshed``), ``trace``, ``live``, ``replayed``, ``request``, ``difference`` and
-    ``work`` (the new cassette of a refreshed episode).
-
-    - ``new``: filed by ``finished`` (:func:`episode_finisher`);
-    - ``kept``: counted; its cassette and trace line stay byte for byte;
-    - ``refreshed``: the previous recording is superseded (:meth:`RefreshLedger.supersede`),
-      the new cassette renamed into place, the new trace put in the old one's line. One
-      whose new run ended in an API error is not saved unless ``keep_errors`` (the old
-      recording stays; listed in ``counts["failed"]``; a rerun retries it).
-
-    ``counts`` gains ``kept``, ``refreshed``, ``new``, ``live_requests`` and
-    ``replayed_requests``; ``progress("episode", ...)`` is told.
+    """The callback that files each outcome of a refreshing run: ``new`` through ``finished``;
+    ``kept`` counted, files untouched; ``refreshed`` superseded (:meth:`RefreshLedger.supersede`)
+    and put in place, unless it ended in an API error without ``keep_errors``. ``counts`` gains
+    ``kept``, ``refreshed``, ``new``, ``live_requests``, ``replayed_requests``.
     """
     for k in ("kept", "refreshed", "new", "replayed_requests"):
         counts.setdefault(k, 0)

@@ -36,17 +36,13 @@ class RecordingPlan:
 def plan_recording(out: Path, opts: "RecordOptions", cases: Sequence[Any], agent_fn: Any,
                    model: str, base_url: str | None, previous: dict[str, Any],
                    progress: Any, sources: str) -> RecordingPlan:
-    """Build the manifest (:func:`build_manifest`), refuse a changed fingerprint
-    (:func:`check_fingerprint`), open the refresh ledger and write the manifest and list
-    the pending episodes (:func:`plan_run`): the start both drivers share.
-
-    Args:
-        sources: what the fingerprint reads, for the error (``"a source file of the
-            agent"``, ``"a file the command names"``).
+    """The start both drivers share: build the manifest, refuse a changed fingerprint, open the
+    refresh ledger, write the manifest and list the pending episodes (:func:`plan_run`).
+    ``sources`` names what the fingerprint reads, for errors.
 
     Raises:
-        UsageError: a file the fingerprint reads cannot be read (named), the fingerprint
-            changed (:func:`check_fingerprint`), or the manifest cannot be written.
+        UsageError: an unreadable fingerprint file, a changed fingerprint, or an unwritable
+            manifest.
     """
     try:
         manifest = build_manifest(opts, cases, agent_fn, model, base_url, previous)
@@ -66,21 +62,15 @@ def plan_recording(out: Path, opts: "RecordOptions", cases: Sequence[Any], agent
 def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
              cases: Sequence[Any], opts: "RecordOptions", progress: Any = None
              ) -> tuple[Path, set[tuple[str, int]], list[tuple[Any, int]], dict[str, Any]]:
-    """Write the run's manifest and list the episodes still to record (a rerun resumes).
-
-    A resumed run keeps the union of recorded case input hashes. The manifest's strings
-    are redacted as a trace's are (:func:`.wire.scrub.scrub_value`). The episodes are
-    this shard's (``--shard i/N``), minus those ``traces.jsonl`` already holds.
+    """Write the run's manifest (redacted, case input hashes merged) and list this shard's
+    episodes not yet in ``traces.jsonl`` (all of them with ``opts.refresh``).
 
     Returns:
-        ``(traces path, finished (case, trial) keys, [(case, trial)] to record, counts)``
-        where counts starts the run's tally and ``progress("start", ...)`` has been told
-        (with ``total`` episodes to record and ``workers``, :func:`worker_count`). With
-        ``opts.refresh`` the episodes listed are all of this shard's, finished or not.
+        ``(traces path, finished keys, [(case, trial)] to record, counts)``, after
+        ``progress("start", ...)``.
 
     Raises:
-        UsageError: the manifest or ``traces.jsonl`` could not be written (names the file
-            and the system's reason: disk full, quota, read-only...).
+        UsageError: the manifest or ``traces.jsonl`` could not be written.
     """
     if previous:
         manifest["dataset"]["cases"] = {**previous.get("dataset", {}).get("cases", {}),
@@ -112,11 +102,10 @@ def plan_run(out: Path, manifest: dict[str, Any], previous: dict[str, Any],
 
 
 def identical_trials_warning(trials: int, manifest: dict[str, Any]) -> str | None:
-    """The warning ``record`` prints when the run's trials are byte-identical by
-    construction (a scripted stand-in model or the scripted agent:
-    :func:`evaltape.grader.stats.trials.identical_by_construction`) and more than one is
-    asked for; ``None`` otherwise. ``evaltape grade`` says the same in the report
-    (``summary.identical_trials``)."""
+    """The warning ``record`` prints when more than one trial is asked for and trials are
+    byte-identical by construction (:func:`evaltape.grader.stats.trials.identical_by_construction`);
+    else ``None``.
+    """
     from evaltape.grader.stats.trials import identical_by_construction
     why = identical_by_construction(manifest)
     if trials < 2 or why is None:

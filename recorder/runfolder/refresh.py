@@ -19,26 +19,12 @@ REWRITE_INTERVAL_S = 2.0
 
 
 class RefreshLedger:
-    """The files ``record --refresh`` writes in a run folder besides new episodes.
-
-    A refresh is numbered (1, 2, ...) and recorded in the manifest's ``refreshes`` list:
-    ``{"number", "folder", "started_at", "finished_at", "changes" (what the fingerprint
-    found changed, :func:`.manifest.check_fingerprint`), "refreshed", "runs":
-    [{"started_at", "finished_at", "kept", "refreshed", "new", "failed", "live_requests",
-    "replayed_requests"}]}`` (one ``runs`` item per ``record --refresh`` run that reached
-    its end; ``refreshed`` counts the episodes refreshed by all of them). A refreshed
-    episode's previous cassette and trace line move to ``superseded/<number>/http/`` and
-    ``superseded/<number>/traces.jsonl`` (never deleted; ``grade`` reads only
-    ``traces.jsonl`` and ``http/``), and ``superseded/<number>/refreshed.jsonl`` gets one
-    line ``{"case_id", "trial", "request", "difference", "live_requests",
-    "replayed_requests"}`` for it; then the new cassette takes the old one's place and the
-    new trace replaces the old line in ``traces.jsonl``, in place (the file is rewritten
-    atomically at most every :data:`REWRITE_INTERVAL_S` seconds, and at the end).
-
-    Interrupted, a refresh resumes: a rerun continues the refresh whose ``finished_at`` is
-    still ``null``, in the same folder. An episode is superseded at most once per refresh
-    (one already in the folder's ``traces.jsonl`` is not copied again), so a rerun after a
-    stop between the new cassette and its trace line keeps the true previous recording.
+    """The files ``record --refresh`` writes besides new episodes. Each refresh is numbered and
+    recorded in the manifest's ``refreshes`` (times, changes, counts per run). A refreshed
+    episode's old cassette and trace line move to ``superseded/<number>/`` (with a line in its
+    ``refreshed.jsonl``), then the new ones take their place; ``traces.jsonl`` is rewritten
+    atomically at most every :data:`REWRITE_INTERVAL_S`. An interrupted refresh resumes;
+    an episode is superseded at most once per refresh.
     """
 
     def __init__(self, out: Path, manifest: dict, traces: Path,
@@ -68,15 +54,11 @@ class RefreshLedger:
         self._last_rewrite = 0.0
 
     def supersede(self, key: tuple[str, int], old_line: bytes, details: dict) -> None:
-        """Move episode ``key``'s previous recording aside, before its new one is put in
-        place: its cassette is copied to ``superseded/<n>/http/``, ``details`` (where it
-        diverged, what it cost) appended to ``refreshed.jsonl`` and its trace line to
-        ``traces.jsonl`` there, each fsynced. An episode this refresh superseded already
-        keeps its first copy (only ``details`` are appended again: the last line of a key
-        is the one that counts).
+        """Move episode ``key``'s previous recording to ``superseded/<n>/`` (cassette, trace
+        line, ``details`` in ``refreshed.jsonl``), each fsynced; later only ``details`` are added.
 
         Raises:
-            OSError: a write failed (disk full...).
+            OSError: a write failed.
         """
         from evaltape.grader.io.jsonfiles import atomic_write
         (self.folder / "http").mkdir(parents=True, exist_ok=True)
@@ -93,9 +75,7 @@ class RefreshLedger:
         self.superseded.add(key)
 
     def replace(self, key: tuple[str, int], trace: dict) -> None:
-        """Put episode ``key``'s refreshed trace in place of its old line (written by the
-        next :meth:`flush`, which runs when :data:`REWRITE_INTERVAL_S` have passed since
-        the last one).
+        """Put episode ``key``'s refreshed trace in place of its old line (by :meth:`flush`).
 
         Raises:
             SecretLeakError: the trace holds a key-shaped string.
@@ -107,8 +87,7 @@ class RefreshLedger:
             self.flush()
 
     def flush(self) -> None:
-        """Rewrite ``traces.jsonl`` atomically with every pending refreshed line in place of
-        its episode's line (order kept; lines appended since are kept).
+        """Rewrite ``traces.jsonl`` atomically with pending refreshed lines in place (order kept).
 
         Raises:
             OSError: the write failed; the file is as it was.
@@ -128,11 +107,8 @@ class RefreshLedger:
         self._pending.clear()
 
     def finish(self, counts: dict[str, Any]) -> None:
-        """Flush, then close the refresh entry: this run's tallies (``counts``: ``kept``,
-        ``refreshed``, ``new``, ``failed``, ``live_requests``, ``replayed_requests``) as one
-        ``runs`` item, ``refreshed`` the episodes of ``refreshed.jsonl``, and
-        ``finished_at`` set unless episodes failed (a rerun then continues the same
-        refresh). The caller writes the manifest.
+        """Flush, then close the refresh entry: ``counts`` as one ``runs`` item, ``refreshed``
+        counted, ``finished_at`` set unless episodes failed. The caller writes the manifest.
 
         Raises:
             OSError: the rewrite of ``traces.jsonl`` failed.

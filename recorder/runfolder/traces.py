@@ -16,17 +16,11 @@ from ..wire.scrub import scrub_value
 
 
 def finished_episodes(traces: Path) -> set[tuple[str, int]]:
-    """(case_id, trial) pairs already in ``traces.jsonl``.
-
-    A last line without its line break is checked: when it parses as a whole valid trace
-    (everything was written but the ``\\n``), the line break is added and its episode
-    counts as finished; otherwise it is torn (the recorder was killed mid-write), it is cut
-    off so the file again ends with a complete line, and stderr says so (file, line, bytes):
-    its episode is recorded again. Every earlier line must be valid JSON.
+    """(case_id, trial) pairs already in ``traces.jsonl``. A last line without its line break gets
+    one when it is a valid trace; else it is cut off as torn (stderr says so) and re-recorded.
 
     Raises:
-        BadInputError: an earlier line is not JSON or not a valid trace (file and line
-            named).
+        BadInputError: an earlier line is not JSON or not a valid trace (file and line named).
         OSError: the file could not be read, repaired or cut.
     """
     if not traces.exists():
@@ -86,12 +80,10 @@ def _finish_last_line(traces: Path) -> None:
 
 
 def trace_line(trace: dict, traces: Path) -> bytes:
-    """One trace as the line ``traces.jsonl`` stores (sorted keys, a line break at the end),
-    redacted as cassettes are: live key values and key-shaped strings, in every string as
-    decoded, so the trace and its replay agree.
+    """One trace as ``traces.jsonl`` stores it (sorted keys, line break), redacted as cassettes are.
 
     Raises:
-        SecretLeakError: a key-shaped string is left after redaction (names ``traces``).
+        SecretLeakError: a key-shaped string is left after redaction.
     """
     line = orjson.dumps(scrub_value(trace),
                         option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
@@ -103,14 +95,11 @@ def trace_line(trace: dict, traces: Path) -> bytes:
 
 
 def append_trace(traces: Path, trace: dict) -> None:
-    """Append one trace as a single line with one write, then fsync.
-
-    Live key values and key-shaped strings are redacted first (as in cassettes).
+    """Append one redacted trace as a single line with one write, then fsync.
 
     Raises:
         SecretLeakError: the trace holds a key-shaped string (nothing is written).
-        OSError: the write failed (disk full...); the file is cut back to its earlier
-            size, so it still ends with a complete line.
+        OSError: the write failed; the file is cut back to its earlier size.
     """
     line = trace_line(trace, traces)
     fd = os.open(traces, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -129,14 +118,12 @@ def append_trace(traces: Path, trace: dict) -> None:
 
 
 def read_trace_lines(traces: Path) -> dict[tuple[str, int], bytes]:
-    """``{(case_id, trial): the line as stored}`` of a JSONL file of traces (each line with
-    its line break; the last line of a key wins); ``{}`` when there is none. For
-    ``traces.jsonl``, call after :func:`finished_episodes` has checked and repaired it.
+    """``{(case_id, trial): the line as stored}`` of a JSONL file of traces (last wins); ``{}``
+    when absent. Call after :func:`finished_episodes` for ``traces.jsonl``.
 
     Raises:
         OSError: the file cannot be read.
-        BadInputError: a line is not a JSON object with ``case_id`` and ``trial`` (file and
-            line named).
+        BadInputError: a line is not a JSON object with ``case_id`` and ``trial``.
     """
     if not traces.exists():
         return {}

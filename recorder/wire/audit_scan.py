@@ -1,23 +1,8 @@
 """The scan behind ``evaltape audit``: a key in a file however the file or a string in it
-encodes it.
-
-:func:`~.scan.find_secret_deep` reads each line as stored, its JSON strings decoded, SSE
-streams assembled and stored bodies decompressed. This module adds what a reader could
-still decode from a file to reach a key, so that a committed run is vouched for whatever
-wrote it (the recorder, an importer, a hand edit, another tool):
-
-- the file's name, as written and percent-decoded;
-- the file's bytes decompressed when they start with gzip, zlib or zstd magic, and read as
-  UTF-16 or UTF-32 when they start with that byte-order mark;
-- in every line and, recursively, in every text decoded from it (at most
-  :data:`MAX_LAYERS` layers): JSON string literals wherever they stand (an indented JSON
-  document, JSON text inside a JSON string), percent-encoding, runs of base64 (standard
-  and URL-safe alphabets; the bytes decompressed when they are gzip, zlib or zstd) and of
-  hexadecimal digits.
-
-Each decoded text is scanned with :func:`~.scan.find_secret`: the live key and its pieces
-when one is in the environment, key-shaped strings (``sk-ant-…``) always, an Anthropic key
-also right after a letter, digit, ``-`` or ``_``.
+encodes it. Beyond :func:`~.scan.find_secret_deep` it decodes the file's name (percent),
+compressed or UTF-16/32 files, and in each line, recursively up to :data:`MAX_LAYERS`: JSON
+string literals, percent-encoding, base64 runs (decompressed when compressed) and hex
+runs. Each decoded text is scanned with :func:`~.scan.find_secret`.
 """
 from __future__ import annotations
 
@@ -62,9 +47,8 @@ _BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
 
 
 def bytes_as_text(data: bytes) -> tuple[str, str]:
-    """``(text, how)``: ``data`` decompressed when it starts with gzip, zlib or zstd magic,
-    then decoded by its byte-order mark (UTF-32, UTF-16, UTF-8) or as UTF-8, undecodable
-    bytes replaced. ``how`` names the layers (``"gzip"``, ``"UTF-16"``, ``""``).
+    """``(text, how)``: ``data`` decompressed by its gzip, zlib or zstd magic, then decoded by its
+    byte-order mark or as UTF-8 (bad bytes replaced); ``how`` names the layers.
 
     Raises:
         UnscannableBody: compressed data that does not decompress.
@@ -171,10 +155,8 @@ def scan_name(path: Path) -> str | None:
 
 
 def scan_file(path: Path) -> list[str]:
-    """Every secret found in file ``path``, one message each: ``PATH: …`` for its name,
-    ``PATH:LINE: …`` for a line (the line of the decoded text when the file is compressed
-    or UTF-16), or an :data:`~.scan.UNSCANNABLE` message for compressed bytes that do not
-    decompress. ``PATH`` is :func:`shown_path`'s.
+    """Every secret found in file ``path``, one message each (``PATH: …`` for its name,
+    ``PATH:LINE: …`` for a line, or an :data:`~.scan.UNSCANNABLE` message).
 
     Raises:
         OSError: the file cannot be read.

@@ -24,11 +24,10 @@ MAX_CODINGS = 8
 
 
 def content_codings(headers: Any) -> list[str]:
-    """The content codings ``headers`` name, in the order they were applied (RFC 9110
-    §8.4): every ``content-encoding`` header whatever its case, comma-separated values
-    split, trimmed and lower-cased, ``x-gzip`` read as ``gzip`` (RFC 9110 §8.4.1.3),
-    ``identity`` and empty values dropped. ``headers`` maps names to a string or a list
-    of strings (vcrpy's shape); anything else names no coding."""
+    """The content codings ``headers`` name, in the order applied (RFC 9110 §8.4): every
+    ``content-encoding`` header, split, trimmed, lower-cased, ``x-gzip`` as ``gzip``,
+    ``identity`` and empty values dropped.
+    """
     out: list[str] = []
     if not isinstance(headers, dict):
         return out
@@ -48,9 +47,8 @@ _GZIP_WBITS = zlib.MAX_WBITS | 16
 
 
 def _inflate(data: bytes, wbits: int) -> bytes:
-    """zlib/gzip/raw-deflate data (``wbits`` as :func:`zlib.decompressobj`) decoded; a
-    gzip body of several members is decoded whole, bytes after the last are dropped (as
-    an HTTP client does). A stream cut short gives what it holds.
+    """zlib/gzip/raw-deflate ``data`` decoded (``wbits`` as :func:`zlib.decompressobj`), all gzip
+    members, trailing bytes dropped; a cut stream gives what it holds.
 
     Raises:
         zlib.error: not data of that format.
@@ -100,14 +98,11 @@ _DECODERS: dict[str, Any] = {"gzip": lambda b: _inflate(b, _GZIP_WBITS),
 
 
 def decode_layers(data: bytes, codings: list[str]) -> bytes:
-    """``data`` with the content ``codings`` (as :func:`content_codings` lists them, in
-    the order applied) undone, last applied first.
+    """``data`` with the content ``codings`` (in the order applied) undone, last first.
 
     Raises:
-        UnscannableBody: a coding evaltape cannot decode here (``br`` without a brotli
-            package, ``compress``, an unknown name), data that does not decode, more than
-            :data:`MAX_CODINGS` codings or :data:`MAX_DECODED` bytes. The message names
-            the coding and why.
+        UnscannableBody: an undecodable coding or data, or more than :data:`MAX_CODINGS`
+            codings or :data:`MAX_DECODED` bytes (coding and reason named).
     """
     if len(codings) > MAX_CODINGS:
         raise UnscannableBody(f"{len(codings)} stacked content codings (at most "
@@ -128,14 +123,11 @@ def decode_layers(data: bytes, codings: list[str]) -> bytes:
 
 
 def decode_response(response: dict) -> dict:
-    """Decode a recorded response's body in place: every content coding its headers name
-    (any case, stacked, ``x-gzip``; :func:`content_codings`) undone, the
-    ``content-encoding`` headers dropped and ``content-length`` set to the decoded size.
-    So the body is scrubbed (and stored) as the client read it.
+    """Decode a recorded response's body in place (:func:`content_codings`), drop its
+    ``content-encoding`` headers and set ``content-length``, so it is scrubbed as read.
 
     Raises:
-        UnscannableBody: the body cannot be decoded (:func:`decode_layers`); the message
-            says so and that the answer is not stored.
+        UnscannableBody: the body cannot be decoded; the answer is not stored.
     """
     headers = response.get("headers")
     if not isinstance(headers, dict):
@@ -166,8 +158,7 @@ _MAX_SNIFFED = 8
 
 
 def unwrap_sniffed(data: bytes) -> bytes:
-    """``data`` with gzip, zlib and (with the package) zstd layers undone, found by their
-    magic bytes (a body stored compressed without its ``content-encoding``).
+    """``data`` with gzip, zlib and (when installed) zstd layers undone, found by magic bytes.
 
     Raises:
         UnscannableBody: gzip or zstd magic on data that does not decode.

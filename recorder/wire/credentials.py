@@ -1,8 +1,5 @@
 """What is a credential: header and query-parameter names, the values a credential header
-holds, and URLs with their credentials taken out.
-
-Pure functions of their arguments; which values are live in this process is
-:mod:`.live_keys`'s.
+holds, and URLs with their credentials taken out. Pure; live values are :mod:`.live_keys`'s.
 """
 from __future__ import annotations
 
@@ -54,11 +51,9 @@ def is_credential_name(name: str) -> bool:
 
 
 def credential_values(name: str, value: str) -> list[str]:
-    """The secret values a credential header ``name: value`` holds, as a server could echo
-    them: the whole value; for ``<scheme> <token>`` (``Bearer``, ``Basic``, ``Token``...)
-    the token; for ``Basic`` also the decoded ``user:password``, the password (the user
-    when there is none); for a cookie header every cookie's value. Values shorter than 8
-    characters are kept out by :func:`.live_keys.register_secret`."""
+    """The secret values a credential header ``name: value`` holds: the value, a scheme's token,
+    ``Basic``'s decoded ``user:password`` and password, each cookie's value.
+    """
     value = value.strip()
     out = [value]
     scheme, _, token = value.partition(" ")
@@ -94,16 +89,11 @@ def strip_userinfo(text: str) -> str:
 
 
 def url_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
-    """Split the credentials off a base URL.
-
-    Returns:
-        ``(url without its userinfo, (user, password) percent-decoded)``, or ``(url,
-        None)`` when it has none. ``http://tok@host`` gives ``("http://host", ("tok",
-        ""))``. The pair is what HTTP basic auth sends (httpx's ``auth=``), as httpx would
-        for the URL itself.
+    """Split the credentials off a base URL: ``(url without userinfo, (user, password)
+    percent-decoded)`` or ``(url, None)``; ``http://tok@host`` → ``("http://host", ("tok", ""))``.
 
     Raises:
-        ValueError: ``url`` cannot be split (:func:`urllib.parse.urlsplit`'s refusals).
+        ValueError: ``url`` cannot be split.
     """
     parts = urlsplit(url)
     if "@" not in parts.netloc:
@@ -143,9 +133,7 @@ def _redact_query(text: str) -> str:
 
 
 def strip_credentials(text: str) -> str:
-    """``text`` with the credentials of every URL in it removed: the ``user:password@``
-    part (``http://bob:tok@host:8080/x`` → ``http://host:8080/x``) and the value of each
-    credential query parameter (``?key=abc&v=1`` → ``?key=[REDACTED]&v=1``); other text
-    is unchanged. For anything that shows or stores a URL (manifests, command lines,
-    messages, the stored request)."""
+    """``text`` with every URL's ``user:password@`` removed and credential query values
+    redacted (``?key=[REDACTED]``); other text unchanged.
+    """
     return _redact_query(strip_userinfo(text))

@@ -1,21 +1,8 @@
-"""A vcrpy cassette that finds a request's recorded answer by a hash lookup, not a scan.
-
-vcrpy's ``Cassette._responses`` compares an incoming request with every recorded one through
-the matcher chain, and does so twice per request (``can_play_response_for``, then
-``play_response``); each comparison of :func:`.matchers.canonical_body` parses both JSON
-bodies. A replay of *n* interactions therefore costs O(n²) body parses. With evaltape's
-matchers (method, path, canonical body; :data:`evaltape.recorder.cassette.MATCH_ON`),
-requests with equal :func:`request_key` values match, so the recorded interactions are
-indexed by that key once and each lookup costs one parse of the incoming body: replay is
-linear in the cassette's size. When the index has no unplayed hit, vcrpy's own scan
-decides, so the answer is always the one vcrpy would give.
-
-The cassette also remembers the requests it could not serve (``misses``), so replay can say
-*why* (no recorded match, or a match that was already played), and the order in which it
-played its interactions (``played_order``). With ``prefix_only`` set, it stops playing at
-the first request it cannot serve: in vcrpy's ``new_episodes`` mode the requests before
-the first divergence are answered from the cassette and every later one goes to the
-server (``evaltape record --refresh``).
+"""A vcrpy cassette that finds a request's recorded answer by a hash lookup, not a scan:
+interactions are indexed by :func:`request_key` (equal keys pass evaltape's matchers), so
+replay is linear instead of O(n²) body parses; without an unplayed hit vcrpy's own scan
+decides, so the answer is always vcrpy's. It keeps ``misses`` and ``played_order``; with
+``prefix_only`` it stops serving at the first miss (``record --refresh``).
 """
 from __future__ import annotations
 
@@ -29,13 +16,9 @@ from .matchers import matcher_normaliser, parse_body
 
 
 def request_key(request: Any, normaliser: Any = None) -> tuple[str, str, bytes]:
-    """``(method, path, body bytes)`` with a JSON body dumped with sorted keys: requests
-    with equal keys pass the method, path and canonical_body matchers. ``normaliser``
-    (:class:`.normalise.Normaliser`): the body is normalised first, as the run's
-    ``canonical_body`` matcher does (:func:`.matchers.make_canonical_body`).
-
-    The converse holds except for numbers JSON does not tell apart (``12`` / ``12.0``),
-    which :class:`IndexedCassette` settles by falling back to vcrpy's exact scan.
+    """``(method, path, body bytes)``, a JSON body dumped with sorted keys (normalised first by
+    ``normaliser``): equal keys pass the method, path and canonical_body matchers. The converse
+    fails only for ``12``/``12.0``, which :class:`IndexedCassette` leaves to vcrpy's scan.
     """
     body = parse_body(request)
     if normaliser:
@@ -50,20 +33,10 @@ def request_key(request: Any, normaliser: Any = None) -> tuple[str, str, bytes]:
 
 
 class IndexedCassette(Cassette):
-    """``vcr.cassette.Cassette`` with an index from :func:`request_key` to the positions of
-    the recorded interactions (built incrementally; rebuilt when ``data`` shrinks, e.g.
-    after :func:`evaltape.recorder.cassette.prune_retried`).
-
-    Used only when ``match_on`` is evaltape's three matchers; any other ``match_on`` falls
-    back to vcrpy's scan, so the result is the same either way.
-
-    Attributes:
-        misses: requests as the client sent them (before the ``before_record_request``
-            hook) that could not be served, in order.
-        played_order: positions of the interactions played, in the order they were first
-            played.
-        prefix_only: once a request could not be served, serve no later one either (set
-            it before the first request; default ``False``).
+    """``vcr.cassette.Cassette`` with an index from :func:`request_key` to interaction positions
+    (rebuilt when ``data`` shrinks); other ``match_on`` fall back to vcrpy's scan. ``misses``:
+    requests not served, as sent; ``played_order``: positions first played; ``prefix_only``:
+    after a miss, serve nothing more.
     """
 
     prefix_only = False

@@ -1,13 +1,7 @@
-"""vcrpy serializer writing JSONL: a header line, then one interaction per line (orjson).
-
-JSON bodies are stored parsed (``"body": {"json": ...}``; as text when nested too deep to be
-written back parsed), other text as text
-(``"body": {"text": ...}``), so cassettes read and diff as data (docs/formats.md). Bytes that
-are not UTF-8 are stored as ``{"base64": ...}`` and replay byte for byte. Compressed bodies
-are decoded before they are scrubbed (:func:`.codings.decode_response`, header dropped); one
-that cannot be decoded is refused there, never stored. A body that still carries a
-``content-encoding`` here would be stored raw, in base64: never a decoded body with the
-header, never garbled bytes.
+"""vcrpy serializer writing JSONL: a header line, then one interaction per line (orjson). JSON
+bodies are stored parsed, text as text, other bytes as base64 (docs/formats.md); compressed
+bodies are decoded before scrubbing (:func:`.codings.decode_response`), and one still
+encoded here is stored raw in base64.
 """
 from __future__ import annotations
 
@@ -22,11 +16,9 @@ _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def _pack_body(body: Any, encoded: bool = False, parse: bool = True) -> dict:
-    """One body as stored: ``{"json": value}`` (a JSON text, parsed), ``{"text": str}``
-    (UTF-8 text), or ``{"base64": str}`` (bytes that are not UTF-8, or a body still
-    compressed: ``encoded``, its ``content-encoding`` header kept), so every body replays
-    byte for byte except JSON, which replays as equal JSON. ``parse=False`` stores a JSON
-    text as text (for a body nested too deep to be written back parsed).
+    """One body as stored: ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}`` (non-UTF-8
+    or ``encoded``), so every body replays byte for byte (JSON as equal JSON); ``parse=False``
+    stores JSON as text.
     """
     if body is None:
         return {"text": None}
@@ -103,11 +95,8 @@ def _is_encoded(headers: Any) -> bool:
 
 
 def serialize(cassette_dict: dict) -> str:
-    """vcrpy's ``{version, interactions}`` dict → JSONL text.
-
-    An interaction whose JSON bodies nest deeper than ``orjson`` writes back (254 levels,
-    the line's own three included) keeps its bodies as text: it still replays byte for
-    byte, and every line stays within the depth the grader reads.
+    """vcrpy's ``{version, interactions}`` dict → JSONL text; an interaction nested deeper than
+    orjson writes keeps its bodies as text.
     """
     out = [orjson.dumps(HEADER, option=_OPTS)]
     for it in cassette_dict.get("interactions", []):
@@ -126,15 +115,11 @@ def serialize(cassette_dict: dict) -> str:
 
 
 def deserialize(text: str) -> dict:
-    """JSONL text → vcrpy's ``{version, interactions}`` dict.
-
-    ``content-length`` is recomputed for re-encoded JSON bodies.
+    """JSONL text → vcrpy's ``{version, interactions}`` dict (``content-length`` recomputed).
 
     Raises:
-        ValueError: a line is not JSON, the header names another format, or an interaction
-            is malformed (a request without method or uri, headers that are not lists of
-            strings, a status without an integer code, a body of another shape, base64 that
-            does not decode): the message names the line and the field.
+        ValueError: a line not JSON, another format, or a malformed interaction (line and field
+            named).
     """
     interactions = []
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -7,14 +7,9 @@ _MISSING = object()
 
 
 def first_difference(a: Any, b: Any, path: str = "$") -> tuple[str, Any, Any] | None:
-    """Depth-first search for the first place two JSON values differ.
-
-    Dict keys are visited in sorted order, lists by index. ``12`` and ``12.0`` are equal
-    (JSON does not tell them apart); ``True`` and ``1`` are not.
-
-    Returns:
-        ``(path, value_in_a, value_in_b)`` or ``None`` when equal; a missing side is the
-        string ``"<missing>"``.
+    """The first place two JSON values differ, depth-first (keys sorted, lists by index; ``12`` ==
+    ``12.0``, ``True`` != ``1``): ``(path, value_in_a, value_in_b)`` with ``"<missing>"`` for an
+    absent side, or ``None`` when equal.
     """
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):

@@ -1,7 +1,5 @@
-"""The live keys of this process: the environment's API keys and the credentials
-registered at run time (the recording proxy registers each key its clients send).
-
-Process-wide and never persisted; read by the scan and the redaction through
+"""The live keys of this process: the environment's API keys and credentials registered at
+run time (by the recording proxy). Process-wide, never persisted; read through
 :func:`live_secrets` and :func:`live_state`.
 """
 from __future__ import annotations

@@ -26,12 +26,8 @@ def parse_body(request: Any) -> Any:
 
 
 def make_canonical_body(normaliser: Any) -> Any:
-    """A ``canonical_body`` matcher that compares bodies after ``normaliser`` (a
-    :class:`.normalise.Normaliser`); it carries it as its ``normaliser`` attribute, so a
-    cassette's index and miss messages use the same rules.
-
-    Raises (from the matcher):
-        AssertionError: naming the JSON path of the first difference after normalisation.
+    """A ``canonical_body`` matcher comparing bodies after ``normaliser``, kept as its
+    ``normaliser`` attribute. It raises ``AssertionError`` naming the first differing path.
     """
     def canonical_body(r1: Any, r2: Any) -> None:
         diff = first_difference(normaliser(parse_body(r1)), normaliser(parse_body(r2)))

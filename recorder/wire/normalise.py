@@ -1,23 +1,9 @@
-"""Normalisation before matching: parts of a request that are meant to vary between a
-recording and its replay (today's date, the working directory, a device id) are replaced
-by a placeholder on both sides before the request is matched.
-
-A rule is a JSON path into the request body, a regular expression and a placeholder::
-
-    {"name": "date", "path": "$.messages[*].content",
-     "pattern": "(?<=Today's date is )[0-9-]+", "placeholder": "<date>"}
-
-Every string at or under the nodes the path selects (object values and array items, not
-object keys) has each match of the pattern replaced by the placeholder, literally. Paths
-are ``$`` followed by steps: ``.name``, ``["name"]``, ``[n]`` (an index, from 0), ``[*]``
-or ``.*`` (every item or value). A path that selects nothing, or a pattern that matches
-nothing, changes nothing.
-
-A run's rules are stored in its ``manifest.json`` under ``normalise`` (a list of rule
-objects); every cassette of the run (``RUN/http/…``) is matched with them
-(:func:`run_normaliser`). Stored requests are never changed: the rules apply when two
-requests are compared, and a miss names the first path that still differs.
-:data:`BUILTIN` holds named sets (``claude-code``).
+"""Normalisation before matching: parts of a request meant to vary between recording and
+replay (a date, a directory) are replaced by a placeholder on both sides. A rule is
+``{"name", "path", "pattern", "placeholder"}``: every string under the nodes the JSON path
+selects (``$`` then ``.name``, ``["name"]``, ``[n]``, ``[*]``/``.*``) has each pattern match
+replaced literally. A run's rules sit in ``manifest.json`` under ``normalise``
+(:func:`run_normaliser`); stored requests never change. :data:`BUILTIN` holds named sets.
 """
 from __future__ import annotations
 
@@ -43,8 +29,7 @@ def parse_path(path: str) -> tuple[Any, ...]:
     """The steps of a JSON path: a ``str`` key, an ``int`` index, or ``None`` for ``*``.
 
     Raises:
-        ValueError: not ``$`` followed by the steps the module docstring lists (names the
-            position).
+        ValueError: not a valid path (position named).
     """
     if not isinstance(path, str) or not path.startswith("$"):
         raise ValueError(f"a JSON path starts with '$', got {path!r}")
@@ -70,13 +55,8 @@ def parse_path(path: str) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class Rule:
-    """One normalisation rule (module docstring).
-
-    Attributes:
-        path: JSON path into the request body.
-        pattern: a Python regular expression.
-        placeholder: what each match becomes (taken literally).
-        name: what the rule is for, shown by ``evaltape replay``.
+    """One normalisation rule: ``path`` (JSON path), ``pattern`` (a Python regex),
+    ``placeholder`` (literal) and ``name`` (shown by ``evaltape replay``).
     """
 
     path: str
@@ -209,13 +189,10 @@ _RULE_KEYS = {"path", "pattern", "placeholder", "name"}
 
 
 def rules_from_json(value: Any, where: str) -> list[Rule]:
-    """Rules from their stored form: a list of ``{"path", "pattern", "placeholder",
-    "name"?}`` objects.
+    """Rules from their stored form, a list of ``{"path", "pattern", "placeholder", "name"?}``.
 
     Raises:
-        ValueError: not a list of such objects, an unknown key, a path that does not parse
-            or a pattern that does not compile; the message starts with ``where`` and the
-            item's index (``manifest.json: normalise[2].pattern: …``).
+        ValueError: bad shape, an unknown key, a bad path or pattern (``where`` and index named).
     """
     if not isinstance(value, list):
         raise ValueError(f"{where}: expected a list of rules, got {type(value).__name__}")
@@ -247,12 +224,10 @@ def rules_from_json(value: Any, where: str) -> list[Rule]:
 
 
 def resolve_rules(specs: Sequence[str]) -> list[Rule]:
-    """The rules named on a command line: each spec is a built-in set's name
-    (:data:`BUILTIN`) or a JSON file holding a list of rule objects.
+    """The rules named on a command line: a :data:`BUILTIN` set's name or a JSON file of rules.
 
     Raises:
-        ValueError: an unknown name that is no file either, a file that does not read or
-            parse, or rules that do not validate (names the file, the rule and its field).
+        ValueError: an unknown name, an unreadable file, or invalid rules (file and rule named).
     """
     out: list[Rule] = []
     for spec in specs:
@@ -305,12 +280,11 @@ def _run_of(cassette: str | os.PathLike) -> Path | None:
 
 
 def run_normaliser(cassette: str | os.PathLike | None) -> Normaliser | None:
-    """The normaliser of the run a cassette belongs to (its ``manifest.json``'s
-    ``normalise`` rules), or ``None`` (no run, no manifest, no rules). Read once per
-    manifest version (its modification time and size).
+    """The normaliser of a cassette's run (its manifest's ``normalise`` rules), or ``None``;
+    cached per manifest mtime and size.
 
     Raises:
-        ValueError: the manifest's rules do not validate (names the manifest and field).
+        ValueError: the manifest's rules do not validate.
     """
     if cassette is None:
         return None

@@ -21,10 +21,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically, refusing content that holds a secret.
 
     Raises:
-        SecretLeakError: ``text`` contains the live API key, a piece of 12 or more
-            characters of it or a key-shaped string, also once JSON strings are decoded,
-            streams assembled and stored compressed bodies decoded, or a compressed body
-            that does not decode; nothing is written.
+        SecretLeakError: the live key, a 12+ character piece of it or a key-shaped string,
+            found deep (decoded strings, streams, bodies), or an undecodable body.
     """
     leak = find_secret_deep(text)
     if leak:

@@ -1,10 +1,7 @@
-"""Pieces of the live secrets in a text: every run of :data:`FRAGMENT_MIN` or more
-consecutive characters of a live key (a key split over two text blocks, a line break or
-two writes), of an encoded form of it (base64, hex, reversed) or of the key written one
-character a word.
-
-:func:`piece_spans` finds them; the redaction (:mod:`.scrub`) and the scan (:mod:`.scan`)
-build on it.
+"""Pieces of the live secrets in a text: every run of :data:`FRAGMENT_MIN` or more consecutive
+characters of a live key, of an encoded form of it (base64, hex, reversed) or of the key
+written one character a word. :func:`piece_spans` finds them for :mod:`.scrub` and
+:mod:`.scan`.
 """
 from __future__ import annotations
 
@@ -33,18 +30,10 @@ _GAP = 8
 
 
 class SecretPieces:
-    """Finds the pieces of one secret (``len(secret) >= minimum``) in texts.
-
-    Any run of ``minimum`` (FRAGMENT_MIN unless given) or more characters of a text that
-    equals characters of the secret holds one of about ``len(secret) / stride`` anchors (5
-    characters of the secret at offsets 0, stride, 2 stride..., ``stride = minimum - 5 +
-    1``). Each anchor is looked for with ``str.find`` (C speed), each hit is extended left
-    and right for as long as text and secret agree, and a run of ``minimum`` or more
-    characters is a piece. Cost: one ``str.find`` pass per anchor (13 for a 103-character
-    key: about 0.11 s on 20 MB of text).
-
-    ``form`` names what the secret is to the user (``""``: a live key as it is;
-    ``"base64"``, ``"hex"``, ``"reversed"``: an encoding of ``origin``, the live key).
+    """Finds the pieces of one secret (``len(secret) >= minimum``) in texts: anchors of 5
+    characters every ``stride = minimum - 4`` are found with ``str.find`` and each hit extended
+    while text and secret agree; a run of ``minimum`` or more is a piece. ``form``: ``""`` for a
+    live key, else ``"base64"``, ``"hex"`` or ``"reversed"`` of ``origin``.
     """
 
     __slots__ = ("secret", "anchors", "minimum", "form", "origin")
@@ -63,17 +52,11 @@ class SecretPieces:
         self.anchors = list(anchors.items())
 
     def spans(self, text: str, first: bool = False) -> list[tuple[int, int]]:
-        """``[(start, end)]`` of the runs of ``text`` that equal ``minimum`` or more
-        consecutive characters of the secret, each extended as far as text and secret
-        agree (spans may overlap; unsorted). With ``first``, stop at the first run.
-
-        Whitespace inside a run (at most :data:`_GAP` characters between two characters
-        of the secret: a line break, spaces, a tab) is stepped over and does not count,
-        so a key printed in pieces shorter than FRAGMENT_MIN, one per line or per text
-        block joined with line breaks, is still one run; such a run must hold one anchor
-        whole (pieces of 5 characters or more; shorter ones, down to one character a
-        word, are found by :func:`piece_spans` in the text with its whitespace taken
-        out)."""
+        """``[(start, end)]`` of the runs of ``text`` equal to ``minimum`` or more consecutive
+        characters of the secret, extended as far as they agree (may overlap; unsorted); ``first``
+        stops at the first. Whitespace of up to :data:`_GAP` characters inside a run is stepped
+        over; such a run must hold one anchor whole.
+        """
         minimum = self.minimum
         s, n, ls = self.secret, len(text), len(self.secret)
         out: list[tuple[int, int]] = []
@@ -126,20 +109,10 @@ SPREAD_MIN = 24
 
 
 def encoded_forms(secret: str) -> list[tuple[str, str]]:
-    """``[(form, text)]``: the forms in which a server may hand back a live secret, each a
-    text whose every run of :data:`ENCODED_MIN` characters is scanned for like a piece.
-
-    - ``base64``: RFC 4648 §4 (standard alphabet) and §5 (URL- and file-safe: ``-_``
-      for ``+/``) of the secret's UTF-8 bytes when they start 0, 1 or 2 bytes into a
-      3-byte group of a longer base64 text (the key inside an encoded sentence). At
-      offset ``o`` the characters that depend on the key's bytes alone are the encoding
-      of the bytes from ``(3 - o) % 3`` on, cut to whole 3-byte groups (the groups shared
-      with the bytes around are left out).
-    - ``hex``: the UTF-8 bytes as hexadecimal digits, lower and upper case.
-    - ``reversed``: the characters in reverse order.
-
-    Line breaks inside a form (base64 wrapped at 76 columns) are stepped over by the scan
-    (:meth:`SecretPieces.spans`)."""
+    """``[(form, text)]``: the forms in which a server may hand back a live secret, scanned for
+    runs of :data:`ENCODED_MIN`: ``base64`` (RFC 4648 §4 and §5 alphabets, at each of the 3
+    byte offsets, whole groups only), ``hex`` (lower and upper case) and ``reversed``.
+    """
     raw = secret.encode("utf-8", "surrogatepass")
     out: list[tuple[str, str]] = []
     for start in (0, 2, 1):
@@ -160,15 +133,9 @@ def encoded_forms(secret: str) -> list[tuple[str, str]]:
 
 
 class _Group:
-    """Finders searched together, with the prefilter of their characters.
-
-    Attributes:
-        finders: the :class:`SecretPieces` of the group.
-        table: ``bytes.translate`` table mapping every Latin-1 character of the finders'
-            secrets, and the whitespace their runs may step over, to ``a``, every other
-            byte to a space (``None`` when a secret has a character beyond Latin-1): a
-            piece lies inside a run of at least ``run`` such characters.
-        run: ``b"a"`` times the shortest piece of the group.
+    """Finders searched together: ``finders``; ``table``, a ``bytes.translate`` table mapping
+    their secrets' Latin-1 characters (and steppable whitespace) to ``a``, others to a space
+    (``None`` beyond Latin-1); ``run``, ``b"a"`` times the shortest piece.
     """
 
     __slots__ = ("finders", "table", "run")
@@ -185,21 +152,10 @@ _LATIN1_SPACES = "".join(chr(i) for i in range(256) if chr(i).isspace())
 
 
 class LiveSecrets:
-    """What the scan needs of one set of live secrets (built once per set).
-
-    Attributes:
-        pieces: a :class:`SecretPieces` per secret of FRAGMENT_MIN characters or more,
-            and one per encoded form of it (:func:`encoded_forms`; pieces of
-            :data:`ENCODED_MIN` characters, or the whole form when it is shorter).
-        groups: the pieces as searched (:class:`_Group`): the secrets and their reversed
-            forms (whitespace stepped over), then the base64 and hex forms (line breaks
-            stepped over: a text of words is cut at every space, so few runs are left).
-        spread: a :class:`_Group` of a :class:`SecretPieces` per secret (and per
-            reversed secret) with pieces of :data:`SPREAD_MIN`, for the text with its
-            whitespace taken out.
-        short: the shorter secrets (matched whole).
-        escaped: whether a secret holds a character JSON must escape (``"``, ``\\``, a
-            control character), so a piece may hide behind such an escape.
+    """What the scan needs of one set of live secrets: ``pieces`` (a :class:`SecretPieces` per
+    long secret and per encoded form), ``groups`` (:class:`_Group` as searched), ``spread``
+    (pieces of :data:`SPREAD_MIN` for whitespace-free text), ``short`` (secrets matched whole)
+    and ``escaped`` (a secret holds a character JSON escapes).
     """
 
     __slots__ = ("pieces", "groups", "spread", "short", "escaped")
@@ -249,13 +205,9 @@ def current_live() -> LiveSecrets:
 
 def _plain_spans(text: str, groups: list[_Group], first: bool = False
                  ) -> list[tuple[int, int]]:
-    """The pieces of the groups' secrets in ``text`` as it stands
-    (:meth:`SecretPieces.spans`, unsorted).
-
-    A long text is first cut, per group, into runs of the group's characters at C speed
-    (Latin-1 bytes translated to ``a`` / space, then ``bytes.find``): a text without a run
-    of the group's shortest piece holds none of its pieces, and a few runs are searched
-    alone.
+    """The pieces of the groups' secrets in ``text`` as it stands, unsorted; a long text is first
+    cut per group into runs of its characters (translate and ``bytes.find``) and only those
+    are searched.
     """
     out: list[tuple[int, int]] = []
     latin = None
@@ -284,12 +236,10 @@ def _plain_spans(text: str, groups: list[_Group], first: bool = False
 
 
 def piece_spans(text: str, live: LiveSecrets, first: bool = False) -> list[tuple[int, int]]:
-    """The pieces of the live secrets (and of their encoded forms) in ``text``, unsorted:
-    those in the text as it stands (:func:`_plain_spans`), and runs of
-    :data:`SPREAD_MIN` characters of a secret (or of it reversed) in the text with every
-    whitespace character taken out (a key written one character a word, or in pieces of
-    fewer than 5 characters), mapped back to the text (a span from the first character of
-    the run to its last)."""
+    """The pieces of the live secrets and their encoded forms in ``text``, unsorted: as it stands
+    (:func:`_plain_spans`), and :data:`SPREAD_MIN` runs in the text with whitespace removed,
+    mapped back to it.
+    """
     if not live.pieces or len(text) < FRAGMENT_MIN:
         return []
     out = _plain_spans(text, live.groups, first)
@@ -317,11 +267,9 @@ def piece_spans(text: str, live: LiveSecrets, first: bool = False) -> list[tuple
 
 
 def escapes_may_hide(raw: str) -> bool:
-    """Whether a piece of a live secret could be in a string decoded from the JSON text
-    ``raw`` but not in ``raw`` as it stands: only an escape of one of the secret's own
-    characters can break its run (keys hold none that JSON escapes unless written as
-    ``\\uXXXX`` or ``\\/``), or an escaped line break or tab, which a run steps over
-    once decoded (:meth:`SecretPieces.spans`)."""
+    """Whether a piece of a live secret could hide behind an escape of the JSON text ``raw``
+    (an escaped character of a secret, or an escaped line break or tab).
+    """
     return current_live().escaped or _ESCAPE.search(raw) is not None
 
 

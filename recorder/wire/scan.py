@@ -1,6 +1,5 @@
 """Finding a secret left in a text: :func:`find_secret` in the text as it stands,
-:func:`find_secret_deep` also in what a reader decodes from it (JSON strings, assembled
-SSE streams, stored base64 bodies decoded and decompressed). The final scan of every
+:func:`find_secret_deep` also in what a reader decodes from it. The final scan of every
 file the recorder writes, and ``evaltape audit``.
 """
 from __future__ import annotations
@@ -71,13 +70,8 @@ def describe_hit(hit: str) -> str:
 
 
 def _scan_base64_bodies(obj: Any) -> str | None:
-    """:func:`find_secret_deep` inside the ``{"base64": ...}`` bodies of one cassette
-    line: decoded from base64, their content codings (the stored headers') and any
-    compression found by magic bytes undone.
-
-    Returns:
-        The first hit, an :data:`UNSCANNABLE` hit for a compressed body that does not
-        decode, or ``None``.
+    """:func:`find_secret_deep` inside one cassette line's ``{"base64": ...}`` bodies, decoded and
+    decompressed: the first hit, an :data:`UNSCANNABLE` hit for an undecodable body, or ``None``.
     """
     if not isinstance(obj, dict):
         return None
@@ -102,17 +96,10 @@ def _scan_base64_bodies(obj: Any) -> str | None:
 
 
 def find_secret_deep(text: str) -> str | None:
-    """:func:`find_secret` on ``text`` and on what a reader decodes from it: the strings of
-    each JSON line (escapes undone; a line holding one JSON object or array, indented or
-    followed by a comma, as the episodes of a ``report.json`` are) and, in those, SSE
-    streams as the client assembles them (:func:`.sse.stream_deltas`); a cassette line's
-    ``{"base64": ...}`` bodies decoded and decompressed (their ``content-encoding``, or
-    gzip/zlib/zstd magic bytes). The final scan of every file the recorder writes, and
-    ``evaltape audit``.
-
-    Returns:
-        The first hit, masked for display (:func:`describe_hit` words it), or ``None``.
-        A compressed stored body that does not decode is a hit (:data:`UNSCANNABLE`).
+    """:func:`find_secret` on ``text`` and on what a reader decodes from it: each JSON line's
+    strings, SSE streams assembled (:func:`.sse.stream_deltas`), and a cassette line's base64
+    bodies decoded and decompressed. Returns the first hit, masked (:func:`describe_hit`), an
+    :data:`UNSCANNABLE` hit for an undecodable body, or ``None``.
     """
     hit = find_secret(text)
     if hit:

@@ -1,15 +1,8 @@
-"""Scrubbing of secrets from cassettes, run by vcrpy's ``before_record_*`` hooks.
-
-Removes ``x-api-key``, ``authorization``, cookies and organisation ids from requests and
-responses, and replaces key-shaped strings (and the live key's value) in header values,
-query strings and bodies: in the text as stored, in JSON strings as decoded, and in SSE
-streams as the client assembles them (a key echoed over several deltas).
-
-A live key is also redacted in pieces (:mod:`.pieces`): every run of
-:data:`~.pieces.FRAGMENT_MIN` or more consecutive characters of it becomes
-``[REDACTED]``. A compressed response is decoded before it is scrubbed
-(:func:`~.codings.decode_response`); one that cannot be decoded is refused
-(:class:`~.codings.UnscannableBody`), never stored with a key possibly inside.
+"""Scrubbing of secrets from cassettes, run by vcrpy's ``before_record_*`` hooks: credential
+headers, cookies and organisation ids removed; key-shaped strings, live keys and their
+pieces (:mod:`.pieces`) replaced by ``[REDACTED]`` in headers, query strings and bodies
+(as stored, as JSON-decoded and as assembled SSE). Compressed responses are decoded first;
+an undecodable one is refused (:class:`~.codings.UnscannableBody`).
 """
 from __future__ import annotations
 
@@ -49,17 +42,10 @@ def _redact_pieces(text: str, live: LiveSecrets) -> str:
 
 
 def scrub_text(text: str, *, pieces: bool = True) -> str:
-    """Replace the live key values, every piece of FRAGMENT_MIN or more consecutive
-    characters of one (:class:`~.pieces.SecretPieces`: the longest run that matches) and
-    key-shaped strings in ``text`` with ``[REDACTED]``.
-
-    Key-shaped strings go before pieces: one that shares a piece with a live key (the 13
-    characters ``sk-ant-api03-`` of another key) is redacted whole, not cut into a piece
-    and a rest that does not look like a key.
-
-    ``pieces=False`` skips the pieces search (whole live keys and key-shaped strings are
-    still redacted): for strings decoded from a JSON text already scanned for pieces,
-    when no escape could have hidden one (:func:`~.pieces.escapes_may_hide`)."""
+    """Replace live key values, their pieces (:class:`~.pieces.SecretPieces`) and key-shaped
+    strings in ``text`` with ``[REDACTED]``; key-shaped strings go first so they are redacted
+    whole. ``pieces=False`` skips the pieces search (for text already scanned for pieces).
+    """
     live = current_live()
     for secret in live.short:
         text = text.replace(secret, REDACTED)
@@ -75,11 +61,9 @@ def scrub_text(text: str, *, pieces: bool = True) -> str:
 
 
 def scrub_value(value: Any, *, pieces: bool = True, _seen: dict | None = None) -> Any:
-    """A JSON value with :func:`scrub_text` applied to every string in it (keys too), so a
-    key is found in the text a reader decodes, whatever escapes the JSON used (``\\n``
-    before the key, ``\\u002d`` inside it). ``pieces`` as for :func:`scrub_text`. A long
-    string held twice (a trace's answer is also its last message's text) is scanned
-    once."""
+    """A JSON value with :func:`scrub_text` applied to every string (keys too); a long string
+    held twice is scanned once.
+    """
     if isinstance(value, str):
         if len(value) < LONG_TEXT:
             return scrub_text(value, pieces=pieces)
@@ -99,14 +83,9 @@ def scrub_value(value: Any, *, pieces: bool = True, _seen: dict | None = None) -
 
 
 def scrub_stream(text: str) -> str:
-    """Redact keys an SSE stream spreads over several deltas, in the text the client
-    assembles (each block's ``text`` / ``partial_json`` / ``thinking`` joined).
-
-    The assembled text ``A`` becomes ``scrub_text(A)``: deltas before the first changed
-    character and after the last keep their text, the changed middle goes to the delta
-    where it starts, and deltas wholly inside it become empty. So the stream still
-    assembles to exactly the redacted text the trace stores, and no delta keeps a piece
-    of the key.
+    """Redact keys an SSE stream spreads over deltas: the assembled text becomes
+    ``scrub_text(A)``, the changed middle moved to the delta where it starts, deltas wholly
+    inside it emptied, so the stream assembles to the redacted text.
     """
     if "content_block_delta" not in text:
         return text
@@ -193,11 +172,10 @@ def _scrub_headers(headers: Any) -> Any:
 
 
 def scrub_request(request: Any) -> Any:
-    """vcrpy ``before_record_request``: drop credential headers and register their values
-    as live secrets (an upstream that echoes one has it redacted), do the same for the
-    URL's userinfo (``user:password@``) and credential query parameters (``?key=…``),
-    redact keys in the rest of the URL and in the body. At replay the same hook runs on
-    the live request before it is matched, so both sides compare the redacted URL."""
+    """vcrpy ``before_record_request``: drop credential headers, URL userinfo and credential query
+    values, registering them as live secrets, and redact keys in the URL and body (at replay
+    too, before matching).
+    """
     register_url_credentials(request.uri)
     _scrub_headers(request.headers)
     if "@" in request.uri or "=" in request.uri:  # credentials in the URL
@@ -221,12 +199,11 @@ def scrub_request(request: Any) -> Any:
 
 
 def scrub_response(response: dict) -> dict:
-    """vcrpy ``before_record_response``: decode a compressed body (:func:`decode_response`),
-    drop secret headers, redact keys in the body (streams as the client assembles them;
-    bytes that are not UTF-8 keep every other byte).
+    """vcrpy ``before_record_response``: decode a compressed body, drop secret headers, redact
+    keys in the body.
 
     Raises:
-        ~.codings.UnscannableBody: the body cannot be decoded, so cannot be scanned (not stored).
+        ~.codings.UnscannableBody: the body cannot be decoded (not stored).
     """
     decode_response(response)
     _scrub_headers(response.get("headers", {}))

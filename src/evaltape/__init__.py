@@ -1,26 +1,16 @@
 """evaltape: record an agent once against the live model; grade it forever, offline.
 
-The Python API (imported on first use, so ``import evaltape`` stays light and the pytest
-plugin costs nothing until a run is configured)::
+The Python API, imported on first use::
 
     import evaltape
     report = evaltape.grade("cassettes/helpdesk-qwen1.5b")       # -> evaltape.Report
-    report.summary.pass_rate, report.summary.metrics["grounding"]
-    evaltape.report_bytes(report)          # the bytes `evaltape grade` writes to report.json
-    evaltape.write_report(report, fh)      # the same bytes, streamed (flat memory)
+    evaltape.write_report(report, fh)      # the bytes `evaltape grade` writes
+    for trace, case in evaltape.open_run("cassettes/helpdesk-qwen1.5b").episodes(): ...
 
-    run = evaltape.open_run("cassettes/helpdesk-qwen1.5b")       # checked (trace, case) pairs
-    for trace, case in run.episodes(): ...
-
-Write a metric by subclassing :class:`evaltape.Metric` (see the README, "Write your own
-metric"). Names exported here: :func:`grade`, :func:`open_run`, :class:`Run`,
-:class:`Report`, :func:`report_bytes`, :func:`write_report`, :func:`read_report`, :class:`Metric`,
-:class:`Score`, :class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`,
-and for recording :func:`tape_tool` (a tool's calls taped into the episode's cassette, so
-replay needs neither its files nor its services; docs/recording.md), :class:`ToolTapeMiss`,
-:class:`TapedToolError`, and for agents on a framework that builds its own Anthropic client
-(docs/framework-agents.md) :func:`client_options`, :func:`async_client`,
-:func:`episode_trace` and :func:`converse`.
+Also exported: :class:`Metric` (write your own, README), :class:`Score`,
+:class:`EpisodeContext`, :class:`Trace`, :class:`ToolCall`, :class:`Case`,
+:func:`report_bytes`, :func:`read_report`, :func:`tape_tool` and its errors
+(docs/recording.md), and framework helpers (docs/framework-agents.md).
 """
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
-"""pytest plugin: write rule tests over a recorded run as plain pytest functions.
-
-Registered through the ``pytest11`` entry point ``evaltape``, so installing evaltape is
-enough::
-
-    # test_rules.py
-    def test_expected_tools_called(episode):
-        for tool in episode.expected_tools:
-            assert tool in episode.tools_called
-
-    $ pytest test_rules.py --evaltape-run cassettes/helpdesk-scripted-standin
-
-Every test that requests the ``episode`` fixture runs once per recorded episode, with ids
-``<case_id>#t<trial>`` (``test_expected_tools_called[tc_006#t0]``), in dataset order then
-trial. The run comes from ``--evaltape-run DIR`` (or the ini option ``evaltape_run``,
-relative to the ini file); the dataset from ``--evaltape-dataset``/``evaltape_dataset``,
-else the one the run's manifest names, as ``evaltape grade`` does. Without a run, a test
-that requests ``episode`` errors (it is never silently skipped).
-
-The plugin imports nothing of the grader unless a run is configured, so it costs nothing in
-pytest sessions that do not use it. It never talks to a model.
+"""pytest plugin (entry point ``pytest11`` ``evaltape``): rule tests over a recorded run as
+plain pytest functions. A test requesting the ``episode`` fixture runs once per episode
+(ids ``<case_id>#t<trial>``, dataset order then trial) of ``--evaltape-run DIR`` (ini
+``evaltape_run``), with ``--evaltape-dataset`` or the manifest's dataset; without a run it
+errors. Nothing of the grader is imported unless a run is configured; no model is called.
 """
 from __future__ import annotations
 
@@ -36,15 +20,8 @@ _NO_RUN = ("no evaltape run configured: pass --evaltape-run DIR (a recorded run 
 
 
 class Episode:
-    """One recorded episode as a test sees it: the trace, its case and small helpers.
-
-    Attributes:
-        trace: the recorded episode (:class:`evaltape.grader.model.Trace`).
-        case: its dataset case (:class:`evaltape.grader.model.Case`).
-        judge: the run's recorded judge answers (used by judged metrics), or ``None``.
-        run_context: the system prompt and tool schemas of the run's recorded requests
-            (:class:`evaltape.grader.model.RunContext`, as ``grade`` passes them to
-            metrics), or ``None``.
+    """One recorded episode as a test sees it: ``trace``, ``case``, ``judge`` (recorded judge
+    answers or ``None``) and ``run_context`` (recorded system prompt and tools, or ``None``).
     """
 
     def __init__(self, trace: Any, case: Any, judge: Any = None,
@@ -82,35 +59,22 @@ class Episode:
 
     @property
     def final_response(self) -> str:
-        """The final answer text; ``""`` when the agent gave none (see ``trace.stop_reason``).
-
-        ``trace.final_response`` keeps the recorded ``None``; this helper returns a string
-        so that rule assertions such as ``episode.final_response.strip()`` fail as
-        assertions instead of raising ``AttributeError``.
-        """
+        """The final answer text; ``""`` when the agent gave none, so string assertions fail
+        cleanly."""
         return self.trace.final_response or ""
 
     @property
     def expected_tools(self) -> list[str] | None:
-        """Expected tool names: the task-manager example suite ``expected_tool_calls``, else
-        ``expected_tools``.
-
-        ``None`` when the case states no tool expectation (not the same as ``[]``: "call
-        no tool").
+        """Expected tool names (from ``expected_tool_calls`` or ``expected_tools``); ``None`` when
+        the case states no tool expectation.
         """
         calls = self.case.expected_calls
         return None if calls is None else [c.name for c in calls]
 
     def score(self, metric_name: str, **params: Any) -> Any:
-        """Score this episode with one metric, by built-in name or ``module:Class``.
-
-        ``params`` override the metric's fields, e.g.
-        ``episode.score("response_min_length", min_chars=40)``. A metric that raises
-        makes the test error (unlike ``evaltape grade``, which records a null score).
-
-        Returns:
-            a :class:`evaltape.grader.model.Score`: ``.value`` in [0, 1] or ``None`` with
-            ``.code``, and ``.details``.
+        """Score this episode with one metric (built-in name or ``module:Class``), ``params``
+        overriding its fields; a raising metric errors the test. Returns a
+        :class:`evaltape.grader.model.Score`.
         """
         from evaltape.grader.metrics import resolve
         from evaltape.grader.model import EpisodeContext
@@ -148,14 +112,12 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 
 
 def load_episodes(run: str, dataset: str | None = None) -> list[Episode]:
-    """Load a recorded run as episodes, in dataset order then trial.
-
-    Opens the run with :func:`evaltape.open_run`, so the rules are those of
-    ``evaltape grade``: unknown case, duplicate episode and changed input are refused.
+    """Load a recorded run as episodes, in dataset order then trial, checked as ``evaltape
+    grade`` checks them (:func:`evaltape.open_run`).
 
     Raises:
-        evaltape.grader.errors.EvaltapeError: the run or dataset cannot be read, a trace
-            names a case the dataset lacks, repeats an episode, or the run has no episode.
+        evaltape.grader.errors.EvaltapeError: an unreadable run or dataset, an unknown case, a
+            repeated episode, or no episode.
     """
     from evaltape.grader.errors import UsageError
     from evaltape.grader.io.run import open_run

@@ -77,13 +77,10 @@ class ActionRules(AnswerSources):
     the episode's indexed sources (:class:`AnswerSources`)."""
 
     def _history(self, claim: Claim) -> bool:
-        """Whether an action is told as the history of a record, not as a deed of this
-        conversation: a past passive ("it was booked on 2024-05-11", "the insurance was
-        purchased") whose clause names a date before the current time the system prompt
-        states, or whose subject (one of the two words before ``was``/``were``) a tool
-        result holds as a key set to ``"yes"`` or ``true`` (``"travel_insurance": "yes"``)
-        while no tool of the episode performs that action (a verb the agent could have
-        done itself needs its call)."""
+        """Whether an action is told as a record's history, not a deed of this conversation: a past
+        passive whose clause names a date before the system prompt's current time, or whose
+        subject a tool result sets to ``"yes"``/``true`` while no tool of the episode performs it.
+        """
         lead = self.text[claim.clause[0]:claim.start]
         m = PAST_PASSIVE.search(lead)
         if not m:
@@ -142,13 +139,11 @@ class ActionRules(AnswerSources):
 
     def _done_by(self, key: str, group: frozenset[str], claim: Claim,
                  good: list[ToolCall]) -> bool | str:
-        """Whether a successful changing call (``good``) did an action that no tool is named
-        for: a generic one (:data:`GENERIC_ACTIONS`), a payment by a call that names one
-        (:data:`MONEY_ACTIONS`), or an action whose object the claim's clause names and the
-        call's arguments hold (:data:`ANCHORED_ACTIONS`; a word or code of the claim's
-        sentence: "booked on HAT266", "upgraded to business class"). A charge of an amount
-        that the paying call's result records only as money back (``"amount": -114``) is
-        contradicted: the reason is returned instead."""
+        """Whether a successful changing call (``good``) did an action no tool is named for: a
+        generic one (:data:`GENERIC_ACTIONS`), a payment (:data:`MONEY_ACTIONS`), or one whose
+        object the claim's clause names and the call's arguments hold (:data:`ANCHORED_ACTIONS`).
+        A charge its result records only as money back returns the contradiction reason.
+        """
         if key in GENERIC_ACTIONS:
             return True
         if key in MONEY_ACTIONS or group & MONEY_ACTIONS:

@@ -25,16 +25,11 @@ from evaltape.grader.metrics.grounding.words import (BOTH, CALC_OPS, CALC_SPAN, 
 
 
 def spelled_out(text: str, at: int, value: Decimal) -> str | None:
-    """The calculation the answer writes out just before the number at ``text[at:]``
-    (``2 passengers × $174 = $348``, ``(2 × $150) + $48 = $348``), as ``2 × 174 + … =
-    348``, when evaluating it gives ``value`` (to the cent); else ``None``.
-
-    The calculation is the line (at most :data:`CALC_SPAN` characters, after a colon
-    that leads it) before an ``=``, ``equals``, ``comes to`` or ``→`` that ends right
-    before the number; its numbers and ``+ - − × x * ÷ /`` and parentheses are read,
-    other words ignored (labels: "passengers"), with the usual precedence. A line with
-    fewer than two numbers, an operator missing between two numbers, or a division by
-    zero is no calculation."""
+    """The calculation the answer writes out just before the number at ``text[at:]`` (``2 × $174
+    = $348``), as ``2 × 174 = 348``, when it evaluates to ``value`` (to the cent); else
+    ``None``. Read from the line before ``=``, ``equals``, ``comes to`` or ``→`` (at most
+    :data:`CALC_SPAN` characters): numbers, ``+ - − × x * ÷ /``, parentheses, usual precedence.
+    """
     line = text[max(text.rfind("\n", 0, at) + 1, at - CALC_SPAN):at]
     m = EQUALS.search(line)
     if not m:
@@ -147,13 +142,10 @@ class ArithmeticRules(AnswerSources):
         return None
 
     def _rule_rate(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
-        """A total the agent's rules give per thing, times how many there are: the claim's
-        sentence says "total", the system prompt states a number per thing ("$50 times
-        the number of passengers", "3 free checked bags for each economy passenger") and
-        the count is one the claim's sentence states or a count of a tool result in
-        scope (its list of passengers); a number that is no sum of money needs the word
-        after it in the rule ("6 free checked bags" of "3 free checked bags for each");
-        ``None`` otherwise."""
+        """A total the agent's rules give per thing times a count: the sentence says "total", the
+        system prompt states a number per thing, and the count is stated in the sentence or is a
+        tool result's list length; a non-money number needs the rule's word after it. Else ``None``.
+        """
         n = claim.num
         if n is None or not self.system_text or not TOTAL.search(claim.sentence):
             return None
@@ -185,12 +177,9 @@ class ArithmeticRules(AnswerSources):
         return None
 
     def _split_of_total(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
-        """How a sum of money is one part of a stated total split in parts: the sums of
-        money in the claim's list (its line and the list items around it, or the parts
-        joined by ``+`` on one line: "gift card $128 + credit card $171") add up to a
-        total the answer states before the list or a source states ("Total: $299" or
-        "total price is 299" → $171 is the rest after $128); else ``None``. Each part is
-        a claim of its own."""
+        """How a sum of money is one part of a stated total split in parts (the sums in the claim's
+        list, or joined by ``+``, add up to a total the answer or a source states); else ``None``.
+        """
         n = claim.num
         if n is None or n.unit not in MONEY_UNITS:
             return None
@@ -244,19 +233,13 @@ class ArithmeticRules(AnswerSources):
 
     def _derived(self, n: Num, at: int, scope: list[SourceFacts],
                  sentence: str = "") -> str | None:
-        """How a number is derived, as a reader of the answer would derive it, or
-        ``None``: a total the answer adds up, a count of a listed result (an object's sum
-        only as a total), a span of time, a price times a quantity of one tool result, a
-        rate the answer states times a count of the total's paragraph, and sums,
-        differences, products and ratios over values the answer itself relates. A sum or
-        difference needs its operands in the claim's own sentence, or a sentence that
-        names the relation (:data:`RELATION`: "difference", "total", "remaining",
-        "refund", "more", ...); for sums of money in such a sentence, two the answer
-        states before the claim, one it states in the paragraph and one of a source, two
-        of one record that lists no items, or two of the listed items the paragraph
-        names; an arbitrary pair of the sources' numbers is none. The text names each
-        operand and where it came from (``155 [the answer] − 50
-        [get_reservation_details#call_1]``)."""
+        """How a number is derived as a reader would derive it, or ``None``: a written total, a
+        count of a listed result, a span of time, a price times a quantity, a stated rate times a
+        count, or a sum, difference, product or ratio of values the answer relates (operands in
+        the claim's sentence or one naming the relation, :data:`RELATION`). The text names each
+        operand's source (``155 [the answer] − 50 [get_reservation_details#call_1]``).
+        Rules: docs/metrics.md, "grounding".
+        """
         related = RELATION.search(sentence) is not None
         shown = self._shown_total(n, at) if TOTAL.search(sentence) else None
         if shown:

@@ -68,15 +68,11 @@ class DateRules(AnswerSources):
         return None
 
     def _date_after(self, claim: Claim, scope: list[SourceFacts]) -> str | None:
-        """A date some days after or before a stated date ("30 days from February 20":
-        March 22), as a reader would count it: the days are written in days or weeks, in
-        the claim's own sentence of the answer ("you have 30 days to return it") with the
-        base date from any source in scope, or by one tool result together with its base
-        date (``"delivered_on": "2026-02-20", "return_window_days": 30``). A bare number,
-        or a span of the agent's policy with a date of a result ("5 to 7 business days"
-        and a flight's date), relates no dates. Returns the arithmetic and where each
-        operand came from, or ``None``; at most POOL_LIMIT numbers and POOL_LIMIT // 2
-        dates are tried."""
+        """A date some days or weeks after or before a stated date ("30 days from February 20"), the
+        span in the claim's sentence with a base date in scope, or both from one tool result; a
+        bare number or a policy span relates no dates. Returns the arithmetic with its sources,
+        or ``None``; at most POOL_LIMIT numbers and POOL_LIMIT // 2 dates are tried.
+        """
         key = claim.key
 
         def spans(nums: list[Num]) -> set[int]:

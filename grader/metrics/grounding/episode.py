@@ -21,11 +21,8 @@ from evaltape.grader.metrics.grounding.words import READ_ONLY, TOKEN
 
 
 def results_by_id(trace: Trace) -> dict[str, str]:
-    """Tool results keyed by tool-use id.
-
-    Uses each call's paired ``result``; a call without one takes the ``tool_result`` block
-    whose ``tool_use_id`` equals the call's id in ``trace.messages``. Never pairs by
-    position, so parallel calls whose results arrive in another order are not mixed up.
+    """Tool results keyed by tool-use id: each call's ``result``, else the ``tool_result`` block
+    with its id in ``trace.messages``; never paired by position.
     """
     out: dict[str, str] = {}
     for block in _result_blocks(trace):
@@ -79,10 +76,9 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
 
 
 def read_reply(text: str) -> tuple[str, list[int] | None]:
-    """``(what grounding reads, where each of its characters is in text)``: a reply
-    written as one JSON object is read as its prose
-    (:func:`~evaltape.grader.matching.json_prose.json_reply_prose`); any other reply as it
-    is, with ``None``."""
+    """``(what grounding reads, each character's position in text)``: a one-JSON-object reply
+    read as its prose, any other reply as is with ``None``.
+    """
     got = json_reply_prose(text) if text.lstrip()[:1] == "{" else None
     return (text, None) if got is None else got
 
@@ -118,23 +114,11 @@ def known_at(trace: Trace, index: int, text: str) -> Trace:
 
 
 class ClaimVerdict(NamedTuple):
-    """One claim of an answer and what grounding found.
-
-    Attributes:
-        claim: the :class:`~evaltape.grader.matching.claims.Claim` (kind, text, offset
-            ``start`` in the NFC-cleaned answer, or in the reply as written when it is one
-            JSON object read as its prose, :func:`read_reply`; sentence).
-        reason: why no source supports it, or ``None`` when one does.
-        support: for a supported claim, a support other than a tool call or the input
-            (``"user-stated"``, ``"from the system prompt"``, ``"derived (174 − 136)"``), or
-            ``None``.
-        searched: for an unsupported claim, the sources it was looked up in.
-        turn: in a conversation, the 0-based index of the agent reply the claim is in
-            (:func:`agent_replies`; the final answer is the last); ``None`` for one answer.
-        review: for a claim no source supports that is listed to review rather than
-            counted
-            (:meth:`~evaltape.grader.metrics.grounding.checker.Checker.to_review`), why;
-            ``reason`` is then ``None``.
+    """One claim and what grounding found: ``claim`` (its ``start`` in the cleaned answer or
+    reply), ``reason`` (why unsupported, or ``None``), ``support`` (a support other than a tool
+    or the input: ``"user-stated"``, ``"derived (174 − 136)"``...), ``searched`` (sources looked
+    in), ``turn`` (0-based agent reply, ``None`` for one answer) and ``review`` (why listed to
+    review instead of counted; ``reason`` then ``None``).
     """
 
     claim: Claim
@@ -216,10 +200,7 @@ def instruction_facts(label: str, text: str) -> SourceFacts:
 
 @functools.lru_cache(maxsize=1024)
 def input_facts(text: str, needs: frozenset[str]) -> SourceFacts:
-    """The input indexed for ``needs``: the trials of one case share their input, so it is
-    indexed once per process and kind set (the result is never changed by its users; the
-    1,024 last ones are kept, a few MB: the inputs of a run's cases when its traces come
-    trial by trial)."""
+    """The input indexed for ``needs``, cached per process (inputs are shared by trials)."""
     return SourceFacts.of("input", text, needs=needs)
 
 

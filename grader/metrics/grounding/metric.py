@@ -23,18 +23,10 @@ from evaltape.grader.metrics.grounding.words import MONEY_UNITS, SOURCES, writte
 @dataclass(frozen=True)
 class Grounding(Metric):
     """Unsupported share of the checkable claims of the final answer (in a conversation, of
-    every agent reply, each against what was known when it was written); lower is better.
-
-    Claims: :mod:`evaltape.grader.matching.claims` (numbers, ranges, identifiers, e-mails,
-    names, dates, times, weekdays, statuses, actions). Sources:
-    :mod:`evaltape.grader.matching.sources`: every executed tool call with its result, and
-    unless ``sources`` / ``grounding_sources`` leave them out, the input, the user's words,
-    the system prompt and the tool schemas. Support rules: docs/metrics.md, "grounding".
-
-    Score = unsupported / checked. Null ``no_answer`` (no final answer), ``not_applicable``
-    (no tool returned anything) or ``no_claims``. ``message`` quotes each unsupported claim
-    with its kind, reason, sources and sentence, then the claims supported by the user, the
-    system prompt or schemas, and derived numbers with their arithmetic.
+    every agent reply against what was known then); lower is better. Claims:
+    :mod:`evaltape.grader.matching.claims`; sources: :mod:`evaltape.grader.matching.sources`.
+    Score = unsupported / checked; null ``no_answer``, ``not_applicable`` (no tool output) or
+    ``no_claims``. Rules: docs/metrics.md, "grounding".
     """
 
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
@@ -97,10 +89,9 @@ class Grounding(Metric):
         return Score(bad / n, details, evidence=evidence)
 
     def verdicts(self, ctx: EpisodeContext) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
-        """Every claim with its verdict, or the null :class:`~evaltape.grader.model.Score` when
-        there is nothing to check. In a conversation (two or more agent replies) each reply is
-        checked against the sources before it (:func:`turns`) and ``turn`` is its 0-based index;
-        a reply before any tool result is not checked; else the final answer, ``turn`` ``None``.
+        """Every claim with its verdict, or the null :class:`~evaltape.grader.model.Score`. With two
+        or more agent replies each is checked against the sources before it (:func:`turns`),
+        ``turn`` its index; else the final answer, ``turn`` ``None``.
         """
         trace = ctx.trace
         if trace.final_response is None:

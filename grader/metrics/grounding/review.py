@@ -33,18 +33,10 @@ class ReviewRules(AnswerSources):
         return BOLD_LABEL_END.search(self.text, max(0, open_at - 80), open_at) is not None
 
     def to_review(self, claim: Claim) -> str | None:
-        """Why an unsupported claim is listed to review rather than counted, or ``None``
-        (it is counted). Two kinds of claim state general knowledge or a hypothetical, not
-        a fact of the record, so that no source of the conversation could state them:
-
-        - a contact number (a short code: an integer of three digits or more, no unit, not
-          a group of a longer phone number, in a clause that says call, text or dial, or
-          names a hotline, helpline or lifeline: "call or text 988"), and in its sentence
-          a name that is a hotline's or helpline's or stands in a clause saying call or
-          text ("the Suicide & Crisis Lifeline");
-        - a duration or count in a condition (a clause opening with ``if``, ``unless`` or
-          ``when``: "if it doesn't improve in 5-15 minutes"); amounts of money in one
-          stay counted ("if you upgrade for $120" quotes a price).
+        """Why an unsupported claim is listed to review rather than counted, or ``None``: general
+        knowledge no source could state, namely a contact number in a clause saying call, text or
+        dial (and a hotline's name there), or a duration or count in an ``if``/``unless``/``when``
+        condition (money stays counted).
         """
         if claim.kind == "number" and self._contact_number(claim):
             return "a contact number, general knowledge no source of the conversation states"

@@ -139,11 +139,9 @@ class AnswerSources:
 
     # -- scope -----------------------------------------------------------------------------
     def _subjects(self) -> None:
-        """Entities that tell sources apart, and where the answer names them.
-
-        Call level: an argument value that differs between calls of one tool (``city:
-        Rome`` vs ``city: Paris``). Item level: a string value found in exactly one item of
-        a listed result (``"name": "Dell S2722QC"`` in a list of products).
+        """Entities that tell sources apart, and where the answer names them: call level, an
+        argument value that differs between calls of one tool; item level, a string found in exactly
+        one item of a listed result.
         """
         by_tool: dict[str, list[int]] = {}
         for i, (c, _f) in enumerate(self.calls):
@@ -223,11 +221,10 @@ class AnswerSources:
         return scope, [self.calls[j][1] for j in sorted(siblings)], self.text[pick[0]:pick[1]]
 
     def _item_swap(self, claim: Claim, pick: tuple[int, int, str] | None) -> str | None:
-        """Why a claim is unsupported at item level: its item does not state it but another
-        item of the same list does; ``None`` otherwise (also when an item of another list
-        that the same value names states it, and for a date joined to another,
-        :meth:`_joined_dates`: "MCO to SFO, on May 19th and 20th" gives the dates of the
-        items together)."""
+        """Why a claim is unsupported at item level (its item does not state it, another of the same
+        list does), or ``None`` (also when another list's item named by the value states it, or
+        for joined dates, :meth:`_joined_dates`).
+        """
         if pick is None or pick[2] not in self.items:
             return None
         if claim.kind == "date" and self._joined_dates(claim):

@@ -46,11 +46,9 @@ class StatusRules(AnswerSources):
         return f" {phrase} " in f" {self._policy_low} "
 
     def _condition(self, claim: Claim) -> bool:
-        """Whether a claim is in an item of a list of conditions: a list whose lead-in line
-        ends in a colon after ``if``, ``when``, ``unless`` or ``provided`` ("basic economy
-        flights can only be cancelled for a full refund if:" then "- The flight was
-        cancelled by the airline,"): the items say what a rule requires, not what
-        happened."""
+        """Whether a claim is an item of a list of conditions (lead-in line ending in a colon after
+        ``if``, ``when``, ``unless`` or ``provided``): it states a rule, not what happened.
+        """
         start = self.text.rfind("\n", 0, claim.start) + 1
         if not LIST_ITEM.match(self.text, start):
             return False
