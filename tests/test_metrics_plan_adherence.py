@@ -668,3 +668,23 @@ def test_process_it_at_the_end_of_a_sentence_is_an_intention():
     s = score([U("Downgrade my trip."), A("Please reply yes and I will process it."),
                U("Yes."), A("Anything else?"), U("Bye.")])
     assert s.value == 0.0, s.message
+
+
+def test_an_offer_waiting_on_what_the_agent_asked_for_is_taken_up_by_a_request():
+    ask = A("Could you tell me the reason? Once I have the reason, I can confirm whether the "
+            "cancellation is allowed and then move forward.")
+    move = call("t1", "transfer_to_human_agents", {"summary": "cancel"}, "Transfer successful")
+    gone = call("c1", "cancel_reservation", {"reservation_id": "KQ7ZP2"}, {"ok": True})
+    # the user gives the reason and asks for the cancellation: the offer is taken up; a
+    # transfer with no word why drops it → 0/1
+    s = score([U("Cancel KQ7ZP2."), ask, U("My plans changed, so I'd like to cancel it."),
+               A("", move), R(move), A("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT.")])
+    assert s.value == 0.0 and "transferred the user" in s.message, s.message
+    # taken up and carried out → 1/1
+    s = score([U("Cancel KQ7ZP2."), ask, U("My plans changed, so I'd like to cancel it."),
+               A("", gone), R(gone), A("Cancelled.")])
+    assert s.value == 1.0, s.message
+    # the user cannot give what was waited for: nothing taken up, no statement → null
+    s = score([U("Cancel KQ7ZP2."), ask, U("I'm unable to provide a reason; please cancel it."),
+               A("", move), R(move), A("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT.")])
+    assert (s.value, s.code) == (None, "no_statements"), s.message

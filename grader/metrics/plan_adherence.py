@@ -290,6 +290,11 @@ _NOT_KNOWN = re.compile(r"\b(?:don't|do not|can't|cannot|not)\s+(?:\w+\s+){0,2}?
                         r"remember|recall|find|sure)\b", re.I)
 
 
+#: A reply that says the user cannot give what was asked for ("which I'm unable to provide").
+_NOT_GIVEN = re.compile(_NOT_KNOWN.pattern + r"|\bunable to (?:provide|give|share|find)\b",
+                        re.I)
+
+
 def _met(head: str, reply: Event | None) -> bool:
     """Whether the user's reply meets the contingency in ``head``: "if you don't know it"
     answered by "I don't have it" (the offer behind it is then accepted)."""
@@ -428,11 +433,15 @@ def statements(evs: list[Event]) -> list[Statement]:
             offer = next((x for x in OFFER.finditer(s_clean)
                           if not RELATIVE.search(s_clean[:x.start()])), None)
             # taken up without a yes: "... or shall I transfer you?" - "Can you transfer me?";
-            # "if you don't know the id, I can look it up" - "I don't have it"
+            # "if you don't know the id, I can look it up" - "I don't have it"; "Once I have
+            # the reason, I can confirm ..." - "... so I'd like to cancel it"
             taken = bool(offer) and not agreed and (
                 (s_clean.rstrip().endswith("?") and _requested(
                     reply, _offered(s_clean[offer.end():])))
-                or _met(s_clean[:offer.start()], reply))
+                or _met(s_clean[:offer.start()], reply)
+                or (WAITS_FOR.search(s_clean[:offer.start()]) and ASKS.search(ev.text)
+                    and not _NOT_GIVEN.search(reply.text.translate(TYPOGRAPHIC))
+                    and _requested(reply, _offered(s_clean[offer.end():]))))
             took = agreed or taken
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
                     ).endswith("?"):
@@ -503,6 +512,10 @@ def _then(text: str) -> list[str]:
     """The first action :data:`THEN` names in ``text`` (none when there is no such clause)."""
     m = THEN.search(text)
     return actions_in("proceed with " + m.group("what"), lead=OFFER_LEAD)[:1] if m else []
+
+
+#: A condition on what the agent is waiting to get ("Once I have the reason, I can ...").
+WAITS_FOR = re.compile(r"\b(?:once|when|after|as soon as) i (?:have|get|receive|know)\b", re.I)
 
 
 def _asks_other(reply: Event | None, action: str) -> bool:
@@ -633,7 +646,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 10
+    version: ClassVar[int] = 11
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
