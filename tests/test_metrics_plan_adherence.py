@@ -688,3 +688,19 @@ def test_an_offer_waiting_on_what_the_agent_asked_for_is_taken_up_by_a_request()
     s = score([U("Cancel KQ7ZP2."), ask, U("I'm unable to provide a reason; please cancel it."),
                A("", move), R(move), A("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT.")])
     assert (s.value, s.code) == (None, "no_statements"), s.message
+
+
+def test_an_original_cabin_or_business_days_is_no_cabin_asked_for():
+    down = call("u1", "update_reservation_flights", {"reservation_id": "K1NW8N",
+                                                     "cabin": "economy"}, {"ok": True})
+    # three claims, each after the economy update: the cabin of the original fare is the old
+    # one and "business days" is a time, so none names a cabin the call leaves out → 3/3
+    s = score([U("Downgrade K1NW8N to economy."), A("", down), R(down),
+               A("K1NW8N has been downgraded to economy. The difference on the original "
+                 "business fare has been refunded to your card. It has been credited and "
+                 "should appear within a few business days.")])
+    assert s.value == 1.0 and len(s.evidence["statements"]) == 3, s.message
+    # a claim naming business as what the reservation now is contradicts the call → 0/1
+    s = score([U("Downgrade K1NW8N to economy."), A("", down), R(down),
+               A("K1NW8N has been changed to business.")])
+    assert s.value == 0.0, s.message

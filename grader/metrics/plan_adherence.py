@@ -534,8 +534,10 @@ _CABIN = r"(basic economy|economy|business|first class|premium economy)"
 def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     """The cabins ``text`` asks for, lower case: those after "to" / "into" ("downgraded to
     economy"), else those of "Cabin: X" lines, else every cabin named not after "from",
-    "current" or "existing"; with ``labelled_only``, only "Cabin: X" lines."""
+    "current", "existing" or "original" ("business days" names none); with
+    ``labelled_only``, only "Cabin: X" lines."""
     low = re.sub(r"\s", " ", text.lower().replace("*", ""))  # "Basic\u202fEconomy" too
+    low = re.sub(r"\bbusiness (?=(?:days?|hours?)\b)", " ", low)  # a time, no cabin
     labelled = {m.group(1) for m in re.finditer(r"\bcabin(?:\s+class)?\s*[:\-\u2013]\s*"
                                                 + _CABIN, low)
                 if not re.search(r"\b(?:current|existing|original|old|from)\b\W*$",
@@ -546,7 +548,8 @@ def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     if after_to or labelled:
         return after_to or labelled
     return {m.group(1) for m in re.finditer(_CABIN, low) if not re.search(
-        r"\b(?:from|current(?:ly)?|existing|was|originally)\b[\s:]*(?:\w+\s+){0,2}$",
+        r"\b(?:from|current(?:ly)?|existing|was|original(?:ly)?|old|previous)\b[\s:]*"
+        r"(?:\w+\s+){0,2}$",
         low[max(0, m.start() - 30):m.start()])}
 
 
@@ -646,7 +649,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 11
+    version: ClassVar[int] = 12
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
