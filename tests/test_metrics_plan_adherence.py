@@ -704,3 +704,19 @@ def test_an_original_cabin_or_business_days_is_no_cabin_asked_for():
     s = score([U("Downgrade K1NW8N to economy."), A("", down), R(down),
                A("K1NW8N has been changed to business.")])
     assert s.value == 0.0, s.message
+
+
+def test_facts_with_a_request_for_other_actions_change_course():
+    offer = A("Please confirm that you would like me to modify reservation K1NW8N to business, "
+              "and tell me your user id.")
+    look = call("g1", "get_user_details", {"user_id": "ana_ruiz_1010"}, {"ok": True})
+    # the reply gives the id and asks for a cancellation: the user changed course, the
+    # modification is no statement; the agent looks the user up and asks why → null
+    s = score([U("Upgrade K1NW8N."), offer,
+               U("My user id is ana_ruiz_1010. Could we cancel K1NW8N and start over?"),
+               A("", look), R(look), A("Why would you like to cancel?"), U("Bye.")])
+    assert (s.value, s.code) == (None, "no_statements"), s.message
+    # the id alone accepts the offer; no change call follows → 0/1
+    s = score([U("Upgrade K1NW8N."), offer, U("My user id is ana_ruiz_1010."),
+               A("", look), R(look), A("Anything else?"), U("Bye.")])
+    assert s.value == 0.0, s.message

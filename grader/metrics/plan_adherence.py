@@ -520,12 +520,24 @@ WAITS_FOR = re.compile(r"\b(?:once|when|after|as soon as) i (?:have|get|receive|
 
 def _asks_other(reply: Event | None, action: str) -> bool:
     """Whether the user's yes (:data:`AGREE`) names other actions only, accepting those and not
-    ``action`` ("process" / "complete" accept any).
+    ``action`` ("process" / "complete" accept any); without a yes, whether its requests name
+    other actions only (a change of course).
     """
-    if reply is None or not AGREE.search(reply.text):
+    if reply is None:
         return False
-    named = [a for a in actions_in(reply.text) if a != "inform"]  # "I'll let them know"
+    text = reply.text.translate(TYPOGRAPHIC)
+    if not AGREE.search(text):
+        # facts given with a request for other actions ("could we cancel it and book a new
+        # one?"): a change of course, not a yes to the offer
+        named = [a for x in sentences(text) if _ASKS_ACT.search(x)
+                 for a in actions_in(x) if a not in ("inform", "process")]
+        return bool(named) and action not in named
+    named = [a for a in actions_in(text) if a != "inform"]  # "I'll let them know"
     return bool(named) and action not in named and "process" not in named
+
+
+#: A user sentence that asks the agent to act, "we" included ("could we cancel it?").
+_ASKS_ACT = re.compile(REQUESTS.pattern + r"|\b(?:can|could|shall|should) we\b", re.I)
 
 
 _CABIN = r"(basic economy|economy|business|first class|premium economy)"
@@ -649,7 +661,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 12
+    version: ClassVar[int] = 13
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
