@@ -59,6 +59,10 @@ POOL_LABELS = (ROOT / "bench" / "conversation" / "pool_labels_a.jsonl",
 #: every rule of the current versions was written (no rule was written from them)
 HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "heldout_labels_a.jsonl",
                    ROOT / "bench" / "conversation" / "heldout_labels_b.jsonl")
+#: the fourth blind set: the other 44 conversations of those submissions, labelled after the
+#: rules written from the third set (no rule was written from them)
+FRESH_LABELS = (ROOT / "bench" / "conversation" / "fresh_labels_a.jsonl",
+                ROOT / "bench" / "conversation" / "fresh_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
@@ -285,8 +289,10 @@ def main(argv: list[str]) -> int:
         scores = real_set(corpus, verbose)
         scores = real_set(corpus, verbose, POOL_LABELS,
                           "conversations of other agents and models", scores)
-        real_set(corpus, verbose, HELD_OUT_LABELS,
-                 "held-out conversations of the same agents and models (no rule written from "
+        scores = real_set(corpus, verbose, HELD_OUT_LABELS,
+                          "held-out conversations of the same agents and models", scores)
+        real_set(corpus, verbose, FRESH_LABELS,
+                 "fresh conversations of the same agents and models (no rule written from "
                  "them)", scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
