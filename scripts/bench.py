@@ -12,7 +12,10 @@ and noisy):
    then against a base revision (``BENCH_BASE``, else the newest release tag, else
    :data:`PREVIOUS_RELEASE`), on the same traces, ``BENCH_ALTERNATIONS`` runs alternated
    (default 3), the least CPU seconds (user + system) of each: the help-desk example suite's three
-   metrics <= 1.0x the base's CPU and >= 1/3 of the speed of a bare loop (orjson, the
+   metrics <= 1.0x the base's CPU (with valgrind installed, the ratio of the instructions of
+   grading the first ``BENCH_INSTRUCTION_TRACES`` traces is shown beside it: two identical
+   runs' CPU times differ by up to 20% on a shared machine, their instruction counts by
+   0.001%) and >= 1/3 of the speed of a bare loop (orjson, the
    three formulas, a JSON line per episode), ``report.json`` bytes per episode <= 1.1x the
    base's; the default set's ratios shown; the default set at least as fast per trace as
    DeepEval's ``ToolCorrectnessMetric`` through its synchronous call, and agentevals'
@@ -677,6 +680,39 @@ def cpu_run(cmd: list[str], env: dict | None = None) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+#: Traces whose grading instructions :func:`instruction_ratio` counts (valgrind runs a
+#: process about 50 times slower than it runs alone).
+INSTRUCTION_TRACES = _setting("BENCH_INSTRUCTION_TRACES", "10000")
+
+
+def instruction_ratio(traces: Path, ds: Path, base_env: dict, tmp: Path) -> float | None:
+    """The instructions ``grade`` executes on the help-desk set over the first
+    :data:`INSTRUCTION_TRACES` traces, this tree's over the base's (valgrind's cachegrind
+    tool, no cache simulation, ``PYTHONHASHSEED=0``: a count that repeats to 0.001%, where
+    the CPU time of two identical runs on a shared machine differs by up to 20%). ``None``
+    when valgrind is not installed."""
+    import shutil
+    if shutil.which("valgrind") is None:
+        return None
+    part = tmp / "instructions.jsonl"
+    with open(traces, "rb") as src, open(part, "wb") as dst:
+        for _i, line in zip(range(INSTRUCTION_TRACES), src):
+            dst.write(line)
+    counts = []
+    for env in (base_env, dict(os.environ)):
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+               "--cachegrind-out-file=/dev/null",
+               *grade_cmd(part, ds, tmp / "instructions-out", HELPDESK_METRICS, 1)]
+        got = subprocess.run(cmd, capture_output=True, text=True,
+                             env=dict(env, PYTHONHASHSEED="0"))
+        refs = [line for line in got.stderr.splitlines() if "I" in line and "refs:" in line]
+        if got.returncode not in (0, 1) or not refs:
+            print(f"  (instructions not counted: valgrind said {got.stderr.strip()[-200:]!r})")
+            return None
+        counts.append(int(refs[0].split(":")[1].replace(",", "").strip()))
+    return counts[1] / counts[0]
+
+
 def release_base() -> str:
     """``BENCH_BASE``, else the newest release tag reachable from HEAD, else
     :data:`PREVIOUS_RELEASE`."""
@@ -750,6 +786,10 @@ def bench_against_release(tmp: Path, traces: Path, ds: Path) -> None:
               "episode")
     check(f"help-desk set CPU, this tree / {rev[:12]}", med["this help-desk"] /
           med["base help-desk"], 1.0, False)
+    counted = instruction_ratio(traces, ds, base_env, tmp)
+    if counted is not None:
+        print(f"  help-desk set instructions, this tree / {rev[:12]}: {counted:.3f} (shown; "
+              f"valgrind, the first {INSTRUCTION_TRACES:,} traces, PYTHONHASHSEED=0)")
     print(f"  bare loop (orjson, the three formulas, a JSON line per episode): "
           f"{med['bare']:.2f} s [{mid['bare']:.2f}] ({med['bare'] / n * 1e6:.0f} µs/trace)")
     check("help-desk set speed / the bare loop's", med["bare"] / med["this help-desk"],
