@@ -132,7 +132,9 @@ EXPLAIN = re.compile(r"\b(?:unable|cannot|can't|can not|not able|not possible|is
 NEGATED = re.compile(r"\b(?:instead of|rather than|not|no|without)\b[^.,;]{0,40}|[^.,;]{0,40}"
                      r"\b(?:cannot|can't|can not|could not|couldn't|isn't|is not|aren't|are "
                      r"not|unable)\b[^.,;]*", re.I)
-CABINS = re.compile(r"\b(basic economy|economy|business|first class|premium economy)\b", re.I)
+#: The cabin classes, as one regex group.
+CABIN_NAMES = r"(basic economy|economy|business|first class|premium economy)"
+CABINS = re.compile(r"\b" + CABIN_NAMES + r"\b", re.I)
 
 
 #: An action word used as a noun's modifier names no action ("a change of plans", "the

@@ -13,7 +13,8 @@ from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCE
 from evaltape.grader.matching.statement_words import (
     ACTION_RX, TOOL_WORDS, READ_TOOLS, INTENTION, NEED_TO, PURPOSE, LETS_ME,
     OFFER, RELATIVE, PRECONDITION, POINTS_BACK, CONDITION, CONTINGENCY, CLAIM, AGAIN,
-    NOT_A_CLAIM, DECLINE, AGREE, EXPLAIN, NEGATED, CABINS, NOUN_USE, ADVERBS)
+    NOT_A_CLAIM, DECLINE, AGREE, EXPLAIN, NEGATED, CABIN_NAMES, CABINS, NOUN_USE,
+    ADVERBS)
 from evaltape.grader.metrics.context_retention import PAYMENT_ID
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -406,9 +407,6 @@ def _asks_other(reply: Event | None, action: str) -> bool:
 _ASKS_ACT = re.compile(REQUESTS.pattern + r"|\b(?:can|could|shall|should) we\b", re.I)
 
 
-_CABIN = r"(basic economy|economy|business|first class|premium economy)"
-
-
 def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     """The cabins ``text`` asks for, lower case: those after "to" / "into" ("downgraded to
     economy"), else those of "Cabin: X" lines, else every cabin named not after "from",
@@ -417,15 +415,16 @@ def cabin_targets(text: str, *, labelled_only: bool = False) -> set[str]:
     low = re.sub(r"\s", " ", text.lower().replace("*", ""))  # "Basic\u202fEconomy" too
     low = re.sub(r"\bbusiness (?=(?:days?|hours?)\b)", " ", low)  # a time, no cabin
     labelled = {m.group(1) for m in re.finditer(r"\bcabin(?:\s+class)?\s*[:\-\u2013]\s*"
-                                                + _CABIN, low)
+                                                + CABIN_NAMES, low)
                 if not re.search(r"\b(?:current|existing|original|old|from)\b\W*$",
                                  low[max(0, m.start() - 20):m.start()])}
     if labelled_only:
         return labelled
-    after_to = {m.group(1) for m in re.finditer(r"\b(?:to|into)\s+(?:the\s+)?" + _CABIN, low)}
+    after_to = {m.group(1) for m in re.finditer(r"\b(?:to|into)\s+(?:the\s+)?" + CABIN_NAMES,
+                                                low)}
     if after_to or labelled:
         return after_to or labelled
-    return {m.group(1) for m in re.finditer(_CABIN, low) if not re.search(
+    return {m.group(1) for m in re.finditer(CABIN_NAMES, low) if not re.search(
         r"\b(?:from|current(?:ly)?|existing|was|original(?:ly)?|old|previous)\b[\s:]*"
         r"(?:\w+\s+){0,2}$",
         low[max(0, m.start() - 30):m.start()])}

@@ -50,16 +50,6 @@ class TaskCompletion(Metric):
         numbers: list[set[Decimal]] = []  # the answer's numbers, read at the first number
         found, missing = [], []
         for k in keywords:
-            if type(k) is str:
-                value, text = _keyword(k)  # keyword_found(k, lower, answer, numbers), inline
-                if value is None:
-                    hit = text in lower
-                else:
-                    if not numbers:
-                        numbers.append(numbers_in(answer))
-                    hit = value in numbers[0]
-                (found if hit else missing).append(k)
-                continue
             if not isinstance(k, AnswerText):
                 hit = keyword_found(k, lower, answer, numbers)
                 (found if hit else missing).append(k)
