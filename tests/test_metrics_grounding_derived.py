@@ -64,3 +64,39 @@ def test_an_operand_of_a_written_sum_is_not_read_again():
                                {"legs": [{"price": 105}, {"price": 102}]}))
     assert "number '$60'" in s.message, s.message
     assert s.value == 1 / 3, s.message
+
+
+def _record_and_search(answer: str) -> EpisodeContext:
+    reservation = {"reservation_id": "R1", "cabin": "business",
+                   "flights": [{"flight_number": "HX1", "price": 500},
+                               {"flight_number": "HX2", "price": 700}],
+                   "passengers": [{"name": "Ann Lee"}, {"name": "Bo Kim"},
+                                  {"name": "Cy Diaz"}]}
+    out = [{"flight_number": "HX1", "prices": {"economy": 80, "business": 200}},
+           {"flight_number": "HX7", "prices": {"economy": 90, "business": 260}}]
+    back = [{"flight_number": "HX2", "prices": {"economy": 70, "business": 300}},
+            {"flight_number": "HX9", "prices": {"economy": 75, "business": 310}}]
+    calls = (ToolCall("toolu_1", "get_reservation", {"id": "R1"}, json.dumps(reservation),
+                      False, 1),
+             ToolCall("toolu_2", "search", {"day": 1}, json.dumps(out), False, 1),
+             ToolCall("toolu_3", "search", {"day": 2}, json.dumps(back), False, 1))
+    trace = Trace(case_id="c", trial=0, input="Downgrade R1.", tool_calls=calls,
+                  final_response=answer, stop_reason="end_turn", steps=2)
+    return EpisodeContext(trace=trace, case=Case(id="c", input="Downgrade R1."))
+
+
+def test_a_total_of_the_records_items_priced_by_a_search():
+    # the reservation lists HX1 and HX2 and 3 passengers; the searches price them:
+    # business (200 + 300) × 3 = 1,500, economy (80 + 70) × 3 = 450 → 0/2
+    s = Grounding().score(_record_and_search(
+        "- Business total at today's fares: $1,500\n- Economy total at today's fares: $450"))
+    assert s.value == 0.0, s.message
+
+
+def test_a_total_of_some_other_items_is_not_derived():
+    # HX1 + HX7 are not the reservation's flights: (200 + 260) × 3 = 1,380 is no total
+    # the rule offers (the reservation's: business 500 × 1, 2, 3, economy 150 × 1, 2, 3;
+    # each search's, its one flight the reservation prices: 500 or 700 × 1, 2) → 1/1
+    s = Grounding().score(_record_and_search("- Business total at today's fares: $1,380"))
+    assert s.value == 1.0, s.message
+    assert "number '$1,380'" in s.message

@@ -8,8 +8,9 @@ import bisect
 import itertools
 import re
 from decimal import Decimal
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
+
 
 from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
@@ -102,6 +103,16 @@ def _time_between(minutes: Decimal, scope: list[SourceFacts]) -> str | None:
         if any(v + minutes in values for v in values):
             return f"span between two stated {what}"
     return None
+
+
+def _numbers(item: Any, path: str = "") -> Iterator[tuple[str, Decimal]]:
+    """``(field path, value)`` of each number of a JSON object (``prices.business``)."""
+    for k, v in item.items():
+        where = f"{path}.{k}" if path else k
+        if isinstance(v, dict):
+            yield from _numbers(v, where)
+        elif type(v) in (int, float):
+            yield where, Decimal(str(v))
 
 
 def small_count(n: Num | None) -> bool:
@@ -298,6 +309,9 @@ class ArithmeticRules(AnswerSources):
             for k in counts:
                 if n.value / k in rates:
                     return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
+            how = self._record_total(n)
+            if how:
+                return how
         # the pool: the answer's stated numbers nearest to the claim (any of them when the
         # sentence names a relation, else those of its own sentence), then the sources'
         # first ones, each value once (45 + 45 is not "two numbers"), POOL_LIMIT in all
@@ -390,6 +404,45 @@ class ArithmeticRules(AnswerSources):
                 for a, label, _w in amounts:
                     where.setdefault(fmt(a.value), label)
                 return _annotate(how, where)
+        return None
+
+    def _record_total(self, n: Num) -> str | None:
+        """A total of the items one record lists, priced by another result: a tool result (a
+        reservation) lists items (its flights) that items of other results name too (a
+        search's flights); the number under one field path (``prices.business``) of each,
+        summed, times 1 or a list length of the record (its 3 passengers) is ``n``:
+        ``"(246 + 411) × 3"``. Else ``None``. Only the record's whole set of items counts, so
+        a record offers a few values (one per field and count), not every pair."""
+        by_label: dict[str, list[str]] = {}  # a result's items other results list too
+        for key, named in self.items.items():
+            labels = {label for label, _i, _l in named}
+            if len(labels) > 1:
+                for label in labels:
+                    by_label.setdefault(label, []).append(key)
+        for _c, f in self.calls:
+            keys = sorted(by_label.get(f.label, ()))
+            if not keys:
+                continue
+            sums: dict[str, list[Decimal]] = {}
+            for key in keys:
+                found: dict[str, set[Decimal]] = {}
+                for label, item, _l in self.items[key]:
+                    if label != f.label:
+                        for path, v in _numbers(item):
+                            found.setdefault(path, set()).add(v)
+                for path, values in found.items():
+                    if len(values) == 1:
+                        sums.setdefault(path, []).append(next(iter(values)))
+            counts = sorted({Decimal(1)} | {Decimal(k) for k in f.count_index
+                                            if k.isdigit() and 1 < int(k) <= 20})
+            for path, values in sorted(sums.items()):
+                if len(values) != len(keys):
+                    continue
+                each = sum(values)
+                for k in counts:
+                    if each * k == n.value:
+                        parts = " + ".join(fmt(v) for v in values)
+                        return f"({parts}) [{path} of the items {f.label} lists] × {fmt(k)}"
         return None
 
     def _listing(self, call_id: str) -> bool:
