@@ -25,6 +25,7 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
                r"credit(?:ed|ing)\b"),
     ("inform", r"let (?:you|them) know\b|inform(?:ing)? you\b|notify(?:ing)? you\b|get back to "
                r"you\b|advis(?:e|ing) you\b"),
+    ("ask", r"ask (?:you |them )?(?:\w+ ){0,4}?questions?\b"),
     ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
                 r"to)\b(?!\s+process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
                 r"finaliz\w*|appl(?:y|ied|ying)\b|charg(?:e|ed|ing)\b"),
@@ -45,6 +46,7 @@ TOOL_WORDS = {
     "calculate": ("calculate", "compute"),
     "transfer": ("transfer",),
     "inform": (),  # carried out by the agent's next message to the user, not by a call
+    "ask": (),  # carried out by a question of the agent's, not by a call
     "refund": ("refund", "send", "issue", "certificate", "compensate", "compensation",
                "credit", "cancel", "return"),
 }
@@ -81,15 +83,17 @@ PRECONDITION = re.compile(r"\b(?:before|until|till|unless)\s+$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
-CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless)\b",
+CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless|otherwise)\b",
                        re.I)
 #: A condition of a contingency ("if you don't know it", "if you need more help", "if you
 #: change your mind"): a statement behind it is not an offer to act now.
 CONTINGENCY = re.compile(r"\bif (?:you )?(?:don't|do not|can't|cannot|aren't|are not|'re not|"
                          r"are unsure|'re unsure|not sure|need|have any|have other|have more|"
                          r"change your mind|decide|believe|would like to discuss|want to "
-                         r"discuss|not|can)\b|\b(?:once|when|after) (?:you|we) (?:have|find|"
-                         r"get|locate|know)\b|\bunless\b", re.I)
+                         r"discuss|not|can|are able)\b|\bif you're able\b|\bif (?:we|i) (?:determine|find|"
+                         r"decide|need)\b|\bif (?:available|possible|needed|necessary)\b|"
+                         r"\b(?:once|when|after) (?:you|we) (?:have|find|get|locate|know)\b|"
+                         r"\bunless\b", re.I)
 #: A claim that an action is done.
 CLAIM = re.compile(
     r"\b(?:has|have) (?:now |also |already )?been (?:successfully |now |fully )?(?=\w+ed\b|"
@@ -102,6 +106,11 @@ CLAIM = re.compile(
     r"looked up|retrieved)\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
     r"|\bsuccessfully (?=\w+ed\b)", re.I)
+#: A claim that an action is under way ("I'm transferring you now", "you are being
+#: transferred"): the notice that follows the call, or, with no call, a claim of an action
+#: never taken.
+UNDER_WAY = re.compile(r"\bi(?:'m| am) (?:now )?(?=\w+ing you (?:now|right now)\b)"
+                       r"|\byou are (?:now )?being (?=transferred|connected)", re.I)
 #: A claim that a record was looked at again ("I've re-checked", "I double-checked your
 #: reservation", "I checked again"): a lookup claim, in the simple past too.
 AGAIN = re.compile(r"\bi(?:'ve| have)? (?:just |now |also |already )?(?:re-?check\w*|"
@@ -116,6 +125,12 @@ DECLINE = re.compile(r"^\s*(?:no|nope|not now|wait|hold on|stop)\b|\b(?:don't|do
                      r"not (?:yet|now|anymore)|no longer|hold off|for now|i'll pass|not "
                      r"interested|decide later|get back to you|think about it|too expensive|"
                      r"budget|won't)\b", re.I)
+#: A user message that takes another course than the agent's offer: calling back later, or
+#: going to someone else ("I'll go ahead and call my pharmacist"). It declines an offer; it
+#: does not release the agent from an intention it stated.
+ELSEWHERE = re.compile(r"\bcall (?:you |them |us )?back\b|\bi(?:'ll| will) (?:go ahead and |just |"
+                       r"try )?(?:call|contact|reach out to|head to|go to) (?:my|the|our|his|"
+                       r"her)\b", re.I)
 #: A user message that agrees to an offer.
 AGREE = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|that's "
                    r"correct|correct|sounds good|perfect|great|please(?: do| proceed| go "

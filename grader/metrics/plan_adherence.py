@@ -14,7 +14,7 @@ from evaltape.grader.matching.statement_words import (
     ACTION_RX, TOOL_WORDS, READ_TOOLS, INTENTION, NEED_TO, PURPOSE, LETS_ME,
     OFFER, RELATIVE, PRECONDITION, POINTS_BACK, CONDITION, CONTINGENCY, CLAIM, AGAIN,
     NOT_A_CLAIM, DECLINE, AGREE, EXPLAIN, NEGATED, CABIN_NAMES, CABINS, NOUN_USE,
-    ADVERBS)
+    ADVERBS, UNDER_WAY, ELSEWHERE)
 from evaltape.grader.metrics.context_retention import PAYMENT_ID
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -85,6 +85,8 @@ class Statement:
         call: the matching call, ``name#id``, or ``None``.
         why: one sentence.
         again: a claim of a second look ("I've re-checked"), backed by any earlier lookup.
+        notice: a claim that the action is under way (:data:`UNDER_WAY`): a statement only
+            when no call backs it.
     """
 
     kind: str
@@ -97,6 +99,7 @@ class Statement:
     call: str | None = None
     why: str = ""
     again: bool = False
+    notice: bool = False
 
     @property
     def ok(self) -> bool:
@@ -289,16 +292,23 @@ def statements(evs: list[Event]) -> list[Statement]:
                                      again=True))
                 continue
             m = _claim_at(s_clean) or (confirming and _claim_at(s_clean, PASSIVE))
+            notice = not m and _claim_at(s_clean, UNDER_WAY) is not None
+            m = m or (notice and _claim_at(s_clean, UNDER_WAY))
             if m:
                 acts = actions_in(s_clean[m.end():m.end() + 60]) or actions_in(s_clean)
                 for a in acts[:1]:
-                    out.append(Statement("claim", a, s, ev.message, k, ev.text))
+                    out.append(Statement("claim", a, s, ev.message, k, ev.text,
+                                         notice=notice))
                 continue
             m = next((x for x in INTENTION.finditer(s_clean) if not (
                 x.group().lower().startswith("let") and LETS_ME.search(s_clean[:x.start()]))),
                 None)
-            offer = next((x for x in OFFER.finditer(s_clean)
-                          if not RELATIVE.search(s_clean[:x.start()])), None)
+            offers = [x for x in OFFER.finditer(s_clean)
+                      if not RELATIVE.search(s_clean[:x.start()])]
+            # "I can tell you that ..., but I can ask you a few questions": the offer that
+            # names an action, else the first
+            offer = next((x for x in offers if _offered(s_clean[x.end():])),
+                         offers[0] if offers else None)
             # taken up without a yes: "... or shall I transfer you?" - "Can you transfer me?";
             # "if you don't know the id, I can look it up" - "I don't have it"; "Once I have
             # the reason, I can confirm ..." - "... so I'd like to cancel it"
@@ -362,7 +372,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                     acts = acts[:1]
                 acts += [a for a in _then(s_clean) if a not in acts]
                 for a in acts:
-                    if a != "inform" and _asks_other(reply, a) and not any(
+                    if a not in ("inform", "ask") and _asks_other(reply, a) and not any(
                             carries_out(a, name) for name in _acted_calls(evs, k)):
                         continue  # "yes, please book the flights" accepts the booking only
                     out.append(Statement("offer", a, s, ev.message, k, ev.text))
@@ -526,7 +536,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 13
+    version: ClassVar[int] = 14
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -542,6 +552,10 @@ class PlanAdherence(Metric):
         for s in found:
             (_claim if s.kind == "claim" else _intention)(s, evs, cards)
         _restated(found)
+        found = [s for s in found if not (s.notice and s.ok)]
+        if not found:
+            return Score(None, "the agent stated no intention and claimed no action",
+                         code="no_statements", evidence={"statements": []})
         if all(s.kind == "claim" and s.action == "lookup" and s.ok and not s.again
                for s in found):
             # reporting a look the agent did take states no intention to act
@@ -718,6 +732,16 @@ def _done_again(evs: list[Event], call) -> Any:
 
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
+    if s.action == "ask":  # "let me ask you a few questions": a question of the agent's
+        at = s.context.find(s.text)
+        if at >= 0 and "?" in s.context[at + len(s.text):]:
+            s.outcome, s.why = "carried_out", f"the agent asked (turn {s.turn})"
+            return
+        asked = next((e for e in evs[s.position + 1:] if e.kind == "agent" and "?" in e.text),
+                     None)
+        if asked is not None:
+            s.outcome, s.why = "carried_out", f"the agent asked (turn {asked.message})"
+            return
     later = [e for i, e in enumerate(evs) if i > s.position or (
         e.kind == "call" and same >= 0 and e.message == same)]
     for n, e in enumerate(later):
@@ -758,7 +782,8 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                                  "and never told them" if s.action == "inform" else
                                  f"and no {s.action} call came before"))
                 return
-        elif e.kind == "user" and _declines(e.text, s):
+        elif e.kind == "user" and (_declines(e.text, s) or (
+                s.kind == "offer" and ELSEWHERE.search(e.text.translate(TYPOGRAPHIC)))):
             s.outcome, s.why = "explained", "the user declined or changed course"
             return
         elif e.kind == "agent" and e is not evs[s.position]:
