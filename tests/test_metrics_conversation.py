@@ -367,3 +367,20 @@ def test_the_give_up_prefilter_finds_what_the_pattern_finds():
         assert GIVE_UP.search(text) and gives_up(text), text
     for text in missed:
         assert not GIVE_UP.search(text) and not gives_up(text), text
+
+
+@pytest.mark.parametrize("messages, score", [
+    # "a few days" gives no number of days: asking how many is asking for a new fact
+    ([U("My eye has been red for a few days."), A("How many days exactly?")], 1.0),
+    # "for 3 days" gives it: asking how many days again is a re-ask
+    ([U("My eye has been red for 3 days."), A("How many days have you had it?")], 0.0),
+    # a relative's name is a fact of the conversation
+    ([U("His name is William Jackson."), A("What is his full name?")], 0.0),
+    # a dose: "5mg", "2 tablets"; asking for the dose again is a re-ask, quoting it is not
+    ([U("The label says Warfarin 5mg, and I took 2 tablets."),
+      A("What dose is on the label?")], 0.0),
+    ([U("The label says Warfarin 5mg, and I took 2 tablets."),
+      A("Two tablets of 5mg is 10mg in all; please call your pharmacist.")], 1.0),
+])
+def test_context_retention_vague_counts_relatives_and_doses(messages, score):
+    assert ContextRetention().score(episode(messages)).value == score

@@ -119,7 +119,8 @@ def call_failed(call: ToolCall) -> bool:
 class Fact:
     """A value the user gave, typed by its shape and the words before it: ``kind`` (``email``,
     ``phone``, ``zip``, ``user_id``, ``order_id``, ``booking``, ``flight``, ``id``, ``date``,
-    ``dob``, ``amount``, ``name``, ``card``, ``duration``, ``choice``), ``value`` as written,
+    ``dob``, ``amount``, ``name``, ``card``, ``duration``, ``dose``, ``choice``), ``value`` as
+    written,
     ``norm`` its comparable form (lower case, digits only, ``YYYY-MM-DD``, ``"1 week"``...) and
     ``labels``, the words that name it in a question.
     """
@@ -184,6 +185,9 @@ DURATION = re.compile(r"\b(?:(?:for|about|around|nearly|almost|roughly|over)\s+)
                       r"(?:the\s+(?:past|last)\s+)?" + _COUNT + r"\s+" + _SPAN_UNIT +
                       r"|\b(?:the\s+(?:past|last)\s+)" + _COUNT + r"\s+" + _SPAN_UNIT +
                       r"|\b" + _COUNT + r"\s+" + _SPAN_UNIT + r"(?=\s+ago\b)", re.I)
+#: a dose or strength of a medicine: "5mg", "2 tablets", "10 ml", "500 mcg"
+DOSE = re.compile(r"\b\d{1,4}(?:\.\d+)?\s?(?:mg|mcg|µg|ml|mL|milligrams?|micrograms?|tablets?|"
+                  r"pills?|capsules?|puffs?)\b", re.I)
 _NUMBER_WORDS = {w: n for n, w in enumerate(("zero", "one", "two", "three", "four", "five",
                                                "six", "seven", "eight", "nine", "ten",
                                                "eleven", "twelve"))}
@@ -256,7 +260,8 @@ def condition_facts(text: str) -> list[Fact]:
     return [f for _pos, f in sorted(out, key=lambda pf: pf[0])]
 
 
-NAME = re.compile(r"\b(?i:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
+NAME = re.compile(r"\b(?i:(?:my|his|her|their) name is|i am|i'm|this is|name's)\s+"
+                  r"([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
 ID_NOUNS = ("booking", "reservation", "order", "appointment", "account", "ticket",
             "confirmation", "reference", "patient", "member", "customer", "policy",
@@ -278,6 +283,8 @@ LABELS = {"email": ("email", "e-mail", "mail address"),
           "duration": ("how long", "since when", "when did", "when it started",
                        "when this started", "when they started", "how many days",
                        "how many weeks"),
+          "dose": ("dose", "dosage", "how many mg", "how many milligrams", "how many tablets",
+                   "how many pills", "how many capsules", "what strength"),
           "age": ("how old", "your age", "his age", "her age", "their age", "what age",
                   "the age of", "patient's age"),
           "symptom": ("what symptoms", "which symptoms", "what brings you", "reason for your "
@@ -405,6 +412,10 @@ def facts_in(text: str) -> list[Fact]:
             n = _COUNT_WORDS.get(count, count)
             add(*m.span(), Fact("duration", m.group(), f"{n} {m.group(g + 1).lower()}",
                                 LABELS["duration"]))
+    for m in DOSE.finditer(text):
+        if free(*m.span()):
+            add(*m.span(), Fact("dose", m.group(), re.sub(r"\s+", "", m.group().lower()),
+                                LABELS["dose"]))
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),

@@ -60,6 +60,9 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
     low = sentence.lower().replace("\u2019", "'")
     if fact.kind == "symptom" and FOLLOW_UP.search(low):
         return False
+    if fact.kind == "duration" and not fact.norm[:1].isdigit() and re.search(
+            r"\bhow many\b|\bexactly\b", low):
+        return False  # "for a few days", then "how many days?": the number was never given
     for label in fact.labels:
         for m in re.finditer(r"(?<![\w-])" + re.escape(label) + r"(?![\w-])", low):
             if fact.kind == "date" and re.match(r"\s+of\s+birth", low[m.end():]):
@@ -116,7 +119,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 7
+    version: ClassVar[int] = 8
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
