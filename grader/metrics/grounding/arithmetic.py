@@ -11,7 +11,6 @@ from decimal import Decimal
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-
 from evaltape.grader.metrics.grounding.scope import AnswerSources
 from evaltape.grader.matching.claims import Claim
 from evaltape.grader.matching.numbers import (Num, POOL_LIMIT, amount_sum_or_difference,
