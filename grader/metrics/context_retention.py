@@ -152,14 +152,14 @@ class ContextRetention(Metric):
         for k, ev in enumerate(evs):
             turn = _turn(ev, k)
             if ev.kind == "user":
-                for d in return_dates(ev.text):
-                    f = next(g for g in facts_in(ev.text) if g.kind == "date"
-                             and g.norm[-5:] == d)
+                facts = facts_in(ev.text)
+                for d in return_dates(ev.text, facts):
+                    f = next(g for g in facts if g.kind == "date" and g.norm[-5:] == d)
                     returns.setdefault(d, (f, turn))
                 # every code the user writes is one the user named, a code of letters
                 # only ("PUNERT", read as a booking only after a booking word) too
                 created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
-                new = facts_in(ev.text) + condition_facts(ev.text)
+                new = facts + condition_facts(ev.text)
                 if CORRECTION.search(ev.text):
                     norms = {g.norm for g, _t in given}
                     for f in new:
@@ -316,13 +316,14 @@ ROUND_TRIP = re.compile(r"\bround[- ]?trip\b", re.I)
 RETURN_WORD = re.compile(r"\b(?:return(?:ing)?|back|coming back)\W+(?:\w+\W+){0,2}$", re.I)
 
 
-def return_dates(text: str) -> set[str]:
+def return_dates(text: str, facts: list[Fact]) -> set[str]:
     """The ``MM-DD`` of the dates a user message asking for a round trip gives as its
-    return ("departing May 20 and returning May 25")."""
+    return ("departing May 20 and returning May 25"); ``facts``: the message's
+    :func:`facts_in`."""
     if not ROUND_TRIP.search(text):
         return set()
     out = set()
-    for f in facts_in(text):
+    for f in facts:
         at = text.find(f.value)
         if f.kind == "date" and at >= 0 and RETURN_WORD.search(text[max(0, at - 30):at]):
             out.add(f.norm[-5:])

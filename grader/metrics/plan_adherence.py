@@ -152,7 +152,7 @@ def _requested(reply: Event | None, acts: list[str]) -> bool:
     if reply is None or not acts:
         return False
     return any(REQUESTS.search(x) and not _NEGATION.search(x) and set(actions_in(x)) & set(acts)
-               for x in sentences(reply.text.translate(TYPOGRAPHIC)))
+               for x in sentences(reply.text))
 
 
 #: A contingency on what the user does not know or have ("if you don't know the id").
@@ -169,7 +169,7 @@ def _met(head: str, reply: Event | None) -> bool:
     """Whether the user's reply meets the contingency in ``head``: "if you don't know it"
     answered by "I don't have it" (the offer behind it is then accepted)."""
     return reply is not None and bool(_NOT_KNOWN.search(head)) and bool(
-        _NOT_KNOWN.search(reply.text.translate(TYPOGRAPHIC)))
+        _NOT_KNOWN.search(reply.text))
 
 
 def _agrees(reply: Event | None, asked: str = "?") -> bool:
@@ -271,7 +271,11 @@ def statements(evs: list[Event]) -> list[Statement]:
     """The agent's intentions and claims in ``evs`` (the class docstring of
     :class:`PlanAdherence` says which sentences count), typographic apostrophes read as
     straight ones."""
-    evs = plain(evs)
+    return _statements(plain(evs))
+
+
+def _statements(evs: list[Event]) -> list[Statement]:
+    """:func:`statements` of events already made :func:`plain`."""
     out: list[Statement] = []
     for k, ev in enumerate(evs):
         if ev.kind != "agent":
@@ -317,7 +321,7 @@ def statements(evs: list[Event]) -> list[Statement]:
                     reply, _offered(s_clean[offer.end():])))
                 or _met(s_clean[:offer.start()], reply)
                 or (WAITS_FOR.search(s_clean[:offer.start()]) and ASKS.search(ev.text)
-                    and not _NOT_GIVEN.search(reply.text.translate(TYPOGRAPHIC))
+                    and not _NOT_GIVEN.search(reply.text)
                     and _requested(reply, _offered(s_clean[offer.end():]))))
             took = agreed or taken
             if m and not CONDITION.search(s_clean[:m.start()]) and not s_clean.rstrip(
@@ -402,7 +406,7 @@ def _asks_other(reply: Event | None, action: str) -> bool:
     """
     if reply is None:
         return False
-    text = reply.text.translate(TYPOGRAPHIC)
+    text = reply.text
     if not AGREE.search(text):
         # facts given with a request for other actions ("could we cancel it and book a new
         # one?"): a change of course, not a yes to the offer
@@ -541,7 +545,7 @@ class PlanAdherence(Metric):
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
         evs = plain(events(ctx.trace))
-        found = statements(evs)
+        found = _statements(evs)
         if not found:
             return Score(None, "the agent stated no intention and claimed no action",
                          code="no_statements", evidence={"statements": []})
@@ -783,7 +787,7 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
                                  f"and no {s.action} call came before"))
                 return
         elif e.kind == "user" and (_declines(e.text, s) or (
-                s.kind == "offer" and ELSEWHERE.search(e.text.translate(TYPOGRAPHIC)))):
+                s.kind == "offer" and ELSEWHERE.search(e.text))):
             s.outcome, s.why = "explained", "the user declined or changed course"
             return
         elif e.kind == "agent" and e is not evs[s.position]:

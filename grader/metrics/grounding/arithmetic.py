@@ -412,6 +412,13 @@ class ArithmeticRules(AnswerSources):
         summed, times 1 or a list length of the record (its 3 passengers) is ``n``:
         ``"(246 + 411) × 3"``. Else ``None``. Only the record's whole set of items counts, so
         a record offers a few values (one per field and count), not every pair."""
+        if self._record_totals is None:
+            self._record_totals = self._totals_of_records()
+        return next((how for total, how in self._record_totals if total == n.value), None)
+
+    def _totals_of_records(self) -> list[tuple[Decimal, str]]:
+        """Every ``(value, how)`` :meth:`_record_total` accepts, in the order it tries them."""
+        out: list[tuple[Decimal, str]] = []
         by_label: dict[str, list[str]] = {}  # a result's items other results list too
         for key, named in self.items.items():
             labels = {label for label, _i, _l in named}
@@ -435,14 +442,11 @@ class ArithmeticRules(AnswerSources):
             counts = sorted({Decimal(1)} | {Decimal(k) for k in f.count_index
                                             if k.isdigit() and 1 < int(k) <= 20})
             for path, values in sorted(sums.items()):
-                if len(values) != len(keys):
-                    continue
-                each = sum(values)
-                for k in counts:
-                    if each * k == n.value:
-                        parts = " + ".join(fmt(v) for v in values)
-                        return f"({parts}) [{path} of the items {f.label} lists] × {fmt(k)}"
-        return None
+                if len(values) == len(keys):
+                    parts = " + ".join(fmt(v) for v in values)
+                    out += [(sum(values) * k, f"({parts}) [{path} of the items {f.label} "
+                             f"lists] × {fmt(k)}") for k in counts]
+        return out
 
     def _listing(self, call_id: str) -> bool:
         """Whether a call's result lists two or more objects (a search's flights)."""

@@ -115,6 +115,7 @@ class AnswerSources:
         self._item_cache: dict[int, SourceFacts] = {}
         self._days_said: dict[str, list[Num]] | None = None
         self._counts_said: dict[str, set[Decimal]] | None = None
+        self._record_totals: list[tuple[Decimal, str]] | None = None
         #: the numbers this answer derived so far, with their arithmetic (a restatement
         #: later in the answer is supported by it)
         self.derived_here: dict[tuple[str, str], str] = {}
