@@ -384,3 +384,15 @@ def test_the_give_up_prefilter_finds_what_the_pattern_finds():
 ])
 def test_context_retention_vague_counts_relatives_and_doses(messages, score):
     assert ContextRetention().score(episode(messages)).value == score
+
+
+def test_context_retention_which_item_is_no_re_ask_of_its_date():
+    # the user gave travel dates; "which flight was delayed (number and date)?" asks to
+    # pick another item, not for the travel date again → 1.0; "which day do you travel?"
+    # asks for the date itself → 0.0
+    given = U("I want to fly on June 15 2025.")
+    assert ContextRetention().score(episode([given, A(
+        "Which flight of reservation SDZQKO was delayed (flight number and date)?")])).value \
+        == 1.0
+    assert ContextRetention().score(episode([given, A(
+        "Which day would you like to travel?")])).value == 0.0

@@ -24,7 +24,9 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
     ("refund", r"refund\w*|issu(?:e|ed|ing)\b|send(?:ing)?\b|sent\b|compensat\w*|"
                r"credit(?:ed|ing)\b"),
     ("inform", r"let (?:you|them) know\b|inform(?:ing)? you\b|notify(?:ing)? you\b|get back to "
-               r"you\b|advis(?:e|ing) you\b"),
+               r"you\b|advis(?:e|ing) you\b|(?:let|notified|informed|told|alerted) (?:the|your|our|"
+               r"a) (?:\w+ )?(?:agent|team|staff|department|supervisor|manager|representative|"
+               r"specialist|nurse|doctor|provider|clinician)s?\b"),
     ("ask", r"ask (?:you |them )?(?:\w+ ){0,4}?questions?\b"),
     ("process", r"processed\b|process(?:ing)?\b(?=\s+(?:the|your|it|this|that|a|an|using|with|"
                 r"to)\b(?!\s+process))|complet(?:e|ed|ing)\b(?!\s+(?:the|this) process)|"
@@ -105,12 +107,21 @@ CLAIM = re.compile(
     r"transferred|applied|rebooked|reserved|moved|switched|checked|verified|reviewed|"
     r"looked up|retrieved)\b)"
     r"|\b(?:is|are) now (?=booked|cancell?ed|confirmed|updated|changed|upgraded|downgraded)"
-    r"|\bsuccessfully (?=\w+ed\b)", re.I)
+    r"|\bsuccessfully (?=\w+ed\b)"
+    r"|\bi(?:'ve| have) (?:now |already |just |also )?(?=(?:let|notified|informed|told|alerted) "
+    r"(?:the|your|our|a) (?:\w+ )?(?:agent|team|staff|department|supervisor|manager|"
+    r"representative|specialist|nurse|doctor|provider|clinician)s?\b)", re.I)
 #: A claim that an action is under way ("I'm transferring you now", "you are being
 #: transferred"): the notice that follows the call, or, with no call, a claim of an action
 #: never taken.
 UNDER_WAY = re.compile(r"\bi(?:'m| am) (?:now )?(?=\w+ing you (?:now|right now)\b)"
-                       r"|\byou are (?:now )?being (?=transferred|connected)", re.I)
+                       r"|\byou are (?:now )?being (?=transferred|connected)"
+                       r"|\b(?=transfer (?:is )?(?:now )?in progress\b)", re.I)
+#: A report that a search found nothing ("there are no available flights on June 22"): a
+#: lookup claim about each date the sentence names.
+NO_RESULTS = re.compile(r"\b(?:no|not any) (?:available |direct |one-?stop |nonstop |open )*"
+                        r"(?:flights?|seats?|appointments?|slots?|availability)\b|"
+                        r"\b(?:fully|completely) booked\b|\bnothing (?:is )?available\b", re.I)
 #: A claim that a record was looked at again ("I've re-checked", "I double-checked your
 #: reservation", "I checked again"): a lookup claim, in the simple past too.
 AGAIN = re.compile(r"\bi(?:'ve| have)? (?:just |now |also |already )?(?:re-?check\w*|"

@@ -60,6 +60,9 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
     low = sentence.lower().replace("\u2019", "'")
     if fact.kind == "symptom" and FOLLOW_UP.search(low):
         return False
+    which = re.search(r"\bwhich (\w+)", low)
+    if which and not any(which.group(1) in label.split() for label in fact.labels):
+        return False  # "which flight was delayed (number and date)?": picks another item
     if fact.kind == "duration" and not fact.norm[:1].isdigit() and re.search(
             r"\bhow many\b|\bexactly\b", low):
         return False  # "for a few days", then "how many days?": the number was never given
@@ -119,7 +122,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 8
+    version: ClassVar[int] = 9
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""

@@ -14,7 +14,7 @@ from evaltape.grader.matching.statement_words import (
     ACTION_RX, TOOL_WORDS, READ_TOOLS, INTENTION, NEED_TO, PURPOSE, LETS_ME,
     OFFER, RELATIVE, PRECONDITION, POINTS_BACK, CONDITION, CONTINGENCY, CLAIM, AGAIN,
     NOT_A_CLAIM, DECLINE, AGREE, EXPLAIN, NEGATED, CABIN_NAMES, CABINS, NOUN_USE,
-    ADVERBS, UNDER_WAY, ELSEWHERE)
+    ADVERBS, UNDER_WAY, ELSEWHERE, NO_RESULTS)
 from evaltape.grader.metrics.context_retention import PAYMENT_ID
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -85,6 +85,8 @@ class Statement:
         call: the matching call, ``name#id``, or ``None``.
         why: one sentence.
         again: a claim of a second look ("I've re-checked"), backed by any earlier lookup.
+        searched: the ``MM-DD`` of each date a report of no results names ("no flights on
+            June 22"): backed only by a lookup call with that date in its arguments.
         notice: a claim that the action is under way (:data:`UNDER_WAY`): a statement only
             when no call backs it.
     """
@@ -100,6 +102,7 @@ class Statement:
     why: str = ""
     again: bool = False
     notice: bool = False
+    searched: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -294,6 +297,12 @@ def _statements(evs: list[Event]) -> list[Statement]:
                     s_clean[:again.start()]):
                 out.append(Statement("claim", "lookup", s, ev.message, k, ev.text,
                                      again=True))
+                continue
+            searched = _claim_at(s_clean, NO_RESULTS) and tuple(sorted(
+                {f.norm[-5:] for f in facts_in(s_clean) if f.kind == "date"}))
+            if searched:
+                out.append(Statement("claim", "lookup", s, ev.message, k, ev.text,
+                                     searched=searched))
                 continue
             m = _claim_at(s_clean) or (confirming and _claim_at(s_clean, PASSIVE))
             notice = not m and _claim_at(s_clean, UNDER_WAY) is not None
@@ -540,7 +549,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 14
+    version: ClassVar[int] = 15
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -648,9 +657,23 @@ def _pick(s: Statement, calls: list, cards: dict[str, str],
 
 def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
+    start = 0
+    if s.notice:  # an action under way is backed by a call of this turn, since the
+        # agent last wrote to the user
+        start = next((i + 1 for i in range(s.position - 1, -1, -1)
+                      if evs[i].kind == "agent" and evs[i].text.strip()), 0)
     window = [e for i, e in enumerate(evs) if e.kind == "call" and (
-        i < s.position or (same >= 0 and e.message == same))]
+        start <= i < s.position or (same >= 0 and e.message == same))]
     matching = [e.call for e in window if matches(s, e.call)]
+    if s.searched:
+        missing = [d for d in s.searched if not any(
+            d in _call_days(c) for c in matching)]
+        if missing:
+            s.outcome = "no_call"
+            s.why = ("reported no results for " + ", ".join(missing) + " (MM-DD) with no "
+                     "lookup call on that date")
+            return
+        matching = [c for c in matching if set(s.searched) & _call_days(c)]
     good = [c for c in matching if not call_failed(c)]
     if good:
         call, bad = _pick(s, list(reversed(good)), cards)
@@ -666,6 +689,15 @@ def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
         s.outcome, s.why = "no_call", "claimed a second look with no lookup call behind it"
     else:
         s.outcome, s.why = "no_call", f"claimed done with no {s.action} call behind it"
+
+
+def _call_days(call) -> set[str]:
+    """The ``MM-DD`` of each ISO date among a call's argument values."""
+    return {m.group(1) for _k, v in argument_strings(dict(call.arguments))
+            for m in _ISO_DAY.finditer(v)}
+
+
+_ISO_DAY = re.compile(r"\b\d{4}-(\d{2}-\d{2})\b")
 
 
 def _transfer_elsewhere(s: Statement, call) -> bool:
