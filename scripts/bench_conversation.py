@@ -10,8 +10,8 @@ then real conversations labelled blind by two labellers.
    imported as ``evaltape import anthropic-messages`` reads it and graded; a score agrees
    with its label when ``right`` and score >= 0.8, ``wrong`` and score < 0.8, or ``null``
    (nothing to judge) and a null score.
-2. The real conversations: τ-bench's airline trajectories (for task t, trial t % 4) and
-   τ²-bench's airline simulations, read from the corpus folder (``--corpus DIR``, else
+2. The real conversations: τ-bench's airline trajectories (labelled here: for task t,
+   trial t % 4) and τ²-bench's airline simulations, read from the corpus folder (``--corpus DIR``, else
    ``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared`` folder beside the
    repository) through the ``taubench`` and ``tau2`` importers, graded with
    ``context_retention``, ``error_recovery`` and ``plan_adherence``. The labels are in
@@ -30,6 +30,10 @@ then real conversations labelled blind by two labellers.
    the same submissions, 20 per model, labelled after the measures' rules were written: no
    rule was written from them; chosen per submission among the conversations the first
    pair did not label, those with a failed tool call first, then failed tasks, by task id).
+4. The same for ``fresh_labels_a/b.jsonl`` (the other 44 conversations of those
+   submissions) and ``gpt4o_labels_a/b.jsonl``: 50 τ-bench GPT-4o conversations that part 2
+   did not label (for each task, one of its three other trials: one whose task failed first,
+   then the lowest trial), labelled after every rule of the current versions was written.
 
 ``-v`` lists every disagreement. A missing corpus or label file is reported and that part
 skipped. A bad label line is an error naming the file, the line and the field (exit 3).
@@ -63,6 +67,10 @@ HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "heldout_labels_a.jsonl",
 #: rules written from the third set (no rule was written from them)
 FRESH_LABELS = (ROOT / "bench" / "conversation" / "fresh_labels_a.jsonl",
                 ROOT / "bench" / "conversation" / "fresh_labels_b.jsonl")
+#: the fifth blind set: 50 τ-bench GPT-4o conversations the first set did not label (one
+#: other trial of each task), labelled after every rule of the current versions was written
+GPT4O_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_labels_a.jsonl",
+                ROOT / "bench" / "conversation" / "gpt4o_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
@@ -156,8 +164,6 @@ def corpus_scores(corpus: Path) -> dict[str, dict[str, Any]]:
             for ep in report.episodes:
                 if fmt == "taubench":
                     task = int(ep.case_id.rsplit("_", 1)[-1])
-                    if ep.trial != task % 4:
-                        continue
                     key = f"taubench/task_{task:03d}/{ep.trial}"
                 elif rel.startswith("tau2/"):
                     key = f"tau2/{ep.case_id.split('.', 1)[-1]}/{ep.trial}"
@@ -291,9 +297,12 @@ def main(argv: list[str]) -> int:
                           "conversations of other agents and models", scores)
         scores = real_set(corpus, verbose, HELD_OUT_LABELS,
                           "held-out conversations of the same agents and models", scores)
-        real_set(corpus, verbose, FRESH_LABELS,
-                 "fresh conversations of the same agents and models (no rule written from "
-                 "them)", scores)
+        scores = real_set(corpus, verbose, FRESH_LABELS,
+                          "fresh conversations of the same agents and models (no rule "
+                          "written from them)", scores)
+        real_set(corpus, verbose, GPT4O_LABELS,
+                 "GPT-4o conversations of the other trials (labelled after every rule of "
+                 "the current versions was written)", scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3
