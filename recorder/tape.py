@@ -358,6 +358,22 @@ class _Tape:
         outcome = _proxy_lookup(self.episode, self.tool, self.arguments)
         return outcome if outcome is _LIVE else _proxy_outcome(outcome, self.tool)
 
+    def live(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)``; an exception it raises is stored, then raised again."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            self.store_error(e)
+            raise
+
+    async def live_async(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """:meth:`live` of a coroutine function: ``await fn(*args, **kwargs)``."""
+        try:
+            return await fn(*args, **kwargs)
+        except Exception as e:
+            self.store_error(e)
+            raise
+
     def store_error(self, error: Exception) -> None:
         """Store a live call that raised ``error``."""
         if self.cassette is not None:
@@ -429,37 +445,22 @@ def tape_tool(fn: F | None = None, *, name: str | None = None,
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
             tape = _tape_for(sig, tool, skipped, args, kwargs)
             if tape is None:
                 return await fn(*args, **kwargs)
             value = tape.recorded()
-            if value is not _LIVE:
-                return value
-            try:
-                result = await fn(*args, **kwargs)
-            except Exception as e:
-                tape.store_error(e)
-                raise
-            return tape.store_result(result)
-
-        async_wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
-        return async_wrapper
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        tape = _tape_for(sig, tool, skipped, args, kwargs)
-        if tape is None:
-            return fn(*args, **kwargs)
-        value = tape.recorded()
-        if value is not _LIVE:
+            if value is _LIVE:
+                value = tape.store_result(await tape.live_async(fn, args, kwargs))
             return value
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as e:
-            tape.store_error(e)
-            raise
-        return tape.store_result(result)
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            tape = _tape_for(sig, tool, skipped, args, kwargs)
+            if tape is None:
+                return fn(*args, **kwargs)
+            value = tape.recorded()
+            return tape.store_result(tape.live(fn, args, kwargs)) if value is _LIVE else value
 
     wrapper.__evaltape_tool__ = tool  # type: ignore[attr-defined]
     return wrapper

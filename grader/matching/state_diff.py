@@ -15,24 +15,27 @@ from evaltape.grader.envs.documents import (ExpectedEnd, expected_end, key_path,
 _MISSING = object()
 
 
-def _diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """``(path, a, b)`` of every leaf where ``a`` and ``b`` differ, keys sorted at every level;
+    :data:`_MISSING` stands for an absent side; arrays of different lengths differ whole."""
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(a.keys() | b.keys()):
-            yield from _diff(a.get(k, _MISSING), b.get(k, _MISSING), key_path(path, k))
+            yield from _raw_diff(a.get(k, _MISSING), b.get(k, _MISSING), key_path(path, k))
         return
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
-            yield from _diff(x, y, key_path(path, i))
+            yield from _raw_diff(x, y, key_path(path, i))
         return
     if a is _MISSING or b is _MISSING or not same_value(a, b):
-        yield (path, None if a is _MISSING else a, None if b is _MISSING else b)
+        yield (path, a, b)
 
 
 def state_diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
     """Every leaf where two states differ, ``[(path, before, after)]`` in path order
     (keys sorted at every level); a key only one side holds gives ``None`` on the other
     side; arrays of different lengths differ as a whole."""
-    return list(_diff(before, after, "$"))
+    return [(p, None if x is _MISSING else x, None if y is _MISSING else y)
+            for p, x, y in _raw_diff(before, after, "$")]
 
 
 def partial_mismatches(expected: Any, actual: Any, path: str = "$"
@@ -116,20 +119,6 @@ class PathIndex:
     def strictly_holds(self, path: str) -> bool:
         """Some path of the index holds ``path`` and is not ``path`` itself."""
         return any(h in self.paths for h in _heads(path)[:-1])
-
-
-def _raw_diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
-    """As :func:`_diff`, with :data:`_MISSING` kept for an absent side."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(a.keys() | b.keys()):
-            yield from _raw_diff(a.get(k, _MISSING), b.get(k, _MISSING), key_path(path, k))
-        return
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            yield from _raw_diff(x, y, key_path(path, i))
-        return
-    if a is _MISSING or b is _MISSING or not same_value(a, b):
-        yield (path, a, b)
 
 
 def compare_end(expected: ExpectedEnd, initial: dict, final: dict
