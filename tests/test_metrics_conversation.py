@@ -396,3 +396,31 @@ def test_context_retention_which_item_is_no_re_ask_of_its_date():
         == 1.0
     assert ContextRetention().score(episode([given, A(
         "Which day would you like to travel?")])).value == 0.0
+
+
+def test_error_recovery_counts_repeats_of_a_failure_across_replies():
+    # the definition: the same failing call with unchanged arguments two or more further
+    # times is no recovery, whatever the agent said between the attempts
+    retry = call("t3", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient"})
+    again = call("t4", "find_patient", {"email": "ana@x.com"},
+                 {"success": False, "error": "no patient"})
+    sorry = A("Sorry, I could not find a patient with that e-mail. Shall I try again?")
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), sorry, U("yes"),
+                   A("", retry), R(retry), sorry, U("yes please"), A("", again), R(again),
+                   A("I could not find you, sorry.")])
+    s = ErrorRecovery().score(ctx)
+    # one failure (the two repeats belong to it), not recovered
+    assert s.value == 0.0
+    assert s.message == ("0/1 failed call(s) recovered: find_patient#t1: repeated the "
+                         "identical failing call 2 more times")
+    # one repeat across a reply, then an honest report: recovered (the reply decides)
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), sorry, U("yes"),
+                   A("", retry), R(retry), A("I could not find you, sorry.")])
+    assert ErrorRecovery().score(ctx).value == 1.0
+    # a repeat that succeeds ends the count: the second identical call is no repeat of a
+    # failure
+    ok = call("t4", "find_patient", {"email": "ana@x.com"}, {"patient_id": "P-1"})
+    ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), sorry, U("yes"),
+                   A("", retry), R(retry), sorry, U("yes"), A("", ok), R(ok), A("Found you.")])
+    assert ErrorRecovery().score(ctx).value == 1.0

@@ -98,8 +98,9 @@ class ErrorRecovery(Metric):
     """Share of failed tool calls the agent recovered from (identical repeats of a failed call
     belong to the failure they repeat).
 
-    After each failure the first of these decides: the same call repeated two or more times
-    → not recovered; a retry with changed arguments, another tool toward the same goal, or a
+    A failure whose identical call (same tool, same arguments) fails two or more more times,
+    whatever was said between → not recovered. Else, after the failure the first of these
+    decides: the same call repeated two or more times → not recovered; a retry with changed arguments, another tool toward the same goal, or a
     transfer → recovered; a reply that states the failure or asks about the failed input →
     recovered, one that claims the action happened → not; at the end, not recovered unless a
     reply stated a value the error gave. Rules: docs/metrics.md, "error_recovery". Null
@@ -107,7 +108,7 @@ class ErrorRecovery(Metric):
     """
 
     name: ClassVar[str] = "error_recovery"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -118,7 +119,13 @@ class ErrorRecovery(Metric):
         for i, ev in enumerate(evs):
             if ev.kind != "call" or not call_failed(ev.call) or i in repeats:
                 continue
-            ok, why, same = _after(ev, evs[i + 1:])
+            again = _failed_again(ev, evs[i + 1:])
+            if len(again) >= 2:
+                ok, same = False, again
+                why = (f"{ev.call.name}#{ev.call.id}: repeated the identical failing call "
+                       f"{len(again)} more times")
+            else:
+                ok, why, same = _after(ev, evs[i + 1:])
             repeats.update(i + 1 + j for j in same)
             verdicts.append((ok, why))
             evidence.append({"call": f"{ev.call.name}#{ev.call.id}", "turn": ev.message,
@@ -136,6 +143,20 @@ class ErrorRecovery(Metric):
 def _words(name: str) -> set[str]:
     return {w for w in name.lower().replace("-", "_").split("_")
             if len(w) >= 3 and w not in GENERIC}
+
+
+def _failed_again(failed: Event, rest: list[Event]) -> list[int]:
+    """Positions in ``rest`` of the calls identical to ``failed`` (same tool, same arguments)
+    that fail again, up to the first one that succeeds: repeats of the failure, whatever the
+    agent said between them."""
+    call, out = failed.call, []
+    for j, ev in enumerate(rest):
+        if ev.kind == "call" and ev.call.name == call.name and same_value(
+                dict(ev.call.arguments), dict(call.arguments)):
+            if not call_failed(ev.call):
+                break
+            out.append(j)
+    return out
 
 
 def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
