@@ -424,3 +424,43 @@ def test_error_recovery_counts_repeats_of_a_failure_across_replies():
     ctx = episode([U("ana@x.com"), A("", FIND_FAIL), R(FIND_FAIL), sorry, U("yes"),
                    A("", retry), R(retry), sorry, U("yes"), A("", ok), R(ok), A("Found you.")])
     assert ErrorRecovery().score(ctx).value == 1.0
+
+
+def test_a_reason_for_a_request_is_a_fact_the_agent_can_ask_again_for():
+    kinds = lambda t: [(f.kind, f.value) for f in facts_in(t)]  # noqa: E731
+    assert kinds("Can I cancel since I'm feeling a bit unwell?") == [
+        ("reason", "feeling a bit unwell")]
+    assert kinds("It's an emergency in the family.") == [("reason", "an emergency")]
+    assert kinds("I want to cancel because my plans changed.") == [
+        ("reason", "my plans changed")]
+    # "since" of time is no reason
+    assert kinds("I've had a cough since Monday") == []
+    ask = A("I can help. Please provide your user ID and the reason for cancellation.")
+    s = ContextRetention().score(episode([U("Cancel my trip, it's a family emergency."), ask]))
+    assert s.value == 0.0 and "asked again for the reason 'a family emergency'" in s.message
+    # quoting the reason back is no re-ask
+    said = A("I'm sorry about the emergency. Could you confirm the reason is the emergency?")
+    assert ContextRetention().score(
+        episode([U("Cancel my trip, it's a family emergency."), said])).value == 1.0
+    # the reason asked for another booking than the one it was given for
+    other = A("Could you please provide the reason for cancellation for reservation NQNU5R?")
+    s = ContextRetention().score(episode(
+        [U("Cancel IFOYYZ please, due to a change of plan."), other]))
+    assert s.value == 1.0
+
+
+def test_an_id_the_user_says_was_wrong_is_no_longer_theirs():
+    update = call("t1", "update_reservation_flights", {"reservation_id": "FQ8APE"},
+                  {"reservation_id": "FQ8APE"})
+    start = [U("I'd like to modify reservation UM3OG5."), A("Which change would you like?")]
+    end = [A("", update), R(update), A("Your reservation FQ8APE is updated.")]
+    # the user withdraws the id by description: acting on another booking is no lapse
+    ctx = episode(start + [U("Sorry, I gave the wrong reservation ID: it's the one from "
+                             "New York to Chicago.")] + end)
+    assert ContextRetention().score(ctx).value == 1.0
+    # without the withdrawal, changing another booking than the user's is a lapse
+    ctx = episode(start + [U("Please move it to the 25th.")] + end)
+    s = ContextRetention().score(ctx)
+    assert s.value == 0.0
+    assert "called update_reservation_flights with booking 'FQ8APE', not the user's " \
+           "'UM3OG5'" in s.message

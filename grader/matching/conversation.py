@@ -260,6 +260,14 @@ def condition_facts(text: str) -> list[Fact]:
     return [f for _pos, f in sorted(out, key=lambda pf: pf[0])]
 
 
+#: The reason the user gives for a request: a clause after "because", "due to", "since
+#: I'm" ... ("since I'm feeling a bit unwell"), or a reason named by itself ("a family
+#: emergency", "a change of plans").
+REASON = re.compile(r"\b(?:because(?: of)?|due to|since (?:i'm|i am|i've|i have|my)|as "
+                    r"(?:i'm|i am)|the reason is)\s+(?P<why>[^.,;:!?\n]{4,60})|"
+                    r"(?P<what>\b(?:(?:a |an )?(?:family |medical )?emergency|feeling (?:a "
+                    r"bit |very |really |quite )?(?:unwell|sick|ill)|(?:a )?change (?:of|in) "
+                    r"(?:my )?plans?|changed my plans?)\b)", re.I)
 NAME = re.compile(r"\b(?i:(?:my|his|her|their) name is|i am|i'm|this is|name's)\s+"
                   r"([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
@@ -285,6 +293,8 @@ LABELS = {"email": ("email", "e-mail", "mail address"),
                        "how many weeks"),
           "dose": ("dose", "dosage", "how many mg", "how many milligrams", "how many tablets",
                    "how many pills", "how many capsules", "what strength"),
+          "reason": ("reason for", "the reason", "your reason", "why you", "why do you",
+                     "why would you"),
           "age": ("how old", "your age", "his age", "her age", "their age", "what age",
                   "the age of", "patient's age"),
           "symptom": ("what symptoms", "which symptoms", "what brings you", "reason for your "
@@ -416,6 +426,10 @@ def facts_in(text: str) -> list[Fact]:
         if free(*m.span()):
             add(*m.span(), Fact("dose", m.group(), re.sub(r"\s+", "", m.group().lower()),
                                 LABELS["dose"]))
+    for m in REASON.finditer(text):
+        g = "why" if m.group("why") else "what"
+        if free(*m.span(g)):
+            add(*m.span(g), Fact("reason", m.group(g), m.group(g).lower(), LABELS["reason"]))
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),
@@ -521,6 +535,9 @@ def mentions(text: str, fact: Fact) -> bool:
         return any(f.kind == fact.kind and f.norm == fact.norm for f in _facts(text))
     if fact.kind == "age":
         return any(f.kind == "age" and f.norm == fact.norm for f in condition_facts(text))
+    if fact.kind == "reason":  # a word of the reason ("unwell" for "feeling unwell")
+        low = text.lower()
+        return any(_quotes(low, w) for w in re.findall(r"[a-z]{5,}", fact.norm))
     if fact.kind == "symptom":  # the symptom or the body part it was named with
         low = text.lower()
         return any(_quotes(low, w) for w in fact.norm.split() if len(w) > 2)

@@ -18,7 +18,7 @@ from evaltape.grader.metrics.base import Metric
 REQUEST = re.compile(r"\?\s*$|\b(?:please\s+(?:provide|share|give|send|tell|enter|confirm|"
                      r"let me know)|could you\s+(?:please\s+)?(?:provide|give|share|tell|send|"
                      r"confirm)|can you\s+(?:please\s+)?(?:provide|give|share|tell|send|"
-                     r"confirm)|may i (?:have|get)|i(?:'ll| will)? need your|what(?:'s| is) "
+                     r"confirm)|may i (?:have|get)|i(?:'ll| will)? need your|i(?:'ll| will)? need to know|what(?:'s| is) "
                      r"your|let me know your)\b", re.I)
 #: Words that ask for another value than the one given (not a re-ask).
 OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|additional|"
@@ -27,6 +27,9 @@ OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|a
 CORRECTION = re.compile(r"\b(?:actually|sorry|i meant|i mean|correction|my mistake|my bad|"
                         r"instead|typo|rather|wrong|not\s+\S+\s+but|change (?:that|it) to|"
                         r"should (?:be|have been))\b|^\s*no[,.!]", re.I)
+#: A user message saying an id they gave was wrong ("I provided the wrong reservation ID").
+WITHDRAWN = re.compile(r"\bwrong (?:\w+ )?(reservation|booking|order)(?: id| number| code)?\b",
+                       re.I)
 #: An agent sentence that offers something (to check against what the user refused).
 OFFER = re.compile(r"\?\s*$|\b(?:would you like|do you want|shall i|should i|i can (?:add|"
                    r"offer|include)|i (?:would |can )?recommend|you (?:may|might) (?:want|"
@@ -75,7 +78,7 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
 
 
 def _same_kind(a: Fact, b: Fact) -> bool:
-    if a.kind != b.kind or a.kind == "symptom":
+    if a.kind != b.kind or a.kind in ("symptom", "reason"):
         return False  # a new symptom adds to the earlier ones, it corrects none
     if a.kind != "id":
         return True
@@ -122,7 +125,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 9
+    version: ClassVar[int] = 10
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -141,6 +144,8 @@ class ContextRetention(Metric):
         known: set[tuple[str, str]] = set()  # (kind, norm) of each fact given
         turns: dict[int, int] = {}  # id(fact) → its turn
         stale_ids: set[int] = set()  # id() of each corrected fact
+        reason_codes: dict[int, set[str]] = {}  # id() of a reason → codes of its message
+        withdrawn: set[int] = set()  # id() of each value the user said was wrong
 
         def lapse(fact: Fact, at: int, what: str, turn: int) -> None:
             lapses.append({"kind": fact.kind, "value": fact.value, "given_turn": at,
@@ -163,6 +168,18 @@ class ContextRetention(Metric):
                 # only ("PUNERT", read as a booking only after a booking word) too
                 created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
                 new = facts + condition_facts(ev.text)
+                codes = {c.lower() for c in CODE6.findall(ev.text)}
+                for f in facts:
+                    if f.kind == "reason":
+                        reason_codes[id(f)] = codes
+                wrong = WITHDRAWN.search(ev.text)
+                if wrong:
+                    # "I gave the wrong reservation ID" with no new one: the earlier value
+                    # of that kind is no longer the user's (they may name it by description)
+                    kind = "booking" if wrong.group(1).lower() in ("reservation", "booking") \
+                        else "order_id" if wrong.group(1).lower() == "order" else None
+                    if kind and not any(f.kind == kind for f in facts):
+                        withdrawn.update(id(g) for g, _t in given if g.kind == kind)
                 if CORRECTION.search(ev.text):
                     norms = {g.norm for g, _t in given}
                     for f in new:
@@ -208,8 +225,8 @@ class ContextRetention(Metric):
                 r = route(dict(ev.call.arguments))
                 if r is not None:
                     routes.append((r, turn))
-                self._call(ev, turn, given, stale, refused, paying, cards, lapse, turn_of,
-                           created)
+                self._call(ev, turn, [(f, t) for f, t in given if id(f) not in withdrawn],
+                           stale, refused, paying, cards, lapse, turn_of, created)
                 call = ev.call
                 if _writes(call.name) and call.result and not call_failed(call):
                     # a booking made in this conversation ("HATHAT") is the user's too
@@ -236,6 +253,9 @@ class ContextRetention(Metric):
                 for f, at in given:
                     if f.kind in NOT_ASKED or id(f) in stale_ids:
                         continue  # the corrected value is not asked for again
+                    if f.kind == "reason" and {c.lower() for c in CODE6.findall(s)} - \
+                            reason_codes.get(id(f), set()):
+                        continue  # the reason for another booking than the one it was given for
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:

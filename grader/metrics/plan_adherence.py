@@ -175,6 +175,12 @@ def _met(head: str, reply: Event | None) -> bool:
         _NOT_KNOWN.search(reply.text))
 
 
+def _gives_facts(text: str) -> bool:
+    """Whether a user message gives a fact asked for (an id, a date, a name ...; a reason
+    for a request alone answers no request for details)."""
+    return any(f.kind != "reason" for f in facts_in(text))
+
+
 def _agrees(reply: Event | None, asked: str = "?") -> bool:
     """Whether the user's reply agrees to the offer in message ``asked``: a yes-word, or a fact
     given where that message asked for one (:data:`ASKS`), and no decline.
@@ -182,7 +188,7 @@ def _agrees(reply: Event | None, asked: str = "?") -> bool:
     if reply is None or DECLINE.search(reply.text[:40]):
         return False
     return bool(AGREE.search(reply.text)) or (bool(ASKS.search(asked))
-                                              and bool(facts_in(reply.text)))
+                                              and _gives_facts(reply.text))
 
 
 def _acted_calls(evs: list[Event], k: int) -> list[str]:
@@ -351,8 +357,8 @@ def _statements(evs: list[Event]) -> list[Statement]:
                 # bare "sure" without the id asked for leaves the step waiting)
                 purpose, need = PURPOSE.match(s_clean), NEED_TO.search(s_clean)
                 what = purpose.group("what") if purpose else s_clean[need.end():]
-                given = reply is not None and not DECLINE.search(reply.text[:40]) and bool(
-                    facts_in(reply.text))
+                given = reply is not None and not DECLINE.search(reply.text[:40]) and \
+                    _gives_facts(reply.text)
                 if given and (purpose or not CONDITION.search(s_clean[:need.start()])):
                     for a in actions_in(what, joined=True, lead=OFFER_LEAD)[:1]:
                         out.append(Statement("offer", a, s, ev.message, k, ev.text))
