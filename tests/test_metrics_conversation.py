@@ -435,6 +435,7 @@ def test_a_reason_for_a_request_is_a_fact_the_agent_can_ask_again_for():
         ("reason", "my plans changed")]
     # "since" of time is no reason
     assert kinds("I've had a cough since Monday") == []
+    assert kinds("I was in the emergency room last week") == []
     ask = A("I can help. Please provide your user ID and the reason for cancellation.")
     s = ContextRetention().score(episode([U("Cancel my trip, it's a family emergency."), ask]))
     assert s.value == 0.0 and "asked again for the reason 'a family emergency'" in s.message

@@ -262,10 +262,11 @@ def condition_facts(text: str) -> list[Fact]:
 
 #: The reason the user gives for a request: a clause after "because", "due to", "since
 #: I'm" ... ("since I'm feeling a bit unwell"), or a reason named by itself ("a family
-#: emergency", "a change of plans").
+#: emergency", "an emergency", not "the emergency room"; "a change of plans").
 REASON = re.compile(r"\b(?:because(?: of)?|due to|since (?:i'm|i am|i've|i have|my)|as "
                     r"(?:i'm|i am)|the reason is)\s+(?P<why>[^.,;:!?\n]{4,60})|"
-                    r"(?P<what>\b(?:(?:a |an )?(?:family |medical )?emergency|feeling (?:a "
+                    r"(?P<what>\b(?:(?:a |an |family |medical )+emergency(?! room| department| "
+                    r"services?| contact| number| care| line)|feeling (?:a "
                     r"bit |very |really |quite )?(?:unwell|sick|ill)|(?:a )?change (?:of|in) "
                     r"(?:my )?plans?|changed my plans?)\b)", re.I)
 NAME = re.compile(r"\b(?i:(?:my|his|her|their) name is|i am|i'm|this is|name's)\s+"
