@@ -59,20 +59,14 @@ def _slot(day: str, time: str, doctor: str) -> dict:
 
 
 INITIAL_STATE: dict[str, Any] = {
-    "patients": {
-        "P-1001": {"name": "Ana Lopez", "email": "ana.lopez@example.com",
-                   "phone": "555-0101", "dob": "1988-04-12"},
-        "P-1002": {"name": "Ben Okafor", "email": "ben.okafor@example.com",
-                   "phone": "555-0102", "dob": "1975-11-30"},
-        "P-1003": {"name": "Chloe Martin", "email": "chloe.martin@example.com",
-                   "phone": "555-0103", "dob": "1992-07-08"},
-        "P-1004": {"name": "David Kim", "email": "david.kim@example.com",
-                   "phone": "555-0104", "dob": "1969-02-21"},
-        "P-1005": {"name": "Eva Novak", "email": "eva.novak@example.com",
-                   "phone": "555-0105", "dob": "2001-09-15"},
-        "P-1006": {"name": "Farid Haddad", "email": "farid.haddad@example.com",
-                   "phone": "555-0106", "dob": "1983-12-03"},
-    },
+    "patients": {pid: {"name": name, "email": name.lower().replace(" ", ".") + "@example.com",
+                       "phone": "555-01" + pid[-2:], "dob": dob}
+                 for pid, name, dob in (("P-1001", "Ana Lopez", "1988-04-12"),
+                                        ("P-1002", "Ben Okafor", "1975-11-30"),
+                                        ("P-1003", "Chloe Martin", "1992-07-08"),
+                                        ("P-1004", "David Kim", "1969-02-21"),
+                                        ("P-1005", "Eva Novak", "2001-09-15"),
+                                        ("P-1006", "Farid Haddad", "1983-12-03"))},
     "doctors": {
         "D-01": {"name": "Dr. Maya Chen", "specialty": "dermatology"},
         "D-02": {"name": "Dr. Luis Ortega", "specialty": "cardiology"},

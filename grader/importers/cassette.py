@@ -57,33 +57,37 @@ def load_interactions(path: str) -> list[Any]:
         if deep is not None:
             raise depth_problem(deep)
     elif suffix == ".jsonl":
-        lines = [ln for ln in data.splitlines()]
         items = []
-        for n, ln in enumerate(lines, start=1):
+        for n, ln in enumerate(data.splitlines(), start=1):
             if not ln.strip():
                 continue
-            try:
-                obj = orjson.loads(ln)
-            except orjson.JSONDecodeError as e:
-                if is_depth_error(e):
-                    raise depth_problem(depth_error(ln, None, n)) from None
-                raise EpisodeProblem(f"not valid JSON ({e.msg})", line=n) from None
+            obj = _json(ln, n)
             too_deep(ln, obj, n)
             if n == 1 and isinstance(obj, dict) and "request" not in obj:
                 continue  # header line
             items.append(obj)
         doc = {"interactions": items}
     else:
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            if is_depth_error(e):
-                raise depth_problem(depth_error(data, None)) from None
-            raise EpisodeProblem(f"not valid JSON ({e.msg})", line=e.lineno) from None
+        doc = _json(data)
         too_deep(data, doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise EpisodeProblem("not a vcrpy cassette: no 'interactions' list")
     return doc["interactions"]
+
+
+def _json(text: bytes, line: int | None = None) -> Any:
+    """``text`` decoded as JSON; ``line``: the JSONL line it is (else the error's line inside
+    ``text`` is named).
+
+    Raises:
+        EpisodeProblem: not JSON, or nested deeper than evaltape reads.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        if is_depth_error(e):
+            raise depth_problem(depth_error(text, None, line)) from None
+        raise EpisodeProblem(f"not valid JSON ({e.msg})", line=line or e.lineno) from None
 
 
 def _header(headers: Any, name: str) -> str:

@@ -213,28 +213,27 @@ def config_changes(old: Report, new: Report, episodes_old: Any = None,
     return out
 
 
+#: The words of each kind of configuration change (``{name}``, ``{before}``, ``{after}``).
+_CHANGE_TEXT = {
+    "threshold": "threshold of {name}: {before} → {after}",
+    "metric_version": "{name}: formula version {before} → {after}",
+    "metric_args": "{name}: arguments {before} → {after}",
+    "metric_added": "{name}: graded now, not in the baseline",
+    "metric_removed": "{name}: graded in the baseline, not now",
+    "case_expectations": "expectations or thresholds of {before} case(s) changed: {name}",
+    "grader_version": "evaltape {before} → {after}",
+}
+
+
 def describe_change(c: ConfigChange) -> str:
     """One configuration change in words."""
-    if c.kind == "threshold":
-        return f"threshold of {c.name}: {c.before} → {c.after}"
     if c.kind == "gate":
         return (f"gating metrics: {', '.join(c.before) or 'none'} → "
                 f"{', '.join(c.after) or 'none'}")
-    if c.kind == "metric_version":
-        return f"{c.name}: formula version {c.before} → {c.after}"
-    if c.kind == "metric_args":
-        return f"{c.name}: arguments {c.before} → {c.after}"
-    if c.kind == "metric_added":
-        return f"{c.name}: graded now, not in the baseline"
-    if c.kind == "metric_removed":
-        return f"{c.name}: graded in the baseline, not now"
     if c.kind == "dataset_inputs":
         return f"dataset inputs: sha256 {str(c.before)[:12]}… → {str(c.after)[:12]}…"
-    if c.kind == "case_expectations":
-        return f"expectations or thresholds of {c.before} case(s) changed: {c.name}"
-    if c.kind == "grader_version":
-        return f"evaltape {c.before} → {c.after}"
-    return f"{c.kind} {c.name}: {c.before} → {c.after}"
+    text = _CHANGE_TEXT.get(c.kind, "{kind} {name}: {before} → {after}")
+    return text.format(kind=c.kind, name=c.name, before=c.before, after=c.after)
 
 
 def compare_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *,
