@@ -33,7 +33,8 @@ then real conversations labelled blind by two labellers.
 4. The same for ``fresh_labels_a/b.jsonl`` (the other 44 conversations of those
    submissions) and ``gpt4o_labels_a/b.jsonl``: 50 τ-bench GPT-4o conversations that part 2
    did not label (for each task, one of its three other trials: one whose task failed first,
-   then the lowest trial), labelled after every rule of the current versions was written.
+   then the lowest trial), labelled before the rules of context_retention 10, error_recovery
+   5 and plan_adherence 16, which were written from their misses.
 
 ``-v`` lists every disagreement. A missing corpus or label file is reported and that part
 skipped. A bad label line is an error naming the file, the line and the field (exit 3).
@@ -68,7 +69,7 @@ HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "heldout_labels_a.jsonl",
 FRESH_LABELS = (ROOT / "bench" / "conversation" / "fresh_labels_a.jsonl",
                 ROOT / "bench" / "conversation" / "fresh_labels_b.jsonl")
 #: the fifth blind set: 50 τ-bench GPT-4o conversations the first set did not label (one
-#: other trial of each task), labelled after every rule of the current versions was written
+#: other trial of each task), labelled before the last versions' rules, written from them
 GPT4O_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_labels_a.jsonl",
                 ROOT / "bench" / "conversation" / "gpt4o_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
@@ -301,8 +302,8 @@ def main(argv: list[str]) -> int:
                           "fresh conversations of the same agents and models (no rule "
                           "written from them)", scores)
         real_set(corpus, verbose, GPT4O_LABELS,
-                 "GPT-4o conversations of the other trials (labelled after every rule of "
-                 "the current versions was written)", scores)
+                 "GPT-4o conversations of other trials (labelled blind before the fifth "
+                 "fold's rules, which were written from them)", scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3

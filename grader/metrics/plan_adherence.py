@@ -234,6 +234,8 @@ CONFIRMS = re.compile(r"\b(?:is|are) (?:now )?(?:confirmed|complete|completed|al
 #: A summary line "Label: value" ("- **Seats:** aisle and middle together").
 ITEM_LINE = re.compile(r"^[\s>*\-\u2022]*(?P<label>[A-Za-z][A-Za-z /]{1,30}?)[\s*]*:[\s*]*"
                        r"(?P<value>\S.*)$")
+#: A label inside a summary value ("Date of Birth:" in "Ivan Smith, Date of Birth: 1986-03-14").
+INNER_LABEL = re.compile(r"\b[A-Za-z][A-Za-z /]{1,30}:")
 #: A summary value that states nothing was set ("none", "no", "0", "n/a", "not included").
 EMPTY_VALUE = re.compile(r"^\W*(?:no|none|n/a|0|not|nil|zero|-)\b", re.I)
 
@@ -269,7 +271,9 @@ def _item_lines(evs: list[Event], k: int) -> list[Statement]:
         if not m or EMPTY_VALUE.match(m.group("value")) or not any(
                 re.search(r"\b(?:" + rx + ")", m.group("label"), re.I) for _stem, rx in ITEMS):
             continue
-        words = [w for w in re.findall(r"[a-z]{4,}", m.group("value").lower())
+        # the value's own sub-labels ("Ivan Smith, Date of Birth: 1986-03-14") are no values
+        value = INNER_LABEL.sub(" ", m.group("value"))
+        words = [w for w in re.findall(r"[a-z]{4,}", value.lower())
                  if not any(re.fullmatch(rx, w) for _stem, rx in ITEMS)]
         if words and not all(w in seen for w in words):
             out.append(Statement("claim", "add", line.strip(), ev.message, k, ev.text))
@@ -492,10 +496,12 @@ def _planned_sources(message: str) -> set[str]:
 
 
 def contradiction(s: Statement, call, cards: dict[str, str], *,
-                  codes: bool = True) -> str | None:
+                  codes: bool = True, chosen: str = "") -> str | None:
     """What in ``call``'s arguments contradicts the statement, or ``None``: a payment source,
     card digits, a booking code (with ``codes``), flight number, date or cabin the statement
-    names that the call's arguments leave out or replace.
+    names that the call's arguments leave out or replace. A card the call pays with that the
+    user named after the statement (``chosen``: "use my card ending in 7334") is the user's
+    change of course, no contradiction.
     """
     leaves = argument_strings(dict(call.arguments))
     text = s.text
@@ -511,7 +517,8 @@ def contradiction(s: Statement, call, cards: dict[str, str], *,
             return f"paid with {', '.join(pay)}; {who} {', '.join(sorted(named))}"
         last4 = re.findall(r"ending (?:in |with )?(\d{4})", text)
         known = [cards[v] for v in pay if v in cards]
-        if last4 and known and not set(last4) & set(known):
+        if last4 and known and not set(last4) & set(known) and not any(
+                re.search(r"(?<!\d)" + k + r"(?!\d)", chosen) for k in known):
             return f"paid with the card ending {known[0]}; the statement names {last4[0]}"
     several = re.search(r"\b(?:both|all|each|every|these|those|them)\b", low)
     named = booking_codes(re.sub(NEGATED, " ", text))  # not those it rules out
@@ -555,7 +562,7 @@ class PlanAdherence(Metric):
     """
 
     name: ClassVar[str] = "plan_adherence"
-    version: ClassVar[int] = 15
+    version: ClassVar[int] = 16
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -649,12 +656,13 @@ def matches(s: Statement, call) -> bool:
 
 
 def _pick(s: Statement, calls: list, cards: dict[str, str],
-          codes: bool = True) -> tuple[Any, str | None]:
+          codes: bool = True, chosen: str = "") -> tuple[Any, str | None]:
     """The first call of ``calls`` that does not contradict ``s`` (and ``None``), else the
-    first one and what contradicts it (``codes``: booking codes compared per call)."""
+    first one and what contradicts it (``codes``: booking codes compared per call;
+    ``chosen``: what the user wrote after the statement, :func:`contradiction`)."""
     first = None
     for c in calls:
-        bad = contradiction(s, c, cards, codes=codes)
+        bad = contradiction(s, c, cards, codes=codes, chosen=chosen)
         if bad is None:
             return c, None
         first = first or (c, bad)
@@ -772,6 +780,10 @@ def _done_again(evs: list[Event], call) -> Any:
     return None
 
 
+#: An amount of money stated ("$1,327", "250 dollars"): the result of a calculation shown.
+AMOUNT = re.compile(r"\$\s?\d|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|usd)\b", re.I)
+
+
 def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
     same = evs[s.position].message
     if s.action == "ask":  # "let me ask you a few questions": a question of the agent's
@@ -784,6 +796,14 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
         if asked is not None:
             s.outcome, s.why = "carried_out", f"the agent asked (turn {asked.message})"
             return
+    if s.action == "calculate":  # "I'll calculate the total": worked out in the reply
+        at = s.context.find(s.text)
+        shown = s.context[at + len(s.text):] if at >= 0 else ""
+        reply = next((e for e in evs[s.position + 1:] if e.kind == "agent"), None)
+        for text, turn in ((shown, s.turn), (reply.text if reply else "", reply and reply.message)):
+            if AMOUNT.search(text):
+                s.outcome, s.why = "carried_out", f"the agent showed the amounts (turn {turn})"
+                return
     later = [e for i, e in enumerate(evs) if i > s.position or (
         e.kind == "call" and same >= 0 and e.message == same)]
     for n, e in enumerate(later):
@@ -791,7 +811,8 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
             if matches(s, e.call):
                 rest = [x.call for x in later[n:] if x.kind == "call"
                         and matches(s, x.call)]
-                call, bad = _pick(s, rest, cards, codes=False)
+                chosen = " ".join(x.text for x in later[:n] if x.kind == "user")
+                call, bad = _pick(s, rest, cards, codes=False, chosen=chosen)
                 s.call = _label(call)
                 named = booking_codes(re.sub(NEGATED, " ", s.text))  # not those ruled out
                 # (only when the statement names codes: over every later call, it made a
