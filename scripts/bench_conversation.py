@@ -35,6 +35,8 @@ then real conversations labelled blind by two labellers.
    did not label (for each task, one of its three other trials: one whose task failed first,
    then the lowest trial), labelled before the rules of context_retention 10, error_recovery
    5 and plan_adherence 16, which were written from their misses.
+   ``gpt4o_heldout_labels_a/b.jsonl``: 50 more GPT-4o conversations (a trial of each task
+   neither set labelled, chosen the same way), scored only after those rules were written.
 
 ``-v`` lists every disagreement. A missing corpus or label file is reported and that part
 skipped. A bad label line is an error naming the file, the line and the field (exit 3).
@@ -72,6 +74,11 @@ FRESH_LABELS = (ROOT / "bench" / "conversation" / "fresh_labels_a.jsonl",
 #: other trial of each task), labelled before the last versions' rules, written from them
 GPT4O_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_labels_a.jsonl",
                 ROOT / "bench" / "conversation" / "gpt4o_labels_b.jsonl")
+#: the sixth blind set: 50 more τ-bench GPT-4o conversations (for each task, a trial neither
+#: the first nor the fifth set labelled), labelled while the fifth fold's rules were being
+#: written and scored only after: no rule was written from them
+GPT4O_HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_a.jsonl",
+                         ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
@@ -301,9 +308,11 @@ def main(argv: list[str]) -> int:
         scores = real_set(corpus, verbose, FRESH_LABELS,
                           "fresh conversations of the same agents and models (no rule "
                           "written from them)", scores)
-        real_set(corpus, verbose, GPT4O_LABELS,
-                 "GPT-4o conversations of other trials (labelled blind before the fifth "
-                 "fold's rules, which were written from them)", scores)
+        scores = real_set(corpus, verbose, GPT4O_LABELS,
+                          "GPT-4o conversations of other trials (labelled blind before the "
+                          "fifth fold's rules, which were written from them)", scores)
+        real_set(corpus, verbose, GPT4O_HELD_OUT_LABELS,
+                 "GPT-4o held-out conversations (no rule written from them)", scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3
