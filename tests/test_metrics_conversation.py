@@ -465,3 +465,51 @@ def test_an_id_the_user_says_was_wrong_is_no_longer_theirs():
     assert s.value == 0.0
     assert "called update_reservation_flights with booking 'FQ8APE', not the user's " \
            "'UM3OG5'" in s.message
+
+
+def test_route_tier_and_cabin_are_facts_and_a_question_for_them_asks_again():
+    kinds = lambda t: [(f.kind, f.value) for f in facts_in(t)]  # noqa: E731
+    assert kinds("The flight was from ATL to PHL.") == [("airport", "ATL"), ("airport", "PHL")]
+    assert kinds("I'm quite sure I'm a gold member.") == [("membership", "gold")]
+    assert kinds("I'd like the cheapest economy option.") == [("cabin", "economy")]
+    # a cabin word naming no cabin choice is none ("changing the cabin only")
+    assert kinds("I want to change the cabin only.") == []
+    s = ContextRetention().score(episode([U("I'd like the cheapest economy option."),
+                                          A("Sure. Which class would you like to fly in?")]))
+    assert s.value == 0.0 and "asked again for the cabin 'economy'" in s.message
+    # a second route names other airports; it corrects none of the first ("actually")
+    look = call("t1", "search_direct_flight", {"origin": "SEA", "destination": "JFK"}, [])
+    ctx = episode([U("I fly from SFO to SEA."), A("Noted."),
+                   U("Actually, I also need a flight from SEA to JFK."), A("", look), R(look),
+                   A("Here are flights from SEA to JFK.")])
+    assert ContextRetention().score(ctx).value == 1.0
+
+
+def test_a_source_for_the_remaining_amount_adds_to_the_chosen_one():
+    book = call("t1", "book_reservation", {"payment_methods": [
+        {"payment_id": "gift_card_1", "amount": 280},
+        {"payment_id": "credit_card_2", "amount": 60}]}, {"reservation_id": "HATHAT"})
+    start = [U("I'd like to use a gift card for payment."),
+             A("The gift card covers $280 of $340. Which card should cover the rest?")]
+    # "for the remaining amount": the gift card stays chosen, the card joins it
+    ctx = episode(start + [U("I'll use the Visa credit card for the remaining amount."),
+                           A("", book), R(book), A("Booked.")])
+    assert ContextRetention().score(ctx).value == 1.0
+    # a plain new choice replaces the gift card: paying with it is a lapse
+    ctx = episode(start + [U("Actually, just use the Visa credit card."),
+                           A("", book), R(book), A("Booked.")])
+    s = ContextRetention().score(ctx)
+    assert s.value == 0.0 and "paying with 'gift_card_1'; the user chose credit_card" in s.message
+
+
+def test_not_having_the_id_withdraws_the_one_given_before():
+    start = [U("It's the first one, UM3OG5."), A("UM3OG5 goes from Seattle to Dallas.")]
+    ask = A("Once you have the reservation ID, please provide it and I'll help.")
+    ctx = episode(start + [U("Sorry, I don't have the reservation ID for the Chicago trip."),
+                           ask])
+    assert ContextRetention().score(ctx).value == 1.0
+    # without it, asking for the reservation id again is a re-ask
+    s = ContextRetention().score(episode(start + [U("OK."), ask]))
+    assert s.value == 0.0 and "asked again for the booking 'UM3OG5'" in s.message
+    assert [(f.kind, f.value) for f in facts_in("I'm not feeling well")] == [
+        ("reason", "not feeling well")]

@@ -394,7 +394,7 @@ def test_reports_say_per_group_which_checks_decided_and_count_exactly_those(tmp_
     assert '"gate":false,"failed":null' in cr[:200]
     sm = html[html.index('"name":"state_match","mean"'):]
     assert '"gate":true,"failed":3' in sm[:200]
-    assert '["metrics","context_retention","version 10; threshold ≥ 0.80; informational"]' \
+    assert '["metrics","context_retention","version 11; threshold ≥ 0.80; informational"]' \
         in html
 
 

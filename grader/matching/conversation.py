@@ -266,9 +266,17 @@ def condition_facts(text: str) -> list[Fact]:
 REASON = re.compile(r"\b(?:because(?: of)?|due to|since (?:i'm|i am|i've|i have|my)|as "
                     r"(?:i'm|i am)|the reason is)\s+(?P<why>[^.,;:!?\n]{4,60})|"
                     r"(?P<what>\b(?:(?:a |an |family |medical )+emergency(?! room| department| "
-                    r"services?| contact| number| care| line)|feeling (?:a "
+                    r"services?| contact| number| care| line)|not feeling (?:very |too |so )?"
+                    r"well|feeling (?:a "
                     r"bit |very |really |quite )?(?:unwell|sick|ill)|(?:a )?change (?:of|in) "
                     r"(?:my )?plans?|changed my plans?)\b)", re.I)
+#: A route given by airport codes ("from ATL to PHL").
+AIRPORTS = re.compile(r"\bfrom (?P<a>[A-Z]{3}) to (?P<b>[A-Z]{3})\b")
+#: A membership tier ("I'm a gold member").
+MEMBERSHIP = re.compile(r"\b(gold|silver|platinum|regular) member(?:ship)?\b", re.I)
+#: A cabin class ("the cheapest economy option", "business class").
+CABIN = re.compile(r"\b(basic economy|economy|business|first)(?= class| cabin| option| fare| "
+                   r"seats?\b)", re.I)
 NAME = re.compile(r"\b(?i:(?:my|his|her|their) name is|i am|i'm|this is|name's)\s+"
                   r"([A-Z][a-z]+(?:\s+[A-Z][a-z'-]+)+)")
 #: Nouns an id may be named by ("booking BK-1042", "order #48213").
@@ -296,6 +304,10 @@ LABELS = {"email": ("email", "e-mail", "mail address"),
                    "how many pills", "how many capsules", "what strength"),
           "reason": ("reason for", "the reason", "your reason", "why you", "why do you",
                      "why would you"),
+          "airport": ("origin", "destination", "which airport", "departure airport",
+                      "arrival airport", "where you're flying", "where are you flying"),
+          "membership": ("membership", "member status", "membership tier"),
+          "cabin": ("which class", "what class", "which cabin", "what cabin"),
           "age": ("how old", "your age", "his age", "her age", "their age", "what age",
                   "the age of", "patient's age"),
           "symptom": ("what symptoms", "which symptoms", "what brings you", "reason for your "
@@ -431,6 +443,18 @@ def facts_in(text: str) -> list[Fact]:
         g = "why" if m.group("why") else "what"
         if free(*m.span(g)):
             add(*m.span(g), Fact("reason", m.group(g), m.group(g).lower(), LABELS["reason"]))
+    for m in AIRPORTS.finditer(text):
+        for g in ("a", "b"):
+            if free(*m.span(g)):
+                add(*m.span(g), Fact("airport", m.group(g), m.group(g).lower(),
+                                     LABELS["airport"]))
+    for m in MEMBERSHIP.finditer(text):
+        if free(*m.span(1)):
+            add(*m.span(1), Fact("membership", m.group(1), m.group(1).lower(),
+                                 LABELS["membership"]))
+    for m in CABIN.finditer(text):
+        if free(*m.span(1)):
+            add(*m.span(1), Fact("cabin", m.group(1), m.group(1).lower(), LABELS["cabin"]))
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),

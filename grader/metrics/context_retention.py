@@ -27,9 +27,13 @@ OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|a
 CORRECTION = re.compile(r"\b(?:actually|sorry|i meant|i mean|correction|my mistake|my bad|"
                         r"instead|typo|rather|wrong|not\s+\S+\s+but|change (?:that|it) to|"
                         r"should (?:be|have been))\b|^\s*no[,.!]", re.I)
-#: A user message saying an id they gave was wrong ("I provided the wrong reservation ID").
-WITHDRAWN = re.compile(r"\bwrong (?:\w+ )?(reservation|booking|order)(?: id| number| code)?\b",
-                       re.I)
+#: A payment source chosen for what another leaves ("for the remaining amount", "to cover
+#: the difference", "the rest on my card").
+REMAINDER = re.compile(r"\b(?:remaining|remainder|the rest|the difference|the balance)\b", re.I)
+#: A user message saying an id they gave was wrong ("I provided the wrong reservation ID", "I
+#: don't have the reservation ID for the Chicago trip"): it is no longer theirs.
+WITHDRAWN = re.compile(r"\b(?:wrong|(?:don't|do not) have the) (?:\w+ )?(reservation|booking|"
+                       r"order)(?: id| number| code)?\b", re.I)
 #: An agent sentence that offers something (to check against what the user refused).
 OFFER = re.compile(r"\?\s*$|\b(?:would you like|do you want|shall i|should i|i can (?:add|"
                    r"offer|include)|i (?:would |can )?recommend|you (?:may|might) (?:want|"
@@ -78,7 +82,7 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
 
 
 def _same_kind(a: Fact, b: Fact) -> bool:
-    if a.kind != b.kind or a.kind in ("symptom", "reason"):
+    if a.kind != b.kind or a.kind in ("symptom", "reason", "airport"):
         return False  # a new symptom adds to the earlier ones, it corrects none
     if a.kind != "id":
         return True
@@ -125,7 +129,7 @@ class ContextRetention(Metric):
     """
 
     name: ClassVar[str] = "context_retention"
-    version: ClassVar[int] = 10
+    version: ClassVar[int] = 11
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode; the formula, source and null cases are in the class docstring."""
@@ -202,7 +206,10 @@ class ContextRetention(Metric):
                     pays = [c for c in choices_in(last_agent, proposal=True)
                             if c.norm.startswith("pay:")]
                 if pays:
-                    before = paying[0] if agreed and paying else set()
+                    # "yes" to the proposal, or a source for what is left ("the Visa for the
+                    # remaining amount"), adds to the sources chosen before
+                    before = paying[0] if paying and (agreed or REMAINDER.search(ev.text)) \
+                        else set()
                     paying = ({c.norm[4:] for c in pays} | before, turn, pays[0])
                 for c in choices:
                     if c.norm.startswith("refuse:"):
@@ -251,8 +258,8 @@ class ContextRetention(Metric):
                     continue
                 quoted: dict[str, bool] = {}  # kind → the sentence quotes a value of it
                 for f, at in given:
-                    if f.kind in NOT_ASKED or id(f) in stale_ids:
-                        continue  # the corrected value is not asked for again
+                    if f.kind in NOT_ASKED or id(f) in stale_ids or id(f) in withdrawn:
+                        continue  # a corrected or withdrawn value is not asked for again
                     if f.kind == "reason" and {c.lower() for c in CODE6.findall(s)} - \
                             reason_codes.get(id(f), set()):
                         continue  # the reason for another booking than the one it was given for
