@@ -36,7 +36,9 @@ then real conversations labelled blind by two labellers.
    then the lowest trial), labelled before the rules of context_retention 10, error_recovery
    5 and plan_adherence 16, which were written from their misses.
    ``gpt4o_heldout_labels_a/b.jsonl``: 50 more GPT-4o conversations (a trial of each task
-   neither set labelled, chosen the same way), scored only after those rules were written.
+   neither set labelled, chosen the same way), scored only after those rules were written
+   (the sixth fold's rules then came from them); ``gpt4o_final_labels_a/b.jsonl``: the last
+   50 (the fourth trial of each task), scored only after the sixth fold's rules.
 
 ``-v`` lists every disagreement. A missing corpus or label file is reported and that part
 skipped. A bad label line is an error naming the file, the line and the field (exit 3).
@@ -76,9 +78,14 @@ GPT4O_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_labels_a.jsonl",
                 ROOT / "bench" / "conversation" / "gpt4o_labels_b.jsonl")
 #: the sixth blind set: 50 more τ-bench GPT-4o conversations (for each task, a trial neither
 #: the first nor the fifth set labelled), labelled while the fifth fold's rules were being
-#: written and scored only after: no rule was written from them
+#: written and scored only after; the sixth fold's rules were then written from them
 GPT4O_HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_a.jsonl",
                          ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_b.jsonl")
+#: the seventh blind set: the last 50 τ-bench GPT-4o conversations (the trial of each task no
+#: earlier set labelled), labelled while the sixth fold's rules were written and scored only
+#: after: no rule was written from them
+GPT4O_FINAL_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_final_labels_a.jsonl",
+                      ROOT / "bench" / "conversation" / "gpt4o_final_labels_b.jsonl")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
@@ -311,8 +318,12 @@ def main(argv: list[str]) -> int:
         scores = real_set(corpus, verbose, GPT4O_LABELS,
                           "GPT-4o conversations of other trials (labelled blind before the "
                           "fifth fold's rules, which were written from them)", scores)
-        real_set(corpus, verbose, GPT4O_HELD_OUT_LABELS,
-                 "GPT-4o held-out conversations (no rule written from them)", scores)
+        scores = real_set(corpus, verbose, GPT4O_HELD_OUT_LABELS,
+                          "GPT-4o conversations of a third trial (labelled blind before the "
+                          "sixth fold's rules, which were written from them)", scores)
+        real_set(corpus, verbose, GPT4O_FINAL_LABELS,
+                 "GPT-4o conversations of the fourth trial (no rule written from them)",
+                 scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3
