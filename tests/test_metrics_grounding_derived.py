@@ -100,3 +100,51 @@ def test_a_total_of_some_other_items_is_not_derived():
     s = Grounding().score(_record_and_search("- Business total at today's fares: $1,380"))
     assert s.value == 1.0, s.message
     assert "number '$1,380'" in s.message
+
+
+def _two_calls(answer: str) -> EpisodeContext:
+    user = ToolCall("toolu_1", "get_user_details", {}, json.dumps(
+        {"payment_methods": {"certificate_1": {"source": "certificate", "amount": 500.0}}}),
+        False, 1)
+    book = ToolCall("toolu_2", "book_reservation", {}, "Error: Payment amount does not add "
+                    "up, total price is 375, but paid 299", True, 2)
+    trace = Trace(case_id="c", trial=0, input="Book it with my certificate.",
+                  tool_calls=(user, book), final_response=answer, stop_reason="end_turn",
+                  steps=3)
+    return EpisodeContext(trace=trace, case=Case(id="c", input="Book it."))
+
+
+def test_a_difference_with_a_sum_the_answer_stated_in_an_earlier_paragraph():
+    # $375 is stated (the failed booking's message) one paragraph before; 500 − 375 = 125
+    # of the certificate (get_user_details): 0 of 2 number claims unsupported
+    text = ("The total price is $375.\n\nBased on your preference:\n- Certificate would "
+            "leave $125 unused")
+    s = Grounding().score(_two_calls(text))
+    assert s.value == 0.0, s.message
+    # $135 is no sum or difference of 375 and a stated amount: 1 of 2 unsupported
+    s = Grounding().score(_two_calls(text.replace("$125", "$135")))
+    assert s.value == 0.5 and "number '$135'" in s.message
+
+
+def test_a_bare_number_of_a_fever_states_the_temperature():
+    find = ToolCall("toolu_1", "find_patient", {"name": "Mia"}, '{"patient_id": "P-1"}', False,
+                    1)
+
+    def ctx(said: str) -> EpisodeContext:
+        messages = ({"role": "user", "content": said},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                                       "name": "find_patient",
+                                                       "input": {"name": "Mia"}}]},
+                    {"role": "user", "content": [{"type": "tool_result",
+                                                  "tool_use_id": "toolu_1",
+                                                  "content": '{"patient_id": "P-1"}'}]})
+        trace = Trace(case_id="c", trial=0, input=said, tool_calls=(find,),
+                      final_response="Summary:\n- **Low-grade fever** of 100.8°F",
+                      stop_reason="end_turn", steps=2, messages=messages)
+        return EpisodeContext(trace=trace, case=Case(id="c", input=said))
+
+    # "a low fever, 100.8": the user stated 100.8°F; nothing unsupported
+    assert Grounding().score(ctx("Mia has a low fever, 100.8. Kids get fevers.")).value == 0.0
+    # a bare 100.8 with no fever or temperature named states no temperature
+    s = Grounding().score(ctx("Mia's reading was 100.8 this morning."))
+    assert s.value == 1.0 and "number '100.8°F'" in s.message

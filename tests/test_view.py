@@ -165,7 +165,7 @@ def test_overview_numbers(standin):
             by_tag["infrastructure"]["cases"]) == (1, 3, 3)
     setup = {(s, k): v for s, k, v in run["setup"]}
     assert setup[("run", "agent")] == "helpdesk"
-    assert setup[("metrics", "grounding")] == ("version 10; threshold ≤ 0.00; gates the "
+    assert setup[("metrics", "grounding")] == ("version 11; threshold ≤ 0.00; gates the "
                                                "verdict")
 
 

@@ -369,6 +369,14 @@ class ArithmeticRules(AnswerSources):
             how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
                                            [w for _a, _l, w in amounts],
                                            anchors=anchors) if anchors else None
+            if how is None:
+                # the same with a sum the answer stated in an earlier paragraph ("the total
+                # price is $375." … "- Certificate would leave $125 unused" of a $500 one)
+                earlier = frozenset(x.value for a, x in self.stated
+                                    if a < lo and x.unit == n.unit) - anchors
+                how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
+                                               [w for _a, _l, w in amounts],
+                                               anchors=earlier) if earlier else None
             in_scope = {id(s) for s in scope}
             for c, f in self.calls if how is None else ():
                 # one record (a reservation, a note), not a listing of many items: a

@@ -19,7 +19,8 @@ from evaltape.grader.metrics.grounding.review import ReviewRules
 from evaltape.grader.metrics.grounding.statuses import StatusRules
 from evaltape.grader.metrics.grounding.words import (AGO, ARITHMETIC, FIRST_PERSON, GENERIC,
                                                      INSTRUCTIONS, OUTCOME_STATUSES, RATE,
-                                                     SOURCES, SUM_OPERAND, YES_STATES)
+                                                     SOURCES, SUM_OPERAND, TEMPERATURE_WORDS,
+                                                     YES_STATES)
 
 
 class Checker(ArithmeticRules, DateRules, ActionRules, StatusRules, ReviewRules):
@@ -120,6 +121,13 @@ class Checker(ArithmeticRules, DateRules, ActionRules, StatusRules, ReviewRules)
             src = self._date_without_year(claim, scope)
             if src:
                 return None, src
+        if claim.kind == "number" and claim.num is not None and claim.num.unit in ("°f", "°c"):
+            # "a low fever, 100.8" read as 100.8°F: a bare number of a source that speaks of
+            # a fever or a temperature states that temperature
+            found = next((s for s in scope if "" in s.numbers.get(claim.key[0], ())
+                          and not TEMPERATURE_WORDS.isdisjoint(s.tokens)), None)
+            if found is not None:
+                return None, support_label(found)
         if claim.kind == "number" and claim.num is not None and claim.num.unit:
             units = {u for s in scope for u in s.numbers.get(claim.key[0], ())}
             if units and "" not in units:

@@ -122,6 +122,8 @@ BOLD_LABEL_END = re.compile(r"(?:^|\n)[ \t]*(?:[-*•][ \t]+)?\*\*[^*\n]{1,60}\*
 #: digits or a "+" right before or after a number: it is one group of a longer phone number
 DIGITS_BEFORE = re.compile(r"[\d+][\s.()-]*$")
 DIGITS_AFTER = re.compile(r"[\s.()-]*\d")
+#: words of a source that make a bare number a temperature ("a low fever, 100.8")
+TEMPERATURE_WORDS = frozenset({"fever", "fevers", "temperature", "temp", "feverish"})
 #: a clause saying how to reach a service by phone or text
 CONTACT = re.compile(r"\b(?:call|calls|calling|text|texting|dial|hotline|helpline|lifeline)\b",
                       re.IGNORECASE)
