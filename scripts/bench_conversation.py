@@ -223,9 +223,11 @@ def dev_set(files: list[str], verbose: bool) -> None:
 
 def real_set(corpus: Path, verbose: bool, labels: tuple[Path, Path] = LABELS,
              title: str = "real conversations",
-             scores: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]] | None:
+             scores: dict[str, dict[str, Any]] | None = None,
+             pooled: list | None = None) -> dict[str, dict[str, Any]] | None:
     """Part 2 of the module doc, for one pair of label files; per model too when the
-    labelled conversations come from more than one.
+    labelled conversations come from more than one. ``pooled``: each set's ``(labels a,
+    labels b, keys)`` is appended to it, for :func:`per_model`.
 
     Returns:
         The corpus's scores (computed once, passed to the next call), or ``None`` when
@@ -249,6 +251,8 @@ def real_set(corpus: Path, verbose: bool, labels: tuple[Path, Path] = LABELS,
           + (f" ({len(unknown)} not in the corpus: {', '.join(unknown[:3])})" if unknown
              else ""))
     keys = [k for k in keys if k in scores]
+    if pooled is not None:
+        pooled.append((a, b, keys))
     models = sorted({scores[k]["model"] for k in keys})
     for model in ([None] + models) if len(models) > 1 else [None]:
         mine = [k for k in keys if model is None or scores[k]["model"] == model]
@@ -257,6 +261,24 @@ def real_set(corpus: Path, verbose: bool, labels: tuple[Path, Path] = LABELS,
         _agreement(a, b, mine, scores, verbose and model is None,
                    indent="    " if model else "")
     return scores
+
+
+def per_model(pooled: list, scores: dict[str, dict[str, Any]]) -> None:
+    """Print each model's agreement over every blind set together: per measure, the metric's
+    agreement with the labels both labellers gave (an abstention on a 0 or 1 is a miss)."""
+    print("every blind set, per model (agreement with the agreed labels):")
+    rows: dict[str, dict[str, list[int]]] = {}
+    for a, b, keys in pooled:
+        for k in keys:
+            row = rows.setdefault(scores[k]["model"], {m: [0, 0] for m in REAL_METRICS})
+            for m in REAL_METRICS:
+                if a[k][m] == b[k][m]:
+                    row[m][1] += 1
+                    row[m][0] += real_verdict(scores[k][m][0]) == a[k][m]
+    for model in sorted(rows):
+        print(f"  {model}: " + ", ".join(
+            f"{m} {h}/{n} ({h / n:.3f})" if n else f"{m} n/a"
+            for m, (h, n) in rows[model].items()))
 
 
 def _agreement(a: dict, b: dict, keys: list[str], scores: dict, verbose: bool,
@@ -307,23 +329,24 @@ def main(argv: list[str]) -> int:
     files = args or [str(ROOT / "bench" / "conversation" / "episodes.jsonl")]
     dev_set(files, verbose)
     try:
-        scores = real_set(corpus, verbose)
-        scores = real_set(corpus, verbose, POOL_LABELS,
-                          "conversations of other agents and models", scores)
-        scores = real_set(corpus, verbose, HELD_OUT_LABELS,
-                          "held-out conversations of the same agents and models", scores)
-        scores = real_set(corpus, verbose, FRESH_LABELS,
-                          "fresh conversations of the same agents and models (no rule "
-                          "written from them)", scores)
-        scores = real_set(corpus, verbose, GPT4O_LABELS,
-                          "GPT-4o conversations of other trials (labelled blind before the "
-                          "fifth fold's rules, which were written from them)", scores)
-        scores = real_set(corpus, verbose, GPT4O_HELD_OUT_LABELS,
-                          "GPT-4o conversations of a third trial (labelled blind before the "
-                          "sixth fold's rules, which were written from them)", scores)
-        real_set(corpus, verbose, GPT4O_FINAL_LABELS,
-                 "GPT-4o conversations of the fourth trial (no rule written from them)",
-                 scores)
+        pooled: list = []
+        scores = real_set(corpus, verbose, pooled=pooled)
+        for labels, title in (
+                (POOL_LABELS, "conversations of other agents and models"),
+                (HELD_OUT_LABELS, "held-out conversations of the same agents and models"),
+                (FRESH_LABELS, "fresh conversations of the same agents and models (labelled "
+                               "blind before the third fold's rules, written from its Claude "
+                               "Opus 4.6 conversations)"),
+                (GPT4O_LABELS, "GPT-4o conversations of other trials (labelled blind before "
+                               "the fifth fold's rules, which were written from them)"),
+                (GPT4O_HELD_OUT_LABELS, "GPT-4o conversations of a third trial (labelled "
+                                        "blind before the sixth fold's rules, which were "
+                                        "written from them)"),
+                (GPT4O_FINAL_LABELS, "GPT-4o conversations of the fourth trial (no rule "
+                                     "written from them)")):
+            scores = real_set(corpus, verbose, labels, title, scores, pooled)
+        if scores is not None and pooled:
+            per_model(pooled, scores)
     except LabelError as e:
         print(f"bench_conversation: {e}", file=sys.stderr)
         return 3

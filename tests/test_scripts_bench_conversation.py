@@ -63,3 +63,23 @@ def test_committed_label_files_hold_labels_and_short_reasons_only():
                                 "plan_adherence", "why"}
             for why in (obj.get("why") or {}).values():
                 assert len(str(why)) <= 300   # a short sentence, no transcript text
+
+
+def test_per_model_pools_every_set_and_counts_only_agreed_labels(capsys):
+    b = _bench()
+    full = {"context_retention": 1, "error_recovery": None, "plan_adherence": 0}
+    a1, b1 = {"k1": full, "k2": dict(full, plan_adherence=1)}, {"k1": full, "k2": full}
+    a2 = b2 = {"k3": dict(full, context_retention=0)}
+    scores = {"k1": {"context_retention": (1.0, ""), "error_recovery": (None, ""),
+                     "plan_adherence": (0.5, ""), "model": "m"},
+              "k2": {"context_retention": (0.0, ""), "error_recovery": (None, ""),
+                     "plan_adherence": (1.0, ""), "model": "m"},
+              "k3": {"context_retention": (1.0, ""), "error_recovery": (None, ""),
+                     "plan_adherence": (None, ""), "model": "m"}}
+    b.per_model([(a1, b1, ["k1", "k2"]), (a2, b2, ["k3"])], scores)
+    line = capsys.readouterr().out.splitlines()[1]
+    # context_retention: k1 1=1 hit, k2 label 1 score 0 miss, k3 label 0 score 1 miss: 1/3;
+    # error_recovery: null = null on all three: 3/3; plan_adherence: k2 disputed (1 vs 0),
+    # k1 label 0 score 0.5 hit, k3 label 0 score null miss: 1/2
+    assert line == ("  m: context_retention 1/3 (0.333), error_recovery 3/3 (1.000), "
+                    "plan_adherence 1/2 (0.500)")
