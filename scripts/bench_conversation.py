@@ -11,9 +11,9 @@ then real conversations labelled blind by two labellers.
    with its label when ``right`` and score >= 0.8, ``wrong`` and score < 0.8, or ``null``
    (nothing to judge) and a null score.
 2. The real conversations: τ-bench's airline trajectories (labelled here: for task t,
-   trial t % 4) and τ²-bench's airline simulations, read from the corpus folder (``--corpus DIR``, else
-   ``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared`` folder beside the
-   repository) through the ``taubench`` and ``tau2`` importers, graded with
+   trial t % 4) and τ²-bench's airline simulations, read from the corpus folder
+   (``--corpus DIR``, else ``$EVALTAPE_CORPUS``, else the ``corpus`` folder of the ``shared``
+   folder beside the repository) through the ``taubench`` and ``tau2`` importers, graded with
    ``context_retention``, ``error_recovery`` and ``plan_adherence``. The labels are in
    ``bench/conversation/real_labels_a.jsonl`` and ``real_labels_b.jsonl``, one JSON line per
    conversation from each labeller: ``{"key": "taubench/task_007/3" | "tau2/<task>/<trial>",

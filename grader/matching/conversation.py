@@ -266,10 +266,10 @@ def condition_facts(text: str) -> list[Fact]:
 REASON = re.compile(r"\b(?:because(?: of)?|due to|since (?:i'm|i am|i've|i have|my)|as "
                     r"(?:i'm|i am)|the reason is)\s+(?P<why>[^.,;:!?\n]{4,60})|"
                     r"(?P<what>\b(?:(?:a |an |family |medical )+emergency(?! room| department| "
-                    r"services?| contact| number| care| line)|not feeling (?:very |too |so )?"
-                    r"well|feeling (?:a "
-                    r"bit |very |really |quite )?(?:unwell|sick|ill)|(?:a )?change (?:of|in) "
-                    r"(?:my )?plans?|changed my plans?)\b)", re.I)
+                    r"services?| contact| number| care| line)|"
+                    r"not feeling (?:very |too |so )?well|"
+                    r"feeling (?:a bit |very |really |quite )?(?:unwell|sick|ill)|"
+                    r"(?:a )?change (?:of|in) (?:my )?plans?|changed my plans?)\b)", re.I)
 #: A route given by airport codes ("from ATL to PHL").
 AIRPORTS = re.compile(r"\bfrom (?P<a>[A-Z]{3}) to (?P<b>[A-Z]{3})\b")
 #: A membership tier ("I'm a gold member").

@@ -18,8 +18,8 @@ from evaltape.grader.metrics.base import Metric
 REQUEST = re.compile(r"\?\s*$|\b(?:please\s+(?:provide|share|give|send|tell|enter|confirm|"
                      r"let me know)|could you\s+(?:please\s+)?(?:provide|give|share|tell|send|"
                      r"confirm)|can you\s+(?:please\s+)?(?:provide|give|share|tell|send|"
-                     r"confirm)|may i (?:have|get)|i(?:'ll| will)? need your|i(?:'ll| will)? need to know|what(?:'s| is) "
-                     r"your|let me know your)\b", re.I)
+                     r"confirm)|may i (?:have|get)|i(?:'ll| will)? need (?:your|to know)|"
+                     r"what(?:'s| is) your|let me know your)\b", re.I)
 #: Words that ask for another value than the one given (not a re-ask).
 OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|additional|"
                          r"updated|preferred|correct)\b", re.I)
@@ -83,7 +83,7 @@ def _asks_for(sentence: str, fact: Fact) -> bool:
 
 def _same_kind(a: Fact, b: Fact) -> bool:
     if a.kind != b.kind or a.kind in ("symptom", "reason", "airport"):
-        return False  # a new symptom adds to the earlier ones, it corrects none
+        return False  # a new symptom, reason or airport adds to the earlier ones
     if a.kind != "id":
         return True
     # ids: the same noun names them ("order"), or the same shape (letters before digits)

@@ -98,9 +98,10 @@ class ErrorRecovery(Metric):
     """Share of failed tool calls the agent recovered from (identical repeats of a failed call
     belong to the failure they repeat).
 
-    A failure whose identical call (same tool, same arguments) fails two or more more times,
-    whatever was said between → not recovered. Else, after the failure the first of these
-    decides: the same call repeated two or more times → not recovered; a retry with changed arguments, another tool toward the same goal, or a
+    A failure whose identical call (same tool, same arguments) fails two or more further
+    times, whatever was said between → not recovered. Else, after the failure the first of
+    these decides: the same call repeated two or more times → not recovered; a retry with
+    changed arguments, another tool toward the same goal, or a
     transfer → recovered; a reply that states the failure or asks about the failed input →
     recovered, one that claims the action happened → not; at the end, not recovered unless a
     reply stated a value the error gave. Rules: docs/metrics.md, "error_recovery". Null

@@ -800,7 +800,8 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
         at = s.context.find(s.text)
         shown = s.context[at + len(s.text):] if at >= 0 else ""
         reply = next((e for e in evs[s.position + 1:] if e.kind == "agent"), None)
-        for text, turn in ((shown, s.turn), (reply.text if reply else "", reply and reply.message)):
+        for text, turn in ((shown, s.turn), ("", 0) if reply is None else
+                           (reply.text, reply.message)):
             if AMOUNT.search(text):
                 s.outcome, s.why = "carried_out", f"the agent showed the amounts (turn {turn})"
                 return
