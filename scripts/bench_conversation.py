@@ -58,34 +58,33 @@ METRICS = ("context_retention", "error_recovery", "plan_adherence")
 REAL_METRICS = ("context_retention", "error_recovery", "plan_adherence")
 #: the environment variable that names the corpus folder
 CORPUS_ENV = "EVALTAPE_CORPUS"
-LABELS = (ROOT / "bench" / "conversation" / "real_labels_a.jsonl",
-          ROOT / "bench" / "conversation" / "real_labels_b.jsonl")
-#: the second blind set: conversations of agents and models the measures were not written
-#: against, labelled by two other labellers (keys ``tau2-leaderboard/<file stem>/<task>/<trial>``)
-POOL_LABELS = (ROOT / "bench" / "conversation" / "pool_labels_a.jsonl",
-               ROOT / "bench" / "conversation" / "pool_labels_b.jsonl")
-#: the third blind set: 60 other conversations of the same three submissions, labelled after
-#: every rule of the current versions was written (no rule was written from them)
-HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "heldout_labels_a.jsonl",
-                   ROOT / "bench" / "conversation" / "heldout_labels_b.jsonl")
-#: the fourth blind set: the other 44 conversations of those submissions, labelled after the
-#: rules written from the third set (no rule was written from them)
-FRESH_LABELS = (ROOT / "bench" / "conversation" / "fresh_labels_a.jsonl",
-                ROOT / "bench" / "conversation" / "fresh_labels_b.jsonl")
-#: the fifth blind set: 50 τ-bench GPT-4o conversations the first set did not label (one
-#: other trial of each task), labelled before the last versions' rules, written from them
-GPT4O_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_labels_a.jsonl",
-                ROOT / "bench" / "conversation" / "gpt4o_labels_b.jsonl")
-#: the sixth blind set: 50 more τ-bench GPT-4o conversations (for each task, a trial neither
-#: the first nor the fifth set labelled), labelled while the fifth fold's rules were being
-#: written and scored only after; the sixth fold's rules were then written from them
-GPT4O_HELD_OUT_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_a.jsonl",
-                         ROOT / "bench" / "conversation" / "gpt4o_heldout_labels_b.jsonl")
-#: the seventh blind set: the last 50 τ-bench GPT-4o conversations (the trial of each task no
-#: earlier set labelled), labelled while the sixth fold's rules were written and scored only
-#: after: no rule was written from them
-GPT4O_FINAL_LABELS = (ROOT / "bench" / "conversation" / "gpt4o_final_labels_a.jsonl",
-                      ROOT / "bench" / "conversation" / "gpt4o_final_labels_b.jsonl")
+
+
+def _pair(stem: str) -> tuple[Path, Path]:
+    """The two labellers' files of one blind set: ``bench/conversation/<stem>_{a,b}.jsonl``."""
+    return tuple(ROOT / "bench" / "conversation" / f"{stem}_{x}.jsonl" for x in "ab")
+
+
+#: the first blind set: τ-bench GPT-4o (trial t % 4 of task t) and τ²-bench gpt-4.1
+LABELS = _pair("real_labels")
+#: the second: conversations of agents and models the measures were not written against
+#: (keys ``tau2-leaderboard/<file stem>/<task>/<trial>``)
+POOL_LABELS = _pair("pool_labels")
+#: the third: 60 other conversations of the same three submissions, labelled blind before
+#: the second and fourth folds' rules, which were written from them
+HELD_OUT_LABELS = _pair("heldout_labels")
+#: the fourth: the other 44 conversations of those submissions, labelled blind before the
+#: third fold's rules, written from its Claude Opus 4.6 conversations
+FRESH_LABELS = _pair("fresh_labels")
+#: the fifth: 50 τ-bench GPT-4o conversations of other trials than the first set's, labelled
+#: blind before the fifth fold's rules, written from them
+GPT4O_LABELS = _pair("gpt4o_labels")
+#: the sixth: 50 more (a trial of each task neither set labelled), labelled while the fifth
+#: fold's rules were written and scored only after; the sixth fold's rules came from them
+GPT4O_HELD_OUT_LABELS = _pair("gpt4o_heldout_labels")
+#: the seventh: the last 50 (the fourth trial of each task), labelled while the sixth fold's
+#: rules were written and scored only after: no rule was written from them
+GPT4O_FINAL_LABELS = _pair("gpt4o_final_labels")
 #: the corpus files graded: (evaltape import format, path in the corpus folder, model)
 CORPUS_FILES = (("taubench", "tau-bench/historical_trajectories/gpt-4o-airline.json", "gpt-4o"),
                 ("tau2", "tau2/gpt-4.1_airline_default_gpt-4.1_1trials.json", "gpt-4.1"),
