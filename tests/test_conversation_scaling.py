@@ -136,3 +136,24 @@ def test_long_runs_of_numbers_are_read_in_well_under_a_second():
         start = time.process_time()
         _measures(text)
         assert time.process_time() - start < 2.0, text[:40]
+
+
+def _failures_work(n: int) -> int:
+    # n failed calls of one tool, each with other arguments, then one honest report
+    msgs = [U("find me please")]
+    for i in range(n):
+        c = call(f"t{i}", "find_patient", {"email": f"x{i}@x.com"}, {"error": "no patient"})
+        msgs += [A("", c), R(c)]
+    ctx = episode(msgs + [A("Sorry, I could not find you.")])
+    prof = cProfile.Profile()
+    s = prof.runcall(ErrorRecovery().score, ctx)
+    # each failure is a retry with changed arguments: n recovered of n
+    assert s.value == 1.0 and s.message.startswith(f"{n}/{n} failed call(s) recovered")
+    return pstats.Stats(prof).total_calls
+
+
+def test_error_recovery_work_grows_linearly_with_the_failures():
+    # looking for identical repeats of each failure once scanned every later event: 2,000
+    # distinct failures cost 4 s (quadratic); identical calls are now grouped once
+    small, big = _failures_work(400), _failures_work(800)
+    assert big <= 2.5 * small, (small, big)

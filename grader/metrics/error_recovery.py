@@ -1,9 +1,10 @@
 """``error_recovery``: what the agent does after a tool call fails."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evaltape.grader.matching.conversation import Event, call_failed, events, sentences
 from evaltape.grader.matching.state_diff import same_value
@@ -117,10 +118,14 @@ class ErrorRecovery(Metric):
         verdicts: list[tuple[bool, str]] = []
         evidence: list[dict] = []
         repeats: set[int] = set()
+        same_calls: dict[tuple, list[int]] = {}  # (tool, arguments) → positions, in order
+        for i, ev in enumerate(evs):
+            if ev.kind == "call":
+                same_calls.setdefault(_call_key(ev.call), []).append(i)
         for i, ev in enumerate(evs):
             if ev.kind != "call" or not call_failed(ev.call) or i in repeats:
                 continue
-            again = _failed_again(ev, evs[i + 1:])
+            again = _failed_again(evs, i, same_calls[_call_key(ev.call)])
             if len(again) >= 2:
                 ok, same = False, again
                 why = (f"{ev.call.name}#{ev.call.id}: repeated the identical failing call "
@@ -146,18 +151,37 @@ def _words(name: str) -> set[str]:
             if len(w) >= 3 and w not in GENERIC}
 
 
-def _failed_again(failed: Event, rest: list[Event]) -> list[int]:
-    """Positions in ``rest`` of the calls identical to ``failed`` (same tool, same arguments)
-    that fail again, up to the first one that succeeds: repeats of the failure, whatever the
-    agent said between them."""
-    call, out = failed.call, []
-    for j, ev in enumerate(rest):
-        if ev.kind == "call" and ev.call.name == call.name and same_value(
-                dict(ev.call.arguments), dict(call.arguments)):
-            if not call_failed(ev.call):
-                break
-            out.append(j)
+def _failed_again(evs: list[Event], i: int, same: list[int]) -> list[int]:
+    """Positions, counted from ``evs[i + 1]``, of the later calls identical to the failed call
+    ``evs[i]`` (``same``: the positions of every call with its :func:`_call_key`) that fail
+    again, up to the first one that succeeds: repeats of the failure, whatever the agent said
+    between them."""
+    out = []
+    for j in same[bisect.bisect_right(same, i):]:
+        if not call_failed(evs[j].call):
+            break
+        out.append(j - i - 1)
     return out
+
+
+def _call_key(call) -> tuple:
+    """A call's tool and arguments as one hashable value, equal exactly when the tools are
+    the same and the arguments are :func:`~evaltape.grader.matching.state_diff.same_value`."""
+    return call.name, _typed(dict(call.arguments))
+
+
+def _typed(v: Any) -> Any:
+    """``v`` as a hashable value that compares as :func:`same_value` compares JSON: numbers by
+    value, ``True`` apart from ``1``, object key order ignored."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, (int, float)):
+        return ("number", v)
+    if isinstance(v, dict):
+        return ("object", frozenset((k, _typed(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return ("array", tuple(_typed(x) for x in v))
+    return (type(v).__name__, v) if isinstance(v, (str, type(None))) else ("other", repr(v))
 
 
 def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
