@@ -148,3 +148,27 @@ def test_a_bare_number_of_a_fever_states_the_temperature():
     # a bare 100.8 with no fever or temperature named states no temperature
     s = Grounding().score(ctx("Mia's reading was 100.8 this morning."))
     assert s.value == 1.0 and "number '100.8°F'" in s.message
+
+
+def _list_work(n: int) -> int:
+    import cProfile
+    import pstats
+    # n list items, each a sum of money no source states, under one stated total: every
+    # item asks for its list's parts, the paragraph's counts and rates
+    answer = "The total is $999.\n\n" + "\n".join(
+        f"- Item {i} would leave ${10_000 + 7 * i} unused, the remaining total" for i in range(n))
+    prof = cProfile.Profile()
+    s = prof.runcall(Grounding().score, _ctx(answer, {"amount": 500}))
+    # 1 + 2n claims: the $999, each item's number and its sum; the source states 500 only,
+    # so every one is unsupported but "Item 500" when the list reaches it
+    claims = 1 + 2 * n
+    bad = claims - (1 if n > 500 else 0)
+    assert s.message.startswith(f"{bad}/{claims} claims unsupported"), s.message[:200]
+    return pstats.Stats(prof).total_calls
+
+
+def test_a_long_list_of_sums_is_read_in_time_linear_in_its_length():
+    # each item once read its whole list, every claim of the answer and back to the
+    # paragraph's start: 4,000 items took 44 s; the answer's numbers are now indexed once
+    small, big = _list_work(300), _list_work(600)
+    assert big <= 2.3 * small, (small, big)

@@ -30,7 +30,7 @@ def spelled_out(text: str, at: int, value: Decimal) -> str | None:
     ``None``. Read from the line before ``=``, ``equals``, ``comes to`` or ``→`` (at most
     :data:`CALC_SPAN` characters): numbers, ``+ - − × x * ÷ /``, parentheses, usual precedence.
     """
-    line = text[max(text.rfind("\n", 0, at) + 1, at - CALC_SPAN):at]
+    line = text[max(text.rfind("\n", max(0, at - CALC_SPAN), at) + 1, at - CALC_SPAN):at]
     m = EQUALS.search(line)
     if not m:
         return None
@@ -128,10 +128,117 @@ def _annotate(how: str, where: Mapping[str, str]) -> str:
                          if m.group(0) in where else m.group(0), how)
 
 
+class NumberIndex:
+    """The answer's number claims indexed once, in reading order: per unit their starts and
+    values and the first start of each value; per unit the first start of each value stated
+    as a rate (:data:`RATE` after it, :data:`RATE_LABEL` before it on its line); the small
+    counts (:func:`small_count`); the places "both" stands. What a claim asks of the claims
+    before it, in its list or its paragraph, is then a look-up, not a pass over every claim.
+    ``line_start``: where the line holding an offset starts.
+    """
+
+    def __init__(self, text: str, claims: list[Claim], line_start: Any) -> None:
+        self.starts: dict[str, list[int]] = {}
+        self.values: dict[str, list[Decimal]] = {}
+        self.first: dict[str, dict[Decimal, int]] = {}
+        self.rate_first: dict[str, dict[Decimal, int]] = {}
+        self.counts: list[tuple[int, Decimal]] = []
+        for c in sorted((c for c in claims if c.kind == "number" and c.num is not None),
+                        key=lambda c: c.start):
+            u, v = c.num.unit, c.num.value
+            self.starts.setdefault(u, []).append(c.start)
+            self.values.setdefault(u, []).append(v)
+            self.first.setdefault(u, {}).setdefault(v, c.start)
+            if RATE.match(text, c.start + len(c.text)) or RATE_LABEL.search(
+                    text, line_start(c.start), c.start):
+                self.rate_first.setdefault(u, {}).setdefault(v, c.start)
+            if small_count(c.num):
+                self.counts.append((c.start, v))
+        self.count_starts = [a for a, _v in self.counts]
+        # "both" as BOTH finds it in the whole text (a boundary on each side)
+        self.both = [m.start() for m in BOTH.finditer(text)]
+        self._paragraph_counts: dict[int, list[tuple[Decimal, int]]] = {}
+        self._parts: dict[tuple[str, int, int], tuple[dict[int, Decimal], Decimal]] = {}
+
+    def in_range(self, unit: str, lo: int, hi: int) -> tuple[dict[int, Decimal], Decimal]:
+        """``({start: value}, their sum)`` of the claims of ``unit`` that start in ``[lo, hi)``
+        (each range read once: the claims of one list ask for the same)."""
+        got = self._parts.get((unit, lo, hi))
+        if got is None:
+            starts = self.starts.get(unit, [])
+            i, j = bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi)
+            parts = dict(zip(starts[i:j], self.values[unit][i:j]))
+            got = self._parts[(unit, lo, hi)] = (parts, sum(parts.values()))
+        return got
+
+    def said_before(self, unit: str, value: Decimal, at: int) -> bool:
+        """Whether a claim of ``unit`` and ``value`` starts before ``at``."""
+        return self.first.get(unit, {}).get(value, at) < at
+
+    def rate_before(self, unit: str, value: Decimal | None, at: int) -> bool:
+        """Whether a rate of ``unit`` (of ``value``; ``None``: any) starts before ``at``."""
+        firsts = self.rate_first.get(unit, {})
+        if value is None:
+            return any(a < at for a in firsts.values())
+        return firsts.get(value, at) < at
+
+    def counts_between(self, lo: int, at: int) -> list[Decimal]:
+        """The distinct small counts of ``[lo, at)``, in the order they first stand there
+        (``lo``: a paragraph's start, read once per paragraph)."""
+        firsts = self._paragraph_counts.get(lo)
+        if firsts is None:
+            seen: dict[Decimal, int] = {}
+            i = bisect.bisect_left(self.count_starts, lo)
+            for a, v in self.counts[i:]:
+                if v not in seen:
+                    seen[v] = a
+                    if len(seen) > 19:  # (2 to 20: every value seen)
+                        break
+            firsts = self._paragraph_counts[lo] = list(seen.items())
+        return [v for v, a in firsts if a < at]
+
+    def both_between(self, text: str, lo: int, at: int) -> bool:
+        """Whether ``BOTH.search(text, lo, at)`` finds "both" (one ending at ``at`` looked
+        at again: there the search's own end is its boundary)."""
+        i = bisect.bisect_left(self.both, lo)
+        if i < len(self.both) and self.both[i] + 4 <= at:
+            return True
+        return BOTH.search(text, max(lo, at - 4), at) is not None
+
+
 class ArithmeticRules(AnswerSources):
     """The rules of :class:`~evaltape.grader.metrics.grounding.checker.Checker` for a number
     the answer derives: a mixin over
     the episode's indexed sources (:class:`AnswerSources`)."""
+
+    def _numbers_index(self) -> NumberIndex:
+        """The answer's :class:`NumberIndex`, built on first use."""
+        if self._number_index is None:
+            self._number_index = NumberIndex(self.text, self.claims, self.line_start)
+        return self._number_index
+
+    def _list_block(self, lo: int, hi: int) -> tuple[int, int]:
+        """The lines of list items around the list item line ``[lo, hi)``: from the first
+        line start of the run of :data:`LIST_ITEM` lines to the end of its last line (each
+        run read once)."""
+        blocks = self._list_blocks
+        i = bisect.bisect_right(blocks, (lo, len(self.text) + 1)) - 1
+        if i >= 0 and blocks[i][0] <= lo < blocks[i][1]:
+            return blocks[i]
+        text = self.text
+        while lo > 0:  # the list items before and after the claim's
+            prev = text.rfind("\n", 0, lo - 1) + 1
+            if not LIST_ITEM.match(text, prev):
+                break
+            lo = prev
+        while hi < len(text):
+            nxt = text.find("\n", hi + 1)
+            nxt = len(text) if nxt < 0 else nxt
+            if not LIST_ITEM.match(text, hi + 1):
+                break
+            hi = nxt
+        bisect.insort(blocks, (lo, hi))
+        return lo, hi
 
     def _listed_count(self, claim: Claim) -> str | None:
         """A count that the items listed right after it make up ("all three symptoms at
@@ -194,30 +301,18 @@ class ArithmeticRules(AnswerSources):
         if n is None or n.unit not in MONEY_UNITS:
             return None
         text = self.text
-        lo = text.rfind("\n", 0, claim.start) + 1
-        hi = text.find("\n", claim.start)
+        lo = self.line_start(claim.start)
+        hi = self.line_end(claim.start)
         hi = len(text) if hi < 0 else hi
         if LIST_ITEM.match(text, lo):
-            while lo > 0:  # the list items before and after the claim's
-                prev = text.rfind("\n", 0, lo - 1) + 1
-                if not LIST_ITEM.match(text, prev):
-                    break
-                lo = prev
-            while hi < len(text):
-                nxt = text.find("\n", hi + 1)
-                nxt = len(text) if nxt < 0 else nxt
-                if not LIST_ITEM.match(text, hi + 1):
-                    break
-                hi = nxt
+            lo, hi = self._list_block(lo, hi)
         elif "+" not in text[lo:hi]:
             return None
-        parts = {c.start: c.num.value for c in self.claims if c.kind == "number"
-                 and c.num is not None and c.num.unit == n.unit and lo <= c.start < hi}
+        index = self._numbers_index()
+        parts, total = index.in_range(n.unit, lo, hi)
         if len(parts) < 2:
             return None
-        total = sum(parts.values())
-        said = any(c.kind == "number" and c.num is not None and c.num.unit == n.unit
-                   and c.start < lo and c.num.value == total for c in self.claims)
+        said = index.said_before(n.unit, total, lo)
         src = next((f.label for f in scope for a in f.amounts[:POOL_LIMIT]
                     if a.value == total and compatible(a.unit, n.unit)), None) \
             if not said else None
@@ -296,17 +391,13 @@ class ArithmeticRules(AnswerSources):
             # compensation: $150": a rate the answer states before the claim times a count
             # it states in the claim's paragraph
             # (a rate may be labelled: "Total per passenger: $849"; "both" counts two)
-            lo = self.text.rfind("\n\n", 0, at) + 1
-            rates = {c.num.value for c in self.claims if c.start < at and c.kind == "number"
-                     and c.num is not None and c.num.unit == n.unit
-                     and (RATE.match(self.text, c.start + len(c.text)) or RATE_LABEL.search(
-                         self.text, self.text.rfind("\n", 0, c.start) + 1, c.start))}
-            counts = [c.num.value for c in self.claims
-                      if lo <= c.start < at and small_count(c.num)]
-            if rates and BOTH.search(self.text, lo, at):
+            lo = self.paragraph_bounds(at)[0]
+            index = self._numbers_index()
+            counts = index.counts_between(lo, at)
+            if index.rate_before(n.unit, None, at) and index.both_between(self.text, lo, at):
                 counts.append(Decimal(2))
             for k in counts:
-                if n.value / k in rates:
+                if index.rate_before(n.unit, n.value / k, at):
                     return f"{fmt(k)} [the answer] × {fmt(n.value / k)} [the answer]"
             how = self._record_total(n)
             if how:
@@ -320,8 +411,7 @@ class ArithmeticRules(AnswerSources):
         half = POOL_LIMIT // 4
         near = self.stated[max(0, i - half):i + half]
         if related:  # the numbers of the claim's paragraph (a blank line ends one)
-            lo = self.text.rfind("\n\n", 0, at) + 1
-            hi = self.text.find("\n\n", at)
+            lo, hi = self.paragraph_bounds(at)
             hi = len(self.text) if hi < 0 else hi
         else:  # of its own sentence
             k = self._sentence_index(at)
@@ -372,8 +462,10 @@ class ArithmeticRules(AnswerSources):
             if how is None:
                 # the same with a sum the answer stated in an earlier paragraph ("the total
                 # price is $375." … "- Certificate would leave $125 unused" of a $500 one)
-                earlier = frozenset(x.value for a, x in self.stated
-                                    if a < lo and x.unit == n.unit) - anchors
+                # (the POOL_LIMIT last before the paragraph: a bound per claim)
+                k = bisect.bisect_left(self.stated, (lo,), key=lambda x: (x[0],))
+                earlier = frozenset(x.value for _a, x in self.stated[max(0, k - POOL_LIMIT):k]
+                                    if x.unit == n.unit) - anchors
                 how = amount_sum_or_difference(n, [a for a, _l, _w in amounts],
                                                [w for _a, _l, w in amounts],
                                                anchors=earlier) if earlier else None
@@ -389,7 +481,7 @@ class ArithmeticRules(AnswerSources):
             if how is None:
                 # the items of a listing that the claim's paragraph names: "HAT084 …
                 # HAT266 … Total Price: $242 (Economy)" = their economy fares 112 + 130
-                lo = self.text.rfind("\n\n", 0, at) + 1
+                lo = self.paragraph_bounds(at)[0]
                 seen_items: set[int] = set()
                 pairs: list[tuple[Num, str, str]] = []
                 i = bisect.bisect_left(self.mention_starts, lo)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import re
 from decimal import Decimal
 from collections.abc import Mapping
 from typing import Any
@@ -47,6 +48,12 @@ def unique_items(result: str | None) -> tuple[tuple[str, dict, list[dict]], ...]
         out += [(key, items[where[0]], items) for key, where in counts.items()
                 if len(where) == 1]
     return tuple(out)
+
+
+#: a new line, and the start of each blank line ("\n\n", overlapping runs counted at each
+#: start, as ``str.find`` finds them)
+_NEWLINE = re.compile("\n")
+_BLANK_LINE = re.compile("(?=\n\n)")
 
 
 class AnswerSources:
@@ -116,10 +123,41 @@ class AnswerSources:
         self._days_said: dict[str, list[Num]] | None = None
         self._counts_said: dict[str, set[Decimal]] | None = None
         self._record_totals: list[tuple[Decimal, str]] | None = None
+        #: indexes of the answer's numbers built on first use (:class:`ArithmeticRules`), so
+        #: that a claim looks its list, paragraph and rates up instead of reading every claim
+        self._number_index: Any = None
+        self._list_blocks: list[tuple[int, int]] = []
+        self._newlines: list[int] | None = None
+        self._blank_lines: list[int] | None = None
         #: the numbers this answer derived so far, with their arithmetic (a restatement
         #: later in the answer is supported by it)
         self.derived_here: dict[tuple[str, str], str] = {}
         self._listings: dict[str, bool] = {}
+
+    def line_start(self, at: int) -> int:
+        """``self.text.rfind("\\n", 0, at) + 1``: where the line holding ``at`` starts, looked up
+        in the answer's new lines (found once), not searched back for each claim."""
+        if self._newlines is None:
+            self._newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
+        i = bisect.bisect_left(self._newlines, at)
+        return self._newlines[i - 1] + 1 if i else 0
+
+    def line_end(self, at: int) -> int:
+        """``self.text.find("\\n", at)``: where the line holding ``at`` ends (``-1``: the last
+        line), from the answer's new lines found once."""
+        self.line_start(at)  # (the new lines, found on first use)
+        i = bisect.bisect_left(self._newlines, at)
+        return self._newlines[i] if i < len(self._newlines) else -1
+
+    def paragraph_bounds(self, at: int) -> tuple[int, int]:
+        """``(self.text.rfind("\\n\\n", 0, at) + 1, self.text.find("\\n\\n", at))`` (the end
+        ``-1`` when no blank line follows), from the answer's blank lines found once."""
+        if self._blank_lines is None:
+            self._blank_lines = [m.start() for m in _BLANK_LINE.finditer(self.text)]
+        ps = self._blank_lines
+        i = bisect.bisect_right(ps, at - 2)
+        j = bisect.bisect_left(ps, at)
+        return (ps[i - 1] + 1 if i else 0), (ps[j] if j < len(ps) else -1)
 
     def _user_says(self, claim: Claim) -> bool:
         """Whether the user's words hold the status word at all (a cheap screen before

@@ -49,7 +49,7 @@ class StatusRules(AnswerSources):
         """Whether a claim is an item of a list of conditions (lead-in line ending in a colon after
         ``if``, ``when``, ``unless`` or ``provided``): it states a rule, not what happened.
         """
-        start = self.text.rfind("\n", 0, claim.start) + 1
+        start = self.line_start(claim.start)
         if not LIST_ITEM.match(self.text, start):
             return False
         while start > 0:
