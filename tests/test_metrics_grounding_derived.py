@@ -172,3 +172,22 @@ def test_a_long_list_of_sums_is_read_in_time_linear_in_its_length():
     # paragraph's start: 4,000 items took 44 s; the answer's numbers are now indexed once
     small, big = _list_work(300), _list_work(600)
     assert big <= 2.3 * small, (small, big)
+
+
+def _status_work(n: int) -> int:
+    import cProfile
+    import pstats
+    # n sentences, each a status said of an identifier of its own clause
+    answer = "\n".join(f"Order W{i} is delivered and reservation R{i} is cancelled."
+                       for i in range(n))
+    prof = cProfile.Profile()
+    s = prof.runcall(Grounding().score, _ctx(answer, {"status": "cancelled"}))
+    # 4n claims (two identifiers and two statuses a line); no result holds W… or R…
+    assert s.message.split(" claims unsupported")[0].endswith(f"/{4 * n}"), s.message[:200]
+    return pstats.Stats(prof).total_calls
+
+
+def test_statuses_of_many_clauses_are_read_in_time_linear_in_their_number():
+    # each status claim gathered its clause's identifiers from every claim of the answer
+    small, big = _status_work(300), _status_work(600)
+    assert big <= 2.3 * small, (small, big)

@@ -127,6 +127,7 @@ class AnswerSources:
         #: that a claim looks its list, paragraph and rates up instead of reading every claim
         self._number_index: Any = None
         self._list_blocks: list[tuple[int, int]] = []
+        self._ids_by_clause: dict[Any, set[str]] | None = None
         self._newlines: list[int] | None = None
         self._blank_lines: list[int] | None = None
         #: the numbers this answer derived so far, with their arithmetic (a restatement

@@ -65,7 +65,12 @@ class StatusRules(AnswerSources):
         the JSON objects of the tool results that hold an identifier of the claim's clause
         as a value (``{"slot_id": "S-202", …}`` for "Slot S-202 is open"), their scalar
         fields only; ``None`` when the clause names no identifier a result holds."""
-        codes = {c.key for c in self.claims if c.kind == "identifier" and c.clause == claim.clause}
+        if self._ids_by_clause is None:  # the identifiers of each clause, read once
+            self._ids_by_clause = {}
+            for c in self.claims:
+                if c.kind == "identifier":
+                    self._ids_by_clause.setdefault(c.clause, set()).add(c.key)
+        codes = self._ids_by_clause.get(claim.clause, set())
         if not codes:
             return None
         found, out = False, set()
