@@ -736,14 +736,32 @@ def _declines(text: str, s: Statement) -> bool:
     whose clause names no action, or one ``s``'s sentence names.
     """
     mine = None
-    for m in DECLINE.finditer(text):
-        clause = re.split(r"[.;,!?\u2014]|\s-\s", text[m.start():], maxsplit=1)[0]
-        named = [a for a in actions_in(clause) if a != "inform"]  # "I'll get back to you"
+    for named in _decline_clauses(text):
         if mine is None:
             mine = set(actions_in(s.text.replace("*", ""))) | {s.action, "process"}
-        if not named or mine & set(named):
+        if not named or mine & named:
             return True
     return False
+
+
+@lru_cache(maxsize=4096)
+def _decline_clauses(text: str) -> tuple[frozenset[str], ...]:
+    """The actions each :data:`DECLINE` phrase's clause of ``text`` names ("inform" left out:
+    "I'll get back to you"), read once per text (every statement asks of each later reply)."""
+    out = []
+    for m in DECLINE.finditer(text):
+        clause = re.split(r"[.;,!?\u2014]|\s-\s", text[m.start():], maxsplit=1)[0]
+        out.append(frozenset(a for a in actions_in(clause) if a != "inform"))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _explanations(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``(sentence, the actions it names)`` of each sentence of an agent ``text`` that explains
+    (:data:`EXPLAIN`), in order, read once per text (every statement asks of each later
+    message)."""
+    return tuple((sent, frozenset(actions_in(sent))) for sent in sentences(text)
+                 if EXPLAIN.search(sent))
 
 
 def _transfer_told(evs: list[Event], start: int, at: int) -> bool:
@@ -854,8 +872,8 @@ def _intention(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
             if s.action == "inform" and e.message != evs[s.position].message:
                 s.outcome, s.why = "carried_out", f"the agent told the user (turn {e.message})"
                 return
-            for sent in sentences(e.text):
-                if EXPLAIN.search(sent) and s.action in actions_in(sent):
+            for sent, acts in _explanations(e.text):
+                if s.action in acts:
                     s.outcome, s.why = "explained", f"the agent explained: \"{sent[:100]}\""
                     return
     if not any(e.kind == "agent" for e in evs[s.position + 1:]):
