@@ -2,7 +2,8 @@
 rule (docs/metrics.md, "plan_adherence") applied by hand."""
 from __future__ import annotations
 
-from evaltape.grader.metrics.plan_adherence import PlanAdherence, actions_in, carries_out
+from evaltape.grader.metrics.plan_adherence import PlanAdherence
+from evaltape.grader.metrics.plan_statements import actions_in, carries_out
 from test_metrics_conversation import A, R, U, call, episode
 
 LOOKUP = call("t1", "get_user_details", {"user_id": "mia_li_3668"}, {

@@ -8,7 +8,7 @@ from typing import ClassVar
 from evaltape.grader.judge import build_request
 from evaltape.grader.matching.conversation import events
 from evaltape.grader.metrics.pass_fail_judge import PassFailJudge
-from evaltape.grader.metrics.plan_adherence import statements
+from evaltape.grader.metrics.plan_statements import statements
 from evaltape.grader.model import EpisodeContext, Score
 
 SYSTEM = "You are a careful evaluation judge of customer-service conversations."
