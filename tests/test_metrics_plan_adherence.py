@@ -15,6 +15,12 @@ def score(messages):
     return PlanAdherence().score(episode(messages))
 
 
+def only_statement(s):
+    """The ``(kind, action, outcome)`` of a score's one statement (fails if there are more)."""
+    (st,) = s.evidence["statements"]
+    return st["kind"], st["action"], st["outcome"]
+
+
 def test_actions_and_the_tools_that_carry_them_out():
     assert actions_in("proceed with the cancellation of reservation EHGLP3") == ["cancel"]
     # only actions joined by "and then" count for an intention, not objects of the first
@@ -728,8 +734,7 @@ def test_a_transfer_said_to_be_under_way_needs_the_call():
     s = score([U("Please get me a nurse."),
                A("I'm transferring you now, please stay on the line."), U("Thanks.")])
     assert s.value == 0.0
-    (st,) = s.evidence["statements"]
-    assert (st["kind"], st["action"], st["outcome"]) == ("claim", "transfer", "no_call")
+    assert only_statement(s) == ("claim", "transfer", "no_call")
     # after the transfer call the same words are the notice that follows it: no statement
     move = call("t9", "transfer_to_human_agents", {"summary": "nurse"}, "Transfer successful")
     s = score([U("Please get me a nurse."), A("", move), R(move),
@@ -784,8 +789,7 @@ def test_a_claim_of_telling_a_third_party_needs_a_call():
     s = score([U("I'm still waiting."),
                A("I've let the human agent know you're ready."), U("Okay.")])
     assert s.value == 0.0
-    (st,) = s.evidence["statements"]
-    assert (st["kind"], st["action"], st["outcome"]) == ("claim", "inform", "no_call")
+    assert only_statement(s) == ("claim", "inform", "no_call")
 
 
 def test_a_report_of_no_results_needs_a_search_on_each_date_it_names():
