@@ -39,6 +39,20 @@ def same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def typed_key(v: Any) -> Any:
+    """``v`` as a hashable value, equal for two JSON values exactly when :func:`same_value`
+    holds: numbers by value, ``True`` apart from ``1``, object key order ignored."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, (int, float)):
+        return ("number", v)
+    if isinstance(v, dict):
+        return ("object", frozenset((k, typed_key(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return ("array", tuple(typed_key(x) for x in v))
+    return (type(v).__name__, v) if isinstance(v, (str, type(None))) else ("other", repr(v))
+
+
 def named_paths(doc: Any, path: str = "$") -> list[str]:
     """The paths a partial document names, in key order: one per value that is not an
     object (``null``, arrays and scalars). An empty object names nothing, so ``{}`` and

@@ -170,9 +170,9 @@ class ContextRetention(Metric):
                     returns.setdefault(d, (f, turn))
                 # every code the user writes is one the user named, a code of letters
                 # only ("PUNERT", read as a booking only after a booking word) too
-                created.update(c.lower() for c in CODE6.findall(ev.text.replace("*", "")))
+                codes = {c.lower() for c in CODE6.findall(ev.text.replace("*", ""))}
+                created.update(codes)
                 new = facts + condition_facts(ev.text)
-                codes = {c.lower() for c in CODE6.findall(ev.text)}
                 for f in facts:
                     if f.kind == "reason":
                         reason_codes[id(f)] = codes
@@ -257,12 +257,15 @@ class ContextRetention(Metric):
                 if not REQUEST.search(s) or OTHER_VALUE.search(s):
                     continue
                 quoted: dict[str, bool] = {}  # kind → the sentence quotes a value of it
+                named: set[str] | None = None  # the codes the sentence names, read once
                 for f, at in given:
                     if f.kind in NOT_ASKED or id(f) in stale_ids or id(f) in withdrawn:
                         continue  # a corrected or withdrawn value is not asked for again
-                    if f.kind == "reason" and {c.lower() for c in CODE6.findall(s)} - \
-                            reason_codes.get(id(f), set()):
-                        continue  # the reason for another booking than the one it was given for
+                    if f.kind == "reason":
+                        if named is None:
+                            named = {c.lower() for c in CODE6.findall(s)}
+                        if named - reason_codes.get(id(f), set()):
+                            continue  # the reason for another booking than its own
                     if _asks_for(s, f) and not mentions(s, f) and not any(
                             _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from evaltape.grader.matching.conversation import Event, call_failed, events, sentences
+from evaltape.grader.envs.documents import typed_key
 from evaltape.grader.matching.state_diff import same_value
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
@@ -166,22 +167,8 @@ def _failed_again(evs: list[Event], i: int, same: list[int]) -> list[int]:
 
 def _call_key(call) -> tuple:
     """A call's tool and arguments as one hashable value, equal exactly when the tools are
-    the same and the arguments are :func:`~evaltape.grader.matching.state_diff.same_value`."""
-    return call.name, _typed(dict(call.arguments))
-
-
-def _typed(v: Any) -> Any:
-    """``v`` as a hashable value that compares as :func:`same_value` compares JSON: numbers by
-    value, ``True`` apart from ``1``, object key order ignored."""
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, (int, float)):
-        return ("number", v)
-    if isinstance(v, dict):
-        return ("object", frozenset((k, _typed(x)) for k, x in v.items()))
-    if isinstance(v, list):
-        return ("array", tuple(_typed(x) for x in v))
-    return (type(v).__name__, v) if isinstance(v, (str, type(None))) else ("other", repr(v))
+    the same and the arguments are :func:`~evaltape.grader.envs.documents.same_value`."""
+    return call.name, typed_key(dict(call.arguments))
 
 
 def _after(failed: Event, rest: list[Event]) -> tuple[bool, str, list[int]]:
