@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from evaltape.grader.matching.conversation import (CODE6, FLIGHT, PAYMENT_SOURCES, Event,
-                                                   argument_strings, call_failed, events,
+from evaltape.grader.matching.conversation import (CODE6, FLIGHT, ISO_DATE, PAYMENT_SOURCES,
+                                                   Event, argument_strings, call_failed, events,
                                                    facts_in, payment_cards, sentences)
 from evaltape.grader.matching.statement_words import (
     DECLINE, EXPLAIN, NEGATED, CABIN_NAMES, CABINS, ELSEWHERE)
@@ -280,11 +280,8 @@ def _claim(s: Statement, evs: list[Event], cards: dict[str, str]) -> None:
 
 def _call_days(call) -> set[str]:
     """The ``MM-DD`` of each ISO date among a call's argument values."""
-    return {m.group(1) for _k, v in argument_strings(dict(call.arguments))
-            for m in _ISO_DAY.finditer(v)}
-
-
-_ISO_DAY = re.compile(r"\b\d{4}-(\d{2}-\d{2})\b")
+    return {f"{m.group(2)}-{m.group(3)}" for _k, v in argument_strings(dict(call.arguments))
+            for m in ISO_DATE.finditer(v)}
 
 
 def _transfer_elsewhere(s: Statement, call) -> bool:
