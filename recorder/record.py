@@ -461,6 +461,14 @@ class UserOptions:
 
 
 @dataclass(frozen=True)
+class RefreshJob:
+    """A finished episode to refresh (picklable): its recording job and its stored trace."""
+
+    episode: EpisodeJob
+    recorded: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class EpisodeJob:
     """Everything one worker needs to record one episode (picklable)."""
 
@@ -476,15 +484,6 @@ class EpisodeJob:
     timeout_s: float | None = DEFAULT_EPISODE_TIMEOUT_S
     #: the simulated user's model and server, for a case with a ``user``
     user: UserOptions | None = None
-
-
-@dataclass(frozen=True)
-class RefreshJob:
-    """A finished episode to refresh (picklable): its recording job and its trace as
-    stored."""
-
-    episode: EpisodeJob
-    recorded: dict
 
 
 def check_refresh_cassette(path: Path) -> None:

@@ -21,7 +21,8 @@ import pytest
 
 #: The grader's layers, lowest first. A module belongs to the longest prefix that names it.
 GRADER_LAYERS = (
-    ("evaltape.grader", "evaltape.grader.errors", "evaltape.grader.schemas"),
+    ("evaltape.grader", "evaltape.grader.errors", "evaltape.grader.schemas",
+     "evaltape.grader.user_code"),
     ("evaltape.grader.model", "evaltape.grader.envs"),
     ("evaltape.grader.io",),
     ("evaltape.grader.results", "evaltape.grader.report_file", "evaltape.grader.formats"),

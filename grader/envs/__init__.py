@@ -7,9 +7,10 @@ state for the expected end state, as τ-bench does. Pure Python. Built-ins are i
 from __future__ import annotations
 
 import copy
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+
+from evaltape.grader.user_code import load_object
 
 #: ``(state, arguments) -> result``: a JSON value; raises :class:`ToolError` to refuse.
 ToolFunction = Callable[[dict, dict], Any]
@@ -77,20 +78,7 @@ def resolve_env(name: str) -> Environment:
         LookupError: an unknown name, a module that cannot be imported, or an object that
             is not an :class:`Environment` (the message names it).
     """
-    target = BUILTIN_ENVS.get(name, name)
-    if ":" not in target:
-        raise LookupError(f"unknown environment {name!r}; built-in: "
-                          f"{', '.join(sorted(BUILTIN_ENVS))}, or give module:object")
-    module, _, attr = target.partition(":")
-    import os
-    import sys
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        env = getattr(importlib.import_module(module), attr)
-    except Exception as e:  # noqa: BLE001 - ImportError, AttributeError, or raising on import
-        raise LookupError(f"cannot load environment {name!r}: {type(e).__name__}: {e}"
-                          ) from None
+    env = load_object(name, "environment", BUILTIN_ENVS, LookupError)
     if not isinstance(env, Environment):
         raise LookupError(f"environment {name!r} is a {type(env).__name__}, not an "
                           "evaltape.grader.envs.Environment")

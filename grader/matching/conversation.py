@@ -376,11 +376,15 @@ def facts_in(text: str) -> list[Fact]:
         found.append((start, fact))
         taken[start:end] = b"\x01" * (end - start)
 
-    for m in EMAIL.finditer(text):
-        add(*m.span(), Fact("email", m.group(), m.group().lower(), LABELS["email"]))
-    for m in USER_ID.finditer(text):
-        if free(*m.span()):
-            add(*m.span(), Fact("user_id", m.group(), m.group().lower(), LABELS["user_id"]))
+    def as_written(pattern: re.Pattern, kind: str, group: int = 0) -> None:
+        # each match (its group) on free text: a fact of ``kind``, compared in lower case
+        for m in pattern.finditer(text):
+            if free(*m.span(group)):
+                add(*m.span(group), Fact(kind, m.group(group), m.group(group).lower(),
+                                         LABELS[kind]))
+
+    as_written(EMAIL, "email")
+    as_written(USER_ID, "user_id")
     for m in ORDER_ID.finditer(text):
         if free(*m.span()):
             add(*m.span(), Fact("order_id", m.group(), m.group().lower(),
@@ -413,9 +417,7 @@ def facts_in(text: str) -> list[Fact]:
         named = any(BOOKING_WORDS.fullmatch(w) for w in near) and "flight" not in near
         if named or (any(c.isdigit() for c in m.group()) and not FLIGHT.fullmatch(m.group())):
             add(*m.span(), Fact("booking", m.group(), m.group().lower(), LABELS["booking"]))
-    for m in FLIGHT.finditer(text):
-        if free(*m.span()):
-            add(*m.span(), Fact("flight", m.group(), m.group().lower(), LABELS["flight"]))
+    as_written(FLIGHT, "flight")
     for m in IDENT.finditer(text):
         if free(*m.span()):
             value = m.group().lstrip("#")
@@ -448,13 +450,8 @@ def facts_in(text: str) -> list[Fact]:
             if free(*m.span(g)):
                 add(*m.span(g), Fact("airport", m.group(g), m.group(g).lower(),
                                      LABELS["airport"]))
-    for m in MEMBERSHIP.finditer(text):
-        if free(*m.span(1)):
-            add(*m.span(1), Fact("membership", m.group(1), m.group(1).lower(),
-                                 LABELS["membership"]))
-    for m in CABIN.finditer(text):
-        if free(*m.span(1)):
-            add(*m.span(1), Fact("cabin", m.group(1), m.group(1).lower(), LABELS["cabin"]))
+    as_written(MEMBERSHIP, "membership", 1)
+    as_written(CABIN, "cabin", 1)
     for m in NAME.finditer(text):
         if free(*m.span(1)):
             found.append((m.start(1), Fact("name", m.group(1), m.group(1).lower(),

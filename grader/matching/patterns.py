@@ -1,4 +1,5 @@
-"""A faster scan for the claim patterns that test a look-behind at every position.
+"""Helpers that build regular expressions: a faster scan for the claim patterns that test a
+look-behind at every position (:func:`led`), and whole-word choices (:func:`any_of`).
 
 Python's regular-expression engine skips quickly over positions where a match cannot start
 only when the pattern begins with a character or a character set; a pattern that begins
@@ -17,3 +18,10 @@ def led(first: str, rx: re.Pattern) -> re.Pattern:
     a character set holding every match's first character under ``rx``'s flags.
     """
     return re.compile(f"(?={first})(?:{rx.pattern})", rx.flags)
+
+
+def any_of(*phrases: str, flags: int = re.I) -> re.Pattern:
+    """``\\b(?:PHRASE|PHRASE|...)\\b`` compiled with ``flags`` (case-insensitive unless
+    given): any of ``phrases`` (regular expressions, tried in the order given) as whole words.
+    """
+    return re.compile(r"\b(?:" + "|".join(phrases) + r")\b", flags)

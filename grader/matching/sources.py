@@ -29,8 +29,8 @@ from evaltape.grader.matching.claim_patterns import WEEKDAYS, time_alternatives
 from evaltape.grader.matching.claim_scans import phrase_windows
 from evaltape.grader.matching.claim_spans import extract_spans
 from evaltape.grader.matching.claims import KINDS, Claim
-from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, beyond, compatible,
-                                              fmt, matches, source_values)
+from evaltape.grader.matching.numbers import (KEY_UNITS, NUMBER_WORD, Num, beyond, fmt,
+                                              matches, source_values)
 from evaltape.grader.matching.status_words import (STATUS_ANY, STATUS_COPULA,
                                              STATUS_SOURCE_ALIASES, stem)
 

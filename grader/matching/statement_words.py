@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from evaltape.grader.matching.patterns import any_of
+
 #: Actions a statement may name: the words that name each in a sentence.
 ACTION_WORDS: tuple[tuple[str, str], ...] = (
     ("cancel", r"cancell?\w*"),
@@ -15,7 +17,8 @@ ACTION_WORDS: tuple[tuple[str, str], ...] = (
                r"swap\w*|exchang\w*"),
     ("add", r"add(?:ing|ed|s)?\b"),
     ("remove", r"remov\w*|delet\w*"),
-    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|look(?:ing|ed)? (?:you|it|them|him|her) up|search\w*|"
+    ("lookup", r"check(?:ing|ed)?\b|look(?:ing|ed)? (?:up|into|for|at|through)|"
+               r"look(?:ing|ed)? (?:you|it|them|him|her) up|search\w*|"
                r"find\b|finding|found|retriev\w*|verif\w*|review\w*|pull(?:ing|ed)? up|"
                r"fetch\w*|locat\w*|(?:see|show|view|provide|pull) (?:you )?(?:the |your |all )?"
                r"(?:details|information|options)"),
@@ -71,10 +74,10 @@ PURPOSE = re.compile(r"^\W*(?:in order )?to\s+(?P<what>[^,.;:]{1,80}),\s*(?:i(?:
 LETS_ME = re.compile(r"\b(?:not|n't|to|will|would|can|could|may|might|does|do|did|should|"
                      r"lets|allows?)\s+$", re.I)
 #: An offer: it becomes an intention when the user's next message agrees.
-OFFER = re.compile(r"\b(?:would you like(?: me)? to|do you want(?: me)? to|shall i|should i|"
-                   r"shall we|please confirm (?:if|whether|that)|(?:would|do) you (?:like|want)"
-                   r" (?:to )?proceed|are you ready (?:for me )?to|i can(?!'t|not| not| only)|"
-                   r"i could(?!n't| not| only))\b", re.I)
+OFFER = any_of("would you like(?: me)? to", "do you want(?: me)? to", "shall i", "should i",
+               "shall we", "please confirm (?:if|whether|that)",
+               "(?:would|do) you (?:like|want) (?:to )?proceed", "are you ready (?:for me )?to",
+               "i can(?!'t|not| not| only)", "i could(?!n't| not| only)")
 #: Words before "I can" that make it a relative clause, not an offer ("what I can tell you",
 #: "the only option I can offer", "anything else I can do").
 RELATIVE = re.compile(r"\b(?:what|whatever|all|anything|everything|something|nothing|else|"
@@ -85,15 +88,16 @@ PRECONDITION = re.compile(r"\b(?:before|until|till|unless)\s+$", re.I)
 #: An offer that names its action only by pointing back ("Would you like me to do that?").
 POINTS_BACK = re.compile(r"^\W*(?:do (?:that|so|this|it)|go ahead|proceed)\b", re.I)
 #: Words that make an intention wait on something ("once you confirm, I'll ...").
-CONDITION = re.compile(r"\b(?:if|once|when|after|as soon as|before|whether|until|unless|otherwise)\b",
-                       re.I)
+CONDITION = any_of("if", "once", "when", "after", "as soon as", "before", "whether", "until",
+                   "unless", "otherwise")
 #: A condition of a contingency ("if you don't know it", "if you need more help", "if you
 #: change your mind"): a statement behind it is not an offer to act now.
 CONTINGENCY = re.compile(r"\bif (?:you )?(?:don't|do not|can't|cannot|aren't|are not|'re not|"
                          r"are unsure|'re unsure|not sure|need|have any|have other|have more|"
                          r"change your mind|decide|believe|would like to discuss|want to "
-                         r"discuss|not|can|are able)\b|\bif you're able\b|\bif (?:we|i) (?:determine|find|"
-                         r"decide|need)\b|\bif (?:available|possible|needed|necessary)\b|"
+                         r"discuss|not|can|are able)\b|\bif you're able\b|"
+                         r"\bif (?:we|i) (?:determine|find|decide|need)\b|"
+                         r"\bif (?:available|possible|needed|necessary)\b|"
                          r"\b(?:once|when|after) (?:you|we) (?:have|find|get|locate|know)\b|"
                          r"\bunless\b", re.I)
 #: A claim that an action is done.
@@ -111,6 +115,10 @@ CLAIM = re.compile(
     r"|\bi(?:'ve| have) (?:now |already |just |also )?(?=(?:let|notified|informed|told|alerted) "
     r"(?:the|your|our|a) (?:\w+ )?(?:agent|team|staff|department|supervisor|manager|"
     r"representative|specialist|nurse|doctor|provider|clinician)s?\b)", re.I)
+#: Words before a claim that make it no claim ("if it has been cancelled", "has not been").
+NOT_A_CLAIM = any_of("not", "n't", "never", "neither", "nor", "none", "unable", "cannot", "no",
+                     "if", "once", "when", "after", "before", "whether", "until", "unless",
+                     "by the airline")
 #: A claim that an action is under way ("I'm transferring you now", "you are being
 #: transferred"): the notice that follows the call, or, with no call, a claim of an action
 #: never taken.
@@ -127,9 +135,6 @@ NO_RESULTS = re.compile(r"\b(?:no|not any) (?:available |direct |one-?stop |nons
 AGAIN = re.compile(r"\bi(?:'ve| have)? (?:just |now |also |already )?(?:re-?check\w*|"
                    r"double-?check\w*|triple-?check\w*|re-?verif\w*|re-?review\w*|"
                    r"(?:checked|verified|looked|reviewed) (?:\w+ ){0,4}?again)\b", re.I)
-#: Words before a claim that make it no claim ("if it has been cancelled", "has not been").
-NOT_A_CLAIM = re.compile(r"\b(?:not|n't|never|neither|nor|none|unable|cannot|no|if|once|when|after|before|"
-                         r"whether|until|unless|by the airline)\b", re.I)
 #: A user message that declines or changes course.
 DECLINE = re.compile(r"^\s*(?:no|nope|not now|wait|hold on|stop)\b|\b(?:don't|do not|never "
                      r"mind|cancel that|instead|changed? my mind|rather not|i'd rather|"
@@ -139,20 +144,20 @@ DECLINE = re.compile(r"^\s*(?:no|nope|not now|wait|hold on|stop)\b|\b(?:don't|do
 #: A user message that takes another course than the agent's offer: calling back later, or
 #: going to someone else ("I'll go ahead and call my pharmacist"). It declines an offer; it
 #: does not release the agent from an intention it stated.
-ELSEWHERE = re.compile(r"\bcall (?:you |them |us )?back\b|\bi(?:'ll| will) (?:go ahead and |just |"
-                       r"try )?(?:call|contact|reach out to|head to|go to) (?:my|the|our|his|"
-                       r"her)\b", re.I)
+ELSEWHERE = any_of("call (?:you |them |us )?back",
+                   "i(?:'ll| will) (?:go ahead and |just |try )?(?:call|contact|reach out to|"
+                   "head to|go to) (?:my|the|our|his|her)")
 #: A user message that agrees to an offer.
 AGREE = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|that's "
                    r"correct|correct|sounds good|perfect|great|please(?: do| proceed| go "
                    r"ahead)?|go ahead|proceed|confirm(?:ed)?|i confirm|let's do|do it|"
                    r"thank(?:s| you)|alright|all right)\b", re.I)
 #: Words in an agent sentence that explain why it does not do what it said.
-EXPLAIN = re.compile(r"\b(?:unable|cannot|can't|can not|not able|not possible|isn't possible|"
-                     r"not allowed|not eligible|ineligible|policy|unfortunately|won't be "
-                     r"able|doesn't allow|does not allow|not permitted|no longer|instead|"
-                     r"failed|error|could(?:n't| not)|not available|unavailable|sorry)\b",
-                     re.I)
+EXPLAIN = any_of("unable", "cannot", "can't", "can not", "not able", "not possible",
+                 "isn't possible", "not allowed", "not eligible", "ineligible", "policy",
+                 "unfortunately", "won't be able", "doesn't allow", "does not allow",
+                 "not permitted", "no longer", "instead", "failed", "error", "could(?:n't| not)",
+                 "not available", "unavailable", "sorry")
 #: A payment source named only to be ruled out ("certificates cannot be used", "instead
 #: of your gift card"): cut from the statement before its sources are read.
 NEGATED = re.compile(r"\b(?:instead of|rather than|not|no|without)\b[^.,;]{0,40}|[^.,;]{0,40}"

@@ -49,7 +49,8 @@ class Metric:
     judged: ClassVar[bool] = False
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """The verdict on one episode; see :class:`evaltape.grader.model.Score`."""
+        """The verdict on one episode (:class:`evaltape.grader.model.Score`); a subclass states
+        its formula and null cases in its class docstring."""
         raise NotImplementedError(f"{type(self).__name__}.score")
 
     def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
@@ -70,7 +71,6 @@ class ExpectedCallsMetric(Metric):
     """
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")

@@ -24,10 +24,8 @@ class BfclAst(Metric):
     """
 
     name: ClassVar[str] = "bfcl_ast"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         case = ctx.case
         if case.matching != "bfcl" or case.expected_calls is None:
             return Score(None, "the case is not a BFCL item (matching: bfcl)",

@@ -78,7 +78,6 @@ class MaxToolCalls(Budget):
     budget ``max_tool_calls``; see :class:`Budget`."""
 
     name: ClassVar[str] = "max_tool_calls"
-    version: ClassVar[int] = 1
     default: int | None = None
 
     def measure(self, ctx: EpisodeContext) -> tuple[float | None, str]:
@@ -94,7 +93,6 @@ class MaxSteps(Budget):
     key, which stops the agent's loop while recording."""
 
     name: ClassVar[str] = "max_steps"
-    version: ClassVar[int] = 1
     default: int | None = None
 
     def measure(self, ctx: EpisodeContext) -> tuple[float | None, str]:
@@ -110,7 +108,6 @@ class MaxLatency(Budget):
     :class:`Budget`."""
 
     name: ClassVar[str] = "max_latency_s"
-    version: ClassVar[int] = 1
     default: float | None = None
 
     def measure(self, ctx: EpisodeContext) -> tuple[float | None, str]:
@@ -138,7 +135,6 @@ class MaxCost(Budget):
     """
 
     name: ClassVar[str] = "max_cost_usd"
-    version: ClassVar[int] = 1
     default: float | None = None
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 

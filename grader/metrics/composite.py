@@ -106,7 +106,6 @@ class Composite(Metric):
         return [r for p in self.parts.values() if p.judged for r in p().requests(ctx, model)]
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         if stateful_case(ctx.case):
             return Score(None, "a stateful case: the tiered-composite scoring design weighs one "
                          "answer, this case is decided by its end state (state_match)",

@@ -11,6 +11,7 @@ from evaltape.grader.matching.conversation import (EMAIL, IDENTITY_KINDS, ORDER_
                                                    facts_in, mentions,
                                                    argument_strings, payment_cards,
                                                    sentences)
+from evaltape.grader.matching.patterns import any_of
 from evaltape.grader.model import EpisodeContext, Score
 from evaltape.grader.metrics.base import Metric
 
@@ -21,15 +22,15 @@ REQUEST = re.compile(r"\?\s*$|\b(?:please\s+(?:provide|share|give|send|tell|ente
                      r"confirm)|may i (?:have|get)|i(?:'ll| will)? need (?:your|to know)|"
                      r"what(?:'s| is) your|let me know your)\b", re.I)
 #: Words that ask for another value than the one given (not a re-ask).
-OTHER_VALUE = re.compile(r"\b(?:new|another|different|other|alternative|second|additional|"
-                         r"updated|preferred|correct)\b", re.I)
+OTHER_VALUE = any_of("new", "another", "different", "other", "alternative", "second", "additional",
+                     "updated", "preferred", "correct")
 #: Words of a user message that correct an earlier value.
 CORRECTION = re.compile(r"\b(?:actually|sorry|i meant|i mean|correction|my mistake|my bad|"
                         r"instead|typo|rather|wrong|not\s+\S+\s+but|change (?:that|it) to|"
                         r"should (?:be|have been))\b|^\s*no[,.!]", re.I)
 #: A payment source chosen for what another leaves ("for the remaining amount", "to cover
 #: the difference", "the rest on my card").
-REMAINDER = re.compile(r"\b(?:remaining|remainder|the rest|the difference|the balance)\b", re.I)
+REMAINDER = any_of("remaining", "remainder", "the rest", "the difference", "the balance")
 #: A user message saying an id they gave was wrong ("I provided the wrong reservation ID", "I
 #: don't have the reservation ID for the Chicago trip"): it is no longer theirs.
 WITHDRAWN = re.compile(r"\b(?:wrong|(?:don't|do not) have the) (?:\w+ )?(reservation|booking|"
@@ -39,11 +40,11 @@ OFFER = re.compile(r"\?\s*$|\b(?:would you like|do you want|shall i|should i|i c
                    r"offer|include)|i (?:would |can )?recommend|you (?:may|might) (?:want|"
                    r"consider)|consider (?:adding|purchasing|buying))\b", re.I)
 #: Words near an offered noun that say it is left out (a summary of the refusal).
-LEFT_OUT = re.compile(r"\b(?:no|not|without|declined?|decline|skip(?:ped)?|none|don't|"
-                      r"do not|won't|change your mind|external)\b", re.I)
+LEFT_OUT = any_of("no", "not", "without", "declined?", "decline", "skip(?:ped)?", "none", "don't",
+                  "do not", "won't", "change your mind", "external")
 #: A user message taking back a refusal ("actually, add the insurance").
-ACCEPT = re.compile(r"\b(?:yes|i'd like|i would like|i want|please add|add|include|"
-                    r"go ahead with|i'll take)\b", re.I)
+ACCEPT = any_of("yes", "i'd like", "i would like", "i want", "please add", "add", "include",
+                "go ahead with", "i'll take")
 #: A user message agreeing to what the agent proposed.
 AGREE = re.compile(r"\s*(?:yes|yeah|yep|sure|ok(?:ay)?|that works|that's fine|sounds good|"
                    r"please (?:proceed|go ahead)|go ahead|let's do|correct)\b", re.I)
@@ -59,8 +60,8 @@ READ_WORDS = ("get", "search", "list", "find", "check", "calculate", "think", "l
 
 #: Words of a question about a symptom already told that ask for more of it, not for it
 #: again ("any other symptoms?", "is it getting worse?", "tell me more about what's going on").
-FOLLOW_UP = re.compile(r"\b(?:more|further|detail|details|else|other|any|still|now|also|"
-                       r"besides|worse|better|changed?|new)\b", re.I)
+FOLLOW_UP = any_of("more", "further", "detail", "details", "else", "other", "any", "still", "now",
+                   "also", "besides", "worse", "better", "changed?", "new")
 
 
 def _asks_for(sentence: str, fact: Fact) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import orjson
 
@@ -91,7 +91,6 @@ class CriteriaJudge(OneRequestJudge):
     case_criteria_sha256: str | None = field(default=None, metadata={"spec": False})
     criteria_sha256: str = field(default="", init=False)
 
-    version: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):

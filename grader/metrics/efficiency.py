@@ -93,14 +93,12 @@ class Efficiency(Metric):
     """
 
     name: ClassVar[str] = "efficiency"
-    version: ClassVar[int] = 1
     prices: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def __post_init__(self) -> None:
         check_prices(self.prices)
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         t = ctx.trace
         cost = cost_usd(t, self.prices)
         cached = ""

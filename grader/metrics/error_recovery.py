@@ -114,7 +114,6 @@ class ErrorRecovery(Metric):
     version: ClassVar[int] = 5
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         evs = events(ctx.trace)
         verdicts: list[tuple[bool, str]] = []
         evidence: list[dict] = []

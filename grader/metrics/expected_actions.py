@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar
 
 from evaltape.grader.matching import tau2
 from evaltape.grader.matching.actions import all_called, match_actions
@@ -23,10 +23,8 @@ class ExpectedActionsCalled(Metric):
     """
 
     name: ClassVar[str] = "expected_actions_called"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = ctx.case.expected_actions
         if expected is None:
             return Score(None, "the case has no expected_actions", code="not_applicable")

@@ -36,7 +36,6 @@ class ExplanationJudge(PassFailJudge):
     """
 
     name: ClassVar[str] = "explanation_judge"
-    version: ClassVar[int] = 1
 
     def _request(self, ctx: EpisodeContext, model: str | None = None) -> dict | Score:
         must = ctx.case.must_mention

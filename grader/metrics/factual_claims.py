@@ -19,7 +19,6 @@ class FactualClaims(Metric):
     """
 
     name: ClassVar[str] = "factual_claims"
-    version: ClassVar[int] = 1
     judged: ClassVar[bool] = True
 
     def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
@@ -28,7 +27,6 @@ class FactualClaims(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         facts = factual_claims(ctx)
         if not facts:
             return Score(None, "the case has no factual_claims", code="not_applicable")

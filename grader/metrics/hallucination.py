@@ -106,7 +106,6 @@ class Hallucination(Metric):
     #: a rate of unsupported claims: 0 is best (reports invert PASS/FAIL and bars)
     higher_is_better: ClassVar[bool] = False
     name: ClassVar[str] = "hallucination"
-    version: ClassVar[int] = 1
     judged: ClassVar[bool] = True
 
     def requests(self, ctx: EpisodeContext, model: str | None = None) -> list[dict]:
@@ -115,7 +114,6 @@ class Hallucination(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         req = hallucination_request(ctx)
         if req is None:
             return Score(None, "the agent gave no final answer", code="no_answer")

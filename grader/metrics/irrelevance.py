@@ -17,10 +17,8 @@ class Irrelevance(Metric):
     """
 
     name: ClassVar[str] = "irrelevance"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = ctx.case.expected_calls
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")

@@ -35,7 +35,6 @@ class OneRequestJudge(Metric):
         return [] if isinstance(req, Score) else [req]
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         req = self._request(ctx)
         if isinstance(req, Score):
             return req

@@ -145,7 +145,6 @@ class PlanAdherence(Metric):
     version: ClassVar[int] = 17
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         evs = plain(events(ctx.trace))
         found = read_statements(evs)
         if not found:

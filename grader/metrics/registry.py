@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Iterable, Iterator
 
 from evaltape.grader.errors import BadInputError, UsageError
 from evaltape.grader.model import summary_name_problem
 from evaltape.grader.metrics.base import check_metric
+from evaltape.grader.user_code import load_object
 
 #: Where each built-in metric is defined: ``name: (module under evaltape.grader.metrics,
 #: class)``. A module is imported when its metric is first asked for (:data:`BUILTIN`), so
@@ -152,16 +151,7 @@ def resolve(names: Iterable[str]) -> list[Any]:
     metrics = []
     for name in names:
         if ":" in name:
-            module, _, attr = name.partition(":")
-            if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.insert(0, os.getcwd())  # user metrics next to the user's files
-            try:
-                cls = getattr(importlib.import_module(module), attr)
-            except (ImportError, AttributeError) as e:
-                raise UsageError(f"cannot load metric {name!r}: {e}") from None
-            except Exception as e:  # noqa: BLE001 - the user's module raised on import
-                raise UsageError(f"cannot load metric {name!r}: importing {module!r} raised "
-                                 f"{type(e).__name__}: {e}") from None
+            cls = load_object(name, "metric")
         elif name in BUILTIN:
             cls = BUILTIN[name]
         else:

@@ -62,7 +62,6 @@ class RubricJudge(Metric):
     """
 
     name: ClassVar[str] = "rubric_judge"
-    version: ClassVar[int] = 1
     judged: ClassVar[bool] = True
     pass_threshold: ClassVar[float] = PASS_AT
 
@@ -80,7 +79,6 @@ class RubricJudge(Metric):
         return [req] if req else []
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         req = self._request(ctx)
         if req is None:
             return Score(None, "the agent gave no final answer", code="no_answer")

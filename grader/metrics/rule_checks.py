@@ -30,10 +30,8 @@ class ExpectedToolsCalled(Metric):
     """Every expected tool name appears among the called names (``in``; order ignored)."""
 
     name: ClassVar[str] = "expected_tools_called"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = _expected_names(ctx)
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
@@ -51,10 +49,8 @@ class ResponseNotEmpty(Metric):
     """The final response is present and not only whitespace."""
 
     name: ClassVar[str] = "response_not_empty"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         answer = ctx.trace.final_response
         if answer is None:
             return Score(0.0, f"no final response (stop_reason {ctx.trace.stop_reason})")
@@ -66,14 +62,12 @@ class ResponseMinLength(Metric):
     """The final response has at least ``min_chars`` characters (default 20)."""
 
     name: ClassVar[str] = "response_min_length"
-    version: ClassVar[int] = 1
     min_chars: int = 20
 
     def __post_init__(self) -> None:
         check_count(self.min_chars, "min_chars")
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         n = len(ctx.trace.final_response or "")
         return Score(1.0 if n >= self.min_chars else 0.0, f"{n} chars (minimum "
                      f"{self.min_chars})")
@@ -86,10 +80,8 @@ class ExpectedTopicsPresent(Metric):
     """
 
     name: ClassVar[str] = "expected_topics_present"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         topics = ctx.case.expected_topics
         if not topics:
             return Score(None, "case has no expected_topics", code="not_applicable")
@@ -107,10 +99,8 @@ class ForbiddenContentAbsent(Metric):
     """
 
     name: ClassVar[str] = "forbidden_content_absent"
-    version: ClassVar[int] = 1
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         phrases = list(ctx.case.should_not_contain or ()) + \
             list(ctx.case.final_response_excludes or ())
         if not phrases:
@@ -126,14 +116,9 @@ class NoExtraToolCalls(Metric):
     """At most ``slack`` (default 1) more calls than expected."""
 
     name: ClassVar[str] = "no_extra_tool_calls"
-    version: ClassVar[int] = 1
     slack: int = 1
 
-    def __post_init__(self) -> None:
-        check_count(self.slack, "slack")
-
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         expected = _expected_names(ctx)
         if expected is None:
             return Score(None, "case states no expected tool calls", code="not_applicable")
@@ -141,3 +126,6 @@ class NoExtraToolCalls(Metric):
         limit = len(expected) + self.slack
         return Score(1.0 if n <= limit else 0.0, f"{n} calls made, at most {limit} allowed "
                      f"({len(expected)} expected + {self.slack})")
+
+    def __post_init__(self) -> None:
+        check_count(self.slack, "slack")

@@ -31,7 +31,6 @@ class StateMatch(Metric):
     version: ClassVar[int] = 2
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         check = check_end_state(ctx.trace, ctx.case)
         if check.code == INITIAL_MISMATCH:  # the trace's own start, not the case's
             return Score(None, check.why_not or "", code=INITIAL_MISMATCH,

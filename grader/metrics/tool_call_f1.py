@@ -25,7 +25,6 @@ class ToolCallF1(ExpectedCallsMetric):
     """
 
     name: ClassVar[str] = "tool_call_f1"
-    version: ClassVar[int] = 1
     args_mode: str = "superset"
     overrides: Mapping[str, Any] = field(default_factory=dict)
 

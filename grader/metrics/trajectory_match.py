@@ -28,7 +28,6 @@ class TrajectoryMatch(ExpectedCallsMetric):
     """
 
     name: ClassVar[str] = "trajectory_match"
-    version: ClassVar[int] = 1
     mode: str = "strict"
     args_mode: str = "superset"
     overrides: Mapping[str, Any] = field(default_factory=dict)

@@ -4,10 +4,10 @@ Addressed by name (:data:`BUILTIN`) or as ``module:function`` for user agents.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any, Callable
+from typing import Callable
 
 from evaltape.grader.errors import UsageError
+from evaltape.grader.user_code import load_object
 
 BUILTIN = {
     "helpdesk": "evaltape.recorder.agents.helpdesk:run",
@@ -26,25 +26,7 @@ def resolve_agent(name: str) -> Callable[..., dict]:
         UsageError: unknown name (lists the built-ins), or its module cannot be imported
             (missing, a syntax error, or any exception raised while importing: named).
     """
-    target = BUILTIN.get(name, name)
-    if ":" not in target:
-        raise UsageError(f"unknown agent {name!r}; built-in agents: "
-                         f"{', '.join(sorted(BUILTIN))}, or give module:function")
-    module, _, attr = target.partition(":")
-    import os
-    import sys
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: agents next to the user's files
-    try:
-        fn: Any = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise UsageError(f"cannot load agent {name!r}: {e}") from None
-    except SyntaxError as e:
-        raise UsageError(f"cannot load agent {name!r}: {e.msg} in {e.filename}, line "
-                         f"{e.lineno}") from None
-    except Exception as e:  # noqa: BLE001 - the user's module raised while importing
-        raise UsageError(f"cannot load agent {name!r}: importing {module} raised "
-                         f"{type(e).__name__}: {e}") from None
+    fn = load_object(name, "agent", BUILTIN)
     if not callable(fn):
         raise UsageError(f"agent {name!r} is not callable")
     return fn

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from ..cassette import cassette_name, cassette_path
 from ..wire.scrub import scrub_text
@@ -78,8 +78,8 @@ class EpisodeOutcome:
 
     case_id: str
     trial: int
-    kind: str
-    trace: dict
+    kind: Literal["new", "kept", "refreshed"]
+    trace: dict[str, Any]
     live: int
     replayed: int = 0
     request: int | None = None

@@ -44,7 +44,6 @@ class Grounding(Metric):
         object.__setattr__(self, "sources", tuple(self.sources))
 
     def score(self, ctx: EpisodeContext) -> Score:
-        """Score one episode; the formula, source and null cases are in the class docstring."""
         got = self.verdicts(ctx)
         if isinstance(got, Score):
             return got

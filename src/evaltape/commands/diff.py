@@ -14,15 +14,13 @@ from evaltape.grader.report.diff import (NO_SHARED_EPISODE, compare_reports, gat
               help="Alert 'warning' when a mean gets worse by more than this.")
 @click.option("--critical", type=click.FloatRange(0, 1), default=0.10, show_default=True,
               help="Alert 'critical' (exit 1) when a mean gets worse by more than this.")
-@click.option("--allow-unrelated", is_flag=True,
-              help="Compare even when the reports were graded on datasets with different "
-                   "inputs (a warning is printed instead of refusing).")
+@click.option("--allow-unrelated", is_flag=True, help="Compare even when the reports were "
+              "graded on datasets with different inputs (a warning is printed instead of "
+              "refusing).")
 @click.option("--allow-missing", is_flag=True,
-              help="Accept episodes of BASELINE that CURRENT lacks (a warning, not a "
-                   "failure).")
-@click.option("--strict", is_flag=True,
-              help="Fail on warnings too (any case with fewer passes, a mean worse by more "
-                   "than --warning, a metric no longer graded).")
+              help="Accept episodes of BASELINE that CURRENT lacks (a warning, not a failure).")
+@click.option("--strict", is_flag=True, help="Fail on warnings too (any case with fewer "
+              "passes, a mean worse by more than --warning, a metric no longer graded).")
 def diff(baseline: str, current: str, warning: float, critical: float,
          allow_unrelated: bool = False, allow_missing: bool = False,
          strict: bool = False) -> None:

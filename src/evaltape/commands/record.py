@@ -101,9 +101,8 @@ def normalise_rules(specs: tuple[str, ...], hint: str = "--normalise") -> tuple[
               help="Model of the simulated users of multi-turn cases (default: --model).")
 @click.option("--user-base-url", "user_base_url", default=None, metavar="URL",
               help="Messages-API server of the simulated users (default: --base-url).")
-@click.option("--keep-errors", is_flag=True,
-              help="Save episodes that ended in an API error as finished (default: leave "
-                   "them for a rerun to retry, and exit 1).")
+@click.option("--keep-errors", is_flag=True, help="Save episodes that ended in an API error "
+              "as finished (default: leave them for a rerun to retry, and exit 1).")
 @click.option("--refresh", is_flag=True,
               help="Replay every finished episode against its cassette: keep those that "
                    "reproduce, record the others again from their first diverging request "
@@ -114,9 +113,8 @@ def normalise_rules(specs: tuple[str, ...], hint: str = "--normalise") -> tuple[
               help="Record the missing episodes into a run whose fingerprint (agent "
                    "sources, command files, stand-in script, prompt, tools) differs; the "
                    "finished episodes stay as they are.")
-@click.option("--quiet", is_flag=True,
-              help="No progress on stderr (the bar, and the line per finished episode); "
-                   "the closing summary and errors are still printed.")
+@click.option("--quiet", is_flag=True, help="No progress on stderr (the bar, and the line "
+              "per finished episode); the closing summary and errors are still printed.")
 @click.option("--normalise", "normalise", multiple=True, metavar="SET|RULES.json",
               help="Parts of the requests meant to vary (a date, a path, a device id), "
                    "replaced by a placeholder before a replayed request is matched: the "
