@@ -25,6 +25,8 @@ def repeated_key(raw: bytes) -> str | None:
     (b'[{"k": 1}, {"k": 2, "m": [0, {"z": 1, "\\u007a": 2}]}]', "[1].m[1].z"),  # as read
     (b'{"a": "a string with \\":\\" inside", "b": 1}', None),   # escaped quotes: no key
     (b'{"a": {"q": 1}, "b": {"q": 2}}', None),                   # same key, two objects
+    (b'{"q":"a","r":{"s":[1,":"]}}\n', None),                   # a line as orjson writes it
+    (b'{"q":"a","r":{"s":1,"s":2}}\n', "r.s"),                  # compact, and a repeat
 ])
 def test_duplicate_key(raw, key):
     assert repeated_key(raw) == key

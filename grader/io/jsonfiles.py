@@ -226,10 +226,13 @@ def screen(raw: bytes, decoded: Any, path: str | None = None,
 def _repeated_key(raw: bytes, dumped: bytes) -> str | None:
     r"""The JSON path of the first key ``raw`` repeats inside one object
     (``tool_calls[1].arguments.assignee``), else ``None`` (RFC 8259 §4: names SHOULD be
-    unique); ``dumped``: ``orjson.dumps`` of ``raw`` decoded. Fast path: no repeat when
-    ``raw`` holds no more colons than ``dumped`` (``\\u003a`` counted); else
-    :func:`_repeated_path` scans.
+    unique); ``dumped``: ``orjson.dumps`` of ``raw`` decoded. Fast paths: no repeat when
+    ``raw`` is ``dumped`` and white space (a line orjson wrote, as evaltape's traces are), or
+    holds no more colons than ``dumped`` (``\\u003a`` counted); else :func:`_repeated_path`
+    scans.
     """
+    if raw.startswith(dumped) and not raw[len(dumped):].strip():
+        return None
     colons = raw
     if b"\\u003" in raw:  # JSON escapes are \\u + four hex digits; a colon is 003a/003A
         colons = raw.replace(b"\\u003a", b":").replace(b"\\u003A", b":")
