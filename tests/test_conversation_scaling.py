@@ -157,3 +157,26 @@ def test_error_recovery_work_grows_linearly_with_the_failures():
     # distinct failures cost 4 s (quadratic); identical calls are now grouped once
     small, big = _failures_work(400), _failures_work(800)
     assert big <= 2.5 * small, (small, big)
+
+
+def _reasking_work(n: int) -> int:
+    # n turns: the agent asks for a reason and the user id again, the user gives one more
+    # reason each time; every question is checked against every fact given before it
+    from evaltape.grader.metrics import context_retention as cr
+    msgs = [U("Hi, my user id is ana_lopez_1234. I want to cancel reservation EHGLP3 "
+              "because of a family emergency.")]
+    for i in range(n):
+        msgs += [A(f"Could you tell me the reason for item {i}? What is your user id?"),
+                 U(f"I said already, it's because reason number {i}.")]
+    prof = cProfile.Profile()
+    prof.runcall(ContextRetention().score, episode(msgs + [A("Done.")]))
+    stats = pstats.Stats(prof).stats
+    return sum(v[1] for k, v in stats.items() if k[2] == "_asks_for" and
+               k[0] == cr.__file__)
+
+
+def test_context_retention_reads_each_question_once_per_kind_of_fact_asked():
+    # each question was read again for every fact given before it (1,000 re-asking turns:
+    # 10.8 s); it is read once per kind of fact and its labels
+    small, big = _reasking_work(100), _reasking_work(200)
+    assert 0 < big <= 2.5 * small, (small, big)

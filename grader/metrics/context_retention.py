@@ -64,7 +64,14 @@ FOLLOW_UP = any_of("more", "further", "detail", "details", "else", "other", "any
                    "also", "besides", "worse", "better", "changed?", "new")
 
 
+def _question_key(fact: Fact) -> tuple:
+    """What :func:`_asks_for` reads of a fact: its kind, its labels and, for a duration,
+    whether it was given as a number (facts with one key are asked for by the same words)."""
+    return fact.kind, fact.labels, fact.kind == "duration" and fact.norm[:1].isdigit()
+
+
 def _asks_for(sentence: str, fact: Fact) -> bool:
+    """Whether ``sentence`` asks for a value of the fact's kind by one of its labels."""
     low = sentence.lower().replace("\u2019", "'")
     if fact.kind == "symptom" and FOLLOW_UP.search(low):
         return False
@@ -259,6 +266,7 @@ class ContextRetention(Metric):
                     continue
                 quoted: dict[str, bool] = {}  # kind → the sentence quotes a value of it
                 named: set[str] | None = None  # the codes the sentence names, read once
+                asks: dict[tuple, bool] = {}  # _asks_for of the sentence, per question key
                 for f, at in given:
                     if f.kind in NOT_ASKED or id(f) in stale_ids or id(f) in withdrawn:
                         continue  # a corrected or withdrawn value is not asked for again
@@ -267,7 +275,11 @@ class ContextRetention(Metric):
                             named = {c.lower() for c in CODE6.findall(s)}
                         if named - reason_codes.get(id(f), set()):
                             continue  # the reason for another booking than its own
-                    if _asks_for(s, f) and not mentions(s, f) and not any(
+                    key = _question_key(f)
+                    asked = asks.get(key)
+                    if asked is None:
+                        asked = asks[key] = _asks_for(s, f)
+                    if asked and not mentions(s, f) and not any(
                             _in_failed_call(f, v) for v in failed_values):
                         if f.kind not in quoted:
                             # a value of the kind in the sentence (one the user gave, or
