@@ -20,6 +20,11 @@ from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.grounding.words import READ_ONLY, TOKEN
 
 
+def _mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, a dict (every JSON object) answered without the ABC."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def results_by_id(trace: Trace) -> dict[str, str]:
     """Tool results keyed by tool-use id: each call's ``result``, else the ``tool_result`` block
     with its id in ``trace.messages``; never paired by position.
@@ -28,7 +33,7 @@ def results_by_id(trace: Trace) -> dict[str, str]:
     for block in _result_blocks(trace):
         c = block.get("content")
         if isinstance(c, list):
-            c = "".join(b.get("text", "") for b in c if isinstance(b, Mapping))
+            c = "".join(b.get("text", "") for b in c if _mapping(b))
         out[str(block.get("tool_use_id"))] = "" if c is None else str(c)
     for call in trace.tool_calls:
         if call.result is not None:
@@ -44,14 +49,17 @@ def error_ids(trace: Trace) -> set[str]:
 
 def _result_blocks(trace: Trace):
     for msg in trace.messages:
-        content = msg.get("content") if isinstance(msg, Mapping) else None
+        content = msg.get("content") if _mapping(msg) else None
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                if _mapping(block) and block.get("type") == "tool_result":
                     yield block
 
 
+@functools.lru_cache(maxsize=4096)
 def norm_tokens(text: str) -> str:
+    """``text``'s word tokens, cleaned, lower case, outer ``.'-`` stripped, joined by spaces
+    (cached: a conversation's replies read the same argument values again)."""
     return " ".join(t.strip(".'-") for t in TOKEN.findall(clean(text).lower()))
 
 
@@ -60,13 +68,13 @@ def agent_replies(trace: Trace) -> list[tuple[int, str]]:
     assistant message's text blocks joined by new lines), in order."""
     out = []
     for i, msg in enumerate(trace.messages):
-        if not isinstance(msg, Mapping) or msg.get("role") != "assistant":
+        if not _mapping(msg) or msg.get("role") != "assistant":
             continue
         content = msg.get("content")
         if isinstance(content, str):
             text = content
         elif isinstance(content, list):
-            text = "\n".join(b["text"] for b in content if isinstance(b, Mapping)
+            text = "\n".join(b["text"] for b in content if _mapping(b)
                              and b.get("type") == "text" and isinstance(b.get("text"), str))
         else:
             continue
@@ -102,10 +110,10 @@ def known_at(trace: Trace, index: int, text: str) -> Trace:
     result no earlier message holds counts when it was issued in an earlier model turn:
     the calls of a trace whose results are on the calls only)."""
     before = trace.messages[:index]
-    seen = {str(b.get("tool_use_id")) for m in before if isinstance(m, Mapping)
+    seen = {str(b.get("tool_use_id")) for m in before if _mapping(m)
             and isinstance(m.get("content"), list) for b in m["content"]
-            if isinstance(b, Mapping) and b.get("type") == "tool_result"}
-    step = sum(1 for m in before if isinstance(m, Mapping) and m.get("role") == "assistant")
+            if _mapping(b) and b.get("type") == "tool_result"}
+    step = sum(1 for m in before if _mapping(m) and m.get("role") == "assistant")
     calls = tuple(c for c in trace.tool_calls
                   if c.id in seen or (not seen and c.result is not None and c.step <= step))
     return Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
@@ -165,13 +173,13 @@ def user_text(trace: Trace) -> str:
     left out), joined by new lines; the input when the messages hold none."""
     parts = []
     for msg in trace.messages:
-        if not isinstance(msg, Mapping) or msg.get("role") != "user":
+        if not _mapping(msg) or msg.get("role") != "user":
             continue
         content = msg.get("content")
         if isinstance(content, str):
             parts.append(content)
         elif isinstance(content, list):
-            parts.extend(b["text"] for b in content if isinstance(b, Mapping)
+            parts.extend(b["text"] for b in content if _mapping(b)
                          and b.get("type") == "text" and isinstance(b.get("text"), str))
     return "\n".join(p for p in parts if p.strip()) or trace.input
 
@@ -221,7 +229,7 @@ def schemas_of(ctx: EpisodeContext) -> dict[str, Mapping[str, Any]]:
     if not isinstance(raw, list) or not raw:
         raw = getattr(getattr(ctx, "run", None), "tools", None) or ctx.case.tools or ()
     return {t["name"]: t for t in raw
-            if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
+            if _mapping(t) and isinstance(t.get("name"), str)}
 
 
 def schemas_text(schemas: Mapping[str, Mapping[str, Any]] | None) -> str:
