@@ -104,21 +104,83 @@ def at_reply_offsets(got: "Score | tuple[list[Claim], list[ClaimVerdict]]",
                 start=where[min(v.claim.start, last)])) for v in got[1]])
 
 
-def known_at(trace: Trace, index: int, text: str) -> Trace:
-    """``trace`` as it stood when the agent wrote the reply at ``messages[index]``: the
-    messages before it and the calls whose result came back before it (a call whose
-    result no earlier message holds counts when it was issued in an earlier model turn:
-    the calls of a trace whose results are on the calls only)."""
-    before = trace.messages[:index]
-    seen = {str(b.get("tool_use_id")) for m in before if _mapping(m)
-            and isinstance(m.get("content"), list) for b in m["content"]
-            if _mapping(b) and b.get("type") == "tool_result"}
-    step = sum(1 for m in before if _mapping(m) and m.get("role") == "assistant")
-    calls = tuple(c for c in trace.tool_calls
-                  if c.id in seen or (not seen and c.result is not None and c.step <= step))
-    return Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
-                 tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
-                 steps=trace.steps, messages=before, raw=trace.raw)
+class Known(NamedTuple):
+    """What was known when the agent wrote one reply: ``trace`` (the messages before it and
+    the calls whose results came back before it, the reply as its final response), and the
+    :func:`results_by_id`, :func:`error_ids` and :func:`user_text` of that trace."""
+
+    trace: Trace
+    results: dict[str, str]
+    errors: set[str]
+    user: str
+
+
+class Replies:
+    """The state of a conversation at each agent reply, read in one pass over its messages
+    (the replies asked for in order; an earlier one is read again from the start).
+
+    :meth:`at` gives the trace as it stood when the agent wrote the reply at
+    ``messages[index]``: the messages before it and the calls whose result came back before
+    it (a call whose result no earlier message holds counts when it was issued in an earlier
+    model turn: the calls of a trace whose results are on the calls only).
+    """
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._start()
+
+    def _start(self) -> None:
+        self._upto = self._step = 0  # messages read; assistant messages among them
+        self._seen: set[str] = set()  # ids of the tool results read
+        self._blocks: dict[str, str] = {}  # their texts
+        self._failed: set[str] = set()  # those flagged is_error
+        self._said: list[str] = []  # the user's texts
+
+    def _read(self, upto: int) -> None:
+        if upto < self._upto:
+            self._start()
+        for msg in self.trace.messages[self._upto:upto]:
+            if not _mapping(msg):
+                continue
+            content = msg.get("content")
+            role = msg.get("role")
+            if role == "assistant":
+                self._step += 1
+            if isinstance(content, list):
+                for b in content:
+                    if not _mapping(b):
+                        continue
+                    if b.get("type") == "tool_result":
+                        key = str(b.get("tool_use_id"))
+                        self._seen.add(key)
+                        c = b.get("content")
+                        if isinstance(c, list):
+                            c = "".join(x.get("text", "") for x in c if _mapping(x))
+                        self._blocks[key] = "" if c is None else str(c)
+                        if b.get("is_error"):
+                            self._failed.add(key)
+                    elif role == "user" and b.get("type") == "text" and \
+                            isinstance(b.get("text"), str):
+                        self._said.append(b["text"])
+            elif role == "user" and isinstance(content, str):
+                self._said.append(content)
+        self._upto = upto
+
+    def at(self, index: int, text: str) -> Known:
+        """What was known at the reply ``messages[index]`` whose text is ``text``."""
+        self._read(index)
+        trace, seen, step = self.trace, self._seen, self._step
+        calls = tuple(c for c in trace.tool_calls
+                      if c.id in seen or (not seen and c.result is not None and c.step <= step))
+        results = dict(self._blocks)
+        for call in calls:
+            if call.result is not None:
+                results[call.id] = call.result
+        sub = Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
+                    tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
+                    steps=trace.steps, messages=trace.messages[:index], raw=trace.raw)
+        user = "\n".join(p for p in self._said if p.strip()) or trace.input
+        return Known(sub, results, self._failed | {c.id for c in calls if c.is_error}, user)
 
 
 class ClaimVerdict(NamedTuple):

@@ -13,10 +13,10 @@ from evaltape.grader.metrics.base import Metric
 from evaltape.grader.model import EpisodeContext, Score, Trace
 from evaltape.grader.metrics.grounding.actions import action_stems, described
 from evaltape.grader.metrics.grounding.checker import Checker
-from evaltape.grader.metrics.grounding.episode import (ClaimVerdict, at_reply_offsets,
-                                                       known_at, schemas_of, system_prompt_of,
-                                                       agent_replies, read_reply,
-                                                       results_by_id)
+from evaltape.grader.metrics.grounding.episode import (ClaimVerdict, Known, Replies,
+                                                       at_reply_offsets, schemas_of,
+                                                       system_prompt_of, agent_replies,
+                                                       read_reply, results_by_id)
 from evaltape.grader.metrics.grounding.words import MONEY_UNITS, SOURCES, written_operand
 
 
@@ -105,12 +105,14 @@ class Grounding(Metric):
         claims_all: list[Claim] = []
         out_all: list[ClaimVerdict] = []
         checked = 0
+        conversation = Replies(trace)
         for turn, (i, text) in enumerate(replies):
             text, where = read_reply(text)
-            sub = known_at(trace, i, text)
+            known = conversation.at(i, text)
+            sub = known.trace
             if not sub.tool_calls:
                 continue
-            got = at_reply_offsets(self._answer(ctx, sub, text, facts), where)
+            got = at_reply_offsets(self._answer(ctx, sub, text, facts, known), where)
             if isinstance(got, Score):
                 continue
             checked += 1
@@ -136,11 +138,12 @@ class Grounding(Metric):
         return claims_all, out_all
 
     def _answer(self, ctx: EpisodeContext, trace: Trace, answer: str,
-                facts: dict[str, SourceFacts] | None = None
+                facts: dict[str, SourceFacts] | None = None, known: Known | None = None
                 ) -> "Score | tuple[list[Claim], list[ClaimVerdict]]":
         """The verdicts of one answer against ``trace``'s sources (``facts``: the calls'
-        indexes by call id, shared by the replies of one conversation)."""
-        results = results_by_id(trace)
+        indexes by call id, shared by the replies of one conversation; ``known``: the
+        results, errors and user text of a reply's ``trace``, read once for all replies)."""
+        results = results_by_id(trace) if known is None else known.results
         if not results:
             return Score(None, "no tool result to ground the answer against (no tool was "
                          "called, or none returned)", code="not_applicable")
@@ -156,7 +159,9 @@ class Grounding(Metric):
             return Score(None, "no checkable claims in the final answer", code="no_claims")
         check = Checker(trace, answer, claims, results, sources=sources,
                          system=system_prompt_of(ctx) if "system" in sources else None,
-                         schemas=schemas, facts=facts)
+                         schemas=schemas, facts=facts,
+                         errors=None if known is None else known.errors,
+                         user=None if known is None else known.user)
         check.note_stated(claims)
         out = []
         kept = []

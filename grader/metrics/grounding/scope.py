@@ -59,21 +59,28 @@ _BLANK_LINE = re.compile("(?=\n\n)")
 class AnswerSources:
     """One episode's sources and the answer's claims, indexed once, and the scope of a
     claim: the base of :class:`~evaltape.grader.metrics.grounding.checker.Checker` and of
-    its rule mixins, which read these attributes and call these methods."""
+    its rule mixins, which read these attributes and call these methods. ``errors`` and
+    ``user``: the trace's :func:`error_ids` and :func:`user_text` when already read."""
 
     def __init__(self, trace: Trace, answer: str, claims: list[Claim],
                  results: dict[str, str], *, sources: frozenset[str] = frozenset(SOURCES),
                  system: str | None = None,
                  schemas: Mapping[str, Mapping[str, Any]] | None = None,
-                 facts: dict[str, SourceFacts] | None = None) -> None:
-        errors = error_ids(trace)
+                 facts: dict[str, SourceFacts] | None = None,
+                 errors: set[str] | None = None, user: str | None = None) -> None:
+        if errors is None:
+            errors = error_ids(trace)
         self.results = results
         self.needs = frozenset(c.kind for c in claims) | (
             {"number"} if any(c.kind == "range" for c in claims) else set())
         self.input = input_facts(trace.input if "input" in sources else "", self.needs)
         # what the user said (the user turns of the conversation, else the input): any
         # fact it states, and the statuses it asserts (not those it asks about)
-        self._user_text = user = user_text(trace) if "user" in sources else ""
+        if "user" not in sources:
+            user = ""
+        elif user is None:
+            user = user_text(trace)
+        self._user_text = user
         self._user_statuses: set[str] | None = None
         self._user_low: str | None = None
         # (the input itself, when the conversation holds no user turn: a source already)
