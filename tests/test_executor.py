@@ -338,8 +338,12 @@ def test_checked_trace_reading_gives_the_same_trace_on_both_paths():
     assert (e.value.line, e.value.field) == (7, "trial")
 
 
-def test_failure_log_keeps_file_order_and_sorts_for_the_report():
+@pytest.mark.parametrize("in_memory", [32_768, 0])  # sorted in memory, or on disk
+def test_failure_log_keeps_file_order_and_sorts_for_the_report(in_memory, monkeypatch):
+    from evaltape.grader.io import external_sort
     from evaltape.grader.io.external_sort import FailureLog
+
+    monkeypatch.setattr(external_sort, "SORTED_IN_MEMORY", in_memory)
 
     log = FailureLog()
     for rec in (("c2", 0, "wrong_tools"), ("c10", 1, "wrong_answer"), ("c1", 3, "no_answer:x")):

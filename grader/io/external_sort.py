@@ -27,6 +27,9 @@ import orjson
 from evaltape.grader.errors import UsageError
 
 DEFAULT_BUFFER = 4096
+#: Failed episodes up to which ``summary.failures`` is sorted in memory (a few megabytes of
+#: labels and reasons), not on disk.
+SORTED_IN_MEMORY = 32_768
 #: A run written by :func:`write_run` indexes the key and byte offset of every
 #: ``INDEX_EVERY``-th record.
 INDEX_EVERY = 64
@@ -621,6 +624,8 @@ class FailureLog(Mapping):
         return self._sorted(member)
 
     def _sorted(self, encode: Callable[[tuple[str, str]], bytes]) -> Iterator[bytes]:
+        if self._n <= SORTED_IN_MEMORY:  # (labels are unique: the order is the on-disk sort's)
+            return map(encode, sorted(self.items(), key=_first))
         sorter = SpillSorter()
         add = sorter.add
         for pair in self.items():
