@@ -155,8 +155,6 @@ def parse_timing(value: Any, timed_calls: bool, *, path: str = "<trace>",
     return Timing(first, tuple(turns))
 
 
-_REQUIRED = frozenset(REQUIRED_KEYS)
-_CALL_REQUIRED = frozenset(REQUIRED_CALL_KEYS)
 _SORT = orjson.OPT_SORT_KEYS
 
 
@@ -165,11 +163,14 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
     tests; ``None`` as soon as anything is unusual, so that the checking path reports it
     (same result objects either way: this only skips building error messages). Every
     check of the checking path is here too (a test feeds both the same hostile traces)."""
-    if not _REQUIRED <= obj.keys() or obj["schema"] != TRACE_SCHEMA:
+    try:  # (every key of REQUIRED_KEYS: one missing is a KeyError)
+        if obj["schema"] != TRACE_SCHEMA:
+            return None
+        case_id, trial, steps = obj["case_id"], obj["trial"], obj["steps"]
+        inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
+        calls_raw = obj["tool_calls"]
+    except KeyError:
         return None
-    case_id, trial, steps = obj["case_id"], obj["trial"], obj["steps"]
-    inp, final, stop = obj["input"], obj["final_response"], obj["stop_reason"]
-    calls_raw = obj["tool_calls"]
     timed = False
     if not (type(case_id) is str and type(trial) is int and type(steps) is int
             and 0 <= trial <= INT_MAX and 0 <= steps <= INT_MAX and type(inp) is str
@@ -178,9 +179,13 @@ def _fast_trace(obj: dict, line: int | None) -> Trace | None:
         return None
     calls = []
     for c in calls_raw:
-        if type(c) is not dict or not _CALL_REQUIRED <= c.keys():
+        if type(c) is not dict:
             return None
-        args, name, result, cid = c["arguments"], c["name"], c.get("result"), c["id"]
+        try:  # (every key of REQUIRED_CALL_KEYS)
+            args, name, cid = c["arguments"], c["name"], c["id"]
+        except KeyError:
+            return None
+        result = c.get("result")
         step, is_error, duration = c.get("step"), c.get("is_error"), c.get("duration_s")
         if (type(args) is not dict or type(name) is not str
                 or type(cid) not in (str, int)
