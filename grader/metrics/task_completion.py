@@ -34,15 +34,15 @@ class TaskCompletion(Metric):
 
     def score(self, ctx: EpisodeContext) -> Score:
         """Score one episode (formula and null cases: the class docstring)."""
-        keywords = list(ctx.case.expected_outcome_keywords or ())
+        keywords = ctx.case.expected_outcome_keywords or ()
         if not keywords and ctx.case.expected_answer_contains is not None:
-            keywords = [ctx.case.expected_answer_contains]
+            keywords = (ctx.case.expected_answer_contains,)
         answer = ctx.trace.final_response or ""
-        if not keywords and stateful_case(ctx.case):
-            return Score(None, "a stateful case with no outcome keywords: its end state "
-                         "says whether the task was done (state_match)",
-                         code="not_applicable")
         if not keywords:
+            if stateful_case(ctx.case):
+                return Score(None, "a stateful case with no outcome keywords: its end state "
+                             "says whether the task was done (state_match)",
+                             code="not_applicable")
             return Score(1.0 if answer else 0.0,
                          "No specific outcome keywords to check. Agent responded: "
                          + ("yes" if answer else "no"))
@@ -50,8 +50,8 @@ class TaskCompletion(Metric):
         numbers: list[set[Decimal]] = []  # the answer's numbers, read at the first number
         found, missing = [], []
         for k in keywords:
-            if not isinstance(k, AnswerText):
-                value, text = _keyword(k)  # (a plain keyword's test inline: the common case)
+            if type(k) is str or not isinstance(k, AnswerText):  # a keyword: tested inline
+                value, text = _keyword(k)
                 hit = text in lower if value is None else \
                     keyword_found(k, lower, answer, numbers)
                 (found if hit else missing).append(k)
