@@ -62,22 +62,21 @@ class ArgumentCorrectness(Metric):
                                   for p in params]
                 continue
             args = calls[first].arguments
-            right = entry["correct"]
+            right, wrong = entry["correct"], entry["wrong"]
             for param, want in params.items():
-                total += 1
                 got = args.get(param)
-                kind = type(want)
-                if got is not None and type(got) is kind and (
-                        got == want if kind in _SCALARS else _same_json(got, want)):
-                    problem = None  # check_difference's fast path, inline
-                else:
-                    problem = check_difference(args, param, want)
+                if got is not None and type(got) is type(want) and (
+                        got == want if type(want) in _SCALARS else _same_json(got, want)):
+                    right.append(param)  # (check_difference's fast path, inline)
+                    continue
+                problem = check_difference(args, param, want)
                 if problem is None:
-                    correct += 1
                     right.append(param)
                 else:
                     issues.append(f"{tool}.{param}: {problem.message}")
-                    entry["wrong"].append(_wrong(param, problem))
+                    wrong.append(_wrong(param, problem))
+            total += len(params)
+            correct += len(right)
         value = correct / total if total else 1.0
         details = f"Correct: {correct}/{total}"
         if issues:
