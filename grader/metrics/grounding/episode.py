@@ -16,7 +16,7 @@ from evaltape.grader.matching.claims import Claim, extract_claims
 from evaltape.grader.matching.json_prose import json_reply_prose
 from evaltape.grader.matching.sources import SourceFacts
 from evaltape.grader.matching.status_words import STATUS_ANY, STATUS_COPULA, stem
-from evaltape.grader.model import EpisodeContext, Score, Trace
+from evaltape.grader.model import EpisodeContext, Score, ToolCall, Trace
 from evaltape.grader.metrics.grounding.words import READ_ONLY, TOKEN
 
 
@@ -29,31 +29,12 @@ def results_by_id(trace: Trace) -> dict[str, str]:
     """Tool results keyed by tool-use id: each call's ``result``, else the ``tool_result`` block
     with its id in ``trace.messages``; never paired by position.
     """
-    out: dict[str, str] = {}
-    for block in _result_blocks(trace):
-        c = block.get("content")
-        if isinstance(c, list):
-            c = "".join(b.get("text", "") for b in c if _mapping(b))
-        out[str(block.get("tool_use_id"))] = "" if c is None else str(c)
-    for call in trace.tool_calls:
-        if call.result is not None:
-            out[call.id] = call.result
-    return out
+    return Replies(trace).whole().results(trace.tool_calls)
 
 
 def error_ids(trace: Trace) -> set[str]:
     """Tool-use ids whose call or ``tool_result`` block is flagged ``is_error``."""
-    out = {str(b.get("tool_use_id")) for b in _result_blocks(trace) if b.get("is_error")}
-    return out | {c.id for c in trace.tool_calls if c.is_error}
-
-
-def _result_blocks(trace: Trace):
-    for msg in trace.messages:
-        content = msg.get("content") if _mapping(msg) else None
-        if isinstance(content, list):
-            for block in content:
-                if _mapping(block) and block.get("type") == "tool_result":
-                    yield block
+    return Replies(trace).whole().errors(trace.tool_calls)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -166,21 +147,38 @@ class Replies:
                 self._said.append(content)
         self._upto = upto
 
+    def whole(self) -> "Replies":
+        """``self``, every message read."""
+        self._read(len(self.trace.messages))
+        return self
+
+    def results(self, calls: tuple[ToolCall, ...]) -> dict[str, str]:
+        """The texts of the tool results read, by tool-use id, each of ``calls`` with a
+        ``result`` taking its own."""
+        out = dict(self._blocks)
+        for call in calls:
+            if call.result is not None:
+                out[call.id] = call.result
+        return out
+
+    def errors(self, calls: tuple[ToolCall, ...]) -> set[str]:
+        """The ids of the tool results read flagged ``is_error``, and of ``calls`` flagged so."""
+        return self._failed | {c.id for c in calls if c.is_error}
+
+    def user(self) -> str:
+        """The user's texts read, joined by new lines; the input when there is none."""
+        return "\n".join(p for p in self._said if p.strip()) or self.trace.input
+
     def at(self, index: int, text: str) -> Known:
         """What was known at the reply ``messages[index]`` whose text is ``text``."""
         self._read(index)
         trace, seen, step = self.trace, self._seen, self._step
         calls = tuple(c for c in trace.tool_calls
                       if c.id in seen or (not seen and c.result is not None and c.step <= step))
-        results = dict(self._blocks)
-        for call in calls:
-            if call.result is not None:
-                results[call.id] = call.result
         sub = Trace(case_id=trace.case_id, trial=trace.trial, input=trace.input,
                     tool_calls=calls, final_response=text, stop_reason=trace.stop_reason,
                     steps=trace.steps, messages=trace.messages[:index], raw=trace.raw)
-        user = "\n".join(p for p in self._said if p.strip()) or trace.input
-        return Known(sub, results, self._failed | {c.id for c in calls if c.is_error}, user)
+        return Known(sub, self.results(calls), self.errors(calls), self.user())
 
 
 class ClaimVerdict(NamedTuple):
@@ -233,17 +231,7 @@ def support_label(source: SourceFacts) -> str | None:
 def user_text(trace: Trace) -> str:
     """What the user said: the text of the user turns of ``trace.messages`` (tool results
     left out), joined by new lines; the input when the messages hold none."""
-    parts = []
-    for msg in trace.messages:
-        if not _mapping(msg) or msg.get("role") != "user":
-            continue
-        content = msg.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(b["text"] for b in content if _mapping(b)
-                         and b.get("type") == "text" and isinstance(b.get("text"), str))
-    return "\n".join(p for p in parts if p.strip()) or trace.input
+    return Replies(trace).whole().user()
 
 
 def asserted_statuses(text: str) -> set[str]:
